@@ -1,0 +1,112 @@
+# FastTier build: daemons, unit tests, fuzzers, and the test/run entry points.
+
+DIR ?= $(CURDIR)/run
+PORT ?= 51080
+SANITIZER ?=
+ifeq ($(SANITIZER),)
+BUILD ?= build
+else
+BUILD ?= build/$(SANITIZER)
+endif
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Werror
+CPPFLAGS += -D_GNU_SOURCE -Icommon
+ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS) -pthread -MMD -MP
+LDLIBS := -luring -lmicrohttpd -lcurl -lcrypto -ljansson -lxxhash -lpthread
+
+ifeq ($(SANITIZER),address)
+ALL_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+else ifeq ($(SANITIZER),undefined)
+ALL_CFLAGS += -fsanitize=undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=undefined
+else ifeq ($(SANITIZER),thread)
+ALL_CFLAGS += -fsanitize=thread
+LDFLAGS += -fsanitize=thread
+endif
+
+COMMON_SRC := $(sort $(wildcard common/*.c))
+PROXY_SRC := $(sort $(wildcard proxy/*.c))
+TARGET_SRC := $(sort $(wildcard target/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/obj/%.o)
+PROXY_OBJ := $(PROXY_SRC:%.c=$(BUILD)/obj/%.o)
+TARGET_OBJ := $(TARGET_SRC:%.c=$(BUILD)/obj/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+LIBFT := $(BUILD)/libft.a
+BINS := $(BUILD)/bin/ft-proxy $(BUILD)/bin/ft-target
+
+PYTHON := /usr/bin/python3
+PYTEST_ARGS ?=
+
+.PHONY: all deps build run test test-unit test-integration test-asan fuzz fuzz-ci clean format-check
+
+all: $(BINS)
+build: all
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+$(LIBFT): $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(BUILD)/bin/ft-proxy: $(PROXY_OBJ) $(LIBFT)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -pthread -o $@ $(PROXY_OBJ) $(LIBFT) $(LDLIBS)
+
+$(BUILD)/bin/ft-target: $(TARGET_OBJ) $(LIBFT)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -pthread -o $@ $(TARGET_OBJ) $(LIBFT) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(LIBFT)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBFT) -lcmocka $(LDLIBS)
+
+# libFuzzer harnesses: clang, ASan+UBSan, linked against the common sources directly.
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC)
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $< $(COMMON_SRC) $(LDLIBS)
+
+run: deps all
+	scripts/ft-cluster run --dir $(DIR) --port $(PORT) --bin $(BUILD)/bin
+
+test: deps all $(UNIT_BIN)
+	@scripts/run-tests.sh $(BUILD) $(PYTEST_ARGS)
+
+test-unit: all $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+test-integration: all
+	FT_BIN=$(CURDIR)/$(BUILD)/bin $(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS)
+
+# The integration suite once under ASan+UBSan (a separate build tree).
+test-asan:
+	$(MAKE) SANITIZER=address test-integration
+
+fuzz: $(FUZZ_BIN)
+
+# Each fuzzer for a bounded time (FUZZ_SECONDS), from its seed corpus.
+FUZZ_SECONDS ?= 60
+fuzz-ci: $(FUZZ_BIN)
+	@set -e; for f in $(FUZZ_BIN); do n=$$(basename $$f); \
+	  mkdir -p $(BUILD)/fuzz/corpus-$$n; \
+	  echo "== $$n for $(FUZZ_SECONDS)s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(BUILD)/fuzz/corpus-$$n tests/fuzz/seeds/$$n; done
+
+format-check:
+	@scripts/whitespace-check.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,45 @@
+/* Bucket metadata (BMD): versioned JSON document of buckets and their properties, and the node's current copy. */
+#ifndef FT_BMD_H
+#define FT_BMD_H
+
+#include <stdint.h>
+#include <jansson.h>
+#include "cksum.h"
+#include "names.h"
+
+typedef struct {
+	char name[FT_BUCKET_NAME_MAX + 1];
+	char provider[16];         /* "ais" */
+	ft_cksum_type_t cksum;     /* checksum of objects stored in it */
+	int64_t created_ns;
+} ft_bucket_t;
+
+/*
+ * Immutable once installed; shared by reference count.
+ * JSON: {"version": N, "uuid": "...", "buckets": [{"name","provider","checksum":"xxhash|md5","created": ns}...]}
+ */
+typedef struct {
+	int64_t version;
+	char uuid[40];
+	int n;
+	ft_bucket_t *buckets; /* sorted by provider, then name */
+	int refs;             /* atomic */
+} ft_bmd_t;
+
+ft_bmd_t *ft_bmd_new(void);
+ft_bmd_t *ft_bmd_clone(const ft_bmd_t *b);
+/* Adds a bucket; returns 0, 1 if it exists already, -1 on allocation failure. */
+int ft_bmd_add(ft_bmd_t *b, const ft_bucket_t *bucket);
+/* Removes; returns 0, or -1 if absent. */
+int ft_bmd_remove(ft_bmd_t *b, const char *provider, const char *name);
+const ft_bucket_t *ft_bmd_find(const ft_bmd_t *b, const char *provider, const char *name);
+json_t *ft_bmd_to_json(const ft_bmd_t *b);
+json_t *ft_bucket_to_json(const ft_bucket_t *bucket);
+ft_bmd_t *ft_bmd_from_json(const json_t *j, char *err, size_t errlen);
+
+void ft_bmd_get(ft_bmd_t *b);
+void ft_bmd_put(ft_bmd_t *b);
+ft_bmd_t *ft_bmd_current(void);  /* +1 ref; NULL if none */
+int ft_bmd_install(ft_bmd_t *b); /* same contract as ft_smap_install */
+
+#endif

@@ -1,0 +1,18 @@
+/* Blocking HTTP client for node-to-node calls, on libcurl; keeps one keep-alive handle per thread. */
+#ifndef FT_CLIENT_H
+#define FT_CLIENT_H
+
+#include <jansson.h>
+
+/* Call once per process before any thread uses the client. */
+int ft_client_global_init(void);
+/*
+ * Sends method to url with an optional JSON body (borrowed). On a completed exchange returns 0,
+ * sets *status to the HTTP status and *resp (if non-NULL) to the parsed JSON body or NULL when the
+ * body is empty or not JSON (caller owns it). Returns -1 on a connection error or timeout
+ * (err filled).
+ */
+int ft_client_json(const char *method, const char *url, const json_t *body, int timeout_ms,
+		   long *status, json_t **resp, char *err, size_t errlen);
+
+#endif

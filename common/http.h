@@ -1,0 +1,134 @@
+/* Public-port HTTP/1.1 server on io_uring: the small request/response interface handlers see. */
+#ifndef FT_HTTP_H
+#define FT_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * DESIGN
+ * One loop thread per CPU (configurable), each with its own io_uring and its own SO_REUSEPORT
+ * listener with multishot accept. A loop thread parses the request head and calls the handler
+ * on that thread. Handlers must not wait on the network: work that does runs through
+ * ft_req_defer() on the server's worker pool. Local disk I/O (open, pread/pwrite of page-cache
+ * data, xattrs) is allowed on a loop thread.
+ *
+ * LIFECYCLE AND OWNERSHIP
+ * - The server owns ft_req_t. Every request ends with exactly one response call (ft_resp_bytes,
+ *   ft_resp_file, ft_resp_error, ft_resp_redirect); after it returns the handler must not touch r.
+ *   This holds even when the client has gone away: the response call then only releases r.
+ * - Response calls are thread-safe: from a worker thread they hand the response to r's loop.
+ * - ft_req_read_body() may be called at most once, on the loop thread, before the response.
+ *   The server sends "100 Continue" at that moment if the client asked for it. If a handler
+ *   responds without reading a request body, the server closes the connection after the response.
+ * - ft_req_alloc() memory and ft_req_on_done() hooks live until the response is finished
+ *   (sent, or the connection dropped); the hooks run in reverse order of registration.
+ */
+
+typedef struct ft_req ft_req_t;
+typedef struct ft_httpd ft_httpd_t;
+
+typedef enum {
+	FT_HTTP_GET = 0,
+	FT_HTTP_HEAD,
+	FT_HTTP_PUT,
+	FT_HTTP_POST,
+	FT_HTTP_DELETE,
+	FT_HTTP_OPTIONS,
+	FT_HTTP_OTHER,
+} ft_method_t;
+
+typedef void (*ft_handler_fn)(ft_req_t *r, void *ctx);
+
+typedef struct {
+	const char *bind;        /* address to listen on */
+	int port;
+	int threads;             /* loop threads; <= 0 = number of CPUs */
+	int workers;             /* worker pool threads for ft_req_defer; <= 0 = 8 */
+	int max_header_bytes;    /* request line + headers; larger -> 431 and close */
+	int max_headers;         /* more -> 431 and close */
+	int idle_timeout_ms;     /* keep-alive connection with no request */
+	int header_timeout_ms;   /* from first byte to end of the head -> 408 and close */
+	int body_timeout_ms;     /* longest gap between body bytes -> body error ETIMEDOUT */
+	ft_handler_fn handler;   /* called for every request on a loop thread */
+	void *ctx;
+} ft_httpd_opts_t;
+
+/* Binds, starts the loop threads and the worker pool. NULL and err filled on failure. */
+ft_httpd_t *ft_httpd_start(const ft_httpd_opts_t *o, char *err, size_t errlen);
+/* Stops accepting, closes connections, joins threads, frees. */
+void ft_httpd_stop(ft_httpd_t *s);
+
+/* ---- request ---- */
+ft_method_t ft_req_method(const ft_req_t *r);
+const char *ft_req_method_name(const ft_req_t *r);
+/* Percent-decoded path without the query; *len (if non-NULL) = its length (it may hold "%00" as NUL). */
+const char *ft_req_path(const ft_req_t *r, size_t *len);
+/* The raw request target exactly as sent (path and query). */
+const char *ft_req_target(const ft_req_t *r);
+/* The raw query string after '?', "" if none. */
+const char *ft_req_query_string(const ft_req_t *r);
+/* Percent-decoded ('+' = space) value of the first query key, "" for a key without '=', NULL if absent. */
+const char *ft_req_query(const ft_req_t *r, const char *key);
+/* Header value (case-insensitive name, surrounding whitespace trimmed); NULL if absent. */
+const char *ft_req_header(const ft_req_t *r, const char *name);
+/* Number of headers and the i-th (name, value), for signing and forwarding. */
+int ft_req_header_count(const ft_req_t *r);
+void ft_req_header_at(const ft_req_t *r, int i, const char **name, const char **value);
+/* Declared body length: Content-Length, -1 for chunked, 0 when there is no body. */
+int64_t ft_req_content_length(const ft_req_t *r);
+/* "ip:port" of the client. */
+const char *ft_req_peer(const ft_req_t *r);
+
+/* Memory that lives until the response is finished. Never NULL (aborts on OOM). */
+void *ft_req_alloc(ft_req_t *r, size_t size);
+char *ft_req_strdup(ft_req_t *r, const char *s);
+/* Registers fn(arg) to run once the response is finished or the connection dropped. */
+void ft_req_on_done(ft_req_t *r, void (*fn)(void *arg), void *arg);
+
+/* ---- request body ---- */
+/* Body bytes, de-chunked, on the loop thread. Return 0 to go on, -1 to stop reading (then respond). */
+typedef int (*ft_body_data_fn)(ft_req_t *r, void *arg, const void *buf, size_t len);
+/*
+ * End of body on the loop thread: err = 0 when the whole body arrived; -ECONNRESET when the client
+ * closed or the body was shorter than declared, -ETIMEDOUT on a stall, -EBADMSG on bad chunked
+ * framing, -ECANCELED when on_data returned -1. After an error the connection will be closed.
+ * The handler still owes one response call.
+ */
+typedef void (*ft_body_end_fn)(ft_req_t *r, void *arg, int err);
+void ft_req_read_body(ft_req_t *r, ft_body_data_fn on_data, ft_body_end_fn on_end, void *arg);
+/*
+ * Convenience: buffers up to max bytes (more -> 413 sent by the server, done not called), then
+ * done(r, arg, body, len, err) on the loop thread; body is NUL-terminated and lives as ft_req_alloc memory.
+ * On err != 0 (as above) the handler still owes one response call.
+ */
+typedef void (*ft_body_all_fn)(ft_req_t *r, void *arg, char *body, size_t len, int err);
+void ft_req_read_body_all(ft_req_t *r, size_t max, ft_body_all_fn done, void *arg);
+
+/* ---- deferring ---- */
+/* Runs fn(r, arg) on the worker pool; fn (or later code) makes the response call. */
+void ft_req_defer(ft_req_t *r, void (*fn)(ft_req_t *r, void *arg), void *arg);
+/* Runs fn(arg) on the worker pool, with no request attached. */
+void ft_httpd_defer(ft_httpd_t *s, void (*fn)(void *arg), void *arg);
+
+/* ---- response ---- */
+/* Adds a response header (copied). Content-Length, Date, Server and Connection are the server's. */
+void ft_resp_header(ft_req_t *r, const char *name, const char *value);
+void ft_resp_headerf(ft_req_t *r, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Sends status with a copy of body (HEAD: headers only, Content-Length = len). content_type may be NULL. */
+void ft_resp_bytes(ft_req_t *r, int status, const char *content_type, const void *body, size_t len);
+/*
+ * Sends len bytes of fd from off (HEAD: headers only). Takes ownership of fd, closes it when done.
+ * If the file turns out shorter than len, the connection is closed (never a short body with a
+ * longer Content-Length left open).
+ */
+void ft_resp_file(ft_req_t *r, int status, const char *content_type, int fd, off_t off, uint64_t len);
+/* JSON error body {"status": status, "message": "..."}, Content-Type application/json. */
+void ft_resp_error(ft_req_t *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* status (301/302/307/308) with Location and an empty body. */
+void ft_resp_redirect(ft_req_t *r, int status, const char *location);
+/* Asks the server to close the connection after this response. */
+void ft_resp_close(ft_req_t *r);
+
+#endif

@@ -1,0 +1,21 @@
+/* Validation of bucket and object names: names are never trusted as paths. */
+#ifndef FT_NAMES_H
+#define FT_NAMES_H
+
+#include <stddef.h>
+
+#define FT_OBJ_NAME_MAX 1024
+#define FT_BUCKET_NAME_MAX 64
+
+/*
+ * Object names: 1..1024 bytes, no NUL, no leading '/', no empty segment ("a//b", trailing '/'),
+ * no "." or ".." segment, every segment <= 255 bytes (a file name on disk).
+ * Returns 0, or -1 and sets *why to a static message for the client.
+ */
+int ft_name_check_object(const char *name, size_t len, const char **why);
+/* Bucket names: 1..64 bytes of [A-Za-z0-9._-], not starting with '.' or '-'. Same contract. */
+int ft_name_check_bucket(const char *name, const char **why);
+/* Providers: "ais" today; returns 0 for a known provider name, -1 otherwise. */
+int ft_name_check_provider(const char *provider);
+
+#endif

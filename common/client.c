@@ -1,0 +1,204 @@
+/* Node-to-node JSON client on libcurl: one keep-alive easy handle per thread. */
+#include "client.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+/*
+ * DESIGN
+ * Each thread gets its own CURL easy handle (a pthread key), created on first use and cleaned up
+ * when the thread exits (key destructor) or, for the thread calling exit(), by an atexit hook.
+ * curl_easy_reset() between calls clears the options but keeps the handle's live connections,
+ * so calls to the same node reuse one TCP connection.
+ * Proxy environment variables are ignored: intra-cluster traffic goes straight to the node.
+ */
+
+#define CLIENT_MAX_RESPONSE (64u << 20) /* larger bodies are refused: no map is that big */
+
+static pthread_key_t client_key;
+static pthread_once_t client_once = PTHREAD_ONCE_INIT;
+static int client_init_rc = -1;
+
+typedef struct {
+	char *data;
+	size_t len, cap;
+	bool too_big;
+} client_buf_t;
+
+static void handle_destroy(void *h)
+{
+	curl_easy_cleanup(h);
+}
+
+/* Releases the exiting thread's handle (thread-exit destructors do not run for exit()). */
+static void client_atexit(void)
+{
+	CURL *h = pthread_getspecific(client_key);
+
+	if (h != NULL) {
+		pthread_setspecific(client_key, NULL);
+		curl_easy_cleanup(h);
+	}
+}
+
+static void client_init_once(void)
+{
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return;
+	if (pthread_key_create(&client_key, handle_destroy) != 0)
+		return;
+	atexit(client_atexit);
+	client_init_rc = 0;
+}
+
+/* Returns 0, -1 if libcurl cannot be initialized. Safe to call more than once. */
+int ft_client_global_init(void)
+{
+	pthread_once(&client_once, client_init_once);
+	return client_init_rc;
+}
+
+static CURL *thread_handle(void)
+{
+	CURL *h;
+
+	if (ft_client_global_init() != 0)
+		return NULL;
+	h = pthread_getspecific(client_key);
+	if (h != NULL)
+		return h;
+	h = curl_easy_init();
+	if (h == NULL)
+		return NULL;
+	if (pthread_setspecific(client_key, h) != 0) {
+		curl_easy_cleanup(h);
+		return NULL;
+	}
+	return h;
+}
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	client_buf_t *b = userdata;
+	size_t n = size * nmemb;
+
+	if (n > CLIENT_MAX_RESPONSE - b->len) {
+		b->too_big = true;
+		return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+	}
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap != 0 ? b->cap : 4096;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *grown = realloc(b->data, cap);
+		if (grown == NULL)
+			return 0;
+		b->data = grown;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, ptr, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return n;
+}
+
+/* Sets the method and body options; the body text stays owned by the caller until perform returns. */
+static void set_method(CURL *h, const char *method, const char *text)
+{
+	if (strcmp(method, "GET") == 0 && text == NULL) {
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+		return;
+	}
+	if (strcmp(method, "HEAD") == 0) {
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+		return;
+	}
+	/* POSTFIELDS gives a Content-Length body; CUSTOMREQUEST renames the method for PUT, DELETE, ... */
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)(text != NULL ? strlen(text) : 0));
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, text != NULL ? text : "");
+	if (strcmp(method, "POST") != 0)
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+}
+
+/* timeout_ms <= 0 means no timeout. */
+int ft_client_json(const char *method, const char *url, const json_t *body, int timeout_ms, long *status,
+		   json_t **resp, char *err, size_t errlen)
+{
+	char curl_err[CURL_ERROR_SIZE] = "";
+	struct curl_slist *headers = NULL, *h2;
+	client_buf_t buf = { 0 };
+	char *text = NULL;
+	CURLcode cc;
+	CURL *h;
+	int rc = -1;
+
+	*status = 0;
+	if (resp != NULL)
+		*resp = NULL;
+	h = thread_handle();
+	if (h == NULL) {
+		snprintf(err, errlen, "%s %s: cannot initialize libcurl", method, url);
+		goto out;
+	}
+	if (body != NULL) {
+		text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (text == NULL) {
+			snprintf(err, errlen, "%s %s: cannot encode the JSON body", method, url);
+			goto out;
+		}
+	}
+	headers = curl_slist_append(NULL, "Expect:"); /* no "100 Continue" round trip */
+	if (headers != NULL && text != NULL) {
+		h2 = curl_slist_append(headers, "Content-Type: application/json");
+		if (h2 == NULL) {
+			curl_slist_free_all(headers);
+			headers = NULL;
+		}
+	}
+	if (headers == NULL) {
+		snprintf(err, errlen, "%s %s: out of memory", method, url);
+		goto out;
+	}
+
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROXY, "");
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_err);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
+	if (timeout_ms > 0) {
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
+	}
+	set_method(h, method, text);
+
+	cc = curl_easy_perform(h);
+	if (cc != CURLE_OK) {
+		snprintf(err, errlen, "%s %s: %s", method, url,
+			 buf.too_big ? "response body too large" : curl_err[0] != '\0' ? curl_err : curl_easy_strerror(cc));
+		goto out;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	if (resp != NULL && buf.len > 0)
+		*resp = json_loadb(buf.data, buf.len, JSON_DECODE_ANY, NULL);
+	rc = 0;
+out:
+	if (h != NULL) {
+		/* Drop pointers to this frame's buffers; the connection stays in the handle. */
+		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+	}
+	curl_slist_free_all(headers);
+	free(buf.data);
+	free(text);
+	return rc;
+}

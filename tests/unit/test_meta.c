@@ -1,0 +1,587 @@
+/* Unit tests for the Smap and BMD: editing, JSON round trips, rejected input, install rules, refcounts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <pthread.h>
+
+#include "bmd.h"
+#include "hrw.h"
+#include "smap.h"
+
+static ft_node_t node(const char *id, ft_node_type_t type, int port)
+{
+	ft_node_t n;
+
+	memset(&n, 0, sizeof(n));
+	snprintf(n.id, sizeof(n.id), "%s", id);
+	n.type = type;
+	snprintf(n.public_url, sizeof(n.public_url), "http://127.0.0.1:%d", port);
+	snprintf(n.control_url, sizeof(n.control_url), "http://127.0.0.1:%d", port + 1);
+	return n;
+}
+
+static ft_smap_t *sample_smap(void)
+{
+	ft_smap_t *m = ft_smap_new();
+	ft_node_t n;
+
+	assert_non_null(m);
+	m->version = 5;
+	snprintf(m->primary, sizeof(m->primary), "p1");
+	n = node("p1", FT_NODE_PROXY, 51080);
+	assert_int_equal(ft_smap_add(m, &n), 0);
+	const char *ids[] = { "t3", "t1", "t4", "t2" };
+	for (int i = 0; i < 4; i++) {
+		n = node(ids[i], FT_NODE_TARGET, 52000 + 2 * i);
+		assert_int_equal(ft_smap_add(m, &n), 0);
+	}
+	return m;
+}
+
+static void assert_targets_sorted(const ft_smap_t *m)
+{
+	for (int i = 0; i < m->n_targets; i++) {
+		assert_true(m->targets[i].digest == ft_hrw_digest(m->targets[i].id));
+		assert_true(m->target_digests[i] == m->targets[i].digest);
+		if (i > 0)
+			assert_true(strcmp(m->targets[i - 1].id, m->targets[i].id) < 0);
+	}
+}
+
+/* ---- Smap ---- */
+
+static void test_smap_edit(void **state)
+{
+	ft_smap_t *m;
+	ft_node_t n;
+
+	(void)state;
+	m = ft_smap_new();
+	assert_non_null(m);
+	assert_int_equal(m->version, 0);
+	assert_int_equal(m->refs, 1);
+	assert_int_equal(strlen(m->uuid), 32);
+	assert_int_equal(strspn(m->uuid, "0123456789abcdef"), 32);
+	assert_null(ft_smap_owner(m, "ais", "b", "o", 1));
+	ft_smap_put(m);
+
+	m = sample_smap();
+	assert_int_equal(m->n_proxies, 1);
+	assert_int_equal(m->n_targets, 4);
+	assert_string_equal(m->targets[0].id, "t1");
+	assert_string_equal(m->targets[3].id, "t4");
+	assert_targets_sorted(m);
+
+	/* Replace by id keeps the count and updates the fields. */
+	n = node("t2", FT_NODE_TARGET, 60000);
+	n.digest = 12345; /* ignored: recomputed from the id */
+	assert_int_equal(ft_smap_add(m, &n), 0);
+	assert_int_equal(m->n_targets, 4);
+	assert_string_equal(ft_smap_find(m, "t2")->public_url, "http://127.0.0.1:60000");
+	assert_targets_sorted(m);
+
+	/* An id moving to the other list is not kept twice. */
+	n = node("t1", FT_NODE_PROXY, 61000);
+	assert_int_equal(ft_smap_add(m, &n), 0);
+	assert_int_equal(m->n_targets, 3);
+	assert_int_equal(m->n_proxies, 2);
+	assert_int_equal(ft_smap_find(m, "t1")->type, FT_NODE_PROXY);
+	assert_targets_sorted(m);
+
+	/* Invalid nodes are refused and change nothing. */
+	n = node("", FT_NODE_TARGET, 1);
+	assert_int_equal(ft_smap_add(m, &n), -1);
+	n = node("x", (ft_node_type_t)7, 1);
+	assert_int_equal(ft_smap_add(m, &n), -1);
+	assert_int_equal(m->n_targets, 3);
+
+	assert_int_equal(ft_smap_remove(m, "t3"), 0);
+	assert_int_equal(ft_smap_remove(m, "t3"), -1);
+	assert_int_equal(ft_smap_remove(m, "p1"), 0);
+	assert_null(ft_smap_find(m, "t3"));
+	assert_null(ft_smap_find(m, "p1"));
+	assert_non_null(ft_smap_find(m, "t4"));
+	assert_int_equal(m->n_targets, 2);
+	assert_targets_sorted(m);
+	ft_smap_put(m);
+}
+
+static void test_smap_clone(void **state)
+{
+	ft_smap_t *m = sample_smap(), *c;
+	ft_node_t n;
+
+	(void)state;
+	c = ft_smap_clone(m);
+	assert_non_null(c);
+	assert_int_equal(c->refs, 1);
+	assert_string_equal(c->uuid, m->uuid);
+	assert_true(c->version == m->version);
+	n = node("t9", FT_NODE_TARGET, 1000);
+	assert_int_equal(ft_smap_add(c, &n), 0);
+	assert_int_equal(ft_smap_remove(c, "t1"), 0);
+	assert_int_equal(m->n_targets, 4);
+	assert_non_null(ft_smap_find(m, "t1"));
+	assert_null(ft_smap_find(m, "t9"));
+	assert_targets_sorted(c);
+	ft_smap_put(c);
+	ft_smap_put(m);
+	ft_smap_put(NULL);
+}
+
+/* Encodes to text and back, as the wire does. */
+static ft_smap_t *smap_via_text(const ft_smap_t *m)
+{
+	char err[256] = "";
+	json_t *j = ft_smap_to_json(m);
+	char *text;
+	ft_smap_t *out;
+
+	assert_non_null(j);
+	text = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	assert_non_null(text);
+	j = json_loads(text, 0, NULL);
+	free(text);
+	assert_non_null(j);
+	out = ft_smap_from_json(j, err, sizeof(err));
+	json_decref(j);
+	if (out == NULL)
+		fail_msg("from_json: %s", err);
+	return out;
+}
+
+static void test_smap_round_trip(void **state)
+{
+	ft_smap_t *m = sample_smap(), *r;
+
+	(void)state;
+	r = smap_via_text(m);
+	assert_true(r->version == 5);
+	assert_int_equal(r->refs, 1);
+	assert_string_equal(r->uuid, m->uuid);
+	assert_string_equal(r->primary, "p1");
+	assert_int_equal(r->n_proxies, m->n_proxies);
+	assert_int_equal(r->n_targets, m->n_targets);
+	for (int i = 0; i < m->n_targets; i++) {
+		assert_string_equal(r->targets[i].id, m->targets[i].id);
+		assert_int_equal(r->targets[i].type, FT_NODE_TARGET);
+		assert_string_equal(r->targets[i].public_url, m->targets[i].public_url);
+		assert_string_equal(r->targets[i].control_url, m->targets[i].control_url);
+	}
+	assert_string_equal(r->proxies[0].id, "p1");
+	assert_int_equal(r->proxies[0].type, FT_NODE_PROXY);
+	assert_targets_sorted(r);
+
+	/* Every node computes the same owner from the map it received. */
+	for (int i = 0; i < 2000; i++) {
+		char obj[32];
+		int len = snprintf(obj, sizeof(obj), "dir/obj-%d", i);
+		const ft_node_t *a = ft_smap_owner(m, "ais", "bkt", obj, (size_t)len);
+		const ft_node_t *b = ft_smap_owner(r, "ais", "bkt", obj, (size_t)len);
+		assert_non_null(a);
+		assert_non_null(b);
+		assert_string_equal(a->id, b->id);
+	}
+	ft_smap_put(r);
+	ft_smap_put(m);
+}
+
+/* The JSON of api.md, plus an unknown key, decodes; targets come out sorted. */
+static void test_smap_from_doc(void **state)
+{
+	const char *doc = "{\"version\": 5, \"uuid\": \"abc\", \"primary\": \"p1\", \"future\": [1],"
+			  " \"proxies\": [{\"id\": \"p1\", \"public_url\": \"http://127.0.0.1:51080\","
+			  " \"control_url\": \"http://127.0.0.1:51081\"}],"
+			  " \"targets\": [{\"id\": \"tb\", \"public_url\": \"http://h:2\", \"control_url\": \"http://h:3\"},"
+			  " {\"id\": \"ta\", \"public_url\": \"http://h:4\", \"control_url\": \"http://h:5\"}]}";
+	char err[256];
+	json_t *j = json_loads(doc, 0, NULL);
+	ft_smap_t *m;
+
+	(void)state;
+	assert_non_null(j);
+	m = ft_smap_from_json(j, err, sizeof(err));
+	json_decref(j);
+	assert_non_null(m);
+	assert_string_equal(m->targets[0].id, "ta");
+	assert_string_equal(m->targets[1].id, "tb");
+	assert_string_equal(ft_smap_find(m, "tb")->control_url, "http://h:3");
+	assert_targets_sorted(m);
+	ft_smap_put(m);
+}
+
+static void test_smap_bad_json(void **state)
+{
+	static const char *const bad[] = {
+		"[]",
+		"{}",
+		"{\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[],\"targets\":[]}",
+		"{\"version\":\"1\",\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[],\"targets\":[]}",
+		"{\"version\":-1,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[],\"targets\":[]}",
+		"{\"version\":1.5,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[],\"targets\":[]}",
+		"{\"version\":1,\"primary\":\"\",\"proxies\":[],\"targets\":[]}",
+		"{\"version\":1,\"uuid\":7,\"primary\":\"\",\"proxies\":[],\"targets\":[]}",
+		"{\"version\":1,\"uuid\":\"\",\"primary\":\"\",\"proxies\":[],\"targets\":[]}",
+		"{\"version\":1,\"uuid\":\"u\",\"proxies\":[],\"targets\":[]}",
+		"{\"version\":1,\"uuid\":\"u\",\"primary\":null,\"proxies\":[],\"targets\":[]}",
+		"{\"version\":1,\"uuid\":\"u\",\"primary\":\"\",\"targets\":[]}",
+		"{\"version\":1,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[]}",
+		"{\"version\":1,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":{},\"targets\":[]}",
+		"{\"version\":1,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[],\"targets\":[\"t1\"]}",
+		"{\"version\":1,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[],\"targets\":"
+		"[{\"public_url\":\"a\",\"control_url\":\"b\"}]}",
+		"{\"version\":1,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[],\"targets\":"
+		"[{\"id\":\"\",\"public_url\":\"a\",\"control_url\":\"b\"}]}",
+		"{\"version\":1,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[],\"targets\":"
+		"[{\"id\":1,\"public_url\":\"a\",\"control_url\":\"b\"}]}",
+		"{\"version\":1,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[],\"targets\":"
+		"[{\"id\":\"t\\u00001\",\"public_url\":\"a\",\"control_url\":\"b\"}]}",
+		"{\"version\":1,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[],\"targets\":"
+		"[{\"id\":\"t1\",\"control_url\":\"b\"}]}",
+		"{\"version\":1,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[],\"targets\":"
+		"[{\"id\":\"t1\",\"public_url\":\"a\",\"control_url\":false}]}",
+		"{\"version\":1,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[],\"targets\":"
+		"[{\"id\":\"t1\",\"public_url\":\"a\",\"control_url\":\"b\"},"
+		"{\"id\":\"t1\",\"public_url\":\"c\",\"control_url\":\"d\"}]}",
+		"{\"version\":1,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":"
+		"[{\"id\":\"n1\",\"public_url\":\"a\",\"control_url\":\"b\"}],\"targets\":"
+		"[{\"id\":\"n1\",\"public_url\":\"c\",\"control_url\":\"d\"}]}",
+	};
+	const char *good = "{\"version\":1,\"uuid\":\"u\",\"primary\":\"\",\"proxies\":[],\"targets\":"
+			   "[{\"id\":\"t1\",\"public_url\":\"a\",\"control_url\":\"b\"}]}";
+	char err[256];
+	json_t *j;
+	ft_smap_t *m;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		j = json_loads(bad[i], JSON_ALLOW_NUL, NULL);
+		assert_non_null(j);
+		err[0] = '\0';
+		m = ft_smap_from_json(j, err, sizeof(err));
+		json_decref(j);
+		if (m != NULL)
+			fail_msg("accepted bad smap #%zu: %s", i, bad[i]);
+		assert_true(err[0] != '\0');
+	}
+	/* The control case passes, so the failures above are about the one thing changed. */
+	j = json_loads(good, 0, NULL);
+	m = ft_smap_from_json(j, err, sizeof(err));
+	json_decref(j);
+	assert_non_null(m);
+	ft_smap_put(m);
+	assert_null(ft_smap_from_json(NULL, err, sizeof(err)));
+
+	/* A url too long for ft_node_t. */
+	char *url = malloc(FT_URL_MAX + 1);
+	memset(url, 'u', FT_URL_MAX);
+	url[FT_URL_MAX] = '\0';
+	j = json_loads(good, 0, NULL);
+	json_object_set_new(json_array_get(json_object_get(j, "targets"), 0), "public_url", json_string(url));
+	assert_null(ft_smap_from_json(j, err, sizeof(err)));
+	json_decref(j);
+	free(url);
+}
+
+static ft_smap_t *smap_version(int64_t v)
+{
+	ft_smap_t *m = ft_smap_new();
+
+	assert_non_null(m);
+	m->version = v;
+	return m;
+}
+
+/* The process-wide current map: starts empty, only ever moves to a newer version. */
+static void test_smap_install(void **state)
+{
+	ft_smap_t *held, *cur;
+
+	(void)state;
+	assert_null(ft_smap_current());
+	assert_int_equal(ft_smap_install(smap_version(3)), 0);
+	held = ft_smap_current();
+	assert_non_null(held);
+	assert_true(held->version == 3);
+	assert_int_equal(held->refs, 2);
+
+	/* Equal and older versions are refused (and released: ASan checks both). */
+	assert_int_equal(ft_smap_install(smap_version(3)), 1);
+	assert_int_equal(ft_smap_install(smap_version(2)), 1);
+	assert_int_equal(ft_smap_install(smap_version(0)), 1);
+	cur = ft_smap_current();
+	assert_ptr_equal(cur, held);
+	ft_smap_put(cur);
+
+	/* A newer one replaces it; the reader's reference keeps the old one alive. */
+	assert_int_equal(ft_smap_install(smap_version(4)), 0);
+	assert_true(held->version == 3);
+	assert_int_equal(held->refs, 1);
+	ft_smap_put(held);
+	cur = ft_smap_current();
+	assert_true(cur->version == 4);
+	ft_smap_put(cur);
+	assert_int_equal(ft_smap_install(smap_version(1)), 1);
+	cur = ft_smap_current();
+	assert_true(cur->version == 4);
+	ft_smap_put(cur);
+}
+
+/* Readers racing an installer only ever see versions go up (also a TSan target). */
+static void *smap_reader(void *arg)
+{
+	int64_t last = 0;
+
+	(void)arg;
+	for (int i = 0; i < 20000; i++) {
+		ft_smap_t *m = ft_smap_current();
+		if (m == NULL)
+			continue;
+		if (m->version < last)
+			return (void *)1;
+		last = m->version;
+		ft_smap_put(m);
+	}
+	return NULL;
+}
+
+static void test_smap_install_race(void **state)
+{
+	pthread_t th[3];
+	void *ret;
+	ft_smap_t *cur = ft_smap_current();
+	int64_t base = cur != NULL ? cur->version : 0;
+
+	(void)state;
+	ft_smap_put(cur);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, smap_reader, NULL), 0);
+	for (int64_t v = base + 1; v <= base + 2000; v++) {
+		assert_int_equal(ft_smap_install(smap_version(v)), 0);
+		assert_int_equal(ft_smap_install(smap_version(v - 1)), 1);
+	}
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(pthread_join(th[i], &ret), 0);
+		assert_null(ret);
+	}
+	cur = ft_smap_current();
+	assert_true(cur->version == base + 2000);
+	ft_smap_put(cur);
+}
+
+/* ---- BMD ---- */
+
+static ft_bucket_t bucket(const char *provider, const char *name, ft_cksum_type_t ck, int64_t created)
+{
+	ft_bucket_t b;
+
+	memset(&b, 0, sizeof(b));
+	snprintf(b.provider, sizeof(b.provider), "%s", provider);
+	snprintf(b.name, sizeof(b.name), "%s", name);
+	b.cksum = ck;
+	b.created_ns = created;
+	return b;
+}
+
+static ft_bmd_t *sample_bmd(void)
+{
+	ft_bmd_t *b = ft_bmd_new();
+	ft_bucket_t bk;
+
+	assert_non_null(b);
+	b->version = 3;
+	bk = bucket("ais", "zeta", FT_CKSUM_XXHASH, 1);
+	assert_int_equal(ft_bmd_add(b, &bk), 0);
+	bk = bucket("ais", "alpha", FT_CKSUM_MD5, 1763760000000000000LL);
+	assert_int_equal(ft_bmd_add(b, &bk), 0);
+	bk = bucket("aws", "alpha", FT_CKSUM_NONE, 3);
+	assert_int_equal(ft_bmd_add(b, &bk), 0);
+	return b;
+}
+
+static void test_bmd_edit(void **state)
+{
+	ft_bmd_t *b = sample_bmd(), *c;
+	ft_bucket_t bk;
+
+	(void)state;
+	assert_int_equal(strlen(b->uuid), 32);
+	assert_int_equal(b->refs, 1);
+	assert_int_equal(b->n, 3);
+	assert_string_equal(b->buckets[0].name, "alpha");
+	assert_string_equal(b->buckets[0].provider, "ais");
+	assert_string_equal(b->buckets[1].name, "zeta");
+	assert_string_equal(b->buckets[2].provider, "aws");
+
+	bk = bucket("ais", "zeta", FT_CKSUM_MD5, 9);
+	assert_int_equal(ft_bmd_add(b, &bk), 1);
+	assert_int_equal(ft_bmd_find(b, "ais", "zeta")->cksum, FT_CKSUM_XXHASH);
+	bk = bucket("ais", ".bad", FT_CKSUM_MD5, 9);
+	assert_int_equal(ft_bmd_add(b, &bk), -1);
+	bk = bucket("", "ok", FT_CKSUM_MD5, 9);
+	assert_int_equal(ft_bmd_add(b, &bk), -1);
+	bk = bucket("ais", "ok", (ft_cksum_type_t)9, 9);
+	assert_int_equal(ft_bmd_add(b, &bk), -1);
+	assert_int_equal(b->n, 3);
+
+	assert_null(ft_bmd_find(b, "gcp", "alpha"));
+	assert_non_null(ft_bmd_find(b, "aws", "alpha"));
+
+	c = ft_bmd_clone(b);
+	assert_non_null(c);
+	assert_int_equal(ft_bmd_remove(c, "ais", "alpha"), 0);
+	assert_int_equal(ft_bmd_remove(c, "ais", "alpha"), -1);
+	assert_int_equal(c->n, 2);
+	assert_int_equal(b->n, 3);
+	assert_non_null(ft_bmd_find(b, "ais", "alpha"));
+	ft_bmd_put(c);
+	ft_bmd_put(b);
+	ft_bmd_put(NULL);
+}
+
+static void test_bmd_round_trip(void **state)
+{
+	ft_bmd_t *b = sample_bmd(), *r;
+	char err[256] = "";
+	json_t *j;
+	char *text;
+
+	(void)state;
+	j = ft_bmd_to_json(b);
+	assert_non_null(j);
+	text = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	j = json_loads(text, 0, NULL);
+	free(text);
+	r = ft_bmd_from_json(j, err, sizeof(err));
+	json_decref(j);
+	if (r == NULL)
+		fail_msg("from_json: %s", err);
+	assert_true(r->version == 3);
+	assert_string_equal(r->uuid, b->uuid);
+	assert_int_equal(r->n, b->n);
+	for (int i = 0; i < b->n; i++) {
+		assert_string_equal(r->buckets[i].name, b->buckets[i].name);
+		assert_string_equal(r->buckets[i].provider, b->buckets[i].provider);
+		assert_int_equal(r->buckets[i].cksum, b->buckets[i].cksum);
+		assert_true(r->buckets[i].created_ns == b->buckets[i].created_ns);
+	}
+
+	/* One bucket's JSON, as GET /v1/buckets lists it. */
+	j = ft_bucket_to_json(ft_bmd_find(b, "ais", "alpha"));
+	assert_string_equal(json_string_value(json_object_get(j, "name")), "alpha");
+	assert_string_equal(json_string_value(json_object_get(j, "provider")), "ais");
+	assert_string_equal(json_string_value(json_object_get(j, "checksum")), "md5");
+	assert_true(json_integer_value(json_object_get(j, "created")) == 1763760000000000000LL);
+	json_decref(j);
+	ft_bmd_put(r);
+	ft_bmd_put(b);
+}
+
+static void test_bmd_bad_json(void **state)
+{
+	static const char *const bad[] = {
+		"[]",
+		"{\"uuid\":\"u\",\"buckets\":[]}",
+		"{\"version\":\"3\",\"uuid\":\"u\",\"buckets\":[]}",
+		"{\"version\":-3,\"uuid\":\"u\",\"buckets\":[]}",
+		"{\"version\":3,\"buckets\":[]}",
+		"{\"version\":3,\"uuid\":[],\"buckets\":[]}",
+		"{\"version\":3,\"uuid\":\"u\"}",
+		"{\"version\":3,\"uuid\":\"u\",\"buckets\":{}}",
+		"{\"version\":3,\"uuid\":\"u\",\"buckets\":[1]}",
+		"{\"version\":3,\"uuid\":\"u\",\"buckets\":[{\"provider\":\"ais\",\"checksum\":\"md5\",\"created\":1}]}",
+		"{\"version\":3,\"uuid\":\"u\",\"buckets\":[{\"name\":\"../x\",\"provider\":\"ais\",\"checksum\":\"md5\","
+		"\"created\":1}]}",
+		"{\"version\":3,\"uuid\":\"u\",\"buckets\":[{\"name\":\"b\",\"checksum\":\"md5\",\"created\":1}]}",
+		"{\"version\":3,\"uuid\":\"u\",\"buckets\":[{\"name\":\"b\",\"provider\":\"\",\"checksum\":\"md5\","
+		"\"created\":1}]}",
+		"{\"version\":3,\"uuid\":\"u\",\"buckets\":[{\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"sha1\","
+		"\"created\":1}]}",
+		"{\"version\":3,\"uuid\":\"u\",\"buckets\":[{\"name\":\"b\",\"provider\":\"ais\",\"created\":1}]}",
+		"{\"version\":3,\"uuid\":\"u\",\"buckets\":[{\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\","
+		"\"created\":\"1\"}]}",
+		"{\"version\":3,\"uuid\":\"u\",\"buckets\":[{\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\"}]}",
+		"{\"version\":3,\"uuid\":\"u\",\"buckets\":[{\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\","
+		"\"created\":1},{\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"xxhash\",\"created\":2}]}",
+	};
+	const char *good = "{\"version\":3,\"uuid\":\"u\",\"buckets\":[{\"name\":\"b\",\"provider\":\"ais\","
+			   "\"checksum\":\"md5\",\"created\":1},{\"name\":\"b\",\"provider\":\"aws\","
+			   "\"checksum\":\"xxhash\",\"created\":2}]}";
+	char err[256];
+	json_t *j;
+	ft_bmd_t *b;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		j = json_loads(bad[i], 0, NULL);
+		assert_non_null(j);
+		err[0] = '\0';
+		b = ft_bmd_from_json(j, err, sizeof(err));
+		json_decref(j);
+		if (b != NULL)
+			fail_msg("accepted bad bmd #%zu: %s", i, bad[i]);
+		assert_true(err[0] != '\0');
+	}
+	j = json_loads(good, 0, NULL);
+	b = ft_bmd_from_json(j, err, sizeof(err));
+	json_decref(j);
+	assert_non_null(b);
+	assert_int_equal(b->n, 2);
+	ft_bmd_put(b);
+}
+
+static ft_bmd_t *bmd_version(int64_t v)
+{
+	ft_bmd_t *b = ft_bmd_new();
+
+	assert_non_null(b);
+	b->version = v;
+	return b;
+}
+
+static void test_bmd_install(void **state)
+{
+	ft_bmd_t *held, *cur;
+
+	(void)state;
+	assert_null(ft_bmd_current());
+	assert_int_equal(ft_bmd_install(bmd_version(7)), 0);
+	held = ft_bmd_current();
+	assert_true(held->version == 7);
+	assert_int_equal(ft_bmd_install(bmd_version(7)), 1);
+	assert_int_equal(ft_bmd_install(bmd_version(6)), 1);
+	assert_int_equal(ft_bmd_install(bmd_version(8)), 0);
+	assert_true(held->version == 7); /* still valid: we hold a reference */
+	ft_bmd_put(held);
+	assert_int_equal(ft_bmd_install(bmd_version(2)), 1);
+	cur = ft_bmd_current();
+	assert_true(cur->version == 8);
+	ft_bmd_put(cur);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_smap_edit),
+		cmocka_unit_test(test_smap_clone),
+		cmocka_unit_test(test_smap_round_trip),
+		cmocka_unit_test(test_smap_from_doc),
+		cmocka_unit_test(test_smap_bad_json),
+		cmocka_unit_test(test_smap_install),
+		cmocka_unit_test(test_smap_install_race),
+		cmocka_unit_test(test_bmd_edit),
+		cmocka_unit_test(test_bmd_round_trip),
+		cmocka_unit_test(test_bmd_bad_json),
+		cmocka_unit_test(test_bmd_install),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,182 @@
+/* Unit tests for object, bucket and provider name validation: every rule and its valid edges. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "names.h"
+
+static int obj_ok(const char *s)
+{
+	const char *why = NULL;
+	int rc = ft_name_check_object(s, strlen(s), &why);
+
+	if (rc != 0)
+		assert_non_null(why);
+	return rc == 0;
+}
+
+static int bucket_ok(const char *s)
+{
+	const char *why = NULL;
+	int rc = ft_name_check_bucket(s, &why);
+
+	if (rc != 0)
+		assert_non_null(why);
+	return rc == 0;
+}
+
+static void test_object_valid(void **state)
+{
+	(void)state;
+	assert_true(obj_ok("a"));
+	assert_true(obj_ok("a/b/c"));
+	assert_true(obj_ok("..."));    /* three dots is a normal name */
+	assert_true(obj_ok(".hidden"));
+	assert_true(obj_ok("a/..b/c.."));
+	assert_true(obj_ok("a/.b"));
+	assert_true(obj_ok("name with spaces and %41 and \xc3\xa9"));
+	assert_true(obj_ok("a\\b"));
+	assert_true(obj_ok("\x01\x7f"));
+}
+
+static void test_object_dots(void **state)
+{
+	(void)state;
+	assert_false(obj_ok("."));
+	assert_false(obj_ok(".."));
+	assert_false(obj_ok("../a"));
+	assert_false(obj_ok("a/../b"));
+	assert_false(obj_ok("a/.."));
+	assert_false(obj_ok("./a"));
+	assert_false(obj_ok("a/./b"));
+	assert_false(obj_ok("a/."));
+}
+
+static void test_object_slashes(void **state)
+{
+	(void)state;
+	assert_false(obj_ok("/a"));
+	assert_false(obj_ok("/"));
+	assert_false(obj_ok("a//b"));
+	assert_false(obj_ok("a/"));
+	assert_false(obj_ok("a/b/"));
+	assert_false(obj_ok("//"));
+}
+
+static void test_object_empty_and_nul(void **state)
+{
+	const char *why = NULL;
+
+	(void)state;
+	assert_int_equal(ft_name_check_object("", 0, &why), -1);
+	assert_non_null(why);
+	why = NULL;
+	assert_int_equal(ft_name_check_object("a\0b", 3, &why), -1);
+	assert_non_null(why);
+	assert_int_equal(ft_name_check_object("ab\0", 3, &why), -1);
+	assert_int_equal(ft_name_check_object("\0", 1, &why), -1);
+	/* The length given is authoritative: the same bytes without the NUL are fine. */
+	assert_int_equal(ft_name_check_object("a\0b", 1, &why), 0);
+	/* why may be NULL. */
+	assert_int_equal(ft_name_check_object("..", 2, NULL), -1);
+}
+
+/* Builds a name of total length len made of segments of seg bytes separated by '/'. */
+static void fill_segments(char *buf, size_t len, size_t seg)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (i % (seg + 1) == seg) ? '/' : 'x';
+	buf[len] = '\0';
+}
+
+static void test_object_lengths(void **state)
+{
+	char buf[FT_OBJ_NAME_MAX + 2];
+
+	(void)state;
+	/* 1024 bytes exactly is fine; 1025 is not (segments of 100 keep the segment rule out of it). */
+	fill_segments(buf, 1024, 100);
+	assert_int_not_equal(buf[1023], '/');
+	assert_true(obj_ok(buf));
+	fill_segments(buf, 1025, 100);
+	assert_int_not_equal(buf[1024], '/');
+	assert_false(obj_ok(buf));
+
+	/* A segment of 255 bytes is fine; 256 is not, wherever it is. */
+	memset(buf, 'y', 255);
+	buf[255] = '\0';
+	assert_true(obj_ok(buf));
+	memset(buf, 'y', 256);
+	buf[256] = '\0';
+	assert_false(obj_ok(buf));
+	memcpy(buf, "a/", 2);
+	memset(buf + 2, 'y', 255);
+	buf[257] = '\0';
+	assert_true(obj_ok(buf));
+	memset(buf + 2, 'y', 256);
+	buf[258] = '\0';
+	assert_false(obj_ok(buf));
+	memset(buf, 'y', 256);
+	memcpy(buf + 256, "/a", 3);
+	assert_false(obj_ok(buf));
+}
+
+static void test_bucket(void **state)
+{
+	char buf[FT_BUCKET_NAME_MAX + 2];
+
+	(void)state;
+	assert_true(bucket_ok("b"));
+	assert_true(bucket_ok("my-bucket_1.v2"));
+	assert_true(bucket_ok("B0"));
+	assert_true(bucket_ok("_x"));
+	assert_true(bucket_ok("0"));
+	assert_true(bucket_ok("a.."));
+	assert_false(bucket_ok(""));
+	assert_false(bucket_ok(NULL));
+	assert_false(bucket_ok(".b"));
+	assert_false(bucket_ok(".."));
+	assert_false(bucket_ok("."));
+	assert_false(bucket_ok("-b"));
+	assert_false(bucket_ok("a/b"));
+	assert_false(bucket_ok("a b"));
+	assert_false(bucket_ok("a%b"));
+	assert_false(bucket_ok("a\\b"));
+	assert_false(bucket_ok("caf\xc3\xa9"));
+	assert_false(bucket_ok("a:b"));
+	memset(buf, 'b', 64);
+	buf[64] = '\0';
+	assert_true(bucket_ok(buf));
+	memset(buf, 'b', 65);
+	buf[65] = '\0';
+	assert_false(bucket_ok(buf));
+	assert_int_equal(ft_name_check_bucket("..", NULL), -1);
+}
+
+static void test_provider(void **state)
+{
+	(void)state;
+	assert_int_equal(ft_name_check_provider("ais"), 0);
+	assert_int_equal(ft_name_check_provider("AIS"), -1);
+	assert_int_equal(ft_name_check_provider(""), -1);
+	assert_int_equal(ft_name_check_provider("nope"), -1);
+	assert_int_equal(ft_name_check_provider(NULL), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_object_valid),
+		cmocka_unit_test(test_object_dots),
+		cmocka_unit_test(test_object_slashes),
+		cmocka_unit_test(test_object_empty_and_nul),
+		cmocka_unit_test(test_object_lengths),
+		cmocka_unit_test(test_bucket),
+		cmocka_unit_test(test_provider),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -59,6 +59,8 @@ typedef struct {
 ft_httpd_t *ft_httpd_start(const ft_httpd_opts_t *o, char *err, size_t errlen);
 /* Stops accepting, closes connections, joins threads, frees. */
 void ft_httpd_stop(ft_httpd_t *s);
+/* The bound TCP port (useful with port 0 = an ephemeral port). */
+int ft_httpd_port(const ft_httpd_t *s);
 
 /* ---- request ---- */
 ft_method_t ft_req_method(const ft_req_t *r);

@@ -1,0 +1,111 @@
+/* HTTP/1.x request-head parser, framing analysis, chunked-body decoder and percent-decoding: pure, allocation-free. */
+#ifndef FT_HTTP_PARSE_H
+#define FT_HTTP_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * DESIGN
+ * Everything here works on caller-owned buffers, allocates nothing and keeps no global state, so it
+ * can be unit-tested and fuzzed on its own. The parser is a security boundary: it is strict about
+ * syntax (RFC 9112) and reports which status the server must answer with.
+ * Line ends: CRLF, or a bare LF (RFC 9112 2.2 allows recognising it); a CR not followed by LF is bad.
+ */
+
+/* Results of ft_hp_parse_head(). */
+typedef enum {
+	FT_HP_DONE = 0,      /* a complete head was parsed */
+	FT_HP_AGAIN = 1,     /* incomplete: more bytes needed */
+	FT_HP_BAD = 2,       /* malformed: 400 */
+	FT_HP_TOO_LARGE = 3, /* head longer than max_bytes or more than max_headers: 431 */
+	FT_HP_VERSION = 4,   /* well-formed but not HTTP/1.x: 505 */
+} ft_hp_result_t;
+
+/* One header; pointers into the parsed buffer, not NUL-terminated; value has no surrounding whitespace. */
+typedef struct {
+	const char *name;
+	size_t name_len;
+	const char *value;
+	size_t value_len;
+} ft_hp_header_t;
+
+typedef struct {
+	const char *method;
+	size_t method_len;
+	const char *target;
+	size_t target_len;
+	int version_minor;  /* x of HTTP/1.x */
+	size_t nheaders;    /* entries filled in the caller's array */
+	size_t head_len;    /* bytes of the head, including leading empty lines and the final empty line */
+} ft_hp_head_t;
+
+/*
+ * Parses a request head from buf[0..len). Leading empty lines are skipped (they count toward
+ * max_bytes). hdrs has room for max_headers entries. On FT_HP_DONE *out is complete and points into
+ * buf; on any other result *out is unspecified. Linear in len; re-parse from the start when more
+ * bytes arrive.
+ */
+ft_hp_result_t ft_hp_parse_head(const char *buf, size_t len, size_t max_bytes, ft_hp_header_t *hdrs,
+				size_t max_headers, ft_hp_head_t *out);
+
+/* What the head says about the body and the connection. */
+typedef struct {
+	int64_t content_length; /* -1 = chunked, otherwise the declared length (0 when absent) */
+	bool chunked;
+	bool keep_alive;        /* HTTP/1.1 unless "close"; HTTP/1.0 only with "keep-alive" */
+	bool expect_continue;   /* Expect: 100-continue */
+} ft_hp_info_t;
+
+/*
+ * Checks framing and connection headers of a parsed head. Returns 0, or the status to answer:
+ * 400 (Content-Length with Transfer-Encoding, differing or malformed Content-Length, chunked not
+ * last or repeated, empty Transfer-Encoding, HTTP/1.1 without exactly one Host), 501 (a transfer
+ * coding other than chunked).
+ */
+int ft_hp_analyze(const ft_hp_head_t *h, const ft_hp_header_t *hdrs, ft_hp_info_t *out);
+
+/* Case-insensitive comparison of n bytes of a with the NUL-terminated b (true when equal and b has n bytes). */
+bool ft_hp_token_eq(const char *a, size_t n, const char *b);
+
+/* ---- chunked transfer coding ---- */
+
+typedef struct {
+	uint8_t state;
+	uint8_t ndigits;
+	uint64_t size;      /* chunk size being parsed / bytes of data left in the current chunk */
+	uint32_t line_len;  /* bytes of the current size line or trailer line */
+	uint32_t trailer_len;
+} ft_hp_chunked_t;
+
+typedef enum {
+	FT_HP_CHUNK_OK = 0,   /* progress made; call again if input remains */
+	FT_HP_CHUNK_DONE = 1, /* last chunk and trailers read; *consumed ends the body */
+	FT_HP_CHUNK_BAD = 2,  /* bad framing */
+} ft_hp_chunk_result_t;
+
+/* Longest chunk-size line (digits and extensions) and total trailer section accepted. */
+#define FT_HP_CHUNK_LINE_MAX 4096
+#define FT_HP_TRAILER_MAX 16384
+
+void ft_hp_chunked_init(ft_hp_chunked_t *c);
+/*
+ * Decodes from in[0..len). Stops after at most one span of data, which it reports as *data and *data_len
+ * (pointing into in; *data_len is 0 when none); *consumed is how many input bytes were used,
+ * including that span. Chunk extensions and trailers are skipped. Works with any split of the input
+ * across calls. After DONE or BAD the state must be re-initialised before reuse.
+ */
+ft_hp_chunk_result_t ft_hp_chunked_decode(ft_hp_chunked_t *c, const char *in, size_t len, size_t *consumed,
+					  const char **data, size_t *data_len);
+
+/* ---- percent-decoding ---- */
+
+/*
+ * Decodes src[0..len) into dst (room for len + 1 bytes; NUL-terminated, may hold NULs).
+ * plus_space: '+' becomes ' ' (query strings). strict: an invalid escape returns -1; otherwise it is
+ * copied verbatim. Returns the decoded length, or -1.
+ */
+long ft_hp_pct_decode(const char *src, size_t len, char *dst, bool plus_space, bool strict);
+
+#endif

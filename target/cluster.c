@@ -1,0 +1,347 @@
+/* Target cluster membership: join and keepalive thread, metadata installs, control-port dispatcher. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bmd.h"
+#include "client.h"
+#include "log.h"
+#include "smap.h"
+#include "target.h"
+
+/*
+ * DESIGN
+ * One thread joins the primary proxy (POST /v1/cluster/join, retried every JOIN_RETRY_MS until it
+ * answers 200), then sends a keepalive every keepalive_ms; a 404 keepalive means the proxy dropped
+ * us, so we join again. Both replies may carry a newer Smap/BMD, and the proxy pushes them through
+ * POST /v1/metasync as well; every path installs through apply_docs(), which only ever installs a
+ * newer version. BMD installs are serialized so that each one is compared with its predecessor:
+ * buckets that disappear (or were re-created, a new "created" stamp) are retired on every mountpath.
+ */
+
+#define JOIN_RETRY_MS 500
+#define CLIENT_TIMEOUT_MS 3000
+#define KEEPALIVE_DEFAULT_MS 2000
+
+struct tgt_cluster {
+	pthread_t thread;
+	int running;
+	pthread_mutex_t lock;         /* guards stop; cond waits on it */
+	pthread_cond_t cond;
+	int stop;
+	pthread_mutex_t install_lock; /* serializes BMD install + comparison */
+};
+
+int tgt_cluster_init(tgt_t *t)
+{
+	tgt_cluster_t *c = calloc(1, sizeof(*c));
+	pthread_condattr_t attr;
+
+	if (!c)
+		return -1;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->install_lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	t->cluster = c;
+	return 0;
+}
+
+void tgt_cluster_fini(tgt_t *t)
+{
+	tgt_cluster_t *c = t->cluster;
+	if (!c)
+		return;
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->install_lock);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	t->cluster = NULL;
+}
+
+/* Sleeps up to ms; returns non-zero when asked to stop. */
+static int wait_ms(tgt_cluster_t *c, int ms)
+{
+	struct timespec ts;
+	int stop;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&c->lock);
+	while (!c->stop && pthread_cond_timedwait(&c->cond, &c->lock, &ts) != ETIMEDOUT)
+		;
+	stop = c->stop;
+	pthread_mutex_unlock(&c->lock);
+	return stop;
+}
+
+static void current_versions(int64_t *smap_v, int64_t *bmd_v)
+{
+	ft_smap_t *m = ft_smap_current();
+	ft_bmd_t *b = ft_bmd_current();
+
+	*smap_v = m ? m->version : 0;
+	*bmd_v = b ? b->version : 0;
+	ft_smap_put(m);
+	ft_bmd_put(b);
+}
+
+/* Retires the buckets of old that nb lacks (or holds as a new incarnation). */
+static void retire_removed(tgt_t *t, const ft_bmd_t *old, const ft_bmd_t *nb)
+{
+	for (int i = 0; old && i < old->n; i++) {
+		const ft_bucket_t *ob = &old->buckets[i];
+		const ft_bucket_t *b = ft_bmd_find(nb, ob->provider, ob->name);
+		if (b && b->created_ns == ob->created_ns)
+			continue;
+		int n = tgt_bucket_retire(t, ob->provider, ob->name);
+		ft_info("bucket %s/%s removed from BMD v%lld: deleting its objects (%d mountpaths)", ob->provider,
+			ob->name, (long long)nb->version, n);
+	}
+}
+
+static int install_bmd(tgt_t *t, const json_t *j, char *err, size_t errlen)
+{
+	tgt_cluster_t *c = t->cluster;
+	ft_bmd_t *nb = ft_bmd_from_json(j, err, errlen);
+
+	if (!nb)
+		return -1;
+	pthread_mutex_lock(&c->install_lock);
+	ft_bmd_t *old = ft_bmd_current();
+	ft_bmd_get(nb); /* keep it for the comparison; install takes the other reference */
+	if (ft_bmd_install(nb) == 0) {
+		ft_info("installed BMD v%lld (%d buckets)", (long long)nb->version, nb->n);
+		retire_removed(t, old, nb);
+	}
+	ft_bmd_put(nb);
+	ft_bmd_put(old);
+	pthread_mutex_unlock(&c->install_lock);
+	return 0;
+}
+
+static int install_smap(const json_t *j, char *err, size_t errlen)
+{
+	ft_smap_t *m = ft_smap_from_json(j, err, errlen);
+
+	if (!m)
+		return -1;
+	int64_t v = m->version;
+	int n = m->n_targets;
+	if (ft_smap_install(m) == 0)
+		ft_info("installed Smap v%lld (%d targets)", (long long)v, n);
+	return 0;
+}
+
+/* Installs the "smap" and/or "bmd" members of msg when newer. 0, or -1 with err on a bad document. */
+static int apply_docs(tgt_t *t, const json_t *msg, char *err, size_t errlen)
+{
+	const json_t *smap = json_object_get(msg, "smap");
+	const json_t *bmd = json_object_get(msg, "bmd");
+
+	if (smap && !json_is_null(smap) && install_smap(smap, err, errlen) != 0)
+		return -1;
+	if (bmd && !json_is_null(bmd) && install_bmd(t, bmd, err, errlen) != 0)
+		return -1;
+	return 0;
+}
+
+/* Builds "<proxy_url><path>" without doubling the slash. */
+static void proxy_endpoint(const tgt_t *t, const char *path, char *url, size_t cap)
+{
+	size_t n = strlen(t->cfg.proxy_url);
+	while (n > 0 && t->cfg.proxy_url[n - 1] == '/')
+		n--;
+	snprintf(url, cap, "%.*s%s", (int)n, t->cfg.proxy_url, path);
+}
+
+/* One join attempt; returns 0 once joined. *failures counts attempts since the last success (for logging). */
+static int join_once(tgt_t *t, int *failures)
+{
+	char url[FT_URL_MAX + 64], err[256] = "";
+	long status = 0;
+	json_t *resp = NULL;
+	json_t *body = json_pack("{s:s, s:s, s:s}", "id", t->id, "public_url", t->public_url, "control_url",
+				 t->control_url);
+	int rc = -1;
+
+	proxy_endpoint(t, "/v1/cluster/join", url, sizeof(url));
+	if (!body)
+		return -1;
+	if (ft_client_json("POST", url, body, CLIENT_TIMEOUT_MS, &status, &resp, err, sizeof(err)) != 0)
+		goto out;
+	if (status != 200) {
+		snprintf(err, sizeof(err), "HTTP %ld", status);
+		goto out;
+	}
+	if (resp && apply_docs(t, resp, err, sizeof(err)) != 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc == 0) {
+		int64_t sv, bv;
+		current_versions(&sv, &bv);
+		ft_info("joined the cluster at %s as %s (Smap v%lld, BMD v%lld)", t->cfg.proxy_url, t->id,
+			(long long)sv, (long long)bv);
+		*failures = 0;
+	} else if ((*failures)++ % 20 == 0) {
+		ft_warn("join %s failed: %s (retrying every %d ms)", url, err, JOIN_RETRY_MS);
+	}
+	json_decref(resp);
+	json_decref(body);
+	return rc;
+}
+
+/* One keepalive; returns 0 when acknowledged, 1 when the proxy wants a new join, -1 on failure. */
+static int keepalive_once(tgt_t *t)
+{
+	char url[FT_URL_MAX + 64], err[256] = "";
+	long status = 0;
+	json_t *resp = NULL;
+	int64_t sv, bv;
+	int rc = -1;
+
+	current_versions(&sv, &bv);
+	json_t *body = json_pack("{s:s, s:I, s:I}", "id", t->id, "smap_version", (json_int_t)sv, "bmd_version",
+				 (json_int_t)bv);
+	proxy_endpoint(t, "/v1/cluster/keepalive", url, sizeof(url));
+	if (!body)
+		return -1;
+	if (ft_client_json("POST", url, body, CLIENT_TIMEOUT_MS, &status, &resp, err, sizeof(err)) != 0) {
+		ft_warn("keepalive %s failed: %s", url, err);
+		goto out;
+	}
+	if (status == 404) {
+		ft_warn("proxy %s does not know %s any more: joining again", t->cfg.proxy_url, t->id);
+		rc = 1;
+		goto out;
+	}
+	if (status != 200) {
+		ft_warn("keepalive %s: HTTP %ld", url, status);
+		goto out;
+	}
+	if (resp && apply_docs(t, resp, err, sizeof(err)) != 0)
+		ft_warn("keepalive %s: bad metadata in reply: %s", url, err);
+	rc = 0;
+out:
+	json_decref(resp);
+	json_decref(body);
+	return rc;
+}
+
+static void *cluster_main(void *arg)
+{
+	tgt_t *t = arg;
+	tgt_cluster_t *c = t->cluster;
+	int interval = t->cfg.keepalive_ms > 0 ? t->cfg.keepalive_ms : KEEPALIVE_DEFAULT_MS;
+	int joined = 0, failures = 0, pause;
+
+	do {
+		if (!joined) {
+			joined = join_once(t, &failures) == 0;
+			pause = joined ? interval : JOIN_RETRY_MS;
+		} else if (keepalive_once(t) == 1) {
+			joined = 0;
+			pause = 0;
+		} else {
+			pause = interval;
+		}
+	} while (!wait_ms(c, pause));
+	return NULL;
+}
+
+int tgt_cluster_start(tgt_t *t)
+{
+	tgt_cluster_t *c = t->cluster;
+
+	if (!t->cfg.proxy_url[0]) {
+		ft_warn("no --proxy_url: running standalone, not joining a cluster");
+		return 0;
+	}
+	if (pthread_create(&c->thread, NULL, cluster_main, t) != 0)
+		return -1;
+	c->running = 1;
+	return 0;
+}
+
+void tgt_cluster_stop(tgt_t *t)
+{
+	tgt_cluster_t *c = t->cluster;
+
+	if (!c || !c->running)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->stop = 1;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->thread, NULL);
+	c->running = 0;
+}
+
+/* POST /v1/metasync: install what is newer, reply with the versions now held. */
+static void metasync(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+{
+	json_error_t jerr;
+	char err[256] = "";
+	int64_t sv, bv;
+	json_t *msg = req->body ? json_loadb(req->body, req->body_len, 0, &jerr) : NULL;
+
+	if (!msg) {
+		ft_ctl_error(resp, 400, "metasync: body is not JSON: %s", req->body ? jerr.text : "empty body");
+		return;
+	}
+	if (!json_is_object(msg)) {
+		ft_ctl_error(resp, 400, "metasync: expected a JSON object with \"smap\" and/or \"bmd\"");
+		json_decref(msg);
+		return;
+	}
+	if (apply_docs(t, msg, err, sizeof(err)) != 0) {
+		ft_ctl_error(resp, 400, "metasync: invalid document: %s", err);
+		json_decref(msg);
+		return;
+	}
+	json_decref(msg);
+	current_versions(&sv, &bv);
+	resp->status = 200;
+	resp->json = json_pack("{s:I, s:I}", "smap_version", (json_int_t)sv, "bmd_version", (json_int_t)bv);
+}
+
+void tgt_control_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+{
+	tgt_t *t = ctx;
+	const char *want = NULL;
+
+	if (strcmp(req->path, "/v1/health") == 0) {
+		want = "GET";
+		if (strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0) {
+			resp->status = 200;
+			resp->json = json_pack("{s:s, s:s, s:s}", "status", "ok", "role", "target", "id", t->id);
+			return;
+		}
+	} else if (strcmp(req->path, "/v1/metasync") == 0) {
+		want = "POST";
+		if (strcmp(req->method, "POST") == 0 || strcmp(req->method, "PUT") == 0) {
+			metasync(t, req, resp);
+			return;
+		}
+	} else if (strcmp(req->path, "/v1/list") == 0) {
+		want = "GET";
+		if (strcmp(req->method, "GET") == 0) {
+			tgt_list_handle(t, req, resp);
+			return;
+		}
+	}
+	if (want)
+		ft_ctl_error(resp, 405, "method %s not allowed on %s (use %s)", req->method, req->path, want);
+	else
+		ft_ctl_error(resp, 404, "no such control endpoint: %s %s", req->method, req->path);
+}

@@ -1,0 +1,279 @@
+/* ft-target: configuration, node id, startup of the servers and threads, signals, orderly shutdown. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "config.h"
+#include "ctl.h"
+#include "http.h"
+#include "log.h"
+#include "target.h"
+
+#define CTL_THREADS 4
+#define ID_FILE "node.id"
+
+/* snprintf into an error buffer, where truncating a long path is acceptable. */
+static void errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ft-target [--config FILE] [--key value | --key=value]...\n"
+		"Storage target of a FastTier cluster: serves objects on the public port, joins the proxy.\n"
+		"\n"
+		"  --id ID               node id (default: <state_dir>/node.id, generated on first start)\n"
+		"  --bind ADDR           listen address of both ports (default 127.0.0.1)\n"
+		"  --public_port N       public (client) port (default 51080)\n"
+		"  --public_host HOST    advertised public host (default: bind)\n"
+		"  --control_port N      control (intra-cluster) port (default public_port+1)\n"
+		"  --control_host HOST   advertised control host (default: public_host)\n"
+		"  --proxy_url URL       control URL of the primary proxy, e.g. http://127.0.0.1:51081\n"
+		"  --state_dir DIR       node state (id file), default .\n"
+		"  --mountpath DIR       object storage directory (repeat for several)\n"
+		"  --log_level L         debug|info|warn|error (default info)\n"
+		"  --loop_threads N      public-port loop threads (0 = CPUs)\n"
+		"  --worker_threads N    worker pool size (default 8)\n"
+		"  --keepalive_ms N      keepalive interval (default 2000)\n"
+		"  --sync P              none|data|full (default none)\n"
+		"  --reserve_bytes N     free space kept on each mountpath (default 64 MiB)\n"
+		"  --http_max_header_bytes N, --http_max_headers N, --http_idle_timeout_ms N,\n"
+		"  --http_header_timeout_ms N, --http_body_timeout_ms N\n"
+		"  --config FILE         JSON file with the same keys (flags win)\n"
+		"  --help                this text\n");
+}
+
+static int id_valid(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n >= FT_ID_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)id[i]) && id[i] != '-' && id[i] != '_' && id[i] != '.')
+			return 0;
+	return 1;
+}
+
+/* Reads <state_dir>/node.id into id; 1 if found, 0 if absent, -1 on error (err filled). */
+static int id_read(const char *path, char *id, char *err, size_t errlen)
+{
+	char buf[FT_ID_MAX + 2];
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		if (errno == ENOENT)
+			return 0;
+		errf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	while (n > 0 && isspace((unsigned char)buf[n - 1]))
+		buf[--n] = '\0';
+	if (!id_valid(buf)) {
+		errf(err, errlen, "%s does not hold a valid node id", path);
+		return -1;
+	}
+	strcpy(id, buf);
+	return 1;
+}
+
+/* Writes id to path atomically (temp file, fsync, rename). 0 or -1 with err. */
+static int id_write(const char *path, const char *id, char *err, size_t errlen)
+{
+	char tmp[FT_PATH_MAX + 16];
+	int fd, rc = -1;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		errf(err, errlen, "state_dir path too long");
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		errf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	if (dprintf(fd, "%s\n", id) < 0 || fsync(fd) != 0) {
+		errf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (rename(tmp, path) != 0) {
+		errf(err, errlen, "cannot rename %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	close(fd);
+	if (rc != 0)
+		unlink(tmp);
+	return rc;
+}
+
+/* --id, else <state_dir>/node.id, else a new "t-<8 hex>" persisted there. */
+static int resolve_id(tgt_t *t, char *err, size_t errlen)
+{
+	char path[FT_PATH_MAX + 16];
+	uint32_t rnd = 0;
+
+	if (t->cfg.id[0]) {
+		if (!id_valid(t->cfg.id)) {
+			errf(err, errlen, "invalid --id \"%s\": use 1..%d of [A-Za-z0-9._-]", t->cfg.id, FT_ID_MAX - 1);
+			return -1;
+		}
+		strcpy(t->id, t->cfg.id);
+		return 0;
+	}
+	if (mkdir(t->cfg.state_dir, 0755) != 0 && errno != EEXIST) {
+		errf(err, errlen, "cannot create state_dir %s: %s", t->cfg.state_dir, strerror(errno));
+		return -1;
+	}
+	if (snprintf(path, sizeof(path), "%s/%s", t->cfg.state_dir, ID_FILE) >= (int)sizeof(path)) {
+		errf(err, errlen, "state_dir path too long");
+		return -1;
+	}
+	int rc = id_read(path, t->id, err, errlen);
+	if (rc != 0)
+		return rc > 0 ? 0 : -1;
+	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		errf(err, errlen, "getrandom: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(t->id, sizeof(t->id), "t-%08x", rnd);
+	if (id_write(path, t->id, err, errlen) != 0)
+		return -1;
+	ft_info("generated node id %s (saved in %s)", t->id, path);
+	return 0;
+}
+
+static int start_servers(tgt_t *t, char *err, size_t errlen)
+{
+	ft_httpd_opts_t o;
+
+	t->ctl = ft_ctl_start(t->cfg.bind, t->cfg.control_port, CTL_THREADS, tgt_control_handler, t, err, errlen);
+	if (!t->ctl)
+		return -1;
+	memset(&o, 0, sizeof(o));
+	o.bind = t->cfg.bind;
+	o.port = t->cfg.public_port;
+	o.threads = t->cfg.loop_threads;
+	o.workers = t->cfg.worker_threads;
+	o.max_header_bytes = t->cfg.http_max_header_bytes;
+	o.max_headers = t->cfg.http_max_headers;
+	o.idle_timeout_ms = t->cfg.http_idle_timeout_ms;
+	o.header_timeout_ms = t->cfg.http_header_timeout_ms;
+	o.body_timeout_ms = t->cfg.http_body_timeout_ms;
+	o.handler = tgt_route_public;
+	o.ctx = t;
+	t->httpd = ft_httpd_start(&o, err, errlen);
+	return t->httpd ? 0 : -1;
+}
+
+/* Releases in reverse order of main's setup; every step tolerates "never started". */
+static void shutdown_all(tgt_t *t)
+{
+	tgt_cluster_stop(t);
+	if (t->httpd)
+		ft_httpd_stop(t->httpd);
+	t->httpd = NULL;
+	if (t->ctl)
+		ft_ctl_stop(t->ctl);
+	t->ctl = NULL;
+	tgt_janitor_stop(t);
+	tgt_cluster_fini(t);
+	tgt_list_fini(t);
+	tgt_put_fini(t);
+	tgt_mountpaths_close(t);
+	ft_config_free(&t->cfg);
+}
+
+static int has_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return 1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static tgt_t target;
+	tgt_t *t = &target;
+	char err[512] = "";
+	sigset_t sigs;
+	int sig = 0, rc = 1;
+
+	if (has_help(argc, argv)) {
+		usage(stdout);
+		return 0;
+	}
+	ft_config_defaults(&t->cfg);
+	if (ft_config_load(&t->cfg, argc, argv, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ft-target: %s (see --help)\n", err);
+		ft_config_free(&t->cfg);
+		return 2;
+	}
+	ft_log_init("ft-target", t->cfg.log_level);
+	if (snprintf(t->public_url, sizeof(t->public_url), "http://%s:%d", t->cfg.public_host, t->cfg.public_port) >=
+		    (int)sizeof(t->public_url) ||
+	    snprintf(t->control_url, sizeof(t->control_url), "http://%s:%d", t->cfg.control_host, t->cfg.control_port) >=
+		    (int)sizeof(t->control_url)) {
+		fprintf(stderr, "ft-target: public_host or control_host too long\n");
+		ft_config_free(&t->cfg);
+		return 2;
+	}
+
+	/* Signals are taken synchronously by main; block them before any thread exists. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (resolve_id(t, err, sizeof(err)) != 0 || tgt_mountpaths_open(t, err, sizeof(err)) != 0)
+		goto fail;
+	if (ft_client_global_init() != 0) {
+		errf(err, sizeof(err), "HTTP client initialization failed");
+		goto fail;
+	}
+	if (tgt_put_init(t) != 0 || tgt_list_init(t) != 0 || tgt_cluster_init(t) != 0 || tgt_janitor_start(t) != 0) {
+		errf(err, sizeof(err), "out of memory or threads");
+		goto fail;
+	}
+	if (start_servers(t, err, sizeof(err)) != 0)
+		goto fail;
+	ft_info("target %s ready public=%s control=%s mountpaths=%d", t->id, t->public_url, t->control_url,
+		t->n_mountpaths);
+	if (tgt_cluster_start(t) != 0) {
+		errf(err, sizeof(err), "cannot start the cluster thread");
+		goto fail;
+	}
+	while (sigwait(&sigs, &sig) != 0)
+		;
+	ft_info("signal %d (%s): shutting down", sig, strsignal(sig));
+	rc = 0;
+fail:
+	if (rc != 0)
+		ft_error("%s", err);
+	shutdown_all(t);
+	if (rc == 0)
+		ft_info("stopped");
+	return rc;
+}

@@ -1,0 +1,340 @@
+/* Target PUT of an object: stream the body into a work file, then sync, set metadata and rename it into place. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bmd.h"
+#include "hrw.h"
+#include "httputil.h"
+#include "log.h"
+#include "lom.h"
+#include "target.h"
+
+/*
+ * DESIGN
+ * The body is written on the loop thread (page-cache writes) into a work file of its own in
+ * "<mp>/.work/", checksummed as it arrives. Only a complete body reaches the finalize step, which
+ * runs on the worker pool because it may sync to disk: sync per policy, metadata xattr on the work
+ * fd, then rename(2) over the final path. The rename is the only thing that makes data visible,
+ * so readers see the old version or the new one, never a mix; a failed or cut-short PUT leaves
+ * the old version untouched. Finalize steps of PUTs of one name are serialized by a striped lock
+ * so that versions increase by one per PUT; publish_lock, held shared from the "bucket still
+ * exists" check through the rename, keeps a PUT from landing in a bucket being retired.
+ * Lock order: put_locks[i], then publish_lock.
+ *
+ * OWNERSHIP
+ * put_t lives in ft_req_alloc memory. It owns the work fd, the work file (until renamed) and the
+ * checksum state; put_release() frees whatever is still held, explicitly before each error
+ * response and, as a backstop, from an ft_req_on_done hook (which runs after the response call).
+ */
+
+#define PUBLISH_ATTEMPTS 4 /* a concurrent DELETE may prune the parent between mkdir and rename */
+
+typedef struct {
+	tgt_obj_t *o;
+	int fd;                 /* work file, -1 once closed */
+	char work[64];          /* its name in .work; "" once renamed or removed */
+	ft_cksum_t ck;
+	ft_cksum_type_t ck_type;
+	int ck_live;            /* ck holds state to release */
+	uint64_t received;
+	int write_err;          /* errno of a failed write, 0 if none */
+	char hex[FT_CKSUM_HEX_MAX];
+} put_t;
+
+int tgt_put_init(tgt_t *t)
+{
+	pthread_rwlockattr_t attr;
+
+	/* Writer preference: a steady stream of PUTs must not hold a bucket's removal off forever. */
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	int rc = pthread_rwlock_init(&t->publish_lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	if (rc != 0)
+		return -1;
+	for (int i = 0; i < TGT_PUT_LOCKS; i++)
+		pthread_mutex_init(&t->put_locks[i], NULL);
+	t->locks_ready = 1;
+	return 0;
+}
+
+void tgt_put_fini(tgt_t *t)
+{
+	if (!t->locks_ready)
+		return;
+	t->locks_ready = 0;
+	for (int i = 0; i < TGT_PUT_LOCKS; i++)
+		pthread_mutex_destroy(&t->put_locks[i]);
+	pthread_rwlock_destroy(&t->publish_lock);
+}
+
+static void put_release(put_t *p)
+{
+	if (p->ck_live) {
+		ft_cksum_abort(&p->ck);
+		p->ck_live = 0;
+	}
+	if (p->fd >= 0) {
+		close(p->fd);
+		p->fd = -1;
+	}
+	if (p->work[0]) {
+		unlinkat(p->o->mp->work_fd, p->work, 0);
+		p->work[0] = '\0';
+	}
+}
+
+static void put_done_hook(void *arg)
+{
+	put_release(arg);
+}
+
+/* Releases everything and sends the error for an -errno from the disk. */
+static void fail_errno(ft_req_t *r, put_t *p, int e, const char *what)
+{
+	const tgt_obj_t *o = p->o;
+
+	put_release(p);
+	if (e == ENOSPC || e == EDQUOT)
+		ft_resp_error(r, 507, "object \"%s/%s\": mountpath %s is full", o->bucket, o->obj, o->mp->path);
+	else
+		ft_resp_error(r, 500, "object \"%s/%s\": %s: %s", o->bucket, o->obj, what, strerror(e));
+}
+
+/* The version after the stored one: stored + 1, or "1" without a readable numeric version. */
+static void next_version(const tgt_obj_t *o, char *out, size_t cap)
+{
+	unsigned long long v = 0;
+	ft_lom_t old;
+	int fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (ft_lom_fget(fd, &old) == 0) {
+			char *end = NULL;
+			errno = 0;
+			v = strtoull(old.version, &end, 10);
+			if (errno != 0 || end == old.version || *end != '\0')
+				v = 0;
+		}
+		close(fd);
+	}
+	snprintf(out, cap, "%llu", v + 1);
+}
+
+/* False once the bucket this PUT was accepted into was destroyed (or re-created) meanwhile. */
+static int bucket_alive(const tgt_obj_t *o)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, o->provider, o->bucket) : NULL;
+	int alive = b && b->created_ns == o->bucket_created;
+	ft_bmd_put(bmd);
+	return alive;
+}
+
+/*
+ * Renames the work file over the final path, creating parent directories. Returns 0 or -errno
+ * (-ENOTDIR: a path component is an object; -EISDIR: the name is a directory of other objects).
+ */
+static int publish(put_t *p, ft_sync_policy_t sync)
+{
+	const tgt_mountpath_t *mp = p->o->mp;
+	int rc = -ENOENT;
+
+	for (int attempt = 0; attempt < PUBLISH_ATTEMPTS && rc == -ENOENT; attempt++) {
+		const char *leaf = NULL;
+		int dfd = tgt_parent_open(mp, p->o->rel, &leaf);
+		if (dfd < 0) {
+			rc = dfd;
+			continue;
+		}
+		rc = renameat(mp->work_fd, p->work, dfd, leaf) == 0 ? 0 : -errno;
+		/* An empty directory left at the name (not pruned yet) is no object: replace it. */
+		if (rc == -EISDIR && unlinkat(dfd, leaf, AT_REMOVEDIR) == 0)
+			rc = renameat(mp->work_fd, p->work, dfd, leaf) == 0 ? 0 : -errno;
+		if (rc == 0) {
+			p->work[0] = '\0';
+			if (sync == FT_SYNC_FULL && fsync(dfd) != 0)
+				ft_warn("object %s: directory fsync failed: %s", p->o->rel, strerror(errno));
+		}
+		close(dfd);
+	}
+	return rc;
+}
+
+static void respond_conflict(ft_req_t *r, put_t *p, int rc)
+{
+	const tgt_obj_t *o = p->o;
+
+	put_release(p);
+	if (rc == -ENOTDIR)
+		ft_resp_error(r, 409, "cannot store \"%s/%s\": a component of its path is an existing object",
+			      o->bucket, o->obj);
+	else
+		ft_resp_error(r, 409, "cannot store \"%s/%s\": the name is a directory of other objects",
+			      o->bucket, o->obj);
+}
+
+/* Worker pool: sync, metadata, publish, respond. */
+static void finalize(ft_req_t *r, void *arg)
+{
+	put_t *p = arg;
+	tgt_obj_t *o = p->o;
+	tgt_t *t = o->t;
+	ft_lom_t lom;
+	int rc;
+
+	if (t->cfg.sync == FT_SYNC_DATA && fdatasync(p->fd) != 0) {
+		fail_errno(r, p, errno, "fdatasync");
+		return;
+	}
+	if (t->cfg.sync == FT_SYNC_FULL && fsync(p->fd) != 0) {
+		fail_errno(r, p, errno, "fsync");
+		return;
+	}
+	memset(&lom, 0, sizeof(lom));
+	lom.size = p->received;
+	lom.cksum_type = p->ck_type;
+	memcpy(lom.cksum, p->hex, sizeof(lom.cksum));
+	lom.atime_ns = lom.mtime_ns = ft_now_ns();
+
+	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
+	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
+	pthread_mutex_lock(lock);
+	next_version(o, lom.version, sizeof(lom.version));
+	rc = ft_lom_fset(p->fd, &lom);
+	if (rc == 0) {
+		pthread_rwlock_rdlock(&t->publish_lock);
+		rc = bucket_alive(o) ? publish(p, t->cfg.sync) : -ESTALE;
+		pthread_rwlock_unlock(&t->publish_lock);
+	}
+	pthread_mutex_unlock(lock);
+
+	if (rc == -ENOTDIR || rc == -EISDIR) {
+		respond_conflict(r, p, rc);
+		return;
+	}
+	if (rc == -ESTALE) {
+		put_release(p);
+		ft_resp_error(r, 404, "bucket \"%s\" was destroyed while \"%s\" was being stored", o->bucket, o->obj);
+		return;
+	}
+	if (rc != 0) {
+		fail_errno(r, p, -rc, "cannot store");
+		return;
+	}
+	put_release(p);
+	tgt_list_bump(t, o->provider, o->bucket);
+	ft_resp_header(r, "Ais-Checksum-Type", ft_cksum_name(lom.cksum_type));
+	ft_resp_header(r, "Ais-Checksum-Value", lom.cksum);
+	ft_resp_header(r, "Ais-Version", lom.version);
+	ft_resp_headerf(r, "ETag", "\"%s\"", lom.cksum);
+	ft_resp_bytes(r, 200, NULL, NULL, 0);
+}
+
+/* Loop thread: append to the work file and the checksum. -1 stops the body on a write error. */
+static int on_data(ft_req_t *r, void *arg, const void *buf, size_t len)
+{
+	put_t *p = arg;
+	const char *b = buf;
+	size_t left = len;
+
+	(void)r;
+	while (left > 0) {
+		ssize_t n = write(p->fd, b, left);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			p->write_err = errno;
+			return -1;
+		}
+		b += n;
+		left -= (size_t)n;
+	}
+	ft_cksum_update(&p->ck, buf, len);
+	p->received += len;
+	return 0;
+}
+
+/* Loop thread: a complete body goes to finalize; anything else removes the work file. */
+static void on_end(ft_req_t *r, void *arg, int err)
+{
+	put_t *p = arg;
+	const tgt_obj_t *o = p->o;
+
+	if (p->write_err) {
+		fail_errno(r, p, p->write_err, "write");
+		return;
+	}
+	if (err) {
+		ft_debug("PUT %s/%s from %s: body failed after %" PRIu64 " bytes: %s", o->bucket, o->obj,
+			 ft_req_peer(r), p->received, strerror(-err));
+		put_release(p);
+		if (err == -ETIMEDOUT)
+			ft_resp_error(r, 408, "object \"%s/%s\": request body stalled; nothing stored", o->bucket, o->obj);
+		else if (err == -EBADMSG)
+			ft_resp_error(r, 400, "object \"%s/%s\": malformed chunked body; nothing stored", o->bucket,
+				      o->obj);
+		else
+			ft_resp_error(r, 400, "object \"%s/%s\": request body incomplete; nothing stored", o->bucket,
+				      o->obj);
+		return;
+	}
+	ft_cksum_final(&p->ck, p->hex);
+	p->ck_live = 0;
+	ft_req_defer(r, finalize, p);
+}
+
+/* Refuses what cannot be stored before any byte is read. Returns 0, or -1 after responding. */
+static int precheck(ft_req_t *r, const tgt_obj_t *o)
+{
+	int64_t declared = ft_req_content_length(r);
+	uint64_t avail = 0;
+
+	if (declared == 0 && !ft_req_header(r, "Content-Length")) {
+		ft_resp_error(r, 411, "PUT needs Content-Length or Transfer-Encoding: chunked");
+		return -1;
+	}
+	if (declared <= 0)
+		return 0;
+	int rc = tgt_mountpath_avail(o->mp, o->t->cfg.reserve_bytes, &avail);
+	if (rc != 0) {
+		ft_resp_error(r, 500, "mountpath %s: cannot read free space: %s", o->mp->path, strerror(-rc));
+		return -1;
+	}
+	if ((uint64_t)declared > avail) {
+		ft_resp_error(r, 507, "object \"%s/%s\" of %lld bytes does not fit: %" PRIu64 " bytes available on its mountpath",
+			      o->bucket, o->obj, (long long)declared, avail);
+		return -1;
+	}
+	return 0;
+}
+
+void tgt_put(ft_req_t *r, tgt_obj_t *o)
+{
+	if (precheck(r, o) != 0)
+		return;
+	put_t *p = ft_req_alloc(r, sizeof(*p));
+	memset(p, 0, sizeof(*p));
+	p->o = o;
+	p->fd = tgt_work_create(o->mp, p->work, sizeof(p->work));
+	if (p->fd < 0) {
+		int e = -p->fd;
+		p->work[0] = '\0';
+		fail_errno(r, p, e, "cannot create work file");
+		return;
+	}
+	p->ck_type = o->cksum == FT_CKSUM_NONE ? FT_CKSUM_XXHASH : o->cksum;
+	if (ft_cksum_init(&p->ck, p->ck_type) != 0) {
+		fail_errno(r, p, ENOMEM, "checksum");
+		return;
+	}
+	p->ck_live = 1;
+	ft_req_on_done(r, put_done_hook, p);
+	ft_req_read_body(r, on_data, on_end, p);
+}

@@ -1,0 +1,183 @@
+/* Target public-port dispatcher: health, and object requests checked (names, bucket, ownership) before handling. */
+#include <string.h>
+
+#include "bmd.h"
+#include "httputil.h"
+#include "log.h"
+#include "names.h"
+#include "smap.h"
+#include "target.h"
+
+#define OBJECTS_PREFIX "/v1/objects"
+#define HEALTH_PATH "/v1/health"
+
+static const char *const remote_providers[] = {"aws", "gcp", "azure", "ht"};
+
+static void health(ft_req_t *r, tgt_t *t)
+{
+	ft_method_t m = ft_req_method(r);
+	if (m != FT_HTTP_GET && m != FT_HTTP_HEAD) {
+		ft_resp_header(r, "Allow", "GET, HEAD");
+		ft_resp_error(r, 405, "method %s not allowed on %s", ft_req_method_name(r), HEALTH_PATH);
+		return;
+	}
+	ft_resp_json(r, 200, json_pack("{s:s, s:s, s:s}", "status", "ok", "role", "target", "id", t->id));
+}
+
+/*
+ * Resolves the provider query argument into o->provider. Returns 0, or -1 after responding
+ * (400 unknown provider, 501 remote provider not implemented yet).
+ */
+static int check_provider(ft_req_t *r, tgt_obj_t *o)
+{
+	const char *p = ft_req_query(r, "provider");
+
+	if (!p || !*p)
+		p = "ais";
+	if (strcmp(p, "ais") != 0) {
+		for (size_t i = 0; i < sizeof(remote_providers) / sizeof(remote_providers[0]); i++) {
+			if (strcmp(p, remote_providers[i]) == 0) {
+				ft_resp_error(r, 501, "provider \"%s\" is not implemented yet", p);
+				return -1;
+			}
+		}
+		if (ft_name_check_provider(p) != 0 || strlen(p) >= sizeof(o->provider)) {
+			ft_resp_error(r, 400, "unknown provider \"%s\"", p);
+			return -1;
+		}
+	}
+	strcpy(o->provider, p);
+	return 0;
+}
+
+/* Names first (400), then the bucket in the current BMD (404). Returns 0, or -1 after responding. */
+static int check_names(ft_req_t *r, tgt_obj_t *o, const char *bucket, const char *obj, size_t obj_len)
+{
+	const char *why = NULL;
+
+	if (!*bucket) {
+		ft_resp_error(r, 400, "bucket name is missing: expected /v1/objects/<bucket>/<object>");
+		return -1;
+	}
+	if (ft_name_check_bucket(bucket, &why) != 0) {
+		ft_resp_error(r, 400, "invalid bucket name: %s", why ? why : "not allowed");
+		return -1;
+	}
+	if (obj_len == 0) {
+		ft_resp_error(r, 400, "object name is missing: expected /v1/objects/%s/<object>", bucket);
+		return -1;
+	}
+	if (ft_name_check_object(obj, obj_len, &why) != 0) {
+		ft_resp_error(r, 400, "invalid object name: %s", why ? why : "not allowed");
+		return -1;
+	}
+	strcpy(o->bucket, bucket);
+	char *copy = ft_req_alloc(r, obj_len + 1);
+	memcpy(copy, obj, obj_len);
+	copy[obj_len] = '\0';
+	o->obj = copy;
+	o->obj_len = obj_len;
+
+	ft_bmd_t *bmd = ft_bmd_current();
+	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, o->provider, bucket) : NULL;
+	if (b) {
+		o->cksum = b->cksum;
+		o->bucket_created = b->created_ns;
+	}
+	ft_bmd_put(bmd);
+	if (!b) {
+		ft_resp_error(r, 404, "bucket \"%s\" does not exist", bucket);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Ownership by HRW in the current Smap: returns 0 when this target owns the object, or -1 after
+ * responding (307 to the owner's public URL with the same path and query, 503 without a map).
+ */
+static int check_owner(ft_req_t *r, tgt_t *t, tgt_obj_t *o)
+{
+	ft_smap_t *smap = ft_smap_current();
+	const ft_node_t *owner = smap ? ft_smap_owner(smap, o->provider, o->bucket, o->obj, o->obj_len) : NULL;
+	int rc = -1;
+
+	if (!owner) {
+		if (smap)
+			ft_resp_error(r, 503, "the cluster map has no targets");
+		else
+			ft_resp_error(r, 503, "target %s has not joined a cluster yet", t->id);
+		goto out;
+	}
+	if (strcmp(owner->id, t->id) == 0) {
+		rc = 0;
+		goto out;
+	}
+	const char *target = ft_req_target(r);
+	size_t ulen = strlen(owner->public_url), tlen = strlen(target);
+	char *loc = ft_req_alloc(r, ulen + tlen + 1);
+	memcpy(loc, owner->public_url, ulen);
+	memcpy(loc + ulen, target, tlen + 1);
+	ft_resp_redirect(r, 307, loc);
+out:
+	ft_smap_put(smap);
+	return rc;
+}
+
+static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, size_t obj_len)
+{
+	ft_method_t m = ft_req_method(r);
+
+	if (m != FT_HTTP_GET && m != FT_HTTP_HEAD && m != FT_HTTP_PUT && m != FT_HTTP_DELETE) {
+		ft_resp_header(r, "Allow", "GET, HEAD, PUT, DELETE");
+		ft_resp_error(r, 405, "method %s not allowed on objects", ft_req_method_name(r));
+		return;
+	}
+	tgt_obj_t *o = ft_req_alloc(r, sizeof(*o));
+	memset(o, 0, sizeof(*o));
+	o->t = t;
+	if (check_provider(r, o) != 0 || check_names(r, o, bucket, obj, obj_len) != 0 || check_owner(r, t, o) != 0)
+		return;
+	o->mp = tgt_mountpath_pick(t, o->provider, o->bucket, o->obj, o->obj_len);
+	if (tgt_rel_path(o->rel, sizeof(o->rel), o->provider, o->bucket, o->obj) != 0) {
+		ft_resp_error(r, 400, "object name too long");
+		return;
+	}
+	switch (m) {
+	case FT_HTTP_PUT:
+		tgt_put(r, o);
+		break;
+	case FT_HTTP_DELETE:
+		tgt_delete(r, o);
+		break;
+	default:
+		tgt_get(r, o);
+		break;
+	}
+}
+
+void tgt_route_public(ft_req_t *r, void *ctx)
+{
+	tgt_t *t = ctx;
+	size_t len = 0;
+	const char *path = ft_req_path(r, &len);
+	char *bucket = NULL;
+	const char *obj = NULL;
+	size_t obj_len = 0;
+
+	if (len == strlen(HEALTH_PATH) && memcmp(path, HEALTH_PATH, len) == 0) {
+		health(r, t);
+		return;
+	}
+	if (ft_path_split(r, path, len, OBJECTS_PREFIX, &bucket, &obj, &obj_len) == 0) {
+		object(r, t, bucket, obj, obj_len);
+		return;
+	}
+	/* Under the prefix, a split fails only for a NUL byte in the bucket segment. */
+	size_t plen = strlen(OBJECTS_PREFIX);
+	if (len > plen && memcmp(path, OBJECTS_PREFIX "/", plen + 1) == 0) {
+		ft_resp_error(r, 400, "invalid bucket name: contains a NUL byte");
+		return;
+	}
+	ft_resp_error(r, 404, "no such endpoint: %s %s", ft_req_method_name(r), ft_req_target(r));
+}

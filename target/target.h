@@ -1,0 +1,148 @@
+/* Internal interface of the storage target daemon: shared state and what its files export to each other. */
+#ifndef TGT_TARGET_H
+#define TGT_TARGET_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "bmd.h"
+#include "cksum.h"
+#include "config.h"
+#include "ctl.h"
+#include "http.h"
+#include "names.h"
+
+/*
+ * DESIGN
+ * One process-wide tgt_t, built by main.c and passed to every handler as its context.
+ * On disk (per mountpath): "<mp>/<provider>/<bucket>/<object name>" holds published objects,
+ * "<mp>/.work/" holds work files (PUT bodies before their rename, retired bucket trees before
+ * their removal). All file access goes through directory fds relative to the mountpath root,
+ * with paths built from validated names only.
+ */
+
+#define TGT_WORK_DIR ".work"
+#define TGT_PROVIDER_MAX 16
+/* "<provider>/<bucket>/<object>" relative to a mountpath root, plus NUL. */
+#define TGT_REL_MAX (TGT_PROVIDER_MAX + 1 + FT_BUCKET_NAME_MAX + 1 + FT_OBJ_NAME_MAX + 1)
+#define TGT_PUT_LOCKS 64 /* stripes serializing the finalize step of PUTs of one name */
+#define TGT_CONTENT_TYPE "application/octet-stream"
+
+typedef struct {
+	char path[FT_PATH_MAX]; /* as configured */
+	int root_fd;            /* the mountpath directory */
+	int work_fd;            /* its .work directory */
+} tgt_mountpath_t;
+
+typedef struct tgt_list_cache tgt_list_cache_t;
+typedef struct tgt_cluster tgt_cluster_t;
+typedef struct tgt_janitor tgt_janitor_t;
+
+typedef struct {
+	ft_config_t cfg;
+	char id[FT_ID_MAX];
+	char public_url[FT_URL_MAX];
+	char control_url[FT_URL_MAX];
+	int n_mountpaths;
+	tgt_mountpath_t mountpaths[FT_MAX_MOUNTPATHS];
+	uint64_t mountpath_digests[FT_MAX_MOUNTPATHS]; /* ft_hrw_digest(path), for ft_hrw_pick */
+	pthread_mutex_t put_locks[TGT_PUT_LOCKS];
+	/*
+	 * Shared by a PUT from its "bucket still exists" check through its rename, exclusive while a
+	 * bucket is retired: no object lands in a bucket directory after it was moved away.
+	 */
+	pthread_rwlock_t publish_lock;
+	int locks_ready;           /* put_locks and publish_lock initialized */
+	tgt_list_cache_t *lists;
+	tgt_janitor_t *janitor;
+	tgt_cluster_t *cluster;
+	ft_httpd_t *httpd;
+	ft_ctl_t *ctl;
+} tgt_t;
+
+/*
+ * An object request after routing: names validated, bucket present in the BMD, owned by this
+ * target. Lives in ft_req_alloc memory (valid until the response is finished).
+ */
+typedef struct {
+	tgt_t *t;
+	char provider[TGT_PROVIDER_MAX];
+	char bucket[FT_BUCKET_NAME_MAX + 1];
+	int64_t bucket_created;  /* identifies this incarnation of the bucket */
+	ft_cksum_type_t cksum;   /* the bucket's checksum type */
+	const char *obj;         /* NUL-terminated copy of the object name */
+	size_t obj_len;
+	const tgt_mountpath_t *mp;
+	char rel[TGT_REL_MAX];   /* "<provider>/<bucket>/<obj>" relative to mp->root_fd */
+} tgt_obj_t;
+
+/* ---- route.c: public port ---- */
+/* ft_handler_fn of the public server; ctx is the tgt_t. */
+void tgt_route_public(ft_req_t *r, void *ctx);
+
+/* ---- put.c, get.c, delete.c: object handlers (each makes the one response call) ---- */
+/* Initializes put_locks and publish_lock; 0 or -1. */
+int tgt_put_init(tgt_t *t);
+void tgt_put_fini(tgt_t *t);
+void tgt_put(ft_req_t *r, tgt_obj_t *o);
+void tgt_get(ft_req_t *r, tgt_obj_t *o); /* GET and HEAD */
+void tgt_delete(ft_req_t *r, tgt_obj_t *o);
+
+/* ---- mountpath.c ---- */
+/* Creates and opens every configured mountpath (and its .work, emptied). 0, or -1 with err. */
+int tgt_mountpaths_open(tgt_t *t, char *err, size_t errlen);
+void tgt_mountpaths_close(tgt_t *t);
+/* The mountpath an object lives on (HRW over the mountpath digests). */
+const tgt_mountpath_t *tgt_mountpath_pick(const tgt_t *t, const char *provider, const char *bucket,
+					  const char *obj, size_t obj_len);
+/* Writes "<provider>/<bucket>[/<obj>]" (obj may be NULL); 0, or -1 if it does not fit. */
+int tgt_rel_path(char *buf, size_t cap, const char *provider, const char *bucket, const char *obj);
+/* Bytes a new object may still take on mp: free space minus reserve (0 if below). 0, or -errno. */
+int tgt_mountpath_avail(const tgt_mountpath_t *mp, int64_t reserve, uint64_t *avail);
+/* Creates a uniquely named work file in mp's .work (name written to name[cap]); fd or -errno. */
+int tgt_work_create(const tgt_mountpath_t *mp, char *name, size_t cap);
+/*
+ * Opens (O_RDONLY|O_DIRECTORY) the parent directory of rel, creating missing components.
+ * Returns an fd, or -errno: -ENOTDIR when a component is a file (an object).
+ * *leaf points at rel's last component.
+ */
+int tgt_parent_open(const tgt_mountpath_t *mp, const char *rel, const char **leaf);
+/* Removes now-empty directories above rel, deepest first, up to (excluding) the bucket dir. */
+void tgt_parent_prune(const tgt_mountpath_t *mp, const char *rel);
+/*
+ * Moves "<provider>/<bucket>" of every mountpath into .work (so it vanishes at once) for the
+ * janitor to delete, under publish_lock held exclusively. Returns how many trees were moved.
+ */
+int tgt_bucket_retire(tgt_t *t, const char *provider, const char *bucket);
+/*
+ * Deletes name (file or directory tree) under dirfd; 0, or -errno of the first failure.
+ * Gives up early (-ECANCELED) once *cancel (may be NULL) becomes non-zero.
+ */
+int tgt_remove_tree(int dirfd, const char *name, const atomic_int *cancel);
+
+/* ---- janitor.c: background removal of retired trees ---- */
+int tgt_janitor_start(tgt_t *t);
+void tgt_janitor_kick(tgt_t *t);
+void tgt_janitor_stop(tgt_t *t);
+
+/* ---- list.c: per-bucket name snapshots and the control-port listing ---- */
+int tgt_list_init(tgt_t *t);
+void tgt_list_fini(tgt_t *t);
+/* Invalidates the bucket's snapshot (after a publish, a delete or the bucket's removal). */
+void tgt_list_bump(tgt_t *t, const char *provider, const char *bucket);
+/* Invalidates and frees the bucket's snapshot (the bucket is gone). */
+void tgt_list_forget(tgt_t *t, const char *provider, const char *bucket);
+/* GET /v1/list on the control port. */
+void tgt_list_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+
+/* ---- cluster.c: join, keepalive, metasync, control-port dispatcher ---- */
+int tgt_cluster_start(tgt_t *t);
+void tgt_cluster_stop(tgt_t *t);
+/* Allocates the cluster state before the control server starts (metasync needs it). */
+int tgt_cluster_init(tgt_t *t);
+void tgt_cluster_fini(tgt_t *t);
+/* ft_ctl_handler_fn of the control server; ctx is the tgt_t. */
+void tgt_control_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+
+#endif

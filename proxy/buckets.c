@@ -1,0 +1,257 @@
+/* Bucket requests at the proxy: list buckets, create, destroy, HEAD (BMD mutations and their push). */
+#include "proxy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "httputil.h"
+#include "log.h"
+
+/* One create or destroy request: lives in ft_req_alloc memory until the response. */
+typedef struct {
+	px_t *px;
+	char bucket[FT_BUCKET_NAME_MAX + 1];
+	ft_cksum_type_t cksum; /* create only */
+} bucket_op_t;
+
+/* ---- read-only ---- */
+
+void px_buckets_list(px_t *px, ft_req_t *r)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+	json_t *list = json_array();
+
+	(void)px;
+	for (int i = 0; bmd != NULL && i < bmd->n; i++)
+		json_array_append_new(list, ft_bucket_to_json(&bmd->buckets[i]));
+	ft_bmd_put(bmd);
+	ft_resp_json(r, 200, list);
+}
+
+void px_bucket_head(px_t *px, ft_req_t *r, const char *bucket)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+	const ft_bucket_t *b = bmd != NULL ? ft_bmd_find(bmd, "ais", bucket) : NULL;
+
+	(void)px;
+	if (b == NULL) {
+		ft_resp_error(r, 404, "bucket \"%s\" does not exist", bucket);
+	} else {
+		json_t *j = ft_bucket_to_json(b);
+		char *props = json_dumps(j, JSON_COMPACT);
+		ft_resp_header(r, "Ais-Bucket-Props", props != NULL ? props : "{}");
+		free(props);
+		json_decref(j);
+		ft_resp_bytes(r, 200, NULL, NULL, 0);
+	}
+	ft_bmd_put(bmd);
+}
+
+/* ---- action messages ---- */
+
+/*
+ * Parses an action message {"action": want, "value": ...}. Returns the message (caller owns it),
+ * or NULL after responding 400. An empty body is accepted (returns a new empty object) only when
+ * optional is set.
+ */
+static json_t *action_message(ft_req_t *r, const char *body, size_t len, const char *want, bool optional)
+{
+	json_error_t jerr;
+	json_t *msg;
+
+	if (len == 0) {
+		if (optional)
+			return json_object();
+		ft_resp_error(r, 400, "missing action message (expected {\"action\": \"%s\"})", want);
+		return NULL;
+	}
+	msg = json_loadb(body, len, 0, &jerr);
+	if (msg == NULL) {
+		ft_resp_error(r, 400, "malformed JSON action message: %s", jerr.text);
+		return NULL;
+	}
+	const char *action = json_string_value(json_object_get(msg, "action"));
+	if (!json_is_object(msg) || action == NULL) {
+		ft_resp_error(r, 400, "action message must be an object with a string \"action\"");
+		goto fail;
+	}
+	if (strcmp(action, want) != 0) {
+		ft_resp_error(r, 400, "unknown action \"%s\" for %s (expected \"%s\")", action, ft_req_method_name(r),
+			      want);
+		goto fail;
+	}
+	return msg;
+fail:
+	json_decref(msg);
+	return NULL;
+}
+
+/* Reads the checksum type from the create-bck value; 0, or -1 after responding 400. */
+static int create_cksum(ft_req_t *r, const json_t *msg, ft_cksum_type_t *out)
+{
+	const json_t *value = json_object_get(msg, "value");
+	const json_t *cksum, *type;
+
+	*out = FT_CKSUM_XXHASH;
+	if (value == NULL || json_is_null(value))
+		return 0;
+	if (!json_is_object(value))
+		goto bad;
+	cksum = json_object_get(value, "checksum");
+	if (cksum == NULL || json_is_null(cksum))
+		return 0;
+	if (!json_is_object(cksum))
+		goto bad;
+	type = json_object_get(cksum, "type");
+	if (type == NULL || json_is_null(type))
+		return 0;
+	const char *name = json_string_value(type);
+	if (name == NULL || ft_cksum_parse(name, out) != 0 || *out == FT_CKSUM_NONE)
+		goto bad;
+	return 0;
+bad:
+	ft_resp_error(r, 400, "bad create-bck value (expected {\"checksum\": {\"type\": \"xxhash\" or \"md5\"}})");
+	return -1;
+}
+
+/* ---- create ---- */
+
+/* A copy of cur with the next version, to modify and install; NULL on allocation failure. */
+static ft_bmd_t *next_bmd(const ft_bmd_t *cur)
+{
+	ft_bmd_t *b = ft_bmd_clone(cur);
+
+	if (b != NULL)
+		b->version = cur->version + 1;
+	return b;
+}
+
+/* Worker thread: adds the bucket to a new BMD, persists, installs, pushes, then responds. */
+static void create_work(ft_req_t *r, void *arg)
+{
+	bucket_op_t *op = arg;
+	px_t *px = op->px;
+	ft_bmd_t *cur, *b = NULL;
+	ft_smap_t *smap = NULL;
+	ft_bucket_t bucket = { .cksum = op->cksum, .created_ns = ft_now_ns() };
+
+	snprintf(bucket.name, sizeof(bucket.name), "%s", op->bucket);
+	snprintf(bucket.provider, sizeof(bucket.provider), "ais");
+	pthread_mutex_lock(&px->meta_lock);
+	cur = ft_bmd_current();
+	if (ft_bmd_find(cur, "ais", op->bucket) != NULL) {
+		pthread_mutex_unlock(&px->meta_lock);
+		ft_resp_error(r, 409, "bucket \"%s\" already exists", op->bucket);
+		goto out;
+	}
+	b = next_bmd(cur);
+	if (b == NULL || ft_bmd_add(b, &bucket) != 0 || px_persist_bmd(px, b) != 0) {
+		pthread_mutex_unlock(&px->meta_lock);
+		ft_resp_error(r, 500, "cannot update the bucket metadata");
+		goto out;
+	}
+	ft_bmd_get(b);
+	ft_bmd_install(b);
+	smap = ft_smap_current();
+	pthread_mutex_unlock(&px->meta_lock);
+
+	ft_info("bucket %s created (checksum %s): bucket metadata v%lld", op->bucket, ft_cksum_name(op->cksum),
+		(long long)b->version);
+	px_metasync(px, smap, b, false, true, NULL);
+	ft_resp_bytes(r, 200, NULL, NULL, 0);
+out:
+	ft_smap_put(smap);
+	ft_bmd_put(b);
+	ft_bmd_put(cur);
+}
+
+static void create_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
+{
+	bucket_op_t *op = arg;
+	json_t *msg;
+
+	if (err != 0) {
+		ft_resp_error(r, 400, "cannot read the request body (error %d)", err);
+		return;
+	}
+	msg = action_message(r, body, len, "create-bck", false);
+	if (msg == NULL)
+		return;
+	int rc = create_cksum(r, msg, &op->cksum);
+	json_decref(msg);
+	if (rc == 0)
+		ft_req_defer(r, create_work, op);
+}
+
+void px_bucket_create(px_t *px, ft_req_t *r, const char *bucket)
+{
+	bucket_op_t *op = ft_req_alloc(r, sizeof(*op));
+
+	op->px = px;
+	snprintf(op->bucket, sizeof(op->bucket), "%s", bucket);
+	ft_req_read_body_all(r, PX_BODY_MAX, create_body, op);
+}
+
+/* ---- destroy ---- */
+
+static void destroy_work(ft_req_t *r, void *arg)
+{
+	bucket_op_t *op = arg;
+	px_t *px = op->px;
+	ft_bmd_t *cur, *b = NULL;
+	ft_smap_t *smap = NULL;
+
+	pthread_mutex_lock(&px->meta_lock);
+	cur = ft_bmd_current();
+	if (ft_bmd_find(cur, "ais", op->bucket) == NULL) {
+		pthread_mutex_unlock(&px->meta_lock);
+		ft_resp_error(r, 404, "bucket \"%s\" does not exist", op->bucket);
+		goto out;
+	}
+	b = next_bmd(cur);
+	if (b == NULL || ft_bmd_remove(b, "ais", op->bucket) != 0 || px_persist_bmd(px, b) != 0) {
+		pthread_mutex_unlock(&px->meta_lock);
+		ft_resp_error(r, 500, "cannot update the bucket metadata");
+		goto out;
+	}
+	ft_bmd_get(b);
+	ft_bmd_install(b);
+	smap = ft_smap_current();
+	pthread_mutex_unlock(&px->meta_lock);
+
+	ft_info("bucket %s destroyed: bucket metadata v%lld", op->bucket, (long long)b->version);
+	px_metasync(px, smap, b, false, true, NULL);
+	ft_resp_bytes(r, 200, NULL, NULL, 0);
+out:
+	ft_smap_put(smap);
+	ft_bmd_put(b);
+	ft_bmd_put(cur);
+}
+
+static void destroy_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
+{
+	json_t *msg;
+
+	if (err != 0) {
+		ft_resp_error(r, 400, "cannot read the request body (error %d)", err);
+		return;
+	}
+	msg = action_message(r, body, len, "destroy-bck", true);
+	if (msg == NULL)
+		return;
+	json_decref(msg);
+	ft_req_defer(r, destroy_work, arg);
+}
+
+void px_bucket_destroy(px_t *px, ft_req_t *r, const char *bucket)
+{
+	bucket_op_t *op = ft_req_alloc(r, sizeof(*op));
+
+	op->px = px;
+	snprintf(op->bucket, sizeof(op->bucket), "%s", bucket);
+	if (ft_req_content_length(r) == 0) /* no body to read: straight to the worker */
+		ft_req_defer(r, destroy_work, op);
+	else
+		ft_req_read_body_all(r, PX_BODY_MAX, destroy_body, op);
+}

@@ -1,0 +1,218 @@
+/* ft-proxy: configuration, startup of both ports and the cluster state, signals, graceful shutdown. */
+#include "proxy.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "log.h"
+
+/* libmicrohttpd threads: a join blocks one for up to the push timeout. */
+#define PX_CTL_THREADS 8
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ft-proxy [--config FILE] [--key value | --key=value]...\n"
+		"The primary proxy of a FastTier cluster: owns the cluster map and bucket metadata,\n"
+		"redirects object requests to their targets and merges object listings.\n"
+		"\n"
+		"  --config FILE          JSON file with any of the keys below (flags win)\n"
+		"  --id ID                proxy id (default p-<public_port>)\n"
+		"  --bind ADDR            listen address of both ports (default 127.0.0.1)\n"
+		"  --public_port N        client port (default 51080)\n"
+		"  --public_host HOST     advertised host of the public port (default = bind)\n"
+		"  --control_port N       intra-cluster port (default public_port+1)\n"
+		"  --control_host HOST    advertised host of the control port (default = public_host)\n"
+		"  --state_dir DIR        where smap.json and bmd.json are kept (default .)\n"
+		"  --log_level LEVEL      debug|info|warn|error (default info)\n"
+		"  --loop_threads N       public-port io_uring loops (0 = CPUs)\n"
+		"  --worker_threads N     worker pool for requests that talk to other nodes (default 8)\n"
+		"  --keepalive_ms N       target keepalive interval; 3 missed = removed (default 2000)\n"
+		"  --proxy_url, --mountpath, --sync, --reserve_bytes, --http_*: accepted, used by targets\n"
+		"  --help                 this text\n");
+}
+
+/* "http://host:port", with brackets around an IPv6 literal. */
+static void node_url(char *dst, size_t cap, const char *host, int port)
+{
+	bool v6 = strchr(host, ':') != NULL && host[0] != '[';
+
+	snprintf(dst, cap, "http://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+/* Creates dir and its parents (like mkdir -p). Returns 0 or -errno. */
+static int make_dirs(const char *dir)
+{
+	char path[FT_PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s", dir);
+	for (char *p = path + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0755) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Derived settings: id, URLs, state file paths. */
+static int px_setup(px_t *px, char *err, size_t errlen)
+{
+	ft_config_t *c = &px->cfg;
+	int rc;
+
+	if (c->id[0] != '\0')
+		snprintf(px->id, sizeof(px->id), "%s", c->id);
+	else
+		snprintf(px->id, sizeof(px->id), "p-%d", c->public_port);
+	node_url(px->public_url, sizeof(px->public_url), c->public_host, c->public_port);
+	node_url(px->control_url, sizeof(px->control_url), c->control_host, c->control_port);
+	if (c->keepalive_ms <= 0) {
+		snprintf(err, errlen, "keepalive_ms must be positive");
+		return -1;
+	}
+	rc = make_dirs(c->state_dir);
+	if (rc != 0) {
+		snprintf(err, errlen, "state_dir %s: %s", c->state_dir, strerror(-rc));
+		return -1;
+	}
+	snprintf(px->smap_path, sizeof(px->smap_path), "%s/smap.json", c->state_dir);
+	snprintf(px->bmd_path, sizeof(px->bmd_path), "%s/bmd.json", c->state_dir);
+	return 0;
+}
+
+static void px_init_sync(px_t *px)
+{
+	pthread_condattr_t attr;
+
+	pthread_mutex_init(&px->meta_lock, NULL);
+	pthread_mutex_init(&px->stop_lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&px->stop_cond, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+static void px_destroy_sync(px_t *px)
+{
+	pthread_cond_destroy(&px->stop_cond);
+	pthread_mutex_destroy(&px->stop_lock);
+	pthread_mutex_destroy(&px->meta_lock);
+}
+
+/* Starts the pool, the state, both servers and the checker. Returns 0, -1 with err filled. */
+static int px_start(px_t *px, char *err, size_t errlen)
+{
+	ft_config_t *c = &px->cfg;
+
+	px->pool = px_pool_start(c->worker_threads > 0 ? c->worker_threads : 8);
+	if (px->pool == NULL) {
+		snprintf(err, errlen, "cannot start the fan-out threads");
+		return -1;
+	}
+	if (px_cluster_init(px, err, errlen) != 0)
+		return -1;
+	px->ctl = ft_ctl_start(c->bind, c->control_port, PX_CTL_THREADS, px_ctl_handler, px, err, errlen);
+	if (px->ctl == NULL)
+		return -1;
+	ft_httpd_opts_t o = {
+		.bind = c->bind,
+		.port = c->public_port,
+		.threads = c->loop_threads,
+		.workers = c->worker_threads,
+		.max_header_bytes = c->http_max_header_bytes,
+		.max_headers = c->http_max_headers,
+		.idle_timeout_ms = c->http_idle_timeout_ms,
+		.header_timeout_ms = c->http_header_timeout_ms,
+		.body_timeout_ms = c->http_body_timeout_ms,
+		.handler = px_route,
+		.ctx = px,
+	};
+	px->httpd = ft_httpd_start(&o, err, errlen);
+	if (px->httpd == NULL)
+		return -1;
+	if (px_checker_start(px) != 0) {
+		snprintf(err, errlen, "cannot start the keepalive checker");
+		return -1;
+	}
+	return 0;
+}
+
+/* Stops whatever px_start started, in reverse order; safe after a partial start. */
+static void px_stop(px_t *px)
+{
+	px_checker_stop(px);
+	if (px->httpd != NULL)
+		ft_httpd_stop(px->httpd);
+	px->httpd = NULL;
+	if (px->ctl != NULL)
+		ft_ctl_stop(px->ctl);
+	px->ctl = NULL;
+	px_pool_stop(px->pool);
+	px->pool = NULL;
+	px_cluster_free(px);
+}
+
+static bool wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return true;
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	static px_t px; /* large (paths, URLs): not on the stack */
+	char err[2048] = "";
+	sigset_t sigs;
+	int sig = 0, rc = 1;
+
+	if (wants_help(argc, argv)) {
+		usage(stdout);
+		return 0;
+	}
+	if (ft_config_load(&px.cfg, argc, argv, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ft-proxy: %s (see ft-proxy --help)\n", err);
+		ft_config_free(&px.cfg);
+		return 2;
+	}
+	ft_log_init("ft-proxy", px.cfg.log_level);
+	/* Every thread inherits the mask: only sigwait below sees SIGINT/SIGTERM. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	px_init_sync(&px);
+	if (px_setup(&px, err, sizeof(err)) != 0 || ft_client_global_init() != 0) {
+		ft_error("startup: %s", err[0] ? err : "cannot initialize the HTTP client");
+		goto out;
+	}
+	if (px_start(&px, err, sizeof(err)) != 0) {
+		ft_error("startup: %s", err);
+		goto out;
+	}
+	ft_info("ready public=%s control=%s id=%s", px.public_url, px.control_url, px.id);
+	while (sigwait(&sigs, &sig) != 0)
+		;
+	ft_info("signal %d: shutting down", sig);
+	rc = 0;
+out:
+	px_stop(&px);
+	px_destroy_sync(&px);
+	ft_config_free(&px.cfg);
+	if (rc == 0)
+		ft_info("stopped");
+	return rc;
+}

@@ -1,0 +1,44 @@
+/* Object requests at the proxy: 307 redirect to the HRW owner's public URL (loop thread, no network). */
+#include "proxy.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The path-and-query part of a request target (an absolute-form target loses scheme and authority). */
+static const char *origin_form(const char *target)
+{
+	const char *scheme_end = target[0] == '/' ? NULL : strstr(target, "://");
+	const char *path;
+
+	if (scheme_end == NULL)
+		return target;
+	path = strchr(scheme_end + 3, '/');
+	return path != NULL ? path : "/";
+}
+
+void px_object_redirect(px_t *px, ft_req_t *r, const char *bucket, const char *obj, size_t obj_len)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+	ft_smap_t *smap = NULL;
+
+	(void)px;
+	if (bmd == NULL || ft_bmd_find(bmd, "ais", bucket) == NULL) {
+		ft_resp_error(r, 404, "bucket \"%s\" does not exist", bucket);
+		goto out;
+	}
+	smap = ft_smap_current();
+	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, "ais", bucket, obj, obj_len) : NULL;
+	if (owner == NULL) {
+		ft_resp_error(r, 503, "no targets in the cluster map");
+		goto out;
+	}
+	/* The raw target keeps the client's exact encoding of the path and the query. */
+	const char *target = origin_form(ft_req_target(r));
+	size_t n = strlen(owner->public_url) + strlen(target) + 1;
+	char *location = ft_req_alloc(r, n);
+	snprintf(location, n, "%s%s", owner->public_url, target);
+	ft_resp_redirect(r, 307, location);
+out:
+	ft_smap_put(smap);
+	ft_bmd_put(bmd);
+}

@@ -1,0 +1,135 @@
+/* Internal interface of the ft-proxy daemon: shared state and the entry points of its modules. */
+#ifndef PX_PROXY_H
+#define PX_PROXY_H
+
+/*
+ * DESIGN
+ * The proxy is the primary: it owns the cluster map (Smap) and the bucket metadata (BMD).
+ * - Every mutation of either document (join, removal of a silent target, bucket create/destroy)
+ *   runs under px_t.meta_lock: clone the current document, change it, bump its version, persist
+ *   it to state_dir, install it. Persisting comes before installing so that a version that was
+ *   ever pushed is always on disk (a restarted proxy never reuses a version number).
+ * - Pushes to other nodes (metasync) run after the lock is released, in parallel on px_pool_t.
+ *   Nodes ignore older versions, so pushes racing each other still converge on the newest.
+ * - Public-port handlers (route.c and the modules it calls) run on io_uring loop threads and
+ *   never wait on the network: anything that talks to other nodes goes through ft_req_defer.
+ * - Control-port handlers run on libmicrohttpd pool threads and may block.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bmd.h"
+#include "config.h"
+#include "ctl.h"
+#include "http.h"
+#include "smap.h"
+
+/* Timeouts of node-to-node calls. */
+#define PX_PUSH_TIMEOUT_MS 2000   /* metasync: a dead node delays a mutation by at most this */
+#define PX_LIST_TIMEOUT_MS 10000  /* one target's list page (at most 10000 names from local disks) */
+#define PX_BODY_MAX (1u << 20)    /* largest JSON body accepted on the public port */
+
+/* ---- pool.c: a few persistent threads that run a batch of calls in parallel ---- */
+typedef struct px_pool px_pool_t;
+
+/* Starts nthreads (>= 1) threads. NULL on failure. */
+px_pool_t *px_pool_start(int nthreads);
+/* Joins the threads and frees the pool; no px_pool_run may be in progress. */
+void px_pool_stop(px_pool_t *p);
+/*
+ * Runs fn(arg, i) for every i in [0, n) in parallel and returns when all have returned.
+ * The calling thread runs some of the calls itself, so a batch always makes progress even
+ * when every pool thread is busy with other batches.
+ */
+void px_pool_run(px_pool_t *p, void (*fn)(void *arg, int i), void *arg, int n);
+
+/* ---- the daemon ---- */
+typedef struct {
+	char id[FT_ID_MAX];
+	int64_t last_seen_ms; /* ft_mono_ms() of the last join or keepalive */
+} px_seen_t;
+
+typedef struct px {
+	ft_config_t cfg;
+	char id[FT_ID_MAX];
+	char public_url[FT_URL_MAX];
+	char control_url[FT_URL_MAX];
+	char smap_path[FT_PATH_MAX + 16];
+	char bmd_path[FT_PATH_MAX + 16];
+
+	pthread_mutex_t meta_lock; /* serializes Smap/BMD mutations; guards seen[] */
+	px_seen_t *seen;           /* one entry per target of the current map */
+	int n_seen, cap_seen;
+
+	px_pool_t *pool; /* metasync pushes and list fan-out */
+
+	pthread_t checker;
+	bool checker_started;
+	pthread_mutex_t stop_lock;
+	pthread_cond_t stop_cond; /* CLOCK_MONOTONIC */
+	bool stopping;
+
+	ft_ctl_t *ctl;
+	ft_httpd_t *httpd;
+} px_t;
+
+/* ---- persist.c: state_dir documents, written atomically ---- */
+/* Writes j to path via a temp file, fsync and rename (and fsyncs the directory). Returns 0 or -errno. */
+int px_persist_save(const char *path, const json_t *j);
+/* Loads path: 0 and *out set; 1 when the file does not exist; -1 (err filled) when unreadable or corrupt. */
+int px_persist_load(const char *path, json_t **out, char *err, size_t errlen);
+/* Persist the documents to smap.json / bmd.json; 0, or -1 (logged) on failure. */
+int px_persist_smap(px_t *px, const ft_smap_t *m);
+int px_persist_bmd(px_t *px, const ft_bmd_t *b);
+
+/* ---- cluster.c: the primary's map: state at start, join, keepalive, silent targets ---- */
+/* Loads or creates the Smap (with this proxy as primary) and BMD, persists and installs them. */
+int px_cluster_init(px_t *px, char *err, size_t errlen);
+void px_cluster_join(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+void px_cluster_keepalive(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+/* The thread that removes targets not heard from for 3 keepalive intervals. */
+int px_checker_start(px_t *px);
+void px_checker_stop(px_t *px);
+/* Frees the last-seen table. */
+void px_cluster_free(px_t *px);
+
+/* ---- metasync.c: pushing documents to the nodes ---- */
+/*
+ * POSTs {control_url}/v1/metasync to every node of smap except this proxy, in parallel, with
+ * PX_PUSH_TIMEOUT_MS. Body: {"smap"} when smap_all, plus {"bmd"} when bmd_all (either may be
+ * combined); the node with id extra_id (may be NULL) gets both documents. Failures are logged.
+ * Returns the number of nodes that did not answer 200.
+ */
+int px_metasync(px_t *px, const ft_smap_t *smap, const ft_bmd_t *bmd, bool smap_all, bool bmd_all,
+		const char *extra_id);
+
+/* ---- ctl.c: control-port dispatcher ---- */
+void px_ctl_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+/* {"status":"ok","role":"proxy","id":...} (new reference). */
+json_t *px_health_json(const px_t *px);
+/* The document for what=smap|bmd (new reference), NULL for another word. */
+json_t *px_cluster_doc(const char *what);
+
+/* ---- route.c: public-port dispatcher ---- */
+void px_route(ft_req_t *r, void *ctx);
+/*
+ * Checks the "provider" query parameter: absent, empty or "ais" -> 0 with *provider = "ais";
+ * otherwise responds (501 for a remote provider, 400 for an unknown word) and returns -1.
+ */
+int px_provider(ft_req_t *r, const char **provider);
+
+/* ---- buckets.c ---- */
+void px_buckets_list(px_t *px, ft_req_t *r);
+void px_bucket_create(px_t *px, ft_req_t *r, const char *bucket);
+void px_bucket_destroy(px_t *px, ft_req_t *r, const char *bucket);
+void px_bucket_head(px_t *px, ft_req_t *r, const char *bucket);
+
+/* ---- list.c ---- */
+void px_list_objects(px_t *px, ft_req_t *r, const char *bucket);
+
+/* ---- objects.c ---- */
+void px_object_redirect(px_t *px, ft_req_t *r, const char *bucket, const char *obj, size_t obj_len);
+
+#endif

@@ -1,0 +1,167 @@
+/* Public-port dispatcher of the proxy: maps method and path to the handler modules (loop thread). */
+#include "proxy.h"
+
+#include <string.h>
+
+#include "httputil.h"
+#include "names.h"
+
+/* Provider words that name remote backends: valid, but not served yet. */
+static const char *const remote_providers[] = { "aws", "gcp", "azure", "ht", "s3", "gs", "az" };
+
+int px_provider(ft_req_t *r, const char **provider)
+{
+	const char *p = ft_req_query(r, "provider");
+
+	if (p == NULL || p[0] == '\0' || ft_name_check_provider(p) == 0) {
+		*provider = "ais";
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(remote_providers) / sizeof(remote_providers[0]); i++) {
+		if (strcmp(p, remote_providers[i]) == 0) {
+			ft_resp_error(r, 501, "provider \"%s\": remote backends are not supported yet", p);
+			return -1;
+		}
+	}
+	ft_resp_error(r, 400, "unknown provider \"%s\" (expected ais, aws, gcp, azure or ht)", p);
+	return -1;
+}
+
+/* Whether path (len bytes) is prefix exactly or prefix followed by '/'. */
+static bool under(const char *path, size_t len, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return len >= n && memcmp(path, prefix, n) == 0 && (len == n || path[n] == '/');
+}
+
+static void method_not_allowed(ft_req_t *r, const char *allow)
+{
+	ft_resp_header(r, "Allow", allow);
+	ft_resp_error(r, 405, "method %s not allowed on %s (allowed: %s)", ft_req_method_name(r),
+		      ft_req_path(r, NULL), allow);
+}
+
+static void health(px_t *px, ft_req_t *r)
+{
+	ft_method_t m = ft_req_method(r);
+
+	if (m != FT_HTTP_GET && m != FT_HTTP_HEAD) {
+		method_not_allowed(r, "GET, HEAD");
+		return;
+	}
+	ft_resp_json(r, 200, px_health_json(px));
+}
+
+static void cluster(ft_req_t *r)
+{
+	ft_method_t m = ft_req_method(r);
+	const char *what = ft_req_query(r, "what");
+	json_t *doc;
+
+	if (m != FT_HTTP_GET && m != FT_HTTP_HEAD) {
+		method_not_allowed(r, "GET, HEAD");
+		return;
+	}
+	if (what == NULL) {
+		ft_resp_error(r, 400, "missing query parameter \"what\" (smap|bmd)");
+		return;
+	}
+	doc = px_cluster_doc(what);
+	if (doc == NULL) {
+		ft_resp_error(r, 400, "unknown what=\"%s\" (expected smap|bmd)", what);
+		return;
+	}
+	ft_resp_json(r, 200, doc);
+}
+
+static void buckets(px_t *px, ft_req_t *r, const char *path, size_t len)
+{
+	ft_method_t m = ft_req_method(r);
+	const char *provider, *why;
+	char *bucket;
+	const char *obj;
+	size_t obj_len;
+
+	/* The prefix matched already (px_route): the split fails only for a NUL in the bucket name. */
+	if (ft_path_split(r, path, len, "/v1/buckets", &bucket, &obj, &obj_len) != 0) {
+		ft_resp_error(r, 400, "invalid bucket name: contains a NUL byte");
+		return;
+	}
+	if (px_provider(r, &provider) != 0)
+		return;
+	if (bucket[0] == '\0') {
+		if (m == FT_HTTP_GET || m == FT_HTTP_HEAD)
+			px_buckets_list(px, r);
+		else
+			ft_resp_error(r, 400, "%s /v1/buckets: missing bucket name", ft_req_method_name(r));
+		return;
+	}
+	if (obj_len > 0) {
+		ft_resp_error(r, 400, "unexpected path after the bucket name (objects are under /v1/objects/)");
+		return;
+	}
+	if (ft_name_check_bucket(bucket, &why) != 0) {
+		ft_resp_error(r, 400, "invalid bucket name: %s", why);
+		return;
+	}
+	switch (m) {
+	case FT_HTTP_POST:
+		px_bucket_create(px, r, bucket);
+		break;
+	case FT_HTTP_DELETE:
+		px_bucket_destroy(px, r, bucket);
+		break;
+	case FT_HTTP_HEAD:
+		px_bucket_head(px, r, bucket);
+		break;
+	case FT_HTTP_GET:
+		px_list_objects(px, r, bucket);
+		break;
+	default:
+		method_not_allowed(r, "GET, HEAD, POST, DELETE");
+		break;
+	}
+}
+
+static void objects(px_t *px, ft_req_t *r, const char *path, size_t len)
+{
+	const char *provider, *why;
+	char *bucket;
+	const char *obj;
+	size_t obj_len;
+
+	if (ft_path_split(r, path, len, "/v1/objects", &bucket, &obj, &obj_len) != 0) {
+		ft_resp_error(r, 400, "invalid bucket name: contains a NUL byte");
+		return;
+	}
+	if (px_provider(r, &provider) != 0)
+		return;
+	if (ft_name_check_bucket(bucket, &why) != 0) {
+		ft_resp_error(r, 400, "invalid bucket name: %s", why);
+		return;
+	}
+	if (ft_name_check_object(obj, obj_len, &why) != 0) {
+		ft_resp_error(r, 400, "invalid object name: %s", why);
+		return;
+	}
+	px_object_redirect(px, r, bucket, obj, obj_len);
+}
+
+void px_route(ft_req_t *r, void *ctx)
+{
+	px_t *px = ctx;
+	size_t len;
+	const char *path = ft_req_path(r, &len);
+
+	if (under(path, len, "/v1/objects"))
+		objects(px, r, path, len);
+	else if (under(path, len, "/v1/buckets"))
+		buckets(px, r, path, len);
+	else if (len == strlen("/v1/health") && memcmp(path, "/v1/health", len) == 0)
+		health(px, r);
+	else if (len == strlen("/v1/cluster") && memcmp(path, "/v1/cluster", len) == 0)
+		cluster(r);
+	else
+		ft_resp_error(r, 404, "no such path: %s %s", ft_req_method_name(r), path);
+}

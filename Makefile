@@ -69,13 +69,13 @@ $(BUILD)/bin/ft-target: $(TARGET_OBJ) $(LIBFT)
 	$(CC) $(LDFLAGS) -pthread -o $@ $(TARGET_OBJ) $(LIBFT) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBFT)
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBFT) -lcmocka $(LDLIBS)
+	@mkdir -p $(dir $@) $(BUILD)/obj/tests/unit
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $(BUILD)/obj/tests/unit/$*.d $(LDFLAGS) -o $@ $< $(LIBFT) -lcmocka $(LDLIBS)
 
 # libFuzzer harnesses: clang, ASan+UBSan, linked against the common sources directly.
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC)
 	@mkdir -p $(dir $@)
-	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $< $(COMMON_SRC) $(LDLIBS)
+	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $< $(COMMON_SRC) $(LDLIBS)
 
 run: deps all
 	scripts/ft-cluster run --dir $(DIR) --port $(PORT) --bin $(BUILD)/bin

@@ -1,0 +1,617 @@
+# Local FastTier cluster launcher: starts, stops, kills and restarts ft-proxy/ft-target processes.
+"""
+DESIGN
+A cluster lives in one directory DIR:
+  DIR/cluster.json      pids, ports, argv of every node (rewritten on every change)
+  DIR/logs/<name>.log   stdout+stderr of each node (appended across restarts)
+  DIR/proxy/            the proxy's state dir
+  DIR/t<i>/             target i's state dir (node.id), with mountpaths DIR/t<i>/mp<j>
+
+The proxy gets public port PORT and control port PORT+1; every target gets the next two free
+ports after that (checked by binding). Daemons run in their own session, so a Ctrl-C in the
+terminal reaches only the launcher, which then stops them in order.
+
+The same Cluster class serves the command line (scripts/ft-cluster) and the integration tests
+(tests/integration/conftest.py), so both start daemons the same way. Standard library only.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+SANITIZER_MARKERS = (
+    "ERROR: AddressSanitizer",
+    "ERROR: LeakSanitizer",
+    "runtime error:",
+    "ThreadSanitizer",
+)
+
+DEFAULT_START_TIMEOUT = 30.0
+DEFAULT_STOP_TIMEOUT = 10.0
+
+# Direct connections only: a proxy from the environment must never sit between us and loopback.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class ClusterError(Exception):
+    """Raised when a cluster cannot be started or driven; the message says why."""
+
+
+def repo_root():
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def default_bindir():
+    return os.environ.get("FT_BIN") or os.path.join(repo_root(), "build", "bin")
+
+
+def port_free(host, port, reuse=False):
+    """True when a listener could bind host:port now. reuse=True mirrors a daemon's SO_REUSEADDR
+    (ignores TIME_WAIT leftovers), for restarting a node on its old ports."""
+    if port <= 0 or port > 65535:
+        return False
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        if reuse:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def next_free_port(host, start, taken=()):
+    """The lowest port >= start that is free and not in taken."""
+    port = start
+    while port <= 65535:
+        if port not in taken and port_free(host, port):
+            return port
+        port += 1
+    raise ClusterError("no free port at or above %d on %s" % (start, host))
+
+
+def http_json(method, url, body=None, timeout=2.0):
+    """One HTTP exchange. Returns (status, parsed JSON or None). Raises OSError when unreachable."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with _OPENER.open(req, timeout=timeout) as resp:
+            status, raw = resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        status, raw = e.code, e.read()
+    try:
+        return status, json.loads(raw) if raw else None
+    except ValueError:
+        return status, None
+
+
+def signal_number(sig):
+    """Accepts 9, "9", "KILL", "SIGKILL" (any case)."""
+    if isinstance(sig, int):
+        return sig
+    s = str(sig).strip().upper()
+    if s.isdigit():
+        return int(s)
+    if not s.startswith("SIG"):
+        s = "SIG" + s
+    try:
+        return int(getattr(signal, s))
+    except AttributeError:
+        raise ClusterError("unknown signal %r" % sig) from None
+
+
+def _proc_state(pid):
+    """Process state letter from /proc (e.g. 'S', 'Z'), or None when there is no such process."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2:].split(" ", 1)[0]
+
+
+def _proc_cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0")[:-1]]
+    except OSError:
+        return None
+
+
+def tail(path, lines=30):
+    """Last lines of a file, as one string ('' if unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            data = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(data.splitlines()[-lines:])
+
+
+def scan_sanitizer(path, offset=0):
+    """Looks for sanitizer reports in a log from offset on. Returns (excerpt or None, new offset)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except OSError:
+        return None, offset
+    text = data.decode(errors="replace")
+    new_offset = offset + len(data)
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if any(m in line for m in SANITIZER_MARKERS):
+            return "\n".join(lines[max(0, i - 2):i + 60]), new_offset
+    return None, new_offset
+
+
+class Node:
+    """One daemon process: how to start it, where it listens, and its process if running."""
+
+    def __init__(self, name, kind, argv, public_port, control_port, state_dir, log, host,
+                 mountpaths=()):
+        self.name = name
+        self.kind = kind                  # "proxy" | "target"
+        self.argv = list(argv)
+        self.public_port = public_port
+        self.control_port = control_port
+        self.state_dir = state_dir
+        self.mountpaths = list(mountpaths)
+        self.log = log
+        self.host = host
+        self.id = None                    # from the cluster map once joined
+        self.pid = None
+        self.proc = None                  # subprocess.Popen when started by this process
+        self.returncode = None            # exit status once reaped (negative = signal)
+        self.expected_dead = False        # killed on purpose (tests), so not a crash
+
+    @property
+    def public_url(self):
+        return "http://%s:%d" % (self.host, self.public_port)
+
+    @property
+    def control_url(self):
+        return "http://%s:%d" % (self.host, self.control_port)
+
+    def to_json(self):
+        return {"name": self.name, "kind": self.kind, "argv": self.argv, "id": self.id,
+                "pid": self.pid, "public_port": self.public_port,
+                "control_port": self.control_port, "public_url": self.public_url,
+                "control_url": self.control_url, "state_dir": self.state_dir,
+                "mountpaths": self.mountpaths, "log": self.log}
+
+    @classmethod
+    def from_json(cls, j, host):
+        n = cls(j["name"], j["kind"], j["argv"], j["public_port"], j["control_port"],
+                j["state_dir"], j["log"], host, j.get("mountpaths", []))
+        n.id = j.get("id")
+        n.pid = j.get("pid")
+        return n
+
+    def spawn(self, env):
+        """Starts the process (stdout+stderr appended to the log, own session)."""
+        os.makedirs(self.state_dir, exist_ok=True)
+        for mp in self.mountpaths:
+            os.makedirs(mp, exist_ok=True)
+        os.makedirs(os.path.dirname(self.log), exist_ok=True)
+        with open(self.log, "ab") as logf:
+            logf.write(("==== %s starting: %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                                    " ".join(self.argv))).encode())
+            logf.flush()
+            try:
+                self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=logf,
+                                             stderr=subprocess.STDOUT, env=env,
+                                             start_new_session=True, close_fds=True)
+            except OSError as e:
+                raise ClusterError("cannot run %s: %s" % (self.argv[0], e)) from None
+        self.pid = self.proc.pid
+        self.returncode = None
+        self.expected_dead = False
+
+    def _ours(self):
+        """True when pid is still this node's process (guards against pid reuse)."""
+        if self.proc is not None:
+            return True
+        return self.pid is not None and _proc_cmdline(self.pid) == self.argv
+
+    def alive(self):
+        if self.pid is None:
+            return False
+        if self.proc is not None:
+            rc = self.proc.poll()
+            if rc is not None:
+                self.returncode = rc
+                return False
+            return True
+        if not self._ours():
+            return False
+        try:  # our child from an earlier call in this process? reap it.
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid == self.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+                return False
+        except ChildProcessError:
+            pass
+        state = _proc_state(self.pid)
+        return state is not None and state != "Z"
+
+    def signal(self, sig):
+        if self.alive():
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def wait_dead(self, timeout):
+        deadline = time.monotonic() + timeout
+        while self.alive():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+
+class Cluster:
+    """A local cluster: one proxy and N targets under one directory."""
+
+    def __init__(self, directory, port, targets=3, mountpaths=2, bindir=None, keepalive_ms=None,
+                 host="127.0.0.1", proxy_args=(), target_args=(), env=None, public_host=None):
+        self.dir = os.path.abspath(directory)
+        self.port = int(port)
+        self.n_targets = int(targets)
+        self.n_mountpaths = int(mountpaths)
+        self.bindir = os.path.abspath(bindir or default_bindir())
+        self.keepalive_ms = keepalive_ms
+        self.host = host                          # bind address
+        self.public_host = public_host or host    # advertised in URLs (map, redirects)
+        self.proxy_args = list(proxy_args)
+        self.target_args = list(target_args)
+        self.env = self._daemon_env(env)
+        self.proxy = None
+        self.targets = []
+        if self.n_targets < 0 or self.n_mountpaths < 1:
+            raise ClusterError("need targets >= 0 and mountpaths >= 1")
+
+    # ---- paths and state ----
+    @property
+    def state_file(self):
+        return os.path.join(self.dir, "cluster.json")
+
+    @property
+    def url(self):
+        return "http://%s:%d" % (self.public_host, self.port)
+
+    @property
+    def nodes(self):
+        return ([self.proxy] if self.proxy else []) + self.targets
+
+    def _daemon_env(self, env):
+        e = dict(os.environ if env is None else env)
+        # libcurl honours proxy variables: keep node-to-node traffic on loopback direct.
+        extra = ",".join(["127.0.0.1", "localhost", self.host, self.public_host])
+        for key in ("no_proxy", "NO_PROXY"):
+            e[key] = (e[key] + "," + extra) if e.get(key) else extra
+        e.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+        return e
+
+    def save(self):
+        os.makedirs(self.dir, exist_ok=True)
+        state = {"host": self.host, "public_host": self.public_host, "port": self.port, "url": self.url, "bindir": self.bindir,
+                 "targets_expected": self.n_targets, "mountpaths": self.n_mountpaths,
+                 "keepalive_ms": self.keepalive_ms,
+                 "proxy": self.proxy.to_json() if self.proxy else None,
+                 "targets": [t.to_json() for t in self.targets]}
+        tmp = self.state_file + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(state, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, self.state_file)
+
+    @classmethod
+    def load(cls, directory):
+        """The cluster recorded in DIR/cluster.json (processes are found by pid)."""
+        path = os.path.join(os.path.abspath(directory), "cluster.json")
+        try:
+            with open(path) as f:
+                st = json.load(f)
+        except FileNotFoundError:
+            raise ClusterError("no cluster in %s (no cluster.json)" % directory) from None
+        except ValueError as e:
+            raise ClusterError("%s is corrupt: %s" % (path, e)) from None
+        c = cls(directory, st["port"], st.get("targets_expected", len(st["targets"])),
+                st.get("mountpaths", 2), st.get("bindir"), st.get("keepalive_ms"), st["host"],
+                public_host=st.get("public_host"))
+        c.proxy = Node.from_json(st["proxy"], c.public_host) if st.get("proxy") else None
+        c.targets = [Node.from_json(t, c.public_host) for t in st["targets"]]
+        return c
+
+    # ---- building the node list ----
+    def _common_args(self, public_port, control_port, state_dir):
+        args = ["--bind", self.host, "--public_port", str(public_port),
+                "--control_port", str(control_port), "--state_dir", state_dir]
+        if self.public_host != self.host:
+            args += ["--public_host", self.public_host]
+        return args
+
+    def _plan(self):
+        """Chooses ports and argv for every node (does not start anything)."""
+        for exe in ("ft-proxy", "ft-target"):
+            path = os.path.join(self.bindir, exe)
+            if not os.access(path, os.X_OK):
+                raise ClusterError("%s not found or not executable (build with `make`, or set "
+                                   "--bin / FT_BIN)" % path)
+        for p in (self.port, self.port + 1):
+            if not port_free(self.host, p):
+                raise ClusterError("port %d on %s is in use" % (p, self.host))
+        logs = os.path.join(self.dir, "logs")
+        pdir = os.path.join(self.dir, "proxy")
+        argv = [os.path.join(self.bindir, "ft-proxy")]
+        argv += self._common_args(self.port, self.port + 1, pdir)
+        if self.keepalive_ms:  # the proxy judges silence by the same interval
+            argv += ["--keepalive_ms", str(int(self.keepalive_ms))]
+        argv += self.proxy_args
+        self.proxy = Node("proxy", "proxy", argv, self.port, self.port + 1, pdir,
+                          os.path.join(logs, "proxy.log"), self.public_host)
+        self.targets = []
+        taken = {self.port, self.port + 1}
+        nxt = self.port + 2
+        for i in range(self.n_targets):
+            pub = next_free_port(self.host, nxt, taken)
+            ctl = next_free_port(self.host, pub + 1, taken)
+            taken.update((pub, ctl))
+            nxt = ctl + 1
+            tdir = os.path.join(self.dir, "t%d" % i)
+            mps = [os.path.join(tdir, "mp%d" % j) for j in range(self.n_mountpaths)]
+            argv = [os.path.join(self.bindir, "ft-target")]
+            argv += self._common_args(pub, ctl, tdir)
+            argv += ["--proxy_url", self.proxy.control_url]
+            for mp in mps:
+                argv += ["--mountpath", mp]
+            if self.keepalive_ms:
+                argv += ["--keepalive_ms", str(int(self.keepalive_ms))]
+            argv += self.target_args
+            self.targets.append(Node("t%d" % i, "target", argv, pub, ctl, tdir,
+                                     os.path.join(logs, "t%d.log" % i), self.public_host, mps))
+
+    def running(self):
+        """Nodes whose process is alive."""
+        return [n for n in self.nodes if n.alive()]
+
+    # ---- lifecycle ----
+    def start(self, timeout=DEFAULT_START_TIMEOUT):
+        """Starts the proxy and the targets; returns the proxy URL once the map holds every target.
+        On failure everything started is killed and ClusterError carries the logs' tails."""
+        if os.path.exists(self.state_file):
+            try:
+                old = Cluster.load(self.dir)
+            except ClusterError:
+                old = None
+            if old is not None and old.running():
+                raise ClusterError("a cluster is already running in %s (pids %s); stop it first"
+                                   % (self.dir, ", ".join(str(n.pid) for n in old.running())))
+        self._plan()
+        try:
+            self.proxy.spawn(self.env)
+            for t in self.targets:
+                t.spawn(self.env)
+            self.save()
+            self.wait_ready(timeout)
+            self.save()
+        except (ClusterError, OSError) as e:
+            msg = "%s\n%s" % (e, self.logs_tails())
+            self.stop(timeout=2)
+            raise ClusterError(msg) from None
+        return self.url
+
+    def smap(self, timeout=2.0):
+        """The proxy's cluster map, or None when it does not answer with one."""
+        try:
+            status, body = http_json("GET", self.url + "/v1/cluster?what=smap", timeout=timeout)
+        except OSError:
+            return None
+        if status != 200 or not isinstance(body, dict):
+            return None
+        return body
+
+    def _check_alive(self):
+        for n in self.nodes:
+            if not n.expected_dead and n.pid is not None and not n.alive():
+                raise ClusterError("%s exited early (status %s); log %s"
+                                   % (n.name, n.returncode, n.log))
+
+    def _record_ids(self, smap):
+        by_url = {t.get("public_url"): t.get("id") for t in smap.get("targets", [])}
+        for t in self.targets:
+            if by_url.get(t.public_url):
+                t.id = by_url[t.public_url]
+        for p in smap.get("proxies", []):
+            if p.get("public_url") == self.proxy.public_url:
+                self.proxy.id = p.get("id")
+
+    def wait_ready(self, timeout=DEFAULT_START_TIMEOUT, nodes=None):
+        """Waits until the map lists exactly the running targets with their public URLs and each
+        of the given nodes (default: all) answers /v1/health on its public port."""
+        deadline = time.monotonic() + timeout
+        nodes = self.nodes if nodes is None else nodes
+        why = "no answer from the proxy at %s" % self.url
+        while True:
+            self._check_alive()
+            smap = self.smap()
+            if smap is not None:
+                urls = sorted(t.get("public_url", "") for t in smap.get("targets", []))
+                want = sorted(t.public_url for t in self.targets if not t.expected_dead)
+                if urls == want and all(self._healthy(n) for n in nodes):
+                    self._record_ids(smap)
+                    lagging = [n.name for n in nodes if not self._synced(n, smap)]
+                    if not lagging:
+                        return smap
+                    why = "%s not yet at smap version %s" % (", ".join(lagging),
+                                                            smap.get("version"))
+                else:
+                    why = "cluster map lists targets %s, want %s" % (urls, want)
+            if time.monotonic() >= deadline:
+                raise ClusterError("cluster not ready after %.0f s: %s" % (timeout, why))
+            time.sleep(0.05)
+
+    def _synced(self, node, smap):
+        """A target answers a metadata-free /v1/metasync with the versions it holds: it has
+        joined once it holds the proxy's map. A target that refuses the empty probe (non-200)
+        is taken as synced; the map listing it then has to do."""
+        if node.kind != "target":
+            return True
+        try:
+            status, body = http_json("POST", node.control_url + "/v1/metasync", {}, timeout=1.0)
+        except OSError:
+            return False
+        if status != 200 or not isinstance(body, dict):
+            return True
+        return body.get("smap_version", -1) >= smap.get("version", 0)
+
+    def _healthy(self, node):
+        try:
+            status, _ = http_json("GET", node.public_url + "/v1/health", timeout=1.0)
+        except OSError:
+            return False
+        return status == 200
+
+    def stop(self, timeout=DEFAULT_STOP_TIMEOUT):
+        """SIGTERM to every running node, then SIGKILL after timeout. Returns {name: status} for
+        the nodes that were running: the exit status, or 'killed' when SIGKILL was needed."""
+        result = {}
+        live = self.running()
+        for n in live:
+            n.signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for n in live:
+            if n.wait_dead(max(0.0, deadline - time.monotonic())):
+                result[n.name] = n.returncode
+            else:
+                n.signal(signal.SIGKILL)
+                n.wait_dead(5)
+                result[n.name] = "killed"
+        for n in self.nodes:
+            n.expected_dead = True
+        if os.path.isdir(self.dir):
+            self.save()
+        return result
+
+    def target(self, index):
+        if not 0 <= index < len(self.targets):
+            raise ClusterError("no target %d (cluster has %d)" % (index, len(self.targets)))
+        return self.targets[index]
+
+    def kill_target(self, index, sig=signal.SIGKILL, wait=True):
+        """Sends sig to target index; for KILL/TERM/INT waits until the process is gone."""
+        t = self.target(index)
+        sig = signal_number(sig)
+        if not t.alive():
+            raise ClusterError("target %d is not running" % index)
+        t.expected_dead = sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
+        t.signal(sig)
+        if wait and t.expected_dead and not t.wait_dead(DEFAULT_STOP_TIMEOUT):
+            raise ClusterError("target %d (pid %d) did not exit after signal %d"
+                               % (index, t.pid, sig))
+        self.save()
+        return t
+
+    def restart_target(self, index, timeout=DEFAULT_START_TIMEOUT):
+        """Stops target index if it runs, starts it again with the same argv (ports, state,
+        mountpaths), and waits until it is back in the map and healthy."""
+        t = self.target(index)
+        if t.alive():
+            t.signal(signal.SIGTERM)
+            if not t.wait_dead(DEFAULT_STOP_TIMEOUT):
+                t.signal(signal.SIGKILL)
+                t.wait_dead(5)
+        deadline = time.monotonic() + 10
+        while not (port_free(self.host, t.public_port, reuse=True)
+                   and port_free(self.host, t.control_port, reuse=True)):
+            if time.monotonic() >= deadline:
+                raise ClusterError("ports %d/%d of target %d are still taken"
+                                   % (t.public_port, t.control_port, index))
+            time.sleep(0.05)
+        old_id = t.id
+        t.spawn(self.env)
+        self.save()
+        try:
+            self.wait_ready(timeout, nodes=[t])
+        except ClusterError as e:
+            raise ClusterError("%s\n%s" % (e, self.logs_tails([t]))) from None
+        if old_id and t.id != old_id:
+            raise ClusterError("target %d came back as %s, was %s" % (index, t.id, old_id))
+        self.save()
+        return t
+
+    # ---- logs ----
+    def log_paths(self):
+        return [n.log for n in self.nodes]
+
+    def logs_tails(self, nodes=None, lines=30):
+        out = []
+        for n in (self.nodes if nodes is None else nodes):
+            out.append("---- %s (%s) last %d lines ----\n%s" % (n.name, n.log, lines,
+                                                               tail(n.log, lines)))
+        return "\n".join(out)
+
+
+def run_foreground(cluster, out=sys.stdout):
+    """`make run`: starts the cluster, prints how to use it, waits for Ctrl-C or SIGTERM, stops.
+    Returns the exit status (1 when a daemon died on its own)."""
+    stop_requested = []
+
+    def on_signal(signum, _frame):
+        stop_requested.append(signum)
+
+    old_int = signal.signal(signal.SIGINT, on_signal)
+    old_term = signal.signal(signal.SIGTERM, on_signal)
+    try:
+        url = cluster.start()
+        if stop_requested:
+            cluster.stop()
+            return 0
+        b = url + "/v1/buckets/demo"
+        o = url + "/v1/objects/demo/hello.txt"
+        print("FastTier is up: 1 proxy, %d targets x %d mountpaths, state in %s"
+              % (cluster.n_targets, cluster.n_mountpaths, cluster.dir), file=out)
+        print("Endpoint: %s   (logs: %s/logs/)" % (url, cluster.dir), file=out)
+        print("Try:", file=out)
+        print("  curl -X POST -d '{\"action\":\"create-bck\"}' %s" % b, file=out)
+        print("  curl -L -X PUT --data-binary 'hello, FastTier' %s" % o, file=out)
+        print("  curl -L %s" % o, file=out)
+        print("Ctrl-C stops the cluster.", file=out)
+        out.flush()
+        while not stop_requested:
+            dead = [n for n in cluster.nodes if not n.alive()]
+            if dead:
+                for n in dead:
+                    print("ft-cluster: %s exited (status %s)" % (n.name, n.returncode),
+                          file=sys.stderr)
+                print(cluster.logs_tails(dead), file=sys.stderr)
+                cluster.stop()
+                return 1
+            time.sleep(0.2)
+        print("\nstopping...", file=out)
+        out.flush()
+        status = cluster.stop()
+        bad = {k: v for k, v in status.items() if v != 0}
+        if bad:
+            print("ft-cluster: unclean exits: %s" % bad, file=sys.stderr)
+            return 1
+        print("stopped.", file=out)
+        return 0
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)

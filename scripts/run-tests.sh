@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Runs every cmocka unit test binary of BUILD/tests, then the pytest integration suite; prints the totals.
+# Usage: scripts/run-tests.sh BUILD [pytest args...]
+# Last line: "N passed, N failed". Exit status non-zero when anything failed or nothing ran.
+set -uo pipefail
+
+if [ $# -lt 1 ]; then
+	echo "usage: $0 BUILD [pytest args...]" >&2
+	exit 2
+fi
+BUILD=$1
+shift
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 2
+PYTHON=/usr/bin/python3
+UNIT_TIMEOUT=${UNIT_TIMEOUT:-300}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+unit_passed=0
+unit_failed=0
+
+# Counts one cmocka binary's results from its output ("[==========] N test(s) run." and
+# "[  PASSED  ] N test(s)."); a binary that crashes or exits non-zero with no failure counted
+# adds one failure, so a crash is never silent.
+run_unit() {
+	local bin=$1 out=$TMP/unit.out rc run passed failed
+	echo "== $bin"
+	timeout "$UNIT_TIMEOUT" "$bin" >"$out" 2>&1
+	rc=$?
+	cat "$out"
+	run=$(sed -n 's/^\[==========\] \([0-9][0-9]*\) test(s) run\..*/\1/p' "$out" | awk '{s += $1} END {print s + 0}')
+	passed=$(sed -n 's/^\[  PASSED  \] \([0-9][0-9]*\) test(s)\..*/\1/p' "$out" | awk '{s += $1} END {print s + 0}')
+	failed=$((run - passed))
+	if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+		if [ "$rc" -eq 124 ]; then
+			echo "!! $bin timed out after ${UNIT_TIMEOUT}s"
+		else
+			echo "!! $bin exited with status $rc"
+		fi
+		failed=1
+	fi
+	if [ "$run" -eq 0 ] && [ "$rc" -eq 0 ]; then
+		echo "!! $bin ran no test"
+		failed=1
+	fi
+	echo "-- $(basename "$bin"): $passed passed, $failed failed"
+	unit_passed=$((unit_passed + passed))
+	unit_failed=$((unit_failed + failed))
+}
+
+echo "==== unit tests ($BUILD/tests)"
+shopt -s nullglob
+units=()
+for f in "$BUILD"/tests/test_*; do
+	if [ -f "$f" ] && [ -x "$f" ]; then
+		units+=("$f")
+	fi
+done
+if [ "${#units[@]}" -eq 0 ]; then
+	echo "!! no unit test binaries in $BUILD/tests"
+	unit_failed=1
+fi
+for bin in "${units[@]}"; do
+	run_unit "$bin"
+done
+echo "==== unit tests: $unit_passed passed, $unit_failed failed (${#units[@]} binaries)"
+
+echo "==== integration tests (tests/integration)"
+junit=$TMP/junit.xml
+FT_BIN=${FT_BIN:-$ROOT/$BUILD/bin} "$PYTHON" -m pytest -rfEs --junitxml="$junit" tests/integration "$@"
+pytest_rc=$?
+# Per test case: failed if it holds a failure or an error (setup, call or teardown), skipped if
+# only skipped, passed otherwise. Collection errors appear as failed cases too.
+read -r int_passed int_failed int_skipped < <("$PYTHON" - "$junit" <<'EOF'
+import sys
+import xml.etree.ElementTree as ET
+p = f = s = 0
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except (OSError, ET.ParseError):
+    print(0, 0, 0)
+    sys.exit(0)
+for case in root.iter("testcase"):
+    tags = {child.tag for child in case}
+    if tags & {"failure", "error"}:
+        f += 1
+    elif "skipped" in tags:
+        s += 1
+    else:
+        p += 1
+print(p, f, s)
+EOF
+)
+# pytest exit 0 = all passed, 1 = some failed, 5 = nothing collected; others are its own errors.
+if [ "$pytest_rc" -ne 0 ] && [ "$pytest_rc" -ne 1 ] && [ "$pytest_rc" -ne 5 ] && [ "$int_failed" -eq 0 ]; then
+	echo "!! pytest exited with status $pytest_rc"
+	int_failed=1
+fi
+if [ "$pytest_rc" -eq 1 ] && [ "$int_failed" -eq 0 ]; then
+	int_failed=1
+fi
+echo "==== integration tests: $int_passed passed, $int_failed failed, $int_skipped skipped"
+
+total_passed=$((unit_passed + int_passed))
+total_failed=$((unit_failed + int_failed))
+status=0
+if [ "$total_failed" -ne 0 ]; then
+	status=1
+fi
+if [ $((total_passed + total_failed)) -eq 0 ]; then
+	echo "!! no test ran"
+	status=1
+fi
+echo "$total_passed passed, $total_failed failed"
+exit "$status"

@@ -30,21 +30,26 @@ endif
 COMMON_SRC := $(sort $(wildcard common/*.c))
 PROXY_SRC := $(sort $(wildcard proxy/*.c))
 TARGET_SRC := $(sort $(wildcard target/*.c))
+LOADER_SRC := $(sort $(wildcard loader/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 PROXY_OBJ := $(PROXY_SRC:%.c=$(BUILD)/obj/%.o)
 TARGET_OBJ := $(TARGET_SRC:%.c=$(BUILD)/obj/%.o)
+LOADER_OBJ := $(LOADER_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 LIBFT := $(BUILD)/libft.a
 BINS := $(BUILD)/bin/ft-proxy $(BUILD)/bin/ft-target
+ifneq ($(LOADER_SRC),)
+BINS += $(BUILD)/bin/ft-loader
+endif
 
 PYTHON := /usr/bin/python3
 PYTEST_ARGS ?=
 
-.PHONY: all deps build run test test-unit test-integration test-asan fuzz fuzz-ci clean format-check
+.PHONY: all deps build run test test-unit test-integration test-asan fuzz fuzz-ci clean format-check bench
 
 all: $(BINS)
 build: all
@@ -67,6 +72,10 @@ $(BUILD)/bin/ft-proxy: $(PROXY_OBJ) $(LIBFT)
 $(BUILD)/bin/ft-target: $(TARGET_OBJ) $(LIBFT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -pthread -o $@ $(TARGET_OBJ) $(LIBFT) $(LDLIBS)
+
+$(BUILD)/bin/ft-loader: $(LOADER_OBJ) $(LIBFT)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -pthread -o $@ $(LOADER_OBJ) $(LIBFT) $(LDLIBS) -lm
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBFT)
 	@mkdir -p $(dir $@) $(BUILD)/obj/tests/unit
@@ -92,6 +101,11 @@ test-integration: all
 # The integration suite once under ASan+UBSan (a separate build tree).
 test-asan:
 	$(MAKE) SANITIZER=address test-integration
+
+# Side-by-side benchmarks against nginx and wrk; writes docs/benchmarks.md.
+bench: deps all
+	scripts/bench-deps.sh
+	$(PYTHON) bench/run.py --build $(BUILD)
 
 fuzz: $(FUZZ_BIN)
 

@@ -57,6 +57,31 @@
  * So a request outlives a dropped client until its response call, and the fd number is not reused
  * while the kernel may still complete an operation on it. Closing = shutdown(2) (which completes
  * pending operations) and dropping the open reference; close(2) happens when the count reaches 0.
+ *
+ * HAND-OVER
+ * Whoever holds the request (the loop running the handler, or a worker after ft_req_defer) records
+ * what it wants and calls req_notify() with event bits (EV_*). From another thread the bits go into
+ * r->xev under the loop's queue lock and the loop takes them at dequeue time, in the same critical
+ * section that marks r out of the queue. The response call is the last thing the holder does, so
+ * once the loop has taken EV_RESPONDED (r->resp_ready) nobody else touches r and the loop may
+ * finish it; the loop never acts on a response it learnt of any other way.
+ *
+ * BLOCKING STREAMS (ft_req_body_read, ft_resp_stream_*)
+ * A worker relays bodies through two rings per request (STREAM_BUF each, malloc'd on first use):
+ * - body: the loop de-chunks received bytes into b_ring and stops reading the socket (no recv
+ *   armed, so no body timeout either) while the ring is full; the worker copies out and, once
+ *   STREAM_RESUME bytes are free again, notifies EV_FEED so the loop resumes. So at most the
+ *   connection's read buffer plus the ring is buffered per request.
+ * - response: the head goes out of r->out, then the worker copies framed bytes (chunk head, data,
+ *   CRLF) into s_ring and blocks while it is full; the loop sends from the ring, one send at a
+ *   time, and wakes the worker as sends complete. The loop notes when it ran dry (s_idle) so only
+ *   then does a write cost a wake-up.
+ * Ring indices and flags are in r->sh under c->smu (one mutex and condition variable per
+ * connection); bytes are copied outside the lock, into free space only the producer writes and out
+ * of filled space only the consumer frees. The loop holds smu only for a few assignments, never
+ * across a copy or a callback, and never together with the queue lock. A closed connection sets
+ * sh.gone and wakes the worker, so blocked calls return -ECONNRESET at once; the loop finishes the
+ * request only after the worker's ft_resp_stream_end (the response call).
  */
 
 #define RING_ENTRIES 1024
@@ -72,13 +97,36 @@
 #define DEF_IDLE_MS 60000
 #define DEF_HEADER_MS 20000
 #define DEF_BODY_MS 30000
-#define DEF_WORKERS 8
+#define DEF_WORKERS 64
+
+#define STREAM_BUF (256 * 1024)   /* each ring of a blocking stream */
+#define STREAM_END_RESERVE 8      /* ring bytes writes leave free, for the last chunk "0\r\n\r\n" */
+#define STREAM_LOWAT (16 * 1024)  /* a blocked writer waits for this much room: fewer, larger chunks */
+#define STREAM_RESUME (64 * 1024) /* free body-ring bytes at which the loop is asked to read again */
+#define CHUNK_HEAD_MAX 20         /* "%zx\r\n" of a size_t, with room to spare */
 
 enum { TAG_NONE = 0, TAG_ACCEPT, TAG_EVENT, TAG_TIMER, TAG_RECV, TAG_SEND, TAG_POLL };
 #define TAG_MASK 7u
 
 enum { PH_HEAD = 0, PH_HANDLER, PH_SENDING, PH_LINGER };
 enum { BODY_NONE = 0, BODY_WANT, BODY_ACTIVE, BODY_DONE, BODY_FAILED };
+
+/* Events handed to the loop by req_notify(). */
+enum {
+	EV_RESPONDED = 1, /* the response call was made (last thing the holder does) */
+	EV_BODY = 2,      /* a body call was made */
+	EV_FEED = 4,      /* a stream reader made room: read the body again */
+	EV_STREAM = 8,    /* a stream head is ready in r->out */
+	EV_SEND = 16,     /* stream bytes were queued while the loop had none to send */
+};
+
+/* How a response head frames the body. */
+enum {
+	FR_LENGTH = 0, /* Content-Length (for a status with a body) */
+	FR_CHUNKED,    /* Transfer-Encoding: chunked */
+	FR_NONE,       /* no body and no length header (HEAD of unknown length, or no body allowed) */
+	FR_CLOSE,      /* body delimited by the close (HTTP/1.0 client, unknown length) */
+};
 
 static const char CONTINUE_MSG[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
@@ -111,6 +159,20 @@ typedef struct resp_hdr {
 	size_t len;
 } resp_hdr_t;
 
+/* Blocking-stream state shared by the worker and the loop, under c->smu (see DESIGN). */
+typedef struct {
+	bool gone;     /* the connection is closed: stream calls fail */
+	int waiters;   /* threads waiting on c->scv */
+	/* request body: the loop fills b_ring, the worker drains it */
+	size_t b_rd, b_len;
+	bool b_eof;    /* the whole body is in the ring */
+	bool b_paused; /* the loop stopped reading: ring full */
+	int b_err;     /* -errno that ends the body after the ring's bytes */
+	/* response: the worker fills s_ring, the loop sends it */
+	size_t s_rd, s_len;
+	bool s_idle;   /* the loop found nothing to send: the next write notifies EV_SEND */
+} stream_shared_t;
+
 struct ft_req {
 	conn_t *c;
 	/* request head, all in the arena */
@@ -135,8 +197,20 @@ struct ft_req {
 	char *all_buf; /* malloc'd, freed by finish_request */
 	uint64_t body_left;
 	ft_hp_chunked_t chunk;
+	/* hand-over (see DESIGN): ev and resp_ready on the loop, xev under the loop's qmu */
+	unsigned ev, xev;
+	bool resp_ready;
+	/* blocking streams: set by the holder before the event that tells the loop; read by the loop after */
+	bool body_stream;                /* the body goes to b_ring (ft_req_body_read) */
+	unsigned char *b_ring, *s_ring;  /* STREAM_BUF each, malloc'd, freed by finish_request */
+	bool s_started, s_bad;           /* ft_resp_stream_start called; a write broke the framing */
+	int s_frame;                     /* FR_* */
+	int s_end_err;                   /* ft_resp_stream_end's err */
+	uint64_t s_clen, s_written;
+	bool st_head;                    /* loop: the stream is being sent */
+	stream_shared_t sh;              /* under c->smu */
 	/* response */
-	bool responded, close_req, keep_alive;
+	bool responded, body_called, close_req, keep_alive; /* the holder's: a response / body call was made */
 	resp_hdr_t *rh_head, *rh_tail;
 	size_t rh_bytes;
 	char *out; /* head (and small body) in the arena */
@@ -175,6 +249,8 @@ struct conn {
 	int64_t idle_since, head_since, body_since, send_since, linger_until;
 	size_t send_off;
 	char peer[64];
+	pthread_mutex_t smu; /* blocking streams of the request (r->sh) */
+	pthread_cond_t scv;
 	ft_req_t req;
 };
 
@@ -216,6 +292,9 @@ static __thread loop_t *tls_loop;
 static void head_process(conn_t *c);
 static void send_more(conn_t *c);
 static void server_error(conn_t *c, int status, const char *msg);
+static void stream_gone(conn_t *c);
+static void stream_send_more(conn_t *c);
+static void stream_on_send(conn_t *c, int res);
 
 /* ---- small helpers ---- */
 
@@ -432,6 +511,8 @@ static void conn_free(conn_t *c)
 	L->nconns--;
 	close(c->fd);
 	arena_reset(&c->req.arena);
+	pthread_cond_destroy(&c->scv);
+	pthread_mutex_destroy(&c->smu);
 	free(c->buf);
 	free(c);
 }
@@ -459,6 +540,7 @@ static void conn_close(conn_t *c)
 		io_uring_prep_cancel_fd(sqe, c->fd, IORING_ASYNC_CANCEL_ALL);
 		io_uring_sqe_set_data64(sqe, 0);
 	}
+	stream_gone(c);
 	conn_unref(c);
 }
 
@@ -554,6 +636,8 @@ static void finish_request(conn_t *c)
 	if (r->file_fd >= 0)
 		close(r->file_fd);
 	free(r->all_buf);
+	free(r->b_ring);
+	free(r->s_ring);
 	arena_reset(&r->arena);
 	req_clear(r, c);
 	c->linger = false;
@@ -688,6 +772,10 @@ static void on_responded(conn_t *c)
 
 	if (c->phase != PH_HANDLER)
 		return;
+	if (r->st_head) {
+		stream_send_more(c); /* finishes the request once the stream is out */
+		return;
+	}
 	if (r->body_state == BODY_WANT || r->body_state == BODY_ACTIVE) {
 		/* responded before the body was read: the rest of it must not become the next request */
 		r->body_state = BODY_FAILED;
@@ -724,6 +812,12 @@ static void on_send(conn_t *c, int res)
 		}
 		if (c->phase == PH_SENDING)
 			send_more(c);
+		else if (c->req.st_head)
+			stream_send_more(c);
+		return;
+	}
+	if (c->req.st_head) {
+		stream_on_send(c, res);
 		return;
 	}
 	if (c->phase != PH_SENDING)
@@ -749,6 +843,175 @@ static void on_poll(conn_t *c)
 	file_send(c);
 }
 
+/* ---- blocking streams, loop side (see DESIGN) ---- */
+
+/* Copies n bytes into a stream ring at pos, wrapping; returns the position after them. */
+static size_t ring_put(unsigned char *ring, size_t pos, const void *src, size_t n)
+{
+	size_t first = STREAM_BUF - pos < n ? STREAM_BUF - pos : n;
+
+	memcpy(ring + pos, src, first);
+	memcpy(ring, (const unsigned char *)src + first, n - first);
+	return (pos + n) % STREAM_BUF;
+}
+
+/* Copies n bytes out of a stream ring from pos, wrapping. */
+static void ring_get(const unsigned char *ring, size_t pos, void *dst, size_t n)
+{
+	size_t first = STREAM_BUF - pos < n ? STREAM_BUF - pos : n;
+
+	memcpy(dst, ring + pos, first);
+	memcpy((unsigned char *)dst + first, ring, n - first);
+}
+
+static void stream_wake_locked(conn_t *c)
+{
+	if (c->req.sh.waiters > 0)
+		pthread_cond_broadcast(&c->scv);
+}
+
+/* The connection closed: stream calls fail from now on, and a worker blocked in one wakes up. */
+static void stream_gone(conn_t *c)
+{
+	stream_shared_t *sh = &c->req.sh;
+
+	pthread_mutex_lock(&c->smu);
+	sh->gone = true;
+	if (!sh->b_eof && sh->b_err == 0)
+		sh->b_err = -ECONNRESET;
+	stream_wake_locked(c);
+	pthread_mutex_unlock(&c->smu);
+}
+
+/* Free bytes in the body ring; none marks the loop paused, so the worker's reads resume it. */
+static size_t stream_body_room(conn_t *c)
+{
+	stream_shared_t *sh = &c->req.sh;
+	size_t room;
+
+	pthread_mutex_lock(&c->smu);
+	room = STREAM_BUF - sh->b_len;
+	if (room == 0)
+		sh->b_paused = true;
+	pthread_mutex_unlock(&c->smu);
+	return room;
+}
+
+/* Appends n de-chunked body bytes for the worker; n <= stream_body_room(). */
+static void stream_body_put(conn_t *c, const char *p, size_t n)
+{
+	ft_req_t *r = &c->req;
+	size_t pos;
+
+	pthread_mutex_lock(&c->smu);
+	pos = (r->sh.b_rd + r->sh.b_len) % STREAM_BUF;
+	pthread_mutex_unlock(&c->smu);
+	ring_put(r->b_ring, pos, p, n); /* free space: only the loop writes there */
+	pthread_mutex_lock(&c->smu);
+	r->sh.b_len += n;
+	stream_wake_locked(c);
+	pthread_mutex_unlock(&c->smu);
+}
+
+/* The body ended (err = 0) or failed; the worker sees it after the bytes already in the ring. */
+static void stream_body_end(conn_t *c, int err)
+{
+	stream_shared_t *sh = &c->req.sh;
+
+	pthread_mutex_lock(&c->smu);
+	if (err == 0)
+		sh->b_eof = true;
+	else if (sh->b_err == 0)
+		sh->b_err = err;
+	stream_wake_locked(c);
+	pthread_mutex_unlock(&c->smu);
+}
+
+/*
+ * The worker ended the stream and everything queued is sent, or the connection is gone: finishes
+ * the request. Keep-alive only for a properly ended body and a fully read request body.
+ */
+static void stream_finish(conn_t *c)
+{
+	ft_req_t *r = &c->req;
+	bool ok = !c->closed && r->s_end_err == 0 && !r->s_bad &&
+		  (r->s_frame != FR_LENGTH || r->s_written == r->s_clen);
+
+	if (ok) {
+		if (r->body_state == BODY_WANT || r->body_state == BODY_ACTIVE) {
+			/* the rest of the body must not become the next request */
+			r->body_state = BODY_FAILED;
+			c->must_close = true;
+			c->linger = true;
+		} else if (r->body_state == BODY_NONE && (r->chunked || r->content_length > 0)) {
+			c->must_close = true;
+			c->linger = true;
+		}
+		if (r->s_frame == FR_CLOSE)
+			c->must_close = true;
+	} else if (!c->closed && r->s_end_err == 0) {
+		ft_warn("http: stream to %s ended %llu bytes short of its Content-Length; closing", c->peer,
+			(unsigned long long)(r->s_clen - r->s_written));
+	}
+	response_done(c, ok);
+}
+
+/*
+ * Sends the stream's next piece, one send at a time: the head, then whatever the ring holds.
+ * With nothing left to send and the worker's end seen, finishes the request.
+ */
+static void stream_send_more(conn_t *c)
+{
+	ft_req_t *r = &c->req;
+	size_t pos = 0, n = 0;
+
+	if (!r->st_head || c->send_inflight)
+		return; /* the completion comes back here */
+	if (!c->closed) {
+		if (c->send_off < r->out_len) {
+			ring_send(c, r->out + c->send_off, r->out_len - c->send_off, false);
+			c->send_since = c->L->now;
+			return;
+		}
+		if (r->s_ring != NULL) {
+			pthread_mutex_lock(&c->smu);
+			pos = r->sh.s_rd;
+			n = r->sh.s_len < STREAM_BUF - pos ? r->sh.s_len : STREAM_BUF - pos;
+			r->sh.s_idle = n == 0;
+			pthread_mutex_unlock(&c->smu);
+		}
+		if (n > 0) {
+			ring_send(c, r->s_ring + pos, n, false);
+			c->send_since = c->L->now;
+			return;
+		}
+	}
+	if (r->resp_ready)
+		stream_finish(c);
+}
+
+static void stream_on_send(conn_t *c, int res)
+{
+	ft_req_t *r = &c->req;
+
+	if (res <= 0) {
+		conn_close(c); /* the worker's calls fail from now on */
+		stream_send_more(c);
+		return;
+	}
+	c->send_since = c->L->now;
+	if (c->send_off < r->out_len) {
+		c->send_off += (size_t)res;
+	} else {
+		pthread_mutex_lock(&c->smu);
+		r->sh.s_rd = (r->sh.s_rd + (size_t)res) % STREAM_BUF;
+		r->sh.s_len -= (size_t)res;
+		stream_wake_locked(c);
+		pthread_mutex_unlock(&c->smu);
+	}
+	stream_send_more(c);
+}
+
 /* ---- request body ---- */
 
 static void body_end(conn_t *c, int err)
@@ -770,6 +1033,8 @@ static void body_end(conn_t *c, int err)
 			body[r->all_len] = 0;
 		}
 		r->all_done(r, r->body_arg, body, r->all_len, err);
+	} else if (r->body_stream) {
+		stream_body_end(c, err);
 	} else {
 		r->on_end(r, r->body_arg, err);
 	}
@@ -782,6 +1047,10 @@ static int deliver(conn_t *c, const char *p, size_t n)
 	size_t want;
 	int rc;
 
+	if (r->body_stream) {
+		stream_body_put(c, p, n);
+		return 0;
+	}
 	if (r->all_done != NULL) {
 		if (n > r->all_max - r->all_len) {
 			r->body_state = BODY_FAILED;
@@ -823,12 +1092,20 @@ static void body_feed(conn_t *c)
 {
 	ft_req_t *r = &c->req;
 	const char *p, *d;
-	size_t avail, n, used, dl;
+	size_t avail, n, used, dl, room;
 	ft_hp_chunk_result_t rc;
 
 	while (r->body_state == BODY_ACTIVE && c->start < c->end) {
 		p = c->buf + c->start;
 		avail = c->end - c->start;
+		if (r->body_stream) {
+			/* never more than the worker's ring takes (de-chunked bytes <= input bytes) */
+			room = stream_body_room(c);
+			if (room == 0)
+				return; /* paused: the worker's EV_FEED resumes */
+			if (avail > room)
+				avail = room;
+		}
 		if (r->chunked) {
 			rc = ft_hp_chunked_decode(&r->chunk, p, avail, &used, &d, &dl);
 			c->start += used;
@@ -860,6 +1137,8 @@ static void body_feed(conn_t *c)
 		body_end(c, -ECONNRESET);
 		return;
 	}
+	if (r->body_stream && stream_body_room(c) == 0)
+		return; /* no more reading until the worker drains */
 	recv_arm(c);
 }
 
@@ -884,7 +1163,8 @@ static void body_start(conn_t *c)
 	}
 	r->body_left = r->chunked ? 0 : (uint64_t)r->content_length;
 	ft_hp_chunked_init(&r->chunk);
-	if (r->expect_continue && r->minor >= 1 && c->start == c->end && !c->send_inflight) {
+	/* not after a stream's final head: a 100 must precede it */
+	if (r->expect_continue && r->minor >= 1 && c->start == c->end && !c->send_inflight && !r->st_head) {
 		c->cont_off = 0;
 		ring_send(c, CONTINUE_MSG, sizeof(CONTINUE_MSG) - 1, true);
 	}
@@ -895,17 +1175,34 @@ static void body_start(conn_t *c)
 	body_feed(c);
 }
 
-/* Acts on what the handler asked for (response, body) from the top of the loop. */
+/* Acts on the events the request's holder handed over (see DESIGN), from the top of the loop. */
 static void conn_process(conn_t *c)
 {
 	ft_req_t *r = &c->req;
+	unsigned ev = r->ev;
 
 	if (c->phase != PH_HANDLER)
 		return;
-	if (r->responded)
+	r->ev = 0;
+	if (ev & EV_RESPONDED)
+		r->resp_ready = true;
+	if ((ev & EV_BODY) && r->body_state == BODY_NONE) {
+		r->body_state = BODY_WANT;
+		if (!r->resp_ready)
+			body_start(c); /* before a stream head, so "100 Continue" can go first */
+	} else if ((ev & EV_FEED) && r->body_state == BODY_ACTIVE && !c->recv_inflight) {
+		c->body_since = c->L->now; /* the client was not late while we did not read */
+		body_feed(c);
+	}
+	if ((ev & EV_STREAM) && !r->st_head) {
+		r->st_head = true;
+		c->send_off = 0;
+		c->send_since = c->L->now;
+	}
+	if (r->resp_ready)
 		on_responded(c);
-	else if (r->body_state == BODY_WANT)
-		body_start(c);
+	else if (ev & (EV_STREAM | EV_SEND))
+		stream_send_more(c);
 }
 
 /* ---- request head ---- */
@@ -1178,6 +1475,8 @@ static void conn_new(loop_t *L, int fd)
 		return;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	pthread_mutex_init(&c->smu, NULL);
+	pthread_cond_init(&c->scv, NULL);
 	c->L = L;
 	c->fd = fd;
 	c->cap = BUF_INITIAL;
@@ -1233,6 +1532,8 @@ static void on_event(loop_t *L, int res)
 		pthread_mutex_lock(&L->qmu);
 		next = r->qnext;
 		r->queued = false;
+		r->ev |= r->xev; /* see DESIGN, HAND-OVER */
+		r->xev = 0;
 		pthread_mutex_unlock(&L->qmu);
 		c = r->c;
 		c->refs++;
@@ -1266,6 +1567,10 @@ static void on_timer(loop_t *L)
 			if (c->req.body_state == BODY_ACTIVE && c->recv_inflight &&
 			    L->now - c->body_since >= s->o.body_timeout_ms)
 				body_end(c, -ETIMEDOUT);
+			/* a stream the client stopped reading: close, which fails the worker's writes */
+			if (c->req.st_head && c->send_inflight && !c->interim &&
+			    L->now - c->send_since >= s->o.idle_timeout_ms)
+				conn_close(c);
 			break;
 		case PH_SENDING:
 			if ((c->send_inflight || c->poll_inflight) && L->now - c->send_since >= s->o.idle_timeout_ms)
@@ -1788,20 +2093,22 @@ void ft_req_on_done(ft_req_t *r, void (*fn)(void *arg), void *arg)
 }
 
 /*
- * Tells r's loop to look at r (a response or a body request was recorded): directly on the loop
- * thread, through the loop's queue and eventfd from any other thread.
+ * Hands the events ev (EV_*) to r's loop, which then looks at r: directly on the loop thread,
+ * through the loop's queue and eventfd from any other thread (see DESIGN, HAND-OVER).
  */
-static void req_notify(ft_req_t *r)
+static void req_notify(ft_req_t *r, unsigned ev)
 {
 	loop_t *L = r->c->L;
 	uint64_t one = 1;
 	bool wake;
 
 	if (tls_loop == L) {
+		r->ev |= ev;
 		conn_kick(r->c);
 		return;
 	}
 	pthread_mutex_lock(&L->qmu);
+	r->xev |= ev;
 	if (r->queued) {
 		pthread_mutex_unlock(&L->qmu);
 		return;
@@ -1828,10 +2135,11 @@ static void req_notify(ft_req_t *r)
 
 static bool body_call_ok(ft_req_t *r, const char *what)
 {
-	if (r->body_state != BODY_NONE || r->responded) {
+	if (r->body_called || r->responded) {
 		ft_error("http: %s called twice or after the response", what);
 		return false;
 	}
+	r->body_called = true;
 	return true;
 }
 
@@ -1842,8 +2150,7 @@ void ft_req_read_body(ft_req_t *r, ft_body_data_fn on_data, ft_body_end_fn on_en
 	r->on_data = on_data;
 	r->on_end = on_end;
 	r->body_arg = arg;
-	r->body_state = BODY_WANT;
-	req_notify(r);
+	req_notify(r, EV_BODY);
 }
 
 void ft_req_read_body_all(ft_req_t *r, size_t max, ft_body_all_fn done, void *arg)
@@ -1853,8 +2160,7 @@ void ft_req_read_body_all(ft_req_t *r, size_t max, ft_body_all_fn done, void *ar
 	r->all_done = done;
 	r->all_max = max;
 	r->body_arg = arg;
-	r->body_state = BODY_WANT;
-	req_notify(r);
+	req_notify(r, EV_BODY);
 }
 
 /* ---- defer ---- */
@@ -1970,26 +2276,50 @@ static bool status_has_body(int status)
 }
 
 /*
- * Writes the response head into arena memory with body_room bytes spare after it; decides
- * keep-alive. Returns the buffer, *head_len its head length.
+ * Whether the request body is out of the way, so the connection may be kept: no body, or all of it
+ * read. A stream's head (tentative) may go out while a stream body is still arriving; if the body
+ * then does not complete, the connection is closed after the response all the same.
  */
-static char *resp_head(ft_req_t *r, int status, const char *ctype, uint64_t clen, size_t body_room,
+static bool body_settled(ft_req_t *r, bool tentative)
+{
+	conn_t *c = r->c;
+	bool ok;
+
+	if (!r->chunked && r->content_length == 0)
+		return true;
+	if (!r->body_stream)
+		return r->body_state == BODY_DONE;
+	pthread_mutex_lock(&c->smu);
+	ok = r->sh.b_eof || (tentative && r->sh.b_err == 0);
+	pthread_mutex_unlock(&c->smu);
+	return ok;
+}
+
+/*
+ * Writes the response head into arena memory with body_room bytes spare after it; frame (FR_*)
+ * says which length header it carries; decides keep-alive. Returns the buffer, *head_len its head
+ * length.
+ */
+static char *resp_head(ft_req_t *r, int status, const char *ctype, int frame, uint64_t clen, size_t body_room,
 		       size_t *head_len)
 {
 	size_t cap, n;
 	char *out;
 	resp_hdr_t *h;
-	bool body_ok = (!r->chunked && r->content_length == 0) || r->body_state == BODY_DONE;
+	bool body_ok = body_settled(r, r->s_started);
 
 	if (ctype != NULL && !is_field_value(ctype))
 		ctype = NULL;
-	r->keep_alive = r->client_keep_alive && !r->close_req && body_ok && !atomic_load(&r->c->L->s->stopping);
+	r->keep_alive = r->client_keep_alive && !r->close_req && body_ok && frame != FR_CLOSE &&
+			!atomic_load(&r->c->L->s->stopping);
 	cap = 256 + (ctype != NULL ? strlen(ctype) : 0) + r->rh_bytes;
 	out = arena_alloc(&r->arena, cap + body_room);
 	n = (size_t)snprintf(out, cap, "HTTP/1.1 %d %s\r\nServer: FastTier\r\nDate: %s\r\n", status,
 			     reason_phrase(status), http_date());
-	if (status_has_body(status))
+	if (frame == FR_LENGTH && status_has_body(status))
 		n += (size_t)snprintf(out + n, cap - n, "Content-Length: %llu\r\n", (unsigned long long)clen);
+	else if (frame == FR_CHUNKED)
+		n += (size_t)snprintf(out + n, cap - n, "Transfer-Encoding: chunked\r\n");
 	if (ctype != NULL) {
 		memcpy(out + n, "Content-Type: ", 14);
 		n += 14;
@@ -2019,12 +2349,22 @@ static char *resp_head(ft_req_t *r, int status, const char *ctype, uint64_t clen
 static void resp_commit(ft_req_t *r)
 {
 	r->responded = true;
-	req_notify(r);
+	req_notify(r, EV_RESPONDED);
 }
 
 static int clamp_status(int status)
 {
 	return status < 200 || status > 999 ? 500 : status;
+}
+
+/* A plain response call after ft_resp_stream_start: the head is out, so all that is left is to abort. */
+static bool stream_misuse(ft_req_t *r, const char *what)
+{
+	if (!r->s_started)
+		return false;
+	ft_error("http: %s after ft_resp_stream_start; aborting the stream", what);
+	ft_resp_stream_end(r, -EINVAL);
+	return true;
 }
 
 void ft_resp_bytes(ft_req_t *r, int status, const char *content_type, const void *body, size_t len)
@@ -2033,9 +2373,11 @@ void ft_resp_bytes(ft_req_t *r, int status, const char *content_type, const void
 	size_t hl;
 	char *out;
 
+	if (stream_misuse(r, "ft_resp_bytes"))
+		return;
 	status = clamp_status(status);
 	send_body = r->method != FT_HTTP_HEAD && status_has_body(status);
-	out = resp_head(r, status, content_type, len, send_body ? len : 0, &hl);
+	out = resp_head(r, status, content_type, FR_LENGTH, len, send_body ? len : 0, &hl);
 	if (send_body && len > 0)
 		memcpy(out + hl, body, len);
 	r->out = out;
@@ -2047,8 +2389,12 @@ void ft_resp_file(ft_req_t *r, int status, const char *content_type, int fd, off
 {
 	size_t hl;
 
+	if (stream_misuse(r, "ft_resp_file")) {
+		close(fd);
+		return;
+	}
 	status = clamp_status(status);
-	r->out = resp_head(r, status, content_type, len, 0, &hl);
+	r->out = resp_head(r, status, content_type, FR_LENGTH, len, 0, &hl);
 	r->out_len = hl;
 	if (r->method != FT_HTTP_HEAD && status_has_body(status) && len > 0) {
 		r->file_fd = fd;
@@ -2121,4 +2467,214 @@ void ft_resp_redirect(ft_req_t *r, int status, const char *location)
 void ft_resp_close(ft_req_t *r)
 {
 	r->close_req = true;
+}
+
+/* ---- blocking streams, worker side (see DESIGN) ---- */
+
+static bool on_loop_thread(const char *what)
+{
+	if (tls_loop == NULL)
+		return false;
+	ft_error("http: %s would block a loop thread; call it from a worker", what);
+	return true;
+}
+
+/* Waits for the loop on the connection's condition variable; c->smu held. */
+static void stream_wait(conn_t *c)
+{
+	c->req.sh.waiters++;
+	pthread_cond_wait(&c->scv, &c->smu);
+	c->req.sh.waiters--;
+}
+
+ssize_t ft_req_body_read(ft_req_t *r, void *buf, size_t cap)
+{
+	conn_t *c = r->c;
+	stream_shared_t *sh = &r->sh;
+	bool resume = false;
+	size_t pos, n;
+	ssize_t rc;
+
+	if (on_loop_thread("ft_req_body_read"))
+		return -EDEADLK;
+	if (!r->body_stream) {
+		if (!r->chunked && r->content_length == 0)
+			return 0;
+		if (!body_call_ok(r, "ft_req_body_read"))
+			return -EINVAL;
+		r->b_ring = malloc(STREAM_BUF);
+		if (r->b_ring == NULL)
+			oom();
+		r->body_stream = true;
+		req_notify(r, EV_BODY); /* the loop starts reading (and sends "100 Continue") */
+	}
+	if (cap == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&c->smu);
+	while (sh->b_len == 0 && !sh->b_eof && sh->b_err == 0)
+		stream_wait(c);
+	if (sh->b_len == 0) {
+		rc = sh->b_eof ? 0 : sh->b_err;
+		pthread_mutex_unlock(&c->smu);
+		return rc;
+	}
+	pos = sh->b_rd;
+	n = sh->b_len < cap ? sh->b_len : cap;
+	pthread_mutex_unlock(&c->smu);
+	ring_get(r->b_ring, pos, buf, n); /* filled space: only this thread frees it */
+	pthread_mutex_lock(&c->smu);
+	sh->b_rd = (pos + n) % STREAM_BUF;
+	sh->b_len -= n;
+	if (sh->b_paused && STREAM_BUF - sh->b_len >= STREAM_RESUME) {
+		sh->b_paused = false;
+		resume = true;
+	}
+	pthread_mutex_unlock(&c->smu);
+	if (resume)
+		req_notify(r, EV_FEED);
+	return (ssize_t)n;
+}
+
+static bool stream_is_gone(ft_req_t *r)
+{
+	bool gone;
+
+	pthread_mutex_lock(&r->c->smu);
+	gone = r->sh.gone;
+	pthread_mutex_unlock(&r->c->smu);
+	return gone;
+}
+
+int ft_resp_stream_start(ft_req_t *r, int status, const char *content_type, int64_t content_length)
+{
+	bool no_body;
+	int head_frame;
+	size_t hl;
+
+	if (r->responded || r->s_started) {
+		ft_error("http: ft_resp_stream_start called twice or after the response");
+		return -EINVAL;
+	}
+	status = clamp_status(status);
+	no_body = r->method == FT_HTTP_HEAD || !status_has_body(status);
+	if (content_length >= 0) {
+		head_frame = FR_LENGTH;
+		r->s_frame = no_body ? FR_NONE : FR_LENGTH;
+		r->s_clen = (uint64_t)content_length;
+	} else if (no_body) {
+		head_frame = r->s_frame = FR_NONE;
+	} else {
+		head_frame = r->s_frame = r->minor >= 1 ? FR_CHUNKED : FR_CLOSE;
+	}
+	r->s_started = true;
+	r->out = resp_head(r, status, content_type, head_frame, r->s_clen, 0, &hl);
+	r->out_len = hl;
+	if (r->s_frame != FR_NONE) {
+		r->s_ring = malloc(STREAM_BUF);
+		if (r->s_ring == NULL)
+			oom();
+	}
+	req_notify(r, EV_STREAM);
+	return stream_is_gone(r) ? -ECONNRESET : 0;
+}
+
+/* Queues one piece of at most room bytes of framing and data at pos; returns the data bytes taken. */
+static size_t stream_put_piece(ft_req_t *r, size_t pos, size_t room, const unsigned char *p, size_t len,
+			       size_t *queued)
+{
+	char head[CHUNK_HEAD_MAX];
+	size_t n, hl = 0;
+
+	if (r->s_frame == FR_CHUNKED) {
+		n = len < room - CHUNK_HEAD_MAX - 2 ? len : room - CHUNK_HEAD_MAX - 2;
+		hl = (size_t)snprintf(head, sizeof(head), "%zx\r\n", n);
+		pos = ring_put(r->s_ring, pos, head, hl);
+		pos = ring_put(r->s_ring, pos, p, n);
+		ring_put(r->s_ring, pos, "\r\n", 2);
+		*queued = hl + n + 2;
+		return n;
+	}
+	n = len < room ? len : room;
+	ring_put(r->s_ring, pos, p, n);
+	*queued = n;
+	return n;
+}
+
+int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len)
+{
+	conn_t *c = r->c;
+	stream_shared_t *sh = &r->sh;
+	const unsigned char *p = buf;
+	size_t need, room, pos, n, queued;
+	bool kick;
+	int rc;
+
+	if (!r->s_started || r->responded) {
+		ft_error("http: ft_resp_stream_write without a started stream");
+		return -EINVAL;
+	}
+	if (on_loop_thread("ft_resp_stream_write"))
+		return -EDEADLK;
+	if (r->s_frame == FR_LENGTH && len > r->s_clen - r->s_written) {
+		ft_error("http: stream write past its Content-Length of %llu", (unsigned long long)r->s_clen);
+		r->s_bad = true;
+		return -EMSGSIZE;
+	}
+	if (r->s_frame == FR_NONE)
+		len = 0; /* HEAD, 204, 304: headers only */
+	pthread_mutex_lock(&c->smu);
+	while (len > 0 && !sh->gone) {
+		need = (len < STREAM_LOWAT ? len : STREAM_LOWAT) + (r->s_frame == FR_CHUNKED ? CHUNK_HEAD_MAX + 2 : 0);
+		room = STREAM_BUF - STREAM_END_RESERVE - sh->s_len;
+		if (room < need) {
+			stream_wait(c);
+			continue;
+		}
+		pos = (sh->s_rd + sh->s_len) % STREAM_BUF;
+		pthread_mutex_unlock(&c->smu);
+		n = stream_put_piece(r, pos, room, p, len, &queued); /* free space: only this thread writes */
+		p += n;
+		len -= n;
+		r->s_written += n;
+		pthread_mutex_lock(&c->smu);
+		sh->s_len += queued;
+		kick = sh->s_idle;
+		sh->s_idle = false;
+		if (kick) {
+			pthread_mutex_unlock(&c->smu);
+			req_notify(r, EV_SEND);
+			pthread_mutex_lock(&c->smu);
+		}
+	}
+	rc = sh->gone ? -ECONNRESET : 0;
+	pthread_mutex_unlock(&c->smu);
+	return rc;
+}
+
+void ft_resp_stream_end(ft_req_t *r, int err)
+{
+	conn_t *c = r->c;
+	size_t pos;
+
+	if (r->responded) {
+		ft_error("http: ft_resp_stream_end after the response");
+		return;
+	}
+	if (!r->s_started) {
+		ft_error("http: ft_resp_stream_end without ft_resp_stream_start");
+		ft_resp_close(r);
+		ft_resp_error(r, 500, "response stream ended before it started");
+		return;
+	}
+	r->s_end_err = err;
+	if (err == 0 && r->s_frame == FR_CHUNKED) {
+		pthread_mutex_lock(&c->smu);
+		pos = (r->sh.s_rd + r->sh.s_len) % STREAM_BUF;
+		pthread_mutex_unlock(&c->smu);
+		ring_put(r->s_ring, pos, "0\r\n\r\n", 5); /* writes always leave STREAM_END_RESERVE free */
+		pthread_mutex_lock(&c->smu);
+		r->sh.s_len += 5;
+		pthread_mutex_unlock(&c->smu);
+	}
+	resp_commit(r); /* EV_RESPONDED: the loop sends what is left, then finishes r */
 }

@@ -45,7 +45,7 @@ typedef struct {
 	const char *bind;        /* address to listen on */
 	int port;
 	int threads;             /* loop threads; <= 0 = number of CPUs */
-	int workers;             /* worker pool threads for ft_req_defer; <= 0 = 8 */
+	int workers;             /* worker pool threads for ft_req_defer; <= 0 = 64 (see blocking streams) */
 	int max_header_bytes;    /* request line + headers; larger -> 431 and close */
 	int max_headers;         /* more -> 431 and close */
 	int idle_timeout_ms;     /* keep-alive connection with no request */
@@ -132,5 +132,50 @@ void ft_resp_error(ft_req_t *r, int status, const char *fmt, ...) __attribute__(
 void ft_resp_redirect(ft_req_t *r, int status, const char *location);
 /* Asks the server to close the connection after this response. */
 void ft_resp_close(ft_req_t *r);
+
+/* ---- blocking streams, for a deferred handler on a worker thread ---- */
+/*
+ * For relaying bodies between a client and another server from a worker thread (after
+ * ft_req_defer): the worker blocks, a loop thread never does. A request uses either these or the
+ * loop-thread body/response calls, not both.
+ *
+ * ft_req_body_read: up to cap de-chunked body bytes into buf, blocking until some arrive. Returns
+ * the count (> 0), 0 at the end of the body, or -errno as in ft_body_end_fn (-ECONNRESET,
+ * -ETIMEDOUT, -EBADMSG). The first call sends "100 Continue" when the client asked for it.
+ */
+ssize_t ft_req_body_read(ft_req_t *r, void *buf, size_t cap);
+/*
+ * Streaming response: ft_resp_stream_start sends the status line and headers (content_length >= 0
+ * sets Content-Length; -1 uses chunked transfer encoding; HEAD sends headers only and ignores
+ * writes). ft_resp_stream_write queues len bytes, blocking while more than a bounded amount
+ * (about 256 KiB) is unsent. Both return 0, or -errno once the client is gone (keep calling is
+ * harmless). ft_resp_stream_end is the response call that ends r: err == 0 finishes the body
+ * (with a Content-Length, fewer bytes than declared closes the connection instead); err != 0
+ * aborts: the connection is closed without a proper end of body (chunked: no last chunk), so a
+ * client never takes a cut body for a whole one.
+ */
+int ft_resp_stream_start(ft_req_t *r, int status, const char *content_type, int64_t content_length);
+int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len);
+void ft_resp_stream_end(ft_req_t *r, int err);
+/*
+ * Details of the stream calls above:
+ * - Threads: a worker blocked in one of them holds its pool thread, so opts.workers bounds how many
+ *   requests can stream at once (the rest of the deferred work waits in the queue behind them).
+ *   Never wait in a deferred function for other deferred work. On a loop thread ft_req_body_read
+ *   and ft_resp_stream_write return -EDEADLK instead of blocking.
+ * - Buffering per request: at most the connection's read buffer plus about 256 KiB of body, and
+ *   about 256 KiB of response, whatever the speed of the client or of the worker. The body timeout
+ *   (body_timeout_ms) runs only while the server waits for the client; a client that reads nothing
+ *   for idle_timeout_ms is disconnected. Either way blocked calls return an error at once.
+ * - ft_req_body_read returns 0 at once for a request without a body; it may be followed by any
+ *   response call (ft_resp_bytes, ft_resp_error, ...); a response before the body's end closes the
+ *   connection after it. It returns -EINVAL after ft_req_read_body(_all).
+ * - After ft_resp_stream_start, ft_resp_stream_end(r, ...) is the response call, even when start
+ *   returned an error; any other response call aborts the stream like ft_resp_stream_end(r, -EINVAL).
+ *   ft_resp_stream_end without a start answers 500 and closes.
+ * - A write past the declared Content-Length queues nothing and returns -EMSGSIZE; the connection
+ *   is then closed at the end. Statuses 204 and 304 carry no body, like HEAD. For an HTTP/1.0
+ *   client, content_length -1 sends the body unframed and closes the connection after it.
+ */
 
 #endif

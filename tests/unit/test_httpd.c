@@ -159,6 +159,197 @@ static uint64_t query_u64(ft_req_t *r, const char *k, uint64_t def)
 	return v != NULL ? strtoull(v, NULL, 10) : def;
 }
 
+/* ---- blocking-stream handlers (on the worker pool) ---- */
+
+static atomic_llong g_s_written;   /* bytes the generator's writes accepted */
+static atomic_int g_s_write_err;   /* first write error of the generator (0 = none) */
+static atomic_llong g_s_err_ms;    /* when it came */
+static atomic_int g_s_body_err;    /* last ft_req_body_read error (0 = none) */
+static atomic_int g_s_released;    /* on_done hooks of stream requests */
+static atomic_int g_s_paused;      /* /s/sum?pause: set while the worker is not reading */
+static atomic_llong g_s_body_read; /* bytes /s/sum read so far */
+
+static int64_t now_ms(void);
+
+/* The generator's byte at offset i. */
+static unsigned char pat(uint64_t i)
+{
+	return (unsigned char)(((uint32_t)i * 2654435761u) >> 24);
+}
+
+static void pat_fill(unsigned char *p, size_t n, uint64_t off)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = pat(off + i);
+}
+
+static void s_released_hook(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&g_s_released, 1);
+}
+
+/* Echoes the body: the first read comes before the head (so "100 Continue" goes first). */
+static void s_echo(ft_req_t *r)
+{
+	size_t cap = (size_t)query_u64(r, "cap", 65536);
+	bool chunked = query_u64(r, "chunked", 0) != 0;
+	unsigned char *buf = malloc(cap);
+	unsigned seed = 1;
+	ssize_t n;
+	int rc = 0;
+
+	usleep((useconds_t)query_u64(r, "delay", 0) * 1000);
+	n = ft_req_body_read(r, buf, cap);
+	if (ft_resp_stream_start(r, 200, "application/octet-stream", chunked ? -1 : ft_req_content_length(r)) != 0)
+		rc = -ECONNRESET;
+	while (rc == 0 && n > 0) {
+		rc = ft_resp_stream_write(r, buf, (size_t)n);
+		if (rc == 0)
+			{
+			seed = seed * 1103515245u + 12345u; /* varying read sizes */
+			n = ft_req_body_read(r, buf, 1 + (size_t)(seed >> 8) % cap);
+		}
+	}
+	if (n < 0) {
+		atomic_store(&g_s_body_err, (int)n);
+		rc = (int)n;
+	}
+	free(buf);
+	ft_resp_stream_end(r, rc);
+}
+
+/* Writes size pattern bytes in pieces; records the first error and when it came. */
+static void s_gen(ft_req_t *r)
+{
+	uint64_t size = query_u64(r, "size", 0), piece = query_u64(r, "piece", 65536), off = 0, n;
+	bool chunked = query_u64(r, "chunked", 0) != 0;
+	unsigned char *buf = malloc(piece);
+	int rc;
+
+	rc = ft_resp_stream_start(r, 200, "application/octet-stream", chunked ? -1 : (int64_t)size);
+	while (rc == 0 && off < size) {
+		n = size - off < piece ? size - off : piece;
+		pat_fill(buf, (size_t)n, off);
+		rc = ft_resp_stream_write(r, buf, (size_t)n);
+		if (rc == 0) {
+			off += n;
+			atomic_fetch_add(&g_s_written, (long long)n);
+		}
+	}
+	if (rc != 0) {
+		atomic_store(&g_s_err_ms, now_ms());
+		atomic_store(&g_s_write_err, rc);
+	}
+	free(buf);
+	ft_resp_stream_end(r, rc);
+}
+
+/* 100 KiB of a declared 1 MiB (or chunked), then an abort, a short end, or a plain response call. */
+static void s_abort(ft_req_t *r)
+{
+	bool chunked = query_u64(r, "chunked", 0) != 0;
+	unsigned char *buf = malloc(100 * 1024);
+
+	pat_fill(buf, 100 * 1024, 0);
+	ft_resp_stream_start(r, 200, NULL, chunked ? -1 : 1024 * 1024);
+	ft_resp_stream_write(r, buf, 100 * 1024);
+	free(buf);
+	if (query_u64(r, "misuse", 0))
+		ft_resp_error(r, 500, "too late");
+	else
+		ft_resp_stream_end(r, query_u64(r, "short", 0) ? 0 : -EIO);
+}
+
+/* Declares 100 bytes, tries to write 150 (refused), then writes 100 and ends. */
+static void s_over(ft_req_t *r)
+{
+	unsigned char buf[150];
+	int rc;
+
+	pat_fill(buf, sizeof(buf), 0);
+	ft_resp_stream_start(r, 200, NULL, 100);
+	rc = ft_resp_stream_write(r, buf, 150);
+	atomic_store(&g_s_write_err, rc);
+	ft_resp_stream_write(r, buf, 100);
+	ft_resp_stream_end(r, 0);
+}
+
+/*
+ * Reads the body (all, or stop= bytes) and answers with a plain response: "<bytes> <sum>". pause=ms:
+ * stop reading that long after the first read; slow=ms: sleep after every read.
+ */
+static void s_sum(ft_req_t *r)
+{
+	uint64_t stop = query_u64(r, "stop", UINT64_MAX), total = 0, sum = 0;
+	unsigned pause = (unsigned)query_u64(r, "pause", 0), slow = (unsigned)query_u64(r, "slow", 0);
+	unsigned char buf[65536];
+	char out[64];
+	ssize_t n, i;
+
+	atomic_store(&g_s_body_read, 0);
+	while (total < stop) {
+		n = ft_req_body_read(r, buf, stop - total < sizeof(buf) ? (size_t)(stop - total) : sizeof(buf));
+		if (n <= 0) {
+			if (n < 0) {
+				atomic_store(&g_s_body_err, (int)n);
+				ft_resp_error(r, 400, "body error %d", (int)n);
+				return;
+			}
+			break;
+		}
+		for (i = 0; i < n; i++)
+			sum = sum * 31 + buf[i];
+		if (total == 0 && pause > 0) {
+			/* the body is flowing now; stop reading for a while */
+			atomic_store(&g_s_paused, 1);
+			usleep(pause * 1000);
+			atomic_store(&g_s_paused, 0);
+		}
+		total += (uint64_t)n;
+		atomic_store(&g_s_body_read, (long long)total);
+		if (slow > 0)
+			usleep(slow * 1000);
+	}
+	snprintf(out, sizeof(out), "%llu %llu", (unsigned long long)total, (unsigned long long)sum);
+	ft_resp_bytes(r, 200, "text/plain", out, strlen(out));
+}
+
+static void stream_work(ft_req_t *r, void *arg)
+{
+	const char *path = ft_req_path(r, NULL);
+
+	(void)arg;
+	if (strcmp(path, "/s/echo") == 0)
+		s_echo(r);
+	else if (strcmp(path, "/s/gen") == 0)
+		s_gen(r);
+	else if (strcmp(path, "/s/abort") == 0)
+		s_abort(r);
+	else if (strcmp(path, "/s/over") == 0)
+		s_over(r);
+	else if (strcmp(path, "/s/sum") == 0)
+		s_sum(r);
+	else
+		ft_resp_stream_end(r, 0); /* never started: the server answers 500 */
+}
+
+/* On the loop thread the blocking calls refuse instead of blocking. */
+static void s_on_loop(ft_req_t *r)
+{
+	char b[8];
+	ssize_t n = ft_req_body_read(r, b, sizeof(b));
+	int w;
+
+	ft_resp_stream_start(r, 200, "text/plain", -1);
+	w = ft_resp_stream_write(r, "x", 1);
+	ft_resp_stream_end(r, 0);
+	atomic_store(&g_s_body_err, (int)n);
+	atomic_store(&g_s_write_err, w);
+}
+
 static void handle_file(ft_req_t *r, bool short_file)
 {
 	int fd = open(file_path, O_RDONLY | O_CLOEXEC);
@@ -243,6 +434,11 @@ static void handler(ft_req_t *r, void *ctx)
 		ft_resp_bytes(r, 200, NULL, "bye", 3);
 	} else if (strcmp(path, "/empty") == 0) {
 		ft_resp_bytes(r, 204, NULL, NULL, 0);
+	} else if (strcmp(path, "/s/loop") == 0) {
+		s_on_loop(r);
+	} else if (strncmp(path, "/s/", 3) == 0) {
+		ft_req_on_done(r, s_released_hook, NULL);
+		ft_req_defer(r, stream_work, NULL);
 	} else {
 		ft_resp_error(r, 404, "no route %s", path);
 	}
@@ -264,7 +460,8 @@ typedef struct {
 	long long clen;
 } resp_t;
 
-static int cli_open_port(cli_t *c, int port)
+/* Connects to port; rcvbuf > 0 caps the socket's receive buffer (a slow reader's window). */
+static int cli_open_opts(cli_t *c, int port, int rcvbuf)
 {
 	struct sockaddr_in a = { 0 };
 	struct timeval tv = { .tv_sec = 5 };
@@ -272,6 +469,8 @@ static int cli_open_port(cli_t *c, int port)
 	memset(c, 0, sizeof(*c));
 	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(c->fd >= 0);
+	if (rcvbuf > 0)
+		setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	a.sin_family = AF_INET;
 	a.sin_port = htons((uint16_t)port);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -281,6 +480,11 @@ static int cli_open_port(cli_t *c, int port)
 	c->cap = 64 * 1024;
 	c->buf = malloc(c->cap);
 	return c->fd;
+}
+
+static int cli_open_port(cli_t *c, int port)
+{
+	return cli_open_opts(c, port, 0);
 }
 
 static void cli_open(cli_t *c)
@@ -963,7 +1167,7 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static ft_httpd_t *start_server(int idle, int header, int body, int *port)
+static ft_httpd_t *start_server_workers(int idle, int header, int body, int workers, int *port)
 {
 	ft_httpd_opts_t o = { 0 };
 	char err[256];
@@ -972,7 +1176,7 @@ static ft_httpd_t *start_server(int idle, int header, int body, int *port)
 	o.bind = "127.0.0.1";
 	o.port = 0;
 	o.threads = 2;
-	o.workers = 4;
+	o.workers = workers;
 	o.max_header_bytes = 4096;
 	o.max_headers = 20;
 	o.idle_timeout_ms = idle;
@@ -985,6 +1189,11 @@ static ft_httpd_t *start_server(int idle, int header, int body, int *port)
 	*port = ft_httpd_port(s);
 	assert_true(*port > 0);
 	return s;
+}
+
+static ft_httpd_t *start_server(int idle, int header, int body, int *port)
+{
+	return start_server_workers(idle, header, body, 4, port);
 }
 
 static void test_timeouts(void **state)
@@ -1176,8 +1385,8 @@ static void test_stop_with_live_connections(void **state)
 {
 	int port;
 	ft_httpd_t *s = start_server(5000, 5000, 5000, &port);
-	cli_t idle, slow, body;
-	int before = atomic_load(&g_gone_released);
+	cli_t idle, slow, body, stream, sbody;
+	int before = atomic_load(&g_gone_released), s_before = atomic_load(&g_s_released);
 
 	(void)state;
 	cli_open_port(&idle, port);
@@ -1185,14 +1394,709 @@ static void test_stop_with_live_connections(void **state)
 	cli_open_port(&body, port);
 	cli_sends(&slow, "GET /defer-slow HTTP/1.1\r\nHost: t\r\n\r\n");
 	cli_sends(&body, "PUT /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc");
-	usleep(50000);
+	/* a worker blocked in a stream write (nobody reads) and one blocked in a body read */
+	cli_open_opts(&stream, port, 4096);
+	cli_sends(&stream, "GET /s/gen?size=1073741824 HTTP/1.1\r\nHost: t\r\n\r\n");
+	cli_open_port(&sbody, port);
+	cli_sends(&sbody, "PUT /s/sum HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc");
+	usleep(300000);
 	ft_httpd_stop(s);
-	/* the deferred request was answered (or released) before stop returned */
+	/* the deferred requests were answered (or released) before stop returned */
 	assert_int_equal(atomic_load(&g_gone_released), before + 1);
+	assert_int_equal(atomic_load(&g_s_released), s_before + 2);
 	assert_true(cli_eof(&idle));
 	cli_close(&idle);
 	cli_close(&slow);
 	cli_close(&body);
+	cli_close(&stream);
+	cli_close(&sbody);
+}
+
+
+/* ---- blocking streams ---- */
+
+/* Reads n body bytes, comparing them with expect[off..] (NULL: pat(off..)); returns how many came before EOF. */
+static uint64_t cli_read_cmp(cli_t *c, uint64_t n, const unsigned char *expect, uint64_t off, bool *bad)
+{
+	uint64_t got = 0;
+	size_t k, i;
+
+	while (got < n) {
+		if (c->len == 0 && cli_fill(c) <= 0)
+			break;
+		k = c->len < n - got ? c->len : (size_t)(n - got);
+		for (i = 0; i < k; i++)
+			if ((unsigned char)c->buf[i] != (expect ? expect[off + got + i] : pat(off + got + i)))
+				*bad = true;
+		cli_consume(c, k);
+		got += k;
+	}
+	return got;
+}
+
+/* Waits for a "\r\n" in the buffer; returns the line length, -1 at EOF. */
+static ssize_t cli_line(cli_t *c)
+{
+	char *eol;
+
+	while ((eol = c->len > 0 ? memmem(c->buf, c->len, "\r\n", 2) : NULL) == NULL)
+		if (cli_fill(c) <= 0)
+			return -1;
+	return eol - c->buf;
+}
+
+/*
+ * Reads a chunked body into *out (malloc'd, *len bytes, even when cut). Returns 0 after the last
+ * chunk and the trailer section, -1 if the connection ended (or the framing broke) first.
+ */
+static int cli_read_chunked(cli_t *c, unsigned char **out, size_t *len)
+{
+	size_t cap = 1 << 20, sz, k;
+	ssize_t ll;
+	char *end;
+
+	*out = malloc(cap);
+	*len = 0;
+	for (;;) {
+		if ((ll = cli_line(c)) < 0)
+			return -1;
+		sz = (size_t)strtoull(c->buf, &end, 16);
+		if (end == c->buf)
+			return -1;
+		cli_consume(c, (size_t)ll + 2);
+		if (sz == 0)
+			break;
+		while (c->len < sz + 2 && cli_fill(c) > 0)
+			;
+		k = c->len < sz ? c->len : sz;
+		if (*len + k > cap) {
+			cap = (*len + k) * 2;
+			*out = realloc(*out, cap);
+		}
+		memcpy(*out + *len, c->buf, k);
+		*len += k;
+		if (c->len < sz + 2 || memcmp(c->buf + sz, "\r\n", 2) != 0)
+			return -1;
+		cli_consume(c, sz + 2);
+	}
+	while ((ll = cli_line(c)) > 0) /* trailers */
+		cli_consume(c, (size_t)ll + 2);
+	if (ll < 0)
+		return -1;
+	cli_consume(c, 2);
+	return 0;
+}
+
+/* A thread that sends a request head and a body (chunked in varying pieces, or as is). */
+typedef struct {
+	int fd;
+	const char *head;
+	const unsigned char *data;
+	size_t len;
+	bool chunked;
+	atomic_llong sent; /* body bytes handed to the kernel */
+	int err;
+} sender_t;
+
+static int send_all(int fd, const void *p, size_t n)
+{
+	const char *s = p;
+	ssize_t w;
+
+	while (n > 0) {
+		w = send(fd, s, n, MSG_NOSIGNAL);
+		if (w <= 0)
+			return -1;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void *sender_main(void *arg)
+{
+	sender_t *sd = arg;
+	struct timeval tv = { .tv_sec = 10 };
+	size_t off = 0, piece;
+	unsigned seed = 5;
+	char ch[64];
+
+	setsockopt(sd->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (send_all(sd->fd, sd->head, strlen(sd->head)) != 0)
+		goto fail;
+	while (off < sd->len) {
+		seed = seed * 1103515245u + 12345u;
+		piece = 1 + (seed >> 8) % 100000;
+		if (piece > sd->len - off)
+			piece = sd->len - off;
+		if (sd->chunked && send_all(sd->fd, ch, (size_t)snprintf(ch, sizeof(ch), "%zx;ext=1\r\n", piece)) != 0)
+			goto fail;
+		if (send_all(sd->fd, sd->data + off, piece) != 0)
+			goto fail;
+		if (sd->chunked && send_all(sd->fd, "\r\n", 2) != 0)
+			goto fail;
+		off += piece;
+		atomic_store(&sd->sent, (long long)off);
+	}
+	if (sd->chunked && send_all(sd->fd, "0\r\nX-T: v\r\n\r\n", 13) != 0)
+		goto fail;
+	return NULL;
+fail:
+	sd->err = errno ? errno : EIO;
+	return NULL;
+}
+
+static long vm_rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+static void expect_small(cli_t *c)
+{
+	resp_t r;
+
+	get(c, "/small", &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "hello world");
+	resp_free(&r);
+}
+
+/* 20 MiB echoed through ft_req_body_read + ft_resp_stream_*; request and response both framed by length. */
+static void test_stream_echo_length(void **state)
+{
+	enum { N = 20 * 1024 * 1024 };
+	unsigned char *data = malloc(N);
+	char head[256], v[64];
+	sender_t sd = { 0 };
+	pthread_t th;
+	bool bad = false;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	fill_pattern(data, N, 11);
+	atomic_store(&g_s_body_err, 0);
+	cli_open(&c);
+	snprintf(head, sizeof(head), "PUT /s/echo HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n", N);
+	sd.fd = c.fd;
+	sd.head = head;
+	sd.data = data;
+	sd.len = N;
+	assert_int_equal(pthread_create(&th, NULL, sender_main, &sd), 0);
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.clen, N);
+	assert_null(resp_header(&r, "Connection", v, sizeof(v)));
+	assert_int_equal(cli_read_cmp(&c, N, data, 0, &bad), N);
+	assert_false(bad);
+	pthread_join(th, NULL);
+	assert_int_equal(sd.err, 0);
+	assert_int_equal(atomic_load(&g_s_body_err), 0);
+	resp_free(&r);
+	expect_small(&c); /* keep-alive after the stream */
+	cli_close(&c);
+	free(data);
+}
+
+/* 20 MiB echoed with a chunked request (varying chunks, extensions, trailer) and a chunked response. */
+static void test_stream_echo_chunked(void **state)
+{
+	enum { N = 20 * 1024 * 1024 };
+	unsigned char *data = malloc(N), *out = NULL;
+	char v[64];
+	sender_t sd = { 0 };
+	pthread_t th;
+	size_t len = 0;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	fill_pattern(data, N, 12);
+	atomic_store(&g_s_body_err, 0);
+	cli_open(&c);
+	sd.fd = c.fd;
+	sd.head = "POST /s/echo?chunked=1&cap=100000 HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+	sd.data = data;
+	sd.len = N;
+	sd.chunked = true;
+	assert_int_equal(pthread_create(&th, NULL, sender_main, &sd), 0);
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(resp_header(&r, "Transfer-Encoding", v, sizeof(v)), "chunked");
+	assert_null(resp_header(&r, "Content-Length", v, sizeof(v)));
+	assert_null(resp_header(&r, "Connection", v, sizeof(v)));
+	assert_int_equal(cli_read_chunked(&c, &out, &len), 0); /* ends with the last chunk */
+	assert_int_equal(len, N);
+	assert_memory_equal(out, data, N);
+	pthread_join(th, NULL);
+	assert_int_equal(sd.err, 0);
+	assert_int_equal(atomic_load(&g_s_body_err), 0);
+	assert_int_equal(c.len, 0);
+	resp_free(&r);
+	expect_small(&c);
+	cli_close(&c);
+	free(out);
+	free(data);
+}
+
+/* A client reading slowly holds the worker back: bytes queued ahead of it and RSS stay bounded. */
+static void test_stream_slow_reader(void **state)
+{
+	const uint64_t N = 50ull * 1024 * 1024;
+	long long ahead, max_ahead = 0;
+	long rss0, rss, rss_max;
+	uint64_t off = 0;
+	int64_t t0;
+	bool bad = false;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	atomic_store(&g_s_written, 0);
+	atomic_store(&g_s_write_err, 0);
+	cli_open_opts(&c, srv_port, 32 * 1024);
+	rss0 = rss_max = vm_rss_kb();
+	cli_sends(&c, "GET /s/gen?size=52428800 HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.clen, (long long)N);
+	t0 = now_ms();
+	while (now_ms() - t0 < 1500) {
+		off += cli_read_cmp(&c, 8192, NULL, off, &bad);
+		ahead = atomic_load(&g_s_written) - (long long)off;
+		if (ahead > max_ahead)
+			max_ahead = ahead;
+		rss = vm_rss_kb();
+		if (rss > rss_max)
+			rss_max = rss;
+		usleep(5000);
+	}
+	/* the ring (256 KiB) plus the kernel's socket buffers; unbounded would be ~50 MiB */
+	print_message("slow reader: worker at most %lld bytes ahead, RSS +%ld kB\n", max_ahead, rss_max - rss0);
+	if (max_ahead > 8ll * 1024 * 1024)
+		fail_msg("the worker got %lld bytes ahead of a slow reader", max_ahead);
+	if (rss_max - rss0 > 16 * 1024)
+		fail_msg("RSS grew by %ld kB while streaming to a slow reader", rss_max - rss0);
+	assert_true(off < N / 4);
+	off += cli_read_cmp(&c, N - off, NULL, off, &bad);
+	assert_int_equal(off, N);
+	assert_false(bad);
+	assert_int_equal(atomic_load(&g_s_write_err), 0);
+	resp_free(&r);
+	expect_small(&c);
+	cli_close(&c);
+}
+
+/* The client goes away mid-stream: the blocked write fails within a second and r is released. */
+static void test_stream_client_gone(void **state)
+{
+	int before = atomic_load(&g_s_released), err;
+	int64_t t_close;
+	bool bad = false;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	atomic_store(&g_s_write_err, 0);
+	cli_open(&c);
+	cli_sends(&c, "GET /s/gen?size=1073741824 HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(cli_read_cmp(&c, 1 << 20, NULL, 0, &bad), 1 << 20);
+	assert_false(bad);
+	usleep(200000); /* the worker blocks on a full ring */
+	assert_int_equal(atomic_load(&g_s_write_err), 0);
+	t_close = now_ms();
+	cli_close(&c);
+	wait_atomic(&g_s_released, before + 1, 3000);
+	err = atomic_load(&g_s_write_err);
+	assert_true(err == -ECONNRESET || err == -EPIPE);
+	if (atomic_load(&g_s_err_ms) - t_close > 1000)
+		fail_msg("the write failed %lld ms after the client left", atomic_load(&g_s_err_ms) - t_close);
+	resp_free(&r);
+}
+
+/* Sends target, expects a 200 head, then a cut body of want bytes and the close. */
+static void expect_cut(const char *target, bool chunked, size_t want)
+{
+	unsigned char *out = NULL;
+	char req[256], v[64];
+	size_t len = 0, i;
+	bool bad = false;
+	cli_t c;
+	resp_t r;
+
+	cli_open(&c);
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", target);
+	cli_sends(&c, req);
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.status, 200);
+	if (chunked) {
+		assert_string_equal(resp_header(&r, "Transfer-Encoding", v, sizeof(v)), "chunked");
+		assert_int_equal(cli_read_chunked(&c, &out, &len), -1); /* no last chunk */
+		assert_int_equal(len, want);
+		for (i = 0; i < len; i++)
+			if (out[i] != pat(i))
+				fail_msg("bad byte at %zu", i);
+		free(out);
+	} else {
+		assert_true(r.clen > (long long)want);
+		assert_int_equal(cli_read_cmp(&c, (uint64_t)r.clen, NULL, 0, &bad), want);
+		assert_false(bad);
+	}
+	assert_true(cli_eof(&c));
+	resp_free(&r);
+	cli_close(&c);
+}
+
+static void test_stream_abort(void **state)
+{
+	bool bad = false;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	expect_cut("/s/abort", false, 100 * 1024);            /* end(err) with a Content-Length */
+	expect_cut("/s/abort?chunked=1", true, 100 * 1024);   /* end(err), chunked: no last chunk */
+	expect_cut("/s/abort?short=1", false, 100 * 1024);    /* end(0) short of the Content-Length */
+	expect_cut("/s/abort?misuse=1", false, 100 * 1024);   /* a plain response call after the start */
+	/* a write past the Content-Length is refused; the connection closes after the 100 bytes */
+	atomic_store(&g_s_write_err, 0);
+	cli_open(&c);
+	cli_sends(&c, "GET /s/over HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.clen, 100);
+	assert_int_equal(cli_read_cmp(&c, 100, NULL, 0, &bad), 100);
+	assert_false(bad);
+	assert_true(cli_eof(&c));
+	assert_int_equal(atomic_load(&g_s_write_err), -EMSGSIZE);
+	resp_free(&r);
+	cli_close(&c);
+	/* chunked end(0) is a whole body */
+	{
+		unsigned char *out = NULL;
+		size_t len = 0;
+
+		cli_open(&c);
+		cli_sends(&c, "GET /s/abort?chunked=1&short=1 HTTP/1.1\r\nHost: t\r\n\r\n");
+		assert_int_equal(cli_read(&c, &r, true), 0);
+		assert_int_equal(cli_read_chunked(&c, &out, &len), 0);
+		assert_int_equal(len, 100 * 1024);
+		free(out);
+		resp_free(&r);
+		expect_small(&c);
+		cli_close(&c);
+	}
+}
+
+/* "100 Continue" goes out on the worker's first ft_req_body_read, not before. */
+static void test_stream_continue(void **state)
+{
+	unsigned char body[5000];
+	char b;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	fill_pattern(body, sizeof(body), 3);
+	cli_open(&c);
+	cli_sends(&c, "PUT /s/echo?delay=300 HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n");
+	usleep(100000);
+	assert_int_equal(recv(c.fd, &b, 1, MSG_DONTWAIT | MSG_PEEK), -1);
+	assert_int_equal(cli_read(&c, &r, false), 0);
+	assert_int_equal(r.status, 100);
+	assert_int_equal(c.len, 0);
+	cli_send(&c, body, sizeof(body));
+	assert_int_equal(cli_read(&c, &r, false), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, sizeof(body));
+	assert_memory_equal(r.body, body, sizeof(body));
+	resp_free(&r);
+	expect_small(&c);
+	cli_close(&c);
+}
+
+/* HEAD with a stream: headers only, writes ignored, the connection goes on. */
+static void test_stream_head(void **state)
+{
+	char v[64];
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	atomic_store(&g_s_write_err, 0);
+	cli_open(&c);
+	cli_sends(&c, "HEAD /s/gen?size=100000 HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.clen, 100000);
+	resp_free(&r);
+	cli_sends(&c, "HEAD /s/gen?size=100000&chunked=1 HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.status, 200);
+	assert_null(resp_header(&r, "Content-Length", v, sizeof(v)));
+	assert_null(resp_header(&r, "Connection", v, sizeof(v)));
+	resp_free(&r);
+	usleep(50000);
+	assert_int_equal(c.len, 0);
+	expect_small(&c); /* no body bytes came in between */
+	assert_int_equal(atomic_load(&g_s_write_err), 0);
+	cli_close(&c);
+}
+
+/* ft_req_body_read followed by a plain response; partial reads; bad framing. */
+static void test_stream_body_plain_response(void **state)
+{
+	enum { N = 3 * 1024 * 1024 };
+	unsigned char *data = malloc(N);
+	unsigned long long sum = 0;
+	char head[256], want[64], v[64];
+	sender_t sd = { 0 };
+	pthread_t th;
+	size_t i;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	fill_pattern(data, N, 13);
+	for (i = 0; i < N; i++)
+		sum = sum * 31 + data[i];
+	snprintf(want, sizeof(want), "%d %llu", N, sum);
+	cli_open(&c);
+	snprintf(head, sizeof(head), "PUT /s/sum HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n", N);
+	sd.fd = c.fd;
+	sd.head = head;
+	sd.data = data;
+	sd.len = N;
+	assert_int_equal(pthread_create(&th, NULL, sender_main, &sd), 0);
+	assert_int_equal(cli_read(&c, &r, false), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, want);
+	resp_free(&r);
+	expect_small(&c);
+	cli_close(&c);
+
+	/* answered after 1000 of N bytes: the response, then the close */
+	cli_open(&c);
+	snprintf(head, sizeof(head), "PUT /s/sum?stop=1000 HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n", N);
+	memset(&sd, 0, sizeof(sd));
+	sd.fd = c.fd;
+	sd.head = head;
+	sd.data = data;
+	sd.len = N;
+	assert_int_equal(pthread_create(&th, NULL, sender_main, &sd), 0);
+	assert_int_equal(cli_read(&c, &r, false), 0);
+	assert_int_equal(r.status, 200);
+	assert_true(strncmp(r.body, "1000 ", 5) == 0);
+	assert_string_equal(resp_header(&r, "Connection", v, sizeof(v)), "close");
+	assert_true(cli_eof(&c));
+	shutdown(c.fd, SHUT_RDWR);
+	pthread_join(th, NULL);
+	resp_free(&r);
+	cli_close(&c);
+
+	/* bad chunked framing -> -EBADMSG */
+	atomic_store(&g_s_body_err, 0);
+	cli_open(&c);
+	cli_sends(&c, "PUT /s/sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\nzz\r\n");
+	assert_int_equal(cli_read(&c, &r, false), 0);
+	assert_int_equal(r.status, 400);
+	assert_int_equal(atomic_load(&g_s_body_err), -EBADMSG);
+	assert_true(cli_eof(&c));
+	resp_free(&r);
+	cli_close(&c);
+	free(data);
+}
+
+/* A worker that does not read holds the body back: the client cannot push it all into the server. */
+static void test_stream_body_bounded(void **state)
+{
+	enum { N = 48 * 1024 * 1024 };
+	unsigned char *data = malloc(N);
+	char head[256];
+	sender_t sd = { 0 };
+	pthread_t th;
+	long rss0, rss, rss_max;
+	long long sent_in_pause = 0;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	fill_pattern(data, N, 14);
+	atomic_store(&g_s_paused, 0);
+	cli_open(&c);
+	snprintf(head, sizeof(head), "PUT /s/sum?pause=1000 HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n", N);
+	sd.fd = c.fd;
+	sd.head = head;
+	sd.data = data;
+	sd.len = N;
+	rss0 = rss_max = vm_rss_kb();
+	assert_int_equal(pthread_create(&th, NULL, sender_main, &sd), 0);
+	wait_atomic(&g_s_paused, 1, 2000);
+	while (atomic_load(&g_s_paused) == 1) {
+		sent_in_pause = atomic_load(&sd.sent);
+		rss = vm_rss_kb();
+		if (rss > rss_max)
+			rss_max = rss;
+		usleep(20000);
+	}
+	/* ring + read buffer + socket buffers; an unbounded server would have taken all 48 MiB */
+	print_message("paused reader: %lld bytes sent, RSS +%ld kB\n", sent_in_pause, rss_max - rss0);
+	if (sent_in_pause > 24ll * 1024 * 1024)
+		fail_msg("%lld body bytes went in while the worker read nothing", sent_in_pause);
+	if (rss_max - rss0 > 16 * 1024)
+		fail_msg("RSS grew by %ld kB while the worker read nothing", rss_max - rss0);
+	assert_int_equal(cli_read(&c, &r, false), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(r.status, 200);
+	assert_true(strncmp(r.body, "50331648 ", 9) == 0);
+	resp_free(&r);
+	cli_close(&c);
+	free(data);
+}
+
+/* Body timeouts: while the worker waits for a stalled client; never while the worker is the slow one. */
+static void test_stream_body_timeouts(void **state)
+{
+	enum { N = 2 * 1024 * 1024 };
+	unsigned char *data = malloc(N);
+	int port;
+	ft_httpd_t *s = start_server(2000, 2000, 300, &port);
+	char head[256];
+	sender_t sd = { 0 };
+	pthread_t th;
+	int64_t t0;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	/* stalled client: -ETIMEDOUT after the body gap */
+	atomic_store(&g_s_body_err, 0);
+	cli_open_port(&c, port);
+	cli_sends(&c, "PUT /s/sum HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
+	t0 = now_ms();
+	assert_int_equal(cli_read(&c, &r, false), 0);
+	assert_int_equal(r.status, 400);
+	assert_true(now_ms() - t0 >= 250);
+	assert_int_equal(atomic_load(&g_s_body_err), -ETIMEDOUT);
+	assert_true(cli_eof(&c));
+	resp_free(&r);
+	cli_close(&c);
+
+	/* a worker slower than the body timeout, reading 64 KiB every 100 ms: no timeout */
+	fill_pattern(data, N, 15);
+	atomic_store(&g_s_body_err, 0);
+	cli_open_port(&c, port);
+	snprintf(head, sizeof(head), "PUT /s/sum?slow=100 HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n", N);
+	sd.fd = c.fd;
+	sd.head = head;
+	sd.data = data;
+	sd.len = N;
+	assert_int_equal(pthread_create(&th, NULL, sender_main, &sd), 0);
+	assert_int_equal(cli_read(&c, &r, false), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(r.status, 200);
+	assert_true(strncmp(r.body, "2097152 ", 8) == 0);
+	assert_int_equal(atomic_load(&g_s_body_err), 0);
+	resp_free(&r);
+	cli_close(&c);
+	ft_httpd_stop(s);
+	free(data);
+}
+
+/* HTTP/1.0 with an unknown length: unframed body, then the close. */
+static void test_stream_http10(void **state)
+{
+	bool bad = false;
+	char v[64];
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	cli_open(&c);
+	cli_sends(&c, "GET /s/gen?size=100000&chunked=1 HTTP/1.0\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.status, 200);
+	assert_null(resp_header(&r, "Transfer-Encoding", v, sizeof(v)));
+	assert_null(resp_header(&r, "Content-Length", v, sizeof(v)));
+	assert_string_equal(resp_header(&r, "Connection", v, sizeof(v)), "close");
+	assert_int_equal(cli_read_cmp(&c, 200000, NULL, 0, &bad), 100000);
+	assert_false(bad);
+	resp_free(&r);
+	cli_close(&c);
+}
+
+/* Misuse: blocking calls on a loop thread refuse; an end without a start answers 500. */
+static void test_stream_misuse(void **state)
+{
+	unsigned char *out = NULL;
+	size_t len = 0;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	cli_open(&c);
+	cli_sends(&c, "PUT /s/loop HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc");
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(cli_read_chunked(&c, &out, &len), 0);
+	assert_int_equal(len, 0);
+	assert_int_equal(atomic_load(&g_s_body_err), -EDEADLK);
+	assert_int_equal(atomic_load(&g_s_write_err), -EDEADLK);
+	assert_true(cli_eof(&c)); /* the body was never read */
+	free(out);
+	resp_free(&r);
+	cli_close(&c);
+	cli_open(&c);
+	cli_sends(&c, "GET /s/none HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, false), 0);
+	assert_int_equal(r.status, 500);
+	assert_true(cli_eof(&c));
+	resp_free(&r);
+	cli_close(&c);
+}
+
+/* With the default pool, many streams blocked on clients that do not read starve nothing. */
+static void test_stream_many_blocked(void **state)
+{
+	enum { NCLI = 40 };
+	int port, i, before = atomic_load(&g_s_released);
+	ft_httpd_t *s = start_server_workers(10000, 10000, 10000, 0, &port);
+	cli_t cl[NCLI], c;
+	resp_t r;
+	int64_t t0;
+
+	(void)state;
+	for (i = 0; i < NCLI; i++) {
+		cli_open_opts(&cl[i], port, 4096);
+		cli_sends(&cl[i], "GET /s/gen?size=1073741824 HTTP/1.1\r\nHost: t\r\n\r\n");
+		assert_int_equal(cli_read(&cl[i], &r, true), 0);
+		assert_int_equal(r.status, 200);
+	}
+	usleep(300000);
+	t0 = now_ms();
+	cli_open_port(&c, port);
+	get(&c, "/defer", &r);
+	assert_string_equal(r.body, "deferred");
+	resp_free(&r);
+	get(&c, "/s/gen?size=1000", &r);
+	assert_int_equal(r.body_len, 1000);
+	resp_free(&r);
+	if (now_ms() - t0 > 2000)
+		fail_msg("deferred work waited %lld ms behind blocked streams", (long long)(now_ms() - t0));
+	cli_close(&c);
+	for (i = 0; i < NCLI; i++)
+		cli_close(&cl[i]);
+	wait_atomic(&g_s_released, before + NCLI + 1, 5000);
+	ft_httpd_stop(s);
 }
 
 static int setup(void **state)
@@ -1245,6 +2149,19 @@ int main(void)
 		cmocka_unit_test(test_many_sequential),
 		cmocka_unit_test(test_concurrent_mix),
 		cmocka_unit_test(test_stop_with_live_connections),
+		cmocka_unit_test(test_stream_echo_length),
+		cmocka_unit_test(test_stream_echo_chunked),
+		cmocka_unit_test(test_stream_slow_reader),
+		cmocka_unit_test(test_stream_client_gone),
+		cmocka_unit_test(test_stream_abort),
+		cmocka_unit_test(test_stream_continue),
+		cmocka_unit_test(test_stream_head),
+		cmocka_unit_test(test_stream_body_plain_response),
+		cmocka_unit_test(test_stream_body_bounded),
+		cmocka_unit_test(test_stream_body_timeouts),
+		cmocka_unit_test(test_stream_http10),
+		cmocka_unit_test(test_stream_misuse),
+		cmocka_unit_test(test_stream_many_blocked),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

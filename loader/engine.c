@@ -1,0 +1,994 @@
+/* ft-loader engine: event-loop threads on epoll, each driving its workers over pooled keep-alive connections. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define XXH_STATIC_LINKING_ONLY /* XXH64_state_t by value: no allocation per request */
+#include <openssl/evp.h>
+#include <xxhash.h>
+
+#include "loader.h"
+
+/*
+ * DESIGN
+ * A loop thread owns an epoll set, a read buffer, its share of the workers, a pool of idle
+ * keep-alive connections per host, and its stats. A worker is one request in flight at a time
+ * (-numworkers of them in all): it asks the job for a task, routes it to a host, takes an idle
+ * connection to that host (or opens one), writes the head and body, parses the response as it
+ * arrives, follows redirects by re-sending to the Location, records the result, and starts over.
+ * Nothing crosses threads except the job's atomics, the object list and the stats mutex.
+ *
+ * Connections are level-triggered for input and get EPOLLOUT only while a write would block, so
+ * a GET costs one write and usually one read. Nothing is allocated per request: connection
+ * structs come from a free list, the request head is written into the worker, bodies are read into
+ * the loop's buffer and dropped (or hashed with -verifyhash, with a hash state kept in the worker).
+ *
+ * A connection closed during an epoll batch may still have events later in the same batch: it is
+ * marked (fd = -1) and parked on a graveyard list that is recycled only after the batch. Workers
+ * whose request ended are queued on a ready list that the loop drains after the batch, so a run of
+ * immediate failures (connection refused) never recurses.
+ */
+
+#define RBUF_SIZE (256 * 1024)
+#define MAX_EVENTS 256
+#define TICK_MS 50
+#define CONTINUE_WAIT_NS 1000000000ll /* send the body anyway if no 100 Continue came by then */
+#define MAX_MSGS 8
+
+typedef struct loop loop_t;
+typedef struct worker worker_t;
+
+typedef struct conn {
+	int fd;
+	int host;
+	bool connecting;
+	bool reused;    /* served a response before: a server may have closed it meanwhile */
+	bool want_out;  /* EPOLLOUT registered */
+	worker_t *w;    /* NULL while idle in the pool */
+	struct conn *next, *prev;
+} conn_t;
+
+typedef enum { W_IDLE = 0, W_READY, W_CONNECTING, W_SENDING, W_CONTINUE, W_RECEIVING } wphase_t;
+
+struct worker {
+	loop_t *L;
+	wphase_t phase;
+	conn_t *c;
+	ld_task_t task;
+	int host;
+	char name[LD_NAME_MAX + 1];
+	size_t name_len;
+	char path[LD_PATH_MAX + 1];
+	char head[LD_REQ_MAX];
+	size_t head_len, head_off;
+	uint64_t body_off;        /* PUT body bytes sent on this hop */
+	bool expect;              /* body held back until 100 Continue (or a timeout) */
+	bool fresh;               /* take a new connection, not a pooled one */
+	bool retried;
+	int redirects;
+	int64_t start_ns, continue_since;
+	ld_resp_t resp;
+	/* -verifyhash */
+	bool verify, hash_started, use_md5;
+	XXH64_state_t xx;
+	EVP_MD_CTX *md;           /* allocated once, when an md5 bucket shows up */
+	uint64_t put_hash;
+	worker_t *next_ready;
+};
+
+struct loop {
+	ld_engine_t *E;
+	pthread_t tid;
+	bool started;
+	int ep;
+	worker_t *workers;
+	int nworkers;
+	int active;               /* workers not idle */
+	conn_t *idle[LD_MAX_HOSTS];
+	conn_t *free_conns;
+	conn_t *graveyard;
+	worker_t *ready_head, *ready_tail;
+	char *rbuf;
+	uint64_t rng;
+	int64_t now;
+	int64_t last_sweep;
+	pthread_mutex_t mu;       /* guards stats and msgs */
+	ld_opstats_t stats[LD_NOPS];
+	char msgs[MAX_MSGS][256];
+	int nmsgs;
+	uint64_t dropped_msgs;
+};
+
+struct ld_engine {
+	ld_job_t *job;
+	const ld_opts_t *o;
+	loop_t *loops;
+	int nloops;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	int running;
+};
+
+static const char *const op_names[LD_NOPS] = {[LD_GET] = "GET", [LD_PUT] = "PUT", [LD_DEL] = "DELETE"};
+
+int64_t ld_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* ---- stats and messages ---- */
+static void add_msg(loop_t *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void add_msg(loop_t *L, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&L->mu);
+	if (L->nmsgs < MAX_MSGS) {
+		va_start(ap, fmt);
+		vsnprintf(L->msgs[L->nmsgs++], sizeof(L->msgs[0]), fmt, ap);
+		va_end(ap);
+	} else {
+		L->dropped_msgs++;
+	}
+	pthread_mutex_unlock(&L->mu);
+}
+
+static void record(loop_t *L, ld_op_t op, bool ok, uint64_t bytes, int64_t latency_ns)
+{
+	ld_opstats_t *s = &L->stats[op];
+
+	pthread_mutex_lock(&L->mu);
+	s->count++;
+	if (ok)
+		s->bytes += bytes;
+	else
+		s->errors++;
+	ft_hist_record(&s->lat, latency_ns > 0 ? (uint64_t)latency_ns : 0);
+	pthread_mutex_unlock(&L->mu);
+}
+
+/* ---- connections ---- */
+static void set_out(loop_t *L, conn_t *c, bool on)
+{
+	struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = c};
+
+	if (c->want_out == on)
+		return;
+	c->want_out = on;
+	epoll_ctl(L->ep, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void pool_unlink(loop_t *L, conn_t *c)
+{
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		L->idle[c->host] = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	c->next = c->prev = NULL;
+}
+
+static void conn_close(loop_t *L, conn_t *c)
+{
+	if (c->fd < 0)
+		return;
+	close(c->fd); /* also leaves the epoll set */
+	c->fd = -1;
+	c->w = NULL;
+	c->next = L->graveyard;
+	L->graveyard = c;
+}
+
+static void pool_put(loop_t *L, conn_t *c)
+{
+	c->w = NULL;
+	c->reused = true;
+	c->prev = NULL;
+	c->next = L->idle[c->host];
+	if (c->next != NULL)
+		c->next->prev = c;
+	L->idle[c->host] = c;
+}
+
+/* Opens a non-blocking connection to host (connect in progress or done). NULL on error (errno set). */
+static conn_t *conn_open(loop_t *L, int host)
+{
+	const ld_host_t *h = ld_host_at(host);
+	conn_t *c = L->free_conns;
+	int one = 1, fd;
+	struct epoll_event ev;
+
+	fd = socket(h->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return NULL;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (c != NULL) {
+		L->free_conns = c->next;
+	} else if ((c = malloc(sizeof(*c))) == NULL) {
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(c, 0, sizeof(*c));
+	c->fd = fd;
+	c->host = host;
+	if (connect(fd, (const struct sockaddr *)&h->addr, h->addrlen) != 0) {
+		if (errno != EINPROGRESS)
+			goto fail;
+		c->connecting = true;
+	}
+	c->want_out = c->connecting;
+	ev.events = EPOLLIN | (c->want_out ? EPOLLOUT : 0);
+	ev.data.ptr = c;
+	if (epoll_ctl(L->ep, EPOLL_CTL_ADD, fd, &ev) != 0)
+		goto fail;
+	return c;
+fail:
+	{
+		int e = errno;
+		close(fd);
+		c->fd = -1;
+		c->next = L->free_conns;
+		L->free_conns = c;
+		errno = e;
+	}
+	return NULL;
+}
+
+/* ---- worker life cycle ---- */
+static void make_ready(loop_t *L, worker_t *w)
+{
+	w->phase = W_READY;
+	w->next_ready = NULL;
+	if (L->ready_tail != NULL)
+		L->ready_tail->next_ready = w;
+	else
+		L->ready_head = w;
+	L->ready_tail = w;
+}
+
+/* Ends the current request: records it and queues the worker for its next task. */
+static void finish(worker_t *w, bool ok, uint64_t bytes)
+{
+	loop_t *L = w->L;
+
+	record(L, w->task.op, ok, bytes, ld_mono_ns() - w->start_ns);
+	make_ready(L, w);
+}
+
+static const char *task_label(worker_t *w)
+{
+	return op_names[w->task.op];
+}
+
+/* Fails the request, closing its connection. */
+static void fail(worker_t *w, const char *why)
+{
+	add_msg(w->L, "%s %s: %s", task_label(w), w->name, why);
+	if (w->c != NULL) {
+		conn_close(w->L, w->c);
+		w->c = NULL;
+	}
+	finish(w, false, 0);
+}
+
+static void send_more(worker_t *w);
+
+static bool is_put(const worker_t *w)
+{
+	return w->task.op == LD_PUT;
+}
+
+/* Starts one hop (the first request, or a redirect, or a retry) of the worker's task. */
+static void begin_hop(worker_t *w)
+{
+	loop_t *L = w->L;
+	const ld_opts_t *o = L->E->o;
+	static const char *const methods[LD_NOPS] = {[LD_GET] = "GET", [LD_PUT] = "PUT", [LD_DEL] = "DELETE"};
+	ld_buf_t b = {w->head, 0, sizeof(w->head), false};
+	ld_reqspec_t rs = {
+		.method = methods[w->task.op],
+		.authority = ld_host_at(w->host)->authority,
+		.path = w->path,
+		.content_length = is_put(w) ? (int64_t)w->task.size : -1,
+		.range = w->task.op == LD_GET && (o->readoff > 0 || o->readlen > 0),
+		.range_off = o->readoff,
+		.range_len = o->readlen,
+		/* the proxy answers a PUT with a 307 before any body: do not send it there twice */
+		.expect_continue = is_put(w) && o->api == LD_API_NATIVE && !o->direct && w->redirects == 0,
+		.s3_sign = o->api == LD_API_S3,
+	};
+	conn_t *c = NULL;
+
+	if (ld_req_write(&b, &rs) != 0) {
+		fail(w, "request head too long (or signing failed)");
+		return;
+	}
+	w->head_len = b.len;
+	w->head_off = 0;
+	w->body_off = 0;
+	w->expect = rs.expect_continue;
+	w->hash_started = false;
+	ld_resp_reset(&w->resp, false);
+	if (!w->fresh && (c = L->idle[w->host]) != NULL)
+		pool_unlink(L, c);
+	if (c == NULL && (c = conn_open(L, w->host)) == NULL) {
+		char why[LD_AUTH_MAX + 128];
+		snprintf(why, sizeof(why), "connect to %s: %s", ld_host_at(w->host)->authority, strerror(errno));
+		fail(w, why);
+		return;
+	}
+	w->fresh = false;
+	c->w = w;
+	w->c = c;
+	if (c->connecting) {
+		w->phase = W_CONNECTING;
+		return;
+	}
+	send_more(w);
+}
+
+/* Fills iov with the unsent head and body; returns the count. */
+static int unsent(worker_t *w, struct iovec *iov)
+{
+	const ld_job_t *j = w->L->E->job;
+	int n = 0;
+
+	if (w->head_off < w->head_len) {
+		iov[n].iov_base = w->head + w->head_off;
+		iov[n++].iov_len = w->head_len - w->head_off;
+	}
+	if (!is_put(w) || w->expect)
+		return n;
+	uint64_t left = w->task.size - w->body_off;
+	uint64_t pos = (w->task.payload_off + w->body_off) % j->payload_len;
+	for (int k = 0; k < 2 && left > 0; k++) {
+		uint64_t seg = j->payload_len - pos < left ? j->payload_len - pos : left;
+		iov[n].iov_base = (void *)(j->payload + pos);
+		iov[n++].iov_len = seg;
+		left -= seg;
+		pos = 0;
+	}
+	return n;
+}
+
+static void advance(worker_t *w, size_t n)
+{
+	size_t h = w->head_len - w->head_off;
+
+	if (h > 0) {
+		size_t k = n < h ? n : h;
+		w->head_off += k;
+		n -= k;
+	}
+	w->body_off += n;
+}
+
+static bool retry_stale(worker_t *w);
+
+/* Writes what is unsent; moves on to waiting for the response when all is out. */
+static void send_more(worker_t *w)
+{
+	loop_t *L = w->L;
+	conn_t *c = w->c;
+	struct iovec iov[3];
+	int n;
+
+	w->phase = W_SENDING;
+	while ((n = unsent(w, iov)) > 0) {
+		ssize_t k = writev(c->fd, iov, n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				set_out(L, c, true);
+				return;
+			}
+			if (retry_stale(w))
+				return;
+			char why[128];
+			snprintf(why, sizeof(why), "send: %s", strerror(errno));
+			fail(w, why);
+			return;
+		}
+		advance(w, (size_t)k);
+	}
+	set_out(L, c, false);
+	if (w->expect) {
+		w->phase = W_CONTINUE;
+		w->continue_since = L->now;
+	} else {
+		w->phase = W_RECEIVING;
+	}
+}
+
+/*
+ * A reused connection that fails before any response byte was most likely closed by the server
+ * while idle: the request is sent once more on a new connection.
+ */
+static bool retry_stale(worker_t *w)
+{
+	conn_t *c = w->c;
+
+	if (c == NULL || !c->reused || w->retried || w->resp.state != LD_RESP_HEAD || w->resp.hlen != 0)
+		return false;
+	conn_close(w->L, c);
+	w->c = NULL;
+	w->retried = true;
+	w->fresh = true;
+	begin_hop(w);
+	return true;
+}
+
+static void hash_body(void *ctx, const char *p, size_t n)
+{
+	worker_t *w = ctx;
+
+	if (!w->hash_started) {
+		/* first body bytes: the head is known, so is the bucket's checksum type */
+		w->hash_started = true;
+		XXH64_reset(&w->xx, 0);
+		w->use_md5 = strcmp(w->resp.cksum_type, "md5") == 0;
+		if (w->use_md5) {
+			if (w->md == NULL)
+				w->md = EVP_MD_CTX_new();
+			if (w->md == NULL || EVP_DigestInit_ex(w->md, EVP_md5(), NULL) != 1)
+				w->use_md5 = false;
+		}
+	}
+	XXH64_update(&w->xx, p, n);
+	if (w->use_md5)
+		EVP_DigestUpdate(w->md, p, n);
+}
+
+static void to_hex(const unsigned char *b, size_t n, char *out)
+{
+	static const char d[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = d[b[i] >> 4];
+		out[2 * i + 1] = d[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static void xx_hex(uint64_t h, char out[17])
+{
+	XXH64_canonical_t c;
+
+	XXH64_canonicalFromHash(&c, h);
+	to_hex(c.digest, sizeof(c.digest), out);
+}
+
+/* -verifyhash of a whole-object GET body. Returns NULL when it matches, else why. */
+static const char *verify_get(worker_t *w, char *why, size_t cap)
+{
+	char got[72] = "";
+	uint64_t h;
+
+	if (!w->hash_started)
+		hash_body(w, "", 0); /* empty body */
+	h = XXH64_digest(&w->xx);
+	if (w->use_md5) {
+		unsigned char md[EVP_MAX_MD_SIZE];
+		unsigned int mdl = 0;
+		EVP_DigestFinal_ex(w->md, md, &mdl);
+		to_hex(md, mdl, got);
+	} else {
+		xx_hex(h, got);
+	}
+	if ((w->use_md5 || strcmp(w->resp.cksum_type, "xxhash") == 0) && w->resp.cksum_value[0] &&
+	    strcasecmp(got, w->resp.cksum_value) != 0) {
+		snprintf(why, cap, "body hash %s != Ais-Checksum-Value %s", got, w->resp.cksum_value);
+		return why;
+	}
+	if (w->task.obj != NULL && w->task.obj->has_hash && h != w->task.obj->hash) {
+		char want[17];
+		xx_hex(w->task.obj->hash, want);
+		xx_hex(h, got);
+		snprintf(why, cap, "body hash %s != %s recorded at PUT", got, want);
+		return why;
+	}
+	return NULL;
+}
+
+/* Follows a redirect to Location. Returns true when a new hop started (or the request failed). */
+static bool follow(worker_t *w)
+{
+	const char *auth, *path;
+	size_t alen;
+	char err[256];
+	int host = w->host;
+
+	if (ld_url_split(w->resp.location, &auth, &alen, &path) != 0) {
+		snprintf(err, sizeof(err), "HTTP %d with unusable Location \"%.100s\"", w->resp.status, w->resp.location);
+		fail(w, err);
+		return true;
+	}
+	if (auth != NULL && (host = ld_host_get(auth, alen, err, sizeof(err))) < 0) {
+		fail(w, err);
+		return true;
+	}
+	if (strlen(path) > LD_PATH_MAX) {
+		fail(w, "redirect path too long");
+		return true;
+	}
+	strcpy(w->path, path);
+	w->host = host;
+	w->redirects++;
+	begin_hop(w);
+	return true;
+}
+
+/* The response is complete; keep tells whether the connection may serve another request. */
+static void complete(worker_t *w, bool keep)
+{
+	loop_t *L = w->L;
+	const ld_opts_t *o = L->E->o;
+	ld_resp_t *r = &w->resp;
+	conn_t *c = w->c;
+	char why[LD_AUTH_MAX + 128];
+	int st = r->status;
+	bool ok;
+
+	w->c = NULL;
+	if (keep)
+		pool_put(L, c);
+	else
+		conn_close(L, c);
+	if ((st == 301 || st == 302 || st == 303 || st == 307 || st == 308) && r->location[0]) {
+		if (w->redirects >= LD_MAX_REDIRECTS) {
+			fail(w, "too many redirects");
+			return;
+		}
+		follow(w);
+		return;
+	}
+	switch (w->task.op) {
+	case LD_GET:
+		ok = st == 200 || st == 206;
+		break;
+	case LD_PUT:
+		ok = st == 200 || st == 201 || st == 204;
+		break;
+	case LD_DEL:
+	default:
+		ok = st == 200 || st == 204 || st == 404; /* cleanup: a PUT that never landed is fine */
+		break;
+	}
+	if (!ok) {
+		snprintf(why, sizeof(why), "HTTP %d", st);
+		add_msg(L, "%s %s: %s", task_label(w), w->name, why);
+		finish(w, false, 0);
+		return;
+	}
+	if (w->task.op == LD_GET && w->verify) {
+		const char *bad = verify_get(w, why, sizeof(why));
+		if (bad != NULL) {
+			add_msg(L, "GET %s: %s", w->name, bad);
+			finish(w, false, 0);
+			return;
+		}
+	}
+	if (w->task.op == LD_PUT) {
+		if (o->verifyhash && strcmp(r->cksum_type, "xxhash") == 0 && r->cksum_value[0]) {
+			char mine[17];
+			xx_hex(w->put_hash, mine);
+			if (strcasecmp(mine, r->cksum_value) != 0) {
+				add_msg(L, "PUT %s: stored checksum %s != sent %s", w->name, r->cksum_value, mine);
+				finish(w, false, 0);
+				return;
+			}
+		}
+		if (o->api != LD_API_URLS && ld_objs_add_put(w->task.seq, w->task.size, w->put_hash, o->verifyhash) != 0)
+			add_msg(L, "PUT %s: object list: out of memory", w->name);
+		finish(w, true, w->task.size);
+		return;
+	}
+	finish(w, true, w->task.op == LD_GET ? r->body_bytes : 0);
+}
+
+/* Hashes the PUT payload the worker is about to send. */
+static void hash_payload(worker_t *w)
+{
+	const ld_job_t *j = w->L->E->job;
+	uint64_t left = w->task.size, pos = w->task.payload_off;
+
+	XXH64_reset(&w->xx, 0);
+	while (left > 0) {
+		uint64_t seg = j->payload_len - pos < left ? j->payload_len - pos : left;
+		XXH64_update(&w->xx, j->payload + pos, seg);
+		left -= seg;
+		pos = 0;
+	}
+	w->put_hash = XXH64_digest(&w->xx);
+}
+
+/* Takes the worker's next task from the job and starts it; an idle worker stays idle. */
+static void start_task(worker_t *w)
+{
+	loop_t *L = w->L;
+	const ld_opts_t *o = L->E->o;
+	ld_buf_t pb = {w->path, 0, LD_PATH_MAX, false};
+	char err[256];
+
+	if (!ld_job_next(L->E->job, L->now, &L->rng, &w->task)) {
+		w->phase = W_IDLE;
+		L->active--;
+		return;
+	}
+	w->start_ns = ld_mono_ns();
+	w->redirects = 0;
+	w->retried = false;
+	w->fresh = false;
+	if (w->task.op == LD_GET || (o->api == LD_API_URLS && w->task.obj != NULL))
+		w->name_len = ld_obj_name(w->task.obj, w->name, sizeof(w->name));
+	else
+		w->name_len = ld_seq_name(w->task.seq, w->name, sizeof(w->name));
+	w->verify = o->verifyhash && w->task.op == LD_GET && o->readoff == 0 && o->readlen == 0;
+	if (ld_route(o, w->task.obj, w->name, w->name_len, &w->host, &pb, err, sizeof(err)) != 0) {
+		fail(w, err);
+		return;
+	}
+	if (w->task.op == LD_PUT && o->verifyhash)
+		hash_payload(w);
+	begin_hop(w);
+}
+
+/* ---- events ---- */
+static void on_connected(worker_t *w)
+{
+	conn_t *c = w->c;
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+		err = errno;
+	if (err != 0) {
+		char why[LD_AUTH_MAX + 128];
+		snprintf(why, sizeof(why), "connect to %s: %s", ld_host_at(c->host)->authority, strerror(err));
+		fail(w, why);
+		return;
+	}
+	c->connecting = false;
+	send_more(w);
+}
+
+static void on_readable(worker_t *w)
+{
+	loop_t *L = w->L;
+	conn_t *c = w->c;
+	ssize_t n = read(c->fd, L->rbuf, RBUF_SIZE), off = 0;
+	char err[256];
+
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		if (retry_stale(w))
+			return;
+		snprintf(err, sizeof(err), "receive: %s", strerror(errno));
+		fail(w, err);
+		return;
+	}
+	if (n == 0) {
+		if (ld_resp_eof(&w->resp)) {
+			complete(w, false);
+			return;
+		}
+		if (retry_stale(w))
+			return;
+		fail(w, w->resp.state == LD_RESP_HEAD ? "connection closed before a response"
+						      : "connection closed mid-body");
+		return;
+	}
+	while (off < n) {
+		ssize_t k = ld_resp_feed(&w->resp, L->rbuf + off, (size_t)(n - off), w->verify ? hash_body : NULL, w,
+					 err, sizeof(err));
+		if (k < 0) {
+			fail(w, err);
+			return;
+		}
+		off += k;
+		if (w->resp.state != LD_RESP_DONE)
+			continue;
+		if (w->resp.status >= 200) {
+			bool body_sent = !is_put(w) || (!w->expect && w->body_off == w->task.size);
+			complete(w, w->resp.keep_alive && off == n && body_sent && w->phase != W_SENDING);
+			return;
+		}
+		/* interim 1xx: 100 Continue releases a held-back body */
+		int interim = w->resp.status;
+		ld_resp_reset(&w->resp, false);
+		if (interim == 100 && w->phase == W_CONTINUE) {
+			w->expect = false;
+			send_more(w);
+			if (w->c != c)
+				return; /* failed meanwhile */
+		}
+	}
+}
+
+static void on_event(loop_t *L, conn_t *c, uint32_t events)
+{
+	worker_t *w = c->w;
+
+	if (c->fd < 0)
+		return; /* closed earlier in this batch */
+	if (w == NULL) { /* idle in the pool: the server closed it (or sent junk) */
+		pool_unlink(L, c);
+		conn_close(L, c);
+		return;
+	}
+	if (w->phase == W_CONNECTING) {
+		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+			on_connected(w);
+		return;
+	}
+	if ((events & EPOLLOUT) && w->phase == W_SENDING) {
+		send_more(w);
+		if (w->c != c)
+			return;
+	}
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+		on_readable(w);
+}
+
+/* Timeouts of requests in flight, and bodies held back for a 100 Continue that does not come. */
+static void sweep(loop_t *L)
+{
+	int64_t limit = L->E->o->timeout_ns;
+
+	for (int i = 0; i < L->nworkers; i++) {
+		worker_t *w = &L->workers[i];
+		if (w->phase == W_IDLE || w->phase == W_READY)
+			continue;
+		if (limit > 0 && L->now - w->start_ns > limit) {
+			fail(w, "timed out");
+			continue;
+		}
+		if (w->phase == W_CONTINUE && L->now - w->continue_since > CONTINUE_WAIT_NS) {
+			w->expect = false;
+			send_more(w);
+		}
+	}
+}
+
+static void recycle(loop_t *L)
+{
+	while (L->graveyard != NULL) {
+		conn_t *c = L->graveyard;
+		L->graveyard = c->next;
+		c->next = L->free_conns;
+		L->free_conns = c;
+	}
+}
+
+static void drain_ready(loop_t *L)
+{
+	while (L->ready_head != NULL) {
+		worker_t *w = L->ready_head;
+		L->ready_head = w->next_ready;
+		if (L->ready_head == NULL)
+			L->ready_tail = NULL;
+		L->now = ld_mono_ns();
+		start_task(w);
+	}
+}
+
+static void close_all(loop_t *L)
+{
+	for (int i = 0; i < L->nworkers; i++) {
+		worker_t *w = &L->workers[i];
+		if (w->c != NULL) {
+			conn_close(L, w->c);
+			w->c = NULL;
+		}
+	}
+	for (int h = 0; h < LD_MAX_HOSTS; h++) {
+		while (L->idle[h] != NULL) {
+			conn_t *c = L->idle[h];
+			pool_unlink(L, c);
+			conn_close(L, c);
+		}
+	}
+	recycle(L);
+}
+
+static void *loop_main(void *arg)
+{
+	loop_t *L = arg;
+	ld_engine_t *E = L->E;
+	struct epoll_event ev[MAX_EVENTS];
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL); /* signals are the main thread's */
+	L->now = ld_mono_ns();
+	L->last_sweep = L->now;
+	L->active = L->nworkers;
+	for (int i = 0; i < L->nworkers; i++)
+		make_ready(L, &L->workers[i]);
+	drain_ready(L);
+	while (L->active > 0 && !atomic_load(&E->job->abort)) {
+		int n = epoll_wait(L->ep, ev, MAX_EVENTS, TICK_MS);
+		L->now = ld_mono_ns();
+		for (int i = 0; i < n; i++)
+			on_event(L, ev[i].data.ptr, ev[i].events);
+		if (L->now - L->last_sweep >= TICK_MS * 1000000ll) {
+			L->last_sweep = L->now;
+			sweep(L);
+		}
+		recycle(L);
+		drain_ready(L);
+	}
+	close_all(L);
+	pthread_mutex_lock(&E->mu);
+	E->running--;
+	pthread_cond_broadcast(&E->cond);
+	pthread_mutex_unlock(&E->mu);
+	return NULL;
+}
+
+/* ---- engine API ---- */
+static void free_loop(loop_t *L)
+{
+	if (L->workers != NULL) {
+		for (int i = 0; i < L->nworkers; i++) {
+			ld_resp_free(&L->workers[i].resp);
+			EVP_MD_CTX_free(L->workers[i].md);
+		}
+	}
+	free(L->workers);
+	while (L->free_conns != NULL) {
+		conn_t *c = L->free_conns;
+		L->free_conns = c->next;
+		free(c);
+	}
+	free(L->rbuf);
+	if (L->ep >= 0)
+		close(L->ep);
+	pthread_mutex_destroy(&L->mu);
+}
+
+static int init_loop(ld_engine_t *E, loop_t *L, int index, int nworkers)
+{
+	L->E = E;
+	L->ep = epoll_create1(EPOLL_CLOEXEC);
+	L->nworkers = nworkers;
+	L->workers = calloc((size_t)nworkers, sizeof(worker_t));
+	L->rbuf = malloc(RBUF_SIZE);
+	L->rng = E->o->seed * 0x9E3779B97F4A7C15ull + (uint64_t)index * 0xBF58476D1CE4E5B9ull + 1;
+	pthread_mutex_init(&L->mu, NULL);
+	for (int k = 0; k < LD_NOPS; k++)
+		ld_opstats_reset(&L->stats[k]);
+	if (L->ep < 0 || L->workers == NULL || L->rbuf == NULL)
+		return -1;
+	for (int i = 0; i < nworkers; i++)
+		L->workers[i].L = L;
+	return 0;
+}
+
+ld_engine_t *ld_engine_start(ld_job_t *j, int nthreads, int nworkers, char *err, size_t errlen)
+{
+	ld_engine_t *E = calloc(1, sizeof(*E));
+	int i;
+
+	if (E == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (nthreads > nworkers)
+		nthreads = nworkers;
+	E->job = j;
+	E->o = j->o;
+	E->nloops = nthreads;
+	pthread_mutex_init(&E->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&E->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	E->loops = calloc((size_t)nthreads, sizeof(loop_t));
+	if (E->loops == NULL)
+		goto fail;
+	for (i = 0; i < nthreads; i++) {
+		E->loops[i].ep = -1;
+		/* workers spread evenly: the first (nworkers % nthreads) loops take one more */
+		if (init_loop(E, &E->loops[i], i, nworkers / nthreads + (i < nworkers % nthreads)) != 0)
+			goto fail;
+	}
+	for (i = 0; i < nthreads; i++) {
+		pthread_mutex_lock(&E->mu);
+		E->running++;
+		pthread_mutex_unlock(&E->mu);
+		if (pthread_create(&E->loops[i].tid, NULL, loop_main, &E->loops[i]) != 0) {
+			pthread_mutex_lock(&E->mu);
+			E->running--;
+			pthread_mutex_unlock(&E->mu);
+			atomic_store(&j->abort, true);
+			snprintf(err, errlen, "cannot start a thread");
+			ld_engine_free(E);
+			return NULL;
+		}
+		E->loops[i].started = true;
+	}
+	return E;
+fail:
+	snprintf(err, errlen, "out of memory (or epoll)");
+	ld_engine_free(E);
+	return NULL;
+}
+
+bool ld_engine_wait(ld_engine_t *E, int64_t timeout_ns)
+{
+	struct timespec ts;
+	bool done;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += timeout_ns / 1000000000ll;
+	ts.tv_nsec += timeout_ns % 1000000000ll;
+	if (ts.tv_nsec >= 1000000000l) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000l;
+	}
+	pthread_mutex_lock(&E->mu);
+	while (E->running > 0) {
+		if (pthread_cond_timedwait(&E->cond, &E->mu, &ts) == ETIMEDOUT)
+			break;
+	}
+	done = E->running == 0;
+	pthread_mutex_unlock(&E->mu);
+	return done;
+}
+
+void ld_engine_collect(ld_engine_t *E, ld_opstats_t out[LD_NOPS], FILE *errout)
+{
+	for (int i = 0; i < E->nloops; i++) {
+		loop_t *L = &E->loops[i];
+		pthread_mutex_lock(&L->mu);
+		for (int k = 0; k < LD_NOPS; k++) {
+			ld_opstats_merge(&out[k], &L->stats[k]);
+			ld_opstats_reset(&L->stats[k]);
+		}
+		for (int m = 0; m < L->nmsgs && errout != NULL; m++)
+			fprintf(errout, "error: %s\n", L->msgs[m]);
+		if (L->dropped_msgs > 0 && errout != NULL)
+			fprintf(errout, "error: ... and %llu more\n", (unsigned long long)L->dropped_msgs);
+		L->nmsgs = 0;
+		L->dropped_msgs = 0;
+		pthread_mutex_unlock(&L->mu);
+	}
+}
+
+void ld_engine_free(ld_engine_t *E)
+{
+	if (E == NULL)
+		return;
+	for (int i = 0; E->loops != NULL && i < E->nloops; i++) {
+		if (E->loops[i].started)
+			pthread_join(E->loops[i].tid, NULL);
+	}
+	for (int i = 0; E->loops != NULL && i < E->nloops; i++)
+		free_loop(&E->loops[i]);
+	free(E->loops);
+	pthread_cond_destroy(&E->cond);
+	pthread_mutex_destroy(&E->mu);
+	free(E);
+}

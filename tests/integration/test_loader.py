@@ -1,0 +1,385 @@
+# ft-loader against a real cluster and a tiny HTTP server: counts, -verifyhash, exact stops, JSON, cleanup, -url-list.
+import collections
+import http.server
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from ftutil import Api, unique
+
+ROOT = Path(__file__).resolve().parents[2]
+FT_BIN = os.environ.get("FT_BIN") or str(ROOT / "build" / "bin")
+LOADER = os.path.join(FT_BIN, "ft-loader")
+RUN_TIMEOUT = 120
+
+
+@pytest.fixture(scope="module", autouse=True)
+def loader_binary():
+    if not os.access(LOADER, os.X_OK):
+        pytest.fail("ft-loader is not built: %s is missing (build it first)" % LOADER, pytrace=False)
+
+
+def proxy_args(cluster):
+    u = urllib.parse.urlsplit(cluster.url)
+    return ["-ip", u.hostname, "-port", str(u.port)]
+
+
+class Result:
+    def __init__(self, proc, out, err, js, wall):
+        self.rc = proc.returncode
+        self.out = out
+        self.err = err
+        self.json = js
+        self.wall = wall
+
+    def summary(self, op):
+        rows = [r for r in self.json["summary"] if r["op"] == op]
+        assert len(rows) <= 1, rows
+        return rows[0] if rows else {"count": 0, "bytes": 0, "errors": 0}
+
+    def __repr__(self):
+        return "rc=%s\nstdout:\n%s\nstderr:\n%s" % (self.rc, self.out[-3000:], self.err[-3000:])
+
+
+def run_loader(tmp_path, args, timeout=RUN_TIMEOUT):
+    """Runs ft-loader to completion with -json; returns a Result (json None if not written)."""
+    js_path = tmp_path / ("out-%s.json" % unique("l"))
+    cmd = [LOADER] + list(args) + ["-json", str(js_path)]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    wall = time.monotonic() - t0
+    js = json.loads(js_path.read_text()) if js_path.exists() else None
+    return Result(p, p.stdout, p.stderr, js, wall)
+
+
+def check_json_adds_up(res):
+    """Per-interval rows sum to the summary, per op; fields are consistent."""
+    j = res.json
+    assert j is not None, res
+    assert j["version"] == 1
+    for row in j["summary"]:
+        op = row["op"]
+        iv = [r for r in j["intervals"] if r["op"] == op]
+        for key in ("count", "bytes", "errors"):
+            assert sum(r[key] for r in iv) == row[key], "%s %s: intervals %r vs summary %r" % (
+                op, key, [r[key] for r in iv], row[key])
+        lat = row["latency_us"]
+        if row["count"] > 0:
+            assert 0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p99.9"] <= lat["max"]
+            assert lat["min"] <= lat["avg"] <= lat["max"]
+    assert j["errors"] == sum(r["errors"] for r in j["summary"])
+
+
+def listed(api, bucket):
+    entries, _ = api.list_all(bucket)
+    return {e["name"]: e["size"] for e in entries}
+
+
+@pytest.fixture
+def bucket(api):
+    b = unique("ld")
+    api.create_bucket(b)
+    yield b
+    api.destroy_bucket(b, expect=None)
+
+
+def test_help_documents_every_flag():
+    p = subprocess.run([LOADER, "-help"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0
+    for flag in ("ip", "port", "bucket", "provider", "duration", "numworkers", "pctput", "minsize", "maxsize",
+                 "totalputsize", "maxputs", "cleanup", "epochs", "uniquegets", "readoff", "readlen",
+                 "verifyhash", "statsinterval", "json", "seed", "filelist", "loaderid", "loadernum",
+                 "s3endpoint", "s3-use-path-style", "url-list", "direct"):
+        assert ("  -%s\n" % flag in p.stdout) or ("  -%s " % flag in p.stdout), flag
+    bad = subprocess.run([LOADER, "-bucket", "x", "-nosuchflag"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "nosuchflag" in bad.stderr
+    bad = subprocess.run([LOADER, "-bucket", "x", "-minsize", "12parsecs"], capture_output=True, text=True,
+                         timeout=30)
+    assert bad.returncode == 2 and "minsize" in bad.stderr
+
+
+def test_maxputs_exact_and_listing_matches(cluster, api, bucket, tmp_path):
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-pctput", "100", "-maxputs", "200", "-minsize", "1KiB", "-maxsize", "20KiB",
+        "-numworkers", "16", "-loaderid", "w", "-statsinterval", "100ms"])
+    assert r.rc == 0, r
+    put = r.summary("PUT")
+    assert put["count"] == 200 and put["errors"] == 0, r
+    assert r.summary("GET")["count"] == 0
+    assert r.json["stop_reason"] == "maxputs reached"
+    check_json_adds_up(r)
+    objs = listed(api, bucket)
+    assert sorted(objs) == sorted("w-%d" % i for i in range(1, 201))
+    assert sum(objs.values()) == put["bytes"]
+    assert all(1024 <= s <= 20 * 1024 for s in objs.values())
+
+    # a second run continues the numbering instead of overwriting
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-pctput", "100", "-maxputs", "37", "-minsize", "1KiB", "-maxsize", "1KiB",
+        "-numworkers", "7", "-loaderid", "w", "-direct"])
+    assert r.rc == 0, r
+    assert r.summary("PUT")["count"] == 37
+    objs = listed(api, bucket)
+    assert len(objs) == 237
+    assert sorted(set(objs) - {"w-%d" % i for i in range(1, 201)}) == sorted("w-%d" % i for i in range(201, 238))
+
+
+def test_totalputsize_stops_after_the_crossing_put(cluster, api, bucket, tmp_path):
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-pctput", "100", "-totalputsize", "100KiB", "-minsize", "10KiB", "-maxsize",
+        "10KiB", "-numworkers", "4"])
+    assert r.rc == 0, r
+    assert r.summary("PUT")["count"] == 10
+    assert len(listed(api, bucket)) == 10
+
+
+def put_objects(api, bucket, n, size_fn):
+    sizes = {}
+    for i in range(n):
+        name = "pre/%03d" % i
+        data = os.urandom(size_fn(i))
+        api.put(bucket, name, data)
+        sizes[name] = len(data)
+    return sizes
+
+
+def test_get_counts_with_filelist_and_epochs(cluster, api, bucket, tmp_path):
+    sizes = put_objects(api, bucket, 30, lambda i: 1000 + 37 * i)
+    names = sorted(sizes)[:20]
+    fl = tmp_path / "names.txt"
+    fl.write_text("\n".join(names) + "\n")
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-filelist", str(fl), "-epochs", "3", "-uniquegets", "-numworkers", "8",
+        "-verifyhash"])
+    assert r.rc == 0, r
+    get = r.summary("GET")
+    assert get["count"] == 60 and get["errors"] == 0, r
+    # every listed object read exactly once per epoch: the bytes say so (sizes all differ)
+    assert get["bytes"] == 3 * sum(sizes[n] for n in names)
+    assert r.json["stop_reason"] == "epochs done"
+    check_json_adds_up(r)
+
+    # the whole bucket (listed through the proxy, paged), direct to the targets
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-epochs", "2", "-numworkers", "5", "-direct", "-verifyhash"])
+    assert r.rc == 0, r
+    assert r.json["objects_listed"] == 30
+    assert r.summary("GET")["count"] == 60
+    assert r.summary("GET")["bytes"] == 2 * sum(sizes.values())
+
+    # a name the cluster does not have: one error per epoch, exit status 1
+    fl.write_text("\n".join(names[:4] + ["pre/missing"]) + "\n")
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-filelist", str(fl), "-epochs", "2", "-numworkers", "3"])
+    assert r.rc == 1, r
+    assert r.summary("GET")["count"] == 10
+    assert r.summary("GET")["errors"] == 2
+    assert "pre/missing" in r.err and "404" in r.err
+
+
+def test_range_reads(cluster, api, bucket, tmp_path):
+    put_objects(api, bucket, 5, lambda i: 5000)
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-epochs", "4", "-readoff", "100", "-readlen", "1KiB", "-numworkers", "4"])
+    assert r.rc == 0, r
+    assert r.summary("GET")["count"] == 20
+    assert r.summary("GET")["bytes"] == 20 * 1024
+
+
+def test_verifyhash_catches_a_corrupted_object(cluster, api, bucket, tmp_path):
+    cluster.require_local("flips bytes in an object file on a target's mountpath")
+    put_objects(api, bucket, 10, lambda i: 64 * 1024)
+    victim = "pre/004"
+    paths = [os.path.join(mp, "ais", bucket, victim) for mp in cluster.all_mountpaths()]
+    paths = [p for p in paths if os.path.exists(p)]
+    assert len(paths) == 1, paths
+    with open(paths[0], "r+b") as f:  # same size, so the stored metadata (old checksum) still matches it
+        f.seek(1000)
+        b = f.read(4)
+        f.seek(1000)
+        f.write(bytes(x ^ 0xFF for x in b))
+
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-epochs", "2", "-uniquegets", "-verifyhash", "-numworkers", "4"])
+    assert r.rc == 1, r
+    get = r.summary("GET")
+    assert get["count"] == 20 and get["errors"] == 2, r
+    assert victim in r.err and "hash" in r.err
+    assert r.json["errors"] == 2
+
+    # without -verifyhash the same bytes go unnoticed: the check is the loader's own
+    r = run_loader(tmp_path, proxy_args(cluster) + ["-bucket", bucket, "-epochs", "1", "-numworkers", "4"])
+    assert r.rc == 0, r
+    assert r.summary("GET")["errors"] == 0
+
+
+def test_verifyhash_against_hashes_recorded_at_put(cluster, api, bucket, tmp_path):
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-pctput", "40", "-minsize", "1KiB", "-maxsize", "64KiB", "-maxputs", "150",
+        "-verifyhash", "-numworkers", "8", "-direct"])
+    assert r.rc == 0, r
+    assert r.summary("PUT")["count"] == 150 and r.summary("PUT")["errors"] == 0
+    assert r.summary("GET")["errors"] == 0
+    assert len(listed(api, bucket)) == 150
+
+
+def test_duration_stops_in_time(cluster, api, bucket, tmp_path):
+    put_objects(api, bucket, 20, lambda i: 4096)
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-duration", "2s", "-statsinterval", "500ms", "-numworkers", "8", "-pctput", "10",
+        "-minsize", "4KiB", "-maxsize", "4KiB"])
+    assert r.rc == 0, r
+    ran = r.json["phases"]["run"]["duration_s"]
+    assert 2.0 <= ran <= 2.5, ran  # within one stats tick
+    assert r.json["stop_reason"] == "duration reached"
+    assert r.wall < 10, r.wall
+    check_json_adds_up(r)
+    # intervals every 500 ms: at least 4 rows of GETs
+    assert len([x for x in r.json["intervals"] if x["op"] == "GET"]) >= 4
+    # what the loader says it wrote is what the bucket holds
+    assert len(listed(api, bucket)) == 20 + r.summary("PUT")["count"] - r.summary("PUT")["errors"]
+    assert "Time" in r.out and "P99.9" in r.out and "Throughput" in r.out and "Errors" in r.out
+
+
+def test_cleanup_removes_what_it_wrote(cluster, api, bucket, tmp_path):
+    pre = put_objects(api, bucket, 5, lambda i: 100)
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-pctput", "50", "-maxputs", "120", "-minsize", "2KiB", "-maxsize", "8KiB",
+        "-numworkers", "8", "-cleanup"])
+    assert r.rc == 0, r
+    assert r.summary("PUT")["count"] == 120
+    assert r.json["cleanup"]["requests"] == 120 and r.json["cleanup"]["errors"] == 0
+    assert listed(api, bucket) == pre  # only what was there before
+
+    # a bucket the loader creates itself is destroyed too
+    b2 = unique("ldc")
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", b2, "-pctput", "100", "-maxputs", "30", "-minsize", "1KiB", "-maxsize", "1KiB", "-cleanup"])
+    assert r.rc == 0, r
+    assert api.list_page(b2).status_code == 404
+
+
+def test_ctrl_c_prints_summary_and_cleans_up(cluster, api, bucket, tmp_path):
+    js = tmp_path / "int.json"
+    p = subprocess.Popen([LOADER] + proxy_args(cluster) + [
+        "-bucket", bucket, "-pctput", "50", "-minsize", "1KiB", "-maxsize", "4KiB", "-duration", "60s",
+        "-numworkers", "8", "-cleanup", "-statsinterval", "200ms", "-json", str(js)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert time.monotonic() - t0 < 20
+    assert p.returncode == 0, (out, err)
+    assert "Summary (run)" in out and "interrupted" in out
+    j = json.loads(js.read_text())
+    assert j["interrupted"] is True and j["stop_reason"] == "interrupted"
+    puts = [r for r in j["summary"] if r["op"] == "PUT"][0]["count"]
+    assert puts > 0
+    assert j["cleanup"]["requests"] == puts
+    assert listed(api, bucket) == {}
+
+
+class _Counting(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, so the loader's connection pool is exercised
+    counts = None
+    lock = threading.Lock()
+
+    def do_GET(self):
+        with self.lock:
+            self.counts[self.path] += 1
+        super().do_GET()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    root = tmp_path / "www"
+    root.mkdir()
+    files = {}
+    for i in range(15):
+        data = os.urandom(500 + 101 * i)
+        (root / ("f%02d" % i)).write_bytes(data)
+        files["/f%02d" % i] = len(data)
+    counts = collections.Counter()
+    handler = type("H", (_Counting,), {"counts": counts})
+
+    def make(*a, **kw):
+        return handler(*a, directory=str(root), **kw)
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), make)
+    srv.daemon_threads = True
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv.server_address[1], files, counts
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_url_list_reads_each_url_once_per_epoch(http_server, tmp_path):
+    port, files, counts = http_server
+    ul = tmp_path / "urls.txt"
+    ul.write_text("# comment\n" + "".join("http://127.0.0.1:%d%s\n" % (port, p) for p in sorted(files)))
+    r = run_loader(tmp_path, ["-url-list", str(ul), "-epochs", "3", "-uniquegets", "-numworkers", "4"])
+    assert r.rc == 0, r
+    get = r.summary("GET")
+    assert get["count"] == 45 and get["errors"] == 0
+    assert get["bytes"] == 3 * sum(files.values())
+    assert dict(counts) == {p: 3 for p in files}  # what the server served, URL by URL
+    check_json_adds_up(r)
+
+    # a URL the server does not have counts as an error (and the exit status says so)
+    ul.write_text("http://127.0.0.1:%d/nope\n" % port)
+    r = run_loader(tmp_path, ["-url-list", str(ul), "-epochs", "2", "-numworkers", "2"])
+    assert r.rc == 1
+    assert r.summary("GET")["errors"] == 2
+
+
+def test_s3_api_put_then_verified_gets(cluster, tmp_path):
+    """-s3endpoint with SigV4 from the environment, against the proxy's /s3 (path style)."""
+    if not cluster.local or not hasattr(cluster.c, "s3_keys"):
+        pytest.skip("the cluster has no S3 keys (the proxy's /s3 API is not in this build)")
+    access, secret = cluster.c.s3_keys()
+    import boto3
+    import botocore.config
+    s3 = boto3.client("s3", endpoint_url=cluster.url + "/s3", aws_access_key_id=access,
+                      aws_secret_access_key=secret, region_name="us-east-1",
+                      config=botocore.config.Config(s3={"addressing_style": "path"}))
+    b = unique("lds3")
+    s3.create_bucket(Bucket=b)
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=access, AWS_SECRET_ACCESS_KEY=secret,
+               AWS_DEFAULT_REGION="us-east-1")
+    common = ["-s3endpoint", cluster.url + "/s3", "-s3-use-path-style", "-bucket", b, "-numworkers", "6"]
+
+    def run(args):
+        js = tmp_path / ("s3-%s.json" % unique("r"))
+        p = subprocess.run([LOADER] + common + args + ["-json", str(js)], capture_output=True, text=True,
+                           timeout=RUN_TIMEOUT, env=env)
+        return p, (json.loads(js.read_text()) if js.exists() else None)
+
+    try:
+        p, j = run(["-pctput", "100", "-maxputs", "60", "-minsize", "1KiB", "-maxsize", "32KiB", "-verifyhash"])
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        keys = [o["Key"] for o in s3.list_objects_v2(Bucket=b).get("Contents", [])]
+        assert sorted(keys) == sorted("0-%d" % i for i in range(1, 61))
+        p, j = run(["-epochs", "2", "-uniquegets", "-verifyhash"])
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        get = [r for r in j["summary"] if r["op"] == "GET"][0]
+        assert get["count"] == 120 and get["errors"] == 0
+        # a wrong secret is refused by the proxy: the loader fails at its listing
+        env["AWS_SECRET_ACCESS_KEY"] = secret + "x"
+        p, _ = run(["-epochs", "1"])
+        assert p.returncode == 2 and "SignatureDoesNotMatch" in p.stderr
+    finally:
+        for k in s3.list_objects_v2(Bucket=b).get("Contents", []):
+            s3.delete_object(Bucket=b, Key=k["Key"])
+        s3.delete_bucket(Bucket=b)

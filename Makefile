@@ -14,7 +14,7 @@ CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Werror
 CPPFLAGS += -D_GNU_SOURCE -Icommon
 ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS) -pthread -MMD -MP
-LDLIBS := -luring -lmicrohttpd -lcurl -lcrypto -ljansson -lxxhash -lpthread
+LDLIBS := -luring -lmicrohttpd -lcurl -lcrypto -ljansson -lxxhash -lisal -lpthread
 
 ifeq ($(SANITIZER),address)
 ALL_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -54,8 +54,10 @@ PYTEST_ARGS ?=
 all: $(BINS)
 build: all
 
+# Debian packages, then the npm-pinned backend emulators the integration suite starts.
 deps:
 	@scripts/deps.sh
+	@scripts/peers-deps.sh
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -47,6 +47,8 @@ static void make_uuid(char out[40])
 
 static void bmd_free(ft_bmd_t *b)
 {
+	for (int i = 0; i < b->n; i++)
+		json_decref(b->buckets[i].backend);
 	free(b->buckets);
 	free(b);
 }
@@ -79,6 +81,8 @@ ft_bmd_t *ft_bmd_clone(const ft_bmd_t *b)
 		}
 		memcpy(c->buckets, b->buckets, (size_t)b->n * sizeof(ft_bucket_t));
 		c->n = b->n;
+		for (int i = 0; i < c->n; i++)
+			json_incref(c->buckets[i].backend); /* the clone's own reference */
 	}
 	return c;
 }
@@ -133,6 +137,7 @@ int ft_bmd_add(ft_bmd_t *b, const ft_bucket_t *bucket)
 	i = -i - 1;
 	memmove(&grown[i + 1], &grown[i], (size_t)(b->n - i) * sizeof(ft_bucket_t));
 	grown[i] = *bucket;
+	json_incref(grown[i].backend);
 	b->n++;
 	return 0;
 }
@@ -143,6 +148,7 @@ int ft_bmd_remove(ft_bmd_t *b, const char *provider, const char *name)
 
 	if (i < 0)
 		return -1;
+	json_decref(b->buckets[i].backend);
 	memmove(&b->buckets[i], &b->buckets[i + 1], (size_t)(b->n - i - 1) * sizeof(ft_bucket_t));
 	b->n--;
 	return 0;
@@ -155,10 +161,28 @@ const ft_bucket_t *ft_bmd_find(const ft_bmd_t *b, const char *provider, const ch
 	return i >= 0 ? &b->buckets[i] : NULL;
 }
 
+/* The bucket as JSON; the backend properties with or without the secret ones. NULL on allocation failure. */
+static json_t *bucket_json(const ft_bucket_t *bucket, int with_secrets)
+{
+	static const char *const secrets[] = { "secret_key", "session_token", "account_key", "sas" };
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "name", bucket->name, "provider", bucket->provider, "checksum",
+			      ft_cksum_name(bucket->cksum), "created", (json_int_t)bucket->created_ns);
+
+	if (j == NULL || bucket->backend == NULL)
+		return j;
+	json_t *be = json_deep_copy(bucket->backend);
+	if (be == NULL || json_object_set_new(j, "backend", be) != 0) {
+		json_decref(j);
+		return NULL;
+	}
+	for (size_t i = 0; !with_secrets && i < sizeof(secrets) / sizeof(secrets[0]); i++)
+		json_object_del(be, secrets[i]);
+	return j;
+}
+
 json_t *ft_bucket_to_json(const ft_bucket_t *bucket)
 {
-	return json_pack("{s:s, s:s, s:s, s:I}", "name", bucket->name, "provider", bucket->provider, "checksum",
-			 ft_cksum_name(bucket->cksum), "created", (json_int_t)bucket->created_ns);
+	return bucket_json(bucket, 0);
 }
 
 /* NULL on allocation failure. */
@@ -170,7 +194,7 @@ json_t *ft_bmd_to_json(const ft_bmd_t *b)
 	if (j == NULL || a == NULL)
 		goto fail;
 	for (int i = 0; i < b->n; i++) {
-		if (json_array_append_new(a, ft_bucket_to_json(&b->buckets[i])) != 0)
+		if (json_array_append_new(a, bucket_json(&b->buckets[i], 1)) != 0)
 			goto fail;
 	}
 	if (json_object_set_new(j, "buckets", a) != 0) {
@@ -243,6 +267,14 @@ static int bucket_from_json(ft_bucket_t *bk, const json_t *o, const char *what, 
 	snprintf(bk->name, sizeof(bk->name), "%s", name);
 	snprintf(bk->provider, sizeof(bk->provider), "%s", provider);
 	bk->created_ns = json_integer_value(created);
+	const json_t *be = json_object_get(o, "backend");
+	if (be != NULL && !json_is_null(be)) {
+		if (!json_is_object(be))
+			return fail(err, errlen, "bmd: %s: \"backend\" must be an object", what);
+		bk->backend = json_deep_copy(be); /* the caller's reference: dropped after ft_bmd_add */
+		if (bk->backend == NULL)
+			return fail(err, errlen, "bmd: out of memory");
+	}
 	return 0;
 }
 
@@ -291,6 +323,7 @@ ft_bmd_t *ft_bmd_from_json(const json_t *j, char *err, size_t errlen)
 		if (bucket_from_json(&bk, o, what, err, errlen) != 0)
 			goto fail;
 		rc = ft_bmd_add(b, &bk);
+		json_decref(bk.backend); /* the BMD took its own reference */
 		if (rc == 1) {
 			fail(err, errlen, "bmd: duplicate bucket %s/%s", bk.provider, bk.name);
 			goto fail;

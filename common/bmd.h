@@ -12,11 +12,19 @@ typedef struct {
 	char provider[16];         /* "ais" */
 	ft_cksum_type_t cksum;     /* checksum of objects stored in it */
 	int64_t created_ns;
+	/*
+	 * Remote buckets (provider aws|gcp|azure|ht): the backend properties as
+	 * ft_backend_config_from_json takes them, secrets included (they travel in the BMD over the
+	 * control plane and are persisted with it); NULL for "ais". A BMD holds one reference per
+	 * bucket: ft_bmd_add takes its own, clone/remove/free manage theirs.
+	 */
+	json_t *backend;
 } ft_bucket_t;
 
 /*
  * Immutable once installed; shared by reference count.
- * JSON: {"version": N, "uuid": "...", "buckets": [{"name","provider","checksum":"xxhash|md5","created": ns}...]}
+ * JSON: {"version": N, "uuid": "...", "buckets": [{"name","provider","checksum":"xxhash|md5","created": ns,
+ *       "backend": {...} (remote buckets only, with secrets)}...]}
  */
 typedef struct {
 	int64_t version;
@@ -34,6 +42,7 @@ int ft_bmd_add(ft_bmd_t *b, const ft_bucket_t *bucket);
 int ft_bmd_remove(ft_bmd_t *b, const char *provider, const char *name);
 const ft_bucket_t *ft_bmd_find(const ft_bmd_t *b, const char *provider, const char *name);
 json_t *ft_bmd_to_json(const ft_bmd_t *b);
+/* Public form: the backend properties without secrets (secret_key, session_token, account_key, sas). */
 json_t *ft_bucket_to_json(const ft_bucket_t *bucket);
 ft_bmd_t *ft_bmd_from_json(const json_t *j, char *err, size_t errlen);
 

@@ -1,5 +1,6 @@
 /* Node-to-node JSON client on libcurl: one keep-alive easy handle per thread. */
 #include "client.h"
+#include "strbuf.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -25,8 +26,7 @@ static pthread_once_t client_once = PTHREAD_ONCE_INIT;
 static int client_init_rc = -1;
 
 typedef struct {
-	char *data;
-	size_t len, cap;
+	ft_strbuf_t body;
 	bool too_big;
 } client_buf_t;
 
@@ -87,24 +87,12 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
 	client_buf_t *b = userdata;
 	size_t n = size * nmemb;
 
-	if (n > CLIENT_MAX_RESPONSE - b->len) {
+	if (n > CLIENT_MAX_RESPONSE - b->body.len) {
 		b->too_big = true;
 		return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
 	}
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap != 0 ? b->cap : 4096;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *grown = realloc(b->data, cap);
-		if (grown == NULL)
-			return 0;
-		b->data = grown;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, ptr, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-	return n;
+	ft_strbuf_add(&b->body, ptr, n);
+	return b->body.failed ? 0 : n;
 }
 
 /* Sets the method and body options; the body text stays owned by the caller until perform returns. */
@@ -187,8 +175,8 @@ int ft_client_json(const char *method, const char *url, const json_t *body, int 
 		goto out;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-	if (resp != NULL && buf.len > 0)
-		*resp = json_loadb(buf.data, buf.len, JSON_DECODE_ANY, NULL);
+	if (resp != NULL && buf.body.len > 0)
+		*resp = json_loadb(buf.body.p, buf.body.len, JSON_DECODE_ANY, NULL);
 	rc = 0;
 out:
 	if (h != NULL) {
@@ -198,7 +186,7 @@ out:
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
 	}
 	curl_slist_free_all(headers);
-	free(buf.data);
+	ft_strbuf_free(&buf.body);
 	free(text);
 	return rc;
 }

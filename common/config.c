@@ -26,6 +26,7 @@ typedef enum {
 	KIND_LOG_LEVEL,
 	KIND_SYNC,
 	KIND_MOUNTPATHS, /* JSON array; `--mountpath` (or `--mountpaths`) once per directory */
+	KIND_BOOL,       /* int 0/1: JSON true/false, text true|false|1|0|yes|no */
 } key_kind_t;
 
 typedef struct {
@@ -38,6 +39,7 @@ typedef struct {
 
 #define STR(field, kind) { #field, kind, offsetof(ft_config_t, field), sizeof(((ft_config_t *)0)->field), 0, 0 }
 #define INT(field, lo, hi) { #field, KIND_INT, offsetof(ft_config_t, field), 0, lo, hi }
+#define BOOL(field) { #field, KIND_BOOL, offsetof(ft_config_t, field), 0, 0, 1 }
 
 static const config_key_t config_keys[] = {
 	STR(id, KIND_STR),
@@ -60,6 +62,11 @@ static const config_key_t config_keys[] = {
 	INT(http_idle_timeout_ms, 1, 86400000),
 	INT(http_header_timeout_ms, 1, 86400000),
 	INT(http_body_timeout_ms, 1, 86400000),
+	STR(s3_keys, KIND_STR),
+	BOOL(s3_anonymous),
+	BOOL(s3_root),
+	STR(s3_domain, KIND_STR),
+	STR(s3_region, KIND_STR_NONEMPTY),
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -88,7 +95,7 @@ void ft_config_defaults(ft_config_t *c)
 	snprintf(c->state_dir, sizeof(c->state_dir), ".");
 	c->log_level = FT_LOG_INFO;
 	c->loop_threads = 0;
-	c->worker_threads = 8;
+	c->worker_threads = 64;
 	c->keepalive_ms = 2000;
 	c->sync = FT_SYNC_NONE;
 	c->reserve_bytes = 64 << 20;
@@ -97,6 +104,7 @@ void ft_config_defaults(ft_config_t *c)
 	c->http_idle_timeout_ms = 60000;
 	c->http_header_timeout_ms = 10000;
 	c->http_body_timeout_ms = 30000;
+	snprintf(c->s3_region, sizeof(c->s3_region), "us-east-1");
 }
 
 void ft_config_free(ft_config_t *c)
@@ -210,6 +218,15 @@ static int set_text(ft_config_t *c, const config_key_t *k, const char *v, load_s
 			}
 		}
 		return fail(err, errlen, "%s: key \"sync\": \"%s\" is not one of none|data|full", st->where, v);
+	case KIND_BOOL:
+		if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0)
+			*(int *)(base + k->off) = 1;
+		else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcmp(v, "no") == 0)
+			*(int *)(base + k->off) = 0;
+		else
+			return fail(err, errlen, "%s: key \"%s\": \"%s\" is not one of true|false|1|0|yes|no",
+				    st->where, k->name, v);
+		return 0;
 	case KIND_MOUNTPATHS:
 		/* Command line only (the JSON array goes through set_json). */
 		if (!st->cli_mountpath) {
@@ -235,6 +252,10 @@ static int set_json(ft_config_t *c, const config_key_t *k, json_t *v, load_state
 			return fail(err, errlen, "%s: key \"%s\": must be an integer", st->where, k->name);
 		snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
 		return set_text(c, k, num, st, err, errlen);
+	case KIND_BOOL:
+		if (!json_is_boolean(v))
+			return fail(err, errlen, "%s: key \"%s\": must be true or false", st->where, k->name);
+		return set_text(c, k, json_is_true(v) ? "true" : "false", st, err, errlen);
 	case KIND_MOUNTPATHS:
 		if (!json_is_array(v))
 			return fail(err, errlen, "%s: key \"mountpaths\": must be an array of strings", st->where);

@@ -11,6 +11,7 @@
 #define FT_HOST_MAX 256
 #define FT_URL_MAX 512
 #define FT_PATH_MAX 1024
+#define FT_REGION_MAX 64
 
 typedef enum {
 	FT_SYNC_NONE = 0, /* rename after write; survives a process crash, not a power loss */
@@ -23,6 +24,7 @@ typedef enum {
  * (`--key value` or `--key=value`); the command line wins over the file.
  * `mountpaths` is a JSON array; on the command line `--mountpath DIR` may repeat
  * (the first occurrence replaces the file's list).
+ * Boolean keys take JSON true/false, or on the command line true|false|1|0|yes|no.
  */
 typedef struct {
 	char id[FT_ID_MAX];               /* node id; "" = target: load/generate under state_dir */
@@ -37,7 +39,7 @@ typedef struct {
 	int n_mountpaths;
 	ft_log_level_t log_level;         /* key "log_level": debug|info|warn|error, default info */
 	int loop_threads;                 /* public-port loop threads; 0 = number of CPUs */
-	int worker_threads;               /* worker pool for deferred work, default 8 */
+	int worker_threads;               /* worker pool for deferred work (each blocked stream holds one), default 64 */
 	int keepalive_ms;                 /* target -> proxy keepalive interval, default 2000 */
 	ft_sync_policy_t sync;            /* key "sync": none|data|full, default none */
 	int64_t reserve_bytes;            /* free space kept on each mountpath, default 64 MiB */
@@ -46,6 +48,12 @@ typedef struct {
 	int http_idle_timeout_ms;         /* keep-alive idle close, default 60000 */
 	int http_header_timeout_ms;       /* time to send a full header block, default 10000 */
 	int http_body_timeout_ms;         /* max gap between body bytes, default 30000 */
+	/* S3 API (proxy) */
+	char s3_keys[FT_PATH_MAX];        /* JSON file {"ACCESS_KEY": "SECRET", ...}; "" = no keys */
+	int s3_anonymous;                 /* bool: accept unsigned S3 requests, default false */
+	int s3_root;                      /* bool: serve S3 at / besides /s3, default false */
+	char s3_domain[FT_HOST_MAX];      /* virtual-host style for Host <bucket>.<s3_domain>; "" = off */
+	char s3_region[FT_REGION_MAX];    /* region of the S3 endpoint, default us-east-1 */
 } ft_config_t;
 
 /* Fills defaults. */

@@ -13,6 +13,7 @@
 #include <microhttpd.h>
 
 #include "log.h"
+#include "strbuf.h"
 
 /*
  * DESIGN
@@ -38,8 +39,7 @@ struct ft_ctl {
 
 /* Per-request state, owned by libmicrohttpd's con_cls slot; freed in on_completed(). */
 typedef struct {
-	char *body; /* NUL-terminated when complete */
-	size_t len, cap;
+	ft_strbuf_t body; /* NUL-terminated; p stays NULL for an empty body */
 	bool too_big;
 	bool responded;
 } ctl_conn_t;
@@ -120,27 +120,13 @@ static int append_body(ctl_conn_t *cc, const char *data, size_t n)
 {
 	if (cc->too_big)
 		return 0;
-	if (n > FT_CTL_MAX_BODY - cc->len) {
+	if (n > FT_CTL_MAX_BODY - cc->body.len) {
 		cc->too_big = true;
-		free(cc->body);
-		cc->body = NULL;
-		cc->len = cc->cap = 0;
+		ft_strbuf_free(&cc->body);
 		return 0;
 	}
-	if (cc->len + n + 1 > cc->cap) {
-		size_t cap = cc->cap != 0 ? cc->cap : 4096;
-		while (cap < cc->len + n + 1)
-			cap *= 2;
-		char *grown = realloc(cc->body, cap);
-		if (grown == NULL)
-			return -1;
-		cc->body = grown;
-		cc->cap = cap;
-	}
-	memcpy(cc->body + cc->len, data, n);
-	cc->len += n;
-	cc->body[cc->len] = '\0';
-	return 0;
+	ft_strbuf_add(&cc->body, data, n);
+	return cc->body.failed ? -1 : 0;
 }
 
 static enum MHD_Result call_handler(ft_ctl_t *s, struct MHD_Connection *conn, const char *url,
@@ -149,8 +135,8 @@ static enum MHD_Result call_handler(ft_ctl_t *s, struct MHD_Connection *conn, co
 	ft_ctl_req_t req = {
 		.method = method,
 		.path = url,
-		.body = cc->body,
-		.body_len = cc->len,
+		.body = cc->body.p,
+		.body_len = cc->body.len,
 		.conn = conn,
 	};
 	ft_ctl_resp_t resp = { .status = MHD_HTTP_OK, .json = NULL };
@@ -204,7 +190,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)code;
 	if (cc == NULL)
 		return;
-	free(cc->body);
+	ft_strbuf_free(&cc->body);
 	free(cc);
 	*con_cls = NULL;
 }

@@ -15,6 +15,7 @@
  *   MTIME   i64 LE (ns)
  *   CKSUM   u8 type (ft_cksum_type_t), then the hex value (no NUL)   required
  *   VERSION bytes (no NUL)
+ *   ETAG    bytes (no NUL), written only when not empty
  * A tag seen twice is corrupt. Unknown tags are skipped so that later writers may add fields.
  */
 #define LOM_FORMAT 1
@@ -28,7 +29,8 @@ enum {
 	TAG_MTIME = 3,
 	TAG_CKSUM = 4,
 	TAG_VERSION = 5,
-	TAG_KNOWN_MAX = TAG_VERSION,
+	TAG_ETAG = 6,
+	TAG_KNOWN_MAX = TAG_ETAG,
 };
 
 static void put_u16(uint8_t *p, uint16_t v)
@@ -90,9 +92,10 @@ int ft_lom_encode(const ft_lom_t *m, uint8_t *buf, size_t cap)
 	uint8_t u64[8], atime[8], mtime[8], type;
 	size_t cklen = strnlen(m->cksum, FT_CKSUM_HEX_MAX);
 	size_t vlen = strnlen(m->version, FT_LOM_VERSION_MAX);
+	size_t elen = strnlen(m->etag, FT_LOM_ETAG_MAX);
 	long off = LOM_HDR;
 
-	if (cklen >= FT_CKSUM_HEX_MAX || vlen >= FT_LOM_VERSION_MAX)
+	if (cklen >= FT_CKSUM_HEX_MAX || vlen >= FT_LOM_VERSION_MAX || elen >= FT_LOM_ETAG_MAX)
 		return -1; /* not NUL-terminated: the decoder could not read it back */
 	if ((int)m->cksum_type < FT_CKSUM_NONE || (int)m->cksum_type > FT_CKSUM_MD5)
 		return -1;
@@ -114,6 +117,8 @@ int ft_lom_encode(const ft_lom_t *m, uint8_t *buf, size_t cap)
 		off = put_record(buf, cap, off, TAG_CKSUM, &type, 1, m->cksum, cklen);
 	if (off >= 0)
 		off = put_record(buf, cap, off, TAG_VERSION, m->version, vlen, NULL, 0);
+	if (off >= 0 && elen > 0)
+		off = put_record(buf, cap, off, TAG_ETAG, m->etag, elen, NULL, 0);
 	if (off < 0)
 		return -1;
 	put_u32(buf + off, XXH32(buf, (size_t)off, 0));
@@ -162,6 +167,12 @@ static int decode_record(ft_lom_t *m, uint8_t tag, const uint8_t *v, size_t len)
 			return -1;
 		memcpy(m->version, v, len);
 		m->version[len] = '\0';
+		return 0;
+	case TAG_ETAG:
+		if (len >= FT_LOM_ETAG_MAX || memchr(v, '\0', len) != NULL)
+			return -1;
+		memcpy(m->etag, v, len);
+		m->etag[len] = '\0';
 		return 0;
 	}
 	return 0; /* unknown: skipped */

@@ -9,6 +9,7 @@
 #define FT_LOM_XATTR "user.ft.lom"
 #define FT_LOM_MAX 4096      /* largest encoded size */
 #define FT_LOM_VERSION_MAX 128
+#define FT_LOM_ETAG_MAX 72   /* "<32 hex md5>" or "<32 hex>-<parts>", plus NUL */
 
 /*
  * Encoding: byte 0 = format version (1); then records (u8 tag, u16 little-endian length, bytes)
@@ -23,6 +24,7 @@ typedef struct {
 	ft_cksum_type_t cksum_type;
 	char cksum[FT_CKSUM_HEX_MAX];
 	char version[FT_LOM_VERSION_MAX]; /* object version, "1", "2", ... */
+	char etag[FT_LOM_ETAG_MAX];  /* S3 ETag without quotes ("" = none: the checksum serves) */
 } ft_lom_t;
 
 /* Returns the encoded length, or -1 if cap is too small. */

@@ -22,6 +22,7 @@
  *   out, so callers write to a work file and keep it only once feed returned 1.
  */
 #include "sigv4.h"
+#include "strbuf.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -40,58 +41,6 @@
 #define MAX_SKEW_SECONDS (15 * 60)
 #define MAX_PRESIGN_EXPIRES 604800L
 #define CHUNK_HEADER_MAX 128 /* "<16 hex>;chunk-signature=<64 hex>" is 97 bytes */
-
-/* ---- growable string: one owner, NUL-terminated, sticky allocation failure ---- */
-
-typedef struct {
-	char *p;
-	size_t len, cap;
-	int failed; /* an allocation failed: the contents are incomplete */
-} sbuf_t;
-
-static void sb_add(sbuf_t *b, const char *s, size_t n)
-{
-	if (b->failed)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (p == NULL) {
-			b->failed = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void sb_adds(sbuf_t *b, const char *s)
-{
-	sb_add(b, s, strlen(s));
-}
-
-static void sb_addc(sbuf_t *b, char c)
-{
-	if (b->len + 2 <= b->cap) { /* the common case, byte by byte in the canonicalization loops */
-		b->p[b->len++] = c;
-		b->p[b->len] = '\0';
-		return;
-	}
-	sb_add(b, &c, 1);
-}
-
-static void sb_free(sbuf_t *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
-}
 
 /* ---- hashing ---- */
 
@@ -189,12 +138,12 @@ static void hmac_done(hmac_t *h)
 static int derive_signing_key(hmac_t *h, const char *secret, const char *date8, const char *region,
 			      const char *service, uint8_t key[32])
 {
-	sbuf_t k_secret = { 0 };
+	ft_strbuf_t k_secret = { 0 };
 	uint8_t k[32];
 	int rc = -1;
 
-	sb_adds(&k_secret, "AWS4");
-	sb_adds(&k_secret, secret);
+	ft_strbuf_adds(&k_secret, "AWS4");
+	ft_strbuf_adds(&k_secret, secret);
 	if (k_secret.failed)
 		goto out;
 	if (hmac_sha256(h, k_secret.p, k_secret.len, date8, strlen(date8), k) != 0 ||
@@ -207,7 +156,7 @@ out:
 	if (k_secret.p != NULL)
 		OPENSSL_cleanse(k_secret.p, k_secret.len);
 	OPENSSL_cleanse(k, sizeof(k));
-	sb_free(&k_secret);
+	ft_strbuf_free(&k_secret);
 	return rc;
 }
 
@@ -235,7 +184,7 @@ static int hex_value(char c)
  * encoded too). A '%' not followed by two hex digits is a literal '%'. in_query: a raw '+' is a
  * space.
  */
-static void add_recoded(sbuf_t *b, const char *s, size_t n, int in_query)
+static void add_recoded(ft_strbuf_t *b, const char *s, size_t n, int in_query)
 {
 	static const char digits[] = "0123456789ABCDEF";
 
@@ -250,13 +199,13 @@ static void add_recoded(sbuf_t *b, const char *s, size_t n, int in_query)
 			c = ' ';
 		}
 		if (is_unreserved(c)) {
-			sb_addc(b, (char)c);
+			ft_strbuf_addc(b, (char)c);
 			continue;
 		}
 		esc[0] = '%';
 		esc[1] = digits[c >> 4];
 		esc[2] = digits[c & 15];
-		sb_add(b, esc, 3);
+		ft_strbuf_add(b, esc, 3);
 	}
 }
 
@@ -275,12 +224,12 @@ static char query_byte(const char *s, size_t n, size_t *i)
 }
 
 /* Appends the query piece s[0..n) decoded. */
-static void add_decoded(sbuf_t *b, const char *s, size_t n)
+static void add_decoded(ft_strbuf_t *b, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n;) {
 		char c = query_byte(s, n, &i);
 
-		sb_addc(b, c);
+		ft_strbuf_addc(b, c);
 	}
 }
 
@@ -300,12 +249,12 @@ static int decoded_equals(const char *s, size_t n, const char *name)
 /* ---- canonical request ---- */
 
 /* S3 canonical URI: the path as sent, segment by segment recoded, "/" when empty. */
-static void add_canonical_uri(sbuf_t *b, const char *path)
+static void add_canonical_uri(ft_strbuf_t *b, const char *path)
 {
 	const char *seg = path;
 
 	if (path == NULL || *path == '\0') {
-		sb_addc(b, '/');
+		ft_strbuf_addc(b, '/');
 		return;
 	}
 	for (;;) {
@@ -315,7 +264,7 @@ static void add_canonical_uri(sbuf_t *b, const char *path)
 		add_recoded(b, seg, n, 0);
 		if (slash == NULL)
 			break;
-		sb_addc(b, '/');
+		ft_strbuf_addc(b, '/');
 		seg = slash + 1;
 	}
 }
@@ -335,11 +284,11 @@ static int qparam_cmp(const void *a, const void *b)
 
 static char *recode_dup(const char *s, size_t n)
 {
-	sbuf_t b = { 0 };
+	ft_strbuf_t b = { 0 };
 
 	add_recoded(&b, s, n, 1);
 	if (b.failed) {
-		sb_free(&b);
+		ft_strbuf_free(&b);
 		return NULL;
 	}
 	if (b.p == NULL)
@@ -357,7 +306,7 @@ static void free_params(qparam_t *params, size_t n)
 }
 
 /* Appends the canonical query string; skip_signature drops X-Amz-Signature. Returns 0 or -1. */
-static int add_canonical_query(sbuf_t *b, const char *query, int skip_signature)
+static int add_canonical_query(ft_strbuf_t *b, const char *query, int skip_signature)
 {
 	qparam_t *params = NULL;
 	size_t n = 0, max = 1;
@@ -397,10 +346,10 @@ static int add_canonical_query(sbuf_t *b, const char *query, int skip_signature)
 	qsort(params, n, sizeof(*params), qparam_cmp);
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0)
-			sb_addc(b, '&');
-		sb_adds(b, params[i].name);
-		sb_addc(b, '=');
-		sb_adds(b, params[i].value);
+			ft_strbuf_addc(b, '&');
+		ft_strbuf_adds(b, params[i].name);
+		ft_strbuf_addc(b, '=');
+		ft_strbuf_adds(b, params[i].value);
 	}
 	rc = 0;
 out:
@@ -414,7 +363,7 @@ static int is_space(char c)
 }
 
 /* Appends v trimmed, with every inner run of whitespace folded to one space. */
-static void add_header_value(sbuf_t *b, const char *v)
+static void add_header_value(ft_strbuf_t *b, const char *v)
 {
 	int pending_space = 0, started = 0;
 
@@ -424,10 +373,10 @@ static void add_header_value(sbuf_t *b, const char *v)
 			continue;
 		}
 		if (pending_space)
-			sb_addc(b, ' ');
+			ft_strbuf_addc(b, ' ');
 		pending_space = 0;
 		started = 1;
-		sb_addc(b, *v);
+		ft_strbuf_addc(b, *v);
 	}
 }
 
@@ -437,24 +386,24 @@ static int name_equals(const char *name, const char *s, size_t n)
 }
 
 /* Appends "name:value[,value...]\n" for every name of the ';'-separated list, lowercase names. */
-static void add_canonical_headers(sbuf_t *b, const ft_sigv4_request_t *req, const char *list)
+static void add_canonical_headers(ft_strbuf_t *b, const ft_sigv4_request_t *req, const char *list)
 {
 	for (const char *p = list; *p;) {
 		size_t n = strcspn(p, ";");
 		int first = 1;
 
 		for (size_t i = 0; i < n; i++)
-			sb_addc(b, (char)((p[i] >= 'A' && p[i] <= 'Z') ? p[i] + 32 : p[i]));
-		sb_addc(b, ':');
+			ft_strbuf_addc(b, (char)((p[i] >= 'A' && p[i] <= 'Z') ? p[i] + 32 : p[i]));
+		ft_strbuf_addc(b, ':');
 		for (int i = 0; i < req->n_headers; i++) {
 			if (!name_equals(req->headers[i].name, p, n))
 				continue;
 			if (!first)
-				sb_addc(b, ',');
+				ft_strbuf_addc(b, ',');
 			add_header_value(b, req->headers[i].value);
 			first = 0;
 		}
-		sb_addc(b, '\n');
+		ft_strbuf_addc(b, '\n');
 		p += n;
 		if (*p == ';')
 			p++;
@@ -462,47 +411,47 @@ static void add_canonical_headers(sbuf_t *b, const ft_sigv4_request_t *req, cons
 }
 
 /* Builds the whole canonical request into b. Returns 0 or -1 (allocation). */
-static int build_canonical_request(sbuf_t *b, const ft_sigv4_request_t *req, const char *signed_headers,
+static int build_canonical_request(ft_strbuf_t *b, const ft_sigv4_request_t *req, const char *signed_headers,
 				   int skip_signature, const char *payload_hash)
 {
-	sb_adds(b, req->method ? req->method : "");
-	sb_addc(b, '\n');
+	ft_strbuf_adds(b, req->method ? req->method : "");
+	ft_strbuf_addc(b, '\n');
 	add_canonical_uri(b, req->path);
-	sb_addc(b, '\n');
+	ft_strbuf_addc(b, '\n');
 	if (add_canonical_query(b, req->query, skip_signature) != 0)
 		return -1;
-	sb_addc(b, '\n');
+	ft_strbuf_addc(b, '\n');
 	add_canonical_headers(b, req, signed_headers);
-	sb_addc(b, '\n');
-	sb_adds(b, signed_headers);
-	sb_addc(b, '\n');
-	sb_adds(b, payload_hash);
+	ft_strbuf_addc(b, '\n');
+	ft_strbuf_adds(b, signed_headers);
+	ft_strbuf_addc(b, '\n');
+	ft_strbuf_adds(b, payload_hash);
 	return b->failed ? -1 : 0;
 }
 
 /* signature = hex HMAC(key, "AWS4-HMAC-SHA256\n" date "\n" scope "\n" hex sha256(creq)). */
 static int request_signature(hmac_t *h, const uint8_t key[32], const char *amz_date, const char *scope,
-			     const sbuf_t *creq, char sig[65])
+			     const ft_strbuf_t *creq, char sig[65])
 {
 	char creq_hash[FT_SHA256_HEX];
-	sbuf_t sts = { 0 };
+	ft_strbuf_t sts = { 0 };
 	uint8_t mac[32];
 	int rc = -1;
 
 	if (sha256_hex(creq->p ? creq->p : "", creq->len, creq_hash) != 0)
 		goto out;
-	sb_adds(&sts, ALGORITHM "\n");
-	sb_adds(&sts, amz_date);
-	sb_addc(&sts, '\n');
-	sb_adds(&sts, scope);
-	sb_addc(&sts, '\n');
-	sb_adds(&sts, creq_hash);
+	ft_strbuf_adds(&sts, ALGORITHM "\n");
+	ft_strbuf_adds(&sts, amz_date);
+	ft_strbuf_addc(&sts, '\n');
+	ft_strbuf_adds(&sts, scope);
+	ft_strbuf_addc(&sts, '\n');
+	ft_strbuf_adds(&sts, creq_hash);
 	if (sts.failed || hmac_sha256(h, key, 32, sts.p, sts.len, mac) != 0)
 		goto out;
 	hex_encode(mac, 32, sig);
 	rc = 0;
 out:
-	sb_free(&sts);
+	ft_strbuf_free(&sts);
 	return rc;
 }
 
@@ -617,7 +566,7 @@ static int copy_trimmed(const char *v, char *out, size_t cap)
  * Finds query parameter name (compared after decoding); stores the decoded value of the first
  * occurrence in val when val != NULL. Returns the number of occurrences, -1 on allocation failure.
  */
-static int query_get(const char *query, const char *name, sbuf_t *val)
+static int query_get(const char *query, const char *name, ft_strbuf_t *val)
 {
 	int count = 0;
 
@@ -627,7 +576,7 @@ static int query_get(const char *query, const char *name, sbuf_t *val)
 		size_t name_len = eq ? (size_t)(eq - p) : len;
 
 		if (decoded_equals(p, name_len, name) && count++ == 0 && val != NULL) {
-			sb_add(val, "", 0);
+			ft_strbuf_add(val, "", 0);
 			if (eq)
 				add_decoded(val, eq + 1, len - name_len - 1);
 			if (val->failed)
@@ -824,7 +773,7 @@ static ft_sigv4_result_t claim_from_header(const ft_sigv4_request_t *req, const 
 }
 
 /* One required presigned parameter, exactly once, decoded into val. */
-static int query_required(const char *query, const char *name, sbuf_t *val)
+static int query_required(const char *query, const char *name, ft_strbuf_t *val)
 {
 	int n = query_get(query, name, val);
 
@@ -834,7 +783,7 @@ static int query_required(const char *query, const char *name, sbuf_t *val)
 /* Presigned form: everything from the X-Amz-* query parameters. */
 static ft_sigv4_result_t claim_from_query(const ft_sigv4_request_t *req, claim_t *c)
 {
-	sbuf_t alg = { 0 }, cred = { 0 }, date = { 0 }, expires = { 0 }, signed_headers = { 0 }, sig = { 0 };
+	ft_strbuf_t alg = { 0 }, cred = { 0 }, date = { 0 }, expires = { 0 }, signed_headers = { 0 }, sig = { 0 };
 	ft_sigv4_result_t r = FT_SIGV4_MALFORMED;
 	char *end = NULL;
 
@@ -864,12 +813,12 @@ static ft_sigv4_result_t claim_from_query(const ft_sigv4_request_t *req, claim_t
 	memcpy(c->payload_hash, FT_SIGV4_UNSIGNED, sizeof(FT_SIGV4_UNSIGNED));
 	r = FT_SIGV4_OK;
 out:
-	sb_free(&sig);
-	sb_free(&signed_headers);
-	sb_free(&expires);
-	sb_free(&date);
-	sb_free(&cred);
-	sb_free(&alg);
+	ft_strbuf_free(&sig);
+	ft_strbuf_free(&signed_headers);
+	ft_strbuf_free(&expires);
+	ft_strbuf_free(&date);
+	ft_strbuf_free(&cred);
+	ft_strbuf_free(&alg);
 	return r;
 }
 
@@ -894,7 +843,7 @@ static ft_sigv4_result_t check_claim(const ft_sigv4_request_t *req, const claim_
 {
 	const char *secret;
 	uint8_t key[32];
-	sbuf_t creq = { 0 };
+	ft_strbuf_t creq = { 0 };
 	hmac_t h = { 0 };
 	char sig[65];
 	ft_sigv4_result_t r = FT_SIGV4_MALFORMED;
@@ -929,7 +878,7 @@ static ft_sigv4_result_t check_claim(const ft_sigv4_request_t *req, const claim_
 out:
 	OPENSSL_cleanse(key, sizeof(key));
 	hmac_done(&h);
-	sb_free(&creq);
+	ft_strbuf_free(&creq);
 	return r;
 }
 
@@ -977,7 +926,7 @@ static int str_ptr_cmp(const void *a, const void *b)
 }
 
 /* The sorted, de-duplicated, lowercase names of all headers joined with ';' into list. */
-static int signed_header_list(const ft_sigv4_request_t *req, sbuf_t *list)
+static int signed_header_list(const ft_sigv4_request_t *req, ft_strbuf_t *list)
 {
 	char **names = calloc((size_t)req->n_headers + 1, sizeof(*names));
 	int n = 0, rc = -1;
@@ -1005,8 +954,8 @@ static int signed_header_list(const ft_sigv4_request_t *req, sbuf_t *list)
 		if (i > 0 && strcmp(names[i], names[i - 1]) == 0)
 			continue;
 		if (list->len > 0)
-			sb_addc(list, ';');
-		sb_adds(list, names[i]);
+			ft_strbuf_addc(list, ';');
+		ft_strbuf_adds(list, names[i]);
 	}
 	rc = list->failed ? -1 : 0;
 out:
@@ -1020,7 +969,7 @@ int ft_sigv4_sign(const ft_sigv4_request_t *req, const char *access_key, const c
 		  const char *region, const char *service, const char *amz_date, char *authorization,
 		  size_t cap)
 {
-	sbuf_t list = { 0 }, creq = { 0 };
+	ft_strbuf_t list = { 0 }, creq = { 0 };
 	hmac_t h = { 0 };
 	const char *host, *date_header;
 	char date8[9], scope[256], sig[65], date[32];
@@ -1053,8 +1002,8 @@ int ft_sigv4_sign(const ft_sigv4_request_t *req, const char *access_key, const c
 out:
 	OPENSSL_cleanse(key, sizeof(key));
 	hmac_done(&h);
-	sb_free(&creq);
-	sb_free(&list);
+	ft_strbuf_free(&creq);
+	ft_strbuf_free(&list);
 	return rc;
 }
 
@@ -1224,20 +1173,20 @@ static int chunk_verify(ft_sigv4_chunked_t *c)
 	uint8_t md[32], mac[32];
 	unsigned int n = 0;
 	char data_hash[FT_SHA256_HEX], sig[65];
-	sbuf_t sts = { 0 };
+	ft_strbuf_t sts = { 0 };
 	int rc = -1;
 
 	if (EVP_DigestFinal_ex(c->hash, md, &n) != 1 || n != 32)
 		goto out;
 	hex_encode(md, 32, data_hash);
-	sb_adds(&sts, ALGORITHM "-PAYLOAD\n");
-	sb_adds(&sts, c->amz_date);
-	sb_addc(&sts, '\n');
-	sb_adds(&sts, c->scope);
-	sb_addc(&sts, '\n');
-	sb_adds(&sts, c->prev_sig);
-	sb_adds(&sts, "\n" EMPTY_SHA256 "\n");
-	sb_adds(&sts, data_hash);
+	ft_strbuf_adds(&sts, ALGORITHM "-PAYLOAD\n");
+	ft_strbuf_adds(&sts, c->amz_date);
+	ft_strbuf_addc(&sts, '\n');
+	ft_strbuf_adds(&sts, c->scope);
+	ft_strbuf_addc(&sts, '\n');
+	ft_strbuf_adds(&sts, c->prev_sig);
+	ft_strbuf_adds(&sts, "\n" EMPTY_SHA256 "\n");
+	ft_strbuf_adds(&sts, data_hash);
 	if (sts.failed || hmac_sha256(&c->hmac, c->key, 32, sts.p, sts.len, mac) != 0)
 		goto out;
 	hex_encode(mac, 32, sig);
@@ -1245,7 +1194,7 @@ static int chunk_verify(ft_sigv4_chunked_t *c)
 	if (rc == 0)
 		memcpy(c->prev_sig, c->chunk_sig, sizeof(c->prev_sig));
 out:
-	sb_free(&sts);
+	ft_strbuf_free(&sts);
 	return rc;
 }
 

@@ -9,33 +9,12 @@
 #include <unistd.h>
 
 #include "loader.h"
+#include "strbuf.h"
 
-typedef struct {
-	char *p;
-	size_t len, cap;
-	bool oom;
-} growbuf_t;
-
+/* ld_resp_feed sink: appends body bytes to the ft_strbuf_t in ctx (sticky failure on OOM). */
 static void collect(void *ctx, const char *p, size_t n)
 {
-	growbuf_t *g = ctx;
-
-	if (g->oom)
-		return;
-	if (g->len + n + 1 > g->cap) {
-		size_t cap = g->cap ? g->cap : 64 * 1024;
-		while (cap < g->len + n + 1)
-			cap *= 2;
-		char *np = realloc(g->p, cap);
-		if (np == NULL) {
-			g->oom = true;
-			return;
-		}
-		g->p = np;
-		g->cap = cap;
-	}
-	memcpy(g->p + g->len, p, n);
-	g->len += n;
+	ft_strbuf_add(ctx, p, n);
 }
 
 /* Waits for fd to become ready for events; returns 0, -1 on timeout or error. */
@@ -109,7 +88,7 @@ int ld_sync_do(int host, const ld_reqspec_t *rs, const void *body, size_t body_l
 	char head[LD_REQ_MAX], rbuf[64 * 1024];
 	ld_buf_t b = {head, 0, sizeof(head), false};
 	ld_resp_t resp = {0};
-	growbuf_t g = {0};
+	ft_strbuf_t g = {0};
 	int fd = -1, rc = -1;
 
 	memset(out, 0, sizeof(*out));
@@ -157,25 +136,18 @@ int ld_sync_do(int host, const ld_reqspec_t *rs, const void *body, size_t body_l
 		}
 	}
 done:
-	if (g.oom) {
+	ft_strbuf_reserve(&g, 0); /* an empty body is still a NUL-terminated "" */
+	if (g.failed) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	collect(&g, "", 0);
-	if (g.p == NULL) {
-		g.p = calloc(1, 1);
-		if (g.p == NULL)
-			goto out;
-	}
-	g.p[g.len] = '\0';
 	out->status = resp.status;
-	out->body = g.p;
 	out->body_len = g.len;
-	g.p = NULL;
+	out->body = ft_strbuf_take(&g);
 	snprintf(out->location, sizeof(out->location), "%s", resp.location);
 	rc = 0;
 out:
-	free(g.p);
+	ft_strbuf_free(&g);
 	ld_resp_free(&resp);
 	if (fd >= 0)
 		close(fd);

@@ -1,10 +1,12 @@
 /* Bucket requests at the proxy: list buckets, create, destroy, HEAD (BMD mutations and their push). */
 #include "proxy.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "httputil.h"
 #include "log.h"
 
@@ -13,7 +15,17 @@ typedef struct {
 	px_t *px;
 	char bucket[FT_BUCKET_NAME_MAX + 1];
 	ft_cksum_type_t cksum; /* create only */
+	const char *provider;  /* static string: "ais" or a canonical remote provider name */
+	json_t *backend;       /* remote create: validated properties (owned; released by op_done) */
 } bucket_op_t;
+
+static void op_done(void *arg)
+{
+	bucket_op_t *op = arg;
+
+	json_decref(op->backend);
+	op->backend = NULL;
+}
 
 /* ---- read-only ---- */
 
@@ -31,8 +43,13 @@ void px_buckets_list(px_t *px, ft_req_t *r)
 
 void px_bucket_head(px_t *px, ft_req_t *r, const char *bucket)
 {
+	px_bucket_head_provider(px, r, "ais", bucket);
+}
+
+void px_bucket_head_provider(px_t *px, ft_req_t *r, const char *provider, const char *bucket)
+{
 	ft_bmd_t *bmd = ft_bmd_current();
-	const ft_bucket_t *b = bmd != NULL ? ft_bmd_find(bmd, "ais", bucket) : NULL;
+	const ft_bucket_t *b = bmd != NULL ? ft_bmd_find(bmd, provider, bucket) : NULL;
 
 	(void)px;
 	if (b == NULL) {
@@ -127,28 +144,27 @@ static ft_bmd_t *next_bmd(const ft_bmd_t *cur)
 	return b;
 }
 
-/* Worker thread: adds the bucket to a new BMD, persists, installs, pushes, then responds. */
-static void create_work(ft_req_t *r, void *arg)
+/* Adds (provider, name) with backend (borrowed; NULL for ais) to a new BMD, persists, installs, pushes. */
+static int create_do(px_t *px, const char *provider, const char *name, ft_cksum_type_t cksum, json_t *backend)
 {
-	bucket_op_t *op = arg;
-	px_t *px = op->px;
 	ft_bmd_t *cur, *b = NULL;
 	ft_smap_t *smap = NULL;
-	ft_bucket_t bucket = { .cksum = op->cksum, .created_ns = ft_now_ns() };
+	ft_bucket_t bucket = { .cksum = cksum, .created_ns = ft_now_ns(), .backend = backend };
+	int rc = 0;
 
-	snprintf(bucket.name, sizeof(bucket.name), "%s", op->bucket);
-	snprintf(bucket.provider, sizeof(bucket.provider), "ais");
+	snprintf(bucket.name, sizeof(bucket.name), "%s", name);
+	snprintf(bucket.provider, sizeof(bucket.provider), "%s", provider);
 	pthread_mutex_lock(&px->meta_lock);
 	cur = ft_bmd_current();
-	if (ft_bmd_find(cur, "ais", op->bucket) != NULL) {
+	if (ft_bmd_find(cur, provider, name) != NULL) {
 		pthread_mutex_unlock(&px->meta_lock);
-		ft_resp_error(r, 409, "bucket \"%s\" already exists", op->bucket);
+		rc = -EEXIST;
 		goto out;
 	}
 	b = next_bmd(cur);
 	if (b == NULL || ft_bmd_add(b, &bucket) != 0 || px_persist_bmd(px, b) != 0) {
 		pthread_mutex_unlock(&px->meta_lock);
-		ft_resp_error(r, 500, "cannot update the bucket metadata");
+		rc = -EIO;
 		goto out;
 	}
 	ft_bmd_get(b);
@@ -156,14 +172,74 @@ static void create_work(ft_req_t *r, void *arg)
 	smap = ft_smap_current();
 	pthread_mutex_unlock(&px->meta_lock);
 
-	ft_info("bucket %s created (checksum %s): bucket metadata v%lld", op->bucket, ft_cksum_name(op->cksum),
+	ft_info("bucket %s/%s created (checksum %s): bucket metadata v%lld", provider, name, ft_cksum_name(cksum),
 		(long long)b->version);
 	px_metasync(px, smap, b, false, true, NULL);
-	ft_resp_bytes(r, 200, NULL, NULL, 0);
 out:
 	ft_smap_put(smap);
 	ft_bmd_put(b);
 	ft_bmd_put(cur);
+	return rc;
+}
+
+int px_bucket_create_do(px_t *px, const char *name, ft_cksum_type_t cksum)
+{
+	return create_do(px, "ais", name, cksum, NULL);
+}
+
+/* Worker thread: adds the bucket to a new BMD, persists, installs, pushes, then responds. */
+static void create_work(ft_req_t *r, void *arg)
+{
+	bucket_op_t *op = arg;
+	int rc = create_do(op->px, op->provider, op->bucket, op->cksum, op->backend);
+
+	if (rc == -EEXIST)
+		ft_resp_error(r, 409, "bucket \"%s\" already exists", op->bucket);
+	else if (rc != 0)
+		ft_resp_error(r, 500, "cannot update the bucket metadata");
+	else
+		ft_resp_bytes(r, 200, NULL, NULL, 0);
+}
+
+/*
+ * Remote create: value.backend must be valid backend properties for op->provider (its "provider"
+ * key, if any, must agree). Sets op->backend; 0, or -1 after responding 400.
+ */
+static int create_backend(ft_req_t *r, bucket_op_t *op, const json_t *msg)
+{
+	const json_t *props = json_object_get(json_object_get(msg, "value"), "backend");
+	const char *given;
+	ft_backend_config_t *cfg = NULL;
+	ft_backend_error_t berr;
+	int rc = -1;
+
+	if (!json_is_object(props)) {
+		ft_resp_error(r, 400, "create-bck of a %s bucket needs {\"value\": {\"backend\": {...properties...}}}",
+			      op->provider);
+		return -1;
+	}
+	given = json_string_value(json_object_get(props, "provider"));
+	op->backend = json_deep_copy(props);
+	cfg = malloc(sizeof(*cfg)); /* large (tokens): not on a loop thread's stack */
+	if (op->backend == NULL || cfg == NULL) {
+		ft_resp_error(r, 500, "out of memory");
+		goto out;
+	}
+	json_object_set_new(op->backend, "provider", json_string(op->provider));
+	ft_backend_provider_t bp;
+	if (given != NULL &&
+	    (ft_backend_provider_parse(given, &bp) != 0 || strcmp(ft_backend_provider_name(bp), op->provider) != 0)) {
+		ft_resp_error(r, 400, "backend provider \"%s\" does not match provider=%s", given, op->provider);
+		goto out;
+	}
+	if (ft_backend_config_from_json(cfg, op->backend, &berr) != FT_BACKEND_OK) {
+		ft_resp_error(r, 400, "bad backend properties: %s", berr.msg);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(cfg);
+	return rc;
 }
 
 static void create_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
@@ -179,6 +255,8 @@ static void create_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 	if (msg == NULL)
 		return;
 	int rc = create_cksum(r, msg, &op->cksum);
+	if (rc == 0 && strcmp(op->provider, "ais") != 0)
+		rc = create_backend(r, op, msg);
 	json_decref(msg);
 	if (rc == 0)
 		ft_req_defer(r, create_work, op);
@@ -188,31 +266,44 @@ void px_bucket_create(px_t *px, ft_req_t *r, const char *bucket)
 {
 	bucket_op_t *op = ft_req_alloc(r, sizeof(*op));
 
+	memset(op, 0, sizeof(*op));
 	op->px = px;
+	op->provider = "ais";
 	snprintf(op->bucket, sizeof(op->bucket), "%s", bucket);
+	ft_req_read_body_all(r, PX_BODY_MAX, create_body, op);
+}
+
+void px_bucket_create_remote(px_t *px, ft_req_t *r, const char *provider, const char *bucket)
+{
+	bucket_op_t *op = ft_req_alloc(r, sizeof(*op));
+
+	memset(op, 0, sizeof(*op));
+	op->px = px;
+	op->provider = provider;
+	snprintf(op->bucket, sizeof(op->bucket), "%s", bucket);
+	ft_req_on_done(r, op_done, op);
 	ft_req_read_body_all(r, PX_BODY_MAX, create_body, op);
 }
 
 /* ---- destroy ---- */
 
-static void destroy_work(ft_req_t *r, void *arg)
+static int destroy_do(px_t *px, const char *provider, const char *name)
 {
-	bucket_op_t *op = arg;
-	px_t *px = op->px;
 	ft_bmd_t *cur, *b = NULL;
 	ft_smap_t *smap = NULL;
+	int rc = 0;
 
 	pthread_mutex_lock(&px->meta_lock);
 	cur = ft_bmd_current();
-	if (ft_bmd_find(cur, "ais", op->bucket) == NULL) {
+	if (ft_bmd_find(cur, provider, name) == NULL) {
 		pthread_mutex_unlock(&px->meta_lock);
-		ft_resp_error(r, 404, "bucket \"%s\" does not exist", op->bucket);
+		rc = -ENOENT;
 		goto out;
 	}
 	b = next_bmd(cur);
-	if (b == NULL || ft_bmd_remove(b, "ais", op->bucket) != 0 || px_persist_bmd(px, b) != 0) {
+	if (b == NULL || ft_bmd_remove(b, provider, name) != 0 || px_persist_bmd(px, b) != 0) {
 		pthread_mutex_unlock(&px->meta_lock);
-		ft_resp_error(r, 500, "cannot update the bucket metadata");
+		rc = -EIO;
 		goto out;
 	}
 	ft_bmd_get(b);
@@ -220,13 +311,31 @@ static void destroy_work(ft_req_t *r, void *arg)
 	smap = ft_smap_current();
 	pthread_mutex_unlock(&px->meta_lock);
 
-	ft_info("bucket %s destroyed: bucket metadata v%lld", op->bucket, (long long)b->version);
+	ft_info("bucket %s/%s destroyed: bucket metadata v%lld", provider, name, (long long)b->version);
 	px_metasync(px, smap, b, false, true, NULL);
-	ft_resp_bytes(r, 200, NULL, NULL, 0);
 out:
 	ft_smap_put(smap);
 	ft_bmd_put(b);
 	ft_bmd_put(cur);
+	return rc;
+}
+
+int px_bucket_destroy_do(px_t *px, const char *name)
+{
+	return destroy_do(px, "ais", name);
+}
+
+static void destroy_work(ft_req_t *r, void *arg)
+{
+	bucket_op_t *op = arg;
+	int rc = destroy_do(op->px, op->provider, op->bucket);
+
+	if (rc == -ENOENT)
+		ft_resp_error(r, 404, "bucket \"%s\" does not exist", op->bucket);
+	else if (rc != 0)
+		ft_resp_error(r, 500, "cannot update the bucket metadata");
+	else
+		ft_resp_bytes(r, 200, NULL, NULL, 0);
 }
 
 static void destroy_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
@@ -248,9 +357,25 @@ void px_bucket_destroy(px_t *px, ft_req_t *r, const char *bucket)
 {
 	bucket_op_t *op = ft_req_alloc(r, sizeof(*op));
 
+	memset(op, 0, sizeof(*op));
 	op->px = px;
+	op->provider = "ais";
 	snprintf(op->bucket, sizeof(op->bucket), "%s", bucket);
 	if (ft_req_content_length(r) == 0) /* no body to read: straight to the worker */
+		ft_req_defer(r, destroy_work, op);
+	else
+		ft_req_read_body_all(r, PX_BODY_MAX, destroy_body, op);
+}
+
+void px_bucket_destroy_remote(px_t *px, ft_req_t *r, const char *provider, const char *bucket)
+{
+	bucket_op_t *op = ft_req_alloc(r, sizeof(*op));
+
+	memset(op, 0, sizeof(*op));
+	op->px = px;
+	op->provider = provider;
+	snprintf(op->bucket, sizeof(op->bucket), "%s", bucket);
+	if (ft_req_content_length(r) == 0)
 		ft_req_defer(r, destroy_work, op);
 	else
 		ft_req_read_body_all(r, PX_BODY_MAX, destroy_body, op);

@@ -120,19 +120,22 @@ static int smallest(const page_t *pages, int n)
 	return best;
 }
 
-/* Merges the pages into the response body {"entries", "continuation_token"}; NULL on allocation failure. */
-static json_t *merge(page_t *pages, int n, const list_op_t *op)
+/*
+ * Merges the pages into one array of at most op->pagesize entries; *more is set when some target
+ * may hold names after the last one. NULL on allocation failure.
+ */
+static json_t *merge(page_t *pages, int n, const list_op_t *op, bool *more)
 {
 	json_t *out = json_array();
 	const char *last = NULL;
-	bool more = false;
 	int count = 0;
 
+	*more = false;
 	if (out == NULL)
 		return NULL;
 	for (int i = 0; i < n; i++)
 		if (pages[i].n >= (size_t)op->pagesize)
-			more = true;
+			*more = true;
 	while (count < op->pagesize) {
 		int i = smallest(pages, n);
 		if (i < 0)
@@ -151,50 +154,56 @@ static json_t *merge(page_t *pages, int n, const list_op_t *op)
 		       strcmp(entry_name(json_array_get(pages[i].entries, pages[i].pos)), last) == 0)
 			pages[i].pos++;
 		if (pages[i].pos < pages[i].n)
-			more = true;
+			*more = true;
 	}
-	return json_pack("{s:o,s:s}", "entries", out, "continuation_token", more && last != NULL ? last : "");
+	if (last == NULL)
+		*more = false;
+	return out;
 }
 
-/* Worker thread: fans out, merges, responds. */
-static void list_work(ft_req_t *r, void *arg)
+/* Fans one page request out to every target of the current map and merges the replies. */
+static int list_page(const list_op_t *op, json_t **entries, bool *more, int *status, char *why, size_t cap)
 {
-	list_op_t *op = arg;
 	ft_smap_t *smap = ft_smap_current();
 	page_t *pages = NULL;
 	int n = smap != NULL ? smap->n_targets : 0;
-	char why[512];
+	int rc = -1;
 
+	*entries = NULL;
+	*more = false;
+	*status = 500;
 	if (n == 0) {
-		ft_resp_error(r, 503, "no targets in the cluster map");
+		*status = 503;
+		snprintf(why, cap, "no targets in the cluster map");
 		goto out;
 	}
 	pages = calloc((size_t)n, sizeof(*pages));
 	if (pages == NULL) {
-		ft_resp_error(r, 500, "out of memory");
+		snprintf(why, cap, "out of memory");
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
 		pages[i].node = &smap->targets[i];
 		pages[i].url = page_url(pages[i].node, op);
 		if (pages[i].url == NULL) {
-			ft_resp_error(r, 500, "out of memory");
+			snprintf(why, cap, "out of memory");
 			goto out;
 		}
 	}
 	px_pool_run(op->px->pool, fetch_page, pages, n);
 	for (int i = 0; i < n; i++) {
-		if (check_page(&pages[i], why, sizeof(why)) != 0) {
+		if (check_page(&pages[i], why, cap) != 0) {
 			ft_warn("list %s: %s", op->bucket, why);
-			ft_resp_error(r, 503, "list objects in \"%s\": %s", op->bucket, why);
+			*status = 503;
 			goto out;
 		}
 	}
-	json_t *body = merge(pages, n, op);
-	if (body == NULL)
-		ft_resp_error(r, 500, "out of memory");
-	else
-		ft_resp_json(r, 200, body);
+	*entries = merge(pages, n, op, more);
+	if (*entries == NULL) {
+		snprintf(why, cap, "out of memory");
+		goto out;
+	}
+	rc = 0;
 out:
 	for (int i = 0; pages != NULL && i < n; i++) {
 		json_decref(pages[i].reply);
@@ -202,6 +211,48 @@ out:
 	}
 	free(pages);
 	ft_smap_put(smap);
+	return rc;
+}
+
+int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize,
+		 json_t **entries, bool *more, int *status, char *why, size_t cap)
+{
+	list_op_t op = { .px = px, .prefix = prefix, .token = token, .pagesize = pagesize };
+
+	if (pagesize < 1 || pagesize > PX_PAGESIZE_MAX || strlen(bucket) >= sizeof(op.bucket)) {
+		*entries = NULL;
+		*more = false;
+		*status = 500;
+		snprintf(why, cap, "bad list arguments");
+		return -1;
+	}
+	snprintf(op.bucket, sizeof(op.bucket), "%s", bucket);
+	return list_page(&op, entries, more, status, why, cap);
+}
+
+/* Worker thread: fans out, merges, responds {"entries", "continuation_token"}. */
+static void list_work(ft_req_t *r, void *arg)
+{
+	list_op_t *op = arg;
+	json_t *entries, *body;
+	bool more;
+	int status;
+	char why[512];
+
+	if (list_page(op, &entries, &more, &status, why, sizeof(why)) != 0) {
+		if (status == 503 && strcmp(why, "no targets in the cluster map") != 0)
+			ft_resp_error(r, 503, "list objects in \"%s\": %s", op->bucket, why);
+		else
+			ft_resp_error(r, status, "%s", why);
+		return;
+	}
+	size_t n = json_array_size(entries);
+	const char *last = n > 0 ? entry_name(json_array_get(entries, n - 1)) : "";
+	body = json_pack("{s:o,s:s}", "entries", entries, "continuation_token", more ? last : "");
+	if (body == NULL)
+		ft_resp_error(r, 500, "out of memory");
+	else
+		ft_resp_json(r, 200, body);
 }
 
 /* Parses pagesize: absent, empty or 0 -> default; larger than the maximum -> the maximum; -1 if not a number. */

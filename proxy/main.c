@@ -11,6 +11,7 @@
 
 #include "client.h"
 #include "log.h"
+#include "s3.h"
 
 /* libmicrohttpd threads: a join blocks one for up to the push timeout. */
 #define PX_CTL_THREADS 8
@@ -32,8 +33,13 @@ static void usage(FILE *f)
 		"  --state_dir DIR        where smap.json and bmd.json are kept (default .)\n"
 		"  --log_level LEVEL      debug|info|warn|error (default info)\n"
 		"  --loop_threads N       public-port io_uring loops (0 = CPUs)\n"
-		"  --worker_threads N     worker pool for requests that talk to other nodes (default 8)\n"
+		"  --worker_threads N     worker pool for requests that talk to other nodes (default 64)\n"
 		"  --keepalive_ms N       target keepalive interval; 3 missed = removed (default 2000)\n"
+		"  --s3_keys FILE         S3 access keys: JSON {\"ACCESS_KEY\": \"SECRET\", ...}\n"
+		"  --s3_anonymous BOOL    accept unsigned S3 requests (default false)\n"
+		"  --s3_root BOOL         serve the S3 API at / as well as /s3 (default false)\n"
+		"  --s3_domain DOMAIN     virtual-host style S3 for Host <bucket>.DOMAIN\n"
+		"  --s3_region REGION     region the S3 API reports (default us-east-1)\n"
 		"  --proxy_url, --mountpath, --sync, --reserve_bytes, --http_*: accepted, used by targets\n"
 		"  --help                 this text\n");
 }
@@ -115,12 +121,15 @@ static int px_start(px_t *px, char *err, size_t errlen)
 {
 	ft_config_t *c = &px->cfg;
 
-	px->pool = px_pool_start(c->worker_threads > 0 ? c->worker_threads : 8);
+	/* Fan-out parallelism per call; the caller runs calls too, so a few threads suffice. */
+	px->pool = px_pool_start(c->worker_threads < 8 ? c->worker_threads : 8);
 	if (px->pool == NULL) {
 		snprintf(err, errlen, "cannot start the fan-out threads");
 		return -1;
 	}
 	if (px_cluster_init(px, err, errlen) != 0)
+		return -1;
+	if (px_s3_init(px, err, errlen) != 0)
 		return -1;
 	px->ctl = ft_ctl_start(c->bind, c->control_port, PX_CTL_THREADS, px_ctl_handler, px, err, errlen);
 	if (px->ctl == NULL)
@@ -160,6 +169,7 @@ static void px_stop(px_t *px)
 	px->ctl = NULL;
 	px_pool_stop(px->pool);
 	px->pool = NULL;
+	px_s3_fini(px);
 	px_cluster_free(px);
 }
 

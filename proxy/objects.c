@@ -18,16 +18,22 @@ static const char *origin_form(const char *target)
 
 void px_object_redirect(px_t *px, ft_req_t *r, const char *bucket, const char *obj, size_t obj_len)
 {
+	px_object_redirect_provider(px, r, "ais", bucket, obj, obj_len);
+}
+
+void px_object_redirect_provider(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *obj,
+				 size_t obj_len)
+{
 	ft_bmd_t *bmd = ft_bmd_current();
 	ft_smap_t *smap = NULL;
 
 	(void)px;
-	if (bmd == NULL || ft_bmd_find(bmd, "ais", bucket) == NULL) {
+	if (bmd == NULL || ft_bmd_find(bmd, provider, bucket) == NULL) {
 		ft_resp_error(r, 404, "bucket \"%s\" does not exist", bucket);
 		goto out;
 	}
 	smap = ft_smap_current();
-	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, "ais", bucket, obj, obj_len) : NULL;
+	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, provider, bucket, obj, obj_len) : NULL;
 	if (owner == NULL) {
 		ft_resp_error(r, 503, "no targets in the cluster map");
 		goto out;

@@ -73,6 +73,7 @@ typedef struct px {
 
 	ft_ctl_t *ctl;
 	ft_httpd_t *httpd;
+	struct px_s3 *s3; /* S3 API state: keys (s3.c) */
 } px_t;
 
 /* ---- persist.c: state_dir documents, written atomically ---- */
@@ -116,7 +117,8 @@ json_t *px_cluster_doc(const char *what);
 void px_route(ft_req_t *r, void *ctx);
 /*
  * Checks the "provider" query parameter: absent, empty or "ais" -> 0 with *provider = "ais";
- * otherwise responds (501 for a remote provider, 400 for an unknown word) and returns -1.
+ * a remote provider (or its alias s3, gs, gcs, az) -> 0 with its canonical name (aws, gcp, azure, ht);
+ * otherwise responds 400 and returns -1. Handlers that do not serve remote buckets answer 501.
  */
 int px_provider(ft_req_t *r, const char **provider);
 
@@ -125,11 +127,39 @@ void px_buckets_list(px_t *px, ft_req_t *r);
 void px_bucket_create(px_t *px, ft_req_t *r, const char *bucket);
 void px_bucket_destroy(px_t *px, ft_req_t *r, const char *bucket);
 void px_bucket_head(px_t *px, ft_req_t *r, const char *bucket);
+/* HEAD of a bucket of provider (its props, backend secrets left out). */
+void px_bucket_head_provider(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
+/*
+ * Remote buckets (provider aws|gcp|azure|ht): create-bck with {"value": {"backend": {...}}} (the
+ * properties of ft_backend_config_from_json, validated here, stored in the BMD) and destroy (BMD only:
+ * the backend's data is untouched).
+ */
+void px_bucket_create_remote(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
+void px_bucket_destroy_remote(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
+/*
+ * The BMD mutations behind create and destroy, for other front-ends (S3). Blocking: call from a
+ * worker. Return 0; -EEXIST (create: the bucket exists), -ENOENT (destroy: it does not), or -EIO
+ * when the metadata could not be updated.
+ */
+int px_bucket_create_do(px_t *px, const char *bucket, ft_cksum_type_t cksum);
+int px_bucket_destroy_do(px_t *px, const char *bucket);
 
 /* ---- list.c ---- */
 void px_list_objects(px_t *px, ft_req_t *r, const char *bucket);
+/*
+ * One merged page, for other front-ends (S3): the names of bucket starting with prefix and
+ * greater than token (byte order), at most pagesize (1..10000), fetched from every target in
+ * parallel. Blocking: call from a worker. Returns 0 with *entries (a JSON array of the targets'
+ * entries, caller owns) and *more (some target may hold further names); -1 with why filled when
+ * a target failed or there are no targets (*status: 503) or on allocation failure (500).
+ */
+int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize,
+		 json_t **entries, bool *more, int *status, char *why, size_t cap);
 
 /* ---- objects.c ---- */
 void px_object_redirect(px_t *px, ft_req_t *r, const char *bucket, const char *obj, size_t obj_len);
+/* The same for a bucket of provider (canonical name from px_provider). */
+void px_object_redirect_provider(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *obj,
+				 size_t obj_len);
 
 #endif

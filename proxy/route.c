@@ -3,25 +3,23 @@
 
 #include <string.h>
 
+#include "backend.h"
 #include "httputil.h"
 #include "names.h"
-
-/* Provider words that name remote backends: valid, but not served yet. */
-static const char *const remote_providers[] = { "aws", "gcp", "azure", "ht", "s3", "gs", "az" };
+#include "s3.h"
 
 int px_provider(ft_req_t *r, const char **provider)
 {
 	const char *p = ft_req_query(r, "provider");
+	ft_backend_provider_t bp;
 
 	if (p == NULL || p[0] == '\0' || ft_name_check_provider(p) == 0) {
 		*provider = "ais";
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(remote_providers) / sizeof(remote_providers[0]); i++) {
-		if (strcmp(p, remote_providers[i]) == 0) {
-			ft_resp_error(r, 501, "provider \"%s\": remote backends are not supported yet", p);
-			return -1;
-		}
+	if (ft_backend_provider_parse(p, &bp) == 0) { /* canonical name: aws, gcp, azure, ht */
+		*provider = ft_backend_provider_name(bp);
+		return 0;
 	}
 	ft_resp_error(r, 400, "unknown provider \"%s\" (expected ais, aws, gcp, azure or ht)", p);
 	return -1;
@@ -75,6 +73,28 @@ static void cluster(ft_req_t *r)
 	ft_resp_json(r, 200, doc);
 }
 
+/* A remote bucket: create, destroy and HEAD work on the BMD; listing its objects is not built yet. */
+static void remote_bucket(px_t *px, ft_req_t *r, const char *provider, const char *bucket)
+{
+	switch (ft_req_method(r)) {
+	case FT_HTTP_POST:
+		px_bucket_create_remote(px, r, provider, bucket);
+		break;
+	case FT_HTTP_DELETE:
+		px_bucket_destroy_remote(px, r, provider, bucket);
+		break;
+	case FT_HTTP_HEAD:
+		px_bucket_head_provider(px, r, provider, bucket);
+		break;
+	case FT_HTTP_GET:
+		ft_resp_error(r, 501, "listing objects of %s bucket \"%s\" is not built yet", provider, bucket);
+		break;
+	default:
+		method_not_allowed(r, "GET, HEAD, POST, DELETE");
+		break;
+	}
+}
+
 static void buckets(px_t *px, ft_req_t *r, const char *path, size_t len)
 {
 	ft_method_t m = ft_req_method(r);
@@ -90,6 +110,10 @@ static void buckets(px_t *px, ft_req_t *r, const char *path, size_t len)
 	}
 	if (px_provider(r, &provider) != 0)
 		return;
+	if (bucket[0] == '\0' && strcmp(provider, "ais") != 0) {
+		ft_resp_error(r, 501, "listing the buckets of provider \"%s\" is not built yet", provider);
+		return;
+	}
 	if (bucket[0] == '\0') {
 		if (m == FT_HTTP_GET || m == FT_HTTP_HEAD)
 			px_buckets_list(px, r);
@@ -103,6 +127,10 @@ static void buckets(px_t *px, ft_req_t *r, const char *path, size_t len)
 	}
 	if (ft_name_check_bucket(bucket, &why) != 0) {
 		ft_resp_error(r, 400, "invalid bucket name: %s", why);
+		return;
+	}
+	if (strcmp(provider, "ais") != 0) {
+		remote_bucket(px, r, provider, bucket);
 		return;
 	}
 	switch (m) {
@@ -145,7 +173,7 @@ static void objects(px_t *px, ft_req_t *r, const char *path, size_t len)
 		ft_resp_error(r, 400, "invalid object name: %s", why);
 		return;
 	}
-	px_object_redirect(px, r, bucket, obj, obj_len);
+	px_object_redirect_provider(px, r, provider, bucket, obj, obj_len);
 }
 
 void px_route(ft_req_t *r, void *ctx)
@@ -154,6 +182,8 @@ void px_route(ft_req_t *r, void *ctx)
 	size_t len;
 	const char *path = ft_req_path(r, &len);
 
+	if (px_s3_route(px, r)) /* /s3/..., and / or virtual hosts when configured */
+		return;
 	if (under(path, len, "/v1/objects"))
 		objects(px, r, path, len);
 	else if (under(path, len, "/v1/buckets"))

@@ -9,6 +9,7 @@ PACKAGES=(
 	clang libclang-rt-14-dev
 	python3-pytest python3-requests python3-boto3
 	attr
+	awscli s3cmd rclone curl python3-torch
 )
 
 die() {

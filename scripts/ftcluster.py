@@ -6,6 +6,7 @@ A cluster lives in one directory DIR:
   DIR/logs/<name>.log   stdout+stderr of each node (appended across restarts)
   DIR/proxy/            the proxy's state dir
   DIR/t<i>/             target i's state dir (node.id), with mountpaths DIR/t<i>/mp<j>
+  DIR/s3keys.json       the S3 access key pair the proxy accepts (generated once, mode 0600)
 
 The proxy gets public port PORT and control port PORT+1; every target gets the next two free
 ports after that (checked by binding). Daemons run in their own session, so a Ctrl-C in the
@@ -17,6 +18,7 @@ The same Cluster class serves the command line (scripts/ft-cluster) and the inte
 
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -41,6 +43,34 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 class ClusterError(Exception):
     """Raised when a cluster cannot be started or driven; the message says why."""
+
+
+S3_KEYS_FILE = "s3keys.json"
+
+
+def ensure_s3_keys(directory):
+    """DIR/s3keys.json ({"ACCESS_KEY": "SECRET"}): created with a new random pair when missing,
+    kept otherwise (so a restarted cluster keeps its keys). Returns (path, access_key, secret)."""
+    path = os.path.join(directory, S3_KEYS_FILE)
+    try:
+        with open(path) as f:
+            keys = json.load(f)
+        if isinstance(keys, dict) and keys:
+            access, secret = next(iter(keys.items()))
+            return path, access, secret
+    except (OSError, ValueError):
+        pass
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    access = "FT" + "".join(secrets.choice(alphabet) for _ in range(18))
+    secret = secrets.token_urlsafe(30)[:40]
+    os.makedirs(directory, exist_ok=True)
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump({access: secret}, f)
+        f.write("\n")
+    os.replace(tmp, path)
+    return path, access, secret
 
 
 def repo_root():
@@ -360,6 +390,8 @@ class Cluster:
         pdir = os.path.join(self.dir, "proxy")
         argv = [os.path.join(self.bindir, "ft-proxy")]
         argv += self._common_args(self.port, self.port + 1, pdir)
+        keys_path, _, _ = ensure_s3_keys(self.dir)
+        argv += ["--s3_keys", keys_path]
         if self.keepalive_ms:  # the proxy judges silence by the same interval
             argv += ["--keepalive_ms", str(int(self.keepalive_ms))]
         argv += self.proxy_args
@@ -415,6 +447,11 @@ class Cluster:
             self.stop(timeout=2)
             raise ClusterError(msg) from None
         return self.url
+
+    def s3_keys(self):
+        """(access_key, secret) of DIR/s3keys.json, the pair the proxy was started with."""
+        _, access, secret = ensure_s3_keys(self.dir)
+        return access, secret
 
     def smap(self, timeout=2.0):
         """The proxy's cluster map, or None when it does not answer with one."""
@@ -591,6 +628,15 @@ def run_foreground(cluster, out=sys.stdout):
         print("  curl -X POST -d '{\"action\":\"create-bck\"}' %s" % b, file=out)
         print("  curl -L -X PUT --data-binary 'hello, FastTier' %s" % o, file=out)
         print("  curl -L %s" % o, file=out)
+        access, secret = cluster.s3_keys()
+        print("S3 endpoint: %s/s3   region us-east-1   keys in %s" % (url, os.path.join(cluster.dir, S3_KEYS_FILE)),
+              file=out)
+        print("  access key: %s" % access, file=out)
+        print("  secret key: %s" % secret, file=out)
+        print("  export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_DEFAULT_REGION=us-east-1"
+              % (access, secret), file=out)
+        print("  /usr/bin/aws --endpoint-url %s/s3 s3 mb s3://demo-s3" % url, file=out)
+        print("  /usr/bin/aws --endpoint-url %s/s3 s3 ls" % url, file=out)
         print("Ctrl-C stops the cluster.", file=out)
         out.flush()
         while not stop_requested:

@@ -339,6 +339,12 @@ void tgt_control_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 			tgt_list_handle(t, req, resp);
 			return;
 		}
+	} else if (strcmp(req->path, "/v1/mpu") == 0) {
+		want = "GET";
+		if (strcmp(req->method, "GET") == 0) {
+			tgt_mpu_list(t, req, resp);
+			return;
+		}
 	}
 	if (want)
 		ft_ctl_error(resp, 405, "method %s not allowed on %s (use %s)", req->method, req->path, want);

@@ -318,8 +318,11 @@ static json_t *page_json(tgt_t *t, const bucket_list_t *b, const char *prefix, c
 			break;
 		if (ent_meta(t, b, e, &lom) != 0)
 			continue;
-		json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:I}", "name", e->name, "size", (json_int_t)lom.size,
-				      "checksum", lom.cksum, "version", lom.version, "atime", (json_int_t)lom.atime_ns);
+		json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:I, s:I}", "name", e->name, "size", (json_int_t)lom.size,
+				      "checksum", lom.cksum, "version", lom.version, "atime", (json_int_t)lom.atime_ns,
+				      "mtime", (json_int_t)lom.mtime_ns);
+		if (o && lom.etag[0]) /* the S3 ETag, when one was stored (see put.c) */
+			json_object_set_new(o, "etag", json_string(lom.etag));
 		if (!o) {
 			/* A name that is not valid UTF-8 cannot travel in JSON: skip it, say so. */
 			ft_warn("bucket %s: object name not representable in JSON, not listed", b->bucket);

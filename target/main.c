@@ -50,7 +50,7 @@ static void usage(FILE *f)
 		"  --mountpath DIR       object storage directory (repeat for several)\n"
 		"  --log_level L         debug|info|warn|error (default info)\n"
 		"  --loop_threads N      public-port loop threads (0 = CPUs)\n"
-		"  --worker_threads N    worker pool size (default 8)\n"
+		"  --worker_threads N    worker pool size (default 64)\n"
 		"  --keepalive_ms N      keepalive interval (default 2000)\n"
 		"  --sync P              none|data|full (default none)\n"
 		"  --reserve_bytes N     free space kept on each mountpath (default 64 MiB)\n"
@@ -198,6 +198,7 @@ static void shutdown_all(tgt_t *t)
 	t->ctl = NULL;
 	tgt_janitor_stop(t);
 	tgt_cluster_fini(t);
+	tgt_coldget_fini(t);
 	tgt_list_fini(t);
 	tgt_put_fini(t);
 	tgt_mountpaths_close(t);

@@ -27,9 +27,14 @@
  * exists" check through the rename, keeps a PUT from landing in a bucket being retired.
  * Lock order: put_locks[i], then publish_lock.
  *
+ * S3 ETAGS
+ * With the query "etag=md5" (the proxy's S3 PUTs) the MD5 of the body is computed while it
+ * streams, beside the bucket's checksum (or as it, for an MD5 bucket), and kept in the metadata as
+ * the object's ETag: S3 clients compare ETags with MD5s.
+ *
  * OWNERSHIP
  * put_t lives in ft_req_alloc memory. It owns the work fd, the work file (until renamed) and the
- * checksum state; put_release() frees whatever is still held, explicitly before each error
+ * checksum states; put_release() frees whatever is still held, explicitly before each error
  * response and, as a backstop, from an ft_req_on_done hook (which runs after the response call).
  */
 
@@ -42,6 +47,10 @@ typedef struct {
 	ft_cksum_t ck;
 	ft_cksum_type_t ck_type;
 	int ck_live;            /* ck holds state to release */
+	ft_cksum_t md5;         /* etag=md5 over a non-MD5 bucket checksum */
+	int md5_live;
+	int want_etag;          /* etag=md5 asked */
+	char etag[FT_CKSUM_HEX_MAX];
 	uint64_t received;
 	int write_err;          /* errno of a failed write, 0 if none */
 	char hex[FT_CKSUM_HEX_MAX];
@@ -80,6 +89,10 @@ static void put_release(put_t *p)
 		ft_cksum_abort(&p->ck);
 		p->ck_live = 0;
 	}
+	if (p->md5_live) {
+		ft_cksum_abort(&p->md5);
+		p->md5_live = 0;
+	}
 	if (p->fd >= 0) {
 		close(p->fd);
 		p->fd = -1;
@@ -107,8 +120,7 @@ static void fail_errno(ft_req_t *r, put_t *p, int e, const char *what)
 		ft_resp_error(r, 500, "object \"%s/%s\": %s: %s", o->bucket, o->obj, what, strerror(e));
 }
 
-/* The version after the stored one: stored + 1, or "1" without a readable numeric version. */
-static void next_version(const tgt_obj_t *o, char *out, size_t cap)
+void tgt_put_next_version(const tgt_obj_t *o, char *out, size_t cap)
 {
 	unsigned long long v = 0;
 	ft_lom_t old;
@@ -127,8 +139,7 @@ static void next_version(const tgt_obj_t *o, char *out, size_t cap)
 	snprintf(out, cap, "%llu", v + 1);
 }
 
-/* False once the bucket this PUT was accepted into was destroyed (or re-created) meanwhile. */
-static int bucket_alive(const tgt_obj_t *o)
+int tgt_put_bucket_alive(const tgt_obj_t *o)
 {
 	ft_bmd_t *bmd = ft_bmd_current();
 	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, o->provider, o->bucket) : NULL;
@@ -137,30 +148,26 @@ static int bucket_alive(const tgt_obj_t *o)
 	return alive;
 }
 
-/*
- * Renames the work file over the final path, creating parent directories. Returns 0 or -errno
- * (-ENOTDIR: a path component is an object; -EISDIR: the name is a directory of other objects).
- */
-static int publish(put_t *p, ft_sync_policy_t sync)
+int tgt_put_publish(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
 {
-	const tgt_mountpath_t *mp = p->o->mp;
+	const tgt_mountpath_t *mp = o->mp;
 	int rc = -ENOENT;
 
 	for (int attempt = 0; attempt < PUBLISH_ATTEMPTS && rc == -ENOENT; attempt++) {
 		const char *leaf = NULL;
-		int dfd = tgt_parent_open(mp, p->o->rel, &leaf);
+		int dfd = tgt_parent_open(mp, o->rel, &leaf);
 		if (dfd < 0) {
 			rc = dfd;
 			continue;
 		}
-		rc = renameat(mp->work_fd, p->work, dfd, leaf) == 0 ? 0 : -errno;
+		rc = renameat(mp->work_fd, work, dfd, leaf) == 0 ? 0 : -errno;
 		/* An empty directory left at the name (not pruned yet) is no object: replace it. */
 		if (rc == -EISDIR && unlinkat(dfd, leaf, AT_REMOVEDIR) == 0)
-			rc = renameat(mp->work_fd, p->work, dfd, leaf) == 0 ? 0 : -errno;
+			rc = renameat(mp->work_fd, work, dfd, leaf) == 0 ? 0 : -errno;
 		if (rc == 0) {
-			p->work[0] = '\0';
+			work[0] = '\0';
 			if (sync == FT_SYNC_FULL && fsync(dfd) != 0)
-				ft_warn("object %s: directory fsync failed: %s", p->o->rel, strerror(errno));
+				ft_warn("object %s: directory fsync failed: %s", o->rel, strerror(errno));
 		}
 		close(dfd);
 	}
@@ -202,15 +209,17 @@ static void finalize(ft_req_t *r, void *arg)
 	lom.cksum_type = p->ck_type;
 	memcpy(lom.cksum, p->hex, sizeof(lom.cksum));
 	lom.atime_ns = lom.mtime_ns = ft_now_ns();
+	if (p->want_etag)
+		snprintf(lom.etag, sizeof(lom.etag), "%s", p->etag);
 
 	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
 	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
 	pthread_mutex_lock(lock);
-	next_version(o, lom.version, sizeof(lom.version));
+	tgt_put_next_version(o, lom.version, sizeof(lom.version));
 	rc = ft_lom_fset(p->fd, &lom);
 	if (rc == 0) {
 		pthread_rwlock_rdlock(&t->publish_lock);
-		rc = bucket_alive(o) ? publish(p, t->cfg.sync) : -ESTALE;
+		rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, p->work, t->cfg.sync) : -ESTALE;
 		pthread_rwlock_unlock(&t->publish_lock);
 	}
 	pthread_mutex_unlock(lock);
@@ -233,30 +242,41 @@ static void finalize(ft_req_t *r, void *arg)
 	ft_resp_header(r, "Ais-Checksum-Type", ft_cksum_name(lom.cksum_type));
 	ft_resp_header(r, "Ais-Checksum-Value", lom.cksum);
 	ft_resp_header(r, "Ais-Version", lom.version);
-	ft_resp_headerf(r, "ETag", "\"%s\"", lom.cksum);
+	ft_resp_headerf(r, "ETag", "\"%s\"", lom.etag[0] ? lom.etag : lom.cksum);
 	ft_resp_bytes(r, 200, NULL, NULL, 0);
+}
+
+int tgt_put_write_all(int fd, const void *buf, size_t len)
+{
+	const char *b = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, b, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		b += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }
 
 /* Loop thread: append to the work file and the checksum. -1 stops the body on a write error. */
 static int on_data(ft_req_t *r, void *arg, const void *buf, size_t len)
 {
 	put_t *p = arg;
-	const char *b = buf;
-	size_t left = len;
+	int rc;
 
 	(void)r;
-	while (left > 0) {
-		ssize_t n = write(p->fd, b, left);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			p->write_err = errno;
-			return -1;
-		}
-		b += n;
-		left -= (size_t)n;
+	rc = tgt_put_write_all(p->fd, buf, len);
+	if (rc != 0) {
+		p->write_err = -rc;
+		return -1;
 	}
 	ft_cksum_update(&p->ck, buf, len);
+	if (p->md5_live)
+		ft_cksum_update(&p->md5, buf, len);
 	p->received += len;
 	return 0;
 }
@@ -287,6 +307,12 @@ static void on_end(ft_req_t *r, void *arg, int err)
 	}
 	ft_cksum_final(&p->ck, p->hex);
 	p->ck_live = 0;
+	if (p->md5_live) {
+		ft_cksum_final(&p->md5, p->etag);
+		p->md5_live = 0;
+	} else if (p->want_etag) {
+		memcpy(p->etag, p->hex, sizeof(p->etag)); /* the bucket's checksum is the MD5 */
+	}
 	ft_req_defer(r, finalize, p);
 }
 
@@ -317,6 +343,12 @@ static int precheck(ft_req_t *r, const tgt_obj_t *o)
 
 void tgt_put(ft_req_t *r, tgt_obj_t *o)
 {
+	const char *etag = ft_req_query(r, "etag");
+
+	if (etag != NULL && strcmp(etag, "md5") != 0) {
+		ft_resp_error(r, 400, "unknown etag=\"%s\" (expected etag=md5)", etag);
+		return;
+	}
 	if (precheck(r, o) != 0)
 		return;
 	put_t *p = ft_req_alloc(r, sizeof(*p));
@@ -335,6 +367,14 @@ void tgt_put(ft_req_t *r, tgt_obj_t *o)
 		return;
 	}
 	p->ck_live = 1;
+	p->want_etag = etag != NULL;
+	if (p->want_etag && p->ck_type != FT_CKSUM_MD5) {
+		if (ft_cksum_init(&p->md5, FT_CKSUM_MD5) != 0) {
+			fail_errno(r, p, ENOMEM, "checksum");
+			return;
+		}
+		p->md5_live = 1;
+	}
 	ft_req_on_done(r, put_done_hook, p);
 	ft_req_read_body(r, on_data, on_end, p);
 }

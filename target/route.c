@@ -37,8 +37,8 @@ static int check_provider(ft_req_t *r, tgt_obj_t *o)
 	if (strcmp(p, "ais") != 0) {
 		for (size_t i = 0; i < sizeof(remote_providers) / sizeof(remote_providers[0]); i++) {
 			if (strcmp(p, remote_providers[i]) == 0) {
-				ft_resp_error(r, 501, "provider \"%s\" is not implemented yet", p);
-				return -1;
+				strcpy(o->provider, p);
+				return 0;
 			}
 		}
 		if (ft_name_check_provider(p) != 0 || strlen(p) >= sizeof(o->provider)) {
@@ -127,8 +127,10 @@ out:
 static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, size_t obj_len)
 {
 	ft_method_t m = ft_req_method(r);
+	int mpu = ft_req_query(r, "mpu") != NULL; /* multipart upload (mpu.c); POST only there */
 
-	if (m != FT_HTTP_GET && m != FT_HTTP_HEAD && m != FT_HTTP_PUT && m != FT_HTTP_DELETE) {
+	if (m != FT_HTTP_GET && m != FT_HTTP_HEAD && m != FT_HTTP_PUT && m != FT_HTTP_DELETE &&
+	    !(mpu && m == FT_HTTP_POST)) {
 		ft_resp_header(r, "Allow", "GET, HEAD, PUT, DELETE");
 		ft_resp_error(r, 405, "method %s not allowed on objects", ft_req_method_name(r));
 		return;
@@ -141,6 +143,15 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 	o->mp = tgt_mountpath_pick(t, o->provider, o->bucket, o->obj, o->obj_len);
 	if (tgt_rel_path(o->rel, sizeof(o->rel), o->provider, o->bucket, o->obj) != 0) {
 		ft_resp_error(r, 400, "object name too long");
+		return;
+	}
+	if (tgt_is_remote(o) && (mpu || (m != FT_HTTP_GET && m != FT_HTTP_HEAD))) {
+		ft_resp_error(r, 501, "%s of objects in %s bucket \"%s\" is not built yet (remote buckets are read-only for now)",
+			      mpu ? "multipart upload" : ft_req_method_name(r), o->provider, o->bucket);
+		return;
+	}
+	if (mpu) {
+		tgt_mpu_handle(r, o);
 		return;
 	}
 	switch (m) {

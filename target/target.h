@@ -75,6 +75,7 @@ typedef struct {
 	size_t obj_len;
 	const tgt_mountpath_t *mp;
 	char rel[TGT_REL_MAX];   /* "<provider>/<bucket>/<obj>" relative to mp->root_fd */
+	int local_only;          /* remote bucket: serve the cached copy as is (coldget.c decided) */
 } tgt_obj_t;
 
 /* ---- route.c: public port ---- */
@@ -86,8 +87,37 @@ void tgt_route_public(ft_req_t *r, void *ctx);
 int tgt_put_init(tgt_t *t);
 void tgt_put_fini(tgt_t *t);
 void tgt_put(ft_req_t *r, tgt_obj_t *o);
+/*
+ * The publish step PUT and multipart completion share; callers hold the name's put_locks stripe
+ * (versions) and, for tgt_put_bucket_alive and tgt_put_publish, publish_lock shared.
+ * next_version: the version after the stored one (stored + 1, "1" without a readable numeric one).
+ * bucket_alive: false once the bucket o was accepted into was destroyed (or re-created) meanwhile.
+ * publish: renames the work file <mp>/.work/<work> over o's path, creating parent directories, and
+ * clears work[0] once renamed. Returns 0 or -errno (-ENOTDIR: a path component is an object;
+ * -EISDIR: the name is a directory of other objects).
+ */
+void tgt_put_next_version(const tgt_obj_t *o, char *out, size_t cap);
+int tgt_put_bucket_alive(const tgt_obj_t *o);
+int tgt_put_publish(const tgt_obj_t *o, char *work, ft_sync_policy_t sync);
+/* write(2) until all of buf is written (retrying EINTR); 0 or -errno. */
+int tgt_put_write_all(int fd, const void *buf, size_t len);
 void tgt_get(ft_req_t *r, tgt_obj_t *o); /* GET and HEAD */
 void tgt_delete(ft_req_t *r, tgt_obj_t *o);
+
+/* ---- coldget.c: remote buckets (provider aws|gcp|azure|ht), read through the cache ---- */
+int tgt_is_remote(const tgt_obj_t *o);
+/* GET/HEAD hook of get.c: whether o must go through coldget (not cached, or latest-ver=true). */
+int tgt_coldget_wanted(ft_req_t *r, const tgt_obj_t *o);
+/* Defers to a worker: coalesced cold fetch, revalidation, or back to tgt_get (makes the response call). */
+void tgt_coldget(ft_req_t *r, tgt_obj_t *o);
+/* Closes the cached backend handles; after the public server stopped. */
+void tgt_coldget_fini(tgt_t *t);
+
+/* ---- mpu.c: multipart uploads, for the proxy's S3 API (docs/api.md "Multipart upload") ---- */
+/* An object request carrying ?mpu=ID: start, part, complete, abort, parts (makes the response call). */
+void tgt_mpu_handle(ft_req_t *r, tgt_obj_t *o);
+/* GET /v1/mpu on the control port: this target's uploads of a bucket. */
+void tgt_mpu_list(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
 /* ---- mountpath.c ---- */
 /* Creates and opens every configured mountpath (and its .work, emptied). 0, or -1 with err. */

@@ -141,12 +141,14 @@ def test_malformed_action_is_400(api, body):
     assert b not in names_of(api)
 
 
-def test_remote_provider_is_501(api):
+def test_remote_provider_listing_is_501(api):
+    # Remote buckets exist now (test_coldget.py); listing their objects is not built yet.
     r = api.s.get(api.url + "/v1/buckets/some?provider=aws", timeout=TIMEOUT)
     assert_json_error(r, 501)
+    # Creating one needs the backend properties.
     r = api.s.post(api.url + "/v1/buckets/some?provider=gcp", json={"action": "create-bck"},
                    timeout=TIMEOUT)
-    assert_json_error(r, 501)
+    assert_json_error(r, 400, "backend")
 
 
 def test_unknown_provider_is_400(api):

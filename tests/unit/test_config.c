@@ -86,7 +86,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.n_mountpaths, 0);
 	assert_int_equal(c.log_level, FT_LOG_INFO);
 	assert_int_equal(c.loop_threads, 0);
-	assert_int_equal(c.worker_threads, 8);
+	assert_int_equal(c.worker_threads, 64);
 	assert_int_equal(c.keepalive_ms, 2000);
 	assert_int_equal(c.sync, FT_SYNC_NONE);
 	assert_true(c.reserve_bytes == 64 << 20);

@@ -349,39 +349,6 @@ static void fetch_release(fetch_t *x)
 	x->buf = NULL;
 }
 
-static int bucket_alive(const tgt_obj_t *o)
-{
-	ft_bmd_t *bmd = ft_bmd_current();
-	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, o->provider, o->bucket) : NULL;
-	int alive = b && b->created_ns == o->bucket_created;
-
-	ft_bmd_put(bmd);
-	return alive;
-}
-
-/* Renames the work file over the object's path (parents created). 0 or -errno. */
-static int publish(fetch_t *x)
-{
-	const tgt_mountpath_t *mp = x->o->mp;
-	const char *leaf = NULL;
-	int rc = -ENOENT;
-
-	for (int attempt = 0; attempt < 4 && rc == -ENOENT; attempt++) {
-		int dfd = tgt_parent_open(mp, x->o->rel, &leaf);
-		if (dfd < 0) {
-			rc = dfd;
-			continue;
-		}
-		rc = renameat(mp->work_fd, x->work, dfd, leaf) == 0 ? 0 : -errno;
-		if (rc == -EISDIR && unlinkat(dfd, leaf, AT_REMOVEDIR) == 0)
-			rc = renameat(mp->work_fd, x->work, dfd, leaf) == 0 ? 0 : -errno;
-		if (rc == 0)
-			x->work[0] = '\0';
-		close(dfd);
-	}
-	return rc;
-}
-
 /* Metadata from the verified fetch, sync per policy, rename under the object's stripe lock. 0 or -errno. */
 static int finalize(fetch_t *x)
 {
@@ -411,7 +378,7 @@ static int finalize(fetch_t *x)
 	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
 	pthread_mutex_lock(lock);
 	pthread_rwlock_rdlock(&t->publish_lock);
-	rc = bucket_alive(o) ? publish(x) : -ESTALE;
+	rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, x->work, t->cfg.sync) : -ESTALE;
 	pthread_rwlock_unlock(&t->publish_lock);
 	pthread_mutex_unlock(lock);
 	if (rc == 0)

@@ -1,6 +1,7 @@
 /* Target public-port dispatcher: health, and object requests checked (names, bucket, ownership) before handling. */
 #include <string.h>
 
+#include "backend.h"
 #include "bmd.h"
 #include "httputil.h"
 #include "log.h"
@@ -11,7 +12,6 @@
 #define OBJECTS_PREFIX "/v1/objects"
 #define HEALTH_PATH "/v1/health"
 
-static const char *const remote_providers[] = {"aws", "gcp", "azure", "ht"};
 
 static void health(ft_req_t *r, tgt_t *t)
 {
@@ -25,28 +25,24 @@ static void health(ft_req_t *r, tgt_t *t)
 }
 
 /*
- * Resolves the provider query argument into o->provider. Returns 0, or -1 after responding
- * (400 unknown provider, 501 remote provider not implemented yet).
+ * Resolves the provider query argument into o->provider: "ais" when absent, else the canonical name
+ * of a remote provider (aliases s3, gs, gcs, az as the proxy accepts them). Returns 0, or -1 after
+ * responding 400 for an unknown provider.
  */
 static int check_provider(ft_req_t *r, tgt_obj_t *o)
 {
 	const char *p = ft_req_query(r, "provider");
+	ft_backend_provider_t bp;
 
-	if (!p || !*p)
+	if (!p || !*p || strcmp(p, "ais") == 0)
 		p = "ais";
-	if (strcmp(p, "ais") != 0) {
-		for (size_t i = 0; i < sizeof(remote_providers) / sizeof(remote_providers[0]); i++) {
-			if (strcmp(p, remote_providers[i]) == 0) {
-				strcpy(o->provider, p);
-				return 0;
-			}
-		}
-		if (ft_name_check_provider(p) != 0 || strlen(p) >= sizeof(o->provider)) {
-			ft_resp_error(r, 400, "unknown provider \"%s\"", p);
-			return -1;
-		}
+	else if (ft_backend_provider_parse(p, &bp) == 0)
+		p = ft_backend_provider_name(bp);
+	else {
+		ft_resp_error(r, 400, "unknown provider \"%s\" (expected ais, aws, gcp, azure or ht)", p);
+		return -1;
 	}
-	strcpy(o->provider, p);
+	snprintf(o->provider, sizeof(o->provider), "%s", p);
 	return 0;
 }
 

@@ -308,6 +308,10 @@ def test_aws_cold_get_and_latest_ver(cluster):
         assert r.status_code == 200, r.text
         assert r.content == data
         assert len(cached_files(cluster, "aws", b, "k/one.bin")) == 1
+        # The provider alias the proxy accepts must work at the target the 307 leads to.
+        r = requests.get(obj_url(cluster.url, b, "k/one.bin", provider="s3"), timeout=TIMEOUT)
+        assert r.status_code == 200, r.text
+        assert r.content == data
         s3.put_object(Bucket=p.bucket, Key="k/one.bin", Body=b"changed")
         assert requests.get(obj_url(cluster.url, b, "k/one.bin", provider="aws"), timeout=TIMEOUT).content == data
         r = requests.get(obj_url(cluster.url, b, "k/one.bin", provider="aws", extra="&latest-ver=true"),

@@ -124,11 +124,12 @@ class Loader:
         """Plain HTTP GETs (or PUTs of object_size bytes) of the URLs in urls_file."""
         return self._run(["-url-list", urls_file], op, object_size, seconds, workers, log)
 
-    def run_once_direct(self, proxy_port, bucket, names_file, object_size, workers, log=None):
+    def run_once_direct(self, proxy_port, bucket, names_file, object_size, workers,
+                        provider="ais", log=None):
         """Every object once (-epochs 1 -uniquegets), straight to the owners; no time limit."""
         return self._run(["-ip", "127.0.0.1", "-port", str(proxy_port), "-bucket", bucket,
-                          "-direct", "-filelist", names_file, "-epochs", "1", "-uniquegets"],
-                         "GET", object_size, 0, workers, log)
+                          "-provider", provider, "-direct", "-filelist", names_file,
+                          "-epochs", "1", "-uniquegets"], "GET", object_size, 0, workers, log)
 
     def run_once_url_list(self, urls_file, object_size, workers, log=None):
         """Every URL once (-epochs 1 -uniquegets); no time limit."""

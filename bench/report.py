@@ -407,8 +407,14 @@ def write_markdown(path, rows, machine, setup, raw, perf, png_name, plot_status,
         "- S3 row: ft-loader with `-s3endpoint <proxy>/s3 -s3-use-path-style` and the cluster's S3 key "
         "pair (the proxy relays the object) against ft-loader on the native API through the proxy "
         "(307 to the target), over the same 128 KiB objects.",
-        "- Cold GET: needs remote backends; the harness probes the proxy with `provider=ht` and skips "
-        "the row while it answers 501. nginx's third server (the origin) is started for it.",
+        "- Cold GET row: nginx's third server is the origin; it serves the 8 MiB objects under "
+        "`/bench-cold/c<k>/` (4 hard-linked names per file: 256 objects, 2 GiB, in its page cache). "
+        "A: the harness destroys and re-creates the `ht://` bucket `bench-cold` (endpoint that "
+        "origin), checks no cached copy is left on the mountpath, then ft-loader `-provider ht -direct "
+        "-epochs 1 -uniquegets` (8 in flight) reads every object once from the owning target, which "
+        "fetches it from the origin while streaming it and caches it (all 256 found cached after each "
+        "A run). B: ft-loader `-url-list -epochs 1 -uniquegets` reads the same files straight from the "
+        "origin. The create-bck with `provider=ht` is the probe: a 501 skips the row.",
         "- RSS rows: VmRSS of the target from /proc, sampled every 50 ms while wrk holds 256 "
         "connections; the conns figure is the peak of established connections on the port in "
         "/proc/net/tcp (a few from the previous run may still be closing); nginx's figure sums "

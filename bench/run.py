@@ -63,11 +63,18 @@ GET_SIZES = [
 PUT_SIZE, PUT_NAMES = 1 * MIB, 16
 RSS_CONNS, RSS_LIMIT = 256, 64 * MIB
 DISK_WORKERS = 8     # in flight for the from-disk GETs (each object is read once per run)
+COLD_WORKERS = 8     # in flight for the cold GETs (each object is read once per run)
+COLD_BUCKET = "bench-cold"   # the ht:// bucket, and its directory on the origin
+COLD_COPIES = 4      # names per 8 MiB file on the origin (hard links): 256 cold objects, 2 GiB per run
 PORT_LO, PORT_HI = 20000, 32000   # below the kernel's ephemeral range: client sockets never take them
 
 
 class BenchError(Exception):
     """The bench cannot go on; the message says why."""
+
+
+class ColdUnsupported(BenchError):
+    """The cluster has no remote (ht://) buckets."""
 
 
 def log(msg):
@@ -156,6 +163,8 @@ class Bench:
         self.skips = []
         self.t0 = time.monotonic()
         self.runlog = None
+        self.cold_files = None     # (names file, origin URLs file) of the cold GETs
+        self.cold_endpoint = None  # the ht:// bucket's origin URL
 
     # ---- setup ----
     def pick_ports(self):
@@ -458,29 +467,141 @@ class Bench:
             self.rows.append(row)
 
     def bench_cold(self):
+        """Cold GETs through an ht:// bucket whose origin is nginx, against the same GETs straight
+        from that origin. Each A run first destroys and re-creates the bucket (dropping every cached
+        copy), then reads every object once through the owning target, which fetches it from the
+        origin while streaming it; each B run reads the same files once from the origin itself."""
+        a = self.args
         title = "Cold GET 8 MiB"
-        st = self.probe_status(self.cluster.url + "/v1/buckets/origin?provider=ht")
-        if st == 501:
-            why = "remote backends not built yet (the proxy answers 501 to provider=ht)"
-        elif st is None:
-            why = "the proxy did not answer the provider=ht probe"
-        else:
-            why = ("the proxy answers provider=ht with %d, but bench/run.py does not measure cold "
-                   "GETs yet (remote backends were not built when it was written)" % st)
-        skip("cold GET via cluster vs direct from the origin", why)
-        self.rows.append(report.Row(title, "-", "FastTier (ht:// bucket)", "nginx origin direct",
-                                    "bps", 0.9, skipped=why))
+        ft_side, peer_side = "FastTier (ht:// bucket, cold)", "nginx origin direct"
+        s = next(x for x in self.sets if x.label == "8 MiB")
+        # The probe is the bucket's creation itself (listing a remote bucket answers 501 even
+        # where remote backends work).
+        why = self.skip_reason("ft-loader") if self.loader is None else self.cold_setup(s)
+        if why:
+            skip("cold GET via cluster vs direct from the origin", why)
+            self.rows.append(report.Row(title, "-", ft_side, peer_side, "bps", 0.9, skipped=why))
+            return
+        names, urls = self.cold_files
+        pairs = []
+        left = []    # cached object files found right after a re-create (must be none)
+        cached = []  # and right after an A run (all of them: shows the count finds the cache)
+        for rnd in range(a.rounds):
+            def cold_a():
+                try:
+                    left.append(self.cold_recreate())
+                except (BenchError, OSError, http.client.HTTPException) as e:
+                    raise loadgen.LoadError("re-creating the ht:// bucket: %s" % e) from None
+                r = self.loader.run_once_direct(self.cluster.port, COLD_BUCKET, names, s.size,
+                                                COLD_WORKERS, provider="ht", log=self.runlog)
+                cached.append(self.cold_cached())
+                return r
+            pairs.append(self.pair("cold GET", s.label, "ft-loader", rnd, cold_a,
+                                   lambda: self.loader.run_once_url_list(
+                                       urls, s.size, COLD_WORKERS, log=self.runlog), "bps"))
+        try:
+            self.cold_destroy()   # frees the mountpath for the rows after this one
+        except (BenchError, OSError, http.client.HTTPException) as e:
+            log("bench: destroying the ht:// bucket after the cold GETs: %s" % e)
+        log("[%s] cold GET: cached object files after each re-create %s, after each A run %s"
+            % (self.elapsed(), left, cached))
+        desc = ("ft-loader -epochs 1 -uniquegets -numworkers %d: each of %d objects (%d MiB) once "
+                "per run; -provider ht -direct, bucket destroyed and re-created before each run "
+                "(FastTier), -url-list of the origin (nginx)"
+                % (COLD_WORKERS, s.count * COLD_COPIES, s.count * COLD_COPIES * s.size // MIB))
+        row = report.Row(title, desc, ft_side, peer_side, "bps", 0.9, pairs=pairs)
+        if any(left):
+            row.failed = ("%d cached object files were still on the mountpath after re-creating "
+                          "the bucket: the runs were not all cold" % max(left))
+        elif cached and min(cached) < s.count * COLD_COPIES:
+            row.failed = ("only %d of %d objects were found cached on the mountpath after an A run: "
+                          "coldness could not be checked" % (min(cached), s.count * COLD_COPIES))
+        self.rows.append(row)
 
-    def probe_status(self, url, method="GET"):
+    def cold_setup(self, s):
+        """Serves the 8 MiB objects from the nginx origin under /<COLD_BUCKET>/ (hard links to the
+        target's files, else copies) and writes the names and origin URL files. None, or why not."""
+        src = os.path.join(self.target.mountpaths[0], "ais", s.bucket)
+        dst = os.path.join(self.nginx.origin_root, COLD_BUCKET)
+        base = "http://127.0.0.1:%d/%s" % (self.nginx.origin_port, COLD_BUCKET)
+        names = os.path.join(self.workdir, "names-cold.txt")
+        urls = os.path.join(self.workdir, "urls-origin-cold.txt")
+        try:
+            with open(names, "w") as fn, open(urls, "w") as fu:
+                for copy in range(COLD_COPIES):
+                    for name in s.names:
+                        cname = "c%d/%s" % (copy, name)
+                        path = os.path.join(dst, cname)
+                        os.makedirs(os.path.dirname(path), exist_ok=True)
+                        try:
+                            os.link(os.path.join(src, name), path)
+                        except OSError:
+                            shutil.copyfile(os.path.join(src, name), path)
+                        fn.write(cname + "\n")
+                        fu.write("%s/%s\n" % (base, cname))
+        except OSError as e:
+            return "could not lay out the origin's files: %s" % e
+        self.cold_files = (names, urls)
+        self.cold_endpoint = base
         conns = {}
         try:
-            st, _, _ = http_exchange(conns, url, method)
-        except (OSError, http.client.HTTPException):
-            return None
+            self.cold_recreate()
+            st, _, b1 = http_exchange(conns, self.target.public_url + "/v1/objects/%s/c0/%s"
+                                      "?provider=ht" % (COLD_BUCKET, s.names[0]))
+            st2, _, b2 = http_exchange(conns, "%s/c0/%s" % (base, s.names[0]))
+        except ColdUnsupported as e:
+            return "remote backends not built yet (%s)" % e
+        except (OSError, http.client.HTTPException, BenchError) as e:
+            return "the ht:// bucket does not work: %s" % e
         finally:
             for c in conns.values():
                 c.close()
-        return st
+        if st != 200 or st2 != 200 or len(b1) != s.size or b1 != b2:
+            return ("a cold GET through the ht:// bucket (%d, %d bytes) does not return the origin's "
+                    "bytes (%d, %d bytes)" % (st, len(b1), st2, len(b2)))
+        return None
+
+    def cold_destroy(self):
+        conns = {}
+        try:
+            st, _, body = http_exchange(conns, self.cluster.url + "/v1/buckets/%s?provider=ht"
+                                        % COLD_BUCKET, "DELETE")
+        finally:
+            for c in conns.values():
+                c.close()
+        if st == 501:
+            raise ColdUnsupported("the proxy answers 501 to destroying a provider=ht bucket")
+        if st not in (200, 404):
+            raise BenchError("destroy bucket %s: %d %r" % (COLD_BUCKET, st, body[:200]))
+
+    def cold_recreate(self):
+        """Destroys (dropping the cached copies) and re-creates the ht:// bucket; returns how many
+        object files of it are still on the target's mountpath (0 when every object is cold)."""
+        self.cold_destroy()
+        value = {"backend": {"provider": "ht", "endpoint": self.cold_endpoint}}
+        conns = {}
+        try:
+            st, _, body = http_exchange(conns, self.cluster.url + "/v1/buckets/%s?provider=ht"
+                                        % COLD_BUCKET, "POST",
+                                        json.dumps({"action": "create-bck", "value": value}).encode(),
+                                        {"Content-Type": "application/json"})
+        finally:
+            for c in conns.values():
+                c.close()
+        if st == 501:
+            raise ColdUnsupported("the proxy answers 501 to create-bck with provider=ht")
+        if st != 200:
+            raise BenchError("create ht:// bucket %s: %d %r" % (COLD_BUCKET, st, body[:200]))
+        return self.cold_cached()
+
+    def cold_cached(self):
+        """Object files of the ht:// bucket on the target's mountpath (any directory named after
+        the bucket, whatever the provider's place in the layout)."""
+        n = 0
+        for root, _dirs, files in os.walk(self.target.mountpaths[0]):
+            if COLD_BUCKET in root.split(os.sep):
+                n += len(files)
+        return n
 
     def bench_s3(self):
         title = "S3 GET vs native GET 128 KiB"

@@ -67,6 +67,10 @@ static const config_key_t config_keys[] = {
 	BOOL(s3_root),
 	STR(s3_domain, KIND_STR),
 	STR(s3_region, KIND_STR_NONEMPTY),
+	INT(lru_high_pct, 1, 100),
+	INT(lru_low_pct, 0, 99),
+	{ "lru_quota_bytes", KIND_INT64, offsetof(ft_config_t, lru_quota_bytes), 0, 0, INT64_MAX },
+	INT(lru_interval_ms, 10, 86400000),
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -105,6 +109,10 @@ void ft_config_defaults(ft_config_t *c)
 	c->http_header_timeout_ms = 10000;
 	c->http_body_timeout_ms = 30000;
 	snprintf(c->s3_region, sizeof(c->s3_region), "us-east-1");
+	c->lru_high_pct = 90;
+	c->lru_low_pct = 75;
+	c->lru_quota_bytes = 0;
+	c->lru_interval_ms = 10000;
 }
 
 void ft_config_free(ft_config_t *c)
@@ -397,6 +405,9 @@ static int derive(ft_config_t *c, const load_state_t *st, char *err, size_t errl
 	}
 	if (c->control_port == c->public_port)
 		return fail(err, errlen, "key \"control_port\": equals public_port %d", c->public_port);
+	if (c->lru_low_pct >= c->lru_high_pct)
+		return fail(err, errlen, "key \"lru_low_pct\": %d must be below lru_high_pct %d", c->lru_low_pct,
+			    c->lru_high_pct);
 	if (c->public_host[0] == '\0')
 		memcpy(c->public_host, c->bind, sizeof(c->public_host));
 	if (c->control_host[0] == '\0')

@@ -54,6 +54,11 @@ typedef struct {
 	int s3_root;                      /* bool: serve S3 at / besides /s3, default false */
 	char s3_domain[FT_HOST_MAX];      /* virtual-host style for Host <bucket>.<s3_domain>; "" = off */
 	char s3_region[FT_REGION_MAX];    /* region of the S3 endpoint, default us-east-1 */
+	/* LRU eviction of cached remote objects (target) */
+	int lru_high_pct;                 /* usage % of a mountpath that starts eviction, default 90 */
+	int lru_low_pct;                  /* eviction stops below this %, default 75 (must be < high) */
+	int64_t lru_quota_bytes;          /* per-mountpath capacity for the marks; 0 = the filesystem's */
+	int lru_interval_ms;              /* how often usage is checked, default 10000 */
 } ft_config_t;
 
 /* Fills defaults. */

@@ -251,6 +251,8 @@ static void create_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 		ft_resp_error(r, 400, "cannot read the request body (error %d)", err);
 		return;
 	}
+	if (px_jobs_action(op->px, r, op->provider, op->bucket, body, len))
+		return;
 	msg = action_message(r, body, len, "create-bck", false);
 	if (msg == NULL)
 		return;

@@ -156,6 +156,16 @@ void px_list_objects(px_t *px, ft_req_t *r, const char *bucket);
 int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize,
 		 json_t **entries, bool *more, int *status, char *why, size_t cap);
 
+/* ---- jobs.c: prefetch and evict jobs (docs/api.md "Jobs") ---- */
+/*
+ * A bucket POST body (loop thread): when its action is prefetch-listrange, evict-listrange or
+ * evict-remote-bucket, handles it (400 for an ais bucket or bad input, else defers the fan-out
+ * to the targets and answers {"job_id"}) and returns true; otherwise returns false untouched.
+ */
+bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len);
+/* GET /v1/jobs, GET|DELETE /v1/jobs/<id>: asks every target and adds up their parts. */
+void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len);
+
 /* ---- objects.c ---- */
 void px_object_redirect(px_t *px, ft_req_t *r, const char *bucket, const char *obj, size_t obj_len);
 /* The same for a bucket of provider (canonical name from px_provider). */

@@ -188,6 +188,8 @@ void px_route(ft_req_t *r, void *ctx)
 		objects(px, r, path, len);
 	else if (under(path, len, "/v1/buckets"))
 		buckets(px, r, path, len);
+	else if (under(path, len, "/v1/jobs"))
+		px_jobs_route(px, r, path, len);
 	else if (len == strlen("/v1/health") && memcmp(path, "/v1/health", len) == 0)
 		health(px, r);
 	else if (len == strlen("/v1/cluster") && memcmp(path, "/v1/cluster", len) == 0)

@@ -54,6 +54,7 @@ int tgt_cluster_init(tgt_t *t)
 void tgt_cluster_fini(tgt_t *t)
 {
 	tgt_cluster_t *c = t->cluster;
+	tgt_jobs_fini(t); /* again, for a shutdown that skipped tgt_cluster_stop (idempotent) */
 	if (!c)
 		return;
 	pthread_cond_destroy(&c->cond);
@@ -277,6 +278,7 @@ void tgt_cluster_stop(tgt_t *t)
 {
 	tgt_cluster_t *c = t->cluster;
 
+	tgt_jobs_fini(t); /* first in the shutdown: job threads use the janitor, LRU and coldget */
 	if (!c || !c->running)
 		return;
 	pthread_mutex_lock(&c->lock);
@@ -339,6 +341,9 @@ void tgt_control_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 			tgt_list_handle(t, req, resp);
 			return;
 		}
+	} else if (strncmp(req->path, "/v1/jobs", 8) == 0 && (req->path[8] == '\0' || req->path[8] == '/')) {
+		tgt_jobs_handle(t, req, resp);
+		return;
 	} else if (strcmp(req->path, "/v1/mpu") == 0) {
 		want = "GET";
 		if (strcmp(req->method, "GET") == 0) {

@@ -227,12 +227,16 @@ typedef struct {
 /* Starts the response for an object of size (-1 unknown): 200, 206 for a Range, or 416/400 (then done). */
 static void sink_start(sink_t *s, ft_req_t *r, const tgt_obj_t *o, int64_t size, const ft_backend_meta_t *m)
 {
-	const char *range = ft_req_header(r, "Range");
+	const char *range = r != NULL ? ft_req_header(r, "Range") : NULL;
 	uint64_t off = 0, len = 0;
 	int status = 200;
 
 	memset(s, 0, sizeof(*s));
 	s->r = r;
+	if (r == NULL) { /* prefetch: no client */
+		s->state = SINK_DONE;
+		return;
+	}
 	s->len_known = size >= 0;
 	s->len = size >= 0 ? (uint64_t)size : 0;
 	if (size >= 0 && range != NULL) {
@@ -307,9 +311,9 @@ static void sink_finish(sink_t *s)
 /* Failure: an error response if none was started, else an aborted body. */
 static void sink_fail(sink_t *s, int status, const char *msg)
 {
-	if (s->state == SINK_NONE)
+	if (s->r != NULL && s->state == SINK_NONE) /* r NULL: prefetch, no client */
 		ft_resp_error(s->r, status, "%s", msg);
-	else if (s->state == SINK_STREAMING)
+	else if (s->r != NULL && s->state == SINK_STREAMING)
 		ft_resp_stream_end(s->r, -EIO);
 	s->state = SINK_DONE;
 }
@@ -381,8 +385,10 @@ static int finalize(fetch_t *x)
 	rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, x->work, t->cfg.sync) : -ESTALE;
 	pthread_rwlock_unlock(&t->publish_lock);
 	pthread_mutex_unlock(lock);
-	if (rc == 0)
+	if (rc == 0) {
 		tgt_list_bump(t, o->provider, o->bucket);
+		tgt_lru_kick(t);
+	}
 	return rc;
 }
 
@@ -438,6 +444,12 @@ static int fetch_open(fetch_t *x)
 	x->size = ft_backend_reader_length(x->rd);
 	if (x->size < 0)
 		x->size = x->meta.size;
+	/* Nothing is cached (or streamed) for an object that cannot fit even after eviction. */
+	if (x->size >= 0 && tgt_lru_reserve(o, (uint64_t)x->size) != 0) {
+		fetch_fail(x, 507, "%s/%s of %" PRId64 " bytes does not fit on mountpath %s, even after eviction",
+			   o->bucket, o->obj, x->size, o->mp->path);
+		return -1;
+	}
 	int rfd = openat(o->mp->work_fd, x->work, O_RDONLY | O_CLOEXEC);
 	if (rfd < 0) {
 		fetch_fail(x, 500, "cannot reopen the work file: %s", strerror(errno));
@@ -745,6 +757,49 @@ static void coldget_work(ft_req_t *r, void *arg)
 		return;
 	}
 	run_fetch(r, o, f);
+}
+
+/* Waits until f (a reference held, dropped here) ends; 0, or -1 with its message. */
+static int prefetch_wait(flight_t *f, int64_t *bytes, char *err, size_t cap)
+{
+	pthread_mutex_lock(&fl_lock);
+	while (f->state == FL_RUNNING)
+		pthread_cond_wait(&fl_cond, &fl_lock);
+	int ok = f->state == FL_DONE;
+	*bytes = f->written;
+	snprintf(err, cap, "%s", f->msg);
+	pthread_mutex_unlock(&fl_lock);
+	flight_put(f);
+	return ok ? 0 : -1;
+}
+
+int tgt_coldget_prefetch(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
+{
+	struct stat st;
+
+	*bytes = 0;
+	pthread_mutex_lock(&fl_lock);
+	flight_t *f = flight_find(o->rel);
+	if (f != NULL) {
+		f->refs++;
+		pthread_mutex_unlock(&fl_lock);
+		return prefetch_wait(f, bytes, err, cap);
+	}
+	if (fstatat(o->mp->root_fd, o->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+		pthread_mutex_unlock(&fl_lock);
+		*bytes = st.st_size;
+		return 1;
+	}
+	f = flight_new(o->rel);
+	if (f != NULL)
+		f->refs++; /* ours, for the verdict after run_fetch dropped the fetcher's */
+	pthread_mutex_unlock(&fl_lock);
+	if (f == NULL) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	run_fetch(NULL, o, f);
+	return prefetch_wait(f, bytes, err, cap);
 }
 
 void tgt_coldget(ft_req_t *r, tgt_obj_t *o)

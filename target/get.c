@@ -178,6 +178,7 @@ void tgt_get(ft_req_t *r, tgt_obj_t *o)
 
 	if (fd < 0)
 		return;
+	tgt_lru_touch(o);
 	int cond = check_conditions(r, &lom);
 	if (cond == 304) {
 		close(fd);

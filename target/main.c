@@ -54,6 +54,9 @@ static void usage(FILE *f)
 		"  --keepalive_ms N      keepalive interval (default 2000)\n"
 		"  --sync P              none|data|full (default none)\n"
 		"  --reserve_bytes N     free space kept on each mountpath (default 64 MiB)\n"
+		"  --lru_high_pct N, --lru_low_pct N  eviction watermarks, %% of a mountpath (default 90, 75)\n"
+		"  --lru_quota_bytes N   per-mountpath capacity for the watermarks (default 0: the filesystem's)\n"
+		"  --lru_interval_ms N   how often usage is checked (default 10000)\n"
 		"  --http_max_header_bytes N, --http_max_headers N, --http_idle_timeout_ms N,\n"
 		"  --http_header_timeout_ms N, --http_body_timeout_ms N\n"
 		"  --config FILE         JSON file with the same keys (flags win)\n"
@@ -197,6 +200,7 @@ static void shutdown_all(tgt_t *t)
 		ft_ctl_stop(t->ctl);
 	t->ctl = NULL;
 	tgt_janitor_stop(t);
+	tgt_lru_stop(t);
 	tgt_cluster_fini(t);
 	tgt_coldget_fini(t);
 	tgt_list_fini(t);
@@ -254,7 +258,8 @@ int main(int argc, char **argv)
 		errf(err, sizeof(err), "HTTP client initialization failed");
 		goto fail;
 	}
-	if (tgt_put_init(t) != 0 || tgt_list_init(t) != 0 || tgt_cluster_init(t) != 0 || tgt_janitor_start(t) != 0) {
+	if (tgt_put_init(t) != 0 || tgt_list_init(t) != 0 || tgt_cluster_init(t) != 0 || tgt_janitor_start(t) != 0 ||
+	    tgt_lru_start(t) != 0) {
 		errf(err, sizeof(err), "out of memory or threads");
 		goto fail;
 	}

@@ -141,6 +141,10 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 		ft_resp_error(r, 400, "object name too long");
 		return;
 	}
+	if (tgt_is_remote(o) && m == FT_HTTP_DELETE && !mpu && tgt_evict_wanted(r)) {
+		tgt_evict_object(r, o); /* jobs.c: the cached copy only */
+		return;
+	}
 	if (tgt_is_remote(o) && (mpu || (m != FT_HTTP_GET && m != FT_HTTP_HEAD))) {
 		ft_resp_error(r, 501, "%s of objects in %s bucket \"%s\" is not built yet (remote buckets are read-only for now)",
 			      mpu ? "multipart upload" : ft_req_method_name(r), o->provider, o->bucket);

@@ -112,6 +112,12 @@ int tgt_coldget_wanted(ft_req_t *r, const tgt_obj_t *o);
 void tgt_coldget(ft_req_t *r, tgt_obj_t *o);
 /* Closes the cached backend handles; after the public server stopped. */
 void tgt_coldget_fini(tgt_t *t);
+/*
+ * Prefetch (jobs.c): fetches and publishes o (a remote-bucket object owned here) without a client,
+ * or waits for the fetch in flight. Blocking. Returns 1 when it was cached already, 0 when fetched
+ * now (*bytes: its size in both cases), -1 with err filled on failure (nothing cached).
+ */
+int tgt_coldget_prefetch(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 
 /* ---- mpu.c: multipart uploads, for the proxy's S3 API (docs/api.md "Multipart upload") ---- */
 /* An object request carrying ?mpu=ID: start, part, complete, abort, parts (makes the response call). */
@@ -156,6 +162,16 @@ int tgt_janitor_start(tgt_t *t);
 void tgt_janitor_kick(tgt_t *t);
 void tgt_janitor_stop(tgt_t *t);
 
+/* ---- lru.c: eviction of cached remote objects above the high watermark (docs/backends.md) ---- */
+int tgt_lru_start(tgt_t *t);
+void tgt_lru_stop(tgt_t *t);
+/* Asks for a usage check now (after a cold GET published). */
+void tgt_lru_kick(tgt_t *t);
+/* Notes an access of o in memory (no disk write); no-op for ais buckets. */
+void tgt_lru_touch(const tgt_obj_t *o);
+/* Makes room for size bytes on o's mountpath, evicting if needed. 0, or -ENOSPC if it cannot fit. */
+int tgt_lru_reserve(const tgt_obj_t *o, uint64_t size);
+
 /* ---- list.c: per-bucket name snapshots and the control-port listing ---- */
 int tgt_list_init(tgt_t *t);
 void tgt_list_fini(tgt_t *t);
@@ -165,6 +181,16 @@ void tgt_list_bump(tgt_t *t, const char *provider, const char *bucket);
 void tgt_list_forget(tgt_t *t, const char *provider, const char *bucket);
 /* GET /v1/list on the control port. */
 void tgt_list_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+
+/* ---- jobs.c: prefetch and evict jobs sent by the proxy (docs/api.md "Jobs") ---- */
+/* POST /v1/jobs, GET /v1/jobs[/<id>], DELETE /v1/jobs/<id> on the control port. */
+void tgt_jobs_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+/* Whether a DELETE asks to evict (evict=true|1): remove only the cached copy of a remote object. */
+int tgt_evict_wanted(ft_req_t *r);
+/* DELETE ...?evict=true of a remote-bucket object: 200 when its cached copy was removed, 404 when none. */
+void tgt_evict_object(ft_req_t *r, tgt_obj_t *o);
+/* Aborts, joins and frees every job and refuses new ones (first in the shutdown); idempotent. */
+void tgt_jobs_fini(tgt_t *t);
 
 /* ---- cluster.c: join, keepalive, metasync, control-port dispatcher ---- */
 int tgt_cluster_start(tgt_t *t);

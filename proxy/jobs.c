@@ -1,0 +1,422 @@
+/* Proxy side of cluster jobs: prefetch/evict action messages, template expansion, fan-out to targets, aggregated status. */
+#include "proxy.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "httputil.h"
+#include "log.h"
+#include "names.h"
+
+/*
+ * DESIGN
+ * The proxy keeps no job state: a job is the set of per-target jobs of one id. Submitting POSTs
+ * {"id","kind","provider","bucket","objnames"} to every target of the current Smap (each target
+ * keeps the names it owns); status and abort ask every target of the current Smap for that id and
+ * add up the answers. So a proxy restart loses nothing, and a target that left takes its part of
+ * the status with it (documented).
+ */
+
+#define JOB_TIMEOUT_MS 10000
+#define JOB_NAMES_MAX 100000
+#define JOB_MSG_MAX (15u << 20) /* below the targets' control-port body limit */
+
+/* One fan-out: a call per target, results in per-index slots. Lives on the worker's stack. */
+typedef struct {
+	const ft_smap_t *smap;
+	const char *method;
+	char path[128];
+	const json_t *body;
+	long *status;
+	json_t **resp;
+	char (*err)[200];
+} fanout_t;
+
+static void fanout_one(void *arg, int i)
+{
+	fanout_t *f = arg;
+	char url[FT_URL_MAX + 160];
+
+	snprintf(url, sizeof(url), "%s%s", f->smap->targets[i].control_url, f->path);
+	if (ft_client_json(f->method, url, f->body, JOB_TIMEOUT_MS, &f->status[i], &f->resp[i], f->err[i],
+			   sizeof(f->err[i])) != 0)
+		f->status[i] = 0;
+}
+
+/* Runs method path on every target; arrays allocated in f (free with fanout_free). -1 on OOM. */
+static int fanout(px_t *px, fanout_t *f)
+{
+	int n = f->smap->n_targets;
+
+	f->status = calloc((size_t)n + 1, sizeof(*f->status));
+	f->resp = calloc((size_t)n + 1, sizeof(*f->resp));
+	f->err = calloc((size_t)n + 1, sizeof(*f->err));
+	if (f->status == NULL || f->resp == NULL || f->err == NULL)
+		return -1;
+	px_pool_run(px->pool, fanout_one, f, n);
+	return 0;
+}
+
+static void fanout_free(fanout_t *f)
+{
+	for (int i = 0; f->resp != NULL && i < f->smap->n_targets; i++)
+		json_decref(f->resp[i]);
+	free(f->err);
+	free(f->resp);
+	free(f->status);
+}
+
+/* ---- submit ---- */
+
+typedef struct {
+	px_t *px;
+	json_t *msg; /* owned: the message for the targets; released by submit_done */
+} submit_t;
+
+static void submit_done(void *arg)
+{
+	submit_t *s = arg;
+
+	json_decref(s->msg);
+	s->msg = NULL;
+}
+
+static void submit_work(ft_req_t *r, void *arg)
+{
+	submit_t *s = arg;
+	ft_smap_t *smap = ft_smap_current();
+	fanout_t f = { .smap = smap, .method = "POST", .path = "/v1/jobs", .body = s->msg };
+	const char *id = json_string_value(json_object_get(s->msg, "id"));
+	int bad = -1;
+
+	if (smap == NULL || smap->n_targets == 0) {
+		ft_resp_error(r, 503, "the cluster map has no targets");
+		goto out;
+	}
+	if (fanout(s->px, &f) != 0) {
+		ft_resp_error(r, 500, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < smap->n_targets && bad < 0; i++)
+		if (f.status[i] != 200)
+			bad = i;
+	if (bad >= 0) {
+		const char *m = json_string_value(json_object_get(f.resp[bad], "message"));
+		int st = f.status[bad] >= 400 && f.status[bad] < 500 ? (int)f.status[bad] : 502;
+		ft_resp_error(r, st, "job %s: target %s: %s", id, smap->targets[bad].id,
+			      m != NULL ? m : f.status[bad] == 0 ? f.err[bad] : "failed");
+		goto out;
+	}
+	ft_info("job %s: %s %s/%s on %d targets", id, json_string_value(json_object_get(s->msg, "kind")),
+		json_string_value(json_object_get(s->msg, "provider")),
+		json_string_value(json_object_get(s->msg, "bucket")), smap->n_targets);
+	ft_resp_json(r, 200, json_pack("{s:s}", "job_id", id));
+out:
+	fanout_free(&f);
+	ft_smap_put(smap);
+}
+
+/*
+ * Expands "pre{A..B}post" (A and B decimal; zero padded to A's width when A and B have the same
+ * width) into arr. 0, or -1 with why set.
+ */
+static int expand_template(const char *tpl, json_t *arr, const char **why)
+{
+	const char *lb = strchr(tpl, '{'), *rb = lb != NULL ? strchr(lb, '}') : NULL;
+	const char *dots = lb != NULL ? strstr(lb, "..") : NULL;
+	char a[24], b[24];
+
+	*why = "template must look like prefix{0000..0099}suffix (one brace range of decimal numbers)";
+	if (lb == NULL || rb == NULL || dots == NULL || dots > rb || strchr(rb + 1, '{') != NULL)
+		return -1;
+	size_t la = (size_t)(dots - lb - 1), lbn = (size_t)(rb - dots - 2);
+	if (la == 0 || lbn == 0 || la >= sizeof(a) - 4 || lbn >= sizeof(b) - 4)
+		return -1;
+	memcpy(a, lb + 1, la);
+	a[la] = '\0';
+	memcpy(b, dots + 2, lbn);
+	b[lbn] = '\0';
+	for (size_t i = 0; i < la; i++)
+		if (!isdigit((unsigned char)a[i]))
+			return -1;
+	for (size_t i = 0; i < lbn; i++)
+		if (!isdigit((unsigned char)b[i]))
+			return -1;
+	unsigned long long lo = strtoull(a, NULL, 10), hi = strtoull(b, NULL, 10);
+	if (hi < lo) {
+		*why = "template range is empty (end below start)";
+		return -1;
+	}
+	if (hi - lo >= JOB_NAMES_MAX) {
+		*why = "template range too large (at most 100000 names per job)";
+		return -1;
+	}
+	int width = la == lbn ? (int)la : 0;
+	for (unsigned long long v = lo; v <= hi; v++) {
+		char name[FT_OBJ_NAME_MAX + 1];
+		int n = snprintf(name, sizeof(name), "%.*s%0*llu%s", (int)(lb - tpl), tpl, width, v, rb + 1);
+		if (n < 0 || (size_t)n >= sizeof(name)) {
+			*why = "template expands to a name that is too long";
+			return -1;
+		}
+		json_array_append_new(arr, json_string(name));
+	}
+	return 0;
+}
+
+/* The objnames of a listrange value; 0, or -1 after responding (400, or 501 for a prefix). */
+static int value_names(ft_req_t *r, const json_t *value, json_t *arr)
+{
+	const json_t *names = json_object_get(value, "objnames");
+	const char *tpl = json_string_value(json_object_get(value, "template"));
+	const char *why = NULL;
+
+	if (json_object_get(value, "prefix") != NULL) {
+		ft_resp_error(r, 501, "a job over a prefix needs listing the remote bucket, which is not built yet; "
+				      "use objnames or template");
+		return -1;
+	}
+	if (json_is_array(names)) {
+		if (json_array_size(names) > JOB_NAMES_MAX) {
+			ft_resp_error(r, 400, "too many objnames (at most %d)", JOB_NAMES_MAX);
+			return -1;
+		}
+		for (size_t i = 0; i < json_array_size(names); i++) {
+			const char *n = json_string_value(json_array_get(names, i));
+			if (n == NULL || ft_name_check_object(n, strlen(n), &why) != 0) {
+				ft_resp_error(r, 400, "bad objnames[%zu]: %s", i, n == NULL ? "not a string" : why);
+				return -1;
+			}
+			json_array_append_new(arr, json_string(n));
+		}
+		return 0;
+	}
+	if (tpl != NULL) {
+		if (expand_template(tpl, arr, &why) != 0) {
+			ft_resp_error(r, 400, "bad template \"%s\": %s", tpl, why);
+			return -1;
+		}
+		for (size_t i = 0; i < json_array_size(arr); i++) {
+			const char *n = json_string_value(json_array_get(arr, i));
+			if (ft_name_check_object(n, strlen(n), &why) != 0) {
+				ft_resp_error(r, 400, "bad template \"%s\": name \"%s\": %s", tpl, n, why);
+				return -1;
+			}
+		}
+		return 0;
+	}
+	ft_resp_error(r, 400, "value must hold \"objnames\" (array), \"template\" (string) or \"prefix\"");
+	return -1;
+}
+
+static bool job_action(const char *a)
+{
+	return a != NULL && (strcmp(a, "prefetch-listrange") == 0 || strcmp(a, "evict-listrange") == 0 ||
+			     strcmp(a, "evict-remote-bucket") == 0);
+}
+
+bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len)
+{
+	static atomic_uint seq;
+	json_t *in = len > 0 ? json_loadb(body, len, 0, NULL) : NULL;
+	const char *action = json_string_value(json_object_get(in, "action"));
+	json_t *names = NULL;
+	char id[48];
+
+	if (!job_action(action)) {
+		json_decref(in);
+		return false;
+	}
+	if (strcmp(provider, "ais") == 0) {
+		ft_resp_error(r, 400, "%s works on remote buckets only (provider=aws|gcp|azure|ht); \"%s\" is an ais bucket",
+			      action, bucket);
+		goto out;
+	}
+	const char *kind = action[0] == 'p' ? "prefetch" : strcmp(action, "evict-listrange") == 0 ? "evict" : "evict-bucket";
+	if (strcmp(kind, "evict-bucket") != 0) {
+		names = json_array();
+		if (!json_is_object(json_object_get(in, "value"))) {
+			ft_resp_error(r, 400, "%s needs a value object (objnames, template or prefix)", action);
+			goto out;
+		}
+		if (value_names(r, json_object_get(in, "value"), names) != 0)
+			goto out;
+	}
+	snprintf(id, sizeof(id), "j-%" PRIx64 "-%x", (uint64_t)ft_now_ns(), atomic_fetch_add(&seq, 1));
+	submit_t *s = ft_req_alloc(r, sizeof(*s));
+	s->px = px;
+	s->msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", kind, "provider", provider, "bucket", bucket);
+	if (names != NULL)
+		json_object_set(s->msg, "objnames", names);
+	ft_req_on_done(r, submit_done, s);
+	ft_req_defer(r, submit_work, s);
+out:
+	json_decref(names);
+	json_decref(in);
+	return true;
+}
+
+/* ---- status, list, abort ---- */
+
+typedef struct {
+	px_t *px;
+	char id[64];
+	bool del;
+} query_t;
+
+static void add_int(json_t *agg, const char *key, const json_t *part)
+{
+	json_int_t v = json_integer_value(json_object_get(agg, key)) + json_integer_value(json_object_get(part, key));
+
+	json_object_set_new(agg, key, json_integer(v));
+}
+
+/* Folds one target's job document into agg (created on the first part). */
+static json_t *job_fold(json_t *agg, const json_t *part)
+{
+	static const char *const order[] = { "running", "failed", "aborted", "finished" };
+
+	if (agg == NULL) {
+		agg = json_pack("{s:O, s:O, s:O, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:[], s:[]}", "id",
+				json_object_get(part, "id"), "kind", json_object_get(part, "kind"), "bucket",
+				json_object_get(part, "bucket"), "state", "finished", "objects", (json_int_t)0, "bytes",
+				(json_int_t)0, "errors", (json_int_t)0, "total", (json_int_t)0, "start",
+				(json_int_t)INT64_MAX, "end", (json_int_t)0, "error_samples", "targets");
+		if (agg == NULL)
+			return NULL;
+	}
+	add_int(agg, "objects", part);
+	add_int(agg, "bytes", part);
+	add_int(agg, "errors", part);
+	add_int(agg, "total", part);
+	json_int_t st = json_integer_value(json_object_get(part, "start")),
+		   en = json_integer_value(json_object_get(part, "end"));
+	if (st < json_integer_value(json_object_get(agg, "start")))
+		json_object_set_new(agg, "start", json_integer(st));
+	if (en > json_integer_value(json_object_get(agg, "end")))
+		json_object_set_new(agg, "end", json_integer(en));
+	/* The job's state is the first of running, failed, aborted, finished that some target is in. */
+	const char *ps = json_string_value(json_object_get(part, "state"));
+	const char *as = json_string_value(json_object_get(agg, "state"));
+	for (size_t i = 0; ps != NULL && i < sizeof(order) / sizeof(order[0]); i++) {
+		if (strcmp(as, order[i]) == 0)
+			break;
+		if (strcmp(ps, order[i]) == 0) {
+			json_object_set_new(agg, "state", json_string(ps));
+			break;
+		}
+	}
+	json_t *samples = json_object_get(agg, "error_samples"), *ps_arr = json_object_get(part, "error_samples");
+	for (size_t i = 0; i < json_array_size(ps_arr) && json_array_size(samples) < 10; i++)
+		json_array_append(samples, json_array_get(ps_arr, i));
+	json_array_append_new(json_object_get(agg, "targets"),
+			      json_pack("{s:O, s:O, s:O, s:O}", "node", json_object_get(part, "node"), "state",
+					json_object_get(part, "state"), "objects", json_object_get(part, "objects"),
+					"bytes", json_object_get(part, "bytes")));
+	return agg;
+}
+
+/* A job seen by no target has end 0; one still running reports end 0 as well. */
+static void job_finish_doc(json_t *agg)
+{
+	if (strcmp(json_string_value(json_object_get(agg, "state")), "running") == 0)
+		json_object_set_new(agg, "end", json_integer(0));
+}
+
+static void query_work(ft_req_t *r, void *arg)
+{
+	query_t *q = arg;
+	ft_smap_t *smap = ft_smap_current();
+	fanout_t f = { .smap = smap, .method = q->del ? "DELETE" : "GET" };
+	json_t *out = NULL;
+
+	if (smap == NULL || smap->n_targets == 0) {
+		ft_resp_error(r, 503, "the cluster map has no targets");
+		goto done;
+	}
+	snprintf(f.path, sizeof(f.path), "/v1/jobs%s%s", q->id[0] ? "/" : "", q->id);
+	if (fanout(q->px, &f) != 0) {
+		ft_resp_error(r, 500, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < smap->n_targets; i++) {
+		if (f.status[i] == 0 || (f.status[i] != 200 && f.status[i] != 404)) {
+			ft_resp_error(r, 502, "target %s: %s", smap->targets[i].id,
+				      f.status[i] == 0 ? f.err[i] : "job status failed");
+			goto done;
+		}
+	}
+	if (q->id[0]) { /* one job: fold the targets' parts */
+		for (int i = 0; i < smap->n_targets; i++)
+			if (f.status[i] == 200)
+				out = job_fold(out, f.resp[i]);
+		if (out == NULL) {
+			ft_resp_error(r, 404, "no job %s", q->id);
+			goto done;
+		}
+		job_finish_doc(out);
+		ft_resp_json(r, 200, out);
+		goto done;
+	}
+	json_t *byid = json_object(); /* all jobs: fold by id */
+	for (int i = 0; i < smap->n_targets; i++) {
+		for (size_t k = 0; k < json_array_size(f.resp[i]); k++) {
+			json_t *part = json_array_get(f.resp[i], k);
+			const char *id = json_string_value(json_object_get(part, "id"));
+			if (id == NULL)
+				continue;
+			json_t *agg = json_object_get(byid, id);
+			json_t *n = job_fold(agg != NULL ? json_incref(agg) : NULL, part);
+			if (n != NULL)
+				json_object_set_new(byid, id, n);
+		}
+	}
+	out = json_array();
+	const char *key;
+	json_t *val;
+	json_object_foreach(byid, key, val) {
+		job_finish_doc(val);
+		json_array_append(out, val);
+	}
+	json_decref(byid);
+	ft_resp_json(r, 200, out);
+done:
+	fanout_free(&f);
+	ft_smap_put(smap);
+}
+
+void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len)
+{
+	ft_method_t m = ft_req_method(r);
+	size_t base = strlen("/v1/jobs");
+	query_t *q;
+
+	if (len > base + 1 + 63) {
+		ft_resp_error(r, 400, "job id too long");
+		return;
+	}
+	q = ft_req_alloc(r, sizeof(*q));
+	memset(q, 0, sizeof(*q));
+	q->px = px;
+	if (len > base + 1)
+		memcpy(q->id, path + base + 1, len - base - 1);
+	for (size_t i = 0; q->id[i]; i++) {
+		if (!isalnum((unsigned char)q->id[i]) && q->id[i] != '-') {
+			ft_resp_error(r, 400, "bad job id \"%s\"", q->id);
+			return;
+		}
+	}
+	if (m == FT_HTTP_DELETE && q->id[0]) {
+		q->del = true;
+	} else if (m != FT_HTTP_GET) {
+		ft_resp_header(r, "Allow", q->id[0] ? "GET, DELETE" : "GET");
+		ft_resp_error(r, 405, "method %s not allowed on %.*s", ft_req_method_name(r), (int)len, path);
+		return;
+	}
+	ft_req_defer(r, query_work, q);
+}

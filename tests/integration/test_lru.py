@@ -1,0 +1,138 @@
+# LRU eviction under a small per-mountpath quota: watermarks, recency, refetch, ais never evicted, 507 on no room.
+import os
+import time
+
+import pytest
+import requests
+
+import peers
+from ftutil import TIMEOUT, Api, unique
+from test_coldget import access_count, create_remote, obj_url, put_origin
+
+MIB = 1 << 20
+QUOTA = 8 * MIB
+HIGH, LOW = 80, 50
+OBJ = 512 * 1024
+LRU_ARGS = ["--lru_quota_bytes", str(QUOTA), "--lru_high_pct", str(HIGH), "--lru_low_pct", str(LOW),
+            "--lru_interval_ms", "200"]
+
+
+@pytest.fixture(scope="module")
+def origin():
+    peers.ensure_installed()
+    p = peers.start_nginx(peers.scratch_dir())
+    try:
+        yield p
+    finally:
+        p.stop()
+
+
+def usage(mp):
+    """Bytes of published objects on a mountpath (what the quota counts: .work excluded)."""
+    total = 0
+    for dirpath, dirs, files in os.walk(mp):
+        if dirpath == mp and ".work" in dirs:
+            dirs.remove(".work")
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(dirpath, f))
+            except FileNotFoundError:  # evicted meanwhile
+                pass
+    return total
+
+
+def wait_usage_below(mp, limit, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        u = usage(mp)
+        if u <= limit or time.monotonic() > deadline:
+            return u
+        time.sleep(0.05)
+
+
+def is_cached(mp, provider, bucket, name):
+    return os.path.isfile(os.path.join(mp, provider, bucket, name))
+
+
+def lru_cluster(make_cluster):
+    c = make_cluster(targets=1, mountpaths=1, target_args=LRU_ARGS)
+    return c, c.mountpaths(0)[0]
+
+
+def get_ok(url, bucket, name, data):
+    r = requests.get(obj_url(url, bucket, name), timeout=TIMEOUT)
+    assert r.status_code == 200, (name, r.status_code, r.text[:300])
+    assert r.content == data, name
+
+
+def test_lru_evicts_oldest_keeps_recent(make_cluster, origin):
+    c, mp = lru_cluster(make_cluster)
+    b = unique("lru")
+    create_remote(c.url, b, "ht", {"endpoint": origin.url})
+    prefix = unique("o")
+    names = ["%s-%02d" % (prefix, i) for i in range(40)]
+    blobs = {n: os.urandom(OBJ) for n in names}
+    for n in names:
+        put_origin(origin, n, blobs[n])
+    hot = names[:3]
+    high = QUOTA * HIGH // 100
+    for i, n in enumerate(names):
+        get_ok(c.url, b, n, blobs[n])
+        if i % 3 == 2:
+            for h in hot:
+                get_ok(c.url, b, h, blobs[h])
+        u = wait_usage_below(mp, high)
+        assert u <= high, "after reading %d objects usage %d > high mark %d" % (i + 1, u, high)
+    assert all(is_cached(mp, "ht", b, h) for h in hot), "recently re-read objects were evicted"
+    # ...and never were (an evicted one would have been fetched again on its re-read).
+    assert [access_count(origin, h) for h in hot] == [1, 1, 1]
+    old = names[3:12]
+    evicted = [n for n in old if not is_cached(mp, "ht", b, n)]
+    assert evicted == old, "oldest unread objects still cached: %s" % sorted(set(old) - set(evicted))
+    cached = [n for n in names if is_cached(mp, "ht", b, n)]
+    assert 0 < len(cached) * OBJ <= high
+    # An evicted object reads again correctly, fetched from the origin a second time.
+    before = access_count(origin, old[0])
+    get_ok(c.url, b, old[0], blobs[old[0]])
+    assert access_count(origin, old[0]) == before + 1
+    assert is_cached(mp, "ht", b, old[0])
+
+
+def test_lru_never_evicts_ais_and_full_gives_507(make_cluster, origin):
+    c, mp = lru_cluster(make_cluster)
+    api = Api(c.url)
+    hb = unique("lruh")
+    create_remote(c.url, hb, "ht", {"endpoint": origin.url})
+    prefix = unique("r")
+    remote = {"%s-%d" % (prefix, i): os.urandom(OBJ) for i in range(5)}
+    for n, d in remote.items():
+        put_origin(origin, n, d)
+    names = list(remote)
+    for n in names[:4]:
+        get_ok(c.url, hb, n, remote[n])
+    assert all(is_cached(mp, "ht", hb, n) for n in names[:4])
+
+    ab = unique("lrua")
+    api.create_bucket(ab)
+    local = {"a-%02d" % i: os.urandom(OBJ) for i in range(16)}  # 8 MiB: at the quota by itself
+    for n, d in local.items():
+        api.put(ab, n, d)
+    # Over the mark: every cached remote object goes, no ais object does.
+    deadline = time.monotonic() + 5
+    while any(is_cached(mp, "ht", hb, n) for n in names[:4]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(is_cached(mp, "ht", hb, n) for n in names[:4])
+    time.sleep(1.0)  # several more sweeps while still over the high mark
+    assert usage(mp) > QUOTA * HIGH // 100
+    for n, d in local.items():
+        assert is_cached(mp, "ais", ab, n), "ais object %s was evicted" % n
+        r = api.get(ab, n)
+        assert r.status_code == 200 and r.content == d
+
+    # No room even after eviction: 507 JSON, nothing cached, no work file left.
+    r = requests.get(obj_url(c.url, hb, names[4]), timeout=TIMEOUT)
+    assert r.status_code == 507, (r.status_code, r.text[:300])
+    j = r.json()
+    assert j["status"] == 507 and "does not fit" in j["message"]
+    assert not is_cached(mp, "ht", hb, names[4])
+    assert c.work_files() == []

@@ -501,11 +501,9 @@ static ft_backend_err_t gcp_put(ft_backend_t *b, const char *name, const ft_back
 		goto out;
 	}
 	if (body->md5 != NULL && *body->md5 != '\0') {
-		uint8_t raw[16];
 		char b64[32];
 
-		if (ft_be_unhex(body->md5, raw, sizeof(raw)) != 0 || ft_be_b64_encode(raw, sizeof(raw), b64, sizeof(b64)) != 0 ||
-		    ft_be_xfer_header(x, "x-goog-hash", "md5=%s", b64) != 0) {
+		if (ft_be_md5_b64(body->md5, b64) != 0 || ft_be_xfer_header(x, "x-goog-hash", "md5=%s", b64) != 0) {
 			rc = oom("PUT", name, err);
 			goto out;
 		}

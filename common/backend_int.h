@@ -27,6 +27,8 @@ int ft_be_b64_encode(const uint8_t *in, size_t n, char *out, size_t cap);
 void ft_be_hex(const uint8_t *in, size_t n, char *out);
 /* Hex digest text (2n chars) into raw bytes; returns 0 or -1. */
 int ft_be_unhex(const char *hex, uint8_t *out, size_t n);
+/* A hex MD5 (32 chars) as the base64 that Content-MD5 and its kin carry; returns 0 or -1. */
+int ft_be_md5_b64(const char *hex, char b64[32]);
 /* "Sun, 06 Nov 1994 08:49:37 GMT" -> ns since the epoch; 0 if unparseable. */
 int64_t ft_be_parse_http_date(const char *s);
 /* "2009-10-12T17:50:30.000Z" (fraction optional) -> ns since the epoch; 0 if unparseable. */

@@ -112,6 +112,15 @@ int ft_be_unhex(const char *hex, uint8_t *out, size_t n)
 	return 0;
 }
 
+int ft_be_md5_b64(const char *hex, char b64[32])
+{
+	uint8_t raw[16];
+
+	if (ft_be_unhex(hex, raw, sizeof(raw)) != 0)
+		return -1;
+	return ft_be_b64_encode(raw, sizeof(raw), b64, 32);
+}
+
 /* ---- dates ---- */
 
 int64_t ft_be_parse_http_date(const char *s)

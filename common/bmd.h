@@ -19,6 +19,15 @@ typedef struct {
 	 * bucket: ft_bmd_add takes its own, clone/remove/free manage theirs.
 	 */
 	json_t *backend;
+	/*
+	 * Data protection (docs/data-protection.md); set at create-bck or with set-bprops, all 0 = off.
+	 * JSON: "mirror": {"copies": N}, "ec": {"data_slices": D, "parity_slices": P, "objsize_limit": B},
+	 * "checksum_validate_warm_get": bool (kept beside "checksum").
+	 */
+	int mirror_copies;        /* copies on distinct mountpaths of the owner; 0 or 1 = just the one */
+	int ec_data, ec_parity;   /* erasure coding D+P slices on other targets; 0 = off */
+	int64_t ec_objsize_limit; /* objects smaller than this are replicated ec_parity times, not sliced */
+	int validate_warm_get;    /* verify the checksum of every warm GET */
 } ft_bucket_t;
 
 /*

@@ -344,6 +344,13 @@ void tgt_control_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 	} else if (strncmp(req->path, "/v1/jobs", 8) == 0 && (req->path[8] == '\0' || req->path[8] == '/')) {
 		tgt_jobs_handle(t, req, resp);
 		return;
+	} else if (strncmp(req->path, "/v1/ec", 6) == 0 && (req->path[6] == '\0' || req->path[6] == '/')) {
+		tgt_ec_ctl(t, req, resp);
+		return;
+	} else if ((strncmp(req->path, "/v1/rebalance", 13) == 0 && (req->path[13] == '\0' || req->path[13] == '/')) ||
+		   (strncmp(req->path, "/v1/mountpaths", 14) == 0 && (req->path[14] == '\0' || req->path[14] == '/'))) {
+		tgt_rebalance_ctl(t, req, resp);
+		return;
 	} else if (strcmp(req->path, "/v1/mpu") == 0) {
 		want = "GET";
 		if (strcmp(req->method, "GET") == 0) {

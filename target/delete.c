@@ -22,5 +22,7 @@ void tgt_delete(ft_req_t *r, tgt_obj_t *o)
 	}
 	tgt_list_bump(o->t, o->provider, o->bucket);
 	tgt_parent_prune(o->mp, o->rel);
+	tgt_mirror_delete(o);
+	tgt_ec_delete(o);
 	ft_resp_bytes(r, 200, NULL, NULL, 0);
 }

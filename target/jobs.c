@@ -448,3 +448,13 @@ void tgt_jobs_fini(tgt_t *t)
 		job_free(j);
 	}
 }
+
+int tgt_jobs_start_local(tgt_t *t, const char *id, const char *kind, tgt_job_fn fn, const char *provider,
+			 const char *bucket)
+{
+	(void)t;
+	(void)fn;
+	(void)provider;
+	ft_warn("job %s (%s of %s): jobs over local objects are not built yet", id, kind, bucket ? bucket : "every bucket");
+	return -1;
+}

@@ -199,6 +199,7 @@ static void shutdown_all(tgt_t *t)
 	if (t->ctl)
 		ft_ctl_stop(t->ctl);
 	t->ctl = NULL;
+	tgt_rebalance_fini(t);
 	tgt_janitor_stop(t);
 	tgt_lru_stop(t);
 	tgt_cluster_fini(t);

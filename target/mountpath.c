@@ -343,15 +343,21 @@ int tgt_bucket_retire(tgt_t *t, const char *provider, const char *bucket)
 
 	if (tgt_rel_path(rel, sizeof(rel), provider, bucket, NULL) != 0)
 		return 0;
+	/* The bucket's objects, then the extra copies and EC slices kept for it (same layout below them). */
+	static const char *const tops[] = { "", TGT_COPIES_DIR "/", TGT_EC_DIR "/" };
 	pthread_rwlock_wrlock(&t->publish_lock);
 	for (int i = 0; i < t->n_mountpaths; i++) {
 		const tgt_mountpath_t *mp = &t->mountpaths[i];
-		uint64_t n = atomic_fetch_add(&work_counter, 1);
-		snprintf(name, sizeof(name), "rm.%llu.%s", (unsigned long long)n, bucket);
-		if (renameat(mp->root_fd, rel, mp->work_fd, name) == 0)
-			moved++;
-		else if (errno != ENOENT)
-			ft_warn("mountpath %s: cannot retire %s: %s", mp->path, rel, strerror(errno));
+		for (size_t k = 0; k < sizeof(tops) / sizeof(tops[0]); k++) {
+			char src[sizeof(TGT_COPIES_DIR) + sizeof(TGT_EC_DIR) + TGT_REL_MAX];
+			uint64_t n = atomic_fetch_add(&work_counter, 1);
+			snprintf(src, sizeof(src), "%s%s", tops[k], rel);
+			snprintf(name, sizeof(name), "rm.%llu.%s", (unsigned long long)n, bucket);
+			if (renameat(mp->root_fd, src, mp->work_fd, name) == 0)
+				moved += k == 0;
+			else if (errno != ENOENT)
+				ft_warn("mountpath %s: cannot retire %s: %s", mp->path, src, strerror(errno));
+		}
 	}
 	pthread_rwlock_unlock(&t->publish_lock);
 	tgt_list_forget(t, provider, bucket);

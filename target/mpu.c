@@ -864,6 +864,7 @@ typedef struct {
 	char list_md5[FT_CKSUM_HEX_MAX]; /* identifies the requested part list */
 	ft_lom_t lom;
 	char etag[FT_LOM_ETAG_MAX]; /* "<md5 hex>-N" */
+	char perr[256];      /* why tgt_put_protect failed */
 } complete_t;
 
 static void complete_release(complete_t *c)
@@ -1189,6 +1190,8 @@ static int complete_publish(complete_t *c)
 		pthread_mutex_unlock(&mpu_lock);
 		pthread_rwlock_unlock(&t->publish_lock);
 	}
+	if (rc == 0 && tgt_put_protect(o, &c->lom, c->perr, sizeof(c->perr)) != 0)
+		rc = -EPIPE;
 	pthread_mutex_unlock(lock);
 	return rc;
 }
@@ -1215,6 +1218,9 @@ static void complete_fail(ft_req_t *r, complete_t *c, int rc, int bad_part)
 			  o->bucket, o->obj);
 	else if (rc == -ENOSPC || rc == -EDQUOT)
 		mpu_error(r, 507, "InsufficientStorage", "mountpath %s is full", o->mp->path);
+	else if (rc == -EPIPE)
+		mpu_error(r, 500, "InternalError", "\"%s/%s\" stored, but not with the bucket's redundancy: %s", o->bucket,
+			  o->obj, c->perr);
 	else
 		mpu_error(r, 500, "InternalError", "completing \"%s/%s\": %s", o->bucket, o->obj, strerror(-rc));
 }

@@ -194,6 +194,7 @@ static void finalize(ft_req_t *r, void *arg)
 	tgt_obj_t *o = p->o;
 	tgt_t *t = o->t;
 	ft_lom_t lom;
+	char perr[256];
 	int rc;
 
 	if (t->cfg.sync == FT_SYNC_DATA && fdatasync(p->fd) != 0) {
@@ -222,7 +223,16 @@ static void finalize(ft_req_t *r, void *arg)
 		rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, p->work, t->cfg.sync) : -ESTALE;
 		pthread_rwlock_unlock(&t->publish_lock);
 	}
+	if (rc == 0 && tgt_put_protect(o, &lom, perr, sizeof(perr)) != 0)
+		rc = -EPIPE;
 	pthread_mutex_unlock(lock);
+
+	if (rc == -EPIPE) {
+		put_release(p);
+		ft_resp_error(r, 500, "object \"%s/%s\" stored, but not with the bucket's redundancy: %s", o->bucket,
+			      o->obj, perr);
+		return;
+	}
 
 	if (rc == -ENOTDIR || rc == -EISDIR) {
 		respond_conflict(r, p, rc);
@@ -244,6 +254,13 @@ static void finalize(ft_req_t *r, void *arg)
 	ft_resp_header(r, "Ais-Version", lom.version);
 	ft_resp_headerf(r, "ETag", "\"%s\"", lom.etag[0] ? lom.etag : lom.cksum);
 	ft_resp_bytes(r, 200, NULL, NULL, 0);
+}
+
+int tgt_put_protect(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
+{
+	if (tgt_mirror_put(o, lom, err, cap) != 0)
+		return -1;
+	return tgt_ec_put(o, lom, err, cap);
 }
 
 int tgt_put_write_all(int fd, const void *buf, size_t len)

@@ -46,6 +46,17 @@ static int check_provider(ft_req_t *r, tgt_obj_t *o)
 	return 0;
 }
 
+void tgt_obj_props(tgt_obj_t *o, const ft_bucket_t *b)
+{
+	o->cksum = b->cksum;
+	o->bucket_created = b->created_ns;
+	o->mirror_copies = b->mirror_copies;
+	o->ec_data = b->ec_data;
+	o->ec_parity = b->ec_parity;
+	o->ec_objsize_limit = b->ec_objsize_limit;
+	o->validate_warm_get = b->validate_warm_get;
+}
+
 /* Names first (400), then the bucket in the current BMD (404). Returns 0, or -1 after responding. */
 static int check_names(ft_req_t *r, tgt_obj_t *o, const char *bucket, const char *obj, size_t obj_len)
 {
@@ -76,10 +87,8 @@ static int check_names(ft_req_t *r, tgt_obj_t *o, const char *bucket, const char
 
 	ft_bmd_t *bmd = ft_bmd_current();
 	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, o->provider, bucket) : NULL;
-	if (b) {
-		o->cksum = b->cksum;
-		o->bucket_created = b->created_ns;
-	}
+	if (b)
+		tgt_obj_props(o, b);
 	ft_bmd_put(bmd);
 	if (!b) {
 		ft_resp_error(r, 404, "bucket \"%s\" does not exist", bucket);

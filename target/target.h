@@ -11,7 +11,9 @@
 #include "config.h"
 #include "ctl.h"
 #include "http.h"
+#include "lom.h"
 #include "names.h"
+#include "smap.h"
 
 /*
  * DESIGN
@@ -23,6 +25,8 @@
  */
 
 #define TGT_WORK_DIR ".work"
+#define TGT_COPIES_DIR ".copies" /* mirror.c: "<mp>/.copies/<provider>/<bucket>/<obj>" extra copies */
+#define TGT_EC_DIR ".ec"         /* ec.c: "<mp>/.ec/<provider>/<bucket>/<obj>" slices/replicas held for other owners */
 #define TGT_PROVIDER_MAX 16
 /* "<provider>/<bucket>/<object>" relative to a mountpath root, plus NUL. */
 #define TGT_REL_MAX (TGT_PROVIDER_MAX + 1 + FT_BUCKET_NAME_MAX + 1 + FT_OBJ_NAME_MAX + 1)
@@ -76,11 +80,25 @@ typedef struct {
 	const tgt_mountpath_t *mp;
 	char rel[TGT_REL_MAX];   /* "<provider>/<bucket>/<obj>" relative to mp->root_fd */
 	int local_only;          /* remote bucket: serve the cached copy as is (coldget.c decided) */
+	/* the bucket's data protection properties (common/bmd.h), copied by tgt_obj_props */
+	int mirror_copies;
+	int ec_data, ec_parity;
+	int64_t ec_objsize_limit;
+	int validate_warm_get;
 } tgt_obj_t;
+
+/*
+ * A job's action on one object (jobs.c runs it on a job thread; blocking is fine). o is complete
+ * (mp = the mountpath the object was found on, rel set, props filled). Returns 0 when done
+ * (*bytes: bytes read, written or moved), 1 when there was nothing to do, -1 on failure with err.
+ */
+typedef int (*tgt_job_fn)(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 
 /* ---- route.c: public port ---- */
 /* ft_handler_fn of the public server; ctx is the tgt_t. */
 void tgt_route_public(ft_req_t *r, void *ctx);
+/* Copies b's created time, checksum type and protection properties into o. */
+void tgt_obj_props(tgt_obj_t *o, const ft_bucket_t *b);
 
 /* ---- put.c, get.c, delete.c: object handlers (each makes the one response call) ---- */
 /* Initializes put_locks and publish_lock; 0 or -1. */
@@ -99,6 +117,11 @@ void tgt_put(ft_req_t *r, tgt_obj_t *o);
 void tgt_put_next_version(const tgt_obj_t *o, char *out, size_t cap);
 int tgt_put_bucket_alive(const tgt_obj_t *o);
 int tgt_put_publish(const tgt_obj_t *o, char *work, ft_sync_policy_t sync);
+/*
+ * After a publish, under the name's put_locks stripe: the bucket's mirror copies, then its EC
+ * slices (tgt_mirror_put, tgt_ec_put). 0, or -1 with err (the caller answers 500).
+ */
+int tgt_put_protect(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap);
 /* write(2) until all of buf is written (retrying EINTR); 0 or -errno. */
 int tgt_put_write_all(int fd, const void *buf, size_t len);
 void tgt_get(ft_req_t *r, tgt_obj_t *o); /* GET and HEAD */
@@ -191,6 +214,60 @@ int tgt_evict_wanted(ft_req_t *r);
 void tgt_evict_object(ft_req_t *r, tgt_obj_t *o);
 /* Aborts, joins and frees every job and refuses new ones (first in the shutdown); idempotent. */
 void tgt_jobs_fini(tgt_t *t);
+
+/*
+ * Starts a job the target runs on its own (rebalance after a map change): fn over every local
+ * object of provider/bucket, or of every bucket in the BMD when bucket is NULL. Its status is
+ * served like any job's under id (GET /v1/jobs/<id>, also through the proxy). 0, or -1 (the id
+ * exists, or the jobs are closed, or no thread).
+ */
+int tgt_jobs_start_local(tgt_t *t, const char *id, const char *kind, tgt_job_fn fn, const char *provider,
+			 const char *bucket);
+
+/* ---- mirror.c: n-way mirroring on distinct mountpaths of the owner (docs/data-protection.md) ---- */
+/*
+ * After o's main copy was published (put.c, mpu.c; the caller holds o's put_locks stripe): makes
+ * the bucket's extra copies durable (per the sync policy) before the PUT is acknowledged.
+ * 0 (also when the bucket has no mirroring), or -1 with err: the PUT then answers 500.
+ */
+int tgt_mirror_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap);
+/* After o's main copy was deleted: removes its extra copies. */
+void tgt_mirror_delete(const tgt_obj_t *o);
+/* Job "mirror": makes the missing copies of one object. */
+int tgt_mirror_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
+
+/* ---- scrub.c: integrity: re-read, detect, repair from a mirror or EC ---- */
+/* Job "scrub": verifies one object (size, metadata, checksum) and repairs it; -1 when it cannot. */
+int tgt_scrub_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
+
+/* ---- ec.c: erasure coding (isa-l) of objects over other targets ---- */
+/* Like tgt_mirror_put, for the bucket's EC: slices (or replicas) sent to and held by other targets. */
+int tgt_ec_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap);
+/* After o's main copy was deleted: asks the holders to drop its slices/replicas. */
+void tgt_ec_delete(const tgt_obj_t *o);
+/*
+ * Rebuilds o's main copy here from the slices or replicas other targets hold, and publishes it.
+ * Blocking (worker thread). 0 when restored (the caller reopens it), -ENOENT when no holder knows
+ * o (or the bucket has no EC), another -errno with err on failure.
+ */
+int tgt_ec_restore(tgt_obj_t *o, char *err, size_t cap);
+/* Job "ec-encode": encodes one object stored before EC was set. */
+int tgt_ec_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
+/* Control port, paths under /v1/ec (slice transfer between targets). */
+void tgt_ec_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+
+/* ---- rebalance.c: objects follow the map; mountpath attach/detach (resilver) ---- */
+/* cluster.c, after installing a Smap whose set of targets differs from the one before. */
+void tgt_rebalance_smap_changed(tgt_t *t, const ft_smap_t *prev, const ft_smap_t *cur);
+/*
+ * GET of an object this target owns but does not have while a rebalance may still be moving it:
+ * fetches it from the target that held it before and publishes it here. Blocking (worker thread).
+ * 0 when restored (the caller reopens it), -ENOENT when no one had it, another -errno with err.
+ */
+int tgt_rebalance_pull(tgt_obj_t *o, char *err, size_t cap);
+/* Control port, paths under /v1/rebalance and /v1/mountpaths. */
+void tgt_rebalance_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+void tgt_rebalance_fini(tgt_t *t);
 
 /* ---- cluster.c: join, keepalive, metasync, control-port dispatcher ---- */
 int tgt_cluster_start(tgt_t *t);

@@ -83,7 +83,7 @@ int tgt_is_remote(const tgt_obj_t *o)
 /* ---- backend handles ---- */
 
 /* The backend of o's bucket (this incarnation), opened on first use. NULL with err filled. */
-static ft_backend_t *backend_get(const tgt_obj_t *o, ft_backend_error_t *err)
+ft_backend_t *tgt_backend_get(const tgt_obj_t *o, ft_backend_error_t *err)
 {
 	ft_backend_t *b = NULL;
 	ft_backend_config_t *cfg = NULL;
@@ -415,7 +415,7 @@ static int fetch_open(fetch_t *x)
 	tgt_obj_t *o = x->o;
 	ft_backend_error_t err;
 	ft_backend_get_opts_t opts = { .verify = 1 };
-	ft_backend_t *b = backend_get(o, &err);
+	ft_backend_t *b = tgt_backend_get(o, &err);
 
 	if (b == NULL) {
 		fetch_fail(x, 500, "bucket %s/%s: backend: %s", o->provider, o->bucket, err.msg);
@@ -657,7 +657,7 @@ static int revalidate(ft_req_t *r, tgt_obj_t *o)
 	ft_backend_error_t err;
 	ft_backend_meta_t now, have;
 	ft_lom_t lom;
-	ft_backend_t *b = backend_get(o, &err);
+	ft_backend_t *b = tgt_backend_get(o, &err);
 
 	if (b == NULL) {
 		ft_resp_error(r, 500, "bucket %s/%s: backend: %s", o->provider, o->bucket, err.msg);
@@ -694,7 +694,7 @@ static void head_remote(ft_req_t *r, tgt_obj_t *o)
 {
 	ft_backend_error_t err;
 	ft_backend_meta_t m;
-	ft_backend_t *b = backend_get(o, &err);
+	ft_backend_t *b = tgt_backend_get(o, &err);
 
 	if (b == NULL) {
 		ft_resp_error(r, 500, "bucket %s/%s: backend: %s", o->provider, o->bucket, err.msg);

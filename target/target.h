@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "backend.h"
 #include "bmd.h"
 #include "cksum.h"
 #include "config.h"
@@ -133,6 +134,11 @@ int tgt_is_remote(const tgt_obj_t *o);
 int tgt_coldget_wanted(ft_req_t *r, const tgt_obj_t *o);
 /* Defers to a worker: coalesced cold fetch, revalidation, or back to tgt_get (makes the response call). */
 void tgt_coldget(ft_req_t *r, tgt_obj_t *o);
+/*
+ * The backend handle of o's bucket (uses o->provider, o->bucket, o->bucket_created only), opened on
+ * first use and kept until tgt_coldget_fini; safe from any thread. NULL with err filled.
+ */
+ft_backend_t *tgt_backend_get(const tgt_obj_t *o, ft_backend_error_t *err);
 /* Closes the cached backend handles; after the public server stopped. */
 void tgt_coldget_fini(tgt_t *t);
 /*

@@ -30,7 +30,9 @@ enum {
 	TAG_CKSUM = 4,
 	TAG_VERSION = 5,
 	TAG_ETAG = 6,
-	TAG_KNOWN_MAX = TAG_ETAG,
+	TAG_CTYPE = 7,
+	TAG_UMETA = 8,
+	TAG_KNOWN_MAX = TAG_UMETA,
 };
 
 static void put_u16(uint8_t *p, uint16_t v)
@@ -93,9 +95,12 @@ int ft_lom_encode(const ft_lom_t *m, uint8_t *buf, size_t cap)
 	size_t cklen = strnlen(m->cksum, FT_CKSUM_HEX_MAX);
 	size_t vlen = strnlen(m->version, FT_LOM_VERSION_MAX);
 	size_t elen = strnlen(m->etag, FT_LOM_ETAG_MAX);
+	size_t ctlen = strnlen(m->content_type, FT_LOM_CTYPE_MAX);
+	size_t umlen = strnlen(m->user_meta, FT_LOM_UMETA_MAX);
 	long off = LOM_HDR;
 
-	if (cklen >= FT_CKSUM_HEX_MAX || vlen >= FT_LOM_VERSION_MAX || elen >= FT_LOM_ETAG_MAX)
+	if (cklen >= FT_CKSUM_HEX_MAX || vlen >= FT_LOM_VERSION_MAX || elen >= FT_LOM_ETAG_MAX ||
+	    ctlen >= FT_LOM_CTYPE_MAX || umlen >= FT_LOM_UMETA_MAX)
 		return -1; /* not NUL-terminated: the decoder could not read it back */
 	if ((int)m->cksum_type < FT_CKSUM_NONE || (int)m->cksum_type > FT_CKSUM_MD5)
 		return -1;
@@ -119,6 +124,10 @@ int ft_lom_encode(const ft_lom_t *m, uint8_t *buf, size_t cap)
 		off = put_record(buf, cap, off, TAG_VERSION, m->version, vlen, NULL, 0);
 	if (off >= 0 && elen > 0)
 		off = put_record(buf, cap, off, TAG_ETAG, m->etag, elen, NULL, 0);
+	if (off >= 0 && ctlen > 0)
+		off = put_record(buf, cap, off, TAG_CTYPE, m->content_type, ctlen, NULL, 0);
+	if (off >= 0 && umlen > 0)
+		off = put_record(buf, cap, off, TAG_UMETA, m->user_meta, umlen, NULL, 0);
 	if (off < 0)
 		return -1;
 	put_u32(buf + off, XXH32(buf, (size_t)off, 0));
@@ -138,6 +147,16 @@ static int decode_cksum(ft_lom_t *m, const uint8_t *v, size_t len)
 	m->cksum_type = (ft_cksum_type_t)v[0];
 	memcpy(m->cksum, v + 1, hexlen);
 	m->cksum[hexlen] = '\0';
+	return 0;
+}
+
+/* A string field: bytes without NUL, shorter than cap. */
+static int decode_string(char *out, size_t cap, const uint8_t *v, size_t len)
+{
+	if (len >= cap || memchr(v, '\0', len) != NULL)
+		return -1;
+	memcpy(out, v, len);
+	out[len] = '\0';
 	return 0;
 }
 
@@ -163,17 +182,13 @@ static int decode_record(ft_lom_t *m, uint8_t tag, const uint8_t *v, size_t len)
 	case TAG_CKSUM:
 		return decode_cksum(m, v, len);
 	case TAG_VERSION:
-		if (len >= FT_LOM_VERSION_MAX || memchr(v, '\0', len) != NULL)
-			return -1;
-		memcpy(m->version, v, len);
-		m->version[len] = '\0';
-		return 0;
+		return decode_string(m->version, FT_LOM_VERSION_MAX, v, len);
 	case TAG_ETAG:
-		if (len >= FT_LOM_ETAG_MAX || memchr(v, '\0', len) != NULL)
-			return -1;
-		memcpy(m->etag, v, len);
-		m->etag[len] = '\0';
-		return 0;
+		return decode_string(m->etag, FT_LOM_ETAG_MAX, v, len);
+	case TAG_CTYPE:
+		return decode_string(m->content_type, FT_LOM_CTYPE_MAX, v, len);
+	case TAG_UMETA:
+		return decode_string(m->user_meta, FT_LOM_UMETA_MAX, v, len);
 	}
 	return 0; /* unknown: skipped */
 }

@@ -10,6 +10,8 @@
 #define FT_LOM_MAX 4096      /* largest encoded size */
 #define FT_LOM_VERSION_MAX 128
 #define FT_LOM_ETAG_MAX 72   /* "<32 hex md5>" or "<32 hex>-<parts>", plus NUL */
+#define FT_LOM_CTYPE_MAX 256 /* Content-Type given at PUT, plus NUL */
+#define FT_LOM_UMETA_MAX 2304 /* user metadata lines (S3 allows 2 KiB of x-amz-meta-*), plus NUL */
 
 /*
  * Encoding: byte 0 = format version (1); then records (u8 tag, u16 little-endian length, bytes)
@@ -25,6 +27,9 @@ typedef struct {
 	char cksum[FT_CKSUM_HEX_MAX];
 	char version[FT_LOM_VERSION_MAX]; /* object version, "1", "2", ... */
 	char etag[FT_LOM_ETAG_MAX];  /* S3 ETag without quotes ("" = none: the checksum serves) */
+	char content_type[FT_LOM_CTYPE_MAX]; /* "" = none given (served as application/octet-stream) */
+	/* "x-amz-meta-<name>:<value>\n" per user metadata header, names lowercase; "" = none */
+	char user_meta[FT_LOM_UMETA_MAX];
 } ft_lom_t;
 
 /* Returns the encoded length, or -1 if cap is too small. */

@@ -163,6 +163,7 @@ static void meta_headers(ft_req_t *r, const ft_lom_t *lom)
 		ft_resp_header(r, "Last-Modified", date);
 	}
 	ft_resp_header(r, "Accept-Ranges", "bytes");
+	tgt_meta_headers(r, lom);
 }
 
 void tgt_get(ft_req_t *r, tgt_obj_t *o)
@@ -195,19 +196,19 @@ void tgt_get(ft_req_t *r, tgt_obj_t *o)
 	if (ft_req_method(r) == FT_HTTP_HEAD) {
 		meta_headers(r, &lom);
 		ft_resp_headerf(r, "Ais-Size", "%" PRIu64, lom.size);
-		ft_resp_file(r, 200, TGT_CONTENT_TYPE, fd, 0, lom.size);
+		ft_resp_file(r, 200, tgt_meta_ctype(&lom), fd, 0, lom.size);
 		return;
 	}
 	switch (ft_range_parse(ft_req_header(r, "Range"), lom.size, &off, &len)) {
 	case FT_RANGE_NONE:
 		meta_headers(r, &lom);
-		ft_resp_file(r, 200, TGT_CONTENT_TYPE, fd, 0, lom.size);
+		ft_resp_file(r, 200, tgt_meta_ctype(&lom), fd, 0, lom.size);
 		return;
 	case FT_RANGE_OK:
 		meta_headers(r, &lom);
 		ft_resp_headerf(r, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, off + len - 1,
 				lom.size);
-		ft_resp_file(r, 206, TGT_CONTENT_TYPE, fd, (off_t)off, len);
+		ft_resp_file(r, 206, tgt_meta_ctype(&lom), fd, (off_t)off, len);
 		return;
 	case FT_RANGE_UNSAT:
 		close(fd);

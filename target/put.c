@@ -206,6 +206,7 @@ static void finalize(ft_req_t *r, void *arg)
 		return;
 	}
 	memset(&lom, 0, sizeof(lom));
+	tgt_meta_from_req(r, &lom, perr, sizeof(perr)); /* checked in tgt_put */
 	lom.size = p->received;
 	lom.cksum_type = p->ck_type;
 	memcpy(lom.cksum, p->hex, sizeof(lom.cksum));
@@ -368,6 +369,12 @@ void tgt_put(ft_req_t *r, tgt_obj_t *o)
 	}
 	if (precheck(r, o) != 0)
 		return;
+	ft_lom_t meta; /* validated now, stored by finalize */
+	char why[200];
+	if (tgt_meta_from_req(r, &meta, why, sizeof(why)) != 0) {
+		ft_resp_error(r, 400, "object \"%s/%s\": %s", o->bucket, o->obj, why);
+		return;
+	}
 	put_t *p = ft_req_alloc(r, sizeof(*p));
 	memset(p, 0, sizeof(*p));
 	p->o = o;

@@ -128,6 +128,14 @@ int tgt_put_write_all(int fd, const void *buf, size_t len);
 void tgt_get(ft_req_t *r, tgt_obj_t *o); /* GET and HEAD */
 void tgt_delete(ft_req_t *r, tgt_obj_t *o);
 
+/* ---- objmeta.c: Content-Type and x-amz-meta-* given at PUT, kept in the LOM ---- */
+/* Fills lom->content_type and lom->user_meta from r's headers. 0, or -1 with err (the PUT answers 400). */
+int tgt_meta_from_req(ft_req_t *r, ft_lom_t *lom, char *err, size_t cap);
+/* Adds the stored x-amz-meta-* headers to the response. */
+void tgt_meta_headers(ft_req_t *r, const ft_lom_t *lom);
+/* The Content-Type to serve: the stored one, else TGT_CONTENT_TYPE. */
+const char *tgt_meta_ctype(const ft_lom_t *lom);
+
 /* ---- coldget.c: remote buckets (provider aws|gcp|azure|ht), read through the cache ---- */
 int tgt_is_remote(const tgt_obj_t *o);
 /* GET/HEAD hook of get.c: whether o must go through coldget (not cached, or latest-ver=true). */

@@ -1,0 +1,76 @@
+/* Object metadata given at PUT (Content-Type, x-amz-meta-*): taken from the request, kept in the LOM, sent back on GET/HEAD. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "target.h"
+
+#define UMETA_PREFIX "x-amz-meta-"
+
+/* A header value fit to store and send back: printable, no CR/LF. */
+static int value_ok(const char *v)
+{
+	for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+		if (*p < 0x20 && *p != '\t')
+			return 0;
+	return 1;
+}
+
+int tgt_meta_from_req(ft_req_t *r, ft_lom_t *lom, char *err, size_t cap)
+{
+	const char *ct = ft_req_header(r, "Content-Type");
+	size_t used = 0, plen = strlen(UMETA_PREFIX);
+
+	lom->content_type[0] = lom->user_meta[0] = '\0';
+	if (ct != NULL && *ct) {
+		if (strlen(ct) >= sizeof(lom->content_type) || !value_ok(ct)) {
+			snprintf(err, cap, "Content-Type must be printable and shorter than %zu bytes", sizeof(lom->content_type));
+			return -1;
+		}
+		strcpy(lom->content_type, ct);
+	}
+	for (int i = 0; i < ft_req_header_count(r); i++) {
+		const char *name, *value;
+		ft_req_header_at(r, i, &name, &value);
+		if (strncasecmp(name, UMETA_PREFIX, plen) != 0)
+			continue;
+		if (name[plen] == '\0' || !value_ok(value)) {
+			snprintf(err, cap, "header \"%s\": user metadata needs a name and a printable value", name);
+			return -1;
+		}
+		int n = snprintf(lom->user_meta + used, sizeof(lom->user_meta) - used, "%s:%s\n", name, value);
+		if (n < 0 || (size_t)n >= sizeof(lom->user_meta) - used) {
+			lom->user_meta[used] = '\0';
+			snprintf(err, cap, "user metadata (x-amz-meta-*) is larger than %zu bytes", sizeof(lom->user_meta) - 1);
+			return -1;
+		}
+		for (char *c = lom->user_meta + used; *c != ':'; c++) /* names lowercase */
+			if (*c >= 'A' && *c <= 'Z')
+				*c = (char)(*c - 'A' + 'a');
+		used += (size_t)n;
+	}
+	return 0;
+}
+
+void tgt_meta_headers(ft_req_t *r, const ft_lom_t *lom)
+{
+	char line[FT_LOM_UMETA_MAX];
+
+	for (const char *p = lom->user_meta; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		memcpy(line, p, len);
+		line[len] = '\0';
+		char *colon = strchr(line, ':');
+		if (colon != NULL) {
+			*colon = '\0';
+			ft_resp_header(r, line, colon + 1);
+		}
+		p += len + (nl != NULL);
+	}
+}
+
+const char *tgt_meta_ctype(const ft_lom_t *lom)
+{
+	return lom->content_type[0] ? lom->content_type : TGT_CONTENT_TYPE;
+}

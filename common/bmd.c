@@ -112,14 +112,23 @@ static int bucket_search(const ft_bmd_t *b, const char *provider, const char *na
 	return -(lo + 1);
 }
 
+/* The protection properties within their bounds (see ft_bucket_props_apply); 0 copies = 1. */
+static int props_valid(const ft_bucket_t *bk)
+{
+	return bk->mirror_copies >= 0 && bk->mirror_copies <= FT_MIRROR_COPIES_MAX && bk->ec_data >= 0 &&
+	       bk->ec_data <= FT_EC_SLICES_MAX && bk->ec_parity >= 0 && bk->ec_parity <= FT_EC_SLICES_MAX &&
+	       (bk->ec_data == 0) == (bk->ec_parity == 0) && bk->ec_objsize_limit >= 0 &&
+	       (bk->validate_warm_get == 0 || bk->validate_warm_get == 1);
+}
+
 static int bucket_valid(const ft_bucket_t *bk)
 {
 	return strnlen(bk->name, sizeof(bk->name)) < sizeof(bk->name) && ft_name_check_bucket(bk->name, NULL) == 0 &&
 	       bk->provider[0] != '\0' && strnlen(bk->provider, PROVIDER_MAX) < PROVIDER_MAX &&
-	       (int)bk->cksum >= FT_CKSUM_NONE && (int)bk->cksum <= FT_CKSUM_MD5;
+	       (int)bk->cksum >= FT_CKSUM_NONE && (int)bk->cksum <= FT_CKSUM_MD5 && props_valid(bk);
 }
 
-/* Also -1 (BMD unchanged) for an invalid bucket: bad name, empty provider, unknown checksum type. */
+/* Also -1 (BMD unchanged) for an invalid bucket: bad name, empty provider, unknown checksum type, props out of bounds. */
 int ft_bmd_add(ft_bmd_t *b, const ft_bucket_t *bucket)
 {
 	ft_bucket_t *grown;
@@ -165,8 +174,12 @@ const ft_bucket_t *ft_bmd_find(const ft_bmd_t *b, const char *provider, const ch
 static json_t *bucket_json(const ft_bucket_t *bucket, int with_secrets)
 {
 	static const char *const secrets[] = { "secret_key", "session_token", "account_key", "sas" };
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "name", bucket->name, "provider", bucket->provider, "checksum",
-			      ft_cksum_name(bucket->cksum), "created", (json_int_t)bucket->created_ns);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:{s:i}, s:{s:i, s:i, s:I}, s:b}", "name", bucket->name, "provider",
+			      bucket->provider, "checksum", ft_cksum_name(bucket->cksum), "created",
+			      (json_int_t)bucket->created_ns, "mirror", "copies",
+			      bucket->mirror_copies > 1 ? bucket->mirror_copies : 1, "ec", "data_slices", bucket->ec_data,
+			      "parity_slices", bucket->ec_parity, "objsize_limit", (json_int_t)bucket->ec_objsize_limit,
+			      "checksum_validate_warm_get", bucket->validate_warm_get != 0);
 
 	if (j == NULL || bucket->backend == NULL)
 		return j;
@@ -267,6 +280,9 @@ static int bucket_from_json(ft_bucket_t *bk, const json_t *o, const char *what, 
 	snprintf(bk->name, sizeof(bk->name), "%s", name);
 	snprintf(bk->provider, sizeof(bk->provider), "%s", provider);
 	bk->created_ns = json_integer_value(created);
+	char bad[200];
+	if (ft_bucket_props_apply(bk, o, bad, sizeof(bad)) != 0)
+		return fail(err, errlen, "bmd: %s: %s", what, bad);
 	const json_t *be = json_object_get(o, "backend");
 	if (be != NULL && !json_is_null(be)) {
 		if (!json_is_object(be))
@@ -274,6 +290,87 @@ static int bucket_from_json(ft_bucket_t *bk, const json_t *o, const char *what, 
 		bk->backend = json_deep_copy(be); /* the caller's reference: dropped after ft_bmd_add */
 		if (bk->backend == NULL)
 			return fail(err, errlen, "bmd: out of memory");
+	}
+	return 0;
+}
+
+/*
+ * The integer member key of o, if present, into *out within [lo, hi]. 0 (also when absent), or -1
+ * with err filled.
+ */
+static int get_int(const json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out, char *err, size_t errlen)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (v == NULL)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return fail(err, errlen, "\"%s\" must be an integer from %lld to %lld", key, (long long)lo,
+			    (long long)hi);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* Keys allowed in a section object; -1 with err naming the first other one. */
+static int known_keys(const json_t *o, const char *section, const char *const *keys, size_t n, char *err,
+		      size_t errlen)
+{
+	const char *key;
+	const json_t *v;
+
+	json_object_foreach((json_t *)o, key, v) {
+		size_t i = 0;
+		while (i < n && strcmp(key, keys[i]) != 0)
+			i++;
+		if (i == n)
+			return fail(err, errlen, "unknown property \"%s.%s\"", section, key);
+	}
+	return 0;
+}
+
+int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_t errlen)
+{
+	static const char *const mirror_keys[] = { "copies" };
+	static const char *const ec_keys[] = { "data_slices", "parity_slices", "objsize_limit" };
+	const json_t *mirror = json_object_get(props, "mirror");
+	const json_t *ec = json_object_get(props, "ec");
+	const json_t *vwg = json_object_get(props, "checksum_validate_warm_get");
+	int64_t v;
+
+	if (mirror != NULL) {
+		if (!json_is_object(mirror))
+			return fail(err, errlen, "\"mirror\" must be an object {\"copies\": N}");
+		if (known_keys(mirror, "mirror", mirror_keys, 1, err, errlen) != 0)
+			return -1;
+		v = bk->mirror_copies;
+		if (get_int(mirror, "copies", 1, FT_MIRROR_COPIES_MAX, &v, err, errlen) != 0)
+			return -1;
+		bk->mirror_copies = (int)v;
+	}
+	if (ec != NULL) {
+		if (!json_is_object(ec))
+			return fail(err, errlen,
+				    "\"ec\" must be an object {\"data_slices\": D, \"parity_slices\": P, \"objsize_limit\": B}");
+		if (known_keys(ec, "ec", ec_keys, 3, err, errlen) != 0)
+			return -1;
+		v = bk->ec_data;
+		if (get_int(ec, "data_slices", 0, FT_EC_SLICES_MAX, &v, err, errlen) != 0)
+			return -1;
+		bk->ec_data = (int)v;
+		v = bk->ec_parity;
+		if (get_int(ec, "parity_slices", 0, FT_EC_SLICES_MAX, &v, err, errlen) != 0)
+			return -1;
+		bk->ec_parity = (int)v;
+		if (get_int(ec, "objsize_limit", 0, INT64_MAX, &bk->ec_objsize_limit, err, errlen) != 0)
+			return -1;
+		if ((bk->ec_data == 0) != (bk->ec_parity == 0))
+			return fail(err, errlen, "\"ec\": data_slices and parity_slices are both 0 (off) or both at "
+						 "least 1 (have %d and %d)", bk->ec_data, bk->ec_parity);
+	}
+	if (vwg != NULL) {
+		if (!json_is_boolean(vwg))
+			return fail(err, errlen, "\"checksum_validate_warm_get\" must be true or false");
+		bk->validate_warm_get = json_is_true(vwg);
 	}
 	return 0;
 }

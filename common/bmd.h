@@ -33,7 +33,10 @@ typedef struct {
 /*
  * Immutable once installed; shared by reference count.
  * JSON: {"version": N, "uuid": "...", "buckets": [{"name","provider","checksum":"xxhash|md5","created": ns,
- *       "backend": {...} (remote buckets only, with secrets)}...]}
+ *       "backend": {...} (remote buckets only, with secrets), "mirror": {"copies": N},
+ *       "ec": {"data_slices": D, "parity_slices": P, "objsize_limit": B},
+ *       "checksum_validate_warm_get": bool}...]}
+ * The protection members are always written (copies at least 1) and optional when read (absent = 0).
  */
 typedef struct {
 	int64_t version;
@@ -51,6 +54,18 @@ int ft_bmd_add(ft_bmd_t *b, const ft_bucket_t *bucket);
 int ft_bmd_remove(ft_bmd_t *b, const char *provider, const char *name);
 const ft_bucket_t *ft_bmd_find(const ft_bmd_t *b, const char *provider, const char *name);
 json_t *ft_bmd_to_json(const ft_bmd_t *b);
+
+/* Bounds of the data protection properties (docs/data-protection.md). */
+#define FT_MIRROR_COPIES_MAX 16
+#define FT_EC_SLICES_MAX 32
+/*
+ * Applies the data protection properties present in props (an object with any of "mirror",
+ * "ec", "checksum_validate_warm_get", in the bucket JSON's format) to bk; absent keys and absent
+ * members of "mirror"/"ec" keep bk's values. Checks types and bounds: copies 1..16; data_slices
+ * and parity_slices 0..32, both 0 (off) or both >= 1; objsize_limit >= 0. Other keys of props are
+ * left to the caller. 0, or -1 with err filled (bk then partly changed: apply to a copy).
+ */
+int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_t errlen);
 /* Public form: the backend properties without secrets (secret_key, session_token, account_key, sas). */
 json_t *ft_bucket_to_json(const ft_bucket_t *bucket);
 ft_bmd_t *ft_bmd_from_json(const json_t *j, char *err, size_t errlen);

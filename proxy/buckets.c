@@ -1,4 +1,4 @@
-/* Bucket requests at the proxy: list buckets, create, destroy, HEAD (BMD mutations and their push). */
+/* Bucket requests at the proxy: list buckets, create, set properties, destroy, HEAD (BMD mutations and their push). */
 #include "proxy.h"
 
 #include <errno.h>
@@ -10,13 +10,16 @@
 #include "httputil.h"
 #include "log.h"
 
-/* One create or destroy request: lives in ft_req_alloc memory until the response. */
+/* One create, set-bprops or destroy request: lives in ft_req_alloc memory until the response. */
 typedef struct {
 	px_t *px;
 	char bucket[FT_BUCKET_NAME_MAX + 1];
 	ft_cksum_type_t cksum; /* create only */
 	const char *provider;  /* static string: "ais" or a canonical remote provider name */
 	json_t *backend;       /* remote create: validated properties (owned; released by op_done) */
+	ft_bucket_t props;     /* create: the protection properties given (other fields unused) */
+	json_t *set;           /* set-bprops: the value object (owned; released by op_done) */
+	char why[256];         /* the worker's reason for a 400 */
 } bucket_op_t;
 
 static void op_done(void *arg)
@@ -25,6 +28,8 @@ static void op_done(void *arg)
 
 	json_decref(op->backend);
 	op->backend = NULL;
+	json_decref(op->set);
+	op->set = NULL;
 }
 
 /* ---- read-only ---- */
@@ -132,6 +137,26 @@ bad:
 	return -1;
 }
 
+/* ---- protection properties ---- */
+
+/*
+ * Cluster-wide bounds of b's protection properties that need the Smap: EC needs D+P targets
+ * besides the object's owner. 0, or -1 with why filled (the request answers 400).
+ */
+static int props_fit_cluster(const ft_bucket_t *b, const ft_smap_t *smap, char *why, size_t cap)
+{
+	int n = smap != NULL ? smap->n_targets : 0;
+
+	if (b->ec_data > 0 && b->ec_data + b->ec_parity > n - 1) {
+		snprintf(why, cap,
+			 "ec with %d data + %d parity slices needs at least %d targets (one more than D+P); the cluster "
+			 "has %d",
+			 b->ec_data, b->ec_parity, b->ec_data + b->ec_parity + 1, n);
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- create ---- */
 
 /* A copy of cur with the next version, to modify and install; NULL on allocation failure. */
@@ -144,8 +169,13 @@ static ft_bmd_t *next_bmd(const ft_bmd_t *cur)
 	return b;
 }
 
-/* Adds (provider, name) with backend (borrowed; NULL for ais) to a new BMD, persists, installs, pushes. */
-static int create_do(px_t *px, const char *provider, const char *name, ft_cksum_type_t cksum, json_t *backend)
+/*
+ * Adds (provider, name) with backend (borrowed; NULL for ais) and the protection properties of
+ * props (NULL: none) to a new BMD, persists, installs, pushes. -ERANGE (why filled) when props do
+ * not fit the cluster.
+ */
+static int create_do(px_t *px, const char *provider, const char *name, ft_cksum_type_t cksum, json_t *backend,
+		     const ft_bucket_t *props, char *why, size_t cap)
 {
 	ft_bmd_t *cur, *b = NULL;
 	ft_smap_t *smap = NULL;
@@ -154,6 +184,13 @@ static int create_do(px_t *px, const char *provider, const char *name, ft_cksum_
 
 	snprintf(bucket.name, sizeof(bucket.name), "%s", name);
 	snprintf(bucket.provider, sizeof(bucket.provider), "%s", provider);
+	if (props != NULL) {
+		bucket.mirror_copies = props->mirror_copies;
+		bucket.ec_data = props->ec_data;
+		bucket.ec_parity = props->ec_parity;
+		bucket.ec_objsize_limit = props->ec_objsize_limit;
+		bucket.validate_warm_get = props->validate_warm_get;
+	}
 	pthread_mutex_lock(&px->meta_lock);
 	cur = ft_bmd_current();
 	if (ft_bmd_find(cur, provider, name) != NULL) {
@@ -161,6 +198,14 @@ static int create_do(px_t *px, const char *provider, const char *name, ft_cksum_
 		rc = -EEXIST;
 		goto out;
 	}
+	smap = ft_smap_current();
+	if (props_fit_cluster(&bucket, smap, why, cap) != 0) {
+		pthread_mutex_unlock(&px->meta_lock);
+		rc = -ERANGE;
+		goto out;
+	}
+	ft_smap_put(smap);
+	smap = NULL;
 	b = next_bmd(cur);
 	if (b == NULL || ft_bmd_add(b, &bucket) != 0 || px_persist_bmd(px, b) != 0) {
 		pthread_mutex_unlock(&px->meta_lock);
@@ -184,17 +229,22 @@ out:
 
 int px_bucket_create_do(px_t *px, const char *name, ft_cksum_type_t cksum)
 {
-	return create_do(px, "ais", name, cksum, NULL);
+	char why[256];
+
+	return create_do(px, "ais", name, cksum, NULL, NULL, why, sizeof(why));
 }
 
 /* Worker thread: adds the bucket to a new BMD, persists, installs, pushes, then responds. */
 static void create_work(ft_req_t *r, void *arg)
 {
 	bucket_op_t *op = arg;
-	int rc = create_do(op->px, op->provider, op->bucket, op->cksum, op->backend);
+	int rc = create_do(op->px, op->provider, op->bucket, op->cksum, op->backend, &op->props, op->why,
+			   sizeof(op->why));
 
 	if (rc == -EEXIST)
 		ft_resp_error(r, 409, "bucket \"%s\" already exists", op->bucket);
+	else if (rc == -ERANGE)
+		ft_resp_error(r, 400, "bucket \"%s\": %s", op->bucket, op->why);
 	else if (rc != 0)
 		ft_resp_error(r, 500, "cannot update the bucket metadata");
 	else
@@ -242,6 +292,23 @@ out:
 	return rc;
 }
 
+/* Reads the protection properties of the create-bck value into op->props; 0, or -1 after responding 400. */
+static int create_props(ft_req_t *r, bucket_op_t *op, const json_t *msg)
+{
+	const json_t *value = json_object_get(msg, "value");
+	char why[200];
+
+	if (!json_is_object(value))
+		return 0;
+	if (ft_bucket_props_apply(&op->props, value, why, sizeof(why)) != 0) {
+		ft_resp_error(r, 400, "bad create-bck value: %s", why);
+		return -1;
+	}
+	return 0;
+}
+
+static void setprops_start(ft_req_t *r, bucket_op_t *op, const char *body, size_t len);
+
 static void create_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 {
 	bucket_op_t *op = arg;
@@ -253,15 +320,138 @@ static void create_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 	}
 	if (px_jobs_action(op->px, r, op->provider, op->bucket, body, len))
 		return;
+	json_t *peek = len > 0 ? json_loadb(body, len, 0, NULL) : NULL;
+	int set = json_is_string(json_object_get(peek, "action")) &&
+		  strcmp(json_string_value(json_object_get(peek, "action")), "set-bprops") == 0;
+	json_decref(peek);
+	if (set) {
+		setprops_start(r, op, body, len);
+		return;
+	}
 	msg = action_message(r, body, len, "create-bck", false);
 	if (msg == NULL)
 		return;
 	int rc = create_cksum(r, msg, &op->cksum);
+	if (rc == 0)
+		rc = create_props(r, op, msg);
 	if (rc == 0 && strcmp(op->provider, "ais") != 0)
 		rc = create_backend(r, op, msg);
 	json_decref(msg);
 	if (rc == 0)
 		ft_req_defer(r, create_work, op);
+}
+
+/* ---- set-bprops ---- */
+
+/*
+ * Changes the protection properties of (provider, name) as op->set says: new BMD, persist,
+ * install, push. 0; -ENOENT (no such bucket); -EINVAL or -ERANGE with op->why (400); -EIO.
+ */
+static int setprops_do(bucket_op_t *op)
+{
+	px_t *px = op->px;
+	ft_bmd_t *cur, *b = NULL;
+	ft_smap_t *smap = NULL;
+	ft_bucket_t bucket;
+	int rc = 0;
+
+	pthread_mutex_lock(&px->meta_lock);
+	cur = ft_bmd_current();
+	const ft_bucket_t *found = cur != NULL ? ft_bmd_find(cur, op->provider, op->bucket) : NULL;
+	if (found == NULL) {
+		rc = -ENOENT;
+		goto unlock;
+	}
+	bucket = *found; /* borrows found's backend reference until ft_bmd_add took its own */
+	if (ft_bucket_props_apply(&bucket, op->set, op->why, sizeof(op->why)) != 0) {
+		rc = -EINVAL;
+		goto unlock;
+	}
+	smap = ft_smap_current();
+	if (props_fit_cluster(&bucket, smap, op->why, sizeof(op->why)) != 0) {
+		rc = -ERANGE;
+		goto unlock;
+	}
+	b = next_bmd(cur);
+	json_incref(bucket.backend); /* ours, across the remove */
+	rc = b == NULL || ft_bmd_remove(b, op->provider, op->bucket) != 0 || ft_bmd_add(b, &bucket) != 0 ||
+			     px_persist_bmd(px, b) != 0
+		     ? -EIO
+		     : 0;
+	json_decref(bucket.backend);
+	if (rc != 0)
+		goto unlock;
+	ft_bmd_get(b);
+	ft_bmd_install(b);
+	ft_smap_put(smap);
+	smap = ft_smap_current();
+	pthread_mutex_unlock(&px->meta_lock);
+
+	ft_info("bucket %s/%s: mirror.copies=%d ec=%d+%d (objsize_limit %lld) validate_warm_get=%d: bucket metadata v%lld",
+		op->provider, op->bucket, bucket.mirror_copies > 1 ? bucket.mirror_copies : 1, bucket.ec_data,
+		bucket.ec_parity, (long long)bucket.ec_objsize_limit, bucket.validate_warm_get, (long long)b->version);
+	px_metasync(px, smap, b, false, true, NULL);
+	goto out;
+unlock:
+	pthread_mutex_unlock(&px->meta_lock);
+out:
+	ft_smap_put(smap);
+	ft_bmd_put(b);
+	ft_bmd_put(cur);
+	return rc;
+}
+
+static void setprops_work(ft_req_t *r, void *arg)
+{
+	bucket_op_t *op = arg;
+	int rc = setprops_do(op);
+
+	if (rc == -ENOENT)
+		ft_resp_error(r, 404, "bucket \"%s\" does not exist", op->bucket);
+	else if (rc == -EINVAL || rc == -ERANGE)
+		ft_resp_error(r, 400, "set-bprops of bucket \"%s\": %s", op->bucket, op->why);
+	else if (rc != 0)
+		ft_resp_error(r, 500, "cannot update the bucket metadata");
+	else
+		ft_resp_bytes(r, 200, NULL, NULL, 0);
+}
+
+/*
+ * {"action": "set-bprops", "value": {"mirror": {...}, "ec": {...}, "checksum_validate_warm_get": b}}
+ * (loop thread): checks the keys, then defers the change. Responds 400 for any other key in value.
+ */
+static void setprops_start(ft_req_t *r, bucket_op_t *op, const char *body, size_t len)
+{
+	static const char *const settable[] = { "mirror", "ec", "checksum_validate_warm_get" };
+	json_t *msg = action_message(r, body, len, "set-bprops", false);
+	const char *key;
+	json_t *v;
+
+	if (msg == NULL)
+		return;
+	json_t *value = json_object_get(msg, "value");
+	if (!json_is_object(value) || json_object_size(value) == 0) {
+		ft_resp_error(r, 400, "set-bprops needs a value object with \"mirror\", \"ec\" or "
+				      "\"checksum_validate_warm_get\"");
+		goto out;
+	}
+	json_object_foreach(value, key, v) {
+		size_t i = 0;
+		while (i < sizeof(settable) / sizeof(settable[0]) && strcmp(key, settable[i]) != 0)
+			i++;
+		if (i == sizeof(settable) / sizeof(settable[0])) {
+			ft_resp_error(r, 400, "set-bprops: property \"%s\" cannot be changed (settable: mirror, ec, "
+					      "checksum_validate_warm_get)",
+				      key);
+			goto out;
+		}
+	}
+	/* Types and bounds are checked by the worker, merged with the current values. */
+	op->set = json_incref(value);
+	ft_req_on_done(r, op_done, op);
+	ft_req_defer(r, setprops_work, op);
+out:
+	json_decref(msg);
 }
 
 void px_bucket_create(px_t *px, ft_req_t *r, const char *bucket)

@@ -539,6 +539,116 @@ static void test_bmd_bad_json(void **state)
 	ft_bmd_put(b);
 }
 
+/* Data protection properties: JSON round trip, public form, partial updates, rejected values. */
+static void test_bmd_props(void **state)
+{
+	static const char *const bad[] = {
+		"{\"mirror\":2}",
+		"{\"mirror\":{\"copies\":0}}",
+		"{\"mirror\":{\"copies\":17}}",
+		"{\"mirror\":{\"copies\":\"2\"}}",
+		"{\"mirror\":{\"copies\":2,\"enabled\":true}}",
+		"{\"ec\":{\"data_slices\":2}}",
+		"{\"ec\":{\"parity_slices\":1}}",
+		"{\"ec\":{\"data_slices\":33,\"parity_slices\":1}}",
+		"{\"ec\":{\"data_slices\":2,\"parity_slices\":-1}}",
+		"{\"ec\":{\"data_slices\":2,\"parity_slices\":1,\"objsize_limit\":-5}}",
+		"{\"ec\":{\"data_slices\":2.5,\"parity_slices\":1}}",
+		"{\"ec\":[2,1]}",
+		"{\"checksum_validate_warm_get\":1}",
+	};
+	ft_bmd_t *b = ft_bmd_new(), *r;
+	ft_bucket_t bk = bucket("ais", "prot", FT_CKSUM_XXHASH, 5), *got;
+	char err[256] = "";
+	json_t *j;
+
+	(void)state;
+	j = json_loads("{\"mirror\":{\"copies\":3},\"ec\":{\"data_slices\":4,\"parity_slices\":2,"
+		       "\"objsize_limit\":262144},\"checksum_validate_warm_get\":true}",
+		       0, NULL);
+	if (ft_bucket_props_apply(&bk, j, err, sizeof(err)) != 0)
+		fail_msg("apply: %s", err);
+	json_decref(j);
+	assert_int_equal(bk.mirror_copies, 3);
+	assert_int_equal(bk.ec_data, 4);
+	assert_int_equal(bk.ec_parity, 2);
+	assert_true(bk.ec_objsize_limit == 262144);
+	assert_int_equal(bk.validate_warm_get, 1);
+
+	/* Partial: only what is given changes. */
+	j = json_loads("{\"ec\":{\"objsize_limit\":0},\"mirror\":{}}", 0, NULL);
+	assert_int_equal(ft_bucket_props_apply(&bk, j, err, sizeof(err)), 0);
+	json_decref(j);
+	assert_int_equal(bk.mirror_copies, 3);
+	assert_int_equal(bk.ec_data, 4);
+	assert_true(bk.ec_objsize_limit == 0);
+	j = json_loads("{\"ec\":{\"data_slices\":0,\"parity_slices\":0}}", 0, NULL);
+	assert_int_equal(ft_bucket_props_apply(&bk, j, err, sizeof(err)), 0);
+	json_decref(j);
+	assert_int_equal(bk.ec_data, 0);
+	assert_int_equal(bk.ec_parity, 0);
+	bk.ec_data = 2;
+	bk.ec_parity = 1;
+
+	/* Through a whole BMD and back. */
+	assert_int_equal(ft_bmd_add(b, &bk), 0);
+	bk = bucket("ais", "plain", FT_CKSUM_MD5, 6);
+	assert_int_equal(ft_bmd_add(b, &bk), 0);
+	j = ft_bmd_to_json(b);
+	r = ft_bmd_from_json(j, err, sizeof(err));
+	json_decref(j);
+	if (r == NULL)
+		fail_msg("from_json: %s", err);
+	got = (ft_bucket_t *)ft_bmd_find(r, "ais", "prot");
+	assert_int_equal(got->mirror_copies, 3);
+	assert_int_equal(got->ec_data, 2);
+	assert_int_equal(got->ec_parity, 1);
+	assert_int_equal(got->validate_warm_get, 1);
+	got = (ft_bucket_t *)ft_bmd_find(r, "ais", "plain");
+	assert_int_equal(got->mirror_copies, 1); /* written as 1 copy: the same as none */
+	assert_int_equal(got->ec_data, 0);
+	assert_int_equal(got->validate_warm_get, 0);
+
+	/* The public form shows every property. */
+	j = ft_bucket_to_json(ft_bmd_find(b, "ais", "prot"));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "mirror"), "copies")), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "ec"), "parity_slices")), 1);
+	assert_true(json_is_true(json_object_get(j, "checksum_validate_warm_get")));
+	json_decref(j);
+	ft_bmd_put(r);
+
+	/* An out-of-bounds bucket is refused by ft_bmd_add, bad JSON by apply and from_json. */
+	bk = bucket("ais", "wrong", FT_CKSUM_MD5, 7);
+	bk.ec_data = 3;
+	assert_int_equal(ft_bmd_add(b, &bk), -1);
+	bk.ec_data = 0;
+	bk.mirror_copies = 17;
+	assert_int_equal(ft_bmd_add(b, &bk), -1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char doc[512];
+
+		bk = bucket("ais", "x", FT_CKSUM_XXHASH, 1);
+		j = json_loads(bad[i], 0, NULL);
+		assert_non_null(j);
+		err[0] = '\0';
+		if (ft_bucket_props_apply(&bk, j, err, sizeof(err)) == 0)
+			fail_msg("accepted bad props #%zu: %s", i, bad[i]);
+		assert_true(err[0] != '\0');
+		json_decref(j);
+		snprintf(doc, sizeof(doc),
+			 "{\"version\":1,\"uuid\":\"u\",\"buckets\":[{\"name\":\"b\",\"provider\":\"ais\","
+			 "\"checksum\":\"md5\",\"created\":1,%.*s}]}",
+			 (int)strlen(bad[i]) - 2, bad[i] + 1);
+		j = json_loads(doc, 0, NULL);
+		assert_non_null(j);
+		r = ft_bmd_from_json(j, err, sizeof(err));
+		json_decref(j);
+		if (r != NULL)
+			fail_msg("bmd accepted bad props #%zu: %s", i, bad[i]);
+	}
+	ft_bmd_put(b);
+}
+
 static ft_bmd_t *bmd_version(int64_t v)
 {
 	ft_bmd_t *b = ft_bmd_new();
@@ -581,6 +691,7 @@ int main(void)
 		cmocka_unit_test(test_bmd_edit),
 		cmocka_unit_test(test_bmd_round_trip),
 		cmocka_unit_test(test_bmd_bad_json),
+		cmocka_unit_test(test_bmd_props),
 		cmocka_unit_test(test_bmd_install),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

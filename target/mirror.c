@@ -463,16 +463,18 @@ static int copy_remove(const tgt_obj_t *o, int i)
  * its rewrite: a main copy such a repair re-created between the DELETE's unlink and this call is
  * removed again (a mirrored bucket only: elsewhere nothing re-creates one).
  */
-void tgt_mirror_delete(const tgt_obj_t *o)
+int tgt_mirror_delete(const tgt_obj_t *o)
 {
 	pthread_mutex_t *lock = tgt_replica_lock(o);
+	int removed = 0;
 
 	pthread_mutex_lock(lock);
 	if (o->mirror_copies > 1 && unlinkat(o->mp->root_fd, o->rel, 0) == 0)
 		tgt_parent_prune(o->mp, o->rel);
 	for (int i = 0; i < o->t->n_mountpaths; i++)
-		copy_remove(o, i);
+		removed += copy_remove(o, i);
 	pthread_mutex_unlock(lock);
+	return removed;
 }
 
 /*

@@ -1,4 +1,4 @@
-/* Target PUT of an object: stream the body into a work file, then sync, set metadata and rename it into place. */
+/* Target PUT of an object: stream the body into a work file, then sync, set metadata and rename it into place (remote buckets: after the backend took it). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,6 +14,7 @@
 #include "log.h"
 #include "lom.h"
 #include "target.h"
+#include "wthrough.h"
 
 /*
  * DESIGN
@@ -31,6 +32,17 @@
  * With the query "etag=md5" (the proxy's S3 PUTs) the MD5 of the body is computed while it
  * streams, beside the bucket's checksum (or as it, for an MD5 bucket), and kept in the metadata as
  * the object's ETag: S3 clients compare ETags with MD5s.
+ *
+ * REMOTE BUCKETS (write-through, wthrough.c)
+ * The body is received the same way, with its MD5 always computed (the backend checks it). The
+ * finalize step then, under the object's write-through name lock, PUTs the work file to the
+ * backend and publishes it only after the backend acknowledged it, with the backend's ETag,
+ * version and mtime in the metadata (what a latest-ver revalidation compares). A backend failure
+ * removes the work file and answers the status mapped from the backend's error: nothing cached.
+ * The previous cached copy (if any) stays when the backend refused the write, and is removed when
+ * the outcome is unknown (connection lost, timeout, 5xx: the backend may have stored it). If the
+ * backend took the object but the local publish fails, the stale cached copy is removed and the
+ * PUT answers 200 with "Ais-Cached: false": the object is stored where it belongs.
  *
  * OWNERSHIP
  * put_t lives in ft_req_alloc memory. It owns the work fd, the work file (until renamed) and the
@@ -50,7 +62,8 @@ typedef struct {
 	ft_cksum_t md5;         /* etag=md5 over a non-MD5 bucket checksum */
 	int md5_live;
 	int want_etag;          /* etag=md5 asked */
-	char etag[FT_CKSUM_HEX_MAX];
+	int want_md5;           /* etag=md5, or a remote bucket (sent to the backend) */
+	char md5_hex[FT_CKSUM_HEX_MAX]; /* the body's MD5 once received (want_md5) */
 	uint64_t received;
 	int write_err;          /* errno of a failed write, 0 if none */
 	char hex[FT_CKSUM_HEX_MAX];
@@ -187,7 +200,138 @@ static void respond_conflict(ft_req_t *r, put_t *p, int rc)
 			      o->bucket, o->obj);
 }
 
-/* Worker pool: sync, metadata, publish, respond. */
+/*
+ * Under the name's stripe lock: version (ais buckets: the next one; remote: the backend's, set by
+ * the caller), metadata on the work fd, publish, redundancy. 0, -EPIPE (stored, the redundancy
+ * failed: perr says why), -ESTALE (bucket gone), or the -errno of tgt_put_publish.
+ */
+static int publish_locked(put_t *p, ft_lom_t *lom, char *perr, size_t cap)
+{
+	tgt_obj_t *o = p->o;
+	tgt_t *t = o->t;
+	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
+	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
+	int rc;
+
+	pthread_mutex_lock(lock);
+	if (!tgt_is_remote(o))
+		tgt_put_next_version(o, lom->version, sizeof(lom->version));
+	rc = ft_lom_fset(p->fd, lom);
+	if (rc == 0) {
+		pthread_rwlock_rdlock(&t->publish_lock);
+		rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, p->work, t->cfg.sync) : -ESTALE;
+		pthread_rwlock_unlock(&t->publish_lock);
+	}
+	if (rc == 0 && tgt_put_protect(o, lom, perr, cap) != 0)
+		rc = -EPIPE;
+	pthread_mutex_unlock(lock);
+	return rc;
+}
+
+/* The 200 of a stored object. */
+static void respond_stored(ft_req_t *r, put_t *p, const ft_lom_t *lom)
+{
+	const tgt_obj_t *o = p->o;
+
+	put_release(p);
+	tgt_list_bump(o->t, o->provider, o->bucket);
+	ft_resp_header(r, "Ais-Checksum-Type", ft_cksum_name(lom->cksum_type));
+	ft_resp_header(r, "Ais-Checksum-Value", lom->cksum);
+	if (lom->version[0])
+		ft_resp_header(r, "Ais-Version", lom->version);
+	ft_resp_headerf(r, "ETag", "\"%s\"", lom->etag[0] ? lom->etag : lom->cksum);
+	ft_resp_bytes(r, 200, NULL, NULL, 0);
+}
+
+/* The error answer for a publish_locked failure (rc != 0). */
+static void respond_publish_error(ft_req_t *r, put_t *p, int rc, const char *perr)
+{
+	const tgt_obj_t *o = p->o;
+
+	if (rc == -EPIPE) {
+		put_release(p);
+		ft_resp_error(r, 500, "object \"%s/%s\" stored, but not with the bucket's redundancy: %s", o->bucket,
+			      o->obj, perr);
+	} else if (rc == -ENOTDIR || rc == -EISDIR) {
+		respond_conflict(r, p, rc);
+	} else if (rc == -ESTALE) {
+		put_release(p);
+		ft_resp_error(r, 404, "bucket \"%s\" was destroyed while \"%s\" was being stored", o->bucket, o->obj);
+	} else {
+		fail_errno(r, p, -rc, "cannot store");
+	}
+}
+
+/* Whether a failed backend PUT may still have stored the object (no clear refusal came back). */
+static int outcome_unknown(ft_backend_err_t code)
+{
+	switch (code) {
+	case FT_BACKEND_ECONNECT:
+	case FT_BACKEND_ETIMEDOUT:
+	case FT_BACKEND_ESERVER:
+	case FT_BACKEND_ETRUNCATED:
+	case FT_BACKEND_EPROTO:
+	case FT_BACKEND_ECANCELED:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Remote bucket: the backend first, then the cached copy (see REMOTE BUCKETS). */
+static void finalize_remote(ft_req_t *r, put_t *p, ft_lom_t *lom)
+{
+	tgt_obj_t *o = p->o;
+	ft_backend_meta_t be;
+	ft_backend_error_t err;
+	char perr[256];
+
+	if (tgt_wthrough_lock(o) != 0) {
+		fail_errno(r, p, ENOMEM, "write-through");
+		return;
+	}
+	ft_backend_err_t code = tgt_wthrough_put(o, p->work, p->received, p->md5_hex,
+						 lom->content_type[0] ? lom->content_type : NULL, &be, &err);
+	if (code != FT_BACKEND_OK) {
+		if (outcome_unknown(code) && tgt_wthrough_uncache(o) < 0)
+			ft_warn("PUT %s: cannot remove the cached copy", o->rel);
+		tgt_wthrough_unlock(o);
+		put_release(p);
+		ft_warn("PUT %s: backend: %s", o->rel, err.msg);
+		ft_resp_error(r, ft_backend_http_status(code),
+			      "object \"%s/%s\": the %s backend did not take it (%s), nothing stored: %s", o->bucket,
+			      o->obj, o->provider, ft_backend_strerror(code), err.msg);
+		return;
+	}
+	tgt_wthrough_lom_meta(lom, &be);
+	int rc = publish_locked(p, lom, perr, sizeof(perr));
+	if (rc == 0 || rc == -EPIPE) { /* published (-EPIPE: without its redundancy) */
+		tgt_wthrough_settle(o, lom);
+	} else {
+		/* The backend has the new content: an older cached copy must not stay. */
+		int u = tgt_wthrough_uncache(o);
+		ft_warn("PUT %s: stored on the backend, not cached: %s%s", o->rel,
+			rc == -ESTALE ? "the bucket was destroyed meanwhile" : strerror(-rc),
+			u < 0 ? "; the old cached copy could not be removed either" : "");
+	}
+	tgt_wthrough_unlock(o);
+	if (rc == 0) {
+		tgt_lru_kick(o->t);
+		respond_stored(r, p, lom);
+	} else if (rc == -EPIPE) {
+		respond_publish_error(r, p, rc, perr);
+	} else {
+		put_release(p);
+		ft_resp_header(r, "Ais-Cached", "false");
+		if (lom->version[0])
+			ft_resp_header(r, "Ais-Version", lom->version);
+		if (lom->etag[0])
+			ft_resp_headerf(r, "ETag", "\"%s\"", lom->etag);
+		ft_resp_bytes(r, 200, NULL, NULL, 0);
+	}
+}
+
+/* Worker pool: sync, metadata, (remote: backend,) publish, respond. */
 static void finalize(ft_req_t *r, void *arg)
 {
 	put_t *p = arg;
@@ -195,7 +339,6 @@ static void finalize(ft_req_t *r, void *arg)
 	tgt_t *t = o->t;
 	ft_lom_t lom;
 	char perr[256];
-	int rc;
 
 	if (t->cfg.sync == FT_SYNC_DATA && fdatasync(p->fd) != 0) {
 		fail_errno(r, p, errno, "fdatasync");
@@ -212,49 +355,17 @@ static void finalize(ft_req_t *r, void *arg)
 	memcpy(lom.cksum, p->hex, sizeof(lom.cksum));
 	lom.atime_ns = lom.mtime_ns = ft_now_ns();
 	if (p->want_etag)
-		snprintf(lom.etag, sizeof(lom.etag), "%s", p->etag);
-
-	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
-	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
-	pthread_mutex_lock(lock);
-	tgt_put_next_version(o, lom.version, sizeof(lom.version));
-	rc = ft_lom_fset(p->fd, &lom);
-	if (rc == 0) {
-		pthread_rwlock_rdlock(&t->publish_lock);
-		rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, p->work, t->cfg.sync) : -ESTALE;
-		pthread_rwlock_unlock(&t->publish_lock);
-	}
-	if (rc == 0 && tgt_put_protect(o, &lom, perr, sizeof(perr)) != 0)
-		rc = -EPIPE;
-	pthread_mutex_unlock(lock);
-
-	if (rc == -EPIPE) {
-		put_release(p);
-		ft_resp_error(r, 500, "object \"%s/%s\" stored, but not with the bucket's redundancy: %s", o->bucket,
-			      o->obj, perr);
+		snprintf(lom.etag, sizeof(lom.etag), "%s", p->md5_hex);
+	if (tgt_is_remote(o)) {
+		finalize_remote(r, p, &lom);
 		return;
 	}
-
-	if (rc == -ENOTDIR || rc == -EISDIR) {
-		respond_conflict(r, p, rc);
-		return;
-	}
-	if (rc == -ESTALE) {
-		put_release(p);
-		ft_resp_error(r, 404, "bucket \"%s\" was destroyed while \"%s\" was being stored", o->bucket, o->obj);
-		return;
-	}
+	int rc = publish_locked(p, &lom, perr, sizeof(perr));
 	if (rc != 0) {
-		fail_errno(r, p, -rc, "cannot store");
+		respond_publish_error(r, p, rc, perr);
 		return;
 	}
-	put_release(p);
-	tgt_list_bump(t, o->provider, o->bucket);
-	ft_resp_header(r, "Ais-Checksum-Type", ft_cksum_name(lom.cksum_type));
-	ft_resp_header(r, "Ais-Checksum-Value", lom.cksum);
-	ft_resp_header(r, "Ais-Version", lom.version);
-	ft_resp_headerf(r, "ETag", "\"%s\"", lom.etag[0] ? lom.etag : lom.cksum);
-	ft_resp_bytes(r, 200, NULL, NULL, 0);
+	respond_stored(r, p, &lom);
 }
 
 int tgt_put_protect(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
@@ -326,10 +437,10 @@ static void on_end(ft_req_t *r, void *arg, int err)
 	ft_cksum_final(&p->ck, p->hex);
 	p->ck_live = 0;
 	if (p->md5_live) {
-		ft_cksum_final(&p->md5, p->etag);
+		ft_cksum_final(&p->md5, p->md5_hex);
 		p->md5_live = 0;
-	} else if (p->want_etag) {
-		memcpy(p->etag, p->hex, sizeof(p->etag)); /* the bucket's checksum is the MD5 */
+	} else if (p->want_md5) {
+		memcpy(p->md5_hex, p->hex, sizeof(p->md5_hex)); /* the bucket's checksum is the MD5 */
 	}
 	ft_req_defer(r, finalize, p);
 }
@@ -392,7 +503,8 @@ void tgt_put(ft_req_t *r, tgt_obj_t *o)
 	}
 	p->ck_live = 1;
 	p->want_etag = etag != NULL;
-	if (p->want_etag && p->ck_type != FT_CKSUM_MD5) {
+	p->want_md5 = p->want_etag || tgt_is_remote(o);
+	if (p->want_md5 && p->ck_type != FT_CKSUM_MD5) {
 		if (ft_cksum_init(&p->md5, FT_CKSUM_MD5) != 0) {
 			fail_errno(r, p, ENOMEM, "checksum");
 			return;

@@ -245,8 +245,8 @@ int tgt_jobs_start_local(tgt_t *t, const char *id, const char *kind, tgt_job_fn 
  * 0 (also when the bucket has no mirroring), or -1 with err: the PUT then answers 500.
  */
 int tgt_mirror_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap);
-/* After o's main copy was deleted: removes its extra copies. */
-void tgt_mirror_delete(const tgt_obj_t *o);
+/* After o's main copy was deleted (or found missing): removes its extra copies; returns how many. */
+int tgt_mirror_delete(const tgt_obj_t *o);
 /* Job "mirror": makes the missing copies of one object. */
 int tgt_mirror_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 

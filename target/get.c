@@ -312,6 +312,8 @@ static void recover(ft_req_t *r, void *arg)
 		snprintf(err, sizeof(err), "the restored copy is damaged too (%s)", tgt_replica_state_name(again.main));
 		h.existed = true;
 		tgt_replica_drop(o, again.aside);
+	} else if (err[0]) {
+		h.existed = true; /* slices or a previous owner know it, but it cannot be rebuilt */
 	}
 	pthread_mutex_t *lock = tgt_replica_lock(o);
 	pthread_mutex_lock(lock);

@@ -265,6 +265,11 @@ void tgt_ec_delete(const tgt_obj_t *o);
  * o (or the bucket has no EC), another -errno with err on failure.
  */
 int tgt_ec_restore(tgt_obj_t *o, char *err, size_t cap);
+/*
+ * Scrub of o's slices or replicas on the other targets: verifies every one and re-creates those
+ * missing or damaged. 0 all good (or no EC), 1 some re-created, -1 with err.
+ */
+int tgt_ec_check(tgt_obj_t *o, char *err, size_t cap);
 /* Job "ec-encode": encodes one object stored before EC was set. */
 int tgt_ec_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 /* Control port, paths under /v1/ec (slice transfer between targets). */

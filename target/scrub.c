@@ -19,6 +19,20 @@
  * the job's error samples.
  */
 
+/* The good main copy's EC slices or replicas on other targets: verified, re-created when bad. */
+static int scrub_slices(tgt_obj_t *o, char *err, size_t cap)
+{
+	char why[256] = "";
+
+	if (o->ec_data <= 0)
+		return 0;
+	if (tgt_ec_check(o, why, sizeof(why)) < 0) {
+		snprintf(err, cap, "EC slices: %s", why);
+		return -1;
+	}
+	return 0;
+}
+
 int tgt_scrub_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 {
 	tgt_replica_t reps[FT_MAX_MOUNTPATHS];
@@ -36,7 +50,7 @@ int tgt_scrub_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 				 h.failed);
 			return -1;
 		}
-		return 0;
+		return scrub_slices(o, err, cap);
 	}
 	if (!h.existed)
 		return 1; /* removed since the job listed it */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
@@ -113,12 +114,50 @@ static void set_method(CURL *h, const char *method, const char *text)
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 }
 
-/* timeout_ms <= 0 means no timeout. */
+/* Appends line to *l; false (list kept) when out of memory. */
+static bool header_add(struct curl_slist **l, const char *line)
+{
+	struct curl_slist *n = curl_slist_append(*l, line);
+
+	if (n == NULL)
+		return false;
+	*l = n;
+	return true;
+}
+
+/* The request's header list (caller frees), NULL when out of memory. */
+static struct curl_slist *request_headers(const char *const *extra, bool json_body)
+{
+	struct curl_slist *l = NULL;
+	bool ok = header_add(&l, "Expect:"); /* no "100 Continue" round trip */
+	bool typed = false;
+
+	for (int i = 0; ok && extra != NULL && extra[i] != NULL; i++) {
+		typed = typed || strncasecmp(extra[i], "Content-Type:", 13) == 0;
+		ok = header_add(&l, extra[i]);
+	}
+	/* Without a body curl would label an empty POST as a form: say nothing instead. */
+	if (ok && !typed)
+		ok = header_add(&l, json_body ? "Content-Type: application/json" : "Content-Type:");
+	if (!ok) {
+		curl_slist_free_all(l);
+		return NULL;
+	}
+	return l;
+}
+
 int ft_client_json(const char *method, const char *url, const json_t *body, int timeout_ms, long *status,
 		   json_t **resp, char *err, size_t errlen)
 {
+	return ft_client_call(method, url, NULL, body, timeout_ms, status, resp, err, errlen);
+}
+
+/* timeout_ms <= 0 means no timeout. */
+int ft_client_call(const char *method, const char *url, const char *const *extra, const json_t *body,
+		   int timeout_ms, long *status, json_t **resp, char *err, size_t errlen)
+{
 	char curl_err[CURL_ERROR_SIZE] = "";
-	struct curl_slist *headers = NULL, *h2;
+	struct curl_slist *headers = NULL;
 	client_buf_t buf = { 0 };
 	char *text = NULL;
 	CURLcode cc;
@@ -140,14 +179,7 @@ int ft_client_json(const char *method, const char *url, const json_t *body, int 
 			goto out;
 		}
 	}
-	headers = curl_slist_append(NULL, "Expect:"); /* no "100 Continue" round trip */
-	if (headers != NULL && text != NULL) {
-		h2 = curl_slist_append(headers, "Content-Type: application/json");
-		if (h2 == NULL) {
-			curl_slist_free_all(headers);
-			headers = NULL;
-		}
-	}
+	headers = request_headers(extra, text != NULL);
 	if (headers == NULL) {
 		snprintf(err, errlen, "%s %s: out of memory", method, url);
 		goto out;

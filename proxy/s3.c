@@ -222,16 +222,29 @@ void px_s3_error(px_s3_req_t *q, px_s3_err_t e, const char *fmt, ...)
 	send_error(q->r, q->resource, q->request_id, e, msg);
 }
 
+px_s3_err_t px_s3_err_of_code(const char *code)
+{
+	for (int e = PX_S3_OK + 1; code != NULL && e < PX_S3_ERR_COUNT; e++)
+		if (strcmp(px_s3_err_code((px_s3_err_t)e), code) == 0)
+			return (px_s3_err_t)e;
+	return PX_S3_OK;
+}
+
 void px_s3_error_from_target(px_s3_req_t *q, const px_s3_target_reply_t *reply)
 {
 	const char *m = reply->message;
-	px_s3_err_t e;
+	px_s3_err_t e = px_s3_err_of_code(reply->code);
 
+	if (e != PX_S3_OK) { /* the target named the S3 error (multipart endpoints do) */
+		px_s3_error(q, e, "%s", m[0] ? m : px_s3_err_message(e));
+		return;
+	}
 	switch (reply->status) {
 	case 400: e = PX_S3_INVALID_ARGUMENT; break;
 	case 404: e = strstr(m, "bucket") != NULL && strstr(m, "does not exist") != NULL && strstr(m, "object") == NULL
 			      ? PX_S3_NO_SUCH_BUCKET : PX_S3_NO_SUCH_KEY;
 		break;
+	case 307: e = PX_S3_SERVICE_UNAVAILABLE; break; /* the map changed under the request: retry */
 	case 408: e = PX_S3_REQUEST_TIMEOUT; break;
 	case 409: e = PX_S3_INVALID_ARGUMENT; break; /* "a/b" over an object "a", or the reverse */
 	case 411: e = PX_S3_MISSING_CONTENT_LENGTH; break;
@@ -306,6 +319,56 @@ out:
 	free(eb);
 	ft_smap_put(smap);
 	return url;
+}
+
+/* ---- object metadata ---- */
+
+#define UMETA_PREFIX "x-amz-meta-"
+#define UMETA_MAX 2048 /* S3: names and values of the user metadata together */
+
+/* A value the target can store and send back: no control characters but tab. */
+static bool meta_value_ok(const char *v)
+{
+	for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+		if (*p < 0x20 && *p != '\t')
+			return false;
+	return true;
+}
+
+px_s3_err_t px_s3_meta_lines(px_s3_req_t *q, const char ***lines)
+{
+	int n = ft_req_header_count(q->r), k = 0;
+	const char **v = ft_req_alloc(q->r, ((size_t)n + 2) * sizeof(*v));
+	const char *ct = ft_req_header(q->r, "Content-Type");
+	size_t umeta = 0, plen = strlen(UMETA_PREFIX);
+
+	if (ct != NULL && ct[0] != '\0') {
+		if (!meta_value_ok(ct))
+			return PX_S3_INVALID_ARGUMENT;
+		size_t len = strlen(ct) + sizeof("Content-Type: ");
+		char *line = ft_req_alloc(q->r, len);
+		snprintf(line, len, "Content-Type: %s", ct);
+		v[k++] = line;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *name, *value;
+		ft_req_header_at(q->r, i, &name, &value);
+		if (strncasecmp(name, UMETA_PREFIX, plen) != 0)
+			continue;
+		if (name[plen] == '\0' || !meta_value_ok(value))
+			return PX_S3_INVALID_ARGUMENT;
+		umeta += strlen(name) - plen + strlen(value);
+		if (umeta > UMETA_MAX)
+			return PX_S3_METADATA_TOO_LARGE;
+		size_t len = strlen(name) + strlen(value) + 3;
+		char *line = ft_req_alloc(q->r, len);
+		/* curl drops "Name:" without a value; "Name;" is how it sends an empty one */
+		snprintf(line, len, value[0] != '\0' ? "%s: %s" : "%s;", name, value);
+		v[k++] = line;
+	}
+	v[k] = NULL;
+	*lines = v;
+	return PX_S3_OK;
 }
 
 /* ---- request bodies ---- */
@@ -685,13 +748,15 @@ static size_t put_write_cb(char *buf, size_t size, size_t nitems, void *arg)
 	return n;
 }
 
-/* The "message" of a target's JSON error body, into out. */
-static void target_message(const char *body, size_t len, char *out, size_t cap)
+/* The "message" and "code" of a target's JSON error body, into reply. */
+static void target_message(const char *body, size_t len, px_s3_target_reply_t *reply)
 {
 	json_t *j = json_loadb(body, len, 0, NULL);
 	const char *m = json_string_value(json_object_get(j, "message"));
+	const char *code = json_string_value(json_object_get(j, "code"));
 
-	snprintf(out, cap, "%s", m != NULL ? m : "");
+	snprintf(reply->message, sizeof(reply->message), "%s", m != NULL ? m : "");
+	snprintf(reply->code, sizeof(reply->code), "%s", code != NULL ? code : "");
 	json_decref(j);
 }
 
@@ -708,7 +773,7 @@ void px_s3_curl_common(void *h, const char *url)
 	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
 }
 
-px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, px_s3_target_reply_t *reply)
+px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, const char *const *extra, px_s3_target_reply_t *reply)
 {
 	CURL *h = px_s3_curl();
 	struct curl_slist *hdrs = NULL;
@@ -723,7 +788,13 @@ px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, px_s3_target_reply_t *
 		return PX_S3_INTERNAL;
 	/* The target answers routing errors before it asks for the body, so a redirect can replay it. */
 	hdrs = curl_slist_append(hdrs, "Expect: 100-continue");
-	hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
+	bool typed = false;
+	for (int i = 0; extra != NULL && extra[i] != NULL; i++) {
+		typed = typed || strncasecmp(extra[i], "Content-Type:", 13) == 0;
+		hdrs = curl_slist_append(hdrs, extra[i]);
+	}
+	if (!typed) /* curl would send its form default; the target keeps none */
+		hdrs = curl_slist_append(hdrs, "Content-Type:");
 	px_s3_curl_common(h, url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
@@ -748,7 +819,7 @@ px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, px_s3_target_reply_t *
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &reply->status);
 	if (reply->status >= 300)
-		target_message(c.errbody, c.errlen, reply->message, sizeof(reply->message));
+		target_message(c.errbody, c.errlen, reply);
 	return PX_S3_OK;
 }
 

@@ -63,6 +63,7 @@ typedef enum {
 	PX_S3_INVALID_REQUEST,
 	PX_S3_KEY_TOO_LONG,
 	PX_S3_MALFORMED_XML,
+	PX_S3_METADATA_TOO_LARGE,
 	PX_S3_METHOD_NOT_ALLOWED,
 	PX_S3_MISSING_CONTENT_LENGTH,
 	PX_S3_NO_SUCH_BUCKET,
@@ -167,20 +168,33 @@ void *px_s3_curl(void);
 /* Options every relay sets on a handle h: URL, no proxy, timeouts, redirects (the map changed). */
 void px_s3_curl_common(void *h, const char *url);
 
+/* The S3 error named by code ("NoSuchUpload"), or PX_S3_OK when the table has no such code. */
+px_s3_err_t px_s3_err_of_code(const char *code);
+
+/*
+ * The object metadata of the request to pass on to a target: "Content-Type: ..." when given and
+ * one "x-amz-meta-<name>: <value>" per user metadata header, as a NULL-terminated array of
+ * header lines in the request's memory. Returns PX_S3_OK, or MetadataTooLarge (user metadata over
+ * S3's 2 KiB) / InvalidArgument (a value that cannot be stored) without responding.
+ */
+px_s3_err_t px_s3_meta_lines(px_s3_req_t *q, const char ***lines);
+
 /* What a target answered to a relayed request. */
 typedef struct {
 	long status;                 /* 0 when the exchange did not complete */
 	char etag[PX_S3_ETAG_MAX];   /* ETag header, quotes included, "" if none */
 	char message[256];           /* the target's JSON "message" on an error status */
+	char code[48];               /* the target's JSON "code" (an S3 error code), "" if none */
 } px_s3_target_reply_t;
 
 /*
  * Worker thread only: PUTs the verified request body to url (Content-Length = the declared
- * payload length) and fills *reply. Returns PX_S3_OK when the target answered (any status), or
+ * payload length), with the header lines in extra (NULL-terminated, may be NULL; e.g. the object
+ * metadata of px_s3_meta_lines) and fills *reply. Returns PX_S3_OK when the target answered (any status), or
  * the error to send: the body failed verification or arrived incomplete (the target saw a cut
  * body and stored nothing), or the target could not be reached (ServiceUnavailable).
  */
-px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, px_s3_target_reply_t *reply);
+px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, const char *const *extra, px_s3_target_reply_t *reply);
 /* A curl header callback (data: a px_s3_target_reply_t) keeping the last response's ETag. */
 size_t px_s3_reply_header_cb(char *buf, size_t size, size_t nitems, void *reply);
 
@@ -300,6 +314,17 @@ void px_s3_list_objects(px_s3_req_t *q, int version); /* 1: ListObjects, 2: List
 void px_s3_object_get(px_s3_req_t *q); /* GET and HEAD */
 void px_s3_object_put(px_s3_req_t *q);
 void px_s3_object_copy(px_s3_req_t *q);
+/*
+ * Loop thread: parses and checks x-amz-copy-source (the source bucket exists, the key is a
+ * storable name) and, for UploadPartCopy (part), x-amz-copy-source-range; keeps the source in
+ * q->op. 0, or -1 after responding.
+ */
+int px_s3_copy_source_prepare(px_s3_req_t *q, bool part);
+/*
+ * Worker thread only, after px_s3_copy_source_prepare(q, true): streams the source (its range)
+ * into put_url (a target's part upload) and responds: CopyPartResult, or the S3 error.
+ */
+void px_s3_copy_part(px_s3_req_t *q, const char *put_url);
 void px_s3_object_delete(px_s3_req_t *q);
 void px_s3_delete_objects(px_s3_req_t *q);
 /* GET/PUT/DELETE of an object subresource (?acl, ?tagging, ...). */

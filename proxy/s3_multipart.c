@@ -17,8 +17,10 @@
  * DESIGN
  * An upload lives on the target that owns its object (HRW in the current map), which keeps the
  * parts and builds the object (target/mpu.c, docs/api.md "Multipart upload"). The proxy makes
- * the upload id (random, URL-safe), relays part bodies with px_s3_put_to (verified, streamed,
- * bounded memory), turns the CompleteMultipartUpload XML into the target's JSON part list, and
+ * the upload id (random, URL-safe), passes CreateMultipartUpload's Content-Type and x-amz-meta-*
+ * to the target's start (kept for the object), relays part bodies with px_s3_put_to (verified,
+ * streamed, bounded memory) or, for UploadPartCopy, a GET of the source through s3_object.c's copy
+ * relay, turns the CompleteMultipartUpload XML into the target's JSON part list, and
  * turns the targets' JSON replies into S3 XML. Errors the target found carry their S3 code
  * ("code" in its JSON error), so the checks (InvalidPartOrder, InvalidPart, EntityTooSmall,
  * NoSuchUpload) live in one place, next to the parts. ListMultipartUploads asks every target's
@@ -104,15 +106,6 @@ static const char *owner_name(const px_s3_req_t *q)
 	return q->anonymous || !q->auth.access_key[0] ? "anonymous" : q->auth.access_key;
 }
 
-/* The S3 error named by code, or PX_S3_OK when the table has no such code. */
-static px_s3_err_t err_of_code(const char *code)
-{
-	for (int e = PX_S3_OK + 1; code && e < PX_S3_ERR_COUNT; e++)
-		if (strcmp(px_s3_err_code((px_s3_err_t)e), code) == 0)
-			return (px_s3_err_t)e;
-	return PX_S3_OK;
-}
-
 /*
  * The S3 error of a target's non-200 reply: the S3 code the target named (its multipart
  * endpoints always name one), else by status: 404 means no_such (routing found no bucket), a 307
@@ -120,7 +113,7 @@ static px_s3_err_t err_of_code(const char *code)
  */
 static px_s3_err_t target_err(long status, const json_t *resp, px_s3_err_t no_such)
 {
-	px_s3_err_t e = err_of_code(json_string_value(json_object_get(resp, "code")));
+	px_s3_err_t e = px_s3_err_of_code(json_string_value(json_object_get(resp, "code")));
 
 	if (e != PX_S3_OK)
 		return e;
@@ -158,13 +151,13 @@ static char *target_url(px_s3_req_t *q, const char *query)
  * One JSON exchange with a target. Returns 0 with *status and *resp (caller owns, may be NULL),
  * or -1 after responding ServiceUnavailable when the target did not answer.
  */
-static int call_target(px_s3_req_t *q, const char *method, const char *url, const json_t *body, int timeout_ms,
-		       long *status, json_t **resp)
+static int call_target(px_s3_req_t *q, const char *method, const char *url, const char *const *headers,
+		       int timeout_ms, long *status, json_t **resp)
 {
 	char err[256] = "";
 
 	*resp = NULL;
-	if (ft_client_json(method, url, body, timeout_ms, status, resp, err, sizeof(err)) != 0) {
+	if (ft_client_call(method, url, headers, NULL, timeout_ms, status, resp, err, sizeof(err)) != 0) {
 		ft_warn("s3 %s: %s %s: %s", q->request_id, method, url, err);
 		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "the target holding the upload did not answer");
 		return -1;
@@ -194,6 +187,7 @@ static void xml_owner(px_xml_t *x, const char *tag, const char *name)
 
 static void mpu_create(px_s3_req_t *q)
 {
+	const char *const *meta_headers = q->op; /* the object's Content-Type and x-amz-meta-*, kept for completion */
 	char id[MPU_ID_MAX + 1], query[MPU_ID_MAX + 32];
 	long status = 0;
 	json_t *resp = NULL;
@@ -205,7 +199,7 @@ static void mpu_create(px_s3_req_t *q)
 	}
 	snprintf(query, sizeof(query), "mpu=%s&action=start", id);
 	char *url = target_url(q, query);
-	int rc = url ? call_target(q, "POST", url, NULL, MPU_CALL_TIMEOUT_MS, &status, &resp) : -1;
+	int rc = url ? call_target(q, "POST", url, meta_headers, MPU_CALL_TIMEOUT_MS, &status, &resp) : -1;
 	free(url);
 	if (rc != 0)
 		return;
@@ -243,7 +237,7 @@ static void mpu_upload_part(px_s3_req_t *q)
 	if (!url)
 		return;
 	memset(&reply, 0, sizeof(reply));
-	px_s3_err_t e = px_s3_put_to(q, url, &reply);
+	px_s3_err_t e = px_s3_put_to(q, url, NULL, &reply);
 	free(url);
 	if (e != PX_S3_OK) {
 		px_s3_error(q, e, NULL);
@@ -267,6 +261,22 @@ static void mpu_upload_part(px_s3_req_t *q)
 		return;
 	}
 	px_s3_error_from_target(q, &reply);
+}
+
+/* ---- UploadPartCopy ---- */
+
+/* The part's body is the source object (or its x-amz-copy-source-range), streamed by s3_object.c. */
+static void mpu_upload_part_copy(px_s3_req_t *q)
+{
+	const char *id = ft_req_query(q->r, "uploadId");
+	char query[MPU_ID_MAX + 48];
+
+	snprintf(query, sizeof(query), "mpu=%s&part=%ld", id, parse_count(ft_req_query(q->r, "partNumber")));
+	char *url = target_url(q, query);
+	if (!url)
+		return;
+	px_s3_copy_part(q, url);
+	free(url);
 }
 
 /* ---- CompleteMultipartUpload ---- */
@@ -901,21 +911,30 @@ static int check_upload_id(px_s3_req_t *q)
 void px_s3_multipart(px_s3_req_t *q, px_s3_mpu_op_t op)
 {
 	switch (op) {
-	case PX_S3_MPU_CREATE:
-		px_s3_defer(q, mpu_create);
-		return;
-	case PX_S3_MPU_UPLOAD_PART: {
-		long part = parse_count(ft_req_query(q->r, "partNumber"));
-		if (ft_req_header(q->r, "x-amz-copy-source")) {
-			px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "UploadPartCopy is not implemented");
+	case PX_S3_MPU_CREATE: {
+		const char **meta = NULL;
+		px_s3_err_t e = px_s3_meta_lines(q, &meta);
+		if (e != PX_S3_OK) {
+			px_s3_error(q, e, e == PX_S3_INVALID_ARGUMENT ? "Content-Type and x-amz-meta-* values must be printable"
+								       : NULL);
 			return;
 		}
+		q->op = meta;
+		px_s3_defer(q, mpu_create);
+		return;
+	}
+	case PX_S3_MPU_UPLOAD_PART: {
+		long part = parse_count(ft_req_query(q->r, "partNumber"));
 		if (part < 1 || part > PX_S3_MAX_PARTS) {
 			px_s3_error(q, PX_S3_INVALID_ARGUMENT, "Part number must be an integer between 1 and 10000, inclusive");
 			return;
 		}
-		if (check_upload_id(q) == 0)
+		if (check_upload_id(q) != 0)
+			return;
+		if (ft_req_header(q->r, "x-amz-copy-source") == NULL)
 			px_s3_defer(q, mpu_upload_part);
+		else if (px_s3_copy_source_prepare(q, true) == 0)
+			px_s3_defer(q, mpu_upload_part_copy);
 		return;
 	}
 	case PX_S3_MPU_COMPLETE:

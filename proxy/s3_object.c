@@ -1,4 +1,4 @@
-/* S3 object operations relayed through the proxy to the owning target: GET/HEAD, PUT, DELETE, CopyObject, DeleteObjects. */
+/* S3 object operations relayed through the proxy to the owning target: GET/HEAD, PUT, DELETE, CopyObject, UploadPartCopy's data, DeleteObjects. */
 #include "s3.h"
 
 #include <ctype.h>
@@ -23,12 +23,16 @@
  * ft_resp_stream_write (which blocks while ~256 KiB are unsent), so a slow client slows the
  * target read instead of growing a buffer. PUT: curl's read callback pulls verified bytes from
  * px_s3_body_read. Conditional headers and Range go to the target, which evaluates them against
- * the stored ETag and mtime (target/get.c).
+ * the stored ETag and mtime (target/get.c). Object metadata travels as headers: the request's
+ * Content-Type and x-amz-meta-* with the PUT, the stored ones back from the target's GET/HEAD.
  *
- * CopyObject runs two transfers in one curl multi handle: a GET from the source's owner and a
- * PUT to the destination's owner, joined by a 512 KiB ring; each side pauses when the ring is
- * full or empty. The PUT starts only after the GET's headers gave the length, and the PUT sends
- * exactly that many bytes, so a source that fails midway leaves the destination untouched.
+ * CopyObject and UploadPartCopy run two transfers in one curl multi handle: a GET from the
+ * source's owner (ranged for x-amz-copy-source-range) and a PUT to the destination's owner (the
+ * object, or a part of an upload), joined by a 512 KiB ring; each side pauses when the ring is
+ * full or empty. The PUT starts only after the GET's headers gave the length (and showed the
+ * range fits the source), with the source's metadata (directive COPY) or the request's (REPLACE),
+ * and the PUT sends exactly that many bytes, so a source that fails midway leaves the destination
+ * untouched.
  *
  * Memory per request: curl's buffers, the response queue bound of the HTTP server, and for a copy
  * the ring - never a whole object.
@@ -36,6 +40,7 @@
 
 #define PUT_MAX_SIZE (5ull << 30)  /* S3's limit for one PutObject; larger objects use multipart */
 #define ERRBODY_MAX 1024
+#define META_MAX 4096            /* the target's stored Content-Type and x-amz-meta-* lines */
 #define COPY_RING (512 * 1024)
 #define COPY_CHUNK_MAX (64 * 1024) /* curl never hands over more at once with this buffer size */
 #define DELETE_TIMEOUT_MS 10000
@@ -87,17 +92,21 @@ static void keep_errbody(char *dst, size_t *len, const char *buf, size_t n)
 	dst[*len] = '\0';
 }
 
-/* The "message" of a target's JSON error body. */
-static void error_message(const char *body, size_t len, char *out, size_t cap)
+/* The "message" and "code" of a target's JSON error body, into reply. */
+static void error_reply(const char *body, size_t len, px_s3_target_reply_t *reply)
 {
 	json_t *j = json_loadb(body, len, 0, NULL);
 	const char *m = json_string_value(json_object_get(j, "message"));
+	const char *code = json_string_value(json_object_get(j, "code"));
 
-	snprintf(out, cap, "%s", m != NULL ? m : "");
+	snprintf(reply->message, sizeof(reply->message), "%s", m != NULL ? m : "");
+	snprintf(reply->code, sizeof(reply->code), "%s", code != NULL ? code : "");
 	json_decref(j);
 }
 
 /* ---- GET and HEAD ---- */
+
+#define UMETA_PREFIX_LEN 11 /* "x-amz-meta-" */
 
 /* What the target answered so far (the current response; a redirect's headers are replaced). */
 typedef struct {
@@ -106,6 +115,10 @@ typedef struct {
 	char etag[PX_S3_ETAG_MAX];
 	char last_modified[64];
 	char content_range[128];
+	char content_type[256];
+	char meta[META_MAX];  /* "x-amz-meta-<name>: <value>\n" lines as the target sent them */
+	size_t meta_len;
+	bool meta_cut;        /* more than META_MAX: never the case for what a target stores */
 	bool headers_done;   /* the final response's header block ended */
 	char errbody[ERRBODY_MAX + 1];
 	size_t errlen;
@@ -134,8 +147,23 @@ static bool parse_head_line(target_head_t *t, const char *buf, size_t n)
 	}
 	if (header_value(buf, n, "ETag", t->etag, sizeof(t->etag)) ||
 	    header_value(buf, n, "Last-Modified", t->last_modified, sizeof(t->last_modified)) ||
-	    header_value(buf, n, "Content-Range", t->content_range, sizeof(t->content_range)))
+	    header_value(buf, n, "Content-Range", t->content_range, sizeof(t->content_range)) ||
+	    header_value(buf, n, "Content-Type", t->content_type, sizeof(t->content_type)))
 		return false;
+	if (n > UMETA_PREFIX_LEN && strncasecmp(buf, "x-amz-meta-", UMETA_PREFIX_LEN) == 0) {
+		size_t len = n;
+		while (len > 0 && (buf[len - 1] == '\r' || buf[len - 1] == '\n'))
+			len--;
+		if (len + 1 >= sizeof(t->meta) - t->meta_len) {
+			t->meta_cut = true;
+			return false;
+		}
+		memcpy(t->meta + t->meta_len, buf, len);
+		t->meta_len += len;
+		t->meta[t->meta_len++] = '\n';
+		t->meta[t->meta_len] = '\0';
+		return false;
+	}
 	if (header_value(buf, n, "Content-Length", v, sizeof(v)))
 		t->length = strtoll(v, NULL, 10);
 	return false;
@@ -159,10 +187,29 @@ static const struct { const char *query, *header; } overrides[] = {
 	{ "response-expires", "Expires" },
 };
 
-/* Headers of a successful GET/HEAD/304; returns the Content-Type to use. */
-static const char *object_headers(px_s3_req_t *q, const target_head_t *t)
+/* Sends the stored x-amz-meta-* lines of t as response headers. */
+static void meta_headers(px_s3_req_t *q, target_head_t *t)
 {
-	const char *ctype = "application/octet-stream";
+	for (char *p = t->meta; *p != '\0';) {
+		char *nl = strchr(p, '\n');
+		char *colon = memchr(p, ':', (size_t)(nl - p));
+		*nl = '\0';
+		if (colon != NULL) {
+			char *v = colon + 1;
+			*colon = '\0';
+			while (*v == ' ' || *v == '\t')
+				v++;
+			ft_resp_header(q->r, p, v);
+		}
+		p = nl + 1;
+	}
+	t->meta[0] = '\0'; /* consumed */
+}
+
+/* Headers of a successful GET/HEAD/304; returns the Content-Type to use (the stored one by default). */
+static const char *object_headers(px_s3_req_t *q, target_head_t *t)
+{
+	const char *ctype = t->content_type[0] ? t->content_type : "application/octet-stream";
 
 	ft_resp_header(q->r, "x-amz-request-id", q->request_id);
 	if (t->etag[0])
@@ -172,6 +219,9 @@ static const char *object_headers(px_s3_req_t *q, const target_head_t *t)
 	if (t->content_range[0])
 		ft_resp_header(q->r, "Content-Range", t->content_range);
 	ft_resp_header(q->r, "Accept-Ranges", "bytes");
+	if (t->meta_cut)
+		ft_warn("s3 GET %s: the target sent more user metadata than the relay keeps", q->resource);
+	meta_headers(q, t);
 	for (size_t i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++) {
 		const char *v = ft_req_query(q->r, overrides[i].query);
 		if (v == NULL)
@@ -232,7 +282,7 @@ static void get_finish_unstarted(get_ctx_t *c)
 	}
 	if (c->t.status == 416 && c->t.content_range[0])
 		ft_resp_header(q->r, "Content-Range", c->t.content_range);
-	error_message(c->t.errbody, c->t.errlen, reply.message, sizeof(reply.message));
+	error_reply(c->t.errbody, c->t.errlen, &reply);
 	px_s3_error_from_target(q, &reply);
 }
 
@@ -306,7 +356,7 @@ static void put_work(px_s3_req_t *q)
 		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "no target to store the object");
 		return;
 	}
-	e = px_s3_put_to(q, url, &reply);
+	e = px_s3_put_to(q, url, q->op, &reply);
 	free(url);
 	if (e != PX_S3_OK) {
 		px_s3_error(q, e, NULL);
@@ -333,6 +383,14 @@ void px_s3_object_put(px_s3_req_t *q)
 		px_s3_error(q, PX_S3_ENTITY_TOO_LARGE, "One PutObject stores at most 5 GiB; use a multipart upload");
 		return;
 	}
+	const char **meta = NULL;
+	px_s3_err_t e = px_s3_meta_lines(q, &meta);
+	if (e != PX_S3_OK) {
+		px_s3_error(q, e, e == PX_S3_INVALID_ARGUMENT ? "Content-Type and x-amz-meta-* values must be printable"
+							       : NULL);
+		return;
+	}
+	q->op = meta; /* put_work's extra header lines */
 	px_s3_defer(q, put_work);
 }
 
@@ -473,23 +531,45 @@ void px_s3_delete_objects(px_s3_req_t *q)
 	px_s3_defer(q, delete_objects_work);
 }
 
-/* ---- CopyObject ---- */
+/* ---- CopyObject and UploadPartCopy ---- */
+
+/* The copy source of a request, parsed on the loop thread (request memory). */
+typedef struct {
+	char bucket[FT_BUCKET_NAME_MAX + 1];
+	char *key;
+	size_t key_len;
+	bool ranged;              /* UploadPartCopy with x-amz-copy-source-range */
+	uint64_t first, last;     /* inclusive byte offsets of the range */
+	bool replace;             /* CopyObject: x-amz-metadata-directive REPLACE */
+	const char **meta;        /* with replace: the request's metadata lines */
+} copy_src_t;
 
 typedef struct {
 	px_s3_req_t *q;
+	const copy_src_t *from;
+	bool part;                /* the destination is a part of an upload */
 	uint8_t *ring;
 	size_t rpos, rlen;        /* read position and bytes held */
 	CURL *get, *put;
+	struct curl_slist *put_hdrs;
 	target_head_t src;        /* the source GET's response */
 	bool get_done, get_paused;
 	CURLcode get_rc;
 	bool put_added, put_done, put_paused;
 	CURLcode put_rc;
+	bool range_bad;           /* the range does not fit the source: nothing was sent */
+	uint64_t src_size;        /* the source's size, when known from Content-Range */
 	int64_t moved;            /* bytes handed to the PUT */
 	px_s3_target_reply_t reply;
 	char put_errbody[ERRBODY_MAX + 1];
 	size_t put_errlen;
 } copy_t;
+
+/* The status a usable source answers with: 206 for a range, else 200. */
+static bool copy_src_ok(const copy_t *c)
+{
+	return c->src.status == (c->from->ranged ? 206 : 200);
+}
 
 static size_t copy_get_header_cb(char *buf, size_t size, size_t nitems, void *arg)
 {
@@ -505,7 +585,7 @@ static size_t copy_get_write_cb(char *buf, size_t size, size_t nitems, void *arg
 	copy_t *c = arg;
 	size_t n = size * nitems;
 
-	if (c->src.status != 200) {
+	if (!copy_src_ok(c)) {
 		keep_errbody(c->src.errbody, &c->src.errlen, buf, n);
 		return n;
 	}
@@ -571,6 +651,67 @@ static void copy_collect(copy_t *c, CURLM *m)
 	}
 }
 
+/*
+ * The range asked for fits the source: the target answered 206 for exactly first..last (it
+ * shortens a range past the end, and answers 416 for one that starts past it).
+ */
+static bool copy_range_fits(copy_t *c)
+{
+	unsigned long long a, b, total;
+
+	if (c->src.status == 416 && sscanf(c->src.content_range, "bytes */%llu", &total) == 1) {
+		c->src_size = total;
+		return false;
+	}
+	if (c->src.status != 206 || sscanf(c->src.content_range, "bytes %llu-%llu/%llu", &a, &b, &total) != 3)
+		return true; /* another answer: an error of the source itself */
+	c->src_size = total;
+	return a == c->from->first && b == c->from->last;
+}
+
+/* Appends the line "name: value" to the destination's headers. */
+static void put_header(copy_t *c, const char *line)
+{
+	struct curl_slist *l = curl_slist_append(c->put_hdrs, line);
+
+	if (l != NULL)
+		c->put_hdrs = l;
+}
+
+/*
+ * The destination PUT's headers: an object gets the source's Content-Type and x-amz-meta-*
+ * (directive COPY) or the request's (REPLACE); a part gets none.
+ */
+static void copy_put_headers(copy_t *c)
+{
+	char line[META_MAX];
+
+	put_header(c, "Content-Type:"); /* none unless given below */
+	if (c->part)
+		return;
+	if (c->from->replace) {
+		for (int i = 0; c->from->meta[i] != NULL; i++)
+			put_header(c, c->from->meta[i]);
+		return;
+	}
+	if (c->src.content_type[0]) {
+		snprintf(line, sizeof(line), "Content-Type: %s", c->src.content_type);
+		put_header(c, line);
+	}
+	for (const char *p = c->src.meta; *p != '\0';) {
+		const char *nl = strchr(p, '\n');
+		size_t len = (size_t)(nl - p);
+		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		memcpy(line, p, len);
+		line[len] = '\0';
+		if (len > 0 && line[len - 1] == ':')
+			line[len - 1] = ';'; /* an empty value: curl's way to send one */
+		put_header(c, line);
+		p = nl + 1;
+	}
+}
+
 /* Drives both transfers until the PUT finished or the source failed before the PUT started. */
 static void copy_run(copy_t *c, CURLM *m, int64_t max_size)
 {
@@ -585,8 +726,14 @@ static void copy_run(copy_t *c, CURLM *m, int64_t max_size)
 				curl_multi_poll(m, NULL, 0, 1000, NULL);
 				continue;
 			}
-			if (c->src.status != 200 || c->src.length < 0 || c->src.length > max_size)
+			if (c->from->ranged && !copy_range_fits(c)) {
+				c->range_bad = true;
+				return;
+			}
+			if (!copy_src_ok(c) || c->src.length < 0 || c->src.length > max_size)
 				return; /* nothing was sent to the destination */
+			copy_put_headers(c);
+			curl_easy_setopt(c->put, CURLOPT_HTTPHEADER, c->put_hdrs);
 			curl_easy_setopt(c->put, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->src.length);
 			curl_multi_add_handle(m, c->put);
 			c->put_added = true;
@@ -650,20 +797,19 @@ static px_s3_err_t copy_source(px_s3_req_t *q, char *bucket, size_t bcap, char *
 	return PX_S3_OK;
 }
 
-typedef struct {
-	char bucket[FT_BUCKET_NAME_MAX + 1];
-	char *key;
-	size_t key_len;
-} copy_src_t;
-
 /* The S3 error of a failed copy. */
 static void copy_fail(copy_t *c)
 {
 	px_s3_req_t *q = c->q;
 	px_s3_target_reply_t reply = { 0 };
 
+	if (c->range_bad) {
+		px_s3_error(q, PX_S3_INVALID_ARGUMENT, "Range specified is not valid for source object of size: %llu",
+			    (unsigned long long)c->src_size);
+		return;
+	}
 	if (!c->put_added || (c->put_done && c->put_rc != CURLE_OK && (!c->get_done || c->get_rc != CURLE_OK))) {
-		if (c->src.status == 0 || (c->get_done && c->get_rc != CURLE_OK && c->src.status == 200)) {
+		if (c->src.status == 0 || (c->get_done && c->get_rc != CURLE_OK && copy_src_ok(c))) {
 			px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "reading the source object failed");
 			return;
 		}
@@ -671,30 +817,81 @@ static void copy_fail(copy_t *c)
 			px_s3_error(q, PX_S3_PRECONDITION_FAILED, NULL);
 			return;
 		}
-		if (c->src.status == 200) {
-			px_s3_error(q, PX_S3_ENTITY_TOO_LARGE, "CopyObject copies at most 5 GiB; use UploadPartCopy");
+		if (copy_src_ok(c)) {
+			if (c->part)
+				px_s3_error(q, PX_S3_INVALID_REQUEST, "A part copied from an object holds at most 5 GiB; "
+								      "copy a range (x-amz-copy-source-range)");
+			else
+				px_s3_error(q, PX_S3_ENTITY_TOO_LARGE, "CopyObject copies at most 5 GiB; use UploadPartCopy");
 			return;
 		}
 		reply.status = c->src.status;
-		error_message(c->src.errbody, c->src.errlen, reply.message, sizeof(reply.message));
+		error_reply(c->src.errbody, c->src.errlen, &reply);
+		reply.code[0] = '\0'; /* a code the source's owner gave is about the source, not this request */
 		px_s3_error_from_target(q, &reply);
 		return;
 	}
 	if (c->put_rc != CURLE_OK) {
-		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "writing the destination object failed");
+		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "writing the destination failed");
 		return;
 	}
-	error_message(c->put_errbody, c->put_errlen, c->reply.message, sizeof(c->reply.message));
-	px_s3_error_from_target(q, &c->reply);
+	error_reply(c->put_errbody, c->put_errlen, &c->reply);
+	if (c->part && c->reply.status == 404 && c->reply.code[0] == '\0')
+		px_s3_error(q, PX_S3_NO_SUCH_UPLOAD, NULL);
+	else
+		px_s3_error_from_target(q, &c->reply);
 }
 
-static void copy_work(px_s3_req_t *q)
+/* Sets up the source GET of c. */
+static void copy_get_setup(copy_t *c, const char *url, struct curl_slist **hdrs)
+{
+	px_s3_req_t *q = c->q;
+	char range[64];
+
+	*hdrs = forward_header(*hdrs, q->r, "x-amz-copy-source-if-match", "If-Match");
+	*hdrs = forward_header(*hdrs, q->r, "x-amz-copy-source-if-none-match", "If-None-Match");
+	*hdrs = forward_header(*hdrs, q->r, "x-amz-copy-source-if-modified-since", "If-Modified-Since");
+	*hdrs = forward_header(*hdrs, q->r, "x-amz-copy-source-if-unmodified-since", "If-Unmodified-Since");
+	if (c->from->ranged) {
+		snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)c->from->first,
+			 (unsigned long long)c->from->last);
+		struct curl_slist *l = curl_slist_append(*hdrs, range);
+		*hdrs = l != NULL ? l : *hdrs;
+	}
+	px_s3_curl_common(c->get, url);
+	curl_easy_setopt(c->get, CURLOPT_HTTPHEADER, *hdrs);
+	curl_easy_setopt(c->get, CURLOPT_HEADERFUNCTION, copy_get_header_cb);
+	curl_easy_setopt(c->get, CURLOPT_HEADERDATA, c);
+	curl_easy_setopt(c->get, CURLOPT_WRITEFUNCTION, copy_get_write_cb);
+	curl_easy_setopt(c->get, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(c->get, CURLOPT_BUFFERSIZE, (long)COPY_CHUNK_MAX);
+}
+
+/* Sets up the destination PUT of c (its headers are set once the source answered). */
+static void copy_put_setup(copy_t *c, const char *url)
+{
+	px_s3_curl_common(c->put, url);
+	curl_easy_setopt(c->put, CURLOPT_FOLLOWLOCATION, 0L); /* a body already streamed cannot be replayed */
+	curl_easy_setopt(c->put, CURLOPT_UPLOAD, 1L);
+	curl_easy_setopt(c->put, CURLOPT_READFUNCTION, copy_put_read_cb);
+	curl_easy_setopt(c->put, CURLOPT_READDATA, c);
+	curl_easy_setopt(c->put, CURLOPT_HEADERFUNCTION, px_s3_reply_header_cb);
+	curl_easy_setopt(c->put, CURLOPT_HEADERDATA, &c->reply);
+	curl_easy_setopt(c->put, CURLOPT_WRITEFUNCTION, copy_put_write_cb);
+	curl_easy_setopt(c->put, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(c->put, CURLOPT_UPLOAD_BUFFERSIZE, (long)COPY_CHUNK_MAX);
+}
+
+/*
+ * Worker: streams the source of q->op into put_url (an object, or a part when part) and
+ * responds with CopyObjectResult / CopyPartResult or the S3 error.
+ */
+static void copy_to(px_s3_req_t *q, const char *put_url, bool part)
 {
 	const copy_src_t *src = q->op;
-	copy_t c = { .q = q, .src = { .length = -1 } };
-	struct curl_slist *get_hdrs = NULL, *put_hdrs = NULL;
+	copy_t c = { .q = q, .from = src, .part = part, .src = { .length = -1 } };
+	struct curl_slist *get_hdrs = NULL;
 	char *get_url = px_s3_owner_url(src->bucket, src->key, src->key_len, NULL);
-	char *put_url = px_s3_owner_url(q->bucket, q->key, q->key_len, "etag=md5");
 	CURLM *m = curl_multi_init();
 	char date[40];
 
@@ -709,43 +906,25 @@ static void copy_work(px_s3_req_t *q)
 		px_s3_error(q, PX_S3_INTERNAL, "out of memory");
 		goto out;
 	}
-	get_hdrs = forward_header(get_hdrs, q->r, "x-amz-copy-source-if-match", "If-Match");
-	get_hdrs = forward_header(get_hdrs, q->r, "x-amz-copy-source-if-none-match", "If-None-Match");
-	get_hdrs = forward_header(get_hdrs, q->r, "x-amz-copy-source-if-modified-since", "If-Modified-Since");
-	get_hdrs = forward_header(get_hdrs, q->r, "x-amz-copy-source-if-unmodified-since", "If-Unmodified-Since");
-	px_s3_curl_common(c.get, get_url);
-	curl_easy_setopt(c.get, CURLOPT_HTTPHEADER, get_hdrs);
-	curl_easy_setopt(c.get, CURLOPT_HEADERFUNCTION, copy_get_header_cb);
-	curl_easy_setopt(c.get, CURLOPT_HEADERDATA, &c);
-	curl_easy_setopt(c.get, CURLOPT_WRITEFUNCTION, copy_get_write_cb);
-	curl_easy_setopt(c.get, CURLOPT_WRITEDATA, &c);
-	curl_easy_setopt(c.get, CURLOPT_BUFFERSIZE, (long)COPY_CHUNK_MAX);
-	put_hdrs = curl_slist_append(put_hdrs, "Content-Type: application/octet-stream");
-	px_s3_curl_common(c.put, put_url);
-	curl_easy_setopt(c.put, CURLOPT_FOLLOWLOCATION, 0L); /* a body already streamed cannot be replayed */
-	curl_easy_setopt(c.put, CURLOPT_HTTPHEADER, put_hdrs);
-	curl_easy_setopt(c.put, CURLOPT_UPLOAD, 1L);
-	curl_easy_setopt(c.put, CURLOPT_READFUNCTION, copy_put_read_cb);
-	curl_easy_setopt(c.put, CURLOPT_READDATA, &c);
-	curl_easy_setopt(c.put, CURLOPT_HEADERFUNCTION, px_s3_reply_header_cb);
-	curl_easy_setopt(c.put, CURLOPT_HEADERDATA, &c.reply);
-	curl_easy_setopt(c.put, CURLOPT_WRITEFUNCTION, copy_put_write_cb);
-	curl_easy_setopt(c.put, CURLOPT_WRITEDATA, &c);
-	curl_easy_setopt(c.put, CURLOPT_UPLOAD_BUFFERSIZE, (long)COPY_CHUNK_MAX);
+	copy_get_setup(&c, get_url, &get_hdrs);
+	copy_put_setup(&c, put_url);
 	copy_run(&c, m, (int64_t)PUT_MAX_SIZE);
 	if (c.put_added)
 		curl_easy_getinfo(c.put, CURLINFO_RESPONSE_CODE, &c.reply.status);
-	if (!c.put_added || !c.put_done || c.put_rc != CURLE_OK || c.reply.status != 200) {
-		copy_fail(&c);
+	if (!c.put_added || !c.put_done || c.put_rc != CURLE_OK || c.reply.status != 200 || !c.reply.etag[0]) {
+		if (c.put_done && c.put_rc == CURLE_OK && c.reply.status == 200)
+			px_s3_error(q, PX_S3_INTERNAL, "the target stored the copy but sent no ETag");
+		else
+			copy_fail(&c);
 		goto out;
 	}
 	px_xml_t x;
 	px_s3_iso8601(ft_now_ns(), date, sizeof(date));
 	px_xml_init(&x);
-	px_xml_open_ns(&x, "CopyObjectResult");
+	px_xml_open_ns(&x, part ? "CopyPartResult" : "CopyObjectResult");
 	px_xml_elem(&x, "LastModified", date);
 	px_xml_elem(&x, "ETag", c.reply.etag);
-	px_xml_close(&x, "CopyObjectResult");
+	px_xml_close(&x, part ? "CopyPartResult" : "CopyObjectResult");
 	px_s3_send_xml(q, 200, &x);
 out:
 	if (m != NULL) {
@@ -757,48 +936,113 @@ out:
 	}
 	curl_easy_cleanup(c.put);
 	curl_easy_cleanup(c.get);
-	curl_slist_free_all(put_hdrs);
+	curl_slist_free_all(c.put_hdrs);
 	curl_slist_free_all(get_hdrs);
 	free(c.ring);
-	free(put_url);
 	free(get_url);
 }
 
-void px_s3_object_copy(px_s3_req_t *q)
+static void copy_work(px_s3_req_t *q)
+{
+	char *put_url = px_s3_owner_url(q->bucket, q->key, q->key_len, "etag=md5");
+
+	copy_to(q, put_url, false);
+	free(put_url);
+}
+
+void px_s3_copy_part(px_s3_req_t *q, const char *put_url)
+{
+	copy_to(q, put_url, true);
+}
+
+/*
+ * x-amz-copy-source-range "bytes=first-last" (decimal, first <= last) into src. PX_S3_OK, or
+ * InvalidArgument.
+ */
+static px_s3_err_t copy_range(const char *v, copy_src_t *src)
+{
+	char *end;
+
+	if (strncmp(v, "bytes=", 6) != 0 || !isdigit((unsigned char)v[6]))
+		return PX_S3_INVALID_ARGUMENT;
+	errno = 0;
+	src->first = strtoull(v + 6, &end, 10);
+	if (errno != 0 || *end != '-' || !isdigit((unsigned char)end[1]))
+		return PX_S3_INVALID_ARGUMENT;
+	src->last = strtoull(end + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || src->first > src->last)
+		return PX_S3_INVALID_ARGUMENT;
+	src->ranged = true;
+	return PX_S3_OK;
+}
+
+int px_s3_copy_source_prepare(px_s3_req_t *q, bool part)
 {
 	copy_src_t *src = ft_req_alloc(q->r, sizeof(*src));
 	const char *why = NULL;
-	const char *directive = ft_req_header(q->r, "x-amz-metadata-directive");
-	px_s3_err_t e = copy_source(q, src->bucket, sizeof(src->bucket), &src->key, &src->key_len);
+	const char *range = part ? ft_req_header(q->r, "x-amz-copy-source-range") : NULL;
+	px_s3_err_t e;
 
+	memset(src, 0, sizeof(*src));
+	e = copy_source(q, src->bucket, sizeof(src->bucket), &src->key, &src->key_len);
 	if (e != PX_S3_OK) {
 		px_s3_error(q, e, e == PX_S3_NOT_IMPLEMENTED ? "Object versions are not supported"
 							      : "x-amz-copy-source must be <bucket>/<key>");
-		return;
+		return -1;
+	}
+	if (range != NULL && copy_range(range, src) != PX_S3_OK) {
+		px_s3_error(q, PX_S3_INVALID_ARGUMENT,
+			    "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last "
+			    "are the zero-based offsets of the first and last bytes to copy");
+		return -1;
 	}
 	if (ft_name_check_bucket(src->bucket, &why) != 0) {
 		px_s3_error(q, PX_S3_INVALID_BUCKET_NAME, "source bucket: %s", why);
-		return;
+		return -1;
 	}
 	ft_bmd_t *bmd = ft_bmd_current();
 	bool exists = bmd != NULL && ft_bmd_find(bmd, "ais", src->bucket) != NULL;
 	ft_bmd_put(bmd);
 	if (!exists) {
 		px_s3_error(q, PX_S3_NO_SUCH_BUCKET, "The source bucket does not exist");
-		return;
+		return -1;
 	}
 	if (ft_name_check_object(src->key, src->key_len, &why) != 0) {
 		px_s3_error(q, PX_S3_NO_SUCH_KEY, "The source key does not exist");
+		return -1;
+	}
+	q->op = src;
+	return 0;
+}
+
+void px_s3_object_copy(px_s3_req_t *q)
+{
+	const char *directive = ft_req_header(q->r, "x-amz-metadata-directive");
+	copy_src_t *src;
+
+	if (directive != NULL && strcmp(directive, "COPY") != 0 && strcmp(directive, "REPLACE") != 0) {
+		px_s3_error(q, PX_S3_INVALID_ARGUMENT, "Unknown metadata directive (COPY or REPLACE)");
 		return;
 	}
+	if (px_s3_copy_source_prepare(q, false) != 0)
+		return;
+	src = q->op;
+	src->replace = directive != NULL && strcmp(directive, "REPLACE") == 0;
 	if (strcmp(src->bucket, q->bucket) == 0 && src->key_len == q->key_len &&
-	    memcmp(src->key, q->key, q->key_len) == 0 && (directive == NULL || strcasecmp(directive, "REPLACE") != 0)) {
+	    memcmp(src->key, q->key, q->key_len) == 0 && !src->replace) {
 		px_s3_error(q, PX_S3_INVALID_REQUEST,
 			    "This copy request is illegal because it copies an object to itself without changing its "
 			    "metadata (use x-amz-metadata-directive: REPLACE)");
 		return;
 	}
-	q->op = src;
+	if (src->replace) {
+		px_s3_err_t e = px_s3_meta_lines(q, &src->meta);
+		if (e != PX_S3_OK) {
+			px_s3_error(q, e, e == PX_S3_INVALID_ARGUMENT ? "Content-Type and x-amz-meta-* values must be printable"
+								       : NULL);
+			return;
+		}
+	}
 	px_s3_defer(q, copy_work);
 }
 

@@ -52,6 +52,8 @@ static const err_info_t errors[PX_S3_ERR_COUNT] = {
 	[PX_S3_INVALID_REQUEST] = { "InvalidRequest", 400, "Invalid request" },
 	[PX_S3_KEY_TOO_LONG] = { "KeyTooLongError", 400, "The key is too long" },
 	[PX_S3_MALFORMED_XML] = { "MalformedXML", 400, "The XML body is not well-formed or not the expected document" },
+	[PX_S3_METADATA_TOO_LARGE] = { "MetadataTooLarge", 400,
+				       "The user metadata (x-amz-meta-*) exceeds the 2 KiB allowed" },
 	[PX_S3_METHOD_NOT_ALLOWED] = { "MethodNotAllowed", 405, "The method is not allowed on this resource" },
 	[PX_S3_MISSING_CONTENT_LENGTH] = { "MissingContentLength", 411, "Content-Length is required" },
 	[PX_S3_NO_SUCH_BUCKET] = { "NoSuchBucket", 404, "The bucket does not exist" },

@@ -1,4 +1,4 @@
-/* Target multipart uploads: parts under <mp>/.mpu/<upload id>/, completion into one object, abort, listings. */
+/* Target multipart uploads: parts under <mp>/.mpu/<upload id>/, completion into one object, abort, listings, expiry. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -62,13 +62,17 @@
 #define MPU_PARTS_MAX 10000
 #define MPU_PART_MIN_SIZE (5ull << 20)   /* every part but the last (S3 EntityTooSmall) */
 #define MPU_PART_MAX_SIZE (5ull << 30)   /* S3's largest part */
-#define MPU_META_MAX (16u << 10)
+#define MPU_META_MAX (64u << 10)        /* key and user metadata, JSON-escaped */
 #define MPU_COMPLETE_BODY_MAX (4u << 20) /* 10,000 parts of {"part":N,"etag":"..."} fit easily */
 #define MPU_LIST_PARTS_DEFAULT 1000
 #define MPU_COPY_CHUNK (1u << 20)        /* hashed, then copied in-kernel, per chunk */
 #define MD5_LEN 16
 #define MD5_HEX (2 * MD5_LEN + 1)
 #define MPU_RECENT 64                    /* completions remembered for retried requests */
+#define NS_PER_HOUR (3600LL * 1000000000LL)
+/* An incomplete upload expires this long after its start (a wish: the target config key mpu_expire_hours). */
+#define MPU_EXPIRE_NS (7 * 24 * NS_PER_HOUR)
+#define MPU_SWEEP_EVERY_NS NS_PER_HOUR   /* starts sweep expired uploads at most this often */
 
 typedef struct {
 	char provider[TGT_PROVIDER_MAX];
@@ -76,6 +80,8 @@ typedef struct {
 	char key[FT_OBJ_NAME_MAX + 1];
 	int64_t initiated;
 	int64_t bucket_created;
+	char content_type[FT_LOM_CTYPE_MAX]; /* the object's metadata, given at start ("" = none) */
+	char user_meta[FT_LOM_UMETA_MAX];
 } mpu_meta_t;
 
 /* One completion in progress (in its request's memory), linked under mpu_lock. */
@@ -104,6 +110,7 @@ static completing_t *completing_head;                      /* under mpu_lock */
 static completed_t recent[MPU_RECENT];                     /* under mpu_lock; ring */
 static int recent_next;
 static atomic_uint_fast64_t mpu_counter; /* unique staging / retired names */
+static atomic_int_fast64_t mpu_last_sweep; /* ft_now_ns of the last sweep a start ran */
 
 /* ---- small helpers ---- */
 
@@ -273,8 +280,15 @@ static int part_open(int dir_fd, int part, char md5hex[MD5_HEX], uint64_t *size)
 
 static json_t *meta_to_json(const mpu_meta_t *m)
 {
-	return json_pack("{s:s, s:s, s:s, s:I, s:I}", "provider", m->provider, "bucket", m->bucket, "key", m->key,
-			 "initiated", (json_int_t)m->initiated, "bucket_created", (json_int_t)m->bucket_created);
+	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:s}", "provider", m->provider, "bucket", m->bucket, "key",
+			 m->key, "initiated", (json_int_t)m->initiated, "bucket_created", (json_int_t)m->bucket_created,
+			 "content_type", m->content_type, "user_meta", m->user_meta);
+}
+
+/* Whether an upload started at initiated (ns) has expired by now. */
+static int expired(int64_t initiated, int64_t now)
+{
+	return now - initiated > MPU_EXPIRE_NS;
 }
 
 static int copy_str(char *dst, size_t cap, const json_t *j)
@@ -317,6 +331,13 @@ static int meta_read(int dir_fd, mpu_meta_t *m)
 		goto out;
 	m->initiated = json_integer_value(json_object_get(j, "initiated"));
 	m->bucket_created = json_integer_value(json_object_get(j, "bucket_created"));
+	/* Uploads started before metadata was kept have none. */
+	m->content_type[0] = m->user_meta[0] = '\0';
+	if ((json_object_get(j, "content_type") != NULL &&
+	     copy_str(m->content_type, sizeof(m->content_type), json_object_get(j, "content_type")) != 0) ||
+	    (json_object_get(j, "user_meta") != NULL &&
+	     copy_str(m->user_meta, sizeof(m->user_meta), json_object_get(j, "user_meta")) != 0))
+		goto out;
 	rc = 0;
 out:
 	json_decref(j);
@@ -330,29 +351,6 @@ static int meta_matches(const mpu_meta_t *m, const tgt_obj_t *o)
 {
 	return strcmp(m->provider, o->provider) == 0 && strcmp(m->bucket, o->bucket) == 0 &&
 	       strcmp(m->key, o->obj) == 0 && m->bucket_created == o->bucket_created;
-}
-
-/*
- * Opens the upload directory of id for object o and reads its meta. Returns the directory fd, or
- * -ENOENT when there is no such upload for this object (absent, aborted, completed, another
- * key, or an earlier incarnation of the bucket), or another -errno.
- */
-static int upload_open(const tgt_obj_t *o, const char *id, mpu_meta_t *m)
-{
-	char rel[sizeof(MPU_DIR) + MPU_ID_MAX + 2];
-
-	upload_rel(rel, sizeof(rel), id);
-	int fd = openat(o->mp->root_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
-	int rc = meta_read(fd, m);
-	if (rc == 0 && !meta_matches(m, o))
-		rc = -ENOENT;
-	if (rc != 0) {
-		close(fd);
-		return rc == -EBADMSG ? -ENOENT : rc;
-	}
-	return fd;
 }
 
 /* Whether .mpu/<id> is still the directory dir_fd refers to (not aborted or completed). Under mpu_lock. */
@@ -378,6 +376,43 @@ static int upload_retire(tgt_t *t, const tgt_mountpath_t *mp, const char *id)
 		return -errno;
 	tgt_janitor_kick(t);
 	return 0;
+}
+
+/* Retires the expired upload id (directory dir_fd) unless it is gone already. */
+static void upload_expire(tgt_t *t, const tgt_mountpath_t *mp, const char *id, int dir_fd, const mpu_meta_t *m)
+{
+	pthread_mutex_lock(&mpu_lock);
+	if (upload_present(mp, id, dir_fd) && upload_retire(t, mp, id) == 0)
+		ft_info("upload %s of %s/%s/%s expired (started %lld s ago); its parts are deleted", id, m->provider,
+			m->bucket, m->key, (long long)((ft_now_ns() - m->initiated) / 1000000000LL));
+	pthread_mutex_unlock(&mpu_lock);
+}
+
+/*
+ * Opens the upload directory of id for object o and reads its meta. Returns the directory fd, or
+ * -ENOENT when there is no such upload for this object (absent, aborted, completed, expired (it
+ * is retired then), another key, or an earlier incarnation of the bucket), or another -errno.
+ */
+static int upload_open(const tgt_obj_t *o, const char *id, mpu_meta_t *m)
+{
+	char rel[sizeof(MPU_DIR) + MPU_ID_MAX + 2];
+
+	upload_rel(rel, sizeof(rel), id);
+	int fd = openat(o->mp->root_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
+	int rc = meta_read(fd, m);
+	if (rc == 0 && !meta_matches(m, o))
+		rc = -ENOENT;
+	if (rc == 0 && expired(m->initiated, ft_now_ns())) {
+		upload_expire(o->t, o->mp, id, fd, m);
+		rc = -ENOENT;
+	}
+	if (rc != 0) {
+		close(fd);
+		return rc == -EBADMSG ? -ENOENT : rc;
+	}
+	return fd;
 }
 
 static void no_such_upload(ft_req_t *r, const tgt_obj_t *o, const char *id)
@@ -429,6 +464,8 @@ out:
 	return rc;
 }
 
+static void mpu_sweep_maybe(tgt_t *t);
+
 /* Worker: stage "<.work>/mpu.N" with meta.json, then rename it to .mpu/<id> (never over another). */
 static void start_upload(ft_req_t *r, void *arg)
 {
@@ -437,9 +474,18 @@ static void start_upload(ft_req_t *r, void *arg)
 	const char *id = ft_req_query(r, "mpu");
 	char stage[64] = "", rel[sizeof(MPU_DIR) + MPU_ID_MAX + 2];
 	mpu_meta_t m;
+	ft_lom_t meta;
+	char why[256];
 	int rc, dfd = -1;
 
+	mpu_sweep_maybe(o->t);
+	if (tgt_meta_from_req(r, &meta, why, sizeof(why)) != 0) {
+		mpu_error(r, 400, "InvalidArgument", "upload of \"%s/%s\": %s", o->bucket, o->obj, why);
+		return;
+	}
 	memset(&m, 0, sizeof(m));
+	memcpy(m.content_type, meta.content_type, sizeof(m.content_type));
+	memcpy(m.user_meta, meta.user_meta, sizeof(m.user_meta));
 	strcpy(m.provider, o->provider);
 	strcpy(m.bucket, o->bucket);
 	strcpy(m.key, o->obj);
@@ -862,6 +908,7 @@ typedef struct {
 	completing_t mark;
 	int marked;
 	char list_md5[FT_CKSUM_HEX_MAX]; /* identifies the requested part list */
+	mpu_meta_t meta;        /* the upload's meta.json: the object's Content-Type and user metadata */
 	ft_lom_t lom;
 	char etag[FT_LOM_ETAG_MAX]; /* "<md5 hex>-N" */
 	char perr[256];      /* why tgt_put_protect failed */
@@ -1275,6 +1322,8 @@ static void complete_data(ft_req_t *r, complete_t *c)
 		return;
 	}
 	memset(&c->lom, 0, sizeof(c->lom));
+	memcpy(c->lom.content_type, c->meta.content_type, sizeof(c->lom.content_type));
+	memcpy(c->lom.user_meta, c->meta.user_meta, sizeof(c->lom.user_meta));
 	c->lom.size = c->total;
 	c->lom.cksum_type = ck_type;
 	ft_cksum_final(&c->ck, c->lom.cksum);
@@ -1311,14 +1360,12 @@ static void complete_run(ft_req_t *r, void *arg)
 {
 	complete_t *c = arg;
 	const tgt_obj_t *o = c->o;
-	mpu_meta_t m;
-
 	completed_t done;
 
 	if (complete_parse(r, c, c->body, strlen(c->body)) != 0)
 		return;
 	complete_mark(c);
-	c->updir = upload_open(o, c->id, &m);
+	c->updir = upload_open(o, c->id, &c->meta);
 	if (c->updir < 0) {
 		int rc = c->updir;
 		complete_release(c);
@@ -1410,10 +1457,14 @@ void tgt_mpu_handle(ft_req_t *r, tgt_obj_t *o)
 
 /* ---- control port: GET /v1/mpu ---- */
 
-/* Appends this mountpath's uploads of provider/bucket (any bucket when NULL) under prefix. */
+/*
+ * Appends this mountpath's uploads of provider/bucket (any bucket when NULL) under prefix to out
+ * (when not NULL), and retires every upload that expired or whose bucket is gone.
+ */
 static void list_mountpath(tgt_t *t, const tgt_mountpath_t *mp, const char *provider, const char *bucket,
 			   const char *prefix, ft_bmd_t *bmd, json_t *out)
 {
+	int64_t now = ft_now_ns();
 	int fd = openat(mp->root_fd, MPU_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	size_t plen = strlen(prefix);
 
@@ -1442,7 +1493,9 @@ static void list_mountpath(tgt_t *t, const tgt_mountpath_t *mp, const char *prov
 					ft_info("upload %s of removed bucket %s/%s deleted", de->d_name, m.provider,
 						m.bucket);
 				pthread_mutex_unlock(&mpu_lock);
-			} else if (strcmp(m.provider, provider) == 0 && (!bucket || strcmp(m.bucket, bucket) == 0) &&
+			} else if (expired(m.initiated, now)) {
+				upload_expire(t, mp, de->d_name, ufd, &m);
+			} else if (out && strcmp(m.provider, provider) == 0 && (!bucket || strcmp(m.bucket, bucket) == 0) &&
 				   strncmp(m.key, prefix, plen) == 0) {
 				json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s, s:I}", "provider", m.provider,
 								     "bucket", m.bucket, "key", m.key, "upload_id",
@@ -1452,6 +1505,28 @@ static void list_mountpath(tgt_t *t, const tgt_mountpath_t *mp, const char *prov
 		close(ufd);
 	}
 	closedir(d);
+}
+
+/* Retires the expired uploads (and those of removed buckets) of every mountpath. Any thread. */
+static void mpu_sweep(tgt_t *t)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+
+	for (int i = 0; i < t->n_mountpaths; i++)
+		list_mountpath(t, &t->mountpaths[i], "", NULL, "", bmd, NULL);
+	ft_bmd_put(bmd);
+}
+
+/* Runs mpu_sweep when none ran for MPU_SWEEP_EVERY_NS (the first start after a restart sweeps). Worker. */
+static void mpu_sweep_maybe(tgt_t *t)
+{
+	int64_t now = ft_now_ns(), last = atomic_load(&mpu_last_sweep);
+
+	if (last != 0 && now - last < MPU_SWEEP_EVERY_NS)
+		return;
+	if (!atomic_compare_exchange_strong(&mpu_last_sweep, &last, now))
+		return; /* another start sweeps */
+	mpu_sweep(t);
 }
 
 void tgt_mpu_list(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)

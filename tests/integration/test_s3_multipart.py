@@ -437,7 +437,7 @@ def test_s3_complete_errors(cluster, s3):
     with pytest.raises(ClientError) as ei:
         s3.upload_part_copy(Bucket=b, Key=key, UploadId=uid, PartNumber=4,
                             CopySource={"Bucket": b, "Key": "whatever"})
-    assert error_code(ei) == "NotImplemented" and http_status(ei) == 501
+    assert error_code(ei) == "NoSuchKey" and http_status(ei) == 404  # UploadPartCopy: test_s3_part_copy.py
     # the failed completions left the upload intact: the valid list still completes
     done = s3.complete_multipart_upload(Bucket=b, Key=key, UploadId=uid,
                                         MultipartUpload={"Parts": [listed[0], listed[2]]})
@@ -623,3 +623,85 @@ def test_s3_slow_completion_keeps_the_client_waiting(make_cluster):
     done, took = stalled(lambda: s3.complete_multipart_upload(
         Bucket=b, Key=key, UploadId=uid, MultipartUpload={"Parts": listed}), seconds=5)
     assert done["ETag"] == mpu_etag(parts)
+
+
+# ---- expiry of incomplete uploads (target/mpu.c MPU_EXPIRE_NS, 7 days) ----
+EXPIRE_S = 7 * 24 * 3600
+
+
+def upload_dir(h, uid):
+    found = [p for p in mpu_dirs(h) if p.endswith("/" + uid)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def age_upload(h, uid, seconds):
+    """Moves the upload's start back in time, as if it had been started `seconds` ago."""
+    path = os.path.join(upload_dir(h, uid), "meta.json")
+    with open(path) as f:
+        meta = json.load(f)
+    meta["initiated"] -= seconds * 1000000000
+    with open(path, "w") as f:
+        json.dump(meta, f)
+
+
+def listed_ids(s3, b):
+    return {u["UploadId"] for u in s3.list_multipart_uploads(Bucket=b).get("Uploads", [])}
+
+
+def test_s3_expired_upload_is_gone(cluster):
+    """An upload older than the expiry answers NoSuchUpload to every request and its parts go."""
+    cluster.require_local("ages an upload on the mountpaths")
+    s3 = s3_client(cluster)
+    b = s3_bucket(s3)
+    old = s3.create_multipart_upload(Bucket=b, Key="old")["UploadId"]
+    young = s3.create_multipart_upload(Bucket=b, Key="young")["UploadId"]
+    listed = upload_parts(s3, b, "old", old, [b"part one"])
+    upload_parts(s3, b, "young", young, [b"kept"])
+    age_upload(cluster, old, EXPIRE_S + 60)
+    age_upload(cluster, young, EXPIRE_S - 3600)  # an hour left: still alive
+    for call in (lambda: s3.upload_part(Bucket=b, Key="old", UploadId=old, PartNumber=2, Body=b"x"),
+                 lambda: s3.list_parts(Bucket=b, Key="old", UploadId=old),
+                 lambda: s3.complete_multipart_upload(Bucket=b, Key="old", UploadId=old,
+                                                      MultipartUpload={"Parts": listed}),
+                 lambda: s3.abort_multipart_upload(Bucket=b, Key="old", UploadId=old)):
+        with pytest.raises(ClientError) as ei:
+            call()
+        assert error_code(ei) == "NoSuchUpload" and http_status(ei) == 404
+    wait_until(lambda: not any(p.endswith("/" + old) for p in mpu_dirs(cluster)), 10,
+               what="the expired upload's parts to be deleted")
+    assert listed_ids(s3, b) == {young}
+    assert [p["PartNumber"] for p in s3.list_parts(Bucket=b, Key="young", UploadId=young)["Parts"]] == [1]
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=b, Key="old")  # never completed
+    s3.abort_multipart_upload(Bucket=b, Key="young", UploadId=young)
+    s3.delete_bucket(Bucket=b)
+
+
+def test_s3_expired_uploads_are_swept(make_cluster):
+    """Expired uploads nobody asks for are deleted by the sweeps: ListMultipartUploads, and the
+    first upload started after a target (re)start."""
+    h = make_cluster(targets=1)
+    h.require_local("ages uploads on the mountpaths")
+    s3 = s3_client(h)
+    b = s3_bucket(s3)
+    a = s3.create_multipart_upload(Bucket=b, Key="a")["UploadId"]
+    upload_parts(s3, b, "a", a, [b"aaa"])
+    age_upload(h, a, EXPIRE_S + 1)
+    assert listed_ids(s3, b) == set()  # the listing sweeps it
+    wait_until(lambda: not any(p.endswith("/" + a) for p in mpu_dirs(h)), 10,
+               what="the listed-away upload's parts to be deleted")
+    # nothing asks about this one: the first start after a restart sweeps it
+    c = s3.create_multipart_upload(Bucket=b, Key="c")["UploadId"]
+    upload_parts(s3, b, "c", c, [b"ccc"])
+    age_upload(h, c, EXPIRE_S + 1)
+    h.restart_target(0)
+
+    def start_d():
+        try:
+            return s3.create_multipart_upload(Bucket=b, Key="d")["UploadId"]
+        except ClientError:  # 503 until the restarted target is back in the map
+            return None
+    wait_until(start_d, 30, what="the restarted target to start uploads")
+    wait_until(lambda: not any(p.endswith("/" + c) for p in mpu_dirs(h)), 10,
+               what="the swept upload's parts to be deleted")

@@ -1,0 +1,188 @@
+# S3 object metadata (Content-Type, x-amz-meta-*) through PutObject, CopyObject, multipart uploads and GET/HEAD: boto3 and aws CLI.
+"""
+The proxy passes the Content-Type and x-amz-meta-* of a PutObject, a CopyObject (directive COPY:
+the source's; REPLACE: the request's) and a CreateMultipartUpload to the target, which keeps them
+with the object and sends them back on GET and HEAD (target/objmeta.c, target/mpu.c).
+"""
+import hashlib
+import io
+import json
+import os
+import subprocess
+
+import pytest
+from boto3.s3.transfer import TransferConfig
+from botocore.exceptions import ClientError
+
+import s3util
+
+MIB = 1 << 20
+AWS = "/usr/bin/aws"
+
+
+@pytest.fixture(scope="module")
+def s3(cluster):
+    return s3util.client(cluster, read_timeout=120)
+
+
+@pytest.fixture
+def bucket(s3):
+    name = s3util.bucket_name("meta")
+    s3.create_bucket(Bucket=name)
+    yield name
+    for p in s3.get_paginator("list_objects_v2").paginate(Bucket=name):
+        for o in p.get("Contents", []):
+            s3.delete_object(Bucket=name, Key=o["Key"])
+    for u in s3.list_multipart_uploads(Bucket=name).get("Uploads", []):
+        s3.abort_multipart_upload(Bucket=name, Key=u["Key"], UploadId=u["UploadId"])
+    s3.delete_bucket(Bucket=name)
+
+
+def code_of(exc_info):
+    return exc_info.value.response["Error"]["Code"]
+
+
+META = {"owner": "team-a", "label": "cats and dogs", "epoch": "7"}
+
+
+def test_put_then_get_and_head_return_metadata(s3, bucket):
+    data = os.urandom(3000)
+    s3.put_object(Bucket=bucket, Key="img/1.jpg", Body=data, ContentType="image/jpeg", Metadata=META)
+    h = s3.head_object(Bucket=bucket, Key="img/1.jpg")
+    assert h["ContentType"] == "image/jpeg"
+    assert h["Metadata"] == META
+    assert h["ContentLength"] == len(data)
+    g = s3.get_object(Bucket=bucket, Key="img/1.jpg")
+    assert g["ContentType"] == "image/jpeg"
+    assert g["Metadata"] == META
+    assert g["Body"].read() == data
+    # a range keeps them; a response-content-type override wins over the stored type
+    g = s3.get_object(Bucket=bucket, Key="img/1.jpg", Range="bytes=10-19")
+    assert g["ContentType"] == "image/jpeg" and g["Metadata"] == META and g["Body"].read() == data[10:20]
+    g = s3.get_object(Bucket=bucket, Key="img/1.jpg", ResponseContentType="text/plain")
+    assert g["ContentType"] == "text/plain" and g["Metadata"] == META
+
+
+def test_overwrite_replaces_metadata(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="k", Body=b"one", ContentType="text/plain", Metadata={"a": "1"})
+    s3.put_object(Bucket=bucket, Key="k", Body=b"two")
+    h = s3.head_object(Bucket=bucket, Key="k")
+    assert h["Metadata"] == {}
+    assert h["ContentType"] == "application/octet-stream"
+
+
+def test_metadata_names_are_case_insensitive(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x", Metadata={"MixedCase": "Value Kept"})
+    assert s3.head_object(Bucket=bucket, Key="k")["Metadata"] == {"mixedcase": "Value Kept"}
+
+
+def test_metadata_too_large_is_refused(s3, bucket):
+    with pytest.raises(ClientError) as ei:
+        s3.put_object(Bucket=bucket, Key="big", Body=b"x", Metadata={"m": "v" * 2100})
+    assert code_of(ei) == "MetadataTooLarge"
+    with pytest.raises(ClientError) as ei:
+        s3.head_object(Bucket=bucket, Key="big")
+    assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404  # nothing stored
+
+
+def test_copy_object_directive_copy_and_replace(s3, bucket):
+    data = os.urandom(70000)
+    s3.put_object(Bucket=bucket, Key="src", Body=data, ContentType="video/mp4", Metadata=META)
+    # COPY (the default): the source's metadata, even when the request carries other
+    s3.copy_object(Bucket=bucket, Key="copied", CopySource={"Bucket": bucket, "Key": "src"},
+                   ContentType="text/ignored", Metadata={"ignored": "yes"})
+    h = s3.head_object(Bucket=bucket, Key="copied")
+    assert h["ContentType"] == "video/mp4" and h["Metadata"] == META
+    s3.copy_object(Bucket=bucket, Key="copied2", CopySource={"Bucket": bucket, "Key": "src"},
+                   MetadataDirective="COPY")
+    h = s3.head_object(Bucket=bucket, Key="copied2")
+    assert h["ContentType"] == "video/mp4" and h["Metadata"] == META
+    # REPLACE: the request's metadata only
+    s3.copy_object(Bucket=bucket, Key="replaced", CopySource={"Bucket": bucket, "Key": "src"},
+                   MetadataDirective="REPLACE", ContentType="application/x-new", Metadata={"fresh": "1"})
+    g = s3.get_object(Bucket=bucket, Key="replaced")
+    assert g["ContentType"] == "application/x-new" and g["Metadata"] == {"fresh": "1"}
+    assert g["Body"].read() == data
+    # REPLACE onto itself changes the metadata in place, data unchanged
+    s3.copy_object(Bucket=bucket, Key="src", CopySource={"Bucket": bucket, "Key": "src"},
+                   MetadataDirective="REPLACE", Metadata={"second": "version"})
+    g = s3.get_object(Bucket=bucket, Key="src")
+    assert g["Metadata"] == {"second": "version"}
+    assert g["ContentType"] == "application/octet-stream"
+    assert g["Body"].read() == data
+
+
+def test_copy_object_bad_directive(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="src", Body=b"x")
+    with pytest.raises(ClientError) as ei:
+        s3.copy_object(Bucket=bucket, Key="dst", CopySource={"Bucket": bucket, "Key": "src"},
+                       MetadataDirective="MERGE")
+    assert code_of(ei) == "InvalidArgument"
+
+
+def test_multipart_keeps_metadata_of_create(s3, bucket):
+    """upload_file above the multipart threshold: CreateMultipartUpload carries the metadata."""
+    data = os.urandom(11 * MIB)
+    cfg = TransferConfig(multipart_threshold=5 * MIB, multipart_chunksize=5 * MIB, max_concurrency=2)
+    s3.upload_fileobj(io.BytesIO(data), bucket, "model.bin", Config=cfg,
+                      ExtraArgs={"ContentType": "application/x-model", "Metadata": {"step": "1200"}})
+    h = s3.head_object(Bucket=bucket, Key="model.bin")
+    assert h["ETag"].endswith('-3"'), h["ETag"]  # it was a multipart upload
+    assert h["ContentType"] == "application/x-model"
+    assert h["Metadata"] == {"step": "1200"}
+    g = s3.get_object(Bucket=bucket, Key="model.bin")
+    assert g["Metadata"] == {"step": "1200"}
+    assert hashlib.md5(g["Body"].read()).digest() == hashlib.md5(data).digest()
+
+
+def test_multipart_without_metadata_has_none(s3, bucket):
+    u = s3.create_multipart_upload(Bucket=bucket, Key="plain")["UploadId"]
+    e = s3.upload_part(Bucket=bucket, Key="plain", UploadId=u, PartNumber=1, Body=b"abc")["ETag"]
+    s3.complete_multipart_upload(Bucket=bucket, Key="plain", UploadId=u,
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+    h = s3.head_object(Bucket=bucket, Key="plain")
+    assert h["Metadata"] == {} and h["ContentType"] == "application/octet-stream"
+
+
+def test_multipart_metadata_too_large_is_refused(s3, bucket):
+    with pytest.raises(ClientError) as ei:
+        s3.create_multipart_upload(Bucket=bucket, Key="k", Metadata={"m": "v" * 2100})
+    assert code_of(ei) == "MetadataTooLarge"
+    assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+
+
+def test_aws_cli_cp_content_type_and_metadata(cluster, bucket, tmp_path):
+    ak, sk = s3util.keys(cluster)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = s3util.clean_env({
+        "AWS_ACCESS_KEY_ID": ak, "AWS_SECRET_ACCESS_KEY": sk, "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": str(home / "config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(home / "credentials"), "AWS_PAGER": ""}, home=home)
+    f = tmp_path / "notes.bin"
+    f.write_bytes(os.urandom(5000))
+    cli = [s3util.require_tool(AWS), "--endpoint-url", s3util.endpoint(cluster)]
+
+    def run(*args):
+        p = subprocess.run(cli + list(args), env=env, capture_output=True, timeout=120)
+        assert p.returncode == 0, p.stderr.decode(errors="replace")[-2000:]
+        return p.stdout.decode()
+
+    run("s3", "cp", "--no-progress", "--content-type", "text/x-notes", "--metadata", "source=cli,run=3",
+        str(f), "s3://%s/notes.bin" % bucket)
+    h = json.loads(run("s3api", "head-object", "--bucket", bucket, "--key", "notes.bin"))
+    assert h["ContentType"] == "text/x-notes"
+    assert h["Metadata"] == {"source": "cli", "run": "3"}
+    # cp without --content-type guesses from the name, as against S3
+    t = tmp_path / "page.html"
+    t.write_bytes(b"<html></html>")
+    run("s3", "cp", "--no-progress", str(t), "s3://%s/page.html" % bucket)
+    h = json.loads(run("s3api", "head-object", "--bucket", bucket, "--key", "page.html"))
+    assert h["ContentType"] == "text/html"
+
+
+def test_empty_metadata_value_is_kept(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x", Metadata={"empty": "", "full": "v"})
+    assert s3.head_object(Bucket=bucket, Key="k")["Metadata"] == {"empty": "", "full": "v"}
+    s3.copy_object(Bucket=bucket, Key="k2", CopySource={"Bucket": bucket, "Key": "k"})
+    assert s3.head_object(Bucket=bucket, Key="k2")["Metadata"] == {"empty": "", "full": "v"}

@@ -57,6 +57,7 @@ static const config_key_t config_keys[] = {
 	INT(keepalive_ms, 1, 3600000),
 	{ "sync", KIND_SYNC, 0, 0, 0, 0 },
 	{ "reserve_bytes", KIND_INT64, offsetof(ft_config_t, reserve_bytes), 0, 0, INT64_MAX },
+	{ "mpu_expire_hours", KIND_INT, offsetof(ft_config_t, mpu_expire_hours), 0, 0, 1000000 },
 	INT(http_max_header_bytes, 1024, 16 << 20),
 	INT(http_max_headers, 1, 100000),
 	INT(http_idle_timeout_ms, 1, 86400000),
@@ -103,6 +104,7 @@ void ft_config_defaults(ft_config_t *c)
 	c->keepalive_ms = 2000;
 	c->sync = FT_SYNC_NONE;
 	c->reserve_bytes = 64 << 20;
+	c->mpu_expire_hours = 7 * 24;
 	c->http_max_header_bytes = 16384;
 	c->http_max_headers = 100;
 	c->http_idle_timeout_ms = 60000;

@@ -43,6 +43,7 @@ typedef struct {
 	int keepalive_ms;                 /* target -> proxy keepalive interval, default 2000 */
 	ft_sync_policy_t sync;            /* key "sync": none|data|full, default none */
 	int64_t reserve_bytes;            /* free space kept on each mountpath, default 64 MiB */
+	int mpu_expire_hours;             /* incomplete multipart uploads expire after this; 0 = never; default 168 */
 	int http_max_header_bytes;        /* default 16384 */
 	int http_max_headers;             /* default 100 */
 	int http_idle_timeout_ms;         /* keep-alive idle close, default 60000 */

@@ -70,8 +70,6 @@
 #define MD5_HEX (2 * MD5_LEN + 1)
 #define MPU_RECENT 64                    /* completions remembered for retried requests */
 #define NS_PER_HOUR (3600LL * 1000000000LL)
-/* An incomplete upload expires this long after its start (a wish: the target config key mpu_expire_hours). */
-#define MPU_EXPIRE_NS (7 * 24 * NS_PER_HOUR)
 #define MPU_SWEEP_EVERY_NS NS_PER_HOUR   /* starts sweep expired uploads at most this often */
 
 typedef struct {
@@ -285,10 +283,11 @@ static json_t *meta_to_json(const mpu_meta_t *m)
 			 "content_type", m->content_type, "user_meta", m->user_meta);
 }
 
-/* Whether an upload started at initiated (ns) has expired by now. */
-static int expired(int64_t initiated, int64_t now)
+/* Whether an upload started at initiated (ns) has expired by now (mpu_expire_hours; 0 = never). */
+static int expired(const tgt_t *t, int64_t initiated, int64_t now)
 {
-	return now - initiated > MPU_EXPIRE_NS;
+	int64_t hours = t->cfg.mpu_expire_hours;
+	return hours > 0 && now - initiated > hours * NS_PER_HOUR;
 }
 
 static int copy_str(char *dst, size_t cap, const json_t *j)
@@ -404,7 +403,7 @@ static int upload_open(const tgt_obj_t *o, const char *id, mpu_meta_t *m)
 	int rc = meta_read(fd, m);
 	if (rc == 0 && !meta_matches(m, o))
 		rc = -ENOENT;
-	if (rc == 0 && expired(m->initiated, ft_now_ns())) {
+	if (rc == 0 && expired(o->t, m->initiated, ft_now_ns())) {
 		upload_expire(o->t, o->mp, id, fd, m);
 		rc = -ENOENT;
 	}
@@ -1493,7 +1492,7 @@ static void list_mountpath(tgt_t *t, const tgt_mountpath_t *mp, const char *prov
 					ft_info("upload %s of removed bucket %s/%s deleted", de->d_name, m.provider,
 						m.bucket);
 				pthread_mutex_unlock(&mpu_lock);
-			} else if (expired(m.initiated, now)) {
+			} else if (expired(t, m.initiated, now)) {
 				upload_expire(t, mp, de->d_name, ufd, &m);
 			} else if (out && strcmp(m.provider, provider) == 0 && (!bucket || strcmp(m.bucket, bucket) == 0) &&
 				   strncmp(m.key, prefix, plen) == 0) {

@@ -1,4 +1,4 @@
-/* Proxy side of cluster jobs: prefetch/evict action messages, template expansion, fan-out to targets, aggregated status. */
+/* Proxy side of cluster jobs: prefetch/evict and local-object job actions, templates, fan-out to targets, status. */
 #include "proxy.h"
 
 #include <ctype.h>
@@ -16,10 +16,11 @@
 /*
  * DESIGN
  * The proxy keeps no job state: a job is the set of per-target jobs of one id. Submitting POSTs
- * {"id","kind","provider","bucket","objnames"} to every target of the current Smap (each target
- * keeps the names it owns); status and abort ask every target of the current Smap for that id and
- * add up the answers. So a proxy restart loses nothing, and a target that left takes its part of
- * the status with it (documented).
+ * {"id","kind","provider","bucket"} plus "objnames" or "prefix" to every target of the current
+ * Smap (each target keeps the names it owns, or lists the prefix itself); status and abort ask
+ * every target of the current Smap for that id and add up the answers. So a proxy restart loses
+ * nothing, a target that left takes its part of the status with it (documented), and jobs a
+ * target starts on its own (rebalance) show up like any other.
  */
 
 #define JOB_TIMEOUT_MS 10000
@@ -169,19 +170,45 @@ static int expand_template(const char *tpl, json_t *arr, const char **why)
 	return 0;
 }
 
-/* The objnames of a listrange value; 0, or -1 after responding (400, or 501 for a prefix). */
-static int value_names(ft_req_t *r, const json_t *value, json_t *arr)
+/*
+ * The objects of a listrange value into msg: "objnames" (expanded from a template) or "prefix".
+ * 0, or -1 after responding 400.
+ */
+static int value_names(ft_req_t *r, const char *provider, const char *kind, const json_t *value, json_t *msg)
 {
-	const json_t *names = json_object_get(value, "objnames");
+	const json_t *names = json_object_get(value, "objnames"), *prefix = json_object_get(value, "prefix");
 	const char *tpl = json_string_value(json_object_get(value, "template"));
 	const char *why = NULL;
+	json_t *arr;
 
-	if (json_object_get(value, "prefix") != NULL) {
-		ft_resp_error(r, 501, "a job over a prefix needs listing the remote bucket, which is not built yet; "
-				      "use objnames or template");
+	if ((names != NULL) + (tpl != NULL) + (prefix != NULL) > 1) {
+		ft_resp_error(r, 400, "value must hold one of \"objnames\", \"template\" and \"prefix\"");
 		return -1;
 	}
-	if (json_is_array(names)) {
+	if (prefix != NULL) {
+		if (!json_is_string(prefix) || json_string_length(prefix) > FT_OBJ_NAME_MAX) {
+			ft_resp_error(r, 400, "prefix must be a string of at most %d bytes", FT_OBJ_NAME_MAX);
+			return -1;
+		}
+		if (strcmp(kind, "prefetch") == 0 && strcmp(provider, "ht") == 0) {
+			ft_resp_error(r, 400, "an ht bucket cannot be listed, so it cannot be prefetched by prefix; "
+					      "use objnames or template");
+			return -1;
+		}
+		json_object_set_new(msg, "prefix", json_string(json_string_value(prefix)));
+		return 0;
+	}
+	if (names == NULL && tpl == NULL) {
+		ft_resp_error(r, 400, "value must hold \"objnames\" (array), \"template\" (string) or \"prefix\" (string)");
+		return -1;
+	}
+	arr = json_array();
+	json_object_set_new(msg, "objnames", arr);
+	if (names != NULL) {
+		if (!json_is_array(names)) {
+			ft_resp_error(r, 400, "objnames must be an array of names");
+			return -1;
+		}
 		if (json_array_size(names) > JOB_NAMES_MAX) {
 			ft_resp_error(r, 400, "too many objnames (at most %d)", JOB_NAMES_MAX);
 			return -1;
@@ -196,28 +223,62 @@ static int value_names(ft_req_t *r, const json_t *value, json_t *arr)
 		}
 		return 0;
 	}
-	if (tpl != NULL) {
-		if (expand_template(tpl, arr, &why) != 0) {
-			ft_resp_error(r, 400, "bad template \"%s\": %s", tpl, why);
+	if (expand_template(tpl, arr, &why) != 0) {
+		ft_resp_error(r, 400, "bad template \"%s\": %s", tpl, why);
+		return -1;
+	}
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		const char *n = json_string_value(json_array_get(arr, i));
+		if (ft_name_check_object(n, strlen(n), &why) != 0) {
+			ft_resp_error(r, 400, "bad template \"%s\": name \"%s\": %s", tpl, n, why);
 			return -1;
 		}
-		for (size_t i = 0; i < json_array_size(arr); i++) {
-			const char *n = json_string_value(json_array_get(arr, i));
-			if (ft_name_check_object(n, strlen(n), &why) != 0) {
-				ft_resp_error(r, 400, "bad template \"%s\": name \"%s\": %s", tpl, n, why);
-				return -1;
-			}
-		}
-		return 0;
 	}
-	ft_resp_error(r, 400, "value must hold \"objnames\" (array), \"template\" (string) or \"prefix\"");
+	return 0;
+}
+
+/* Bucket actions that start jobs: the action word, the job kind, and whether it takes remote buckets only. */
+static const struct {
+	const char *action;
+	const char *kind;
+	bool remote_only;
+	bool listrange; /* value names the objects (objnames, template, prefix) */
+} job_actions[] = {
+	{ "prefetch-listrange", "prefetch", true, true },
+	{ "evict-listrange", "evict", true, true },
+	{ "evict-remote-bucket", "evict-bucket", true, false },
+	{ "make-n-copies", "mirror", false, false },
+	{ "ec-encode", "ec-encode", false, false },
+	{ "scrub", "scrub", false, false },
+};
+
+static int job_action(const char *a)
+{
+	for (size_t i = 0; a != NULL && i < sizeof(job_actions) / sizeof(job_actions[0]); i++)
+		if (strcmp(a, job_actions[i].action) == 0)
+			return (int)i;
 	return -1;
 }
 
-static bool job_action(const char *a)
+/* The optional value of a job over local objects: absent, or {"prefix": "..."}. 0, or -1 after responding 400. */
+static int value_local(ft_req_t *r, const char *action, const json_t *value, json_t *msg)
 {
-	return a != NULL && (strcmp(a, "prefetch-listrange") == 0 || strcmp(a, "evict-listrange") == 0 ||
-			     strcmp(a, "evict-remote-bucket") == 0);
+	const json_t *prefix = json_object_get(value, "prefix");
+
+	if (value == NULL || json_is_null(value))
+		return 0;
+	if (!json_is_object(value) || json_object_size(value) != (prefix != NULL ? 1u : 0u)) {
+		ft_resp_error(r, 400, "%s takes no value, or {\"prefix\": \"...\"} (the bucket's properties say what to do)",
+			      action);
+		return -1;
+	}
+	if (prefix != NULL && (!json_is_string(prefix) || json_string_length(prefix) > FT_OBJ_NAME_MAX)) {
+		ft_resp_error(r, 400, "prefix must be a string of at most %d bytes", FT_OBJ_NAME_MAX);
+		return -1;
+	}
+	if (prefix != NULL)
+		json_object_set_new(msg, "prefix", json_string(json_string_value(prefix)));
+	return 0;
 }
 
 bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len)
@@ -225,38 +286,45 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 	static atomic_uint seq;
 	json_t *in = len > 0 ? json_loadb(body, len, 0, NULL) : NULL;
 	const char *action = json_string_value(json_object_get(in, "action"));
-	json_t *names = NULL;
+	const json_t *value = json_object_get(in, "value");
+	int a = job_action(action);
+	json_t *msg = NULL;
 	char id[48];
 
-	if (!job_action(action)) {
+	if (a < 0) {
 		json_decref(in);
 		return false;
 	}
-	if (strcmp(provider, "ais") == 0) {
+	const char *kind = job_actions[a].kind;
+	if (job_actions[a].remote_only && strcmp(provider, "ais") == 0) {
 		ft_resp_error(r, 400, "%s works on remote buckets only (provider=aws|gcp|azure|ht); \"%s\" is an ais bucket",
 			      action, bucket);
 		goto out;
 	}
-	const char *kind = action[0] == 'p' ? "prefetch" : strcmp(action, "evict-listrange") == 0 ? "evict" : "evict-bucket";
-	if (strcmp(kind, "evict-bucket") != 0) {
-		names = json_array();
-		if (!json_is_object(json_object_get(in, "value"))) {
+	snprintf(id, sizeof(id), "j-%" PRIx64 "-%x", (uint64_t)ft_now_ns(), atomic_fetch_add(&seq, 1));
+	msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", kind, "provider", provider, "bucket", bucket);
+	if (msg == NULL) {
+		ft_resp_error(r, 500, "out of memory");
+		goto out;
+	}
+	if (job_actions[a].listrange) {
+		if (!json_is_object(value)) {
 			ft_resp_error(r, 400, "%s needs a value object (objnames, template or prefix)", action);
 			goto out;
 		}
-		if (value_names(r, json_object_get(in, "value"), names) != 0)
+		if (value_names(r, provider, kind, value, msg) != 0)
 			goto out;
+	} else if (strcmp(kind, "evict-bucket") != 0 && value_local(r, action, value, msg) != 0) {
+		goto out;
 	}
-	snprintf(id, sizeof(id), "j-%" PRIx64 "-%x", (uint64_t)ft_now_ns(), atomic_fetch_add(&seq, 1));
 	submit_t *s = ft_req_alloc(r, sizeof(*s));
 	s->px = px;
-	s->msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", kind, "provider", provider, "bucket", bucket);
-	if (names != NULL)
-		json_object_set(s->msg, "objnames", names);
+	s->msg = msg;
+	msg = NULL;
 	ft_req_on_done(r, submit_done, s);
 	ft_req_defer(r, submit_work, s);
 out:
-	json_decref(names);
+	json_decref(msg);
 	json_decref(in);
 	return true;
 }
@@ -289,6 +357,10 @@ static json_t *job_fold(json_t *agg, const json_t *part)
 				(json_int_t)INT64_MAX, "end", (json_int_t)0, "error_samples", "targets");
 		if (agg == NULL)
 			return NULL;
+		if (json_is_string(json_object_get(part, "provider")))
+			json_object_set(agg, "provider", json_object_get(part, "provider"));
+		if (json_is_string(json_object_get(part, "prefix")))
+			json_object_set(agg, "prefix", json_object_get(part, "prefix"));
 	}
 	add_int(agg, "objects", part);
 	add_int(agg, "bytes", part);

@@ -1,4 +1,4 @@
-/* List objects at the proxy: parallel fan-out of one page request to every target, k-way merge of the pages. */
+/* List objects at the proxy: fan-out of a page request to every target and k-way merge; remote buckets via one target. */
 #include "proxy.h"
 
 #include <stdio.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "hrw.h"
 #include "httputil.h"
 #include "log.h"
 
@@ -17,6 +18,16 @@
  * smaller than the last merged name (it alone holds pagesize names up to its last one). The
  * continuation token is the last merged name whenever some target may hold more: it returned a
  * full page, or some of its names were not merged.
+ * Cached objects of a remote bucket (cached=true) are listed the same way, with one more rule for
+ * exactness: a name counts only from the target that owns it (HRW in the current map), as a GET
+ * would find it. Names dropped by that rule break the argument above, so the merge never goes past
+ * the smallest last name of a full page (the frontier); a page may then be short, and when nothing
+ * was merged the token is the frontier itself (everything up to it has been seen).
+ *
+ * A remote bucket's own listing (listremote below) pages through its backend on one target (HRW
+ * by bucket name, the next ones when it does not answer), whose page token passes through. Each
+ * entry is then marked "cached" by asking the owner of each name, in parallel, which of its names
+ * it holds (one call per owner per page).
  */
 
 #define PX_PAGESIZE_DEFAULT 1000
@@ -24,10 +35,13 @@
 
 typedef struct {
 	px_t *px;
+	const char *provider; /* static string: "ais" or a canonical remote provider name */
 	char bucket[FT_BUCKET_NAME_MAX + 1];
 	const char *prefix; /* ft_req_alloc memory */
 	const char *token;
 	int pagesize;
+	bool owner_only; /* keep a name only from the target owning it (cached objects of remote buckets) */
+	const ft_smap_t *smap; /* the map of the fan-out (list_page sets it) */
 } list_op_t;
 
 /* One target's page; filled by fetch_page on a pool thread. */
@@ -59,8 +73,8 @@ static char *page_url(const ft_node_t *node, const list_op_t *op)
 	char *url = NULL;
 
 	if (bucket != NULL && prefix != NULL && token != NULL &&
-	    asprintf(&url, "%s/v1/list?provider=ais&bucket=%s&prefix=%s&token=%s&pagesize=%d", node->control_url,
-		     bucket, prefix, token, op->pagesize) < 0)
+	    asprintf(&url, "%s/v1/list?provider=%s&bucket=%s&prefix=%s&token=%s&pagesize=%d", node->control_url,
+		     op->provider, bucket, prefix, token, op->pagesize) < 0)
 		url = NULL;
 	free(token);
 	free(prefix);
@@ -120,58 +134,96 @@ static int smallest(const page_t *pages, int n)
 	return best;
 }
 
+/* The smallest last name of the pages that came back full, NULL when none did. */
+static const char *frontier(const page_t *pages, int n, int pagesize)
+{
+	const char *f = NULL;
+
+	for (int i = 0; i < n; i++) {
+		if (pages[i].n < (size_t)pagesize || pages[i].n == 0)
+			continue;
+		const char *last = entry_name(json_array_get(pages[i].entries, pages[i].n - 1));
+		if (f == NULL || strcmp(last, f) < 0)
+			f = last;
+	}
+	return f;
+}
+
+/* Whether the entry of page p may be merged: with owner_only, p's target must own the name. */
+static bool entry_owned(const list_op_t *op, const page_t *p, const char *name)
+{
+	if (!op->owner_only)
+		return true;
+	const ft_node_t *owner = ft_smap_owner(op->smap, op->provider, op->bucket, name, strlen(name));
+	return owner != NULL && strcmp(owner->id, p->node->id) == 0;
+}
+
 /*
- * Merges the pages into one array of at most op->pagesize entries; *more is set when some target
- * may hold names after the last one. NULL on allocation failure.
+ * Merges the pages into one array of at most op->pagesize entries; *token is where the next page
+ * starts ("" when nothing follows; borrowed from the pages). NULL on allocation failure.
  */
-static json_t *merge(page_t *pages, int n, const list_op_t *op, bool *more)
+static json_t *merge(page_t *pages, int n, const list_op_t *op, const char **token)
 {
 	json_t *out = json_array();
-	const char *last = NULL;
+	const char *last = NULL, *front = frontier(pages, n, op->pagesize);
+	bool more = false;
 	int count = 0;
 
-	*more = false;
+	*token = "";
 	if (out == NULL)
 		return NULL;
-	for (int i = 0; i < n; i++)
-		if (pages[i].n >= (size_t)op->pagesize)
-			*more = true;
 	while (count < op->pagesize) {
 		int i = smallest(pages, n);
 		if (i < 0)
 			break;
-		json_t *e = json_array_get(pages[i].entries, pages[i].pos++);
+		json_t *e = json_array_get(pages[i].entries, pages[i].pos);
 		const char *name = entry_name(e);
+		if (front != NULL && strcmp(name, front) > 0)
+			break; /* a full page stopped before this name: it may hold smaller ones */
+		pages[i].pos++;
 		if (strcmp(name, op->token) <= 0 || (last != NULL && strcmp(name, last) == 0))
 			continue; /* not after the token, or the same name from another target */
+		if (!entry_owned(op, &pages[i], name))
+			continue;
+		if (op->owner_only)
+			json_object_set_new(e, "cached", json_true());
 		json_array_append(out, e);
 		last = name;
 		count++;
 	}
-	/* Copies of the last name on other targets are not "more". */
-	for (int i = 0; i < n && last != NULL; i++) {
+	if (count < op->pagesize) { /* every name up to the frontier was seen */
+		*token = front != NULL ? front : "";
+		return out;
+	}
+	/* Full: more follows when a page was full or holds names after the last (not copies of it). */
+	more = front != NULL;
+	for (int i = 0; i < n; i++) {
 		while (pages[i].pos < pages[i].n &&
 		       strcmp(entry_name(json_array_get(pages[i].entries, pages[i].pos)), last) == 0)
 			pages[i].pos++;
 		if (pages[i].pos < pages[i].n)
-			*more = true;
+			more = true;
 	}
-	if (last == NULL)
-		*more = false;
+	*token = more ? last : "";
 	return out;
 }
 
-/* Fans one page request out to every target of the current map and merges the replies. */
-static int list_page(const list_op_t *op, json_t **entries, bool *more, int *status, char *why, size_t cap)
+/*
+ * Fans one page request out to every target of the current map and merges the replies. *token:
+ * where the next page starts, "" at the end (a copy, caller frees; NULL on failure).
+ */
+static int list_page(list_op_t *op, json_t **entries, char **token, int *status, char *why, size_t cap)
 {
 	ft_smap_t *smap = ft_smap_current();
 	page_t *pages = NULL;
 	int n = smap != NULL ? smap->n_targets : 0;
+	const char *next = NULL;
 	int rc = -1;
 
 	*entries = NULL;
-	*more = false;
+	*token = NULL;
 	*status = 500;
+	op->smap = smap;
 	if (n == 0) {
 		*status = 503;
 		snprintf(why, cap, "no targets in the cluster map");
@@ -198,8 +250,10 @@ static int list_page(const list_op_t *op, json_t **entries, bool *more, int *sta
 			goto out;
 		}
 	}
-	*entries = merge(pages, n, op, more);
-	if (*entries == NULL) {
+	*entries = merge(pages, n, op, &next);
+	if (*entries == NULL || (*token = strdup(next)) == NULL) {
+		json_decref(*entries);
+		*entries = NULL;
 		snprintf(why, cap, "out of memory");
 		goto out;
 	}
@@ -210,6 +264,7 @@ out:
 		free(pages[i].url);
 	}
 	free(pages);
+	op->smap = NULL;
 	ft_smap_put(smap);
 	return rc;
 }
@@ -217,7 +272,9 @@ out:
 int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize,
 		 json_t **entries, bool *more, int *status, char *why, size_t cap)
 {
-	list_op_t op = { .px = px, .prefix = prefix, .token = token, .pagesize = pagesize };
+	list_op_t op = { .px = px, .provider = "ais", .prefix = prefix, .token = token, .pagesize = pagesize };
+	char *next = NULL;
+	int rc;
 
 	if (pagesize < 1 || pagesize > PX_PAGESIZE_MAX || strlen(bucket) >= sizeof(op.bucket)) {
 		*entries = NULL;
@@ -227,7 +284,10 @@ int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *t
 		return -1;
 	}
 	snprintf(op.bucket, sizeof(op.bucket), "%s", bucket);
-	return list_page(&op, entries, more, status, why, cap);
+	rc = list_page(&op, entries, &next, status, why, cap);
+	*more = rc == 0 && next[0] != '\0';
+	free(next);
+	return rc;
 }
 
 /* Worker thread: fans out, merges, responds {"entries", "continuation_token"}. */
@@ -235,20 +295,19 @@ static void list_work(ft_req_t *r, void *arg)
 {
 	list_op_t *op = arg;
 	json_t *entries, *body;
-	bool more;
+	char *next;
 	int status;
 	char why[512];
 
-	if (list_page(op, &entries, &more, &status, why, sizeof(why)) != 0) {
+	if (list_page(op, &entries, &next, &status, why, sizeof(why)) != 0) {
 		if (status == 503 && strcmp(why, "no targets in the cluster map") != 0)
 			ft_resp_error(r, 503, "list objects in \"%s\": %s", op->bucket, why);
 		else
 			ft_resp_error(r, status, "%s", why);
 		return;
 	}
-	size_t n = json_array_size(entries);
-	const char *last = n > 0 ? entry_name(json_array_get(entries, n - 1)) : "";
-	body = json_pack("{s:o,s:s}", "entries", entries, "continuation_token", more ? last : "");
+	body = json_pack("{s:o,s:s}", "entries", entries, "continuation_token", next);
+	free(next);
 	if (body == NULL)
 		ft_resp_error(r, 500, "out of memory");
 	else
@@ -273,29 +332,240 @@ static int parse_pagesize(const char *s)
 	return v > PX_PAGESIZE_MAX ? PX_PAGESIZE_MAX : (int)v;
 }
 
+/* ---- remote buckets: the backend's listing through one target, cached flags from the owners ---- */
+
+#define PX_RLIST_TIMEOUT_MS 60000 /* a page of up to 10000 names may take 10 backend calls */
+
+/* The cached question to one owner: which of these names (entries at idx[]) do you hold. */
+typedef struct {
+	const ft_node_t *node;
+	char *url;       /* owned */
+	json_t *names;   /* owned: {"names": [...]} */
+	size_t *idx;     /* owned: index of each name in the page's entries */
+	size_t n;
+	int rc;
+	long status;
+	json_t *reply;   /* owned */
+	char err[256];
+} owner_ask_t;
+
+static void ask_owner(void *arg, int i)
+{
+	owner_ask_t *a = &((owner_ask_t *)arg)[i];
+
+	if (a->n == 0)
+		return;
+	a->rc = ft_client_json("GET", a->url, a->names, PX_LIST_TIMEOUT_MS, &a->status, &a->reply, a->err,
+			       sizeof(a->err));
+}
+
+/* The URL of a backend page request (page) or of the cached question; NULL on allocation failure. */
+static char *rlist_url(const ft_node_t *node, const list_op_t *op, bool page)
+{
+	char *bucket = ft_url_escape_query(op->bucket);
+	char *prefix = ft_url_escape_query(op->prefix);
+	char *token = ft_url_escape_query(op->token);
+	char *url = NULL;
+	int rc = -1;
+
+	if (bucket != NULL && prefix != NULL && token != NULL) {
+		if (page)
+			rc = asprintf(&url, "%s/v1/list?provider=%s&bucket=%s&remote=true&prefix=%s&token=%s&pagesize=%d",
+				      node->control_url, op->provider, bucket, prefix, token, op->pagesize);
+		else
+			rc = asprintf(&url, "%s/v1/list?provider=%s&bucket=%s", node->control_url, op->provider, bucket);
+	}
+	if (rc < 0)
+		url = NULL;
+	free(token);
+	free(prefix);
+	free(bucket);
+	return url;
+}
+
+/*
+ * One page of the backend's listing from the target HRW picks by bucket name (the next targets
+ * when it does not answer). 0 with *reply; -1 after responding.
+ */
+static int rlist_fetch(ft_req_t *r, const list_op_t *op, const ft_smap_t *smap, json_t **reply)
+{
+	int n = smap->n_targets;
+	int first = ft_hrw_pick(ft_hrw_name_hash(op->provider, op->bucket, "", 0), smap->target_digests, n);
+	char err[256] = "";
+
+	*reply = NULL;
+	for (int k = 0; k < n; k++) {
+		const ft_node_t *node = &smap->targets[(first + k) % n];
+		char *url = rlist_url(node, op, true);
+		long status = 0;
+		if (url == NULL) {
+			ft_resp_error(r, 500, "out of memory");
+			return -1;
+		}
+		int rc = ft_client_json("GET", url, NULL, PX_RLIST_TIMEOUT_MS, &status, reply, err, sizeof(err));
+		free(url);
+		if (rc != 0) {
+			ft_warn("list %s/%s: target %s: %s", op->provider, op->bucket, node->id, err);
+			continue; /* no answer: the next target lists */
+		}
+		const char *msg = json_string_value(json_object_get(*reply, "message"));
+		if (status != 200 || !json_is_array(json_object_get(*reply, "entries"))) {
+			ft_resp_error(r, status >= 400 && status < 600 ? (int)status : 502, "list objects in %s bucket \"%s\": %s",
+				      op->provider, op->bucket, msg != NULL ? msg : "bad reply from target");
+			json_decref(*reply);
+			*reply = NULL;
+			return -1;
+		}
+		return 0;
+	}
+	ft_resp_error(r, 503, "list objects in %s bucket \"%s\": no target answered (%s)", op->provider, op->bucket, err);
+	return -1;
+}
+
+static void owners_free(owner_ask_t *asks, int n)
+{
+	for (int i = 0; asks != NULL && i < n; i++) {
+		free(asks[i].url);
+		json_decref(asks[i].names);
+		free(asks[i].idx);
+		json_decref(asks[i].reply);
+	}
+	free(asks);
+}
+
+/* Sets "cached" on every entry by asking each name's owner. 0, or -1 after responding. */
+static int rlist_mark(ft_req_t *r, const list_op_t *op, const ft_smap_t *smap, json_t *entries)
+{
+	int n = smap->n_targets, rc = -1;
+	size_t ne = json_array_size(entries);
+	owner_ask_t *asks = calloc((size_t)n, sizeof(*asks));
+
+	if (asks == NULL)
+		goto oom;
+	for (int i = 0; i < n; i++) {
+		asks[i].node = &smap->targets[i];
+		asks[i].names = json_pack("{s:[]}", "names");
+		asks[i].idx = calloc(ne + 1, sizeof(*asks[i].idx));
+		asks[i].url = rlist_url(asks[i].node, op, false);
+		if (asks[i].names == NULL || asks[i].idx == NULL || asks[i].url == NULL)
+			goto oom;
+	}
+	for (size_t k = 0; k < ne; k++) {
+		const char *name = entry_name(json_array_get(entries, k));
+		if (name == NULL) {
+			ft_resp_error(r, 502, "list objects in %s bucket \"%s\": a target sent an entry without a name",
+				      op->provider, op->bucket);
+			goto out;
+		}
+		int o = ft_hrw_pick(ft_hrw_name_hash(op->provider, op->bucket, name, strlen(name)), smap->target_digests, n);
+		json_array_append_new(json_object_get(asks[o].names, "names"), json_string(name));
+		asks[o].idx[asks[o].n++] = k;
+	}
+	px_pool_run(op->px->pool, ask_owner, asks, n);
+	for (int i = 0; i < n; i++) {
+		owner_ask_t *a = &asks[i];
+		const json_t *cached = json_object_get(a->reply, "cached");
+		if (a->n == 0)
+			continue;
+		if (a->rc != 0 || a->status != 200 || json_array_size(cached) != a->n) {
+			const char *msg = json_string_value(json_object_get(a->reply, "message"));
+			ft_resp_error(r, 503, "list objects in %s bucket \"%s\": cannot tell which objects are cached: target %s: %s",
+				      op->provider, op->bucket, a->node->id,
+				      a->rc != 0 ? a->err : msg != NULL ? msg : "bad reply");
+			goto out;
+		}
+		for (size_t k = 0; k < a->n; k++)
+			json_object_set_new(json_array_get(entries, a->idx[k]), "cached",
+					    json_boolean(json_is_true(json_array_get(cached, k))));
+	}
+	rc = 0;
+	goto out;
+oom:
+	ft_resp_error(r, 500, "out of memory");
+out:
+	owners_free(asks, n);
+	return rc;
+}
+
+/* Worker thread: a backend page through one target, cached flags from the owners. */
+static void rlist_work(ft_req_t *r, void *arg)
+{
+	list_op_t *op = arg;
+	ft_smap_t *smap = ft_smap_current();
+	json_t *reply = NULL;
+
+	if (smap == NULL || smap->n_targets == 0) {
+		ft_resp_error(r, 503, "no targets in the cluster map");
+		goto out;
+	}
+	if (rlist_fetch(r, op, smap, &reply) != 0)
+		goto out;
+	json_t *entries = json_object_get(reply, "entries");
+	if (rlist_mark(r, op, smap, entries) != 0)
+		goto out;
+	const char *token = json_string_value(json_object_get(reply, "continuation_token"));
+	json_t *body = json_pack("{s:O, s:s}", "entries", entries, "continuation_token", token != NULL ? token : "");
+	if (body == NULL)
+		ft_resp_error(r, 500, "out of memory");
+	else
+		ft_resp_json(r, 200, body);
+out:
+	json_decref(reply);
+	ft_smap_put(smap);
+}
+
+static bool query_true(ft_req_t *r, const char *key)
+{
+	const char *v = ft_req_query(r, key);
+
+	return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+}
+
 void px_list_objects(px_t *px, ft_req_t *r, const char *bucket)
+{
+	px_list_objects_provider(px, r, "ais", bucket);
+}
+
+void px_list_objects_provider(px_t *px, ft_req_t *r, const char *provider, const char *bucket)
 {
 	ft_bmd_t *bmd = ft_bmd_current();
 	const char *prefix = ft_req_query(r, "prefix");
 	const char *token = ft_req_query(r, "continuation_token");
+	const char *cached = ft_req_query(r, "cached");
 	int pagesize = parse_pagesize(ft_req_query(r, "pagesize"));
+	bool remote = strcmp(provider, "ais") != 0, cached_only = query_true(r, "cached");
 	list_op_t *op;
 
-	if (bmd == NULL || ft_bmd_find(bmd, "ais", bucket) == NULL) {
-		ft_resp_error(r, 404, "bucket \"%s\" does not exist", bucket);
+	if (bmd == NULL || ft_bmd_find(bmd, provider, bucket) == NULL) {
+		if (remote)
+			ft_resp_error(r, 404, "%s bucket \"%s\" does not exist", provider, bucket);
+		else
+			ft_resp_error(r, 404, "bucket \"%s\" does not exist", bucket);
 		goto out;
 	}
 	if (pagesize < 0) {
 		ft_resp_error(r, 400, "pagesize must be a non-negative integer, got \"%s\"", ft_req_query(r, "pagesize"));
 		goto out;
 	}
+	if (cached != NULL && !cached_only && strcmp(cached, "false") != 0 && strcmp(cached, "0") != 0) {
+		ft_resp_error(r, 400, "cached must be true or false, got \"%s\"", cached);
+		goto out;
+	}
+	if (remote && !cached_only && strcmp(provider, "ht") == 0) {
+		ft_resp_error(r, 400, "ht bucket \"%s\" cannot be listed: an HTTP origin has no listing "
+				      "(cached=true lists the objects cached in the cluster)", bucket);
+		goto out;
+	}
 	op = ft_req_alloc(r, sizeof(*op));
+	memset(op, 0, sizeof(*op));
 	op->px = px;
+	op->provider = provider;
 	snprintf(op->bucket, sizeof(op->bucket), "%s", bucket);
 	op->prefix = ft_req_strdup(r, prefix != NULL ? prefix : "");
 	op->token = ft_req_strdup(r, token != NULL ? token : "");
 	op->pagesize = pagesize;
-	ft_req_defer(r, list_work, op);
+	op->owner_only = remote && cached_only;
+	ft_req_defer(r, remote && !cached_only ? rlist_work : list_work, op);
 out:
 	ft_bmd_put(bmd);
 }

@@ -147,6 +147,12 @@ int px_bucket_destroy_do(px_t *px, const char *bucket);
 /* ---- list.c ---- */
 void px_list_objects(px_t *px, ft_req_t *r, const char *bucket);
 /*
+ * GET /v1/buckets/B?provider=P: for a remote provider, one page of the backend's listing (through
+ * one target) with each entry marked "cached"; with cached=true (any provider) the objects held in
+ * the cluster; ht without cached=true is 400 (an HTTP origin cannot be listed).
+ */
+void px_list_objects_provider(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
+/*
  * One merged page, for other front-ends (S3): the names of bucket starting with prefix and
  * greater than token (byte order), at most pagesize (1..10000), fetched from every target in
  * parallel. Blocking: call from a worker. Returns 0 with *entries (a JSON array of the targets'
@@ -156,11 +162,12 @@ void px_list_objects(px_t *px, ft_req_t *r, const char *bucket);
 int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize,
 		 json_t **entries, bool *more, int *status, char *why, size_t cap);
 
-/* ---- jobs.c: prefetch and evict jobs (docs/api.md "Jobs") ---- */
+/* ---- jobs.c: prefetch, evict and jobs over local objects (docs/api.md "Jobs") ---- */
 /*
- * A bucket POST body (loop thread): when its action is prefetch-listrange, evict-listrange or
- * evict-remote-bucket, handles it (400 for an ais bucket or bad input, else defers the fan-out
- * to the targets and answers {"job_id"}) and returns true; otherwise returns false untouched.
+ * A bucket POST body (loop thread): when its action is prefetch-listrange, evict-listrange,
+ * evict-remote-bucket (remote buckets only: 400 for an ais bucket), make-n-copies, ec-encode or
+ * scrub, handles it (400 for bad input, else defers the fan-out to the targets and answers
+ * {"job_id"}) and returns true; otherwise returns false untouched.
  */
 bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len);
 /* GET /v1/jobs, GET|DELETE /v1/jobs/<id>: asks every target and adds up their parts. */

@@ -73,7 +73,7 @@ static void cluster(ft_req_t *r)
 	ft_resp_json(r, 200, doc);
 }
 
-/* A remote bucket: create, destroy and HEAD work on the BMD; listing its objects is not built yet. */
+/* A remote bucket: create, destroy and HEAD work on the BMD; GET lists through the backend (list.c). */
 static void remote_bucket(px_t *px, ft_req_t *r, const char *provider, const char *bucket)
 {
 	switch (ft_req_method(r)) {
@@ -87,7 +87,7 @@ static void remote_bucket(px_t *px, ft_req_t *r, const char *provider, const cha
 		px_bucket_head_provider(px, r, provider, bucket);
 		break;
 	case FT_HTTP_GET:
-		ft_resp_error(r, 501, "listing objects of %s bucket \"%s\" is not built yet", provider, bucket);
+		px_list_objects_provider(px, r, provider, bucket);
 		break;
 	default:
 		method_not_allowed(r, "GET, HEAD, POST, DELETE");

@@ -1,4 +1,4 @@
-/* Target object listing: per-bucket sorted name snapshots and the control-port GET /v1/list. */
+/* Target object listing: per-bucket sorted name snapshots, the control-port GET /v1/list, local name walks for jobs. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend.h"
+#include "listwalk.h"
 #include "log.h"
 #include "lom.h"
 #include "names.h"
@@ -24,6 +26,9 @@
  * name buffer and opens no file, so a rebuild stays cheap while PUTs keep invalidating it.
  * A regular file counts as an object only with valid metadata matching its size; that is checked
  * when a page reaches it (an invalid one is logged once per snapshot and skipped).
+ * Remote buckets (the cached objects) are listed exactly as GET sees them: a name counts only on
+ * its HRW mountpath (where GET looks), never a stray copy left on another one.
+ * The same snapshot feeds jobs over local objects (tgt_list_items: a copy of the names).
  *
  * LOCKING
  * cache->lock guards the chain of bucket entries (entries live until tgt_list_fini);
@@ -276,31 +281,57 @@ static size_t bound(const bucket_list_t *b, const char *key, int strict)
 	return lo;
 }
 
-/*
- * Reads an entry's metadata: 0, or -1 when it is gone (deleted since the walk) or not a valid
- * object (marked bad and logged once per snapshot).
- */
-static int ent_meta(tgt_t *t, const bucket_list_t *b, list_ent_t *e, ft_lom_t *lom)
+/* Reads the metadata of the object at rel on mp: 0 when it is a regular file whose metadata matches its size. */
+static int obj_meta(const tgt_mountpath_t *mp, const char *rel, ft_lom_t *lom)
 {
-	char rel[TGT_REL_MAX];
 	struct stat st;
 	int fd, ok;
 
-	if (e->bad || tgt_rel_path(rel, sizeof(rel), b->provider, b->bucket, e->name) != 0)
-		return -1;
-	fd = openat(t->mountpaths[e->mp].root_fd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = openat(mp->root_fd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	ok = ft_lom_fget(fd, lom) == 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 	     (uint64_t)st.st_size == lom->size;
 	close(fd);
-	if (!ok) {
-		e->bad = 1;
-		ft_warn("bucket %s/%s: %s on %s has no valid object metadata: not listed", b->provider, b->bucket,
-			e->name, t->mountpaths[e->mp].path);
+	return ok ? 0 : -1;
+}
+
+int tgt_list_holds(const tgt_obj_t *o)
+{
+	ft_lom_t lom;
+
+	return obj_meta(o->mp, o->rel, &lom) == 0;
+}
+
+static int is_ais(const char *provider)
+{
+	return strcmp(provider, "ais") == 0;
+}
+
+/*
+ * Reads an entry's metadata: 0, or -1 when it is gone (deleted since the walk) or not a valid
+ * object (marked bad and logged once per snapshot). A remote bucket's entry is read on its HRW
+ * mountpath: a copy elsewhere is not listed (GET would not find it either).
+ */
+static int ent_meta(tgt_t *t, const bucket_list_t *b, list_ent_t *e, ft_lom_t *lom)
+{
+	char rel[TGT_REL_MAX];
+	const tgt_mountpath_t *mp = &t->mountpaths[e->mp];
+
+	if (e->bad || tgt_rel_path(rel, sizeof(rel), b->provider, b->bucket, e->name) != 0)
 		return -1;
-	}
-	return 0;
+	if (!is_ais(b->provider))
+		mp = tgt_mountpath_pick(t, b->provider, b->bucket, e->name, strlen(e->name));
+	if (obj_meta(mp, rel, lom) == 0)
+		return 0;
+	if (mp != &t->mountpaths[e->mp])
+		return -1; /* not on its HRW mountpath: not cached */
+	if (faccessat(mp->root_fd, rel, F_OK, AT_SYMLINK_NOFOLLOW) != 0)
+		return -1; /* deleted since the walk */
+	e->bad = 1;
+	ft_warn("bucket %s/%s: %s on %s has no valid object metadata: not listed", b->provider, b->bucket, e->name,
+		mp->path);
+	return -1;
 }
 
 static json_t *page_json(tgt_t *t, const bucket_list_t *b, const char *prefix, const char *token, size_t pagesize)
@@ -351,19 +382,97 @@ static int parse_pagesize(const char *s, size_t *out)
 	return 0;
 }
 
+/* The bucket's entry with a current snapshot, its lock held; NULL (unlocked) on allocation failure. */
+static bucket_list_t *snap_fresh(tgt_t *t, const char *provider, const char *bucket)
+{
+	bucket_list_t *b = bucket_entry(t, provider, bucket);
+
+	if (!b)
+		return NULL;
+	pthread_mutex_lock(&b->lock);
+	uint64_t gen = atomic_load(&b->gen);
+	if ((!b->have_snap || b->snap_gen != gen) && snap_build(t, b) == 0)
+		b->snap_gen = gen;
+	if (!b->have_snap) {
+		pthread_mutex_unlock(&b->lock);
+		return NULL;
+	}
+	return b;
+}
+
+void tgt_list_items_free(tgt_list_item_t *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
+int tgt_list_items(tgt_t *t, const char *provider, const char *bucket, const char *prefix, tgt_list_item_t **out,
+		   size_t *n)
+{
+	size_t plen = prefix ? strlen(prefix) : 0;
+	bucket_list_t *b = snap_fresh(t, provider, bucket);
+	tgt_list_item_t *v = NULL;
+	size_t k = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!b)
+		return -1;
+	size_t first = plen ? bound(b, prefix, 0) : 0, last = first;
+	while (last < b->n && (plen == 0 || strncmp(b->ents[last]->name, prefix, plen) == 0))
+		last++;
+	if (last > first && (v = calloc(last - first, sizeof(*v))) == NULL)
+		goto fail;
+	for (size_t i = first; i < last; i++, k++) {
+		v[k].mp = b->ents[i]->mp;
+		if ((v[k].name = strdup(b->ents[i]->name)) == NULL)
+			goto fail;
+	}
+	pthread_mutex_unlock(&b->lock);
+	*out = v;
+	*n = k;
+	return 0;
+fail:
+	pthread_mutex_unlock(&b->lock);
+	tgt_list_items_free(v, k);
+	return -1;
+}
+
+/* The provider query word: absent, "" or "ais" -> "ais"; a remote provider (or alias) -> its canonical name. */
+static const char *list_provider(const char *p)
+{
+	ft_backend_provider_t bp;
+
+	if (!p || !*p || ft_name_check_provider(p) == 0)
+		return "ais";
+	if (ft_backend_provider_parse(p, &bp) == 0)
+		return ft_backend_provider_name(bp);
+	return NULL;
+}
+
+static int query_true(const ft_ctl_req_t *req, const char *key)
+{
+	const char *v = ft_ctl_query(req, key);
+
+	return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+}
+
+/*
+ * GET /v1/list on the control port: this target's local names (default); with remote=true, one
+ * page of a remote bucket's backend (rlist.c); with a body {"names"}, which of them are held here.
+ */
 void tgt_list_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
-	const char *provider = ft_ctl_query(req, "provider");
+	const char *provider = list_provider(ft_ctl_query(req, "provider"));
 	const char *bucket = ft_ctl_query(req, "bucket");
 	const char *prefix = ft_ctl_query(req, "prefix");
 	const char *token = ft_ctl_query(req, "token");
 	const char *why = NULL;
 	size_t pagesize;
 
-	if (!provider || !*provider)
-		provider = "ais";
-	if (ft_name_check_provider(provider) != 0 || strlen(provider) >= TGT_PROVIDER_MAX) {
-		ft_ctl_error(resp, 400, "unknown provider \"%s\"", provider);
+	if (!provider) {
+		ft_ctl_error(resp, 400, "unknown provider \"%s\"", ft_ctl_query(req, "provider"));
 		return;
 	}
 	if (!bucket || !*bucket) {
@@ -374,22 +483,23 @@ void tgt_list_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		ft_ctl_error(resp, 400, "invalid bucket name: %s", why ? why : "not allowed");
 		return;
 	}
+	if (req->body && req->body_len > 0) {
+		tgt_rlist_cached(t, provider, bucket, req, resp);
+		return;
+	}
+	if (query_true(req, "remote")) {
+		tgt_rlist_page(t, provider, bucket, req, resp);
+		return;
+	}
 	if (parse_pagesize(ft_ctl_query(req, "pagesize"), &pagesize) != 0) {
 		ft_ctl_error(resp, 400, "invalid pagesize \"%s\": expected a number 0..%d", ft_ctl_query(req, "pagesize"),
 			     PAGE_MAX);
 		return;
 	}
-	bucket_list_t *b = bucket_entry(t, provider, bucket);
-	if (!b) {
-		ft_ctl_error(resp, 500, "out of memory");
-		return;
-	}
-	pthread_mutex_lock(&b->lock);
-	uint64_t gen = atomic_load(&b->gen);
-	if ((!b->have_snap || b->snap_gen != gen) && snap_build(t, b) == 0)
-		b->snap_gen = gen;
-	json_t *page = b->have_snap ? page_json(t, b, prefix ? prefix : "", token ? token : "", pagesize) : NULL;
-	pthread_mutex_unlock(&b->lock);
+	bucket_list_t *b = snap_fresh(t, provider, bucket);
+	json_t *page = b ? page_json(t, b, prefix ? prefix : "", token ? token : "", pagesize) : NULL;
+	if (b)
+		pthread_mutex_unlock(&b->lock);
 	if (!page) {
 		ft_ctl_error(resp, 500, "bucket \"%s\": listing failed (out of memory)", bucket);
 		return;

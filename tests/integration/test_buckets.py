@@ -141,9 +141,11 @@ def test_malformed_action_is_400(api, body):
     assert b not in names_of(api)
 
 
-def test_remote_provider_listing_is_501(api):
-    # Remote buckets exist now (test_coldget.py); listing their objects is not built yet.
+def test_remote_provider_listing(api):
+    # Listing an unknown remote bucket: 404; listing every bucket of a remote provider is not built: 501.
     r = api.s.get(api.url + "/v1/buckets/some?provider=aws", timeout=TIMEOUT)
+    assert_json_error(r, 404, "does not exist")
+    r = api.s.get(api.url + "/v1/buckets?provider=aws", timeout=TIMEOUT)
     assert_json_error(r, 501)
     # Creating one needs the backend properties.
     r = api.s.post(api.url + "/v1/buckets/some?provider=gcp", json={"action": "create-bck"},

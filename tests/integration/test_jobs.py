@@ -1,4 +1,4 @@
-# Jobs: prefetch and evict of remote (ht) buckets across the targets, status, abort, bad input.
+# Jobs: prefetch and evict of remote buckets (ht, aws via s3rver) across the targets, by names and by prefix.
 import os
 import threading
 import time
@@ -69,6 +69,12 @@ def fill(origin, names, size=lambda i: 1000 + 37 * i):
     return data
 
 
+def wait_refetched(origin, name, before):
+    """The origin served name once more: nginx logs a request after sending its response, so poll."""
+    wait_until(lambda: access_count(origin, name) >= before + 1, 10, what=f"nginx logs the GET of {name}")
+    assert access_count(origin, name) == before + 1
+
+
 def test_prefetch_template_then_warm(cluster, origin, bucket):
     names = [f"{bucket}-train-{i:04d}.tar" for i in range(50)]
     data = fill(origin, names)
@@ -121,7 +127,7 @@ def test_evict_listrange_and_bucket(cluster, origin, bucket):
     before = access_count(origin, names[0])
     r = requests.get(obj_url(cluster.url, bucket, names[0]), timeout=TIMEOUT)
     assert r.status_code == 200 and r.content == data[names[0]]
-    assert access_count(origin, names[0]) == before + 1  # refetched
+    wait_refetched(origin, names[0], before)
     st = wait_job(cluster, start_job(cluster, bucket, "evict-remote-bucket"))
     assert st["state"] == "finished" and st["kind"] == "evict-bucket", st
     wait_until(lambda: all(cached_files(cluster, "ht", bucket, n) == [] for n in names), 10,
@@ -191,8 +197,12 @@ def test_bad_input(cluster, bucket):
                   {"template": "a-{0..999999}"}, {"objnames": ["../x"]}, {"objnames": [1]}, {}):
         r = requests.post(url, json={"action": "prefetch-listrange", "value": value}, timeout=TIMEOUT)
         assert_json_error(r, 400)
+    # An ht origin cannot be listed: prefetch by prefix is refused, with the alternatives named.
     r = requests.post(url, json={"action": "prefetch-listrange", "value": {"prefix": "x/"}}, timeout=TIMEOUT)
-    assert_json_error(r, 501, "not built")
+    assert_json_error(r, 400, "cannot be listed")
+    for value in ({"prefix": 7}, {"prefix": "a", "objnames": ["a"]}):
+        r = requests.post(url, json={"action": "evict-listrange", "value": value}, timeout=TIMEOUT)
+        assert_json_error(r, 400)
     r = requests.post(url, json={"action": "frobnicate"}, timeout=TIMEOUT)
     assert_json_error(r, 400, "unknown action")
     ais = unique("aisb")
@@ -225,4 +235,123 @@ def test_evict_single_object(cluster, origin, bucket):
                       404, "not cached")
     before = access_count(origin, n)
     assert requests.get(obj_url(cluster.url, bucket, n), timeout=TIMEOUT).content == data
-    assert access_count(origin, n) == before + 1
+    wait_refetched(origin, n, before)
+
+
+def test_evict_prefix_ht(cluster, origin, bucket):
+    # Evict by prefix walks the cached objects (an ht origin cannot be listed): exactly those under it go.
+    names = [f"{bucket}-px/a{i}" for i in range(5)] + [f"{bucket}-px/b{i}" for i in range(4)] + [f"{bucket}-q0"]
+    data = fill(origin, names)
+    st = wait_job(cluster, start_job(cluster, bucket, "prefetch-listrange", {"objnames": names}))
+    assert st["objects"] == len(names) and st["errors"] == 0, st
+    st = wait_job(cluster, start_job(cluster, bucket, "evict-listrange", {"prefix": f"{bucket}-px/a"}))
+    assert st["state"] == "finished" and st["kind"] == "evict", st
+    assert st["objects"] == 5 and st["total"] == 5 and st["errors"] == 0, st
+    assert st["bytes"] == sum(len(data[n]) for n in names[:5])
+    for n in names[:5]:
+        assert cached_files(cluster, "ht", bucket, n) == []
+    for n in names[5:]:
+        assert len(cached_files(cluster, "ht", bucket, n)) == 1
+    # Nothing left under the prefix: a second run visits nothing.
+    st = wait_job(cluster, start_job(cluster, bucket, "evict-listrange", {"prefix": f"{bucket}-px/a"}))
+    assert st["state"] == "finished" and st["objects"] == 0 and st["total"] == 0, st
+
+
+# ---- prefetch by prefix: every target lists the backend (s3rver) and fetches the names it owns ----
+@pytest.fixture(scope="module")
+def s3peer():
+    peers.ensure_installed()
+    d = peers.scratch_dir()
+    p = peers.start_s3rver(d)
+    try:
+        yield p
+    finally:
+        p.stop()
+
+
+@pytest.fixture
+def aws_bucket(cluster, s3peer):
+    import boto3
+    from botocore.config import Config
+    s3 = boto3.client("s3", endpoint_url=s3peer.url, aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER",
+                      region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
+    b = unique("pfx")
+    create_remote(cluster.url, b, "aws", {"bucket": s3peer.bucket, "endpoint": s3peer.url, "addressing": "path",
+                                          "region": "us-east-1", "access_key": "S3RVER", "secret_key": "S3RVER"})
+    yield b, s3, s3peer.bucket
+    requests.delete(f"{cluster.url}/v1/buckets/{b}?provider=aws", timeout=TIMEOUT)
+
+
+def remote_cached(cluster, bucket, prefix):
+    """{name: cached} of the remote listing under prefix (all pages)."""
+    out, token = {}, ""
+    while True:
+        r = requests.get(f"{cluster.url}/v1/buckets/{bucket}", timeout=TIMEOUT,
+                         params={"provider": "aws", "prefix": prefix, "continuation_token": token, "pagesize": "7"})
+        assert r.status_code == 200, r.text
+        out.update({e["name"]: e["cached"] for e in r.json()["entries"]})
+        token = r.json()["continuation_token"]
+        if not token:
+            return out
+
+
+def test_prefetch_prefix_parallel(cluster, aws_bucket):
+    b, s3, backend_bucket = aws_bucket
+    pre = f"{b}/in/"
+    inside = [f"{pre}{i:04d}.bin" for i in range(1150)]  # more than one backend page (1000)
+    outside = [f"{b}/out/{i}.bin" for i in range(5)] + [f"{b}/inx"]
+    data = {}
+    for i, n in enumerate(inside + outside):
+        data[n] = bytes([i % 251]) * (10 + i % 97)
+        s3.put_object(Bucket=backend_bucket, Key=n, Body=data[n])
+    # A folder marker: a valid backend key but no valid name here; its owner alone reports it.
+    marker = f"{pre}zz/"
+    s3.put_object(Bucket=backend_bucket, Key=marker, Body=b"")
+    jid = start_job_aws(cluster, b, "prefetch-listrange", {"prefix": pre})
+    st = wait_job(cluster, jid, timeout=300)
+    assert st["state"] == "finished" and st["kind"] == "prefetch", st
+    assert st["objects"] == len(inside) and st["total"] == len(inside) and st["errors"] == 1, st
+    assert len(st["error_samples"]) == 1 and st["error_samples"][0].startswith(marker), st
+    assert st["bytes"] == sum(len(data[n]) for n in inside)
+    # Each target fetched its own share, in parallel.
+    shares = [t["objects"] for t in st["targets"]]
+    assert len(shares) == len(cluster.targets()) and sum(shares) == len(inside)
+    assert sum(1 for s in shares if s > 0) >= 2, shares
+    for n in inside[:: 97] + outside:
+        assert len(cached_files(cluster, "aws", b, n)) == (1 if n in inside else 0), n
+    seen = remote_cached(cluster, b, f"{b}/")
+    assert sorted(seen) == sorted(inside + outside + [marker])
+    assert sorted(n for n, c in seen.items() if c) == sorted(inside)
+    s3.delete_object(Bucket=backend_bucket, Key=marker)
+    # Everything under the prefix is cached now: a second run counts every object, fetching nothing new.
+    st = wait_job(cluster, start_job_aws(cluster, b, "prefetch-listrange", {"prefix": pre}), timeout=300)
+    assert st["objects"] == len(inside) and st["errors"] == 0, st
+    # Evict by prefix, then prefetch of an empty prefix range.
+    st = wait_job(cluster, start_job_aws(cluster, b, "evict-listrange", {"prefix": f"{pre}00"}))
+    assert st["objects"] == 100 and st["errors"] == 0, st
+    seen = remote_cached(cluster, b, pre)
+    assert sorted(n for n, c in seen.items() if not c) == inside[:100]
+    st = wait_job(cluster, start_job_aws(cluster, b, "prefetch-listrange", {"prefix": f"{b}/none/"}))
+    assert st["state"] == "finished" and st["total"] == 0 and st["objects"] == 0, st
+
+
+def start_job_aws(cluster, bucket, action, value):
+    r = requests.post(f"{cluster.url}/v1/buckets/{bucket}?provider=aws", json={"action": action, "value": value},
+                      timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    return r.json()["job_id"]
+
+
+def test_prefetch_prefix_listing_fails(cluster):
+    # A backend that cannot be reached: every target's listing fails, the job says so and ends failed.
+    b = unique("pfd")
+    create_remote(cluster.url, b, "aws", {"bucket": "x", "endpoint": f"http://127.0.0.1:{peers.free_port()}",
+                                          "addressing": "path", "region": "us-east-1", "access_key": "AK",
+                                          "secret_key": "SK", "connect_timeout_ms": 500})
+    try:
+        st = wait_job(cluster, start_job_aws(cluster, b, "prefetch-listrange", {"prefix": "p/"}))
+        assert st["state"] == "failed" and st["total"] == 0 and st["objects"] == 0, st
+        assert st["errors"] == len(cluster.targets()), st
+        assert all(s.startswith("listing: ") for s in st["error_samples"]), st
+    finally:
+        requests.delete(f"{cluster.url}/v1/buckets/{b}?provider=aws", timeout=TIMEOUT)

@@ -1,0 +1,190 @@
+# Integrity: damaged objects are never served; GET heals them from a mirror copy; the scrub job finds and repairs them.
+import os
+
+import pytest
+
+from ftutil import TIMEOUT, Api, assert_json_error, bucket_path, session, unique, wait_until
+from test_mirror import LOM_XATTR, assert_replicas, create, read, replicas, set_props
+
+
+@pytest.fixture(scope="module")
+def icluster(tmp_path_factory):
+    """One target with three mountpaths: every replica of every object is on it."""
+    from conftest import EXTERNAL_URL, start_cluster, stop_cluster
+
+    if EXTERNAL_URL:
+        pytest.skip("FT_CLUSTER_URL is set (external cluster): these tests damage files on the mountpaths")
+    h = start_cluster(tmp_path_factory.mktemp("integrity", numbered=True), targets=1, mountpaths=3)
+    try:
+        yield h
+    finally:
+        problems = stop_cluster(h)
+        if problems:
+            pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def iapi(icluster):
+    return Api(icluster.url, session())
+
+
+def flip(path, offset):
+    """Flips one byte in place: same size, same metadata, different content."""
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        b = f.read(1)
+        f.seek(offset)
+        f.write(bytes([b[0] ^ 0x5A]))
+
+
+def target_log(h):
+    with open(h.c.targets[0].log, "rb") as f:
+        return f.read().decode("utf-8", "replace")
+
+
+def assert_not_served(api, bucket, name, contains="damaged"):
+    """500 with a JSON error, for GET and a range GET alike (the damaged bytes never leave)."""
+    r = api.get(bucket, name)
+    assert_json_error(r, 500, contains)
+    r = api.get(bucket, name, headers={"Range": "bytes=0-9"})
+    assert_json_error(r, 500, contains)
+
+
+# ---- GET ----
+
+def test_flipped_byte_healed_from_copy(icluster, iapi):
+    b = unique("int")
+    create(iapi, b, {"mirror": {"copies": 2}, "checksum_validate_warm_get": True})
+    data = os.urandom(1 << 20)
+    iapi.put(b, "obj", data)
+    main, copies = assert_replicas(icluster, b, "obj", data, 2)
+    flip(main, 123456)
+    assert read(main) != data
+    for _ in range(3):
+        r = iapi.get(b, "obj")
+        assert r.status_code == 200 and r.content == data
+    assert_replicas(icluster, b, "obj", data, 2)  # main copy rewritten
+    assert "checksum mismatch" in target_log(icluster)
+    # a damaged copy is never used either: flip it, then GET keeps serving the good main copy
+    flip(copies[0], 5)
+    r = iapi.get(b, "obj", headers={"Range": "bytes=0-99"})
+    assert r.status_code == 206 and r.content == data[:100]
+    iapi.destroy_bucket(b)
+
+
+def test_flipped_byte_no_copy_is_500(icluster, iapi):
+    b = unique("int")
+    create(iapi, b, {"checksum_validate_warm_get": True})
+    data = os.urandom(200000)
+    iapi.put(b, "obj", data)
+    (main,), _ = replicas(icluster, b, "obj")
+    flip(main, 199999)
+    assert_not_served(iapi, b, "obj", "checksum mismatch")
+    # the damaged copy stays in place (reported again, and found by a scrub), never replaced by a 404
+    (again,), _ = replicas(icluster, b, "obj")
+    assert again == main and len(read(main)) == len(data)
+    assert_not_served(iapi, b, "obj")
+    # a new PUT replaces it
+    iapi.put(b, "obj", data)
+    r = iapi.get(b, "obj")
+    assert r.status_code == 200 and r.content == data
+    iapi.destroy_bucket(b)
+
+
+def test_all_replicas_damaged_is_500(icluster, iapi):
+    b = unique("int")
+    create(iapi, b, {"mirror": {"copies": 3}, "checksum_validate_warm_get": True})
+    data = os.urandom(70000)
+    iapi.put(b, "obj", data)
+    main, copies = assert_replicas(icluster, b, "obj", data, 3)
+    for i, p in enumerate([main] + copies):
+        flip(p, 1000 * (i + 1))
+    assert_not_served(iapi, b, "obj")
+    iapi.destroy_bucket(b)
+
+
+def test_bad_metadata_or_size_healed_without_validation(icluster, iapi):
+    """No checksum validation: missing metadata and a wrong size are still caught on every GET."""
+    b = unique("int")
+    create(iapi, b, {"mirror": {"copies": 2}})
+    data = os.urandom(50000)
+    iapi.put(b, "a", data)
+    iapi.put(b, "b", data)
+    main_a, _ = assert_replicas(icluster, b, "a", data, 2)
+    main_b, _ = assert_replicas(icluster, b, "b", data, 2)
+    os.removexattr(main_a, LOM_XATTR)
+    with open(main_b, "ab") as f:
+        f.write(b"tail")
+    for n in ("a", "b"):
+        r = iapi.get(b, n)
+        assert r.status_code == 200 and r.content == data
+        assert_replicas(icluster, b, n, data, 2)
+    r = iapi.head(b, "a")
+    assert r.status_code == 200 and r.headers["Ais-Size"] == str(len(data))
+    iapi.destroy_bucket(b)
+
+
+def test_bad_metadata_no_copy_is_500(icluster, iapi):
+    b = unique("int")
+    create(iapi, b)
+    iapi.put(b, "a", b"hello world")
+    (main,), _ = replicas(icluster, b, "a")
+    os.setxattr(main, LOM_XATTR, b"\x01garbage")
+    assert_not_served(iapi, b, "a", "metadata corrupt")
+    assert iapi.head(b, "a").status_code == 500
+    # an object that never existed is still a plain 404
+    r = iapi.get(b, "never")
+    assert_json_error(r, 404, "does not exist")
+    iapi.destroy_bucket(b)
+
+
+# ---- scrub job ----
+
+def start_scrub(api, bucket):
+    r = api.s.post(api.url + bucket_path(bucket), json={"action": "scrub"}, timeout=TIMEOUT)
+    assert r.status_code == 200, "scrub job not accepted: %d %r" % (r.status_code, r.text)
+    return r.json()["job_id"]
+
+
+def wait_job(api, jid):
+    def done():
+        r = api.s.get(api.url + "/v1/jobs/" + jid, timeout=TIMEOUT)
+        assert r.status_code == 200, r.text
+        j = r.json()
+        return j if j["state"] != "running" else None
+    return wait_until(done, 120, interval=0.1, what="job %s ends" % jid)
+
+
+def test_scrub_repairs_and_reports(icluster, iapi):
+    b = unique("scr")
+    create(iapi, b, {"mirror": {"copies": 2}})
+    objs = {"s%02d" % i: os.urandom(3000 + 1000 * i) for i in range(10)}
+    for n, d in objs.items():
+        iapi.put(b, n, d)
+    reps = {n: assert_replicas(icluster, b, n, objs[n], 2) for n in objs}
+    flip(reps["s01"][0], 10)          # main copy: content
+    flip(reps["s02"][1][0], 20)       # mirror copy: content
+    os.unlink(reps["s03"][1][0])      # mirror copy: missing
+    os.removexattr(reps["s04"][0], LOM_XATTR)  # main copy: metadata
+    # s05: both replicas damaged: reported, left as they are
+    flip(reps["s05"][0], 1)
+    flip(reps["s05"][1][0], 2)
+    st = wait_job(iapi, start_scrub(iapi, b))
+    assert st["state"] == "finished", st
+    assert st["kind"] == "scrub" and st["errors"] == 1, st
+    assert st["objects"] >= 9, st
+    assert len(st["error_samples"]) == 1 and "s05" in st["error_samples"][0], st
+    assert "unrepairable" in st["error_samples"][0], st
+    for n, d in objs.items():
+        if n == "s05":
+            continue
+        assert_replicas(icluster, b, n, d, 2)
+        r = iapi.get(b, n)
+        assert r.status_code == 200 and r.content == d
+    # content damage is caught on GET only with checksum validation (without it, by the scrub)
+    set_props(iapi, b, {"checksum_validate_warm_get": True})
+    assert_not_served(iapi, b, "s05")
+    # a second pass finds nothing new to repair
+    st = wait_job(iapi, start_scrub(iapi, b))
+    assert st["errors"] == 1 and "s05" in st["error_samples"][0], st
+    iapi.destroy_bucket(b)

@@ -9,6 +9,7 @@
 #include "client.h"
 #include "log.h"
 #include "smap.h"
+#include "mirror.h"
 #include "target.h"
 
 /*
@@ -17,8 +18,9 @@
  * answers 200), then sends a keepalive every keepalive_ms; a 404 keepalive means the proxy dropped
  * us, so we join again. Both replies may carry a newer Smap/BMD, and the proxy pushes them through
  * POST /v1/metasync as well; every path installs through apply_docs(), which only ever installs a
- * newer version. BMD installs are serialized so that each one is compared with its predecessor:
- * buckets that disappear (or were re-created, a new "created" stamp) are retired on every mountpath.
+ * newer version. Installs are serialized so that each one is compared with its predecessor:
+ * buckets that disappear (or were re-created, a new "created" stamp) are retired on every mountpath;
+ * a map whose set of targets changed starts a rebalance (rebalance.c).
  */
 
 #define JOIN_RETRY_MS 500
@@ -31,7 +33,7 @@ struct tgt_cluster {
 	pthread_mutex_t lock;         /* guards stop; cond waits on it */
 	pthread_cond_t cond;
 	int stop;
-	pthread_mutex_t install_lock; /* serializes BMD install + comparison */
+	pthread_mutex_t install_lock; /* serializes BMD and Smap installs + comparison */
 };
 
 int tgt_cluster_init(tgt_t *t)
@@ -130,16 +132,36 @@ static int install_bmd(tgt_t *t, const json_t *j, char *err, size_t errlen)
 	return 0;
 }
 
-static int install_smap(const json_t *j, char *err, size_t errlen)
+/* Whether the two maps list different targets (by id); a first map (old NULL) counts as a change. */
+static int targets_differ(const ft_smap_t *old, const ft_smap_t *nm)
 {
+	if (!old || old->n_targets != nm->n_targets)
+		return 1;
+	for (int i = 0; i < nm->n_targets; i++) /* both sorted by id */
+		if (strcmp(old->targets[i].id, nm->targets[i].id) != 0)
+			return 1;
+	return 0;
+}
+
+/* Installs a newer Smap; when its targets differ from the previous map's, objects follow (rebalance.c). */
+static int install_smap(tgt_t *t, const json_t *j, char *err, size_t errlen)
+{
+	tgt_cluster_t *c = t->cluster;
 	ft_smap_t *m = ft_smap_from_json(j, err, errlen);
 
 	if (!m)
 		return -1;
-	int64_t v = m->version;
-	int n = m->n_targets;
-	if (ft_smap_install(m) == 0)
-		ft_info("installed Smap v%lld (%d targets)", (long long)v, n);
+	pthread_mutex_lock(&c->install_lock);
+	ft_smap_t *old = ft_smap_current();
+	ft_smap_get(m); /* keep it for the comparison; install takes the other reference */
+	if (ft_smap_install(m) == 0) {
+		ft_info("installed Smap v%lld (%d targets)", (long long)m->version, m->n_targets);
+		if (targets_differ(old, m))
+			tgt_rebalance_smap_changed(t, old, m);
+	}
+	ft_smap_put(m);
+	ft_smap_put(old);
+	pthread_mutex_unlock(&c->install_lock);
 	return 0;
 }
 
@@ -149,9 +171,10 @@ static int apply_docs(tgt_t *t, const json_t *msg, char *err, size_t errlen)
 	const json_t *smap = json_object_get(msg, "smap");
 	const json_t *bmd = json_object_get(msg, "bmd");
 
-	if (smap && !json_is_null(smap) && install_smap(smap, err, errlen) != 0)
-		return -1;
+	/* The BMD first: a rebalance started by the map walks the buckets of the BMD that came with it. */
 	if (bmd && !json_is_null(bmd) && install_bmd(t, bmd, err, errlen) != 0)
+		return -1;
+	if (smap && !json_is_null(smap) && install_smap(t, smap, err, errlen) != 0)
 		return -1;
 	return 0;
 }
@@ -326,7 +349,8 @@ void tgt_control_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 		want = "GET";
 		if (strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0) {
 			resp->status = 200;
-			resp->json = json_pack("{s:s, s:s, s:s}", "status", "ok", "role", "target", "id", t->id);
+			resp->json = json_pack("{s:s, s:s, s:s, s:o}", "status", "ok", "role", "target", "id", t->id, "integrity",
+							       tgt_integrity_json());
 			return;
 		}
 	} else if (strcmp(req->path, "/v1/metasync") == 0) {

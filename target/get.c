@@ -301,6 +301,7 @@ static void recover(ft_req_t *r, void *arg)
 		return;
 	}
 	if (restore_remote(o, err, sizeof(err)) == 0) {
+		n = tgt_mirror_replicas(o, reps); /* a pull may have found it on another mountpath: o->mp moved */
 		k = tgt_replica_heal(o, reps, n, verify, &fd, &lom, &again); /* and the mirror copies from it */
 		if (k >= 0) {
 			tgt_replica_drop(o, h.aside);

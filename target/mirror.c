@@ -89,7 +89,7 @@ int tgt_mirror_replicas(const tgt_obj_t *o, tgt_replica_t out[FT_MAX_MOUNTPATHS]
 		uint64_t digests[FT_MAX_MOUNTPATHS];
 		int index[FT_MAX_MOUNTPATHS], left = 0;
 		for (int i = 0; i < t->n_mountpaths; i++) {
-			if (!taken[i]) {
+			if (!taken[i] && tgt_mountpath_slot_state(t, i) == 0) { /* active ones only */
 				digests[left] = t->mountpath_digests[i];
 				index[left++] = i;
 			}

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "names.h"
 #include "smap.h"
+#include "mirror.h"
 #include "target.h"
 
 #define OBJECTS_PREFIX "/v1/objects"
@@ -21,7 +22,8 @@ static void health(ft_req_t *r, tgt_t *t)
 		ft_resp_error(r, 405, "method %s not allowed on %s", ft_req_method_name(r), HEALTH_PATH);
 		return;
 	}
-	ft_resp_json(r, 200, json_pack("{s:s, s:s, s:s}", "status", "ok", "role", "target", "id", t->id));
+	ft_resp_json(r, 200, json_pack("{s:s, s:s, s:s, s:o}", "status", "ok", "role", "target", "id", t->id, "integrity",
+					  tgt_integrity_json()));
 }
 
 /*

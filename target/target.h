@@ -287,6 +287,34 @@ int tgt_rebalance_pull(tgt_obj_t *o, char *err, size_t cap);
 /* Control port, paths under /v1/rebalance and /v1/mountpaths. */
 void tgt_rebalance_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 void tgt_rebalance_fini(tgt_t *t);
+/*
+ * Job "rebalance" (also the step of rebalance.c's own walker): moves o where the current map and
+ * mountpath set place it: sent to its new owner and deleted here, or moved to its mountpath here.
+ * 0 when moved (*bytes), 1 when already in place or gone, -1 with err (the object stays).
+ */
+int tgt_rebalance_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
+/*
+ * mountpath.c, mountpath changes at run time (rebalance.c drives them). Slots of t->mountpaths are
+ * never moved or reused for another path; a detached slot stays in [0, n_mountpaths) with fds of
+ * a removed directory (lookups there find nothing). Code choosing a mountpath for new data
+ * (e.g. mirror copies) must skip slots that are not active.
+ * slot_state: 0 active, 1 detaching (objects being moved away), 2 detached, -1 no such slot.
+ */
+int tgt_mountpath_slot_state(const tgt_t *t, int slot);
+int tgt_mountpath_is_active(const tgt_t *t, const tgt_mountpath_t *mp);
+/* Opens path (mkdir -p, .work) as a new active mountpath, or re-activates its detached slot. Slot or -errno with err. */
+int tgt_mountpath_attach(tgt_t *t, const char *path, char *err, size_t cap);
+/* Takes path out of placement (state detaching). Slot, or -errno with err (-EPERM: the last active one). */
+int tgt_mountpath_detach_begin(tgt_t *t, const char *path, char *err, size_t cap);
+/* Makes a detaching slot active again (its objects could not all be moved). */
+void tgt_mountpath_detach_abort(tgt_t *t, int slot);
+/*
+ * Seals a detaching slot: under publish_lock exclusive, its fds are swapped for a removed
+ * directory's; *real gets new fds of the real directories (for a last sweep). 0 or -errno.
+ */
+int tgt_mountpath_detach_seal(tgt_t *t, int slot, tgt_mountpath_t *real);
+/* Empties real's .work, closes its fds, marks the slot detached. */
+void tgt_mountpath_detach_end(tgt_t *t, int slot, tgt_mountpath_t *real);
 
 /* ---- cluster.c: join, keepalive, metasync, control-port dispatcher ---- */
 int tgt_cluster_start(tgt_t *t);

@@ -93,6 +93,40 @@ class ClusterHandle:
     def restart_target(self, index):
         return self.c.restart_target(index, timeout=START_TIMEOUT)
 
+    def add_target(self, mountpaths=None):
+        """Starts one more target (as scripts/ftcluster.py plans the others: same arguments, next
+        free ports, DIR/t<i>/mp<j>) and waits until the proxy's map lists it and it holds that
+        map. Returns its index in c.targets; stop_cluster stops it with the rest."""
+        c = self.c
+        i = len(c.targets)
+        taken = {c.port, c.port + 1}
+        for t in c.targets:
+            taken.update((t.public_port, t.control_port))
+        pub = ftcluster.next_free_port(c.host, max(taken) + 1, taken)
+        ctl = ftcluster.next_free_port(c.host, pub + 1, taken | {pub})
+        tdir = os.path.join(c.dir, "t%d" % i)
+        n_mp = c.n_mountpaths if mountpaths is None else mountpaths
+        mps = [os.path.join(tdir, "mp%d" % j) for j in range(n_mp)]
+        argv = [os.path.join(c.bindir, "ft-target")] + c._common_args(pub, ctl, tdir)
+        argv += ["--proxy_url", c.proxy.control_url]
+        for mp in mps:
+            argv += ["--mountpath", mp]
+        if c.keepalive_ms:
+            argv += ["--keepalive_ms", str(int(c.keepalive_ms))]
+        argv += c.target_args
+        node = ftcluster.Node("t%d" % i, "target", argv, pub, ctl, tdir,
+                              os.path.join(c.dir, "logs", "t%d.log" % i), c.public_host, mps)
+        c.targets.append(node)
+        node.spawn(c.env)
+        c.save()
+        try:
+            c.wait_ready(START_TIMEOUT, nodes=[node])
+        except ftcluster.ClusterError as e:
+            pytest.fail("added target did not join:\n%s\n%s" % (e, c.logs_tails([node])),
+                        pytrace=False)
+        c.save()
+        return i
+
     # ---- checks ----
     def check_logs(self):
         """Sanitizer report excerpts found since the last call (empty list if none)."""

@@ -3,6 +3,7 @@ import ctypes
 import ctypes.util
 import hashlib
 import json
+import os
 import socket
 import time
 import urllib.parse
@@ -368,3 +369,26 @@ def raw_request(method, path, host_header, headers=(), body=b""):
 def hostport(url):
     u = urllib.parse.urlsplit(url)
     return u.hostname, u.port
+
+
+# ---- objects on disk, target control port (rebalance and resilver tests) ----
+def objects_on_disk(mountpaths, bucket, provider="ais"):
+    """{object name: [mountpath, ...]} of the published objects of bucket found under the given
+    mountpaths ("<mp>/<provider>/<bucket>/<name>"; .work, .copies and .ec are not looked at)."""
+    found = {}
+    for mp in mountpaths:
+        top = os.path.join(mp, provider, bucket)
+        for dirpath, _, files in os.walk(top):
+            for f in files:
+                name = os.path.relpath(os.path.join(dirpath, f), top)
+                found.setdefault(name, []).append(mp)
+    return found
+
+
+def ctl(method, url, path, body=None, params=None, expect=200):
+    """A call to a target's control port; returns the parsed JSON body (None when empty)."""
+    r = requests.request(method, url.rstrip("/") + path, json=body, params=params, timeout=TIMEOUT)
+    if expect is not None:
+        assert r.status_code == expect, "%s %s%s: %d %r" % (method, url, path, r.status_code,
+                                                           r.text[:500])
+    return r.json() if r.content else None

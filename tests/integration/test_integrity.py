@@ -37,6 +37,14 @@ def flip(path, offset):
         f.write(bytes([b[0] ^ 0x5A]))
 
 
+def integrity(h):
+    """The target's integrity counters (GET /v1/health on its control port)."""
+    t = h.targets()[0]
+    r = session().get(t["control_url"] + "/v1/health", timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    return r.json()["integrity"]
+
+
 def target_log(h):
     with open(h.c.targets[0].log, "rb") as f:
         return f.read().decode("utf-8", "replace")
@@ -60,10 +68,12 @@ def test_flipped_byte_healed_from_copy(icluster, iapi):
     main, copies = assert_replicas(icluster, b, "obj", data, 2)
     flip(main, 123456)
     assert read(main) != data
+    repaired = integrity(icluster)["repaired_replicas"]
     for _ in range(3):
         r = iapi.get(b, "obj")
         assert r.status_code == 200 and r.content == data
     assert_replicas(icluster, b, "obj", data, 2)  # main copy rewritten
+    assert integrity(icluster)["repaired_replicas"] == repaired + 1
     assert "checksum mismatch" in target_log(icluster)
     # a damaged copy is never used either: flip it, then GET keeps serving the good main copy
     flip(copies[0], 5)
@@ -79,7 +89,9 @@ def test_flipped_byte_no_copy_is_500(icluster, iapi):
     iapi.put(b, "obj", data)
     (main,), _ = replicas(icluster, b, "obj")
     flip(main, 199999)
+    before = integrity(icluster)["unrepairable_objects"]
     assert_not_served(iapi, b, "obj", "checksum mismatch")
+    assert integrity(icluster)["unrepairable_objects"] >= before + 2  # reported, once per refused GET
     # the damaged copy stays in place (reported again, and found by a scrub), never replaced by a 404
     (again,), _ = replicas(icluster, b, "obj")
     assert again == main and len(read(main)) == len(data)

@@ -25,6 +25,7 @@ class Row:
         self.pairs = pairs or []
         self.skipped = skipped        # reason, when not measured
         self.failed = None            # reason, when measured but unusable
+        self.notes = None             # evidence for the "Targets missed" section, when the row has some
         self.rss = rss                # (Sampled target, Sampled nginx, idle bytes)
 
     def good_pairs(self):
@@ -295,6 +296,8 @@ def missed_markdown(rows, perf):
         elif r.title.startswith("ft-loader vs wrk"):
             line += (" A client comparison (both drive the same nginx): the loader's own cost, "
                      "see loader/ and docs/loader.md; the servers are not involved.")
+        elif r.notes:
+            line += " " + r.notes
         elif cr is None:
             line += " No CPU-per-request figure for this case in this run (perf not collected)."
         elif cr <= 1.0 / r.target:
@@ -410,11 +413,15 @@ def write_markdown(path, rows, machine, setup, raw, perf, png_name, plot_status,
         "- Cold GET row: nginx's third server is the origin; it serves the 8 MiB objects under "
         "`/bench-cold/c<k>/` (4 hard-linked names per file: 256 objects, 2 GiB, in its page cache). "
         "A: the harness destroys and re-creates the `ht://` bucket `bench-cold` (endpoint that "
-        "origin), checks no cached copy is left on the mountpath, then ft-loader `-provider ht -direct "
+        "origin), checks no cached copy is left on the mountpath and waits until the target has "
+        "deleted the previous copies (`rm.*` in `.work`, so that deletion does not share the cores "
+        "with the run), then ft-loader `-provider ht -direct "
         "-epochs 1 -uniquegets` (8 in flight) reads every object once from the owning target, which "
         "fetches it from the origin while streaming it and caches it (all 256 found cached after each "
         "A run). B: ft-loader `-url-list -epochs 1 -uniquegets` reads the same files straight from the "
-        "origin. The create-bck with `provider=ht` is the probe: a 501 skips the row.",
+        "origin. The create-bck with `provider=ht` is the probe: a 501 skips the row. Around each "
+        "client run the harness reads the CPU time of the target and of nginx's workers "
+        "(/proc/<pid>/stat) and the client's rusage: the CPU seconds per GiB in \"Targets missed\".",
         "- RSS rows: VmRSS of the target from /proc, sampled every 50 ms while wrk holds 256 "
         "connections; the conns figure is the peak of established connections on the port in "
         "/proc/net/tcp (a few from the previous run may still be closing); nginx's figure sums "

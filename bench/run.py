@@ -6,6 +6,9 @@ USAGE
   bench/run.py --quick --out F     1 round of 2 s, no perf: for trying the harness
   bench/run.py --hold              start the cluster and nginx with the objects, print where they
                                    are (<build>/bench-run/hold.json) and wait: for perf by hand
+  bench/run.py --only cold         only the cold GET row (8 MiB objects only): prints its table and
+                                   the load, writes no report; with --hold, the ht:// bucket and
+                                   its names/URL files are set up and listed in hold.json too
 
 DESIGN
 Everything runs on this machine, on free loopback ports, under <build>/bench-run (wiped at start;
@@ -36,6 +39,7 @@ import os
 import random
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -195,7 +199,8 @@ class Bench:
         log("bench: cluster up: proxy %s, target %s (pid %d)" % (self.cluster.url,
                                                                 self.target.public_url,
                                                                 self.target.pid))
-        self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES]
+        self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES
+                     if a.only != "cold" or s[0] == "8 MiB"]
         self.create_objects()
         taken = {self.cluster.port, self.cluster.port + 1} | {
             p for t in self.cluster.targets for p in (t.public_port, t.control_port)}
@@ -486,19 +491,21 @@ class Bench:
         pairs = []
         left = []    # cached object files found right after a re-create (must be none)
         cached = []  # and right after an A run (all of them: shows the count finds the cache)
+        cpu = {"A": [], "B": []}  # CPU seconds per GiB of each run: (target, origin nginx, client)
         for rnd in range(a.rounds):
             def cold_a():
                 try:
                     left.append(self.cold_recreate())
                 except (BenchError, OSError, http.client.HTTPException) as e:
                     raise loadgen.LoadError("re-creating the ht:// bucket: %s" % e) from None
-                r = self.loader.run_once_direct(self.cluster.port, COLD_BUCKET, names, s.size,
-                                                COLD_WORKERS, provider="ht", log=self.runlog)
+                r = self.cpu_of(cpu["A"], lambda: self.loader.run_once_direct(
+                    self.cluster.port, COLD_BUCKET, names, s.size, COLD_WORKERS, provider="ht",
+                    log=self.runlog))
                 cached.append(self.cold_cached())
                 return r
             pairs.append(self.pair("cold GET", s.label, "ft-loader", rnd, cold_a,
-                                   lambda: self.loader.run_once_url_list(
-                                       urls, s.size, COLD_WORKERS, log=self.runlog), "bps"))
+                                   lambda: self.cpu_of(cpu["B"], lambda: self.loader.run_once_url_list(
+                                       urls, s.size, COLD_WORKERS, log=self.runlog)), "bps"))
         try:
             self.cold_destroy()   # frees the mountpath for the rows after this one
         except (BenchError, OSError, http.client.HTTPException) as e:
@@ -510,6 +517,7 @@ class Bench:
                 "(FastTier), -url-list of the origin (nginx)"
                 % (COLD_WORKERS, s.count * COLD_COPIES, s.count * COLD_COPIES * s.size // MIB))
         row = report.Row(title, desc, ft_side, peer_side, "bps", 0.9, pairs=pairs)
+        row.notes = self.cold_cpu_note(cpu)
         if any(left):
             row.failed = ("%d cached object files were still on the mountpath after re-creating "
                           "the bucket: the runs were not all cold" % max(left))
@@ -517,6 +525,37 @@ class Bench:
             row.failed = ("only %d of %d objects were found cached on the mountpath after an A run: "
                           "coldness could not be checked" % (min(cached), s.count * COLD_COPIES))
         self.rows.append(row)
+
+    def cpu_of(self, into, run):
+        """run() (one client run); appends its CPU seconds per GiB moved to into: (target, origin
+        nginx, client), from /proc/<pid>/stat and the client's rusage. Returns run()'s result."""
+        pids = self.nginx.worker_pids()
+        t0, n0 = sysprobe.proc_cpu_seconds([self.target.pid]), sysprobe.proc_cpu_seconds(pids)
+        c0 = sysprobe.children_cpu_seconds()
+        r = run()
+        t1, n1 = sysprobe.proc_cpu_seconds([self.target.pid]), sysprobe.proc_cpu_seconds(pids)
+        c1 = sysprobe.children_cpu_seconds()
+        gib = r.requests * r.object_size / float(1 << 30)
+        if r.requests and not r.errors:
+            into.append(((t1 - t0) / gib, (n1 - n0) / gib, (c1 - c0) / gib))
+        return r
+
+    @staticmethod
+    def cold_cpu_note(cpu):
+        """The cold row's CPU split (medians over its runs), or None without figures for both sides."""
+        if not cpu["A"] or not cpu["B"]:
+            return None
+        med = [[statistics.median(x[i] for x in cpu[side]) for i in range(3)] for side in ("A", "B")]
+        a, b = med
+        return ("CPU seconds per GiB delivered (medians of %d/%d runs; /proc/<pid>/stat of the target and of "
+                "nginx's workers, the client's rusage): through the cluster target %.2f + origin nginx %.2f "
+                "+ ft-loader %.2f = %.2f; straight from the origin nginx %.2f + ft-loader %.2f = %.2f. "
+                "Where origin, target and client share the cores and keep them busy (as on 2 cores), the "
+                "throughput ratio is bounded by about %.2f/%.2f = %.2fx: the cluster path does the direct "
+                "path's work plus the target's receive, store and send of every byte (see the data path "
+                "section)."
+                % (len(cpu["A"]), len(cpu["B"]), a[0], a[1], a[2], sum(a), b[1], b[2], b[1] + b[2],
+                   b[1] + b[2], sum(a), (b[1] + b[2]) / sum(a)))
 
     def cold_setup(self, s):
         """Serves the 8 MiB objects from the nginx origin under /<COLD_BUCKET>/ (hard links to the
@@ -592,7 +631,23 @@ class Bench:
             raise ColdUnsupported("the proxy answers 501 to create-bck with provider=ht")
         if st != 200:
             raise BenchError("create ht:// bucket %s: %d %r" % (COLD_BUCKET, st, body[:200]))
+        self.wait_retired_trees()
         return self.cold_cached()
+
+    def wait_retired_trees(self, limit=60.0):
+        """Waits (at most limit seconds) until the target has deleted the retired bucket trees
+        ("rm.*" in <mountpath>/.work) of the previous run: that deletion is the harness's way to
+        make the objects cold, not part of a cold GET, and must not share the cores with one."""
+        work = os.path.join(self.target.mountpaths[0], ".work")
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            try:
+                if not any(n.startswith("rm.") for n in os.listdir(work)):
+                    return
+            except OSError:
+                return
+            time.sleep(0.05)
+        log("bench: retired bucket trees still in %s after %.0f s" % (work, limit))
 
     def cold_cached(self):
         """Object files of the ht:// bucket on the target's mountpath (any directory named after
@@ -775,6 +830,14 @@ class Bench:
                                     "nginx_urls": s.nginx_urls, "names": s.ft_names,
                                     "bucket": s.bucket} for s in self.sets},
                 "put_paths": self.put_paths}
+        if self.args.only == "cold":
+            s = next(x for x in self.sets if x.label == "8 MiB")
+            why = self.skip_reason("ft-loader") if self.loader is None else self.cold_setup(s)
+            if why:
+                raise BenchError("cold GET setup: %s" % why)
+            info["cold"] = {"bucket": COLD_BUCKET, "provider": "ht", "endpoint": self.cold_endpoint,
+                            "names": self.cold_files[0], "origin_urls": self.cold_files[1],
+                            "loader": self.loader.path, "workers": COLD_WORKERS, "size": s.size}
         with open(os.path.join(self.workdir, "hold.json"), "w") as f:
             json.dump(info, f, indent=1)
         log("bench: holding (Ctrl-C or SIGTERM stops): %s/hold.json\n%s"
@@ -785,6 +848,19 @@ class Bench:
         except KeyboardInterrupt:
             pass
         return 0
+
+    def run_only_cold(self):
+        """--only cold: the cold GET row alone, printed with the load before and after; no report."""
+        load0 = sysprobe.loadavg()
+        self.bench_cold()
+        print()
+        print(report.table_text(self.rows))
+        for row in self.rows:
+            log("bench: %s per-round ratios %s" % (row.title, " ".join("%.3f" % x for x in row.ratios())))
+            if row.notes:
+                log("bench: %s: %s" % (row.title, row.notes))
+        log("bench: load average before %s, after %s" % (load0, sysprobe.loadavg()))
+        return 0 if all(not r.failed and not r.skipped for r in self.rows) else 1
 
     # ---- teardown ----
     def teardown(self):
@@ -810,6 +886,8 @@ class Bench:
             self.setup()
             if a.hold:
                 return self.hold()
+            if a.only == "cold":
+                return self.run_only_cold()
             self.warm_up()
             pairs = self.bench_get()
             self.bench_loader_vs_wrk(pairs)
@@ -865,6 +943,8 @@ def parse_args(argv):
     p.add_argument("--keep", action="store_true", help="keep <build>/bench-run (cluster, nginx, logs)")
     p.add_argument("--hold", action="store_true",
                    help="start the cluster and nginx, write <build>/bench-run/hold.json, wait for Ctrl-C")
+    p.add_argument("--only", choices=["cold"],
+                   help="run one row only and print it (no report written): cold = the cold GET row")
     p.add_argument("--out", default="docs/benchmarks.md", help="report path (the PNG goes beside it)")
     a = p.parse_args(argv)
     if a.quick:

@@ -11,6 +11,7 @@ import ctypes
 import mmap
 import os
 import platform
+import resource
 import subprocess
 import threading
 import time
@@ -145,6 +146,26 @@ def sample_during(run, pids, port, interval=0.05):
         stop.set()
         th.join()
     return out
+
+
+def proc_cpu_seconds(pids):
+    """User + system CPU seconds so far of the processes pids (all their threads), from /proc/<pid>/stat."""
+    tck = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tck
+    return total
+
+
+def children_cpu_seconds():
+    """User + system CPU seconds of this process's waited-for children so far (the client runs)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def perf_usable():

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -76,6 +77,13 @@
  *   CRLF) into s_ring and blocks while it is full; the loop sends from the ring, one send at a
  *   time, and wakes the worker as sends complete. The loop notes when it ran dry (s_idle) so only
  *   then does a write cost a wake-up.
+ * - response from a file (ft_resp_stream_sendfile): instead of bytes, the worker queues a range of
+ *   a file (sh.f_off, sh.f_len, of the request's own dup of the fd) that the loop sends after the
+ *   ring's bytes with sendfile(2) on the non-blocking socket (POLLOUT on the ring when it is full):
+ *   no copy through user memory. The queue is always [ring bytes][file range]: the worker adds
+ *   ring bytes only while no file range is queued, and extends a range only contiguously, so the
+ *   order of the body is the order of the calls. A queued range costs no memory, so it may be
+ *   larger (STREAM_FILE_MAX) than the ring.
  * Ring indices and flags are in r->sh under c->smu (one mutex and condition variable per
  * connection); bytes are copied outside the lock, into free space only the producer writes and out
  * of filled space only the consumer frees. The loop holds smu only for a few assignments, never
@@ -104,6 +112,8 @@
 #define STREAM_LOWAT (16 * 1024)  /* a blocked writer waits for this much room: fewer, larger chunks */
 #define STREAM_RESUME (64 * 1024) /* free body-ring bytes at which the loop is asked to read again */
 #define CHUNK_HEAD_MAX 20         /* "%zx\r\n" of a size_t, with room to spare */
+#define STREAM_FILE_MAX (16u << 20)   /* file bytes queued but unsent before a sendfile caller waits */
+#define STREAM_FILE_LOWAT (1u << 20)  /* a blocked sendfile caller waits for this much room */
 
 enum { TAG_NONE = 0, TAG_ACCEPT, TAG_EVENT, TAG_TIMER, TAG_RECV, TAG_SEND, TAG_POLL };
 #define TAG_MASK 7u
@@ -171,6 +181,8 @@ typedef struct {
 	/* response: the worker fills s_ring, the loop sends it */
 	size_t s_rd, s_len;
 	bool s_idle;   /* the loop found nothing to send: the next write notifies EV_SEND */
+	/* response from a file: after the ring's bytes, [f_off, f_off + f_len) of the request's sf_fd */
+	uint64_t f_off, f_len;
 } stream_shared_t;
 
 struct ft_req {
@@ -207,7 +219,10 @@ struct ft_req {
 	int s_frame;                     /* FR_* */
 	int s_end_err;                   /* ft_resp_stream_end's err */
 	uint64_t s_clen, s_written;
+	int sf_fd, sf_src;               /* stream from a file: our dup (finish_request closes it), the caller's fd */
+	bool s_crlf_due;                 /* chunked from a file: the chunk's CRLF goes before the next ring bytes */
 	bool st_head;                    /* loop: the stream is being sent */
+	bool sf_failed;                  /* loop: a sendfile failed or the file was short: the stream is cut */
 	stream_shared_t sh;              /* under c->smu */
 	/* response */
 	bool responded, body_called, close_req, keep_alive; /* the holder's: a response / body call was made */
@@ -492,6 +507,7 @@ static void req_clear(ft_req_t *r, conn_t *c)
 	memset(r, 0, offsetof(ft_req_t, arena));
 	r->c = c;
 	r->file_fd = -1;
+	r->sf_fd = r->sf_src = -1;
 	r->method_name = "";
 	r->query = "";
 }
@@ -635,6 +651,8 @@ static void finish_request(conn_t *c)
 		h->fn(h->arg);
 	if (r->file_fd >= 0)
 		close(r->file_fd);
+	if (r->sf_fd >= 0)
+		close(r->sf_fd);
 	free(r->all_buf);
 	free(r->b_ring);
 	free(r->s_ring);
@@ -834,6 +852,10 @@ static void on_send(conn_t *c, int res)
 static void on_poll(conn_t *c)
 {
 	c->poll_inflight = false;
+	if (c->req.st_head) {
+		stream_send_more(c); /* a stream's file range waited for room in the socket */
+		return;
+	}
 	if (c->phase != PH_SENDING)
 		return;
 	if (c->closed) {
@@ -934,7 +956,7 @@ static void stream_body_end(conn_t *c, int err)
 static void stream_finish(conn_t *c)
 {
 	ft_req_t *r = &c->req;
-	bool ok = !c->closed && r->s_end_err == 0 && !r->s_bad &&
+	bool ok = !c->closed && r->s_end_err == 0 && !r->s_bad && !r->sf_failed &&
 		  (r->s_frame != FR_LENGTH || r->s_written == r->s_clen);
 
 	if (ok) {
@@ -949,7 +971,7 @@ static void stream_finish(conn_t *c)
 		}
 		if (r->s_frame == FR_CLOSE)
 			c->must_close = true;
-	} else if (!c->closed && r->s_end_err == 0) {
+	} else if (!c->closed && r->s_end_err == 0 && !r->sf_failed) {
 		ft_warn("http: stream to %s ended %llu bytes short of its Content-Length; closing", c->peer,
 			(unsigned long long)(r->s_clen - r->s_written));
 	}
@@ -957,27 +979,83 @@ static void stream_finish(conn_t *c)
 }
 
 /*
- * Sends the stream's next piece, one send at a time: the head, then whatever the ring holds.
- * With nothing left to send and the worker's end seen, finishes the request.
+ * Sends the queued file range with sendfile(2) until it is out or the socket is full. Returns true
+ * when the range is all sent, false when a POLLOUT is armed or the stream was cut (connection closed).
+ */
+static bool stream_send_file(conn_t *c)
+{
+	ft_req_t *r = &c->req;
+	uint64_t f_len;
+	size_t ring;
+	off_t off;
+	int fd;
+	ssize_t k;
+
+	for (;;) {
+		pthread_mutex_lock(&c->smu);
+		off = (off_t)r->sh.f_off;
+		f_len = r->sh.f_len;
+		ring = r->sh.s_len;
+		fd = r->sf_fd; /* set before the range was queued, under smu */
+		pthread_mutex_unlock(&c->smu);
+		/* Ring bytes only come in while no range is queued: with some there, this range is a new
+		 * one that goes after them (the caller sends the ring first). */
+		if (f_len == 0 || ring > 0)
+			return true;
+		k = sendfile(c->fd, fd, &off, f_len > (1u << 30) ? (1u << 30) : (size_t)f_len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EAGAIN) {
+			poll_out(c);
+			return false;
+		}
+		if (k <= 0) {
+			if (k == 0)
+				ft_warn("http: stream file for %s ended %llu bytes early; closing", c->peer,
+					(unsigned long long)f_len);
+			else if (errno != EPIPE && errno != ECONNRESET)
+				ft_warn("http: sendfile to %s: %s", c->peer, strerror(errno));
+			r->sf_failed = true;
+			conn_close(c); /* the worker's calls fail from now on; the body is cut */
+			return false;
+		}
+		c->send_since = c->L->now;
+		pthread_mutex_lock(&c->smu);
+		r->sh.f_off += (uint64_t)k;
+		r->sh.f_len -= (uint64_t)k;
+		/* a waiting worker wants the range drained, or STREAM_FILE_LOWAT of room: not every send */
+		if (r->sh.f_len == 0 || STREAM_FILE_MAX - r->sh.f_len >= STREAM_FILE_LOWAT)
+			stream_wake_locked(c);
+		pthread_mutex_unlock(&c->smu);
+	}
+}
+
+/*
+ * Sends the stream's next piece, one send at a time: the head, then whatever the ring holds, then
+ * the queued file range. With nothing left to send and the worker's end seen, finishes the request.
  */
 static void stream_send_more(conn_t *c)
 {
 	ft_req_t *r = &c->req;
 	size_t pos = 0, n = 0;
+	bool file = false;
 
-	if (!r->st_head || c->send_inflight)
+	if (!r->st_head || c->send_inflight || c->poll_inflight)
 		return; /* the completion comes back here */
-	if (!c->closed) {
+	while (!c->closed) {
 		if (c->send_off < r->out_len) {
 			ring_send(c, r->out + c->send_off, r->out_len - c->send_off, false);
 			c->send_since = c->L->now;
 			return;
 		}
+		n = 0;
+		file = false;
 		if (r->s_ring != NULL) {
 			pthread_mutex_lock(&c->smu);
 			pos = r->sh.s_rd;
 			n = r->sh.s_len < STREAM_BUF - pos ? r->sh.s_len : STREAM_BUF - pos;
-			r->sh.s_idle = n == 0;
+			file = r->sh.f_len > 0;
+			r->sh.s_idle = n == 0 && !file;
 			pthread_mutex_unlock(&c->smu);
 		}
 		if (n > 0) {
@@ -985,6 +1063,11 @@ static void stream_send_more(conn_t *c)
 			c->send_since = c->L->now;
 			return;
 		}
+		if (!file)
+			break;
+		if (!stream_send_file(c) && !c->closed)
+			return; /* POLLOUT armed: on_poll comes back here */
+		/* the range is out (or the stream cut): look again, the worker may have queued more */
 	}
 	if (r->resp_ready)
 		stream_finish(c);
@@ -1296,6 +1379,16 @@ static void request_begin(conn_t *c, const ft_hp_head_t *h, const ft_hp_header_t
 	r->chunked = info.chunked;
 	r->expect_continue = info.expect_continue;
 	r->client_keep_alive = info.keep_alive;
+	/*
+	 * "Expect: 100-continue" with an empty body: nothing will be read, so body_start never sends the
+	 * interim response; send it now, before anything the handler answers. Some clients (botocore
+	 * 1.29) otherwise take the final status for the answer to their expectation and misread the
+	 * next response on the connection.
+	 */
+	if (r->expect_continue && r->minor >= 1 && !r->chunked && r->content_length == 0) {
+		c->cont_off = 0;
+		ring_send(c, CONTINUE_MSG, sizeof(CONTINUE_MSG) - 1, true);
+	}
 	if (split_target(r) != 0) {
 		/* the framing is known, but keep it simple: bad targets close like other 400s */
 		server_error(c, 400, "invalid request target");
@@ -1568,7 +1661,7 @@ static void on_timer(loop_t *L)
 			    L->now - c->body_since >= s->o.body_timeout_ms)
 				body_end(c, -ETIMEDOUT);
 			/* a stream the client stopped reading: close, which fails the worker's writes */
-			if (c->req.st_head && c->send_inflight && !c->interim &&
+			if (c->req.st_head && (c->send_inflight || c->poll_inflight) && !c->interim &&
 			    L->now - c->send_since >= s->o.idle_timeout_ms)
 				conn_close(c);
 			break;
@@ -2582,12 +2675,13 @@ int ft_resp_stream_start(ft_req_t *r, int status, const char *content_type, int6
 static size_t stream_put_piece(ft_req_t *r, size_t pos, size_t room, const unsigned char *p, size_t len,
 			       size_t *queued)
 {
-	char head[CHUNK_HEAD_MAX];
+	char head[CHUNK_HEAD_MAX + 2];
 	size_t n, hl = 0;
 
 	if (r->s_frame == FR_CHUNKED) {
-		n = len < room - CHUNK_HEAD_MAX - 2 ? len : room - CHUNK_HEAD_MAX - 2;
-		hl = (size_t)snprintf(head, sizeof(head), "%zx\r\n", n);
+		n = len < room - CHUNK_HEAD_MAX - 4 ? len : room - CHUNK_HEAD_MAX - 4;
+		hl = (size_t)snprintf(head, sizeof(head), "%s%zx\r\n", r->s_crlf_due ? "\r\n" : "", n);
+		r->s_crlf_due = false;
 		pos = ring_put(r->s_ring, pos, head, hl);
 		pos = ring_put(r->s_ring, pos, p, n);
 		ring_put(r->s_ring, pos, "\r\n", 2);
@@ -2624,9 +2718,9 @@ int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len)
 		len = 0; /* HEAD, 204, 304: headers only */
 	pthread_mutex_lock(&c->smu);
 	while (len > 0 && !sh->gone) {
-		need = (len < STREAM_LOWAT ? len : STREAM_LOWAT) + (r->s_frame == FR_CHUNKED ? CHUNK_HEAD_MAX + 2 : 0);
+		need = (len < STREAM_LOWAT ? len : STREAM_LOWAT) + (r->s_frame == FR_CHUNKED ? CHUNK_HEAD_MAX + 4 : 0);
 		room = STREAM_BUF - STREAM_END_RESERVE - sh->s_len;
-		if (room < need) {
+		if (room < need || sh->f_len > 0) { /* ring bytes go after a queued file range only */
 			stream_wait(c);
 			continue;
 		}
@@ -2638,6 +2732,103 @@ int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len)
 		r->s_written += n;
 		pthread_mutex_lock(&c->smu);
 		sh->s_len += queued;
+		kick = sh->s_idle;
+		sh->s_idle = false;
+		if (kick) {
+			pthread_mutex_unlock(&c->smu);
+			req_notify(r, EV_SEND);
+			pthread_mutex_lock(&c->smu);
+		}
+	}
+	rc = sh->gone ? -ECONNRESET : 0;
+	pthread_mutex_unlock(&c->smu);
+	return rc;
+}
+
+/* Makes r's own dup of fd the stream's file, once no range of the previous one is queued. 0 or -errno. */
+static int stream_file_set(ft_req_t *r, int fd)
+{
+	conn_t *c = r->c;
+	int dup_fd;
+
+	if (r->sf_fd >= 0 && r->sf_src == fd)
+		return 0;
+	pthread_mutex_lock(&c->smu);
+	while (r->sh.f_len > 0 && !r->sh.gone)
+		stream_wait(c);
+	pthread_mutex_unlock(&c->smu);
+	dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dup_fd < 0)
+		return -errno;
+	pthread_mutex_lock(&c->smu); /* the loop reads sf_fd under smu while a range is queued */
+	if (r->sf_fd >= 0)
+		close(r->sf_fd);
+	r->sf_fd = dup_fd;
+	r->sf_src = fd;
+	pthread_mutex_unlock(&c->smu);
+	return 0;
+}
+
+/* Chunked framing: queues the head of a chunk of n file bytes (and the previous chunk's CRLF); smu held. */
+static void stream_file_chunk_head(ft_req_t *r, uint64_t n)
+{
+	char head[CHUNK_HEAD_MAX + 2];
+	size_t hl, pos;
+
+	hl = (size_t)snprintf(head, sizeof(head), "%s%llx\r\n", r->s_crlf_due ? "\r\n" : "", (unsigned long long)n);
+	pos = (r->sh.s_rd + r->sh.s_len) % STREAM_BUF;
+	ring_put(r->s_ring, pos, head, hl); /* free space: only this thread writes (a few bytes, under smu) */
+	r->sh.s_len += hl;
+	r->s_crlf_due = true;
+}
+
+int ft_resp_stream_sendfile(ft_req_t *r, int fd, uint64_t off, uint64_t len)
+{
+	conn_t *c = r->c;
+	stream_shared_t *sh = &r->sh;
+	uint64_t room, n;
+	bool kick, chunked = r->s_frame == FR_CHUNKED;
+	int rc;
+
+	if (!r->s_started || r->responded) {
+		ft_error("http: ft_resp_stream_sendfile without a started stream");
+		return -EINVAL;
+	}
+	if (on_loop_thread("ft_resp_stream_sendfile"))
+		return -EDEADLK;
+	if (r->s_frame == FR_LENGTH && len > r->s_clen - r->s_written) {
+		ft_error("http: stream sendfile past its Content-Length of %llu", (unsigned long long)r->s_clen);
+		r->s_bad = true;
+		return -EMSGSIZE;
+	}
+	if (r->s_frame == FR_NONE || len == 0)
+		return stream_is_gone(r) ? -ECONNRESET : 0; /* HEAD, 204, 304: headers only */
+	rc = stream_file_set(r, fd);
+	if (rc != 0) {
+		r->s_bad = true; /* bytes the caller counted on are missing: the stream must not end well */
+		return rc;
+	}
+	pthread_mutex_lock(&c->smu);
+	while (len > 0 && !sh->gone) {
+		room = STREAM_FILE_MAX - sh->f_len;
+		if (sh->f_len > 0 && (chunked || sh->f_off + sh->f_len != off)) {
+			stream_wait(c); /* not contiguous (or a chunk head must go first): the range drains */
+			continue;
+		}
+		if (room < (len < STREAM_FILE_LOWAT ? len : STREAM_FILE_LOWAT) ||
+		    (chunked && STREAM_BUF - STREAM_END_RESERVE - sh->s_len < CHUNK_HEAD_MAX + 4)) {
+			stream_wait(c);
+			continue;
+		}
+		n = len < room ? len : room;
+		if (chunked)
+			stream_file_chunk_head(r, n);
+		if (sh->f_len == 0)
+			sh->f_off = off;
+		sh->f_len += n;
+		off += n;
+		len -= n;
+		r->s_written += n;
 		kick = sh->s_idle;
 		sh->s_idle = false;
 		if (kick) {
@@ -2668,12 +2859,16 @@ void ft_resp_stream_end(ft_req_t *r, int err)
 	}
 	r->s_end_err = err;
 	if (err == 0 && r->s_frame == FR_CHUNKED) {
+		const char *last = r->s_crlf_due ? "\r\n0\r\n\r\n" : "0\r\n\r\n";
+
 		pthread_mutex_lock(&c->smu);
+		while (r->sh.f_len > 0 && !r->sh.gone && tls_loop == NULL)
+			stream_wait(c); /* the last chunk goes after the queued file range */
 		pos = (r->sh.s_rd + r->sh.s_len) % STREAM_BUF;
 		pthread_mutex_unlock(&c->smu);
-		ring_put(r->s_ring, pos, "0\r\n\r\n", 5); /* writes always leave STREAM_END_RESERVE free */
+		ring_put(r->s_ring, pos, last, strlen(last)); /* writes leave STREAM_END_RESERVE free */
 		pthread_mutex_lock(&c->smu);
-		r->sh.s_len += 5;
+		r->sh.s_len += strlen(last);
 		pthread_mutex_unlock(&c->smu);
 	}
 	resp_commit(r); /* EV_RESPONDED: the loop sends what is left, then finishes r */

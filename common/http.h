@@ -20,8 +20,9 @@
  *   This holds even when the client has gone away: the response call then only releases r.
  * - Response calls are thread-safe: from a worker thread they hand the response to r's loop.
  * - ft_req_read_body() may be called at most once, on the loop thread, before the response.
- *   The server sends "100 Continue" at that moment if the client asked for it. If a handler
- *   responds without reading a request body, the server closes the connection after the response.
+ *   The server sends "100 Continue" at that moment if the client asked for it (for a request
+ *   with an empty body, before the handler runs). If a handler responds without reading a
+ *   request body, the server closes the connection after the response.
  * - ft_req_alloc() memory and ft_req_on_done() hooks live until the response is finished
  *   (sent, or the connection dropped); the hooks run in reverse order of registration.
  */
@@ -156,6 +157,17 @@ ssize_t ft_req_body_read(ft_req_t *r, void *buf, size_t cap);
  */
 int ft_resp_stream_start(ft_req_t *r, int status, const char *content_type, int64_t content_length);
 int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len);
+/*
+ * Streaming response from a file: queues len bytes of fd from off, sent after whatever the stream
+ * queued before, with sendfile(2) (no copy through user memory). The bytes must already be in the
+ * file (the caller may still be appending further on). The server keeps its own dup of fd until
+ * the response is finished, so the caller may close fd after ft_resp_stream_end; pass the same fd
+ * for every call of one stream (another fd waits until the previous one's bytes are out). Blocks
+ * while more than about 16 MiB of file bytes are unsent (they cost no memory). Returns and errors as
+ * ft_resp_stream_write; if the file turns out shorter than what was queued, the connection is
+ * closed without a proper end of body (never a short response left looking whole).
+ */
+int ft_resp_stream_sendfile(ft_req_t *r, int fd, uint64_t off, uint64_t len);
 void ft_resp_stream_end(ft_req_t *r, int err);
 /*
  * Details of the stream calls above:

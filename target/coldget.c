@@ -23,18 +23,26 @@
  * A GET of a remote-bucket object that is not cached (or with latest-ver=true) runs here on a
  * worker thread. Per object there is at most one in-flight fetch (a "flight", keyed by the
  * object's path relative to its mountpath). The first request becomes the fetcher: it reads the
- * whole object from the backend (verify on), appends each chunk to a work file, bumps the
- * flight's byte counter and streams the chunk to its own client. Later requests join: they
- * pread the bytes already in the work file and wait on the condvar for more. Only after the end
- * of body was verified (size, and MD5/CRC32C where the backend states one) is the work file
- * renamed into place with its metadata; the flight then turns DONE. On any failure it turns
- * FAILED, the work file is removed and every response is aborted (ft_resp_stream_end with an
- * error). To make sure no client can mistake a cut body for a whole one, every response holds
- * back the last byte of its window until the flight is DONE.
+ * whole object from the backend (verify on) in chunks of up to CHUNK, appends each chunk to a
+ * work file (preallocated to the object's size when the backend states it: no per-block delayed
+ * allocation on the hot path, and no space is found missing halfway), bumps the flight's byte
+ * counter and queues the new range of the work file to its own client. Later requests join:
+ * they queue the ranges already in the work file and wait on the flight's condvar for more.
+ * Every client is served from the work file with ft_resp_stream_sendfile (sendfile(2) from the
+ * page cache on the loop thread): past the backend read (the socket into libcurl's buffer, that
+ * into ours) a byte is copied once more, by the pwrite, and read once, by the checksum; no copy
+ * is made per client. Only after the end of body was verified (size, and
+ * MD5/CRC32C where the backend states one) is the work file renamed into place with its
+ * metadata; the flight then turns DONE. On any failure it turns FAILED, the work file is removed
+ * and every response is aborted (ft_resp_stream_end with an error). To make sure no client can
+ * mistake a cut body for a whole one, every response holds back the last byte of its window
+ * until the flight is DONE.
  * Range GETs of a cold object fetch (or join the fetch of) the whole object, so it gets cached,
  * and serve their window from it.
  * A flight is removed from the table only after the rename (or the failure), under fl_lock, so a
- * request that finds no flight and no file really has to fetch.
+ * request that finds no flight and no file really has to fetch. fl_lock guards only the table
+ * and the references; a flight's progress is under its own mutex (taken after fl_lock when both
+ * are needed), so the per-chunk bookkeeping of one fetch never waits behind another's.
  *
  * OWNERSHIP
  * Backend handles live in be_list from first use until tgt_coldget_fini (a re-created bucket
@@ -42,6 +50,11 @@
  * reference-counted (fetcher + joiners, under fl_lock); the last reference closes its fd.
  */
 
+/*
+ * The backend read buffer, one per fetch in flight. A read returns what the transfer has (up to
+ * this), then costs one pwrite, one checksum update and one lock: at 256 KiB those per-read costs
+ * are well under 1% of the bytes' cost, so a larger buffer would only cost memory.
+ */
 #define CHUNK (256 * 1024)
 
 enum { FL_RUNNING = 0, FL_DONE, FL_FAILED };
@@ -65,14 +78,15 @@ typedef struct flight {
 	int have_meta;    /* size and meta are set, fd is readable */
 	int64_t size;     /* object size, -1 unknown */
 	int64_t written;  /* bytes in the work file so far */
-	int fd;           /* the work file (read side), -1 until have_meta */
+	int fd;           /* the work file (read side, what clients are sent from), -1 until have_meta */
 	int status;       /* FL_FAILED: the HTTP status for a client not answered yet */
 	char msg[400];
 	ft_backend_meta_t meta;
+	pthread_mutex_t mu;  /* guards state and the fields after it (next and refs: fl_lock; rel: fixed) */
+	pthread_cond_t cond; /* with mu: more bytes, the metadata, or the end */
 } flight_t;
 
 static pthread_mutex_t fl_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t fl_cond = PTHREAD_COND_INITIALIZER;
 static flight_t *flights; /* guarded by fl_lock */
 
 int tgt_is_remote(const tgt_obj_t *o)
@@ -164,6 +178,8 @@ static flight_t *flight_new(const char *rel)
 		free(f);
 		return NULL;
 	}
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cond, NULL);
 	f->refs = 1;
 	f->fd = -1;
 	f->size = -1;
@@ -192,6 +208,8 @@ static void flight_put(flight_t *f)
 		return;
 	if (f->fd >= 0)
 		close(f->fd);
+	pthread_cond_destroy(&f->cond);
+	pthread_mutex_destroy(&f->mu);
 	free(f->rel);
 	free(f);
 }
@@ -200,12 +218,14 @@ static void flight_put(flight_t *f)
 static void flight_end(flight_t *f, int state, int status, const char *msg)
 {
 	pthread_mutex_lock(&fl_lock);
+	pthread_mutex_lock(&f->mu);
 	f->state = state;
 	f->status = status;
 	if (msg != NULL)
 		snprintf(f->msg, sizeof(f->msg), "%s", msg);
 	flight_unlink(f);
-	pthread_cond_broadcast(&fl_cond);
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->mu);
 	pthread_mutex_unlock(&fl_lock);
 }
 
@@ -220,12 +240,16 @@ typedef struct {
 	uint64_t off;    /* window: [off, off + len); len_known = 0 means to the end (unknown size) */
 	uint64_t len;
 	int len_known;
-	unsigned char held; /* the window's last byte, sent only once the object is verified */
+	int fd;          /* the flight's work file (read side): what the window is sent from */
+	uint64_t held;   /* offset of the window's last byte, sent only once the object is verified */
 	int has_held;
 } sink_t;
 
-/* Starts the response for an object of size (-1 unknown): 200, 206 for a Range, or 416/400 (then done). */
-static void sink_start(sink_t *s, ft_req_t *r, const tgt_obj_t *o, int64_t size, const ft_backend_meta_t *m)
+/*
+ * Starts the response for an object of size (-1 unknown), sent from fd: 200, 206 for a Range, or
+ * 416/400 (then done).
+ */
+static void sink_start(sink_t *s, ft_req_t *r, const tgt_obj_t *o, int fd, int64_t size, const ft_backend_meta_t *m)
 {
 	const char *range = r != NULL ? ft_req_header(r, "Range") : NULL;
 	uint64_t off = 0, len = 0;
@@ -233,6 +257,7 @@ static void sink_start(sink_t *s, ft_req_t *r, const tgt_obj_t *o, int64_t size,
 
 	memset(s, 0, sizeof(*s));
 	s->r = r;
+	s->fd = fd;
 	if (r == NULL) { /* prefetch: no client */
 		s->state = SINK_DONE;
 		return;
@@ -273,14 +298,15 @@ static void sink_start(sink_t *s, ft_req_t *r, const tgt_obj_t *o, int64_t size,
 		s->gone = 1;
 }
 
-static void sink_write(sink_t *s, const void *buf, size_t n)
+/* Queues the work file's bytes [pos, pos + n) (already written) to the client. */
+static void sink_send(sink_t *s, uint64_t pos, uint64_t n)
 {
-	if (n > 0 && !s->gone && ft_resp_stream_write(s->r, buf, n) != 0)
+	if (n > 0 && !s->gone && ft_resp_stream_sendfile(s->r, s->fd, pos, n) != 0)
 		s->gone = 1;
 }
 
-/* Object bytes [pos, pos + n): sends the part inside the window, holding back its last byte. */
-static void sink_data(sink_t *s, const unsigned char *buf, uint64_t pos, size_t n)
+/* Object bytes [pos, pos + n) are in the work file: sends the part inside the window, holding back its last byte. */
+static void sink_data(sink_t *s, uint64_t pos, uint64_t n)
 {
 	if (s->state != SINK_STREAMING)
 		return;
@@ -290,19 +316,19 @@ static void sink_data(sink_t *s, const unsigned char *buf, uint64_t pos, size_t 
 	if (hi <= lo)
 		return;
 	if (s->len_known && hi == s->off + s->len) {
-		s->held = buf[hi - 1 - pos];
+		s->held = hi - 1;
 		s->has_held = 1;
 		hi--;
 	}
-	sink_write(s, buf + (lo - pos), (size_t)(hi - lo));
+	sink_send(s, lo, hi - lo);
 }
 
-/* The object is verified and in place: the held byte, then the proper end. */
+/* The object is verified and in place (the work file fd still reads it): the held byte, then the proper end. */
 static void sink_finish(sink_t *s)
 {
 	if (s->state == SINK_STREAMING) {
 		if (s->has_held)
-			sink_write(s, &s->held, 1);
+			sink_send(s, s->held, 1);
 		ft_resp_stream_end(s->r, 0);
 	}
 	s->state = SINK_DONE;
@@ -450,18 +476,25 @@ static int fetch_open(fetch_t *x)
 			   o->bucket, o->obj, x->size, o->mp->path);
 		return -1;
 	}
+	/* Blocks allocated up front: pwrite then skips ext4's per-block delayed allocation (about half its cost). */
+	if (x->size > 0 && fallocate(x->fd, 0, 0, (off_t)x->size) != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
+		int e = errno;
+		fetch_fail(x, e == ENOSPC || e == EDQUOT ? 507 : 500,
+			   "cannot allocate %" PRId64 " bytes for the work file: %s", x->size, strerror(e));
+		return -1;
+	}
 	int rfd = openat(o->mp->work_fd, x->work, O_RDONLY | O_CLOEXEC);
 	if (rfd < 0) {
 		fetch_fail(x, 500, "cannot reopen the work file: %s", strerror(errno));
 		return -1;
 	}
-	pthread_mutex_lock(&fl_lock);
+	pthread_mutex_lock(&x->f->mu);
 	x->f->fd = rfd;
 	x->f->size = x->size;
 	x->f->meta = x->meta;
 	x->f->have_meta = 1;
-	pthread_cond_broadcast(&fl_cond);
-	pthread_mutex_unlock(&fl_lock);
+	pthread_cond_broadcast(&x->f->cond);
+	pthread_mutex_unlock(&x->f->mu);
 	return 0;
 }
 
@@ -490,11 +523,11 @@ static int fetch_body(fetch_t *x)
 			done += (size_t)n;
 		}
 		ft_cksum_update(&x->ck, x->buf, got);
-		pthread_mutex_lock(&fl_lock);
+		pthread_mutex_lock(&x->f->mu);
 		x->f->written += (int64_t)got;
-		pthread_cond_broadcast(&fl_cond);
-		pthread_mutex_unlock(&fl_lock);
-		sink_data(&x->sink, x->buf, x->pos, got);
+		pthread_cond_broadcast(&x->f->cond);
+		pthread_mutex_unlock(&x->f->mu);
+		sink_data(&x->sink, x->pos, got);
 		x->pos += got;
 	}
 	if (x->size >= 0 && (int64_t)x->pos != x->size) {
@@ -517,7 +550,7 @@ static void run_fetch(ft_req_t *r, tgt_obj_t *o, flight_t *f)
 	x.sink.r = r;
 	if (fetch_open(&x) != 0)
 		goto out;
-	sink_start(&x.sink, r, o, x.size, &x.meta);
+	sink_start(&x.sink, r, o, f->fd, x.size, &x.meta);
 	if (fetch_body(&x) != 0)
 		goto out;
 	int rc = finalize(&x);
@@ -539,71 +572,63 @@ out:
 /* A request joining flight f (holds a reference, dropped here). Makes r's response call. */
 static void run_join(ft_req_t *r, tgt_obj_t *o, flight_t *f)
 {
-	unsigned char *buf = malloc(CHUNK);
 	ft_backend_meta_t meta;
 	sink_t s;
 	int64_t size;
 
 	memset(&s, 0, sizeof(s));
 	s.r = r;
-	pthread_mutex_lock(&fl_lock);
+	pthread_mutex_lock(&f->mu);
 	while (!f->have_meta && f->state == FL_RUNNING)
-		pthread_cond_wait(&fl_cond, &fl_lock);
-	if (!f->have_meta || buf == NULL) {
-		int status = buf == NULL ? 500 : f->status;
+		pthread_cond_wait(&f->cond, &f->mu);
+	if (!f->have_meta) {
+		int status = f->status;
 		char msg[400];
-		snprintf(msg, sizeof(msg), "%s", buf == NULL ? "out of memory" : f->msg);
-		pthread_mutex_unlock(&fl_lock);
+		snprintf(msg, sizeof(msg), "%s", f->msg);
+		pthread_mutex_unlock(&f->mu);
 		sink_fail(&s, status, msg);
 		goto out;
 	}
 	size = f->size;
 	meta = f->meta;
-	pthread_mutex_unlock(&fl_lock);
+	pthread_mutex_unlock(&f->mu);
 
-	sink_start(&s, r, o, size, &meta);
+	/* f->fd is set once have_meta is, and stays open while we hold our reference. */
+	sink_start(&s, r, o, f->fd, size, &meta);
 	uint64_t pos = s.off;
 	int state = FL_RUNNING;
 	for (;;) {
-		pthread_mutex_lock(&fl_lock);
+		pthread_mutex_lock(&f->mu);
 		while (f->state == FL_RUNNING && (uint64_t)f->written <= pos)
-			pthread_cond_wait(&fl_cond, &fl_lock);
+			pthread_cond_wait(&f->cond, &f->mu);
 		state = f->state;
 		uint64_t written = (uint64_t)f->written;
-		pthread_mutex_unlock(&fl_lock);
+		pthread_mutex_unlock(&f->mu);
 		if (state == FL_FAILED || s.state != SINK_STREAMING)
 			break;
 		uint64_t end = s.len_known ? s.off + s.len : written;
 		if (pos >= end && state == FL_DONE)
 			break;
 		if (pos >= end) { /* window complete: wait for the verdict */
-			pthread_mutex_lock(&fl_lock);
+			pthread_mutex_lock(&f->mu);
 			while (f->state == FL_RUNNING)
-				pthread_cond_wait(&fl_cond, &fl_lock);
+				pthread_cond_wait(&f->cond, &f->mu);
 			state = f->state;
-			pthread_mutex_unlock(&fl_lock);
+			pthread_mutex_unlock(&f->mu);
 			if (state == FL_DONE)
 				break;
 			continue;
 		}
-		size_t want = (size_t)((written < end ? written : end) - pos);
-		if (want > CHUNK)
-			want = CHUNK;
-		ssize_t n = pread(f->fd, buf, want, (off_t)pos);
-		if (n <= 0) {
-			sink_fail(&s, 500, "cannot read the work file");
-			goto out;
-		}
-		sink_data(&s, buf, pos, (size_t)n);
-		pos += (uint64_t)n;
+		uint64_t upto = written < end ? written : end;
+		sink_data(&s, pos, upto - pos); /* in the work file already: sent from there */
+		pos = upto;
 	}
-	/* f->status and f->msg are final once the state is (read under fl_lock above). */
+	/* f->status and f->msg are final once the state is (read under f->mu above). */
 	if (s.state == SINK_STREAMING && state == FL_DONE)
 		sink_finish(&s);
 	else
 		sink_fail(&s, f->status ? f->status : 500, f->msg);
 out:
-	free(buf);
 	flight_put(f);
 }
 
@@ -762,13 +787,13 @@ static void coldget_work(ft_req_t *r, void *arg)
 /* Waits until f (a reference held, dropped here) ends; 0, or -1 with its message. */
 static int prefetch_wait(flight_t *f, int64_t *bytes, char *err, size_t cap)
 {
-	pthread_mutex_lock(&fl_lock);
+	pthread_mutex_lock(&f->mu);
 	while (f->state == FL_RUNNING)
-		pthread_cond_wait(&fl_cond, &fl_lock);
+		pthread_cond_wait(&f->cond, &f->mu);
 	int ok = f->state == FL_DONE;
 	*bytes = f->written;
 	snprintf(err, cap, "%s", f->msg);
-	pthread_mutex_unlock(&fl_lock);
+	pthread_mutex_unlock(&f->mu);
 	flight_put(f);
 	return ok ? 0 : -1;
 }

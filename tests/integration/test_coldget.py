@@ -35,11 +35,19 @@ def cached_files(cluster, provider, bucket, name):
             if os.path.exists(os.path.join(mp, provider, bucket, name))]
 
 
-def access_count(peer, name):
-    if not peer.access_log.exists():
-        return 0
+def access_count(peer, name, at_least=1):
+    """GETs of name in the origin's access log. nginx logs a request after its last send, which
+    can come a moment after our client already has the whole response: wait (a bounded while)
+    until at least at_least lines are there, so an unwritten line does not pass for no fetch."""
     needle = f"GET /files/{name} "
-    return sum(1 for line in peer.access_log.read_text().splitlines() if needle in line)
+    deadline = time.monotonic() + 10
+    while True:
+        n = 0
+        if peer.access_log.exists():
+            n = sum(1 for line in peer.access_log.read_text().splitlines() if needle in line)
+        if n >= at_least or time.monotonic() > deadline:
+            return n
+        time.sleep(0.02)
 
 
 @pytest.fixture(scope="module")
@@ -71,10 +79,12 @@ def put_origin(origin, name, data):
 
 
 # ---- a faulty origin ----
+NOLEN_BODY = bytes(range(256)) * 4099  # about 1 MiB, not a multiple of any buffer size
 class Faulty(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     hits = {}
     lock = threading.Lock()
+    gate = threading.Event()
 
     def log_message(self, *a):
         pass
@@ -92,11 +102,30 @@ class Faulty(BaseHTTPRequestHandler):
             self.wfile.write(body)
             return
         self.send_response(200)
+        if name.startswith("nolen"):
+            # no Content-Length: the body ends with the connection
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command == "GET":
+                self.wfile.write(NOLEN_BODY)
+                self.wfile.flush()
+            self.close_connection = True
+            return
         self.send_header("Content-Length", str(size))
         self.send_header("Connection", "close")
         self.end_headers()
         if name.startswith("half"):
             self.wfile.write(b"h" * (size // 2))
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if name.startswith("gate"):
+            # 64 KiB, then wait until the test opens the gate, 64 KiB more, then a cut.
+            self.wfile.write(b"g" * (64 * 1024))
+            self.wfile.flush()
+            Faulty.gate.wait(60)
+            self.wfile.write(b"g" * (64 * 1024))
             self.wfile.flush()
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -225,9 +254,9 @@ def test_latest_ver(cluster, ht_bucket, origin):
     assert requests.get(obj_url(cluster.url, ht_bucket, name), timeout=TIMEOUT).content == v1  # cached
     r = requests.get(obj_url(cluster.url, ht_bucket, name, extra="&latest-ver=true"), timeout=TIMEOUT)
     assert r.status_code == 200 and r.content == v2
-    assert access_count(origin, name) == 2
+    assert access_count(origin, name, 2) == 2
     r = requests.get(obj_url(cluster.url, ht_bucket, name, extra="&latest-ver=true"), timeout=TIMEOUT)
-    assert r.content == v2 and access_count(origin, name) == 2  # unchanged: HEAD only
+    assert r.content == v2 and access_count(origin, name, 2) == 2  # unchanged: HEAD only
     (origin.root / name).unlink()
     r = requests.get(obj_url(cluster.url, ht_bucket, name, extra="&latest-ver=true"), timeout=TIMEOUT)
     assert_json_error(r, 404)
@@ -279,6 +308,59 @@ def test_origin_closes_mid_body(cluster, faulty):
     assert all(cut)
     assert Faulty.hits.get("half2", 0) <= 4
     assert_nothing_cached(cluster, faulty, "half2")
+
+
+def test_readers_of_a_failing_fetch_all_cut(cluster, faulty):
+    # Four readers, all answered (headers) while the one fetch is still running, so all joined it;
+    # then the origin cuts the body: each response must end visibly cut, after the origin's bytes only.
+    n = 4
+    Faulty.gate.clear()
+    headers_in = threading.Semaphore(0)
+
+    def one(_):
+        with requests.get(obj_url(cluster.url, faulty, "gate1"), stream=True, timeout=120) as r:
+            headers_in.release()
+            if r.status_code != 200:
+                return "status %d" % r.status_code
+            declared = int(r.headers["Content-Length"])
+            got = b""
+            try:
+                for chunk in r.iter_content(1 << 16):
+                    got += chunk
+            except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ConnectionError,
+                    urllib3.exceptions.HTTPError):
+                pass
+            if got.strip(b"g"):
+                return "bytes that are not the origin's"
+            return "cut" if len(got) < declared else "whole %d of %d bytes" % (len(got), declared)
+
+    try:
+        with ThreadPoolExecutor(n) as ex:
+            futs = [ex.submit(one, i) for i in range(n)]
+            for _ in range(n):
+                assert headers_in.acquire(timeout=60), "a reader got no response head"
+            assert Faulty.hits.get("gate1", 0) == 1, "the readers did not share one fetch"
+            Faulty.gate.set()
+            results = [f.result() for f in futs]
+    finally:
+        Faulty.gate.set()
+    assert results == ["cut"] * n, results
+    assert Faulty.hits.get("gate1", 0) == 1
+    assert_nothing_cached(cluster, faulty, "gate1")
+
+
+def test_origin_without_length(cluster, faulty):
+    # No Content-Length from the origin: the cold response is chunked (sent from the work file
+    # chunk by chunk), ends properly, and the object is cached whole.
+    url = obj_url(cluster.url, faulty, "nolen1")
+    r = requests.get(url, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert r.headers.get("Transfer-Encoding") == "chunked"
+    assert r.content == NOLEN_BODY
+    assert len(cached_files(cluster, "ht", faulty, "nolen1")) == 1
+    r = requests.get(url, timeout=TIMEOUT)
+    assert r.status_code == 200 and r.content == NOLEN_BODY
+    assert Faulty.hits.get("nolen1", 0) == 1
 
 
 def test_origin_stall(cluster, faulty):

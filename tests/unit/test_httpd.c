@@ -317,6 +317,46 @@ static void s_sum(ft_req_t *r)
 	ft_resp_bytes(r, 200, "text/plain", out, strlen(out));
 }
 
+/*
+ * Streams size pattern bytes from a file it writes as it goes (like a cold GET): each piece is
+ * written, then queued with ft_resp_stream_sendfile. mix=1: every third piece goes through
+ * ft_resp_stream_write instead (order check); short=1: from half way, queues bytes the file does
+ * not have; abort=1: from half way, ends with an error.
+ */
+static void s_fgen(ft_req_t *r)
+{
+	uint64_t size = query_u64(r, "size", 0), piece = query_u64(r, "piece", 100000), off = 0, n;
+	bool chunked = query_u64(r, "chunked", 0) != 0, mix = query_u64(r, "mix", 0) != 0;
+	bool cut = query_u64(r, "short", 0) != 0, abort_ = query_u64(r, "abort", 0) != 0;
+	char path[] = "/tmp/ft-httpd-fgen-XXXXXX";
+	unsigned char *buf = malloc(piece);
+	int fd = mkstemp(path), rc;
+	unsigned k = 0;
+
+	assert_true(fd >= 0);
+	unlink(path);
+	rc = ft_resp_stream_start(r, 200, "application/octet-stream", chunked ? -1 : (int64_t)size);
+	while (rc == 0 && off < size && !((cut || abort_) && off >= size / 2)) {
+		n = size - off < piece ? size - off : piece;
+		pat_fill(buf, (size_t)n, off);
+		if (mix && k++ % 3 == 1) {
+			rc = ft_resp_stream_write(r, buf, (size_t)n);
+		} else {
+			assert_int_equal(pwrite(fd, buf, (size_t)n, (off_t)off), (ssize_t)n);
+			rc = ft_resp_stream_sendfile(r, fd, off, n);
+		}
+		if (rc == 0)
+			off += n;
+	}
+	if (cut && rc == 0)
+		rc = ft_resp_stream_sendfile(r, fd, off, size - off); /* past the file's end */
+	if (rc != 0)
+		atomic_store(&g_s_write_err, rc);
+	close(fd); /* the server sends from its own dup */
+	free(buf);
+	ft_resp_stream_end(r, rc != 0 ? rc : abort_ ? -EIO : 0);
+}
+
 static void stream_work(ft_req_t *r, void *arg)
 {
 	const char *path = ft_req_path(r, NULL);
@@ -332,6 +372,8 @@ static void stream_work(ft_req_t *r, void *arg)
 		s_over(r);
 	else if (strcmp(path, "/s/sum") == 0)
 		s_sum(r);
+	else if (strcmp(path, "/s/fgen") == 0)
+		s_fgen(r);
 	else
 		ft_resp_stream_end(r, 0); /* never started: the server answers 500 */
 }
@@ -1796,6 +1838,117 @@ static void test_stream_abort(void **state)
 	}
 }
 
+/* A stream from a growing file (ft_resp_stream_sendfile), alone and mixed with ring writes. */
+static void test_stream_sendfile(void **state)
+{
+	static const char *const targets[] = {
+		"/s/fgen?size=20000000&piece=300000",
+		"/s/fgen?size=20000000&piece=300000&mix=1",
+		"/s/fgen?size=9000000&piece=5000000", /* pieces over the queue bound */
+		"/s/fgen?size=7&piece=3&mix=1",
+	};
+	char req[256], v[64];
+	bool bad = false;
+	size_t i;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	atomic_store(&g_s_write_err, 0);
+	cli_open(&c);
+	for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", targets[i]);
+		cli_sends(&c, req);
+		assert_int_equal(cli_read(&c, &r, true), 0);
+		assert_int_equal(r.status, 200);
+		assert_null(resp_header(&r, "Connection", v, sizeof(v)));
+		assert_int_equal(cli_read_cmp(&c, (uint64_t)r.clen, NULL, 0, &bad), (uint64_t)r.clen);
+		if (bad)
+			fail_msg("%s: the body differs from the pattern", targets[i]);
+		resp_free(&r);
+		expect_small(&c); /* keep-alive after each */
+	}
+	/* HEAD: headers only, the queued file bytes are ignored */
+	cli_sends(&c, "HEAD /s/fgen?size=1000 HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.clen, 1000);
+	resp_free(&r);
+	expect_small(&c);
+	cli_close(&c);
+	assert_int_equal(atomic_load(&g_s_write_err), 0);
+	/* chunked, alone and mixed */
+	for (i = 0; i < 2; i++) {
+		unsigned char *out = NULL;
+		size_t len = 0, j;
+
+		cli_open(&c);
+		cli_sends(&c, i == 0 ? "GET /s/fgen?size=3000000&chunked=1 HTTP/1.1\r\nHost: t\r\n\r\n"
+				     : "GET /s/fgen?size=3000000&chunked=1&mix=1&piece=70000 HTTP/1.1\r\n"
+				       "Host: t\r\n\r\n");
+		assert_int_equal(cli_read(&c, &r, true), 0);
+		assert_string_equal(resp_header(&r, "Transfer-Encoding", v, sizeof(v)), "chunked");
+		assert_int_equal(cli_read_chunked(&c, &out, &len), 0);
+		assert_int_equal(len, 3000000);
+		for (j = 0; j < len; j++)
+			if (out[j] != pat(j))
+				fail_msg("chunked %zu: bad byte at %zu", i, j);
+		free(out);
+		resp_free(&r);
+		expect_small(&c);
+		cli_close(&c);
+	}
+}
+
+/* A file stream that cannot complete never looks whole: short file, error end; with a length or chunked. */
+static void test_stream_sendfile_cut(void **state)
+{
+	(void)state;
+	expect_cut("/s/fgen?size=1000000&short=1", false, 500000);           /* the file ends early */
+	expect_cut("/s/fgen?size=1000000&short=1&chunked=1", true, 500000);
+	expect_cut("/s/fgen?size=1000000&abort=1", false, 500000);           /* end(err) */
+	expect_cut("/s/fgen?size=1000000&abort=1&chunked=1", true, 500000);
+}
+
+/* "Expect: 100-continue" with an empty body: the interim response, then the answer; the connection stays. */
+static void test_expect_continue_empty(void **state)
+{
+	static const char *const reqs[] = {
+		"PUT /noread HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n",
+		"PUT /echo HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n",
+		"PUT /s/sum HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n",
+		"GET /small HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n\r\n",
+	};
+	static const char *const bodies[] = { "no", "", "0 0", "hello world" };
+	char v[64];
+	size_t i;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	cli_open(&c);
+	for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		cli_sends(&c, reqs[i]);
+		assert_int_equal(cli_read(&c, &r, false), 0);
+		if (r.status != 100)
+			fail_msg("request %zu: status %d before the final response, want 100", i, r.status);
+		resp_free(&r);
+		assert_int_equal(cli_read(&c, &r, false), 0);
+		assert_int_equal(r.status, 200);
+		assert_int_equal(r.body_len, strlen(bodies[i]));
+		if (r.body_len > 0)
+			assert_memory_equal(r.body, bodies[i], r.body_len);
+		assert_null(resp_header(&r, "Connection", v, sizeof(v)));
+		resp_free(&r);
+	}
+	/* HTTP/1.0 gets no interim response */
+	cli_sends(&c, "PUT /noread HTTP/1.0\r\nConnection: keep-alive\r\nExpect: 100-continue\r\n"
+		      "Content-Length: 0\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, false), 0);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	cli_close(&c);
+}
+
 /* "100 Continue" goes out on the worker's first ft_req_body_read, not before. */
 static void test_stream_continue(void **state)
 {
@@ -2155,6 +2308,9 @@ int main(void)
 		cmocka_unit_test(test_stream_client_gone),
 		cmocka_unit_test(test_stream_abort),
 		cmocka_unit_test(test_stream_continue),
+		cmocka_unit_test(test_stream_sendfile),
+		cmocka_unit_test(test_stream_sendfile_cut),
+		cmocka_unit_test(test_expect_continue_empty),
 		cmocka_unit_test(test_stream_head),
 		cmocka_unit_test(test_stream_body_plain_response),
 		cmocka_unit_test(test_stream_body_bounded),

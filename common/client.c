@@ -1,4 +1,4 @@
-/* Node-to-node JSON client on libcurl: one keep-alive easy handle per thread. */
+/* Node-to-node client on libcurl (JSON bodies, or bytes through ft_client_send): one keep-alive easy handle per thread. */
 #include "client.h"
 #include "strbuf.h"
 
@@ -96,10 +96,10 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return b->body.failed ? 0 : n;
 }
 
-/* Sets the method and body options; the body text stays owned by the caller until perform returns. */
-static void set_method(CURL *h, const char *method, const char *text)
+/* Sets the method and body options; the body stays owned by the caller until perform returns. */
+static void set_method(CURL *h, const char *method, const void *body, size_t len)
 {
-	if (strcmp(method, "GET") == 0 && text == NULL) {
+	if (strcmp(method, "GET") == 0 && body == NULL) {
 		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 		return;
 	}
@@ -108,8 +108,8 @@ static void set_method(CURL *h, const char *method, const char *text)
 		return;
 	}
 	/* POSTFIELDS gives a Content-Length body; CUSTOMREQUEST renames the method for PUT, DELETE, ... */
-	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)(text != NULL ? strlen(text) : 0));
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, text != NULL ? text : "");
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body != NULL ? len : 0));
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body != NULL ? body : "");
 	if (strcmp(method, "POST") != 0)
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 }
@@ -146,20 +146,17 @@ static struct curl_slist *request_headers(const char *const *extra, bool json_bo
 	return l;
 }
 
-int ft_client_json(const char *method, const char *url, const json_t *body, int timeout_ms, long *status,
-		   json_t **resp, char *err, size_t errlen)
-{
-	return ft_client_call(method, url, NULL, body, timeout_ms, status, resp, err, errlen);
-}
-
-/* timeout_ms <= 0 means no timeout. */
-int ft_client_call(const char *method, const char *url, const char *const *extra, const json_t *body,
-		   int timeout_ms, long *status, json_t **resp, char *err, size_t errlen)
+/*
+ * The one exchange behind every call: body (borrowed, NULL for none) of len bytes; json_body
+ * labels it application/json unless extra names a Content-Type. timeout_ms <= 0 means none.
+ */
+static int client_send(const char *method, const char *url, const char *const *extra, bool json_body,
+		       const void *body, size_t len, int timeout_ms, long *status, json_t **resp, char *err,
+		       size_t errlen)
 {
 	char curl_err[CURL_ERROR_SIZE] = "";
 	struct curl_slist *headers = NULL;
 	client_buf_t buf = { 0 };
-	char *text = NULL;
 	CURLcode cc;
 	CURL *h;
 	int rc = -1;
@@ -172,14 +169,7 @@ int ft_client_call(const char *method, const char *url, const char *const *extra
 		snprintf(err, errlen, "%s %s: cannot initialize libcurl", method, url);
 		goto out;
 	}
-	if (body != NULL) {
-		text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
-		if (text == NULL) {
-			snprintf(err, errlen, "%s %s: cannot encode the JSON body", method, url);
-			goto out;
-		}
-	}
-	headers = request_headers(extra, text != NULL);
+	headers = request_headers(extra, json_body);
 	if (headers == NULL) {
 		snprintf(err, errlen, "%s %s: out of memory", method, url);
 		goto out;
@@ -198,7 +188,7 @@ int ft_client_call(const char *method, const char *url, const char *const *extra
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
 	}
-	set_method(h, method, text);
+	set_method(h, method, body, len);
 
 	cc = curl_easy_perform(h);
 	if (cc != CURLE_OK) {
@@ -219,6 +209,36 @@ out:
 	}
 	curl_slist_free_all(headers);
 	ft_strbuf_free(&buf.body);
+	return rc;
+}
+
+int ft_client_json(const char *method, const char *url, const json_t *body, int timeout_ms, long *status,
+		   json_t **resp, char *err, size_t errlen)
+{
+	return ft_client_call(method, url, NULL, body, timeout_ms, status, resp, err, errlen);
+}
+
+int ft_client_call(const char *method, const char *url, const char *const *extra, const json_t *body,
+		   int timeout_ms, long *status, json_t **resp, char *err, size_t errlen)
+{
+	char *text = NULL;
+	int rc;
+
+	if (body != NULL && (text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY)) == NULL) {
+		*status = 0;
+		if (resp != NULL)
+			*resp = NULL;
+		snprintf(err, errlen, "%s %s: cannot encode the JSON body", method, url);
+		return -1;
+	}
+	rc = client_send(method, url, extra, text != NULL, text, text != NULL ? strlen(text) : 0, timeout_ms, status,
+			 resp, err, errlen);
 	free(text);
 	return rc;
+}
+
+int ft_client_send(const char *method, const char *url, const char *const *headers, const void *body, size_t len,
+		   int timeout_ms, long *status, json_t **resp, char *err, size_t errlen)
+{
+	return client_send(method, url, headers, false, body, len, timeout_ms, status, resp, err, errlen);
 }

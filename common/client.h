@@ -2,6 +2,8 @@
 #ifndef FT_CLIENT_H
 #define FT_CLIENT_H
 
+#include <stddef.h>
+
 #include <jansson.h>
 
 /* Call once per process before any thread uses the client. */
@@ -20,6 +22,12 @@ int ft_client_json(const char *method, const char *url, const json_t *body, int 
  * request without either sends no Content-Type.
  */
 int ft_client_call(const char *method, const char *url, const char *const *headers, const json_t *body,
+		   int timeout_ms, long *status, json_t **resp, char *err, size_t errlen);
+/*
+ * ft_client_call with a body of len bytes (borrowed; NULL for none) instead of JSON; name its
+ * Content-Type in headers (without one the request carries none). The reply is still read as JSON.
+ */
+int ft_client_send(const char *method, const char *url, const char *const *headers, const void *body, size_t len,
 		   int timeout_ms, long *status, json_t **resp, char *err, size_t errlen);
 
 #endif

@@ -1,5 +1,6 @@
 /* Erasure coding of objects with isa-l: slice file headers, streaming encode and decode over fds. */
 #include "ec.h"
+#include "fdio.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -215,44 +216,7 @@ int ft_ec_hdr_decode(ft_ec_meta_t *m, const uint8_t *buf, size_t len, size_t *hd
 	return rc;
 }
 
-/* ---- I/O helpers ---- */
-
-/* Reads exactly len bytes at off; 0, -EIO at end of file, -errno. */
-static int pread_full(int fd, void *buf, size_t len, off_t off)
-{
-	char *b = buf;
-
-	while (len > 0) {
-		ssize_t n = pread(fd, b, len, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		b += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
-}
-
-static int pwrite_full(int fd, const void *buf, size_t len, off_t off)
-{
-	const char *b = buf;
-
-	while (len > 0) {
-		ssize_t n = pwrite(fd, b, len, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		b += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
-}
+/* ---- checksums of file ranges ---- */
 
 static int range_digest(int fd, off_t off, uint64_t len, ft_cksum_type_t type, char hex[FT_CKSUM_HEX_MAX])
 {
@@ -267,7 +231,7 @@ static int range_digest(int fd, off_t off, uint64_t len, ft_cksum_type_t type, c
 	}
 	while (len > 0 && rc == 0) {
 		size_t n = len < EC_CHUNK ? (size_t)len : EC_CHUNK;
-		rc = pread_full(fd, buf, n, off);
+		rc = ft_pread_all(fd, buf, n, off);
 		if (rc == 0)
 			ft_cksum_update(&ck, buf, n);
 		off += (off_t)n;
@@ -327,22 +291,51 @@ out:
 /* ---- coding ---- */
 
 typedef struct {
-	int n;                    /* d + p */
-	uint8_t *mem;             /* n * EC_CHUNK bytes, or more: the stripe buffers */
+	int live;                 /* running checksums: ck[0..live) */
+	uint8_t *mem;             /* nbuf * EC_CHUNK bytes: the stripe buffers */
 	uint8_t *buf[FT_EC_MAX_SLICES * 2];
+	ft_cksum_t ck[FT_EC_MAX_SLICES];
 	uint8_t matrix[FT_EC_MAX_SLICES * FT_EC_MAX_SLICES];
 	uint8_t tables[32 * FT_EC_MAX_SLICES * FT_EC_MAX_SLICES];
 } ec_work_t;
 
-/* Allocates nbuf stripe buffers; -1 on allocation failure. */
-static int work_alloc(ec_work_t *w, int nbuf)
+/* Frees w (NULL is fine), aborting the checksums still running. */
+static void work_free(ec_work_t *w)
 {
-	w->mem = malloc((size_t)nbuf * EC_CHUNK);
-	if (w->mem == NULL)
-		return -1;
+	if (w == NULL)
+		return;
+	for (int i = 0; i < w->live; i++)
+		ft_cksum_abort(&w->ck[i]);
+	free(w->mem);
+	free(w);
+}
+
+/*
+ * A work area with nbuf stripe buffers and ncksum xxhash checksums started (ck[0..ncksum)).
+ * NULL when out of memory. The caller frees it with work_free.
+ */
+static ec_work_t *work_new(int nbuf, int ncksum)
+{
+	ec_work_t *w = calloc(1, sizeof(*w));
+
+	if (w == NULL || (w->mem = malloc((size_t)nbuf * EC_CHUNK)) == NULL)
+		goto fail;
 	for (int i = 0; i < nbuf; i++)
 		w->buf[i] = w->mem + (size_t)i * EC_CHUNK;
-	return 0;
+	for (; w->live < ncksum; w->live++) {
+		if (ft_cksum_init(&w->ck[w->live], FT_CKSUM_XXHASH) != 0)
+			goto fail;
+	}
+	return w;
+fail:
+	work_free(w);
+	return NULL;
+}
+
+/* Bytes of the stripe at off in a slice of s bytes. */
+static size_t stripe_len(uint64_t s, uint64_t off)
+{
+	return s - off < EC_CHUNK ? (size_t)(s - off) : EC_CHUNK;
 }
 
 /* Reads the stripe of data slice i at off: object bytes, zeros past the end. */
@@ -353,31 +346,24 @@ static int read_data_stripe(int src_fd, uint64_t size, uint64_t s, int i, uint64
 
 	if (have < len)
 		memset(buf + have, 0, len - have);
-	return have > 0 ? pread_full(src_fd, buf, have, (off_t)start) : 0;
+	return have > 0 ? ft_pread_all(src_fd, buf, have, (off_t)start) : 0;
 }
 
 int ft_ec_encode(int src_fd, uint64_t size, int d, int p, const ft_ec_io_t *out, char (*cksum)[FT_CKSUM_HEX_MAX],
 		 char *err, size_t cap)
 {
 	uint64_t s = ft_ec_slice_size(size, d);
-	ft_cksum_t ck[FT_EC_MAX_SLICES];
-	ec_work_t *w = calloc(1, sizeof(*w));
-	int n = d + p, live = 0, rc = -1;
+	int n = d + p, rc = -1;
+	ec_work_t *w = NULL;
 
-	if (w == NULL || !ft_ec_geometry_ok(d, p) || work_alloc(w, n) != 0) {
+	if (!ft_ec_geometry_ok(d, p) || (w = work_new(n, n)) == NULL) {
 		snprintf(err, cap, ft_ec_geometry_ok(d, p) ? "out of memory" : "unsupported EC geometry %d+%d", d, p);
 		goto out;
 	}
 	gf_gen_cauchy1_matrix(w->matrix, n, d);
 	ec_init_tables(d, p, w->matrix + d * d, w->tables);
-	for (live = 0; live < n; live++) {
-		if (ft_cksum_init(&ck[live], FT_CKSUM_XXHASH) != 0) {
-			snprintf(err, cap, "out of memory");
-			goto out;
-		}
-	}
 	for (uint64_t off = 0; off < s; off += EC_CHUNK) {
-		size_t len = s - off < EC_CHUNK ? (size_t)(s - off) : EC_CHUNK;
+		size_t len = stripe_len(s, off);
 		for (int i = 0; i < d; i++) {
 			int e = read_data_stripe(src_fd, size, s, i, off, len, w->buf[i]);
 			if (e != 0) {
@@ -388,23 +374,19 @@ int ft_ec_encode(int src_fd, uint64_t size, int d, int p, const ft_ec_io_t *out,
 		}
 		ec_encode_data((int)len, d, p, w->tables, w->buf, w->buf + d);
 		for (int i = 0; i < n; i++) {
-			int e = pwrite_full(out[i].fd, w->buf[i], len, out[i].off + (off_t)off);
+			int e = ft_pwrite_all(out[i].fd, w->buf[i], len, out[i].off + (off_t)off);
 			if (e != 0) {
 				snprintf(err, cap, "write slice %d: %s", i, strerror(-e));
 				goto out;
 			}
-			ft_cksum_update(&ck[i], w->buf[i], len);
+			ft_cksum_update(&w->ck[i], w->buf[i], len);
 		}
 	}
 	for (int i = 0; i < n; i++)
-		ft_cksum_final(&ck[i], cksum[i]);
+		ft_cksum_final(&w->ck[i], cksum[i]);
 	rc = 0;
 out:
-	for (int i = 0; i < live; i++)
-		ft_cksum_abort(&ck[i]);
-	if (w != NULL)
-		free(w->mem);
-	free(w);
+	work_free(w);
 	return rc;
 }
 
@@ -440,7 +422,7 @@ static int write_object_stripe(int out_fd, uint64_t size, uint64_t s, int j, uin
 
 	if (start >= size)
 		return 0;
-	return pwrite_full(out_fd, buf, size - start < len ? (size_t)(size - start) : len, (off_t)start);
+	return ft_pwrite_all(out_fd, buf, size - start < len ? (size_t)(size - start) : len, (off_t)start);
 }
 
 int ft_ec_decode(uint64_t size, int d, int p, const ft_ec_io_t *in, int out_fd, const ft_ec_io_t *rebuild,
@@ -448,13 +430,12 @@ int ft_ec_decode(uint64_t size, int d, int p, const ft_ec_io_t *in, int out_fd, 
 {
 	uint64_t s = ft_ec_slice_size(size, d);
 	int n = d + p, surv[FT_EC_MAX_SLICES], want[FT_EC_MAX_SLICES], slot[FT_EC_MAX_SLICES], pos[FT_EC_MAX_SLICES];
-	int nsurv = 0, nwant = 0, live = 0, rc = -1;
+	int nsurv = 0, nwant = 0, rc = -1;
 	uint8_t rows[FT_EC_MAX_SLICES * FT_EC_MAX_SLICES];
-	ft_cksum_t ck[FT_EC_MAX_SLICES];
-	ec_work_t *w = calloc(1, sizeof(*w));
+	ec_work_t *w = NULL;
 
-	if (w == NULL || !ft_ec_geometry_ok(d, p)) {
-		snprintf(err, cap, w == NULL ? "out of memory" : "unsupported EC geometry %d+%d", d, p);
+	if (!ft_ec_geometry_ok(d, p)) {
+		snprintf(err, cap, "unsupported EC geometry %d+%d", d, p);
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
@@ -477,7 +458,8 @@ int ft_ec_decode(uint64_t size, int d, int p, const ft_ec_io_t *in, int out_fd, 
 			want[nwant++] = i;
 		}
 	}
-	if (work_alloc(w, d + (nwant > 0 ? nwant : 1)) != 0) {
+	w = work_new(d + (nwant > 0 ? nwant : 1), n);
+	if (w == NULL) {
 		snprintf(err, cap, "out of memory");
 		goto out;
 	}
@@ -489,16 +471,10 @@ int ft_ec_decode(uint64_t size, int d, int p, const ft_ec_io_t *in, int out_fd, 
 		}
 		ec_init_tables(d, nwant, rows, w->tables);
 	}
-	for (live = 0; live < n; live++) {
-		if (ft_cksum_init(&ck[live], FT_CKSUM_XXHASH) != 0) {
-			snprintf(err, cap, "out of memory");
-			goto out;
-		}
-	}
 	for (uint64_t off = 0; off < s; off += EC_CHUNK) {
-		size_t len = s - off < EC_CHUNK ? (size_t)(s - off) : EC_CHUNK;
+		size_t len = stripe_len(s, off);
 		for (int k = 0; k < d; k++) {
-			int e = pread_full(in[surv[k]].fd, w->buf[k], len, in[surv[k]].off + (off_t)off);
+			int e = ft_pread_all(in[surv[k]].fd, w->buf[k], len, in[surv[k]].off + (off_t)off);
 			if (e != 0) {
 				snprintf(err, cap, "read slice %d: %s", surv[k],
 					 e == -EIO ? "shorter than its size" : strerror(-e));
@@ -514,8 +490,8 @@ int ft_ec_decode(uint64_t size, int d, int p, const ft_ec_io_t *in, int out_fd, 
 			if (i < d && out_fd >= 0)
 				e = write_object_stripe(out_fd, size, s, i, off, len, b);
 			if (e == 0 && rebuild != NULL && rebuild[i].fd >= 0) {
-				e = pwrite_full(rebuild[i].fd, b, len, rebuild[i].off + (off_t)off);
-				ft_cksum_update(&ck[i], b, len);
+				e = ft_pwrite_all(rebuild[i].fd, b, len, rebuild[i].off + (off_t)off);
+				ft_cksum_update(&w->ck[i], b, len);
 			}
 			if (e != 0) {
 				snprintf(err, cap, "write %s %d: %s", i < d && out_fd >= 0 ? "object part" : "slice", i,
@@ -526,14 +502,10 @@ int ft_ec_decode(uint64_t size, int d, int p, const ft_ec_io_t *in, int out_fd, 
 	}
 	for (int i = 0; i < n; i++) {
 		if (rebuild != NULL && rebuild[i].fd >= 0)
-			ft_cksum_final(&ck[i], rebuild_cksum[i]);
+			ft_cksum_final(&w->ck[i], rebuild_cksum[i]);
 	}
 	rc = 0;
 out:
-	for (int i = 0; i < live; i++)
-		ft_cksum_abort(&ck[i]);
-	if (w != NULL)
-		free(w->mem);
-	free(w);
+	work_free(w);
 	return rc;
 }

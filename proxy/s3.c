@@ -1256,16 +1256,6 @@ bool px_s3_route(px_t *px, ft_req_t *r)
 	q->r = r;
 	make_request_id(q->request_id);
 	q->resource = resource_of(q);
-	/*
-	 * botocore (1.29) mis-parses the next response on a connection where an "Expect:
-	 * 100-continue" request got its final status without a "100 Continue" first (it keeps the
-	 * early status line for the next exchange and then waits out its 60 s read timeout). A
-	 * request without a body never gets the interim response, so its connection is closed after
-	 * the answer: the client opens a fresh one.
-	 */
-	const char *expect = ft_req_header(r, "Expect");
-	if (expect != NULL && strcasecmp(expect, "100-continue") == 0 && ft_req_content_length(r) == 0)
-		ft_resp_close(r);
 	e = authenticate(q, &msg);
 	if (e != PX_S3_OK) {
 		ft_debug("s3 %s %s from %s: %s (%s)", ft_req_method_name(r), q->resource, ft_req_peer(r),

@@ -371,6 +371,17 @@ static void put_work(px_s3_req_t *q)
 	px_s3_send_empty(q, 200);
 }
 
+/* px_s3_meta_lines, answering its error: 0, or -1 after responding. */
+static int meta_lines_or_error(px_s3_req_t *q, const char ***lines)
+{
+	px_s3_err_t e = px_s3_meta_lines(q, lines);
+
+	if (e == PX_S3_OK)
+		return 0;
+	px_s3_error(q, e, e == PX_S3_INVALID_ARGUMENT ? "Content-Type and x-amz-meta-* values must be printable" : NULL);
+	return -1;
+}
+
 void px_s3_object_put(px_s3_req_t *q)
 {
 	int64_t len = px_s3_body_length(q);
@@ -384,12 +395,8 @@ void px_s3_object_put(px_s3_req_t *q)
 		return;
 	}
 	const char **meta = NULL;
-	px_s3_err_t e = px_s3_meta_lines(q, &meta);
-	if (e != PX_S3_OK) {
-		px_s3_error(q, e, e == PX_S3_INVALID_ARGUMENT ? "Content-Type and x-amz-meta-* values must be printable"
-							       : NULL);
+	if (meta_lines_or_error(q, &meta) != 0)
 		return;
-	}
 	q->op = meta; /* put_work's extra header lines */
 	px_s3_defer(q, put_work);
 }
@@ -1035,14 +1042,8 @@ void px_s3_object_copy(px_s3_req_t *q)
 			    "metadata (use x-amz-metadata-directive: REPLACE)");
 		return;
 	}
-	if (src->replace) {
-		px_s3_err_t e = px_s3_meta_lines(q, &src->meta);
-		if (e != PX_S3_OK) {
-			px_s3_error(q, e, e == PX_S3_INVALID_ARGUMENT ? "Content-Type and x-amz-meta-* values must be printable"
-								       : NULL);
-			return;
-		}
-	}
+	if (src->replace && meta_lines_or_error(q, &src->meta) != 0)
+		return;
 	px_s3_defer(q, copy_work);
 }
 

@@ -17,6 +17,7 @@
 #include "client.h"
 #include "ec.h"
 #include "ec_xfer.h"
+#include "fdio.h"
 #include "hrw.h"
 #include "httputil.h"
 #include "log.h"
@@ -214,24 +215,6 @@ static const char *ec_reply_message(const json_t *resp)
 
 /* ---- sending slices ---- */
 
-/* Reads exactly len bytes at off; 0 or -errno (-EIO at end of file). */
-static int ec_pread_full(int fd, void *buf, size_t len, off_t off)
-{
-	char *b = buf;
-
-	while (len > 0) {
-		ssize_t n = pread(fd, b, len, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		b += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
-}
-
 /*
  * Sends the slice m (payload: m->slice_size bytes of fd at payload_off) to node: chunked POSTs of
  * header + payload; the holder stores it when the last chunk arrives. 0, or -1 with err.
@@ -266,7 +249,7 @@ static int ec_send_slice(const ec_node_t *node, const ft_ec_meta_t *m, int fd, o
 			memcpy(buf, hdr + off, from_hdr);
 		if (len > from_hdr) {
 			uint64_t poff = off + from_hdr - (uint64_t)hlen;
-			int e = ec_pread_full(fd, buf + from_hdr, len - from_hdr, payload_off + (off_t)poff);
+			int e = ft_pread_all(fd, buf + from_hdr, len - from_hdr, payload_off + (off_t)poff);
 			if (e != 0) {
 				snprintf(err, cap, "read slice %d: %s", m->idx, strerror(-e));
 				goto out;
@@ -610,7 +593,7 @@ static int ec_fetch(const ec_cand_t *c, const char *names, int fd, char *err, si
 			goto out;
 		}
 		json_decref(resp);
-		int e = tgt_put_write_all(fd, buf, (size_t)len);
+		int e = ft_write_all(fd, buf, (size_t)len);
 		if (e != 0) {
 			snprintf(err, cap, "write work file: %s", strerror(-e));
 			goto out;
@@ -1171,7 +1154,7 @@ static void ec_ctl_slice_post(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *
 		ft_ctl_error(resp, 409, "POST %s: transfer %s: chunk at %" PRIu64 " out of order", req->path, xfer, off);
 		goto fail;
 	}
-	int e = req->body_len > 0 ? tgt_put_write_all(fd, req->body, req->body_len) : 0;
+	int e = req->body_len > 0 ? ft_write_all(fd, req->body, req->body_len) : 0;
 	if (e != 0) {
 		ft_ctl_error(resp, e == -ENOSPC ? 507 : 500, "POST %s: write: %s", req->path, strerror(-e));
 		goto fail;
@@ -1216,7 +1199,7 @@ static void ec_ctl_meta(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		ft_ctl_error(resp, 404, "the slice of \"%s/%s\" here was corrupt (removed)", n.bucket, n.obj);
 		goto out;
 	}
-	if (rc != 0 || ec_pread_full(fd, hdr, hlen, 0) != 0) {
+	if (rc != 0 || ft_pread_all(fd, hdr, hlen, 0) != 0) {
 		ft_ctl_error(resp, 500, "slice of \"%s/%s\": %s", n.bucket, n.obj, strerror(rc ? -rc : EIO));
 		goto out;
 	}
@@ -1272,7 +1255,7 @@ static void ec_ctl_slice_get(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *r
 			     m->slice_size);
 		goto out;
 	}
-	if (ec_pread_full(fd, buf, (size_t)len, (off_t)(hlen + off)) != 0) {
+	if (ft_pread_all(fd, buf, (size_t)len, (off_t)(hlen + off)) != 0) {
 		ft_ctl_error(resp, 500, "the slice of \"%s/%s\" here is shorter than its header says", n.bucket, n.obj);
 		goto out;
 	}

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "hrw.h"
+#include "fdio.h"
 #include "log.h"
 #include "target.h"
 
@@ -327,7 +328,7 @@ static void state_save(const tgt_t *t)
 	}
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	char *text = json_dumps(doc, JSON_INDENT(2));
-	int ok = fd >= 0 && text && tgt_put_write_all(fd, text, strlen(text)) == 0 && fsync(fd) == 0;
+	int ok = fd >= 0 && text && ft_write_all(fd, text, strlen(text)) == 0 && fsync(fd) == 0;
 	if (fd >= 0)
 		close(fd);
 	ok = ok && rename(tmp, path) == 0;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bmd.h"
+#include "fdio.h"
 #include "hrw.h"
 #include "httputil.h"
 #include "log.h"
@@ -652,7 +653,7 @@ static int part_on_data(ft_req_t *r, void *arg, const void *buf, size_t len)
 		p->write_err = EFBIG;
 		return -1;
 	}
-	rc = tgt_put_write_all(p->fd, buf, len);
+	rc = ft_write_all(p->fd, buf, len);
 	if (rc != 0) {
 		p->write_err = -rc;
 		return -1;
@@ -838,7 +839,8 @@ static int parts_read(int dir_fd, const char *id, int marker, part_info_t **out)
 		n++;
 	}
 	closedir(d);
-	qsort(v, (size_t)n, sizeof(*v), part_info_cmp);
+	if (n > 1) /* v is NULL when there is no part, which qsort must not be given */
+		qsort(v, (size_t)n, sizeof(*v), part_info_cmp);
 	*out = v;
 	return n;
 }
@@ -1086,7 +1088,8 @@ static void complete_respond(ft_req_t *r, const completed_t *e)
 
 /*
  * Every listed part exists with the listed ETag (InvalidPart), then every part but the last is
- * large enough (EntityTooSmall). Fills sizes and the total. Returns 0, or -1 after responding.
+ * large enough (EntityTooSmall). Fills sizes and the total. Returns 0, or -1 after releasing c and
+ * responding (release first: once the response is out, the loop thread may free the request and c).
  */
 static int complete_check_parts(ft_req_t *r, complete_t *c)
 {
@@ -1098,16 +1101,19 @@ static int complete_check_parts(ft_req_t *r, complete_t *c)
 		want_t *w = &c->want[i];
 		int fd = part_open(c->updir, w->part, md5hex, &size);
 		if (fd == -ENOENT) {
+			complete_release(c);
 			mpu_error(r, 400, "InvalidPart", "part %d was not uploaded", w->part);
 			return -1;
 		}
 		if (fd < 0) {
+			complete_release(c);
 			mpu_error(r, fd == -EBADMSG ? 400 : 500, fd == -EBADMSG ? "InvalidPart" : "InternalError",
 				  "part %d cannot be used: %s", w->part, fd == -EBADMSG ? "damaged" : strerror(-fd));
 			return -1;
 		}
 		close(fd);
 		if (strcmp(md5hex, w->etag) != 0) {
+			complete_release(c);
 			mpu_error(r, 400, "InvalidPart", "part %d: ETag \"%s\" does not match the stored part", w->part,
 				  w->etag);
 			return -1;
@@ -1117,6 +1123,7 @@ static int complete_check_parts(ft_req_t *r, complete_t *c)
 	}
 	for (int i = 0; i + 1 < c->n; i++) {
 		if (c->want[i].size < MPU_PART_MIN_SIZE) {
+			complete_release(c);
 			mpu_error(r, 400, "EntityTooSmall",
 				  "part %d is %" PRIu64 " bytes: every part but the last must be at least %llu bytes",
 				  c->want[i].part, c->want[i].size, (unsigned long long)MPU_PART_MIN_SIZE);
@@ -1153,7 +1160,7 @@ static int append_part(complete_t *c, int in, uint64_t len)
 			if (k < 0 && errno == EINTR)
 				continue;
 			if (k == 0 || errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
-				int rc = tgt_put_write_all(c->fd, c->buf + (in_off - off), (size_t)(end - in_off));
+				int rc = ft_write_all(c->fd, c->buf + (in_off - off), (size_t)(end - in_off));
 				if (rc != 0)
 					return rc;
 				in_off = end;
@@ -1385,10 +1392,8 @@ static void complete_run(ft_req_t *r, void *arg)
 			return;
 		}
 	}
-	if (complete_check_parts(r, c) != 0) {
-		complete_release(c);
+	if (complete_check_parts(r, c) != 0)
 		return;
-	}
 	complete_data(r, c);
 }
 

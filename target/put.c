@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bmd.h"
+#include "fdio.h"
 #include "hrw.h"
 #include "httputil.h"
 #include "log.h"
@@ -375,22 +376,6 @@ int tgt_put_protect(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t c
 	return tgt_ec_put(o, lom, err, cap);
 }
 
-int tgt_put_write_all(int fd, const void *buf, size_t len)
-{
-	const char *b = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, b, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Loop thread: append to the work file and the checksum. -1 stops the body on a write error. */
 static int on_data(ft_req_t *r, void *arg, const void *buf, size_t len)
 {
@@ -398,7 +383,7 @@ static int on_data(ft_req_t *r, void *arg, const void *buf, size_t len)
 	int rc;
 
 	(void)r;
-	rc = tgt_put_write_all(p->fd, buf, len);
+	rc = ft_write_all(p->fd, buf, len);
 	if (rc != 0) {
 		p->write_err = -rc;
 		return -1;

@@ -16,6 +16,7 @@
 #include "client.h"
 #include "hrw.h"
 #include "httputil.h"
+#include "fdio.h"
 #include "log.h"
 #include "lom.h"
 #include "smap.h"
@@ -262,7 +263,7 @@ static int copy_data(int src, int dst, uint64_t size)
 		if (n <= 0)
 			rc = n < 0 ? -errno : -EIO;
 		else
-			rc = tgt_put_write_all(dst, buf, (size_t)n);
+			rc = ft_write_all(dst, buf, (size_t)n);
 		off += n > 0 ? (uint64_t)n : 0;
 	}
 	free(buf);

@@ -123,8 +123,6 @@ int tgt_put_publish(const tgt_obj_t *o, char *work, ft_sync_policy_t sync);
  * slices (tgt_mirror_put, tgt_ec_put). 0, or -1 with err (the caller answers 500).
  */
 int tgt_put_protect(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap);
-/* write(2) until all of buf is written (retrying EINTR); 0 or -errno. */
-int tgt_put_write_all(int fd, const void *buf, size_t len);
 void tgt_get(ft_req_t *r, tgt_obj_t *o); /* GET and HEAD */
 void tgt_delete(ft_req_t *r, tgt_obj_t *o);
 

@@ -6,6 +6,8 @@ in a fresh temporary directory with binaries from $FT_BIN (default build/bin).
 - `cluster` (module scope): 1 proxy + 3 targets x 2 mountpaths, shared by a module's tests, which only
   create their own uniquely named buckets.
 - `make_cluster` (function scope): a factory for tests that kill, restart or fill a cluster.
+- `module_cluster(...)`: makes a module-scoped fixture with a cluster of its own (other shapes,
+  mountpaths the tests look at or damage).
 - With FT_CLUSTER_URL set, `cluster` is that running cluster (1 proxy, 3 targets, as `make run`
   starts); tests that need to start or kill processes or look at mountpaths skip, saying why.
 
@@ -195,18 +197,40 @@ def _tmp_dir(tmp_path_factory, name):
     return tmp_path_factory.mktemp(name, numbered=True)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    if EXTERNAL_URL:
-        yield ClusterHandle(EXTERNAL_URL)
-        return
-    h = start_cluster(_tmp_dir(tmp_path_factory, "cluster"))
+def _run_cluster(base, **kw):
+    """Generator body of a fixture owning a local cluster: starts it in base, yields its handle,
+    then stops it (also after a failed test) and fails on any problem stop_cluster() reports."""
+    h = start_cluster(base, **kw)
     try:
         yield h
     finally:
         problems = stop_cluster(h)
         if problems:
             pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+def module_cluster(name, why, **kw):
+    """A module-scoped fixture owning a local cluster (start_cluster() keywords in kw) in a fresh
+    directory named after name. Assign it to the fixture's name in the test module:
+    `mcluster = module_cluster("mirror", "these tests look at the mountpaths", targets=2)`.
+    Skips under FT_CLUSTER_URL, giving why (what the tests do that an external cluster does not
+    allow)."""
+
+    @pytest.fixture(scope="module")
+    def fixture(tmp_path_factory):
+        if EXTERNAL_URL:
+            pytest.skip("FT_CLUSTER_URL is set (external cluster): " + why)
+        yield from _run_cluster(_tmp_dir(tmp_path_factory, name), **kw)
+
+    return fixture
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if EXTERNAL_URL:
+        yield ClusterHandle(EXTERNAL_URL)
+        return
+    yield from _run_cluster(_tmp_dir(tmp_path_factory, "cluster"))
 
 
 @pytest.fixture

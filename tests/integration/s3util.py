@@ -55,6 +55,36 @@ def client(cluster, url=None, access=None, secret=None, **config):
         aws_secret_access_key=secret or sk, region_name=REGION, config=cfg)
 
 
+def client_fixture(**config):
+    """A module-scoped fixture `s3`: client(cluster, **config) for the module's cluster. Assign it
+    in the test module: `s3 = s3util.client_fixture(read_timeout=120)`."""
+
+    @pytest.fixture(scope="module")
+    def fixture(cluster):
+        return client(cluster, **config)
+
+    return fixture
+
+
+def bucket_fixture(prefix):
+    """A fixture `bucket` on the module's `s3` client: a fresh bucket named prefix-..., emptied of
+    its objects and incomplete multipart uploads and deleted after the test (also a failed one)."""
+
+    @pytest.fixture
+    def fixture(s3):
+        name = bucket_name(prefix)
+        s3.create_bucket(Bucket=name)
+        yield name
+        for p in s3.get_paginator("list_objects_v2").paginate(Bucket=name):
+            for o in p.get("Contents", []):
+                s3.delete_object(Bucket=name, Key=o["Key"])
+        for u in s3.list_multipart_uploads(Bucket=name).get("Uploads", []):
+            s3.abort_multipart_upload(Bucket=name, Key=u["Key"], UploadId=u["UploadId"])
+        s3.delete_bucket(Bucket=name)
+
+    return fixture
+
+
 def error_code(exc):
     return exc.response["Error"]["Code"]
 

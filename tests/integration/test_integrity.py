@@ -3,24 +3,13 @@ import os
 
 import pytest
 
+from conftest import module_cluster
 from ftutil import TIMEOUT, Api, assert_json_error, bucket_path, session, unique, wait_until
 from test_mirror import LOM_XATTR, assert_replicas, create, read, replicas, set_props
 
 
-@pytest.fixture(scope="module")
-def icluster(tmp_path_factory):
-    """One target with three mountpaths: every replica of every object is on it."""
-    from conftest import EXTERNAL_URL, start_cluster, stop_cluster
-
-    if EXTERNAL_URL:
-        pytest.skip("FT_CLUSTER_URL is set (external cluster): these tests damage files on the mountpaths")
-    h = start_cluster(tmp_path_factory.mktemp("integrity", numbered=True), targets=1, mountpaths=3)
-    try:
-        yield h
-    finally:
-        problems = stop_cluster(h)
-        if problems:
-            pytest.fail("\n\n".join(problems), pytrace=False)
+# One target with three mountpaths: every replica of every object is on it.
+icluster = module_cluster("integrity", "these tests damage files on the mountpaths", targets=1, mountpaths=3)
 
 
 @pytest.fixture

@@ -5,25 +5,14 @@ import shutil
 
 import pytest
 
+from conftest import module_cluster
 from ftutil import TIMEOUT, Api, assert_json_error, bucket_path, session, unique
 
 LOM_XATTR = "user.ft.lom"
 
 
-@pytest.fixture(scope="module")
-def mcluster(tmp_path_factory):
-    """Two targets with four mountpaths each: room for 4 replicas, too few targets for any EC."""
-    from conftest import EXTERNAL_URL, start_cluster, stop_cluster
-
-    if EXTERNAL_URL:
-        pytest.skip("FT_CLUSTER_URL is set (external cluster): these tests look at the mountpaths")
-    h = start_cluster(tmp_path_factory.mktemp("mirror", numbered=True), targets=2, mountpaths=4)
-    try:
-        yield h
-    finally:
-        problems = stop_cluster(h)
-        if problems:
-            pytest.fail("\n\n".join(problems), pytrace=False)
+# Two targets with four mountpaths each: room for 4 replicas, too few targets for any EC.
+mcluster = module_cluster("mirror", "these tests look at the mountpaths", targets=2, mountpaths=4)
 
 
 @pytest.fixture
@@ -245,7 +234,7 @@ def test_missing_main_served_and_repaired(mcluster, mapi):
 def test_wipe_one_mountpath(mcluster, mapi):
     b = unique("mir")
     create(mapi, b, {"mirror": {"copies": 2}})
-    objs = {"w%03d" % i: os.urandom(500 + 97 * i) for i in range(40)}
+    objs = {"w%03d" % i: os.urandom(500 + 97 * i) for i in range(120)}  # ~30 mains and copies on the victim
     for n, d in objs.items():
         mapi.put(b, n, d)
     victim = mcluster.mountpaths(0)[1]

@@ -19,27 +19,8 @@ import s3util
 MIB = 1 << 20
 AWS = "/usr/bin/aws"
 
-
-@pytest.fixture(scope="module")
-def s3(cluster):
-    return s3util.client(cluster, read_timeout=120)
-
-
-@pytest.fixture
-def bucket(s3):
-    name = s3util.bucket_name("meta")
-    s3.create_bucket(Bucket=name)
-    yield name
-    for p in s3.get_paginator("list_objects_v2").paginate(Bucket=name):
-        for o in p.get("Contents", []):
-            s3.delete_object(Bucket=name, Key=o["Key"])
-    for u in s3.list_multipart_uploads(Bucket=name).get("Uploads", []):
-        s3.abort_multipart_upload(Bucket=name, Key=u["Key"], UploadId=u["UploadId"])
-    s3.delete_bucket(Bucket=name)
-
-
-def code_of(exc_info):
-    return exc_info.value.response["Error"]["Code"]
+s3 = s3util.client_fixture(read_timeout=120)
+bucket = s3util.bucket_fixture("meta")
 
 
 META = {"owner": "team-a", "label": "cats and dogs", "epoch": "7"}
@@ -79,7 +60,7 @@ def test_metadata_names_are_case_insensitive(s3, bucket):
 def test_metadata_too_large_is_refused(s3, bucket):
     with pytest.raises(ClientError) as ei:
         s3.put_object(Bucket=bucket, Key="big", Body=b"x", Metadata={"m": "v" * 2100})
-    assert code_of(ei) == "MetadataTooLarge"
+    assert s3util.error_code(ei.value) == "MetadataTooLarge"
     with pytest.raises(ClientError) as ei:
         s3.head_object(Bucket=bucket, Key="big")
     assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404  # nothing stored
@@ -117,7 +98,7 @@ def test_copy_object_bad_directive(s3, bucket):
     with pytest.raises(ClientError) as ei:
         s3.copy_object(Bucket=bucket, Key="dst", CopySource={"Bucket": bucket, "Key": "src"},
                        MetadataDirective="MERGE")
-    assert code_of(ei) == "InvalidArgument"
+    assert s3util.error_code(ei.value) == "InvalidArgument"
 
 
 def test_multipart_keeps_metadata_of_create(s3, bucket):
@@ -147,7 +128,7 @@ def test_multipart_without_metadata_has_none(s3, bucket):
 def test_multipart_metadata_too_large_is_refused(s3, bucket):
     with pytest.raises(ClientError) as ei:
         s3.create_multipart_upload(Bucket=bucket, Key="k", Metadata={"m": "v" * 2100})
-    assert code_of(ei) == "MetadataTooLarge"
+    assert s3util.error_code(ei.value) == "MetadataTooLarge"
     assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
 
 

@@ -120,6 +120,11 @@ class Loader:
         return self._run(["-ip", "127.0.0.1", "-port", str(proxy_port), "-bucket", bucket,
                           "-filelist", names_file], "GET", object_size, seconds, workers, log)
 
+    def run_put_native(self, proxy_port, bucket, object_size, seconds, workers, log=None):
+        """PUTs of object_size bytes through the proxy (following its redirect), names of ft-loader's own."""
+        return self._run(["-ip", "127.0.0.1", "-port", str(proxy_port), "-bucket", bucket], "PUT", object_size,
+                         seconds, workers, log)
+
     def run_url_list(self, urls_file, object_size, seconds, workers, op="GET", log=None):
         """Plain HTTP GETs (or PUTs of object_size bytes) of the URLs in urls_file."""
         return self._run(["-url-list", urls_file], op, object_size, seconds, workers, log)

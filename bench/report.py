@@ -384,6 +384,10 @@ def write_markdown(path, rows, machine, setup, raw, perf, png_name, plot_status,
         "A/B in the same round, the range its min-max over rounds. Absolute figures are the "
         "medians of each side; MiB/s counts object bytes only (requests x object size).",
         "",
+        "The data protection rows compare FastTier with itself: A is a bucket with redundancy (mirror 2, "
+        "EC 2+1), B the same PUTs into a bucket without. They have no target ratio: they show what the "
+        "redundancy costs in PUT throughput on this machine (see docs/data-protection.md).",
+        "",
         "Noise: " + noise_text(rows),
         "",
         "## How each row is driven",
@@ -422,6 +426,17 @@ def write_markdown(path, rows, machine, setup, raw, perf, png_name, plot_status,
         "origin. The create-bck with `provider=ht` is the probe: a 501 skips the row. Around each "
         "client run the harness reads the CPU time of the target and of nginx's workers "
         "(/proc/<pid>/stat) and the client's rusage: the CPU seconds per GiB in \"Targets missed\".",
+        "- Data protection rows (bench/protect.py): a cluster of their own, 1 proxy + 4 targets x 2 "
+        "mountpaths (EC 2+1 needs the owner and 3 other targets, mirror 2 two mountpaths), started after "
+        "the other rows; its 8 mountpaths are directories of the build tree, so they share one filesystem. "
+        "Buckets `pb-none`, `pb-mirror` (`mirror.copies` 2) and `pb-ec` (2 data + 1 parity "
+        "slices, `objsize_limit` 0: every object sliced), protection given at `create-bck`. Each round: "
+        "ft-loader `-pctput 100` with 1 MiB objects through the proxy (307 to the owner), -numworkers "
+        "%d, into the mirror bucket (A) then the plain one (B), then the same with the EC bucket. After "
+        "each A run the harness counts the bucket's files on the mountpaths (an extra copy under "
+        "`.copies/`, 3 slices under `.ec/` per acknowledged PUT, else the row fails); after each pair "
+        "both buckets are destroyed and re-created (the disks do not fill up) and the harness waits "
+        "until every target holds the new bucket metadata and has deleted the old objects." % setup["conns"],
         "- RSS rows: VmRSS of the target from /proc, sampled every 50 ms while wrk holds 256 "
         "connections; the conns figure is the peak of established connections on the port in "
         "/proc/net/tcp (a few from the previous run may still be closing); nginx's figure sums "

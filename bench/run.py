@@ -9,6 +9,9 @@ USAGE
   bench/run.py --only cold         only the cold GET row (8 MiB objects only): prints its table and
                                    the load, writes no report; with --hold, the ht:// bucket and
                                    its names/URL files are set up and listed in hold.json too
+  bench/run.py --only protect      only the data protection rows (bench/protect.py: PUTs with mirror 2
+                                   and EC 2+1 against none, on a 4-target cluster of their own):
+                                   prints their table and the load, writes no report
 
 DESIGN
 Everything runs on this machine, on free loopback ports, under <build>/bench-run (wiped at start;
@@ -16,6 +19,8 @@ removed at the end unless --keep):
   - a cluster of 1 proxy + 1 target with 1 mountpath (scripts/ftcluster.py, as the tests start it);
     one target, because the unit compared is one target against one nginx on the same cores;
   - objects PUT through the proxy (which redirects to the target) into one bucket per size;
+  - for the data protection rows only, a second cluster of 1 proxy + 4 targets x 2 mountpaths
+    (bench/protect.py), started after the other rows and stopped before the report;
   - nginx (bench/nginx.conf.in): its GET server's root is the target's "<mountpath>/ais", so nginx
     serves the very files the target wrote (same inodes, same page cache); a WebDAV server for PUT;
     an origin server for cold GETs.
@@ -53,6 +58,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import ftcluster  # noqa: E402
 import loadgen  # noqa: E402
 import peers  # noqa: E402
+import protect  # noqa: E402
 import report  # noqa: E402
 import sysprobe  # noqa: E402
 
@@ -150,6 +156,8 @@ class ObjectSet:
 
 
 class Bench:
+    Error = BenchError   # what the harness raises (for the row modules: bench/protect.py)
+
     def __init__(self, args):
         self.args = args
         self.build = args.build if os.path.isabs(args.build) else os.path.join(ROOT, args.build)
@@ -171,13 +179,26 @@ class Bench:
         self.cold_endpoint = None  # the ht:// bucket's origin URL
 
     # ---- setup ----
-    def pick_ports(self):
+    def pick_ports(self, n=10):
+        """The first of n consecutive free loopback ports (a cluster of T targets needs 2 + 2T)."""
         rnd = random.Random()
         for _ in range(50):
             base = rnd.randrange(PORT_LO, PORT_HI - 100)
-            if all(ftcluster.port_free("127.0.0.1", p) for p in range(base, base + 10)):
+            if all(ftcluster.port_free("127.0.0.1", p) for p in range(base, base + n)):
                 return base
-        raise BenchError("no block of 10 free loopback ports in %d-%d" % (PORT_LO, PORT_HI))
+        raise BenchError("no block of %d free loopback ports in %d-%d" % (n, PORT_LO, PORT_HI))
+
+    def setup_protect_only(self):
+        """--only protect: the work directory, the client log and ft-loader; no cluster, no nginx
+        (the protection rows start their own cluster)."""
+        for exe in ("ft-proxy", "ft-target"):
+            if not os.access(os.path.join(self.bindir, exe), os.X_OK):
+                raise BenchError("%s/%s not built (run make)" % (self.bindir, exe))
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        os.makedirs(self.workdir)
+        self.runlog = open(os.path.join(self.workdir, "clients.log"), "w")
+        log("bench: state in %s" % self.workdir)
+        self.loader = self.find_loader()
 
     def setup(self):
         a = self.args
@@ -849,10 +870,11 @@ class Bench:
             pass
         return 0
 
-    def run_only_cold(self):
-        """--only cold: the cold GET row alone, printed with the load before and after; no report."""
+    def run_only(self, bench):
+        """--only cold|protect: those rows alone (bench()), printed with the load before and after;
+        no report."""
         load0 = sysprobe.loadavg()
-        self.bench_cold()
+        bench()
         print()
         print(report.table_text(self.rows))
         for row in self.rows:
@@ -883,11 +905,14 @@ class Bench:
         log("bench: %s, %d CPUs, kernel %s, load %s" % (machine["date"], machine["nproc"],
                                                         machine["kernel"], machine["loadavg"]))
         try:
+            if a.only == "protect":
+                self.setup_protect_only()
+                return self.run_only(lambda: protect.bench_protect(self, ftcluster))
             self.setup()
             if a.hold:
                 return self.hold()
             if a.only == "cold":
-                return self.run_only_cold()
+                return self.run_only(self.bench_cold)
             self.warm_up()
             pairs = self.bench_get()
             self.bench_loader_vs_wrk(pairs)
@@ -897,6 +922,7 @@ class Bench:
             self.bench_s3()
             self.bench_rss()
             self.bench_perf()
+            protect.bench_protect(self, ftcluster)
             machine["loadavg_end"] = sysprobe.loadavg()
             machine["seconds"] = time.monotonic() - self.t0
             machine["versions"] = sysprobe.versions(self.bindir)
@@ -907,7 +933,7 @@ class Bench:
                      "loader": self.loader.path if self.loader else None,
                      "command": "make bench" if os.environ.get("MAKELEVEL") else " ".join(sys.argv)}
             order = ["Warm GET 8 MiB", "Warm GET 1 MiB", "Warm GET 128 KiB", "Warm GET 16 KiB",
-                     "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "S3 GET", "ft-loader vs wrk", "Target RSS"]
+                     "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "S3 GET", "ft-loader vs wrk", "Target RSS"]
             self.rows.sort(key=lambda r: next((i for i, o in enumerate(order)
                                                if r.title.startswith(o)), len(order)))
             text = report.table_text(self.rows)
@@ -943,14 +969,17 @@ def parse_args(argv):
     p.add_argument("--keep", action="store_true", help="keep <build>/bench-run (cluster, nginx, logs)")
     p.add_argument("--hold", action="store_true",
                    help="start the cluster and nginx, write <build>/bench-run/hold.json, wait for Ctrl-C")
-    p.add_argument("--only", choices=["cold"],
-                   help="run one row only and print it (no report written): cold = the cold GET row")
+    p.add_argument("--only", choices=["cold", "protect"],
+                   help="run some rows only and print them (no report written): cold = the cold GET "
+                   "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none)")
     p.add_argument("--out", default="docs/benchmarks.md", help="report path (the PNG goes beside it)")
     a = p.parse_args(argv)
     if a.quick:
         a.rounds, a.seconds, a.no_perf, a.rss_seconds = 1, 2, True, 2
     if a.rounds < 1 or a.seconds < 1:
         p.error("--rounds and --seconds must be >= 1")
+    if a.hold and a.only == "protect":
+        p.error("--hold is not supported with --only protect (its cluster lives only for its runs)")
     return a
 
 

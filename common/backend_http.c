@@ -30,7 +30,15 @@
  */
 
 #define POOL_MAX 32
-#define STAGE_BYTES (64 << 10)
+/*
+ * libcurl's receive buffer (CURLOPT_BUFFERSIZE: one recv, one write callback) and our stage. At
+ * 256 KiB, the cold GET's read size (coldget.c), a full network chunk lands in the caller's buffer
+ * with nothing staged; an 8 MiB cold object takes about 38 recvfrom and 29 poll calls instead of
+ * 130 and 110 at 64 KiB, and the target's CPU per GiB cold drops by about 15%. 512 KiB (libcurl
+ * takes up to 10 MiB since 7.88.0, 512 KiB before) saved no further CPU measurably, for twice the
+ * memory per transfer (and, before libcurl 8.7, per idle pooled handle, which keeps its buffer).
+ */
+#define STAGE_BYTES (256 << 10)
 #define POLL_SLICE_MS 1000
 
 struct ft_be_handle {

@@ -39,10 +39,22 @@
  * until the flight is DONE.
  * Range GETs of a cold object fetch (or join the fetch of) the whole object, so it gets cached,
  * and serve their window from it.
- * A flight is removed from the table only after the rename (or the failure), under fl_lock, so a
- * request that finds no flight and no file really has to fetch. fl_lock guards only the table
- * and the references; a flight's progress is under its own mutex (taken after fl_lock when both
- * are needed), so the per-chunk bookkeeping of one fetch never waits behind another's.
+ * A flight is removed from the table only after the rename (or the failure, or when a write
+ * supersedes it: below), under fl_lock, so a request that finds no flight and no file really has
+ * to fetch. fl_lock guards only the table and the references; a flight's progress is under its
+ * own mutex (taken after fl_lock when both are needed), so the per-chunk bookkeeping of one fetch
+ * never waits behind another's.
+ *
+ * Superseded flights. A write-through PUT or DELETE (wthrough.c) that the backend took (or may
+ * have taken) calls tgt_coldget_supersede before its own local step: a flight running then may
+ * have read the content the write replaced. It is marked superseded and taken out of the table at once, so
+ * a request arriving from then on starts a fetch of its own (of the new content) instead of
+ * joining it. Its finalize step reads the mark under the name's put_locks stripe, the lock every
+ * publish and removal of the name takes: marked, it drops the work file and publishes nothing;
+ * not marked yet, it publishes, and the write's local step, which takes the stripe after the
+ * mark, replaces or removes that copy. Either way the cache ends with the backend's last write.
+ * The superseded flight's readers still get the whole body they joined for, from the unlinked
+ * work file's descriptor: it is what the backend had when they asked.
  *
  * OWNERSHIP
  * Backend handles live in be_list from first use until tgt_coldget_fini (a re-created bucket
@@ -80,6 +92,7 @@ typedef struct flight {
 	int64_t written;  /* bytes in the work file so far */
 	int fd;           /* the work file (read side, what clients are sent from), -1 until have_meta */
 	int status;       /* FL_FAILED: the HTTP status for a client not answered yet */
+	int superseded;   /* a write the backend took after this fetch started: publish nothing (out of the table) */
 	char msg[400];
 	ft_backend_meta_t meta;
 	pthread_mutex_t mu;  /* guards state and the fields after it (next and refs: fl_lock; rel: fixed) */
@@ -379,7 +392,19 @@ static void fetch_release(fetch_t *x)
 	x->buf = NULL;
 }
 
-/* Metadata from the verified fetch, sync per policy, rename under the object's stripe lock. 0 or -errno. */
+/* Under the object's stripe lock: whether a write superseded the flight (see DESIGN). */
+static int superseded_locked(flight_t *f)
+{
+	pthread_mutex_lock(&f->mu);
+	int s = f->superseded;
+	pthread_mutex_unlock(&f->mu);
+	return s;
+}
+
+/*
+ * Metadata from the verified fetch, sync per policy, rename under the object's stripe lock. 0 when
+ * published, 1 when superseded (nothing published; the work file stays for fetch_release), or -errno.
+ */
 static int finalize(fetch_t *x)
 {
 	tgt_obj_t *o = x->o;
@@ -407,6 +432,10 @@ static int finalize(fetch_t *x)
 	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
 	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
 	pthread_mutex_lock(lock);
+	if (superseded_locked(x->f)) {
+		pthread_mutex_unlock(lock);
+		return 1;
+	}
 	pthread_rwlock_rdlock(&t->publish_lock);
 	rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, x->work, t->cfg.sync) : -ESTALE;
 	pthread_rwlock_unlock(&t->publish_lock);
@@ -554,13 +583,17 @@ static void run_fetch(ft_req_t *r, tgt_obj_t *o, flight_t *f)
 	if (fetch_body(&x) != 0)
 		goto out;
 	int rc = finalize(&x);
-	if (rc != 0) {
+	if (rc < 0) {
 		fetch_fail(&x, rc == -ESTALE ? 404 : rc == -ENOSPC ? 507 : 500, "%s/%s: cannot store: %s", o->bucket,
 			   o->obj, rc == -ESTALE ? "the bucket was destroyed meanwhile" : strerror(-rc));
 		goto out;
 	}
-	ft_debug("cold GET %s: %" PRIu64 " bytes fetched and cached", o->rel, x.pos);
-	fetch_release(&x);
+	if (rc == 1)
+		ft_info("cold GET %s: a write reached the backend during the fetch; %" PRIu64 " bytes served, not cached",
+			o->rel, x.pos);
+	else
+		ft_debug("cold GET %s: %" PRIu64 " bytes fetched and cached", o->rel, x.pos);
+	fetch_release(&x); /* removes the work file when it was not published */
 	flight_end(f, FL_DONE, 200, NULL);
 	sink_finish(&x.sink);
 out:
@@ -782,6 +815,21 @@ static void coldget_work(ft_req_t *r, void *arg)
 		return;
 	}
 	run_fetch(r, o, f);
+}
+
+void tgt_coldget_supersede(const tgt_obj_t *o)
+{
+	pthread_mutex_lock(&fl_lock);
+	flight_t *f = flight_find(o->rel);
+	if (f != NULL) {
+		flight_unlink(f); /* requests from now on fetch anew */
+		pthread_mutex_lock(&f->mu);
+		f->superseded = 1;
+		pthread_mutex_unlock(&f->mu);
+	}
+	pthread_mutex_unlock(&fl_lock);
+	if (f != NULL)
+		ft_debug("cold GET %s: superseded by a write", o->rel);
 }
 
 /* Waits until f (a reference held, dropped here) ends; 0, or -1 with its message. */

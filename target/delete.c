@@ -40,7 +40,6 @@ static void delete_remote(ft_req_t *r, void *arg)
 			      o->obj, o->provider, ft_backend_strerror(code), err.msg);
 		return;
 	}
-	tgt_wthrough_settle_delete(o);
 	int rc = tgt_wthrough_uncache(o);
 	tgt_wthrough_unlock(o);
 	if (rc < 0)

@@ -306,9 +306,7 @@ static void finalize_remote(ft_req_t *r, put_t *p, ft_lom_t *lom)
 	}
 	tgt_wthrough_lom_meta(lom, &be);
 	int rc = publish_locked(p, lom, perr, sizeof(perr));
-	if (rc == 0 || rc == -EPIPE) { /* published (-EPIPE: without its redundancy) */
-		tgt_wthrough_settle(o, lom);
-	} else {
+	if (rc != 0 && rc != -EPIPE) { /* not published (-EPIPE: published without its redundancy) */
 		/* The backend has the new content: an older cached copy must not stay. */
 		int u = tgt_wthrough_uncache(o);
 		ft_warn("PUT %s: stored on the backend, not cached: %s%s", o->rel,

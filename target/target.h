@@ -153,6 +153,13 @@ void tgt_coldget_fini(tgt_t *t);
  * now (*bytes: its size in both cases), -1 with err filled on failure (nothing cached).
  */
 int tgt_coldget_prefetch(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
+/*
+ * Write-through (wthrough.c), after the backend took a PUT or DELETE of o and before the local
+ * publish or removal: the cold fetch of o running now (if any) may hold the replaced content; it
+ * publishes nothing when it ends, and requests from now on no longer join it. Its readers (and a
+ * prefetch waiting on it, which returns 0) get the body they asked for. Never blocks on the fetch.
+ */
+void tgt_coldget_supersede(const tgt_obj_t *o);
 
 /* ---- mpu.c: multipart uploads, for the proxy's S3 API (docs/api.md "Multipart upload") ---- */
 /* An object request carrying ?mpu=ID: start, part, complete, abort, parts (makes the response call). */

@@ -1,4 +1,4 @@
-/* Write-through to remote buckets: the backend PUT/DELETE of an object, per-name write ordering, and the guard against older cold fetches. */
+/* Write-through to remote buckets: the backend PUT/DELETE of an object, per-name write ordering, and superseding older cold fetches. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "hrw.h"
-#include "log.h"
 #include "wthrough.h"
 
 /*
@@ -24,22 +23,17 @@
  * It is a per-name lock, not the put_locks stripe: a backend upload can take long, and the stripe
  * also serializes the publish of 1/64 of all other names.
  *
- * Older cold fetches. A cold GET (coldget.c) that started before the backend took a PUT may have
- * read the old content, and it publishes under the stripe lock whenever it ends, perhaps after the
- * PUT did. coldget.c keeps a fetch in its flight table until after its rename, and
- * tgt_coldget_prefetch waits for a flight in the table (or answers "cached" at once when there is
- * none and a file is there). So after its own publish the PUT waits that way, then compares the
- * cached copy's metadata with its own under the stripe lock: anything else there was published by
- * a fetch, and is dropped (a fetch that started after the backend took the PUT read the same
- * content and compares equal; dropping a current copy costs one refetch, never correctness).
- *
- * Not covered: a DELETE of an object that is not cached while a cold GET of it, started before
- * the backend deleted it, is still running: nothing is cached to wait on, and waiting through
- * tgt_coldget_prefetch would start a fetch. That fetch may then publish the deleted object; a
- * latest-ver GET finds it gone (404). Closing it needs coldget.c to offer a wait without a fetch.
+ * Older cold fetches. A cold GET (coldget.c) that started before the backend took a write may have
+ * read the replaced content, and it publishes under the stripe lock whenever it ends, perhaps after
+ * the write's local step. So once the backend request returned with the write possibly taken (an
+ * acknowledgement, or no clear answer), and before the local step, tgt_coldget_supersede marks the
+ * fetch in flight: it then publishes nothing, or it published before the mark and the local step
+ * (under the same stripe, later) replaces or removes its copy. A fetch that starts after the mark
+ * reads the backend after the write. Nothing waits for a fetch: the write answers as soon as its own
+ * step is done. Superseding a fetch that read the new content costs one refetch, never correctness.
  *
  * Lock order: the name lock (held across the backend request), then the put_locks stripe, then
- * publish_lock. Cold fetches never take the name lock, so waiting for one under it cannot deadlock.
+ * publish_lock. tgt_coldget_supersede takes only coldget.c's table and flight locks, briefly.
  *
  * OWNERSHIP
  * held_name_t entries are malloc'd by tgt_wthrough_lock and freed by tgt_wthrough_unlock.
@@ -126,6 +120,26 @@ static ft_backend_t *backend_of(const tgt_obj_t *o, ft_backend_error_t *err)
 	return tgt_backend_get(o, err);
 }
 
+/*
+ * Whether the backend may have taken a write that returned code: an acknowledgement, or no clear
+ * answer (the request may have been applied before the connection failed). A clear refusal is not.
+ */
+static int may_have_written(ft_backend_err_t code)
+{
+	switch (code) {
+	case FT_BACKEND_OK:
+	case FT_BACKEND_ECONNECT:
+	case FT_BACKEND_ETIMEDOUT:
+	case FT_BACKEND_ESERVER:
+	case FT_BACKEND_ETRUNCATED:
+	case FT_BACKEND_EPROTO:
+	case FT_BACKEND_ECANCELED:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 ft_backend_err_t tgt_wthrough_put(const tgt_obj_t *o, const char *work, uint64_t size, const char *md5,
 				  const char *ctype, ft_backend_meta_t *out, ft_backend_error_t *err)
 {
@@ -153,6 +167,8 @@ ft_backend_err_t tgt_wthrough_put(const tgt_obj_t *o, const char *work, uint64_t
 	};
 	rc = ft_backend_put(b, o->obj, &body, out, err);
 	close(src.fd);
+	if (may_have_written(rc))
+		tgt_coldget_supersede(o);
 	return rc;
 }
 
@@ -162,7 +178,11 @@ ft_backend_err_t tgt_wthrough_delete(const tgt_obj_t *o, ft_backend_error_t *err
 
 	if (b == NULL)
 		return err->code != FT_BACKEND_OK ? err->code : FT_BACKEND_ECONFIG;
-	return ft_backend_delete(b, o->obj, err);
+	ft_backend_err_t rc = ft_backend_delete(b, o->obj, err);
+	/* ENOTFOUND: gone from the backend all the same (and delete.c removes the cached copy). */
+	if (rc == FT_BACKEND_ENOTFOUND || may_have_written(rc))
+		tgt_coldget_supersede(o);
+	return rc;
 }
 
 void tgt_wthrough_lom_meta(ft_lom_t *lom, const ft_backend_meta_t *m)
@@ -217,58 +237,4 @@ int tgt_wthrough_uncache(const tgt_obj_t *o)
 		tgt_ec_delete(o);
 	}
 	return rc;
-}
-
-/* The identity revalidation compares (coldget.c): version, else ETag, else size and mtime. */
-static void meta_of(const ft_lom_t *lom, ft_backend_meta_t *m)
-{
-	memset(m, 0, sizeof(*m));
-	m->size = (int64_t)lom->size;
-	m->mtime_ns = lom->mtime_ns;
-	snprintf(m->etag, sizeof(m->etag), "%s", lom->etag);
-	snprintf(m->version, sizeof(m->version), "%s", lom->version);
-}
-
-/* Waits for o's cold fetch in flight, if any (see DESIGN); call only while a copy is cached. */
-static void wait_flight(tgt_obj_t *o)
-{
-	int64_t bytes = 0;
-	char err[200];
-
-	/* 1: cached and nothing in flight. 0: a flight ended with a publish. -1: it failed (or the
-	 * copy vanished meanwhile and a fetch found nothing): either way nothing is in flight now. */
-	(void)tgt_coldget_prefetch(o, &bytes, err, sizeof(err));
-}
-
-void tgt_wthrough_settle(tgt_obj_t *o, const ft_lom_t *mine)
-{
-	pthread_mutex_t *lock = stripe_of(o);
-	ft_backend_meta_t want, have;
-	ft_lom_t lom;
-	int dropped = 0;
-
-	wait_flight(o);
-	meta_of(mine, &want);
-	pthread_mutex_lock(lock);
-	int fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd >= 0) {
-		int rc = ft_lom_fget(fd, &lom);
-		close(fd);
-		if (rc == 0)
-			meta_of(&lom, &have);
-		if (rc != 0 || !ft_backend_meta_same(&have, &want))
-			dropped = uncache_locked(o) == 1;
-	}
-	pthread_mutex_unlock(lock);
-	if (dropped) {
-		ft_info("PUT %s: a cold GET that read the backend before this PUT replaced the cached copy; dropped it",
-			o->rel);
-		tgt_list_bump(o->t, o->provider, o->bucket);
-	}
-}
-
-void tgt_wthrough_settle_delete(tgt_obj_t *o)
-{
-	if (is_cached(o))
-		wait_flight(o);
 }

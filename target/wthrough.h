@@ -18,24 +18,19 @@ void tgt_wthrough_unlock(const tgt_obj_t *o);
  * PUTs size bytes of the work file "<mp>/.work/<work>" to o's backend and returns once the backend
  * acknowledged them. md5: hex MD5 of the body (sent for the backend to check), ctype: Content-Type
  * or NULL. out gets what the backend stated (ETag, version, mtime). On failure err is filled and
- * the code returned (ft_backend_http_status gives the client's status).
+ * the code returned (ft_backend_http_status gives the client's status). Unless the backend clearly
+ * refused, a cold GET of o in flight is superseded (tgt_coldget_supersede) before it returns.
  */
 ft_backend_err_t tgt_wthrough_put(const tgt_obj_t *o, const char *work, uint64_t size, const char *md5,
 				  const char *ctype, ft_backend_meta_t *out, ft_backend_error_t *err);
-/* Deletes o on its backend. OK, FT_BACKEND_ENOTFOUND when the backend says it was not there, or the error. */
+/*
+ * Deletes o on its backend. OK, FT_BACKEND_ENOTFOUND when the backend says it was not there, or the
+ * error; as tgt_wthrough_put, supersedes a cold GET of o in flight unless the backend clearly refused.
+ */
 ft_backend_err_t tgt_wthrough_delete(const tgt_obj_t *o, ft_backend_error_t *err);
 
 /* Puts what the backend stated about a new write (version, ETag, mtime) into lom, where they fit. */
 void tgt_wthrough_lom_meta(ft_lom_t *lom, const ft_backend_meta_t *m);
-
-/*
- * After a write-through PUT published mine (name lock held, stripe lock not held): waits for a
- * cold GET of o that may have started before the backend took the PUT, and drops the cached copy
- * if such a fetch replaced ours with other content (the next GET fetches the backend's).
- */
-void tgt_wthrough_settle(tgt_obj_t *o, const ft_lom_t *mine);
-/* Before a write-through DELETE removes the cached copy: waits for a cold GET of o in flight. */
-void tgt_wthrough_settle_delete(tgt_obj_t *o);
 
 /* Removes o's cached copy under its stripe lock, then its mirror copies and EC slices: 1 removed, 0 none, -errno. */
 int tgt_wthrough_uncache(const tgt_obj_t *o);

@@ -8,8 +8,8 @@ which shows the cached copy carries the backend's ETag/version), DELETE removes 
 an object the backend no longer has removes the cached copy and answers 404, and a PUT while the
 backend is down fails with nothing cached. The GCS peer is firebase-tools' storage emulator with its
 rules engine switched off (tests/peers/firebase-offline.js): it serves the JSON API, checks no auth.
-A fake S3 server (in this file) answers 500 to PUTs, and stages the race of a PUT with an older
-cold GET of the same name.
+A fake S3 server (in this file) answers 500 to PUTs, and stages the races of a PUT and of a DELETE
+with an older cold GET of the same name.
 """
 import base64
 import contextlib
@@ -385,33 +385,72 @@ def test_backend_500_on_put(cluster, fake_s3):
     assert FakeS3.gets.get("e500.bin", 0) == before + 1
 
 
-def test_put_beats_older_cold_get(cluster, fake_s3):
-    """A cold GET reads the old content, the PUT is taken by the backend and cached, then the GET's
-    fetch ends and publishes the old content over the PUT's copy: the PUT must not answer before
-    that stale copy is gone, and the next GET serves the new content."""
-    b, name = fake_s3, "slow-race.bin"
-    old, new = b"O" * (256 * 1024), b"N" * (200 * 1024)
-    FakeS3.objects[name] = old
+def hold_cold_get(name, content):
+    """Puts content on the fake backend as name (a "slow-" name): its next GET stops after 1 KiB."""
+    assert name.startswith("slow-")
+    FakeS3.objects[name] = content
     FakeS3.get_started.clear()
     FakeS3.release_get.clear()
     FakeS3.put_seen.clear()
+
+
+def test_put_beats_older_cold_get(cluster, fake_s3):
+    """A cold GET reads the old content, the PUT is taken by the backend and cached, then the GET's
+    fetch ends after the PUT answered: it must not publish the old content over the PUT's copy. The
+    PUT does not wait for the older fetch, and a GET meanwhile gets the new content."""
+    b, name = fake_s3, "slow-race.bin"
+    old, new = b"O" * (256 * 1024), b"N" * (200 * 1024)
+    hold_cold_get(name, old)
     with ThreadPoolExecutor(2) as ex:
         cold = ex.submit(get, cluster.url, b, name, "aws")
         assert FakeS3.get_started.wait(WAIT), "the cold GET never reached the backend"
         writer = ex.submit(put, cluster.url, b, name, new, "aws")
         assert FakeS3.put_seen.wait(WAIT), "the PUT never reached the backend"
-        # the PUT has published its copy; only now may the older fetch finish and publish over it
-        wait_until(lambda: any(open(p, "rb").read() == new for p in cached(cluster, "aws", b, name)), WAIT,
-                   what="the PUT's cached copy")
+        w = writer.result(timeout=WAIT)  # the older fetch is still held back by the backend
+        assert w.status_code == 200, w.text
+        assert [open(p, "rb").read() for p in cached(cluster, "aws", b, name)] == [new]
+        r = get(cluster.url, b, name, "aws")
+        assert r.status_code == 200 and r.content == new, "a GET after the PUT was served the old content"
         FakeS3.release_get.set()
         r = cold.result(timeout=WAIT)
         assert r.status_code == 200 and r.content == old  # it started before the PUT: old is right
-        w = writer.result(timeout=WAIT)
-    assert w.status_code == 200, w.text
     assert FakeS3.objects[name] == new
+    assert [open(p, "rb").read() for p in cached(cluster, "aws", b, name)] == [new], \
+        "a stale cold fetch overwrote the PUT"
+    assert cluster.work_files() == []
     r = get(cluster.url, b, name, "aws")
-    assert r.status_code == 200 and r.content == new, "a stale cold fetch overwrote the PUT"
+    assert r.status_code == 200 and r.content == new
     assert get(cluster.url, b, name, "aws").content == new
+
+
+def test_delete_beats_older_cold_get(cluster, fake_s3):
+    """The object is not cached; a cold GET of it is under way (held by the backend) when a DELETE
+    is taken by the backend: the DELETE answers without waiting, a GET after it asks the backend
+    (404) instead of joining the older fetch, and when that fetch ends it serves its client the
+    whole object and caches nothing: the next GET goes to the backend again and gets 404."""
+    b, name = fake_s3, "slow-gone.bin"
+    old = os.urandom(300 * 1024)
+    hold_cold_get(name, old)
+    assert_not_cached(cluster, "aws", b, name)
+    with ThreadPoolExecutor(2) as ex:
+        cold = ex.submit(get, cluster.url, b, name, "aws")
+        assert FakeS3.get_started.wait(WAIT), "the cold GET never reached the backend"
+        deleter = ex.submit(delete, cluster.url, b, name, "aws")
+        d = deleter.result(timeout=WAIT)  # the older fetch is still held back by the backend
+        assert d.status_code == 200, d.text
+        assert name not in FakeS3.objects
+        before = FakeS3.gets[name]
+        assert_json_error(ex.submit(get, cluster.url, b, name, "aws").result(timeout=WAIT), 404)
+        assert FakeS3.gets[name] == before + 1, "a GET after the DELETE did not ask the backend"
+        FakeS3.release_get.set()
+        r = cold.result(timeout=WAIT)
+        assert r.status_code == 200 and r.content == old  # it started before the DELETE: old is right
+    # the older fetch has ended (its client got the end of the body): it must have cached nothing
+    assert_not_cached(cluster, "aws", b, name)
+    before = FakeS3.gets[name]
+    assert_json_error(get(cluster.url, b, name, "aws"), 404)
+    assert FakeS3.gets[name] == before + 1, "the GET was not sent to the backend"
+    assert_not_cached(cluster, "aws", b, name)
 
 
 def test_concurrent_puts_cache_the_backends_last(cluster, fake_s3):

@@ -68,7 +68,9 @@
  * finish it; the loop never acts on a response it learnt of any other way.
  *
  * BLOCKING STREAMS (ft_req_body_read, ft_resp_stream_*)
- * A worker relays bodies through two rings per request (STREAM_BUF each, malloc'd on first use):
+ * A worker relays bodies through two rings per request (STREAM_BUF each, taken on first use from
+ * the server's bounded free list of rings, malloc'd when it is empty, and given back to the list by
+ * finish_request: reused rings have their pages mapped already, so a stream costs no page faults):
  * - body: the loop de-chunks received bytes into b_ring and stops reading the socket (no recv
  *   armed, so no body timeout either) while the ring is full; the worker copies out and, once
  *   STREAM_RESUME bytes are free again, notifies EV_FEED so the loop resumes. So at most the
@@ -84,6 +86,11 @@
  *   ring bytes only while no file range is queued, and extends a range only contiguously, so the
  *   order of the body is the order of the calls. A queued range costs no memory, so it may be
  *   larger (STREAM_FILE_MAX) than the ring.
+ * - response from a socket (ft_resp_stream_splice): the same queue, with a pipe in place of the
+ *   file: the worker splice(2)s from its socket into the pipe's write end (blocking, at most
+ *   STREAM_PIPE bytes in the pipe) and counts them in sh.f_len; the loop splices them from the
+ *   read end (sf_fd, with sf_pipe set) to the client like a file range. The bytes stay in kernel
+ *   pages all the way: no copy through user memory, and the pipe bounds what one request holds.
  * Ring indices and flags are in r->sh under c->smu (one mutex and condition variable per
  * connection); bytes are copied outside the lock, into free space only the producer writes and out
  * of filled space only the consumer frees. The loop holds smu only for a few assignments, never
@@ -114,6 +121,8 @@
 #define CHUNK_HEAD_MAX 20         /* "%zx\r\n" of a size_t, with room to spare */
 #define STREAM_FILE_MAX (16u << 20)   /* file bytes queued but unsent before a sendfile caller waits */
 #define STREAM_FILE_LOWAT (1u << 20)  /* a blocked sendfile caller waits for this much room */
+#define STREAM_PIPE (256 * 1024)      /* pipe of a spliced stream: bytes queued before the worker waits */
+#define STREAM_POOL_MAX 64            /* free rings kept for reuse (STREAM_BUF each: 16 MiB at most) */
 
 enum { TAG_NONE = 0, TAG_ACCEPT, TAG_EVENT, TAG_TIMER, TAG_RECV, TAG_SEND, TAG_POLL };
 #define TAG_MASK 7u
@@ -214,12 +223,15 @@ struct ft_req {
 	bool resp_ready;
 	/* blocking streams: set by the holder before the event that tells the loop; read by the loop after */
 	bool body_stream;                /* the body goes to b_ring (ft_req_body_read) */
-	unsigned char *b_ring, *s_ring;  /* STREAM_BUF each, malloc'd, freed by finish_request */
+	unsigned char *b_ring, *s_ring;  /* STREAM_BUF each, from stream_buf_take, finish_request gives back */
 	bool s_started, s_bad;           /* ft_resp_stream_start called; a write broke the framing */
 	int s_frame;                     /* FR_* */
 	int s_end_err;                   /* ft_resp_stream_end's err */
 	uint64_t s_clen, s_written;
 	int sf_fd, sf_src;               /* stream from a file: our dup (finish_request closes it), the caller's fd */
+	bool sf_pipe;                    /* sf_fd is the read end of the splice pipe (set under smu) */
+	int sp_wr;                       /* splice pipe's write end: the worker's (finish_request closes it) */
+	size_t sp_cap;                   /* splice pipe: bytes the worker queues at most */
 	bool s_crlf_due;                 /* chunked from a file: the chunk's CRLF goes before the next ring bytes */
 	bool st_head;                    /* loop: the stream is being sent */
 	bool sf_failed;                  /* loop: a sendfile failed or the file was short: the stream is cut */
@@ -300,6 +312,10 @@ struct ft_httpd {
 	atomic_bool stopping;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	/* free stream rings (see BLOCKING STREAMS): a list through their first bytes, under rmu */
+	pthread_mutex_t rmu;
+	void *ring_free;
+	int ring_nfree;
 };
 
 static __thread loop_t *tls_loop;
@@ -507,7 +523,7 @@ static void req_clear(ft_req_t *r, conn_t *c)
 	memset(r, 0, offsetof(ft_req_t, arena));
 	r->c = c;
 	r->file_fd = -1;
-	r->sf_fd = r->sf_src = -1;
+	r->sf_fd = r->sf_src = r->sp_wr = -1;
 	r->method_name = "";
 	r->query = "";
 }
@@ -639,6 +655,41 @@ static void buf_grow(conn_t *c, size_t want)
 	c->cap = want;
 }
 
+/* ---- stream rings ---- */
+
+/* A STREAM_BUF ring for a stream of a request of s: a reused one if any is free. Never NULL. */
+static unsigned char *stream_buf_take(ft_httpd_t *s)
+{
+	void *p;
+
+	pthread_mutex_lock(&s->rmu);
+	p = s->ring_free;
+	if (p != NULL) {
+		memcpy(&s->ring_free, p, sizeof(void *));
+		s->ring_nfree--;
+	}
+	pthread_mutex_unlock(&s->rmu);
+	if (p == NULL && (p = malloc(STREAM_BUF)) == NULL)
+		oom();
+	return p;
+}
+
+/* Gives a ring back to s's free list, or frees it when the list holds STREAM_POOL_MAX. NULL is ignored. */
+static void stream_buf_give(ft_httpd_t *s, unsigned char *p)
+{
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&s->rmu);
+	if (s->ring_nfree < STREAM_POOL_MAX) {
+		memcpy(p, &s->ring_free, sizeof(void *));
+		s->ring_free = p;
+		s->ring_nfree++;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&s->rmu);
+	free(p);
+}
+
 /* ---- end of a request ---- */
 
 /* Runs the on_done hooks, releases the request's memory and fd, drops the request reference. */
@@ -653,9 +704,11 @@ static void finish_request(conn_t *c)
 		close(r->file_fd);
 	if (r->sf_fd >= 0)
 		close(r->sf_fd);
+	if (r->sp_wr >= 0)
+		close(r->sp_wr);
 	free(r->all_buf);
-	free(r->b_ring);
-	free(r->s_ring);
+	stream_buf_give(c->L->s, r->b_ring);
+	stream_buf_give(c->L->s, r->s_ring);
 	arena_reset(&r->arena);
 	req_clear(r, c);
 	c->linger = false;
@@ -989,6 +1042,7 @@ static bool stream_send_file(conn_t *c)
 	size_t ring;
 	off_t off;
 	int fd;
+	bool pipe;
 	ssize_t k;
 
 	for (;;) {
@@ -997,12 +1051,17 @@ static bool stream_send_file(conn_t *c)
 		f_len = r->sh.f_len;
 		ring = r->sh.s_len;
 		fd = r->sf_fd; /* set before the range was queued, under smu */
+		pipe = r->sf_pipe;
 		pthread_mutex_unlock(&c->smu);
 		/* Ring bytes only come in while no range is queued: with some there, this range is a new
 		 * one that goes after them (the caller sends the ring first). */
 		if (f_len == 0 || ring > 0)
 			return true;
-		k = sendfile(c->fd, fd, &off, f_len > (1u << 30) ? (1u << 30) : (size_t)f_len);
+		if (pipe)
+			k = splice(fd, NULL, c->fd, NULL, f_len > (1u << 30) ? (1u << 30) : (size_t)f_len,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		else
+			k = sendfile(c->fd, fd, &off, f_len > (1u << 30) ? (1u << 30) : (size_t)f_len);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0 && errno == EAGAIN) {
@@ -1014,7 +1073,7 @@ static bool stream_send_file(conn_t *c)
 				ft_warn("http: stream file for %s ended %llu bytes early; closing", c->peer,
 					(unsigned long long)f_len);
 			else if (errno != EPIPE && errno != ECONNRESET)
-				ft_warn("http: sendfile to %s: %s", c->peer, strerror(errno));
+				ft_warn("http: %s to %s: %s", pipe ? "splice" : "sendfile", c->peer, strerror(errno));
 			r->sf_failed = true;
 			conn_close(c); /* the worker's calls fail from now on; the body is cut */
 			return false;
@@ -1023,8 +1082,9 @@ static bool stream_send_file(conn_t *c)
 		pthread_mutex_lock(&c->smu);
 		r->sh.f_off += (uint64_t)k;
 		r->sh.f_len -= (uint64_t)k;
-		/* a waiting worker wants the range drained, or STREAM_FILE_LOWAT of room: not every send */
-		if (r->sh.f_len == 0 || STREAM_FILE_MAX - r->sh.f_len >= STREAM_FILE_LOWAT)
+		/* a waiting worker wants the range drained, or STREAM_FILE_LOWAT of room: not every send
+		 * (a pipe holds little: its worker wakes on every send) */
+		if (pipe || r->sh.f_len == 0 || STREAM_FILE_MAX - r->sh.f_len >= STREAM_FILE_LOWAT)
 			stream_wake_locked(c);
 		pthread_mutex_unlock(&c->smu);
 	}
@@ -1952,6 +2012,13 @@ static void free_server(ft_httpd_t *s)
 		free(L->hdrs);
 	}
 	ft_workpool_destroy(s->pool);
+	while (s->ring_free != NULL) {
+		void *p = s->ring_free;
+
+		memcpy(&s->ring_free, p, sizeof(void *));
+		free(p);
+	}
+	pthread_mutex_destroy(&s->rmu);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s->loops);
@@ -1990,6 +2057,7 @@ ft_httpd_t *ft_httpd_start(const ft_httpd_opts_t *o, char *err, size_t errlen)
 	s->o = *o;
 	opts_defaults(&s->o);
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->rmu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	s->loops = calloc((size_t)s->o.threads, sizeof(*s->loops));
 	if (s->loops == NULL)
@@ -2595,9 +2663,7 @@ ssize_t ft_req_body_read(ft_req_t *r, void *buf, size_t cap)
 			return 0;
 		if (!body_call_ok(r, "ft_req_body_read"))
 			return -EINVAL;
-		r->b_ring = malloc(STREAM_BUF);
-		if (r->b_ring == NULL)
-			oom();
+		r->b_ring = stream_buf_take(c->L->s);
 		r->body_stream = true;
 		req_notify(r, EV_BODY); /* the loop starts reading (and sends "100 Continue") */
 	}
@@ -2663,9 +2729,7 @@ int ft_resp_stream_start(ft_req_t *r, int status, const char *content_type, int6
 	r->out = resp_head(r, status, content_type, head_frame, r->s_clen, 0, &hl);
 	r->out_len = hl;
 	if (r->s_frame != FR_NONE) {
-		r->s_ring = malloc(STREAM_BUF);
-		if (r->s_ring == NULL)
-			oom();
+		r->s_ring = stream_buf_take(r->c->L->s);
 	}
 	req_notify(r, EV_STREAM);
 	return stream_is_gone(r) ? -ECONNRESET : 0;
@@ -2751,7 +2815,7 @@ static int stream_file_set(ft_req_t *r, int fd)
 	conn_t *c = r->c;
 	int dup_fd;
 
-	if (r->sf_fd >= 0 && r->sf_src == fd)
+	if (r->sf_fd >= 0 && !r->sf_pipe && r->sf_src == fd)
 		return 0;
 	pthread_mutex_lock(&c->smu);
 	while (r->sh.f_len > 0 && !r->sh.gone)
@@ -2765,7 +2829,46 @@ static int stream_file_set(ft_req_t *r, int fd)
 		close(r->sf_fd);
 	r->sf_fd = dup_fd;
 	r->sf_src = fd;
+	r->sf_pipe = false;
 	pthread_mutex_unlock(&c->smu);
+	if (r->sp_wr >= 0) {
+		close(r->sp_wr);
+		r->sp_wr = -1;
+	}
+	return 0;
+}
+
+/* Makes the request's splice pipe the stream's source, once no file range is queued. 0 or -errno. */
+static int stream_pipe_set(ft_req_t *r)
+{
+	conn_t *c = r->c;
+	int p[2], sz;
+
+	if (r->sf_pipe)
+		return 0;
+	pthread_mutex_lock(&c->smu);
+	while (r->sh.f_len > 0 && !r->sh.gone)
+		stream_wait(c);
+	pthread_mutex_unlock(&c->smu);
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -errno;
+	/* the loop's end never blocks (a full socket is waited for with POLLOUT); a smaller pipe than
+	 * asked for (the per-user pipe limit) only means smaller steps */
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	sz = fcntl(p[1], F_SETPIPE_SZ, STREAM_PIPE);
+	if (sz <= 0)
+		sz = fcntl(p[1], F_GETPIPE_SZ);
+	r->sp_cap = sz > 0 ? (size_t)sz : 65536;
+	if (r->sp_cap > STREAM_PIPE)
+		r->sp_cap = STREAM_PIPE;
+	pthread_mutex_lock(&c->smu);
+	if (r->sf_fd >= 0)
+		close(r->sf_fd);
+	r->sf_fd = p[0];
+	r->sf_src = -1;
+	r->sf_pipe = true;
+	pthread_mutex_unlock(&c->smu);
+	r->sp_wr = p[1];
 	return 0;
 }
 
@@ -2829,6 +2932,84 @@ int ft_resp_stream_sendfile(ft_req_t *r, int fd, uint64_t off, uint64_t len)
 		off += n;
 		len -= n;
 		r->s_written += n;
+		kick = sh->s_idle;
+		sh->s_idle = false;
+		if (kick) {
+			pthread_mutex_unlock(&c->smu);
+			req_notify(r, EV_SEND);
+			pthread_mutex_lock(&c->smu);
+		}
+	}
+	rc = sh->gone ? -ECONNRESET : 0;
+	pthread_mutex_unlock(&c->smu);
+	return rc;
+}
+
+/* One splice(2) of up to n bytes from fd into the stream's pipe; the count, or -errno as ft_resp_stream_splice. */
+static ssize_t stream_splice_in(ft_req_t *r, int fd, size_t n)
+{
+	ssize_t k;
+
+	do
+		k = splice(fd, NULL, r->sp_wr, NULL, n, SPLICE_F_MOVE);
+	while (k < 0 && errno == EINTR);
+	if (k > 0)
+		return k;
+	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return -ETIMEDOUT; /* the socket's SO_RCVTIMEO ran out */
+	return -EPIPE;         /* the source ended (or failed) before len bytes */
+}
+
+int ft_resp_stream_splice(ft_req_t *r, int fd, uint64_t len)
+{
+	conn_t *c = r->c;
+	stream_shared_t *sh = &r->sh;
+	ssize_t k;
+	size_t room;
+	bool kick;
+	int rc;
+
+	if (!r->s_started || r->responded) {
+		ft_error("http: ft_resp_stream_splice without a started stream");
+		return -EINVAL;
+	}
+	if (on_loop_thread("ft_resp_stream_splice"))
+		return -EDEADLK;
+	if (r->s_frame == FR_NONE || len == 0)
+		return stream_is_gone(r) ? -ECONNRESET : 0; /* HEAD, 204, 304: headers only */
+	if (r->s_frame != FR_LENGTH) {
+		ft_error("http: ft_resp_stream_splice needs a stream with a Content-Length");
+		r->s_bad = true;
+		return -EINVAL;
+	}
+	if (len > r->s_clen - r->s_written) {
+		ft_error("http: stream splice past its Content-Length of %llu", (unsigned long long)r->s_clen);
+		r->s_bad = true;
+		return -EMSGSIZE;
+	}
+	rc = stream_pipe_set(r);
+	if (rc != 0) {
+		r->s_bad = true;
+		return rc;
+	}
+	pthread_mutex_lock(&c->smu);
+	while (len > 0 && !sh->gone) {
+		room = r->sp_cap - (size_t)sh->f_len;
+		if (sh->f_len >= r->sp_cap || (sh->f_len > 0 && room < STREAM_LOWAT && room < len)) {
+			stream_wait(c);
+			continue;
+		}
+		pthread_mutex_unlock(&c->smu);
+		k = stream_splice_in(r, fd, len < room ? (size_t)len : room); /* blocks on fd, not on the pipe */
+		pthread_mutex_lock(&c->smu);
+		if (k < 0) {
+			r->s_bad = true; /* the body is cut: the stream must not end well */
+			pthread_mutex_unlock(&c->smu);
+			return (int)k;
+		}
+		sh->f_len += (uint64_t)k;
+		len -= (uint64_t)k;
+		r->s_written += (uint64_t)k;
 		kick = sh->s_idle;
 		sh->s_idle = false;
 		if (kick) {

@@ -168,6 +168,17 @@ int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len);
  * closed without a proper end of body (never a short response left looking whole).
  */
 int ft_resp_stream_sendfile(ft_req_t *r, int fd, uint64_t off, uint64_t len);
+/*
+ * Streaming response from a socket: moves exactly len bytes from the connected socket fd to the
+ * client with splice(2) through a pipe of the request (no copy through user memory; at most about
+ * 256 KiB in the pipe), sent after whatever the stream queued before. Only for a stream started
+ * with a Content-Length (else -EINVAL); blocks until all len bytes are queued. Returns 0;
+ * -ECONNRESET once the client is gone; -EPIPE when fd ended (or failed) before len bytes and
+ * -ETIMEDOUT when a read on fd timed out (its SO_RCVTIMEO): on those two the stream is cut, so
+ * ft_resp_stream_end closes the connection without a proper end of body whatever its err (never
+ * a short response left looking whole). Bytes read from fd but not yet sent belong to the stream.
+ */
+int ft_resp_stream_splice(ft_req_t *r, int fd, uint64_t len);
 void ft_resp_stream_end(ft_req_t *r, int err);
 /*
  * Details of the stream calls above:
@@ -176,9 +187,10 @@ void ft_resp_stream_end(ft_req_t *r, int err);
  *   Never wait in a deferred function for other deferred work. On a loop thread ft_req_body_read
  *   and ft_resp_stream_write return -EDEADLK instead of blocking.
  * - Buffering per request: at most the connection's read buffer plus about 256 KiB of body, and
- *   about 256 KiB of response, whatever the speed of the client or of the worker. The body timeout
- *   (body_timeout_ms) runs only while the server waits for the client; a client that reads nothing
- *   for idle_timeout_ms is disconnected. Either way blocked calls return an error at once.
+ *   about 256 KiB of response (plus a pipe of at most 256 KiB for ft_resp_stream_splice; rings are
+ *   reused across requests from a bounded free list), whatever the speed of the client or of the
+ *   worker. The body timeout (body_timeout_ms) runs only while the server waits for the client; a
+ *   client that reads nothing for idle_timeout_ms is disconnected. Either way blocked calls return an error at once.
  * - ft_req_body_read returns 0 at once for a request without a body; it may be followed by any
  *   response call (ft_resp_bytes, ft_resp_error, ...); a response before the body's end closes the
  *   connection after it. It returns -EINVAL after ft_req_read_body(_all).

@@ -17,6 +17,9 @@
  *   UNSIGNED-PAYLOAD for presigned URLs. Any value is accepted here: the caller checks the body.
  * - Time and key checks come before the (costlier) signature check; the signature comparison is
  *   constant-time (CRYPTO_memcmp).
+ * - Signing keys are derived once per (secret, date, region, service) and kept in a small cache
+ *   (KEY_CACHE_SLOTS entries, under a mutex, oldest replaced first): a key is valid for a whole
+ *   day, and deriving it costs four HMACs per request otherwise.
  * - The chunked decoder hands payload bytes out as they arrive and checks each chunk's signature
  *   when its trailing CRLF arrives: bytes from a chunk whose signature fails were already handed
  *   out, so callers write to a work file and keep it only once feed returned 1.
@@ -25,6 +28,7 @@
 #include "strbuf.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +45,8 @@
 #define MAX_SKEW_SECONDS (15 * 60)
 #define MAX_PRESIGN_EXPIRES 604800L
 #define CHUNK_HEADER_MAX 128 /* "<16 hex>;chunk-signature=<64 hex>" is 97 bytes */
+#define KEY_CACHE_SLOTS 16
+#define KEY_CACHE_SECRET_MAX 128 /* longer secrets are not cached (derived each time) */
 
 /* ---- hashing ---- */
 
@@ -158,6 +164,63 @@ out:
 	OPENSSL_cleanse(k, sizeof(k));
 	ft_strbuf_free(&k_secret);
 	return rc;
+}
+
+/* ---- signing key cache (see DESIGN) ---- */
+
+typedef struct {
+	bool used;
+	char secret[KEY_CACHE_SECRET_MAX + 1];
+	char date8[9];
+	char region[64];
+	char service[32];
+	uint8_t key[32];
+} key_slot_t;
+
+static pthread_mutex_t key_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static key_slot_t key_cache[KEY_CACHE_SLOTS];
+static unsigned key_cache_next; /* the slot replaced next */
+
+static bool key_fits(const char *secret, const char *date8, const char *region, const char *service)
+{
+	return strlen(secret) <= KEY_CACHE_SECRET_MAX && strlen(date8) < sizeof(key_cache[0].date8) &&
+	       strlen(region) < sizeof(key_cache[0].region) && strlen(service) < sizeof(key_cache[0].service);
+}
+
+/* derive_signing_key through the cache: the same result, four HMACs only on a miss. */
+static int signing_key(hmac_t *h, const char *secret, const char *date8, const char *region, const char *service,
+		       uint8_t key[32])
+{
+	key_slot_t *e;
+	unsigned i;
+
+	if (!key_fits(secret, date8, region, service))
+		return derive_signing_key(h, secret, date8, region, service, key);
+	pthread_mutex_lock(&key_cache_mu);
+	for (i = 0; i < KEY_CACHE_SLOTS; i++) {
+		e = &key_cache[i];
+		if (e->used && strcmp(e->date8, date8) == 0 && strcmp(e->region, region) == 0 &&
+		    strcmp(e->service, service) == 0 && strcmp(e->secret, secret) == 0) {
+			memcpy(key, e->key, 32);
+			pthread_mutex_unlock(&key_cache_mu);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&key_cache_mu);
+	if (derive_signing_key(h, secret, date8, region, service, key) != 0)
+		return -1;
+	pthread_mutex_lock(&key_cache_mu);
+	e = &key_cache[key_cache_next];
+	key_cache_next = (key_cache_next + 1) % KEY_CACHE_SLOTS;
+	OPENSSL_cleanse(e, sizeof(*e));
+	e->used = true;
+	strcpy(e->secret, secret);
+	strcpy(e->date8, date8);
+	strcpy(e->region, region);
+	strcpy(e->service, service);
+	memcpy(e->key, key, 32);
+	pthread_mutex_unlock(&key_cache_mu);
+	return 0;
 }
 
 /* ---- percent-encoding ---- */
@@ -859,7 +922,7 @@ static ft_sigv4_result_t check_claim(const ft_sigv4_request_t *req, const claim_
 	if (r != FT_SIGV4_OK)
 		goto out;
 	r = FT_SIGV4_MALFORMED; /* internal failures below: refuse, never accept */
-	if (derive_signing_key(&h, secret, c->date8, c->region, c->service, key) != 0 ||
+	if (signing_key(&h, secret, c->date8, c->region, c->service, key) != 0 ||
 	    build_canonical_request(&creq, req, c->signed_headers, c->presigned, c->payload_hash) != 0 ||
 	    request_signature(&h, key, c->amz_date, c->scope, &creq, sig) != 0)
 		goto out;
@@ -990,7 +1053,7 @@ int ft_sigv4_sign(const ft_sigv4_request_t *req, const char *access_key, const c
 	if ((size_t)snprintf(scope, sizeof(scope), "%s/%s/%s/%s", date8, region, service, TERMINATOR) >= sizeof(scope))
 		goto out;
 	if (signed_header_list(req, &list) != 0 ||
-	    derive_signing_key(&h, secret_key, date8, region, service, key) != 0 ||
+	    signing_key(&h, secret_key, date8, region, service, key) != 0 ||
 	    build_canonical_request(&creq, req, list.p, 0, req->payload_hash) != 0 ||
 	    request_signature(&h, key, amz_date, scope, &creq, sig) != 0)
 		goto out;

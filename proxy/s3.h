@@ -9,7 +9,8 @@
  * verifies its SigV4 signature (header or presigned form) on the loop thread, and dispatches by
  * method and subresource to s3_bucket.c, s3_list.c, s3_object.c or s3_multipart.c. Everything
  * that talks to a target runs on a worker (px_s3_defer); object data is relayed through the
- * proxy with libcurl (no redirect: S3 clients do not follow 307s).
+ * proxy (no redirect: S3 clients do not follow 307s): GET bodies spliced from the target's
+ * socket by s3_relay.c's client, everything else with libcurl.
  *
  * BODIES
  * A request body is only ever read through px_s3_body_read() (or px_s3_body_all()), on a worker.
@@ -167,6 +168,27 @@ char *px_s3_owner_url(const char *bucket, const char *key, size_t key_len, const
 void *px_s3_curl(void);
 /* Options every relay sets on a handle h: URL, no proxy, timeouts, redirects (the map changed). */
 void px_s3_curl_common(void *h, const char *url);
+
+/* ---- s3_relay.c: the GET relay's own keep-alive client (worker threads only) ---- */
+typedef struct {
+	int fd;             /* the connection, its body unread; owned until px_s3_relay_done */
+	char hostport[272];
+	int status;
+	int64_t length;     /* Content-Length, -1 if none */
+	bool chunked;       /* a Transfer-Encoding was sent */
+	bool conn_close;    /* the target closes after this response */
+	char head[16384];   /* the response head as received, NUL-terminated ("HTTP/1.1 ...\r\n...\r\n\r\n") */
+	size_t head_len;
+} px_s3_relay_t;
+/*
+ * Sends "GET <url>" (plain http:// only) with the extra header lines (NULL-terminated, may be NULL)
+ * on a kept-alive or new connection and reads the response head, leaving every body byte in the
+ * socket rl->fd. 0 = head read (then px_s3_relay_done is owed), -1 = no usable answer (nothing to
+ * release; the caller may try another way, as the target saw at most a GET).
+ */
+int px_s3_relay_get(px_s3_relay_t *rl, const char *url, const char *const *headers);
+/* Ends the exchange: the connection is kept for reuse when body_read (the whole body was consumed), else closed. */
+void px_s3_relay_done(px_s3_relay_t *rl, bool body_read);
 
 /* The S3 error named by code ("NoSuchUpload"), or PX_S3_OK when the table has no such code. */
 px_s3_err_t px_s3_err_of_code(const char *code);

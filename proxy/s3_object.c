@@ -19,9 +19,12 @@
 /*
  * DESIGN
  * S3 clients do not follow redirects, so the proxy carries object bytes itself: a worker talks to
- * the owner's native API with libcurl and streams. GET: curl's write callback feeds
- * ft_resp_stream_write (which blocks while ~256 KiB are unsent), so a slow client slows the
- * target read instead of growing a buffer. PUT: curl's read callback pulls verified bytes from
+ * the owner's native API and streams. GET: the relay's own client (s3_relay.c) sends the request
+ * and reads the response head; a 200/206 with a Content-Length then goes to the client with
+ * ft_resp_stream_splice, socket to socket in kernel pages (the pipe bounds what is in flight, and a
+ * slow client slows the target read). Anything else (a redirect after a map change, 304, errors
+ * with bodies, chunked) is asked again through libcurl, whose write callback feeds
+ * ft_resp_stream_write (which blocks while ~256 KiB are unsent); HEAD always goes that way. PUT: curl's read callback pulls verified bytes from
  * px_s3_body_read. Conditional headers and Range go to the target, which evaluates them against
  * the stored ETag and mtime (target/get.c). Object metadata travels as headers: the request's
  * Content-Type and x-amz-meta-* with the PUT, the stored ones back from the target's GET/HEAD.
@@ -267,6 +270,38 @@ static size_t get_write_cb(char *buf, size_t size, size_t nitems, void *arg)
 	return c->client_err != 0 ? 0 : n;
 }
 
+/*
+ * The fast path of a GET: the relay client, the head parsed like curl's header lines, the body
+ * spliced. Returns false, with nothing sent to the client, when the target's answer is not a
+ * 200/206 with a Content-Length (the caller then asks again through libcurl).
+ */
+static bool get_spliced(get_ctx_t *c, const char *url, const char *const *lines)
+{
+	px_s3_relay_t *rl = malloc(sizeof(*rl));
+	int err;
+
+	if (rl == NULL || px_s3_relay_get(rl, url, lines) != 0) {
+		free(rl);
+		return false;
+	}
+	if ((rl->status != 200 && rl->status != 206) || rl->length < 0 || rl->chunked) {
+		px_s3_relay_done(rl, false);
+		free(rl);
+		return false;
+	}
+	for (const char *p = rl->head, *eol; (eol = strstr(p, "\r\n")) != NULL; p = eol + 2)
+		parse_head_line(&c->t, p, (size_t)(eol + 2 - p));
+	start_stream(c);
+	err = c->client_err != 0 ? c->client_err : ft_resp_stream_splice(c->q->r, rl->fd, (uint64_t)rl->length);
+	if (err != 0 && err != -ECONNRESET)
+		ft_warn("s3 GET %s: relay from %s broke: %s", c->q->resource, url, strerror(-err));
+	/* A cut relay aborts the client's response: never a short body taken for a whole one. */
+	ft_resp_stream_end(c->q->r, err == 0 ? 0 : -EIO);
+	px_s3_relay_done(rl, err == 0);
+	free(rl);
+	return true;
+}
+
 /* The answer when the target sent no body to stream: HEAD, 304 and errors. */
 static void get_finish_unstarted(get_ctx_t *c)
 {
@@ -307,6 +342,16 @@ static void get_work(px_s3_req_t *q)
 	hdrs = forward_header(hdrs, q->r, "If-None-Match", "If-None-Match");
 	hdrs = forward_header(hdrs, q->r, "If-Modified-Since", "If-Modified-Since");
 	hdrs = forward_header(hdrs, q->r, "If-Unmodified-Since", "If-Unmodified-Since");
+	if (!c.head) {
+		const char *lines[8];
+		int n = 0;
+
+		for (struct curl_slist *l = hdrs; l != NULL && n < 7; l = l->next)
+			lines[n++] = l->data;
+		lines[n] = NULL;
+		if (get_spliced(&c, url, lines))
+			goto out;
+	}
 	px_s3_curl_common(h, url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	if (c.head)

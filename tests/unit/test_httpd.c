@@ -357,6 +357,92 @@ static void s_fgen(ft_req_t *r)
 	ft_resp_stream_end(r, rc != 0 ? rc : abort_ ? -EIO : 0);
 }
 
+/* ---- a stream from a socket (ft_resp_stream_splice) ---- */
+
+typedef struct {
+	int fd;
+	uint64_t off, len; /* pattern bytes [off, off + len) to send */
+	bool hold;         /* after them, keep the socket open until the other end closes */
+} feeder_t;
+
+/* Sends the feeder's pattern bytes, then closes (or holds until the reader's end is closed). */
+static void *feeder_main(void *arg)
+{
+	feeder_t *f = arg;
+	unsigned char buf[65536];
+	uint64_t done = 0;
+
+	while (done < f->len) {
+		size_t n = f->len - done < sizeof(buf) ? (size_t)(f->len - done) : sizeof(buf);
+		ssize_t k;
+
+		pat_fill(buf, n, f->off + done);
+		k = send(f->fd, buf, n, MSG_NOSIGNAL);
+		if (k <= 0)
+			break; /* the reader is gone */
+		done += (uint64_t)k;
+	}
+	if (f->hold)
+		while (recv(f->fd, buf, sizeof(buf), 0) > 0)
+			;
+	close(f->fd);
+	return NULL;
+}
+
+/* A connected loopback TCP pair: *rd (the relay's end) and *wr (the source's). */
+static void tcp_pair(int *rd, int *wr)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(l >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &alen), 0);
+	*wr = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(*wr, (struct sockaddr *)&a, sizeof(a)), 0);
+	*rd = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(*rd >= 0);
+	close(l);
+}
+
+/*
+ * Streams size pattern bytes: pre of them written first, then spliced from a socket fed by another
+ * thread, then post written. send: how many bytes the source has for the splice (default all of
+ * them; fewer = it ends early); hold=1: the source then stays open without sending (read timeout
+ * of 300 ms); chunked=1: a stream without a Content-Length (refused).
+ */
+static void s_splice(ft_req_t *r)
+{
+	uint64_t size = query_u64(r, "size", 0), pre = query_u64(r, "pre", 0), post = query_u64(r, "post", 0);
+	uint64_t mid = size - pre - post;
+	feeder_t f = { .off = pre, .len = query_u64(r, "send", mid), .hold = query_u64(r, "hold", 0) != 0 };
+	bool chunked = query_u64(r, "chunked", 0) != 0;
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 300000 };
+	unsigned char *buf = malloc(pre + post + 1);
+	pthread_t th;
+	int rd, rc;
+
+	tcp_pair(&rd, &f.fd);
+	setsockopt(rd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	assert_int_equal(pthread_create(&th, NULL, feeder_main, &f), 0);
+	rc = ft_resp_stream_start(r, 200, "application/octet-stream", chunked ? -1 : (int64_t)size);
+	pat_fill(buf, (size_t)pre, 0);
+	if (rc == 0 && pre > 0)
+		rc = ft_resp_stream_write(r, buf, (size_t)pre);
+	if (rc == 0)
+		rc = ft_resp_stream_splice(r, rd, mid);
+	pat_fill(buf, (size_t)post, pre + mid);
+	if (rc == 0 && post > 0)
+		rc = ft_resp_stream_write(r, buf, (size_t)post);
+	atomic_store(&g_s_write_err, rc);
+	close(rd); /* the feeder's sends fail or its hold ends */
+	pthread_join(th, NULL);
+	free(buf);
+	ft_resp_stream_end(r, rc);
+}
+
 static void stream_work(ft_req_t *r, void *arg)
 {
 	const char *path = ft_req_path(r, NULL);
@@ -374,6 +460,8 @@ static void stream_work(ft_req_t *r, void *arg)
 		s_sum(r);
 	else if (strcmp(path, "/s/fgen") == 0)
 		s_fgen(r);
+	else if (strcmp(path, "/s/splice") == 0)
+		s_splice(r);
 	else
 		ft_resp_stream_end(r, 0); /* never started: the server answers 500 */
 }
@@ -1899,6 +1987,81 @@ static void test_stream_sendfile(void **state)
 	}
 }
 
+/* A stream from a socket (ft_resp_stream_splice): exact length, after and before ring bytes, keep-alive. */
+static void test_stream_splice(void **state)
+{
+	static const char *const targets[] = {
+		"/s/splice?size=20000000",
+		"/s/splice?size=3000000&pre=70000&post=100001", /* ring, socket, ring: in order */
+		"/s/splice?size=7&pre=3",
+		"/s/splice?size=0",
+	};
+	char req[256], v[64];
+	bool bad = false;
+	size_t i;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	cli_open(&c);
+	for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		atomic_store(&g_s_write_err, 1);
+		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", targets[i]);
+		cli_sends(&c, req);
+		assert_int_equal(cli_read(&c, &r, true), 0);
+		assert_int_equal(r.status, 200);
+		assert_null(resp_header(&r, "Connection", v, sizeof(v)));
+		assert_int_equal(cli_read_cmp(&c, (uint64_t)r.clen, NULL, 0, &bad), (uint64_t)r.clen);
+		if (bad)
+			fail_msg("%s: the body differs from the pattern", targets[i]);
+		resp_free(&r);
+		expect_small(&c); /* keep-alive after each: the whole body and nothing more */
+		assert_int_equal(atomic_load(&g_s_write_err), 0);
+	}
+	/* HEAD: headers only, nothing read from the socket */
+	cli_sends(&c, "HEAD /s/splice?size=1000&send=0 HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.clen, 1000);
+	resp_free(&r);
+	expect_small(&c);
+	cli_close(&c);
+}
+
+/* A socket that ends early or stalls, or a stream without a length: the client sees a cut body, never a whole one. */
+static void test_stream_splice_cut(void **state)
+{
+	(void)state;
+	expect_cut("/s/splice?size=1000000&send=500000", false, 500000);          /* the source ends */
+	assert_int_equal(atomic_load(&g_s_write_err), -EPIPE);
+	expect_cut("/s/splice?size=1000000&pre=1000&send=0", false, 1000);
+	assert_int_equal(atomic_load(&g_s_write_err), -EPIPE);
+	expect_cut("/s/splice?size=1000000&send=500000&hold=1", false, 500000);   /* the source stalls */
+	assert_int_equal(atomic_load(&g_s_write_err), -ETIMEDOUT);
+	expect_cut("/s/splice?size=1000&chunked=1", true, 0);                      /* refused without a length */
+	assert_int_equal(atomic_load(&g_s_write_err), -EINVAL);
+}
+
+/* The client leaves during a splice: the call returns -ECONNRESET and the request is released. */
+static void test_stream_splice_client_gone(void **state)
+{
+	int before = atomic_load(&g_s_released);
+	bool bad = false;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	atomic_store(&g_s_write_err, 1);
+	cli_open(&c);
+	cli_sends(&c, "GET /s/splice?size=1073741824 HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(cli_read_cmp(&c, 1 << 20, NULL, 0, &bad), 1 << 20);
+	assert_false(bad);
+	cli_close(&c);
+	wait_atomic(&g_s_released, before + 1, 5000);
+	assert_int_equal(atomic_load(&g_s_write_err), -ECONNRESET);
+	resp_free(&r);
+}
+
 /* A file stream that cannot complete never looks whole: short file, error end; with a length or chunked. */
 static void test_stream_sendfile_cut(void **state)
 {
@@ -2310,6 +2473,9 @@ int main(void)
 		cmocka_unit_test(test_stream_continue),
 		cmocka_unit_test(test_stream_sendfile),
 		cmocka_unit_test(test_stream_sendfile_cut),
+		cmocka_unit_test(test_stream_splice),
+		cmocka_unit_test(test_stream_splice_cut),
+		cmocka_unit_test(test_stream_splice_client_gone),
 		cmocka_unit_test(test_expect_continue_empty),
 		cmocka_unit_test(test_stream_head),
 		cmocka_unit_test(test_stream_body_plain_response),

@@ -1,4 +1,5 @@
 /* Unit tests for SigV4: AWS's published vectors, S3 examples, presigned, aws-chunked, tampering, botocore cases. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1121,6 +1122,78 @@ static void test_sign_then_verify(void **state)
 	assert_int_equal(ft_sigv4_sign(&t.r, S3_AK, S3_SK, "us-east-1", "s3", date, auth, sizeof(auth)), -1);
 }
 
+/* ---- signing key cache: keyed by secret, date, region and service; safe across threads ---- */
+
+#define CACHE_SECRETS 6
+#define CACHE_REGIONS 5 /* with CACHE_SECRETS: more pairs than the cache holds, so entries get replaced */
+
+static const char *const cache_secret[CACHE_SECRETS] = { S3_SK, S3_SK "x", "a", "b", "AWS4", "wJalrXUtnFEMI" };
+static const char *const cache_region[CACHE_REGIONS] = { "us-east-1", "eu-west-1", "us-east-2", "ap-south-1",
+							  "x" };
+static char cache_want[CACHE_SECRETS][CACHE_REGIONS][1024];
+
+static int cache_sign(int si, int ri, const char *date, char *auth, size_t cap)
+{
+	treq_t t;
+
+	treq_init(&t, "GET", "/b/k", "", FT_SIGV4_UNSIGNED);
+	add_header(&t, "Host", "h");
+	add_header(&t, "X-Amz-Date", date);
+	return ft_sigv4_sign(&t.r, S3_AK, cache_secret[si], cache_region[ri], "s3", date, auth, cap);
+}
+
+static void *cache_thread(void *arg)
+{
+	long id = (long)arg, bad = 0;
+	char auth[1024];
+	int i;
+
+	for (i = 0; i < 400; i++) {
+		int si = (int)((i + id) % CACHE_SECRETS), ri = (int)((i * 7 + id) % CACHE_REGIONS);
+
+		if (cache_sign(si, ri, "20231114T221320Z", auth, sizeof(auth)) != 0 ||
+		    strcmp(auth, cache_want[si][ri]) != 0)
+			bad++;
+	}
+	return (void *)bad;
+}
+
+static void test_signing_key_cache(void **state)
+{
+	char auth[1024], other_day[1024];
+	pthread_t th[4];
+	int si, ri, i;
+
+	(void)state;
+	for (si = 0; si < CACHE_SECRETS; si++)
+		for (ri = 0; ri < CACHE_REGIONS; ri++) {
+			assert_int_equal(cache_sign(si, ri, "20231114T221320Z", cache_want[si][ri],
+						    sizeof(cache_want[si][ri])), 0);
+			/* every secret and region gives its own signature: none taken from another's key */
+			for (i = 0; i < si * CACHE_REGIONS + ri; i++)
+				assert_string_not_equal(cache_want[si][ri], cache_want[i / CACHE_REGIONS][i % CACHE_REGIONS]);
+		}
+	/* the same inputs again (cached or replaced by now) sign the same */
+	for (si = CACHE_SECRETS - 1; si >= 0; si--)
+		for (ri = 0; ri < CACHE_REGIONS; ri++) {
+			assert_int_equal(cache_sign(si, ri, "20231114T221320Z", auth, sizeof(auth)), 0);
+			assert_string_equal(auth, cache_want[si][ri]);
+		}
+	/* another day is another key: its signature differs */
+	assert_int_equal(cache_sign(0, 0, "20231115T221320Z", other_day, sizeof(other_day)), 0);
+	assert_int_equal(cache_sign(0, 0, "20231114T221320Z", auth, sizeof(auth)), 0);
+	assert_string_equal(auth, cache_want[0][0]);
+	assert_string_not_equal(strstr(other_day, "Signature="), strstr(auth, "Signature="));
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, cache_thread, (void *)(long)i), 0);
+	for (i = 0; i < 4; i++) {
+		void *bad;
+
+		assert_int_equal(pthread_join(th[i], &bad), 0);
+		assert_int_equal((long)bad, 0);
+	}
+}
+
 /* ---- aws-chunked example (66560 bytes of 'a' in chunks of 65536, 1024 and 0) ---- */
 
 #define SEED_SIG "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9"
@@ -1676,6 +1749,7 @@ int main(void)
 		cmocka_unit_test(test_header_parsing),
 		cmocka_unit_test(test_header_dates),
 		cmocka_unit_test(test_sign_then_verify),
+		cmocka_unit_test(test_signing_key_cache),
 		cmocka_unit_test(test_chunked_example),
 		cmocka_unit_test(test_chunked_errors),
 		cmocka_unit_test(test_sha256_and_names),

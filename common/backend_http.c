@@ -29,7 +29,7 @@
  * (curl_multi_wakeup is safe from any thread).
  */
 
-#define POOL_MAX 32
+#define POOL_MAX 8 /* idle handles kept: each holds a STAGE_BYTES receive buffer */
 /*
  * libcurl's receive buffer (CURLOPT_BUFFERSIZE: one recv, one write callback) and our stage. At
  * 256 KiB, the cold GET's read size (coldget.c), a full network chunk lands in the caller's buffer

@@ -122,7 +122,7 @@
 #define STREAM_FILE_MAX (16u << 20)   /* file bytes queued but unsent before a sendfile caller waits */
 #define STREAM_FILE_LOWAT (1u << 20)  /* a blocked sendfile caller waits for this much room */
 #define STREAM_PIPE (256 * 1024)      /* pipe of a spliced stream: bytes queued before the worker waits */
-#define STREAM_POOL_MAX 64            /* free rings kept for reuse (STREAM_BUF each: 16 MiB at most) */
+#define STREAM_POOL_MAX 16            /* free rings kept for reuse (STREAM_BUF each: 4 MiB at most) */
 
 enum { TAG_NONE = 0, TAG_ACCEPT, TAG_EVENT, TAG_TIMER, TAG_RECV, TAG_SEND, TAG_POLL };
 #define TAG_MASK 7u

@@ -2758,6 +2758,26 @@ static size_t stream_put_piece(ft_req_t *r, size_t pos, size_t room, const unsig
 	return n;
 }
 
+/*
+ * The checks every worker-thread stream call (write, sendfile, splice) makes first: a started
+ * stream, not the loop thread, and no byte past a Content-Length. 0, or the -errno to return.
+ */
+static int stream_call_check(ft_req_t *r, const char *what, uint64_t len)
+{
+	if (!r->s_started || r->responded) {
+		ft_error("http: %s without a started stream", what);
+		return -EINVAL;
+	}
+	if (on_loop_thread(what))
+		return -EDEADLK;
+	if (r->s_frame == FR_LENGTH && len > r->s_clen - r->s_written) {
+		ft_error("http: %s past its Content-Length of %llu", what, (unsigned long long)r->s_clen);
+		r->s_bad = true;
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
 int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len)
 {
 	conn_t *c = r->c;
@@ -2767,17 +2787,9 @@ int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len)
 	bool kick;
 	int rc;
 
-	if (!r->s_started || r->responded) {
-		ft_error("http: ft_resp_stream_write without a started stream");
-		return -EINVAL;
-	}
-	if (on_loop_thread("ft_resp_stream_write"))
-		return -EDEADLK;
-	if (r->s_frame == FR_LENGTH && len > r->s_clen - r->s_written) {
-		ft_error("http: stream write past its Content-Length of %llu", (unsigned long long)r->s_clen);
-		r->s_bad = true;
-		return -EMSGSIZE;
-	}
+	rc = stream_call_check(r, "ft_resp_stream_write", len);
+	if (rc != 0)
+		return rc;
 	if (r->s_frame == FR_NONE)
 		len = 0; /* HEAD, 204, 304: headers only */
 	pthread_mutex_lock(&c->smu);
@@ -2893,17 +2905,9 @@ int ft_resp_stream_sendfile(ft_req_t *r, int fd, uint64_t off, uint64_t len)
 	bool kick, chunked = r->s_frame == FR_CHUNKED;
 	int rc;
 
-	if (!r->s_started || r->responded) {
-		ft_error("http: ft_resp_stream_sendfile without a started stream");
-		return -EINVAL;
-	}
-	if (on_loop_thread("ft_resp_stream_sendfile"))
-		return -EDEADLK;
-	if (r->s_frame == FR_LENGTH && len > r->s_clen - r->s_written) {
-		ft_error("http: stream sendfile past its Content-Length of %llu", (unsigned long long)r->s_clen);
-		r->s_bad = true;
-		return -EMSGSIZE;
-	}
+	rc = stream_call_check(r, "ft_resp_stream_sendfile", len);
+	if (rc != 0)
+		return rc;
 	if (r->s_frame == FR_NONE || len == 0)
 		return stream_is_gone(r) ? -ECONNRESET : 0; /* HEAD, 204, 304: headers only */
 	rc = stream_file_set(r, fd);
@@ -2969,23 +2973,15 @@ int ft_resp_stream_splice(ft_req_t *r, int fd, uint64_t len)
 	bool kick;
 	int rc;
 
-	if (!r->s_started || r->responded) {
-		ft_error("http: ft_resp_stream_splice without a started stream");
-		return -EINVAL;
-	}
-	if (on_loop_thread("ft_resp_stream_splice"))
-		return -EDEADLK;
+	rc = stream_call_check(r, "ft_resp_stream_splice", len);
+	if (rc != 0)
+		return rc;
 	if (r->s_frame == FR_NONE || len == 0)
 		return stream_is_gone(r) ? -ECONNRESET : 0; /* HEAD, 204, 304: headers only */
 	if (r->s_frame != FR_LENGTH) {
 		ft_error("http: ft_resp_stream_splice needs a stream with a Content-Length");
 		r->s_bad = true;
 		return -EINVAL;
-	}
-	if (len > r->s_clen - r->s_written) {
-		ft_error("http: stream splice past its Content-Length of %llu", (unsigned long long)r->s_clen);
-		r->s_bad = true;
-		return -EMSGSIZE;
 	}
 	rc = stream_pipe_set(r);
 	if (rc != 0) {

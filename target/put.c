@@ -263,22 +263,6 @@ static void respond_publish_error(ft_req_t *r, put_t *p, int rc, const char *per
 	}
 }
 
-/* Whether a failed backend PUT may still have stored the object (no clear refusal came back). */
-static int outcome_unknown(ft_backend_err_t code)
-{
-	switch (code) {
-	case FT_BACKEND_ECONNECT:
-	case FT_BACKEND_ETIMEDOUT:
-	case FT_BACKEND_ESERVER:
-	case FT_BACKEND_ETRUNCATED:
-	case FT_BACKEND_EPROTO:
-	case FT_BACKEND_ECANCELED:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 /* Remote bucket: the backend first, then the cached copy (see REMOTE BUCKETS). */
 static void finalize_remote(ft_req_t *r, put_t *p, ft_lom_t *lom)
 {
@@ -294,7 +278,7 @@ static void finalize_remote(ft_req_t *r, put_t *p, ft_lom_t *lom)
 	ft_backend_err_t code = tgt_wthrough_put(o, p->work, p->received, p->md5_hex,
 						 lom->content_type[0] ? lom->content_type : NULL, &be, &err);
 	if (code != FT_BACKEND_OK) {
-		if (outcome_unknown(code) && tgt_wthrough_uncache(o) < 0)
+		if (tgt_wthrough_may_have_written(code) && tgt_wthrough_uncache(o) < 0)
 			ft_warn("PUT %s: cannot remove the cached copy", o->rel);
 		tgt_wthrough_unlock(o);
 		put_release(p);

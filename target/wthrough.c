@@ -124,7 +124,7 @@ static ft_backend_t *backend_of(const tgt_obj_t *o, ft_backend_error_t *err)
  * Whether the backend may have taken a write that returned code: an acknowledgement, or no clear
  * answer (the request may have been applied before the connection failed). A clear refusal is not.
  */
-static int may_have_written(ft_backend_err_t code)
+int tgt_wthrough_may_have_written(ft_backend_err_t code)
 {
 	switch (code) {
 	case FT_BACKEND_OK:
@@ -167,7 +167,7 @@ ft_backend_err_t tgt_wthrough_put(const tgt_obj_t *o, const char *work, uint64_t
 	};
 	rc = ft_backend_put(b, o->obj, &body, out, err);
 	close(src.fd);
-	if (may_have_written(rc))
+	if (tgt_wthrough_may_have_written(rc))
 		tgt_coldget_supersede(o);
 	return rc;
 }
@@ -180,7 +180,7 @@ ft_backend_err_t tgt_wthrough_delete(const tgt_obj_t *o, ft_backend_error_t *err
 		return err->code != FT_BACKEND_OK ? err->code : FT_BACKEND_ECONFIG;
 	ft_backend_err_t rc = ft_backend_delete(b, o->obj, err);
 	/* ENOTFOUND: gone from the backend all the same (and delete.c removes the cached copy). */
-	if (rc == FT_BACKEND_ENOTFOUND || may_have_written(rc))
+	if (rc == FT_BACKEND_ENOTFOUND || tgt_wthrough_may_have_written(rc))
 		tgt_coldget_supersede(o);
 	return rc;
 }

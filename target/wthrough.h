@@ -29,6 +29,9 @@ ft_backend_err_t tgt_wthrough_put(const tgt_obj_t *o, const char *work, uint64_t
  */
 ft_backend_err_t tgt_wthrough_delete(const tgt_obj_t *o, ft_backend_error_t *err);
 
+/* Whether a write that ended with code may have reached the backend (OK, or no clear refusal came back). */
+int tgt_wthrough_may_have_written(ft_backend_err_t code);
+
 /* Puts what the backend stated about a new write (version, ETag, mtime) into lom, where they fit. */
 void tgt_wthrough_lom_meta(ft_lom_t *lom, const ft_backend_meta_t *m);
 

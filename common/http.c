@@ -2758,6 +2758,19 @@ static size_t stream_put_piece(ft_req_t *r, size_t pos, size_t room, const unsig
 	return n;
 }
 
+/* Under c->smu, after queuing: wakes the loop thread when the stream was idle (the lock is dropped to notify). */
+static void stream_kick(ft_req_t *r)
+{
+	conn_t *c = r->c;
+
+	if (!r->sh.s_idle)
+		return;
+	r->sh.s_idle = false;
+	pthread_mutex_unlock(&c->smu);
+	req_notify(r, EV_SEND);
+	pthread_mutex_lock(&c->smu);
+}
+
 /*
  * The checks every worker-thread stream call (write, sendfile, splice) makes first: a started
  * stream, not the loop thread, and no byte past a Content-Length. 0, or the -errno to return.
@@ -2784,7 +2797,6 @@ int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len)
 	stream_shared_t *sh = &r->sh;
 	const unsigned char *p = buf;
 	size_t need, room, pos, n, queued;
-	bool kick;
 	int rc;
 
 	rc = stream_call_check(r, "ft_resp_stream_write", len);
@@ -2808,13 +2820,7 @@ int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len)
 		r->s_written += n;
 		pthread_mutex_lock(&c->smu);
 		sh->s_len += queued;
-		kick = sh->s_idle;
-		sh->s_idle = false;
-		if (kick) {
-			pthread_mutex_unlock(&c->smu);
-			req_notify(r, EV_SEND);
-			pthread_mutex_lock(&c->smu);
-		}
+		stream_kick(r);
 	}
 	rc = sh->gone ? -ECONNRESET : 0;
 	pthread_mutex_unlock(&c->smu);
@@ -2902,7 +2908,7 @@ int ft_resp_stream_sendfile(ft_req_t *r, int fd, uint64_t off, uint64_t len)
 	conn_t *c = r->c;
 	stream_shared_t *sh = &r->sh;
 	uint64_t room, n;
-	bool kick, chunked = r->s_frame == FR_CHUNKED;
+	bool chunked = r->s_frame == FR_CHUNKED;
 	int rc;
 
 	rc = stream_call_check(r, "ft_resp_stream_sendfile", len);
@@ -2936,13 +2942,7 @@ int ft_resp_stream_sendfile(ft_req_t *r, int fd, uint64_t off, uint64_t len)
 		off += n;
 		len -= n;
 		r->s_written += n;
-		kick = sh->s_idle;
-		sh->s_idle = false;
-		if (kick) {
-			pthread_mutex_unlock(&c->smu);
-			req_notify(r, EV_SEND);
-			pthread_mutex_lock(&c->smu);
-		}
+		stream_kick(r);
 	}
 	rc = sh->gone ? -ECONNRESET : 0;
 	pthread_mutex_unlock(&c->smu);
@@ -2970,7 +2970,6 @@ int ft_resp_stream_splice(ft_req_t *r, int fd, uint64_t len)
 	stream_shared_t *sh = &r->sh;
 	ssize_t k;
 	size_t room;
-	bool kick;
 	int rc;
 
 	rc = stream_call_check(r, "ft_resp_stream_splice", len);
@@ -3006,13 +3005,7 @@ int ft_resp_stream_splice(ft_req_t *r, int fd, uint64_t len)
 		sh->f_len += (uint64_t)k;
 		len -= (uint64_t)k;
 		r->s_written += (uint64_t)k;
-		kick = sh->s_idle;
-		sh->s_idle = false;
-		if (kick) {
-			pthread_mutex_unlock(&c->smu);
-			req_notify(r, EV_SEND);
-			pthread_mutex_lock(&c->smu);
-		}
+		stream_kick(r);
 	}
 	rc = sh->gone ? -ECONNRESET : 0;
 	pthread_mutex_unlock(&c->smu);

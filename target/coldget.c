@@ -382,12 +382,7 @@ static void fetch_release(fetch_t *x)
 	if (x->ck_live)
 		ft_cksum_abort(&x->ck);
 	x->ck_live = 0;
-	if (x->fd >= 0)
-		close(x->fd);
-	x->fd = -1;
-	if (x->work[0])
-		unlinkat(x->o->mp->work_fd, x->work, 0);
-	x->work[0] = '\0';
+	tgt_work_drop(x->o->mp, &x->fd, x->work);
 	free(x->buf);
 	x->buf = NULL;
 }

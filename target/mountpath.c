@@ -469,6 +469,18 @@ int tgt_work_create(const tgt_mountpath_t *mp, char *name, size_t cap)
 	return -EEXIST;
 }
 
+void tgt_work_drop(const tgt_mountpath_t *mp, int *fd, char *name)
+{
+	if (*fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	if (name[0]) {
+		unlinkat(mp->work_fd, name, 0);
+		name[0] = '\0';
+	}
+}
+
 /* Slow path of tgt_parent_open: mkdir + open each component of dir (modified in place) in turn. */
 static int parent_create(const tgt_mountpath_t *mp, char *dir)
 {

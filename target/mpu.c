@@ -565,14 +565,7 @@ static void part_release(part_t *p)
 		ft_cksum_abort(&p->md5);
 		p->md5_live = 0;
 	}
-	if (p->fd >= 0) {
-		close(p->fd);
-		p->fd = -1;
-	}
-	if (p->work[0]) {
-		unlinkat(p->o->mp->work_fd, p->work, 0);
-		p->work[0] = '\0';
-	}
+	tgt_work_drop(p->o->mp, &p->fd, p->work);
 	if (p->updir >= 0) {
 		close(p->updir);
 		p->updir = -1;
@@ -939,14 +932,7 @@ static void complete_release(complete_t *c)
 	}
 	free(c->buf);
 	c->buf = NULL;
-	if (c->fd >= 0) {
-		close(c->fd);
-		c->fd = -1;
-	}
-	if (c->work[0]) {
-		unlinkat(c->o->mp->work_fd, c->work, 0);
-		c->work[0] = '\0';
-	}
+	tgt_work_drop(c->o->mp, &c->fd, c->work);
 	if (c->updir >= 0) {
 		close(c->updir);
 		c->updir = -1;

@@ -107,14 +107,7 @@ static void put_release(put_t *p)
 		ft_cksum_abort(&p->md5);
 		p->md5_live = 0;
 	}
-	if (p->fd >= 0) {
-		close(p->fd);
-		p->fd = -1;
-	}
-	if (p->work[0]) {
-		unlinkat(p->o->mp->work_fd, p->work, 0);
-		p->work[0] = '\0';
-	}
+	tgt_work_drop(p->o->mp, &p->fd, p->work);
 }
 
 static void put_done_hook(void *arg)

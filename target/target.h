@@ -180,6 +180,8 @@ int tgt_rel_path(char *buf, size_t cap, const char *provider, const char *bucket
 int tgt_mountpath_avail(const tgt_mountpath_t *mp, int64_t reserve, uint64_t *avail);
 /* Creates a uniquely named work file in mp's .work (name written to name[cap]); fd or -errno. */
 int tgt_work_create(const tgt_mountpath_t *mp, char *name, size_t cap);
+/* Closes *fd (when >= 0) and removes the work file name (when not "") from mp's .work; clears both. */
+void tgt_work_drop(const tgt_mountpath_t *mp, int *fd, char *name);
 /*
  * Opens (O_RDONLY|O_DIRECTORY) the parent directory of rel, creating missing components.
  * Returns an fd, or -errno: -ENOTDIR when a component is a file (an object).

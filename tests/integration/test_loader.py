@@ -346,8 +346,8 @@ def test_url_list_reads_each_url_once_per_epoch(http_server, tmp_path):
 
 def test_s3_api_put_then_verified_gets(cluster, tmp_path):
     """-s3endpoint with SigV4 from the environment, against the proxy's /s3 (path style)."""
-    if not cluster.local or not hasattr(cluster.c, "s3_keys"):
-        pytest.skip("the cluster has no S3 keys (the proxy's /s3 API is not in this build)")
+    if not cluster.local:
+        pytest.skip("FT_CLUSTER_URL is set (external cluster): its S3 key pair is not known to the suite")
     access, secret = cluster.c.s3_keys()
     import boto3
     import botocore.config

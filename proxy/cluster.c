@@ -305,6 +305,7 @@ void px_cluster_join(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		goto out;
 	}
 	changed = join_changes(cur, &n);
+	bmd = ft_bmd_current();
 	if (changed) {
 		m = join_map(px, cur, &n);
 		if (m == NULL || px_persist_smap(px, m) != 0) {
@@ -312,6 +313,13 @@ void px_cluster_join(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 			ft_ctl_error(resp, 500, "join: cannot update the cluster map");
 			goto out;
 		}
+		/*
+		 * The joiner gets the map and the buckets before this proxy redirects any request to it:
+		 * otherwise a GET could reach it before it knows the bucket (404) or itself (307 away).
+		 * If the push fails, the join response below carries both all the same.
+		 */
+		if (px_metasync_node(ft_smap_find(m, n.id), m, bmd) != 0)
+			ft_warn("join: %s did not take the new map before it went live", n.id);
 		ft_smap_get(m);
 		ft_smap_install(m);
 	} else {
@@ -320,7 +328,6 @@ void px_cluster_join(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	}
 	if (seen_set(px, n.id, ft_mono_ms()) != 0)
 		ft_error("join: out of memory recording %s", n.id); /* it then drops out and re-joins */
-	bmd = ft_bmd_current();
 	pthread_mutex_unlock(&px->meta_lock);
 
 	if (changed) {

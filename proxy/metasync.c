@@ -54,6 +54,17 @@ fail:
 	return NULL;
 }
 
+int px_metasync_node(const ft_node_t *node, const ft_smap_t *smap, const ft_bmd_t *bmd)
+{
+	push_t p = { .node = node, .body = push_body(smap, bmd, true, true), .ok = false };
+
+	if (p.body == NULL)
+		return -1;
+	push_one(&p, 0);
+	json_decref(p.body);
+	return p.ok ? 0 : -1;
+}
+
 int px_metasync(px_t *px, const ft_smap_t *smap, const ft_bmd_t *bmd, bool smap_all, bool bmd_all,
 		const char *extra_id)
 {

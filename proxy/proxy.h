@@ -105,6 +105,8 @@ void px_cluster_free(px_t *px);
  */
 int px_metasync(px_t *px, const ft_smap_t *smap, const ft_bmd_t *bmd, bool smap_all, bool bmd_all,
 		const char *extra_id);
+/* Pushes smap and bmd to one node now (blocking); 0 when it answered 200. */
+int px_metasync_node(const ft_node_t *node, const ft_smap_t *smap, const ft_bmd_t *bmd);
 
 /* ---- ctl.c: control-port dispatcher ---- */
 void px_ctl_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);

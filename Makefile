@@ -12,7 +12,9 @@ endif
 CC ?= cc
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Werror
-CPPFLAGS += -D_GNU_SOURCE -Icommon
+# Include roots: common/ for shared modules ("base/log.h", "http/http.h"), the top for "cloud/backend.h";
+# each program adds its own folder ("target.h", "core/lom.h", "s3/s3.h").
+CPPFLAGS += -D_GNU_SOURCE -Icommon -I.
 ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS) -pthread -MMD -MP
 LDLIBS := -luring -lmicrohttpd -lcurl -lcrypto -ljansson -lxxhash -lisal -lpthread
 
@@ -27,20 +29,29 @@ ALL_CFLAGS += -fsanitize=thread
 LDFLAGS += -fsanitize=thread
 endif
 
-COMMON_SRC := $(sort $(wildcard common/*.c))
-PROXY_SRC := $(sort $(wildcard proxy/*.c))
-TARGET_SRC := $(sort $(wildcard target/*.c))
-LOADER_SRC := $(sort $(wildcard loader/*.c))
+srcs = $(sort $(shell find $(1) -name '*.c'))
+COMMON_SRC := $(call srcs,common)
+CLOUD_SRC := $(call srcs,cloud)
+PROXY_SRC := $(call srcs,proxy)
+TARGET_SRC := $(call srcs,target)
+LOADER_SRC := $(call srcs,loader)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/obj/%.o)
+CLOUD_OBJ := $(CLOUD_SRC:%.c=$(BUILD)/obj/%.o)
 PROXY_OBJ := $(PROXY_SRC:%.c=$(BUILD)/obj/%.o)
 TARGET_OBJ := $(TARGET_SRC:%.c=$(BUILD)/obj/%.o)
 LOADER_OBJ := $(LOADER_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 LIBFT := $(BUILD)/libft.a
+LIBCLOUD := $(BUILD)/libftcloud.a
+# Each program's objects but main, as archives the unit tests link against.
+LIBPROXY := $(BUILD)/libftproxy.a
+LIBTARGET := $(BUILD)/libfttarget.a
+LIBLOADER := $(BUILD)/libftloader.a
+TEST_LIBS := $(LIBPROXY) $(LIBTARGET) $(LIBLOADER) $(LIBCLOUD) $(LIBFT)
 BINS := $(BUILD)/bin/ft-proxy $(BUILD)/bin/ft-target
 ifneq ($(LOADER_SRC),)
 BINS += $(BUILD)/bin/ft-loader
@@ -59,6 +70,10 @@ deps:
 	@scripts/deps.sh
 	@scripts/peers-deps.sh
 
+$(BUILD)/obj/proxy/%.o: CPPFLAGS += -Iproxy
+$(BUILD)/obj/target/%.o: CPPFLAGS += -Itarget
+$(BUILD)/obj/loader/%.o: CPPFLAGS += -Iloader
+
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
@@ -67,26 +82,44 @@ $(LIBFT): $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(BUILD)/bin/ft-proxy: $(PROXY_OBJ) $(LIBFT)
+$(LIBCLOUD): $(CLOUD_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -pthread -o $@ $(PROXY_OBJ) $(LIBFT) $(LDLIBS)
+	$(AR) rcs $@ $^
 
-$(BUILD)/bin/ft-target: $(TARGET_OBJ) $(LIBFT)
+$(LIBPROXY): $(filter-out %/main.o,$(PROXY_OBJ))
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -pthread -o $@ $(TARGET_OBJ) $(LIBFT) $(LDLIBS)
+	$(AR) rcs $@ $^
+
+$(LIBTARGET): $(filter-out %/main.o,$(TARGET_OBJ))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(LIBLOADER): $(filter-out %/main.o,$(LOADER_OBJ))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(BUILD)/bin/ft-proxy: $(PROXY_OBJ) $(LIBCLOUD) $(LIBFT)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -pthread -o $@ $(PROXY_OBJ) $(LIBCLOUD) $(LIBFT) $(LDLIBS)
+
+$(BUILD)/bin/ft-target: $(TARGET_OBJ) $(LIBCLOUD) $(LIBFT)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -pthread -o $@ $(TARGET_OBJ) $(LIBCLOUD) $(LIBFT) $(LDLIBS)
 
 $(BUILD)/bin/ft-loader: $(LOADER_OBJ) $(LIBFT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -pthread -o $@ $(LOADER_OBJ) $(LIBFT) $(LDLIBS) -lm
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIBFT)
+$(BUILD)/tests/%: tests/unit/%.c $(TEST_LIBS)
 	@mkdir -p $(dir $@) $(BUILD)/obj/tests/unit
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $(BUILD)/obj/tests/unit/$*.d $(LDFLAGS) -o $@ $< $(LIBFT) -lcmocka $(LDLIBS)
+	$(CC) $(CPPFLAGS) -Itarget -Iproxy -Iloader $(ALL_CFLAGS) -MF $(BUILD)/obj/tests/unit/$*.d $(LDFLAGS) -o $@ $< \
+	  $(TEST_LIBS) -lcmocka $(LDLIBS) -lm
 
-# libFuzzer harnesses: clang, ASan+UBSan, linked against the common sources directly.
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC)
+# libFuzzer harnesses: clang, ASan+UBSan, linked against the common and cloud sources directly.
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(CLOUD_SRC)
 	@mkdir -p $(dir $@)
-	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $< $(COMMON_SRC) $(LDLIBS)
+	clang $(CPPFLAGS) -Itarget -Iproxy -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -o $@ $< $(COMMON_SRC) $(CLOUD_SRC) $(LDLIBS)
 
 run: deps all
 	scripts/ft-cluster run --dir $(DIR) --port $(PORT) --bin $(BUILD)/bin

@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 #include "hist.h"
-#include "smap.h"
+#include "cluster/smap.h"
 
 #define LD_NAME_MAX 1024     /* object name bytes (FT_OBJ_NAME_MAX) */
 #define LD_PATH_MAX 4096     /* origin-form request target: encoded name, query */

@@ -4,7 +4,7 @@
 #include <time.h>
 
 #include "loader.h"
-#include "sigv4.h"
+#include "auth/sigv4.h"
 
 static struct {
 	int proxy_host;          /* native: the proxy */

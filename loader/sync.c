@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "loader.h"
-#include "strbuf.h"
+#include "base/strbuf.h"
 
 /* ld_resp_feed sink: appends body bytes to the ft_strbuf_t in ctx (sticky failure on OOM). */
 static void collect(void *ctx, const char *p, size_t n)

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "httputil.h"
-#include "log.h"
+#include "cloud/backend.h"
+#include "http/util.h"
+#include "base/log.h"
 
 /* One create, set-bprops or destroy request: lives in ft_req_alloc memory until the response. */
 typedef struct {

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "hrw.h"
-#include "httputil.h"
-#include "log.h"
+#include "cluster/hrw.h"
+#include "http/util.h"
+#include "base/log.h"
 
 /* A target not heard from for this many keepalive intervals leaves the map. */
 #define PX_SILENT_INTERVALS 3

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
-#include "httputil.h"
-#include "log.h"
-#include "names.h"
+#include "rpc/client.h"
+#include "http/util.h"
+#include "base/log.h"
+#include "base/names.h"
 
 /*
  * DESIGN

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
-#include "hrw.h"
-#include "httputil.h"
-#include "log.h"
+#include "rpc/client.h"
+#include "cluster/hrw.h"
+#include "http/util.h"
+#include "base/log.h"
 
 /*
  * DESIGN

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client.h"
-#include "log.h"
-#include "s3.h"
+#include "rpc/client.h"
+#include "base/log.h"
+#include "s3/s3.h"
 
 /* libmicrohttpd threads: a join blocks one for up to the push timeout. */
 #define PX_CTL_THREADS 8

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
-#include "log.h"
+#include "rpc/client.h"
+#include "base/log.h"
 
 typedef struct {
 	const ft_node_t *node;

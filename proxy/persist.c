@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 
 /* Writes all of buf to fd; 0 or -errno. */
 static int write_all(int fd, const char *buf, size_t len)

@@ -20,11 +20,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "bmd.h"
-#include "config.h"
-#include "ctl.h"
-#include "http.h"
-#include "smap.h"
+#include "cluster/bmd.h"
+#include "base/config.h"
+#include "rpc/ctl.h"
+#include "http/http.h"
+#include "cluster/smap.h"
 
 /* Timeouts of node-to-node calls. */
 #define PX_PUSH_TIMEOUT_MS 2000   /* metasync: a dead node delays a mutation by at most this */

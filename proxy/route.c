@@ -3,10 +3,10 @@
 
 #include <string.h>
 
-#include "backend.h"
-#include "httputil.h"
-#include "names.h"
-#include "s3.h"
+#include "cloud/backend.h"
+#include "http/util.h"
+#include "base/names.h"
+#include "s3/s3.h"
 
 int px_provider(ft_req_t *r, const char **provider)
 {

@@ -5,11 +5,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "bmd.h"
-#include "client.h"
-#include "log.h"
-#include "smap.h"
-#include "mirror.h"
+#include "cluster/bmd.h"
+#include "rpc/client.h"
+#include "base/log.h"
+#include "cluster/smap.h"
+#include "protect/mirror.h"
 #include "target.h"
 
 /*

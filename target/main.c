@@ -11,11 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client.h"
-#include "config.h"
-#include "ctl.h"
-#include "http.h"
-#include "log.h"
+#include "rpc/client.h"
+#include "base/config.h"
+#include "rpc/ctl.h"
+#include "http/http.h"
+#include "base/log.h"
 #include "target.h"
 
 #define CTL_THREADS 4

@@ -1,13 +1,13 @@
 /* Target public-port dispatcher: health, and object requests checked (names, bucket, ownership) before handling. */
 #include <string.h>
 
-#include "backend.h"
-#include "bmd.h"
-#include "httputil.h"
-#include "log.h"
-#include "names.h"
-#include "smap.h"
-#include "mirror.h"
+#include "cloud/backend.h"
+#include "cluster/bmd.h"
+#include "http/util.h"
+#include "base/log.h"
+#include "base/names.h"
+#include "cluster/smap.h"
+#include "protect/mirror.h"
 #include "target.h"
 
 #define OBJECTS_PREFIX "/v1/objects"

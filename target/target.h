@@ -6,15 +6,15 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "backend.h"
-#include "bmd.h"
-#include "cksum.h"
-#include "config.h"
-#include "ctl.h"
-#include "http.h"
-#include "lom.h"
-#include "names.h"
-#include "smap.h"
+#include "cloud/backend.h"
+#include "cluster/bmd.h"
+#include "base/cksum.h"
+#include "base/config.h"
+#include "rpc/ctl.h"
+#include "http/http.h"
+#include "core/lom.h"
+#include "base/names.h"
+#include "cluster/smap.h"
 
 /*
  * DESIGN

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_parse.h"
+#include "http/parse.h"
 
 #define MAX_HEADERS 32
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 /* The module is self-contained (libc only): compiled into the harness. */
-#include "../../proxy/s3_xml.c"
+#include "../../proxy/s3/xml.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-"""Backend interface (common/backend.h) against real servers: s3rver, azurite, the GCS emulator, nginx.
+"""Backend interface (cloud/backend.h) against real servers: s3rver, azurite, the GCS emulator, nginx.
 
 Each test starts one peer on loopback (tests/integration/peers.py), runs the C driver
 build/tests/test_backend with the peer's URL in FT_PEER_* and FT_BACKEND_PEERS_ONLY=1, and checks

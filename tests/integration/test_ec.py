@@ -44,7 +44,7 @@ def main_files(h, index, bucket, name):
 
 
 def slice_header(path):
-    """The JSON header of a slice file (see common/ec.h)."""
+    """The JSON header of a slice file (see target/protect/ec_codec.h)."""
     import json
     with open(path, "rb") as f:
         raw = f.read()

@@ -238,7 +238,7 @@ class _Readers:
 
 
 # In both load tests a GET reaching the new owner before its object arrived is served through
-# tgt_rebalance_pull (target/get.c calls it on a miss): without it such a GET would answer 404.
+# tgt_rebalance_pull (target/obj/get.c calls it on a miss): without it such a GET would answer 404.
 
 
 def test_join_under_read_load(make_cluster):

@@ -188,7 +188,7 @@ def test_attach_on_another_filesystem(make_cluster):
 
 
 # A GET in the window between a mountpath change and its object's move finds the object on its old
-# mountpath: target/get.c calls tgt_rebalance_pull on a miss, which looks on the other mountpaths first.
+# mountpath: target/obj/get.c calls tgt_rebalance_pull on a miss, which looks on the other mountpaths first.
 def test_reads_during_attach_and_detach(make_cluster):
     """Readers GET every object in turn while a mountpath is attached and another detached:
     not one GET fails."""

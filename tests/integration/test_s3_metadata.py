@@ -2,7 +2,7 @@
 """
 The proxy passes the Content-Type and x-amz-meta-* of a PutObject, a CopyObject (directive COPY:
 the source's; REPLACE: the request's) and a CreateMultipartUpload to the target, which keeps them
-with the object and sends them back on GET and HEAD (target/objmeta.c, target/mpu.c).
+with the object and sends them back on GET and HEAD (target/core/objmeta.c, target/obj/mpu.c).
 """
 import hashlib
 import io

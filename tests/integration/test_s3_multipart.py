@@ -1,6 +1,6 @@
 # S3 multipart upload: boto3 and aws CLI against a real cluster, the target's part store directly, and crash recovery.
 """
-Parts live on the target that owns the object (target/mpu.c); the proxy relays (proxy/s3_multipart.c).
+Parts live on the target that owns the object (target/obj/mpu.c); the proxy relays (proxy/s3/multipart.c).
 The native tests drive a target's internal endpoints (docs/api.md "Multipart upload") the way the
 proxy does; the S3 tests use stock boto3 and /usr/bin/aws with default settings.
 
@@ -625,7 +625,7 @@ def test_s3_slow_completion_keeps_the_client_waiting(make_cluster):
     assert done["ETag"] == mpu_etag(parts)
 
 
-# ---- expiry of incomplete uploads (target/mpu.c MPU_EXPIRE_NS, 7 days) ----
+# ---- expiry of incomplete uploads (target/obj/mpu.c MPU_EXPIRE_NS, 7 days) ----
 EXPIRE_S = 7 * 24 * 3600
 
 

@@ -1,4 +1,4 @@
-# The S3 GET relay (proxy/s3_relay.c + ft_resp_stream_splice): whole bodies on kept-alive connections, cut bodies when the target dies.
+# The S3 GET relay (proxy/s3/relay.c + ft_resp_stream_splice): whole bodies on kept-alive connections, cut bodies when the target dies.
 """
 A GET through /s3 is relayed by the proxy's own keep-alive client and spliced to the client. These
 tests check what a client sees when the owning target dies in the middle of a body (a cut

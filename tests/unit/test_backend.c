@@ -26,11 +26,11 @@
 #include <openssl/md5.h>
 #include <openssl/pem.h>
 
-#include "backend.h"
-#include "backend_int.h"
-#include "crc32c.h"
-#include "jwt.h"
-#include "sigv4.h"
+#include "cloud/backend.h"
+#include "cloud/internal.h"
+#include "cloud/crc32c.h"
+#include "cloud/jwt.h"
+#include "auth/sigv4.h"
 
 /*
  * DESIGN

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "cksum.h"
+#include "base/cksum.h"
 
 static void digest(ft_cksum_type_t type, const void *buf, size_t len, char hex[FT_CKSUM_HEX_MAX])
 {

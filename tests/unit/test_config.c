@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-#include "config.h"
+#include "base/config.h"
 
 #define ARGV(...) ((char *[]){ "ft-test", __VA_ARGS__, NULL })
 

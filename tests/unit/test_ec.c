@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "ec.h"
+#include "protect/ec_codec.h"
 
 static int mem_file(const void *data, size_t len)
 {

@@ -11,7 +11,7 @@
 
 #include <xxhash.h>
 
-#include "hrw.h"
+#include "cluster/hrw.h"
 
 #define N_NAMES 100000
 

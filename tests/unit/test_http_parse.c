@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "http_parse.h"
+#include "http/parse.h"
 
 #define MAXH 16
 

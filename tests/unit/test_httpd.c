@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http.h"
+#include "http/http.h"
 
 #define FILE_SIZE (5 * 1024 * 1024)
 

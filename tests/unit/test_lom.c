@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "lom.h"
+#include "core/lom.h"
 
 /* Record tags as lom.c writes them (white-box: used to hand-build inputs). */
 enum { TAG_SIZE = 1, TAG_ATIME = 2, TAG_MTIME = 3, TAG_CKSUM = 4, TAG_VERSION = 5 };

@@ -11,9 +11,9 @@
 
 #include <pthread.h>
 
-#include "bmd.h"
-#include "hrw.h"
-#include "smap.h"
+#include "cluster/bmd.h"
+#include "cluster/hrw.h"
+#include "cluster/smap.h"
 
 static ft_node_t node(const char *id, ft_node_type_t type, int port)
 {

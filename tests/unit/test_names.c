@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "names.h"
+#include "base/names.h"
 
 static int obj_ok(const char *s)
 {

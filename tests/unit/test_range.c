@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "httputil.h"
+#include "http/util.h"
 
 /*
  * httputil.c calls into the io_uring server only through ft_req_alloc() and ft_resp_bytes().

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 /* White-box: the module is self-contained (libc only), so it is compiled into this test. */
-#include "../../proxy/s3_xml.c"
+#include "../../proxy/s3/xml.c"
 
 static void test_escape(void **state)
 {

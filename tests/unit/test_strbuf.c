@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "strbuf.h"
+#include "base/strbuf.h"
 
 static void test_append_and_nul(void **state)
 {

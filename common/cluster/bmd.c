@@ -1,0 +1,483 @@
+/* Bucket metadata (BMD): sorted bucket list, JSON codec, refcounts and the installed copy. */
+#include "cluster/bmd.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+
+/*
+ * DESIGN
+ * Same life cycle as the Smap (smap.c): mutable only while its creator holds the single
+ * reference, shared read-only once installed; the current pointer is swapped, and references to
+ * it taken, under one mutex. Buckets are sorted by (provider, name) for binary search and a
+ * stable JSON form.
+ */
+
+#define PROVIDER_MAX ((int)sizeof(((ft_bucket_t *)0)->provider))
+
+static pthread_mutex_t bmd_lock = PTHREAD_MUTEX_INITIALIZER;
+static ft_bmd_t *bmd_cur; /* guarded by bmd_lock; holds one reference */
+
+/* 32 lowercase hex digits of 16 random bytes. */
+static void make_uuid(char out[40])
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char b[16] = { 0 };
+
+	if (RAND_bytes(b, sizeof(b)) != 1) {
+		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (read(fd, b, sizeof(b)) != (ssize_t)sizeof(b))
+				memset(b, 0, sizeof(b));
+			close(fd);
+		}
+	}
+	for (size_t i = 0; i < sizeof(b); i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 15];
+	}
+	out[32] = '\0';
+}
+
+static void bmd_free(ft_bmd_t *b)
+{
+	for (int i = 0; i < b->n; i++)
+		json_decref(b->buckets[i].backend);
+	free(b->buckets);
+	free(b);
+}
+
+ft_bmd_t *ft_bmd_new(void)
+{
+	ft_bmd_t *b = calloc(1, sizeof(*b));
+
+	if (b == NULL)
+		return NULL;
+	make_uuid(b->uuid);
+	b->refs = 1;
+	return b;
+}
+
+ft_bmd_t *ft_bmd_clone(const ft_bmd_t *b)
+{
+	ft_bmd_t *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	c->version = b->version;
+	memcpy(c->uuid, b->uuid, sizeof(c->uuid));
+	c->refs = 1;
+	if (b->n > 0) {
+		c->buckets = malloc((size_t)b->n * sizeof(ft_bucket_t));
+		if (c->buckets == NULL) {
+			free(c);
+			return NULL;
+		}
+		memcpy(c->buckets, b->buckets, (size_t)b->n * sizeof(ft_bucket_t));
+		c->n = b->n;
+		for (int i = 0; i < c->n; i++)
+			json_incref(c->buckets[i].backend); /* the clone's own reference */
+	}
+	return c;
+}
+
+static int bucket_cmp(const ft_bucket_t *x, const char *provider, const char *name)
+{
+	int c = strcmp(x->provider, provider);
+
+	return c != 0 ? c : strcmp(x->name, name);
+}
+
+/* Index of (provider, name), or -(insertion point + 1) when absent. */
+static int bucket_search(const ft_bmd_t *b, const char *provider, const char *name)
+{
+	int lo = 0, hi = b->n;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		int c = bucket_cmp(&b->buckets[mid], provider, name);
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -(lo + 1);
+}
+
+/* The protection properties within their bounds (see ft_bucket_props_apply); 0 copies = 1. */
+static int props_valid(const ft_bucket_t *bk)
+{
+	return bk->mirror_copies >= 0 && bk->mirror_copies <= FT_MIRROR_COPIES_MAX && bk->ec_data >= 0 &&
+	       bk->ec_data <= FT_EC_SLICES_MAX && bk->ec_parity >= 0 && bk->ec_parity <= FT_EC_SLICES_MAX &&
+	       (bk->ec_data == 0) == (bk->ec_parity == 0) && bk->ec_objsize_limit >= 0 &&
+	       (bk->validate_warm_get == 0 || bk->validate_warm_get == 1);
+}
+
+static int bucket_valid(const ft_bucket_t *bk)
+{
+	return strnlen(bk->name, sizeof(bk->name)) < sizeof(bk->name) && ft_name_check_bucket(bk->name, NULL) == 0 &&
+	       bk->provider[0] != '\0' && strnlen(bk->provider, PROVIDER_MAX) < PROVIDER_MAX &&
+	       (int)bk->cksum >= FT_CKSUM_NONE && (int)bk->cksum <= FT_CKSUM_MD5 && props_valid(bk);
+}
+
+/* Also -1 (BMD unchanged) for an invalid bucket: bad name, empty provider, unknown checksum type, props out of bounds. */
+int ft_bmd_add(ft_bmd_t *b, const ft_bucket_t *bucket)
+{
+	ft_bucket_t *grown;
+	int i;
+
+	if (!bucket_valid(bucket))
+		return -1;
+	i = bucket_search(b, bucket->provider, bucket->name);
+	if (i >= 0)
+		return 1;
+	grown = realloc(b->buckets, (size_t)(b->n + 1) * sizeof(ft_bucket_t));
+	if (grown == NULL)
+		return -1;
+	b->buckets = grown;
+	i = -i - 1;
+	memmove(&grown[i + 1], &grown[i], (size_t)(b->n - i) * sizeof(ft_bucket_t));
+	grown[i] = *bucket;
+	json_incref(grown[i].backend);
+	b->n++;
+	return 0;
+}
+
+int ft_bmd_remove(ft_bmd_t *b, const char *provider, const char *name)
+{
+	int i = bucket_search(b, provider, name);
+
+	if (i < 0)
+		return -1;
+	json_decref(b->buckets[i].backend);
+	memmove(&b->buckets[i], &b->buckets[i + 1], (size_t)(b->n - i - 1) * sizeof(ft_bucket_t));
+	b->n--;
+	return 0;
+}
+
+const ft_bucket_t *ft_bmd_find(const ft_bmd_t *b, const char *provider, const char *name)
+{
+	int i = bucket_search(b, provider, name);
+
+	return i >= 0 ? &b->buckets[i] : NULL;
+}
+
+/* The bucket as JSON; the backend properties with or without the secret ones. NULL on allocation failure. */
+static json_t *bucket_json(const ft_bucket_t *bucket, int with_secrets)
+{
+	static const char *const secrets[] = { "secret_key", "session_token", "account_key", "sas" };
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:{s:i}, s:{s:i, s:i, s:I}, s:b}", "name", bucket->name, "provider",
+			      bucket->provider, "checksum", ft_cksum_name(bucket->cksum), "created",
+			      (json_int_t)bucket->created_ns, "mirror", "copies",
+			      bucket->mirror_copies > 1 ? bucket->mirror_copies : 1, "ec", "data_slices", bucket->ec_data,
+			      "parity_slices", bucket->ec_parity, "objsize_limit", (json_int_t)bucket->ec_objsize_limit,
+			      "checksum_validate_warm_get", bucket->validate_warm_get != 0);
+
+	if (j == NULL || bucket->backend == NULL)
+		return j;
+	json_t *be = json_deep_copy(bucket->backend);
+	if (be == NULL || json_object_set_new(j, "backend", be) != 0) {
+		json_decref(j);
+		return NULL;
+	}
+	for (size_t i = 0; !with_secrets && i < sizeof(secrets) / sizeof(secrets[0]); i++)
+		json_object_del(be, secrets[i]);
+	return j;
+}
+
+json_t *ft_bucket_to_json(const ft_bucket_t *bucket)
+{
+	return bucket_json(bucket, 0);
+}
+
+/* NULL on allocation failure. */
+json_t *ft_bmd_to_json(const ft_bmd_t *b)
+{
+	json_t *j = json_pack("{s:I, s:s}", "version", (json_int_t)b->version, "uuid", b->uuid);
+	json_t *a = json_array();
+
+	if (j == NULL || a == NULL)
+		goto fail;
+	for (int i = 0; i < b->n; i++) {
+		if (json_array_append_new(a, bucket_json(&b->buckets[i], 1)) != 0)
+			goto fail;
+	}
+	if (json_object_set_new(j, "buckets", a) != 0) {
+		a = NULL; /* set_new released it */
+		goto fail;
+	}
+	return j;
+fail:
+	json_decref(a);
+	json_decref(j);
+	return NULL;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+/* The string member key of o (required, no NUL inside) or NULL with err filled. */
+static const char *get_string(const json_t *o, const char *key, const char *what, char *err, size_t errlen)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (v == NULL) {
+		fail(err, errlen, "bmd: %s: missing \"%s\"", what, key);
+		return NULL;
+	}
+	if (!json_is_string(v) || json_string_length(v) != strlen(json_string_value(v))) {
+		fail(err, errlen, "bmd: %s: \"%s\" must be a string", what, key);
+		return NULL;
+	}
+	return json_string_value(v);
+}
+
+static int bucket_from_json(ft_bucket_t *bk, const json_t *o, const char *what, char *err, size_t errlen)
+{
+	const char *name, *provider, *cksum, *why = "";
+	const json_t *created;
+
+	memset(bk, 0, sizeof(*bk));
+	if (!json_is_object(o))
+		return fail(err, errlen, "bmd: %s must be an object", what);
+	name = get_string(o, "name", what, err, errlen);
+	if (name == NULL)
+		return -1;
+	if (ft_name_check_bucket(name, &why) != 0)
+		return fail(err, errlen, "bmd: %s: %s", what, why);
+	provider = get_string(o, "provider", what, err, errlen);
+	if (provider == NULL)
+		return -1;
+	if (provider[0] == '\0' || strlen(provider) >= (size_t)PROVIDER_MAX)
+		return fail(err, errlen, "bmd: %s: bad \"provider\"", what);
+	cksum = get_string(o, "checksum", what, err, errlen);
+	if (cksum == NULL)
+		return -1;
+	if (ft_cksum_parse(cksum, &bk->cksum) != 0)
+		return fail(err, errlen, "bmd: %s: unknown \"checksum\" \"%s\"", what, cksum);
+	created = json_object_get(o, "created");
+	if (!json_is_integer(created))
+		return fail(err, errlen, "bmd: %s: \"created\" must be an integer", what);
+	snprintf(bk->name, sizeof(bk->name), "%s", name);
+	snprintf(bk->provider, sizeof(bk->provider), "%s", provider);
+	bk->created_ns = json_integer_value(created);
+	char bad[200];
+	if (ft_bucket_props_apply(bk, o, bad, sizeof(bad)) != 0)
+		return fail(err, errlen, "bmd: %s: %s", what, bad);
+	const json_t *be = json_object_get(o, "backend");
+	if (be != NULL && !json_is_null(be)) {
+		if (!json_is_object(be))
+			return fail(err, errlen, "bmd: %s: \"backend\" must be an object", what);
+		bk->backend = json_deep_copy(be); /* the caller's reference: dropped after ft_bmd_add */
+		if (bk->backend == NULL)
+			return fail(err, errlen, "bmd: out of memory");
+	}
+	return 0;
+}
+
+/*
+ * The integer member key of o, if present, into *out within [lo, hi]. 0 (also when absent), or -1
+ * with err filled.
+ */
+static int get_int(const json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out, char *err, size_t errlen)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (v == NULL)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return fail(err, errlen, "\"%s\" must be an integer from %lld to %lld", key, (long long)lo,
+			    (long long)hi);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* Keys allowed in a section object; -1 with err naming the first other one. */
+static int known_keys(const json_t *o, const char *section, const char *const *keys, size_t n, char *err,
+		      size_t errlen)
+{
+	const char *key;
+	const json_t *v;
+
+	json_object_foreach((json_t *)o, key, v) {
+		size_t i = 0;
+		while (i < n && strcmp(key, keys[i]) != 0)
+			i++;
+		if (i == n)
+			return fail(err, errlen, "unknown property \"%s.%s\"", section, key);
+	}
+	return 0;
+}
+
+int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_t errlen)
+{
+	static const char *const mirror_keys[] = { "copies" };
+	static const char *const ec_keys[] = { "data_slices", "parity_slices", "objsize_limit" };
+	const json_t *mirror = json_object_get(props, "mirror");
+	const json_t *ec = json_object_get(props, "ec");
+	const json_t *vwg = json_object_get(props, "checksum_validate_warm_get");
+	int64_t v;
+
+	if (mirror != NULL) {
+		if (!json_is_object(mirror))
+			return fail(err, errlen, "\"mirror\" must be an object {\"copies\": N}");
+		if (known_keys(mirror, "mirror", mirror_keys, 1, err, errlen) != 0)
+			return -1;
+		v = bk->mirror_copies;
+		if (get_int(mirror, "copies", 1, FT_MIRROR_COPIES_MAX, &v, err, errlen) != 0)
+			return -1;
+		bk->mirror_copies = (int)v;
+	}
+	if (ec != NULL) {
+		if (!json_is_object(ec))
+			return fail(err, errlen,
+				    "\"ec\" must be an object {\"data_slices\": D, \"parity_slices\": P, \"objsize_limit\": B}");
+		if (known_keys(ec, "ec", ec_keys, 3, err, errlen) != 0)
+			return -1;
+		v = bk->ec_data;
+		if (get_int(ec, "data_slices", 0, FT_EC_SLICES_MAX, &v, err, errlen) != 0)
+			return -1;
+		bk->ec_data = (int)v;
+		v = bk->ec_parity;
+		if (get_int(ec, "parity_slices", 0, FT_EC_SLICES_MAX, &v, err, errlen) != 0)
+			return -1;
+		bk->ec_parity = (int)v;
+		if (get_int(ec, "objsize_limit", 0, INT64_MAX, &bk->ec_objsize_limit, err, errlen) != 0)
+			return -1;
+		if ((bk->ec_data == 0) != (bk->ec_parity == 0))
+			return fail(err, errlen, "\"ec\": data_slices and parity_slices are both 0 (off) or both at "
+						 "least 1 (have %d and %d)", bk->ec_data, bk->ec_parity);
+	}
+	if (vwg != NULL) {
+		if (!json_is_boolean(vwg))
+			return fail(err, errlen, "\"checksum_validate_warm_get\" must be true or false");
+		bk->validate_warm_get = json_is_true(vwg);
+	}
+	return 0;
+}
+
+ft_bmd_t *ft_bmd_from_json(const json_t *j, char *err, size_t errlen)
+{
+	ft_bmd_t *b = NULL;
+	const json_t *v, *a, *o;
+	const char *uuid;
+	size_t i;
+
+	if (!json_is_object(j)) {
+		fail(err, errlen, "bmd: not a JSON object");
+		goto fail;
+	}
+	b = calloc(1, sizeof(*b));
+	if (b == NULL) {
+		fail(err, errlen, "bmd: out of memory");
+		goto fail;
+	}
+	b->refs = 1;
+	v = json_object_get(j, "version");
+	if (!json_is_integer(v) || json_integer_value(v) < 0) {
+		fail(err, errlen, "bmd: \"version\" must be a non-negative integer");
+		goto fail;
+	}
+	b->version = json_integer_value(v);
+	uuid = get_string(j, "uuid", "bmd", err, errlen);
+	if (uuid == NULL)
+		goto fail;
+	if (uuid[0] == '\0' || strlen(uuid) >= sizeof(b->uuid)) {
+		fail(err, errlen, "bmd: bad \"uuid\"");
+		goto fail;
+	}
+	memcpy(b->uuid, uuid, strlen(uuid) + 1);
+	a = json_object_get(j, "buckets");
+	if (!json_is_array(a)) {
+		fail(err, errlen, "bmd: \"buckets\" must be an array");
+		goto fail;
+	}
+	json_array_foreach(a, i, o) {
+		ft_bucket_t bk;
+		char what[32];
+		int rc;
+
+		snprintf(what, sizeof(what), "buckets[%zu]", i);
+		if (bucket_from_json(&bk, o, what, err, errlen) != 0)
+			goto fail;
+		rc = ft_bmd_add(b, &bk);
+		json_decref(bk.backend); /* the BMD took its own reference */
+		if (rc == 1) {
+			fail(err, errlen, "bmd: duplicate bucket %s/%s", bk.provider, bk.name);
+			goto fail;
+		}
+		if (rc != 0) {
+			fail(err, errlen, "bmd: out of memory");
+			goto fail;
+		}
+	}
+	return b;
+fail:
+	if (b != NULL)
+		bmd_free(b);
+	return NULL;
+}
+
+void ft_bmd_get(ft_bmd_t *b)
+{
+	__atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+}
+
+void ft_bmd_put(ft_bmd_t *b)
+{
+	if (b == NULL)
+		return;
+	if (__atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		bmd_free(b);
+}
+
+ft_bmd_t *ft_bmd_current(void)
+{
+	ft_bmd_t *b;
+
+	pthread_mutex_lock(&bmd_lock);
+	b = bmd_cur;
+	if (b != NULL)
+		ft_bmd_get(b);
+	pthread_mutex_unlock(&bmd_lock);
+	return b;
+}
+
+/* Also returns 1 for b == NULL. The previous BMD is released outside the lock. */
+int ft_bmd_install(ft_bmd_t *b)
+{
+	ft_bmd_t *old;
+
+	if (b == NULL)
+		return 1;
+	pthread_mutex_lock(&bmd_lock);
+	old = bmd_cur;
+	if (old != NULL && b->version <= old->version) {
+		pthread_mutex_unlock(&bmd_lock);
+		ft_bmd_put(b);
+		return 1;
+	}
+	bmd_cur = b;
+	pthread_mutex_unlock(&bmd_lock);
+	ft_bmd_put(old);
+	return 0;
+}

@@ -1,0 +1,78 @@
+/* Bucket metadata (BMD): versioned JSON document of buckets and their properties, and the node's current copy. */
+#ifndef FT_BMD_H
+#define FT_BMD_H
+
+#include <stdint.h>
+#include <jansson.h>
+#include "base/cksum.h"
+#include "base/names.h"
+
+typedef struct {
+	char name[FT_BUCKET_NAME_MAX + 1];
+	char provider[16];         /* "ais" */
+	ft_cksum_type_t cksum;     /* checksum of objects stored in it */
+	int64_t created_ns;
+	/*
+	 * Remote buckets (provider aws|gcp|azure|ht): the backend properties as
+	 * ft_backend_config_from_json takes them, secrets included (they travel in the BMD over the
+	 * control plane and are persisted with it); NULL for "ais". A BMD holds one reference per
+	 * bucket: ft_bmd_add takes its own, clone/remove/free manage theirs.
+	 */
+	json_t *backend;
+	/*
+	 * Data protection (docs/data-protection.md); set at create-bck or with set-bprops, all 0 = off.
+	 * JSON: "mirror": {"copies": N}, "ec": {"data_slices": D, "parity_slices": P, "objsize_limit": B},
+	 * "checksum_validate_warm_get": bool (kept beside "checksum").
+	 */
+	int mirror_copies;        /* copies on distinct mountpaths of the owner; 0 or 1 = just the one */
+	int ec_data, ec_parity;   /* erasure coding D+P slices on other targets; 0 = off */
+	int64_t ec_objsize_limit; /* objects smaller than this are replicated ec_parity times, not sliced */
+	int validate_warm_get;    /* verify the checksum of every warm GET */
+} ft_bucket_t;
+
+/*
+ * Immutable once installed; shared by reference count.
+ * JSON: {"version": N, "uuid": "...", "buckets": [{"name","provider","checksum":"xxhash|md5","created": ns,
+ *       "backend": {...} (remote buckets only, with secrets), "mirror": {"copies": N},
+ *       "ec": {"data_slices": D, "parity_slices": P, "objsize_limit": B},
+ *       "checksum_validate_warm_get": bool}...]}
+ * The protection members are always written (copies at least 1) and optional when read (absent = 0).
+ */
+typedef struct {
+	int64_t version;
+	char uuid[40];
+	int n;
+	ft_bucket_t *buckets; /* sorted by provider, then name */
+	int refs;             /* atomic */
+} ft_bmd_t;
+
+ft_bmd_t *ft_bmd_new(void);
+ft_bmd_t *ft_bmd_clone(const ft_bmd_t *b);
+/* Adds a bucket; returns 0, 1 if it exists already, -1 on allocation failure. */
+int ft_bmd_add(ft_bmd_t *b, const ft_bucket_t *bucket);
+/* Removes; returns 0, or -1 if absent. */
+int ft_bmd_remove(ft_bmd_t *b, const char *provider, const char *name);
+const ft_bucket_t *ft_bmd_find(const ft_bmd_t *b, const char *provider, const char *name);
+json_t *ft_bmd_to_json(const ft_bmd_t *b);
+
+/* Bounds of the data protection properties (docs/data-protection.md). */
+#define FT_MIRROR_COPIES_MAX 16
+#define FT_EC_SLICES_MAX 32
+/*
+ * Applies the data protection properties present in props (an object with any of "mirror",
+ * "ec", "checksum_validate_warm_get", in the bucket JSON's format) to bk; absent keys and absent
+ * members of "mirror"/"ec" keep bk's values. Checks types and bounds: copies 1..16; data_slices
+ * and parity_slices 0..32, both 0 (off) or both >= 1; objsize_limit >= 0. Other keys of props are
+ * left to the caller. 0, or -1 with err filled (bk then partly changed: apply to a copy).
+ */
+int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_t errlen);
+/* Public form: the backend properties without secrets (secret_key, session_token, account_key, sas). */
+json_t *ft_bucket_to_json(const ft_bucket_t *bucket);
+ft_bmd_t *ft_bmd_from_json(const json_t *j, char *err, size_t errlen);
+
+void ft_bmd_get(ft_bmd_t *b);
+void ft_bmd_put(ft_bmd_t *b);
+ft_bmd_t *ft_bmd_current(void);  /* +1 ref; NULL if none */
+int ft_bmd_install(ft_bmd_t *b); /* same contract as ft_smap_install */
+
+#endif

@@ -1,0 +1,63 @@
+/* Cluster map (Smap): versioned JSON document of proxies and targets, and the node's current copy. */
+#ifndef FT_SMAP_H
+#define FT_SMAP_H
+
+#include <stdint.h>
+#include <jansson.h>
+#include "base/config.h"
+
+typedef enum { FT_NODE_PROXY = 0, FT_NODE_TARGET = 1 } ft_node_type_t;
+
+typedef struct {
+	char id[FT_ID_MAX];
+	ft_node_type_t type;
+	char public_url[FT_URL_MAX];  /* http://host:port of the public (io_uring) port */
+	char control_url[FT_URL_MAX]; /* http://host:port of the control (libmicrohttpd) port */
+	uint64_t digest;              /* ft_hrw_digest(id), filled by the codec */
+} ft_node_t;
+
+/*
+ * An immutable snapshot once installed; shared by reference count.
+ * JSON: {"version": N, "uuid": "...", "primary": "<proxy id>",
+ *        "proxies": [{"id","public_url","control_url"}...], "targets": [...]}
+ * Targets are kept sorted by id.
+ */
+typedef struct {
+	int64_t version;
+	char uuid[40];
+	char primary[FT_ID_MAX];
+	int n_proxies, n_targets;
+	ft_node_t *proxies;
+	ft_node_t *targets;
+	int refs; /* atomic */
+	uint64_t *target_digests; /* n_targets digests in targets[] order, for ft_hrw_pick */
+} ft_smap_t;
+
+/* New empty map (version 0, fresh uuid), refs = 1. */
+ft_smap_t *ft_smap_new(void);
+/* Deep copy with refs = 1 (to modify before installing). */
+ft_smap_t *ft_smap_clone(const ft_smap_t *m);
+/* Adds or replaces (by id) a node; keeps targets sorted. Returns 0, -1 on allocation failure. */
+int ft_smap_add(ft_smap_t *m, const ft_node_t *n);
+/* Removes a node by id; returns 0, or -1 if absent. */
+int ft_smap_remove(ft_smap_t *m, const char *id);
+const ft_node_t *ft_smap_find(const ft_smap_t *m, const char *id);
+/* HRW owner of an object; NULL when the map has no targets. */
+const ft_node_t *ft_smap_owner(const ft_smap_t *m, const char *provider, const char *bucket,
+			       const char *obj, size_t obj_len);
+/* JSON codec. from_json returns NULL and fills err on bad input; the result has refs = 1. */
+json_t *ft_smap_to_json(const ft_smap_t *m);
+ft_smap_t *ft_smap_from_json(const json_t *j, char *err, size_t errlen);
+
+void ft_smap_get(ft_smap_t *m); /* +1 ref */
+void ft_smap_put(ft_smap_t *m); /* -1 ref, frees at 0; NULL is ignored */
+
+/* The process-wide current map (starts as NULL until the first install). */
+ft_smap_t *ft_smap_current(void); /* +1 ref for the caller; NULL if none */
+/*
+ * Installs m (takes the caller's reference) if its version is higher than the current one,
+ * or if there is none. Returns 0 when installed, 1 when refused as not newer (m released).
+ */
+int ft_smap_install(ft_smap_t *m);
+
+#endif

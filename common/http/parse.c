@@ -1,0 +1,505 @@
+/* HTTP/1.x request-head parser, framing analysis, chunked decoder and percent-decoding (see http_parse.h). */
+#include "http/parse.h"
+
+#include <string.h>
+
+/* RFC 9110 tchar: the characters of a method or a header name. */
+static bool is_tchar(unsigned char ch)
+{
+	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
+		return true;
+	return ch != 0 && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
+}
+
+/* A request-target byte: visible ASCII or obs-text (clients should escape, some send raw UTF-8). */
+static bool is_target_char(unsigned char ch)
+{
+	return (ch > 0x20 && ch < 0x7f) || ch >= 0x80;
+}
+
+/* field-content byte: VCHAR, obs-text, SP, HTAB. */
+static bool is_value_char(unsigned char ch)
+{
+	return ch == '\t' || (ch >= 0x20 && ch != 0x7f);
+}
+
+static int hexval(unsigned char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+bool ft_hp_token_eq(const char *a, size_t n, const char *b)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
+
+		if (y == 0)
+			return false;
+		if (x >= 'A' && x <= 'Z')
+			x += 'a' - 'A';
+		if (y >= 'A' && y <= 'Z')
+			y += 'a' - 'A';
+		if (x != y)
+			return false;
+	}
+	return b[n] == 0;
+}
+
+/*
+ * Finds the end of the line starting at p. Returns the offset of the first byte after the line
+ * terminator and sets *line_len (without terminator); 0 if no terminator yet; -1 on a bare CR.
+ */
+static long line_end(const char *buf, size_t pos, size_t len, size_t *line_len)
+{
+	const char *nl = memchr(buf + pos, '\n', len - pos);
+	size_t end;
+
+	if (nl == NULL) {
+		/* a CR anywhere but as the last byte seen is already invalid */
+		const char *cr = memchr(buf + pos, '\r', len - pos);
+
+		if (cr != NULL && (size_t)(cr - buf) + 1 < len)
+			return -1;
+		return 0;
+	}
+	end = (size_t)(nl - buf);
+	if (end > pos && buf[end - 1] == '\r')
+		*line_len = end - 1 - pos;
+	else
+		*line_len = end - pos;
+	return (long)(end + 1);
+}
+
+/* Parses "METHOD SP target SP HTTP/d.d" of exactly n bytes. */
+static ft_hp_result_t parse_request_line(const char *p, size_t n, ft_hp_head_t *out)
+{
+	size_t i = 0, start;
+
+	while (i < n && is_tchar((unsigned char)p[i]))
+		i++;
+	if (i == 0 || i >= n || p[i] != ' ')
+		return FT_HP_BAD;
+	out->method = p;
+	out->method_len = i;
+	start = ++i;
+	while (i < n && is_target_char((unsigned char)p[i]))
+		i++;
+	if (i == start || i >= n || p[i] != ' ')
+		return FT_HP_BAD;
+	out->target = p + start;
+	out->target_len = i - start;
+	i++;
+	if (n - i != 8 || memcmp(p + i, "HTTP/", 5) != 0)
+		return FT_HP_BAD;
+	if (p[i + 5] < '0' || p[i + 5] > '9' || p[i + 6] != '.' || p[i + 7] < '0' || p[i + 7] > '9')
+		return FT_HP_BAD;
+	if (p[i + 5] != '1')
+		return FT_HP_VERSION;
+	out->version_minor = p[i + 7] - '0';
+	return FT_HP_DONE;
+}
+
+/* Parses "name: value" of exactly n bytes into *h. */
+static ft_hp_result_t parse_header_line(const char *p, size_t n, ft_hp_header_t *h)
+{
+	size_t i = 0, vs, ve;
+
+	while (i < n && is_tchar((unsigned char)p[i]))
+		i++;
+	if (i == 0 || i >= n || p[i] != ':')
+		return FT_HP_BAD;
+	h->name = p;
+	h->name_len = i;
+	for (vs = i + 1; vs < n && (p[vs] == ' ' || p[vs] == '\t'); vs++)
+		;
+	for (i = vs; i < n; i++)
+		if (!is_value_char((unsigned char)p[i]))
+			return FT_HP_BAD;
+	for (ve = n; ve > vs && (p[ve - 1] == ' ' || p[ve - 1] == '\t'); ve--)
+		;
+	h->value = p + vs;
+	h->value_len = ve - vs;
+	return FT_HP_DONE;
+}
+
+ft_hp_result_t ft_hp_parse_head(const char *buf, size_t len, size_t max_bytes, ft_hp_header_t *hdrs,
+				size_t max_headers, ft_hp_head_t *out)
+{
+	size_t pos = 0, n;
+	long next;
+	bool have_line = false;
+	ft_hp_result_t rc;
+
+	memset(out, 0, sizeof(*out));
+	for (;;) {
+		if (pos >= len)
+			return len > max_bytes ? FT_HP_TOO_LARGE : FT_HP_AGAIN;
+		next = line_end(buf, pos, len, &n);
+		if (next < 0)
+			return FT_HP_BAD;
+		if (next == 0)
+			return len > max_bytes ? FT_HP_TOO_LARGE : FT_HP_AGAIN;
+		if ((size_t)next > max_bytes)
+			return FT_HP_TOO_LARGE;
+		if (memchr(buf + pos, '\r', n) != NULL)
+			return FT_HP_BAD; /* a CR inside a line */
+		if (!have_line) {
+			if (n > 0) {
+				rc = parse_request_line(buf + pos, n, out);
+				if (rc != FT_HP_DONE)
+					return rc;
+				have_line = true;
+			}
+			/* else: an empty line before the request line, ignored (RFC 9112 2.2) */
+		} else if (n == 0) {
+			out->head_len = (size_t)next;
+			return FT_HP_DONE;
+		} else {
+			if (buf[pos] == ' ' || buf[pos] == '\t')
+				return FT_HP_BAD; /* obsolete line folding */
+			if (out->nheaders >= max_headers)
+				return FT_HP_TOO_LARGE;
+			rc = parse_header_line(buf + pos, n, &hdrs[out->nheaders]);
+			if (rc != FT_HP_DONE)
+				return rc;
+			out->nheaders++;
+		}
+		pos = (size_t)next;
+	}
+}
+
+/* Calls fn on each comma-separated, whitespace-trimmed element of v[0..n); empty elements are skipped. */
+typedef int (*list_fn)(const char *e, size_t n, void *arg);
+
+static int each_list_element(const char *v, size_t n, list_fn fn, void *arg)
+{
+	size_t i = 0, s, e;
+	int rc;
+
+	while (i <= n) {
+		s = i;
+		while (i < n && v[i] != ',')
+			i++;
+		e = i;
+		while (s < e && (v[s] == ' ' || v[s] == '\t'))
+			s++;
+		while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+			e--;
+		if (e > s) {
+			rc = fn(v + s, e - s, arg);
+			if (rc != 0)
+				return rc;
+		}
+		i++;
+	}
+	return 0;
+}
+
+typedef struct {
+	int64_t value; /* -1 until the first one */
+} cl_state_t;
+
+static int cl_element(const char *e, size_t n, void *arg)
+{
+	cl_state_t *st = arg;
+	int64_t v = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (e[i] < '0' || e[i] > '9')
+			return 400;
+		if (v > (INT64_MAX - (e[i] - '0')) / 10)
+			return 400;
+		v = v * 10 + (e[i] - '0');
+	}
+	if (st->value >= 0 && st->value != v)
+		return 400;
+	st->value = v;
+	return 0;
+}
+
+typedef struct {
+	int nchunked;     /* "chunked" codings seen */
+	bool after_chunked; /* a coding followed "chunked" */
+	bool unknown;     /* a coding other than chunked */
+	int ncodings;
+} te_state_t;
+
+static int te_element(const char *e, size_t n, void *arg)
+{
+	te_state_t *st = arg;
+	size_t k = 0;
+
+	while (k < n && e[k] != ';' && e[k] != ' ' && e[k] != '\t')
+		k++;
+	st->ncodings++;
+	if (st->nchunked > 0)
+		st->after_chunked = true;
+	if (k == n && ft_hp_token_eq(e, k, "chunked"))
+		st->nchunked++;
+	else
+		st->unknown = true;
+	return 0;
+}
+
+typedef struct {
+	bool close, keep_alive;
+} conn_state_t;
+
+static int conn_element(const char *e, size_t n, void *arg)
+{
+	conn_state_t *st = arg;
+
+	if (ft_hp_token_eq(e, n, "close"))
+		st->close = true;
+	else if (ft_hp_token_eq(e, n, "keep-alive"))
+		st->keep_alive = true;
+	return 0;
+}
+
+int ft_hp_analyze(const ft_hp_head_t *h, const ft_hp_header_t *hdrs, ft_hp_info_t *out)
+{
+	cl_state_t cl = { .value = -1 };
+	te_state_t te = { 0 };
+	conn_state_t conn = { 0 };
+	bool have_cl = false, have_te = false;
+	int nhost = 0, rc;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < h->nheaders; i++) {
+		const ft_hp_header_t *x = &hdrs[i];
+
+		if (ft_hp_token_eq(x->name, x->name_len, "content-length")) {
+			have_cl = true;
+			if (x->value_len == 0)
+				return 400;
+			rc = each_list_element(x->value, x->value_len, cl_element, &cl);
+			if (rc != 0)
+				return rc;
+			if (cl.value < 0)
+				return 400; /* only commas */
+		} else if (ft_hp_token_eq(x->name, x->name_len, "transfer-encoding")) {
+			have_te = true;
+			each_list_element(x->value, x->value_len, te_element, &te);
+		} else if (ft_hp_token_eq(x->name, x->name_len, "connection")) {
+			each_list_element(x->value, x->value_len, conn_element, &conn);
+		} else if (ft_hp_token_eq(x->name, x->name_len, "expect")) {
+			if (ft_hp_token_eq(x->value, x->value_len, "100-continue"))
+				out->expect_continue = true;
+		} else if (ft_hp_token_eq(x->name, x->name_len, "host")) {
+			nhost++;
+		}
+	}
+	if (have_cl && have_te)
+		return 400;
+	if (have_te) {
+		if (te.ncodings == 0 || te.nchunked > 1 || te.after_chunked)
+			return te.unknown && te.nchunked == 0 ? 501 : 400;
+		if (te.unknown)
+			return 501;
+		out->chunked = true;
+		out->content_length = -1;
+	} else {
+		out->content_length = have_cl ? cl.value : 0;
+	}
+	if (h->version_minor >= 1) {
+		if (nhost != 1)
+			return 400;
+		out->keep_alive = !conn.close;
+	} else {
+		out->keep_alive = conn.keep_alive && !conn.close;
+	}
+	return 0;
+}
+
+/* ---- chunked ---- */
+
+enum {
+	CH_SIZE = 0,   /* hex digits of a chunk size */
+	CH_SIZE_WS,    /* after the digits: optional whitespace, then ';' or the line end */
+	CH_EXT,        /* chunk extensions, up to the line end */
+	CH_SIZE_LF,    /* CR seen at the end of the size line */
+	CH_DATA,       /* chunk data */
+	CH_DATA_CR,    /* CRLF after the chunk data */
+	CH_DATA_LF,
+	CH_TRAILER,    /* start of a trailer line (or of the final empty line) */
+	CH_TRAILER_LINE,
+	CH_TRAILER_LF, /* CR seen at the end of a trailer line */
+	CH_END_LF,     /* CR of the final empty line seen */
+	CH_FINISHED,
+};
+
+void ft_hp_chunked_init(ft_hp_chunked_t *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->state = CH_SIZE;
+}
+
+/* The size line is over: go to data, or to the trailers after the last chunk. */
+static void size_line_done(ft_hp_chunked_t *c)
+{
+	c->line_len = 0;
+	c->state = c->size == 0 ? CH_TRAILER : CH_DATA;
+}
+
+/* Processes one byte of framing (not data). Returns FT_HP_CHUNK_OK, DONE or BAD. */
+static ft_hp_chunk_result_t chunk_byte(ft_hp_chunked_t *c, unsigned char ch)
+{
+	int hv;
+
+	switch (c->state) {
+	case CH_SIZE:
+		hv = hexval(ch);
+		if (hv >= 0) {
+			if (c->size > (UINT64_MAX >> 4))
+				return FT_HP_CHUNK_BAD;
+			c->size = (c->size << 4) | (uint64_t)hv;
+			c->ndigits = 1;
+			if (++c->line_len > FT_HP_CHUNK_LINE_MAX)
+				return FT_HP_CHUNK_BAD;
+			return FT_HP_CHUNK_OK;
+		}
+		if (c->ndigits == 0)
+			return FT_HP_CHUNK_BAD;
+		c->state = CH_SIZE_WS;
+		/* fall through */
+	case CH_SIZE_WS:
+	case CH_EXT:
+		if (++c->line_len > FT_HP_CHUNK_LINE_MAX)
+			return FT_HP_CHUNK_BAD;
+		if (c->state == CH_SIZE_WS && ch == ';') {
+			c->state = CH_EXT;
+		} else if (c->state == CH_SIZE_WS && ch != ' ' && ch != '\t' && ch != '\r' && ch != '\n') {
+			return FT_HP_CHUNK_BAD; /* junk after the size */
+		} else if (ch == '\r') {
+			c->state = CH_SIZE_LF;
+		} else if (ch == '\n') {
+			size_line_done(c);
+		} else if (ch != '\t' && (ch < 0x20 || ch == 0x7f)) {
+			return FT_HP_CHUNK_BAD;
+		}
+		return FT_HP_CHUNK_OK;
+	case CH_SIZE_LF:
+		if (ch != '\n')
+			return FT_HP_CHUNK_BAD;
+		size_line_done(c);
+		return FT_HP_CHUNK_OK;
+	case CH_DATA_CR:
+	case CH_DATA_LF:
+		if (ch == '\r' && c->state == CH_DATA_CR) {
+			c->state = CH_DATA_LF;
+			return FT_HP_CHUNK_OK;
+		}
+		if (ch != '\n') /* a bare LF is accepted */
+			return FT_HP_CHUNK_BAD;
+		c->state = CH_SIZE;
+		c->size = 0;
+		c->ndigits = 0;
+		return FT_HP_CHUNK_OK;
+	case CH_TRAILER:
+		if (++c->trailer_len > FT_HP_TRAILER_MAX)
+			return FT_HP_CHUNK_BAD;
+		if (ch == '\r') {
+			c->state = CH_END_LF;
+		} else if (ch == '\n') {
+			c->state = CH_FINISHED;
+			return FT_HP_CHUNK_DONE;
+		} else {
+			c->state = CH_TRAILER_LINE;
+		}
+		return FT_HP_CHUNK_OK;
+	case CH_TRAILER_LINE:
+		if (++c->trailer_len > FT_HP_TRAILER_MAX)
+			return FT_HP_CHUNK_BAD;
+		if (ch == '\r')
+			c->state = CH_TRAILER_LF;
+		else if (ch == '\n')
+			c->state = CH_TRAILER;
+		else if (ch != '\t' && (ch < 0x20 || ch == 0x7f))
+			return FT_HP_CHUNK_BAD;
+		return FT_HP_CHUNK_OK;
+	case CH_TRAILER_LF:
+		if (ch != '\n')
+			return FT_HP_CHUNK_BAD;
+		c->state = CH_TRAILER;
+		return FT_HP_CHUNK_OK;
+	case CH_END_LF:
+		if (ch != '\n')
+			return FT_HP_CHUNK_BAD;
+		c->state = CH_FINISHED;
+		return FT_HP_CHUNK_DONE;
+	default:
+		return FT_HP_CHUNK_BAD;
+	}
+}
+
+ft_hp_chunk_result_t ft_hp_chunked_decode(ft_hp_chunked_t *c, const char *in, size_t len, size_t *consumed,
+					  const char **data, size_t *data_len)
+{
+	size_t i = 0, n;
+	ft_hp_chunk_result_t rc;
+
+	*data = NULL;
+	*data_len = 0;
+	while (i < len) {
+		if (c->state == CH_DATA) {
+			n = len - i;
+			if (n > c->size)
+				n = (size_t)c->size;
+			*data = in + i;
+			*data_len = n;
+			c->size -= n;
+			if (c->size == 0)
+				c->state = CH_DATA_CR;
+			*consumed = i + n;
+			return FT_HP_CHUNK_OK;
+		}
+		rc = chunk_byte(c, (unsigned char)in[i++]);
+		if (rc != FT_HP_CHUNK_OK) {
+			*consumed = i;
+			return rc;
+		}
+	}
+	*consumed = i;
+	return FT_HP_CHUNK_OK;
+}
+
+/* ---- percent-decoding ---- */
+
+long ft_hp_pct_decode(const char *src, size_t len, char *dst, bool plus_space, bool strict)
+{
+	size_t i = 0, o = 0;
+	int hi, lo;
+
+	while (i < len) {
+		char ch = src[i];
+
+		if (ch == '%') {
+			hi = i + 1 < len ? hexval((unsigned char)src[i + 1]) : -1;
+			lo = i + 2 < len ? hexval((unsigned char)src[i + 2]) : -1;
+			if (hi >= 0 && lo >= 0) {
+				dst[o++] = (char)((hi << 4) | lo);
+				i += 3;
+				continue;
+			}
+			if (strict)
+				return -1;
+			dst[o++] = ch;
+			i++;
+			continue;
+		}
+		dst[o++] = plus_space && ch == '+' ? ' ' : ch;
+		i++;
+	}
+	dst[o] = 0;
+	return (long)o;
+}

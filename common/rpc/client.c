@@ -1,0 +1,244 @@
+/* Node-to-node client on libcurl (JSON bodies, or bytes through ft_client_send): one keep-alive easy handle per thread. */
+#include "rpc/client.h"
+#include "base/strbuf.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+/*
+ * DESIGN
+ * Each thread gets its own CURL easy handle (a pthread key), created on first use and cleaned up
+ * when the thread exits (key destructor) or, for the thread calling exit(), by an atexit hook.
+ * curl_easy_reset() between calls clears the options but keeps the handle's live connections,
+ * so calls to the same node reuse one TCP connection.
+ * Proxy environment variables are ignored: intra-cluster traffic goes straight to the node.
+ */
+
+#define CLIENT_MAX_RESPONSE (64u << 20) /* larger bodies are refused: no map is that big */
+
+static pthread_key_t client_key;
+static pthread_once_t client_once = PTHREAD_ONCE_INIT;
+static int client_init_rc = -1;
+
+typedef struct {
+	ft_strbuf_t body;
+	bool too_big;
+} client_buf_t;
+
+static void handle_destroy(void *h)
+{
+	curl_easy_cleanup(h);
+}
+
+/* Releases the exiting thread's handle (thread-exit destructors do not run for exit()). */
+static void client_atexit(void)
+{
+	CURL *h = pthread_getspecific(client_key);
+
+	if (h != NULL) {
+		pthread_setspecific(client_key, NULL);
+		curl_easy_cleanup(h);
+	}
+}
+
+static void client_init_once(void)
+{
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return;
+	if (pthread_key_create(&client_key, handle_destroy) != 0)
+		return;
+	atexit(client_atexit);
+	client_init_rc = 0;
+}
+
+/* Returns 0, -1 if libcurl cannot be initialized. Safe to call more than once. */
+int ft_client_global_init(void)
+{
+	pthread_once(&client_once, client_init_once);
+	return client_init_rc;
+}
+
+static CURL *thread_handle(void)
+{
+	CURL *h;
+
+	if (ft_client_global_init() != 0)
+		return NULL;
+	h = pthread_getspecific(client_key);
+	if (h != NULL)
+		return h;
+	h = curl_easy_init();
+	if (h == NULL)
+		return NULL;
+	if (pthread_setspecific(client_key, h) != 0) {
+		curl_easy_cleanup(h);
+		return NULL;
+	}
+	return h;
+}
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	client_buf_t *b = userdata;
+	size_t n = size * nmemb;
+
+	if (n > CLIENT_MAX_RESPONSE - b->body.len) {
+		b->too_big = true;
+		return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+	}
+	ft_strbuf_add(&b->body, ptr, n);
+	return b->body.failed ? 0 : n;
+}
+
+/* Sets the method and body options; the body stays owned by the caller until perform returns. */
+static void set_method(CURL *h, const char *method, const void *body, size_t len)
+{
+	if (strcmp(method, "GET") == 0 && body == NULL) {
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+		return;
+	}
+	if (strcmp(method, "HEAD") == 0) {
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+		return;
+	}
+	/* POSTFIELDS gives a Content-Length body; CUSTOMREQUEST renames the method for PUT, DELETE, ... */
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body != NULL ? len : 0));
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body != NULL ? body : "");
+	if (strcmp(method, "POST") != 0)
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+}
+
+/* Appends line to *l; false (list kept) when out of memory. */
+static bool header_add(struct curl_slist **l, const char *line)
+{
+	struct curl_slist *n = curl_slist_append(*l, line);
+
+	if (n == NULL)
+		return false;
+	*l = n;
+	return true;
+}
+
+/* The request's header list (caller frees), NULL when out of memory. */
+static struct curl_slist *request_headers(const char *const *extra, bool json_body)
+{
+	struct curl_slist *l = NULL;
+	bool ok = header_add(&l, "Expect:"); /* no "100 Continue" round trip */
+	bool typed = false;
+
+	for (int i = 0; ok && extra != NULL && extra[i] != NULL; i++) {
+		typed = typed || strncasecmp(extra[i], "Content-Type:", 13) == 0;
+		ok = header_add(&l, extra[i]);
+	}
+	/* Without a body curl would label an empty POST as a form: say nothing instead. */
+	if (ok && !typed)
+		ok = header_add(&l, json_body ? "Content-Type: application/json" : "Content-Type:");
+	if (!ok) {
+		curl_slist_free_all(l);
+		return NULL;
+	}
+	return l;
+}
+
+/*
+ * The one exchange behind every call: body (borrowed, NULL for none) of len bytes; json_body
+ * labels it application/json unless extra names a Content-Type. timeout_ms <= 0 means none.
+ */
+static int client_send(const char *method, const char *url, const char *const *extra, bool json_body,
+		       const void *body, size_t len, int timeout_ms, long *status, json_t **resp, char *err,
+		       size_t errlen)
+{
+	char curl_err[CURL_ERROR_SIZE] = "";
+	struct curl_slist *headers = NULL;
+	client_buf_t buf = { 0 };
+	CURLcode cc;
+	CURL *h;
+	int rc = -1;
+
+	*status = 0;
+	if (resp != NULL)
+		*resp = NULL;
+	h = thread_handle();
+	if (h == NULL) {
+		snprintf(err, errlen, "%s %s: cannot initialize libcurl", method, url);
+		goto out;
+	}
+	headers = request_headers(extra, json_body);
+	if (headers == NULL) {
+		snprintf(err, errlen, "%s %s: out of memory", method, url);
+		goto out;
+	}
+
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROXY, "");
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_err);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
+	if (timeout_ms > 0) {
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
+	}
+	set_method(h, method, body, len);
+
+	cc = curl_easy_perform(h);
+	if (cc != CURLE_OK) {
+		snprintf(err, errlen, "%s %s: %s", method, url,
+			 buf.too_big ? "response body too large" : curl_err[0] != '\0' ? curl_err : curl_easy_strerror(cc));
+		goto out;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	if (resp != NULL && buf.body.len > 0)
+		*resp = json_loadb(buf.body.p, buf.body.len, JSON_DECODE_ANY, NULL);
+	rc = 0;
+out:
+	if (h != NULL) {
+		/* Drop pointers to this frame's buffers; the connection stays in the handle. */
+		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+	}
+	curl_slist_free_all(headers);
+	ft_strbuf_free(&buf.body);
+	return rc;
+}
+
+int ft_client_json(const char *method, const char *url, const json_t *body, int timeout_ms, long *status,
+		   json_t **resp, char *err, size_t errlen)
+{
+	return ft_client_call(method, url, NULL, body, timeout_ms, status, resp, err, errlen);
+}
+
+int ft_client_call(const char *method, const char *url, const char *const *extra, const json_t *body,
+		   int timeout_ms, long *status, json_t **resp, char *err, size_t errlen)
+{
+	char *text = NULL;
+	int rc;
+
+	if (body != NULL && (text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY)) == NULL) {
+		*status = 0;
+		if (resp != NULL)
+			*resp = NULL;
+		snprintf(err, errlen, "%s %s: cannot encode the JSON body", method, url);
+		return -1;
+	}
+	rc = client_send(method, url, extra, text != NULL, text, text != NULL ? strlen(text) : 0, timeout_ms, status,
+			 resp, err, errlen);
+	free(text);
+	return rc;
+}
+
+int ft_client_send(const char *method, const char *url, const char *const *headers, const void *body, size_t len,
+		   int timeout_ms, long *status, json_t **resp, char *err, size_t errlen)
+{
+	return client_send(method, url, headers, false, body, len, timeout_ms, status, resp, err, errlen);
+}

@@ -1,0 +1,331 @@
+/* S3 bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation, configuration probes. */
+#include "s3/s3.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/util.h"
+#include "base/log.h"
+
+/*
+ * DESIGN
+ * S3 buckets are the native "ais" buckets: CreateBucket and DeleteBucket go through the same
+ * BMD mutations as the native API (px_bucket_create_do / px_bucket_destroy_do). Buckets created
+ * through S3 get MD5 checksums, because every S3 PUT computes the MD5 for the ETag anyway: the
+ * target then hashes each object once instead of twice.
+ */
+
+#define OWNER_ID "fasttier"
+#define CREATE_BODY_MAX (64 * 1024)
+
+static void owner_xml(px_xml_t *x)
+{
+	px_xml_open(x, "Owner");
+	px_xml_elem(x, "ID", OWNER_ID);
+	px_xml_elem(x, "DisplayName", OWNER_ID);
+	px_xml_close(x, "Owner");
+}
+
+/* ---- names ---- */
+
+static bool lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* "a.b.c.d" with four decimal groups: S3 refuses bucket names formatted as IP addresses. */
+static bool looks_like_ip(const char *s)
+{
+	int groups = 0, digits = 0;
+
+	for (; *s != '\0'; s++) {
+		if (*s >= '0' && *s <= '9') {
+			if (++digits > 3)
+				return false;
+		} else if (*s == '.' && digits > 0) {
+			groups++;
+			digits = 0;
+		} else {
+			return false;
+		}
+	}
+	return groups == 3 && digits > 0;
+}
+
+int px_s3_check_bucket_name(const char *name, const char **why)
+{
+	size_t n = strlen(name);
+
+	if (n < 3 || n > 63) {
+		*why = "Bucket names must be 3 to 63 characters long";
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!lower_alnum(c) && c != '.' && c != '-') {
+			*why = "Bucket names may contain only lowercase letters, digits, '.' and '-'";
+			return -1;
+		}
+		if (c == '.' && i > 0 && (name[i - 1] == '.' || name[i - 1] == '-')) {
+			*why = "Bucket names must not contain \"..\" or \"-.\"";
+			return -1;
+		}
+		if (c == '-' && i > 0 && name[i - 1] == '.') {
+			*why = "Bucket names must not contain \".-\"";
+			return -1;
+		}
+	}
+	if (!lower_alnum(name[0]) || !lower_alnum(name[n - 1])) {
+		*why = "Bucket names must begin and end with a letter or digit";
+		return -1;
+	}
+	if (looks_like_ip(name)) {
+		*why = "Bucket names must not be formatted as an IP address";
+		return -1;
+	}
+	if (strncmp(name, "xn--", 4) == 0 || (n > 8 && strcmp(name + n - 8, "-s3alias") == 0)) {
+		*why = "Bucket names must not start with \"xn--\" or end with \"-s3alias\"";
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- ListBuckets ---- */
+
+void px_s3_list_buckets(px_s3_req_t *q)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+	char date[40];
+	px_xml_t x;
+
+	px_xml_init(&x);
+	px_xml_open_ns(&x, "ListAllMyBucketsResult");
+	owner_xml(&x);
+	px_xml_open(&x, "Buckets");
+	for (int i = 0; bmd != NULL && i < bmd->n; i++) {
+		const ft_bucket_t *b = &bmd->buckets[i];
+		if (strcmp(b->provider, "ais") != 0)
+			continue;
+		px_s3_iso8601(b->created_ns, date, sizeof(date));
+		px_xml_open(&x, "Bucket");
+		px_xml_elem(&x, "Name", b->name);
+		px_xml_elem(&x, "CreationDate", date);
+		px_xml_close(&x, "Bucket");
+	}
+	ft_bmd_put(bmd);
+	px_xml_close(&x, "Buckets");
+	px_xml_close(&x, "ListAllMyBucketsResult");
+	px_s3_send_xml(q, 200, &x);
+}
+
+/* ---- CreateBucket ---- */
+
+/* An optional CreateBucketConfiguration; PX_S3_OK or MalformedXML (with *why). */
+static px_s3_err_t check_create_body(const char *body, size_t len, const char **why)
+{
+	size_t i = 0;
+	px_xml_doc_t *doc;
+
+	while (i < len && (body[i] == ' ' || body[i] == '\n' || body[i] == '\r' || body[i] == '\t'))
+		i++;
+	if (i == len)
+		return PX_S3_OK;
+	doc = px_xml_parse(body, len, why);
+	if (doc == NULL)
+		return PX_S3_MALFORMED_XML;
+	bool ok = strcmp(px_xml_root(doc)->name, "CreateBucketConfiguration") == 0;
+	px_xml_doc_free(doc);
+	if (!ok) {
+		*why = "the root element must be CreateBucketConfiguration";
+		return PX_S3_MALFORMED_XML;
+	}
+	/* Any LocationConstraint is accepted: the cluster is one location. */
+	return PX_S3_OK;
+}
+
+static void create_work(px_s3_req_t *q)
+{
+	const char *why = NULL;
+	char *body = NULL;
+	size_t len = 0;
+	px_s3_err_t e = px_s3_body_all(q, CREATE_BODY_MAX, &body, &len);
+
+	if (e != PX_S3_OK) {
+		px_s3_error(q, e, NULL);
+		return;
+	}
+	e = check_create_body(body, len, &why);
+	free(body);
+	if (e != PX_S3_OK) {
+		px_s3_error(q, e, "%s", why);
+		return;
+	}
+	int rc = px_bucket_create_do(q->px, q->bucket, FT_CKSUM_MD5);
+	if (rc == -EEXIST) {
+		px_s3_error(q, PX_S3_BUCKET_EXISTS_OWNED, NULL);
+		return;
+	}
+	if (rc != 0) {
+		px_s3_error(q, PX_S3_INTERNAL, "cannot update the bucket metadata");
+		return;
+	}
+	ft_resp_headerf(q->r, "Location", "/%s", q->bucket);
+	px_s3_send_empty(q, 200);
+}
+
+void px_s3_bucket_create(px_s3_req_t *q)
+{
+	const char *why = NULL;
+
+	if (px_s3_check_bucket_name(q->bucket, &why) != 0) {
+		px_s3_error(q, PX_S3_INVALID_BUCKET_NAME, "%s", why);
+		return;
+	}
+	px_s3_defer(q, create_work);
+}
+
+/* ---- HeadBucket, GetBucketLocation ---- */
+
+void px_s3_bucket_head(px_s3_req_t *q)
+{
+	ft_resp_header(q->r, "x-amz-bucket-region", q->px->cfg.s3_region);
+	px_s3_send_empty(q, 200);
+}
+
+void px_s3_bucket_location(px_s3_req_t *q)
+{
+	const char *region = q->px->cfg.s3_region;
+	px_xml_t x;
+
+	px_xml_init(&x);
+	px_xml_open_ns(&x, "LocationConstraint");
+	/* S3 reports its original region as an empty constraint; clients map that to us-east-1. */
+	if (strcmp(region, "us-east-1") != 0)
+		px_xml_text(&x, region, strlen(region));
+	px_xml_close(&x, "LocationConstraint");
+	px_s3_send_xml(q, 200, &x);
+}
+
+/* ---- DeleteBucket ---- */
+
+static void delete_work(px_s3_req_t *q)
+{
+	json_t *entries = NULL;
+	bool more = false;
+	int status = 0;
+	char why[512];
+
+	if (px_list_page(q->px, q->bucket, "", "", 1, &entries, &more, &status, why, sizeof(why)) != 0) {
+		px_s3_error(q, status == 503 ? PX_S3_SERVICE_UNAVAILABLE : PX_S3_INTERNAL, "%s", why);
+		return;
+	}
+	size_t n = json_array_size(entries);
+	json_decref(entries);
+	if (n > 0) {
+		px_s3_error(q, PX_S3_BUCKET_NOT_EMPTY, NULL);
+		return;
+	}
+	int rc = px_bucket_destroy_do(q->px, q->bucket);
+	if (rc == -ENOENT)
+		px_s3_error(q, PX_S3_NO_SUCH_BUCKET, NULL);
+	else if (rc != 0)
+		px_s3_error(q, PX_S3_INTERNAL, "cannot update the bucket metadata");
+	else
+		px_s3_send_empty(q, 204);
+}
+
+void px_s3_bucket_delete(px_s3_req_t *q)
+{
+	px_s3_defer(q, delete_work);
+}
+
+/* ---- configuration subresources ---- */
+
+/* GET answers for configurations that are never set here: what S3 says when they are unset. */
+typedef struct {
+	const char *sub;
+	const char *empty_doc;   /* root element of an empty 200 document, or NULL */
+	px_s3_err_t unset;       /* the 404 S3 gives when unset (when empty_doc is NULL) */
+} probe_t;
+
+static const probe_t probes[] = {
+	{ "versioning", "VersioningConfiguration", PX_S3_OK },
+	{ "logging", "BucketLoggingStatus", PX_S3_OK },
+	{ "notification", "NotificationConfiguration", PX_S3_OK },
+	{ "accelerate", "AccelerateConfiguration", PX_S3_OK },
+	{ "policy", NULL, PX_S3_NO_SUCH_POLICY },
+	{ "policyStatus", NULL, PX_S3_NO_SUCH_POLICY },
+	{ "lifecycle", NULL, PX_S3_NO_SUCH_LIFECYCLE },
+	{ "cors", NULL, PX_S3_NO_SUCH_CORS },
+	{ "tagging", NULL, PX_S3_NO_SUCH_TAG_SET },
+	{ "website", NULL, PX_S3_NO_SUCH_WEBSITE },
+	{ "encryption", NULL, PX_S3_NO_ENCRYPTION },
+	{ "object-lock", NULL, PX_S3_NO_OBJECT_LOCK },
+	{ "replication", NULL, PX_S3_NO_REPLICATION },
+	{ "ownershipControls", NULL, PX_S3_NO_OWNERSHIP_CONTROLS },
+	{ "publicAccessBlock", NULL, PX_S3_NO_PUBLIC_ACCESS_BLOCK },
+};
+
+/* The owner has FULL_CONTROL and nobody else has anything: S3's default ("private") ACL. */
+void px_s3_send_acl(px_s3_req_t *q)
+{
+	px_xml_t x;
+
+	px_xml_init(&x);
+	px_xml_open_ns(&x, "AccessControlPolicy");
+	owner_xml(&x);
+	px_xml_open(&x, "AccessControlList");
+	px_xml_open(&x, "Grant");
+	/* px_xml_open writes the tag as given: here with the attributes a Grantee needs */
+	px_xml_open(&x, "Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"CanonicalUser\"");
+	px_xml_elem(&x, "ID", OWNER_ID);
+	px_xml_elem(&x, "DisplayName", OWNER_ID);
+	px_xml_close(&x, "Grantee");
+	px_xml_elem(&x, "Permission", "FULL_CONTROL");
+	px_xml_close(&x, "Grant");
+	px_xml_close(&x, "AccessControlList");
+	px_xml_close(&x, "AccessControlPolicy");
+	px_s3_send_xml(q, 200, &x);
+}
+
+static void empty_doc(px_s3_req_t *q, const char *root)
+{
+	px_xml_t x;
+
+	px_xml_init(&x);
+	px_xml_open_ns(&x, root);
+	if (strcmp(root, "RequestPaymentConfiguration") == 0)
+		px_xml_elem(&x, "Payer", "BucketOwner");
+	px_xml_close(&x, root);
+	px_s3_send_xml(q, 200, &x);
+}
+
+void px_s3_bucket_subresource(px_s3_req_t *q, const char *sub)
+{
+	ft_method_t m = ft_req_method(q->r);
+
+	if (m == FT_HTTP_GET && strcmp(sub, "acl") == 0) {
+		px_s3_send_acl(q);
+		return;
+	}
+	if (m == FT_HTTP_GET && strcmp(sub, "requestPayment") == 0) {
+		empty_doc(q, "RequestPaymentConfiguration");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+		if (strcmp(probes[i].sub, sub) != 0)
+			continue;
+		if (m == FT_HTTP_GET && probes[i].empty_doc != NULL)
+			empty_doc(q, probes[i].empty_doc);
+		else if (m == FT_HTTP_GET)
+			px_s3_error(q, probes[i].unset, NULL);
+		else if (m == FT_HTTP_DELETE && probes[i].empty_doc == NULL)
+			px_s3_send_empty(q, 204); /* nothing is ever set, so deleting it succeeds */
+		else
+			break;
+		return;
+	}
+	px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "%s ?%s is not implemented", ft_req_method_name(q->r), sub);
+}

@@ -1,0 +1,428 @@
+/* S3 ListObjectsV2 and ListObjects (v1): prefix, delimiter and CommonPrefixes, paging, url encoding, over the native fan-out. */
+#include "s3/s3.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "http/util.h"
+#include "base/log.h"
+
+/*
+ * DESIGN
+ * Listing walks the bucket in byte order through px_list_page (one merged page from every target
+ * per call). With a delimiter, a name whose rest after the prefix holds the delimiter rolls up into
+ * the common prefix ending there; once a common prefix is emitted, the next page starts after
+ * every name under it (token = the prefix followed by 0xFF bytes, which no UTF-8 name contains),
+ * so a "directory" of a million objects costs one page, not a thousand.
+ *
+ * Position: listing resumes after a marker (v1 marker, v2 start-after, or the decoded v2
+ * continuation token), and the token we hand out is the last key or common prefix returned. A
+ * common prefix not greater than the marker is never returned again, which makes a marker that
+ * is itself a common prefix skip that whole "directory" - the S3 behaviour.
+ *
+ * Memory: at most max-keys (<= 1000) items and one page of entries at a time.
+ */
+
+#define LIST_MAX_KEYS 1000
+#define LIST_FETCH_MAX 1000
+#define SKIP_SUFFIX "\xff\xff\xff\xff"
+#define TOKEN_MAGIC "ft1:"
+
+typedef struct {
+	int version;            /* 1 or 2 */
+	const char *prefix;
+	const char *delimiter;  /* "" = none */
+	const char *start;      /* list names after this one */
+	const char *marker;     /* v1: as given */
+	const char *token;      /* v2: as given, NULL if none */
+	const char *start_after;
+	int max_keys;
+	bool url;               /* encoding-type=url */
+	bool owner;             /* Owner in Contents */
+} list_args_t;
+
+typedef struct {
+	json_t *entry;   /* an object (owned reference), NULL for a common prefix */
+	char *prefix;    /* a common prefix (owned), NULL for an object */
+} item_t;
+
+typedef struct {
+	item_t *v;
+	int n;
+	bool truncated;
+	char *next;      /* the last key or common prefix returned (owned), NULL if none */
+} result_t;
+
+/* ---- continuation tokens: base64 of "ft1:" + the marker ---- */
+
+static char *token_encode(const char *marker)
+{
+	size_t n = strlen(TOKEN_MAGIC) + strlen(marker);
+	char *raw = malloc(n + 1);
+	char *out = malloc(4 * ((n + 2) / 3) + 1);
+
+	if (raw == NULL || out == NULL) {
+		free(raw);
+		free(out);
+		return NULL;
+	}
+	snprintf(raw, n + 1, "%s%s", TOKEN_MAGIC, marker);
+	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)raw, (int)n);
+	free(raw);
+	return out;
+}
+
+/* The marker inside a token, in ft_req_alloc memory; NULL when the token is not one of ours. */
+static char *token_decode(ft_req_t *r, const char *token)
+{
+	size_t n = strlen(token), pad = 0;
+	unsigned char *raw;
+	int len;
+
+	if (n == 0 || n % 4 != 0 || n > 8192)
+		return NULL;
+	raw = ft_req_alloc(r, n + 1);
+	len = EVP_DecodeBlock(raw, (const unsigned char *)token, (int)n);
+	if (len < 0)
+		return NULL;
+	if (token[n - 1] == '=')
+		pad++;
+	if (token[n - 2] == '=')
+		pad++;
+	len -= (int)pad;
+	raw[len] = '\0';
+	size_t ml = strlen(TOKEN_MAGIC);
+	if ((size_t)len < ml || memcmp(raw, TOKEN_MAGIC, ml) != 0 || memchr(raw, '\0', (size_t)len) != NULL)
+		return NULL;
+	return (char *)raw + ml;
+}
+
+/* ---- output ---- */
+
+/* An element holding text, url-encoded when asked (keys, prefixes, markers). */
+static void name_elem(px_xml_t *x, const char *tag, const char *s, bool url)
+{
+	if (!url) {
+		px_xml_elem(x, tag, s);
+		return;
+	}
+	char *e = ft_url_escape_path(s, strlen(s));
+	if (e == NULL) {
+		x->failed = true;
+		return;
+	}
+	px_xml_elem(x, tag, e);
+	free(e);
+}
+
+static void contents_xml(px_xml_t *x, const json_t *e, const list_args_t *a)
+{
+	const char *name = json_string_value(json_object_get(e, "name"));
+	const char *etag = json_string_value(json_object_get(e, "etag"));
+	const json_t *mtime = json_object_get(e, "mtime");
+	char date[40];
+
+	if (etag == NULL || etag[0] == '\0')
+		etag = json_string_value(json_object_get(e, "checksum"));
+	if (mtime == NULL)
+		mtime = json_object_get(e, "atime");
+	px_s3_iso8601((int64_t)json_integer_value(mtime), date, sizeof(date));
+	px_xml_open(x, "Contents");
+	name_elem(x, "Key", name, a->url);
+	px_xml_elem(x, "LastModified", date);
+	px_xml_elemf(x, "ETag", "\"%s\"", etag != NULL ? etag : "");
+	px_xml_elemf(x, "Size", "%lld", (long long)json_integer_value(json_object_get(e, "size")));
+	if (a->owner) {
+		px_xml_open(x, "Owner");
+		px_xml_elem(x, "ID", "fasttier");
+		px_xml_elem(x, "DisplayName", "fasttier");
+		px_xml_close(x, "Owner");
+	}
+	px_xml_elem(x, "StorageClass", "STANDARD");
+	px_xml_close(x, "Contents");
+}
+
+static void respond(px_s3_req_t *q, const list_args_t *a, const result_t *res)
+{
+	px_xml_t x;
+	char *next_token = NULL;
+
+	px_xml_init(&x);
+	px_xml_open_ns(&x, "ListBucketResult");
+	px_xml_elem(&x, "Name", q->bucket);
+	name_elem(&x, "Prefix", a->prefix, a->url);
+	if (a->delimiter[0] != '\0')
+		name_elem(&x, "Delimiter", a->delimiter, a->url);
+	px_xml_elemf(&x, "MaxKeys", "%d", a->max_keys);
+	if (a->url)
+		px_xml_elem(&x, "EncodingType", "url");
+	if (a->version == 2)
+		px_xml_elemf(&x, "KeyCount", "%d", res->n);
+	px_xml_elem(&x, "IsTruncated", res->truncated ? "true" : "false");
+	if (a->version == 2) {
+		if (a->token != NULL)
+			px_xml_elem(&x, "ContinuationToken", a->token);
+		if (res->truncated && res->next != NULL) {
+			next_token = token_encode(res->next);
+			if (next_token == NULL)
+				x.failed = true;
+			else
+				px_xml_elem(&x, "NextContinuationToken", next_token);
+		}
+		if (a->start_after != NULL)
+			name_elem(&x, "StartAfter", a->start_after, a->url);
+	} else {
+		name_elem(&x, "Marker", a->marker, a->url);
+		if (res->truncated && res->next != NULL)
+			name_elem(&x, "NextMarker", res->next, a->url);
+	}
+	for (int i = 0; i < res->n; i++)
+		if (res->v[i].entry != NULL)
+			contents_xml(&x, res->v[i].entry, a);
+	for (int i = 0; i < res->n; i++) {
+		if (res->v[i].prefix == NULL)
+			continue;
+		px_xml_open(&x, "CommonPrefixes");
+		name_elem(&x, "Prefix", res->v[i].prefix, a->url);
+		px_xml_close(&x, "CommonPrefixes");
+	}
+	px_xml_close(&x, "ListBucketResult");
+	free(next_token);
+	px_s3_send_xml(q, 200, &x);
+}
+
+/* ---- the walk ---- */
+
+static void result_free(result_t *res)
+{
+	for (int i = 0; i < res->n; i++) {
+		json_decref(res->v[i].entry);
+		free(res->v[i].prefix);
+	}
+	free(res->v);
+	free(res->next);
+}
+
+/* "<s>" followed by the skip suffix: sorts after every name that starts with s. NULL on OOM. */
+static char *after_all_under(const char *s)
+{
+	char *out = NULL;
+
+	if (asprintf(&out, "%s" SKIP_SUFFIX, s) < 0)
+		return NULL;
+	return out;
+}
+
+/* Replaces *slot with a copy of s (or the "after all under s" form); -1 on OOM. */
+static int set_str(char **slot, const char *s, bool after_all)
+{
+	char *c = after_all ? after_all_under(s) : strdup(s);
+
+	if (c == NULL)
+		return -1;
+	free(*slot);
+	*slot = c;
+	return 0;
+}
+
+/* The common prefix of name (whose rest after plen holds the delimiter), malloc'd; NULL if none or OOM. */
+static char *common_prefix(const char *name, size_t plen, const char *delim, bool *oom)
+{
+	const char *d;
+
+	*oom = false;
+	if (delim[0] == '\0' || (d = strstr(name + plen, delim)) == NULL)
+		return NULL;
+	char *cp = strndup(name, (size_t)(d - name) + strlen(delim));
+	if (cp == NULL)
+		*oom = true;
+	return cp;
+}
+
+typedef enum { WALK_MORE, WALK_FULL, WALK_DONE } walk_state_t;
+
+/*
+ * Consumes one page into res. *resume becomes the token for the next page. Returns WALK_FULL once
+ * max_keys items are held and another item was seen (res->truncated set), WALK_MORE otherwise;
+ * -1 on allocation failure.
+ */
+static int consume(const list_args_t *a, json_t *entries, result_t *res, char **resume, const char **last_cp)
+{
+	size_t plen = strlen(a->prefix), i;
+	json_t *e;
+
+	json_array_foreach(entries, i, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+		bool oom;
+		char *cp = common_prefix(name, plen, a->delimiter, &oom);
+		if (oom)
+			return -1;
+		if (cp != NULL) {
+			bool seen = (*last_cp != NULL && strcmp(cp, *last_cp) == 0) || strcmp(cp, a->start) <= 0;
+			if (set_str(resume, cp, true) != 0) {
+				free(cp);
+				return -1;
+			}
+			if (seen) {
+				free(cp);
+				continue;
+			}
+			if (res->n == a->max_keys) {
+				free(cp);
+				res->truncated = true;
+				return WALK_FULL;
+			}
+			res->v[res->n++] = (item_t){ .prefix = cp };
+			*last_cp = cp;
+			if (set_str(&res->next, cp, false) != 0)
+				return -1;
+			continue;
+		}
+		if (res->n == a->max_keys) {
+			res->truncated = true;
+			return WALK_FULL;
+		}
+		json_incref(e);
+		res->v[res->n++] = (item_t){ .entry = e };
+		if (set_str(resume, name, false) != 0 || set_str(&res->next, name, false) != 0)
+			return -1;
+	}
+	return WALK_MORE;
+}
+
+/* The first fetch token: the start, or past the whole common prefix the start lies in. */
+static char *first_token(const list_args_t *a)
+{
+	size_t plen = strlen(a->prefix);
+	bool oom;
+
+	if (strncmp(a->start, a->prefix, plen) == 0) {
+		char *cp = common_prefix(a->start, plen, a->delimiter, &oom);
+		if (oom)
+			return NULL;
+		if (cp != NULL) {
+			char *t = after_all_under(cp);
+			free(cp);
+			return t;
+		}
+	}
+	return strdup(a->start);
+}
+
+static void list_work(px_s3_req_t *q)
+{
+	const list_args_t *a = q->op;
+	result_t res = { 0 };
+	const char *last_cp = NULL;
+	char *resume = NULL;
+	json_t *entries = NULL;
+	bool more = true;
+	int status = 0, state = WALK_MORE;
+	char why[512];
+
+	res.v = calloc((size_t)a->max_keys + 1, sizeof(*res.v));
+	resume = first_token(a);
+	if (res.v == NULL || resume == NULL)
+		goto oom;
+	while (a->max_keys > 0 && more && state == WALK_MORE) {
+		int want = a->max_keys - res.n + 1;
+		if (want > LIST_FETCH_MAX)
+			want = LIST_FETCH_MAX;
+		if (px_list_page(q->px, q->bucket, a->prefix, resume, want, &entries, &more, &status, why,
+				 sizeof(why)) != 0) {
+			px_s3_error(q, status == 503 ? PX_S3_SERVICE_UNAVAILABLE : PX_S3_INTERNAL, "%s", why);
+			goto out;
+		}
+		state = consume(a, entries, &res, &resume, &last_cp);
+		json_decref(entries);
+		entries = NULL;
+		if (state < 0)
+			goto oom;
+	}
+	respond(q, a, &res);
+	goto out;
+oom:
+	px_s3_error(q, PX_S3_INTERNAL, "out of memory");
+out:
+	free(resume);
+	result_free(&res);
+}
+
+/* ---- arguments ---- */
+
+/* max-keys: absent = 1000; more than 1000 = 1000. -1 when not a non-negative integer. */
+static int parse_max_keys(const char *s)
+{
+	long v = 0;
+
+	if (s == NULL)
+		return LIST_MAX_KEYS;
+	if (s[0] == '\0')
+		return -1;
+	for (const char *c = s; *c != '\0'; c++) {
+		if (*c < '0' || *c > '9')
+			return -1;
+		if (v <= LIST_MAX_KEYS)
+			v = v * 10 + (*c - '0');
+	}
+	return v > LIST_MAX_KEYS ? LIST_MAX_KEYS : (int)v;
+}
+
+static const char *query_or(ft_req_t *r, const char *key, const char *dflt)
+{
+	const char *v = ft_req_query(r, key);
+
+	return v != NULL ? v : dflt;
+}
+
+void px_s3_list_objects(px_s3_req_t *q, int version)
+{
+	ft_req_t *r = q->r;
+	list_args_t *a = ft_req_alloc(r, sizeof(*a));
+	const char *enc = ft_req_query(r, "encoding-type");
+	const char *lt = ft_req_query(r, "list-type");
+
+	memset(a, 0, sizeof(*a));
+	a->version = version;
+	if (version == 2 && strcmp(lt, "2") != 0) {
+		px_s3_error(q, PX_S3_INVALID_ARGUMENT, "list-type must be 2");
+		return;
+	}
+	a->prefix = query_or(r, "prefix", "");
+	a->delimiter = query_or(r, "delimiter", "");
+	a->max_keys = parse_max_keys(ft_req_query(r, "max-keys"));
+	if (a->max_keys < 0) {
+		px_s3_error(q, PX_S3_INVALID_ARGUMENT, "max-keys must be a non-negative integer");
+		return;
+	}
+	if (enc != NULL && strcmp(enc, "url") != 0) {
+		px_s3_error(q, PX_S3_INVALID_ARGUMENT, "Invalid Encoding Method specified in Request");
+		return;
+	}
+	a->url = enc != NULL;
+	if (version == 2) {
+		a->token = ft_req_query(r, "continuation-token");
+		a->start_after = ft_req_query(r, "start-after");
+		a->owner = strcmp(query_or(r, "fetch-owner", "false"), "true") == 0;
+		a->start = a->start_after != NULL ? a->start_after : "";
+		if (a->token != NULL) {
+			const char *m = token_decode(r, a->token);
+			if (m == NULL) {
+				px_s3_error(q, PX_S3_INVALID_ARGUMENT, "The continuation token provided is incorrect");
+				return;
+			}
+			if (strcmp(m, a->start) > 0)
+				a->start = m;
+		}
+	} else {
+		a->marker = query_or(r, "marker", "");
+		a->start = a->marker;
+		a->owner = true;
+	}
+	q->op = a;
+	px_s3_defer(q, list_work);
+}

@@ -1,0 +1,287 @@
+/* The S3 GET relay's own HTTP/1.1 client to the targets: keep-alive connections per worker, response heads read without touching the body. */
+#include "s3/s3.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+
+/*
+ * DESIGN
+ * A GET relayed through libcurl copies every body byte twice through user memory (curl's receive
+ * buffer, then the HTTP server's response ring). This client only sends the request and reads the
+ * response head, with MSG_PEEK first so that not one body byte leaves the socket: the caller then
+ * hands the socket to ft_resp_stream_splice, which moves the body to the client in kernel pages.
+ *
+ * It is deliberately small: plain http:// targets, one request at a time per connection, and no
+ * redirects, chunked bodies or error bodies. Whatever it does not handle the caller sends through
+ * the libcurl path, before anything went to the client (a GET may be repeated).
+ *
+ * OWNERSHIP
+ * Idle connections belong to the worker thread that used them (a small thread-local cache of
+ * RELAY_IDLE_MAX, oldest closed first); a connection in use belongs to its px_s3_relay_t until
+ * px_s3_relay_done() gives it back or closes it. A connection that carried a complete response
+ * (the body fully read) is reused; any other is closed.
+ */
+
+#define RELAY_IDLE_MAX 4
+#define RELAY_CONNECT_TIMEOUT_MS 5000
+
+typedef struct {
+	int fd;
+	char hostport[sizeof(((px_s3_relay_t *)0)->hostport)];
+} idle_conn_t;
+
+static __thread idle_conn_t idle_conns[RELAY_IDLE_MAX];
+static __thread int idle_count;
+
+/* An idle connection to hostport of this thread, or -1. */
+static int idle_take(const char *hostport)
+{
+	for (int i = idle_count - 1; i >= 0; i--) {
+		if (strcmp(idle_conns[i].hostport, hostport) != 0)
+			continue;
+		int fd = idle_conns[i].fd;
+		memmove(&idle_conns[i], &idle_conns[i + 1], (size_t)(idle_count - i - 1) * sizeof(idle_conns[0]));
+		idle_count--;
+		return fd;
+	}
+	return -1;
+}
+
+static void idle_give(int fd, const char *hostport)
+{
+	if (idle_count == RELAY_IDLE_MAX) {
+		close(idle_conns[0].fd);
+		memmove(&idle_conns[0], &idle_conns[1], (size_t)(RELAY_IDLE_MAX - 1) * sizeof(idle_conns[0]));
+		idle_count--;
+	}
+	idle_conns[idle_count].fd = fd;
+	snprintf(idle_conns[idle_count].hostport, sizeof(idle_conns[0].hostport), "%s", hostport);
+	idle_count++;
+}
+
+/* Splits "http://host:port/rest" into host, port and the request target; false for anything else. */
+static bool split_url(const char *url, char *host, size_t hcap, char *port, size_t pcap, const char **path)
+{
+	const char *h, *colon, *slash;
+
+	if (strncmp(url, "http://", 7) != 0)
+		return false;
+	h = url + 7;
+	slash = strchr(h, '/');
+	colon = memchr(h, ':', slash != NULL ? (size_t)(slash - h) : strlen(h));
+	if (slash == NULL || colon == NULL || h[0] == '[' || (size_t)(colon - h) >= hcap ||
+	    (size_t)(slash - colon - 1) >= pcap || slash == colon + 1)
+		return false;
+	memcpy(host, h, (size_t)(colon - h));
+	host[colon - h] = '\0';
+	memcpy(port, colon + 1, (size_t)(slash - colon - 1));
+	port[slash - colon - 1] = '\0';
+	*path = slash;
+	return true;
+}
+
+static void set_timeouts(int fd)
+{
+	struct timeval tv = { .tv_sec = PX_S3_RELAY_TIMEOUT_MS / 1000, .tv_usec = 0 };
+	int one = 1;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/* A new connection to host:port (connect bounded by RELAY_CONNECT_TIMEOUT_MS), or -1. */
+static int dial(const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai = NULL, *p;
+	int fd = -1;
+
+	if (getaddrinfo(host, port, &hints, &ai) != 0)
+		return -1;
+	for (p = ai; p != NULL && fd < 0; p = p->ai_next) {
+		struct timeval tv = { .tv_sec = RELAY_CONNECT_TIMEOUT_MS / 1000 };
+
+		fd = socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)); /* bounds connect(2) too */
+		if (connect(fd, p->ai_addr, p->ai_addrlen) != 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	freeaddrinfo(ai);
+	if (fd >= 0)
+		set_timeouts(fd);
+	return fd;
+}
+
+/* The end of the head in buf[0..n) (the offset after the blank line), or 0. */
+static size_t head_end(const char *buf, size_t n)
+{
+	for (size_t i = 0; i + 3 < n; i++)
+		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' && buf[i + 3] == '\n')
+			return i + 4;
+	return 0;
+}
+
+/*
+ * Peeks until the whole head is in the socket, then reads exactly the head: the body stays in the
+ * socket. 1 = done, 0 = the connection ended before any byte, -1 = failure (timeout, too large,
+ * ended midway).
+ */
+static int read_head(px_s3_relay_t *rl)
+{
+	size_t have = 0, end;
+	ssize_t k;
+
+	for (;;) {
+		k = recv(rl->fd, rl->head, sizeof(rl->head) - 1, MSG_PEEK);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k == 0 && have == 0 ? 0 : -1;
+		end = head_end(rl->head, (size_t)k);
+		if (end > 0)
+			break;
+		if ((size_t)k >= sizeof(rl->head) - 1)
+			return -1;
+		if ((size_t)k == have) {
+			/* nothing new since the last peek: wait for more instead of spinning */
+			struct pollfd pf = { .fd = rl->fd, .events = POLLIN };
+			if (poll(&pf, 1, PX_S3_RELAY_TIMEOUT_MS) <= 0)
+				return -1;
+		}
+		have = (size_t)k;
+	}
+	for (have = 0; have < end; have += (size_t)k) { /* all there already: this takes exactly the head */
+		k = recv(rl->fd, rl->head + have, end - have, 0);
+		if (k < 0 && errno == EINTR)
+			k = 0;
+		else if (k <= 0)
+			return -1;
+	}
+	rl->head[end] = '\0';
+	rl->head_len = end;
+	return 1;
+}
+
+/* Status, Content-Length, chunked and Connection: close from the head. */
+static bool parse_head(px_s3_relay_t *rl)
+{
+	const char *p = rl->head, *eol;
+
+	rl->status = 0;
+	rl->length = -1;
+	rl->chunked = false;
+	rl->conn_close = false;
+	if (strncmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ')
+		return false;
+	rl->status = (int)strtol(p + 9, NULL, 10);
+	if (p[7] == '0')
+		rl->conn_close = true; /* HTTP/1.0: no keep-alive unless said, and we do not look */
+	for (p = strstr(p, "\r\n") + 2; *p != '\0' && *p != '\r'; p = eol + 2) {
+		eol = strstr(p, "\r\n");
+		if (eol == NULL)
+			return false;
+		if (strncasecmp(p, "Content-Length:", 15) == 0) {
+			char *e;
+			long long v = strtoll(p + 15, &e, 10);
+			if (v < 0 || e == p + 15)
+				return false;
+			rl->length = v;
+		} else if (strncasecmp(p, "Transfer-Encoding:", 18) == 0) {
+			rl->chunked = true; /* any coding: not ours to decode */
+		} else if (strncasecmp(p, "Connection:", 11) == 0) {
+			const char *v = p + 11;
+			while (*v == ' ')
+				v++;
+			if (strncasecmp(v, "close", 5) == 0)
+				rl->conn_close = true;
+		}
+	}
+	return true;
+}
+
+/* Sends the request and reads the head on fd; 1 = head read, 0 = the connection was stale, -1 = failure. */
+static int exchange(px_s3_relay_t *rl, const char *req, size_t len)
+{
+	if (send(rl->fd, req, len, MSG_NOSIGNAL) != (ssize_t)len)
+		return errno == EPIPE || errno == ECONNRESET ? 0 : -1;
+	int rc = read_head(rl);
+	if (rc < 0 && errno == ECONNRESET)
+		return 0;
+	return rc;
+}
+
+int px_s3_relay_get(px_s3_relay_t *rl, const char *url, const char *const *headers)
+{
+	char host[256], port[16];
+	const char *path;
+	ft_strbuf_t b = { 0 };
+	int rc = -1;
+
+	memset(rl, 0, sizeof(*rl));
+	rl->fd = -1;
+	if (!split_url(url, host, sizeof(host), port, sizeof(port), &path) ||
+	    snprintf(rl->hostport, sizeof(rl->hostport), "%s:%s", host, port) >= (int)sizeof(rl->hostport))
+		return -1;
+	ft_strbuf_addf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\n", path, rl->hostport);
+	for (; headers != NULL && *headers != NULL; headers++)
+		ft_strbuf_addf(&b, "%s\r\n", *headers);
+	ft_strbuf_adds(&b, "\r\n");
+	if (b.failed)
+		goto out;
+	/* A reused connection may have been closed by the target meanwhile: then once more on a new one. */
+	for (int attempt = 0; attempt < 2 && rc != 1; attempt++) {
+		bool reused = true;
+
+		rl->fd = attempt == 0 ? idle_take(rl->hostport) : -1;
+		if (rl->fd < 0) {
+			rl->fd = dial(host, port);
+			reused = false;
+		}
+		if (rl->fd < 0)
+			break;
+		rc = exchange(rl, b.p, b.len);
+		if (rc != 1) {
+			close(rl->fd);
+			rl->fd = -1;
+			if (!reused || rc < 0)
+				break;
+			ft_debug("s3 relay: the kept connection to %s was closed; on a new one", rl->hostport);
+		}
+	}
+	if (rc == 1 && !parse_head(rl)) {
+		ft_warn("s3 relay: unreadable response head from %s", rl->hostport);
+		close(rl->fd);
+		rl->fd = -1;
+		rc = -1;
+	}
+out:
+	ft_strbuf_free(&b);
+	return rc == 1 ? 0 : -1;
+}
+
+void px_s3_relay_done(px_s3_relay_t *rl, bool body_read)
+{
+	if (rl->fd < 0)
+		return;
+	if (body_read && !rl->conn_close)
+		idle_give(rl->fd, rl->hostport);
+	else
+		close(rl->fd);
+	rl->fd = -1;
+}

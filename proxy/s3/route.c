@@ -1,0 +1,1277 @@
+/* S3 API entry: routing (path style, root, virtual host), SigV4 authentication, verified request bodies, target relay helpers. */
+#include "s3/s3.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <openssl/evp.h>
+
+#include "base/cksum.h"
+#include "rpc/client.h"
+#include "http/util.h"
+#include "base/log.h"
+#include "base/names.h"
+
+/*
+ * DESIGN
+ * px_s3_route runs on the loop thread: it recognizes the request, authenticates it (HMACs only,
+ * no I/O), checks names and the bucket's existence, and dispatches. Handlers that need other
+ * nodes defer to a worker.
+ *
+ * BODY VERIFICATION (px_s3_body_read)
+ * The declared payload length is known before any byte is read (Content-Length, or
+ * x-amz-decoded-content-length for aws-chunked). Bytes are handed out as they arrive, except
+ * the read that would complete the payload: before returning it the reader consumes the rest
+ * of the body (for aws-chunked: up to the verified final chunk) and checks the SHA-256 and MD5
+ * it was promised. A relay that sends exactly the declared length to a target therefore never
+ * lets the target see a complete body that failed a check; the target discards a cut body.
+ */
+
+#define BODY_BUF (64 * 1024)
+#define TARGET_ERRBODY_MAX 1024
+
+struct px_s3 {
+	json_t *keys;   /* {"ACCESS_KEY": "SECRET"}; read-only after init */
+	bool key_ready; /* curl_key created */
+	pthread_key_t curl_key;
+};
+
+struct px_s3_body {
+	int64_t total;          /* declared payload bytes, -1 = until the end of the body */
+	int64_t delivered;
+	bool streaming;         /* aws-chunked */
+	ft_sigv4_chunked_t *chunked;
+	uint8_t *raw;           /* BODY_BUF each, malloc'd on first read */
+	uint8_t *pay;
+	size_t pay_len, pay_pos;
+	bool final_chunk;       /* aws-chunked: final chunk verified */
+	bool want_sha;
+	char sha_hex[FT_SHA256_HEX];
+	ft_sha256_t sha;
+	bool sha_live;
+	bool want_md5;
+	char md5_hex[FT_CKSUM_HEX_MAX];
+	ft_cksum_t md5;
+	bool md5_live;
+	bool finished;          /* verified end reached */
+	px_s3_err_t err;
+};
+
+/* The daemon's S3 state, for px_s3_curl (set by px_s3_init before any request). */
+static struct px_s3 *curl_owner;
+static atomic_uint_fast64_t request_seq;
+static int64_t start_ns;
+
+/* ---- keys ---- */
+
+static void curl_handle_destroy(void *h)
+{
+	curl_easy_cleanup(h);
+}
+
+int px_s3_init(px_t *px, char *err, size_t errlen)
+{
+	const ft_config_t *c = &px->cfg;
+	struct px_s3 *s = calloc(1, sizeof(*s));
+	json_error_t jerr;
+	const char *k;
+	json_t *v;
+
+	if (s == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	px->s3 = s;
+	start_ns = ft_now_ns();
+	if (pthread_key_create(&s->curl_key, curl_handle_destroy) != 0) {
+		snprintf(err, errlen, "s3: cannot create a thread key");
+		return -1;
+	}
+	s->key_ready = true;
+	curl_owner = s;
+	if (c->s3_keys[0] == '\0') {
+		if (!c->s3_anonymous)
+			ft_warn("s3: no s3_keys and s3_anonymous off: every S3 request will be refused");
+		return 0;
+	}
+	s->keys = json_load_file(c->s3_keys, JSON_REJECT_DUPLICATES, &jerr);
+	if (s->keys == NULL) {
+		snprintf(err, errlen, "s3_keys %s: %s", c->s3_keys, jerr.text);
+		return -1;
+	}
+	if (!json_is_object(s->keys)) {
+		snprintf(err, errlen, "s3_keys %s: expected a JSON object {\"ACCESS_KEY\": \"SECRET\", ...}", c->s3_keys);
+		return -1;
+	}
+	json_object_foreach(s->keys, k, v) {
+		if (!json_is_string(v) || json_string_length(v) == 0 || k[0] == '\0') {
+			snprintf(err, errlen, "s3_keys %s: key \"%s\": the secret must be a non-empty string", c->s3_keys, k);
+			return -1;
+		}
+	}
+	ft_info("s3: %zu access key(s) from %s%s", json_object_size(s->keys), c->s3_keys,
+		c->s3_anonymous ? "; anonymous access on" : "");
+	return 0;
+}
+
+void px_s3_fini(px_t *px)
+{
+	struct px_s3 *s = px->s3;
+
+	if (s == NULL)
+		return;
+	curl_owner = NULL;
+	if (s->key_ready)
+		pthread_key_delete(s->curl_key);
+	json_decref(s->keys);
+	free(s);
+	px->s3 = NULL;
+}
+
+static const char *secret_of(void *ctx, const char *access_key)
+{
+	const struct px_s3 *s = ctx;
+
+	return s->keys != NULL ? json_string_value(json_object_get(s->keys, access_key)) : NULL;
+}
+
+/* ---- curl ---- */
+
+
+void *px_s3_curl(void)
+{
+	struct px_s3 *s = curl_owner;
+	CURL *h;
+
+	if (s == NULL || ft_client_global_init() != 0)
+		return NULL;
+	h = pthread_getspecific(s->curl_key);
+	if (h == NULL) {
+		h = curl_easy_init();
+		if (h == NULL)
+			return NULL;
+		if (pthread_setspecific(s->curl_key, h) != 0) {
+			curl_easy_cleanup(h);
+			return NULL;
+		}
+	}
+	curl_easy_reset(h);
+	return h;
+}
+
+/* ---- responses ---- */
+
+static void request_id_header(ft_req_t *r, const char *id)
+{
+	ft_resp_header(r, "x-amz-request-id", id);
+}
+
+static void send_error(ft_req_t *r, const char *resource, const char *request_id, px_s3_err_t e, const char *msg)
+{
+	px_xml_t x;
+	int status = px_s3_err_status(e);
+
+	px_xml_error_doc(&x, e, msg, resource, request_id);
+	request_id_header(r, request_id);
+	if (x.failed)
+		ft_resp_bytes(r, status, NULL, NULL, 0);
+	else
+		ft_resp_bytes(r, status, "application/xml", x.p, x.len);
+	px_xml_free(&x);
+}
+
+static void make_request_id(char out[17])
+{
+	uint64_t n = atomic_fetch_add(&request_seq, 1) + 1;
+	uint64_t v = ((uint64_t)start_ns ^ (n * 0x9E3779B97F4A7C15ull)) + n;
+
+	snprintf(out, 17, "%016" PRIX64, v);
+}
+
+void px_s3_error_raw(ft_req_t *r, const char *resource, px_s3_err_t e, const char *msg)
+{
+	char id[17];
+
+	make_request_id(id);
+	send_error(r, resource, id, e, msg);
+}
+
+void px_s3_error(px_s3_req_t *q, px_s3_err_t e, const char *fmt, ...)
+{
+	char msg[512] = "";
+	va_list ap;
+
+	if (fmt != NULL) {
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+	}
+	if (px_s3_err_status(e) >= 500)
+		ft_warn("s3 %s %s: %s %s", ft_req_method_name(q->r), q->resource, px_s3_err_code(e),
+			msg[0] ? msg : px_s3_err_message(e));
+	else
+		ft_debug("s3 %s %s: %s %s", ft_req_method_name(q->r), q->resource, px_s3_err_code(e), msg);
+	send_error(q->r, q->resource, q->request_id, e, msg);
+}
+
+px_s3_err_t px_s3_err_of_code(const char *code)
+{
+	for (int e = PX_S3_OK + 1; code != NULL && e < PX_S3_ERR_COUNT; e++)
+		if (strcmp(px_s3_err_code((px_s3_err_t)e), code) == 0)
+			return (px_s3_err_t)e;
+	return PX_S3_OK;
+}
+
+void px_s3_error_from_target(px_s3_req_t *q, const px_s3_target_reply_t *reply)
+{
+	const char *m = reply->message;
+	px_s3_err_t e = px_s3_err_of_code(reply->code);
+
+	if (e != PX_S3_OK) { /* the target named the S3 error (multipart endpoints do) */
+		px_s3_error(q, e, "%s", m[0] ? m : px_s3_err_message(e));
+		return;
+	}
+	switch (reply->status) {
+	case 400: e = PX_S3_INVALID_ARGUMENT; break;
+	case 404: e = strstr(m, "bucket") != NULL && strstr(m, "does not exist") != NULL && strstr(m, "object") == NULL
+			      ? PX_S3_NO_SUCH_BUCKET : PX_S3_NO_SUCH_KEY;
+		break;
+	case 307: e = PX_S3_SERVICE_UNAVAILABLE; break; /* the map changed under the request: retry */
+	case 408: e = PX_S3_REQUEST_TIMEOUT; break;
+	case 409: e = PX_S3_INVALID_ARGUMENT; break; /* "a/b" over an object "a", or the reverse */
+	case 411: e = PX_S3_MISSING_CONTENT_LENGTH; break;
+	case 412: e = PX_S3_PRECONDITION_FAILED; break;
+	case 413: e = PX_S3_ENTITY_TOO_LARGE; break;
+	case 416: e = PX_S3_INVALID_RANGE; break;
+	case 503: e = PX_S3_SERVICE_UNAVAILABLE; break;
+	case 507: e = PX_S3_INSUFFICIENT_STORAGE; break;
+	default: e = reply->status >= 400 && reply->status < 500 ? PX_S3_INVALID_REQUEST : PX_S3_INTERNAL; break;
+	}
+	if (e == PX_S3_NO_SUCH_KEY || e == PX_S3_NO_SUCH_BUCKET || e == PX_S3_INVALID_RANGE ||
+	    e == PX_S3_PRECONDITION_FAILED)
+		px_s3_error(q, e, NULL);
+	else
+		px_s3_error(q, e, "%s", m[0] ? m : px_s3_err_message(e));
+}
+
+void px_s3_send_xml(px_s3_req_t *q, int status, px_xml_t *x)
+{
+	if (x->failed) {
+		px_xml_free(x);
+		px_s3_error(q, PX_S3_INTERNAL, "out of memory");
+		return;
+	}
+	request_id_header(q->r, q->request_id);
+	ft_resp_bytes(q->r, status, "application/xml", x->p, x->len);
+	px_xml_free(x);
+}
+
+void px_s3_send_empty(px_s3_req_t *q, int status)
+{
+	request_id_header(q->r, q->request_id);
+	ft_resp_bytes(q->r, status, NULL, NULL, 0);
+}
+
+/* ---- deferring ---- */
+
+static void defer_trampoline(ft_req_t *r, void *arg)
+{
+	px_s3_req_t *q = arg;
+	void (*fn)(px_s3_req_t *q) = q->deferred;
+
+	(void)r;
+	fn(q);
+}
+
+void px_s3_defer(px_s3_req_t *q, void (*fn)(px_s3_req_t *q))
+{
+	q->deferred = fn;
+	ft_req_defer(q->r, defer_trampoline, q);
+}
+
+/* ---- URLs ---- */
+
+char *px_s3_owner_url(const char *bucket, const char *key, size_t key_len, const char *query)
+{
+	ft_smap_t *smap = ft_smap_current();
+	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, "ais", bucket, key, key_len) : NULL;
+	char *eb = NULL, *ek = NULL, *url = NULL;
+
+	if (owner == NULL)
+		goto out;
+	eb = ft_url_escape_query(bucket);
+	ek = ft_url_escape_path(key, key_len);
+	if (eb == NULL || ek == NULL)
+		goto out;
+	if (asprintf(&url, "%s/v1/objects/%s/%s%s%s", owner->public_url, eb, ek, query != NULL && query[0] ? "?" : "",
+		     query != NULL ? query : "") < 0)
+		url = NULL;
+out:
+	free(ek);
+	free(eb);
+	ft_smap_put(smap);
+	return url;
+}
+
+/* ---- object metadata ---- */
+
+#define UMETA_PREFIX "x-amz-meta-"
+#define UMETA_MAX 2048 /* S3: names and values of the user metadata together */
+
+/* A value the target can store and send back: no control characters but tab. */
+static bool meta_value_ok(const char *v)
+{
+	for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+		if (*p < 0x20 && *p != '\t')
+			return false;
+	return true;
+}
+
+px_s3_err_t px_s3_meta_lines(px_s3_req_t *q, const char ***lines)
+{
+	int n = ft_req_header_count(q->r), k = 0;
+	const char **v = ft_req_alloc(q->r, ((size_t)n + 2) * sizeof(*v));
+	const char *ct = ft_req_header(q->r, "Content-Type");
+	size_t umeta = 0, plen = strlen(UMETA_PREFIX);
+
+	if (ct != NULL && ct[0] != '\0') {
+		if (!meta_value_ok(ct))
+			return PX_S3_INVALID_ARGUMENT;
+		size_t len = strlen(ct) + sizeof("Content-Type: ");
+		char *line = ft_req_alloc(q->r, len);
+		snprintf(line, len, "Content-Type: %s", ct);
+		v[k++] = line;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *name, *value;
+		ft_req_header_at(q->r, i, &name, &value);
+		if (strncasecmp(name, UMETA_PREFIX, plen) != 0)
+			continue;
+		if (name[plen] == '\0' || !meta_value_ok(value))
+			return PX_S3_INVALID_ARGUMENT;
+		umeta += strlen(name) - plen + strlen(value);
+		if (umeta > UMETA_MAX)
+			return PX_S3_METADATA_TOO_LARGE;
+		size_t len = strlen(name) + strlen(value) + 3;
+		char *line = ft_req_alloc(q->r, len);
+		/* curl drops "Name:" without a value; "Name;" is how it sends an empty one */
+		snprintf(line, len, value[0] != '\0' ? "%s: %s" : "%s;", name, value);
+		v[k++] = line;
+	}
+	v[k] = NULL;
+	*lines = v;
+	return PX_S3_OK;
+}
+
+/* ---- request bodies ---- */
+
+static bool is_hex64(const char *s)
+{
+	if (strlen(s) != 64)
+		return false;
+	for (int i = 0; i < 64; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))
+			return false;
+	return true;
+}
+
+static void body_release(void *arg)
+{
+	px_s3_body_t *b = arg;
+
+	if (b->chunked != NULL)
+		ft_sigv4_chunked_free(b->chunked);
+	if (b->sha_live) {
+		char hex[FT_SHA256_HEX];
+		ft_sha256_final(&b->sha, hex); /* releases the state */
+	}
+	if (b->md5_live)
+		ft_cksum_abort(&b->md5);
+	free(b->raw);
+	free(b->pay);
+	b->chunked = NULL;
+	b->raw = b->pay = NULL;
+	b->sha_live = b->md5_live = false;
+}
+
+/* Decodes a Content-MD5 (base64 of 16 bytes) into hex; -1 when malformed. */
+static int content_md5_hex(const char *b64, char hex[FT_CKSUM_HEX_MAX])
+{
+	unsigned char raw[64];
+	size_t n = strlen(b64);
+	int len;
+
+	if (n != 24 || b64[22] != '=' || b64[23] != '=')
+		return -1;
+	len = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)n);
+	if (len != 18) /* 16 bytes plus the 2 the padding stands for */
+		return -1;
+	for (int i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	return 0;
+}
+
+/*
+ * Loop thread: sets up the body reader of q from the request's headers. Returns PX_S3_OK, or the
+ * error to send (bad framing or digest headers).
+ */
+static px_s3_err_t body_prepare(px_s3_req_t *q)
+{
+	ft_req_t *r = q->r;
+	px_s3_body_t *b = ft_req_alloc(r, sizeof(*b));
+	const char *sha = q->content_sha256;
+	const char *md5 = ft_req_header(r, "Content-MD5");
+	int64_t cl = ft_req_content_length(r);
+
+	memset(b, 0, sizeof(*b));
+	q->body = b;
+	b->total = cl;
+	if (sha != NULL && strcmp(sha, FT_SIGV4_STREAMING) == 0) {
+		const char *dl = ft_req_header(r, "x-amz-decoded-content-length");
+		char *end = NULL;
+		long long v;
+		if (q->anonymous || q->auth.seed_signature[0] == '\0')
+			return PX_S3_INVALID_REQUEST; /* chunk signatures chain from a SigV4 request signature */
+		if (dl == NULL)
+			return PX_S3_MISSING_CONTENT_LENGTH;
+		errno = 0;
+		v = strtoll(dl, &end, 10);
+		if (errno != 0 || end == dl || *end != '\0' || v < 0)
+			return PX_S3_INVALID_ARGUMENT;
+		b->total = v;
+		b->streaming = true;
+	} else if (sha != NULL && is_hex64(sha)) {
+		b->want_sha = true;
+		for (int i = 0; i < 64; i++)
+			b->sha_hex[i] = (char)(sha[i] >= 'A' && sha[i] <= 'F' ? sha[i] - 'A' + 'a' : sha[i]);
+		b->sha_hex[64] = '\0';
+	}
+	if (md5 != NULL) {
+		if (content_md5_hex(md5, b->md5_hex) != 0)
+			return PX_S3_INVALID_DIGEST;
+		b->want_md5 = true;
+	}
+	ft_req_on_done(r, body_release, b);
+	return PX_S3_OK;
+}
+
+int64_t px_s3_body_length(const px_s3_req_t *q)
+{
+	return q->body != NULL ? q->body->total : ft_req_content_length(q->r);
+}
+
+static px_s3_err_t raw_error(ssize_t n)
+{
+	if (n == -ETIMEDOUT)
+		return PX_S3_REQUEST_TIMEOUT;
+	return PX_S3_INCOMPLETE_BODY;
+}
+
+/* Allocates buffers and hash states on first use; PX_S3_OK or INTERNAL. */
+static px_s3_err_t body_start(px_s3_req_t *q, px_s3_body_t *b)
+{
+	if (b->raw != NULL)
+		return PX_S3_OK;
+	b->raw = malloc(BODY_BUF);
+	b->pay = b->streaming ? malloc(BODY_BUF) : NULL;
+	if (b->raw == NULL || (b->streaming && b->pay == NULL))
+		return PX_S3_INTERNAL;
+	if (b->streaming) {
+		b->chunked = ft_sigv4_chunked_new(&q->auth);
+		if (b->chunked == NULL)
+			return PX_S3_INTERNAL;
+	}
+	if (b->want_sha) {
+		if (ft_sha256_init(&b->sha) != 0)
+			return PX_S3_INTERNAL;
+		b->sha_live = true;
+	}
+	if (b->want_md5) {
+		if (ft_cksum_init(&b->md5, FT_CKSUM_MD5) != 0)
+			return PX_S3_INTERNAL;
+		b->md5_live = true;
+	}
+	return PX_S3_OK;
+}
+
+/*
+ * aws-chunked: reads raw bytes and decodes them until payload is pending or the final chunk was
+ * verified. PX_S3_OK or the error.
+ */
+static px_s3_err_t chunked_fill(px_s3_req_t *q, px_s3_body_t *b)
+{
+	while (b->pay_pos == b->pay_len && !b->final_chunk) {
+		ssize_t n = ft_req_body_read(q->r, b->raw, BODY_BUF);
+		size_t out = 0;
+		if (n < 0)
+			return raw_error(n);
+		if (n == 0)
+			return PX_S3_INCOMPLETE_BODY; /* the body ended before the final chunk */
+		int rc = ft_sigv4_chunked_feed(b->chunked, b->raw, (size_t)n, b->pay, BODY_BUF, &out);
+		if (rc == -2)
+			return PX_S3_SIGNATURE_MISMATCH;
+		if (rc < 0)
+			return PX_S3_INCOMPLETE_BODY;
+		b->pay_pos = 0;
+		b->pay_len = out;
+		if (rc == 1)
+			b->final_chunk = true;
+	}
+	return PX_S3_OK;
+}
+
+/* Next payload bytes into buf (at most cap); *n = 0 at the end of the body. */
+static px_s3_err_t payload_next(px_s3_req_t *q, px_s3_body_t *b, uint8_t *buf, size_t cap, size_t *n)
+{
+	*n = 0;
+	if (!b->streaming) {
+		ssize_t got = ft_req_body_read(q->r, buf, cap);
+		if (got < 0)
+			return raw_error(got);
+		*n = (size_t)got;
+		return PX_S3_OK;
+	}
+	px_s3_err_t e = chunked_fill(q, b);
+	if (e != PX_S3_OK)
+		return e;
+	size_t take = b->pay_len - b->pay_pos;
+	if (take > cap)
+		take = cap;
+	memcpy(buf, b->pay + b->pay_pos, take);
+	b->pay_pos += take;
+	*n = take;
+	return PX_S3_OK;
+}
+
+/* The whole payload was read: the body must end here, and every digest must match. */
+static px_s3_err_t body_finish(px_s3_req_t *q, px_s3_body_t *b)
+{
+	uint8_t extra[16];
+	size_t n = 0;
+
+	if (b->streaming) {
+		px_s3_err_t e = payload_next(q, b, extra, sizeof(extra), &n);
+		if (e != PX_S3_OK)
+			return e;
+		if (n > 0 || !b->final_chunk)
+			return PX_S3_INCOMPLETE_BODY; /* more payload than x-amz-decoded-content-length */
+		/* Nothing may follow the final chunk. */
+		ssize_t got = ft_req_body_read(q->r, extra, sizeof(extra));
+		if (got != 0)
+			return got < 0 ? raw_error(got) : PX_S3_INCOMPLETE_BODY;
+	} else if (b->total >= 0) {
+		ssize_t got = ft_req_body_read(q->r, extra, sizeof(extra));
+		if (got != 0)
+			return got < 0 ? raw_error(got) : PX_S3_INCOMPLETE_BODY;
+	}
+	if (b->sha_live) {
+		char hex[FT_SHA256_HEX];
+		ft_sha256_final(&b->sha, hex);
+		b->sha_live = false;
+		if (strcmp(hex, b->sha_hex) != 0)
+			return PX_S3_SHA256_MISMATCH;
+	}
+	if (b->md5_live) {
+		char hex[FT_CKSUM_HEX_MAX];
+		ft_cksum_final(&b->md5, hex);
+		b->md5_live = false;
+		if (strcmp(hex, b->md5_hex) != 0)
+			return PX_S3_BAD_DIGEST;
+	}
+	b->finished = true;
+	return PX_S3_OK;
+}
+
+ssize_t px_s3_body_read(px_s3_req_t *q, void *buf, size_t cap)
+{
+	px_s3_body_t *b = q->body;
+	px_s3_err_t e;
+	size_t n = 0;
+
+	if (b == NULL)
+		return -(ssize_t)PX_S3_INTERNAL;
+	if (b->err != PX_S3_OK)
+		return -(ssize_t)b->err;
+	if (b->finished)
+		return 0;
+	e = body_start(q, b);
+	if (e != PX_S3_OK)
+		goto fail;
+	if (b->total >= 0 && b->delivered == b->total) {
+		e = body_finish(q, b);
+		if (e != PX_S3_OK)
+			goto fail;
+		return 0;
+	}
+	if (b->total >= 0 && (uint64_t)(b->total - b->delivered) < cap)
+		cap = (size_t)(b->total - b->delivered);
+	e = payload_next(q, b, buf, cap, &n);
+	if (e != PX_S3_OK)
+		goto fail;
+	if (n == 0) {
+		if (b->total >= 0) {
+			e = PX_S3_INCOMPLETE_BODY;
+			goto fail;
+		}
+		e = body_finish(q, b); /* length unknown: the end of the body is the end */
+		if (e != PX_S3_OK)
+			goto fail;
+		return 0;
+	}
+	if (b->sha_live)
+		ft_sha256_update(&b->sha, buf, n);
+	if (b->md5_live)
+		ft_cksum_update(&b->md5, buf, n);
+	b->delivered += (int64_t)n;
+	if (b->total >= 0 && b->delivered == b->total) {
+		e = body_finish(q, b); /* before the last bytes leave */
+		if (e != PX_S3_OK)
+			goto fail;
+	}
+	return (ssize_t)n;
+fail:
+	b->err = e;
+	return -(ssize_t)e;
+}
+
+px_s3_err_t px_s3_body_all(px_s3_req_t *q, size_t max, char **body, size_t *len)
+{
+	int64_t total = px_s3_body_length(q);
+	ft_strbuf_t b = { 0 };
+	px_s3_err_t e = PX_S3_OK;
+
+	*body = NULL;
+	*len = 0;
+	if (total >= 0 && (uint64_t)total > max)
+		return PX_S3_ENTITY_TOO_LARGE;
+	for (;;) {
+		/* Grows only when full: a declared length sizes the buffer at once, else it doubles. */
+		if (b.len + 1 >= b.cap && ft_strbuf_reserve(&b, b.len == 0 && total > 0 ? (size_t)total : b.cap) != 0) {
+			e = PX_S3_INTERNAL;
+			goto fail;
+		}
+		ssize_t got = px_s3_body_read(q, b.p + b.len, b.cap - 1 - b.len);
+		if (got < 0) {
+			e = (px_s3_err_t)-got;
+			goto fail;
+		}
+		if (got == 0)
+			break;
+		b.len += (size_t)got;
+		if (b.len > max) {
+			e = PX_S3_ENTITY_TOO_LARGE;
+			goto fail;
+		}
+	}
+	b.p[b.len] = '\0';
+	*len = b.len;
+	*body = ft_strbuf_take(&b);
+	return PX_S3_OK;
+fail:
+	ft_strbuf_free(&b);
+	return e;
+}
+
+/* ---- relaying a body to a target ---- */
+
+typedef struct {
+	px_s3_req_t *q;
+	px_s3_err_t body_err;
+	int64_t sent;
+	px_s3_target_reply_t *reply;
+	char errbody[TARGET_ERRBODY_MAX + 1];
+	size_t errlen;
+} put_ctx_t;
+
+static size_t put_read_cb(char *buf, size_t size, size_t nitems, void *arg)
+{
+	put_ctx_t *c = arg;
+	ssize_t n = px_s3_body_read(c->q, buf, size * nitems);
+
+	if (n < 0) {
+		c->body_err = (px_s3_err_t)-n;
+		return CURL_READFUNC_ABORT;
+	}
+	c->sent += n;
+	return (size_t)n;
+}
+
+/* A redirect may replay the body only when none of it was read yet. */
+static int put_seek_cb(void *arg, curl_off_t off, int origin)
+{
+	put_ctx_t *c = arg;
+
+	return off == 0 && origin == SEEK_SET && c->sent == 0 ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_CANTSEEK;
+}
+
+size_t px_s3_reply_header_cb(char *buf, size_t size, size_t nitems, void *arg)
+{
+	px_s3_target_reply_t *reply = arg;
+	size_t n = size * nitems;
+
+	if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0)
+		reply->etag[0] = '\0';
+	else if (n > 5 && strncasecmp(buf, "ETag:", 5) == 0) {
+		const char *v = buf + 5;
+		size_t len = n - 5;
+		while (len > 0 && (*v == ' ' || *v == '\t')) {
+			v++;
+			len--;
+		}
+		while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
+			len--;
+		if (len < sizeof(reply->etag)) {
+			memcpy(reply->etag, v, len);
+			reply->etag[len] = '\0';
+		}
+	}
+	return n;
+}
+
+static size_t put_write_cb(char *buf, size_t size, size_t nitems, void *arg)
+{
+	put_ctx_t *c = arg;
+	size_t n = size * nitems, take = n;
+
+	if (take > TARGET_ERRBODY_MAX - c->errlen)
+		take = TARGET_ERRBODY_MAX - c->errlen;
+	memcpy(c->errbody + c->errlen, buf, take);
+	c->errlen += take;
+	return n;
+}
+
+/* The "message" and "code" of a target's JSON error body, into reply. */
+static void target_message(const char *body, size_t len, px_s3_target_reply_t *reply)
+{
+	json_t *j = json_loadb(body, len, 0, NULL);
+	const char *m = json_string_value(json_object_get(j, "message"));
+	const char *code = json_string_value(json_object_get(j, "code"));
+
+	snprintf(reply->message, sizeof(reply->message), "%s", m != NULL ? m : "");
+	snprintf(reply->code, sizeof(reply->code), "%s", code != NULL ? code : "");
+	json_decref(j);
+}
+
+void px_s3_curl_common(void *h, const char *url)
+{
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+	/* No total timeout (objects may be large): a target sending nothing for this long fails. */
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)(PX_S3_RELAY_TIMEOUT_MS / 1000));
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L); /* the map changed: the target redirects */
+	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
+}
+
+px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, const char *const *extra, px_s3_target_reply_t *reply)
+{
+	CURL *h = px_s3_curl();
+	struct curl_slist *hdrs = NULL;
+	put_ctx_t c = { .q = q, .reply = reply };
+	int64_t total = px_s3_body_length(q);
+	CURLcode rc;
+
+	memset(reply, 0, sizeof(*reply));
+	if (total < 0)
+		return PX_S3_MISSING_CONTENT_LENGTH;
+	if (h == NULL)
+		return PX_S3_INTERNAL;
+	/* The target answers routing errors before it asks for the body, so a redirect can replay it. */
+	hdrs = curl_slist_append(hdrs, "Expect: 100-continue");
+	bool typed = false;
+	for (int i = 0; extra != NULL && extra[i] != NULL; i++) {
+		typed = typed || strncasecmp(extra[i], "Content-Type:", 13) == 0;
+		hdrs = curl_slist_append(hdrs, extra[i]);
+	}
+	if (!typed) /* curl would send its form default; the target keeps none */
+		hdrs = curl_slist_append(hdrs, "Content-Type:");
+	px_s3_curl_common(h, url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+	curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)total);
+	curl_easy_setopt(h, CURLOPT_READFUNCTION, put_read_cb);
+	curl_easy_setopt(h, CURLOPT_READDATA, &c);
+	curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, put_seek_cb);
+	curl_easy_setopt(h, CURLOPT_SEEKDATA, &c);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, px_s3_reply_header_cb);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, reply);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, put_write_cb);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &c);
+	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, (long)BODY_BUF);
+	rc = curl_easy_perform(h);
+	curl_slist_free_all(hdrs);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	if (c.body_err != PX_S3_OK)
+		return c.body_err;
+	if (rc != CURLE_OK) {
+		ft_warn("s3 PUT %s: relay to %s failed: %s", q->resource, url, curl_easy_strerror(rc));
+		return PX_S3_SERVICE_UNAVAILABLE;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &reply->status);
+	if (reply->status >= 300)
+		target_message(c.errbody, c.errlen, reply);
+	return PX_S3_OK;
+}
+
+/* ---- routing ---- */
+
+/* Whether path (len bytes) is prefix exactly or prefix followed by '/'. */
+static bool under(const char *path, size_t len, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return len >= n && memcmp(path, prefix, n) == 0 && (len == n || path[n] == '/');
+}
+
+/* Host without the port, lowercased, into out; "" when absent or too long. */
+static void host_name(ft_req_t *r, char *out, size_t cap)
+{
+	const char *h = ft_req_header(r, "Host");
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (h == NULL)
+		return;
+	if (h[0] == '[') /* IPv6 literal: never a virtual host */
+		return;
+	while (h[n] != '\0' && h[n] != ':')
+		n++;
+	if (n >= cap)
+		return;
+	for (size_t i = 0; i < n; i++)
+		out[i] = (char)(h[i] >= 'A' && h[i] <= 'Z' ? h[i] - 'A' + 'a' : h[i]);
+	out[n] = '\0';
+}
+
+/* The raw path of the request target (percent-encoded, as signed), in ft_req_alloc memory. */
+static const char *raw_path(ft_req_t *r)
+{
+	const char *t = ft_req_target(r), *p = t;
+
+	if (t[0] != '/') {
+		const char *s = strstr(t, "://");
+		p = s != NULL ? s + 3 : t;
+		p += strcspn(p, "/?");
+	}
+	size_t n = strcspn(p, "?");
+	char *out = ft_req_alloc(r, n + 2);
+	if (n == 0) {
+		strcpy(out, "/");
+		return out;
+	}
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return out;
+}
+
+/*
+ * Splits a decoded path-style rest "/<bucket>[/<key>]" ("" or "/" = service). Returns 0, or -1
+ * when the bucket segment holds a NUL byte or is too long (InvalidBucketName).
+ */
+static int split_path(px_s3_req_t *q, const char *rest, size_t len)
+{
+	size_t i = 0, b;
+
+	if (len > 0 && rest[0] == '/') {
+		rest++;
+		len--;
+	}
+	while (i < len && rest[i] != '/')
+		i++;
+	b = i;
+	if (b >= sizeof(q->bucket) || memchr(rest, '\0', b) != NULL)
+		return -1;
+	memcpy(q->bucket, rest, b);
+	q->bucket[b] = '\0';
+	if (i < len) {
+		q->key = rest + i + 1;
+		q->key_len = len - i - 1;
+	} else {
+		q->key = "";
+		q->key_len = 0;
+	}
+	return 0;
+}
+
+/* Recognizes an S3 request; fills style, bucket and key. False when r is not one. */
+static bool recognize(px_t *px, ft_req_t *r, px_s3_req_t *q, bool *bad_bucket)
+{
+	const ft_config_t *c = &px->cfg;
+	size_t len;
+	const char *path = ft_req_path(r, &len);
+	char host[FT_HOST_MAX];
+
+	*bad_bucket = false;
+	if (c->s3_domain[0] != '\0') {
+		size_t dl = strlen(c->s3_domain), hl;
+		host_name(r, host, sizeof(host));
+		hl = strlen(host);
+		if (hl > dl + 1 && host[hl - dl - 1] == '.' && strcasecmp(host + hl - dl, c->s3_domain) == 0) {
+			q->style = PX_S3_STYLE_VHOST;
+			if (hl - dl - 1 >= sizeof(q->bucket)) {
+				*bad_bucket = true;
+				snprintf(q->bucket, sizeof(q->bucket), "%.*s", (int)(sizeof(q->bucket) - 1), host);
+			} else {
+				memcpy(q->bucket, host, hl - dl - 1);
+				q->bucket[hl - dl - 1] = '\0';
+			}
+			q->key = len > 0 && path[0] == '/' ? path + 1 : path;
+			q->key_len = len > 0 && path[0] == '/' ? len - 1 : len;
+			return true;
+		}
+		if (strcasecmp(host, c->s3_domain) == 0 && !under(path, len, "/v1")) {
+			q->style = PX_S3_STYLE_ROOT;
+			*bad_bucket = split_path(q, path, len) != 0;
+			return true;
+		}
+	}
+	if (under(path, len, "/s3")) {
+		q->style = PX_S3_STYLE_PATH;
+		*bad_bucket = split_path(q, path + 3, len - 3) != 0;
+		return true;
+	}
+	if (c->s3_root && !under(path, len, "/v1")) {
+		q->style = PX_S3_STYLE_ROOT;
+		*bad_bucket = split_path(q, path, len) != 0;
+		return true;
+	}
+	return false;
+}
+
+/* "/<bucket>/<key>" for error bodies. */
+static const char *resource_of(px_s3_req_t *q)
+{
+	size_t n = 1 + strlen(q->bucket) + 1 + q->key_len + 1;
+	char *s = ft_req_alloc(q->r, n);
+
+	if (q->key_len > 0)
+		snprintf(s, n, "/%s/%.*s", q->bucket, (int)q->key_len, q->key);
+	else if (q->bucket[0] != '\0')
+		snprintf(s, n, "/%s", q->bucket);
+	else
+		snprintf(s, n, "/");
+	return s;
+}
+
+/* ---- authentication ---- */
+
+static px_s3_err_t auth_error(ft_sigv4_result_t res, bool presigned, const char **msg)
+{
+	*msg = ft_sigv4_strerror(res);
+	switch (res) {
+	case FT_SIGV4_OK:
+		return PX_S3_OK;
+	case FT_SIGV4_ANONYMOUS:
+		*msg = "Anonymous access is not allowed: sign the request";
+		return PX_S3_ACCESS_DENIED;
+	case FT_SIGV4_MALFORMED:
+		return presigned ? PX_S3_AUTH_QUERY_ERROR : PX_S3_AUTH_HEADER_MALFORMED;
+	case FT_SIGV4_UNKNOWN_KEY:
+		return PX_S3_INVALID_ACCESS_KEY;
+	case FT_SIGV4_MISMATCH:
+		return PX_S3_SIGNATURE_MISMATCH;
+	case FT_SIGV4_EXPIRED:
+		*msg = "Request has expired";
+		return PX_S3_ACCESS_DENIED;
+	case FT_SIGV4_SKEWED:
+		return PX_S3_TIME_SKEWED;
+	case FT_SIGV4_UNSUPPORTED:
+	default:
+		*msg = "Only AWS4-HMAC-SHA256 (Signature Version 4) is supported";
+		return PX_S3_INVALID_REQUEST;
+	}
+}
+
+/* Verifies q's signature. PX_S3_OK (q->auth or q->anonymous set) or the error, with *msg. */
+static px_s3_err_t authenticate(px_s3_req_t *q, const char **msg)
+{
+	ft_req_t *r = q->r;
+	struct px_s3 *s = q->px->s3;
+	int n = ft_req_header_count(r);
+	ft_sigv4_header_t *hdrs = ft_req_alloc(r, (size_t)(n > 0 ? n : 1) * sizeof(*hdrs));
+	const char *authz = ft_req_header(r, "Authorization");
+	bool presigned = ft_req_query(r, "X-Amz-Signature") != NULL || ft_req_query(r, "X-Amz-Algorithm") != NULL;
+	const char *sha = ft_req_header(r, "x-amz-content-sha256");
+	ft_sigv4_result_t res;
+
+	*msg = NULL;
+	q->content_sha256 = sha;
+	ft_sigv4_result_t v2;
+	const char *path = raw_path(r);
+	if (px_s3_sigv2_verify(r, q->style == PX_S3_STYLE_VHOST ? q->bucket : NULL, path, time(NULL), secret_of, s, &v2,
+			       q->auth.access_key, sizeof(q->auth.access_key)) != 0) {
+		/* botocore signs the resource without the endpoint's path: "/b/k" for "/s3/b/k". */
+		if (v2 == FT_SIGV4_MISMATCH && q->style == PX_S3_STYLE_PATH && strncmp(path, "/s3/", 4) == 0)
+			px_s3_sigv2_verify(r, NULL, path + 3, time(NULL), secret_of, s, &v2, q->auth.access_key,
+					   sizeof(q->auth.access_key));
+		return auth_error(v2, authz == NULL, msg);
+	}
+	if (authz == NULL && !presigned) {
+		if (!q->px->cfg.s3_anonymous)
+			return auth_error(FT_SIGV4_ANONYMOUS, false, msg);
+		q->anonymous = true;
+		return PX_S3_OK;
+	}
+	if (authz != NULL && !presigned) {
+		if (sha == NULL) {
+			*msg = "Missing required header for this request: x-amz-content-sha256";
+			return PX_S3_INVALID_REQUEST;
+		}
+	}
+	if (sha != NULL && strcmp(sha, FT_SIGV4_UNSIGNED) != 0 && strcmp(sha, FT_SIGV4_STREAMING) != 0 &&
+	    !is_hex64(sha)) {
+		if (strncmp(sha, "STREAMING-", 10) == 0) {
+			*msg = "Only the STREAMING-AWS4-HMAC-SHA256-PAYLOAD streaming form is supported";
+			return PX_S3_NOT_IMPLEMENTED;
+		}
+		*msg = "x-amz-content-sha256 must be a hex SHA-256, UNSIGNED-PAYLOAD or STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
+		return PX_S3_INVALID_ARGUMENT;
+	}
+	for (int i = 0; i < n; i++)
+		ft_req_header_at(r, i, &hdrs[i].name, &hdrs[i].value);
+	ft_sigv4_request_t req = {
+		.method = ft_req_method_name(r),
+		.path = raw_path(r),
+		.query = ft_req_query_string(r),
+		.headers = hdrs,
+		.n_headers = n,
+		.payload_hash = presigned ? (sha != NULL ? sha : FT_SIGV4_UNSIGNED) : sha,
+	};
+	res = ft_sigv4_verify(&req, time(NULL), secret_of, s, &q->auth);
+	return auth_error(res, presigned, msg);
+}
+
+/* ---- dispatch ---- */
+
+/* Bucket subresources answered by px_s3_bucket_subresource (probes of configuration). */
+static const char *const bucket_subs[] = {
+	"acl", "accelerate", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
+	"lifecycle", "logging", "metrics", "notification", "object-lock", "ownershipControls", "policy",
+	"policyStatus", "publicAccessBlock", "replication", "requestPayment", "tagging", "versioning",
+	"website", "versions",
+};
+static const char *const object_subs[] = {
+	"acl", "tagging", "retention", "legal-hold", "torrent", "attributes", "restore", "select",
+};
+
+static const char *find_sub(ft_req_t *r, const char *const *subs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ft_req_query(r, subs[i]) != NULL)
+			return subs[i];
+	return NULL;
+}
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+static void dispatch_service(px_s3_req_t *q)
+{
+	ft_method_t m = ft_req_method(q->r);
+
+	if (m == FT_HTTP_GET || m == FT_HTTP_HEAD)
+		px_s3_list_buckets(q);
+	else
+		px_s3_error(q, PX_S3_METHOD_NOT_ALLOWED, NULL);
+}
+
+/* True when the bucket exists; otherwise responds NoSuchBucket. */
+static bool bucket_exists(px_s3_req_t *q)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+	bool ok = bmd != NULL && ft_bmd_find(bmd, "ais", q->bucket) != NULL;
+
+	ft_bmd_put(bmd);
+	if (!ok)
+		px_s3_error(q, PX_S3_NO_SUCH_BUCKET, NULL);
+	return ok;
+}
+
+/* Sets up the body reader; false after responding with the error. */
+static bool body_ok(px_s3_req_t *q)
+{
+	px_s3_err_t e = body_prepare(q);
+
+	if (e != PX_S3_OK) {
+		px_s3_error(q, e, NULL);
+		return false;
+	}
+	return true;
+}
+
+static void dispatch_bucket(px_s3_req_t *q)
+{
+	ft_req_t *r = q->r;
+	ft_method_t m = ft_req_method(r);
+	const char *sub = find_sub(r, bucket_subs, N_OF(bucket_subs));
+
+	if (m == FT_HTTP_PUT && sub == NULL) {
+		if (body_ok(q))
+			px_s3_bucket_create(q);
+		return;
+	}
+	if (!bucket_exists(q))
+		return;
+	switch (m) {
+	case FT_HTTP_HEAD:
+		px_s3_bucket_head(q);
+		return;
+	case FT_HTTP_GET:
+		if (ft_req_query(r, "location") != NULL)
+			px_s3_bucket_location(q);
+		else if (ft_req_query(r, "uploads") != NULL)
+			px_s3_multipart(q, PX_S3_MPU_LIST_UPLOADS);
+		else if (sub != NULL)
+			px_s3_bucket_subresource(q, sub);
+		else
+			px_s3_list_objects(q, ft_req_query(r, "list-type") != NULL ? 2 : 1);
+		return;
+	case FT_HTTP_DELETE:
+		if (sub != NULL)
+			px_s3_bucket_subresource(q, sub);
+		else
+			px_s3_bucket_delete(q);
+		return;
+	case FT_HTTP_POST:
+		if (ft_req_query(r, "delete") != NULL) {
+			if (body_ok(q))
+				px_s3_delete_objects(q);
+		} else {
+			px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "POST on a bucket is implemented only for ?delete");
+		}
+		return;
+	case FT_HTTP_PUT:
+		px_s3_bucket_subresource(q, sub);
+		return;
+	default:
+		px_s3_error(q, PX_S3_METHOD_NOT_ALLOWED, NULL);
+		return;
+	}
+}
+
+/* Checks the key of an object request; false after responding. */
+static bool key_ok(px_s3_req_t *q)
+{
+	const char *why = NULL;
+	ft_method_t m = ft_req_method(q->r);
+
+	if (ft_name_check_object(q->key, q->key_len, &why) == 0)
+		return true;
+	if (q->key_len > FT_OBJ_NAME_MAX) {
+		px_s3_error(q, PX_S3_KEY_TOO_LONG, "Keys are at most %d bytes", FT_OBJ_NAME_MAX);
+	} else if (m == FT_HTTP_GET || m == FT_HTTP_HEAD) {
+		px_s3_error(q, PX_S3_NO_SUCH_KEY, NULL); /* such a key can never be stored here */
+	} else if (m == FT_HTTP_DELETE && ft_req_query(q->r, "uploadId") == NULL) {
+		px_s3_send_empty(q, 204);
+	} else {
+		px_s3_error(q, PX_S3_INVALID_ARGUMENT, "Key not supported by this store: %s", why);
+	}
+	return false;
+}
+
+static void dispatch_object(px_s3_req_t *q)
+{
+	ft_req_t *r = q->r;
+	ft_method_t m = ft_req_method(r);
+	const char *sub = find_sub(r, object_subs, N_OF(object_subs));
+	const char *upload = ft_req_query(r, "uploadId");
+	const char *version = ft_req_query(r, "versionId");
+
+	if (!bucket_exists(q) || !key_ok(q))
+		return;
+	if (version != NULL && strcmp(version, "null") != 0) {
+		px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "Object versions are not supported");
+		return;
+	}
+	switch (m) {
+	case FT_HTTP_GET:
+	case FT_HTTP_HEAD:
+		if (upload != NULL && m == FT_HTTP_GET)
+			px_s3_multipart(q, PX_S3_MPU_LIST_PARTS);
+		else if (sub != NULL)
+			px_s3_object_subresource(q, sub);
+		else
+			px_s3_object_get(q);
+		return;
+	case FT_HTTP_PUT:
+		if (sub != NULL) {
+			px_s3_object_subresource(q, sub);
+			return;
+		}
+		if (!body_ok(q))
+			return;
+		if (upload != NULL || ft_req_query(r, "partNumber") != NULL)
+			px_s3_multipart(q, PX_S3_MPU_UPLOAD_PART);
+		else if (ft_req_header(r, "x-amz-copy-source") != NULL)
+			px_s3_object_copy(q);
+		else
+			px_s3_object_put(q);
+		return;
+	case FT_HTTP_DELETE:
+		if (upload != NULL)
+			px_s3_multipart(q, PX_S3_MPU_ABORT);
+		else if (sub != NULL)
+			px_s3_object_subresource(q, sub);
+		else
+			px_s3_object_delete(q);
+		return;
+	case FT_HTTP_POST:
+		if (!body_ok(q))
+			return;
+		if (ft_req_query(r, "uploads") != NULL)
+			px_s3_multipart(q, PX_S3_MPU_CREATE);
+		else if (upload != NULL)
+			px_s3_multipart(q, PX_S3_MPU_COMPLETE);
+		else
+			px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "POST on an object is implemented only for multipart uploads");
+		return;
+	default:
+		px_s3_error(q, PX_S3_METHOD_NOT_ALLOWED, NULL);
+		return;
+	}
+}
+
+bool px_s3_route(px_t *px, ft_req_t *r)
+{
+	px_s3_req_t probe, *q;
+	const char *why = NULL, *msg = NULL;
+	bool bad_bucket;
+	px_s3_err_t e;
+
+	memset(&probe, 0, sizeof(probe));
+	if (!recognize(px, r, &probe, &bad_bucket))
+		return false;
+	q = ft_req_alloc(r, sizeof(*q));
+	*q = probe;
+	q->px = px;
+	q->r = r;
+	make_request_id(q->request_id);
+	q->resource = resource_of(q);
+	e = authenticate(q, &msg);
+	if (e != PX_S3_OK) {
+		ft_debug("s3 %s %s from %s: %s (%s)", ft_req_method_name(r), q->resource, ft_req_peer(r),
+			 px_s3_err_code(e), msg ? msg : "");
+		px_s3_error(q, e, "%s", msg != NULL ? msg : "");
+		return true;
+	}
+	if (bad_bucket || (q->bucket[0] != '\0' && ft_name_check_bucket(q->bucket, &why) != 0)) {
+		px_s3_error(q, PX_S3_INVALID_BUCKET_NAME, "%s", why != NULL ? why : "bucket name too long");
+		return true;
+	}
+	if (q->bucket[0] == '\0')
+		dispatch_service(q);
+	else if (q->key_len == 0)
+		dispatch_bucket(q);
+	else
+		dispatch_object(q);
+	return true;
+}

@@ -1,0 +1,371 @@
+/* S3 API front-end of the proxy: the request context and the contracts between its files (s3*.c). */
+#ifndef PX_S3_H
+#define PX_S3_H
+
+/*
+ * DESIGN
+ * s3.c takes a public-port request when it is an S3 request (path style under /s3, the root when
+ * s3_root is set, virtual-host style for Host <bucket>.<s3_domain>), builds a px_s3_req_t,
+ * verifies its SigV4 signature (header or presigned form) on the loop thread, and dispatches by
+ * method and subresource to s3_bucket.c, s3_list.c, s3_object.c or s3_multipart.c. Everything
+ * that talks to a target runs on a worker (px_s3_defer); object data is relayed through the
+ * proxy (no redirect: S3 clients do not follow 307s): GET bodies spliced from the target's
+ * socket by s3_relay.c's client, everything else with libcurl.
+ *
+ * BODIES
+ * A request body is only ever read through px_s3_body_read() (or px_s3_body_all()), on a worker.
+ * It removes aws-chunked framing, checks every chunk signature, and checks a hex
+ * x-amz-content-sha256 and a Content-MD5 before handing out the final byte of the payload: a
+ * body that fails verification never reaches a target complete, so nothing is stored.
+ *
+ * OWNERSHIP
+ * px_s3_req_t and everything it points to live in ft_req_alloc memory of its request (freed when
+ * the response is finished). The handler that receives it owes exactly one response: an
+ * px_s3_error*(), px_s3_send_xml(), px_s3_send_empty(), or a stream ended by ft_resp_stream_end.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "proxy.h"
+#include "auth/sigv4.h"
+#include "base/strbuf.h"
+
+#define PX_S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+#define PX_S3_XML_BODY_MAX (2u << 20) /* largest XML request body (DeleteObjects of 1000 long keys) */
+#define PX_S3_ETAG_MAX 80             /* "<32 hex>-<parts>" with quotes, and room to spare */
+#define PX_S3_MAX_PARTS 10000
+#define PX_S3_RELAY_TIMEOUT_MS 30000  /* a target silent for this long fails the relay */
+
+/* ---- errors: one table (s3_xml.c), one builder ---- */
+typedef enum {
+	PX_S3_OK = 0,
+	PX_S3_ACCESS_DENIED,
+	PX_S3_AUTH_HEADER_MALFORMED,
+	PX_S3_AUTH_QUERY_ERROR,
+	PX_S3_BAD_DIGEST,
+	PX_S3_BUCKET_EXISTS_OWNED, /* BucketAlreadyOwnedByYou */
+	PX_S3_BUCKET_NOT_EMPTY,
+	PX_S3_ENTITY_TOO_LARGE,
+	PX_S3_ENTITY_TOO_SMALL,
+	PX_S3_INCOMPLETE_BODY,
+	PX_S3_INSUFFICIENT_STORAGE,
+	PX_S3_INTERNAL,
+	PX_S3_INVALID_ACCESS_KEY,
+	PX_S3_INVALID_ARGUMENT,
+	PX_S3_INVALID_BUCKET_NAME,
+	PX_S3_INVALID_DIGEST,
+	PX_S3_INVALID_PART,
+	PX_S3_INVALID_PART_ORDER,
+	PX_S3_INVALID_RANGE,
+	PX_S3_INVALID_REQUEST,
+	PX_S3_KEY_TOO_LONG,
+	PX_S3_MALFORMED_XML,
+	PX_S3_METADATA_TOO_LARGE,
+	PX_S3_METHOD_NOT_ALLOWED,
+	PX_S3_MISSING_CONTENT_LENGTH,
+	PX_S3_NO_SUCH_BUCKET,
+	PX_S3_NO_SUCH_KEY,
+	PX_S3_NO_SUCH_UPLOAD,
+	PX_S3_NOT_IMPLEMENTED,
+	PX_S3_PRECONDITION_FAILED,
+	PX_S3_REQUEST_TIMEOUT,
+	PX_S3_TIME_SKEWED,          /* RequestTimeTooSkewed */
+	PX_S3_SERVICE_UNAVAILABLE,
+	PX_S3_SIGNATURE_MISMATCH,   /* SignatureDoesNotMatch */
+	PX_S3_SHA256_MISMATCH,      /* XAmzContentSHA256Mismatch */
+	/* "not configured" answers of bucket subresources, as S3 gives them */
+	PX_S3_NO_SUCH_POLICY,
+	PX_S3_NO_SUCH_LIFECYCLE,
+	PX_S3_NO_SUCH_CORS,
+	PX_S3_NO_SUCH_TAG_SET,
+	PX_S3_NO_SUCH_WEBSITE,
+	PX_S3_NO_ENCRYPTION,
+	PX_S3_NO_OBJECT_LOCK,
+	PX_S3_NO_REPLICATION,
+	PX_S3_NO_OWNERSHIP_CONTROLS,
+	PX_S3_NO_PUBLIC_ACCESS_BLOCK,
+	PX_S3_ERR_COUNT,
+} px_s3_err_t;
+
+/* The S3 error code ("NoSuchKey"), HTTP status and default message of e. */
+const char *px_s3_err_code(px_s3_err_t e);
+int px_s3_err_status(px_s3_err_t e);
+const char *px_s3_err_message(px_s3_err_t e);
+
+/* ---- the request ---- */
+typedef enum {
+	PX_S3_STYLE_PATH = 0, /* /s3/<bucket>/<key> */
+	PX_S3_STYLE_ROOT,     /* /<bucket>/<key> (s3_root) */
+	PX_S3_STYLE_VHOST,    /* Host: <bucket>.<s3_domain>, path /<key> */
+} px_s3_style_t;
+
+typedef struct px_s3_body px_s3_body_t; /* body reader state (s3.c) */
+
+typedef struct px_s3_req {
+	px_t *px;
+	ft_req_t *r;
+	px_s3_style_t style;
+	char bucket[FT_BUCKET_NAME_MAX + 1]; /* "" for service requests (ListBuckets) */
+	const char *key;        /* decoded object key, NUL-terminated; "" for bucket requests */
+	size_t key_len;
+	const char *resource;   /* "/<bucket>/<key>" for error bodies */
+	char request_id[17];    /* 16 hex digits, sent as x-amz-request-id */
+	bool anonymous;         /* unsigned request accepted because s3_anonymous is set */
+	ft_sigv4_auth_t auth;   /* valid when !anonymous */
+	const char *content_sha256; /* x-amz-content-sha256 as sent (header form), or NULL */
+	px_s3_body_t *body;     /* body reader, set up by s3.c before a handler that reads a body */
+	void (*deferred)(struct px_s3_req *q); /* px_s3_defer's function */
+	void *op;               /* the handler's own per-request state */
+} px_s3_req_t;
+
+/* ---- s3.c: routing, authentication, body verification, target relay helpers ---- */
+
+/* Loads the S3 keys file (s3_keys) into px->s3. 0, or -1 with err filled. */
+int px_s3_init(px_t *px, char *err, size_t errlen);
+void px_s3_fini(px_t *px);
+
+/*
+ * Public-port hook (loop thread), called first by px_route: returns false when r is not an S3
+ * request (px_route goes on), true when it took r (and made or scheduled its response).
+ */
+bool px_s3_route(px_t *px, ft_req_t *r);
+
+/* Runs fn(q) on the worker pool. */
+void px_s3_defer(px_s3_req_t *q, void (*fn)(px_s3_req_t *q));
+
+/*
+ * Worker thread only. Reads up to cap verified payload bytes. Returns the count (> 0), 0 at the
+ * end of a fully verified body, or -e for a px_s3_err_t e (SignatureDoesNotMatch for a bad chunk
+ * signature, XAmzContentSHA256Mismatch, BadDigest, IncompleteBody, RequestTimeout, ...); once
+ * an error is returned every later call returns it again. The final payload byte is returned
+ * only after every check passed.
+ */
+ssize_t px_s3_body_read(px_s3_req_t *q, void *buf, size_t cap);
+/* The payload length the client declared (Content-Length, or x-amz-decoded-content-length). */
+int64_t px_s3_body_length(const px_s3_req_t *q);
+/*
+ * Worker thread only: reads the whole (small) verified body into a malloc'd NUL-terminated buffer
+ * (caller frees). Returns PX_S3_OK, or the error to send (EntityTooLarge above max) with *body
+ * NULL; it does not respond.
+ */
+px_s3_err_t px_s3_body_all(px_s3_req_t *q, size_t max, char **body, size_t *len);
+
+/*
+ * The URL "<public_url of the owner>/v1/objects/<bucket>/<key>[?query]" of the target owning
+ * bucket/key in the current cluster map, malloc'd (caller frees); NULL when the map has no
+ * targets (or on allocation failure). query (already encoded) may be NULL. Any thread.
+ */
+char *px_s3_owner_url(const char *bucket, const char *key, size_t key_len, const char *query);
+
+/*
+ * The calling worker's libcurl easy handle (a CURL *), reset, kept per thread so connections to
+ * targets are reused; NULL when libcurl fails. Never clean it up: the thread's exit does.
+ */
+void *px_s3_curl(void);
+/* Options every relay sets on a handle h: URL, no proxy, timeouts, redirects (the map changed). */
+void px_s3_curl_common(void *h, const char *url);
+
+/* ---- s3_relay.c: the GET relay's own keep-alive client (worker threads only) ---- */
+typedef struct {
+	int fd;             /* the connection, its body unread; owned until px_s3_relay_done */
+	char hostport[272];
+	int status;
+	int64_t length;     /* Content-Length, -1 if none */
+	bool chunked;       /* a Transfer-Encoding was sent */
+	bool conn_close;    /* the target closes after this response */
+	char head[16384];   /* the response head as received, NUL-terminated ("HTTP/1.1 ...\r\n...\r\n\r\n") */
+	size_t head_len;
+} px_s3_relay_t;
+/*
+ * Sends "GET <url>" (plain http:// only) with the extra header lines (NULL-terminated, may be NULL)
+ * on a kept-alive or new connection and reads the response head, leaving every body byte in the
+ * socket rl->fd. 0 = head read (then px_s3_relay_done is owed), -1 = no usable answer (nothing to
+ * release; the caller may try another way, as the target saw at most a GET).
+ */
+int px_s3_relay_get(px_s3_relay_t *rl, const char *url, const char *const *headers);
+/* Ends the exchange: the connection is kept for reuse when body_read (the whole body was consumed), else closed. */
+void px_s3_relay_done(px_s3_relay_t *rl, bool body_read);
+
+/* The S3 error named by code ("NoSuchUpload"), or PX_S3_OK when the table has no such code. */
+px_s3_err_t px_s3_err_of_code(const char *code);
+
+/*
+ * The object metadata of the request to pass on to a target: "Content-Type: ..." when given and
+ * one "x-amz-meta-<name>: <value>" per user metadata header, as a NULL-terminated array of
+ * header lines in the request's memory. Returns PX_S3_OK, or MetadataTooLarge (user metadata over
+ * S3's 2 KiB) / InvalidArgument (a value that cannot be stored) without responding.
+ */
+px_s3_err_t px_s3_meta_lines(px_s3_req_t *q, const char ***lines);
+
+/* What a target answered to a relayed request. */
+typedef struct {
+	long status;                 /* 0 when the exchange did not complete */
+	char etag[PX_S3_ETAG_MAX];   /* ETag header, quotes included, "" if none */
+	char message[256];           /* the target's JSON "message" on an error status */
+	char code[48];               /* the target's JSON "code" (an S3 error code), "" if none */
+} px_s3_target_reply_t;
+
+/*
+ * Worker thread only: PUTs the verified request body to url (Content-Length = the declared
+ * payload length), with the header lines in extra (NULL-terminated, may be NULL; e.g. the object
+ * metadata of px_s3_meta_lines) and fills *reply. Returns PX_S3_OK when the target answered (any status), or
+ * the error to send: the body failed verification or arrived incomplete (the target saw a cut
+ * body and stored nothing), or the target could not be reached (ServiceUnavailable).
+ */
+px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, const char *const *extra, px_s3_target_reply_t *reply);
+/* A curl header callback (data: a px_s3_target_reply_t) keeping the last response's ETag. */
+size_t px_s3_reply_header_cb(char *buf, size_t size, size_t nitems, void *reply);
+
+/* ---- responses (s3.c) ---- */
+/* S3 XML error with e's status and code; fmt NULL = the default message. Ends the request. */
+void px_s3_error(px_s3_req_t *q, px_s3_err_t e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Error for a request that has no px_s3_req_t yet (routing, authentication). */
+void px_s3_error_raw(ft_req_t *r, const char *resource, px_s3_err_t e, const char *msg);
+/* Maps a target's error status (404, 409, 416, 507, ...) to the S3 error and sends it. */
+void px_s3_error_from_target(px_s3_req_t *q, const px_s3_target_reply_t *reply);
+
+/* ---- s3_sigv2.c ---- */
+/*
+ * Verifies a Signature Version 2 request (Authorization "AWS KEY:SIG", or the presigned query
+ * AWSAccessKeyId/Expires/Signature). Returns 0 when r carries neither (check SigV4), else 1 with
+ * *res (FT_SIGV4_OK, _UNKNOWN_KEY, _MISMATCH, _EXPIRED, _SKEWED, _MALFORMED) and the access key
+ * copied to access. vhost_bucket: the bucket of a virtual-host request (signed as "/<bucket>"
+ * before the path), else NULL; raw_path: the path as sent.
+ */
+int px_s3_sigv2_verify(ft_req_t *r, const char *vhost_bucket, const char *raw_path, time_t now,
+		       ft_sigv4_secret_fn secret_fn, void *ctx, ft_sigv4_result_t *res, char *access, size_t access_cap);
+
+/* ---- s3_xml.c: building responses ---- */
+/* A document is a growable string: p is malloc'd and NUL-terminated; failed set means unusable. */
+typedef ft_strbuf_t px_xml_t;
+
+/* Starts a document with the XML declaration. */
+void px_xml_init(px_xml_t *x);
+void px_xml_free(px_xml_t *x);
+/* <tag> and, with ns, <tag xmlns="PX_S3_XMLNS">. */
+void px_xml_open(px_xml_t *x, const char *tag);
+void px_xml_open_ns(px_xml_t *x, const char *tag);
+void px_xml_close(px_xml_t *x, const char *tag);
+/* <tag>escaped text</tag> (len bytes; text may be any bytes except NUL). */
+void px_xml_elem_n(px_xml_t *x, const char *tag, const char *text, size_t len);
+void px_xml_elem(px_xml_t *x, const char *tag, const char *text);
+void px_xml_elemf(px_xml_t *x, const char *tag, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Appends escaped text (for & < > " ' and control characters). */
+void px_xml_text(px_xml_t *x, const char *text, size_t len);
+/* "2006-02-03T16:45:09.000Z" of ns since the epoch (out >= 32 bytes). */
+void px_s3_iso8601(int64_t ns, char *out, size_t cap);
+/* "Fri, 03 Feb 2006 16:45:09 GMT" (out >= 32 bytes). */
+void px_s3_http_date(int64_t ns, char *out, size_t cap);
+/* The error document of e for resource with request_id; the caller frees x. */
+void px_xml_error_doc(px_xml_t *x, px_s3_err_t e, const char *message, const char *resource,
+		      const char *request_id);
+
+/* Sends x (freed here) with status and Content-Type application/xml; OOM -> 500. Ends the request. */
+void px_s3_send_xml(px_s3_req_t *q, int status, px_xml_t *x);
+/* Empty body with status (200, 204). Ends the request. */
+void px_s3_send_empty(px_s3_req_t *q, int status);
+
+/* ---- s3_xml.c: reading request bodies (a minimal, strict, non-validating reader) ---- */
+/*
+ * Accepts: an optional XML declaration, comments, one root element with nested elements,
+ * attributes (ignored), character data with the five predefined entities and character
+ * references, CDATA sections. Refuses (MalformedXML): DOCTYPE and any other markup declaration,
+ * mismatched or unclosed tags, more than 64 levels or 200000 elements, text outside the root.
+ * Element names lose their namespace prefix.
+ */
+typedef struct px_xml_node {
+	const char *name;
+	char *text;            /* character data directly inside this element, decoded, NUL-terminated */
+	size_t text_len;
+	struct px_xml_node *child, *next;
+} px_xml_node_t;
+
+typedef struct px_xml_doc px_xml_doc_t;
+/* Parses buf; NULL with *why (static text) on malformed input or allocation failure. */
+px_xml_doc_t *px_xml_parse(const char *buf, size_t len, const char **why);
+const px_xml_node_t *px_xml_root(const px_xml_doc_t *d);
+/* First child of n named name, or NULL. */
+const px_xml_node_t *px_xml_child(const px_xml_node_t *n, const char *name);
+void px_xml_doc_free(px_xml_doc_t *d);
+
+/* DeleteObjects body: <Delete><Quiet>?</Quiet><Object><Key>..</Key></Object>...</Delete>. */
+typedef struct {
+	bool quiet;
+	int n;
+	const char **keys;  /* malloc'd array of pointers into doc */
+	size_t *key_lens;
+	px_xml_doc_t *doc;
+} px_s3_delete_req_t;
+/* 0, or -1 with *why (MalformedXML; more than 1000 keys is also refused). Free with px_s3_delete_req_free. */
+int px_s3_parse_delete(const char *body, size_t len, px_s3_delete_req_t *out, const char **why);
+void px_s3_delete_req_free(px_s3_delete_req_t *d);
+
+/* CompleteMultipartUpload body: <CompleteMultipartUpload><Part><PartNumber>N</PartNumber><ETag>..</ETag></Part>... */
+typedef struct {
+	int part;                    /* 1..10000 */
+	char etag[PX_S3_ETAG_MAX];   /* without surrounding quotes */
+} px_s3_part_t;
+/*
+ * Parts in document order (order and ETags are checked by the caller: InvalidPartOrder,
+ * InvalidPart). 0 with *parts (malloc'd, caller frees) and *n >= 1, or -1 with *why (MalformedXML:
+ * no parts, a part without PartNumber or ETag, a number outside 1..10000).
+ */
+int px_s3_parse_complete(const char *body, size_t len, px_s3_part_t **parts, int *n, const char **why);
+
+/* ---- s3_bucket.c ---- */
+void px_s3_list_buckets(px_s3_req_t *q);
+void px_s3_bucket_create(px_s3_req_t *q);
+void px_s3_bucket_head(px_s3_req_t *q);
+void px_s3_bucket_delete(px_s3_req_t *q);
+void px_s3_bucket_location(px_s3_req_t *q);
+/* GET/PUT/DELETE of a bucket subresource (?versioning, ?acl, ?policy, ...): "unset" answers or 501. */
+void px_s3_bucket_subresource(px_s3_req_t *q, const char *sub);
+/* The default ACL document (the owner has FULL_CONTROL), for GET ?acl of buckets and objects. */
+void px_s3_send_acl(px_s3_req_t *q);
+/* S3 bucket name rules (3..63 of [a-z0-9.-], ...): 0, or -1 with *why. */
+int px_s3_check_bucket_name(const char *name, const char **why);
+
+/* ---- s3_list.c ---- */
+void px_s3_list_objects(px_s3_req_t *q, int version); /* 1: ListObjects, 2: ListObjectsV2 */
+
+/* ---- s3_object.c ---- */
+void px_s3_object_get(px_s3_req_t *q); /* GET and HEAD */
+void px_s3_object_put(px_s3_req_t *q);
+void px_s3_object_copy(px_s3_req_t *q);
+/*
+ * Loop thread: parses and checks x-amz-copy-source (the source bucket exists, the key is a
+ * storable name) and, for UploadPartCopy (part), x-amz-copy-source-range; keeps the source in
+ * q->op. 0, or -1 after responding.
+ */
+int px_s3_copy_source_prepare(px_s3_req_t *q, bool part);
+/*
+ * Worker thread only, after px_s3_copy_source_prepare(q, true): streams the source (its range)
+ * into put_url (a target's part upload) and responds: CopyPartResult, or the S3 error.
+ */
+void px_s3_copy_part(px_s3_req_t *q, const char *put_url);
+void px_s3_object_delete(px_s3_req_t *q);
+void px_s3_delete_objects(px_s3_req_t *q);
+/* GET/PUT/DELETE of an object subresource (?acl, ?tagging, ...). */
+void px_s3_object_subresource(px_s3_req_t *q, const char *sub);
+
+/* ---- s3_multipart.c (the multipart engineer's; s3.c routes to it) ---- */
+typedef enum {
+	PX_S3_MPU_CREATE,       /* POST /b/k?uploads */
+	PX_S3_MPU_UPLOAD_PART,  /* PUT /b/k?partNumber=N&uploadId=ID (x-amz-copy-source: UploadPartCopy) */
+	PX_S3_MPU_COMPLETE,     /* POST /b/k?uploadId=ID */
+	PX_S3_MPU_ABORT,        /* DELETE /b/k?uploadId=ID */
+	PX_S3_MPU_LIST_PARTS,   /* GET /b/k?uploadId=ID */
+	PX_S3_MPU_LIST_UPLOADS, /* GET /b?uploads */
+} px_s3_mpu_op_t;
+
+/*
+ * Loop thread, after authentication; the bucket exists in the BMD. q->key is "" for
+ * LIST_UPLOADS. The callee owes the one response (usually via px_s3_defer).
+ */
+void px_s3_multipart(px_s3_req_t *q, px_s3_mpu_op_t op);
+
+#endif

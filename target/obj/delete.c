@@ -1,0 +1,84 @@
+/* Target DELETE of an object: unlink, then prune the directories it leaves empty (remote buckets: the backend's copy first). */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "target.h"
+#include "obj/wthrough.h"
+
+/*
+ * Pruning races with a PUT that has just created (or opened) one of the directories: the PUT
+ * retries its mkdir + rename when the rename finds the directory gone (see put.c).
+ *
+ * REMOTE BUCKETS (write-through, wthrough.c; docs/backends.md "Writes")
+ * On a worker, under the object's write-through name lock: DELETE on the backend, then the cached
+ * copy. A backend failure changes nothing locally (the backend still has the object, so the cached
+ * copy is still right) and answers the backend's status. When the backend says the object was not
+ * there, a cached copy is removed all the same and the answer is 404, as a latest-ver revalidation
+ * answers for an object deleted on the backend. S3 does not tell a missing key from a deleted one:
+ * its DELETE of a missing key succeeds, and so does ours. "?evict=true" is not handled here: it
+ * removes only the cached copy (jobs.c).
+ */
+
+static void delete_remote(ft_req_t *r, void *arg)
+{
+	tgt_obj_t *o = arg;
+	ft_backend_error_t err;
+
+	if (tgt_wthrough_lock(o) != 0) {
+		ft_resp_error(r, 500, "object \"%s/%s\": out of memory", o->bucket, o->obj);
+		return;
+	}
+	ft_backend_err_t code = tgt_wthrough_delete(o, &err);
+	if (code != FT_BACKEND_OK && code != FT_BACKEND_ENOTFOUND) {
+		tgt_wthrough_unlock(o);
+		ft_warn("DELETE %s: backend: %s", o->rel, err.msg);
+		ft_resp_error(r, ft_backend_http_status(code),
+			      "object \"%s/%s\": the %s backend did not delete it (%s), nothing removed: %s", o->bucket,
+			      o->obj, o->provider, ft_backend_strerror(code), err.msg);
+		return;
+	}
+	int rc = tgt_wthrough_uncache(o);
+	tgt_wthrough_unlock(o);
+	if (rc < 0)
+		ft_resp_error(r, 500, "object \"%s/%s\": deleted on the backend, but its cached copy cannot be removed: %s",
+			      o->bucket, o->obj, strerror(-rc));
+	else if (code == FT_BACKEND_ENOTFOUND && rc == 1)
+		ft_resp_error(r, 404, "object \"%s/%s\" does not exist on the backend (its cached copy was removed)",
+			      o->bucket, o->obj);
+	else if (code == FT_BACKEND_ENOTFOUND)
+		ft_resp_error(r, 404, "object \"%s/%s\" does not exist", o->bucket, o->obj);
+	else
+		ft_resp_bytes(r, 200, NULL, NULL, 0);
+}
+
+void tgt_delete(ft_req_t *r, tgt_obj_t *o)
+{
+	if (tgt_is_remote(o)) {
+		ft_req_defer(r, delete_remote, o); /* blocks on the backend */
+		return;
+	}
+	if (unlinkat(o->mp->root_fd, o->rel, 0) != 0) {
+		int e = errno;
+		/* A lost main copy whose mirror copies remain is still an object: delete those. */
+		if (e == ENOENT && tgt_mirror_delete(o) > 0) {
+			tgt_list_bump(o->t, o->provider, o->bucket);
+			tgt_ec_delete(o);
+			ft_resp_bytes(r, 200, NULL, NULL, 0);
+			return;
+		}
+		/* EISDIR: the name is a directory of other objects, not an object. */
+		if (e == ENOENT || e == ENOTDIR || e == EISDIR)
+			ft_resp_error(r, 404, "object \"%s/%s\" does not exist", o->bucket, o->obj);
+		else
+			ft_resp_error(r, 500, "object \"%s/%s\": cannot delete: %s", o->bucket, o->obj, strerror(e));
+		return;
+	}
+	tgt_list_bump(o->t, o->provider, o->bucket);
+	tgt_parent_prune(o->mp, o->rel);
+	tgt_mirror_delete(o);
+	tgt_ec_delete(o);
+	ft_resp_bytes(r, 200, NULL, NULL, 0);
+}

@@ -1,0 +1,362 @@
+/* Target GET and HEAD of an object: checked replica, least busy mirror copy, self-healing; conditions; whole or one range. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/util.h"
+#include "base/log.h"
+#include "core/lom.h"
+#include "protect/mirror.h"
+#include "target.h"
+
+/*
+ * DESIGN
+ * Hot path (loop thread): open the main copy, check type, metadata and size on the one fd, and
+ * serve it with ft_resp_file; a mirrored bucket may serve an extra copy instead, the one on the
+ * mountpath with the fewest GET bodies in flight, when its metadata equals the main copy's (so a
+ * reader never goes back to an older version). Buckets without mirroring pay two atomic
+ * operations for the in-flight counter, no system call.
+ * Everything that blocks runs on a worker (ft_req_defer): the checksum of a warm GET when the
+ * bucket asks for it (checksum_validate_warm_get), and recovery when the main copy is missing or
+ * damaged: repair from a good mirror copy (mirror.c), else restore from EC slices (ec.c), else
+ * fetch from the previous owner (rebalance.c). A damaged object is never served: it answers 500
+ * with a JSON error, is logged, and counted (tgt_integrity_json); nothing found anywhere is 404.
+ */
+
+/* GET bodies in flight per mountpath (index in t->mountpaths), for choosing among replicas. */
+static atomic_int busy[FT_MAX_MOUNTPATHS];
+
+/* The object's entity tag without quotes: the S3 ETag when one was stored, else the checksum. */
+static const char *etag_of(const ft_lom_t *lom)
+{
+	return lom->etag[0] ? lom->etag : lom->cksum;
+}
+
+/* "Sun, 06 Nov 1994 08:49:37 GMT" of t. */
+static void http_date(time_t t, char *out, size_t cap)
+{
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, cap, "%a, %d %b %Y %H:%M:%S GMT", &tm); /* the C locale: daemons never set another */
+}
+
+/* Parses an HTTP-date (IMF-fixdate, RFC 850 or asctime form); -1 when it is none. */
+static time_t parse_http_date(const char *s)
+{
+	static const char *const forms[] = { "%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
+					     "%a %b %e %H:%M:%S %Y" };
+	struct tm tm;
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		memset(&tm, 0, sizeof(tm));
+		const char *end = strptime(s, forms[i], &tm);
+		if (end != NULL && *end == '\0')
+			return timegm(&tm);
+	}
+	return (time_t)-1;
+}
+
+/*
+ * Whether the If-Match / If-None-Match list in hdr names tag: "*" matches any object; W/ tags
+ * match only with weak comparison (If-None-Match).
+ */
+static bool etag_listed(const char *hdr, const char *tag, bool weak)
+{
+	size_t tlen = strlen(tag);
+	const char *p = hdr;
+
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p == '*')
+			return true;
+		bool is_weak = strncmp(p, "W/", 2) == 0;
+		if (is_weak)
+			p += 2;
+		if (*p != '"')
+			return false; /* malformed: matches nothing */
+		const char *end = strchr(p + 1, '"');
+		if (!end)
+			return false;
+		if ((!is_weak || weak) && (size_t)(end - p - 1) == tlen && memcmp(p + 1, tag, tlen) == 0)
+			return true;
+		p = end + 1;
+	}
+	return false;
+}
+
+/*
+ * Conditional request checks (RFC 9110 13.2.2, as S3 applies them). Returns 0 to go on, 304 or
+ * 412 for the status to answer.
+ */
+static int check_conditions(ft_req_t *r, const ft_lom_t *lom)
+{
+	const char *im = ft_req_header(r, "If-Match");
+	const char *inm = ft_req_header(r, "If-None-Match");
+	const char *ius = ft_req_header(r, "If-Unmodified-Since");
+	const char *ims = ft_req_header(r, "If-Modified-Since");
+	time_t mtime = (time_t)(lom->mtime_ns / 1000000000);
+	time_t t;
+
+	if (im) {
+		if (!etag_listed(im, etag_of(lom), false))
+			return 412;
+	} else if (ius && (t = parse_http_date(ius)) != (time_t)-1 && mtime > t) {
+		return 412;
+	}
+	if (inm) {
+		if (etag_listed(inm, etag_of(lom), true))
+			return 304;
+	} else if (ims && (t = parse_http_date(ims)) != (time_t)-1 && mtime <= t) {
+		return 304;
+	}
+	return 0;
+}
+
+static void meta_headers(ft_req_t *r, const ft_lom_t *lom)
+{
+	char date[64];
+
+	ft_resp_header(r, "Ais-Checksum-Type", ft_cksum_name(lom->cksum_type));
+	ft_resp_header(r, "Ais-Checksum-Value", lom->cksum);
+	ft_resp_header(r, "Ais-Version", lom->version);
+	ft_resp_headerf(r, "Ais-Atime", "%lld", (long long)lom->atime_ns);
+	if (etag_of(lom)[0])
+		ft_resp_headerf(r, "ETag", "\"%s\"", etag_of(lom));
+	if (lom->mtime_ns > 0) {
+		http_date((time_t)(lom->mtime_ns / 1000000000), date, sizeof(date));
+		ft_resp_header(r, "Last-Modified", date);
+	}
+	ft_resp_header(r, "Accept-Ranges", "bytes");
+	tgt_meta_headers(r, lom);
+}
+
+static void busy_done(void *arg)
+{
+	atomic_fetch_sub((atomic_int *)arg, 1);
+}
+
+/* ft_resp_file of a GET body, counted in flight on mountpath mp_index until the response is done. */
+static void send_body(ft_req_t *r, int status, const ft_lom_t *lom, int fd, uint64_t off, uint64_t len, int mp_index)
+{
+	atomic_fetch_add(&busy[mp_index], 1);
+	ft_req_on_done(r, busy_done, &busy[mp_index]);
+	ft_resp_file(r, status, tgt_meta_ctype(lom), fd, (off_t)off, len);
+}
+
+/*
+ * Answers from a good replica: fd (taken) with lom, on mountpath mp_index. Conditions, HEAD,
+ * whole or one range. Loop thread or worker.
+ */
+static void serve(ft_req_t *r, tgt_obj_t *o, int fd, const ft_lom_t *lom, int mp_index)
+{
+	uint64_t off = 0, len = 0;
+
+	tgt_lru_touch(o);
+	int cond = check_conditions(r, lom);
+	if (cond == 304) {
+		close(fd);
+		meta_headers(r, lom);
+		ft_resp_bytes(r, 304, NULL, NULL, 0);
+		return;
+	}
+	if (cond == 412) {
+		close(fd);
+		ft_resp_error(r, 412, "object \"%s/%s\": a precondition (If-Match or If-Unmodified-Since) does not hold",
+			      o->bucket, o->obj);
+		return;
+	}
+	if (ft_req_method(r) == FT_HTTP_HEAD) {
+		meta_headers(r, lom);
+		ft_resp_headerf(r, "Ais-Size", "%" PRIu64, lom->size);
+		ft_resp_file(r, 200, tgt_meta_ctype(lom), fd, 0, lom->size);
+		return;
+	}
+	switch (ft_range_parse(ft_req_header(r, "Range"), lom->size, &off, &len)) {
+	case FT_RANGE_NONE:
+		meta_headers(r, lom);
+		send_body(r, 200, lom, fd, 0, lom->size, mp_index);
+		return;
+	case FT_RANGE_OK:
+		meta_headers(r, lom);
+		ft_resp_headerf(r, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, off + len - 1,
+				lom->size);
+		send_body(r, 206, lom, fd, off, len, mp_index);
+		return;
+	case FT_RANGE_UNSAT:
+		close(fd);
+		ft_resp_headerf(r, "Content-Range", "bytes */%" PRIu64, lom->size);
+		ft_resp_error(r, 416, "range \"%s\" not satisfiable for object \"%s/%s\" of %" PRIu64 " bytes",
+			      ft_req_header(r, "Range"), o->bucket, o->obj, lom->size);
+		return;
+	case FT_RANGE_BAD:
+	default:
+		close(fd);
+		ft_resp_error(r, 400, "malformed Range header \"%s\" (expected one range: bytes=a-b, a- or -n)",
+			      ft_req_header(r, "Range"));
+		return;
+	}
+}
+
+/*
+ * Mirrored bucket, main copy good (fd, lom): the replica on the least busy mountpath. Returns the
+ * fd to serve (fd itself, or the copy's after closing fd) and sets *mp_index.
+ */
+static int least_busy(const tgt_obj_t *o, int fd, const ft_lom_t *lom, int *mp_index)
+{
+	tgt_replica_t reps[FT_MAX_MOUNTPATHS];
+	int n = tgt_mirror_replicas(o, reps), best = 0, cfd;
+	ft_lom_t clom;
+
+	for (int k = 1; k < n; k++)
+		if (atomic_load(&busy[reps[k].mp_index]) < atomic_load(&busy[reps[best].mp_index]))
+			best = k;
+	if (best == 0)
+		return fd;
+	tgt_replica_state_t s = tgt_replica_open(o, &reps[best], false, &cfd, &clom, NULL);
+	if (s != TGT_REPLICA_OK || !tgt_replica_same(lom, &clom)) {
+		if (s == TGT_REPLICA_OK)
+			close(cfd);
+		ft_debug("object %s/%s: mirror copy on %s not used: %s", o->bucket, o->obj,
+			 o->t->mountpaths[reps[best].mp_index].path,
+			 s == TGT_REPLICA_OK ? "another version" : tgt_replica_state_name(s));
+		return fd;
+	}
+	close(fd);
+	*mp_index = reps[best].mp_index;
+	return cfd;
+}
+
+/* The 404 or 500 of an object with no good replica anywhere. */
+static void respond_lost(ft_req_t *r, tgt_obj_t *o, const tgt_heal_t *h, const char *restore_err)
+{
+	if (!h->existed) {
+		ft_resp_error(r, 404, "object \"%s/%s\" does not exist", o->bucket, o->obj);
+		return;
+	}
+	tgt_integrity_count(TGT_INTEGRITY_LOST);
+	const char *why = h->main != TGT_REPLICA_ABSENT ? tgt_replica_state_name(h->main) : "main copy missing";
+	ft_error("object %s/%s: damaged (%s), no good replica to repair it from%s%s; not served", o->bucket, o->obj,
+		 why, restore_err[0] ? ": " : "", restore_err);
+	ft_resp_error(r, 500, "object \"%s/%s\" is damaged (%s) and cannot be served: no good replica%s%s", o->bucket,
+		      o->obj, why, restore_err[0] ? "; " : "", restore_err);
+}
+
+/*
+ * Worker: rebuilds o's main copy from EC slices, else from its previous owner. 0 when one of them
+ * published it; else -errno with err filled (empty when neither knew the object).
+ */
+static int restore_remote(tgt_obj_t *o, char *err, size_t cap)
+{
+	char why[256] = "";
+	int rc = tgt_ec_restore(o, why, sizeof(why));
+
+	if (rc == 0) {
+		ft_warn("object %s/%s: main copy restored from erasure-coded slices", o->bucket, o->obj);
+		return 0;
+	}
+	if (rc != -ENOENT)
+		snprintf(err, cap, "EC restore: %s", why[0] ? why : strerror(-rc));
+	why[0] = '\0';
+	rc = tgt_rebalance_pull(o, why, sizeof(why));
+	if (rc == 0) {
+		ft_info("object %s/%s: fetched from its previous owner", o->bucket, o->obj);
+		return 0;
+	}
+	if (rc != -ENOENT) {
+		size_t used = strlen(err);
+		snprintf(err + used, cap - used, "%sfetch from the previous owner: %s", used ? "; " : "",
+			 why[0] ? why : strerror(-rc));
+	}
+	return rc;
+}
+
+/*
+ * Worker: the main copy is missing or damaged. Repair from a mirror copy, else restore, then serve;
+ * else 404 (nothing there) or 500 (damaged). A damaged main copy moved aside for a restore goes
+ * back when the restore fails, so that the object keeps answering 500 (and the scrub job finds it).
+ */
+static void recover(ft_req_t *r, void *arg)
+{
+	tgt_obj_t *o = arg;
+	tgt_replica_t reps[FT_MAX_MOUNTPATHS];
+	int n = tgt_mirror_replicas(o, reps), fd = -1;
+	bool verify = o->validate_warm_get && ft_req_method(r) != FT_HTTP_HEAD;
+	ft_lom_t lom;
+	tgt_heal_t h, again;
+	char err[600] = "";
+
+	int k = tgt_replica_heal(o, reps, n, verify, &fd, &lom, &h);
+	if (k >= 0) {
+		serve(r, o, fd, &lom, reps[k].mp_index);
+		return;
+	}
+	if (restore_remote(o, err, sizeof(err)) == 0) {
+		n = tgt_mirror_replicas(o, reps); /* a pull may have found it on another mountpath: o->mp moved */
+		k = tgt_replica_heal(o, reps, n, verify, &fd, &lom, &again); /* and the mirror copies from it */
+		if (k >= 0) {
+			tgt_replica_drop(o, h.aside);
+			if (h.existed)
+				tgt_integrity_count(TGT_INTEGRITY_REPAIRED);
+			serve(r, o, fd, &lom, reps[k].mp_index);
+			return;
+		}
+		snprintf(err, sizeof(err), "the restored copy is damaged too (%s)", tgt_replica_state_name(again.main));
+		h.existed = true;
+		tgt_replica_drop(o, again.aside);
+	} else if (err[0]) {
+		h.existed = true; /* slices or a previous owner know it, but it cannot be rebuilt */
+	}
+	pthread_mutex_t *lock = tgt_replica_lock(o);
+	pthread_mutex_lock(lock);
+	tgt_replica_put_back(o, h.aside);
+	pthread_mutex_unlock(lock);
+	respond_lost(r, o, &h, err);
+}
+
+/* Worker: checksum-validated warm GET (the bucket's checksum_validate_warm_get). */
+static void get_validated(ft_req_t *r, void *arg)
+{
+	tgt_obj_t *o = arg;
+	tgt_replica_t main_copy = { .mp_index = (int)(o->mp - o->t->mountpaths), .copy = false };
+	ft_lom_t lom;
+	int fd;
+
+	if (tgt_replica_open(o, &main_copy, true, &fd, &lom, NULL) == TGT_REPLICA_OK)
+		serve(r, o, fd, &lom, main_copy.mp_index);
+	else
+		recover(r, o);
+}
+
+void tgt_get(ft_req_t *r, tgt_obj_t *o)
+{
+	int mp_index = (int)(o->mp - o->t->mountpaths);
+	tgt_replica_t main_copy = { .mp_index = mp_index, .copy = false };
+	ft_lom_t lom;
+	int fd;
+
+	if (tgt_coldget_wanted(r, o)) { /* remote bucket, not cached or revalidating (coldget.c) */
+		tgt_coldget(r, o);
+		return;
+	}
+	if (o->validate_warm_get && ft_req_method(r) != FT_HTTP_HEAD) {
+		ft_req_defer(r, get_validated, o);
+		return;
+	}
+	if (tgt_replica_open(o, &main_copy, false, &fd, &lom, NULL) != TGT_REPLICA_OK) {
+		ft_req_defer(r, recover, o);
+		return;
+	}
+	if (o->mirror_copies > 1 && ft_req_method(r) != FT_HTTP_HEAD)
+		fd = least_busy(o, fd, &lom, &mp_index);
+	serve(r, o, fd, &lom, mp_index);
+}

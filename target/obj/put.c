@@ -1,0 +1,476 @@
+/* Target PUT of an object: stream the body into a work file, then sync, set metadata and rename it into place (remote buckets: after the backend took it). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cluster/bmd.h"
+#include "base/fdio.h"
+#include "cluster/hrw.h"
+#include "http/util.h"
+#include "base/log.h"
+#include "core/lom.h"
+#include "target.h"
+#include "obj/wthrough.h"
+
+/*
+ * DESIGN
+ * The body is written on the loop thread (page-cache writes) into a work file of its own in
+ * "<mp>/.work/", checksummed as it arrives. Only a complete body reaches the finalize step, which
+ * runs on the worker pool because it may sync to disk: sync per policy, metadata xattr on the work
+ * fd, then rename(2) over the final path. The rename is the only thing that makes data visible,
+ * so readers see the old version or the new one, never a mix; a failed or cut-short PUT leaves
+ * the old version untouched. Finalize steps of PUTs of one name are serialized by a striped lock
+ * so that versions increase by one per PUT; publish_lock, held shared from the "bucket still
+ * exists" check through the rename, keeps a PUT from landing in a bucket being retired.
+ * Lock order: put_locks[i], then publish_lock.
+ *
+ * S3 ETAGS
+ * With the query "etag=md5" (the proxy's S3 PUTs) the MD5 of the body is computed while it
+ * streams, beside the bucket's checksum (or as it, for an MD5 bucket), and kept in the metadata as
+ * the object's ETag: S3 clients compare ETags with MD5s.
+ *
+ * REMOTE BUCKETS (write-through, wthrough.c)
+ * The body is received the same way, with its MD5 always computed (the backend checks it). The
+ * finalize step then, under the object's write-through name lock, PUTs the work file to the
+ * backend and publishes it only after the backend acknowledged it, with the backend's ETag,
+ * version and mtime in the metadata (what a latest-ver revalidation compares). A backend failure
+ * removes the work file and answers the status mapped from the backend's error: nothing cached.
+ * The previous cached copy (if any) stays when the backend refused the write, and is removed when
+ * the outcome is unknown (connection lost, timeout, 5xx: the backend may have stored it). If the
+ * backend took the object but the local publish fails, the stale cached copy is removed and the
+ * PUT answers 200 with "Ais-Cached: false": the object is stored where it belongs.
+ *
+ * OWNERSHIP
+ * put_t lives in ft_req_alloc memory. It owns the work fd, the work file (until renamed) and the
+ * checksum states; put_release() frees whatever is still held, explicitly before each error
+ * response and, as a backstop, from an ft_req_on_done hook (which runs after the response call).
+ */
+
+#define PUBLISH_ATTEMPTS 4 /* a concurrent DELETE may prune the parent between mkdir and rename */
+
+typedef struct {
+	tgt_obj_t *o;
+	int fd;                 /* work file, -1 once closed */
+	char work[64];          /* its name in .work; "" once renamed or removed */
+	ft_cksum_t ck;
+	ft_cksum_type_t ck_type;
+	int ck_live;            /* ck holds state to release */
+	ft_cksum_t md5;         /* etag=md5 over a non-MD5 bucket checksum */
+	int md5_live;
+	int want_etag;          /* etag=md5 asked */
+	int want_md5;           /* etag=md5, or a remote bucket (sent to the backend) */
+	char md5_hex[FT_CKSUM_HEX_MAX]; /* the body's MD5 once received (want_md5) */
+	uint64_t received;
+	int write_err;          /* errno of a failed write, 0 if none */
+	char hex[FT_CKSUM_HEX_MAX];
+} put_t;
+
+int tgt_put_init(tgt_t *t)
+{
+	pthread_rwlockattr_t attr;
+
+	/* Writer preference: a steady stream of PUTs must not hold a bucket's removal off forever. */
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	int rc = pthread_rwlock_init(&t->publish_lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	if (rc != 0)
+		return -1;
+	for (int i = 0; i < TGT_PUT_LOCKS; i++)
+		pthread_mutex_init(&t->put_locks[i], NULL);
+	t->locks_ready = 1;
+	return 0;
+}
+
+void tgt_put_fini(tgt_t *t)
+{
+	if (!t->locks_ready)
+		return;
+	t->locks_ready = 0;
+	for (int i = 0; i < TGT_PUT_LOCKS; i++)
+		pthread_mutex_destroy(&t->put_locks[i]);
+	pthread_rwlock_destroy(&t->publish_lock);
+}
+
+static void put_release(put_t *p)
+{
+	if (p->ck_live) {
+		ft_cksum_abort(&p->ck);
+		p->ck_live = 0;
+	}
+	if (p->md5_live) {
+		ft_cksum_abort(&p->md5);
+		p->md5_live = 0;
+	}
+	tgt_work_drop(p->o->mp, &p->fd, p->work);
+}
+
+static void put_done_hook(void *arg)
+{
+	put_release(arg);
+}
+
+/* Releases everything and sends the error for an -errno from the disk. */
+static void fail_errno(ft_req_t *r, put_t *p, int e, const char *what)
+{
+	const tgt_obj_t *o = p->o;
+
+	put_release(p);
+	if (e == ENOSPC || e == EDQUOT)
+		ft_resp_error(r, 507, "object \"%s/%s\": mountpath %s is full", o->bucket, o->obj, o->mp->path);
+	else
+		ft_resp_error(r, 500, "object \"%s/%s\": %s: %s", o->bucket, o->obj, what, strerror(e));
+}
+
+void tgt_put_next_version(const tgt_obj_t *o, char *out, size_t cap)
+{
+	unsigned long long v = 0;
+	ft_lom_t old;
+	int fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (ft_lom_fget(fd, &old) == 0) {
+			char *end = NULL;
+			errno = 0;
+			v = strtoull(old.version, &end, 10);
+			if (errno != 0 || end == old.version || *end != '\0')
+				v = 0;
+		}
+		close(fd);
+	}
+	snprintf(out, cap, "%llu", v + 1);
+}
+
+int tgt_put_bucket_alive(const tgt_obj_t *o)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, o->provider, o->bucket) : NULL;
+	int alive = b && b->created_ns == o->bucket_created;
+	ft_bmd_put(bmd);
+	return alive;
+}
+
+int tgt_put_publish(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
+{
+	const tgt_mountpath_t *mp = o->mp;
+	int rc = -ENOENT;
+
+	for (int attempt = 0; attempt < PUBLISH_ATTEMPTS && rc == -ENOENT; attempt++) {
+		const char *leaf = NULL;
+		int dfd = tgt_parent_open(mp, o->rel, &leaf);
+		if (dfd < 0) {
+			rc = dfd;
+			continue;
+		}
+		rc = renameat(mp->work_fd, work, dfd, leaf) == 0 ? 0 : -errno;
+		/* An empty directory left at the name (not pruned yet) is no object: replace it. */
+		if (rc == -EISDIR && unlinkat(dfd, leaf, AT_REMOVEDIR) == 0)
+			rc = renameat(mp->work_fd, work, dfd, leaf) == 0 ? 0 : -errno;
+		if (rc == 0) {
+			work[0] = '\0';
+			if (sync == FT_SYNC_FULL && fsync(dfd) != 0)
+				ft_warn("object %s: directory fsync failed: %s", o->rel, strerror(errno));
+		}
+		close(dfd);
+	}
+	return rc;
+}
+
+static void respond_conflict(ft_req_t *r, put_t *p, int rc)
+{
+	const tgt_obj_t *o = p->o;
+
+	put_release(p);
+	if (rc == -ENOTDIR)
+		ft_resp_error(r, 409, "cannot store \"%s/%s\": a component of its path is an existing object",
+			      o->bucket, o->obj);
+	else
+		ft_resp_error(r, 409, "cannot store \"%s/%s\": the name is a directory of other objects",
+			      o->bucket, o->obj);
+}
+
+/*
+ * Under the name's stripe lock: version (ais buckets: the next one; remote: the backend's, set by
+ * the caller), metadata on the work fd, publish, redundancy. 0, -EPIPE (stored, the redundancy
+ * failed: perr says why), -ESTALE (bucket gone), or the -errno of tgt_put_publish.
+ */
+static int publish_locked(put_t *p, ft_lom_t *lom, char *perr, size_t cap)
+{
+	tgt_obj_t *o = p->o;
+	tgt_t *t = o->t;
+	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
+	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
+	int rc;
+
+	pthread_mutex_lock(lock);
+	if (!tgt_is_remote(o))
+		tgt_put_next_version(o, lom->version, sizeof(lom->version));
+	rc = ft_lom_fset(p->fd, lom);
+	if (rc == 0) {
+		pthread_rwlock_rdlock(&t->publish_lock);
+		rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, p->work, t->cfg.sync) : -ESTALE;
+		pthread_rwlock_unlock(&t->publish_lock);
+	}
+	if (rc == 0 && tgt_put_protect(o, lom, perr, cap) != 0)
+		rc = -EPIPE;
+	pthread_mutex_unlock(lock);
+	return rc;
+}
+
+/* The 200 of a stored object. */
+static void respond_stored(ft_req_t *r, put_t *p, const ft_lom_t *lom)
+{
+	const tgt_obj_t *o = p->o;
+
+	put_release(p);
+	tgt_list_bump(o->t, o->provider, o->bucket);
+	ft_resp_header(r, "Ais-Checksum-Type", ft_cksum_name(lom->cksum_type));
+	ft_resp_header(r, "Ais-Checksum-Value", lom->cksum);
+	if (lom->version[0])
+		ft_resp_header(r, "Ais-Version", lom->version);
+	ft_resp_headerf(r, "ETag", "\"%s\"", lom->etag[0] ? lom->etag : lom->cksum);
+	ft_resp_bytes(r, 200, NULL, NULL, 0);
+}
+
+/* The error answer for a publish_locked failure (rc != 0). */
+static void respond_publish_error(ft_req_t *r, put_t *p, int rc, const char *perr)
+{
+	const tgt_obj_t *o = p->o;
+
+	if (rc == -EPIPE) {
+		put_release(p);
+		ft_resp_error(r, 500, "object \"%s/%s\" stored, but not with the bucket's redundancy: %s", o->bucket,
+			      o->obj, perr);
+	} else if (rc == -ENOTDIR || rc == -EISDIR) {
+		respond_conflict(r, p, rc);
+	} else if (rc == -ESTALE) {
+		put_release(p);
+		ft_resp_error(r, 404, "bucket \"%s\" was destroyed while \"%s\" was being stored", o->bucket, o->obj);
+	} else {
+		fail_errno(r, p, -rc, "cannot store");
+	}
+}
+
+/* Remote bucket: the backend first, then the cached copy (see REMOTE BUCKETS). */
+static void finalize_remote(ft_req_t *r, put_t *p, ft_lom_t *lom)
+{
+	tgt_obj_t *o = p->o;
+	ft_backend_meta_t be;
+	ft_backend_error_t err;
+	char perr[256];
+
+	if (tgt_wthrough_lock(o) != 0) {
+		fail_errno(r, p, ENOMEM, "write-through");
+		return;
+	}
+	ft_backend_err_t code = tgt_wthrough_put(o, p->work, p->received, p->md5_hex,
+						 lom->content_type[0] ? lom->content_type : NULL, &be, &err);
+	if (code != FT_BACKEND_OK) {
+		if (tgt_wthrough_may_have_written(code) && tgt_wthrough_uncache(o) < 0)
+			ft_warn("PUT %s: cannot remove the cached copy", o->rel);
+		tgt_wthrough_unlock(o);
+		put_release(p);
+		ft_warn("PUT %s: backend: %s", o->rel, err.msg);
+		ft_resp_error(r, ft_backend_http_status(code),
+			      "object \"%s/%s\": the %s backend did not take it (%s), nothing stored: %s", o->bucket,
+			      o->obj, o->provider, ft_backend_strerror(code), err.msg);
+		return;
+	}
+	tgt_wthrough_lom_meta(lom, &be);
+	int rc = publish_locked(p, lom, perr, sizeof(perr));
+	if (rc != 0 && rc != -EPIPE) { /* not published (-EPIPE: published without its redundancy) */
+		/* The backend has the new content: an older cached copy must not stay. */
+		int u = tgt_wthrough_uncache(o);
+		ft_warn("PUT %s: stored on the backend, not cached: %s%s", o->rel,
+			rc == -ESTALE ? "the bucket was destroyed meanwhile" : strerror(-rc),
+			u < 0 ? "; the old cached copy could not be removed either" : "");
+	}
+	tgt_wthrough_unlock(o);
+	if (rc == 0) {
+		tgt_lru_kick(o->t);
+		respond_stored(r, p, lom);
+	} else if (rc == -EPIPE) {
+		respond_publish_error(r, p, rc, perr);
+	} else {
+		put_release(p);
+		ft_resp_header(r, "Ais-Cached", "false");
+		if (lom->version[0])
+			ft_resp_header(r, "Ais-Version", lom->version);
+		if (lom->etag[0])
+			ft_resp_headerf(r, "ETag", "\"%s\"", lom->etag);
+		ft_resp_bytes(r, 200, NULL, NULL, 0);
+	}
+}
+
+/* Worker pool: sync, metadata, (remote: backend,) publish, respond. */
+static void finalize(ft_req_t *r, void *arg)
+{
+	put_t *p = arg;
+	tgt_obj_t *o = p->o;
+	tgt_t *t = o->t;
+	ft_lom_t lom;
+	char perr[256];
+
+	if (t->cfg.sync == FT_SYNC_DATA && fdatasync(p->fd) != 0) {
+		fail_errno(r, p, errno, "fdatasync");
+		return;
+	}
+	if (t->cfg.sync == FT_SYNC_FULL && fsync(p->fd) != 0) {
+		fail_errno(r, p, errno, "fsync");
+		return;
+	}
+	memset(&lom, 0, sizeof(lom));
+	tgt_meta_from_req(r, &lom, perr, sizeof(perr)); /* checked in tgt_put */
+	lom.size = p->received;
+	lom.cksum_type = p->ck_type;
+	memcpy(lom.cksum, p->hex, sizeof(lom.cksum));
+	lom.atime_ns = lom.mtime_ns = ft_now_ns();
+	if (p->want_etag)
+		snprintf(lom.etag, sizeof(lom.etag), "%s", p->md5_hex);
+	if (tgt_is_remote(o)) {
+		finalize_remote(r, p, &lom);
+		return;
+	}
+	int rc = publish_locked(p, &lom, perr, sizeof(perr));
+	if (rc != 0) {
+		respond_publish_error(r, p, rc, perr);
+		return;
+	}
+	respond_stored(r, p, &lom);
+}
+
+int tgt_put_protect(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
+{
+	if (tgt_mirror_put(o, lom, err, cap) != 0)
+		return -1;
+	return tgt_ec_put(o, lom, err, cap);
+}
+
+/* Loop thread: append to the work file and the checksum. -1 stops the body on a write error. */
+static int on_data(ft_req_t *r, void *arg, const void *buf, size_t len)
+{
+	put_t *p = arg;
+	int rc;
+
+	(void)r;
+	rc = ft_write_all(p->fd, buf, len);
+	if (rc != 0) {
+		p->write_err = -rc;
+		return -1;
+	}
+	ft_cksum_update(&p->ck, buf, len);
+	if (p->md5_live)
+		ft_cksum_update(&p->md5, buf, len);
+	p->received += len;
+	return 0;
+}
+
+/* Loop thread: a complete body goes to finalize; anything else removes the work file. */
+static void on_end(ft_req_t *r, void *arg, int err)
+{
+	put_t *p = arg;
+	const tgt_obj_t *o = p->o;
+
+	if (p->write_err) {
+		fail_errno(r, p, p->write_err, "write");
+		return;
+	}
+	if (err) {
+		ft_debug("PUT %s/%s from %s: body failed after %" PRIu64 " bytes: %s", o->bucket, o->obj,
+			 ft_req_peer(r), p->received, strerror(-err));
+		put_release(p);
+		if (err == -ETIMEDOUT)
+			ft_resp_error(r, 408, "object \"%s/%s\": request body stalled; nothing stored", o->bucket, o->obj);
+		else if (err == -EBADMSG)
+			ft_resp_error(r, 400, "object \"%s/%s\": malformed chunked body; nothing stored", o->bucket,
+				      o->obj);
+		else
+			ft_resp_error(r, 400, "object \"%s/%s\": request body incomplete; nothing stored", o->bucket,
+				      o->obj);
+		return;
+	}
+	ft_cksum_final(&p->ck, p->hex);
+	p->ck_live = 0;
+	if (p->md5_live) {
+		ft_cksum_final(&p->md5, p->md5_hex);
+		p->md5_live = 0;
+	} else if (p->want_md5) {
+		memcpy(p->md5_hex, p->hex, sizeof(p->md5_hex)); /* the bucket's checksum is the MD5 */
+	}
+	ft_req_defer(r, finalize, p);
+}
+
+/* Refuses what cannot be stored before any byte is read. Returns 0, or -1 after responding. */
+static int precheck(ft_req_t *r, const tgt_obj_t *o)
+{
+	int64_t declared = ft_req_content_length(r);
+	uint64_t avail = 0;
+
+	if (declared == 0 && !ft_req_header(r, "Content-Length")) {
+		ft_resp_error(r, 411, "PUT needs Content-Length or Transfer-Encoding: chunked");
+		return -1;
+	}
+	if (declared <= 0)
+		return 0;
+	int rc = tgt_mountpath_avail(o->mp, o->t->cfg.reserve_bytes, &avail);
+	if (rc != 0) {
+		ft_resp_error(r, 500, "mountpath %s: cannot read free space: %s", o->mp->path, strerror(-rc));
+		return -1;
+	}
+	if ((uint64_t)declared > avail) {
+		ft_resp_error(r, 507, "object \"%s/%s\" of %lld bytes does not fit: %" PRIu64 " bytes available on its mountpath",
+			      o->bucket, o->obj, (long long)declared, avail);
+		return -1;
+	}
+	return 0;
+}
+
+void tgt_put(ft_req_t *r, tgt_obj_t *o)
+{
+	const char *etag = ft_req_query(r, "etag");
+
+	if (etag != NULL && strcmp(etag, "md5") != 0) {
+		ft_resp_error(r, 400, "unknown etag=\"%s\" (expected etag=md5)", etag);
+		return;
+	}
+	if (precheck(r, o) != 0)
+		return;
+	ft_lom_t meta; /* validated now, stored by finalize */
+	char why[200];
+	if (tgt_meta_from_req(r, &meta, why, sizeof(why)) != 0) {
+		ft_resp_error(r, 400, "object \"%s/%s\": %s", o->bucket, o->obj, why);
+		return;
+	}
+	put_t *p = ft_req_alloc(r, sizeof(*p));
+	memset(p, 0, sizeof(*p));
+	p->o = o;
+	p->fd = tgt_work_create(o->mp, p->work, sizeof(p->work));
+	if (p->fd < 0) {
+		int e = -p->fd;
+		p->work[0] = '\0';
+		fail_errno(r, p, e, "cannot create work file");
+		return;
+	}
+	p->ck_type = o->cksum == FT_CKSUM_NONE ? FT_CKSUM_XXHASH : o->cksum;
+	if (ft_cksum_init(&p->ck, p->ck_type) != 0) {
+		fail_errno(r, p, ENOMEM, "checksum");
+		return;
+	}
+	p->ck_live = 1;
+	p->want_etag = etag != NULL;
+	p->want_md5 = p->want_etag || tgt_is_remote(o);
+	if (p->want_md5 && p->ck_type != FT_CKSUM_MD5) {
+		if (ft_cksum_init(&p->md5, FT_CKSUM_MD5) != 0) {
+			fail_errno(r, p, ENOMEM, "checksum");
+			return;
+		}
+		p->md5_live = 1;
+	}
+	ft_req_on_done(r, put_done_hook, p);
+	ft_req_read_body(r, on_data, on_end, p);
+}

@@ -1,0 +1,1398 @@
+/* Erasure coding of objects with isa-l: slices or replicas on other targets, restore on a lost main copy. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "rpc/client.h"
+#include "protect/ec_codec.h"
+#include "protect/ec_xfer.h"
+#include "base/fdio.h"
+#include "cluster/hrw.h"
+#include "http/util.h"
+#include "base/log.h"
+#include "target.h"
+
+/*
+ * DESIGN
+ * Placement: the targets of the current map in HRW order for the object's name, the owner first;
+ * slice i (or replica i) goes to the i-th target after the owner. An object of at least the
+ * bucket's objsize_limit is cut into D data + P parity slices (common/ec.c); a smaller one is
+ * copied whole to P targets. D+P (or P) other targets must exist, else the PUT fails.
+ *
+ * PUT: after the main copy was published, under the name's put lock (put.c), the slices are
+ * encoded into anonymous files (in memory up to EC_MEMFD_MAX for the whole set, else O_TMPFILE on
+ * the object's mountpath) and POSTed to the holders' control ports at once, one thread per slice
+ * (/v1/ec/slice, in chunks below the control port's body limit). The PUT is acknowledged only
+ * when every holder confirmed its slice stored (synced per the sync policy): an acknowledged
+ * object survives the loss of any P targets, the owner included. A holder down, or too few
+ * targets in the map, fails the PUT (500, the main copy stays as put.c says).
+ *
+ * Holders: a slice arrives into "<mp>/.work/ec.<xfer>", is verified (header, length, payload
+ * xxhash64) once complete, and renamed to "<mp>/.ec/<provider>/<bucket>/<obj>" on the mountpath
+ * HRW picks for the name. One slice per object per holder: a newer one replaces the older.
+ * Before a slice is described or served (GET /v1/ec/meta) it is verified again; a corrupt one is
+ * removed and reported missing.
+ *
+ * Restore (a GET found no main copy): every target of the current map is asked for what it holds
+ * (so slices placed under an older map are found too); the newest version (mtime) that has D
+ * distinct slices or a replica is fetched, each slice checked against its header's checksum, the
+ * object decoded into a work file, checked against the object checksum in the slice metadata, and
+ * published like a PUT (put lock, then publish_lock shared). Missing slices are then re-created
+ * for the current map.
+ *
+ * Delete: runs on the worker pool after the response (the DELETE is on a loop thread); holders
+ * drop only slices stored before the delete (query "before"), so a PUT right after survives.
+ *
+ * Job "ec-encode" and the scrub (tgt_ec_job_obj, tgt_ec_check; also POST /v1/ec/encode for one
+ * object): under the put lock, the survey above tells whether each current holder has a good
+ * slice of the stored version; if any lacks one, the object is encoded and sent again.
+ *
+ * OWNERSHIP
+ * Every function closes the fds and frees the buffers it opened; slice work files are opened
+ * O_TMPFILE or memfd (or unlinked at once), so nothing is left behind on failure except an
+ * interrupted transfer's "<mp>/.work/ec.<xfer>", removed by the next start or, once untouched for
+ * EC_XFER_STALE_S, by ec_sweep_stale.
+ */
+
+#define EC_XFER_CHUNK (8u << 20)  /* bytes per POST: the control port buffers at most 16 MiB */
+#define EC_FETCH_CHUNK (3u << 20) /* payload bytes per GET (base64 in JSON) */
+#define EC_TIMEOUT_MS 60000
+#define EC_PROBE_TIMEOUT_MS 5000
+#define EC_PUBLISH_ATTEMPTS 4
+#define EC_SWEEP_EVERY_S 60
+#define EC_XFER_STALE_S 600 /* a transfer's work file untouched this long was abandoned */
+#define EC_MEMFD_MAX (8u << 20) /* the slices of one object are encoded in memory up to this total */
+#define EC_REL_MAX (sizeof(TGT_EC_DIR) + TGT_REL_MAX)
+/* control URL, path, the name query (object name percent-encoded: up to 3 bytes per byte), the rest */
+#define EC_URL_MAX (FT_URL_MAX + 3 * FT_OBJ_NAME_MAX + FT_BUCKET_NAME_MAX + 256)
+
+typedef struct {
+	char id[FT_ID_MAX];
+	char url[FT_URL_MAX]; /* control URL */
+} ec_node_t;
+
+/* What one target holds of an object. */
+typedef struct {
+	ec_node_t node;
+	ft_ec_meta_t meta;
+	int used;
+} ec_cand_t;
+
+static atomic_ulong ec_counter;
+
+/* ---- placement ---- */
+
+/*
+ * The targets of m in HRW order for o, self left out, into out[m->n_targets]. Returns how many
+ * (-1 on allocation failure).
+ */
+static int ec_order(const tgt_t *t, const ft_smap_t *m, const tgt_obj_t *o, ec_node_t *out)
+{
+	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
+	uint64_t *dg = malloc(sizeof(*dg) * (size_t)(m->n_targets + 1));
+	int *idx = malloc(sizeof(*idx) * (size_t)(m->n_targets + 1));
+	int left = m->n_targets, n = 0;
+
+	if (dg == NULL || idx == NULL) {
+		free(dg);
+		free(idx);
+		return -1;
+	}
+	for (int i = 0; i < left; i++) {
+		dg[i] = m->target_digests[i];
+		idx[i] = i;
+	}
+	while (left > 0) {
+		int k = ft_hrw_pick(h, dg, left);
+		const ft_node_t *node = &m->targets[idx[k]];
+		if (strcmp(node->id, t->id) != 0) {
+			snprintf(out[n].id, sizeof(out[n].id), "%s", node->id);
+			snprintf(out[n].url, sizeof(out[n].url), "%s", node->control_url);
+			n++;
+		}
+		memmove(dg + k, dg + k + 1, sizeof(*dg) * (size_t)(left - k - 1));
+		memmove(idx + k, idx + k + 1, sizeof(*idx) * (size_t)(left - k - 1));
+		left--;
+	}
+	free(dg);
+	free(idx);
+	return n;
+}
+
+/* Every target of the current map (self included), into a malloc'd array; NULL when there is no map. */
+static ec_node_t *ec_all_nodes(int *count)
+{
+	ft_smap_t *m = ft_smap_current();
+	ec_node_t *out = m && m->n_targets > 0 ? calloc((size_t)m->n_targets, sizeof(*out)) : NULL;
+
+	*count = 0;
+	for (int i = 0; out && i < m->n_targets; i++) {
+		snprintf(out[i].id, sizeof(out[i].id), "%s", m->targets[i].id);
+		snprintf(out[i].url, sizeof(out[i].url), "%s", m->targets[i].control_url);
+	}
+	if (out)
+		*count = m->n_targets;
+	ft_smap_put(m);
+	return out;
+}
+
+/* The holders for o in the current map (HRW order after the owner); malloc'd, NULL with err. */
+static ec_node_t *ec_holders(const tgt_obj_t *o, int *count, char *err, size_t cap)
+{
+	ft_smap_t *m = ft_smap_current();
+	ec_node_t *out = m ? calloc((size_t)m->n_targets + 1, sizeof(*out)) : NULL;
+
+	*count = out ? ec_order(o->t, m, o, out) : -1;
+	ft_smap_put(m);
+	if (*count < 0) {
+		snprintf(err, cap, m ? "out of memory" : "no cluster map yet");
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* "?provider=..&bucket=..&obj=.." for o's name; malloc'd, NULL on allocation failure. */
+static char *ec_name_query(const char *provider, const char *bucket, const char *obj)
+{
+	char *esc = ft_ec_xfer_escape(obj), *q = NULL;
+
+	if (esc != NULL && asprintf(&q, "provider=%s&bucket=%s&obj=%s", provider, bucket, esc) < 0)
+		q = NULL;
+	free(esc);
+	return q;
+}
+
+/* A read-write anonymous file on mp (O_TMPFILE, else created and unlinked at once); fd or -errno. */
+static int ec_tmpfile(const tgt_mountpath_t *mp)
+{
+	char name[64];
+	int fd = openat(mp->work_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd >= 0)
+		return fd;
+	snprintf(name, sizeof(name), "ec.tmp.%ld.%lu", (long)getpid(), atomic_fetch_add(&ec_counter, 1));
+	fd = openat(mp->work_fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	unlinkat(mp->work_fd, name, 0);
+	return fd;
+}
+
+/* Small slices are encoded in memory (an anonymous memfd) rather than on the mountpath; fd or -errno. */
+static int ec_memfd(void)
+{
+	int fd = memfd_create("ft-ec-slice", MFD_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
+}
+
+static int ec_sync(const tgt_t *t, int fd)
+{
+	if (t->cfg.sync == FT_SYNC_DATA && fdatasync(fd) != 0)
+		return -errno;
+	if (t->cfg.sync == FT_SYNC_FULL && fsync(fd) != 0)
+		return -errno;
+	return 0;
+}
+
+/* The "message" of a control-port error reply, or "". */
+static const char *ec_reply_message(const json_t *resp)
+{
+	const char *m = json_string_value(json_object_get(resp, "message"));
+	return m ? m : "";
+}
+
+/* ---- sending slices ---- */
+
+/*
+ * Sends the slice m (payload: m->slice_size bytes of fd at payload_off) to node: chunked POSTs of
+ * header + payload; the holder stores it when the last chunk arrives. 0, or -1 with err.
+ */
+static int ec_send_slice(const ec_node_t *node, const ft_ec_meta_t *m, int fd, off_t payload_off, char *err,
+			 size_t cap)
+{
+	uint8_t hdr[FT_EC_HDR_MAX];
+	int hlen = ft_ec_hdr_encode(m, hdr, sizeof(hdr));
+	uint64_t total = (uint64_t)(hlen > 0 ? hlen : 0) + m->slice_size;
+	size_t bufcap = total < EC_XFER_CHUNK ? (size_t)total : EC_XFER_CHUNK;
+	char *names = ec_name_query(m->provider, m->bucket, m->obj);
+	uint8_t *buf = malloc(bufcap > 0 ? bufcap : 1);
+	char url[EC_URL_MAX];
+	unsigned long long xfer;
+	int rc = -1;
+
+	if (hlen < 0 || names == NULL || buf == NULL) {
+		snprintf(err, cap, hlen < 0 ? "slice metadata does not encode" : "out of memory");
+		goto out;
+	}
+	xfer = XXH64(m->slice_cksum, strlen(m->slice_cksum), (uint64_t)ft_now_ns()) ^
+	       ((unsigned long long)getpid() << 32) ^ atomic_fetch_add(&ec_counter, 1);
+	for (uint64_t off = 0; off < total;) {
+		size_t len = total - off < bufcap ? (size_t)(total - off) : bufcap;
+		size_t from_hdr = off < (uint64_t)hlen ? (size_t)((uint64_t)hlen - off) : 0;
+		long status = 0;
+		json_t *resp = NULL;
+		if (from_hdr > len)
+			from_hdr = len;
+		if (from_hdr > 0)
+			memcpy(buf, hdr + off, from_hdr);
+		if (len > from_hdr) {
+			uint64_t poff = off + from_hdr - (uint64_t)hlen;
+			int e = ft_pread_all(fd, buf + from_hdr, len - from_hdr, payload_off + (off_t)poff);
+			if (e != 0) {
+				snprintf(err, cap, "read slice %d: %s", m->idx, strerror(-e));
+				goto out;
+			}
+		}
+		snprintf(url, sizeof(url), "%s/v1/ec/slice?%s&xfer=%016llx&off=%" PRIu64 "&total=%" PRIu64, node->url,
+			 names, xfer, off, total);
+		if (ft_ec_xfer_post(url, buf, len, EC_TIMEOUT_MS, &status, &resp, err, cap) != 0)
+			goto out;
+		if (status != 200) {
+			snprintf(err, cap, "target %s did not store %s %d: HTTP %ld %s", node->id,
+				 m->replica ? "replica" : "slice", m->idx, status, ec_reply_message(resp));
+			json_decref(resp);
+			goto out;
+		}
+		json_decref(resp);
+		off += len;
+	}
+	rc = 0;
+out:
+	free(names);
+	free(buf);
+	return rc;
+}
+
+typedef struct {
+	const ec_node_t *node;
+	ft_ec_meta_t m;
+	int fd;
+	int rc;
+	char err[256];
+} ec_send_t;
+
+static void *ec_send_main(void *arg)
+{
+	ec_send_t *s = arg;
+
+	s->rc = ec_send_slice(s->node, &s->m, s->fd, 0, s->err, sizeof(s->err));
+	return NULL;
+}
+
+/*
+ * Sends slice i (payload fds[i]; checksum ck[i], or base's for replicas) to holders[i], all at
+ * once: one thread per slice after the first, which this thread sends. 0, or -1 with err (the
+ * first failure).
+ */
+static int ec_send_all(const ec_node_t *holders, const ft_ec_meta_t *base, const int *fds,
+		       char (*ck)[FT_CKSUM_HEX_MAX], int n, char *err, size_t cap)
+{
+	ec_send_t *s = calloc((size_t)n, sizeof(*s));
+	pthread_t th[FT_EC_MAX_SLICES];
+	int started[FT_EC_MAX_SLICES] = { 0 }, rc = 0;
+
+	if (s == NULL) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		s[i].node = &holders[i];
+		s[i].m = *base;
+		s[i].m.idx = i;
+		if (ck != NULL)
+			memcpy(s[i].m.slice_cksum, ck[i], sizeof(s[i].m.slice_cksum));
+		s[i].fd = fds[i];
+	}
+	for (int i = 1; i < n; i++)
+		started[i] = pthread_create(&th[i], NULL, ec_send_main, &s[i]) == 0;
+	for (int i = 0; i < n; i++) {
+		if (i > 0 && started[i])
+			pthread_join(th[i], NULL);
+		else
+			ec_send_main(&s[i]); /* the first slice, or no thread could be had */
+		if (s[i].rc != 0 && rc == 0) {
+			snprintf(err, cap, "%s", s[i].err);
+			rc = -1;
+		}
+	}
+	free(s);
+	return rc;
+}
+
+static void ec_meta_base(ft_ec_meta_t *m, const tgt_obj_t *o, const ft_lom_t *lom)
+{
+	memset(m, 0, sizeof(*m));
+	snprintf(m->provider, sizeof(m->provider), "%s", o->provider);
+	snprintf(m->bucket, sizeof(m->bucket), "%s", o->bucket);
+	memcpy(m->obj, o->obj, o->obj_len);
+	m->obj[o->obj_len] = '\0';
+	m->bucket_created = o->bucket_created;
+	m->lom = *lom;
+}
+
+static int ec_replicated(const tgt_obj_t *o, const ft_lom_t *lom)
+{
+	return lom->size < (uint64_t)(o->ec_objsize_limit > 0 ? o->ec_objsize_limit : 0);
+}
+
+/* How many holders o needs: P replicas, or D+P slices. */
+static int ec_needed(const tgt_obj_t *o, const ft_lom_t *lom)
+{
+	return ec_replicated(o, lom) ? o->ec_parity : o->ec_data + o->ec_parity;
+}
+
+/*
+ * Encodes the object open at fd (metadata lom) and sends slice (or replica) i to holders[i].
+ * 0, or -1 with err.
+ */
+static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_node_t *holders, int count,
+		      char *err, size_t cap)
+{
+	int d = o->ec_data, p = o->ec_parity, n = ec_needed(o, lom);
+	int tmp[FT_EC_MAX_SLICES], ntmp = 0, rc = -1;
+	char ck[FT_EC_MAX_SLICES][FT_CKSUM_HEX_MAX];
+	ft_ec_io_t io[FT_EC_MAX_SLICES];
+	ft_ec_meta_t *m = malloc(sizeof(*m));
+
+	if (m == NULL) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	if (!ft_ec_geometry_ok(d, p)) {
+		snprintf(err, cap, "unsupported EC geometry %d+%d (1 <= D, 1 <= P, D+P <= %d)", d, p,
+			 FT_EC_MAX_SLICES);
+		goto out;
+	}
+	if (count < n) {
+		snprintf(err, cap, "EC %d+%d of a %" PRIu64 "-byte object needs %d other targets, the cluster map has %d",
+			 d, p, lom->size, n, count);
+		goto out;
+	}
+	ec_meta_base(m, o, lom);
+	if (ec_replicated(o, lom)) {
+		int e = ft_ec_range_cksum(fd, 0, lom->size, m->slice_cksum);
+		if (e != 0) {
+			snprintf(err, cap, "read object: %s", strerror(-e));
+			goto out;
+		}
+		m->replica = 1;
+		m->parity = p;
+		m->slice_size = lom->size;
+		int fds[FT_EC_MAX_SLICES];
+		for (int i = 0; i < n; i++)
+			fds[i] = fd;
+		rc = ec_send_all(holders, m, fds, NULL, n, err, cap);
+		goto out;
+	}
+	for (ntmp = 0; ntmp < n; ntmp++) {
+		tmp[ntmp] = ft_ec_slice_size(lom->size, d) * (uint64_t)n <= EC_MEMFD_MAX ? ec_memfd() : ec_tmpfile(o->mp);
+		if (tmp[ntmp] < 0) {
+			snprintf(err, cap, "mountpath %s: cannot create a work file: %s", o->mp->path,
+				 strerror(-tmp[ntmp]));
+			goto out;
+		}
+		io[ntmp].fd = tmp[ntmp];
+		io[ntmp].off = 0;
+	}
+	if (ft_ec_encode(fd, lom->size, d, p, io, ck, err, cap) != 0)
+		goto out;
+	m->data = d;
+	m->parity = p;
+	m->slice_size = ft_ec_slice_size(lom->size, d);
+	rc = ec_send_all(holders, m, tmp, ck, n, err, cap);
+out:
+	for (int i = 0; i < ntmp; i++)
+		close(tmp[i]);
+	free(m);
+	return rc;
+}
+
+int tgt_ec_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
+{
+	ec_node_t *holders;
+	int count, fd, rc;
+
+	if (o->ec_data <= 0)
+		return 0;
+	holders = ec_holders(o, &count, err, cap);
+	if (holders == NULL)
+		return -1;
+	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, cap, "cannot reopen the stored object: %s", strerror(errno));
+		free(holders);
+		return -1;
+	}
+	rc = ec_protect(o, fd, lom, holders, count, err, cap);
+	close(fd);
+	free(holders);
+	return rc;
+}
+
+/* ---- survey: who holds what ---- */
+
+/* Asks node for its slice of o; 0 with *m filled, -1 when it has none (or cannot answer). */
+static int ec_probe(const ec_node_t *node, const tgt_obj_t *o, const char *names, ft_ec_meta_t *m)
+{
+	char url[EC_URL_MAX], err[256];
+	uint8_t hdr[FT_EC_HDR_MAX];
+	json_t *resp = NULL;
+	long status = 0;
+	size_t hlen;
+	int rc = -1;
+
+	snprintf(url, sizeof(url), "%s/v1/ec/meta?%s", node->url, names);
+	if (ft_client_json("GET", url, NULL, EC_PROBE_TIMEOUT_MS, &status, &resp, err, sizeof(err)) != 0) {
+		ft_debug("ec: %s/%s: target %s not asked: %s", o->bucket, o->obj, node->id, err);
+		return -1;
+	}
+	const char *b64 = json_string_value(json_object_get(resp, "hdr"));
+	if (status == 200 && b64 != NULL) {
+		long n = ft_ec_b64_decode(b64, strlen(b64), hdr, sizeof(hdr));
+		if (n > 0 && ft_ec_hdr_decode(m, hdr, (size_t)n, &hlen) == 0 && strcmp(m->provider, o->provider) == 0 &&
+		    strcmp(m->bucket, o->bucket) == 0 && strlen(m->obj) == o->obj_len &&
+		    memcmp(m->obj, o->obj, o->obj_len) == 0 && m->bucket_created == o->bucket_created)
+			rc = 0;
+	}
+	json_decref(resp);
+	return rc;
+}
+
+/* Asks every target of the current map; returns the candidates (malloc'd, *n of them) or NULL. */
+static ec_cand_t *ec_survey(const tgt_obj_t *o, int *n)
+{
+	int count = 0;
+	ec_node_t *nodes = ec_all_nodes(&count);
+	ec_cand_t *c = nodes ? calloc((size_t)count, sizeof(*c)) : NULL;
+	char *names = ec_name_query(o->provider, o->bucket, o->obj);
+
+	*n = 0;
+	for (int i = 0; c && names && i < count; i++) {
+		if (ec_probe(&nodes[i], o, names, &c[*n].meta) == 0)
+			c[(*n)++].node = nodes[i];
+	}
+	free(names);
+	free(nodes);
+	return c;
+}
+
+static int ec_same_version(const ft_ec_meta_t *a, const ft_ec_meta_t *b)
+{
+	return a->lom.mtime_ns == b->lom.mtime_ns && a->lom.size == b->lom.size && a->replica == b->replica &&
+	       a->data == b->data && a->parity == b->parity && strcmp(a->lom.version, b->lom.version) == 0 &&
+	       strcmp(a->lom.cksum, b->lom.cksum) == 0;
+}
+
+static int ec_lom_matches(const ft_ec_meta_t *a, const ft_lom_t *lom)
+{
+	return a->lom.mtime_ns == lom->mtime_ns && a->lom.size == lom->size &&
+	       strcmp(a->lom.version, lom->version) == 0 && strcmp(a->lom.cksum, lom->cksum) == 0;
+}
+
+/* Distinct slice indexes (or 1 for any replica) among the candidates of c[k]'s version. */
+static int ec_group_strength(const ec_cand_t *c, int n, int k)
+{
+	unsigned seen = 0;
+	int distinct = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!ec_same_version(&c[i].meta, &c[k].meta))
+			continue;
+		if (c[i].meta.replica)
+			return INT32_MAX;
+		if (!(seen & (1u << c[i].meta.idx))) {
+			seen |= 1u << c[i].meta.idx;
+			distinct++;
+		}
+	}
+	return distinct;
+}
+
+/* The candidate leading the newest version that can be rebuilt; -1 when none can. */
+static int ec_pick_version(const ec_cand_t *c, int n)
+{
+	int best = -1;
+
+	for (int k = 0; k < n; k++) {
+		int need = c[k].meta.replica ? 1 : c[k].meta.data;
+		if (ec_group_strength(c, n, k) < need)
+			continue;
+		if (best < 0 || c[k].meta.lom.mtime_ns > c[best].meta.lom.mtime_ns)
+			best = k;
+	}
+	return best;
+}
+
+/*
+ * Whether every holder of the current map holds its slice (replica) of the version lom:
+ * holders[i] has index i. The survey c comes from before.
+ */
+static int ec_placement_complete(const ec_cand_t *c, int nc, const ec_node_t *holders, int count, int needed,
+				 const ft_lom_t *lom, int replica)
+{
+	if (count < needed)
+		return 0;
+	for (int i = 0; i < needed; i++) {
+		int ok = 0;
+		for (int k = 0; k < nc && !ok; k++)
+			ok = strcmp(c[k].node.id, holders[i].id) == 0 && c[k].meta.idx == i &&
+			     c[k].meta.replica == replica && ec_lom_matches(&c[k].meta, lom);
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+/* ---- restore ---- */
+
+/*
+ * Fetches the payload of c's slice into fd (from offset 0) and checks it against the slice
+ * checksum. 0, or -1 with err.
+ */
+static int ec_fetch(const ec_cand_t *c, const char *names, int fd, char *err, size_t cap)
+{
+	const ft_ec_meta_t *m = &c->meta;
+	char url[EC_URL_MAX], hex[FT_CKSUM_HEX_MAX];
+	uint8_t *buf = malloc(EC_FETCH_CHUNK);
+	int rc = -1;
+
+	if (buf == NULL) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0) {
+		snprintf(err, cap, "truncate work file: %s", strerror(errno));
+		goto out;
+	}
+	for (uint64_t off = 0; off < m->slice_size;) {
+		uint64_t len = m->slice_size - off < EC_FETCH_CHUNK ? m->slice_size - off : EC_FETCH_CHUNK;
+		json_t *resp = NULL;
+		long status = 0;
+		snprintf(url, sizeof(url), "%s/v1/ec/slice?%s&off=%" PRIu64 "&len=%" PRIu64, c->node.url, names, off,
+			 len);
+		if (ft_client_json("GET", url, NULL, EC_TIMEOUT_MS, &status, &resp, err, cap) != 0)
+			goto out;
+		const char *b64 = json_string_value(json_object_get(resp, "data"));
+		long got = status == 200 && b64 ? ft_ec_b64_decode(b64, strlen(b64), buf, EC_FETCH_CHUNK) : -1;
+		if (got != (long)len) {
+			snprintf(err, cap, "target %s: slice %d at %" PRIu64 ": HTTP %ld %s", c->node.id, m->idx, off, status,
+				 status == 200 ? "bad reply" : ec_reply_message(resp));
+			json_decref(resp);
+			goto out;
+		}
+		json_decref(resp);
+		int e = ft_write_all(fd, buf, (size_t)len);
+		if (e != 0) {
+			snprintf(err, cap, "write work file: %s", strerror(-e));
+			goto out;
+		}
+		off += len;
+	}
+	int e = ft_ec_range_cksum(fd, 0, m->slice_size, hex);
+	if (e != 0 || strcmp(hex, m->slice_cksum) != 0) {
+		snprintf(err, cap, "target %s: slice %d %s", c->node.id, m->idx,
+			 e != 0 ? strerror(-e) : "does not match its checksum (changed or damaged in transit)");
+		goto out;
+	}
+	rc = 0;
+out:
+	free(buf);
+	return rc;
+}
+
+/* Rebuilds the version led by c[best] into out_fd (the object, from offset 0). 0, or -1 with err. */
+static int ec_rebuild(const tgt_obj_t *o, ec_cand_t *c, int nc, int best, int out_fd, char *err, size_t cap)
+{
+	const ft_ec_meta_t *v = &c[best].meta;
+	char *names = ec_name_query(o->provider, o->bucket, o->obj);
+	ft_ec_io_t in[FT_EC_MAX_SLICES];
+	int have = 0, rc = -1;
+
+	if (names == NULL) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < FT_EC_MAX_SLICES; i++)
+		in[i].fd = -1, in[i].off = 0;
+	if (v->replica) {
+		snprintf(err, cap, "no replica could be fetched");
+		for (int k = 0; k < nc && rc != 0; k++) {
+			if (!c[k].meta.replica || !ec_same_version(&c[k].meta, v))
+				continue;
+			if (ec_fetch(&c[k], names, out_fd, err, cap) == 0)
+				rc = 0;
+			else
+				ft_warn("ec: %s/%s: replica on %s not used: %s", o->bucket, o->obj, c[k].node.id, err);
+		}
+		goto out;
+	}
+	/* data slices first: fewer to compute */
+	for (int idx = 0; idx < v->data + v->parity && have < v->data; idx++) {
+		for (int k = 0; k < nc && in[idx].fd < 0; k++) {
+			if (c[k].meta.idx != idx || !ec_same_version(&c[k].meta, v))
+				continue;
+			int fd = ec_tmpfile(o->mp);
+			if (fd < 0) {
+				snprintf(err, cap, "mountpath %s: cannot create a work file: %s", o->mp->path, strerror(-fd));
+				goto out;
+			}
+			if (ec_fetch(&c[k], names, fd, err, cap) == 0) {
+				in[idx].fd = fd;
+				have++;
+			} else {
+				ft_warn("ec: %s/%s: slice %d on %s not used: %s", o->bucket, o->obj, idx, c[k].node.id, err);
+				close(fd);
+			}
+		}
+	}
+	if (have < v->data) {
+		snprintf(err, cap, "only %d good slices of %d+%d found, %d needed", have, v->data, v->parity, v->data);
+		goto out;
+	}
+	rc = ft_ec_decode(v->lom.size, v->data, v->parity, in, out_fd, NULL, NULL, err, cap);
+out:
+	for (int i = 0; i < FT_EC_MAX_SLICES; i++)
+		if (in[i].fd >= 0)
+			close(in[i].fd);
+	free(names);
+	return rc;
+}
+
+/*
+ * Publishes the work file (named work in o->mp's .work, metadata set) under the name's put lock,
+ * unless a main copy appeared meanwhile; then re-creates the slices the current map lacks.
+ * 0, or -errno with err.
+ */
+static int ec_publish(tgt_obj_t *o, char *work, const ft_lom_t *lom, const ec_cand_t *c, int nc, char *err,
+		      size_t cap)
+{
+	tgt_t *t = o->t;
+	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
+	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
+	int rc, fd;
+
+	pthread_mutex_lock(lock);
+	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) { /* a PUT or another restore was first */
+		close(fd);
+		pthread_mutex_unlock(lock);
+		return 0;
+	}
+	pthread_rwlock_rdlock(&t->publish_lock);
+	rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, work, t->cfg.sync) : -ESTALE;
+	pthread_rwlock_unlock(&t->publish_lock);
+	if (rc != 0) {
+		pthread_mutex_unlock(lock);
+		snprintf(err, cap, "cannot publish the restored object: %s",
+			 rc == -ESTALE ? "the bucket was destroyed meanwhile" : strerror(-rc));
+		return rc;
+	}
+	tgt_list_bump(t, o->provider, o->bucket);
+	ft_info("ec: %s/%s/%s restored (%" PRIu64 " bytes, version %s)", o->provider, o->bucket, o->obj, lom->size,
+		lom->version);
+
+	/* the slices for the current map, unless they are all there */
+	int count = 0;
+	char perr[256];
+	ec_node_t *holders = ec_holders(o, &count, perr, sizeof(perr));
+	if (holders && !ec_placement_complete(c, nc, holders, count, ec_needed(o, lom), lom, ec_replicated(o, lom))) {
+		fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || ec_protect(o, fd, lom, holders, count, perr, sizeof(perr)) != 0)
+			ft_warn("ec: %s/%s restored, but its slices were not re-created: %s", o->bucket, o->obj,
+				fd < 0 ? strerror(errno) : perr);
+		if (fd >= 0)
+			close(fd);
+	} else if (!holders) {
+		ft_warn("ec: %s/%s restored, but its slices were not re-created: %s", o->bucket, o->obj, perr);
+	}
+	free(holders);
+	pthread_mutex_unlock(lock);
+	return 0;
+}
+
+static int ec_restore_locked(tgt_obj_t *o, char *err, size_t cap);
+
+/* Serialize restores of one name (striped like put_locks; never held with them in the other order). */
+static pthread_mutex_t ec_restore_locks[TGT_PUT_LOCKS];
+static pthread_once_t ec_restore_once = PTHREAD_ONCE_INIT;
+
+static void ec_restore_locks_init(void)
+{
+	for (int i = 0; i < TGT_PUT_LOCKS; i++)
+		pthread_mutex_init(&ec_restore_locks[i], NULL);
+}
+
+int tgt_ec_restore(tgt_obj_t *o, char *err, size_t cap)
+{
+	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
+	pthread_mutex_t *lock = &ec_restore_locks[h % TGT_PUT_LOCKS];
+	int rc;
+
+	if (o->ec_data <= 0) {
+		snprintf(err, cap, "bucket \"%s\" has no erasure coding", o->bucket);
+		return -ENOENT;
+	}
+	/* Concurrent GETs of one lost object: one restores, the others find it done. */
+	pthread_once(&ec_restore_once, ec_restore_locks_init);
+	pthread_mutex_lock(lock);
+	if (faccessat(o->mp->root_fd, o->rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		rc = 0;
+	else
+		rc = ec_restore_locked(o, err, cap);
+	pthread_mutex_unlock(lock);
+	return rc;
+}
+
+/* tgt_ec_restore under the name's restore lock. */
+static int ec_restore_locked(tgt_obj_t *o, char *err, size_t cap)
+{
+	char work[64] = "";
+	ec_cand_t *c = NULL;
+	int nc = 0, best, fd = -1, rc = -ENOENT;
+	ft_lom_t lom;
+
+	c = ec_survey(o, &nc);
+	if (c == NULL) {
+		snprintf(err, cap, "no cluster map or out of memory");
+		return -ENOMEM;
+	}
+	best = ec_pick_version(c, nc);
+	if (best < 0) {
+		if (nc == 0)
+			snprintf(err, cap, "no target holds slices of \"%s/%s\"", o->bucket, o->obj);
+		else
+			snprintf(err, cap, "%d slices of \"%s/%s\" found, not enough to rebuild it", nc, o->bucket, o->obj);
+		rc = nc == 0 ? -ENOENT : -EIO;
+		goto out;
+	}
+	lom = c[best].meta.lom;
+	snprintf(work, sizeof(work), "ec.%ld.%lu", (long)getpid(), atomic_fetch_add(&ec_counter, 1));
+	fd = openat(o->mp->work_fd, work, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		work[0] = '\0';
+		snprintf(err, cap, "mountpath %s: cannot create a work file: %s", o->mp->path, strerror(-rc));
+		goto out;
+	}
+	rc = -EIO;
+	if (ec_rebuild(o, c, nc, best, fd, err, cap) != 0)
+		goto out;
+	if (lom.cksum_type != FT_CKSUM_NONE) {
+		char hex[FT_CKSUM_HEX_MAX];
+		int e = ft_ec_file_cksum(fd, lom.size, lom.cksum_type, hex);
+		if (e != 0 || strcmp(hex, lom.cksum) != 0) {
+			snprintf(err, cap, "rebuilt object does not match its %s checksum %s%s%s",
+				 ft_cksum_name(lom.cksum_type), lom.cksum, e ? ": " : "", e ? strerror(-e) : "");
+			goto out;
+		}
+	}
+	lom.atime_ns = ft_now_ns();
+	int e = ft_lom_fset(fd, &lom);
+	if (e == 0)
+		e = ec_sync(o->t, fd);
+	if (e != 0) {
+		rc = e;
+		snprintf(err, cap, "work file: %s", strerror(-e));
+		goto out;
+	}
+	close(fd);
+	fd = -1;
+	rc = ec_publish(o, work, &lom, c, nc, err, cap);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (work[0])
+		unlinkat(o->mp->work_fd, work, 0);
+	free(c);
+	return rc;
+}
+
+/* ---- check, job ---- */
+
+/*
+ * Verifies that the current holders have good slices of o's stored version and re-creates them
+ * otherwise (holders verify and drop corrupt ones when asked). 0 when all were good, 1 when
+ * re-created, -1 with err.
+ */
+static int ec_check(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
+{
+	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
+	pthread_mutex_t *lock = &o->t->put_locks[h % TGT_PUT_LOCKS];
+	ec_node_t *holders = NULL;
+	ec_cand_t *c = NULL;
+	int count = 0, nc = 0, fd, rc = -1;
+	ft_lom_t lom;
+
+	if (o->ec_data <= 0)
+		return 0;
+	pthread_mutex_lock(lock); /* the stored version cannot change under us */
+	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || ft_lom_fget(fd, &lom) != 0) {
+		snprintf(err, cap, "main copy %s", fd < 0 ? "missing" : "has no valid metadata");
+		goto out;
+	}
+	holders = ec_holders(o, &count, err, cap);
+	c = holders ? ec_survey(o, &nc) : NULL;
+	if (c == NULL) {
+		if (holders)
+			snprintf(err, cap, "out of memory");
+		goto out;
+	}
+	if (ec_placement_complete(c, nc, holders, count, ec_needed(o, &lom), &lom, ec_replicated(o, &lom))) {
+		rc = 0;
+		goto out;
+	}
+	if (ec_protect(o, fd, &lom, holders, count, err, cap) != 0)
+		goto out;
+	*bytes = (int64_t)lom.size;
+	rc = 1;
+out:
+	pthread_mutex_unlock(lock);
+	if (fd >= 0)
+		close(fd);
+	free(holders);
+	free(c);
+	return rc;
+}
+
+/* For the scrub: declared by its users (scrub.c); 0 all slices good, 1 re-created, -1 with err. */
+int tgt_ec_check(tgt_obj_t *o, char *err, size_t cap)
+{
+	int64_t bytes = 0;
+	return ec_check(o, &bytes, err, cap);
+}
+
+int tgt_ec_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
+{
+	int rc;
+
+	if (o->ec_data <= 0) {
+		snprintf(err, cap, "bucket \"%s\" has no erasure coding (set-bprops \"ec\" first)", o->bucket);
+		return -1;
+	}
+	rc = ec_check(o, bytes, err, cap);
+	return rc == 1 ? 0 : rc == 0 ? 1 : -1;
+}
+
+/* ---- delete ---- */
+
+typedef struct {
+	char *names;
+	int64_t before;
+	char label[TGT_REL_MAX];
+} ec_delete_t;
+
+static void ec_delete_work(void *arg)
+{
+	ec_delete_t *d = arg;
+	char url[EC_URL_MAX], err[256];
+	int count = 0;
+	ec_node_t *nodes = ec_all_nodes(&count);
+
+	for (int i = 0; i < count; i++) {
+		long status = 0;
+		snprintf(url, sizeof(url), "%s/v1/ec/slice?%s&before=%" PRId64, nodes[i].url, d->names, d->before);
+		if (ft_client_json("DELETE", url, NULL, EC_PROBE_TIMEOUT_MS, &status, NULL, err, sizeof(err)) != 0)
+			ft_warn("ec: %s: slices on %s not deleted: %s", d->label, nodes[i].id, err);
+		else if (status != 200 && status != 404)
+			ft_warn("ec: %s: slices on %s not deleted: HTTP %ld", d->label, nodes[i].id, status);
+	}
+	free(nodes);
+	free(d->names);
+	free(d);
+}
+
+void tgt_ec_delete(const tgt_obj_t *o)
+{
+	ec_delete_t *d;
+
+	if (o->ec_data <= 0)
+		return;
+	d = calloc(1, sizeof(*d));
+	if (d)
+		d->names = ec_name_query(o->provider, o->bucket, o->obj);
+	if (!d || !d->names) {
+		ft_warn("ec: %s: slices not deleted: out of memory", o->rel);
+		if (d)
+			free(d);
+		return;
+	}
+	d->before = ft_now_ns();
+	snprintf(d->label, sizeof(d->label), "%s", o->rel);
+	ft_httpd_defer(o->t->httpd, ec_delete_work, d); /* tgt_delete runs on a loop thread */
+}
+
+/* ---- control port: the holder's side ---- */
+
+typedef struct {
+	char provider[TGT_PROVIDER_MAX];
+	char bucket[FT_BUCKET_NAME_MAX + 1];
+	const char *obj;
+	char rel[EC_REL_MAX]; /* ".ec/<provider>/<bucket>/<obj>" */
+	const tgt_mountpath_t *mp; /* where it is stored */
+} ec_name_t;
+
+/* provider, bucket, obj of the query, validated. 0, or -1 after answering 400. */
+static int ec_ctl_names(const tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, ec_name_t *n)
+{
+	const char *p = ft_ctl_query(req, "provider"), *b = ft_ctl_query(req, "bucket");
+	const char *why = NULL;
+	char rel[TGT_REL_MAX];
+
+	n->obj = ft_ctl_query(req, "obj");
+	if (!p || !b || !n->obj) {
+		ft_ctl_error(resp, 400, "%s %s: provider, bucket and obj are required", req->method, req->path);
+		return -1;
+	}
+	if (strlen(p) == 0 || strlen(p) >= sizeof(n->provider) || strspn(p, "abcdefghijklmnopqrstuvwxyz") != strlen(p)) {
+		ft_ctl_error(resp, 400, "%s %s: bad provider \"%s\"", req->method, req->path, p);
+		return -1;
+	}
+	if (ft_name_check_bucket(b, &why) != 0 || ft_name_check_object(n->obj, strlen(n->obj), &why) != 0) {
+		ft_ctl_error(resp, 400, "%s %s: %s", req->method, req->path, why ? why : "bad name");
+		return -1;
+	}
+	snprintf(n->provider, sizeof(n->provider), "%s", p);
+	snprintf(n->bucket, sizeof(n->bucket), "%s", b);
+	if (tgt_rel_path(rel, sizeof(rel), p, b, n->obj) != 0 ||
+	    (size_t)snprintf(n->rel, sizeof(n->rel), "%s/%s", TGT_EC_DIR, rel) >= sizeof(n->rel)) {
+		ft_ctl_error(resp, 400, "%s %s: object name too long", req->method, req->path);
+		return -1;
+	}
+	n->mp = tgt_mountpath_pick(t, p, b, n->obj, strlen(n->obj));
+	return 0;
+}
+
+/* An unsigned query argument; 0, or -1 when absent or malformed. */
+static int ec_ctl_u64(const ft_ctl_req_t *req, const char *key, uint64_t *out)
+{
+	const char *s = ft_ctl_query(req, key);
+	char *end = NULL;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno == 0 && *end == '\0' ? 0 : -1;
+}
+
+/* Opens the slice, on its mountpath or (after a mountpath change) any other; fd or -1, *mp set. */
+static int ec_slice_open(const tgt_t *t, ec_name_t *n)
+{
+	int fd = openat(n->mp->root_fd, n->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	for (int i = 0; fd < 0 && i < t->n_mountpaths; i++) {
+		if (&t->mountpaths[i] == n->mp)
+			continue;
+		fd = openat(t->mountpaths[i].root_fd, n->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0)
+			n->mp = &t->mountpaths[i];
+	}
+	return fd;
+}
+
+static void ec_slice_remove(const ec_name_t *n)
+{
+	if (unlinkat(n->mp->root_fd, n->rel, 0) == 0)
+		tgt_parent_prune(n->mp, n->rel);
+}
+
+/* Moves the verified work file to n->rel on n->mp. 0 or -errno. */
+static int ec_slice_commit(const ec_name_t *n, const char *work, ft_sync_policy_t sync)
+{
+	int rc = -ENOENT;
+
+	for (int attempt = 0; attempt < EC_PUBLISH_ATTEMPTS && rc == -ENOENT; attempt++) {
+		const char *leaf = NULL;
+		int dfd = tgt_parent_open(n->mp, n->rel, &leaf);
+		if (dfd < 0) {
+			rc = dfd;
+			continue;
+		}
+		rc = renameat(n->mp->work_fd, work, dfd, leaf) == 0 ? 0 : -errno;
+		if (rc == -EISDIR && unlinkat(dfd, leaf, AT_REMOVEDIR) == 0)
+			rc = renameat(n->mp->work_fd, work, dfd, leaf) == 0 ? 0 : -errno;
+		if (rc == 0 && sync == FT_SYNC_FULL)
+			fsync(dfd);
+		close(dfd);
+	}
+	return rc;
+}
+
+/* Whether the slice's bucket is the current incarnation of a bucket in the BMD. */
+static int ec_bucket_current(const ft_ec_meta_t *m)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, m->provider, m->bucket) : NULL;
+	int ok = b && b->created_ns == m->bucket_created;
+
+	ft_bmd_put(bmd);
+	return ok;
+}
+
+/*
+ * Removes the work files of transfers whose sender stopped (died) mid-way: "ec.<xfer>" files in
+ * mp's .work untouched for EC_XFER_STALE_S. Runs at most once per EC_SWEEP_EVERY_S per target.
+ */
+static void ec_sweep_stale(const tgt_t *t)
+{
+	static atomic_llong last_sweep;
+	long long now = (long long)(ft_now_ns() / 1000000000LL), prev = atomic_load(&last_sweep);
+
+	if (now - prev < EC_SWEEP_EVERY_S || !atomic_compare_exchange_strong(&last_sweep, &prev, now))
+		return;
+	for (int i = 0; i < t->n_mountpaths; i++) {
+		int dfd = dup(t->mountpaths[i].work_fd);
+		DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+		struct dirent *e;
+		struct stat st;
+		if (d == NULL) {
+			if (dfd >= 0)
+				close(dfd);
+			continue;
+		}
+		rewinddir(d);
+		while ((e = readdir(d)) != NULL) {
+			const char *x = e->d_name + 3;
+			if (strncmp(e->d_name, "ec.", 3) != 0 || strspn(x, "0123456789abcdef") != strlen(x))
+				continue;
+			if (fstatat(t->mountpaths[i].work_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    now - (long long)st.st_mtime > EC_XFER_STALE_S) {
+				ft_warn("ec: removing %s/%s/%s: an abandoned slice transfer", t->mountpaths[i].path,
+					TGT_WORK_DIR, e->d_name);
+				unlinkat(t->mountpaths[i].work_fd, e->d_name, 0);
+			}
+		}
+		closedir(d);
+	}
+}
+
+/* Last chunk in: verify the whole slice and move it into place. Answers; the caller removes work. */
+static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, ft_ctl_resp_t *resp)
+{
+	ft_ec_meta_t *m = malloc(sizeof(*m));
+	size_t hlen;
+	int rc;
+
+	if (m == NULL) {
+		ft_ctl_error(resp, 500, "out of memory");
+		return;
+	}
+	rc = ec_sync(t, fd);
+	if (rc == 0)
+		rc = ft_ec_slice_verify(fd, m, &hlen);
+	if (rc != 0) {
+		ft_ctl_error(resp, rc == -EBADMSG ? 400 : 500, "slice of \"%s/%s\" %s", n->bucket, n->obj,
+			     rc == -EBADMSG ? "is corrupt (bad header, length or checksum)" : strerror(-rc));
+		goto out;
+	}
+	if (strcmp(m->provider, n->provider) != 0 || strcmp(m->bucket, n->bucket) != 0 || strcmp(m->obj, n->obj) != 0) {
+		ft_ctl_error(resp, 400, "slice header names \"%s/%s\", the query \"%s/%s\"", m->bucket, m->obj, n->bucket,
+			     n->obj);
+		goto out;
+	}
+	if (!ec_bucket_current(m)) {
+		ft_ctl_error(resp, 404, "bucket \"%s\" (this incarnation) does not exist here", m->bucket);
+		goto out;
+	}
+	rc = ec_slice_commit(n, work, t->cfg.sync);
+	if (rc != 0) {
+		ft_ctl_error(resp, rc == -ENOTDIR ? 409 : 500, "cannot store the slice of \"%s/%s\": %s", n->bucket, n->obj,
+			     rc == -ENOTDIR ? "a component of its path is another object's slice" : strerror(-rc));
+		goto out;
+	}
+	ft_debug("ec: stored %s %d of %s/%s (%" PRIu64 " bytes)", m->replica ? "replica" : "slice", m->idx, m->bucket,
+		 m->obj, m->slice_size);
+	resp->status = 200;
+	resp->json = json_pack("{s:i, s:b}", "idx", m->idx, "replica", m->replica);
+out:
+	free(m);
+}
+
+/* POST /v1/ec/slice?provider&bucket&obj&xfer&off&total: one chunk of a slice transfer. */
+static void ec_ctl_slice_post(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+{
+	const char *xfer = ft_ctl_query(req, "xfer");
+	uint64_t off, total;
+	char work[64];
+	ec_name_t n;
+	int fd;
+
+	if (ec_ctl_names(t, req, resp, &n) != 0)
+		return;
+	if (!xfer || strlen(xfer) == 0 || strlen(xfer) > 32 || strspn(xfer, "0123456789abcdef") != strlen(xfer) ||
+	    ec_ctl_u64(req, "off", &off) != 0 || ec_ctl_u64(req, "total", &total) != 0) {
+		ft_ctl_error(resp, 400, "POST %s: xfer (hex), off and total are required", req->path);
+		return;
+	}
+	if (off > total || req->body_len > total - off || (req->body_len == 0 && off < total)) {
+		ft_ctl_error(resp, 400, "POST %s: chunk [%" PRIu64 ", +%zu) outside the %" PRIu64 "-byte slice", req->path,
+			     off, req->body_len, total);
+		return;
+	}
+	snprintf(work, sizeof(work), "ec.%s", xfer);
+	fd = openat(n.mp->work_fd, work, O_RDWR | O_CLOEXEC | (off == 0 ? O_CREAT | O_TRUNC : 0), 0644);
+	if (fd < 0) {
+		ft_ctl_error(resp, errno == ENOENT ? 409 : 500, "POST %s: transfer %s: %s", req->path, xfer,
+			     errno == ENOENT ? "unknown (its first chunk never came)" : strerror(errno));
+		return;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != off || lseek(fd, (off_t)off, SEEK_SET) != (off_t)off) {
+		ft_ctl_error(resp, 409, "POST %s: transfer %s: chunk at %" PRIu64 " out of order", req->path, xfer, off);
+		goto fail;
+	}
+	int e = req->body_len > 0 ? ft_write_all(fd, req->body, req->body_len) : 0;
+	if (e != 0) {
+		ft_ctl_error(resp, e == -ENOSPC ? 507 : 500, "POST %s: write: %s", req->path, strerror(-e));
+		goto fail;
+	}
+	if (off + req->body_len < total) {
+		close(fd);
+		resp->status = 200;
+		resp->json = json_pack("{s:I}", "received", (json_int_t)(off + req->body_len));
+		return;
+	}
+	ec_ctl_commit(t, &n, fd, work, resp);
+	ec_sweep_stale(t);
+fail:
+	close(fd);
+	unlinkat(n.mp->work_fd, work, 0); /* gone already once committed */
+}
+
+/* GET /v1/ec/meta?provider&bucket&obj: the verified header of the slice held here (corrupt: removed, 404). */
+static void ec_ctl_meta(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+{
+	ft_ec_meta_t *m = malloc(sizeof(*m));
+	uint8_t *hdr = malloc(FT_EC_HDR_MAX);
+	size_t hlen = 0;
+	ec_name_t n;
+	int fd = -1, rc;
+
+	if (m == NULL || hdr == NULL) {
+		ft_ctl_error(resp, 500, "out of memory");
+		goto out;
+	}
+	if (ec_ctl_names(t, req, resp, &n) != 0)
+		goto out;
+	fd = ec_slice_open(t, &n);
+	if (fd < 0) {
+		ft_ctl_error(resp, 404, "no slice of \"%s/%s\" here", n.bucket, n.obj);
+		goto out;
+	}
+	rc = ft_ec_slice_verify(fd, m, &hlen);
+	if (rc == -EBADMSG) {
+		ft_error("ec: slice of %s/%s on %s is corrupt: removed", n.bucket, n.obj, n.mp->path);
+		ec_slice_remove(&n);
+		ft_ctl_error(resp, 404, "the slice of \"%s/%s\" here was corrupt (removed)", n.bucket, n.obj);
+		goto out;
+	}
+	if (rc != 0 || ft_pread_all(fd, hdr, hlen, 0) != 0) {
+		ft_ctl_error(resp, 500, "slice of \"%s/%s\": %s", n.bucket, n.obj, strerror(rc ? -rc : EIO));
+		goto out;
+	}
+	char *b64 = ft_ec_b64_encode(hdr, hlen);
+	if (b64 == NULL) {
+		ft_ctl_error(resp, 500, "out of memory");
+		goto out;
+	}
+	resp->status = 200;
+	resp->json = json_pack("{s:s, s:i, s:b, s:s}", "hdr", b64, "idx", m->idx, "replica", m->replica, "version",
+			       m->lom.version);
+	free(b64);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(hdr);
+	free(m);
+}
+
+/* GET /v1/ec/slice?provider&bucket&obj&off&len: len payload bytes at off, base64 in "data". */
+static void ec_ctl_slice_get(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+{
+	ft_ec_meta_t *m = malloc(sizeof(*m));
+	uint8_t *buf = malloc(FT_EC_HDR_MAX > EC_FETCH_CHUNK ? FT_EC_HDR_MAX : EC_FETCH_CHUNK);
+	uint64_t off, len;
+	size_t hlen = 0;
+	ssize_t got;
+	ec_name_t n;
+	int fd = -1;
+
+	if (m == NULL || buf == NULL) {
+		ft_ctl_error(resp, 500, "out of memory");
+		goto out;
+	}
+	if (ec_ctl_names(t, req, resp, &n) != 0)
+		goto out;
+	if (ec_ctl_u64(req, "off", &off) != 0 || ec_ctl_u64(req, "len", &len) != 0 || len > EC_FETCH_CHUNK) {
+		ft_ctl_error(resp, 400, "GET %s: off and len (at most %u) are required", req->path, EC_FETCH_CHUNK);
+		goto out;
+	}
+	fd = ec_slice_open(t, &n);
+	if (fd < 0) {
+		ft_ctl_error(resp, 404, "no slice of \"%s/%s\" here", n.bucket, n.obj);
+		goto out;
+	}
+	got = pread(fd, buf, FT_EC_HDR_MAX, 0);
+	if (got < 0 || ft_ec_hdr_decode(m, buf, (size_t)got, &hlen) != 0) {
+		ft_ctl_error(resp, 500, "the slice of \"%s/%s\" here has a bad header", n.bucket, n.obj);
+		goto out;
+	}
+	if (off > m->slice_size || len > m->slice_size - off) {
+		ft_ctl_error(resp, 416, "range [%" PRIu64 ", +%" PRIu64 ") outside the %" PRIu64 "-byte slice", off, len,
+			     m->slice_size);
+		goto out;
+	}
+	if (ft_pread_all(fd, buf, (size_t)len, (off_t)(hlen + off)) != 0) {
+		ft_ctl_error(resp, 500, "the slice of \"%s/%s\" here is shorter than its header says", n.bucket, n.obj);
+		goto out;
+	}
+	char *b64 = ft_ec_b64_encode(buf, (size_t)len);
+	if (b64 == NULL) {
+		ft_ctl_error(resp, 500, "out of memory");
+		goto out;
+	}
+	resp->status = 200;
+	resp->json = json_pack("{s:s, s:s}", "data", b64, "slice_cksum", m->slice_cksum);
+	free(b64);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	free(m);
+}
+
+/* DELETE /v1/ec/slice?provider&bucket&obj[&before=ns]: drops the slice (only one stored before "before"). */
+static void ec_ctl_slice_delete(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+{
+	uint64_t before = 0;
+	int removed = 0;
+	ec_name_t n;
+
+	if (ec_ctl_names(t, req, resp, &n) != 0)
+		return;
+	if (ft_ctl_query(req, "before") && ec_ctl_u64(req, "before", &before) != 0) {
+		ft_ctl_error(resp, 400, "DELETE %s: bad \"before\"", req->path);
+		return;
+	}
+	for (int i = 0; i < t->n_mountpaths; i++) {
+		ec_name_t at = n;
+		ft_lom_t lom;
+		uint8_t hdr[FT_EC_HDR_MAX];
+		ft_ec_meta_t *m;
+		at.mp = &t->mountpaths[i];
+		int fd = openat(at.mp->root_fd, at.rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t got = pread(fd, hdr, sizeof(hdr), 0);
+		size_t hlen;
+		m = malloc(sizeof(*m));
+		int keep = 0;
+		if (m && got > 0 && ft_ec_hdr_decode(m, hdr, (size_t)got, &hlen) == 0) {
+			lom = m->lom;
+			keep = before > 0 && lom.mtime_ns >= (int64_t)before; /* stored by a later PUT */
+		}
+		free(m);
+		close(fd);
+		if (!keep) {
+			ec_slice_remove(&at);
+			removed++;
+		}
+	}
+	if (removed == 0) {
+		ft_ctl_error(resp, 404, "no slice of \"%s/%s\" here", n.bucket, n.obj);
+		return;
+	}
+	resp->status = 200;
+	resp->json = json_pack("{s:i}", "removed", removed);
+}
+
+/*
+ * POST /v1/ec/encode?provider&bucket&obj: the "ec-encode" job's action on one object stored here
+ * (slices made or re-created when any is missing or corrupt). {"encoded": bool, "bytes": N}.
+ */
+static void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+{
+	tgt_obj_t *o = calloc(1, sizeof(*o));
+	ft_bmd_t *bmd = ft_bmd_current();
+	const ft_bucket_t *b;
+	char err[512] = "";
+	int64_t bytes = 0;
+	ec_name_t n;
+
+	if (o == NULL) {
+		ft_ctl_error(resp, 500, "out of memory");
+		goto out;
+	}
+	if (ec_ctl_names(t, req, resp, &n) != 0)
+		goto out;
+	b = bmd ? ft_bmd_find(bmd, n.provider, n.bucket) : NULL;
+	if (b == NULL) {
+		ft_ctl_error(resp, 404, "bucket \"%s\" does not exist", n.bucket);
+		goto out;
+	}
+	o->t = t;
+	snprintf(o->provider, sizeof(o->provider), "%s", n.provider);
+	snprintf(o->bucket, sizeof(o->bucket), "%s", n.bucket);
+	tgt_obj_props(o, b);
+	o->obj = n.obj;
+	o->obj_len = strlen(n.obj);
+	o->mp = tgt_mountpath_pick(t, n.provider, n.bucket, n.obj, o->obj_len);
+	tgt_rel_path(o->rel, sizeof(o->rel), n.provider, n.bucket, n.obj); /* fits: ec_ctl_names checked */
+	int rc = tgt_ec_job_obj(o, &bytes, err, sizeof(err));
+	if (rc < 0) {
+		ft_ctl_error(resp, strstr(err, "main copy missing") ? 404 : strstr(err, "no erasure coding") ? 400 : 500,
+			     "ec-encode of \"%s/%s\": %s", n.bucket, n.obj, err);
+		goto out;
+	}
+	resp->status = 200;
+	resp->json = json_pack("{s:b, s:I}", "encoded", rc == 0, "bytes", (json_int_t)bytes);
+out:
+	ft_bmd_put(bmd);
+	free(o);
+}
+
+void tgt_ec_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+{
+	int get = strcmp(req->method, "GET") == 0;
+
+	if (strcmp(req->path, "/v1/ec/slice") == 0) {
+		if (strcmp(req->method, "POST") == 0)
+			ec_ctl_slice_post(t, req, resp);
+		else if (get)
+			ec_ctl_slice_get(t, req, resp);
+		else if (strcmp(req->method, "DELETE") == 0)
+			ec_ctl_slice_delete(t, req, resp);
+		else
+			ft_ctl_error(resp, 405, "method %s not allowed on %s (use GET, POST or DELETE)", req->method,
+				     req->path);
+		return;
+	}
+	if (strcmp(req->path, "/v1/ec/encode") == 0) {
+		if (strcmp(req->method, "POST") == 0)
+			ec_ctl_encode(t, req, resp);
+		else
+			ft_ctl_error(resp, 405, "method %s not allowed on %s (use POST)", req->method, req->path);
+		return;
+	}
+	if (strcmp(req->path, "/v1/ec/meta") == 0) {
+		if (get)
+			ec_ctl_meta(t, req, resp);
+		else
+			ft_ctl_error(resp, 405, "method %s not allowed on %s (use GET)", req->method, req->path);
+		return;
+	}
+	ft_ctl_error(resp, 404, "no such control endpoint: %s %s", req->method, req->path);
+}

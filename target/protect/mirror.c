@@ -1,0 +1,526 @@
+/* N-way mirroring of objects on distinct mountpaths of their owner: copies at PUT, removal, the "mirror" job, replica checks and repair. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cluster/hrw.h"
+#include "base/log.h"
+#include "protect/mirror.h"
+
+/*
+ * DESIGN
+ * Placement: the copies of an object go to the mountpaths that follow its main copy's mountpath
+ * in HRW order of its name, so every reader computes the same places without any index. A
+ * target with fewer mountpaths than mirror.copies keeps one replica per mountpath (it says so in
+ * its log once); the PUT still succeeds (docs/data-protection.md).
+ * Writing: a copy is made like a PUT: a work file in that mountpath's .work, filled with
+ * copy_file_range from the published main copy (read/write where the kernel cannot), the same
+ * LOM xattr, synced per the sync policy, then renamed to "<mp>/.copies/<rel>", under publish_lock
+ * shared with the "bucket still exists" check so that no copy lands in a retired bucket. So a
+ * copy, like an object, is either absent or whole.
+ * A copy's directories are made with the helpers of mountpath.c on a view of the mountpath
+ * whose root is its .copies directory (work_fd shared).
+ *
+ * OWNERSHIP
+ * Every function closes what it opens; tgt_replica_open hands its fd to the caller on success.
+ */
+
+#define COPY_CHUNK (1u << 20) /* read/write fallback and checksum buffer */
+#define COPY_REL_MAX (sizeof(TGT_COPIES_DIR) + TGT_REL_MAX)
+
+static const char *const state_names[] = {
+	[TGT_REPLICA_OK] = "good",
+	[TGT_REPLICA_ABSENT] = "missing",
+	[TGT_REPLICA_NO_META] = "metadata missing",
+	[TGT_REPLICA_BAD_META] = "metadata corrupt",
+	[TGT_REPLICA_BAD_SIZE] = "size differs from its metadata",
+	[TGT_REPLICA_BAD_CKSUM] = "checksum mismatch",
+	[TGT_REPLICA_STALE] = "older version than the main copy",
+	[TGT_REPLICA_IO] = "I/O error",
+};
+
+static atomic_llong integrity[TGT_INTEGRITY_KINDS];
+static atomic_int warned_few_mountpaths;
+
+const char *tgt_replica_state_name(tgt_replica_state_t s)
+{
+	return (int)s >= 0 && (size_t)s < sizeof(state_names) / sizeof(state_names[0]) ? state_names[s] : "?";
+}
+
+void tgt_integrity_count(tgt_integrity_kind_t kind)
+{
+	atomic_fetch_add(&integrity[kind], 1);
+}
+
+json_t *tgt_integrity_json(void)
+{
+	return json_pack("{s:I, s:I, s:I}", "damaged_replicas", (json_int_t)atomic_load(&integrity[TGT_INTEGRITY_DAMAGED]),
+			 "repaired_replicas", (json_int_t)atomic_load(&integrity[TGT_INTEGRITY_REPAIRED]),
+			 "unrepairable_objects", (json_int_t)atomic_load(&integrity[TGT_INTEGRITY_LOST]));
+}
+
+pthread_mutex_t *tgt_replica_lock(const tgt_obj_t *o)
+{
+	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
+
+	return &o->t->put_locks[h % TGT_PUT_LOCKS];
+}
+
+int tgt_mirror_replicas(const tgt_obj_t *o, tgt_replica_t out[FT_MAX_MOUNTPATHS])
+{
+	const tgt_t *t = o->t;
+	int main_index = (int)(o->mp - t->mountpaths);
+	int want = o->mirror_copies > 1 ? o->mirror_copies : 1, n = 1;
+
+	out[0] = (tgt_replica_t){ .mp_index = main_index, .copy = false };
+	if (want == 1 || t->n_mountpaths < 2)
+		return 1;
+	/* HRW order: the best of the mountpaths not taken yet, until enough are taken (n <= 16). */
+	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
+	bool taken[FT_MAX_MOUNTPATHS] = { false };
+	taken[main_index] = true;
+	while (n < want) {
+		uint64_t digests[FT_MAX_MOUNTPATHS];
+		int index[FT_MAX_MOUNTPATHS], left = 0;
+		for (int i = 0; i < t->n_mountpaths; i++) {
+			if (!taken[i] && tgt_mountpath_slot_state(t, i) == 0) { /* active ones only */
+				digests[left] = t->mountpath_digests[i];
+				index[left++] = i;
+			}
+		}
+		if (left == 0)
+			break;
+		int k = index[ft_hrw_pick(h, digests, left)];
+		taken[k] = true;
+		out[n++] = (tgt_replica_t){ .mp_index = k, .copy = true };
+	}
+	if (n < want && atomic_exchange(&warned_few_mountpaths, 1) == 0)
+		ft_warn("bucket %s/%s wants %d copies; this target has %d mountpaths and keeps %d (warned once)",
+			o->provider, o->bucket, want, t->n_mountpaths, n);
+	return n;
+}
+
+/* rp's path relative to its mountpath root. */
+static void replica_rel(const tgt_obj_t *o, const tgt_replica_t *rp, char *buf, size_t cap)
+{
+	if (rp->copy)
+		snprintf(buf, cap, "%s/%s", TGT_COPIES_DIR, o->rel);
+	else
+		snprintf(buf, cap, "%s", o->rel);
+}
+
+static const tgt_mountpath_t *replica_mp(const tgt_obj_t *o, const tgt_replica_t *rp)
+{
+	return rp->copy ? &o->t->mountpaths[rp->mp_index] : o->mp;
+}
+
+/* Checksum of fd's content against lom's: OK, BAD_CKSUM or IO. *size (may be NULL) adds the bytes read. */
+static tgt_replica_state_t replica_verify(int fd, const ft_lom_t *lom, int64_t *size)
+{
+	ft_cksum_t ck;
+	char hex[FT_CKSUM_HEX_MAX];
+	uint64_t off = 0;
+
+	if (lom->cksum_type == FT_CKSUM_NONE || lom->cksum[0] == '\0')
+		return TGT_REPLICA_OK;
+	char *buf = malloc(COPY_CHUNK);
+	if (buf == NULL || ft_cksum_init(&ck, lom->cksum_type) != 0) {
+		free(buf);
+		return TGT_REPLICA_IO;
+	}
+	while (off < lom->size) {
+		size_t want = lom->size - off < COPY_CHUNK ? (size_t)(lom->size - off) : COPY_CHUNK;
+		ssize_t got = pread(fd, buf, want, (off_t)off);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			ft_cksum_abort(&ck);
+			free(buf);
+			return got == 0 ? TGT_REPLICA_BAD_SIZE : TGT_REPLICA_IO;
+		}
+		ft_cksum_update(&ck, buf, (size_t)got);
+		off += (uint64_t)got;
+	}
+	free(buf);
+	ft_cksum_final(&ck, hex);
+	if (size != NULL)
+		*size += (int64_t)off;
+	return strcmp(hex, lom->cksum) == 0 ? TGT_REPLICA_OK : TGT_REPLICA_BAD_CKSUM;
+}
+
+tgt_replica_state_t tgt_replica_open(const tgt_obj_t *o, const tgt_replica_t *rp, bool verify, int *fd,
+				     ft_lom_t *lom, int64_t *size)
+{
+	char rel[COPY_REL_MAX];
+	struct stat st;
+	tgt_replica_state_t s;
+
+	replica_rel(o, rp, rel, sizeof(rel));
+	*fd = openat(replica_mp(o, rp)->root_fd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (*fd < 0)
+		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? TGT_REPLICA_ABSENT : TGT_REPLICA_IO;
+	if (fstat(*fd, &st) != 0) {
+		s = TGT_REPLICA_IO;
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		s = TGT_REPLICA_ABSENT;
+		goto fail;
+	}
+	int rc = ft_lom_fget(*fd, lom);
+	if (rc != 0) {
+		s = rc == -ENODATA ? TGT_REPLICA_NO_META : rc == -EBADMSG ? TGT_REPLICA_BAD_META : TGT_REPLICA_IO;
+		goto fail;
+	}
+	if ((uint64_t)st.st_size != lom->size) {
+		s = TGT_REPLICA_BAD_SIZE;
+		goto fail;
+	}
+	if (verify && (s = replica_verify(*fd, lom, size)) != TGT_REPLICA_OK)
+		goto fail;
+	return TGT_REPLICA_OK;
+fail:
+	close(*fd);
+	*fd = -1;
+	return s;
+}
+
+bool tgt_replica_same(const ft_lom_t *a, const ft_lom_t *b)
+{
+	return a->size == b->size && a->mtime_ns == b->mtime_ns && strcmp(a->cksum, b->cksum) == 0 &&
+	       strcmp(a->version, b->version) == 0;
+}
+
+/* A view of mp rooted at its .copies directory (created when create). 0 or -errno; close view->root_fd. */
+static int copies_view(const tgt_mountpath_t *mp, tgt_mountpath_t *view, bool create)
+{
+	*view = *mp;
+	if (create && mkdirat(mp->root_fd, TGT_COPIES_DIR, 0755) != 0 && errno != EEXIST)
+		return -errno;
+	view->root_fd = openat(mp->root_fd, TGT_COPIES_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return view->root_fd < 0 ? -errno : 0;
+}
+
+/* len bytes of src into dst from offset 0: copy_file_range, or read/write where it is refused. 0 or -errno. */
+static int copy_data(int src, int dst, uint64_t len)
+{
+	loff_t in = 0, out = 0;
+	char *buf = NULL;
+	int rc = 0;
+
+	while ((uint64_t)in < len) {
+		ssize_t n = copy_file_range(src, &in, dst, &out, (size_t)(len - (uint64_t)in), 0);
+		if (n > 0)
+			continue;
+		if (n == 0)
+			return -EIO; /* the source is shorter than its metadata says */
+		if (errno == EINTR)
+			continue;
+		if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+			return -errno;
+		break;
+	}
+	if ((uint64_t)in >= len)
+		return 0;
+	buf = malloc(COPY_CHUNK);
+	if (buf == NULL)
+		return -ENOMEM;
+	while ((uint64_t)in < len) {
+		size_t want = len - (uint64_t)in < COPY_CHUNK ? (size_t)(len - (uint64_t)in) : COPY_CHUNK;
+		ssize_t n = pread(src, buf, want, in);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n == 0 ? -EIO : -errno;
+			break;
+		}
+		for (ssize_t done = 0; done < n;) {
+			ssize_t w = pwrite(dst, buf + done, (size_t)(n - done), out);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				rc = -errno;
+				goto out;
+			}
+			done += w;
+			out += w;
+		}
+		in += n;
+	}
+out:
+	free(buf);
+	return rc;
+}
+
+int tgt_replica_write(const tgt_obj_t *o, const tgt_replica_t *rp, int src_fd, const ft_lom_t *lom)
+{
+	tgt_t *t = o->t;
+	tgt_mountpath_t view = { .root_fd = -1 };
+	const tgt_mountpath_t *mp = replica_mp(o, rp);
+	char work[64] = "";
+	uint64_t avail = 0;
+	int wfd = -1, rc;
+
+	rc = tgt_mountpath_avail(mp, t->cfg.reserve_bytes, &avail);
+	if (rc == 0 && lom->size > avail)
+		rc = -ENOSPC;
+	if (rc == 0 && rp->copy) {
+		rc = copies_view(mp, &view, true);
+		mp = &view;
+	}
+	if (rc != 0)
+		goto out;
+	wfd = tgt_work_create(mp, work, sizeof(work));
+	if (wfd < 0) {
+		rc = wfd;
+		work[0] = '\0';
+		goto out;
+	}
+	rc = copy_data(src_fd, wfd, lom->size);
+	if (rc == 0)
+		rc = ft_lom_fset(wfd, lom);
+	if (rc == 0 && t->cfg.sync == FT_SYNC_DATA && fdatasync(wfd) != 0)
+		rc = -errno;
+	if (rc == 0 && t->cfg.sync == FT_SYNC_FULL && fsync(wfd) != 0)
+		rc = -errno;
+	if (rc != 0)
+		goto out;
+	tgt_obj_t at = *o;
+	at.mp = mp;
+	pthread_rwlock_rdlock(&t->publish_lock);
+	rc = tgt_put_bucket_alive(o) ? tgt_put_publish(&at, work, t->cfg.sync) : -ESTALE;
+	pthread_rwlock_unlock(&t->publish_lock);
+out:
+	if (wfd >= 0)
+		close(wfd);
+	if (work[0])
+		unlinkat(mp->work_fd, work, 0);
+	if (view.root_fd >= 0)
+		close(view.root_fd);
+	return rc;
+}
+
+int tgt_replica_set_aside(const tgt_obj_t *o, char *aside, size_t cap)
+{
+	static atomic_uint_fast64_t seq;
+
+	snprintf(aside, cap, "damaged.%ld.%llu", (long)getpid(), (unsigned long long)atomic_fetch_add(&seq, 1));
+	if (renameat(o->mp->root_fd, o->rel, o->mp->work_fd, aside) != 0) {
+		aside[0] = '\0';
+		return -errno;
+	}
+	return 0;
+}
+
+void tgt_replica_put_back(const tgt_obj_t *o, char *aside)
+{
+	const char *leaf;
+
+	if (!aside[0])
+		return;
+	int dfd = tgt_parent_open(o->mp, o->rel, &leaf);
+	if (dfd < 0 || renameat2(o->mp->work_fd, aside, dfd, leaf, RENAME_NOREPLACE) != 0)
+		unlinkat(o->mp->work_fd, aside, 0); /* a new main copy is there (or no way back) */
+	if (dfd >= 0)
+		close(dfd);
+	aside[0] = '\0';
+}
+
+void tgt_replica_drop(const tgt_obj_t *o, char *aside)
+{
+	if (aside[0])
+		unlinkat(o->mp->work_fd, aside, 0);
+	aside[0] = '\0';
+}
+
+static void note_damaged(const tgt_obj_t *o, const tgt_replica_t *rp, tgt_replica_state_t s)
+{
+	tgt_integrity_count(TGT_INTEGRITY_DAMAGED);
+	ft_error("object %s/%s: %s on %s is damaged: %s", o->bucket, o->obj, rp->copy ? "mirror copy" : "main copy",
+		 o->t->mountpaths[rp->mp_index].path, tgt_replica_state_name(s));
+}
+
+int tgt_replica_heal(tgt_obj_t *o, tgt_replica_t reps[FT_MAX_MOUNTPATHS], int n, bool verify_main, int *fd,
+		     ft_lom_t *lom, tgt_heal_t *h)
+{
+	tgt_replica_state_t st[FT_MAX_MOUNTPATHS] = { TGT_REPLICA_ABSENT };
+	ft_lom_t loms[FT_MAX_MOUNTPATHS];
+	int fds[FT_MAX_MOUNTPATHS];
+	int best = -1;
+	pthread_mutex_t *lock = tgt_replica_lock(o);
+
+	memset(h, 0, sizeof(*h));
+	pthread_mutex_lock(lock);
+	for (int k = 0; k < n; k++) {
+		st[k] = tgt_replica_open(o, &reps[k], k > 0 || verify_main, &fds[k], &loms[k], &h->bytes);
+		if (st[k] != TGT_REPLICA_ABSENT)
+			h->existed = true;
+		if (st[k] != TGT_REPLICA_OK)
+			continue;
+		if (k > 0 && st[0] == TGT_REPLICA_OK && !tgt_replica_same(&loms[0], &loms[k])) {
+			st[k] = TGT_REPLICA_STALE; /* left from before the last PUT: rewrite it */
+			close(fds[k]);
+			fds[k] = -1;
+			continue;
+		}
+		/* The main copy when good, else the newest good copy. */
+		if (best < 0 || (best > 0 && loms[k].mtime_ns > loms[best].mtime_ns))
+			best = k;
+	}
+	h->main = st[0];
+	for (int k = 0; k < n; k++) {
+		if (st[k] != TGT_REPLICA_OK && st[k] != TGT_REPLICA_ABSENT && st[k] != TGT_REPLICA_STALE) {
+			h->damaged++;
+			note_damaged(o, &reps[k], st[k]);
+		}
+	}
+	for (int k = 0; best >= 0 && k < n; k++) {
+		if (st[k] == TGT_REPLICA_OK)
+			continue;
+		int rc = tgt_replica_write(o, &reps[k], fds[best], &loms[best]);
+		const char *what = reps[k].copy ? "mirror copy" : "main copy";
+		const char *where = o->t->mountpaths[reps[k].mp_index].path;
+		if (rc != 0) {
+			h->failed++;
+			ft_error("object %s/%s: cannot rewrite the %s on %s: %s", o->bucket, o->obj, what, where,
+				 strerror(-rc));
+			continue;
+		}
+		h->repaired++;
+		h->bytes += (int64_t)loms[best].size;
+		tgt_integrity_count(TGT_INTEGRITY_REPAIRED);
+		ft_warn("object %s/%s: %s on %s (%s) rewritten from the %s", o->bucket, o->obj, what, where,
+			tgt_replica_state_name(st[k]), best == 0 ? "main copy" : "mirror copy");
+	}
+	if (best >= 0) {
+		*fd = fds[best];
+		*lom = loms[best];
+		fds[best] = -1;
+	} else if (st[0] != TGT_REPLICA_ABSENT && st[0] != TGT_REPLICA_IO) {
+		int rc = tgt_replica_set_aside(o, h->aside, sizeof(h->aside));
+		if (rc != 0)
+			ft_warn("object %s/%s: cannot move the damaged main copy aside: %s", o->bucket, o->obj, strerror(-rc));
+	}
+	pthread_mutex_unlock(lock);
+	for (int k = 0; k < n; k++)
+		if (fds[k] >= 0)
+			close(fds[k]);
+	return best;
+}
+
+/* ---- PUT, DELETE, job ---- */
+
+int tgt_mirror_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
+{
+	tgt_replica_t reps[FT_MAX_MOUNTPATHS];
+	int n, fd, rc = 0;
+
+	if (o->mirror_copies <= 1)
+		return 0;
+	n = tgt_mirror_replicas(o, reps);
+	if (n < 2)
+		return 0;
+	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, cap, "cannot reopen the stored object to copy it: %s", strerror(errno));
+		return -1;
+	}
+	for (int k = 1; k < n && rc == 0; k++) {
+		rc = tgt_replica_write(o, &reps[k], fd, lom);
+		if (rc != 0)
+			snprintf(err, cap, "cannot write the mirror copy on %s: %s", o->t->mountpaths[reps[k].mp_index].path,
+				 rc == -ESTALE ? "the bucket was destroyed" : strerror(-rc));
+	}
+	close(fd);
+	return rc == 0 ? 0 : -1;
+}
+
+/* Removes the extra copy on mountpath i (if any) and the directories it leaves empty. 1 removed, 0 none. */
+static int copy_remove(const tgt_obj_t *o, int i)
+{
+	tgt_mountpath_t view;
+	int removed = 0;
+
+	if (copies_view(&o->t->mountpaths[i], &view, false) != 0)
+		return 0;
+	if (unlinkat(view.root_fd, o->rel, 0) == 0) {
+		removed = 1;
+		tgt_parent_prune(&view, o->rel);
+	}
+	close(view.root_fd);
+	return removed;
+}
+
+/*
+ * Every mountpath, whatever mirror.copies says now: a copy left from an earlier setting must not
+ * outlive its object. Under the name's stripe, which a GET's repair holds from its check through
+ * its rewrite: a main copy such a repair re-created between the DELETE's unlink and this call is
+ * removed again (a mirrored bucket only: elsewhere nothing re-creates one).
+ */
+int tgt_mirror_delete(const tgt_obj_t *o)
+{
+	pthread_mutex_t *lock = tgt_replica_lock(o);
+	int removed = 0;
+
+	pthread_mutex_lock(lock);
+	if (o->mirror_copies > 1 && unlinkat(o->mp->root_fd, o->rel, 0) == 0)
+		tgt_parent_prune(o->mp, o->rel);
+	for (int i = 0; i < o->t->n_mountpaths; i++)
+		removed += copy_remove(o, i);
+	pthread_mutex_unlock(lock);
+	return removed;
+}
+
+/*
+ * Makes the copies mirror.copies asks for from a verified main copy and removes those it no longer
+ * asks for. 0 when something was written or removed, 1 when all was in place.
+ */
+int tgt_mirror_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
+{
+	tgt_replica_t reps[FT_MAX_MOUNTPATHS];
+	bool wanted[FT_MAX_MOUNTPATHS] = { false };
+	pthread_mutex_t *lock = tgt_replica_lock(o);
+	ft_lom_t lom, clom;
+	int n = tgt_mirror_replicas(o, reps), fd, cfd, rc = 1;
+
+	pthread_mutex_lock(lock);
+	tgt_replica_state_t s = tgt_replica_open(o, &reps[0], true, &fd, &lom, bytes);
+	if (s != TGT_REPLICA_OK) {
+		pthread_mutex_unlock(lock);
+		if (s == TGT_REPLICA_ABSENT)
+			return 1; /* deleted meanwhile */
+		snprintf(err, cap, "main copy on %s: %s; not copied (the scrub job repairs it)", o->mp->path,
+			 tgt_replica_state_name(s));
+		return -1;
+	}
+	wanted[reps[0].mp_index] = true;
+	for (int k = 1; k < n; k++) {
+		wanted[reps[k].mp_index] = true;
+		if (tgt_replica_open(o, &reps[k], false, &cfd, &clom, NULL) == TGT_REPLICA_OK) {
+			close(cfd);
+			if (tgt_replica_same(&lom, &clom))
+				continue;
+		}
+		int wrc = tgt_replica_write(o, &reps[k], fd, &lom);
+		if (wrc != 0) {
+			snprintf(err, cap, "cannot write the mirror copy on %s: %s", o->t->mountpaths[reps[k].mp_index].path,
+				 strerror(-wrc));
+			rc = -1;
+			break;
+		}
+		*bytes += (int64_t)lom.size;
+		rc = 0;
+	}
+	for (int i = 0; rc >= 0 && i < o->t->n_mountpaths; i++)
+		if (!wanted[i] && copy_remove(o, i))
+			rc = 0;
+	pthread_mutex_unlock(lock);
+	close(fd);
+	return rc;
+}

@@ -1,0 +1,808 @@
+/* Target side of cluster jobs: prefetch, evict and jobs over local objects; worker threads, status, abort. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cluster/bmd.h"
+#include "cluster/hrw.h"
+#include "http/util.h"
+#include "obj/listwalk.h"
+#include "base/log.h"
+#include "cluster/smap.h"
+#include "target.h"
+
+/*
+ * DESIGN
+ * A job is a list of items (object name, the mountpath it was found on or -1 for the HRW one, and
+ * its bucket) run on JOB_THREADS threads of its own. Where the items come from:
+ * - names the proxy sent (objnames, template): the ones this target owns (HRW in the Smap
+ *   current at start), all known at submit;
+ * - the backend's listing under a prefix (prefetch of a prefix): every target lists the whole
+ *   prefix and keeps the names it owns, so all targets fetch in parallel;
+ * - the local objects of a bucket, or of every bucket (jobs over local objects: mirror, ec-encode,
+ *   scrub, rebalance, and evict of a prefix, which only ever concerns cached copies), from
+ *   list.c's name snapshots.
+ * For the last two, the first thread to start collects while the others already run what was collected
+ * (they wait on the job's condition variable when they catch up). Counters are atomics so that
+ * GET /v1/jobs/<id> reads them without stopping the workers. DELETE sets the abort flag; workers
+ * stop before their next object and the collector before its next page or bucket. The last worker
+ * to leave sets the final state and end. Jobs stay in the table (for status) until the daemon
+ * stops; tgt_jobs_fini aborts and joins all. A job is read under jobs_lock by the control handlers
+ * only, so fini can free it safely.
+ *
+ * LOCKING
+ * jobs_lock (the table, samples, live_threads) is taken before a job's mu (items, next, flags)
+ * when both are needed; workers never hold mu while taking jobs_lock.
+ */
+
+#define JOB_THREADS 4
+#define JOB_SAMPLES 5
+#define JOB_ID_MAX 64
+#define JOB_KIND_MAX 32
+#define JOB_LIST_PAGE 1000
+
+enum { JOB_PREFETCH = 0, JOB_EVICT, JOB_EVICT_BUCKET, JOB_LOCAL };
+enum { SRC_NAMES = 0, SRC_BACKEND, SRC_LOCAL };
+enum { ST_RUNNING = 0, ST_FINISHED, ST_FAILED, ST_ABORTED };
+static const char *const state_names[] = { [ST_RUNNING] = "running", [ST_FINISHED] = "finished",
+					   [ST_FAILED] = "failed", [ST_ABORTED] = "aborted" };
+
+/* The user-facing jobs over local objects: kind name -> action on one object. */
+static const struct {
+	const char *kind;
+	tgt_job_fn fn;
+} local_kinds[] = {
+	{ "mirror", tgt_mirror_job_obj },
+	{ "ec-encode", tgt_ec_job_obj },
+	{ "scrub", tgt_scrub_job_obj },
+};
+
+typedef struct {
+	char *name; /* owned by the job */
+	int mp;     /* index of the mountpath it was found on; -1: the HRW one */
+	int bucket; /* index in the job's bmd->buckets */
+} job_item_t;
+
+typedef struct job {
+	struct job *next;
+	tgt_t *t;
+	char id[JOB_ID_MAX];
+	int kind;
+	char kind_name[JOB_KIND_MAX];
+	tgt_job_fn fn;                      /* JOB_LOCAL */
+	int src;
+	int bidx;                           /* the bucket's index in bmd->buckets; -1 for every bucket */
+	atomic_int collector;               /* taken by the first thread to start: it collects the items */
+	char provider[TGT_PROVIDER_MAX];    /* "" with bucket "": every provider */
+	char bucket[FT_BUCKET_NAME_MAX + 1]; /* "": every bucket of the BMD */
+	char *prefix;                       /* owned; NULL = no prefix */
+	ft_bmd_t *bmd;                      /* reference: bucket properties as of the start */
+	ft_smap_t *smap;                    /* reference: ownership as of the start */
+	pthread_mutex_t mu;
+	pthread_cond_t more;                /* items added, collection done, or abort */
+	job_item_t *items;                  /* guarded by mu */
+	size_t n_items, cap_items, next_item;
+	int collected;                      /* guarded by mu: no more items will come */
+	int cut;                            /* the collector stopped early on abort */
+	int list_failed;                    /* the collection failed: the job ends "failed" */
+	atomic_int abort;
+	atomic_llong objects, bytes, errors;
+	atomic_int state;
+	atomic_llong start_ns, end_ns;
+	int live_threads;                   /* guarded by jobs_lock */
+	pthread_t threads[JOB_THREADS];
+	int n_threads;
+	char samples[JOB_SAMPLES][256];     /* guarded by jobs_lock */
+	int n_samples;
+} job_t;
+
+static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
+static job_t *jobs;     /* guarded by jobs_lock */
+static int jobs_closed; /* guarded by jobs_lock: set by tgt_jobs_fini, refuses new jobs */
+
+static void job_free(job_t *j)
+{
+	for (size_t i = 0; i < j->n_items; i++)
+		free(j->items[i].name);
+	free(j->items);
+	free(j->prefix);
+	ft_bmd_put(j->bmd);
+	ft_smap_put(j->smap);
+	pthread_cond_destroy(&j->more);
+	pthread_mutex_destroy(&j->mu);
+	free(j);
+}
+
+/* A new job (not started) of kind on provider/bucket ("" = every bucket); NULL on allocation failure. */
+static job_t *job_new(tgt_t *t, const char *id, int kind, const char *kind_name, const char *provider,
+		      const char *bucket)
+{
+	job_t *j = calloc(1, sizeof(*j));
+
+	if (j == NULL)
+		return NULL;
+	j->t = t;
+	j->kind = kind;
+	snprintf(j->id, sizeof(j->id), "%s", id);
+	snprintf(j->kind_name, sizeof(j->kind_name), "%s", kind_name);
+	snprintf(j->provider, sizeof(j->provider), "%s", provider);
+	snprintf(j->bucket, sizeof(j->bucket), "%s", bucket);
+	pthread_mutex_init(&j->mu, NULL);
+	pthread_cond_init(&j->more, NULL);
+	return j;
+}
+
+/* Appends an item (name copied); 0 or -1 on allocation failure. Caller holds mu or runs before the start. */
+static int item_add(job_t *j, const char *name, int mp, int bucket)
+{
+	if (j->n_items == j->cap_items) {
+		size_t cap = j->cap_items ? j->cap_items * 2 : 64;
+		job_item_t *v = realloc(j->items, cap * sizeof(*v));
+		if (v == NULL)
+			return -1;
+		j->items = v;
+		j->cap_items = cap;
+	}
+	char *copy = strdup(name);
+	if (copy == NULL)
+		return -1;
+	j->items[j->n_items++] = (job_item_t){ .name = copy, .mp = mp, .bucket = bucket };
+	return 0;
+}
+
+static void job_error(job_t *j, const char *name, const char *msg)
+{
+	atomic_fetch_add(&j->errors, 1);
+	pthread_mutex_lock(&jobs_lock);
+	if (j->n_samples < JOB_SAMPLES)
+		snprintf(j->samples[j->n_samples++], sizeof(j->samples[0]), "%s: %s", name, msg);
+	pthread_mutex_unlock(&jobs_lock);
+	ft_warn("job %s: %s: %s", j->id, name, msg);
+}
+
+/* Fills o for item it (a complete tgt_obj_t: identity, props, mountpath, rel). */
+static void job_obj(job_t *j, const job_item_t *it, tgt_obj_t *o)
+{
+	const ft_bucket_t *b = &j->bmd->buckets[it->bucket];
+
+	memset(o, 0, sizeof(*o));
+	o->t = j->t;
+	snprintf(o->provider, sizeof(o->provider), "%s", b->provider);
+	snprintf(o->bucket, sizeof(o->bucket), "%s", b->name);
+	tgt_obj_props(o, b);
+	o->obj = it->name;
+	o->obj_len = strlen(it->name);
+	o->mp = it->mp >= 0 ? &j->t->mountpaths[it->mp]
+			    : tgt_mountpath_pick(j->t, o->provider, o->bucket, it->name, o->obj_len);
+	tgt_rel_path(o->rel, sizeof(o->rel), o->provider, o->bucket, it->name);
+}
+
+/* Unlinks the cached copy of o under its stripe lock; 1 removed (*size set), 0 not cached, -errno. */
+static int evict_one(tgt_obj_t *o, int64_t *size)
+{
+	tgt_t *t = o->t;
+	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
+	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
+	struct stat st;
+	int rc;
+
+	pthread_mutex_lock(lock);
+	if (fstatat(o->mp->root_fd, o->rel, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+		rc = 0;
+	} else if (unlinkat(o->mp->root_fd, o->rel, 0) != 0) {
+		rc = -errno;
+	} else {
+		*size = st.st_size;
+		tgt_parent_prune(o->mp, o->rel);
+		rc = 1;
+	}
+	pthread_mutex_unlock(lock);
+	if (rc == 1)
+		tgt_list_bump(t, o->provider, o->bucket);
+	return rc;
+}
+
+int tgt_evict_wanted(ft_req_t *r)
+{
+	const char *v = ft_req_query(r, "evict");
+
+	return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+}
+
+void tgt_evict_object(ft_req_t *r, tgt_obj_t *o)
+{
+	int64_t size = 0;
+	int rc = evict_one(o, &size);
+
+	if (rc < 0)
+		ft_resp_error(r, 500, "object \"%s/%s\": cannot evict: %s", o->bucket, o->obj, strerror(-rc));
+	else if (rc == 0)
+		ft_resp_error(r, 404, "object \"%s/%s\" is not cached", o->bucket, o->obj);
+	else
+		ft_resp_bytes(r, 200, NULL, NULL, 0);
+}
+
+/* Whether o's file is still there (a job over local objects skips names deleted since the walk). */
+static int still_there(const tgt_obj_t *o)
+{
+	struct stat st;
+
+	return fstatat(o->mp->root_fd, o->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+static void run_one(job_t *j, const job_item_t *it)
+{
+	tgt_obj_t o;
+	int64_t bytes = 0;
+	char err[300] = "";
+	int rc;
+
+	job_obj(j, it, &o);
+	switch (j->kind) {
+	case JOB_PREFETCH:
+		rc = tgt_coldget_prefetch(&o, &bytes, err, sizeof(err));
+		break;
+	case JOB_LOCAL:
+		if (!still_there(&o))
+			return; /* deleted since the walk */
+		rc = j->fn(&o, &bytes, err, sizeof(err));
+		if (rc > 0)
+			return; /* nothing to do */
+		break;
+	default:
+		rc = evict_one(&o, &bytes);
+		if (rc == 0)
+			return; /* not cached: nothing to count */
+		if (rc < 0)
+			snprintf(err, sizeof(err), "%s", strerror(-rc));
+		break;
+	}
+	if (rc < 0) {
+		job_error(j, it->name, err[0] ? err : "failed");
+		return;
+	}
+	atomic_fetch_add(&j->objects, 1);
+	atomic_fetch_add(&j->bytes, bytes);
+}
+
+static void job_leave(job_t *j)
+{
+	pthread_mutex_lock(&jobs_lock);
+	int last = --j->live_threads == 0;
+	pthread_mutex_unlock(&jobs_lock);
+	if (!last)
+		return;
+	/* Aborted only when work was left (an abort after the last item changes nothing). */
+	pthread_mutex_lock(&j->mu);
+	int left = j->next_item < j->n_items || j->cut;
+	pthread_mutex_unlock(&j->mu);
+	int st = j->list_failed ? ST_FAILED : atomic_load(&j->abort) && left ? ST_ABORTED : ST_FINISHED;
+	atomic_store(&j->end_ns, ft_now_ns());
+	atomic_store(&j->state, st);
+	ft_info("job %s (%s %s/%s): %s, %lld objects, %lld bytes, %lld errors", j->id, j->kind_name, j->provider,
+		j->bucket, state_names[st], (long long)atomic_load(&j->objects), (long long)atomic_load(&j->bytes),
+		(long long)atomic_load(&j->errors));
+}
+
+/* Takes the next item into *it; 0 when there is none left (or the job was aborted). Waits for the collector. */
+static int claim(job_t *j, job_item_t *it)
+{
+	int got = 0;
+
+	pthread_mutex_lock(&j->mu);
+	while (!atomic_load(&j->abort) && j->next_item >= j->n_items && !j->collected)
+		pthread_cond_wait(&j->more, &j->mu);
+	if (!atomic_load(&j->abort) && j->next_item < j->n_items) {
+		*it = j->items[j->next_item++]; /* the name stays owned by the job until job_free */
+		got = 1;
+	}
+	pthread_mutex_unlock(&j->mu);
+	return got;
+}
+
+/* Publishes what the collector added (the caller appended under mu) and wakes the workers. */
+static void collected_some(job_t *j, int done)
+{
+	if (done)
+		j->collected = 1;
+	pthread_cond_broadcast(&j->more);
+}
+
+/* Collects the names of the backend's listing under the prefix that this target owns. */
+static void collect_backend(job_t *j)
+{
+	ft_backend_error_t err;
+	ft_backend_page_t page;
+	char *token = NULL;
+	const char *why = NULL;
+	tgt_obj_t o = { .t = j->t };
+
+	snprintf(o.provider, sizeof(o.provider), "%s", j->provider);
+	snprintf(o.bucket, sizeof(o.bucket), "%s", j->bucket);
+	tgt_obj_props(&o, &j->bmd->buckets[j->bidx]);
+	ft_backend_t *b = tgt_backend_get(&o, &err);
+	if (b == NULL) {
+		job_error(j, "listing", err.msg);
+		j->list_failed = 1;
+		return;
+	}
+	do {
+		if (atomic_load(&j->abort)) {
+			j->cut = 1;
+			break;
+		}
+		if (ft_backend_list(b, j->prefix, token, JOB_LIST_PAGE, &page, &err) != FT_BACKEND_OK) {
+			job_error(j, "listing", err.msg);
+			j->list_failed = 1;
+			break;
+		}
+		free(token);
+		token = page.next_token != NULL ? strdup(page.next_token) : NULL;
+		pthread_mutex_lock(&j->mu);
+		for (int i = 0; i < page.n; i++) {
+			const char *name = page.entries[i].name;
+			size_t len = strlen(name);
+			const ft_node_t *owner = ft_smap_owner(j->smap, j->provider, j->bucket, name, len);
+			if (owner == NULL || strcmp(owner->id, j->t->id) != 0)
+				continue;
+			if (ft_name_check_object(name, len, &why) != 0) { /* reported by its owner only */
+				pthread_mutex_unlock(&j->mu);
+				job_error(j, name, why);
+				pthread_mutex_lock(&j->mu);
+				continue;
+			}
+			if (item_add(j, name, -1, j->bidx) != 0) {
+				j->list_failed = 1;
+				break;
+			}
+		}
+		collected_some(j, 0);
+		pthread_mutex_unlock(&j->mu);
+		if (page.next_token != NULL && token == NULL)
+			j->list_failed = 1; /* strdup failed */
+		ft_backend_page_free(&page);
+		if (j->list_failed)
+			job_error(j, "listing", "out of memory");
+	} while (token != NULL && !j->list_failed);
+	free(token);
+}
+
+/* Collects the local objects of the job's bucket (or every bucket of its BMD) under the prefix. */
+static void collect_local(job_t *j)
+{
+	for (int bi = 0; bi < j->bmd->n; bi++) {
+		const ft_bucket_t *b = &j->bmd->buckets[bi];
+		tgt_list_item_t *v = NULL;
+		size_t n = 0;
+
+		if (j->bucket[0] != '\0' && (strcmp(b->name, j->bucket) != 0 || strcmp(b->provider, j->provider) != 0))
+			continue;
+		if (j->bucket[0] == '\0' && j->provider[0] != '\0' && strcmp(b->provider, j->provider) != 0)
+			continue;
+		if (atomic_load(&j->abort)) {
+			j->cut = 1;
+			return;
+		}
+		if (tgt_list_items(j->t, b->provider, b->name, j->prefix, &v, &n) != 0) {
+			job_error(j, b->name, "walking the local objects: out of memory");
+			j->list_failed = 1;
+			return;
+		}
+		pthread_mutex_lock(&j->mu);
+		for (size_t i = 0; i < n && !j->list_failed; i++)
+			if (item_add(j, v[i].name, v[i].mp, bi) != 0)
+				j->list_failed = 1;
+		collected_some(j, 0);
+		pthread_mutex_unlock(&j->mu);
+		tgt_list_items_free(v, n);
+		if (j->list_failed) {
+			job_error(j, b->name, "walking the local objects: out of memory");
+			return;
+		}
+	}
+}
+
+static void *job_main(void *arg)
+{
+	job_t *j = arg;
+	job_item_t it;
+
+	if (j->src != SRC_NAMES && atomic_exchange(&j->collector, 1) == 0) {
+		if (j->src == SRC_BACKEND)
+			collect_backend(j);
+		else
+			collect_local(j);
+		pthread_mutex_lock(&j->mu);
+		collected_some(j, 1);
+		pthread_mutex_unlock(&j->mu);
+	}
+	while (claim(j, &it))
+		run_one(j, &it);
+	job_leave(j);
+	return NULL;
+}
+
+/* evict-bucket: every cached copy of the bucket goes at once (the janitor deletes the trees). */
+static void *evict_bucket_main(void *arg)
+{
+	job_t *j = arg;
+	int n = tgt_bucket_retire(j->t, j->provider, j->bucket);
+
+	tgt_janitor_kick(j->t);
+	tgt_list_bump(j->t, j->provider, j->bucket);
+	atomic_store(&j->objects, n > 0 ? n : 0); /* trees (one per mountpath) retired */
+	job_leave(j);
+	return NULL;
+}
+
+/* This target's job document (new reference); jobs_lock held (j stays alive, samples are stable). */
+static json_t *job_json(job_t *j)
+{
+	json_t *samples = json_array();
+
+	pthread_mutex_lock(&j->mu);
+	size_t total = j->n_items;
+	int collecting = j->src != SRC_NAMES && !j->collected;
+	pthread_mutex_unlock(&j->mu);
+	for (int i = 0; i < j->n_samples; i++)
+		json_array_append_new(samples, json_string(j->samples[i]));
+	json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "id", j->id,
+				"node", j->t->id, "kind", j->kind_name, "provider", j->provider, "bucket", j->bucket,
+				"state", state_names[atomic_load(&j->state)], "objects",
+				(json_int_t)atomic_load(&j->objects), "bytes", (json_int_t)atomic_load(&j->bytes),
+				"errors", (json_int_t)atomic_load(&j->errors), "total", (json_int_t)total, "start",
+				(json_int_t)atomic_load(&j->start_ns), "end", (json_int_t)atomic_load(&j->end_ns),
+				"error_samples", samples);
+	if (doc != NULL && j->prefix != NULL)
+		json_object_set_new(doc, "prefix", json_string(j->prefix));
+	if (doc != NULL && collecting)
+		json_object_set_new(doc, "collecting", json_true());
+	return doc;
+}
+
+static job_t *job_find(const char *id)
+{
+	for (job_t *j = jobs; j != NULL; j = j->next)
+		if (strcmp(j->id, id) == 0)
+			return j;
+	return NULL;
+}
+
+/* Keeps the names of arr this target owns in j->smap; 0 or -1 (bad name: why set). */
+static int job_names(job_t *j, const json_t *arr, int bidx, const char **why)
+{
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		const char *name = json_string_value(json_array_get(arr, i));
+		if (name == NULL || ft_name_check_object(name, strlen(name), why) != 0) {
+			if (name == NULL)
+				*why = "objnames must be strings";
+			return -1;
+		}
+		const ft_node_t *owner = ft_smap_owner(j->smap, j->provider, j->bucket, name, strlen(name));
+		if (owner == NULL || strcmp(owner->id, j->t->id) != 0)
+			continue;
+		if (item_add(j, name, -1, bidx) != 0) {
+			*why = "out of memory";
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static tgt_job_fn local_kind(const char *kind)
+{
+	for (size_t i = 0; i < sizeof(local_kinds) / sizeof(local_kinds[0]); i++)
+		if (strcmp(kind, local_kinds[i].kind) == 0)
+			return local_kinds[i].fn;
+	return NULL;
+}
+
+/* Sets j's kind from the message's word; -1 when unknown. */
+static int parse_kind(job_t *j, const char *kind)
+{
+	if (strcmp(kind, "prefetch") == 0)
+		j->kind = JOB_PREFETCH;
+	else if (strcmp(kind, "evict") == 0)
+		j->kind = JOB_EVICT;
+	else if (strcmp(kind, "evict-bucket") == 0)
+		j->kind = JOB_EVICT_BUCKET;
+	else if ((j->fn = local_kind(kind)) != NULL)
+		j->kind = JOB_LOCAL;
+	else
+		return -1;
+	return 0;
+}
+
+/* Where the items of a proxy's job come from (names, prefix); 0, or -1 after responding 400. */
+static int parse_source(job_t *j, const json_t *msg, int bidx, ft_ctl_resp_t *resp)
+{
+	const json_t *names = json_object_get(msg, "objnames"), *prefix = json_object_get(msg, "prefix");
+	const char *why = NULL;
+
+	if (prefix != NULL && (!json_is_string(prefix) || json_string_length(prefix) > FT_OBJ_NAME_MAX)) {
+		ft_ctl_error(resp, 400, "prefix must be a string of at most %d bytes", FT_OBJ_NAME_MAX);
+		return -1;
+	}
+	if (prefix != NULL && (j->prefix = strdup(json_string_value(prefix))) == NULL) {
+		ft_ctl_error(resp, 500, "out of memory");
+		return -1;
+	}
+	switch (j->kind) {
+	case JOB_EVICT_BUCKET:
+		j->src = SRC_NAMES; /* no items: evict_bucket_main */
+		return 0;
+	case JOB_LOCAL:
+		j->src = SRC_LOCAL;
+		return 0;
+	default:
+		break;
+	}
+	if ((names != NULL) == (prefix != NULL)) {
+		ft_ctl_error(resp, 400, "job message needs either an objnames array or a prefix");
+		return -1;
+	}
+	if (prefix != NULL) {
+		j->src = j->kind == JOB_PREFETCH ? SRC_BACKEND : SRC_LOCAL;
+		if (j->src == SRC_BACKEND && strcmp(j->provider, "ht") == 0) {
+			ft_ctl_error(resp, 400, "an ht bucket cannot be listed: prefetch needs objnames or a template");
+			return -1;
+		}
+		return 0;
+	}
+	if (!json_is_array(names)) {
+		ft_ctl_error(resp, 400, "objnames must be an array");
+		return -1;
+	}
+	j->src = SRC_NAMES;
+	if (job_names(j, names, bidx, &why) != 0) {
+		ft_ctl_error(resp, 400, "bad object name: %s", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads and checks the job message into a new job (not yet started); NULL after responding. */
+static job_t *job_parse(tgt_t *t, const json_t *msg, ft_ctl_resp_t *resp)
+{
+	const char *id = json_string_value(json_object_get(msg, "id"));
+	const char *kind = json_string_value(json_object_get(msg, "kind"));
+	const char *provider = json_string_value(json_object_get(msg, "provider"));
+	const char *bucket = json_string_value(json_object_get(msg, "bucket"));
+	job_t *j = NULL;
+
+	if (id == NULL || kind == NULL || provider == NULL || bucket == NULL || strlen(id) >= JOB_ID_MAX ||
+	    strlen(kind) >= JOB_KIND_MAX || strlen(provider) >= TGT_PROVIDER_MAX || strlen(bucket) > FT_BUCKET_NAME_MAX) {
+		ft_ctl_error(resp, 400, "job message needs string id, kind, provider and bucket");
+		return NULL;
+	}
+	j = job_new(t, id, JOB_PREFETCH, kind, provider, bucket);
+	if (j == NULL) {
+		ft_ctl_error(resp, 500, "out of memory");
+		return NULL;
+	}
+	j->bmd = ft_bmd_current();
+	j->smap = ft_smap_current();
+	const ft_bucket_t *b = j->bmd != NULL ? ft_bmd_find(j->bmd, provider, bucket) : NULL;
+	if (b == NULL || j->smap == NULL) {
+		ft_ctl_error(resp, 404, "bucket %s/%s is not known to target %s", provider, bucket, t->id);
+		goto fail;
+	}
+	if (parse_kind(j, kind) != 0) {
+		ft_ctl_error(resp, 400, "unknown job kind \"%s\" (prefetch, evict, evict-bucket, mirror, ec-encode, scrub)",
+			     kind);
+		goto fail;
+	}
+	if (j->kind != JOB_LOCAL && strcmp(provider, "ais") == 0) {
+		ft_ctl_error(resp, 400, "%s works on remote buckets only", kind);
+		goto fail;
+	}
+	j->bidx = (int)(b - j->bmd->buckets);
+	if (parse_source(j, msg, j->bidx, resp) != 0)
+		goto fail;
+	return j;
+fail:
+	job_free(j);
+	return NULL;
+}
+
+/*
+ * Puts j in the table and starts its threads (jobs_lock held). 0; -EEXIST (the id exists),
+ * -ESHUTDOWN (jobs closed): j is not taken then. A job none of whose threads started is kept as failed.
+ */
+static int job_launch(job_t *j)
+{
+	if (jobs_closed)
+		return -ESHUTDOWN;
+	if (job_find(j->id) != NULL)
+		return -EEXIST;
+	atomic_store(&j->start_ns, ft_now_ns());
+	int evict_bucket = j->kind == JOB_EVICT_BUCKET;
+	int want = evict_bucket ? 1 : JOB_THREADS;
+	if (j->src == SRC_NAMES && !evict_bucket && j->n_items < (size_t)want)
+		want = j->n_items > 0 ? (int)j->n_items : 1;
+	if (j->src == SRC_NAMES)
+		j->collected = 1;
+	j->live_threads = want;
+	for (int i = 0; i < want; i++) {
+		if (pthread_create(&j->threads[i], NULL, evict_bucket ? evict_bucket_main : job_main, j) != 0) {
+			j->live_threads -= want - i; /* the ones not started never leave */
+			break;
+		}
+		j->n_threads++;
+	}
+	if (j->n_threads == 0) { /* nothing started: it failed at once */
+		atomic_store(&j->state, ST_FAILED);
+		atomic_store(&j->end_ns, ft_now_ns());
+	}
+	j->next = jobs;
+	jobs = j;
+	return 0;
+}
+
+/* POST /v1/jobs */
+static void job_submit(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+{
+	json_error_t jerr;
+	json_t *msg = req->body ? json_loadb(req->body, req->body_len, 0, &jerr) : NULL;
+	job_t *j;
+
+	if (!json_is_object(msg)) {
+		ft_ctl_error(resp, 400, "job message must be a JSON object");
+		goto out;
+	}
+	j = job_parse(t, msg, resp);
+	if (j == NULL)
+		goto out;
+	pthread_mutex_lock(&jobs_lock);
+	int rc = job_launch(j);
+	if (rc == 0) {
+		resp->status = 200;
+		resp->json = job_json(j);
+	}
+	pthread_mutex_unlock(&jobs_lock);
+	if (rc == -ESHUTDOWN)
+		ft_ctl_error(resp, 503, "target %s is shutting down", t->id);
+	else if (rc == -EEXIST)
+		ft_ctl_error(resp, 409, "job %s exists", j->id);
+	if (rc != 0)
+		job_free(j);
+out:
+	json_decref(msg);
+}
+
+/* Sets the abort flag and wakes the workers waiting for the collector. */
+static void job_abort(job_t *j)
+{
+	atomic_store(&j->abort, 1);
+	pthread_mutex_lock(&j->mu);
+	pthread_cond_broadcast(&j->more);
+	pthread_mutex_unlock(&j->mu);
+}
+
+/* GET /v1/jobs, GET|DELETE /v1/jobs/<id> on the control port. */
+void tgt_jobs_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+{
+	const char *id = req->path + strlen("/v1/jobs");
+	int post = strcmp(req->method, "POST") == 0, get = strcmp(req->method, "GET") == 0,
+	    del = strcmp(req->method, "DELETE") == 0;
+
+	if (*id == '/')
+		id++;
+	if (*id == '\0') {
+		if (post) {
+			job_submit(t, req, resp);
+		} else if (get) {
+			json_t *list = json_array();
+			pthread_mutex_lock(&jobs_lock);
+			for (job_t *j = jobs; j != NULL; j = j->next)
+				json_array_append_new(list, job_json(j));
+			pthread_mutex_unlock(&jobs_lock);
+			resp->status = 200;
+			resp->json = list;
+		} else {
+			ft_ctl_error(resp, 405, "method %s not allowed on /v1/jobs (use GET, POST)", req->method);
+		}
+		return;
+	}
+	if (!get && !del) {
+		ft_ctl_error(resp, 405, "method %s not allowed on /v1/jobs/<id> (use GET, DELETE)", req->method);
+		return;
+	}
+	pthread_mutex_lock(&jobs_lock);
+	job_t *j = job_find(id);
+	if (j != NULL) {
+		if (del)
+			job_abort(j);
+		resp->status = 200;
+		resp->json = job_json(j);
+	}
+	pthread_mutex_unlock(&jobs_lock);
+	if (j == NULL)
+		ft_ctl_error(resp, 404, "no job %s on target %s", id, t->id);
+}
+
+void tgt_jobs_fini(tgt_t *t)
+{
+	(void)t;
+	pthread_mutex_lock(&jobs_lock);
+	job_t *list = jobs;
+	jobs = NULL;
+	jobs_closed = 1;
+	pthread_mutex_unlock(&jobs_lock);
+	for (job_t *j = list; j != NULL; j = j->next)
+		job_abort(j);
+	while (list != NULL) {
+		job_t *j = list;
+		list = j->next;
+		for (int i = 0; i < j->n_threads; i++)
+			pthread_join(j->threads[i], NULL);
+		job_free(j);
+	}
+}
+
+/* Whether id is usable as a job id (the proxy's /v1/jobs/<id> takes letters, digits and '-'). */
+static int id_ok(const char *id)
+{
+	size_t n = id != NULL ? strlen(id) : 0;
+
+	if (n == 0 || n >= JOB_ID_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') || (id[i] >= '0' && id[i] <= '9') ||
+		      id[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/*
+ * provider/bucket: one bucket (it must be in the current BMD); bucket NULL: every bucket of the
+ * BMD, or every bucket of provider when provider is not NULL. Items are collected on the job's
+ * first thread, so this returns at once.
+ */
+int tgt_jobs_start_local(tgt_t *t, const char *id, const char *kind, tgt_job_fn fn, const char *provider,
+			 const char *bucket)
+{
+	job_t *j = NULL;
+	int rc = -1;
+
+	if (!id_ok(id) || kind == NULL || strlen(kind) >= JOB_KIND_MAX || fn == NULL ||
+	    (provider != NULL && strlen(provider) >= TGT_PROVIDER_MAX) || (bucket != NULL && provider == NULL) ||
+	    (bucket != NULL && strlen(bucket) > FT_BUCKET_NAME_MAX)) {
+		ft_warn("job %s (%s): bad arguments for a local job", id ? id : "(null)", kind ? kind : "(null)");
+		return -1;
+	}
+	j = job_new(t, id, JOB_LOCAL, kind, provider != NULL ? provider : "", bucket != NULL ? bucket : "");
+	if (j == NULL)
+		goto out;
+	j->fn = fn;
+	j->src = SRC_LOCAL;
+	j->bidx = -1;
+	j->bmd = ft_bmd_current();
+	j->smap = ft_smap_current();
+	if (j->bmd == NULL || (bucket != NULL && ft_bmd_find(j->bmd, provider, bucket) == NULL)) {
+		ft_warn("job %s (%s): bucket %s/%s is not in the BMD", id, kind, provider ? provider : "",
+			bucket ? bucket : "");
+		goto out;
+	}
+	pthread_mutex_lock(&jobs_lock);
+	rc = job_launch(j);
+	pthread_mutex_unlock(&jobs_lock);
+	if (rc == 0) {
+		ft_info("job %s: %s over the local objects of %s%s%s", id, kind, provider ? provider : "every provider",
+			bucket ? "/" : "", bucket ? bucket : "");
+		j = NULL;
+	} else {
+		ft_warn("job %s (%s): %s", id, kind, rc == -EEXIST ? "the id exists" : "jobs are closed (shutting down)");
+		rc = -1;
+	}
+out:
+	if (j != NULL)
+		job_free(j);
+	return rc;
+}

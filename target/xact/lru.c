@@ -1,0 +1,398 @@
+/* Target LRU eviction: per-mountpath usage watermarks, in-memory access times, eviction of cached remote objects. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster/hrw.h"
+#include "http/util.h"
+#include "base/log.h"
+#include "core/lom.h"
+#include "target.h"
+
+/*
+ * DESIGN
+ * A background thread checks every mountpath each lru_interval_ms (and when kicked after a cold
+ * GET published). Usage is statvfs's (capacity minus reserve_bytes), or with lru_quota_bytes the
+ * sum of the sizes of the published objects on the mountpath, found by walking it each time (no
+ * running counter: simple, and test sizes are small). Above lru_high_pct it walks the mountpath's
+ * remote-provider trees (never "ais"), sorts the cached objects by access time and unlinks the
+ * oldest, each under its name's put_locks stripe (the lock PUT and cold GET publish under), until
+ * usage is at or below lru_low_pct.
+ * Access times: a GET notes (name hash -> now) in a direct-mapped in-memory table (no disk write
+ * per GET); a victim's age is the newer of that and the atime_ns stored at publish. A collision
+ * only loses recency (the object looks older). The table is not persisted: after a restart the
+ * stored atimes rule. An object touched after the walk chose it is skipped.
+ * sweep_lock serializes sweeps and tgt_lru_reserve (a cold GET making room for its object).
+ */
+
+#define RECENT_SLOTS 8192
+#define WALK_DEPTH 64
+
+typedef struct {
+	uint64_t h;
+	int64_t at;
+} recent_t;
+
+typedef struct {
+	char *rel;
+	uint64_t size;
+	int64_t at;
+} victim_t;
+
+typedef struct {
+	victim_t *v;
+	size_t n, cap;
+	uint64_t used; /* bytes of every published object (ais included) */
+	int collect;   /* gather victims */
+	int oom;
+} walk_t;
+
+static pthread_mutex_t recent_lock = PTHREAD_MUTEX_INITIALIZER;
+static recent_t recent[RECENT_SLOTS]; /* guarded by recent_lock */
+
+static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ctl_cond = PTHREAD_COND_INITIALIZER;
+static int ctl_stop, ctl_kicked, ctl_running; /* guarded by ctl_lock */
+static pthread_t ctl_thread;
+
+/* ---- access times ---- */
+
+static void recent_note(uint64_t h, int64_t at)
+{
+	pthread_mutex_lock(&recent_lock);
+	recent[h % RECENT_SLOTS].h = h;
+	recent[h % RECENT_SLOTS].at = at;
+	pthread_mutex_unlock(&recent_lock);
+}
+
+/* The noted access time of h, 0 if none. */
+static int64_t recent_get(uint64_t h)
+{
+	int64_t at = 0;
+
+	pthread_mutex_lock(&recent_lock);
+	if (recent[h % RECENT_SLOTS].h == h)
+		at = recent[h % RECENT_SLOTS].at;
+	pthread_mutex_unlock(&recent_lock);
+	return at;
+}
+
+void tgt_lru_touch(const tgt_obj_t *o)
+{
+	if (!tgt_is_remote(o))
+		return;
+	recent_note(ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len), ft_now_ns());
+}
+
+/* Splits "<provider>/<bucket>/<obj>" (copied into buf) and hashes it like tgt_lru_touch. -1 if malformed. */
+static int rel_hash(const char *rel, uint64_t *h)
+{
+	char buf[TGT_REL_MAX];
+	char *b, *obj;
+
+	if (snprintf(buf, sizeof(buf), "%s", rel) >= (int)sizeof(buf))
+		return -1;
+	b = strchr(buf, '/');
+	if (b == NULL)
+		return -1;
+	*b++ = '\0';
+	obj = strchr(b, '/');
+	if (obj == NULL)
+		return -1;
+	*obj++ = '\0';
+	*h = ft_hrw_name_hash(buf, b, obj, strlen(obj));
+	return 0;
+}
+
+/* ---- walking a mountpath ---- */
+
+static void walk_add(walk_t *w, const char *rel, int fd, uint64_t size)
+{
+	ft_lom_t lom;
+	uint64_t h;
+
+	if (w->cap == w->n) {
+		size_t cap = w->cap ? w->cap * 2 : 256;
+		victim_t *v = realloc(w->v, cap * sizeof(*v));
+		if (v == NULL) {
+			w->oom = 1;
+			return;
+		}
+		w->v = v;
+		w->cap = cap;
+	}
+	victim_t *v = &w->v[w->n];
+	v->rel = strdup(rel);
+	if (v->rel == NULL) {
+		w->oom = 1;
+		return;
+	}
+	v->size = size;
+	v->at = ft_lom_fget(fd, &lom) == 0 ? lom.atime_ns : 0;
+	if (rel_hash(rel, &h) == 0) {
+		int64_t at = recent_get(h);
+		if (at > v->at)
+			v->at = at;
+	}
+	w->n++;
+}
+
+/* Walks the directory dfd (consumed) whose path relative to the mountpath is rel. */
+static void walk_dir(walk_t *w, int dfd, char *rel, size_t len, int depth, int remote)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+
+	if (d == NULL) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL && !w->oom) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (depth == 0 && strcmp(de->d_name, TGT_WORK_DIR) == 0)
+			continue;
+		size_t nl = strlen(de->d_name);
+		if (len + nl + 2 > TGT_REL_MAX)
+			continue;
+		size_t at = len;
+		if (len > 0)
+			rel[at++] = '/';
+		memcpy(rel + at, de->d_name, nl + 1);
+		int sub_remote = depth == 0 ? strcmp(de->d_name, "ais") != 0 : remote;
+		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0) {
+			if (S_ISDIR(st.st_mode) && depth < WALK_DEPTH) {
+				walk_dir(w, fd, rel, at + nl, depth + 1, sub_remote);
+				fd = -1;
+			} else if (S_ISREG(st.st_mode) && depth >= 2) {
+				w->used += (uint64_t)st.st_size;
+				if (w->collect && sub_remote)
+					walk_add(w, rel, fd, (uint64_t)st.st_size);
+			}
+		}
+		if (fd >= 0)
+			close(fd);
+		rel[len] = '\0';
+	}
+	closedir(d);
+}
+
+static void walk_free(walk_t *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		free(w->v[i].rel);
+	free(w->v);
+	memset(w, 0, sizeof(*w));
+}
+
+/* Walks mp: w->used, and with collect the cached remote objects. 0 or -errno. */
+static int walk_mountpath(const tgt_mountpath_t *mp, walk_t *w, int collect)
+{
+	char rel[TGT_REL_MAX] = "";
+	int fd = openat(mp->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	memset(w, 0, sizeof(*w));
+	w->collect = collect;
+	if (fd < 0)
+		return -errno;
+	walk_dir(w, fd, rel, 0, 0, 0);
+	return w->oom ? -ENOMEM : 0;
+}
+
+/* Capacity and usage of mp as the watermarks see them. 0 or -errno. */
+static int mp_usage(const tgt_t *t, const tgt_mountpath_t *mp, uint64_t *cap, uint64_t *used)
+{
+	struct statvfs sv;
+	walk_t w;
+
+	if (t->cfg.lru_quota_bytes > 0) {
+		int rc = walk_mountpath(mp, &w, 0);
+		*used = w.used;
+		walk_free(&w);
+		*cap = (uint64_t)t->cfg.lru_quota_bytes;
+		return rc;
+	}
+	if (fstatvfs(mp->root_fd, &sv) != 0)
+		return -errno;
+	/* As df: used = blocks - free; capacity = used + available to us (root-reserved blocks excluded). */
+	uint64_t used_b = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+	uint64_t total = used_b + (uint64_t)sv.f_bavail * sv.f_frsize;
+	uint64_t res = t->cfg.reserve_bytes > 0 ? (uint64_t)t->cfg.reserve_bytes : 0;
+	*cap = total > res ? total - res : 0;
+	*used = used_b;
+	return 0;
+}
+
+/* ---- eviction ---- */
+
+static int by_atime(const void *a, const void *b)
+{
+	const victim_t *x = a, *y = b;
+
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Unlinks one victim under its stripe lock unless it was read since the walk. Returns bytes freed. */
+static uint64_t evict_one(tgt_t *t, const tgt_mountpath_t *mp, const victim_t *v)
+{
+	char provider[TGT_PROVIDER_MAX], bucket[FT_BUCKET_NAME_MAX + 1];
+	uint64_t h, freed = 0;
+	struct stat st;
+
+	if (rel_hash(v->rel, &h) != 0 || recent_get(h) > v->at)
+		return 0;
+	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
+	pthread_mutex_lock(lock);
+	if (fstatat(mp->root_fd, v->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    unlinkat(mp->root_fd, v->rel, 0) == 0) {
+		freed = (uint64_t)st.st_size;
+		tgt_parent_prune(mp, v->rel);
+	}
+	pthread_mutex_unlock(lock);
+	if (freed == 0)
+		return 0;
+	const char *slash = strchr(v->rel, '/');
+	const char *slash2 = slash ? strchr(slash + 1, '/') : NULL;
+	if (slash && slash2 && (size_t)(slash - v->rel) < sizeof(provider) &&
+	    (size_t)(slash2 - slash - 1) < sizeof(bucket)) {
+		snprintf(provider, sizeof(provider), "%.*s", (int)(slash - v->rel), v->rel);
+		snprintf(bucket, sizeof(bucket), "%.*s", (int)(slash2 - slash - 1), slash + 1);
+		tgt_list_bump(t, provider, bucket);
+	}
+	ft_debug("lru: evicted %s/%s (%" PRIu64 " bytes)", mp->path, v->rel, freed);
+	return freed;
+}
+
+/* Evicts oldest-first until usage <= goal. Caller holds sweep_lock. Returns usage after. */
+static uint64_t evict_to(tgt_t *t, const tgt_mountpath_t *mp, uint64_t used, uint64_t goal)
+{
+	walk_t w;
+	size_t n_ev = 0;
+
+	if (walk_mountpath(mp, &w, 1) != 0) {
+		ft_warn("lru: mountpath %s: walk incomplete", mp->path);
+		if (w.n == 0)
+			goto out;
+	}
+	if (w.n > 0)
+		qsort(w.v, w.n, sizeof(*w.v), by_atime);
+	for (size_t i = 0; i < w.n && used > goal; i++) {
+		uint64_t freed = evict_one(t, mp, &w.v[i]);
+		used = used > freed ? used - freed : 0;
+		n_ev += freed > 0;
+	}
+	if (n_ev > 0)
+		ft_info("lru: mountpath %s: evicted %zu objects, usage now %" PRIu64 " bytes", mp->path, n_ev, used);
+out:
+	walk_free(&w);
+	return used;
+}
+
+static void sweep(tgt_t *t)
+{
+	pthread_mutex_lock(&sweep_lock);
+	for (int i = 0; i < t->n_mountpaths; i++) {
+		const tgt_mountpath_t *mp = &t->mountpaths[i];
+		uint64_t cap, used;
+		if (mp_usage(t, mp, &cap, &used) != 0 || cap == 0)
+			continue;
+		if (used <= cap / 100 * (uint64_t)t->cfg.lru_high_pct)
+			continue;
+		evict_to(t, mp, used, cap / 100 * (uint64_t)t->cfg.lru_low_pct);
+	}
+	pthread_mutex_unlock(&sweep_lock);
+}
+
+int tgt_lru_reserve(const tgt_obj_t *o, uint64_t size)
+{
+	tgt_t *t = o->t;
+	uint64_t cap, used;
+	int rc;
+
+	pthread_mutex_lock(&sweep_lock);
+	rc = mp_usage(t, o->mp, &cap, &used);
+	if (rc != 0)
+		goto out;
+	if (size > cap) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	if (used + size > cap)
+		used = evict_to(t, o->mp, used, cap - size);
+	rc = used + size > cap ? -ENOSPC : 0;
+out:
+	pthread_mutex_unlock(&sweep_lock);
+	return rc;
+}
+
+/* ---- the background thread ---- */
+
+static void *lru_main(void *arg)
+{
+	tgt_t *t = arg;
+	struct timespec deadline;
+
+	pthread_mutex_lock(&ctl_lock);
+	while (!ctl_stop) {
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		int64_t ns = deadline.tv_nsec + (int64_t)t->cfg.lru_interval_ms * 1000000;
+		deadline.tv_sec += ns / 1000000000;
+		deadline.tv_nsec = ns % 1000000000;
+		while (!ctl_stop && !ctl_kicked)
+			if (pthread_cond_timedwait(&ctl_cond, &ctl_lock, &deadline) == ETIMEDOUT)
+				break;
+		if (ctl_stop)
+			break;
+		ctl_kicked = 0;
+		pthread_mutex_unlock(&ctl_lock);
+		sweep(t);
+		pthread_mutex_lock(&ctl_lock);
+	}
+	pthread_mutex_unlock(&ctl_lock);
+	return NULL;
+}
+
+int tgt_lru_start(tgt_t *t)
+{
+	pthread_mutex_lock(&ctl_lock);
+	ctl_stop = 0;
+	ctl_kicked = 0;
+	ctl_running = pthread_create(&ctl_thread, NULL, lru_main, t) == 0;
+	int ok = ctl_running;
+	pthread_mutex_unlock(&ctl_lock);
+	return ok ? 0 : -1;
+}
+
+void tgt_lru_kick(tgt_t *t)
+{
+	(void)t;
+	pthread_mutex_lock(&ctl_lock);
+	ctl_kicked = 1;
+	pthread_cond_signal(&ctl_cond);
+	pthread_mutex_unlock(&ctl_lock);
+}
+
+void tgt_lru_stop(tgt_t *t)
+{
+	(void)t;
+	pthread_mutex_lock(&ctl_lock);
+	int running = ctl_running;
+	ctl_stop = 1;
+	ctl_running = 0;
+	pthread_cond_signal(&ctl_cond);
+	pthread_mutex_unlock(&ctl_lock);
+	if (running)
+		pthread_join(ctl_thread, NULL);
+}

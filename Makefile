@@ -60,7 +60,7 @@ endif
 PYTHON := /usr/bin/python3
 PYTEST_ARGS ?=
 
-.PHONY: all deps build run test test-unit test-integration test-asan fuzz fuzz-ci clean format-check bench
+.PHONY: all deps build run test test-unit test-integration test-asan fuzz fuzz-ci clean format-check format bench
 
 all: $(BINS)
 build: all
@@ -154,6 +154,10 @@ fuzz-ci: $(FUZZ_BIN)
 
 format-check:
 	@scripts/whitespace-check.sh
+	@scripts/format-check.sh
+
+format:
+	@scripts/format-check.sh --fix
 
 clean:
 	rm -rf build

@@ -25,7 +25,7 @@ typedef struct {
 	int virtual_host;
 } aws_t;
 
-static const char *const bucket_codes[] = { "NoSuchBucket", NULL };
+static const char *const bucket_codes[] = {"NoSuchBucket", NULL};
 
 static ft_backend_err_t aws_init(ft_backend_t *b, ft_backend_error_t *err)
 {
@@ -103,7 +103,7 @@ static int request(ft_backend_t *b, ft_be_xfer_t *x, const char *method, const c
 		   const char *payload_hash)
 {
 	const aws_t *a = b->priv;
-	ft_strbuf_t path = { 0 };
+	ft_strbuf_t path = {0};
 	char amz_date[17];
 	int rc = -1;
 
@@ -127,7 +127,7 @@ out:
 static int sign(ft_backend_t *b, ft_be_xfer_t *x)
 {
 	ft_sigv4_header_t hdrs[FT_BE_MAX_HEADERS];
-	ft_sigv4_request_t req = { 0 };
+	ft_sigv4_request_t req = {0};
 	char auth[1024];
 
 	if (b->cfg.access_key[0] == '\0')
@@ -171,7 +171,7 @@ static void meta_from_headers(const ft_be_xfer_t *x, ft_backend_meta_t *m)
 /* Reads the error document of a non-2xx response and maps it. */
 static ft_backend_err_t response_error(ft_be_xfer_t *x, ft_backend_error_t *err)
 {
-	ft_strbuf_t body = { 0 };
+	ft_strbuf_t body = {0};
 	char code[64], message[200];
 	ft_backend_err_t rc;
 
@@ -219,7 +219,7 @@ static ft_backend_err_t aws_get(ft_backend_t *b, ft_be_xfer_t *x, const char *na
 static ft_backend_err_t aws_head(ft_backend_t *b, const char *name, ft_backend_meta_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "HEAD", name);
-	ft_strbuf_t sink = { 0 };
+	ft_strbuf_t sink = {0};
 	ft_backend_err_t rc;
 
 	if (x == NULL)
@@ -243,7 +243,7 @@ static ft_backend_err_t aws_put(ft_backend_t *b, const char *name, const ft_back
 				ft_backend_meta_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "PUT", name);
-	ft_strbuf_t resp = { 0 };
+	ft_strbuf_t resp = {0};
 	ft_backend_err_t rc;
 
 	if (x == NULL)
@@ -287,7 +287,7 @@ out:
 static ft_backend_err_t aws_del(ft_backend_t *b, const char *name, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "DELETE", name);
-	ft_strbuf_t resp = { 0 };
+	ft_strbuf_t resp = {0};
 	ft_backend_err_t rc;
 
 	if (x == NULL)
@@ -367,8 +367,8 @@ static ft_backend_err_t aws_list(ft_backend_t *b, const char *prefix, const char
 				 ft_backend_page_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "LIST", b->cfg.bucket);
-	ft_strbuf_t query = { 0 }, body = { 0 };
-	list_ctx_t l = { .page = out };
+	ft_strbuf_t query = {0}, body = {0};
+	list_ctx_t l = {.page = out};
 	ft_backend_err_t rc;
 
 	if (x == NULL)

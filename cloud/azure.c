@@ -30,7 +30,7 @@ typedef struct {
 	int key_len; /* 0: SAS or anonymous */
 } azure_t;
 
-static const char *const bucket_codes[] = { "ContainerNotFound", NULL };
+static const char *const bucket_codes[] = {"ContainerNotFound", NULL};
 
 /* Copies "Name=value" fields of an Azure connection string into the unset config fields. */
 static int apply_connection_string(ft_backend_config_t *c, const char *cs)
@@ -58,7 +58,8 @@ static int apply_connection_string(ft_backend_config_t *c, const char *cs)
 				rc |= ft_be_fill(c->endpoint, sizeof(c->endpoint), value);
 			else if (klen == 21 && strncmp(cs, "SharedAccessSignature", klen) == 0)
 				rc |= ft_be_fill(c->sas, sizeof(c->sas), value);
-			else if (klen == 23 && strncmp(cs, "DefaultEndpointsProtocol", klen) == 0 && vlen < sizeof(protocol))
+			else if (klen == 23 && strncmp(cs, "DefaultEndpointsProtocol", klen) == 0 &&
+				 vlen < sizeof(protocol))
 				strcpy(protocol, value);
 			else if (klen == 14 && strncmp(cs, "EndpointSuffix", klen) == 0 && vlen < sizeof(suffix))
 				strcpy(suffix, value);
@@ -99,8 +100,8 @@ static ft_backend_err_t azure_init(ft_backend_t *b, ft_backend_error_t *err)
 	if (c->endpoint[0] == '\0') {
 		if (c->account[0] == '\0')
 			return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "azure: account or endpoint is required");
-		if ((size_t)snprintf(c->endpoint, sizeof(c->endpoint), "https://%s.blob.core.windows.net", c->account) >=
-		    sizeof(c->endpoint))
+		if ((size_t)snprintf(c->endpoint, sizeof(c->endpoint), "https://%s.blob.core.windows.net",
+				     c->account) >= sizeof(c->endpoint))
 			return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "azure: account name too long");
 	}
 	if (c->sas[0] == '?')
@@ -153,7 +154,10 @@ static void add_lower(ft_strbuf_t *b, const char *s)
 
 static int hexv(char c)
 {
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
 }
 
 /* Appends s[0..n) percent-decoded. */
@@ -226,10 +230,17 @@ static int add_canonical_query(ft_strbuf_t *b, const char *query)
 /* Builds the Shared Key string-to-sign of x (exposed to the unit tests through the signature only). */
 static int string_to_sign(const ft_backend_t *b, const ft_be_xfer_t *x, ft_strbuf_t *s)
 {
-	static const char *const standard[] = { "Content-Encoding", "Content-Language", "Content-Length",
-						"Content-MD5",      "Content-Type",     "Date",
-						"If-Modified-Since", "If-Match",        "If-None-Match",
-						"If-Unmodified-Since", "Range" };
+	static const char *const standard[] = {"Content-Encoding",
+					       "Content-Language",
+					       "Content-Length",
+					       "Content-MD5",
+					       "Content-Type",
+					       "Date",
+					       "If-Modified-Since",
+					       "If-Match",
+					       "If-None-Match",
+					       "If-Unmodified-Since",
+					       "Range"};
 	const ft_be_header_t *ms[FT_BE_MAX_HEADERS];
 	int n_ms = 0;
 
@@ -264,7 +275,7 @@ static int string_to_sign(const ft_backend_t *b, const ft_be_xfer_t *x, ft_strbu
 static int sign(const ft_backend_t *b, ft_be_xfer_t *x)
 {
 	const azure_t *a = b->priv;
-	ft_strbuf_t s = { 0 };
+	ft_strbuf_t s = {0};
 	unsigned char mac[32];
 	unsigned int mac_len = 0;
 	char sig[64];
@@ -294,7 +305,7 @@ static ft_backend_err_t oom(const char *op, const char *what, ft_backend_error_t
 static int request(ft_backend_t *b, ft_be_xfer_t *x, const char *method, const char *name, const char *query)
 {
 	const azure_t *a = b->priv;
-	ft_strbuf_t path = { 0 }, q = { 0 };
+	ft_strbuf_t path = {0}, q = {0};
 	char date[64];
 	struct tm tm;
 	time_t now = time(NULL);
@@ -328,7 +339,7 @@ out:
 
 static ft_backend_err_t response_error(ft_be_xfer_t *x, ft_backend_error_t *err)
 {
-	ft_strbuf_t body = { 0 };
+	ft_strbuf_t body = {0};
 	char code[64], message[200];
 	const char *hcode = ft_be_xfer_resp_header(x, "x-ms-error-code");
 	ft_backend_err_t rc;
@@ -400,7 +411,7 @@ static ft_backend_err_t azure_get(ft_backend_t *b, ft_be_xfer_t *x, const char *
 /* Runs a request whose response body is only drained. */
 static ft_backend_err_t run_drain(ft_backend_t *b, ft_be_xfer_t *x, ft_backend_error_t *err)
 {
-	ft_strbuf_t sink = { 0 };
+	ft_strbuf_t sink = {0};
 	ft_backend_err_t rc = run(b, x, err);
 
 	if (rc == FT_BACKEND_OK)
@@ -542,8 +553,8 @@ static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const ch
 				   ft_backend_page_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "LIST", b->cfg.bucket);
-	ft_strbuf_t query = { 0 }, body = { 0 };
-	list_ctx_t l = { .page = out };
+	ft_strbuf_t query = {0}, body = {0};
+	list_ctx_t l = {.page = out};
 	ft_backend_err_t rc;
 
 	if (x == NULL)
@@ -568,8 +579,8 @@ static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const ch
 		goto out;
 	if (ft_be_xml_parse(body.p, body.len, on_list, &l) != 0)
 		rc = l.oom ? ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "azure LIST: out of memory")
-			   : ft_be_fail(err, FT_BACKEND_EPROTO, x->status, "azure LIST %s: malformed EnumerationResults",
-					b->cfg.bucket);
+			   : ft_be_fail(err, FT_BACKEND_EPROTO, x->status,
+					"azure LIST %s: malformed EnumerationResults", b->cfg.bucket);
 out:
 	ft_strbuf_free(&body);
 	ft_strbuf_free(&query);

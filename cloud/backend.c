@@ -18,30 +18,30 @@
 
 typedef struct {
 	const char *text;
-	int status;    /* what a client of the cluster sees */
+	int status; /* what a client of the cluster sees */
 	int retryable;
 } err_info_t;
 
 static const err_info_t errors[FT_BACKEND_ERR_COUNT] = {
-	[FT_BACKEND_OK] = { "ok", 200, 0 },
-	[FT_BACKEND_ENOTFOUND] = { "object not found", 404, 0 },
-	[FT_BACKEND_ENOBUCKET] = { "bucket not found", 404, 0 },
-	[FT_BACKEND_EAUTH] = { "access denied by the backend", 403, 0 },
-	[FT_BACKEND_ERANGE] = { "range not satisfiable", 416, 0 },
-	[FT_BACKEND_ECHANGED] = { "object changed on the backend", 412, 0 },
-	[FT_BACKEND_ETHROTTLED] = { "backend throttled the request", 503, 1 },
-	[FT_BACKEND_ESERVER] = { "backend server error", 502, 1 },
-	[FT_BACKEND_EREQUEST] = { "backend refused the request", 502, 0 },
-	[FT_BACKEND_ECONNECT] = { "cannot connect to the backend", 502, 1 },
-	[FT_BACKEND_ETIMEDOUT] = { "backend timed out", 504, 1 },
-	[FT_BACKEND_ETRUNCATED] = { "backend body cut short", 502, 1 },
-	[FT_BACKEND_ECHECKSUM] = { "backend body checksum mismatch", 502, 1 },
-	[FT_BACKEND_EPROTO] = { "unexpected backend response", 502, 0 },
-	[FT_BACKEND_ENOTSUP] = { "not supported by this provider", 501, 0 },
-	[FT_BACKEND_ECONFIG] = { "bad backend configuration", 500, 0 },
-	[FT_BACKEND_ESOURCE] = { "upload body source failed", 500, 0 },
-	[FT_BACKEND_ECANCELED] = { "canceled", 500, 0 },
-	[FT_BACKEND_ENOMEM] = { "out of memory", 500, 1 },
+	[FT_BACKEND_OK] = {"ok", 200, 0},
+	[FT_BACKEND_ENOTFOUND] = {"object not found", 404, 0},
+	[FT_BACKEND_ENOBUCKET] = {"bucket not found", 404, 0},
+	[FT_BACKEND_EAUTH] = {"access denied by the backend", 403, 0},
+	[FT_BACKEND_ERANGE] = {"range not satisfiable", 416, 0},
+	[FT_BACKEND_ECHANGED] = {"object changed on the backend", 412, 0},
+	[FT_BACKEND_ETHROTTLED] = {"backend throttled the request", 503, 1},
+	[FT_BACKEND_ESERVER] = {"backend server error", 502, 1},
+	[FT_BACKEND_EREQUEST] = {"backend refused the request", 502, 0},
+	[FT_BACKEND_ECONNECT] = {"cannot connect to the backend", 502, 1},
+	[FT_BACKEND_ETIMEDOUT] = {"backend timed out", 504, 1},
+	[FT_BACKEND_ETRUNCATED] = {"backend body cut short", 502, 1},
+	[FT_BACKEND_ECHECKSUM] = {"backend body checksum mismatch", 502, 1},
+	[FT_BACKEND_EPROTO] = {"unexpected backend response", 502, 0},
+	[FT_BACKEND_ENOTSUP] = {"not supported by this provider", 501, 0},
+	[FT_BACKEND_ECONFIG] = {"bad backend configuration", 500, 0},
+	[FT_BACKEND_ESOURCE] = {"upload body source failed", 500, 0},
+	[FT_BACKEND_ECANCELED] = {"canceled", 500, 0},
+	[FT_BACKEND_ENOMEM] = {"out of memory", 500, 1},
 };
 
 static const err_info_t *err_info(ft_backend_err_t e)
@@ -72,9 +72,8 @@ static const struct {
 	const char *name;
 	ft_backend_provider_t p;
 } provider_names[] = {
-	{ "aws", FT_BACKEND_AWS },     { "s3", FT_BACKEND_AWS },    { "gcp", FT_BACKEND_GCP },
-	{ "gs", FT_BACKEND_GCP },      { "gcs", FT_BACKEND_GCP },   { "azure", FT_BACKEND_AZURE },
-	{ "az", FT_BACKEND_AZURE },    { "ht", FT_BACKEND_HT },
+	{"aws", FT_BACKEND_AWS}, {"s3", FT_BACKEND_AWS},      {"gcp", FT_BACKEND_GCP},  {"gs", FT_BACKEND_GCP},
+	{"gcs", FT_BACKEND_GCP}, {"azure", FT_BACKEND_AZURE}, {"az", FT_BACKEND_AZURE}, {"ht", FT_BACKEND_HT},
 };
 
 const char *ft_backend_provider_name(ft_backend_provider_t p)
@@ -135,20 +134,25 @@ typedef struct {
 	int secret;
 } str_field_t;
 
-#define STR_FIELD(k, secret) { #k, offsetof(ft_backend_config_t, k), sizeof(((ft_backend_config_t *)0)->k), secret }
+#define STR_FIELD(k, secret)                                                                        \
+	{                                                                                           \
+#k, offsetof(ft_backend_config_t, k), sizeof(((ft_backend_config_t *)0)->k), secret \
+	}
 
 static const str_field_t str_fields[] = {
-	STR_FIELD(bucket, 0),        STR_FIELD(endpoint, 0),    STR_FIELD(region, 0),
-	STR_FIELD(access_key, 0),    STR_FIELD(secret_key, 1),  STR_FIELD(session_token, 1),
-	STR_FIELD(credentials_file, 0), STR_FIELD(account, 0), STR_FIELD(account_key, 1),
-	STR_FIELD(sas, 1),
+	STR_FIELD(bucket, 0),           STR_FIELD(endpoint, 0),
+	STR_FIELD(region, 0),           STR_FIELD(access_key, 0),
+	STR_FIELD(secret_key, 1),       STR_FIELD(session_token, 1),
+	STR_FIELD(credentials_file, 0), STR_FIELD(account, 0),
+	STR_FIELD(account_key, 1),      STR_FIELD(sas, 1),
 };
 
 static ft_backend_err_t config_key(ft_backend_config_t *c, const char *key, const json_t *v, ft_backend_error_t *err)
 {
 	if (strcmp(key, "provider") == 0) {
 		if (!json_is_string(v) || ft_backend_provider_parse(json_string_value(v), &c->provider) != 0)
-			return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "backend: provider must be aws, gcp, azure or ht");
+			return ft_be_fail(err, FT_BACKEND_ECONFIG, 0,
+					  "backend: provider must be aws, gcp, azure or ht");
 		return FT_BACKEND_OK;
 	}
 	if (strcmp(key, "addressing") == 0) {
@@ -161,7 +165,8 @@ static ft_backend_err_t config_key(ft_backend_config_t *c, const char *key, cons
 		else if (s != NULL && (strcmp(s, "auto") == 0 || *s == '\0'))
 			c->addressing = FT_BACKEND_ADDR_AUTO;
 		else
-			return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "backend: addressing must be path, virtual or auto");
+			return ft_be_fail(err, FT_BACKEND_ECONFIG, 0,
+					  "backend: addressing must be path, virtual or auto");
 		return FT_BACKEND_OK;
 	}
 	if (strcmp(key, "connect_timeout_ms") == 0 || strcmp(key, "stall_timeout_ms") == 0) {
@@ -197,8 +202,7 @@ ft_backend_err_t ft_backend_config_from_json(ft_backend_config_t *c, const json_
 	ft_backend_config_init(c, FT_BACKEND_NONE);
 	if (!json_is_object(props))
 		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "backend: properties must be a JSON object");
-	json_object_foreach((json_t *)props, key, v)
-	{
+	json_object_foreach((json_t *)props, key, v) {
 		ft_backend_err_t rc = config_key(c, key, v, err);
 
 		if (rc != FT_BACKEND_OK)
@@ -413,10 +417,9 @@ static int64_t src_mem_read(void *ctx, void *buf, size_t cap)
 ft_backend_err_t ft_backend_put_fd(ft_backend_t *b, const char *name, int fd, int64_t offset, int64_t length,
 				   const char *md5, ft_backend_meta_t *out, ft_backend_error_t *err)
 {
-	src_state_t s = { .fd = fd, .start = offset, .offset = offset };
+	src_state_t s = {.fd = fd, .start = offset, .offset = offset};
 	ft_backend_body_t body = {
-		.read = src_fd_read, .ctx = &s, .rewind = src_fd_rewind, .length = length, .md5 = md5
-	};
+		.read = src_fd_read, .ctx = &s, .rewind = src_fd_rewind, .length = length, .md5 = md5};
 
 	return ft_backend_put(b, name, &body, out, err);
 }
@@ -424,8 +427,8 @@ ft_backend_err_t ft_backend_put_fd(ft_backend_t *b, const char *name, int fd, in
 ft_backend_err_t ft_backend_put_mem(ft_backend_t *b, const char *name, const void *buf, size_t len,
 				    ft_backend_meta_t *out, ft_backend_error_t *err)
 {
-	src_state_t s = { .mem = buf, .mem_len = len };
-	ft_backend_body_t body = { .read = src_mem_read, .ctx = &s, .rewind = src_mem_rewind, .length = (int64_t)len };
+	src_state_t s = {.mem = buf, .mem_len = len};
+	ft_backend_body_t body = {.read = src_mem_read, .ctx = &s, .rewind = src_mem_rewind, .length = (int64_t)len};
 
 	return ft_backend_put(b, name, &body, out, err);
 }
@@ -444,10 +447,10 @@ struct ft_backend_reader {
 	ft_backend_t *backend;
 	ft_be_xfer_t *x;
 	ft_backend_meta_t meta;
-	int64_t want;      /* bytes to deliver; -1 = until the transport ends */
+	int64_t want; /* bytes to deliver; -1 = until the transport ends */
 	int64_t delivered;
 	int64_t skip;
-	int cut;           /* stop after want bytes without draining (200 to a range request) */
+	int cut; /* stop after want bytes without draining (200 to a range request) */
 	int eof;
 	ft_backend_error_t error;
 	/* verification of a whole-object read */
@@ -490,8 +493,8 @@ static ft_backend_err_t reader_plan(ft_backend_reader_t *r, const ft_backend_get
 		int64_t first, last, total;
 
 		if (ft_be_xfer_content_range(x, &first, &last, &total) != 0 || first != o->offset)
-			return ft_be_fail(err, FT_BACKEND_EPROTO, 206, "%s GET %s: Content-Range does not match the request",
-					  prov, name);
+			return ft_be_fail(err, FT_BACKEND_EPROTO, 206,
+					  "%s GET %s: Content-Range does not match the request", prov, name);
 		r->want = last - first + 1;
 		if (o->length > 0 && r->want > o->length) {
 			/* More than asked (s3rver answers bytes=0-0 with everything): take the head, drop the rest. */
@@ -512,8 +515,8 @@ static ft_backend_err_t reader_plan(ft_backend_reader_t *r, const ft_backend_get
 		return FT_BACKEND_OK;
 	/* The origin ignored Range: drop the head and cut the tail ourselves. */
 	if (r->meta.size >= 0 && o->offset >= r->meta.size)
-		return ft_be_fail(err, FT_BACKEND_ERANGE, 200, "%s GET %s: range starts past the end (%lld bytes)", prov,
-				  name, (long long)r->meta.size);
+		return ft_be_fail(err, FT_BACKEND_ERANGE, 200, "%s GET %s: range starts past the end (%lld bytes)",
+				  prov, name, (long long)r->meta.size);
 	r->skip = o->offset;
 	if (o->length > 0) {
 		r->want = o->length;
@@ -541,7 +544,7 @@ static void reader_plan_verify(ft_backend_reader_t *r, const ft_backend_get_opts
 ft_backend_err_t ft_backend_get(ft_backend_t *b, const char *name, const ft_backend_get_opts_t *opts,
 				ft_backend_reader_t **out, ft_backend_error_t *err)
 {
-	static const ft_backend_get_opts_t whole = { 0 };
+	static const ft_backend_get_opts_t whole = {0};
 	ft_backend_reader_t *r;
 	ft_backend_err_t rc;
 
@@ -628,7 +631,7 @@ static ft_backend_err_t reader_end(ft_backend_reader_t *r)
 static ft_backend_err_t reader_skip(ft_backend_reader_t *r)
 {
 	char scratch[16384];
-	ft_backend_error_t e = { 0 };
+	ft_backend_error_t e = {0};
 
 	while (r->skip > 0) {
 		size_t got, want = r->skip < (int64_t)sizeof(scratch) ? (size_t)r->skip : sizeof(scratch);
@@ -647,7 +650,7 @@ static ft_backend_err_t reader_skip(ft_backend_reader_t *r)
 /* All wanted bytes are in: confirm the transport ends here too (or cut on purpose). */
 static ft_backend_err_t reader_finish(ft_backend_reader_t *r)
 {
-	ft_backend_error_t e = { 0 };
+	ft_backend_error_t e = {0};
 	char extra[1];
 	size_t got;
 	ft_backend_err_t rc;
@@ -665,7 +668,7 @@ static ft_backend_err_t reader_finish(ft_backend_reader_t *r)
 
 ft_backend_err_t ft_backend_read(ft_backend_reader_t *r, void *buf, size_t cap, size_t *got)
 {
-	ft_backend_error_t e = { 0 };
+	ft_backend_error_t e = {0};
 	ft_backend_err_t rc;
 
 	*got = 0;
@@ -686,7 +689,8 @@ ft_backend_err_t ft_backend_read(ft_backend_reader_t *r, void *buf, size_t cap, 
 		return reader_fail(r, rc, &e, "read failed");
 	if (*got == 0) {
 		if (r->want >= 0 && r->delivered < r->want)
-			return reader_fail(r, FT_BACKEND_ETRUNCATED, NULL, "%s GET %s: body ended after %lld of %lld bytes",
+			return reader_fail(r, FT_BACKEND_ETRUNCATED, NULL,
+					   "%s GET %s: body ended after %lld of %lld bytes",
 					   ft_backend_provider_name(r->backend->cfg.provider), r->x->what,
 					   (long long)r->delivered, (long long)r->want);
 		return reader_end(r);
@@ -710,8 +714,7 @@ void ft_backend_reader_close(ft_backend_reader_t *r)
 }
 
 ft_backend_err_t ft_backend_get_to(ft_backend_t *b, const char *name, const ft_backend_get_opts_t *opts,
-				   ft_backend_sink_fn sink, void *ctx, ft_backend_meta_t *meta,
-				   ft_backend_error_t *err)
+				   ft_backend_sink_fn sink, void *ctx, ft_backend_meta_t *meta, ft_backend_error_t *err)
 {
 	enum { CHUNK = 256 << 10 };
 	ft_backend_reader_t *r = NULL;
@@ -740,7 +743,8 @@ ft_backend_err_t ft_backend_get_to(ft_backend_t *b, const char *name, const ft_b
 		if (got == 0)
 			break;
 		if (sink(ctx, buf, got) != 0) {
-			rc = ft_be_fail(err, FT_BACKEND_ECANCELED, 0, "backend GET %s: the sink stopped the transfer", name);
+			rc = ft_be_fail(err, FT_BACKEND_ECANCELED, 0, "backend GET %s: the sink stopped the transfer",
+					name);
 			goto out;
 		}
 	}

@@ -2,9 +2,9 @@
 #ifndef FT_BACKEND_H
 #define FT_BACKEND_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <jansson.h>
 
 #include "base/config.h"
 
@@ -98,10 +98,10 @@ typedef enum {
  */
 typedef struct {
 	ft_backend_provider_t provider;
-	char bucket[FT_BACKEND_NAME_MAX];    /* aws/gcp bucket, azure container; ht: unused */
-	char endpoint[FT_URL_MAX];           /* base URL ("" = provider default); ht: the URL prefix */
-	ft_backend_addressing_t addressing;  /* aws only */
-	char region[FT_REGION_MAX];          /* aws signing region */
+	char bucket[FT_BACKEND_NAME_MAX];   /* aws/gcp bucket, azure container; ht: unused */
+	char endpoint[FT_URL_MAX];          /* base URL ("" = provider default); ht: the URL prefix */
+	ft_backend_addressing_t addressing; /* aws only */
+	char region[FT_REGION_MAX];         /* aws signing region */
 	/* aws */
 	char access_key[FT_BACKEND_KEY_MAX];
 	char secret_key[FT_BACKEND_KEY_MAX];
@@ -171,15 +171,15 @@ const ft_backend_config_t *ft_backend_config(const ft_backend_t *b);
 ft_backend_err_t ft_backend_head(ft_backend_t *b, const char *name, ft_backend_meta_t *out, ft_backend_error_t *err);
 
 typedef struct {
-	int64_t offset;       /* first byte wanted */
-	int64_t length;       /* bytes from offset; 0 = to the end of the object */
+	int64_t offset; /* first byte wanted */
+	int64_t length; /* bytes from offset; 0 = to the end of the object */
 	/*
 	 * The object must still be this one (metadata from an earlier head/get: its ETag, or its
 	 * generation on gcp), else FT_BACKEND_ECHANGED; NULL = any. Lets range reads of one object
 	 * be stitched together safely.
 	 */
 	const ft_backend_meta_t *match;
-	int verify;           /* whole-object reads: check the body against the backend's MD5 (else CRC32C) */
+	int verify; /* whole-object reads: check the body against the backend's MD5 (else CRC32C) */
 } ft_backend_get_opts_t;
 
 /*
@@ -249,7 +249,7 @@ ft_backend_err_t ft_backend_put_mem(ft_backend_t *b, const char *name, const voi
 ft_backend_err_t ft_backend_delete(ft_backend_t *b, const char *name, ft_backend_error_t *err);
 
 typedef struct {
-	char *name;                     /* owned by the page */
+	char *name; /* owned by the page */
 	int64_t size;
 	int64_t mtime_ns;               /* 0 unknown */
 	char etag[FT_BACKEND_ETAG_MAX]; /* without quotes */

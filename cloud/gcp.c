@@ -162,7 +162,7 @@ static int64_t mem_read(void *ctx, void *buf, size_t cap)
 static ft_backend_err_t fetch_token(ft_backend_t *b, gcp_t *g, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = NULL;
-	ft_strbuf_t form = { 0 }, resp = { 0 };
+	ft_strbuf_t form = {0}, resp = {0};
 	ft_be_endpoint_t ep;
 	char claims[1024], sign_err[128], *jwt = NULL;
 	time_t now = time(NULL);
@@ -170,7 +170,7 @@ static ft_backend_err_t fetch_token(ft_backend_t *b, gcp_t *g, ft_backend_error_
 	const char *token;
 	json_int_t ttl;
 	mem_src_t src;
-	ft_backend_body_t body = { .read = mem_read };
+	ft_backend_body_t body = {.read = mem_read};
 	ft_backend_err_t rc;
 
 	if (ft_be_endpoint_parse(g->token_uri, &ep) != 0)
@@ -202,16 +202,18 @@ static ft_backend_err_t fetch_token(ft_backend_t *b, gcp_t *g, ft_backend_error_
 	if (x->status != 200) {
 		const char *e = json_string_value(json_object_get(j, "error_description"));
 
-		rc = ft_be_fail(err, x->status == 400 || x->status == 401 || x->status == 403 ? FT_BACKEND_EAUTH
-				     : x->status >= 500			       ? FT_BACKEND_ESERVER
-										       : FT_BACKEND_EREQUEST,
+		rc = ft_be_fail(err,
+				x->status == 400 || x->status == 401 || x->status == 403 ? FT_BACKEND_EAUTH
+				: x->status >= 500                                       ? FT_BACKEND_ESERVER
+											 : FT_BACKEND_EREQUEST,
 				x->status, "gcp token %s: %ld %s", g->token_uri, x->status, e != NULL ? e : "");
 		goto out;
 	}
 	token = json_string_value(json_object_get(j, "access_token"));
 	ttl = json_integer_value(json_object_get(j, "expires_in"));
 	if (token == NULL || strlen(token) >= sizeof(g->token)) {
-		rc = ft_be_fail(err, FT_BACKEND_EPROTO, x->status, "gcp token %s: no usable access_token", g->token_uri);
+		rc = ft_be_fail(err, FT_BACKEND_EPROTO, x->status, "gcp token %s: no usable access_token",
+				g->token_uri);
 		goto out;
 	}
 	strcpy(g->token, token);
@@ -279,7 +281,7 @@ static ft_backend_err_t request(ft_backend_t *b, ft_be_xfer_t *x, const char *me
 				const char *name, const char *query, ft_backend_error_t *err)
 {
 	const gcp_t *g = b->priv;
-	ft_strbuf_t path = { 0 };
+	ft_strbuf_t path = {0};
 	int rc = object_path(b, prefix, name, &path);
 
 	if (rc == 0)
@@ -295,8 +297,8 @@ static ft_backend_err_t request(ft_backend_t *b, ft_be_xfer_t *x, const char *me
 /* Maps a JSON API error response. */
 static ft_backend_err_t response_error(ft_backend_t *b, ft_be_xfer_t *x, ft_backend_error_t *err)
 {
-	static const char *const bucket_codes[] = { "NoSuchBucket", NULL };
-	ft_strbuf_t body = { 0 };
+	static const char *const bucket_codes[] = {"NoSuchBucket", NULL};
+	ft_strbuf_t body = {0};
 	json_t *j, *e;
 	const char *message = NULL, *code = NULL;
 	ft_backend_err_t rc;
@@ -417,7 +419,7 @@ static ft_backend_err_t meta_from_json(const json_t *o, ft_backend_meta_t *m)
 /* Collects a JSON response body. */
 static ft_backend_err_t collect_json(ft_be_xfer_t *x, size_t max, json_t **out, ft_backend_error_t *err)
 {
-	ft_strbuf_t body = { 0 };
+	ft_strbuf_t body = {0};
 	ft_backend_err_t rc = ft_be_xfer_collect(x, max, &body, err);
 
 	*out = NULL;
@@ -434,7 +436,7 @@ static ft_backend_err_t collect_json(ft_be_xfer_t *x, size_t max, json_t **out, 
 static ft_backend_err_t gcp_get(ft_backend_t *b, ft_be_xfer_t *x, const char *name, const ft_backend_get_opts_t *o,
 				ft_backend_meta_t *meta, ft_backend_error_t *err)
 {
-	ft_strbuf_t query = { 0 };
+	ft_strbuf_t query = {0};
 	ft_backend_err_t rc;
 
 	ft_strbuf_adds(&query, "alt=media");
@@ -480,7 +482,7 @@ static ft_backend_err_t gcp_put(ft_backend_t *b, const char *name, const ft_back
 				ft_backend_meta_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "PUT", name);
-	ft_strbuf_t query = { 0 };
+	ft_strbuf_t query = {0};
 	json_t *j = NULL;
 	ft_backend_err_t rc;
 
@@ -531,7 +533,7 @@ out:
 static ft_backend_err_t gcp_del(ft_backend_t *b, const char *name, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "DELETE", name);
-	ft_strbuf_t resp = { 0 };
+	ft_strbuf_t resp = {0};
 	ft_backend_err_t rc;
 
 	if (x == NULL)
@@ -556,10 +558,9 @@ static ft_backend_err_t page_from_json(const json_t *j, ft_backend_page_t *out)
 
 	if (items != NULL && !json_is_array(items))
 		return FT_BACKEND_EPROTO;
-	json_array_foreach(items, i, it)
-	{
+	json_array_foreach(items, i, it) {
 		const char *name = json_string_value(json_object_get(it, "name"));
-		ft_backend_meta_t m = { 0 };
+		ft_backend_meta_t m = {0};
 		ft_backend_entry_t *e;
 
 		if (name == NULL || meta_from_json(it, &m) != FT_BACKEND_OK)
@@ -583,7 +584,7 @@ static ft_backend_err_t gcp_list(ft_backend_t *b, const char *prefix, const char
 				 ft_backend_page_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "LIST", b->cfg.bucket);
-	ft_strbuf_t query = { 0 };
+	ft_strbuf_t query = {0};
 	json_t *j = NULL;
 	ft_backend_err_t rc;
 

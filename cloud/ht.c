@@ -44,7 +44,7 @@ static void ht_fini(ft_backend_t *b)
 static int request(ft_backend_t *b, ft_be_xfer_t *x, const char *method, const char *name)
 {
 	const ht_t *h = b->priv;
-	ft_strbuf_t path = { 0 };
+	ft_strbuf_t path = {0};
 	int rc;
 
 	ft_strbuf_adds(&path, h->ep.path);
@@ -58,7 +58,7 @@ static int request(ft_backend_t *b, ft_be_xfer_t *x, const char *method, const c
 static ft_backend_err_t run(ft_be_xfer_t *x, ft_backend_error_t *err)
 {
 	ft_backend_err_t rc = ft_be_xfer_start(x, err);
-	ft_strbuf_t body = { 0 };
+	ft_strbuf_t body = {0};
 	const char *location;
 
 	if (rc != FT_BACKEND_OK || (x->status >= 200 && x->status <= 299))
@@ -67,8 +67,8 @@ static ft_backend_err_t run(ft_be_xfer_t *x, ft_backend_error_t *err)
 	ft_be_xfer_error_body(x, &body);
 	ft_strbuf_free(&body);
 	if (x->status >= 300 && x->status <= 399)
-		return ft_be_fail(err, FT_BACKEND_EREQUEST, x->status, "ht %s %s: %ld redirect to %s not followed", x->op,
-				  x->what, x->status, location != NULL ? location : "(no Location)");
+		return ft_be_fail(err, FT_BACKEND_EREQUEST, x->status, "ht %s %s: %ld redirect to %s not followed",
+				  x->op, x->what, x->status, location != NULL ? location : "(no Location)");
 	return ft_be_http_error(x, NULL, NULL, NULL, err);
 }
 
@@ -96,7 +96,7 @@ static ft_backend_err_t ht_get(ft_backend_t *b, ft_be_xfer_t *x, const char *nam
 static ft_backend_err_t ht_head(ft_backend_t *b, const char *name, ft_backend_meta_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "HEAD", name);
-	ft_strbuf_t sink = { 0 };
+	ft_strbuf_t sink = {0};
 	ft_backend_err_t rc;
 
 	if (x == NULL)
@@ -114,8 +114,8 @@ static ft_backend_err_t ht_head(ft_backend_t *b, const char *name, ft_backend_me
 	return rc;
 }
 
-static ft_backend_err_t ht_put(ft_backend_t *b, const char *name, const ft_backend_body_t *body,
-			       ft_backend_meta_t *out, ft_backend_error_t *err)
+static ft_backend_err_t ht_put(ft_backend_t *b, const char *name, const ft_backend_body_t *body, ft_backend_meta_t *out,
+			       ft_backend_error_t *err)
 {
 	(void)b;
 	(void)body;
@@ -129,8 +129,8 @@ static ft_backend_err_t ht_del(ft_backend_t *b, const char *name, ft_backend_err
 	return ft_be_fail(err, FT_BACKEND_ENOTSUP, 0, "ht DELETE %s: an HTTP origin is read-only", name);
 }
 
-static ft_backend_err_t ht_list(ft_backend_t *b, const char *prefix, const char *token, int max,
-				ft_backend_page_t *out, ft_backend_error_t *err)
+static ft_backend_err_t ht_list(ft_backend_t *b, const char *prefix, const char *token, int max, ft_backend_page_t *out,
+				ft_backend_error_t *err)
 {
 	(void)prefix;
 	(void)token;

@@ -8,8 +8,8 @@
 
 #include <curl/curl.h>
 
-#include "cloud/backend.h"
 #include "base/strbuf.h"
+#include "cloud/backend.h"
 
 /* ---- helpers on growable strings (ft_strbuf_t of strbuf.h) ---- */
 
@@ -41,7 +41,7 @@ int ft_be_parse_i64(const char *s, int64_t *out);
 /* ---- endpoint URLs ---- */
 
 typedef struct {
-	char scheme[8];       /* "http" or "https" */
+	char scheme[8];         /* "http" or "https" */
 	char host[FT_HOST_MAX]; /* host[:port] exactly as in the URL (the Host header) */
 	char path[FT_URL_MAX];  /* base path without a trailing '/', "" when none */
 } ft_be_endpoint_t;
@@ -86,13 +86,13 @@ typedef struct {
 	const char *what;       /* object or bucket name for messages (borrowed) */
 	/* request */
 	char method[8];
-	char *origin;           /* scheme://host[:port] */
-	char *host;             /* host[:port] */
-	char *path;             /* encoded, starts with '/' */
-	char *query;            /* raw encoded query without '?', "" none */
+	char *origin; /* scheme://host[:port] */
+	char *host;   /* host[:port] */
+	char *path;   /* encoded, starts with '/' */
+	char *query;  /* raw encoded query without '?', "" none */
 	ft_be_header_t hdr[FT_BE_MAX_HEADERS];
 	int n_hdr;
-	int oom;                /* a request string could not be allocated */
+	int oom; /* a request string could not be allocated */
 	struct curl_slist *slist;
 	/* upload */
 	ft_backend_source_fn src;
@@ -114,10 +114,10 @@ typedef struct {
 	int paused;
 	/* state */
 	int started, done, added;
-	int connected;           /* the connect allowance of the stall timer is used up */
+	int connected; /* the connect allowance of the stall timer is used up */
 	CURLcode result;
-	ft_backend_err_t dead;   /* sticky failure once set */
-	uint64_t progress;       /* bumped by every byte moved either way */
+	ft_backend_err_t dead; /* sticky failure once set */
+	uint64_t progress;     /* bumped by every byte moved either way */
 	atomic_int cancel;
 	char curl_err[CURL_ERROR_SIZE];
 } ft_be_xfer_t;
@@ -192,7 +192,7 @@ typedef struct {
 struct ft_backend {
 	ft_backend_config_t cfg; /* effective configuration */
 	const ft_be_ops_t *ops;
-	void *priv;              /* provider state, owned by the provider (fini frees it) */
+	void *priv; /* provider state, owned by the provider (fini frees it) */
 };
 
 extern const ft_be_ops_t ft_be_aws_ops;

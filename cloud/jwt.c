@@ -57,11 +57,11 @@ static uint8_t *b64url_decode(const char *s, size_t n, size_t *out_len)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
-		int v = c >= 'A' && c <= 'Z' ? c - 'A'
+		int v = c >= 'A' && c <= 'Z'   ? c - 'A'
 			: c >= 'a' && c <= 'z' ? c - 'a' + 26
 			: c >= '0' && c <= '9' ? c - '0' + 52
-			: c == '-'	       ? 62
-			: c == '_'	       ? 63
+			: c == '-'             ? 62
+			: c == '_'             ? 63
 					       : -1;
 
 		if (v < 0) {

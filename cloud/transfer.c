@@ -155,10 +155,9 @@ ft_be_xfer_t *ft_be_xfer_new(ft_backend_t *b, const char *op, const char *what)
 	return x;
 }
 
-int ft_be_xfer_set(ft_be_xfer_t *x, const char *method, const ft_be_endpoint_t *ep, const char *path,
-		   const char *query)
+int ft_be_xfer_set(ft_be_xfer_t *x, const char *method, const ft_be_endpoint_t *ep, const char *path, const char *query)
 {
-	ft_strbuf_t origin = { 0 };
+	ft_strbuf_t origin = {0};
 
 	snprintf(x->method, sizeof(x->method), "%s", method);
 	ft_strbuf_addf(&origin, "%s://%s", ep->scheme, ep->host);
@@ -238,8 +237,7 @@ static void trim(const char **s, size_t *n)
 		(*s)++;
 		(*n)--;
 	}
-	while (*n > 0 && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t' || (*s)[*n - 1] == '\r' ||
-			  (*s)[*n - 1] == '\n'))
+	while (*n > 0 && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t' || (*s)[*n - 1] == '\r' || (*s)[*n - 1] == '\n'))
 		(*n)--;
 }
 
@@ -539,7 +537,7 @@ static void set_method(ft_be_xfer_t *x, CURL *h)
 static int build_slist(ft_be_xfer_t *x)
 {
 	struct curl_slist *l = NULL, *t;
-	ft_strbuf_t line = { 0 };
+	ft_strbuf_t line = {0};
 
 	for (int i = 0; i < x->n_hdr; i++) {
 		line.len = 0;
@@ -567,7 +565,7 @@ fail:
 ft_backend_err_t ft_be_xfer_start(ft_be_xfer_t *x, ft_backend_error_t *err)
 {
 	const ft_backend_config_t *cfg = &x->backend->cfg;
-	ft_strbuf_t url = { 0 };
+	ft_strbuf_t url = {0};
 	CURL *h = x->handle->easy;
 	ft_backend_err_t rc;
 

@@ -22,7 +22,7 @@ void ft_be_buf_add_encoded(ft_strbuf_t *b, const char *s, int keep_slash)
 
 	for (; *s != '\0'; s++) {
 		unsigned char c = (unsigned char)*s;
-		char esc[3] = { '%', digits[c >> 4], digits[c & 15] };
+		char esc[3] = {'%', digits[c >> 4], digits[c & 15]};
 
 		if (unreserved(c) || (keep_slash && c == '/'))
 			ft_strbuf_add(b, s, 1);

@@ -23,7 +23,7 @@ typedef struct {
 	size_t path_len;
 	size_t mark[MAX_DEPTH]; /* path length before each open element */
 	int depth;
-	ft_strbuf_t text;       /* character data of the innermost open element */
+	ft_strbuf_t text; /* character data of the innermost open element */
 	ft_be_xml_fn fn;
 	void *ctx;
 } xml_t;
@@ -86,7 +86,7 @@ static int reference(xml_t *x)
 	static const struct {
 		const char *name;
 		char c;
-	} named[] = { { "&lt;", '<' }, { "&gt;", '>' }, { "&amp;", '&' }, { "&quot;", '"' }, { "&apos;", '\'' } };
+	} named[] = {{"&lt;", '<'}, {"&gt;", '>'}, {"&amp;", '&'}, {"&quot;", '"'}, {"&apos;", '\''}};
 	const char *semi = memchr(x->p, ';', (size_t)(x->end - x->p) < 12 ? (size_t)(x->end - x->p) : 12);
 
 	if (semi == NULL)
@@ -205,7 +205,7 @@ static int blank_or_bom(const char *s, size_t n)
 
 int ft_be_xml_parse(const char *doc, size_t len, ft_be_xml_fn fn, void *ctx)
 {
-	xml_t x = { .p = doc, .end = doc + len, .fn = fn, .ctx = ctx };
+	xml_t x = {.p = doc, .end = doc + len, .fn = fn, .ctx = ctx};
 	int rc = 0, seen_root = 0;
 
 	while (rc == 0 && x.p < x.end) {
@@ -273,7 +273,7 @@ static int on_error_doc(void *ctx, const char *path, const char *text, size_t le
 
 void ft_be_xml_error(const char *doc, size_t len, char *code, size_t code_cap, char *message, size_t message_cap)
 {
-	error_doc_t d = { code, message, code_cap, message_cap };
+	error_doc_t d = {code, message, code_cap, message_cap};
 
 	code[0] = '\0';
 	message[0] = '\0';

@@ -52,9 +52,9 @@ typedef struct conn {
 	int fd;
 	int host;
 	bool connecting;
-	bool reused;    /* served a response before: a server may have closed it meanwhile */
-	bool want_out;  /* EPOLLOUT registered */
-	worker_t *w;    /* NULL while idle in the pool */
+	bool reused;   /* served a response before: a server may have closed it meanwhile */
+	bool want_out; /* EPOLLOUT registered */
+	worker_t *w;   /* NULL while idle in the pool */
 	struct conn *next, *prev;
 } conn_t;
 
@@ -71,9 +71,9 @@ struct worker {
 	char path[LD_PATH_MAX + 1];
 	char head[LD_REQ_MAX];
 	size_t head_len, head_off;
-	uint64_t body_off;        /* PUT body bytes sent on this hop */
-	bool expect;              /* body held back until 100 Continue (or a timeout) */
-	bool fresh;               /* take a new connection, not a pooled one */
+	uint64_t body_off; /* PUT body bytes sent on this hop */
+	bool expect;       /* body held back until 100 Continue (or a timeout) */
+	bool fresh;        /* take a new connection, not a pooled one */
 	bool retried;
 	int redirects;
 	int64_t start_ns, continue_since;
@@ -81,7 +81,7 @@ struct worker {
 	/* -verifyhash */
 	bool verify, hash_started, use_md5;
 	XXH64_state_t xx;
-	EVP_MD_CTX *md;           /* allocated once, when an md5 bucket shows up */
+	EVP_MD_CTX *md; /* allocated once, when an md5 bucket shows up */
 	uint64_t put_hash;
 	worker_t *next_ready;
 };
@@ -93,7 +93,7 @@ struct loop {
 	int ep;
 	worker_t *workers;
 	int nworkers;
-	int active;               /* workers not idle */
+	int active; /* workers not idle */
 	conn_t *idle[LD_MAX_HOSTS];
 	conn_t *free_conns;
 	conn_t *graveyard;
@@ -102,7 +102,7 @@ struct loop {
 	uint64_t rng;
 	int64_t now;
 	int64_t last_sweep;
-	pthread_mutex_t mu;       /* guards stats and msgs */
+	pthread_mutex_t mu; /* guards stats and msgs */
 	ld_opstats_t stats[LD_NOPS];
 	char msgs[MAX_MSGS][256];
 	int nmsgs;
@@ -238,15 +238,14 @@ static conn_t *conn_open(loop_t *L, int host)
 	if (epoll_ctl(L->ep, EPOLL_CTL_ADD, fd, &ev) != 0)
 		goto fail;
 	return c;
-fail:
-	{
-		int e = errno;
-		close(fd);
-		c->fd = -1;
-		c->next = L->free_conns;
-		L->free_conns = c;
-		errno = e;
-	}
+fail : {
+	int e = errno;
+	close(fd);
+	c->fd = -1;
+	c->next = L->free_conns;
+	L->free_conns = c;
+	errno = e;
+}
 	return NULL;
 }
 
@@ -516,7 +515,8 @@ static bool follow(worker_t *w)
 	int host = w->host;
 
 	if (ld_url_split(w->resp.location, &auth, &alen, &path) != 0) {
-		snprintf(err, sizeof(err), "HTTP %d with unusable Location \"%.100s\"", w->resp.status, w->resp.location);
+		snprintf(err, sizeof(err), "HTTP %d with unusable Location \"%.100s\"", w->resp.status,
+			 w->resp.location);
 		fail(w, err);
 		return true;
 	}
@@ -595,7 +595,8 @@ static void complete(worker_t *w, bool keep)
 				return;
 			}
 		}
-		if (o->api != LD_API_URLS && ld_objs_add_put(w->task.seq, w->task.size, w->put_hash, o->verifyhash) != 0)
+		if (o->api != LD_API_URLS &&
+		    ld_objs_add_put(w->task.seq, w->task.size, w->put_hash, o->verifyhash) != 0)
 			add_msg(L, "PUT %s: object list: out of memory", w->name);
 		finish(w, true, w->task.size);
 		return;
@@ -728,7 +729,7 @@ static void on_event(loop_t *L, conn_t *c, uint32_t events)
 	worker_t *w = c->w;
 
 	if (c->fd < 0)
-		return; /* closed earlier in this batch */
+		return;  /* closed earlier in this batch */
 	if (w == NULL) { /* idle in the pool: the server closed it (or sent junk) */
 		pool_unlink(L, c);
 		conn_close(L, c);

@@ -24,7 +24,7 @@ typedef struct {
 	uint64_t count;
 	uint64_t min; /* UINT64_MAX while empty */
 	uint64_t max;
-	double sum;   /* for the mean; a double so it cannot overflow */
+	double sum; /* for the mean; a double so it cannot overflow */
 	uint64_t buckets[FT_HIST_BUCKETS];
 } ft_hist_t;
 

@@ -35,8 +35,8 @@ void ld_buf_u64(ld_buf_t *b, uint64_t v)
 
 static bool unreserved(unsigned char c)
 {
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-	       c == '.' || c == '_' || c == '~';
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+	       c == '_' || c == '~';
 }
 
 void ld_buf_escape(ld_buf_t *b, const char *s, size_t n, bool keep_slash)
@@ -126,8 +126,8 @@ static bool has_token(const char *v, size_t len, const char *token)
 		if (strncasecmp(v + i, token, tl) != 0)
 			continue;
 		bool left_ok = i == 0 || v[i - 1] == ',' || v[i - 1] == ' ' || v[i - 1] == '\t';
-		bool right_ok = i + tl == len || v[i + tl] == ',' || v[i + tl] == ' ' || v[i + tl] == '\t' ||
-				v[i + tl] == ';';
+		bool right_ok =
+			i + tl == len || v[i + tl] == ',' || v[i + tl] == ' ' || v[i + tl] == '\t' || v[i + tl] == ';';
 		if (left_ok && right_ok)
 			return true;
 	}

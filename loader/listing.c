@@ -131,7 +131,8 @@ static int native_page(const ld_opts_t *o, int host, char *token, size_t token_c
 		return -1;
 	}
 	path[b.len] = '\0';
-	ld_reqspec_t rs = {.method = "GET", .authority = ld_host_at(host)->authority, .path = path, .content_length = -1};
+	ld_reqspec_t rs = {
+		.method = "GET", .authority = ld_host_at(host)->authority, .path = path, .content_length = -1};
 	if (ld_sync_do(host, &rs, NULL, 0, &r, SYNC_TIMEOUT_MS, err, errlen) != 0)
 		return -1;
 	if (r.status == 404) {
@@ -183,7 +184,9 @@ static int create_bucket(const ld_opts_t *o, int host, char *err, size_t errlen)
 	ld_buf_str(&b, "/v1/buckets/");
 	ld_buf_escape(&b, o->bucket, strlen(o->bucket), false);
 	path[b.len] = '\0';
-	ld_reqspec_t rs = {.method = "POST", .authority = ld_host_at(host)->authority, .path = path,
+	ld_reqspec_t rs = {.method = "POST",
+			   .authority = ld_host_at(host)->authority,
+			   .path = path,
 			   .content_length = (int64_t)sizeof(body) - 1};
 	if (ld_sync_do(host, &rs, body, sizeof(body) - 1, &r, SYNC_TIMEOUT_MS, err, errlen) != 0)
 		return -1;
@@ -207,8 +210,8 @@ int ld_destroy_bucket(const ld_opts_t *o, char *err, size_t errlen)
 	ld_buf_str(&b, "/v1/buckets/");
 	ld_buf_escape(&b, o->bucket, strlen(o->bucket), false);
 	path[b.len] = '\0';
-	ld_reqspec_t rs = {.method = "DELETE", .authority = ld_host_at(host)->authority, .path = path,
-			   .content_length = -1};
+	ld_reqspec_t rs = {
+		.method = "DELETE", .authority = ld_host_at(host)->authority, .path = path, .content_length = -1};
 	if (ld_sync_do(host, &rs, NULL, 0, &r, SYNC_TIMEOUT_MS, err, errlen) != 0)
 		return -1;
 	if (r.status == 200 || r.status == 404)
@@ -280,8 +283,8 @@ static const char *xml_find(const char *p, const char *end, const char *tag, siz
 	return a;
 }
 
-static int s3_page(const ld_opts_t *o, int host, const char *prefix, char *token, size_t token_cap,
-		   uint64_t *max_seq, char *err, size_t errlen)
+static int s3_page(const ld_opts_t *o, int host, const char *prefix, char *token, size_t token_cap, uint64_t *max_seq,
+		   char *err, size_t errlen)
 {
 	char path[LD_PATH_MAX], key[LD_NAME_MAX + 1];
 	ld_buf_t b = {path, 0, sizeof(path) - 1, false};
@@ -311,8 +314,11 @@ static int s3_page(const ld_opts_t *o, int host, const char *prefix, char *token
 		memmove(path + 1, path, b.len + 1);
 		path[0] = '/';
 	}
-	ld_reqspec_t rs = {.method = "GET", .authority = ld_host_at(host)->authority, .path = path,
-			   .content_length = -1, .s3_sign = true};
+	ld_reqspec_t rs = {.method = "GET",
+			   .authority = ld_host_at(host)->authority,
+			   .path = path,
+			   .content_length = -1,
+			   .s3_sign = true};
 	if (ld_sync_do(host, &rs, NULL, 0, &r, SYNC_TIMEOUT_MS, err, errlen) != 0)
 		return -1;
 	if (r.status != 200) {
@@ -460,7 +466,9 @@ ft_smap_t *ld_fetch_smap(const ld_opts_t *o, char *err, size_t errlen)
 
 	if (host < 0)
 		return NULL;
-	ld_reqspec_t rs = {.method = "GET", .authority = ld_host_at(host)->authority, .path = "/v1/cluster?what=smap",
+	ld_reqspec_t rs = {.method = "GET",
+			   .authority = ld_host_at(host)->authority,
+			   .path = "/v1/cluster?what=smap",
 			   .content_length = -1};
 	if (ld_sync_do(host, &rs, NULL, 0, &r, SYNC_TIMEOUT_MS, err, errlen) != 0)
 		return NULL;

@@ -11,8 +11,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "hist.h"
 #include "cluster/smap.h"
+#include "hist.h"
 
 #define LD_NAME_MAX 1024     /* object name bytes (FT_OBJ_NAME_MAX) */
 #define LD_PATH_MAX 4096     /* origin-form request target: encoded name, query */
@@ -31,15 +31,15 @@ typedef struct {
 	int port;
 	char bucket[256];
 	char provider[16];
-	int64_t duration_ns;      /* 0: until -maxputs/-totalputsize/-epochs (or Ctrl-C) */
-	int numworkers;           /* concurrent outstanding requests */
-	int iothreads;            /* event-loop threads; 0 = number of CPUs */
+	int64_t duration_ns; /* 0: until -maxputs/-totalputsize/-epochs (or Ctrl-C) */
+	int numworkers;      /* concurrent outstanding requests */
+	int iothreads;       /* event-loop threads; 0 = number of CPUs */
 	int pctput;
 	uint64_t minsize, maxsize;
-	uint64_t totalputsize;    /* 0 = no limit */
-	uint64_t maxputs;         /* 0 = no limit */
+	uint64_t totalputsize; /* 0 = no limit */
+	uint64_t maxputs;      /* 0 = no limit */
 	bool cleanup;
-	int epochs;               /* 0 = not epoch-driven */
+	int epochs; /* 0 = not epoch-driven */
 	bool uniquegets;
 	uint64_t readoff, readlen;
 	bool verifyhash;
@@ -53,8 +53,8 @@ typedef struct {
 	bool s3_path_style;
 	char url_list[1024];
 	bool direct;
-	int64_t timeout_ns;       /* one request, including redirects */
-	bool quiet;               /* no live table */
+	int64_t timeout_ns; /* one request, including redirects */
+	bool quiet;         /* no live table */
 	ld_api_t api;
 } ld_opts_t;
 
@@ -89,8 +89,8 @@ typedef struct {
 	const char *name; /* NUL-terminated, owned by the list; NULL for a name generated from seq */
 	uint64_t seq;
 	uint64_t size;
-	uint64_t hash;    /* xxhash64 of the content when has_hash (written by this run) */
-	int host;         /* -url-list: the URL's host; otherwise -1 */
+	uint64_t hash; /* xxhash64 of the content when has_hash (written by this run) */
+	int host;      /* -url-list: the URL's host; otherwise -1 */
 	bool has_hash;
 } ld_obj_t;
 
@@ -122,9 +122,9 @@ typedef struct {
 typedef struct {
 	const ld_opts_t *o;
 	ld_job_kind_t kind;
-	int64_t deadline_ns;          /* monotonic; 0 = none */
-	atomic_bool stop;             /* no new requests */
-	atomic_bool abort;            /* drop requests in flight too */
+	int64_t deadline_ns; /* monotonic; 0 = none */
+	atomic_bool stop;    /* no new requests */
+	atomic_bool abort;   /* drop requests in flight too */
 	atomic_uint_fast64_t puts_issued;
 	atomic_uint_fast64_t put_bytes_issued;
 	atomic_uint_fast64_t seq_next; /* next generated name */
@@ -135,9 +135,9 @@ typedef struct {
 	pthread_mutex_t mu;
 	uint64_t *perm;
 	uint64_t perm_len, perm_pos;
-	int epoch;                     /* epochs completed */
-	uint64_t gets_available;       /* GET-able objects at start (the loader's share) */
-	const char *stop_reason;       /* static string, first reason wins (under mu) */
+	int epoch;               /* epochs completed */
+	uint64_t gets_available; /* GET-able objects at start (the loader's share) */
+	const char *stop_reason; /* static string, first reason wins (under mu) */
 	/* random payload */
 	const uint8_t *payload;
 	uint64_t payload_len;
@@ -183,12 +183,12 @@ typedef struct {
 	int status;
 	int minor;
 	bool chunked, keep_alive, no_body;
-	int64_t content_length;      /* -1 when absent */
-	uint64_t left;               /* body or chunk bytes still due */
-	uint64_t body_bytes;         /* body bytes seen */
-	unsigned trailer_nl;         /* trailer parser: consecutive line ends */
+	int64_t content_length; /* -1 when absent */
+	uint64_t left;          /* body or chunk bytes still due */
+	uint64_t body_bytes;    /* body bytes seen */
+	unsigned trailer_nl;    /* trailer parser: consecutive line ends */
 	int chunk_digits;
-	char *hbuf;                  /* owned; NULL until a head is split across reads */
+	char *hbuf; /* owned; NULL until a head is split across reads */
 	size_t hlen;
 	char location[LD_LOCATION_MAX];
 	char cksum_type[16];
@@ -204,8 +204,7 @@ void ld_resp_free(ld_resp_t *r);
  * included) is complete. In LD_RESP_BODY_EOF the body ends with the connection: call
  * ld_resp_eof.
  */
-ssize_t ld_resp_feed(ld_resp_t *r, const char *p, size_t n, ld_body_fn fn, void *ctx, char *err,
-		     size_t errlen);
+ssize_t ld_resp_feed(ld_resp_t *r, const char *p, size_t n, ld_body_fn fn, void *ctx, char *err, size_t errlen);
 /* The peer closed the connection: returns true when that completes the response. */
 bool ld_resp_eof(ld_resp_t *r);
 
@@ -224,13 +223,13 @@ void ld_buf_escape(ld_buf_t *b, const char *s, size_t n, bool keep_slash);
 /* What one request looks like on the wire (engine and sync client). */
 typedef struct {
 	const char *method;
-	const char *authority;  /* Host */
-	const char *path;       /* origin form: "/a/b?x=y" */
-	int64_t content_length; /* -1: no body */
+	const char *authority;         /* Host */
+	const char *path;              /* origin form: "/a/b?x=y" */
+	int64_t content_length;        /* -1: no body */
 	uint64_t range_off, range_len; /* range_len 0 and range_off 0: no Range; range_len 0: "off-" */
 	bool range;
 	bool expect_continue;
-	bool s3_sign;           /* add SigV4 headers (ld_s3_*) */
+	bool s3_sign; /* add SigV4 headers (ld_s3_*) */
 } ld_reqspec_t;
 
 /* Writes the request head into b. Returns 0, -1 when it does not fit or signing fails. */
@@ -244,8 +243,8 @@ void ld_route_free(void);
  * Where a request for object name (len bytes) goes: host index and origin-form path (written to
  * path). url-list objects use the URL's host and path. Returns 0, -1 on error (err filled).
  */
-int ld_route(const ld_opts_t *o, const ld_obj_t *url_obj, const char *name, size_t len, int *host,
-	     ld_buf_t *path, char *err, size_t errlen);
+int ld_route(const ld_opts_t *o, const ld_obj_t *url_obj, const char *name, size_t len, int *host, ld_buf_t *path,
+	     char *err, size_t errlen);
 /* Whether S3 signing is configured (credentials in the environment). */
 bool ld_s3_signing(void);
 /* Adds x-amz-date, x-amz-content-sha256 and Authorization for rs to b (before the blank line). */
@@ -254,14 +253,14 @@ int ld_s3_sign_headers(ld_buf_t *b, const ld_reqspec_t *rs);
 /* ---- blocking one-shot client for startup and bookkeeping (sync.c) ---- */
 typedef struct {
 	int status;
-	char *body;      /* NUL-terminated, owned: free() */
+	char *body; /* NUL-terminated, owned: free() */
 	size_t body_len;
 	char location[LD_LOCATION_MAX];
 } ld_sync_resp_t;
 
 /* Sends one request (Connection: close) to a host index; follows no redirects. Returns 0 or -1. */
-int ld_sync_do(int host, const ld_reqspec_t *rs, const void *body, size_t body_len,
-	       ld_sync_resp_t *out, int timeout_ms, char *err, size_t errlen);
+int ld_sync_do(int host, const ld_reqspec_t *rs, const void *body, size_t body_len, ld_sync_resp_t *out, int timeout_ms,
+	       char *err, size_t errlen);
 
 /* ---- discovery at start (listing.c) ---- */
 /* Fills the object list from -filelist, -url-list or a bucket listing; seq_first: the first free
@@ -274,10 +273,10 @@ int ld_destroy_bucket(const ld_opts_t *o, char *err, size_t errlen);
 
 /* ---- stats (stats.c) ---- */
 typedef struct {
-	uint64_t count;  /* completed requests, errors included */
-	uint64_t bytes;  /* body bytes received (GET) or sent (PUT) by successful requests */
+	uint64_t count; /* completed requests, errors included */
+	uint64_t bytes; /* body bytes received (GET) or sent (PUT) by successful requests */
 	uint64_t errors;
-	ft_hist_t lat;   /* latency in ns of every completed request */
+	ft_hist_t lat; /* latency in ns of every completed request */
 } ld_opstats_t;
 
 void ld_opstats_reset(ld_opstats_t *s);
@@ -286,8 +285,7 @@ void ld_opstats_merge(ld_opstats_t *dst, const ld_opstats_t *src);
 typedef struct ld_report ld_report_t;
 ld_report_t *ld_report_new(const ld_opts_t *o, FILE *out);
 /* One interval row per op with activity; merged into the totals. */
-void ld_report_interval(ld_report_t *r, const ld_opstats_t iv[LD_NOPS], double elapsed_s,
-			double interval_s);
+void ld_report_interval(ld_report_t *r, const ld_opstats_t iv[LD_NOPS], double elapsed_s, double interval_s);
 /* Prints the final summary of the phase ("run" or "cleanup"). */
 void ld_report_summary(ld_report_t *r, const char *phase, double elapsed_s, const char *stop_reason);
 /* The totals so far. */

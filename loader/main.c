@@ -7,7 +7,7 @@
 
 #include "loader.h"
 
-#define POLL_NS 100000000ll        /* the main thread looks at signals and the clock this often */
+#define POLL_NS 100000000ll /* the main thread looks at signals and the clock this often */
 
 static volatile sig_atomic_t interrupts;
 
@@ -63,7 +63,8 @@ static void describe(const ld_opts_t *o, uint64_t listed, bool created, const ft
 		       o->filelist[0] ? " from -filelist" : "", created ? ", created now" : "");
 	printf("; %d workers on %d threads; %d%% PUT", o->numworkers, o->iothreads, o->pctput);
 	if (o->pctput > 0)
-		printf(" of %s..%s", ld_fmt_size((double)o->minsize, a, sizeof(a)), ld_fmt_size((double)o->maxsize, b, sizeof(b)));
+		printf(" of %s..%s", ld_fmt_size((double)o->minsize, a, sizeof(a)),
+		       ld_fmt_size((double)o->maxsize, b, sizeof(b)));
 	if (o->duration_ns > 0)
 		printf("; for %.1fs", (double)o->duration_ns / 1e9);
 	if (o->maxputs > 0)
@@ -79,7 +80,8 @@ static void handle_interrupts(ld_job_t *j, int *seen)
 	if (interrupts > *seen) {
 		*seen = interrupts;
 		if (*seen == 1) {
-			fprintf(stderr, "ft-loader: interrupted: finishing requests in flight (Ctrl-C again to abort)\n");
+			fprintf(stderr,
+				"ft-loader: interrupted: finishing requests in flight (Ctrl-C again to abort)\n");
 			ld_job_stop(j, "interrupted");
 		} else {
 			atomic_store(&j->abort, true);
@@ -139,8 +141,8 @@ static int run_phase(const ld_opts_t *o, ld_job_t *j, ld_report_t *rep, double *
 }
 
 /* Deletes every name this run generated (seq_first .. seq_end-1). Returns the DELETE stats in out. */
-static int cleanup_phase(const ld_opts_t *o, uint64_t seq_first, uint64_t seq_end, ld_opstats_t *out,
-			 double *elapsed, int *seen)
+static int cleanup_phase(const ld_opts_t *o, uint64_t seq_first, uint64_t seq_end, ld_opstats_t *out, double *elapsed,
+			 int *seen)
 {
 	ld_job_t j;
 	ld_engine_t *E;
@@ -194,7 +196,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ft-loader: -direct: %s\n", err);
 		goto out;
 	}
-	if (ld_route_init(&o, smap, err, sizeof(err)) != 0 || ld_discover(&o, &seq_first, &created, err, sizeof(err)) != 0) {
+	if (ld_route_init(&o, smap, err, sizeof(err)) != 0 ||
+	    ld_discover(&o, &seq_first, &created, err, sizeof(err)) != 0) {
 		fprintf(stderr, "ft-loader: %s\n", err);
 		goto out;
 	}

@@ -15,9 +15,9 @@ typedef enum { F_STR, F_INT, F_SIZE, F_DUR, F_BOOL, F_U64 } flag_kind_t;
 typedef struct {
 	const char *name;
 	flag_kind_t kind;
-	size_t off;       /* offset of the field in ld_opts_t */
-	size_t cap;       /* F_STR: buffer size */
-	const char *def;  /* default, as text (for -help) */
+	size_t off;      /* offset of the field in ld_opts_t */
+	size_t cap;      /* F_STR: buffer size */
+	const char *def; /* default, as text (for -help) */
 	const char *help;
 } flag_t;
 
@@ -86,8 +86,11 @@ static void usage(FILE *f)
 		   "succeeded, 1 when any failed (a status other than 2xx, a hash mismatch, a connection error),\n"
 		   "2 for a usage or setup error.\n\nflags:\n");
 	for (size_t i = 0; i < N_FLAGS; i++) {
-		const char *arg = flags[i].kind == F_BOOL ? "" : flags[i].kind == F_SIZE ? " SIZE"
-			: flags[i].kind == F_DUR ? " DURATION" : flags[i].kind == F_STR ? " STRING" : " N";
+		const char *arg = flags[i].kind == F_BOOL   ? ""
+				  : flags[i].kind == F_SIZE ? " SIZE"
+				  : flags[i].kind == F_DUR  ? " DURATION"
+				  : flags[i].kind == F_STR  ? " STRING"
+							    : " N";
 		fprintf(f, "  -%s%s\n\t%s (default %s)\n", flags[i].name, arg, flags[i].help,
 			flags[i].def[0] ? flags[i].def : "\"\"");
 	}
@@ -120,9 +123,20 @@ int ld_parse_size(const char *s, uint64_t *out)
 		const char *sfx;
 		uint64_t mult;
 	} units[] = {
-		{"", 1}, {"b", 1}, {"k", 1ull << 10}, {"kb", 1ull << 10}, {"kib", 1ull << 10},
-		{"m", 1ull << 20}, {"mb", 1ull << 20}, {"mib", 1ull << 20}, {"g", 1ull << 30}, {"gb", 1ull << 30},
-		{"gib", 1ull << 30}, {"t", 1ull << 40}, {"tb", 1ull << 40}, {"tib", 1ull << 40},
+		{"", 1},
+		{"b", 1},
+		{"k", 1ull << 10},
+		{"kb", 1ull << 10},
+		{"kib", 1ull << 10},
+		{"m", 1ull << 20},
+		{"mb", 1ull << 20},
+		{"mib", 1ull << 20},
+		{"g", 1ull << 30},
+		{"gb", 1ull << 30},
+		{"gib", 1ull << 30},
+		{"t", 1ull << 40},
+		{"tb", 1ull << 40},
+		{"tib", 1ull << 40},
 	};
 	size_t i;
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {

@@ -3,20 +3,20 @@
 #include <string.h>
 #include <time.h>
 
-#include "loader.h"
 #include "auth/sigv4.h"
+#include "loader.h"
 
 static struct {
-	int proxy_host;          /* native: the proxy */
-	ft_smap_t *smap;         /* -direct: borrowed cluster map */
-	int *target_hosts;       /* -direct: host index per smap target */
-	int s3_host;             /* S3: where requests go (an alias carrying Host: bucket.endpoint) */
-	char s3_prefix[512];     /* S3: endpoint path without the trailing '/' ("" or "/s3") */
+	int proxy_host;      /* native: the proxy */
+	ft_smap_t *smap;     /* -direct: borrowed cluster map */
+	int *target_hosts;   /* -direct: host index per smap target */
+	int s3_host;         /* S3: where requests go (an alias carrying Host: bucket.endpoint) */
+	char s3_prefix[512]; /* S3: endpoint path without the trailing '/' ("" or "/s3") */
 	char s3_authority[LD_AUTH_MAX];
 	char access_key[256], secret_key[256], region[64];
 	bool signing;
-	char esc_bucket[800];    /* percent-encoded bucket */
-	char query[64];          /* native: "?provider=..." or "" */
+	char esc_bucket[800]; /* percent-encoded bucket */
+	char query[64];       /* native: "?provider=..." or "" */
 } rt;
 
 /* "host:port" for -ip/-port, bracketing an IPv6 literal. */
@@ -124,8 +124,8 @@ void ld_route_free(void)
 	rt.smap = NULL;
 }
 
-int ld_route(const ld_opts_t *o, const ld_obj_t *url_obj, const char *name, size_t len, int *host,
-	     ld_buf_t *path, char *err, size_t errlen)
+int ld_route(const ld_opts_t *o, const ld_obj_t *url_obj, const char *name, size_t len, int *host, ld_buf_t *path,
+	     char *err, size_t errlen)
 {
 	path->len = 0;
 	path->overflow = false;

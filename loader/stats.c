@@ -82,8 +82,8 @@ static const char *fmt_lat(uint64_t ns, char *buf, size_t cap)
 
 static void print_header(ld_report_t *r)
 {
-	fprintf(r->out, "%-8s %-6s %10s %11s %8s %8s %8s %8s %8s %8s %8s %13s %9s %7s\n", "Time", "OP", "Count",
-		"Size", "Min", "Avg", "P50", "P90", "P99", "P99.9", "Max", "Throughput", "Ops/s", "Errors");
+	fprintf(r->out, "%-8s %-6s %10s %11s %8s %8s %8s %8s %8s %8s %8s %13s %9s %7s\n", "Time", "OP", "Count", "Size",
+		"Min", "Avg", "P50", "P90", "P99", "P99.9", "Max", "Throughput", "Ops/s", "Errors");
 }
 
 static void print_row(ld_report_t *r, const char *when, ld_op_t op, const ld_opstats_t *s, double secs)
@@ -105,19 +105,15 @@ static void print_row(ld_report_t *r, const char *when, ld_op_t op, const ld_ops
 static json_t *row_json(ld_op_t op, const ld_opstats_t *s, double secs)
 {
 	const ft_hist_t *h = &s->lat;
-	json_t *lat = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
-				"min", h->count ? (double)h->min / 1e3 : 0.0,
-				"avg", ft_hist_mean(h) / 1e3,
-				"p50", (double)ft_hist_percentile(h, 50) / 1e3,
-				"p90", (double)ft_hist_percentile(h, 90) / 1e3,
-				"p99", (double)ft_hist_percentile(h, 99) / 1e3,
-				"p99.9", (double)ft_hist_percentile(h, 99.9) / 1e3,
-				"max", (double)h->max / 1e3);
+	json_t *lat = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "min", h->count ? (double)h->min / 1e3 : 0.0,
+				"avg", ft_hist_mean(h) / 1e3, "p50", (double)ft_hist_percentile(h, 50) / 1e3, "p90",
+				(double)ft_hist_percentile(h, 90) / 1e3, "p99", (double)ft_hist_percentile(h, 99) / 1e3,
+				"p99.9", (double)ft_hist_percentile(h, 99.9) / 1e3, "max", (double)h->max / 1e3);
 
 	return json_pack("{s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:o}", "op", op_names[op], "count", (json_int_t)s->count,
-			 "bytes", (json_int_t)s->bytes, "errors", (json_int_t)s->errors, "seconds", secs,
-			 "ops_per_s", secs > 0 ? (double)s->count / secs : 0.0,
-			 "bytes_per_s", secs > 0 ? (double)s->bytes / secs : 0.0, "latency_us", lat);
+			 "bytes", (json_int_t)s->bytes, "errors", (json_int_t)s->errors, "seconds", secs, "ops_per_s",
+			 secs > 0 ? (double)s->count / secs : 0.0, "bytes_per_s",
+			 secs > 0 ? (double)s->bytes / secs : 0.0, "latency_us", lat);
 }
 
 void ld_report_interval(ld_report_t *r, const ld_opstats_t iv[LD_NOPS], double elapsed_s, double interval_s)
@@ -184,9 +180,9 @@ static json_t *opts_json(const ld_opts_t *o)
 
 	return json_pack("{s:s, s:i, s:s, s:s, s:s, s:f, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:b, s:i, s:b, s:I, s:I,"
 			 " s:b, s:f, s:I, s:s, s:i, s:b}",
-			 "api", apis[o->api], "port", o->port, "ip", o->ip, "bucket", o->bucket, "provider", o->provider,
-			 "duration_s", (double)o->duration_ns / 1e9, "numworkers", o->numworkers, "iothreads",
-			 o->iothreads, "pctput", o->pctput, "minsize", (json_int_t)o->minsize, "maxsize",
+			 "api", apis[o->api], "port", o->port, "ip", o->ip, "bucket", o->bucket, "provider",
+			 o->provider, "duration_s", (double)o->duration_ns / 1e9, "numworkers", o->numworkers,
+			 "iothreads", o->iothreads, "pctput", o->pctput, "minsize", (json_int_t)o->minsize, "maxsize",
 			 (json_int_t)o->maxsize, "totalputsize", (json_int_t)o->totalputsize, "maxputs",
 			 (json_int_t)o->maxputs, "cleanup", o->cleanup, "epochs", o->epochs, "uniquegets",
 			 o->uniquegets, "readoff", (json_int_t)o->readoff, "readlen", (json_int_t)o->readlen,

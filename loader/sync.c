@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "loader.h"
 #include "base/strbuf.h"
+#include "loader.h"
 
 /* ld_resp_feed sink: appends body bytes to the ft_strbuf_t in ctx (sticky failure on OOM). */
 static void collect(void *ctx, const char *p, size_t n)
@@ -80,8 +80,8 @@ static int send_all(int fd, const char *p, size_t n, int64_t deadline_ns)
 	return 0;
 }
 
-int ld_sync_do(int host, const ld_reqspec_t *rs, const void *body, size_t body_len, ld_sync_resp_t *out,
-	       int timeout_ms, char *err, size_t errlen)
+int ld_sync_do(int host, const ld_reqspec_t *rs, const void *body, size_t body_len, ld_sync_resp_t *out, int timeout_ms,
+	       char *err, size_t errlen)
 {
 	const ld_host_t *h = ld_host_at(host);
 	int64_t deadline = ld_mono_ns() + (int64_t)timeout_ms * 1000000;

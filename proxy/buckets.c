@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "cloud/backend.h"
 #include "http/util.h"
-#include "base/log.h"
 
 /* One create, set-bprops or destroy request: lives in ft_req_alloc memory until the response. */
 typedef struct {
@@ -148,10 +148,11 @@ static int props_fit_cluster(const ft_bucket_t *b, const ft_smap_t *smap, char *
 	int n = smap != NULL ? smap->n_targets : 0;
 
 	if (b->ec_data > 0 && b->ec_data + b->ec_parity > n - 1) {
-		snprintf(why, cap,
-			 "ec with %d data + %d parity slices needs at least %d targets (one more than D+P); the cluster "
-			 "has %d",
-			 b->ec_data, b->ec_parity, b->ec_data + b->ec_parity + 1, n);
+		snprintf(
+			why, cap,
+			"ec with %d data + %d parity slices needs at least %d targets (one more than D+P); the cluster "
+			"has %d",
+			b->ec_data, b->ec_parity, b->ec_data + b->ec_parity + 1, n);
 		return -1;
 	}
 	return 0;
@@ -179,7 +180,7 @@ static int create_do(px_t *px, const char *provider, const char *name, ft_cksum_
 {
 	ft_bmd_t *cur, *b = NULL;
 	ft_smap_t *smap = NULL;
-	ft_bucket_t bucket = { .cksum = cksum, .created_ns = ft_now_ns(), .backend = backend };
+	ft_bucket_t bucket = {.cksum = cksum, .created_ns = ft_now_ns(), .backend = backend};
 	int rc = 0;
 
 	snprintf(bucket.name, sizeof(bucket.name), "%s", name);
@@ -422,7 +423,7 @@ static void setprops_work(ft_req_t *r, void *arg)
  */
 static void setprops_start(ft_req_t *r, bucket_op_t *op, const char *body, size_t len)
 {
-	static const char *const settable[] = { "mirror", "ec", "checksum_validate_warm_get" };
+	static const char *const settable[] = {"mirror", "ec", "checksum_validate_warm_get"};
 	json_t *msg = action_message(r, body, len, "set-bprops", false);
 	const char *key;
 	json_t *v;
@@ -431,8 +432,9 @@ static void setprops_start(ft_req_t *r, bucket_op_t *op, const char *body, size_
 		return;
 	json_t *value = json_object_get(msg, "value");
 	if (!json_is_object(value) || json_object_size(value) == 0) {
-		ft_resp_error(r, 400, "set-bprops needs a value object with \"mirror\", \"ec\" or "
-				      "\"checksum_validate_warm_get\"");
+		ft_resp_error(r, 400,
+			      "set-bprops needs a value object with \"mirror\", \"ec\" or "
+			      "\"checksum_validate_warm_get\"");
 		goto out;
 	}
 	json_object_foreach(value, key, v) {
@@ -440,8 +442,9 @@ static void setprops_start(ft_req_t *r, bucket_op_t *op, const char *body, size_
 		while (i < sizeof(settable) / sizeof(settable[0]) && strcmp(key, settable[i]) != 0)
 			i++;
 		if (i == sizeof(settable) / sizeof(settable[0])) {
-			ft_resp_error(r, 400, "set-bprops: property \"%s\" cannot be changed (settable: mirror, ec, "
-					      "checksum_validate_warm_get)",
+			ft_resp_error(r, 400,
+				      "set-bprops: property \"%s\" cannot be changed (settable: mirror, ec, "
+				      "checksum_validate_warm_get)",
 				      key);
 			goto out;
 		}

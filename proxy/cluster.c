@@ -7,9 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/log.h"
 #include "cluster/hrw.h"
 #include "http/util.h"
-#include "base/log.h"
 
 /* A target not heard from for this many keepalive intervals leaves the map. */
 #define PX_SILENT_INTERVALS 3
@@ -97,7 +97,7 @@ static ft_smap_t *initial_smap(px_t *px, char *err, size_t errlen)
 			return NULL;
 		}
 	}
-	ft_node_t self = { .type = FT_NODE_PROXY, .digest = ft_hrw_digest(px->id) };
+	ft_node_t self = {.type = FT_NODE_PROXY, .digest = ft_hrw_digest(px->id)};
 	snprintf(self.id, sizeof(self.id), "%s", px->id);
 	snprintf(self.public_url, sizeof(self.public_url), "%s", px->public_url);
 	snprintf(self.control_url, sizeof(self.control_url), "%s", px->control_url);
@@ -359,7 +359,8 @@ void px_cluster_keepalive(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 	json_t *sv = json_object_get(j, "smap_version"), *bv = json_object_get(j, "bmd_version");
 	if (get_str(j, "id", id, sizeof(id)) != 0 || (sv != NULL && !json_is_integer(sv)) ||
 	    (bv != NULL && !json_is_integer(bv))) {
-		ft_ctl_error(resp, 400, "keepalive: expected {\"id\": string, \"smap_version\": int, \"bmd_version\": int}");
+		ft_ctl_error(resp, 400,
+			     "keepalive: expected {\"id\": string, \"smap_version\": int, \"bmd_version\": int}");
 		goto out;
 	}
 	/* A missing version counts as older than any, so the reply carries the document. */

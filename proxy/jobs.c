@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rpc/client.h"
-#include "http/util.h"
 #include "base/log.h"
 #include "base/names.h"
+#include "http/util.h"
+#include "rpc/client.h"
 
 /*
  * DESIGN
@@ -91,7 +91,7 @@ static void submit_work(ft_req_t *r, void *arg)
 {
 	submit_t *s = arg;
 	ft_smap_t *smap = ft_smap_current();
-	fanout_t f = { .smap = smap, .method = "POST", .path = "/v1/jobs", .body = s->msg };
+	fanout_t f = {.smap = smap, .method = "POST", .path = "/v1/jobs", .body = s->msg};
 	const char *id = json_string_value(json_object_get(s->msg, "id"));
 	int bad = -1;
 
@@ -110,7 +110,9 @@ static void submit_work(ft_req_t *r, void *arg)
 		const char *m = json_string_value(json_object_get(f.resp[bad], "message"));
 		int st = f.status[bad] >= 400 && f.status[bad] < 500 ? (int)f.status[bad] : 502;
 		ft_resp_error(r, st, "job %s: target %s: %s", id, smap->targets[bad].id,
-			      m != NULL ? m : f.status[bad] == 0 ? f.err[bad] : "failed");
+			      m != NULL            ? m
+			      : f.status[bad] == 0 ? f.err[bad]
+						   : "failed");
 		goto out;
 	}
 	ft_info("job %s: %s %s/%s on %d targets", id, json_string_value(json_object_get(s->msg, "kind")),
@@ -191,15 +193,17 @@ static int value_names(ft_req_t *r, const char *provider, const char *kind, cons
 			return -1;
 		}
 		if (strcmp(kind, "prefetch") == 0 && strcmp(provider, "ht") == 0) {
-			ft_resp_error(r, 400, "an ht bucket cannot be listed, so it cannot be prefetched by prefix; "
-					      "use objnames or template");
+			ft_resp_error(r, 400,
+				      "an ht bucket cannot be listed, so it cannot be prefetched by prefix; "
+				      "use objnames or template");
 			return -1;
 		}
 		json_object_set_new(msg, "prefix", json_string(json_string_value(prefix)));
 		return 0;
 	}
 	if (names == NULL && tpl == NULL) {
-		ft_resp_error(r, 400, "value must hold \"objnames\" (array), \"template\" (string) or \"prefix\" (string)");
+		ft_resp_error(r, 400,
+			      "value must hold \"objnames\" (array), \"template\" (string) or \"prefix\" (string)");
 		return -1;
 	}
 	arr = json_array();
@@ -244,12 +248,12 @@ static const struct {
 	bool remote_only;
 	bool listrange; /* value names the objects (objnames, template, prefix) */
 } job_actions[] = {
-	{ "prefetch-listrange", "prefetch", true, true },
-	{ "evict-listrange", "evict", true, true },
-	{ "evict-remote-bucket", "evict-bucket", true, false },
-	{ "make-n-copies", "mirror", false, false },
-	{ "ec-encode", "ec-encode", false, false },
-	{ "scrub", "scrub", false, false },
+	{"prefetch-listrange", "prefetch", true, true},
+	{"evict-listrange", "evict", true, true},
+	{"evict-remote-bucket", "evict-bucket", true, false},
+	{"make-n-copies", "mirror", false, false},
+	{"ec-encode", "ec-encode", false, false},
+	{"scrub", "scrub", false, false},
 };
 
 static int job_action(const char *a)
@@ -268,7 +272,8 @@ static int value_local(ft_req_t *r, const char *action, const json_t *value, jso
 	if (value == NULL || json_is_null(value))
 		return 0;
 	if (!json_is_object(value) || json_object_size(value) != (prefix != NULL ? 1u : 0u)) {
-		ft_resp_error(r, 400, "%s takes no value, or {\"prefix\": \"...\"} (the bucket's properties say what to do)",
+		ft_resp_error(r, 400,
+			      "%s takes no value, or {\"prefix\": \"...\"} (the bucket's properties say what to do)",
 			      action);
 		return -1;
 	}
@@ -297,7 +302,8 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 	}
 	const char *kind = job_actions[a].kind;
 	if (job_actions[a].remote_only && strcmp(provider, "ais") == 0) {
-		ft_resp_error(r, 400, "%s works on remote buckets only (provider=aws|gcp|azure|ht); \"%s\" is an ais bucket",
+		ft_resp_error(r, 400,
+			      "%s works on remote buckets only (provider=aws|gcp|azure|ht); \"%s\" is an ais bucket",
 			      action, bucket);
 		goto out;
 	}
@@ -347,7 +353,7 @@ static void add_int(json_t *agg, const char *key, const json_t *part)
 /* Folds one target's job document into agg (created on the first part). */
 static json_t *job_fold(json_t *agg, const json_t *part)
 {
-	static const char *const order[] = { "running", "failed", "aborted", "finished" };
+	static const char *const order[] = {"running", "failed", "aborted", "finished"};
 
 	if (agg == NULL) {
 		agg = json_pack("{s:O, s:O, s:O, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:[], s:[]}", "id",
@@ -404,7 +410,7 @@ static void query_work(ft_req_t *r, void *arg)
 {
 	query_t *q = arg;
 	ft_smap_t *smap = ft_smap_current();
-	fanout_t f = { .smap = smap, .method = q->del ? "DELETE" : "GET" };
+	fanout_t f = {.smap = smap, .method = q->del ? "DELETE" : "GET"};
 	json_t *out = NULL;
 
 	if (smap == NULL || smap->n_targets == 0) {

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rpc/client.h"
+#include "base/log.h"
 #include "cluster/hrw.h"
 #include "http/util.h"
-#include "base/log.h"
+#include "rpc/client.h"
 
 /*
  * DESIGN
@@ -40,28 +40,27 @@ typedef struct {
 	const char *prefix; /* ft_req_alloc memory */
 	const char *token;
 	int pagesize;
-	bool owner_only; /* keep a name only from the target owning it (cached objects of remote buckets) */
+	bool owner_only;       /* keep a name only from the target owning it (cached objects of remote buckets) */
 	const ft_smap_t *smap; /* the map of the fan-out (list_page sets it) */
 } list_op_t;
 
 /* One target's page; filled by fetch_page on a pool thread. */
 typedef struct {
 	const ft_node_t *node;
-	char *url;         /* owned */
-	int rc;            /* ft_client_json result */
+	char *url; /* owned */
+	int rc;    /* ft_client_json result */
 	long status;
-	json_t *reply;     /* owned */
+	json_t *reply; /* owned */
 	char err[256];
 	const json_t *entries; /* borrowed from reply */
-	size_t n, pos;     /* entries and the next one to merge */
+	size_t n, pos;         /* entries and the next one to merge */
 } page_t;
 
 static void fetch_page(void *arg, int i)
 {
 	page_t *p = &((page_t *)arg)[i];
 
-	p->rc = ft_client_json("GET", p->url, NULL, PX_LIST_TIMEOUT_MS, &p->status, &p->reply, p->err,
-			       sizeof(p->err));
+	p->rc = ft_client_json("GET", p->url, NULL, PX_LIST_TIMEOUT_MS, &p->status, &p->reply, p->err, sizeof(p->err));
 }
 
 /* The URL of a target's page request; NULL on allocation failure. */
@@ -269,10 +268,10 @@ out:
 	return rc;
 }
 
-int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize,
-		 json_t **entries, bool *more, int *status, char *why, size_t cap)
+int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize, json_t **entries,
+		 bool *more, int *status, char *why, size_t cap)
 {
-	list_op_t op = { .px = px, .provider = "ais", .prefix = prefix, .token = token, .pagesize = pagesize };
+	list_op_t op = {.px = px, .provider = "ais", .prefix = prefix, .token = token, .pagesize = pagesize};
 	char *next = NULL;
 	int rc;
 
@@ -339,13 +338,13 @@ static int parse_pagesize(const char *s)
 /* The cached question to one owner: which of these names (entries at idx[]) do you hold. */
 typedef struct {
 	const ft_node_t *node;
-	char *url;       /* owned */
-	json_t *names;   /* owned: {"names": [...]} */
-	size_t *idx;     /* owned: index of each name in the page's entries */
+	char *url;     /* owned */
+	json_t *names; /* owned: {"names": [...]} */
+	size_t *idx;   /* owned: index of each name in the page's entries */
 	size_t n;
 	int rc;
 	long status;
-	json_t *reply;   /* owned */
+	json_t *reply; /* owned */
 	char err[256];
 } owner_ask_t;
 
@@ -370,10 +369,12 @@ static char *rlist_url(const ft_node_t *node, const list_op_t *op, bool page)
 
 	if (bucket != NULL && prefix != NULL && token != NULL) {
 		if (page)
-			rc = asprintf(&url, "%s/v1/list?provider=%s&bucket=%s&remote=true&prefix=%s&token=%s&pagesize=%d",
+			rc = asprintf(&url,
+				      "%s/v1/list?provider=%s&bucket=%s&remote=true&prefix=%s&token=%s&pagesize=%d",
 				      node->control_url, op->provider, bucket, prefix, token, op->pagesize);
 		else
-			rc = asprintf(&url, "%s/v1/list?provider=%s&bucket=%s", node->control_url, op->provider, bucket);
+			rc = asprintf(&url, "%s/v1/list?provider=%s&bucket=%s", node->control_url, op->provider,
+				      bucket);
 	}
 	if (rc < 0)
 		url = NULL;
@@ -410,15 +411,17 @@ static int rlist_fetch(ft_req_t *r, const list_op_t *op, const ft_smap_t *smap, 
 		}
 		const char *msg = json_string_value(json_object_get(*reply, "message"));
 		if (status != 200 || !json_is_array(json_object_get(*reply, "entries"))) {
-			ft_resp_error(r, status >= 400 && status < 600 ? (int)status : 502, "list objects in %s bucket \"%s\": %s",
-				      op->provider, op->bucket, msg != NULL ? msg : "bad reply from target");
+			ft_resp_error(r, status >= 400 && status < 600 ? (int)status : 502,
+				      "list objects in %s bucket \"%s\": %s", op->provider, op->bucket,
+				      msg != NULL ? msg : "bad reply from target");
 			json_decref(*reply);
 			*reply = NULL;
 			return -1;
 		}
 		return 0;
 	}
-	ft_resp_error(r, 503, "list objects in %s bucket \"%s\": no target answered (%s)", op->provider, op->bucket, err);
+	ft_resp_error(r, 503, "list objects in %s bucket \"%s\": no target answered (%s)", op->provider, op->bucket,
+		      err);
 	return -1;
 }
 
@@ -457,7 +460,8 @@ static int rlist_mark(ft_req_t *r, const list_op_t *op, const ft_smap_t *smap, j
 				      op->provider, op->bucket);
 			goto out;
 		}
-		int o = ft_hrw_pick(ft_hrw_name_hash(op->provider, op->bucket, name, strlen(name)), smap->target_digests, n);
+		int o = ft_hrw_pick(ft_hrw_name_hash(op->provider, op->bucket, name, strlen(name)),
+				    smap->target_digests, n);
 		json_array_append_new(json_object_get(asks[o].names, "names"), json_string(name));
 		asks[o].idx[asks[o].n++] = k;
 	}
@@ -469,9 +473,13 @@ static int rlist_mark(ft_req_t *r, const list_op_t *op, const ft_smap_t *smap, j
 			continue;
 		if (a->rc != 0 || a->status != 200 || json_array_size(cached) != a->n) {
 			const char *msg = json_string_value(json_object_get(a->reply, "message"));
-			ft_resp_error(r, 503, "list objects in %s bucket \"%s\": cannot tell which objects are cached: target %s: %s",
-				      op->provider, op->bucket, a->node->id,
-				      a->rc != 0 ? a->err : msg != NULL ? msg : "bad reply");
+			ft_resp_error(
+				r, 503,
+				"list objects in %s bucket \"%s\": cannot tell which objects are cached: target %s: %s",
+				op->provider, op->bucket, a->node->id,
+				a->rc != 0    ? a->err
+				: msg != NULL ? msg
+					      : "bad reply");
 			goto out;
 		}
 		for (size_t k = 0; k < a->n; k++)
@@ -544,7 +552,8 @@ void px_list_objects_provider(px_t *px, ft_req_t *r, const char *provider, const
 		goto out;
 	}
 	if (pagesize < 0) {
-		ft_resp_error(r, 400, "pagesize must be a non-negative integer, got \"%s\"", ft_req_query(r, "pagesize"));
+		ft_resp_error(r, 400, "pagesize must be a non-negative integer, got \"%s\"",
+			      ft_req_query(r, "pagesize"));
 		goto out;
 	}
 	if (cached != NULL && !cached_only && strcmp(cached, "false") != 0 && strcmp(cached, "0") != 0) {
@@ -552,8 +561,10 @@ void px_list_objects_provider(px_t *px, ft_req_t *r, const char *provider, const
 		goto out;
 	}
 	if (remote && !cached_only && strcmp(provider, "ht") == 0) {
-		ft_resp_error(r, 400, "ht bucket \"%s\" cannot be listed: an HTTP origin has no listing "
-				      "(cached=true lists the objects cached in the cluster)", bucket);
+		ft_resp_error(r, 400,
+			      "ht bucket \"%s\" cannot be listed: an HTTP origin has no listing "
+			      "(cached=true lists the objects cached in the cluster)",
+			      bucket);
 		goto out;
 	}
 	op = ft_req_alloc(r, sizeof(*op));

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rpc/client.h"
 #include "base/log.h"
+#include "rpc/client.h"
 #include "s3/s3.h"
 
 /* libmicrohttpd threads: a join blocks one for up to the push timeout. */
@@ -18,30 +18,29 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: ft-proxy [--config FILE] [--key value | --key=value]...\n"
-		"The primary proxy of a FastTier cluster: owns the cluster map and bucket metadata,\n"
-		"redirects object requests to their targets and merges object listings.\n"
-		"\n"
-		"  --config FILE          JSON file with any of the keys below (flags win)\n"
-		"  --id ID                proxy id (default p-<public_port>)\n"
-		"  --bind ADDR            listen address of both ports (default 127.0.0.1)\n"
-		"  --public_port N        client port (default 51080)\n"
-		"  --public_host HOST     advertised host of the public port (default = bind)\n"
-		"  --control_port N       intra-cluster port (default public_port+1)\n"
-		"  --control_host HOST    advertised host of the control port (default = public_host)\n"
-		"  --state_dir DIR        where smap.json and bmd.json are kept (default .)\n"
-		"  --log_level LEVEL      debug|info|warn|error (default info)\n"
-		"  --loop_threads N       public-port io_uring loops (0 = CPUs)\n"
-		"  --worker_threads N     worker pool for requests that talk to other nodes (default 64)\n"
-		"  --keepalive_ms N       target keepalive interval; 3 missed = removed (default 2000)\n"
-		"  --s3_keys FILE         S3 access keys: JSON {\"ACCESS_KEY\": \"SECRET\", ...}\n"
-		"  --s3_anonymous BOOL    accept unsigned S3 requests (default false)\n"
-		"  --s3_root BOOL         serve the S3 API at / as well as /s3 (default false)\n"
-		"  --s3_domain DOMAIN     virtual-host style S3 for Host <bucket>.DOMAIN\n"
-		"  --s3_region REGION     region the S3 API reports (default us-east-1)\n"
-		"  --proxy_url, --mountpath, --sync, --reserve_bytes, --http_*: accepted, used by targets\n"
-		"  --help                 this text\n");
+	fprintf(f, "usage: ft-proxy [--config FILE] [--key value | --key=value]...\n"
+		   "The primary proxy of a FastTier cluster: owns the cluster map and bucket metadata,\n"
+		   "redirects object requests to their targets and merges object listings.\n"
+		   "\n"
+		   "  --config FILE          JSON file with any of the keys below (flags win)\n"
+		   "  --id ID                proxy id (default p-<public_port>)\n"
+		   "  --bind ADDR            listen address of both ports (default 127.0.0.1)\n"
+		   "  --public_port N        client port (default 51080)\n"
+		   "  --public_host HOST     advertised host of the public port (default = bind)\n"
+		   "  --control_port N       intra-cluster port (default public_port+1)\n"
+		   "  --control_host HOST    advertised host of the control port (default = public_host)\n"
+		   "  --state_dir DIR        where smap.json and bmd.json are kept (default .)\n"
+		   "  --log_level LEVEL      debug|info|warn|error (default info)\n"
+		   "  --loop_threads N       public-port io_uring loops (0 = CPUs)\n"
+		   "  --worker_threads N     worker pool for requests that talk to other nodes (default 64)\n"
+		   "  --keepalive_ms N       target keepalive interval; 3 missed = removed (default 2000)\n"
+		   "  --s3_keys FILE         S3 access keys: JSON {\"ACCESS_KEY\": \"SECRET\", ...}\n"
+		   "  --s3_anonymous BOOL    accept unsigned S3 requests (default false)\n"
+		   "  --s3_root BOOL         serve the S3 API at / as well as /s3 (default false)\n"
+		   "  --s3_domain DOMAIN     virtual-host style S3 for Host <bucket>.DOMAIN\n"
+		   "  --s3_region REGION     region the S3 API reports (default us-east-1)\n"
+		   "  --proxy_url, --mountpath, --sync, --reserve_bytes, --http_*: accepted, used by targets\n"
+		   "  --help                 this text\n");
 }
 
 /* "http://host:port", with brackets around an IPv6 literal. */

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rpc/client.h"
 #include "base/log.h"
+#include "rpc/client.h"
 
 typedef struct {
 	const ft_node_t *node;
@@ -56,7 +56,7 @@ fail:
 
 int px_metasync_node(const ft_node_t *node, const ft_smap_t *smap, const ft_bmd_t *bmd)
 {
-	push_t p = { .node = node, .body = push_body(smap, bmd, true, true), .ok = false };
+	push_t p = {.node = node, .body = push_body(smap, bmd, true, true), .ok = false};
 
 	if (p.body == NULL)
 		return -1;
@@ -65,8 +65,7 @@ int px_metasync_node(const ft_node_t *node, const ft_smap_t *smap, const ft_bmd_
 	return p.ok ? 0 : -1;
 }
 
-int px_metasync(px_t *px, const ft_smap_t *smap, const ft_bmd_t *bmd, bool smap_all, bool bmd_all,
-		const char *extra_id)
+int px_metasync(px_t *px, const ft_smap_t *smap, const ft_bmd_t *bmd, bool smap_all, bool bmd_all, const char *extra_id)
 {
 	int total = smap->n_proxies + smap->n_targets;
 	push_t *pushes = calloc((size_t)(total > 0 ? total : 1), sizeof(*pushes));

@@ -16,8 +16,8 @@ typedef struct px_batch {
 	void (*fn)(void *arg, int i);
 	void *arg;
 	int n;
-	int next;      /* next unclaimed index */
-	int done;      /* finished calls */
+	int next; /* next unclaimed index */
+	int done; /* finished calls */
 	pthread_cond_t finished;
 	struct px_batch *qnext; /* queue link while next < n */
 } px_batch_t;
@@ -126,7 +126,7 @@ void px_pool_stop(px_pool_t *p)
 
 void px_pool_run(px_pool_t *p, void (*fn)(void *arg, int i), void *arg, int n)
 {
-	px_batch_t b = { .fn = fn, .arg = arg, .n = n };
+	px_batch_t b = {.fn = fn, .arg = arg, .n = n};
 
 	if (n <= 0)
 		return;

@@ -20,16 +20,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cluster/bmd.h"
 #include "base/config.h"
-#include "rpc/ctl.h"
-#include "http/http.h"
+#include "cluster/bmd.h"
 #include "cluster/smap.h"
+#include "http/http.h"
+#include "rpc/ctl.h"
 
 /* Timeouts of node-to-node calls. */
-#define PX_PUSH_TIMEOUT_MS 2000   /* metasync: a dead node delays a mutation by at most this */
-#define PX_LIST_TIMEOUT_MS 10000  /* one target's list page (at most 10000 names from local disks) */
-#define PX_BODY_MAX (1u << 20)    /* largest JSON body accepted on the public port */
+#define PX_PUSH_TIMEOUT_MS 2000  /* metasync: a dead node delays a mutation by at most this */
+#define PX_LIST_TIMEOUT_MS 10000 /* one target's list page (at most 10000 names from local disks) */
+#define PX_BODY_MAX (1u << 20)   /* largest JSON body accepted on the public port */
 
 /* ---- pool.c: a few persistent threads that run a batch of calls in parallel ---- */
 typedef struct px_pool px_pool_t;
@@ -161,8 +161,8 @@ void px_list_objects_provider(px_t *px, ft_req_t *r, const char *provider, const
  * entries, caller owns) and *more (some target may hold further names); -1 with why filled when
  * a target failed or there are no targets (*status: 503) or on allocation failure (500).
  */
-int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize,
-		 json_t **entries, bool *more, int *status, char *why, size_t cap);
+int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize, json_t **entries,
+		 bool *more, int *status, char *why, size_t cap);
 
 /* ---- jobs.c: prefetch, evict and jobs over local objects (docs/api.md "Jobs") ---- */
 /*

@@ -3,9 +3,9 @@
 
 #include <string.h>
 
+#include "base/names.h"
 #include "cloud/backend.h"
 #include "http/util.h"
-#include "base/names.h"
 #include "s3/s3.h"
 
 int px_provider(ft_req_t *r, const char **provider)
@@ -36,8 +36,8 @@ static bool under(const char *path, size_t len, const char *prefix)
 static void method_not_allowed(ft_req_t *r, const char *allow)
 {
 	ft_resp_header(r, "Allow", allow);
-	ft_resp_error(r, 405, "method %s not allowed on %s (allowed: %s)", ft_req_method_name(r),
-		      ft_req_path(r, NULL), allow);
+	ft_resp_error(r, 405, "method %s not allowed on %s (allowed: %s)", ft_req_method_name(r), ft_req_path(r, NULL),
+		      allow);
 }
 
 static void health(px_t *px, ft_req_t *r)

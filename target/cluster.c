@@ -5,11 +5,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "cluster/bmd.h"
-#include "rpc/client.h"
 #include "base/log.h"
+#include "cluster/bmd.h"
 #include "cluster/smap.h"
 #include "protect/mirror.h"
+#include "rpc/client.h"
 #include "target.h"
 
 /*
@@ -30,7 +30,7 @@
 struct tgt_cluster {
 	pthread_t thread;
 	int running;
-	pthread_mutex_t lock;         /* guards stop; cond waits on it */
+	pthread_mutex_t lock; /* guards stop; cond waits on it */
 	pthread_cond_t cond;
 	int stop;
 	pthread_mutex_t install_lock; /* serializes BMD and Smap installs + comparison */
@@ -194,8 +194,8 @@ static int join_once(tgt_t *t, int *failures)
 	char url[FT_URL_MAX + 64], err[256] = "";
 	long status = 0;
 	json_t *resp = NULL;
-	json_t *body = json_pack("{s:s, s:s, s:s}", "id", t->id, "public_url", t->public_url, "control_url",
-				 t->control_url);
+	json_t *body =
+		json_pack("{s:s, s:s, s:s}", "id", t->id, "public_url", t->public_url, "control_url", t->control_url);
 	int rc = -1;
 
 	proxy_endpoint(t, "/v1/cluster/join", url, sizeof(url));
@@ -349,8 +349,8 @@ void tgt_control_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 		want = "GET";
 		if (strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0) {
 			resp->status = 200;
-			resp->json = json_pack("{s:s, s:s, s:s, s:o}", "status", "ok", "role", "target", "id", t->id, "integrity",
-							       tgt_integrity_json());
+			resp->json = json_pack("{s:s, s:s, s:s, s:o}", "status", "ok", "role", "target", "id", t->id,
+					       "integrity", tgt_integrity_json());
 			return;
 		}
 	} else if (strcmp(req->path, "/v1/metasync") == 0) {

@@ -11,11 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rpc/client.h"
 #include "base/config.h"
-#include "rpc/ctl.h"
-#include "http/http.h"
 #include "base/log.h"
+#include "http/http.h"
+#include "rpc/client.h"
+#include "rpc/ctl.h"
 #include "target.h"
 
 #define CTL_THREADS 4
@@ -35,32 +35,31 @@ static void errf(char *err, size_t errlen, const char *fmt, ...)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: ft-target [--config FILE] [--key value | --key=value]...\n"
-		"Storage target of a FastTier cluster: serves objects on the public port, joins the proxy.\n"
-		"\n"
-		"  --id ID               node id (default: <state_dir>/node.id, generated on first start)\n"
-		"  --bind ADDR           listen address of both ports (default 127.0.0.1)\n"
-		"  --public_port N       public (client) port (default 51080)\n"
-		"  --public_host HOST    advertised public host (default: bind)\n"
-		"  --control_port N      control (intra-cluster) port (default public_port+1)\n"
-		"  --control_host HOST   advertised control host (default: public_host)\n"
-		"  --proxy_url URL       control URL of the primary proxy, e.g. http://127.0.0.1:51081\n"
-		"  --state_dir DIR       node state (id file), default .\n"
-		"  --mountpath DIR       object storage directory (repeat for several)\n"
-		"  --log_level L         debug|info|warn|error (default info)\n"
-		"  --loop_threads N      public-port loop threads (0 = CPUs)\n"
-		"  --worker_threads N    worker pool size (default 64)\n"
-		"  --keepalive_ms N      keepalive interval (default 2000)\n"
-		"  --sync P              none|data|full (default none)\n"
-		"  --reserve_bytes N     free space kept on each mountpath (default 64 MiB)\n"
-		"  --lru_high_pct N, --lru_low_pct N  eviction watermarks, %% of a mountpath (default 90, 75)\n"
-		"  --lru_quota_bytes N   per-mountpath capacity for the watermarks (default 0: the filesystem's)\n"
-		"  --lru_interval_ms N   how often usage is checked (default 10000)\n"
-		"  --http_max_header_bytes N, --http_max_headers N, --http_idle_timeout_ms N,\n"
-		"  --http_header_timeout_ms N, --http_body_timeout_ms N\n"
-		"  --config FILE         JSON file with the same keys (flags win)\n"
-		"  --help                this text\n");
+	fprintf(f, "usage: ft-target [--config FILE] [--key value | --key=value]...\n"
+		   "Storage target of a FastTier cluster: serves objects on the public port, joins the proxy.\n"
+		   "\n"
+		   "  --id ID               node id (default: <state_dir>/node.id, generated on first start)\n"
+		   "  --bind ADDR           listen address of both ports (default 127.0.0.1)\n"
+		   "  --public_port N       public (client) port (default 51080)\n"
+		   "  --public_host HOST    advertised public host (default: bind)\n"
+		   "  --control_port N      control (intra-cluster) port (default public_port+1)\n"
+		   "  --control_host HOST   advertised control host (default: public_host)\n"
+		   "  --proxy_url URL       control URL of the primary proxy, e.g. http://127.0.0.1:51081\n"
+		   "  --state_dir DIR       node state (id file), default .\n"
+		   "  --mountpath DIR       object storage directory (repeat for several)\n"
+		   "  --log_level L         debug|info|warn|error (default info)\n"
+		   "  --loop_threads N      public-port loop threads (0 = CPUs)\n"
+		   "  --worker_threads N    worker pool size (default 64)\n"
+		   "  --keepalive_ms N      keepalive interval (default 2000)\n"
+		   "  --sync P              none|data|full (default none)\n"
+		   "  --reserve_bytes N     free space kept on each mountpath (default 64 MiB)\n"
+		   "  --lru_high_pct N, --lru_low_pct N  eviction watermarks, %% of a mountpath (default 90, 75)\n"
+		   "  --lru_quota_bytes N   per-mountpath capacity for the watermarks (default 0: the filesystem's)\n"
+		   "  --lru_interval_ms N   how often usage is checked (default 10000)\n"
+		   "  --http_max_header_bytes N, --http_max_headers N, --http_idle_timeout_ms N,\n"
+		   "  --http_header_timeout_ms N, --http_body_timeout_ms N\n"
+		   "  --config FILE         JSON file with the same keys (flags win)\n"
+		   "  --help                this text\n");
 }
 
 static int id_valid(const char *id)
@@ -239,8 +238,8 @@ int main(int argc, char **argv)
 	ft_log_init("ft-target", t->cfg.log_level);
 	if (snprintf(t->public_url, sizeof(t->public_url), "http://%s:%d", t->cfg.public_host, t->cfg.public_port) >=
 		    (int)sizeof(t->public_url) ||
-	    snprintf(t->control_url, sizeof(t->control_url), "http://%s:%d", t->cfg.control_host, t->cfg.control_port) >=
-		    (int)sizeof(t->control_url)) {
+	    snprintf(t->control_url, sizeof(t->control_url), "http://%s:%d", t->cfg.control_host,
+		     t->cfg.control_port) >= (int)sizeof(t->control_url)) {
 		fprintf(stderr, "ft-target: public_host or control_host too long\n");
 		ft_config_free(&t->cfg);
 		return 2;

@@ -1,18 +1,17 @@
 /* Target public-port dispatcher: health, and object requests checked (names, bucket, ownership) before handling. */
 #include <string.h>
 
-#include "cloud/backend.h"
-#include "cluster/bmd.h"
-#include "http/util.h"
 #include "base/log.h"
 #include "base/names.h"
+#include "cloud/backend.h"
+#include "cluster/bmd.h"
 #include "cluster/smap.h"
+#include "http/util.h"
 #include "protect/mirror.h"
 #include "target.h"
 
 #define OBJECTS_PREFIX "/v1/objects"
 #define HEALTH_PATH "/v1/health"
-
 
 static void health(ft_req_t *r, tgt_t *t)
 {
@@ -22,8 +21,9 @@ static void health(ft_req_t *r, tgt_t *t)
 		ft_resp_error(r, 405, "method %s not allowed on %s", ft_req_method_name(r), HEALTH_PATH);
 		return;
 	}
-	ft_resp_json(r, 200, json_pack("{s:s, s:s, s:s, s:o}", "status", "ok", "role", "target", "id", t->id, "integrity",
-					  tgt_integrity_json()));
+	ft_resp_json(r, 200,
+		     json_pack("{s:s, s:s, s:s, s:o}", "status", "ok", "role", "target", "id", t->id, "integrity",
+			       tgt_integrity_json()));
 }
 
 /*
@@ -157,15 +157,19 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 		return;
 	}
 	if (tgt_is_remote(o) && mpu) {
-		ft_resp_error(r, 501, "multipart upload to %s bucket \"%s\" is not built yet: remote buckets take "
-			      "single PUTs (written through to the backend)", o->provider, o->bucket);
+		ft_resp_error(r, 501,
+			      "multipart upload to %s bucket \"%s\" is not built yet: remote buckets take "
+			      "single PUTs (written through to the backend)",
+			      o->provider, o->bucket);
 		return;
 	}
 	/* ht origins are read-only (common/backend_ht.c): refused before any body byte is read. */
 	if (strcmp(o->provider, "ht") == 0 && (m == FT_HTTP_PUT || m == FT_HTTP_DELETE)) {
 		ft_resp_header(r, "Allow", "GET, HEAD");
-		ft_resp_error(r, 501, "%s of objects in ht bucket \"%s\" is not supported: the ht provider "
-			      "(an HTTP origin) is read-only", ft_req_method_name(r), o->bucket);
+		ft_resp_error(r, 501,
+			      "%s of objects in ht bucket \"%s\" is not supported: the ht provider "
+			      "(an HTTP origin) is read-only",
+			      ft_req_method_name(r), o->bucket);
 		return;
 	}
 	if (mpu) {

@@ -6,15 +6,15 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "cloud/backend.h"
-#include "cluster/bmd.h"
 #include "base/cksum.h"
 #include "base/config.h"
-#include "rpc/ctl.h"
-#include "http/http.h"
-#include "core/lom.h"
 #include "base/names.h"
+#include "cloud/backend.h"
+#include "cluster/bmd.h"
 #include "cluster/smap.h"
+#include "core/lom.h"
+#include "http/http.h"
+#include "rpc/ctl.h"
 
 /*
  * DESIGN
@@ -58,7 +58,7 @@ typedef struct {
 	 * bucket is retired: no object lands in a bucket directory after it was moved away.
 	 */
 	pthread_rwlock_t publish_lock;
-	int locks_ready;           /* put_locks and publish_lock initialized */
+	int locks_ready; /* put_locks and publish_lock initialized */
 	tgt_list_cache_t *lists;
 	tgt_janitor_t *janitor;
 	tgt_cluster_t *cluster;
@@ -74,13 +74,13 @@ typedef struct {
 	tgt_t *t;
 	char provider[TGT_PROVIDER_MAX];
 	char bucket[FT_BUCKET_NAME_MAX + 1];
-	int64_t bucket_created;  /* identifies this incarnation of the bucket */
-	ft_cksum_type_t cksum;   /* the bucket's checksum type */
-	const char *obj;         /* NUL-terminated copy of the object name */
+	int64_t bucket_created; /* identifies this incarnation of the bucket */
+	ft_cksum_type_t cksum;  /* the bucket's checksum type */
+	const char *obj;        /* NUL-terminated copy of the object name */
 	size_t obj_len;
 	const tgt_mountpath_t *mp;
-	char rel[TGT_REL_MAX];   /* "<provider>/<bucket>/<obj>" relative to mp->root_fd */
-	int local_only;          /* remote bucket: serve the cached copy as is (coldget.c decided) */
+	char rel[TGT_REL_MAX]; /* "<provider>/<bucket>/<obj>" relative to mp->root_fd */
+	int local_only;        /* remote bucket: serve the cached copy as is (coldget.c decided) */
 	/* the bucket's data protection properties (common/bmd.h), copied by tgt_obj_props */
 	int mirror_copies;
 	int ec_data, ec_parity;
@@ -172,8 +172,8 @@ void tgt_mpu_list(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 int tgt_mountpaths_open(tgt_t *t, char *err, size_t errlen);
 void tgt_mountpaths_close(tgt_t *t);
 /* The mountpath an object lives on (HRW over the mountpath digests). */
-const tgt_mountpath_t *tgt_mountpath_pick(const tgt_t *t, const char *provider, const char *bucket,
-					  const char *obj, size_t obj_len);
+const tgt_mountpath_t *tgt_mountpath_pick(const tgt_t *t, const char *provider, const char *bucket, const char *obj,
+					  size_t obj_len);
 /* Writes "<provider>/<bucket>[/<obj>]" (obj may be NULL); 0, or -1 if it does not fit. */
 int tgt_rel_path(char *buf, size_t cap, const char *provider, const char *bucket, const char *obj);
 /* Bytes a new object may still take on mp: free space minus reserve (0 if below). 0, or -errno. */

@@ -141,10 +141,10 @@ static void hmac_done(hmac_t *h)
 }
 
 /* kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" secret, date8), region), service), "aws4_request"). */
-static int derive_signing_key(hmac_t *h, const char *secret, const char *date8, const char *region,
-			      const char *service, uint8_t key[32])
+static int derive_signing_key(hmac_t *h, const char *secret, const char *date8, const char *region, const char *service,
+			      uint8_t key[32])
 {
-	ft_strbuf_t k_secret = { 0 };
+	ft_strbuf_t k_secret = {0};
 	uint8_t k[32];
 	int rc = -1;
 
@@ -227,8 +227,8 @@ static int signing_key(hmac_t *h, const char *secret, const char *date8, const c
 
 static int is_unreserved(unsigned char c)
 {
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-	       c == '.' || c == '_' || c == '~';
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+	       c == '_' || c == '~';
 }
 
 static int hex_value(char c)
@@ -347,7 +347,7 @@ static int qparam_cmp(const void *a, const void *b)
 
 static char *recode_dup(const char *s, size_t n)
 {
-	ft_strbuf_t b = { 0 };
+	ft_strbuf_t b = {0};
 
 	add_recoded(&b, s, n, 1);
 	if (b.failed) {
@@ -497,7 +497,7 @@ static int request_signature(hmac_t *h, const uint8_t key[32], const char *amz_d
 			     const ft_strbuf_t *creq, char sig[65])
 {
 	char creq_hash[FT_SHA256_HEX];
-	ft_strbuf_t sts = { 0 };
+	ft_strbuf_t sts = {0};
 	uint8_t mac[32];
 	int rc = -1;
 
@@ -535,7 +535,7 @@ static int digits_value(const char *s, int n, int *out)
 
 static int make_time(int year, int mon, int day, int hour, int min, int sec, time_t *t)
 {
-	struct tm tm = { 0 };
+	struct tm tm = {0};
 
 	if (year < 1970 || mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60)
 		return -1;
@@ -572,8 +572,8 @@ static int parse_http_date(const char *s, time_t *t)
 	int y, d, h, mi, se;
 	const char *m, *zone;
 
-	if (s == NULL || strlen(s) < 25 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' ||
-	    s[16] != ' ' || s[19] != ':' || s[22] != ':')
+	if (s == NULL || strlen(s) < 25 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
+	    s[19] != ':' || s[22] != ':')
 		return -1;
 	zone = s + 25;
 	if (strcmp(zone, " GMT") != 0 && strcmp(zone, " UTC") != 0 && strcmp(zone, " +0000") != 0 &&
@@ -701,8 +701,8 @@ static int parse_credential(const char *s, size_t n, claim_t *c)
 	c->region[region_len] = '\0';
 	memcpy(c->service, cut[1] + 1, service_len);
 	c->service[service_len] = '\0';
-	if ((size_t)snprintf(c->scope, sizeof(c->scope), "%s/%s/%s/%s", c->date8, c->region, c->service,
-			     TERMINATOR) >= sizeof(c->scope))
+	if ((size_t)snprintf(c->scope, sizeof(c->scope), "%s/%s/%s/%s", c->date8, c->region, c->service, TERMINATOR) >=
+	    sizeof(c->scope))
 		return -1;
 	return 0;
 }
@@ -846,7 +846,7 @@ static int query_required(const char *query, const char *name, ft_strbuf_t *val)
 /* Presigned form: everything from the X-Amz-* query parameters. */
 static ft_sigv4_result_t claim_from_query(const ft_sigv4_request_t *req, claim_t *c)
 {
-	ft_strbuf_t alg = { 0 }, cred = { 0 }, date = { 0 }, expires = { 0 }, signed_headers = { 0 }, sig = { 0 };
+	ft_strbuf_t alg = {0}, cred = {0}, date = {0}, expires = {0}, signed_headers = {0}, sig = {0};
 	ft_sigv4_result_t r = FT_SIGV4_MALFORMED;
 	char *end = NULL;
 
@@ -906,8 +906,8 @@ static ft_sigv4_result_t check_claim(const ft_sigv4_request_t *req, const claim_
 {
 	const char *secret;
 	uint8_t key[32];
-	ft_strbuf_t creq = { 0 };
-	hmac_t h = { 0 };
+	ft_strbuf_t creq = {0};
+	hmac_t h = {0};
 	char sig[65];
 	ft_sigv4_result_t r = FT_SIGV4_MALFORMED;
 
@@ -952,8 +952,8 @@ static int has_presign_params(const char *query)
 	       query_get(query, "X-Amz-Signature", NULL) != 0;
 }
 
-ft_sigv4_result_t ft_sigv4_verify(const ft_sigv4_request_t *req, time_t now, ft_sigv4_secret_fn secret,
-				  void *ctx, ft_sigv4_auth_t *out)
+ft_sigv4_result_t ft_sigv4_verify(const ft_sigv4_request_t *req, time_t now, ft_sigv4_secret_fn secret, void *ctx,
+				  ft_sigv4_auth_t *out)
 {
 	const char *authorization = header_first(req, "authorization");
 	int presigned = has_presign_params(req->query);
@@ -1028,12 +1028,11 @@ out:
 	return rc;
 }
 
-int ft_sigv4_sign(const ft_sigv4_request_t *req, const char *access_key, const char *secret_key,
-		  const char *region, const char *service, const char *amz_date, char *authorization,
-		  size_t cap)
+int ft_sigv4_sign(const ft_sigv4_request_t *req, const char *access_key, const char *secret_key, const char *region,
+		  const char *service, const char *amz_date, char *authorization, size_t cap)
 {
-	ft_strbuf_t list = { 0 }, creq = { 0 };
-	hmac_t h = { 0 };
+	ft_strbuf_t list = {0}, creq = {0};
+	hmac_t h = {0};
 	const char *host, *date_header;
 	char date8[9], scope[256], sig[65], date[32];
 	uint8_t key[32];
@@ -1052,8 +1051,7 @@ int ft_sigv4_sign(const ft_sigv4_request_t *req, const char *access_key, const c
 	date8[8] = '\0';
 	if ((size_t)snprintf(scope, sizeof(scope), "%s/%s/%s/%s", date8, region, service, TERMINATOR) >= sizeof(scope))
 		goto out;
-	if (signed_header_list(req, &list) != 0 ||
-	    signing_key(&h, secret_key, date8, region, service, key) != 0 ||
+	if (signed_header_list(req, &list) != 0 || signing_key(&h, secret_key, date8, region, service, key) != 0 ||
 	    build_canonical_request(&creq, req, list.p, 0, req->payload_hash) != 0 ||
 	    request_signature(&h, key, amz_date, scope, &creq, sig) != 0)
 		goto out;
@@ -1236,7 +1234,7 @@ static int chunk_verify(ft_sigv4_chunked_t *c)
 	uint8_t md[32], mac[32];
 	unsigned int n = 0;
 	char data_hash[FT_SHA256_HEX], sig[65];
-	ft_strbuf_t sts = { 0 };
+	ft_strbuf_t sts = {0};
 	int rc = -1;
 
 	if (EVP_DigestFinal_ex(c->hash, md, &n) != 1 || n != 32)
@@ -1262,8 +1260,8 @@ out:
 }
 
 /* Consumes bytes of one state from in[*i..len); returns 0 or an error (-1, -2). */
-static int chunk_step(ft_sigv4_chunked_t *c, const uint8_t *in, size_t len, size_t *i, uint8_t *out,
-		      size_t cap, size_t *produced)
+static int chunk_step(ft_sigv4_chunked_t *c, const uint8_t *in, size_t len, size_t *i, uint8_t *out, size_t cap,
+		      size_t *produced)
 {
 	uint8_t b;
 
@@ -1324,8 +1322,7 @@ static int chunk_step(ft_sigv4_chunked_t *c, const uint8_t *in, size_t len, size
 	return -1; /* bytes after the final chunk */
 }
 
-int ft_sigv4_chunked_feed(ft_sigv4_chunked_t *c, const void *buf, size_t len, void *out, size_t cap,
-			  size_t *out_len)
+int ft_sigv4_chunked_feed(ft_sigv4_chunked_t *c, const void *buf, size_t len, void *out, size_t cap, size_t *out_len)
 {
 	const uint8_t *in = buf;
 	size_t i = 0, produced = 0;

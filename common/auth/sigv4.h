@@ -18,8 +18,8 @@ typedef struct {
 /* One request as seen on the wire (incoming) or about to be sent (outgoing). */
 typedef struct {
 	const char *method;
-	const char *path;        /* raw, as sent on the wire (percent-encoded) */
-	const char *query;       /* raw query string without '?', "" if none */
+	const char *path;  /* raw, as sent on the wire (percent-encoded) */
+	const char *query; /* raw query string without '?', "" if none */
 	const ft_sigv4_header_t *headers;
 	int n_headers;
 	const char *payload_hash; /* hex sha256 of the body, FT_SIGV4_UNSIGNED or FT_SIGV4_STREAMING */
@@ -27,13 +27,13 @@ typedef struct {
 
 typedef enum {
 	FT_SIGV4_OK = 0,
-	FT_SIGV4_ANONYMOUS,        /* no Authorization header and no X-Amz-Signature query */
-	FT_SIGV4_MALFORMED,        /* AuthorizationHeaderMalformed / AuthorizationQueryParametersError */
-	FT_SIGV4_UNKNOWN_KEY,      /* InvalidAccessKeyId */
-	FT_SIGV4_MISMATCH,         /* SignatureDoesNotMatch */
-	FT_SIGV4_EXPIRED,          /* presigned URL past X-Amz-Expires: AccessDenied "Request has expired" */
-	FT_SIGV4_SKEWED,           /* RequestTimeTooSkewed (more than 15 minutes off) */
-	FT_SIGV4_UNSUPPORTED,      /* SigV2 or another algorithm: AccessDenied / NotImplemented */
+	FT_SIGV4_ANONYMOUS,   /* no Authorization header and no X-Amz-Signature query */
+	FT_SIGV4_MALFORMED,   /* AuthorizationHeaderMalformed / AuthorizationQueryParametersError */
+	FT_SIGV4_UNKNOWN_KEY, /* InvalidAccessKeyId */
+	FT_SIGV4_MISMATCH,    /* SignatureDoesNotMatch */
+	FT_SIGV4_EXPIRED,     /* presigned URL past X-Amz-Expires: AccessDenied "Request has expired" */
+	FT_SIGV4_SKEWED,      /* RequestTimeTooSkewed (more than 15 minutes off) */
+	FT_SIGV4_UNSUPPORTED, /* SigV2 or another algorithm: AccessDenied / NotImplemented */
 } ft_sigv4_result_t;
 
 /* S3 error code for a result ("SignatureDoesNotMatch", ...), and a human message. */
@@ -46,10 +46,10 @@ typedef const char *(*ft_sigv4_secret_fn)(void *ctx, const char *access_key);
 /* What a successful verification established, for chunk signatures and logging. */
 typedef struct {
 	char access_key[128];
-	char amz_date[17];        /* yyyymmddThhmmssZ */
-	char scope[128];          /* date/region/service/aws4_request */
+	char amz_date[17]; /* yyyymmddThhmmssZ */
+	char scope[128];   /* date/region/service/aws4_request */
 	uint8_t signing_key[32];
-	char seed_signature[65];  /* the request's signature: previous signature of the first chunk */
+	char seed_signature[65]; /* the request's signature: previous signature of the first chunk */
 	int presigned;
 } ft_sigv4_auth_t;
 
@@ -64,16 +64,15 @@ typedef struct {
  * even on failure (to choose AuthorizationQueryParametersError over ...HeaderMalformed), the rest
  * is filled only on FT_SIGV4_OK.
  */
-ft_sigv4_result_t ft_sigv4_verify(const ft_sigv4_request_t *req, time_t now, ft_sigv4_secret_fn secret,
-				  void *ctx, ft_sigv4_auth_t *out);
+ft_sigv4_result_t ft_sigv4_verify(const ft_sigv4_request_t *req, time_t now, ft_sigv4_secret_fn secret, void *ctx,
+				  ft_sigv4_auth_t *out);
 
 /*
  * Signs an outgoing request: fills authorization (the Authorization header value) for the given
  * headers (which must include host and x-amz-date; all given headers are signed).
  */
-int ft_sigv4_sign(const ft_sigv4_request_t *req, const char *access_key, const char *secret_key,
-		  const char *region, const char *service, const char *amz_date, char *authorization,
-		  size_t cap);
+int ft_sigv4_sign(const ft_sigv4_request_t *req, const char *access_key, const char *secret_key, const char *region,
+		  const char *service, const char *amz_date, char *authorization, size_t cap);
 /* Formats t as yyyymmddThhmmssZ. */
 void ft_sigv4_amz_date(time_t t, char out[17]);
 
@@ -92,12 +91,13 @@ ft_sigv4_chunked_t *ft_sigv4_chunked_new(const ft_sigv4_auth_t *auth);
  * returned. Errors are sticky; a byte after the final chunk is -1; an input that ends before 1
  * is an incomplete body.
  */
-int ft_sigv4_chunked_feed(ft_sigv4_chunked_t *c, const void *buf, size_t len, void *out, size_t cap,
-			  size_t *out_len);
+int ft_sigv4_chunked_feed(ft_sigv4_chunked_t *c, const void *buf, size_t len, void *out, size_t cap, size_t *out_len);
 void ft_sigv4_chunked_free(ft_sigv4_chunked_t *c);
 
 /* SHA-256 streaming, hex output. */
-typedef struct { void *ctx; } ft_sha256_t;
+typedef struct {
+	void *ctx;
+} ft_sha256_t;
 int ft_sha256_init(ft_sha256_t *h);
 void ft_sha256_update(ft_sha256_t *h, const void *buf, size_t len);
 /* Writes the lowercase hex digest ("" after a failed init) and releases h: also the way to abandon one. */

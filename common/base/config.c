@@ -19,10 +19,10 @@
  */
 
 typedef enum {
-	KIND_STR,        /* char array; size = capacity */
+	KIND_STR, /* char array; size = capacity */
 	KIND_STR_NONEMPTY,
-	KIND_INT,        /* int within [min, max] */
-	KIND_INT64,      /* int64_t within [min, max] */
+	KIND_INT,   /* int within [min, max] */
+	KIND_INT64, /* int64_t within [min, max] */
 	KIND_LOG_LEVEL,
 	KIND_SYNC,
 	KIND_MOUNTPATHS, /* JSON array; `--mountpath` (or `--mountpaths`) once per directory */
@@ -37,9 +37,18 @@ typedef struct {
 	int64_t min, max;
 } config_key_t;
 
-#define STR(field, kind) { #field, kind, offsetof(ft_config_t, field), sizeof(((ft_config_t *)0)->field), 0, 0 }
-#define INT(field, lo, hi) { #field, KIND_INT, offsetof(ft_config_t, field), 0, lo, hi }
-#define BOOL(field) { #field, KIND_BOOL, offsetof(ft_config_t, field), 0, 0, 1 }
+#define STR(field, kind)                                                                            \
+	{                                                                                           \
+#field, kind, offsetof(ft_config_t, field), sizeof(((ft_config_t *)0)->field), 0, 0 \
+	}
+#define INT(field, lo, hi)                                                \
+	{                                                                 \
+#field, KIND_INT, offsetof(ft_config_t, field), 0, lo, hi \
+	}
+#define BOOL(field)                                                      \
+	{                                                                \
+#field, KIND_BOOL, offsetof(ft_config_t, field), 0, 0, 1 \
+	}
 
 static const config_key_t config_keys[] = {
 	STR(id, KIND_STR),
@@ -50,14 +59,14 @@ static const config_key_t config_keys[] = {
 	STR(control_host, KIND_STR),
 	STR(proxy_url, KIND_STR),
 	STR(state_dir, KIND_STR_NONEMPTY),
-	{ "mountpaths", KIND_MOUNTPATHS, 0, 0, 0, 0 },
-	{ "log_level", KIND_LOG_LEVEL, 0, 0, 0, 0 },
+	{"mountpaths", KIND_MOUNTPATHS, 0, 0, 0, 0},
+	{"log_level", KIND_LOG_LEVEL, 0, 0, 0, 0},
 	INT(loop_threads, 0, 1024),
 	INT(worker_threads, 1, 1024),
 	INT(keepalive_ms, 1, 3600000),
-	{ "sync", KIND_SYNC, 0, 0, 0, 0 },
-	{ "reserve_bytes", KIND_INT64, offsetof(ft_config_t, reserve_bytes), 0, 0, INT64_MAX },
-	{ "mpu_expire_hours", KIND_INT, offsetof(ft_config_t, mpu_expire_hours), 0, 0, 1000000 },
+	{"sync", KIND_SYNC, 0, 0, 0, 0},
+	{"reserve_bytes", KIND_INT64, offsetof(ft_config_t, reserve_bytes), 0, 0, INT64_MAX},
+	{"mpu_expire_hours", KIND_INT, offsetof(ft_config_t, mpu_expire_hours), 0, 0, 1000000},
 	INT(http_max_header_bytes, 1024, 16 << 20),
 	INT(http_max_headers, 1, 100000),
 	INT(http_idle_timeout_ms, 1, 86400000),
@@ -70,7 +79,7 @@ static const config_key_t config_keys[] = {
 	STR(s3_region, KIND_STR_NONEMPTY),
 	INT(lru_high_pct, 1, 100),
 	INT(lru_low_pct, 0, 99),
-	{ "lru_quota_bytes", KIND_INT64, offsetof(ft_config_t, lru_quota_bytes), 0, 0, INT64_MAX },
+	{"lru_quota_bytes", KIND_INT64, offsetof(ft_config_t, lru_quota_bytes), 0, 0, INT64_MAX},
 	INT(lru_interval_ms, 10, 86400000),
 };
 
@@ -170,7 +179,8 @@ static int add_mountpath(ft_config_t *c, const char *dir, const load_state_t *st
 	if (dir[0] == '\0')
 		return fail(err, errlen, "%s: key \"mountpaths\": empty directory", st->where);
 	if (strlen(dir) >= FT_PATH_MAX)
-		return fail(err, errlen, "%s: key \"mountpaths\": path longer than %d bytes", st->where, FT_PATH_MAX - 1);
+		return fail(err, errlen, "%s: key \"mountpaths\": path longer than %d bytes", st->where,
+			    FT_PATH_MAX - 1);
 	for (int i = 0; i < c->n_mountpaths; i++) {
 		if (strcmp(c->mountpaths[i], dir) == 0)
 			return fail(err, errlen, "%s: key \"mountpaths\": \"%s\" given twice", st->where, dir);
@@ -186,8 +196,7 @@ static int add_mountpath(ft_config_t *c, const char *dir, const load_state_t *st
 }
 
 /* Applies one scalar value given as text (a flag, or a JSON value already type-checked). */
-static int set_text(ft_config_t *c, const config_key_t *k, const char *v, load_state_t *st, char *err,
-		    size_t errlen)
+static int set_text(ft_config_t *c, const config_key_t *k, const char *v, load_state_t *st, char *err, size_t errlen)
 {
 	char *base = (char *)c;
 	int64_t n;
@@ -401,8 +410,9 @@ static int derive(ft_config_t *c, const load_state_t *st, char *err, size_t errl
 {
 	if (!st->control_port) {
 		if (c->public_port >= 65535)
-			return fail(err, errlen, "key \"control_port\": default public_port+1 is out of range; "
-						 "set control_port");
+			return fail(err, errlen,
+				    "key \"control_port\": default public_port+1 is out of range; "
+				    "set control_port");
 		c->control_port = c->public_port + 1;
 	}
 	if (c->control_port == c->public_port)
@@ -423,7 +433,7 @@ static int derive(ft_config_t *c, const load_state_t *st, char *err, size_t errl
  */
 int ft_config_load(ft_config_t *c, int argc, char **argv, char *err, size_t errlen)
 {
-	load_state_t st = { .where = "command line" };
+	load_state_t st = {.where = "command line"};
 	const char *file;
 
 	if (err != NULL && errlen > 0)

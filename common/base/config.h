@@ -27,39 +27,39 @@ typedef enum {
  * Boolean keys take JSON true/false, or on the command line true|false|1|0|yes|no.
  */
 typedef struct {
-	char id[FT_ID_MAX];               /* node id; "" = target: load/generate under state_dir */
-	char bind[FT_HOST_MAX];           /* listen address of both ports, default 127.0.0.1 */
-	int public_port;                  /* io_uring HTTP port (clients), default 51080 */
-	char public_host[FT_HOST_MAX];    /* advertised in the cluster map and redirects; default = bind */
-	int control_port;                 /* libmicrohttpd port (intra-cluster), default public_port+1 */
-	char control_host[FT_HOST_MAX];   /* advertised control address; default = public_host */
-	char proxy_url[FT_URL_MAX];       /* target: the primary proxy's control URL, e.g. http://127.0.0.1:51081 */
-	char state_dir[FT_PATH_MAX];      /* node state (id file); default "." */
+	char id[FT_ID_MAX];             /* node id; "" = target: load/generate under state_dir */
+	char bind[FT_HOST_MAX];         /* listen address of both ports, default 127.0.0.1 */
+	int public_port;                /* io_uring HTTP port (clients), default 51080 */
+	char public_host[FT_HOST_MAX];  /* advertised in the cluster map and redirects; default = bind */
+	int control_port;               /* libmicrohttpd port (intra-cluster), default public_port+1 */
+	char control_host[FT_HOST_MAX]; /* advertised control address; default = public_host */
+	char proxy_url[FT_URL_MAX];     /* target: the primary proxy's control URL, e.g. http://127.0.0.1:51081 */
+	char state_dir[FT_PATH_MAX];    /* node state (id file); default "." */
 	char *mountpaths[FT_MAX_MOUNTPATHS];
 	int n_mountpaths;
-	ft_log_level_t log_level;         /* key "log_level": debug|info|warn|error, default info */
-	int loop_threads;                 /* public-port loop threads; 0 = number of CPUs */
-	int worker_threads;               /* worker pool for deferred work (each blocked stream holds one), default 64 */
-	int keepalive_ms;                 /* target -> proxy keepalive interval, default 2000 */
-	ft_sync_policy_t sync;            /* key "sync": none|data|full, default none */
-	int64_t reserve_bytes;            /* free space kept on each mountpath, default 64 MiB */
-	int mpu_expire_hours;             /* incomplete multipart uploads expire after this; 0 = never; default 168 */
-	int http_max_header_bytes;        /* default 16384 */
-	int http_max_headers;             /* default 100 */
-	int http_idle_timeout_ms;         /* keep-alive idle close, default 60000 */
-	int http_header_timeout_ms;       /* time to send a full header block, default 10000 */
-	int http_body_timeout_ms;         /* max gap between body bytes, default 30000 */
+	ft_log_level_t log_level;   /* key "log_level": debug|info|warn|error, default info */
+	int loop_threads;           /* public-port loop threads; 0 = number of CPUs */
+	int worker_threads;         /* worker pool for deferred work (each blocked stream holds one), default 64 */
+	int keepalive_ms;           /* target -> proxy keepalive interval, default 2000 */
+	ft_sync_policy_t sync;      /* key "sync": none|data|full, default none */
+	int64_t reserve_bytes;      /* free space kept on each mountpath, default 64 MiB */
+	int mpu_expire_hours;       /* incomplete multipart uploads expire after this; 0 = never; default 168 */
+	int http_max_header_bytes;  /* default 16384 */
+	int http_max_headers;       /* default 100 */
+	int http_idle_timeout_ms;   /* keep-alive idle close, default 60000 */
+	int http_header_timeout_ms; /* time to send a full header block, default 10000 */
+	int http_body_timeout_ms;   /* max gap between body bytes, default 30000 */
 	/* S3 API (proxy) */
-	char s3_keys[FT_PATH_MAX];        /* JSON file {"ACCESS_KEY": "SECRET", ...}; "" = no keys */
-	int s3_anonymous;                 /* bool: accept unsigned S3 requests, default false */
-	int s3_root;                      /* bool: serve S3 at / besides /s3, default false */
-	char s3_domain[FT_HOST_MAX];      /* virtual-host style for Host <bucket>.<s3_domain>; "" = off */
-	char s3_region[FT_REGION_MAX];    /* region of the S3 endpoint, default us-east-1 */
+	char s3_keys[FT_PATH_MAX];     /* JSON file {"ACCESS_KEY": "SECRET", ...}; "" = no keys */
+	int s3_anonymous;              /* bool: accept unsigned S3 requests, default false */
+	int s3_root;                   /* bool: serve S3 at / besides /s3, default false */
+	char s3_domain[FT_HOST_MAX];   /* virtual-host style for Host <bucket>.<s3_domain>; "" = off */
+	char s3_region[FT_REGION_MAX]; /* region of the S3 endpoint, default us-east-1 */
 	/* LRU eviction of cached remote objects (target) */
-	int lru_high_pct;                 /* usage % of a mountpath that starts eviction, default 90 */
-	int lru_low_pct;                  /* eviction stops below this %, default 75 (must be < high) */
-	int64_t lru_quota_bytes;          /* per-mountpath capacity for the marks; 0 = the filesystem's */
-	int lru_interval_ms;              /* how often usage is checked, default 10000 */
+	int lru_high_pct;        /* usage % of a mountpath that starts eviction, default 90 */
+	int lru_low_pct;         /* eviction stops below this %, default 75 (must be < high) */
+	int64_t lru_quota_bytes; /* per-mountpath capacity for the marks; 0 = the filesystem's */
+	int lru_interval_ms;     /* how often usage is checked, default 10000 */
 } ft_config_t;
 
 /* Fills defaults. */

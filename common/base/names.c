@@ -59,8 +59,8 @@ int ft_name_check_object(const char *name, size_t len, const char **why)
 
 static int bucket_char_ok(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-	       c == '_' || c == '-';
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+	       c == '-';
 }
 
 int ft_name_check_bucket(const char *name, const char **why)

@@ -10,7 +10,7 @@ struct ft_workpool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	ft_work_t *head, *tail;
-	bool draining;   /* destroy called: exit once the queue is empty */
+	bool draining; /* destroy called: exit once the queue is empty */
 	int nthreads;
 	pthread_t *threads;
 };

@@ -28,7 +28,7 @@ static ft_bmd_t *bmd_cur; /* guarded by bmd_lock; holds one reference */
 static void make_uuid(char out[40])
 {
 	static const char digits[] = "0123456789abcdef";
-	unsigned char b[16] = { 0 };
+	unsigned char b[16] = {0};
 
 	if (RAND_bytes(b, sizeof(b)) != 1) {
 		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -173,13 +173,13 @@ const ft_bucket_t *ft_bmd_find(const ft_bmd_t *b, const char *provider, const ch
 /* The bucket as JSON; the backend properties with or without the secret ones. NULL on allocation failure. */
 static json_t *bucket_json(const ft_bucket_t *bucket, int with_secrets)
 {
-	static const char *const secrets[] = { "secret_key", "session_token", "account_key", "sas" };
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:{s:i}, s:{s:i, s:i, s:I}, s:b}", "name", bucket->name, "provider",
-			      bucket->provider, "checksum", ft_cksum_name(bucket->cksum), "created",
-			      (json_int_t)bucket->created_ns, "mirror", "copies",
-			      bucket->mirror_copies > 1 ? bucket->mirror_copies : 1, "ec", "data_slices", bucket->ec_data,
-			      "parity_slices", bucket->ec_parity, "objsize_limit", (json_int_t)bucket->ec_objsize_limit,
-			      "checksum_validate_warm_get", bucket->validate_warm_get != 0);
+	static const char *const secrets[] = {"secret_key", "session_token", "account_key", "sas"};
+	json_t *j = json_pack(
+		"{s:s, s:s, s:s, s:I, s:{s:i}, s:{s:i, s:i, s:I}, s:b}", "name", bucket->name, "provider",
+		bucket->provider, "checksum", ft_cksum_name(bucket->cksum), "created", (json_int_t)bucket->created_ns,
+		"mirror", "copies", bucket->mirror_copies > 1 ? bucket->mirror_copies : 1, "ec", "data_slices",
+		bucket->ec_data, "parity_slices", bucket->ec_parity, "objsize_limit",
+		(json_int_t)bucket->ec_objsize_limit, "checksum_validate_warm_get", bucket->validate_warm_get != 0);
 
 	if (j == NULL || bucket->backend == NULL)
 		return j;
@@ -312,8 +312,7 @@ static int get_int(const json_t *o, const char *key, int64_t lo, int64_t hi, int
 }
 
 /* Keys allowed in a section object; -1 with err naming the first other one. */
-static int known_keys(const json_t *o, const char *section, const char *const *keys, size_t n, char *err,
-		      size_t errlen)
+static int known_keys(const json_t *o, const char *section, const char *const *keys, size_t n, char *err, size_t errlen)
 {
 	const char *key;
 	const json_t *v;
@@ -330,8 +329,8 @@ static int known_keys(const json_t *o, const char *section, const char *const *k
 
 int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_t errlen)
 {
-	static const char *const mirror_keys[] = { "copies" };
-	static const char *const ec_keys[] = { "data_slices", "parity_slices", "objsize_limit" };
+	static const char *const mirror_keys[] = {"copies"};
+	static const char *const ec_keys[] = {"data_slices", "parity_slices", "objsize_limit"};
 	const json_t *mirror = json_object_get(props, "mirror");
 	const json_t *ec = json_object_get(props, "ec");
 	const json_t *vwg = json_object_get(props, "checksum_validate_warm_get");
@@ -349,8 +348,9 @@ int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_
 	}
 	if (ec != NULL) {
 		if (!json_is_object(ec))
-			return fail(err, errlen,
-				    "\"ec\" must be an object {\"data_slices\": D, \"parity_slices\": P, \"objsize_limit\": B}");
+			return fail(
+				err, errlen,
+				"\"ec\" must be an object {\"data_slices\": D, \"parity_slices\": P, \"objsize_limit\": B}");
 		if (known_keys(ec, "ec", ec_keys, 3, err, errlen) != 0)
 			return -1;
 		v = bk->ec_data;
@@ -364,8 +364,10 @@ int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_
 		if (get_int(ec, "objsize_limit", 0, INT64_MAX, &bk->ec_objsize_limit, err, errlen) != 0)
 			return -1;
 		if ((bk->ec_data == 0) != (bk->ec_parity == 0))
-			return fail(err, errlen, "\"ec\": data_slices and parity_slices are both 0 (off) or both at "
-						 "least 1 (have %d and %d)", bk->ec_data, bk->ec_parity);
+			return fail(err, errlen,
+				    "\"ec\": data_slices and parity_slices are both 0 (off) or both at "
+				    "least 1 (have %d and %d)",
+				    bk->ec_data, bk->ec_parity);
 	}
 	if (vwg != NULL) {
 		if (!json_is_boolean(vwg))

@@ -2,15 +2,15 @@
 #ifndef FT_BMD_H
 #define FT_BMD_H
 
-#include <stdint.h>
 #include <jansson.h>
+#include <stdint.h>
 #include "base/cksum.h"
 #include "base/names.h"
 
 typedef struct {
 	char name[FT_BUCKET_NAME_MAX + 1];
-	char provider[16];         /* "ais" */
-	ft_cksum_type_t cksum;     /* checksum of objects stored in it */
+	char provider[16];     /* "ais" */
+	ft_cksum_type_t cksum; /* checksum of objects stored in it */
 	int64_t created_ns;
 	/*
 	 * Remote buckets (provider aws|gcp|azure|ht): the backend properties as

@@ -30,7 +30,7 @@ static ft_smap_t *smap_cur; /* guarded by smap_lock; holds one reference */
 static void make_uuid(char out[40])
 {
 	static const char digits[] = "0123456789abcdef";
-	unsigned char b[16] = { 0 };
+	unsigned char b[16] = {0};
 
 	if (RAND_bytes(b, sizeof(b)) != 1) {
 		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -243,8 +243,8 @@ static json_t *nodes_to_json(const ft_node_t *list, int n)
 /* NULL on allocation failure. */
 json_t *ft_smap_to_json(const ft_smap_t *m)
 {
-	json_t *j = json_pack("{s:I, s:s, s:s}", "version", (json_int_t)m->version, "uuid", m->uuid, "primary",
-			      m->primary);
+	json_t *j =
+		json_pack("{s:I, s:s, s:s}", "version", (json_int_t)m->version, "uuid", m->uuid, "primary", m->primary);
 
 	if (j == NULL)
 		return NULL;

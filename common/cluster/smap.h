@@ -2,8 +2,8 @@
 #ifndef FT_SMAP_H
 #define FT_SMAP_H
 
-#include <stdint.h>
 #include <jansson.h>
+#include <stdint.h>
 #include "base/config.h"
 
 typedef enum { FT_NODE_PROXY = 0, FT_NODE_TARGET = 1 } ft_node_type_t;
@@ -29,7 +29,7 @@ typedef struct {
 	int n_proxies, n_targets;
 	ft_node_t *proxies;
 	ft_node_t *targets;
-	int refs; /* atomic */
+	int refs;                 /* atomic */
 	uint64_t *target_digests; /* n_targets digests in targets[] order, for ft_hrw_pick */
 } ft_smap_t;
 
@@ -43,8 +43,8 @@ int ft_smap_add(ft_smap_t *m, const ft_node_t *n);
 int ft_smap_remove(ft_smap_t *m, const char *id);
 const ft_node_t *ft_smap_find(const ft_smap_t *m, const char *id);
 /* HRW owner of an object; NULL when the map has no targets. */
-const ft_node_t *ft_smap_owner(const ft_smap_t *m, const char *provider, const char *bucket,
-			       const char *obj, size_t obj_len);
+const ft_node_t *ft_smap_owner(const ft_smap_t *m, const char *provider, const char *bucket, const char *obj,
+			       size_t obj_len);
 /* JSON codec. from_json returns NULL and fills err on bad input; the result has refs = 1. */
 json_t *ft_smap_to_json(const ft_smap_t *m);
 ft_smap_t *ft_smap_from_json(const json_t *j, char *err, size_t errlen);

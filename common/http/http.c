@@ -24,9 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http/parse.h"
 #include "base/log.h"
 #include "base/workpool.h"
+#include "http/parse.h"
 
 /*
  * DESIGN
@@ -114,15 +114,15 @@
 #define DEF_BODY_MS 30000
 #define DEF_WORKERS 64
 
-#define STREAM_BUF (256 * 1024)   /* each ring of a blocking stream */
-#define STREAM_END_RESERVE 8      /* ring bytes writes leave free, for the last chunk "0\r\n\r\n" */
-#define STREAM_LOWAT (16 * 1024)  /* a blocked writer waits for this much room: fewer, larger chunks */
-#define STREAM_RESUME (64 * 1024) /* free body-ring bytes at which the loop is asked to read again */
-#define CHUNK_HEAD_MAX 20         /* "%zx\r\n" of a size_t, with room to spare */
-#define STREAM_FILE_MAX (16u << 20)   /* file bytes queued but unsent before a sendfile caller waits */
-#define STREAM_FILE_LOWAT (1u << 20)  /* a blocked sendfile caller waits for this much room */
-#define STREAM_PIPE (256 * 1024)      /* pipe of a spliced stream: bytes queued before the worker waits */
-#define STREAM_POOL_MAX 16            /* free rings kept for reuse (STREAM_BUF each: 4 MiB at most) */
+#define STREAM_BUF (256 * 1024)      /* each ring of a blocking stream */
+#define STREAM_END_RESERVE 8         /* ring bytes writes leave free, for the last chunk "0\r\n\r\n" */
+#define STREAM_LOWAT (16 * 1024)     /* a blocked writer waits for this much room: fewer, larger chunks */
+#define STREAM_RESUME (64 * 1024)    /* free body-ring bytes at which the loop is asked to read again */
+#define CHUNK_HEAD_MAX 20            /* "%zx\r\n" of a size_t, with room to spare */
+#define STREAM_FILE_MAX (16u << 20)  /* file bytes queued but unsent before a sendfile caller waits */
+#define STREAM_FILE_LOWAT (1u << 20) /* a blocked sendfile caller waits for this much room */
+#define STREAM_PIPE (256 * 1024)     /* pipe of a spliced stream: bytes queued before the worker waits */
+#define STREAM_POOL_MAX 16           /* free rings kept for reuse (STREAM_BUF each: 4 MiB at most) */
 
 enum { TAG_NONE = 0, TAG_ACCEPT, TAG_EVENT, TAG_TIMER, TAG_RECV, TAG_SEND, TAG_POLL };
 #define TAG_MASK 7u
@@ -180,8 +180,8 @@ typedef struct resp_hdr {
 
 /* Blocking-stream state shared by the worker and the loop, under c->smu (see DESIGN). */
 typedef struct {
-	bool gone;     /* the connection is closed: stream calls fail */
-	int waiters;   /* threads waiting on c->scv */
+	bool gone;   /* the connection is closed: stream calls fail */
+	int waiters; /* threads waiting on c->scv */
 	/* request body: the loop fills b_ring, the worker drains it */
 	size_t b_rd, b_len;
 	bool b_eof;    /* the whole body is in the ring */
@@ -189,7 +189,7 @@ typedef struct {
 	int b_err;     /* -errno that ends the body after the ring's bytes */
 	/* response: the worker fills s_ring, the loop sends it */
 	size_t s_rd, s_len;
-	bool s_idle;   /* the loop found nothing to send: the next write notifies EV_SEND */
+	bool s_idle; /* the loop found nothing to send: the next write notifies EV_SEND */
 	/* response from a file: after the ring's bytes, [f_off, f_off + f_len) of the request's sf_fd */
 	uint64_t f_off, f_len;
 } stream_shared_t;
@@ -222,20 +222,20 @@ struct ft_req {
 	unsigned ev, xev;
 	bool resp_ready;
 	/* blocking streams: set by the holder before the event that tells the loop; read by the loop after */
-	bool body_stream;                /* the body goes to b_ring (ft_req_body_read) */
-	unsigned char *b_ring, *s_ring;  /* STREAM_BUF each, from stream_buf_take, finish_request gives back */
-	bool s_started, s_bad;           /* ft_resp_stream_start called; a write broke the framing */
-	int s_frame;                     /* FR_* */
-	int s_end_err;                   /* ft_resp_stream_end's err */
+	bool body_stream;               /* the body goes to b_ring (ft_req_body_read) */
+	unsigned char *b_ring, *s_ring; /* STREAM_BUF each, from stream_buf_take, finish_request gives back */
+	bool s_started, s_bad;          /* ft_resp_stream_start called; a write broke the framing */
+	int s_frame;                    /* FR_* */
+	int s_end_err;                  /* ft_resp_stream_end's err */
 	uint64_t s_clen, s_written;
-	int sf_fd, sf_src;               /* stream from a file: our dup (finish_request closes it), the caller's fd */
-	bool sf_pipe;                    /* sf_fd is the read end of the splice pipe (set under smu) */
-	int sp_wr;                       /* splice pipe's write end: the worker's (finish_request closes it) */
-	size_t sp_cap;                   /* splice pipe: bytes the worker queues at most */
-	bool s_crlf_due;                 /* chunked from a file: the chunk's CRLF goes before the next ring bytes */
-	bool st_head;                    /* loop: the stream is being sent */
-	bool sf_failed;                  /* loop: a sendfile failed or the file was short: the stream is cut */
-	stream_shared_t sh;              /* under c->smu */
+	int sf_fd, sf_src;  /* stream from a file: our dup (finish_request closes it), the caller's fd */
+	bool sf_pipe;       /* sf_fd is the read end of the splice pipe (set under smu) */
+	int sp_wr;          /* splice pipe's write end: the worker's (finish_request closes it) */
+	size_t sp_cap;      /* splice pipe: bytes the worker queues at most */
+	bool s_crlf_due;    /* chunked from a file: the chunk's CRLF goes before the next ring bytes */
+	bool st_head;       /* loop: the stream is being sent */
+	bool sf_failed;     /* loop: a sendfile failed or the file was short: the stream is cut */
+	stream_shared_t sh; /* under c->smu */
 	/* response */
 	bool responded, body_called, close_req, keep_alive; /* the holder's: a response / body call was made */
 	resp_hdr_t *rh_head, *rh_tail;
@@ -250,7 +250,7 @@ struct ft_req {
 	void (*defer_fn)(ft_req_t *r, void *arg);
 	void *defer_arg;
 	ft_req_t *qnext;
-	bool queued; /* in the loop's hand-over queue (under qmu) */
+	bool queued;   /* in the loop's hand-over queue (under qmu) */
 	hook_t *hooks; /* newest first */
 	arena_t arena; /* must stay last: req_clear() zeroes everything before it */
 };
@@ -362,9 +362,8 @@ static struct io_uring_sqe *get_sqe(loop_t *L)
 /* RFC 9110 IMF-fixdate, cached per thread for the current second. */
 static const char *http_date(void)
 {
-	static const char *wd[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
-	static const char *mo[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-				    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	static const char *wd[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+	static const char *mo[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 	static __thread time_t last;
 	static __thread char buf[40];
 	time_t now = time(NULL);
@@ -382,44 +381,82 @@ static const char *http_date(void)
 static const char *reason_phrase(int status)
 {
 	switch (status) {
-	case 100: return "Continue";
-	case 200: return "OK";
-	case 201: return "Created";
-	case 202: return "Accepted";
-	case 204: return "No Content";
-	case 206: return "Partial Content";
-	case 301: return "Moved Permanently";
-	case 302: return "Found";
-	case 303: return "See Other";
-	case 304: return "Not Modified";
-	case 307: return "Temporary Redirect";
-	case 308: return "Permanent Redirect";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 410: return "Gone";
-	case 411: return "Length Required";
-	case 412: return "Precondition Failed";
-	case 413: return "Content Too Large";
-	case 414: return "URI Too Long";
-	case 415: return "Unsupported Media Type";
-	case 416: return "Range Not Satisfiable";
-	case 417: return "Expectation Failed";
-	case 422: return "Unprocessable Content";
-	case 429: return "Too Many Requests";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	case 505: return "HTTP Version Not Supported";
-	case 507: return "Insufficient Storage";
-	default: break;
+	case 100:
+		return "Continue";
+	case 200:
+		return "OK";
+	case 201:
+		return "Created";
+	case 202:
+		return "Accepted";
+	case 204:
+		return "No Content";
+	case 206:
+		return "Partial Content";
+	case 301:
+		return "Moved Permanently";
+	case 302:
+		return "Found";
+	case 303:
+		return "See Other";
+	case 304:
+		return "Not Modified";
+	case 307:
+		return "Temporary Redirect";
+	case 308:
+		return "Permanent Redirect";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 408:
+		return "Request Timeout";
+	case 409:
+		return "Conflict";
+	case 410:
+		return "Gone";
+	case 411:
+		return "Length Required";
+	case 412:
+		return "Precondition Failed";
+	case 413:
+		return "Content Too Large";
+	case 414:
+		return "URI Too Long";
+	case 415:
+		return "Unsupported Media Type";
+	case 416:
+		return "Range Not Satisfiable";
+	case 417:
+		return "Expectation Failed";
+	case 422:
+		return "Unprocessable Content";
+	case 429:
+		return "Too Many Requests";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 501:
+		return "Not Implemented";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	case 505:
+		return "HTTP Version Not Supported";
+	case 507:
+		return "Insufficient Storage";
+	default:
+		break;
 	}
 	if (status < 200)
 		return "Informational";
@@ -1127,7 +1164,7 @@ static void stream_send_more(conn_t *c)
 			break;
 		if (!stream_send_file(c) && !c->closed)
 			return; /* POLLOUT armed: on_poll comes back here */
-		/* the range is out (or the stream cut): look again, the worker may have queued more */
+				/* the range is out (or the stream cut): look again, the worker may have queued more */
 	}
 	if (r->resp_ready)
 		stream_finish(c);
@@ -1356,8 +1393,8 @@ static ft_method_t method_of(const char *m, size_t n)
 		const char *name;
 		ft_method_t m;
 	} tab[] = {
-		{ "GET", FT_HTTP_GET }, { "HEAD", FT_HTTP_HEAD }, { "PUT", FT_HTTP_PUT },
-		{ "POST", FT_HTTP_POST }, { "DELETE", FT_HTTP_DELETE }, { "OPTIONS", FT_HTTP_OPTIONS },
+		{"GET", FT_HTTP_GET},   {"HEAD", FT_HTTP_HEAD},     {"PUT", FT_HTTP_PUT},
+		{"POST", FT_HTTP_POST}, {"DELETE", FT_HTTP_DELETE}, {"OPTIONS", FT_HTTP_OPTIONS},
 	};
 	size_t i;
 
@@ -1903,7 +1940,7 @@ static int port_is_free(const struct addrinfo *ai)
 
 static int listen_on(const char *bind_addr, int port, int exclusive_checked, char *err, size_t errlen)
 {
-	struct addrinfo hints = { 0 }, *ai = NULL;
+	struct addrinfo hints = {0}, *ai = NULL;
 	char portstr[16];
 	int fd = -1, one = 1, rc;
 
@@ -2391,7 +2428,7 @@ static bool is_field_value(const char *s)
 
 void ft_resp_header(ft_req_t *r, const char *name, const char *value)
 {
-	static const char *owned[] = { "content-length", "date", "server", "connection", "transfer-encoding" };
+	static const char *owned[] = {"content-length", "date", "server", "connection", "transfer-encoding"};
 	size_t i, nl, vl;
 	resp_hdr_t *h;
 
@@ -2736,8 +2773,7 @@ int ft_resp_stream_start(ft_req_t *r, int status, const char *content_type, int6
 }
 
 /* Queues one piece of at most room bytes of framing and data at pos; returns the data bytes taken. */
-static size_t stream_put_piece(ft_req_t *r, size_t pos, size_t room, const unsigned char *p, size_t len,
-			       size_t *queued)
+static size_t stream_put_piece(ft_req_t *r, size_t pos, size_t room, const unsigned char *p, size_t len, size_t *queued)
 {
 	char head[CHUNK_HEAD_MAX + 2];
 	size_t n, hl = 0;
@@ -2961,7 +2997,7 @@ static ssize_t stream_splice_in(ft_req_t *r, int fd, size_t n)
 		return k;
 	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return -ETIMEDOUT; /* the socket's SO_RCVTIMEO ran out */
-	return -EPIPE;         /* the source ended (or failed) before len bytes */
+	return -EPIPE;             /* the source ended (or failed) before len bytes */
 }
 
 int ft_resp_stream_splice(ft_req_t *r, int fd, uint64_t len)

@@ -43,16 +43,16 @@ typedef enum {
 typedef void (*ft_handler_fn)(ft_req_t *r, void *ctx);
 
 typedef struct {
-	const char *bind;        /* address to listen on */
+	const char *bind; /* address to listen on */
 	int port;
-	int threads;             /* loop threads; <= 0 = number of CPUs */
-	int workers;             /* worker pool threads for ft_req_defer; <= 0 = 64 (see blocking streams) */
-	int max_header_bytes;    /* request line + headers; larger -> 431 and close */
-	int max_headers;         /* more -> 431 and close */
-	int idle_timeout_ms;     /* keep-alive connection with no request */
-	int header_timeout_ms;   /* from first byte to end of the head -> 408 and close */
-	int body_timeout_ms;     /* longest gap between body bytes -> body error ETIMEDOUT */
-	ft_handler_fn handler;   /* called for every request on a loop thread */
+	int threads;           /* loop threads; <= 0 = number of CPUs */
+	int workers;           /* worker pool threads for ft_req_defer; <= 0 = 64 (see blocking streams) */
+	int max_header_bytes;  /* request line + headers; larger -> 431 and close */
+	int max_headers;       /* more -> 431 and close */
+	int idle_timeout_ms;   /* keep-alive connection with no request */
+	int header_timeout_ms; /* from first byte to end of the head -> 408 and close */
+	int body_timeout_ms;   /* longest gap between body bytes -> body error ETIMEDOUT */
+	ft_handler_fn handler; /* called for every request on a loop thread */
 	void *ctx;
 } ft_httpd_opts_t;
 

@@ -130,8 +130,8 @@ static ft_hp_result_t parse_header_line(const char *p, size_t n, ft_hp_header_t 
 	return FT_HP_DONE;
 }
 
-ft_hp_result_t ft_hp_parse_head(const char *buf, size_t len, size_t max_bytes, ft_hp_header_t *hdrs,
-				size_t max_headers, ft_hp_head_t *out)
+ft_hp_result_t ft_hp_parse_head(const char *buf, size_t len, size_t max_bytes, ft_hp_header_t *hdrs, size_t max_headers,
+				ft_hp_head_t *out)
 {
 	size_t pos = 0, n;
 	long next;
@@ -227,9 +227,9 @@ static int cl_element(const char *e, size_t n, void *arg)
 }
 
 typedef struct {
-	int nchunked;     /* "chunked" codings seen */
+	int nchunked;       /* "chunked" codings seen */
 	bool after_chunked; /* a coding followed "chunked" */
-	bool unknown;     /* a coding other than chunked */
+	bool unknown;       /* a coding other than chunked */
 	int ncodings;
 } te_state_t;
 
@@ -267,9 +267,9 @@ static int conn_element(const char *e, size_t n, void *arg)
 
 int ft_hp_analyze(const ft_hp_head_t *h, const ft_hp_header_t *hdrs, ft_hp_info_t *out)
 {
-	cl_state_t cl = { .value = -1 };
-	te_state_t te = { 0 };
-	conn_state_t conn = { 0 };
+	cl_state_t cl = {.value = -1};
+	te_state_t te = {0};
+	conn_state_t conn = {0};
 	bool have_cl = false, have_te = false;
 	int nhost = 0, rc;
 	size_t i;
@@ -324,14 +324,14 @@ int ft_hp_analyze(const ft_hp_head_t *h, const ft_hp_header_t *hdrs, ft_hp_info_
 /* ---- chunked ---- */
 
 enum {
-	CH_SIZE = 0,   /* hex digits of a chunk size */
-	CH_SIZE_WS,    /* after the digits: optional whitespace, then ';' or the line end */
-	CH_EXT,        /* chunk extensions, up to the line end */
-	CH_SIZE_LF,    /* CR seen at the end of the size line */
-	CH_DATA,       /* chunk data */
-	CH_DATA_CR,    /* CRLF after the chunk data */
+	CH_SIZE = 0, /* hex digits of a chunk size */
+	CH_SIZE_WS,  /* after the digits: optional whitespace, then ';' or the line end */
+	CH_EXT,      /* chunk extensions, up to the line end */
+	CH_SIZE_LF,  /* CR seen at the end of the size line */
+	CH_DATA,     /* chunk data */
+	CH_DATA_CR,  /* CRLF after the chunk data */
 	CH_DATA_LF,
-	CH_TRAILER,    /* start of a trailer line (or of the final empty line) */
+	CH_TRAILER, /* start of a trailer line (or of the final empty line) */
 	CH_TRAILER_LINE,
 	CH_TRAILER_LF, /* CR seen at the end of a trailer line */
 	CH_END_LF,     /* CR of the final empty line seen */

@@ -36,9 +36,9 @@ typedef struct {
 	size_t method_len;
 	const char *target;
 	size_t target_len;
-	int version_minor;  /* x of HTTP/1.x */
-	size_t nheaders;    /* entries filled in the caller's array */
-	size_t head_len;    /* bytes of the head, including leading empty lines and the final empty line */
+	int version_minor; /* x of HTTP/1.x */
+	size_t nheaders;   /* entries filled in the caller's array */
+	size_t head_len;   /* bytes of the head, including leading empty lines and the final empty line */
 } ft_hp_head_t;
 
 /*
@@ -47,15 +47,15 @@ typedef struct {
  * buf; on any other result *out is unspecified. Linear in len; re-parse from the start when more
  * bytes arrive.
  */
-ft_hp_result_t ft_hp_parse_head(const char *buf, size_t len, size_t max_bytes, ft_hp_header_t *hdrs,
-				size_t max_headers, ft_hp_head_t *out);
+ft_hp_result_t ft_hp_parse_head(const char *buf, size_t len, size_t max_bytes, ft_hp_header_t *hdrs, size_t max_headers,
+				ft_hp_head_t *out);
 
 /* What the head says about the body and the connection. */
 typedef struct {
 	int64_t content_length; /* -1 = chunked, otherwise the declared length (0 when absent) */
 	bool chunked;
-	bool keep_alive;        /* HTTP/1.1 unless "close"; HTTP/1.0 only with "keep-alive" */
-	bool expect_continue;   /* Expect: 100-continue */
+	bool keep_alive;      /* HTTP/1.1 unless "close"; HTTP/1.0 only with "keep-alive" */
+	bool expect_continue; /* Expect: 100-continue */
 } ft_hp_info_t;
 
 /*
@@ -74,8 +74,8 @@ bool ft_hp_token_eq(const char *a, size_t n, const char *b);
 typedef struct {
 	uint8_t state;
 	uint8_t ndigits;
-	uint64_t size;      /* chunk size being parsed / bytes of data left in the current chunk */
-	uint32_t line_len;  /* bytes of the current size line or trailer line */
+	uint64_t size;     /* chunk size being parsed / bytes of data left in the current chunk */
+	uint32_t line_len; /* bytes of the current size line or trailer line */
 	uint32_t trailer_len;
 } ft_hp_chunked_t;
 

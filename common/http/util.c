@@ -42,8 +42,8 @@ static bool read_uint(const char **p, const char *end, uint64_t *out)
 }
 
 typedef struct {
-	bool suffix;         /* "-n" */
-	bool open_end;       /* "a-" */
+	bool suffix;          /* "-n" */
+	bool open_end;        /* "a-" */
 	uint64_t first, last; /* for suffix: first = n */
 } range_spec_t;
 
@@ -155,8 +155,8 @@ void ft_resp_json(ft_req_t *r, int status, json_t *body)
  * Also returns -1 when the bucket segment holds a NUL byte: its C-string copy would name a
  * different bucket.
  */
-int ft_path_split(ft_req_t *r, const char *path, size_t len, const char *prefix, char **bucket,
-		  const char **obj, size_t *obj_len)
+int ft_path_split(ft_req_t *r, const char *path, size_t len, const char *prefix, char **bucket, const char **obj,
+		  size_t *obj_len)
 {
 	size_t plen = strlen(prefix);
 	const char *p, *end = path + len, *slash;

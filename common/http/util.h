@@ -2,9 +2,9 @@
 #ifndef FT_HTTPUTIL_H
 #define FT_HTTPUTIL_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <jansson.h>
 #include "http/http.h"
 
 typedef enum {
@@ -29,8 +29,8 @@ void ft_resp_json(ft_req_t *r, int status, json_t *body);
  * sets *bucket (NUL-terminated copy in ft_req_alloc memory, "" if absent) and *obj / *obj_len
  * (pointer into path, may hold NUL bytes; obj_len 0 if absent). Returns 0, -1 if the prefix differs.
  */
-int ft_path_split(ft_req_t *r, const char *path, size_t len, const char *prefix,
-		  char **bucket, const char **obj, size_t *obj_len);
+int ft_path_split(ft_req_t *r, const char *path, size_t len, const char *prefix, char **bucket, const char **obj,
+		  size_t *obj_len);
 
 /* Percent-encodes s for use in a URL path (keeps '/' and unreserved); caller frees. */
 char *ft_url_escape_path(const char *s, size_t len);

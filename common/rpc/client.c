@@ -150,13 +150,12 @@ static struct curl_slist *request_headers(const char *const *extra, bool json_bo
  * The one exchange behind every call: body (borrowed, NULL for none) of len bytes; json_body
  * labels it application/json unless extra names a Content-Type. timeout_ms <= 0 means none.
  */
-static int client_send(const char *method, const char *url, const char *const *extra, bool json_body,
-		       const void *body, size_t len, int timeout_ms, long *status, json_t **resp, char *err,
-		       size_t errlen)
+static int client_send(const char *method, const char *url, const char *const *extra, bool json_body, const void *body,
+		       size_t len, int timeout_ms, long *status, json_t **resp, char *err, size_t errlen)
 {
 	char curl_err[CURL_ERROR_SIZE] = "";
 	struct curl_slist *headers = NULL;
-	client_buf_t buf = { 0 };
+	client_buf_t buf = {0};
 	CURLcode cc;
 	CURL *h;
 	int rc = -1;
@@ -193,7 +192,9 @@ static int client_send(const char *method, const char *url, const char *const *e
 	cc = curl_easy_perform(h);
 	if (cc != CURLE_OK) {
 		snprintf(err, errlen, "%s %s: %s", method, url,
-			 buf.too_big ? "response body too large" : curl_err[0] != '\0' ? curl_err : curl_easy_strerror(cc));
+			 buf.too_big           ? "response body too large"
+			 : curl_err[0] != '\0' ? curl_err
+					       : curl_easy_strerror(cc));
 		goto out;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
@@ -212,14 +213,14 @@ out:
 	return rc;
 }
 
-int ft_client_json(const char *method, const char *url, const json_t *body, int timeout_ms, long *status,
-		   json_t **resp, char *err, size_t errlen)
+int ft_client_json(const char *method, const char *url, const json_t *body, int timeout_ms, long *status, json_t **resp,
+		   char *err, size_t errlen)
 {
 	return ft_client_call(method, url, NULL, body, timeout_ms, status, resp, err, errlen);
 }
 
-int ft_client_call(const char *method, const char *url, const char *const *extra, const json_t *body,
-		   int timeout_ms, long *status, json_t **resp, char *err, size_t errlen)
+int ft_client_call(const char *method, const char *url, const char *const *extra, const json_t *body, int timeout_ms,
+		   long *status, json_t **resp, char *err, size_t errlen)
 {
 	char *text = NULL;
 	int rc;

@@ -14,15 +14,15 @@ int ft_client_global_init(void);
  * body is empty or not JSON (caller owns it). Returns -1 on a connection error or timeout
  * (err filled).
  */
-int ft_client_json(const char *method, const char *url, const json_t *body, int timeout_ms,
-		   long *status, json_t **resp, char *err, size_t errlen);
+int ft_client_json(const char *method, const char *url, const json_t *body, int timeout_ms, long *status, json_t **resp,
+		   char *err, size_t errlen);
 /*
  * ft_client_json with extra request header lines ("Name: value", NULL-terminated array, borrowed;
  * NULL for none). A "Content-Type: ..." line in headers replaces the body's application/json; a
  * request without either sends no Content-Type.
  */
-int ft_client_call(const char *method, const char *url, const char *const *headers, const json_t *body,
-		   int timeout_ms, long *status, json_t **resp, char *err, size_t errlen);
+int ft_client_call(const char *method, const char *url, const char *const *headers, const json_t *body, int timeout_ms,
+		   long *status, json_t **resp, char *err, size_t errlen);
 /*
  * ft_client_call with a body of len bytes (borrowed; NULL for none) instead of JSON; name its
  * Content-Type in headers (without one the request carries none). The reply is still read as JSON.

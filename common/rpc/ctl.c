@@ -129,8 +129,8 @@ static int append_body(ctl_conn_t *cc, const char *data, size_t n)
 	return cc->body.failed ? -1 : 0;
 }
 
-static enum MHD_Result call_handler(ft_ctl_t *s, struct MHD_Connection *conn, const char *url,
-				    const char *method, ctl_conn_t *cc)
+static enum MHD_Result call_handler(ft_ctl_t *s, struct MHD_Connection *conn, const char *url, const char *method,
+				    ctl_conn_t *cc)
 {
 	ft_ctl_req_t req = {
 		.method = method,
@@ -139,7 +139,7 @@ static enum MHD_Result call_handler(ft_ctl_t *s, struct MHD_Connection *conn, co
 		.body_len = cc->body.len,
 		.conn = conn,
 	};
-	ft_ctl_resp_t resp = { .status = MHD_HTTP_OK, .json = NULL };
+	ft_ctl_resp_t resp = {.status = MHD_HTTP_OK, .json = NULL};
 
 	s->fn(s->ctx, &req, &resp);
 	return send_json(conn, resp.status, resp.json);
@@ -180,8 +180,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return call_handler(s, conn, url, method, cc);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-			 enum MHD_RequestTerminationCode code)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode code)
 {
 	ctl_conn_t *cc = *con_cls;
 
@@ -245,12 +244,10 @@ ft_ctl_t *ft_ctl_start(const char *bind, int port, int threads, ft_ctl_handler_f
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	MHD_set_panic_func(mhd_panic, NULL);
-	s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s,
-				     MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
-				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads,
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CTL_CONN_TIMEOUT_S,
-				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+	s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
+				     mhd_logger, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads, MHD_OPTION_CONNECTION_TIMEOUT,
+				     (unsigned int)CTL_CONN_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				     MHD_OPTION_END);
 	if (s->daemon == NULL) {
 		snprintf(err, errlen, "control port %s:%d: %s", bind, port,

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/util.h"
 #include "base/log.h"
+#include "http/util.h"
 
 /*
  * DESIGN
@@ -246,26 +246,26 @@ void px_s3_bucket_delete(px_s3_req_t *q)
 /* GET answers for configurations that are never set here: what S3 says when they are unset. */
 typedef struct {
 	const char *sub;
-	const char *empty_doc;   /* root element of an empty 200 document, or NULL */
-	px_s3_err_t unset;       /* the 404 S3 gives when unset (when empty_doc is NULL) */
+	const char *empty_doc; /* root element of an empty 200 document, or NULL */
+	px_s3_err_t unset;     /* the 404 S3 gives when unset (when empty_doc is NULL) */
 } probe_t;
 
 static const probe_t probes[] = {
-	{ "versioning", "VersioningConfiguration", PX_S3_OK },
-	{ "logging", "BucketLoggingStatus", PX_S3_OK },
-	{ "notification", "NotificationConfiguration", PX_S3_OK },
-	{ "accelerate", "AccelerateConfiguration", PX_S3_OK },
-	{ "policy", NULL, PX_S3_NO_SUCH_POLICY },
-	{ "policyStatus", NULL, PX_S3_NO_SUCH_POLICY },
-	{ "lifecycle", NULL, PX_S3_NO_SUCH_LIFECYCLE },
-	{ "cors", NULL, PX_S3_NO_SUCH_CORS },
-	{ "tagging", NULL, PX_S3_NO_SUCH_TAG_SET },
-	{ "website", NULL, PX_S3_NO_SUCH_WEBSITE },
-	{ "encryption", NULL, PX_S3_NO_ENCRYPTION },
-	{ "object-lock", NULL, PX_S3_NO_OBJECT_LOCK },
-	{ "replication", NULL, PX_S3_NO_REPLICATION },
-	{ "ownershipControls", NULL, PX_S3_NO_OWNERSHIP_CONTROLS },
-	{ "publicAccessBlock", NULL, PX_S3_NO_PUBLIC_ACCESS_BLOCK },
+	{"versioning", "VersioningConfiguration", PX_S3_OK},
+	{"logging", "BucketLoggingStatus", PX_S3_OK},
+	{"notification", "NotificationConfiguration", PX_S3_OK},
+	{"accelerate", "AccelerateConfiguration", PX_S3_OK},
+	{"policy", NULL, PX_S3_NO_SUCH_POLICY},
+	{"policyStatus", NULL, PX_S3_NO_SUCH_POLICY},
+	{"lifecycle", NULL, PX_S3_NO_SUCH_LIFECYCLE},
+	{"cors", NULL, PX_S3_NO_SUCH_CORS},
+	{"tagging", NULL, PX_S3_NO_SUCH_TAG_SET},
+	{"website", NULL, PX_S3_NO_SUCH_WEBSITE},
+	{"encryption", NULL, PX_S3_NO_ENCRYPTION},
+	{"object-lock", NULL, PX_S3_NO_OBJECT_LOCK},
+	{"replication", NULL, PX_S3_NO_REPLICATION},
+	{"ownershipControls", NULL, PX_S3_NO_OWNERSHIP_CONTROLS},
+	{"publicAccessBlock", NULL, PX_S3_NO_PUBLIC_ACCESS_BLOCK},
 };
 
 /* The owner has FULL_CONTROL and nobody else has anything: S3's default ("private") ACL. */

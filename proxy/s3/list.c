@@ -8,8 +8,8 @@
 
 #include <openssl/evp.h>
 
-#include "http/util.h"
 #include "base/log.h"
+#include "http/util.h"
 
 /*
  * DESIGN
@@ -33,28 +33,28 @@
 #define TOKEN_MAGIC "ft1:"
 
 typedef struct {
-	int version;            /* 1 or 2 */
+	int version; /* 1 or 2 */
 	const char *prefix;
-	const char *delimiter;  /* "" = none */
-	const char *start;      /* list names after this one */
-	const char *marker;     /* v1: as given */
-	const char *token;      /* v2: as given, NULL if none */
+	const char *delimiter; /* "" = none */
+	const char *start;     /* list names after this one */
+	const char *marker;    /* v1: as given */
+	const char *token;     /* v2: as given, NULL if none */
 	const char *start_after;
 	int max_keys;
-	bool url;               /* encoding-type=url */
-	bool owner;             /* Owner in Contents */
+	bool url;   /* encoding-type=url */
+	bool owner; /* Owner in Contents */
 } list_args_t;
 
 typedef struct {
-	json_t *entry;   /* an object (owned reference), NULL for a common prefix */
-	char *prefix;    /* a common prefix (owned), NULL for an object */
+	json_t *entry; /* an object (owned reference), NULL for a common prefix */
+	char *prefix;  /* a common prefix (owned), NULL for an object */
 } item_t;
 
 typedef struct {
 	item_t *v;
 	int n;
 	bool truncated;
-	char *next;      /* the last key or common prefix returned (owned), NULL if none */
+	char *next; /* the last key or common prefix returned (owned), NULL if none */
 } result_t;
 
 /* ---- continuation tokens: base64 of "ft1:" + the marker ---- */
@@ -276,7 +276,7 @@ static int consume(const list_args_t *a, json_t *entries, result_t *res, char **
 				res->truncated = true;
 				return WALK_FULL;
 			}
-			res->v[res->n++] = (item_t){ .prefix = cp };
+			res->v[res->n++] = (item_t){.prefix = cp};
 			*last_cp = cp;
 			if (set_str(&res->next, cp, false) != 0)
 				return -1;
@@ -287,7 +287,7 @@ static int consume(const list_args_t *a, json_t *entries, result_t *res, char **
 			return WALK_FULL;
 		}
 		json_incref(e);
-		res->v[res->n++] = (item_t){ .entry = e };
+		res->v[res->n++] = (item_t){.entry = e};
 		if (set_str(resume, name, false) != 0 || set_str(&res->next, name, false) != 0)
 			return -1;
 	}
@@ -316,7 +316,7 @@ static char *first_token(const list_args_t *a)
 static void list_work(px_s3_req_t *q)
 {
 	const list_args_t *a = q->op;
-	result_t res = { 0 };
+	result_t res = {0};
 	const char *last_cp = NULL;
 	char *resume = NULL;
 	json_t *entries = NULL;

@@ -9,9 +9,9 @@
 
 #include <curl/curl.h>
 
-#include "rpc/client.h"
-#include "http/util.h"
 #include "base/log.h"
+#include "http/util.h"
+#include "rpc/client.h"
 
 /*
  * DESIGN
@@ -34,17 +34,17 @@
  * (which the SDKs check for in CompleteMultipartUpload replies).
  */
 
-#define MPU_ID_BYTES 24                  /* 32 base64url characters, 192 random bits */
-#define MPU_ID_MIN 16                    /* the target's accepted length range */
+#define MPU_ID_BYTES 24 /* 32 base64url characters, 192 random bits */
+#define MPU_ID_MIN 16   /* the target's accepted length range */
 #define MPU_ID_MAX 128
 #define MPU_CALL_TIMEOUT_MS PX_S3_RELAY_TIMEOUT_MS
 #define MPU_COMPLETE_TIMEOUT_MS (6 * 3600 * 1000) /* concatenating a very large object takes time */
 #define MPU_LIST_TIMEOUT_MS 10000
-#define MPU_MAX_LIST 1000                /* S3's largest page of parts or uploads */
+#define MPU_MAX_LIST 1000 /* S3's largest page of parts or uploads */
 #define MPU_PART_MAX_SIZE (5ull << 30)
-#define MPU_KEEPALIVE_AFTER_MS 3000      /* a completion this slow starts the 200 early ... */
-#define MPU_KEEPALIVE_EVERY_MS 3000      /* ... and sends a space this often */
-#define MPU_REPLY_MAX (64u << 10)        /* largest target reply to a completion */
+#define MPU_KEEPALIVE_AFTER_MS 3000 /* a completion this slow starts the 200 early ... */
+#define MPU_KEEPALIVE_EVERY_MS 3000 /* ... and sends a space this often */
+#define MPU_REPLY_MAX (64u << 10)   /* largest target reply to a completion */
 
 /* ---- helpers ---- */
 
@@ -151,8 +151,8 @@ static char *target_url(px_s3_req_t *q, const char *query)
  * One JSON exchange with a target. Returns 0 with *status and *resp (caller owns, may be NULL),
  * or -1 after responding ServiceUnavailable when the target did not answer.
  */
-static int call_target(px_s3_req_t *q, const char *method, const char *url, const char *const *headers,
-		       int timeout_ms, long *status, json_t **resp)
+static int call_target(px_s3_req_t *q, const char *method, const char *url, const char *const *headers, int timeout_ms,
+		       long *status, json_t **resp)
 {
 	char err[256] = "";
 
@@ -287,7 +287,8 @@ static json_t *parts_json(const px_s3_part_t *parts, int n)
 	json_t *arr = json_array();
 
 	for (int i = 0; arr && i < n; i++) {
-		if (json_array_append_new(arr, json_pack("{s:i, s:s}", "part", parts[i].part, "etag", parts[i].etag)) != 0) {
+		if (json_array_append_new(arr, json_pack("{s:i, s:s}", "part", parts[i].part, "etag", parts[i].etag)) !=
+		    0) {
 			json_decref(arr);
 			return NULL;
 		}
@@ -299,8 +300,8 @@ static json_t *parts_json(const px_s3_part_t *parts, int n)
 typedef struct {
 	px_s3_req_t *q;
 	int64_t start_ms, last_ms;
-	int streaming;           /* 200 and the XML declaration sent: the result follows in the body */
-	ft_strbuf_t reply;       /* the target's reply body */
+	int streaming;     /* 200 and the XML declaration sent: the result follows in the body */
+	ft_strbuf_t reply; /* the target's reply body */
 	int too_big;
 } complete_call_t;
 
@@ -318,8 +319,7 @@ static size_t complete_write_cb(char *buf, size_t size, size_t n, void *arg)
 }
 
 /* libcurl calls this about once a second while it waits: time to start or keep the 200 alive. */
-static int complete_progress_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
-				curl_off_t ulnow)
+static int complete_progress_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
 {
 	static const char decl[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
 	complete_call_t *c = arg;
@@ -417,7 +417,8 @@ static int complete_call(complete_call_t *c, const char *url, const json_t *body
 	curl_slist_free_all(hdrs);
 	free(text);
 	if (rc != CURLE_OK) {
-		ft_warn("s3 %s: POST %s: %s", c->q->request_id, url, c->too_big ? "reply too large" : curl_easy_strerror(rc));
+		ft_warn("s3 %s: POST %s: %s", c->q->request_id, url,
+			c->too_big ? "reply too large" : curl_easy_strerror(rc));
 		complete_error(c, PX_S3_SERVICE_UNAVAILABLE, "the target holding the upload did not answer");
 		return -1;
 	}
@@ -430,7 +431,7 @@ static void mpu_complete(px_s3_req_t *q)
 {
 	const char *id = ft_req_query(q->r, "uploadId");
 	char query[MPU_ID_MAX + 48], location[FT_URL_MAX + FT_OBJ_NAME_MAX * 3];
-	complete_call_t c = { .q = q };
+	complete_call_t c = {.q = q};
 	px_s3_part_t *parts = NULL;
 	json_t *body_json = NULL, *resp = NULL;
 	const char *why = NULL;
@@ -547,7 +548,8 @@ static void mpu_list_parts(px_s3_req_t *q)
 	px_xml_t x;
 
 	if (max < 0 || marker < 0) {
-		px_s3_error(q, PX_S3_INVALID_ARGUMENT, "max-parts and part-number-marker must be non-negative integers");
+		px_s3_error(q, PX_S3_INVALID_ARGUMENT,
+			    "max-parts and part-number-marker must be non-negative integers");
 		return;
 	}
 	if (max > MPU_MAX_LIST)
@@ -589,17 +591,17 @@ static void mpu_list_parts(px_s3_req_t *q)
 /* ---- ListMultipartUploads ---- */
 
 typedef struct {
-	const char *key;     /* borrowed from a target's reply */
+	const char *key; /* borrowed from a target's reply */
 	const char *id;
 	int64_t initiated;
 } upload_t;
 
 /* One target's uploads; filled on a pool thread. */
 typedef struct {
-	char *url;           /* owned */
+	char *url; /* owned */
 	int rc;
 	long status;
-	json_t *reply;       /* owned */
+	json_t *reply; /* owned */
 	char err[256];
 } fetch_t;
 
@@ -643,8 +645,8 @@ static int gather_uploads(px_s3_req_t *q, const char *prefix, fetch_t **fetches,
 	}
 	*n_fetches = n;
 	for (int i = 0; i < n; i++)
-		if (asprintf(&f[i].url, "%s/v1/mpu?provider=ais&bucket=%s&prefix=%s", smap->targets[i].control_url, bucket,
-			     pfx) < 0)
+		if (asprintf(&f[i].url, "%s/v1/mpu?provider=ais&bucket=%s&prefix=%s", smap->targets[i].control_url,
+			     bucket, pfx) < 0)
 			f[i].url = NULL;
 	px_pool_run(q->px->pool, fetch_uploads, f, n);
 	for (int i = 0; i < n; i++) {
@@ -652,7 +654,8 @@ static int gather_uploads(px_s3_req_t *q, const char *prefix, fetch_t **fetches,
 		if (!f[i].url || f[i].rc != 0 || f[i].status != 200 || !json_is_array(arr)) {
 			ft_warn("s3 %s: list uploads: target %s: %s (status %ld)", q->request_id, smap->targets[i].id,
 				f[i].rc ? f[i].err : "bad reply", f[i].status);
-			px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "target %s did not list its uploads", smap->targets[i].id);
+			px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "target %s did not list its uploads",
+				    smap->targets[i].id);
 			goto out;
 		}
 		size_t j;
@@ -764,7 +767,7 @@ static void xml_upload(px_xml_t *x, const list_args_t *a, const px_s3_req_t *q, 
 
 /* One entry of a page: an upload, or the common prefix its key rolls up into (prefix_len > 0). */
 typedef struct {
-	size_t index;        /* into the sorted uploads */
+	size_t index; /* into the sorted uploads */
 	size_t prefix_len;
 } item_t;
 
@@ -915,8 +918,10 @@ void px_s3_multipart(px_s3_req_t *q, px_s3_mpu_op_t op)
 		const char **meta = NULL;
 		px_s3_err_t e = px_s3_meta_lines(q, &meta);
 		if (e != PX_S3_OK) {
-			px_s3_error(q, e, e == PX_S3_INVALID_ARGUMENT ? "Content-Type and x-amz-meta-* values must be printable"
-								       : NULL);
+			px_s3_error(q, e,
+				    e == PX_S3_INVALID_ARGUMENT
+					    ? "Content-Type and x-amz-meta-* values must be printable"
+					    : NULL);
 			return;
 		}
 		q->op = meta;
@@ -926,7 +931,8 @@ void px_s3_multipart(px_s3_req_t *q, px_s3_mpu_op_t op)
 	case PX_S3_MPU_UPLOAD_PART: {
 		long part = parse_count(ft_req_query(q->r, "partNumber"));
 		if (part < 1 || part > PX_S3_MAX_PARTS) {
-			px_s3_error(q, PX_S3_INVALID_ARGUMENT, "Part number must be an integer between 1 and 10000, inclusive");
+			px_s3_error(q, PX_S3_INVALID_ARGUMENT,
+				    "Part number must be an integer between 1 and 10000, inclusive");
 			return;
 		}
 		if (check_upload_id(q) != 0)

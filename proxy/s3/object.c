@@ -11,10 +11,10 @@
 
 #include <curl/curl.h>
 
-#include "rpc/client.h"
-#include "http/util.h"
 #include "base/log.h"
 #include "base/names.h"
+#include "http/util.h"
+#include "rpc/client.h"
 
 /*
  * DESIGN
@@ -41,9 +41,9 @@
  * the ring - never a whole object.
  */
 
-#define PUT_MAX_SIZE (5ull << 30)  /* S3's limit for one PutObject; larger objects use multipart */
+#define PUT_MAX_SIZE (5ull << 30) /* S3's limit for one PutObject; larger objects use multipart */
 #define ERRBODY_MAX 1024
-#define META_MAX 4096            /* the target's stored Content-Type and x-amz-meta-* lines */
+#define META_MAX 4096 /* the target's stored Content-Type and x-amz-meta-* lines */
 #define COPY_RING (512 * 1024)
 #define COPY_CHUNK_MAX (64 * 1024) /* curl never hands over more at once with this buffer size */
 #define DELETE_TIMEOUT_MS 10000
@@ -119,10 +119,10 @@ typedef struct {
 	char last_modified[64];
 	char content_range[128];
 	char content_type[256];
-	char meta[META_MAX];  /* "x-amz-meta-<name>: <value>\n" lines as the target sent them */
+	char meta[META_MAX]; /* "x-amz-meta-<name>: <value>\n" lines as the target sent them */
 	size_t meta_len;
-	bool meta_cut;        /* more than META_MAX: never the case for what a target stores */
-	bool headers_done;   /* the final response's header block ended */
+	bool meta_cut;     /* more than META_MAX: never the case for what a target stores */
+	bool headers_done; /* the final response's header block ended */
 	char errbody[ERRBODY_MAX + 1];
 	size_t errlen;
 } target_head_t;
@@ -176,18 +176,17 @@ typedef struct {
 	px_s3_req_t *q;
 	bool head;
 	target_head_t t;
-	bool started;     /* ft_resp_stream_start was called: stream_end is owed */
-	int client_err;   /* the client went away */
+	bool started;   /* ft_resp_stream_start was called: stream_end is owed */
+	int client_err; /* the client went away */
 } get_ctx_t;
 
 /* Response headers S3 lets a (presigned) GET override with response-* query parameters. */
-static const struct { const char *query, *header; } overrides[] = {
-	{ "response-content-type", "Content-Type" },
-	{ "response-content-disposition", "Content-Disposition" },
-	{ "response-content-encoding", "Content-Encoding" },
-	{ "response-content-language", "Content-Language" },
-	{ "response-cache-control", "Cache-Control" },
-	{ "response-expires", "Expires" },
+static const struct {
+	const char *query, *header;
+} overrides[] = {
+	{"response-content-type", "Content-Type"},         {"response-content-disposition", "Content-Disposition"},
+	{"response-content-encoding", "Content-Encoding"}, {"response-content-language", "Content-Language"},
+	{"response-cache-control", "Cache-Control"},       {"response-expires", "Expires"},
 };
 
 /* Sends the stored x-amz-meta-* lines of t as response headers. */
@@ -306,7 +305,7 @@ static bool get_spliced(get_ctx_t *c, const char *url, const char *const *lines)
 static void get_finish_unstarted(get_ctx_t *c)
 {
 	px_s3_req_t *q = c->q;
-	px_s3_target_reply_t reply = { .status = c->t.status };
+	px_s3_target_reply_t reply = {.status = c->t.status};
 
 	if (c->t.status == 304 || (c->head && (c->t.status == 200 || c->t.status == 206))) {
 		const char *ctype = object_headers(q, &c->t);
@@ -323,14 +322,15 @@ static void get_finish_unstarted(get_ctx_t *c)
 
 static void get_work(px_s3_req_t *q)
 {
-	get_ctx_t c = { .q = q, .head = ft_req_method(q->r) == FT_HTTP_HEAD, .t = { .length = -1 } };
+	get_ctx_t c = {.q = q, .head = ft_req_method(q->r) == FT_HTTP_HEAD, .t = {.length = -1}};
 	struct curl_slist *hdrs = NULL;
 	char *url = px_s3_owner_url(q->bucket, q->key, q->key_len, NULL);
 	CURL *h = px_s3_curl();
 	CURLcode rc;
 
 	if (url == NULL || h == NULL) {
-		px_s3_error(q, url == NULL ? PX_S3_SERVICE_UNAVAILABLE : PX_S3_INTERNAL, "no target to serve the object");
+		px_s3_error(q, url == NULL ? PX_S3_SERVICE_UNAVAILABLE : PX_S3_INTERNAL,
+			    "no target to serve the object");
 		goto out;
 	}
 	const char *range = ft_req_header(q->r, "Range");
@@ -423,7 +423,8 @@ static int meta_lines_or_error(px_s3_req_t *q, const char ***lines)
 
 	if (e == PX_S3_OK)
 		return 0;
-	px_s3_error(q, e, e == PX_S3_INVALID_ARGUMENT ? "Content-Type and x-amz-meta-* values must be printable" : NULL);
+	px_s3_error(q, e,
+		    e == PX_S3_INVALID_ARGUMENT ? "Content-Type and x-amz-meta-* values must be printable" : NULL);
 	return -1;
 }
 
@@ -495,7 +496,7 @@ typedef struct {
 	const char *bucket;
 	const char *key;
 	size_t key_len;
-	bool valid;       /* a storable name: anything else cannot exist, so it counts as deleted */
+	bool valid; /* a storable name: anything else cannot exist, so it counts as deleted */
 	long status;
 	int rc;
 	char err[256];
@@ -538,7 +539,7 @@ static void delete_result_xml(px_xml_t *x, const del_item_t *d, bool quiet)
 
 static void delete_objects_work(px_s3_req_t *q)
 {
-	px_s3_delete_req_t req = { 0 };
+	px_s3_delete_req_t req = {0};
 	del_item_t *items = NULL;
 	const char *why = NULL;
 	char *body = NULL;
@@ -590,28 +591,28 @@ typedef struct {
 	char bucket[FT_BUCKET_NAME_MAX + 1];
 	char *key;
 	size_t key_len;
-	bool ranged;              /* UploadPartCopy with x-amz-copy-source-range */
-	uint64_t first, last;     /* inclusive byte offsets of the range */
-	bool replace;             /* CopyObject: x-amz-metadata-directive REPLACE */
-	const char **meta;        /* with replace: the request's metadata lines */
+	bool ranged;          /* UploadPartCopy with x-amz-copy-source-range */
+	uint64_t first, last; /* inclusive byte offsets of the range */
+	bool replace;         /* CopyObject: x-amz-metadata-directive REPLACE */
+	const char **meta;    /* with replace: the request's metadata lines */
 } copy_src_t;
 
 typedef struct {
 	px_s3_req_t *q;
 	const copy_src_t *from;
-	bool part;                /* the destination is a part of an upload */
+	bool part; /* the destination is a part of an upload */
 	uint8_t *ring;
-	size_t rpos, rlen;        /* read position and bytes held */
+	size_t rpos, rlen; /* read position and bytes held */
 	CURL *get, *put;
 	struct curl_slist *put_hdrs;
-	target_head_t src;        /* the source GET's response */
+	target_head_t src; /* the source GET's response */
 	bool get_done, get_paused;
 	CURLcode get_rc;
 	bool put_added, put_done, put_paused;
 	CURLcode put_rc;
-	bool range_bad;           /* the range does not fit the source: nothing was sent */
-	uint64_t src_size;        /* the source's size, when known from Content-Range */
-	int64_t moved;            /* bytes handed to the PUT */
+	bool range_bad;    /* the range does not fit the source: nothing was sent */
+	uint64_t src_size; /* the source's size, when known from Content-Range */
+	int64_t moved;     /* bytes handed to the PUT */
 	px_s3_target_reply_t reply;
 	char put_errbody[ERRBODY_MAX + 1];
 	size_t put_errlen;
@@ -834,7 +835,7 @@ static px_s3_err_t copy_source(px_s3_req_t *q, char *bucket, size_t bcap, char *
 		}
 		if (i + 2 >= n || !isxdigit((unsigned char)v[i + 1]) || !isxdigit((unsigned char)v[i + 2]))
 			return PX_S3_INVALID_ARGUMENT;
-		char hex[3] = { v[i + 1], v[i + 2], '\0' };
+		char hex[3] = {v[i + 1], v[i + 2], '\0'};
 		dec[dl++] = (char)strtol(hex, NULL, 16);
 		i += 2;
 	}
@@ -853,7 +854,7 @@ static px_s3_err_t copy_source(px_s3_req_t *q, char *bucket, size_t bcap, char *
 static void copy_fail(copy_t *c)
 {
 	px_s3_req_t *q = c->q;
-	px_s3_target_reply_t reply = { 0 };
+	px_s3_target_reply_t reply = {0};
 
 	if (c->range_bad) {
 		px_s3_error(q, PX_S3_INVALID_ARGUMENT, "Range specified is not valid for source object of size: %llu",
@@ -871,10 +872,12 @@ static void copy_fail(copy_t *c)
 		}
 		if (copy_src_ok(c)) {
 			if (c->part)
-				px_s3_error(q, PX_S3_INVALID_REQUEST, "A part copied from an object holds at most 5 GiB; "
-								      "copy a range (x-amz-copy-source-range)");
+				px_s3_error(q, PX_S3_INVALID_REQUEST,
+					    "A part copied from an object holds at most 5 GiB; "
+					    "copy a range (x-amz-copy-source-range)");
 			else
-				px_s3_error(q, PX_S3_ENTITY_TOO_LARGE, "CopyObject copies at most 5 GiB; use UploadPartCopy");
+				px_s3_error(q, PX_S3_ENTITY_TOO_LARGE,
+					    "CopyObject copies at most 5 GiB; use UploadPartCopy");
 			return;
 		}
 		reply.status = c->src.status;
@@ -941,7 +944,7 @@ static void copy_put_setup(copy_t *c, const char *url)
 static void copy_to(px_s3_req_t *q, const char *put_url, bool part)
 {
 	const copy_src_t *src = q->op;
-	copy_t c = { .q = q, .from = src, .part = part, .src = { .length = -1 } };
+	copy_t c = {.q = q, .from = src, .part = part, .src = {.length = -1}};
 	struct curl_slist *get_hdrs = NULL;
 	char *get_url = px_s3_owner_url(src->bucket, src->key, src->key_len, NULL);
 	CURLM *m = curl_multi_init();
@@ -1038,14 +1041,16 @@ int px_s3_copy_source_prepare(px_s3_req_t *q, bool part)
 	memset(src, 0, sizeof(*src));
 	e = copy_source(q, src->bucket, sizeof(src->bucket), &src->key, &src->key_len);
 	if (e != PX_S3_OK) {
-		px_s3_error(q, e, e == PX_S3_NOT_IMPLEMENTED ? "Object versions are not supported"
-							      : "x-amz-copy-source must be <bucket>/<key>");
+		px_s3_error(q, e,
+			    e == PX_S3_NOT_IMPLEMENTED ? "Object versions are not supported"
+						       : "x-amz-copy-source must be <bucket>/<key>");
 		return -1;
 	}
 	if (range != NULL && copy_range(range, src) != PX_S3_OK) {
-		px_s3_error(q, PX_S3_INVALID_ARGUMENT,
-			    "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last "
-			    "are the zero-based offsets of the first and last bytes to copy");
+		px_s3_error(
+			q, PX_S3_INVALID_ARGUMENT,
+			"The x-amz-copy-source-range value must be of the form bytes=first-last where first and last "
+			"are the zero-based offsets of the first and last bytes to copy");
 		return -1;
 	}
 	if (ft_name_check_bucket(src->bucket, &why) != 0) {

@@ -94,7 +94,7 @@ static bool split_url(const char *url, char *host, size_t hcap, char *port, size
 
 static void set_timeouts(int fd)
 {
-	struct timeval tv = { .tv_sec = PX_S3_RELAY_TIMEOUT_MS / 1000, .tv_usec = 0 };
+	struct timeval tv = {.tv_sec = PX_S3_RELAY_TIMEOUT_MS / 1000, .tv_usec = 0};
 	int one = 1;
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -105,13 +105,13 @@ static void set_timeouts(int fd)
 /* A new connection to host:port (connect bounded by RELAY_CONNECT_TIMEOUT_MS), or -1. */
 static int dial(const char *host, const char *port)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai = NULL, *p;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai = NULL, *p;
 	int fd = -1;
 
 	if (getaddrinfo(host, port, &hints, &ai) != 0)
 		return -1;
 	for (p = ai; p != NULL && fd < 0; p = p->ai_next) {
-		struct timeval tv = { .tv_sec = RELAY_CONNECT_TIMEOUT_MS / 1000 };
+		struct timeval tv = {.tv_sec = RELAY_CONNECT_TIMEOUT_MS / 1000};
 
 		fd = socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
 		if (fd < 0)
@@ -160,7 +160,7 @@ static int read_head(px_s3_relay_t *rl)
 			return -1;
 		if ((size_t)k == have) {
 			/* nothing new since the last peek: wait for more instead of spinning */
-			struct pollfd pf = { .fd = rl->fd, .events = POLLIN };
+			struct pollfd pf = {.fd = rl->fd, .events = POLLIN};
 			if (poll(&pf, 1, PX_S3_RELAY_TIMEOUT_MS) <= 0)
 				return -1;
 		}
@@ -230,7 +230,7 @@ int px_s3_relay_get(px_s3_relay_t *rl, const char *url, const char *const *heade
 {
 	char host[256], port[16];
 	const char *path;
-	ft_strbuf_t b = { 0 };
+	ft_strbuf_t b = {0};
 	int rc = -1;
 
 	memset(rl, 0, sizeof(*rl));

@@ -15,10 +15,10 @@
 #include <openssl/evp.h>
 
 #include "base/cksum.h"
-#include "rpc/client.h"
-#include "http/util.h"
 #include "base/log.h"
 #include "base/names.h"
+#include "http/util.h"
+#include "rpc/client.h"
 
 /*
  * DESIGN
@@ -45,14 +45,14 @@ struct px_s3 {
 };
 
 struct px_s3_body {
-	int64_t total;          /* declared payload bytes, -1 = until the end of the body */
+	int64_t total; /* declared payload bytes, -1 = until the end of the body */
 	int64_t delivered;
-	bool streaming;         /* aws-chunked */
+	bool streaming; /* aws-chunked */
 	ft_sigv4_chunked_t *chunked;
-	uint8_t *raw;           /* BODY_BUF each, malloc'd on first read */
+	uint8_t *raw; /* BODY_BUF each, malloc'd on first read */
 	uint8_t *pay;
 	size_t pay_len, pay_pos;
-	bool final_chunk;       /* aws-chunked: final chunk verified */
+	bool final_chunk; /* aws-chunked: final chunk verified */
 	bool want_sha;
 	char sha_hex[FT_SHA256_HEX];
 	ft_sha256_t sha;
@@ -61,7 +61,7 @@ struct px_s3_body {
 	char md5_hex[FT_CKSUM_HEX_MAX];
 	ft_cksum_t md5;
 	bool md5_live;
-	bool finished;          /* verified end reached */
+	bool finished; /* verified end reached */
 	px_s3_err_t err;
 };
 
@@ -108,12 +108,14 @@ int px_s3_init(px_t *px, char *err, size_t errlen)
 		return -1;
 	}
 	if (!json_is_object(s->keys)) {
-		snprintf(err, errlen, "s3_keys %s: expected a JSON object {\"ACCESS_KEY\": \"SECRET\", ...}", c->s3_keys);
+		snprintf(err, errlen, "s3_keys %s: expected a JSON object {\"ACCESS_KEY\": \"SECRET\", ...}",
+			 c->s3_keys);
 		return -1;
 	}
 	json_object_foreach(s->keys, k, v) {
 		if (!json_is_string(v) || json_string_length(v) == 0 || k[0] == '\0') {
-			snprintf(err, errlen, "s3_keys %s: key \"%s\": the secret must be a non-empty string", c->s3_keys, k);
+			snprintf(err, errlen, "s3_keys %s: key \"%s\": the secret must be a non-empty string",
+				 c->s3_keys, k);
 			return -1;
 		}
 	}
@@ -144,7 +146,6 @@ static const char *secret_of(void *ctx, const char *access_key)
 }
 
 /* ---- curl ---- */
-
 
 void *px_s3_curl(void)
 {
@@ -240,20 +241,44 @@ void px_s3_error_from_target(px_s3_req_t *q, const px_s3_target_reply_t *reply)
 		return;
 	}
 	switch (reply->status) {
-	case 400: e = PX_S3_INVALID_ARGUMENT; break;
-	case 404: e = strstr(m, "bucket") != NULL && strstr(m, "does not exist") != NULL && strstr(m, "object") == NULL
-			      ? PX_S3_NO_SUCH_BUCKET : PX_S3_NO_SUCH_KEY;
+	case 400:
+		e = PX_S3_INVALID_ARGUMENT;
 		break;
-	case 307: e = PX_S3_SERVICE_UNAVAILABLE; break; /* the map changed under the request: retry */
-	case 408: e = PX_S3_REQUEST_TIMEOUT; break;
-	case 409: e = PX_S3_INVALID_ARGUMENT; break; /* "a/b" over an object "a", or the reverse */
-	case 411: e = PX_S3_MISSING_CONTENT_LENGTH; break;
-	case 412: e = PX_S3_PRECONDITION_FAILED; break;
-	case 413: e = PX_S3_ENTITY_TOO_LARGE; break;
-	case 416: e = PX_S3_INVALID_RANGE; break;
-	case 503: e = PX_S3_SERVICE_UNAVAILABLE; break;
-	case 507: e = PX_S3_INSUFFICIENT_STORAGE; break;
-	default: e = reply->status >= 400 && reply->status < 500 ? PX_S3_INVALID_REQUEST : PX_S3_INTERNAL; break;
+	case 404:
+		e = strstr(m, "bucket") != NULL && strstr(m, "does not exist") != NULL && strstr(m, "object") == NULL
+			    ? PX_S3_NO_SUCH_BUCKET
+			    : PX_S3_NO_SUCH_KEY;
+		break;
+	case 307:
+		e = PX_S3_SERVICE_UNAVAILABLE;
+		break; /* the map changed under the request: retry */
+	case 408:
+		e = PX_S3_REQUEST_TIMEOUT;
+		break;
+	case 409:
+		e = PX_S3_INVALID_ARGUMENT;
+		break; /* "a/b" over an object "a", or the reverse */
+	case 411:
+		e = PX_S3_MISSING_CONTENT_LENGTH;
+		break;
+	case 412:
+		e = PX_S3_PRECONDITION_FAILED;
+		break;
+	case 413:
+		e = PX_S3_ENTITY_TOO_LARGE;
+		break;
+	case 416:
+		e = PX_S3_INVALID_RANGE;
+		break;
+	case 503:
+		e = PX_S3_SERVICE_UNAVAILABLE;
+		break;
+	case 507:
+		e = PX_S3_INSUFFICIENT_STORAGE;
+		break;
+	default:
+		e = reply->status >= 400 && reply->status < 500 ? PX_S3_INVALID_REQUEST : PX_S3_INTERNAL;
+		break;
 	}
 	if (e == PX_S3_NO_SUCH_KEY || e == PX_S3_NO_SUCH_BUCKET || e == PX_S3_INVALID_RANGE ||
 	    e == PX_S3_PRECONDITION_FAILED)
@@ -285,7 +310,7 @@ void px_s3_send_empty(px_s3_req_t *q, int status)
 static void defer_trampoline(ft_req_t *r, void *arg)
 {
 	px_s3_req_t *q = arg;
-	void (*fn)(px_s3_req_t *q) = q->deferred;
+	void (*fn)(px_s3_req_t * q) = q->deferred;
 
 	(void)r;
 	fn(q);
@@ -645,7 +670,7 @@ fail:
 px_s3_err_t px_s3_body_all(px_s3_req_t *q, size_t max, char **body, size_t *len)
 {
 	int64_t total = px_s3_body_length(q);
-	ft_strbuf_t b = { 0 };
+	ft_strbuf_t b = {0};
 	px_s3_err_t e = PX_S3_OK;
 
 	*body = NULL;
@@ -777,7 +802,7 @@ px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, const char *const *ext
 {
 	CURL *h = px_s3_curl();
 	struct curl_slist *hdrs = NULL;
-	put_ctx_t c = { .q = q, .reply = reply };
+	put_ctx_t c = {.q = q, .reply = reply};
 	int64_t total = px_s3_body_length(q);
 	CURLcode rc;
 
@@ -1055,10 +1080,28 @@ static px_s3_err_t authenticate(px_s3_req_t *q, const char **msg)
 
 /* Bucket subresources answered by px_s3_bucket_subresource (probes of configuration). */
 static const char *const bucket_subs[] = {
-	"acl", "accelerate", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
-	"lifecycle", "logging", "metrics", "notification", "object-lock", "ownershipControls", "policy",
-	"policyStatus", "publicAccessBlock", "replication", "requestPayment", "tagging", "versioning",
-	"website", "versions",
+	"acl",
+	"accelerate",
+	"analytics",
+	"cors",
+	"encryption",
+	"intelligent-tiering",
+	"inventory",
+	"lifecycle",
+	"logging",
+	"metrics",
+	"notification",
+	"object-lock",
+	"ownershipControls",
+	"policy",
+	"policyStatus",
+	"publicAccessBlock",
+	"replication",
+	"requestPayment",
+	"tagging",
+	"versioning",
+	"website",
+	"versions",
 };
 static const char *const object_subs[] = {
 	"acl", "tagging", "retention", "legal-hold", "torrent", "attributes", "restore", "select",
@@ -1232,7 +1275,8 @@ static void dispatch_object(px_s3_req_t *q)
 		else if (upload != NULL)
 			px_s3_multipart(q, PX_S3_MPU_COMPLETE);
 		else
-			px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "POST on an object is implemented only for multipart uploads");
+			px_s3_error(q, PX_S3_NOT_IMPLEMENTED,
+				    "POST on an object is implemented only for multipart uploads");
 		return;
 	default:
 		px_s3_error(q, PX_S3_METHOD_NOT_ALLOWED, NULL);

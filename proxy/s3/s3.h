@@ -30,15 +30,15 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "proxy.h"
 #include "auth/sigv4.h"
 #include "base/strbuf.h"
+#include "proxy.h"
 
 #define PX_S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define PX_S3_XML_BODY_MAX (2u << 20) /* largest XML request body (DeleteObjects of 1000 long keys) */
 #define PX_S3_ETAG_MAX 80             /* "<32 hex>-<parts>" with quotes, and room to spare */
 #define PX_S3_MAX_PARTS 10000
-#define PX_S3_RELAY_TIMEOUT_MS 30000  /* a target silent for this long fails the relay */
+#define PX_S3_RELAY_TIMEOUT_MS 30000 /* a target silent for this long fails the relay */
 
 /* ---- errors: one table (s3_xml.c), one builder ---- */
 typedef enum {
@@ -73,10 +73,10 @@ typedef enum {
 	PX_S3_NOT_IMPLEMENTED,
 	PX_S3_PRECONDITION_FAILED,
 	PX_S3_REQUEST_TIMEOUT,
-	PX_S3_TIME_SKEWED,          /* RequestTimeTooSkewed */
+	PX_S3_TIME_SKEWED, /* RequestTimeTooSkewed */
 	PX_S3_SERVICE_UNAVAILABLE,
-	PX_S3_SIGNATURE_MISMATCH,   /* SignatureDoesNotMatch */
-	PX_S3_SHA256_MISMATCH,      /* XAmzContentSHA256Mismatch */
+	PX_S3_SIGNATURE_MISMATCH, /* SignatureDoesNotMatch */
+	PX_S3_SHA256_MISMATCH,    /* XAmzContentSHA256Mismatch */
 	/* "not configured" answers of bucket subresources, as S3 gives them */
 	PX_S3_NO_SUCH_POLICY,
 	PX_S3_NO_SUCH_LIFECYCLE,
@@ -110,16 +110,16 @@ typedef struct px_s3_req {
 	ft_req_t *r;
 	px_s3_style_t style;
 	char bucket[FT_BUCKET_NAME_MAX + 1]; /* "" for service requests (ListBuckets) */
-	const char *key;        /* decoded object key, NUL-terminated; "" for bucket requests */
+	const char *key;                     /* decoded object key, NUL-terminated; "" for bucket requests */
 	size_t key_len;
-	const char *resource;   /* "/<bucket>/<key>" for error bodies */
-	char request_id[17];    /* 16 hex digits, sent as x-amz-request-id */
-	bool anonymous;         /* unsigned request accepted because s3_anonymous is set */
-	ft_sigv4_auth_t auth;   /* valid when !anonymous */
-	const char *content_sha256; /* x-amz-content-sha256 as sent (header form), or NULL */
-	px_s3_body_t *body;     /* body reader, set up by s3.c before a handler that reads a body */
+	const char *resource;                  /* "/<bucket>/<key>" for error bodies */
+	char request_id[17];                   /* 16 hex digits, sent as x-amz-request-id */
+	bool anonymous;                        /* unsigned request accepted because s3_anonymous is set */
+	ft_sigv4_auth_t auth;                  /* valid when !anonymous */
+	const char *content_sha256;            /* x-amz-content-sha256 as sent (header form), or NULL */
+	px_s3_body_t *body;                    /* body reader, set up by s3.c before a handler that reads a body */
 	void (*deferred)(struct px_s3_req *q); /* px_s3_defer's function */
-	void *op;               /* the handler's own per-request state */
+	void *op;                              /* the handler's own per-request state */
 } px_s3_req_t;
 
 /* ---- s3.c: routing, authentication, body verification, target relay helpers ---- */
@@ -171,13 +171,13 @@ void px_s3_curl_common(void *h, const char *url);
 
 /* ---- s3_relay.c: the GET relay's own keep-alive client (worker threads only) ---- */
 typedef struct {
-	int fd;             /* the connection, its body unread; owned until px_s3_relay_done */
+	int fd; /* the connection, its body unread; owned until px_s3_relay_done */
 	char hostport[272];
 	int status;
-	int64_t length;     /* Content-Length, -1 if none */
-	bool chunked;       /* a Transfer-Encoding was sent */
-	bool conn_close;    /* the target closes after this response */
-	char head[16384];   /* the response head as received, NUL-terminated ("HTTP/1.1 ...\r\n...\r\n\r\n") */
+	int64_t length;   /* Content-Length, -1 if none */
+	bool chunked;     /* a Transfer-Encoding was sent */
+	bool conn_close;  /* the target closes after this response */
+	char head[16384]; /* the response head as received, NUL-terminated ("HTTP/1.1 ...\r\n...\r\n\r\n") */
 	size_t head_len;
 } px_s3_relay_t;
 /*
@@ -203,10 +203,10 @@ px_s3_err_t px_s3_meta_lines(px_s3_req_t *q, const char ***lines);
 
 /* What a target answered to a relayed request. */
 typedef struct {
-	long status;                 /* 0 when the exchange did not complete */
-	char etag[PX_S3_ETAG_MAX];   /* ETag header, quotes included, "" if none */
-	char message[256];           /* the target's JSON "message" on an error status */
-	char code[48];               /* the target's JSON "code" (an S3 error code), "" if none */
+	long status;               /* 0 when the exchange did not complete */
+	char etag[PX_S3_ETAG_MAX]; /* ETag header, quotes included, "" if none */
+	char message[256];         /* the target's JSON "message" on an error status */
+	char code[48];             /* the target's JSON "code" (an S3 error code), "" if none */
 } px_s3_target_reply_t;
 
 /*
@@ -237,7 +237,8 @@ void px_s3_error_from_target(px_s3_req_t *q, const px_s3_target_reply_t *reply);
  * before the path), else NULL; raw_path: the path as sent.
  */
 int px_s3_sigv2_verify(ft_req_t *r, const char *vhost_bucket, const char *raw_path, time_t now,
-		       ft_sigv4_secret_fn secret_fn, void *ctx, ft_sigv4_result_t *res, char *access, size_t access_cap);
+		       ft_sigv4_secret_fn secret_fn, void *ctx, ft_sigv4_result_t *res, char *access,
+		       size_t access_cap);
 
 /* ---- s3_xml.c: building responses ---- */
 /* A document is a growable string: p is malloc'd and NUL-terminated; failed set means unusable. */
@@ -261,8 +262,7 @@ void px_s3_iso8601(int64_t ns, char *out, size_t cap);
 /* "Fri, 03 Feb 2006 16:45:09 GMT" (out >= 32 bytes). */
 void px_s3_http_date(int64_t ns, char *out, size_t cap);
 /* The error document of e for resource with request_id; the caller frees x. */
-void px_xml_error_doc(px_xml_t *x, px_s3_err_t e, const char *message, const char *resource,
-		      const char *request_id);
+void px_xml_error_doc(px_xml_t *x, px_s3_err_t e, const char *message, const char *resource, const char *request_id);
 
 /* Sends x (freed here) with status and Content-Type application/xml; OOM -> 500. Ends the request. */
 void px_s3_send_xml(px_s3_req_t *q, int status, px_xml_t *x);
@@ -279,7 +279,7 @@ void px_s3_send_empty(px_s3_req_t *q, int status);
  */
 typedef struct px_xml_node {
 	const char *name;
-	char *text;            /* character data directly inside this element, decoded, NUL-terminated */
+	char *text; /* character data directly inside this element, decoded, NUL-terminated */
 	size_t text_len;
 	struct px_xml_node *child, *next;
 } px_xml_node_t;
@@ -296,7 +296,7 @@ void px_xml_doc_free(px_xml_doc_t *d);
 typedef struct {
 	bool quiet;
 	int n;
-	const char **keys;  /* malloc'd array of pointers into doc */
+	const char **keys; /* malloc'd array of pointers into doc */
 	size_t *key_lens;
 	px_xml_doc_t *doc;
 } px_s3_delete_req_t;
@@ -306,8 +306,8 @@ void px_s3_delete_req_free(px_s3_delete_req_t *d);
 
 /* CompleteMultipartUpload body: <CompleteMultipartUpload><Part><PartNumber>N</PartNumber><ETag>..</ETag></Part>... */
 typedef struct {
-	int part;                    /* 1..10000 */
-	char etag[PX_S3_ETAG_MAX];   /* without surrounding quotes */
+	int part;                  /* 1..10000 */
+	char etag[PX_S3_ETAG_MAX]; /* without surrounding quotes */
 } px_s3_part_t;
 /*
  * Parts in document order (order and ETags are checked by the caller: InvalidPartOrder,

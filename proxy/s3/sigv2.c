@@ -27,12 +27,40 @@
 
 /* Query parameters that are part of the signed resource (S3's list). */
 static const char *const sub_resources[] = {
-	"accelerate", "acl", "analytics", "cors", "delete", "inventory", "lifecycle", "location", "logging",
-	"metrics", "notification", "object-lock", "partNumber", "policy", "replication", "requestPayment",
-	"response-cache-control", "response-content-disposition", "response-content-encoding",
-	"response-content-language", "response-content-type", "response-expires", "restore", "select",
-	"select-type", "storageClass", "tagging", "torrent", "uploadId", "uploads", "versionId", "versioning",
-	"versions", "website",
+	"accelerate",
+	"acl",
+	"analytics",
+	"cors",
+	"delete",
+	"inventory",
+	"lifecycle",
+	"location",
+	"logging",
+	"metrics",
+	"notification",
+	"object-lock",
+	"partNumber",
+	"policy",
+	"replication",
+	"requestPayment",
+	"response-cache-control",
+	"response-content-disposition",
+	"response-content-encoding",
+	"response-content-language",
+	"response-content-type",
+	"response-expires",
+	"restore",
+	"select",
+	"select-type",
+	"storageClass",
+	"tagging",
+	"torrent",
+	"uploadId",
+	"uploads",
+	"versionId",
+	"versioning",
+	"versions",
+	"website",
 };
 
 typedef struct {
@@ -107,7 +135,10 @@ static bool is_sub_resource(const char *k, size_t n)
 
 static int hexval(char c)
 {
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
 }
 
 /* Appends the percent-decoded v[0..n) ('+' stays '+', as the signers do). */
@@ -151,7 +182,7 @@ static void resource_query(ft_req_t *r, sts_t *s)
 		const char *eq = memchr(q, '=', len);
 		size_t kn = eq != NULL ? (size_t)(eq - q) : len;
 		if (is_sub_resource(q, kn))
-			v[n++] = (param_t){ q, eq != NULL ? eq + 1 : NULL, kn, eq != NULL ? len - kn - 1 : 0 };
+			v[n++] = (param_t){q, eq != NULL ? eq + 1 : NULL, kn, eq != NULL ? len - kn - 1 : 0};
 		q += len;
 		if (*q == '&')
 			q++;
@@ -212,7 +243,7 @@ int px_s3_sigv2_verify(ft_req_t *r, const char *vhost_bucket, const char *raw_pa
 	const char *expires = ft_req_query(r, "Expires");
 	const char *key, *sig, *date;
 	char keybuf[256];
-	sts_t s = { 0 };
+	sts_t s = {0};
 	bool presigned;
 
 	if (authz != NULL && strncmp(authz, "AWS ", 4) == 0) {

@@ -29,60 +29,60 @@ typedef struct {
 } err_info_t;
 
 static const err_info_t errors[PX_S3_ERR_COUNT] = {
-	[PX_S3_OK] = { "OK", 200, "OK" },
-	[PX_S3_ACCESS_DENIED] = { "AccessDenied", 403, "Access denied" },
-	[PX_S3_AUTH_HEADER_MALFORMED] = { "AuthorizationHeaderMalformed", 400, "The Authorization header is malformed" },
-	[PX_S3_AUTH_QUERY_ERROR] = { "AuthorizationQueryParametersError", 400,
-				     "The presigned query parameters are malformed" },
-	[PX_S3_BAD_DIGEST] = { "BadDigest", 400, "The Content-MD5 does not match the body received" },
-	[PX_S3_BUCKET_EXISTS_OWNED] = { "BucketAlreadyOwnedByYou", 409, "The bucket exists and you own it" },
-	[PX_S3_BUCKET_NOT_EMPTY] = { "BucketNotEmpty", 409, "The bucket is not empty" },
-	[PX_S3_ENTITY_TOO_LARGE] = { "EntityTooLarge", 400, "The request body is larger than allowed" },
-	[PX_S3_ENTITY_TOO_SMALL] = { "EntityTooSmall", 400, "A part is smaller than the minimum part size" },
-	[PX_S3_INCOMPLETE_BODY] = { "IncompleteBody", 400, "The body is shorter than its declared length" },
-	[PX_S3_INSUFFICIENT_STORAGE] = { "InsufficientStorage", 507, "Not enough free space to store the object" },
-	[PX_S3_INTERNAL] = { "InternalError", 500, "Internal error; please retry" },
-	[PX_S3_INVALID_ACCESS_KEY] = { "InvalidAccessKeyId", 403, "The access key id is not known" },
-	[PX_S3_INVALID_ARGUMENT] = { "InvalidArgument", 400, "Invalid argument" },
-	[PX_S3_INVALID_BUCKET_NAME] = { "InvalidBucketName", 400, "The bucket name is not valid" },
-	[PX_S3_INVALID_DIGEST] = { "InvalidDigest", 400, "The Content-MD5 is not valid base64 of 16 bytes" },
-	[PX_S3_INVALID_PART] = { "InvalidPart", 400, "A listed part was not uploaded or its ETag differs" },
-	[PX_S3_INVALID_PART_ORDER] = { "InvalidPartOrder", 400, "The parts are not listed in ascending order" },
-	[PX_S3_INVALID_RANGE] = { "InvalidRange", 416, "The requested range is not satisfiable" },
-	[PX_S3_INVALID_REQUEST] = { "InvalidRequest", 400, "Invalid request" },
-	[PX_S3_KEY_TOO_LONG] = { "KeyTooLongError", 400, "The key is too long" },
-	[PX_S3_MALFORMED_XML] = { "MalformedXML", 400, "The XML body is not well-formed or not the expected document" },
-	[PX_S3_METADATA_TOO_LARGE] = { "MetadataTooLarge", 400,
-				       "The user metadata (x-amz-meta-*) exceeds the 2 KiB allowed" },
-	[PX_S3_METHOD_NOT_ALLOWED] = { "MethodNotAllowed", 405, "The method is not allowed on this resource" },
-	[PX_S3_MISSING_CONTENT_LENGTH] = { "MissingContentLength", 411, "Content-Length is required" },
-	[PX_S3_NO_SUCH_BUCKET] = { "NoSuchBucket", 404, "The bucket does not exist" },
-	[PX_S3_NO_SUCH_KEY] = { "NoSuchKey", 404, "The key does not exist" },
-	[PX_S3_NO_SUCH_UPLOAD] = { "NoSuchUpload", 404, "The multipart upload does not exist" },
-	[PX_S3_NOT_IMPLEMENTED] = { "NotImplemented", 501, "This operation is not implemented" },
-	[PX_S3_PRECONDITION_FAILED] = { "PreconditionFailed", 412, "A precondition does not hold" },
-	[PX_S3_REQUEST_TIMEOUT] = { "RequestTimeout", 400, "The body stalled for too long" },
-	[PX_S3_TIME_SKEWED] = { "RequestTimeTooSkewed", 403,
-				"The request time differs from the server time by more than 15 minutes" },
-	[PX_S3_SERVICE_UNAVAILABLE] = { "ServiceUnavailable", 503, "The service is unavailable; please retry" },
-	[PX_S3_SIGNATURE_MISMATCH] = { "SignatureDoesNotMatch", 403,
-				       "The signature does not match the request; check the key and signing method" },
-	[PX_S3_SHA256_MISMATCH] = { "XAmzContentSHA256Mismatch", 400,
-				    "The x-amz-content-sha256 does not match the body received" },
-	[PX_S3_NO_SUCH_POLICY] = { "NoSuchBucketPolicy", 404, "The bucket has no policy" },
-	[PX_S3_NO_SUCH_LIFECYCLE] = { "NoSuchLifecycleConfiguration", 404, "The bucket has no lifecycle configuration" },
-	[PX_S3_NO_SUCH_CORS] = { "NoSuchCORSConfiguration", 404, "The bucket has no CORS configuration" },
-	[PX_S3_NO_SUCH_TAG_SET] = { "NoSuchTagSet", 404, "The bucket has no tags" },
-	[PX_S3_NO_SUCH_WEBSITE] = { "NoSuchWebsiteConfiguration", 404, "The bucket has no website configuration" },
-	[PX_S3_NO_ENCRYPTION] = { "ServerSideEncryptionConfigurationNotFoundError", 404,
-				  "The bucket has no encryption configuration" },
-	[PX_S3_NO_OBJECT_LOCK] = { "ObjectLockConfigurationNotFoundError", 404,
-				   "The bucket has no object lock configuration" },
-	[PX_S3_NO_REPLICATION] = { "ReplicationConfigurationNotFoundError", 404,
-				   "The bucket has no replication configuration" },
-	[PX_S3_NO_OWNERSHIP_CONTROLS] = { "OwnershipControlsNotFoundError", 404, "The bucket has no ownership controls" },
-	[PX_S3_NO_PUBLIC_ACCESS_BLOCK] = { "NoSuchPublicAccessBlockConfiguration", 404,
-					   "The bucket has no public access block configuration" },
+	[PX_S3_OK] = {"OK", 200, "OK"},
+	[PX_S3_ACCESS_DENIED] = {"AccessDenied", 403, "Access denied"},
+	[PX_S3_AUTH_HEADER_MALFORMED] = {"AuthorizationHeaderMalformed", 400, "The Authorization header is malformed"},
+	[PX_S3_AUTH_QUERY_ERROR] = {"AuthorizationQueryParametersError", 400,
+				    "The presigned query parameters are malformed"},
+	[PX_S3_BAD_DIGEST] = {"BadDigest", 400, "The Content-MD5 does not match the body received"},
+	[PX_S3_BUCKET_EXISTS_OWNED] = {"BucketAlreadyOwnedByYou", 409, "The bucket exists and you own it"},
+	[PX_S3_BUCKET_NOT_EMPTY] = {"BucketNotEmpty", 409, "The bucket is not empty"},
+	[PX_S3_ENTITY_TOO_LARGE] = {"EntityTooLarge", 400, "The request body is larger than allowed"},
+	[PX_S3_ENTITY_TOO_SMALL] = {"EntityTooSmall", 400, "A part is smaller than the minimum part size"},
+	[PX_S3_INCOMPLETE_BODY] = {"IncompleteBody", 400, "The body is shorter than its declared length"},
+	[PX_S3_INSUFFICIENT_STORAGE] = {"InsufficientStorage", 507, "Not enough free space to store the object"},
+	[PX_S3_INTERNAL] = {"InternalError", 500, "Internal error; please retry"},
+	[PX_S3_INVALID_ACCESS_KEY] = {"InvalidAccessKeyId", 403, "The access key id is not known"},
+	[PX_S3_INVALID_ARGUMENT] = {"InvalidArgument", 400, "Invalid argument"},
+	[PX_S3_INVALID_BUCKET_NAME] = {"InvalidBucketName", 400, "The bucket name is not valid"},
+	[PX_S3_INVALID_DIGEST] = {"InvalidDigest", 400, "The Content-MD5 is not valid base64 of 16 bytes"},
+	[PX_S3_INVALID_PART] = {"InvalidPart", 400, "A listed part was not uploaded or its ETag differs"},
+	[PX_S3_INVALID_PART_ORDER] = {"InvalidPartOrder", 400, "The parts are not listed in ascending order"},
+	[PX_S3_INVALID_RANGE] = {"InvalidRange", 416, "The requested range is not satisfiable"},
+	[PX_S3_INVALID_REQUEST] = {"InvalidRequest", 400, "Invalid request"},
+	[PX_S3_KEY_TOO_LONG] = {"KeyTooLongError", 400, "The key is too long"},
+	[PX_S3_MALFORMED_XML] = {"MalformedXML", 400, "The XML body is not well-formed or not the expected document"},
+	[PX_S3_METADATA_TOO_LARGE] = {"MetadataTooLarge", 400,
+				      "The user metadata (x-amz-meta-*) exceeds the 2 KiB allowed"},
+	[PX_S3_METHOD_NOT_ALLOWED] = {"MethodNotAllowed", 405, "The method is not allowed on this resource"},
+	[PX_S3_MISSING_CONTENT_LENGTH] = {"MissingContentLength", 411, "Content-Length is required"},
+	[PX_S3_NO_SUCH_BUCKET] = {"NoSuchBucket", 404, "The bucket does not exist"},
+	[PX_S3_NO_SUCH_KEY] = {"NoSuchKey", 404, "The key does not exist"},
+	[PX_S3_NO_SUCH_UPLOAD] = {"NoSuchUpload", 404, "The multipart upload does not exist"},
+	[PX_S3_NOT_IMPLEMENTED] = {"NotImplemented", 501, "This operation is not implemented"},
+	[PX_S3_PRECONDITION_FAILED] = {"PreconditionFailed", 412, "A precondition does not hold"},
+	[PX_S3_REQUEST_TIMEOUT] = {"RequestTimeout", 400, "The body stalled for too long"},
+	[PX_S3_TIME_SKEWED] = {"RequestTimeTooSkewed", 403,
+			       "The request time differs from the server time by more than 15 minutes"},
+	[PX_S3_SERVICE_UNAVAILABLE] = {"ServiceUnavailable", 503, "The service is unavailable; please retry"},
+	[PX_S3_SIGNATURE_MISMATCH] = {"SignatureDoesNotMatch", 403,
+				      "The signature does not match the request; check the key and signing method"},
+	[PX_S3_SHA256_MISMATCH] = {"XAmzContentSHA256Mismatch", 400,
+				   "The x-amz-content-sha256 does not match the body received"},
+	[PX_S3_NO_SUCH_POLICY] = {"NoSuchBucketPolicy", 404, "The bucket has no policy"},
+	[PX_S3_NO_SUCH_LIFECYCLE] = {"NoSuchLifecycleConfiguration", 404, "The bucket has no lifecycle configuration"},
+	[PX_S3_NO_SUCH_CORS] = {"NoSuchCORSConfiguration", 404, "The bucket has no CORS configuration"},
+	[PX_S3_NO_SUCH_TAG_SET] = {"NoSuchTagSet", 404, "The bucket has no tags"},
+	[PX_S3_NO_SUCH_WEBSITE] = {"NoSuchWebsiteConfiguration", 404, "The bucket has no website configuration"},
+	[PX_S3_NO_ENCRYPTION] = {"ServerSideEncryptionConfigurationNotFoundError", 404,
+				 "The bucket has no encryption configuration"},
+	[PX_S3_NO_OBJECT_LOCK] = {"ObjectLockConfigurationNotFoundError", 404,
+				  "The bucket has no object lock configuration"},
+	[PX_S3_NO_REPLICATION] = {"ReplicationConfigurationNotFoundError", 404,
+				  "The bucket has no replication configuration"},
+	[PX_S3_NO_OWNERSHIP_CONTROLS] = {"OwnershipControlsNotFoundError", 404, "The bucket has no ownership controls"},
+	[PX_S3_NO_PUBLIC_ACCESS_BLOCK] = {"NoSuchPublicAccessBlockConfiguration", 404,
+					  "The bucket has no public access block configuration"},
 };
 
 static const err_info_t *err_info(px_s3_err_t e)
@@ -151,11 +151,21 @@ void px_xml_text(px_xml_t *x, const char *text, size_t len)
 		char num[16];
 
 		switch (c) {
-		case '&': rep = "&amp;"; break;
-		case '<': rep = "&lt;"; break;
-		case '>': rep = "&gt;"; break;
-		case '"': rep = "&quot;"; break;
-		case '\'': rep = "&apos;"; break;
+		case '&':
+			rep = "&amp;";
+			break;
+		case '<':
+			rep = "&lt;";
+			break;
+		case '>':
+			rep = "&gt;";
+			break;
+		case '"':
+			rep = "&quot;";
+			break;
+		case '\'':
+			rep = "&apos;";
+			break;
 		default:
 			if (c < 0x20) { /* keeps \t \n \r intact through parsers' newline normalization */
 				snprintf(num, sizeof(num), "&#%u;", c);
@@ -225,9 +235,9 @@ void px_s3_iso8601(int64_t ns, char *out, size_t cap)
 
 void px_s3_http_date(int64_t ns, char *out, size_t cap)
 {
-	static const char *const days[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
-	static const char *const months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-					      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	static const char *const days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+	static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+					     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 	time_t t = (time_t)(ns / 1000000000);
 	struct tm tm;
 
@@ -236,8 +246,7 @@ void px_s3_http_date(int64_t ns, char *out, size_t cap)
 		 tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-void px_xml_error_doc(px_xml_t *x, px_s3_err_t e, const char *message, const char *resource,
-		      const char *request_id)
+void px_xml_error_doc(px_xml_t *x, px_s3_err_t e, const char *message, const char *resource, const char *request_id)
 {
 	px_xml_init(x);
 	px_xml_open(x, "Error");
@@ -370,8 +379,11 @@ static size_t utf8_encode(unsigned long cp, char *out)
 /* At '&': decodes one reference into node's text. */
 static int read_reference(reader_t *rd, px_xml_node_t *node)
 {
-	static const struct { const char *name; char c; } named[] = {
-		{ "&lt;", '<' }, { "&gt;", '>' }, { "&amp;", '&' }, { "&quot;", '"' }, { "&apos;", '\'' },
+	static const struct {
+		const char *name;
+		char c;
+	} named[] = {
+		{"&lt;", '<'}, {"&gt;", '>'}, {"&amp;", '&'}, {"&quot;", '"'}, {"&apos;", '\''},
 	};
 	char buf[4];
 
@@ -393,9 +405,10 @@ static int read_reference(reader_t *rd, px_xml_node_t *node)
 	int digits = 0;
 	while (rd->p < rd->end && *rd->p != ';') {
 		char c = *rd->p;
-		int d = c >= '0' && c <= '9' ? c - '0'
+		int d = c >= '0' && c <= '9'                 ? c - '0'
 			: base == 16 && c >= 'a' && c <= 'f' ? c - 'a' + 10
-			: base == 16 && c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+			: base == 16 && c >= 'A' && c <= 'F' ? c - 'A' + 10
+							     : -1;
 		if (d < 0 || ++digits > 8)
 			return reject(rd, "bad character reference");
 		cp = cp * (unsigned long)base + (unsigned long)d;
@@ -582,7 +595,7 @@ static int skip_misc(reader_t *rd, bool prolog)
 
 px_xml_doc_t *px_xml_parse(const char *buf, size_t len, const char **why)
 {
-	reader_t rd = { .p = buf, .end = buf + len };
+	reader_t rd = {.p = buf, .end = buf + len};
 
 	rd.doc = calloc(1, sizeof(*rd.doc));
 	if (rd.doc == NULL) {

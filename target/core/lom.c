@@ -72,8 +72,8 @@ static uint64_t get_u64(const uint8_t *p)
 }
 
 /* Appends one record; returns the new offset, or -1 when it does not fit before the trailer. */
-static long put_record(uint8_t *buf, size_t cap, long off, uint8_t tag, const void *a, size_t alen,
-		       const void *b, size_t blen)
+static long put_record(uint8_t *buf, size_t cap, long off, uint8_t tag, const void *a, size_t alen, const void *b,
+		       size_t blen)
 {
 	size_t len = alen + blen;
 

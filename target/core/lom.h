@@ -7,10 +7,10 @@
 #include "base/cksum.h"
 
 #define FT_LOM_XATTR "user.ft.lom"
-#define FT_LOM_MAX 4096      /* largest encoded size */
+#define FT_LOM_MAX 4096 /* largest encoded size */
 #define FT_LOM_VERSION_MAX 128
-#define FT_LOM_ETAG_MAX 72   /* "<32 hex md5>" or "<32 hex>-<parts>", plus NUL */
-#define FT_LOM_CTYPE_MAX 256 /* Content-Type given at PUT, plus NUL */
+#define FT_LOM_ETAG_MAX 72    /* "<32 hex md5>" or "<32 hex>-<parts>", plus NUL */
+#define FT_LOM_CTYPE_MAX 256  /* Content-Type given at PUT, plus NUL */
 #define FT_LOM_UMETA_MAX 2304 /* user metadata lines (S3 allows 2 KiB of x-amz-meta-*), plus NUL */
 
 /*
@@ -21,12 +21,12 @@
  */
 typedef struct {
 	uint64_t size;
-	int64_t atime_ns;      /* last access, ns since epoch */
-	int64_t mtime_ns;      /* when this version was stored */
+	int64_t atime_ns; /* last access, ns since epoch */
+	int64_t mtime_ns; /* when this version was stored */
 	ft_cksum_type_t cksum_type;
 	char cksum[FT_CKSUM_HEX_MAX];
-	char version[FT_LOM_VERSION_MAX]; /* object version, "1", "2", ... */
-	char etag[FT_LOM_ETAG_MAX];  /* S3 ETag without quotes ("" = none: the checksum serves) */
+	char version[FT_LOM_VERSION_MAX];    /* object version, "1", "2", ... */
+	char etag[FT_LOM_ETAG_MAX];          /* S3 ETag without quotes ("" = none: the checksum serves) */
 	char content_type[FT_LOM_CTYPE_MAX]; /* "" = none given (served as application/octet-stream) */
 	/* "x-amz-meta-<name>:<value>\n" per user metadata header, names lowercase; "" = none */
 	char user_meta[FT_LOM_UMETA_MAX];

@@ -12,9 +12,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "cluster/hrw.h"
 #include "base/fdio.h"
 #include "base/log.h"
+#include "cluster/hrw.h"
 #include "target.h"
 
 #define PROBE_XATTR "user.ft.probe"
@@ -162,8 +162,7 @@ static int probe_xattr(const tgt_mountpath_t *mp, char *err, size_t errlen)
 		return -1;
 	}
 	if (fsetxattr(fd, PROBE_XATTR, "1", 1, 0) != 0) {
-		snprintf(err, errlen, "mountpath %s: extended attributes not usable: %s", mp->path,
-			 strerror(errno));
+		snprintf(err, errlen, "mountpath %s: extended attributes not usable: %s", mp->path, strerror(errno));
 		rc = -1;
 	}
 	close(fd);
@@ -213,8 +212,8 @@ static int check_distinct(const tgt_t *t, int i, char *err, size_t errlen)
 		return 0;
 	for (int j = 0; j < i; j++) {
 		if (fstat(t->mountpaths[j].root_fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-			snprintf(err, errlen, "mountpaths %s and %s are the same directory",
-				 t->mountpaths[j].path, t->mountpaths[i].path);
+			snprintf(err, errlen, "mountpaths %s and %s are the same directory", t->mountpaths[j].path,
+				 t->mountpaths[i].path);
 			return -1;
 		}
 	}
@@ -333,7 +332,8 @@ static void state_save(const tgt_t *t)
 		close(fd);
 	ok = ok && rename(tmp, path) == 0;
 	if (!ok)
-		ft_error("mountpaths: cannot write %s: %s (the change holds until a restart only)", path, strerror(errno));
+		ft_error("mountpaths: cannot write %s: %s (the change holds until a restart only)", path,
+			 strerror(errno));
 	free(text);
 	json_decref(doc);
 }
@@ -422,8 +422,8 @@ void tgt_mountpaths_close(tgt_t *t)
 	t->n_mountpaths = 0;
 }
 
-const tgt_mountpath_t *tgt_mountpath_pick(const tgt_t *t, const char *provider, const char *bucket,
-					  const char *obj, size_t obj_len)
+const tgt_mountpath_t *tgt_mountpath_pick(const tgt_t *t, const char *provider, const char *bucket, const char *obj,
+					  size_t obj_len)
 {
 	const mp_set_t *set = atomic_load_explicit(&active_set, memory_order_acquire);
 
@@ -562,7 +562,7 @@ int tgt_bucket_retire(tgt_t *t, const char *provider, const char *bucket)
 	if (tgt_rel_path(rel, sizeof(rel), provider, bucket, NULL) != 0)
 		return 0;
 	/* The bucket's objects, then the extra copies and EC slices kept for it (same layout below them). */
-	static const char *const tops[] = { "", TGT_COPIES_DIR "/", TGT_EC_DIR "/" };
+	static const char *const tops[] = {"", TGT_COPIES_DIR "/", TGT_EC_DIR "/"};
 	pthread_rwlock_wrlock(&t->publish_lock);
 	for (int i = 0; i < t->n_mountpaths; i++) {
 		const tgt_mountpath_t *mp = &t->mountpaths[i];
@@ -620,14 +620,16 @@ static void close_fds(tgt_mountpath_t *mp)
 
 int tgt_mountpath_attach(tgt_t *t, const char *path, char *err, size_t cap)
 {
-	tgt_mountpath_t fresh = { .root_fd = -1, .work_fd = -1 };
+	tgt_mountpath_t fresh = {.root_fd = -1, .work_fd = -1};
 	struct stat a, b;
 	int rc, slot;
 
 	size_t plen = strlen(path);
-	if (path[0] != '/' || strstr(path, "/../") || strstr(path, "/./") || (plen >= 3 && strcmp(path + plen - 3, "/..") == 0) ||
-	    (plen >= 2 && strcmp(path + plen - 2, "/.") == 0) || plen >= sizeof(fresh.path)) {
-		snprintf(err, cap, "mountpath \"%s\": expected an absolute path of fewer than %d bytes, without \".\" or \"..\"",
+	if (path[0] != '/' || strstr(path, "/../") || strstr(path, "/./") ||
+	    (plen >= 3 && strcmp(path + plen - 3, "/..") == 0) || (plen >= 2 && strcmp(path + plen - 2, "/.") == 0) ||
+	    plen >= sizeof(fresh.path)) {
+		snprintf(err, cap,
+			 "mountpath \"%s\": expected an absolute path of fewer than %d bytes, without \".\" or \"..\"",
 			 path, FT_PATH_MAX);
 		return -EINVAL;
 	}
@@ -662,7 +664,8 @@ int tgt_mountpath_attach(tgt_t *t, const char *path, char *err, size_t cap)
 	if (slot >= 0) {
 		/* Same fd numbers, new directories: holders of the slot see either the dead or the new ones. */
 		tgt_mountpath_t *mp = &t->mountpaths[slot];
-		if (dup3(fresh.root_fd, mp->root_fd, O_CLOEXEC) < 0 || dup3(fresh.work_fd, mp->work_fd, O_CLOEXEC) < 0) {
+		if (dup3(fresh.root_fd, mp->root_fd, O_CLOEXEC) < 0 ||
+		    dup3(fresh.work_fd, mp->work_fd, O_CLOEXEC) < 0) {
 			snprintf(err, cap, "mountpath %s: dup3: %s", path, strerror(errno));
 			rc = -EIO;
 			goto out;

@@ -24,7 +24,8 @@ int tgt_meta_from_req(ft_req_t *r, ft_lom_t *lom, char *err, size_t cap)
 	lom->content_type[0] = lom->user_meta[0] = '\0';
 	if (ct != NULL && *ct) {
 		if (strlen(ct) >= sizeof(lom->content_type) || !value_ok(ct)) {
-			snprintf(err, cap, "Content-Type must be printable and shorter than %zu bytes", sizeof(lom->content_type));
+			snprintf(err, cap, "Content-Type must be printable and shorter than %zu bytes",
+				 sizeof(lom->content_type));
 			return -1;
 		}
 		strcpy(lom->content_type, ct);
@@ -41,7 +42,8 @@ int tgt_meta_from_req(ft_req_t *r, ft_lom_t *lom, char *err, size_t cap)
 		int n = snprintf(lom->user_meta + used, sizeof(lom->user_meta) - used, "%s:%s\n", name, value);
 		if (n < 0 || (size_t)n >= sizeof(lom->user_meta) - used) {
 			lom->user_meta[used] = '\0';
-			snprintf(err, cap, "user metadata (x-amz-meta-*) is larger than %zu bytes", sizeof(lom->user_meta) - 1);
+			snprintf(err, cap, "user metadata (x-amz-meta-*) is larger than %zu bytes",
+				 sizeof(lom->user_meta) - 1);
 			return -1;
 		}
 		for (char *c = lom->user_meta + used; *c != ':'; c++) /* names lowercase */

@@ -10,12 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "cloud/backend.h"
 #include "cluster/bmd.h"
 #include "cluster/hrw.h"
-#include "http/util.h"
-#include "base/log.h"
 #include "core/lom.h"
+#include "http/util.h"
 #include "target.h"
 
 /*
@@ -84,15 +84,15 @@ static be_entry_t *be_list; /* guarded by be_lock */
 
 typedef struct flight {
 	struct flight *next;
-	char *rel;        /* key: "<provider>/<bucket>/<obj>" */
+	char *rel; /* key: "<provider>/<bucket>/<obj>" */
 	int refs;
-	int state;        /* FL_* */
-	int have_meta;    /* size and meta are set, fd is readable */
-	int64_t size;     /* object size, -1 unknown */
-	int64_t written;  /* bytes in the work file so far */
-	int fd;           /* the work file (read side, what clients are sent from), -1 until have_meta */
-	int status;       /* FL_FAILED: the HTTP status for a client not answered yet */
-	int superseded;   /* a write the backend took after this fetch started: publish nothing (out of the table) */
+	int state;       /* FL_* */
+	int have_meta;   /* size and meta are set, fd is readable */
+	int64_t size;    /* object size, -1 unknown */
+	int64_t written; /* bytes in the work file so far */
+	int fd;          /* the work file (read side, what clients are sent from), -1 until have_meta */
+	int status;      /* FL_FAILED: the HTTP status for a client not answered yet */
+	int superseded;  /* a write the backend took after this fetch started: publish nothing (out of the table) */
 	char msg[400];
 	ft_backend_meta_t meta;
 	pthread_mutex_t mu;  /* guards state and the fields after it (next and refs: fl_lock; rel: fixed) */
@@ -248,13 +248,13 @@ enum { SINK_NONE = 0, SINK_STREAMING, SINK_DONE };
 
 typedef struct {
 	ft_req_t *r;
-	int state;       /* SINK_* */
-	int gone;        /* the client went away: writes are skipped */
-	uint64_t off;    /* window: [off, off + len); len_known = 0 means to the end (unknown size) */
+	int state;    /* SINK_* */
+	int gone;     /* the client went away: writes are skipped */
+	uint64_t off; /* window: [off, off + len); len_known = 0 means to the end (unknown size) */
 	uint64_t len;
 	int len_known;
-	int fd;          /* the flight's work file (read side): what the window is sent from */
-	uint64_t held;   /* offset of the window's last byte, sent only once the object is verified */
+	int fd;        /* the flight's work file (read side): what the window is sent from */
+	uint64_t held; /* offset of the window's last byte, sent only once the object is verified */
 	int has_held;
 } sink_t;
 
@@ -285,8 +285,8 @@ static void sink_start(sink_t *s, ft_req_t *r, const tgt_obj_t *o, int fd, int64
 			s->off = off;
 			s->len = len;
 			status = 206;
-			ft_resp_headerf(r, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRId64, off, off + len - 1,
-					size);
+			ft_resp_headerf(r, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRId64, off,
+					off + len - 1, size);
 			break;
 		case FT_RANGE_UNSAT:
 			ft_resp_headerf(r, "Content-Range", "bytes */%" PRId64, size);
@@ -363,8 +363,8 @@ typedef struct {
 	tgt_obj_t *o;
 	flight_t *f;
 	sink_t sink;
-	int fd;             /* work file (write side) */
-	char work[64];      /* its name in .work; "" once renamed or removed */
+	int fd;        /* work file (write side) */
+	char work[64]; /* its name in .work; "" once renamed or removed */
 	ft_cksum_t ck;
 	int ck_live;
 	ft_cksum_type_t ck_type;
@@ -464,7 +464,7 @@ static int fetch_open(fetch_t *x)
 {
 	tgt_obj_t *o = x->o;
 	ft_backend_error_t err;
-	ft_backend_get_opts_t opts = { .verify = 1 };
+	ft_backend_get_opts_t opts = {.verify = 1};
 	ft_backend_t *b = tgt_backend_get(o, &err);
 
 	if (b == NULL) {
@@ -579,12 +579,17 @@ static void run_fetch(ft_req_t *r, tgt_obj_t *o, flight_t *f)
 		goto out;
 	int rc = finalize(&x);
 	if (rc < 0) {
-		fetch_fail(&x, rc == -ESTALE ? 404 : rc == -ENOSPC ? 507 : 500, "%s/%s: cannot store: %s", o->bucket,
-			   o->obj, rc == -ESTALE ? "the bucket was destroyed meanwhile" : strerror(-rc));
+		fetch_fail(&x,
+			   rc == -ESTALE   ? 404
+			   : rc == -ENOSPC ? 507
+					   : 500,
+			   "%s/%s: cannot store: %s", o->bucket, o->obj,
+			   rc == -ESTALE ? "the bucket was destroyed meanwhile" : strerror(-rc));
 		goto out;
 	}
 	if (rc == 1)
-		ft_info("cold GET %s: a write reached the backend during the fetch; %" PRIu64 " bytes served, not cached",
+		ft_info("cold GET %s: a write reached the backend during the fetch; %" PRIu64
+			" bytes served, not cached",
 			o->rel, x.pos);
 	else
 		ft_debug("cold GET %s: %" PRIu64 " bytes fetched and cached", o->rel, x.pos);

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "target.h"
 #include "obj/wthrough.h"
+#include "target.h"
 
 /*
  * Pruning races with a PUT that has just created (or opened) one of the directories: the PUT
@@ -43,7 +43,8 @@ static void delete_remote(ft_req_t *r, void *arg)
 	int rc = tgt_wthrough_uncache(o);
 	tgt_wthrough_unlock(o);
 	if (rc < 0)
-		ft_resp_error(r, 500, "object \"%s/%s\": deleted on the backend, but its cached copy cannot be removed: %s",
+		ft_resp_error(r, 500,
+			      "object \"%s/%s\": deleted on the backend, but its cached copy cannot be removed: %s",
 			      o->bucket, o->obj, strerror(-rc));
 	else if (code == FT_BACKEND_ENOTFOUND && rc == 1)
 		ft_resp_error(r, 404, "object \"%s/%s\" does not exist on the backend (its cached copy was removed)",

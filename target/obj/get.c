@@ -11,9 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http/util.h"
 #include "base/log.h"
 #include "core/lom.h"
+#include "http/util.h"
 #include "protect/mirror.h"
 #include "target.h"
 
@@ -52,8 +52,8 @@ static void http_date(time_t t, char *out, size_t cap)
 /* Parses an HTTP-date (IMF-fixdate, RFC 850 or asctime form); -1 when it is none. */
 static time_t parse_http_date(const char *s)
 {
-	static const char *const forms[] = { "%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
-					     "%a %b %e %H:%M:%S %Y" };
+	static const char *const forms[] = {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
+					    "%a %b %e %H:%M:%S %Y"};
 	struct tm tm;
 
 	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
@@ -171,7 +171,8 @@ static void serve(ft_req_t *r, tgt_obj_t *o, int fd, const ft_lom_t *lom, int mp
 	}
 	if (cond == 412) {
 		close(fd);
-		ft_resp_error(r, 412, "object \"%s/%s\": a precondition (If-Match or If-Unmodified-Since) does not hold",
+		ft_resp_error(r, 412,
+			      "object \"%s/%s\": a precondition (If-Match or If-Unmodified-Since) does not hold",
 			      o->bucket, o->obj);
 		return;
 	}
@@ -327,7 +328,7 @@ static void recover(ft_req_t *r, void *arg)
 static void get_validated(ft_req_t *r, void *arg)
 {
 	tgt_obj_t *o = arg;
-	tgt_replica_t main_copy = { .mp_index = (int)(o->mp - o->t->mountpaths), .copy = false };
+	tgt_replica_t main_copy = {.mp_index = (int)(o->mp - o->t->mountpaths), .copy = false};
 	ft_lom_t lom;
 	int fd;
 
@@ -340,7 +341,7 @@ static void get_validated(ft_req_t *r, void *arg)
 void tgt_get(ft_req_t *r, tgt_obj_t *o)
 {
 	int mp_index = (int)(o->mp - o->t->mountpaths);
-	tgt_replica_t main_copy = { .mp_index = mp_index, .copy = false };
+	tgt_replica_t main_copy = {.mp_index = mp_index, .copy = false};
 	ft_lom_t lom;
 	int fd;
 

@@ -8,11 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cloud/backend.h"
-#include "obj/listwalk.h"
 #include "base/log.h"
-#include "core/lom.h"
 #include "base/names.h"
+#include "cloud/backend.h"
+#include "core/lom.h"
+#include "obj/listwalk.h"
 #include "target.h"
 
 /*
@@ -39,8 +39,8 @@
 #define PAGE_MAX 10000
 
 typedef struct {
-	uint8_t mp;           /* index of the mountpath holding it */
-	uint8_t bad;          /* found without valid metadata (set under the bucket lock) */
+	uint8_t mp;  /* index of the mountpath holding it */
+	uint8_t bad; /* found without valid metadata (set under the bucket lock) */
 	char name[];
 } list_ent_t;
 
@@ -492,8 +492,8 @@ void tgt_list_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		return;
 	}
 	if (parse_pagesize(ft_ctl_query(req, "pagesize"), &pagesize) != 0) {
-		ft_ctl_error(resp, 400, "invalid pagesize \"%s\": expected a number 0..%d", ft_ctl_query(req, "pagesize"),
-			     PAGE_MAX);
+		ft_ctl_error(resp, 400, "invalid pagesize \"%s\": expected a number 0..%d",
+			     ft_ctl_query(req, "pagesize"), PAGE_MAX);
 		return;
 	}
 	bucket_list_t *b = snap_fresh(t, provider, bucket);

@@ -33,7 +33,6 @@ int tgt_list_holds(const tgt_obj_t *o);
 /* GET /v1/list?provider=P&bucket=B&remote=true&prefix=&token=&pagesize=: one page of the backend. */
 void tgt_rlist_page(tgt_t *t, const char *provider, const char *bucket, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 /* GET /v1/list?provider=P&bucket=B with body {"names": [...]}: {"cached": [bool...]}, which names are held here. */
-void tgt_rlist_cached(tgt_t *t, const char *provider, const char *bucket, const ft_ctl_req_t *req,
-		      ft_ctl_resp_t *resp);
+void tgt_rlist_cached(tgt_t *t, const char *provider, const char *bucket, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
 #endif

@@ -13,12 +13,12 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "cluster/bmd.h"
 #include "base/fdio.h"
-#include "cluster/hrw.h"
-#include "http/util.h"
 #include "base/log.h"
+#include "cluster/bmd.h"
+#include "cluster/hrw.h"
 #include "core/lom.h"
+#include "http/util.h"
 #include "target.h"
 
 /*
@@ -63,15 +63,15 @@
 #define MPU_PARTS_MAX 10000
 #define MPU_PART_MIN_SIZE (5ull << 20)   /* every part but the last (S3 EntityTooSmall) */
 #define MPU_PART_MAX_SIZE (5ull << 30)   /* S3's largest part */
-#define MPU_META_MAX (64u << 10)        /* key and user metadata, JSON-escaped */
+#define MPU_META_MAX (64u << 10)         /* key and user metadata, JSON-escaped */
 #define MPU_COMPLETE_BODY_MAX (4u << 20) /* 10,000 parts of {"part":N,"etag":"..."} fit easily */
 #define MPU_LIST_PARTS_DEFAULT 1000
-#define MPU_COPY_CHUNK (1u << 20)        /* hashed, then copied in-kernel, per chunk */
+#define MPU_COPY_CHUNK (1u << 20) /* hashed, then copied in-kernel, per chunk */
 #define MD5_LEN 16
 #define MD5_HEX (2 * MD5_LEN + 1)
-#define MPU_RECENT 64                    /* completions remembered for retried requests */
+#define MPU_RECENT 64 /* completions remembered for retried requests */
 #define NS_PER_HOUR (3600LL * 1000000000LL)
-#define MPU_SWEEP_EVERY_NS NS_PER_HOUR   /* starts sweep expired uploads at most this often */
+#define MPU_SWEEP_EVERY_NS NS_PER_HOUR /* starts sweep expired uploads at most this often */
 
 typedef struct {
 	char provider[TGT_PROVIDER_MAX];
@@ -108,7 +108,7 @@ static pthread_cond_t mpu_cond = PTHREAD_COND_INITIALIZER; /* a completion ended
 static completing_t *completing_head;                      /* under mpu_lock */
 static completed_t recent[MPU_RECENT];                     /* under mpu_lock; ring */
 static int recent_next;
-static atomic_uint_fast64_t mpu_counter; /* unique staging / retired names */
+static atomic_uint_fast64_t mpu_counter;   /* unique staging / retired names */
 static atomic_int_fast64_t mpu_last_sweep; /* ft_now_ns of the last sweep a start ran */
 
 /* ---- small helpers ---- */
@@ -138,7 +138,8 @@ static int id_valid(const char *id)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		char c = id[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+		      c == '_'))
 			return 0;
 	}
 	return 1;
@@ -417,8 +418,9 @@ static int upload_open(const tgt_obj_t *o, const char *id, mpu_meta_t *m)
 
 static void no_such_upload(ft_req_t *r, const tgt_obj_t *o, const char *id)
 {
-	mpu_error(r, 404, "NoSuchUpload", "upload \"%s\" of \"%s/%s\" does not exist (aborted, completed or never started)",
-		  id, o->bucket, o->obj);
+	mpu_error(r, 404, "NoSuchUpload",
+		  "upload \"%s\" of \"%s/%s\" does not exist (aborted, completed or never started)", id, o->bucket,
+		  o->obj);
 }
 
 /* Responds to a failed upload_open. */
@@ -549,13 +551,13 @@ typedef struct {
 	tgt_obj_t *o;
 	const char *id;
 	int part;
-	int updir;              /* the upload directory, -1 once closed */
-	int fd;                 /* work file, -1 once closed */
-	char work[64];          /* its name in .work; "" once renamed or removed */
+	int updir;     /* the upload directory, -1 once closed */
+	int fd;        /* work file, -1 once closed */
+	char work[64]; /* its name in .work; "" once renamed or removed */
 	ft_cksum_t md5;
 	int md5_live;
 	uint64_t received;
-	int write_err;          /* errno of a failed write; EFBIG past the largest part */
+	int write_err; /* errno of a failed write; EFBIG past the largest part */
 	char hex[FT_CKSUM_HEX_MAX];
 } part_t;
 
@@ -632,8 +634,8 @@ static void part_finalize(ft_req_t *r, void *arg)
 		ft_warn("upload %s: directory fsync failed: %s", p->id, strerror(errno));
 	part_release(p);
 	ft_resp_headerf(r, "ETag", "\"%s\"", p->hex);
-	ft_resp_json(r, 200, json_pack("{s:i, s:s, s:I}", "part", p->part, "etag", p->hex, "size",
-				       (json_int_t)p->received));
+	ft_resp_json(r, 200,
+		     json_pack("{s:i, s:s, s:I}", "part", p->part, "etag", p->hex, "size", (json_int_t)p->received));
 }
 
 static int part_on_data(ft_req_t *r, void *arg, const void *buf, size_t len)
@@ -674,8 +676,8 @@ static void part_on_end(ft_req_t *r, void *arg, int err)
 	if (err) {
 		part_release(p);
 		if (err == -ETIMEDOUT)
-			mpu_error(r, 408, "RequestTimeout", "part %d of \"%s/%s\": body stalled; nothing stored", p->part,
-				  o->bucket, o->obj);
+			mpu_error(r, 408, "RequestTimeout", "part %d of \"%s/%s\": body stalled; nothing stored",
+				  p->part, o->bucket, o->obj);
 		else
 			mpu_error(r, 400, "IncompleteBody", "part %d of \"%s/%s\": body incomplete; nothing stored",
 				  p->part, o->bucket, o->obj);
@@ -868,22 +870,24 @@ static void list_parts(ft_req_t *r, void *arg)
 	json_t *parts = json_array();
 	int shown = n < max ? n : (int)max;
 	for (int i = 0; i < shown; i++)
-		json_array_append_new(parts, json_pack("{s:i, s:s, s:I, s:I}", "part", v[i].part, "etag", v[i].etag,
-						       "size", (json_int_t)v[i].size, "mtime", (json_int_t)v[i].mtime_ns));
+		json_array_append_new(parts,
+				      json_pack("{s:i, s:s, s:I, s:I}", "part", v[i].part, "etag", v[i].etag, "size",
+						(json_int_t)v[i].size, "mtime", (json_int_t)v[i].mtime_ns));
 	int truncated = n > shown;
 	int next = shown > 0 ? v[shown - 1].part : 0;
 	free(v);
-	ft_resp_json(r, 200, json_pack("{s:s, s:s, s:s, s:I, s:o, s:b, s:i}", "bucket", m.bucket, "key", m.key,
-				       "upload_id", id, "initiated", (json_int_t)m.initiated, "parts", parts, "truncated",
-				       truncated, "next_part_marker", next));
+	ft_resp_json(r, 200,
+		     json_pack("{s:s, s:s, s:s, s:I, s:o, s:b, s:i}", "bucket", m.bucket, "key", m.key, "upload_id", id,
+			       "initiated", (json_int_t)m.initiated, "parts", parts, "truncated", truncated,
+			       "next_part_marker", next));
 }
 
 /* ---- complete ---- */
 
 typedef struct {
 	int part;
-	char etag[MD5_HEX];  /* as the client listed it, normalized */
-	uint64_t size;       /* from the stored record */
+	char etag[MD5_HEX]; /* as the client listed it, normalized */
+	uint64_t size;      /* from the stored record */
 } want_t;
 
 typedef struct {
@@ -892,20 +896,20 @@ typedef struct {
 	want_t *want;
 	int n;
 	uint64_t total;
-	const char *body;       /* the request body (request memory) */
-	int updir;              /* upload directory, -1 once closed */
-	int fd;                 /* work file, -1 once closed */
-	char work[64];          /* its name in .work; "" once renamed or removed */
+	const char *body; /* the request body (request memory) */
+	int updir;        /* upload directory, -1 once closed */
+	int fd;           /* work file, -1 once closed */
+	char work[64];    /* its name in .work; "" once renamed or removed */
 	ft_cksum_t ck, md5s;
 	int ck_live, md5s_live;
-	char *buf;              /* copy buffer (malloc) */
+	char *buf; /* copy buffer (malloc) */
 	completing_t mark;
 	int marked;
 	char list_md5[FT_CKSUM_HEX_MAX]; /* identifies the requested part list */
-	mpu_meta_t meta;        /* the upload's meta.json: the object's Content-Type and user metadata */
+	mpu_meta_t meta;                 /* the upload's meta.json: the object's Content-Type and user metadata */
 	ft_lom_t lom;
 	char etag[FT_LOM_ETAG_MAX]; /* "<md5 hex>-N" */
-	char perr[256];      /* why tgt_put_protect failed */
+	char perr[256];             /* why tgt_put_protect failed */
 } complete_t;
 
 static void complete_release(complete_t *c)
@@ -963,7 +967,8 @@ static int complete_parse(ft_req_t *r, complete_t *c, const char *body, size_t l
 	}
 	size_t n = json_array_size(parts);
 	if (n == 0 || n > MPU_PARTS_MAX) {
-		mpu_error(r, 400, "MalformedXML", "complete: the part list must hold 1..%d parts, not %zu", MPU_PARTS_MAX, n);
+		mpu_error(r, 400, "MalformedXML", "complete: the part list must hold 1..%d parts, not %zu",
+			  MPU_PARTS_MAX, n);
 		goto out;
 	}
 	if (ft_cksum_init(&digest, FT_CKSUM_MD5) != 0) {
@@ -979,14 +984,14 @@ static int complete_parse(ft_req_t *r, complete_t *c, const char *body, size_t l
 		const char *etag = json_string_value(json_object_get(e, "etag"));
 		json_int_t pn = json_is_integer(num) ? json_integer_value(num) : -1;
 		if (pn < 1 || pn > MPU_PARTS_MAX || !etag) {
-			mpu_error(r, 400, "InvalidArgument", "complete: entry %zu needs a part number 1..%d and an ETag", i,
-				  MPU_PARTS_MAX);
+			mpu_error(r, 400, "InvalidArgument",
+				  "complete: entry %zu needs a part number 1..%d and an ETag", i, MPU_PARTS_MAX);
 			goto out;
 		}
 		c->want[i].part = (int)pn;
 		if (etag_normalize(etag, c->want[i].etag) != 0) {
-			mpu_error(r, 400, "InvalidPart", "part %d: ETag \"%.64s\" does not match the stored part", (int)pn,
-				  etag);
+			mpu_error(r, 400, "InvalidPart", "part %d: ETag \"%.64s\" does not match the stored part",
+				  (int)pn, etag);
 			goto out;
 		}
 		char line[48];
@@ -1067,9 +1072,10 @@ static void complete_respond(ft_req_t *r, const completed_t *e)
 	ft_resp_header(r, "Ais-Checksum-Value", e->cksum);
 	ft_resp_header(r, "Ais-Version", e->version);
 	ft_resp_headerf(r, "ETag", "\"%s\"", e->etag);
-	ft_resp_json(r, 200, json_pack("{s:s, s:s, s:I, s:i, s:s, s:s, s:s}", "upload_id", e->id, "etag", e->etag, "size",
-				       (json_int_t)e->size, "parts", e->parts, "checksum_type",
-				       ft_cksum_name(e->cksum_type), "checksum", e->cksum, "version", e->version));
+	ft_resp_json(r, 200,
+		     json_pack("{s:s, s:s, s:I, s:i, s:s, s:s, s:s}", "upload_id", e->id, "etag", e->etag, "size",
+			       (json_int_t)e->size, "parts", e->parts, "checksum_type", ft_cksum_name(e->cksum_type),
+			       "checksum", e->cksum, "version", e->version));
 }
 
 /*
@@ -1223,7 +1229,8 @@ static int complete_publish(complete_t *c)
 		else
 			rc = tgt_put_publish(o, c->work, t->cfg.sync);
 		if (rc == 0 && upload_retire(t, o->mp, c->id) != 0)
-			ft_warn("upload %s: completed, but its directory could not be retired: %s", c->id, strerror(errno));
+			ft_warn("upload %s: completed, but its directory could not be retired: %s", c->id,
+				strerror(errno));
 		if (rc == 0)
 			recent_add(c);
 		pthread_mutex_unlock(&mpu_lock);
@@ -1242,24 +1249,25 @@ static void complete_fail(ft_req_t *r, complete_t *c, int rc, int bad_part)
 
 	complete_release(c);
 	if (rc == -EBADMSG)
-		mpu_error(r, 400, "InvalidPart", "part %d changed or was damaged while completing \"%s/%s\"; nothing stored",
-			  bad_part, o->bucket, o->obj);
+		mpu_error(r, 400, "InvalidPart",
+			  "part %d changed or was damaged while completing \"%s/%s\"; nothing stored", bad_part,
+			  o->bucket, o->obj);
 	else if (rc == -ENOENT)
 		no_such_upload(r, o, c->id);
 	else if (rc == -ESTALE)
-		mpu_error(r, 404, "NoSuchBucket", "bucket \"%s\" was destroyed while \"%s\" was being completed", o->bucket,
-			  o->obj);
-	else if (rc == -ENOTDIR)
-		mpu_error(r, 409, "InvalidRequest", "cannot store \"%s/%s\": a component of its path is an existing object",
+		mpu_error(r, 404, "NoSuchBucket", "bucket \"%s\" was destroyed while \"%s\" was being completed",
 			  o->bucket, o->obj);
+	else if (rc == -ENOTDIR)
+		mpu_error(r, 409, "InvalidRequest",
+			  "cannot store \"%s/%s\": a component of its path is an existing object", o->bucket, o->obj);
 	else if (rc == -EISDIR)
 		mpu_error(r, 409, "InvalidRequest", "cannot store \"%s/%s\": the name is a directory of other objects",
 			  o->bucket, o->obj);
 	else if (rc == -ENOSPC || rc == -EDQUOT)
 		mpu_error(r, 507, "InsufficientStorage", "mountpath %s is full", o->mp->path);
 	else if (rc == -EPIPE)
-		mpu_error(r, 500, "InternalError", "\"%s/%s\" stored, but not with the bucket's redundancy: %s", o->bucket,
-			  o->obj, c->perr);
+		mpu_error(r, 500, "InternalError", "\"%s/%s\" stored, but not with the bucket's redundancy: %s",
+			  o->bucket, o->obj, c->perr);
 	else
 		mpu_error(r, 500, "InternalError", "completing \"%s/%s\": %s", o->bucket, o->obj, strerror(-rc));
 }
@@ -1301,8 +1309,8 @@ static void complete_data(ft_req_t *r, complete_t *c)
 	if (rc == 0 && fstat(c->fd, &st) != 0)
 		rc = -errno;
 	if (rc == 0 && (uint64_t)st.st_size != c->total) {
-		ft_error("upload %s of %s/%s: concatenation holds %lld bytes, the parts %" PRIu64 "; not published", c->id,
-			 o->bucket, o->obj, (long long)st.st_size, c->total);
+		ft_error("upload %s of %s/%s: concatenation holds %lld bytes, the parts %" PRIu64 "; not published",
+			 c->id, o->bucket, o->obj, (long long)st.st_size, c->total);
 		rc = -EIO;
 	}
 	if (rc == 0 && o->t->cfg.sync == FT_SYNC_DATA && fdatasync(c->fd) != 0)
@@ -1441,8 +1449,9 @@ void tgt_mpu_handle(ft_req_t *r, tgt_obj_t *o)
 		ft_req_defer(r, list_parts, o);
 		return;
 	}
-	mpu_error(r, 400, "InvalidRequest",
-		  "multipart: expected PUT ?mpu=ID&part=N, POST ?mpu=ID&action=start|complete|abort or GET ?mpu=ID&action=parts");
+	mpu_error(
+		r, 400, "InvalidRequest",
+		"multipart: expected PUT ?mpu=ID&part=N, POST ?mpu=ID&action=start|complete|abort or GET ?mpu=ID&action=parts");
 }
 
 /* ---- control port: GET /v1/mpu ---- */
@@ -1485,11 +1494,12 @@ static void list_mountpath(tgt_t *t, const tgt_mountpath_t *mp, const char *prov
 				pthread_mutex_unlock(&mpu_lock);
 			} else if (expired(t, m.initiated, now)) {
 				upload_expire(t, mp, de->d_name, ufd, &m);
-			} else if (out && strcmp(m.provider, provider) == 0 && (!bucket || strcmp(m.bucket, bucket) == 0) &&
-				   strncmp(m.key, prefix, plen) == 0) {
-				json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s, s:I}", "provider", m.provider,
-								     "bucket", m.bucket, "key", m.key, "upload_id",
-								     de->d_name, "initiated", (json_int_t)m.initiated));
+			} else if (out && strcmp(m.provider, provider) == 0 &&
+				   (!bucket || strcmp(m.bucket, bucket) == 0) && strncmp(m.key, prefix, plen) == 0) {
+				json_array_append_new(out,
+						      json_pack("{s:s, s:s, s:s, s:s, s:I}", "provider", m.provider,
+								"bucket", m.bucket, "key", m.key, "upload_id",
+								de->d_name, "initiated", (json_int_t)m.initiated));
 			}
 		}
 		close(ufd);

@@ -8,14 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster/bmd.h"
 #include "base/fdio.h"
-#include "cluster/hrw.h"
-#include "http/util.h"
 #include "base/log.h"
+#include "cluster/bmd.h"
+#include "cluster/hrw.h"
 #include "core/lom.h"
-#include "target.h"
+#include "http/util.h"
 #include "obj/wthrough.h"
+#include "target.h"
 
 /*
  * DESIGN
@@ -55,18 +55,18 @@
 
 typedef struct {
 	tgt_obj_t *o;
-	int fd;                 /* work file, -1 once closed */
-	char work[64];          /* its name in .work; "" once renamed or removed */
+	int fd;        /* work file, -1 once closed */
+	char work[64]; /* its name in .work; "" once renamed or removed */
 	ft_cksum_t ck;
 	ft_cksum_type_t ck_type;
-	int ck_live;            /* ck holds state to release */
-	ft_cksum_t md5;         /* etag=md5 over a non-MD5 bucket checksum */
+	int ck_live;    /* ck holds state to release */
+	ft_cksum_t md5; /* etag=md5 over a non-MD5 bucket checksum */
 	int md5_live;
-	int want_etag;          /* etag=md5 asked */
-	int want_md5;           /* etag=md5, or a remote bucket (sent to the backend) */
+	int want_etag;                  /* etag=md5 asked */
+	int want_md5;                   /* etag=md5, or a remote bucket (sent to the backend) */
 	char md5_hex[FT_CKSUM_HEX_MAX]; /* the body's MD5 once received (want_md5) */
 	uint64_t received;
-	int write_err;          /* errno of a failed write, 0 if none */
+	int write_err; /* errno of a failed write, 0 if none */
 	char hex[FT_CKSUM_HEX_MAX];
 } put_t;
 
@@ -190,8 +190,8 @@ static void respond_conflict(ft_req_t *r, put_t *p, int rc)
 		ft_resp_error(r, 409, "cannot store \"%s/%s\": a component of its path is an existing object",
 			      o->bucket, o->obj);
 	else
-		ft_resp_error(r, 409, "cannot store \"%s/%s\": the name is a directory of other objects",
-			      o->bucket, o->obj);
+		ft_resp_error(r, 409, "cannot store \"%s/%s\": the name is a directory of other objects", o->bucket,
+			      o->obj);
 }
 
 /*
@@ -385,7 +385,8 @@ static void on_end(ft_req_t *r, void *arg, int err)
 			 ft_req_peer(r), p->received, strerror(-err));
 		put_release(p);
 		if (err == -ETIMEDOUT)
-			ft_resp_error(r, 408, "object \"%s/%s\": request body stalled; nothing stored", o->bucket, o->obj);
+			ft_resp_error(r, 408, "object \"%s/%s\": request body stalled; nothing stored", o->bucket,
+				      o->obj);
 		else if (err == -EBADMSG)
 			ft_resp_error(r, 400, "object \"%s/%s\": malformed chunked body; nothing stored", o->bucket,
 				      o->obj);
@@ -423,7 +424,9 @@ static int precheck(ft_req_t *r, const tgt_obj_t *o)
 		return -1;
 	}
 	if ((uint64_t)declared > avail) {
-		ft_resp_error(r, 507, "object \"%s/%s\" of %lld bytes does not fit: %" PRIu64 " bytes available on its mountpath",
+		ft_resp_error(r, 507,
+			      "object \"%s/%s\" of %lld bytes does not fit: %" PRIu64
+			      " bytes available on its mountpath",
 			      o->bucket, o->obj, (long long)declared, avail);
 		return -1;
 	}

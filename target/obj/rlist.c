@@ -3,11 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
+#include "base/names.h"
 #include "cloud/backend.h"
 #include "cluster/bmd.h"
 #include "obj/listwalk.h"
-#include "base/log.h"
-#include "base/names.h"
 #include "target.h"
 
 /*
@@ -117,7 +117,8 @@ void tgt_rlist_page(tgt_t *t, const char *provider, const char *bucket, const ft
 		int want = pagesize - (int)have > RLIST_BACKEND_MAX ? RLIST_BACKEND_MAX : pagesize - (int)have;
 		ft_backend_err_t code = ft_backend_list(b, prefix, next, want, &page, &err);
 		if (code != FT_BACKEND_OK) {
-			ft_ctl_error(resp, ft_backend_http_status(code), "listing %s/%s: %s", provider, bucket, err.msg);
+			ft_ctl_error(resp, ft_backend_http_status(code), "listing %s/%s: %s", provider, bucket,
+				     err.msg);
 			goto out;
 		}
 		free(next);
@@ -140,8 +141,7 @@ out:
 	free(next);
 }
 
-void tgt_rlist_cached(tgt_t *t, const char *provider, const char *bucket, const ft_ctl_req_t *req,
-		      ft_ctl_resp_t *resp)
+void tgt_rlist_cached(tgt_t *t, const char *provider, const char *bucket, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	json_t *msg = json_loadb(req->body, req->body_len, 0, NULL);
 	const json_t *names = json_object_get(msg, "names");

@@ -144,7 +144,7 @@ ft_backend_err_t tgt_wthrough_put(const tgt_obj_t *o, const char *work, uint64_t
 				  const char *ctype, ft_backend_meta_t *out, ft_backend_error_t *err)
 {
 	ft_backend_t *b = backend_of(o, err);
-	file_source_t src = { .fd = -1 };
+	file_source_t src = {.fd = -1};
 	ft_backend_err_t rc;
 
 	if (b == NULL)

@@ -14,13 +14,13 @@
 
 #include <xxhash.h>
 
-#include "rpc/client.h"
-#include "protect/ec_codec.h"
-#include "protect/ec_xfer.h"
 #include "base/fdio.h"
+#include "base/log.h"
 #include "cluster/hrw.h"
 #include "http/util.h"
-#include "base/log.h"
+#include "protect/ec_codec.h"
+#include "protect/ec_xfer.h"
+#include "rpc/client.h"
 #include "target.h"
 
 /*
@@ -71,7 +71,7 @@
 #define EC_PROBE_TIMEOUT_MS 5000
 #define EC_PUBLISH_ATTEMPTS 4
 #define EC_SWEEP_EVERY_S 60
-#define EC_XFER_STALE_S 600 /* a transfer's work file untouched this long was abandoned */
+#define EC_XFER_STALE_S 600     /* a transfer's work file untouched this long was abandoned */
 #define EC_MEMFD_MAX (8u << 20) /* the slices of one object are encoded in memory up to this total */
 #define EC_REL_MAX (sizeof(TGT_EC_DIR) + TGT_REL_MAX)
 /* control URL, path, the name query (object name percent-encoded: up to 3 bytes per byte), the rest */
@@ -219,8 +219,7 @@ static const char *ec_reply_message(const json_t *resp)
  * Sends the slice m (payload: m->slice_size bytes of fd at payload_off) to node: chunked POSTs of
  * header + payload; the holder stores it when the last chunk arrives. 0, or -1 with err.
  */
-static int ec_send_slice(const ec_node_t *node, const ft_ec_meta_t *m, int fd, off_t payload_off, char *err,
-			 size_t cap)
+static int ec_send_slice(const ec_node_t *node, const ft_ec_meta_t *m, int fd, off_t payload_off, char *err, size_t cap)
 {
 	uint8_t hdr[FT_EC_HDR_MAX];
 	int hlen = ft_ec_hdr_encode(m, hdr, sizeof(hdr));
@@ -296,12 +295,12 @@ static void *ec_send_main(void *arg)
  * once: one thread per slice after the first, which this thread sends. 0, or -1 with err (the
  * first failure).
  */
-static int ec_send_all(const ec_node_t *holders, const ft_ec_meta_t *base, const int *fds,
-		       char (*ck)[FT_CKSUM_HEX_MAX], int n, char *err, size_t cap)
+static int ec_send_all(const ec_node_t *holders, const ft_ec_meta_t *base, const int *fds, char (*ck)[FT_CKSUM_HEX_MAX],
+		       int n, char *err, size_t cap)
 {
 	ec_send_t *s = calloc((size_t)n, sizeof(*s));
 	pthread_t th[FT_EC_MAX_SLICES];
-	int started[FT_EC_MAX_SLICES] = { 0 }, rc = 0;
+	int started[FT_EC_MAX_SLICES] = {0}, rc = 0;
 
 	if (s == NULL) {
 		snprintf(err, cap, "out of memory");
@@ -357,8 +356,8 @@ static int ec_needed(const tgt_obj_t *o, const ft_lom_t *lom)
  * Encodes the object open at fd (metadata lom) and sends slice (or replica) i to holders[i].
  * 0, or -1 with err.
  */
-static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_node_t *holders, int count,
-		      char *err, size_t cap)
+static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_node_t *holders, int count, char *err,
+		      size_t cap)
 {
 	int d = o->ec_data, p = o->ec_parity, n = ec_needed(o, lom);
 	int tmp[FT_EC_MAX_SLICES], ntmp = 0, rc = -1;
@@ -371,13 +370,13 @@ static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_
 		return -1;
 	}
 	if (!ft_ec_geometry_ok(d, p)) {
-		snprintf(err, cap, "unsupported EC geometry %d+%d (1 <= D, 1 <= P, D+P <= %d)", d, p,
-			 FT_EC_MAX_SLICES);
+		snprintf(err, cap, "unsupported EC geometry %d+%d (1 <= D, 1 <= P, D+P <= %d)", d, p, FT_EC_MAX_SLICES);
 		goto out;
 	}
 	if (count < n) {
-		snprintf(err, cap, "EC %d+%d of a %" PRIu64 "-byte object needs %d other targets, the cluster map has %d",
-			 d, p, lom->size, n, count);
+		snprintf(err, cap,
+			 "EC %d+%d of a %" PRIu64 "-byte object needs %d other targets, the cluster map has %d", d, p,
+			 lom->size, n, count);
 		goto out;
 	}
 	ec_meta_base(m, o, lom);
@@ -397,7 +396,8 @@ static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_
 		goto out;
 	}
 	for (ntmp = 0; ntmp < n; ntmp++) {
-		tmp[ntmp] = ft_ec_slice_size(lom->size, d) * (uint64_t)n <= EC_MEMFD_MAX ? ec_memfd() : ec_tmpfile(o->mp);
+		tmp[ntmp] =
+			ft_ec_slice_size(lom->size, d) * (uint64_t)n <= EC_MEMFD_MAX ? ec_memfd() : ec_tmpfile(o->mp);
 		if (tmp[ntmp] < 0) {
 			snprintf(err, cap, "mountpath %s: cannot create a work file: %s", o->mp->path,
 				 strerror(-tmp[ntmp]));
@@ -587,8 +587,8 @@ static int ec_fetch(const ec_cand_t *c, const char *names, int fd, char *err, si
 		const char *b64 = json_string_value(json_object_get(resp, "data"));
 		long got = status == 200 && b64 ? ft_ec_b64_decode(b64, strlen(b64), buf, EC_FETCH_CHUNK) : -1;
 		if (got != (long)len) {
-			snprintf(err, cap, "target %s: slice %d at %" PRIu64 ": HTTP %ld %s", c->node.id, m->idx, off, status,
-				 status == 200 ? "bad reply" : ec_reply_message(resp));
+			snprintf(err, cap, "target %s: slice %d at %" PRIu64 ": HTTP %ld %s", c->node.id, m->idx, off,
+				 status, status == 200 ? "bad reply" : ec_reply_message(resp));
 			json_decref(resp);
 			goto out;
 		}
@@ -645,14 +645,16 @@ static int ec_rebuild(const tgt_obj_t *o, ec_cand_t *c, int nc, int best, int ou
 				continue;
 			int fd = ec_tmpfile(o->mp);
 			if (fd < 0) {
-				snprintf(err, cap, "mountpath %s: cannot create a work file: %s", o->mp->path, strerror(-fd));
+				snprintf(err, cap, "mountpath %s: cannot create a work file: %s", o->mp->path,
+					 strerror(-fd));
 				goto out;
 			}
 			if (ec_fetch(&c[k], names, fd, err, cap) == 0) {
 				in[idx].fd = fd;
 				have++;
 			} else {
-				ft_warn("ec: %s/%s: slice %d on %s not used: %s", o->bucket, o->obj, idx, c[k].node.id, err);
+				ft_warn("ec: %s/%s: slice %d on %s not used: %s", o->bucket, o->obj, idx, c[k].node.id,
+					err);
 				close(fd);
 			}
 		}
@@ -675,8 +677,7 @@ out:
  * unless a main copy appeared meanwhile; then re-creates the slices the current map lacks.
  * 0, or -errno with err.
  */
-static int ec_publish(tgt_obj_t *o, char *work, const ft_lom_t *lom, const ec_cand_t *c, int nc, char *err,
-		      size_t cap)
+static int ec_publish(tgt_obj_t *o, char *work, const ft_lom_t *lom, const ec_cand_t *c, int nc, char *err, size_t cap)
 {
 	tgt_t *t = o->t;
 	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
@@ -773,7 +774,8 @@ static int ec_restore_locked(tgt_obj_t *o, char *err, size_t cap)
 		if (nc == 0)
 			snprintf(err, cap, "no target holds slices of \"%s/%s\"", o->bucket, o->obj);
 		else
-			snprintf(err, cap, "%d slices of \"%s/%s\" found, not enough to rebuild it", nc, o->bucket, o->obj);
+			snprintf(err, cap, "%d slices of \"%s/%s\" found, not enough to rebuild it", nc, o->bucket,
+				 o->obj);
 		rc = nc == 0 ? -ENOENT : -EIO;
 		goto out;
 	}
@@ -940,7 +942,7 @@ typedef struct {
 	char provider[TGT_PROVIDER_MAX];
 	char bucket[FT_BUCKET_NAME_MAX + 1];
 	const char *obj;
-	char rel[EC_REL_MAX]; /* ".ec/<provider>/<bucket>/<obj>" */
+	char rel[EC_REL_MAX];      /* ".ec/<provider>/<bucket>/<obj>" */
 	const tgt_mountpath_t *mp; /* where it is stored */
 } ec_name_t;
 
@@ -956,7 +958,8 @@ static int ec_ctl_names(const tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *
 		ft_ctl_error(resp, 400, "%s %s: provider, bucket and obj are required", req->method, req->path);
 		return -1;
 	}
-	if (strlen(p) == 0 || strlen(p) >= sizeof(n->provider) || strspn(p, "abcdefghijklmnopqrstuvwxyz") != strlen(p)) {
+	if (strlen(p) == 0 || strlen(p) >= sizeof(n->provider) ||
+	    strspn(p, "abcdefghijklmnopqrstuvwxyz") != strlen(p)) {
 		ft_ctl_error(resp, 400, "%s %s: bad provider \"%s\"", req->method, req->path, p);
 		return -1;
 	}
@@ -1099,8 +1102,8 @@ static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, ft_c
 		goto out;
 	}
 	if (strcmp(m->provider, n->provider) != 0 || strcmp(m->bucket, n->bucket) != 0 || strcmp(m->obj, n->obj) != 0) {
-		ft_ctl_error(resp, 400, "slice header names \"%s/%s\", the query \"%s/%s\"", m->bucket, m->obj, n->bucket,
-			     n->obj);
+		ft_ctl_error(resp, 400, "slice header names \"%s/%s\", the query \"%s/%s\"", m->bucket, m->obj,
+			     n->bucket, n->obj);
 		goto out;
 	}
 	if (!ec_bucket_current(m)) {
@@ -1109,7 +1112,8 @@ static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, ft_c
 	}
 	rc = ec_slice_commit(n, work, t->cfg.sync);
 	if (rc != 0) {
-		ft_ctl_error(resp, rc == -ENOTDIR ? 409 : 500, "cannot store the slice of \"%s/%s\": %s", n->bucket, n->obj,
+		ft_ctl_error(resp, rc == -ENOTDIR ? 409 : 500, "cannot store the slice of \"%s/%s\": %s", n->bucket,
+			     n->obj,
 			     rc == -ENOTDIR ? "a component of its path is another object's slice" : strerror(-rc));
 		goto out;
 	}
@@ -1138,8 +1142,8 @@ static void ec_ctl_slice_post(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *
 		return;
 	}
 	if (off > total || req->body_len > total - off || (req->body_len == 0 && off < total)) {
-		ft_ctl_error(resp, 400, "POST %s: chunk [%" PRIu64 ", +%zu) outside the %" PRIu64 "-byte slice", req->path,
-			     off, req->body_len, total);
+		ft_ctl_error(resp, 400, "POST %s: chunk [%" PRIu64 ", +%zu) outside the %" PRIu64 "-byte slice",
+			     req->path, off, req->body_len, total);
 		return;
 	}
 	snprintf(work, sizeof(work), "ec.%s", xfer);
@@ -1151,7 +1155,8 @@ static void ec_ctl_slice_post(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *
 	}
 	struct stat st;
 	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != off || lseek(fd, (off_t)off, SEEK_SET) != (off_t)off) {
-		ft_ctl_error(resp, 409, "POST %s: transfer %s: chunk at %" PRIu64 " out of order", req->path, xfer, off);
+		ft_ctl_error(resp, 409, "POST %s: transfer %s: chunk at %" PRIu64 " out of order", req->path, xfer,
+			     off);
 		goto fail;
 	}
 	int e = req->body_len > 0 ? ft_write_all(fd, req->body, req->body_len) : 0;
@@ -1251,8 +1256,8 @@ static void ec_ctl_slice_get(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *r
 		goto out;
 	}
 	if (off > m->slice_size || len > m->slice_size - off) {
-		ft_ctl_error(resp, 416, "range [%" PRIu64 ", +%" PRIu64 ") outside the %" PRIu64 "-byte slice", off, len,
-			     m->slice_size);
+		ft_ctl_error(resp, 416, "range [%" PRIu64 ", +%" PRIu64 ") outside the %" PRIu64 "-byte slice", off,
+			     len, m->slice_size);
 		goto out;
 	}
 	if (ft_pread_all(fd, buf, (size_t)len, (off_t)(hlen + off)) != 0) {
@@ -1353,7 +1358,10 @@ static void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 	tgt_rel_path(o->rel, sizeof(o->rel), n.provider, n.bucket, n.obj); /* fits: ec_ctl_names checked */
 	int rc = tgt_ec_job_obj(o, &bytes, err, sizeof(err));
 	if (rc < 0) {
-		ft_ctl_error(resp, strstr(err, "main copy missing") ? 404 : strstr(err, "no erasure coding") ? 400 : 500,
+		ft_ctl_error(resp,
+			     strstr(err, "main copy missing")   ? 404
+			     : strstr(err, "no erasure coding") ? 400
+								: 500,
 			     "ec-encode of \"%s/%s\": %s", n.bucket, n.obj, err);
 		goto out;
 	}

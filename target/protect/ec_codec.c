@@ -291,8 +291,8 @@ out:
 /* ---- coding ---- */
 
 typedef struct {
-	int live;                 /* running checksums: ck[0..live) */
-	uint8_t *mem;             /* nbuf * EC_CHUNK bytes: the stripe buffers */
+	int live;     /* running checksums: ck[0..live) */
+	uint8_t *mem; /* nbuf * EC_CHUNK bytes: the stripe buffers */
 	uint8_t *buf[FT_EC_MAX_SLICES * 2];
 	ft_cksum_t ck[FT_EC_MAX_SLICES];
 	uint8_t matrix[FT_EC_MAX_SLICES * FT_EC_MAX_SLICES];

@@ -7,8 +7,8 @@
 #include <sys/types.h>
 
 #include "base/cksum.h"
-#include "core/lom.h"
 #include "base/names.h"
+#include "core/lom.h"
 
 /*
  * DESIGN
@@ -31,13 +31,13 @@ typedef struct {
 	char provider[16];
 	char bucket[FT_BUCKET_NAME_MAX + 1];
 	char obj[FT_OBJ_NAME_MAX + 1];
-	int64_t bucket_created; /* the bucket incarnation the slice belongs to */
-	int data, parity;       /* D, P (replicas: 0 and the number of replicas) */
-	int idx;                /* slice index 0..D+P-1; replica number for replicas */
-	int replica;            /* 1: the payload is the whole object */
-	uint64_t slice_size;    /* payload bytes */
+	int64_t bucket_created;             /* the bucket incarnation the slice belongs to */
+	int data, parity;                   /* D, P (replicas: 0 and the number of replicas) */
+	int idx;                            /* slice index 0..D+P-1; replica number for replicas */
+	int replica;                        /* 1: the payload is the whole object */
+	uint64_t slice_size;                /* payload bytes */
 	char slice_cksum[FT_CKSUM_HEX_MAX]; /* xxhash64 of the payload */
-	ft_lom_t lom;           /* the object's metadata */
+	ft_lom_t lom;                       /* the object's metadata */
 } ft_ec_meta_t;
 
 /* Where a slice payload lives: fd and the offset its first byte is at (after the header). */

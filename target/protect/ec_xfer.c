@@ -18,7 +18,7 @@
 int ft_ec_xfer_post(const char *url, const void *body, size_t len, int timeout_ms, long *status, json_t **resp,
 		    char *err, size_t errlen)
 {
-	static const char *const headers[] = { "Content-Type: application/octet-stream", NULL };
+	static const char *const headers[] = {"Content-Type: application/octet-stream", NULL};
 
 	return ft_client_send("POST", url, headers, body, len, timeout_ms, status, resp, err, errlen);
 }

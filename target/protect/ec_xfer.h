@@ -2,9 +2,9 @@
 #ifndef FT_EC_XFER_H
 #define FT_EC_XFER_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <jansson.h>
 
 /*
  * POSTs len bytes of body (borrowed) to url as application/octet-stream. On a completed exchange

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cluster/hrw.h"
 #include "base/log.h"
+#include "cluster/hrw.h"
 #include "protect/mirror.h"
 
 /*
@@ -60,9 +60,10 @@ void tgt_integrity_count(tgt_integrity_kind_t kind)
 
 json_t *tgt_integrity_json(void)
 {
-	return json_pack("{s:I, s:I, s:I}", "damaged_replicas", (json_int_t)atomic_load(&integrity[TGT_INTEGRITY_DAMAGED]),
-			 "repaired_replicas", (json_int_t)atomic_load(&integrity[TGT_INTEGRITY_REPAIRED]),
-			 "unrepairable_objects", (json_int_t)atomic_load(&integrity[TGT_INTEGRITY_LOST]));
+	return json_pack("{s:I, s:I, s:I}", "damaged_replicas",
+			 (json_int_t)atomic_load(&integrity[TGT_INTEGRITY_DAMAGED]), "repaired_replicas",
+			 (json_int_t)atomic_load(&integrity[TGT_INTEGRITY_REPAIRED]), "unrepairable_objects",
+			 (json_int_t)atomic_load(&integrity[TGT_INTEGRITY_LOST]));
 }
 
 pthread_mutex_t *tgt_replica_lock(const tgt_obj_t *o)
@@ -78,12 +79,12 @@ int tgt_mirror_replicas(const tgt_obj_t *o, tgt_replica_t out[FT_MAX_MOUNTPATHS]
 	int main_index = (int)(o->mp - t->mountpaths);
 	int want = o->mirror_copies > 1 ? o->mirror_copies : 1, n = 1;
 
-	out[0] = (tgt_replica_t){ .mp_index = main_index, .copy = false };
+	out[0] = (tgt_replica_t){.mp_index = main_index, .copy = false};
 	if (want == 1 || t->n_mountpaths < 2)
 		return 1;
 	/* HRW order: the best of the mountpaths not taken yet, until enough are taken (n <= 16). */
 	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
-	bool taken[FT_MAX_MOUNTPATHS] = { false };
+	bool taken[FT_MAX_MOUNTPATHS] = {false};
 	taken[main_index] = true;
 	while (n < want) {
 		uint64_t digests[FT_MAX_MOUNTPATHS];
@@ -98,7 +99,7 @@ int tgt_mirror_replicas(const tgt_obj_t *o, tgt_replica_t out[FT_MAX_MOUNTPATHS]
 			break;
 		int k = index[ft_hrw_pick(h, digests, left)];
 		taken[k] = true;
-		out[n++] = (tgt_replica_t){ .mp_index = k, .copy = true };
+		out[n++] = (tgt_replica_t){.mp_index = k, .copy = true};
 	}
 	if (n < want && atomic_exchange(&warned_few_mountpaths, 1) == 0)
 		ft_warn("bucket %s/%s wants %d copies; this target has %d mountpaths and keeps %d (warned once)",
@@ -154,8 +155,8 @@ static tgt_replica_state_t replica_verify(int fd, const ft_lom_t *lom, int64_t *
 	return strcmp(hex, lom->cksum) == 0 ? TGT_REPLICA_OK : TGT_REPLICA_BAD_CKSUM;
 }
 
-tgt_replica_state_t tgt_replica_open(const tgt_obj_t *o, const tgt_replica_t *rp, bool verify, int *fd,
-				     ft_lom_t *lom, int64_t *size)
+tgt_replica_state_t tgt_replica_open(const tgt_obj_t *o, const tgt_replica_t *rp, bool verify, int *fd, ft_lom_t *lom,
+				     int64_t *size)
 {
 	char rel[COPY_REL_MAX];
 	struct stat st;
@@ -261,7 +262,7 @@ out:
 int tgt_replica_write(const tgt_obj_t *o, const tgt_replica_t *rp, int src_fd, const ft_lom_t *lom)
 {
 	tgt_t *t = o->t;
-	tgt_mountpath_t view = { .root_fd = -1 };
+	tgt_mountpath_t view = {.root_fd = -1};
 	const tgt_mountpath_t *mp = replica_mp(o, rp);
 	char work[64] = "";
 	uint64_t avail = 0;
@@ -349,7 +350,7 @@ static void note_damaged(const tgt_obj_t *o, const tgt_replica_t *rp, tgt_replic
 int tgt_replica_heal(tgt_obj_t *o, tgt_replica_t reps[FT_MAX_MOUNTPATHS], int n, bool verify_main, int *fd,
 		     ft_lom_t *lom, tgt_heal_t *h)
 {
-	tgt_replica_state_t st[FT_MAX_MOUNTPATHS] = { TGT_REPLICA_ABSENT };
+	tgt_replica_state_t st[FT_MAX_MOUNTPATHS] = {TGT_REPLICA_ABSENT};
 	ft_lom_t loms[FT_MAX_MOUNTPATHS];
 	int fds[FT_MAX_MOUNTPATHS];
 	int best = -1;
@@ -405,7 +406,8 @@ int tgt_replica_heal(tgt_obj_t *o, tgt_replica_t reps[FT_MAX_MOUNTPATHS], int n,
 	} else if (st[0] != TGT_REPLICA_ABSENT && st[0] != TGT_REPLICA_IO) {
 		int rc = tgt_replica_set_aside(o, h->aside, sizeof(h->aside));
 		if (rc != 0)
-			ft_warn("object %s/%s: cannot move the damaged main copy aside: %s", o->bucket, o->obj, strerror(-rc));
+			ft_warn("object %s/%s: cannot move the damaged main copy aside: %s", o->bucket, o->obj,
+				strerror(-rc));
 	}
 	pthread_mutex_unlock(lock);
 	for (int k = 0; k < n; k++)
@@ -434,7 +436,8 @@ int tgt_mirror_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t ca
 	for (int k = 1; k < n && rc == 0; k++) {
 		rc = tgt_replica_write(o, &reps[k], fd, lom);
 		if (rc != 0)
-			snprintf(err, cap, "cannot write the mirror copy on %s: %s", o->t->mountpaths[reps[k].mp_index].path,
+			snprintf(err, cap, "cannot write the mirror copy on %s: %s",
+				 o->t->mountpaths[reps[k].mp_index].path,
 				 rc == -ESTALE ? "the bucket was destroyed" : strerror(-rc));
 	}
 	close(fd);
@@ -484,7 +487,7 @@ int tgt_mirror_delete(const tgt_obj_t *o)
 int tgt_mirror_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 {
 	tgt_replica_t reps[FT_MAX_MOUNTPATHS];
-	bool wanted[FT_MAX_MOUNTPATHS] = { false };
+	bool wanted[FT_MAX_MOUNTPATHS] = {false};
 	pthread_mutex_t *lock = tgt_replica_lock(o);
 	ft_lom_t lom, clom;
 	int n = tgt_mirror_replicas(o, reps), fd, cfd, rc = 1;
@@ -509,8 +512,8 @@ int tgt_mirror_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 		}
 		int wrc = tgt_replica_write(o, &reps[k], fd, &lom);
 		if (wrc != 0) {
-			snprintf(err, cap, "cannot write the mirror copy on %s: %s", o->t->mountpaths[reps[k].mp_index].path,
-				 strerror(-wrc));
+			snprintf(err, cap, "cannot write the mirror copy on %s: %s",
+				 o->t->mountpaths[reps[k].mp_index].path, strerror(-wrc));
 			rc = -1;
 			break;
 		}

@@ -50,8 +50,8 @@ int tgt_mirror_replicas(const tgt_obj_t *o, tgt_replica_t out[FT_MAX_MOUNTPATHS]
  * whole file (blocking: workers and job threads only). On TGT_REPLICA_OK *fd (the caller closes
  * it) and *lom are set; otherwise *fd is -1. *size (may be NULL) gets the bytes read to verify.
  */
-tgt_replica_state_t tgt_replica_open(const tgt_obj_t *o, const tgt_replica_t *rp, bool verify, int *fd,
-				     ft_lom_t *lom, int64_t *size);
+tgt_replica_state_t tgt_replica_open(const tgt_obj_t *o, const tgt_replica_t *rp, bool verify, int *fd, ft_lom_t *lom,
+				     int64_t *size);
 
 /* Whether two replicas hold the same version of the object (size, checksum, version, mtime). */
 bool tgt_replica_same(const ft_lom_t *a, const ft_lom_t *b);
@@ -75,13 +75,13 @@ void tgt_replica_drop(const tgt_obj_t *o, char *aside);
 
 /* What tgt_replica_heal found and did. */
 typedef struct {
-	tgt_replica_state_t main;  /* the main copy's state before any repair */
-	bool existed;              /* some replica was there (good or damaged) */
-	int damaged;               /* replicas found damaged (stale copies not counted) */
-	int repaired;              /* replicas rewritten (missing copies included) */
-	int failed;                /* rewrites that failed (logged) */
-	char aside[64];            /* the damaged main copy moved aside into .work ("" = none) */
-	int64_t bytes;             /* read to verify plus written */
+	tgt_replica_state_t main; /* the main copy's state before any repair */
+	bool existed;             /* some replica was there (good or damaged) */
+	int damaged;              /* replicas found damaged (stale copies not counted) */
+	int repaired;             /* replicas rewritten (missing copies included) */
+	int failed;               /* rewrites that failed (logged) */
+	char aside[64];           /* the damaged main copy moved aside into .work ("" = none) */
+	int64_t bytes;            /* read to verify plus written */
 } tgt_heal_t;
 
 /*

@@ -46,7 +46,8 @@ int tgt_scrub_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 	if (k >= 0) {
 		close(fd);
 		if (h.failed > 0) {
-			snprintf(err, cap, "%d damaged or missing replica(s) could not be rewritten (see the target log)",
+			snprintf(err, cap,
+				 "%d damaged or missing replica(s) could not be rewritten (see the target log)",
 				 h.failed);
 			return -1;
 		}
@@ -75,7 +76,9 @@ int tgt_scrub_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 	tgt_integrity_count(TGT_INTEGRITY_LOST);
 	const char *main_state = h.main != TGT_REPLICA_ABSENT ? tgt_replica_state_name(h.main) : "main copy missing";
 	snprintf(err, cap, "unrepairable: %s, no good mirror copy, EC restore: %s", main_state,
-		 rc == -ENOENT ? "no slices" : why[0] ? why : strerror(-rc));
+		 rc == -ENOENT ? "no slices"
+		 : why[0]      ? why
+			       : strerror(-rc));
 	ft_error("object %s/%s: %s", o->bucket, o->obj, err);
 	return -1;
 }

@@ -9,12 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "cluster/bmd.h"
 #include "cluster/hrw.h"
+#include "cluster/smap.h"
 #include "http/util.h"
 #include "obj/listwalk.h"
-#include "base/log.h"
-#include "cluster/smap.h"
 #include "target.h"
 
 /*
@@ -50,17 +50,17 @@
 enum { JOB_PREFETCH = 0, JOB_EVICT, JOB_EVICT_BUCKET, JOB_LOCAL };
 enum { SRC_NAMES = 0, SRC_BACKEND, SRC_LOCAL };
 enum { ST_RUNNING = 0, ST_FINISHED, ST_FAILED, ST_ABORTED };
-static const char *const state_names[] = { [ST_RUNNING] = "running", [ST_FINISHED] = "finished",
-					   [ST_FAILED] = "failed", [ST_ABORTED] = "aborted" };
+static const char *const state_names[] = {
+	[ST_RUNNING] = "running", [ST_FINISHED] = "finished", [ST_FAILED] = "failed", [ST_ABORTED] = "aborted"};
 
 /* The user-facing jobs over local objects: kind name -> action on one object. */
 static const struct {
 	const char *kind;
 	tgt_job_fn fn;
 } local_kinds[] = {
-	{ "mirror", tgt_mirror_job_obj },
-	{ "ec-encode", tgt_ec_job_obj },
-	{ "scrub", tgt_scrub_job_obj },
+	{"mirror", tgt_mirror_job_obj},
+	{"ec-encode", tgt_ec_job_obj},
+	{"scrub", tgt_scrub_job_obj},
 };
 
 typedef struct {
@@ -75,30 +75,30 @@ typedef struct job {
 	char id[JOB_ID_MAX];
 	int kind;
 	char kind_name[JOB_KIND_MAX];
-	tgt_job_fn fn;                      /* JOB_LOCAL */
+	tgt_job_fn fn; /* JOB_LOCAL */
 	int src;
-	int bidx;                           /* the bucket's index in bmd->buckets; -1 for every bucket */
-	atomic_int collector;               /* taken by the first thread to start: it collects the items */
-	char provider[TGT_PROVIDER_MAX];    /* "" with bucket "": every provider */
+	int bidx;                            /* the bucket's index in bmd->buckets; -1 for every bucket */
+	atomic_int collector;                /* taken by the first thread to start: it collects the items */
+	char provider[TGT_PROVIDER_MAX];     /* "" with bucket "": every provider */
 	char bucket[FT_BUCKET_NAME_MAX + 1]; /* "": every bucket of the BMD */
-	char *prefix;                       /* owned; NULL = no prefix */
-	ft_bmd_t *bmd;                      /* reference: bucket properties as of the start */
-	ft_smap_t *smap;                    /* reference: ownership as of the start */
+	char *prefix;                        /* owned; NULL = no prefix */
+	ft_bmd_t *bmd;                       /* reference: bucket properties as of the start */
+	ft_smap_t *smap;                     /* reference: ownership as of the start */
 	pthread_mutex_t mu;
-	pthread_cond_t more;                /* items added, collection done, or abort */
-	job_item_t *items;                  /* guarded by mu */
+	pthread_cond_t more; /* items added, collection done, or abort */
+	job_item_t *items;   /* guarded by mu */
 	size_t n_items, cap_items, next_item;
-	int collected;                      /* guarded by mu: no more items will come */
-	int cut;                            /* the collector stopped early on abort */
-	int list_failed;                    /* the collection failed: the job ends "failed" */
+	int collected;   /* guarded by mu: no more items will come */
+	int cut;         /* the collector stopped early on abort */
+	int list_failed; /* the collection failed: the job ends "failed" */
 	atomic_int abort;
 	atomic_llong objects, bytes, errors;
 	atomic_int state;
 	atomic_llong start_ns, end_ns;
-	int live_threads;                   /* guarded by jobs_lock */
+	int live_threads; /* guarded by jobs_lock */
 	pthread_t threads[JOB_THREADS];
 	int n_threads;
-	char samples[JOB_SAMPLES][256];     /* guarded by jobs_lock */
+	char samples[JOB_SAMPLES][256]; /* guarded by jobs_lock */
 	int n_samples;
 } job_t;
 
@@ -152,7 +152,7 @@ static int item_add(job_t *j, const char *name, int mp, int bucket)
 	char *copy = strdup(name);
 	if (copy == NULL)
 		return -1;
-	j->items[j->n_items++] = (job_item_t){ .name = copy, .mp = mp, .bucket = bucket };
+	j->items[j->n_items++] = (job_item_t){.name = copy, .mp = mp, .bucket = bucket};
 	return 0;
 }
 
@@ -321,7 +321,7 @@ static void collect_backend(job_t *j)
 	ft_backend_page_t page;
 	char *token = NULL;
 	const char *why = NULL;
-	tgt_obj_t o = { .t = j->t };
+	tgt_obj_t o = {.t = j->t};
 
 	snprintf(o.provider, sizeof(o.provider), "%s", j->provider);
 	snprintf(o.bucket, sizeof(o.bucket), "%s", j->bucket);
@@ -452,13 +452,13 @@ static json_t *job_json(job_t *j)
 	pthread_mutex_unlock(&j->mu);
 	for (int i = 0; i < j->n_samples; i++)
 		json_array_append_new(samples, json_string(j->samples[i]));
-	json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "id", j->id,
-				"node", j->t->id, "kind", j->kind_name, "provider", j->provider, "bucket", j->bucket,
-				"state", state_names[atomic_load(&j->state)], "objects",
-				(json_int_t)atomic_load(&j->objects), "bytes", (json_int_t)atomic_load(&j->bytes),
-				"errors", (json_int_t)atomic_load(&j->errors), "total", (json_int_t)total, "start",
-				(json_int_t)atomic_load(&j->start_ns), "end", (json_int_t)atomic_load(&j->end_ns),
-				"error_samples", samples);
+	json_t *doc =
+		json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "id", j->id, "node",
+			  j->t->id, "kind", j->kind_name, "provider", j->provider, "bucket", j->bucket, "state",
+			  state_names[atomic_load(&j->state)], "objects", (json_int_t)atomic_load(&j->objects), "bytes",
+			  (json_int_t)atomic_load(&j->bytes), "errors", (json_int_t)atomic_load(&j->errors), "total",
+			  (json_int_t)total, "start", (json_int_t)atomic_load(&j->start_ns), "end",
+			  (json_int_t)atomic_load(&j->end_ns), "error_samples", samples);
 	if (doc != NULL && j->prefix != NULL)
 		json_object_set_new(doc, "prefix", json_string(j->prefix));
 	if (doc != NULL && collecting)
@@ -577,7 +577,8 @@ static job_t *job_parse(tgt_t *t, const json_t *msg, ft_ctl_resp_t *resp)
 	job_t *j = NULL;
 
 	if (id == NULL || kind == NULL || provider == NULL || bucket == NULL || strlen(id) >= JOB_ID_MAX ||
-	    strlen(kind) >= JOB_KIND_MAX || strlen(provider) >= TGT_PROVIDER_MAX || strlen(bucket) > FT_BUCKET_NAME_MAX) {
+	    strlen(kind) >= JOB_KIND_MAX || strlen(provider) >= TGT_PROVIDER_MAX ||
+	    strlen(bucket) > FT_BUCKET_NAME_MAX) {
 		ft_ctl_error(resp, 400, "job message needs string id, kind, provider and bucket");
 		return NULL;
 	}
@@ -594,8 +595,8 @@ static job_t *job_parse(tgt_t *t, const json_t *msg, ft_ctl_resp_t *resp)
 		goto fail;
 	}
 	if (parse_kind(j, kind) != 0) {
-		ft_ctl_error(resp, 400, "unknown job kind \"%s\" (prefetch, evict, evict-bucket, mirror, ec-encode, scrub)",
-			     kind);
+		ft_ctl_error(resp, 400,
+			     "unknown job kind \"%s\" (prefetch, evict, evict-bucket, mirror, ec-encode, scrub)", kind);
 		goto fail;
 	}
 	if (j->kind != JOB_LOCAL && strcmp(provider, "ais") == 0) {
@@ -754,8 +755,8 @@ static int id_ok(const char *id)
 	if (n == 0 || n >= JOB_ID_MAX)
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') || (id[i] >= '0' && id[i] <= '9') ||
-		      id[i] == '-'))
+		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') ||
+		      (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
 			return 0;
 	return 1;
 }
@@ -798,7 +799,8 @@ int tgt_jobs_start_local(tgt_t *t, const char *id, const char *kind, tgt_job_fn 
 			bucket ? "/" : "", bucket ? bucket : "");
 		j = NULL;
 	} else {
-		ft_warn("job %s (%s): %s", id, kind, rc == -EEXIST ? "the id exists" : "jobs are closed (shutting down)");
+		ft_warn("job %s (%s): %s", id, kind,
+			rc == -EEXIST ? "the id exists" : "jobs are closed (shutting down)");
 		rc = -1;
 	}
 out:

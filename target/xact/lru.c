@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cluster/hrw.h"
-#include "http/util.h"
 #include "base/log.h"
+#include "cluster/hrw.h"
 #include "core/lom.h"
+#include "http/util.h"
 #include "target.h"
 
 /*

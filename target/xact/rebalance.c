@@ -12,14 +12,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cluster/bmd.h"
-#include "rpc/client.h"
-#include "cluster/hrw.h"
-#include "http/util.h"
 #include "base/fdio.h"
 #include "base/log.h"
-#include "core/lom.h"
+#include "cluster/bmd.h"
+#include "cluster/hrw.h"
 #include "cluster/smap.h"
+#include "core/lom.h"
+#include "http/util.h"
+#include "rpc/client.h"
 #include "target.h"
 
 /*
@@ -88,8 +88,8 @@
 #define RB_BUSY_MS 250
 
 enum { ST_IDLE = 0, ST_RUNNING, ST_FINISHED, ST_ABORTED };
-static const char *const state_names[] = { [ST_IDLE] = "idle", [ST_RUNNING] = "running",
-					   [ST_FINISHED] = "finished", [ST_ABORTED] = "aborted" };
+static const char *const state_names[] = {
+	[ST_IDLE] = "idle", [ST_RUNNING] = "running", [ST_FINISHED] = "finished", [ST_ABORTED] = "aborted"};
 
 typedef struct {
 	pthread_mutex_t lock;
@@ -97,20 +97,20 @@ typedef struct {
 	pthread_t thread;
 	int thread_running;
 	int stop;
-	int disabled;     /* POST /v1/rebalance {"action":"disable"}: map changes are only noted */
-	int missed;       /* a map change came while disabled */
-	int want_walk;    /* a walk is requested */
+	int disabled;  /* POST /v1/rebalance {"action":"disable"}: map changes are only noted */
+	int missed;    /* a map change came while disabled */
+	int want_walk; /* a walk is requested */
 	char want_id[RB_ID_MAX];
 	char want_kind[16];
 	int detach_pending[FT_MAX_MOUNTPATHS];
-	atomic_int gen;   /* bumped by every request; a walk of an older generation stops */
-	atomic_int stopping; /* set by tgt_rebalance_fini: transfers and walks end now */
+	atomic_int gen;              /* bumped by every request; a walk of an older generation stops */
+	atomic_int stopping;         /* set by tgt_rebalance_fini: transfers and walks end now */
 	ft_smap_t *hist[RB_HISTORY]; /* previous maps, newest first */
 	int64_t last_change_ns;
 	/* status of the current or last run (strings and samples under lock, counters atomic) */
 	char id[RB_ID_MAX];
 	char kind[16];
-	char mode[8];     /* "local" (this walker) or "job" (tgt_jobs_start_local) */
+	char mode[8]; /* "local" (this walker) or "job" (tgt_jobs_start_local) */
 	atomic_int state;
 	atomic_llong scanned, total, objects, bytes, errors;
 	atomic_llong pulled, pull_misses; /* since start: objects a GET miss pulled here, pulls that found none */
@@ -120,7 +120,7 @@ typedef struct {
 	char note[256];
 } rb_t;
 
-static rb_t rb = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+static rb_t rb = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 static pthread_mutex_t move_locks[RB_MOVE_LOCKS];
 static pthread_once_t move_once = PTHREAD_ONCE_INIT;
 static atomic_uint_fast64_t xfer_counter;
@@ -461,7 +461,7 @@ static int http_put(const char *url, const void *body, size_t len, long *status,
 {
 	CURL *h = thread_curl();
 	struct curl_slist *hdrs = NULL;
-	resp_buf_t rbuf = { .len = 0 };
+	resp_buf_t rbuf = {.len = 0};
 	int rc = -1;
 
 	if (!h) {
@@ -511,8 +511,8 @@ static char *obj_url(const char *base, const char *what, const tgt_obj_t *o, con
 		size_t cap = strlen(base) + strlen(b) + strlen(n) + strlen(extra) + 128;
 		url = malloc(cap);
 		if (url)
-			snprintf(url, cap, "%s/v1/rebalance/%s?provider=%s&bucket=%s&obj=%s%s", base, what, o->provider, b,
-				 n, extra);
+			snprintf(url, cap, "%s/v1/rebalance/%s?provider=%s&bucket=%s&obj=%s%s", base, what, o->provider,
+				 b, n, extra);
 	}
 	free(b);
 	free(n);
@@ -520,8 +520,8 @@ static char *obj_url(const char *base, const char *what, const tgt_obj_t *o, con
 }
 
 /* Streams the open object (fd, lom) to dest_url in chunks; 0, or -1 with err. */
-static int send_chunks(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const char *dest_url, int64_t smap_v,
-		       char *err, size_t cap)
+static int send_chunks(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const char *dest_url, int64_t smap_v, char *err,
+		       size_t cap)
 {
 	uint8_t enc[FT_LOM_MAX];
 	char xfer[RB_XFER_MAX], extra[RB_XFER_MAX + 160], msg[512];
@@ -556,8 +556,9 @@ static int send_chunks(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ch
 			}
 			got += (uint64_t)r;
 		}
-		snprintf(extra, sizeof(extra), "&xfer=%s&offset=%" PRIu64 "&total=%" PRIu64 "&lom=%zu&smap=%lld&bmd=%lld",
-			 xfer, off, lom->size, pre, (long long)smap_v, (long long)bmd_v);
+		snprintf(extra, sizeof(extra),
+			 "&xfer=%s&offset=%" PRIu64 "&total=%" PRIu64 "&lom=%zu&smap=%lld&bmd=%lld", xfer, off,
+			 lom->size, pre, (long long)smap_v, (long long)bmd_v);
 		char *url = obj_url(dest_url, "obj", o, extra);
 		long status = 0;
 		if (!url) {
@@ -696,9 +697,9 @@ int tgt_rebalance_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 /* ---- the walker ---- */
 
 typedef struct {
-	int src;     /* index in run_t.srcs */
-	int bucket;  /* index in run_t.bmd->buckets */
-	char *name;  /* owned */
+	int src;    /* index in run_t.srcs */
+	int bucket; /* index in run_t.bmd->buckets */
+	char *name; /* owned */
 } item_t;
 
 typedef struct {
@@ -710,7 +711,7 @@ typedef struct {
 	item_t *items;
 	size_t n, cap;
 	atomic_size_t next;
-	int gen;          /* -1: not abortable (only stop ends it) */
+	int gen; /* -1: not abortable (only stop ends it) */
 	int oom;
 	size_t on_src[FT_MAX_MOUNTPATHS]; /* items found per source */
 } run_t;
@@ -825,7 +826,7 @@ static void *mover_main(void *arg)
 static int walk_and_move(tgt_t *t, const tgt_mountpath_t **srcs, int n_src, int gen)
 {
 	char rel[TGT_REL_MAX], name[FT_OBJ_NAME_MAX + 1];
-	run_t r = { .t = t, .srcs = srcs, .n_src = n_src, .gen = gen };
+	run_t r = {.t = t, .srcs = srcs, .n_src = n_src, .gen = gen};
 	pthread_t th[RB_THREADS];
 	int n_th = 0, aborted;
 
@@ -869,9 +870,9 @@ done:
 static size_t count_objects(tgt_t *t, const tgt_mountpath_t *mp)
 {
 	char rel[TGT_REL_MAX], name[FT_OBJ_NAME_MAX + 1];
-	const tgt_mountpath_t *srcs[1] = { mp };
+	const tgt_mountpath_t *srcs[1] = {mp};
 	/* A run whose placement test always says "misplaced": nothing on a detached mountpath stays. */
-	run_t r = { .t = t, .srcs = srcs, .n_src = 1, .gen = -1 };
+	run_t r = {.t = t, .srcs = srcs, .n_src = 1, .gen = -1};
 	size_t n = 0;
 
 	r.bmd = ft_bmd_current();
@@ -926,7 +927,8 @@ static void finish_detach(tgt_t *t, int slot)
 	left = count_objects(t, &real);
 	if (left > 0) {
 		char msg[256];
-		snprintf(msg, sizeof(msg), "%zu objects stored during the detach could not be moved and stay on disk, not served", left);
+		snprintf(msg, sizeof(msg),
+			 "%zu objects stored during the detach could not be moved and stay on disk, not served", left);
 		note_error(real.path, msg);
 	}
 	tgt_mountpath_detach_end(t, slot, &real);
@@ -958,8 +960,8 @@ static void run_once(tgt_t *t, int gen, const int *detach)
 	pthread_mutex_unlock(&rb.lock);
 	ft_info("%s %s: %s, %lld objects scanned, %lld misplaced, %lld moved (%lld bytes), %lld errors", rb.kind, rb.id,
 		aborted ? "aborted (a newer change restarts it)" : "finished", (long long)atomic_load(&rb.scanned),
-		(long long)atomic_load(&rb.total), (long long)atomic_load(&rb.objects), (long long)atomic_load(&rb.bytes),
-		(long long)atomic_load(&rb.errors));
+		(long long)atomic_load(&rb.total), (long long)atomic_load(&rb.objects),
+		(long long)atomic_load(&rb.bytes), (long long)atomic_load(&rb.errors));
 }
 
 static void *manager_main(void *arg)
@@ -1130,8 +1132,8 @@ static int pull_candidates(tgt_t *t, const tgt_obj_t *o, char urls[][FT_URL_MAX]
 	}
 	pthread_mutex_lock(&rb.lock);
 	for (int i = 0; i < RB_HISTORY && n < max; i++) {
-		const ft_node_t *owner = rb.hist[i] ? ft_smap_owner(rb.hist[i], o->provider, o->bucket, o->obj, o->obj_len)
-						    : NULL;
+		const ft_node_t *owner =
+			rb.hist[i] ? ft_smap_owner(rb.hist[i], o->provider, o->bucket, o->obj, o->obj_len) : NULL;
 		int dup = !owner || strcmp(owner->id, t->id) == 0;
 		for (int j = 0; j < n && !dup; j++)
 			dup = strcmp(ids[j], owner->id) == 0;
@@ -1266,8 +1268,8 @@ static int ownership_conflict(tgt_t *t, const tgt_obj_t *o, int64_t peer_v, int 
 	int conflict = 0;
 
 	if (owner && m->version >= peer_v && (strcmp(owner->id, t->id) == 0) != want_owner) {
-		ft_ctl_error(resp, 409, "object %s/%s: owner in Smap v%lld is %s", o->bucket, o->obj, (long long)m->version,
-			     owner->id);
+		ft_ctl_error(resp, 409, "object %s/%s: owner in Smap v%lld is %s", o->bucket, o->obj,
+			     (long long)m->version, owner->id);
 		conflict = 1;
 	}
 	ft_smap_put(m);
@@ -1298,7 +1300,8 @@ static void receive_finish(tgt_t *t, tgt_obj_t *o, int fd, char *work, const ft_
 	if (lom->cksum_type != FT_CKSUM_NONE) {
 		rc = file_cksum(fd, lom->size, lom->cksum_type, hex);
 		if (rc == 0 && strcmp(hex, lom->cksum) != 0) {
-			ft_ctl_error(resp, 422, "object %s/%s: checksum mismatch (got %s, metadata says %s): not stored",
+			ft_ctl_error(resp, 422,
+				     "object %s/%s: checksum mismatch (got %s, metadata says %s): not stored",
 				     o->bucket, o->obj, hex, lom->cksum);
 			return;
 		}
@@ -1351,17 +1354,19 @@ static void receive_chunk(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 	}
 	query_i64(req, "smap", &peer_v);
 	size_t body = req->body_len;
-	if ((uint64_t)lom_len > body || lom_len > FT_LOM_MAX || (uint64_t)off + (body - (size_t)lom_len) > (uint64_t)total) {
-		ft_ctl_error(resp, 400, "rebalance chunk of %zu bytes (metadata %lld) does not fit at offset %lld of %lld",
-			     body, (long long)lom_len, (long long)off, (long long)total);
+	if ((uint64_t)lom_len > body || lom_len > FT_LOM_MAX ||
+	    (uint64_t)off + (body - (size_t)lom_len) > (uint64_t)total) {
+		ft_ctl_error(resp, 400,
+			     "rebalance chunk of %zu bytes (metadata %lld) does not fit at offset %lld of %lld", body,
+			     (long long)lom_len, (long long)off, (long long)total);
 		return;
 	}
 	size_t dlen = body - (size_t)lom_len;
 	int last = (uint64_t)off + dlen == (uint64_t)total;
 	if (last && (lom_len == 0 || ft_lom_decode(&lom, (const uint8_t *)req->body, (size_t)lom_len) != 0 ||
 		     lom.size != (uint64_t)total)) {
-		ft_ctl_error(resp, 400, "object %s/%s: last chunk without valid metadata of %lld bytes", o.bucket, o.obj,
-			     (long long)total);
+		ft_ctl_error(resp, 400, "object %s/%s: last chunk without valid metadata of %lld bytes", o.bucket,
+			     o.obj, (long long)total);
 		return;
 	}
 	if (off == 0 && ownership_conflict(t, &o, peer_v, 1, resp))
@@ -1374,8 +1379,8 @@ static void receive_chunk(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 		return;
 	}
 	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != (uint64_t)off) {
-		ft_ctl_error(resp, 409, "transfer %s: have %lld bytes, chunk at offset %lld", xfer, (long long)st.st_size,
-			     (long long)off);
+		ft_ctl_error(resp, 409, "transfer %s: have %lld bytes, chunk at offset %lld", xfer,
+			     (long long)st.st_size, (long long)off);
 		goto drop;
 	}
 	const char *p = req->body ? req->body + lom_len : "";
@@ -1385,7 +1390,8 @@ static void receive_chunk(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 			continue;
 		if (n <= 0) {
 			int e = n < 0 ? errno : EIO;
-			ft_ctl_error(resp, e == ENOSPC || e == EDQUOT ? 507 : 500, "transfer %s: write: %s", xfer, strerror(e));
+			ft_ctl_error(resp, e == ENOSPC || e == EDQUOT ? 507 : 500, "transfer %s: write: %s", xfer,
+				     strerror(e));
 			goto drop;
 		}
 		done += (size_t)n;
@@ -1458,8 +1464,8 @@ static void send_for_peer(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 		found = o.mp;
 	for (int i = 0; !found && i < t->n_mountpaths; i++) {
 		int state = tgt_mountpath_slot_state(t, i);
-		if (state >= 0 && state <= 1 && fstatat(t->mountpaths[i].root_fd, o.rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode))
+		if (state >= 0 && state <= 1 &&
+		    fstatat(t->mountpaths[i].root_fd, o.rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
 			found = &t->mountpaths[i];
 	}
 	if (!found) {
@@ -1555,13 +1561,13 @@ static json_t *status_json(tgt_t *t)
 	for (int i = 0; i < rb.n_samples; i++)
 		json_array_append_new(samples, json_string(rb.samples[i]));
 	int st = atomic_load(&rb.state);
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "node", t->id,
-			      "id", rb.id, "kind", rb.kind[0] ? rb.kind : "rebalance", "mode", rb.mode[0] ? rb.mode : "local",
-			      "state", state_names[st], "enabled", !rb.disabled, "scanned",
-			      (json_int_t)atomic_load(&rb.scanned), "misplaced", (json_int_t)atomic_load(&rb.total),
-			      "objects", (json_int_t)atomic_load(&rb.objects), "bytes", (json_int_t)atomic_load(&rb.bytes),
-			      "errors", (json_int_t)atomic_load(&rb.errors), "start", (json_int_t)rb.start_ns, "end",
-			      (json_int_t)rb.end_ns, "error_samples", samples);
+	json_t *j = json_pack(
+		"{s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "node", t->id, "id", rb.id,
+		"kind", rb.kind[0] ? rb.kind : "rebalance", "mode", rb.mode[0] ? rb.mode : "local", "state",
+		state_names[st], "enabled", !rb.disabled, "scanned", (json_int_t)atomic_load(&rb.scanned), "misplaced",
+		(json_int_t)atomic_load(&rb.total), "objects", (json_int_t)atomic_load(&rb.objects), "bytes",
+		(json_int_t)atomic_load(&rb.bytes), "errors", (json_int_t)atomic_load(&rb.errors), "start",
+		(json_int_t)rb.start_ns, "end", (json_int_t)rb.end_ns, "error_samples", samples);
 	if (j) {
 		json_object_set_new(j, "pulled", json_integer((json_int_t)atomic_load(&rb.pulled)));
 		json_object_set_new(j, "pull_misses", json_integer((json_int_t)atomic_load(&rb.pull_misses)));
@@ -1624,8 +1630,8 @@ static json_t *mountpaths_json(tgt_t *t)
 		int st = tgt_mountpath_slot_state(t, i);
 		if (st == 2)
 			continue;
-		json_array_append_new(list, json_pack("{s:s, s:s}", "path", t->mountpaths[i].path, "state",
-						      mp_state_name(st)));
+		json_array_append_new(
+			list, json_pack("{s:s, s:s}", "path", t->mountpaths[i].path, "state", mp_state_name(st)));
 	}
 	return json_pack("{s:s, s:o, s:o}", "node", t->id, "mountpaths", list, "resilver", status_json(t));
 }

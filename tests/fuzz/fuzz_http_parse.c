@@ -18,8 +18,7 @@ static void check_head(const char *buf, size_t len)
 
 	if (ft_hp_parse_head(buf, len, 8192, hdrs, MAX_HEADERS, &h) != FT_HP_DONE)
 		return;
-	if (h.head_len > len || h.head_len > 8192 || h.nheaders > MAX_HEADERS || h.method_len == 0 ||
-	    h.target_len == 0)
+	if (h.head_len > len || h.head_len > 8192 || h.nheaders > MAX_HEADERS || h.method_len == 0 || h.target_len == 0)
 		abort();
 	if (h.method < buf || h.target + h.target_len > buf + h.head_len)
 		abort();

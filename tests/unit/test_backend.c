@@ -19,18 +19,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cmocka.h>
 #include <jansson.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/md5.h>
 #include <openssl/pem.h>
+#include <cmocka.h>
 
-#include "cloud/backend.h"
-#include "cloud/internal.h"
-#include "cloud/crc32c.h"
-#include "cloud/jwt.h"
 #include "auth/sigv4.h"
+#include "cloud/backend.h"
+#include "cloud/crc32c.h"
+#include "cloud/internal.h"
+#include "cloud/jwt.h"
 
 /*
  * DESIGN
@@ -72,11 +72,12 @@ static void md5_hex(const void *buf, size_t n, char hex[33])
 		sprintf(hex + 2 * i, "%02x", d[i]);
 }
 
-#define expect_err(got, want, what)                                                                          \
-	do {                                                                                                 \
-		ft_backend_err_t got_ = (got), want_ = (want);                                               \
-		if (got_ != want_)                                                                           \
-			fail_msg("%s: got %s, want %s", (what), ft_backend_strerror(got_), ft_backend_strerror(want_)); \
+#define expect_err(got, want, what)                                                        \
+	do {                                                                               \
+		ft_backend_err_t got_ = (got), want_ = (want);                             \
+		if (got_ != want_)                                                         \
+			fail_msg("%s: got %s, want %s", (what), ft_backend_strerror(got_), \
+				 ft_backend_strerror(want_));                              \
 	} while (0)
 
 /* Reads r to its end or first error; *out (malloc'd) gets the bytes. */
@@ -116,7 +117,7 @@ typedef enum {
 	FAKE_CHUNKED_CUT,   /* chunked, one chunk, then hangs up */
 	FAKE_NO_READ,       /* reads the request head only, never the body, never answers */
 	FAKE_HANDLER,
-	FAKE_DROP_SECOND,   /* 200 to a connection's first request; drops the connection at its second */
+	FAKE_DROP_SECOND, /* 200 to a connection's first request; drops the connection at its second */
 } fake_mode_t;
 
 typedef struct fake fake_t;
@@ -237,14 +238,16 @@ static void answer_body(fake_t *f, int fd, const char *head)
 	if (f->honor_range && head_value(head, "Range", range, sizeof(range)) == 0 &&
 	    sscanf(range, "bytes=%lld-%lld", &a, &b) >= 1) {
 		if ((uint64_t)a >= len) {
-			sendf(fd, "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */%llu\r\nContent-Length: 0\r\n\r\n",
+			sendf(fd,
+			      "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */%llu\r\nContent-Length: 0\r\n\r\n",
 			      (unsigned long long)len);
 			return;
 		}
 		if (b < 0 || (uint64_t)b >= len)
 			b = (long long)len - 1;
-		sendf(fd, "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes %lld-%lld/%llu\r\nContent-Length: %lld\r\n%s\r\n", a,
-		      b, (unsigned long long)len, b - a + 1, extra);
+		sendf(fd,
+		      "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes %lld-%lld/%llu\r\nContent-Length: %lld\r\n%s\r\n",
+		      a, b, (unsigned long long)len, b - a + 1, extra);
 		if (!is_head)
 			send_pattern(fd, (uint64_t)a, (uint64_t)(b - a + 1));
 		return;
@@ -263,8 +266,8 @@ static int fake_answer(fake_t *f, int fd, const char *head, const char *body, si
 		return 0;
 	case FAKE_STATUS:
 		sendf(fd, "HTTP/1.1 %d Status\r\nContent-Length: %zu\r\n%s\r\n%s", f->status,
-		      f->status_body != NULL ? strlen(f->status_body) : 0, f->extra_headers != NULL ? f->extra_headers : "",
-		      f->status_body != NULL ? f->status_body : "");
+		      f->status_body != NULL ? strlen(f->status_body) : 0,
+		      f->extra_headers != NULL ? f->extra_headers : "", f->status_body != NULL ? f->status_body : "");
 		return 0;
 	case FAKE_STALL_HEADERS:
 	case FAKE_NO_READ:
@@ -344,8 +347,12 @@ static void *fake_conn(void *arg)
 			while (body_have < need) {
 				char sink[65536];
 				size_t room = (1 << 20) - body_have;
-				ssize_t r = room > 0 ? recv(fd, buf + body_have, room < need - body_have ? room : need - body_have, 0)
-						     : recv(fd, sink, sizeof(sink) < need - body_have ? sizeof(sink) : need - body_have, 0);
+				ssize_t r = room > 0 ? recv(fd, buf + body_have,
+							    room < need - body_have ? room : need - body_have, 0)
+						     : recv(fd, sink,
+							    sizeof(sink) < need - body_have ? sizeof(sink)
+											    : need - body_have,
+							    0);
 
 				if (r <= 0)
 					goto out;
@@ -356,7 +363,8 @@ static void *fake_conn(void *arg)
 			}
 			if (f->mode == FAKE_DROP_SECOND) {
 				char json[96]; /* what a GCS upload answers; the others ignore it */
-				int n = snprintf(json, sizeof(json), "{\"size\":\"%lld\",\"generation\":\"1\"}", content_length);
+				int n = snprintf(json, sizeof(json), "{\"size\":\"%lld\",\"generation\":\"1\"}",
+						 content_length);
 
 				sendf(fd, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", n, json);
 				continue;
@@ -376,7 +384,7 @@ static void *fake_accept(void *arg)
 	fake_t *f = arg;
 
 	while (!atomic_load(&f->stop)) {
-		struct pollfd p = { .fd = f->lfd, .events = POLLIN };
+		struct pollfd p = {.fd = f->lfd, .events = POLLIN};
 		conn_arg_t *ca;
 		int fd;
 
@@ -408,7 +416,7 @@ static void *fake_accept(void *arg)
 static fake_t *fake_start(fake_mode_t mode)
 {
 	fake_t *f = calloc(1, sizeof(*f));
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t alen = sizeof(a);
 
 	assert_non_null(f);
@@ -459,7 +467,7 @@ static void fake_stop(fake_t *f)
 /* A port nothing listens on. */
 static int dead_port(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t alen = sizeof(a);
 	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
 
@@ -470,14 +478,14 @@ static int dead_port(void)
 	return port;
 }
 
-static const ft_backend_provider_t all_providers[] = { FT_BACKEND_AWS, FT_BACKEND_GCP, FT_BACKEND_AZURE, FT_BACKEND_HT };
+static const ft_backend_provider_t all_providers[] = {FT_BACKEND_AWS, FT_BACKEND_GCP, FT_BACKEND_AZURE, FT_BACKEND_HT};
 #define N_PROVIDERS 4
 
 /* A backend of provider p pointed at 127.0.0.1:port with short timeouts. */
 static ft_backend_t *open_at(ft_backend_provider_t p, int port, int stall_ms)
 {
 	ft_backend_config_t c;
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	ft_backend_t *b;
 
 	ft_backend_config_init(&c, p);
@@ -544,7 +552,7 @@ static void test_xml(void **state)
 {
 	static const char doc[] = "\xEF\xBB\xBF<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<R a=\"x>y\"><!-- c -->"
 				  "<K>a&amp;b&lt;&#x41;&#66;&quot;</K><E/><C><![CDATA[<raw>]]></C></R>";
-	xml_trace_t t = { 0 };
+	xml_trace_t t = {0};
 
 	(void)state;
 	assert_int_equal(ft_be_xml_parse(doc, sizeof(doc) - 1, on_trace, &t), 0);
@@ -571,7 +579,7 @@ static void test_codecs(void **state)
 	ft_be_endpoint_t ep;
 	uint8_t raw[16];
 	char hex[33], b64[32];
-	ft_strbuf_t b = { 0 };
+	ft_strbuf_t b = {0};
 
 	(void)state;
 	assert_int_equal(ft_be_endpoint_parse("http://127.0.0.1:9000/devstoreaccount1/", &ep), 0);
@@ -617,7 +625,7 @@ static void test_codecs(void **state)
 
 static void test_errors_and_meta(void **state)
 {
-	ft_backend_meta_t a = { 0 }, b = { 0 };
+	ft_backend_meta_t a = {0}, b = {0};
 
 	(void)state;
 	for (int e = 0; e < FT_BACKEND_ERR_COUNT; e++) {
@@ -639,7 +647,7 @@ static void test_errors_and_meta(void **state)
 static void test_config(void **state)
 {
 	ft_backend_config_t c;
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	json_t *j, *back;
 	ft_backend_provider_t p;
 
@@ -700,7 +708,7 @@ static void test_config(void **state)
 static void test_env(void **state)
 {
 	ft_backend_config_t c;
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	ft_backend_t *b;
 
 	(void)state;
@@ -797,10 +805,13 @@ static const char *error_body(ft_backend_provider_t p, const char *code)
 	static char buf[512];
 
 	if (p == FT_BACKEND_AWS || p == FT_BACKEND_AZURE)
-		snprintf(buf, sizeof(buf), "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>%s</Code><Message>says the "
-					   "fake</Message></Error>", code);
+		snprintf(buf, sizeof(buf),
+			 "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>%s</Code><Message>says the "
+			 "fake</Message></Error>",
+			 code);
 	else if (p == FT_BACKEND_GCP)
-		snprintf(buf, sizeof(buf), "{\"error\":{\"code\":500,\"message\":\"says the fake\",\"errors\":[{\"reason\":\"%s\"}]}}",
+		snprintf(buf, sizeof(buf),
+			 "{\"error\":{\"code\":500,\"message\":\"says the fake\",\"errors\":[{\"reason\":\"%s\"}]}}",
 			 code);
 	else
 		snprintf(buf, sizeof(buf), "%s", code);
@@ -815,7 +826,7 @@ static void test_fault_status(void **state)
 	for (int i = 0; i < N_PROVIDERS; i++) {
 		ft_backend_provider_t p = all_providers[i];
 		ft_backend_t *b = open_at(p, f->port, 2000);
-		ft_backend_error_t err = { 0 };
+		ft_backend_error_t err = {0};
 		ft_backend_reader_t *r = NULL;
 		ft_backend_meta_t m;
 		ft_backend_page_t page;
@@ -859,12 +870,13 @@ static void test_fault_down(void **state)
 	(void)state;
 	for (int i = 0; i < N_PROVIDERS; i++) {
 		ft_backend_t *b = open_at(all_providers[i], port, 2000);
-		ft_backend_error_t err = { 0 };
+		ft_backend_error_t err = {0};
 		ft_backend_reader_t *r = NULL;
 		ft_backend_meta_t m;
 		int64_t t0 = now_ms();
 
-		expect_err(ft_backend_get(b, "o", NULL, &r, &err), FT_BACKEND_ECONNECT, ft_backend_provider_name(all_providers[i]));
+		expect_err(ft_backend_get(b, "o", NULL, &r, &err), FT_BACKEND_ECONNECT,
+			   ft_backend_provider_name(all_providers[i]));
 		assert_null(r);
 		assert_int_equal(err.http_status, 0);
 		expect_err(ft_backend_head(b, "o", &m, &err), FT_BACKEND_ECONNECT, "head down");
@@ -880,12 +892,13 @@ static void test_fault_stall_headers(void **state)
 	(void)state;
 	for (int i = 0; i < N_PROVIDERS; i++) {
 		ft_backend_t *b = open_at(all_providers[i], f->port, 300);
-		ft_backend_error_t err = { 0 };
+		ft_backend_error_t err = {0};
 		ft_backend_reader_t *r = NULL;
 		ft_backend_meta_t m;
 		int64_t t0 = now_ms(), dt;
 
-		expect_err(ft_backend_get(b, "o", NULL, &r, &err), FT_BACKEND_ETIMEDOUT, ft_backend_provider_name(all_providers[i]));
+		expect_err(ft_backend_get(b, "o", NULL, &r, &err), FT_BACKEND_ETIMEDOUT,
+			   ft_backend_provider_name(all_providers[i]));
 		dt = now_ms() - t0;
 		/* stall 300 ms, plus the connect allowance on the first wait (1000 ms) at most */
 		assert_true(dt >= 300 && dt < 2500);
@@ -903,12 +916,13 @@ static void body_fault(fake_mode_t mode, ft_backend_err_t want, int stall_ms)
 	f->body_len = 1 << 20;
 	for (int i = 0; i < N_PROVIDERS; i++) {
 		ft_backend_t *b = open_at(all_providers[i], f->port, stall_ms);
-		ft_backend_error_t err = { 0 };
+		ft_backend_error_t err = {0};
 		ft_backend_reader_t *r = NULL;
 		uint8_t *data;
 		size_t len;
 
-		expect_err(ft_backend_get(b, "o", NULL, &r, &err), FT_BACKEND_OK, ft_backend_provider_name(all_providers[i]));
+		expect_err(ft_backend_get(b, "o", NULL, &r, &err), FT_BACKEND_OK,
+			   ft_backend_provider_name(all_providers[i]));
 		expect_err(read_all(r, 8192, &data, &len), want, ft_backend_provider_name(all_providers[i]));
 		assert_true(len < f->body_len);
 		assert_int_equal(ft_backend_reader_error(r)->code, want);
@@ -960,8 +974,8 @@ static void test_fault_put_stall(void **state)
 	(void)state;
 	for (int i = 0; i < N_PROVIDERS - 1; i++) { /* ht cannot put */
 		ft_backend_t *b = open_at(all_providers[i], f->port, 300);
-		ft_backend_error_t err = { 0 };
-		ft_backend_body_t body = { .read = zero_source, .length = 64 << 20 };
+		ft_backend_error_t err = {0};
+		ft_backend_body_t body = {.read = zero_source, .length = 64 << 20};
 		int64_t t0 = now_ms();
 
 		expect_err(ft_backend_put(b, "o", &body, NULL, &err), FT_BACKEND_ETIMEDOUT,
@@ -1000,10 +1014,10 @@ static void test_put_source_errors(void **state)
 	f->status = 200;
 	for (int i = 0; i < N_PROVIDERS - 1; i++) {
 		ft_backend_t *b = open_at(all_providers[i], f->port, 2000);
-		ft_backend_error_t err = { 0 };
+		ft_backend_error_t err = {0};
 		int calls = 0, left = 1000;
-		ft_backend_body_t failing = { .read = failing_source, .ctx = &calls, .length = 1 << 20 };
-		ft_backend_body_t shorter = { .read = short_source, .ctx = &left, .length = 5000 };
+		ft_backend_body_t failing = {.read = failing_source, .ctx = &calls, .length = 1 << 20};
+		ft_backend_body_t shorter = {.read = short_source, .ctx = &left, .length = 5000};
 
 		expect_err(ft_backend_put(b, "o", &failing, NULL, &err), FT_BACKEND_ESOURCE, "failing source");
 		expect_err(ft_backend_put(b, "o", &shorter, NULL, &err), FT_BACKEND_ESOURCE, "short source");
@@ -1019,9 +1033,9 @@ static void test_put_rewind(void **state)
 	for (int i = 0; i < N_PROVIDERS - 1; i++) {
 		fake_t *f = fake_start(FAKE_DROP_SECOND); /* one per provider: connection counts stay exact */
 		ft_backend_t *b = open_at(all_providers[i], f->port, 2000);
-		ft_backend_error_t err = { 0 };
+		ft_backend_error_t err = {0};
 		int left = 5000;
-		ft_backend_body_t once = { .read = short_source, .ctx = &left, .length = 5000 };
+		ft_backend_body_t once = {.read = short_source, .ctx = &left, .length = 5000};
 
 		/* 1st on a new connection; the 2nd reuses it, is dropped, and is resent on a new one. */
 		expect_err(ft_backend_put_mem(b, "o", "first", 5, NULL, &err), FT_BACKEND_OK, "first put");
@@ -1053,9 +1067,9 @@ static void test_cancel(void **state)
 {
 	fake_t *f = fake_start(FAKE_STALL_BODY);
 	ft_backend_t *b = open_at(FT_BACKEND_HT, f->port, 10000);
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	ft_backend_reader_t *r = NULL;
-	cancel_arg_t c = { .delay_ms = 200 };
+	cancel_arg_t c = {.delay_ms = 200};
 	pthread_t t;
 	uint8_t *data;
 	size_t len;
@@ -1081,7 +1095,7 @@ static void test_slow_caller(void **state)
 {
 	fake_t *f = fake_start(FAKE_BODY);
 	ft_backend_t *b = open_at(FT_BACKEND_HT, f->port, 300);
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	ft_backend_reader_t *r = NULL;
 	uint8_t *want, *data = malloc(4 << 20);
 	size_t n = 0, got;
@@ -1114,8 +1128,8 @@ static void test_slow_caller(void **state)
 
 static void check_range(ft_backend_t *b, int64_t size, int64_t off, int64_t len, size_t chunk)
 {
-	ft_backend_get_opts_t o = { .offset = off, .length = len };
-	ft_backend_error_t err = { 0 };
+	ft_backend_get_opts_t o = {.offset = off, .length = len};
+	ft_backend_error_t err = {0};
 	ft_backend_reader_t *r = NULL;
 	int64_t expect = len == 0 || off + len > size ? size - off : len;
 	uint8_t *data, *want = malloc((size_t)expect + 1);
@@ -1140,8 +1154,8 @@ static void test_ranges(void **state)
 	f->body_len = 300000;
 	for (int honor = 1; honor >= 0; honor--) {
 		ft_backend_t *b = open_at(FT_BACKEND_HT, f->port, 2000);
-		ft_backend_get_opts_t past = { .offset = 300000 };
-		ft_backend_error_t err = { 0 };
+		ft_backend_get_opts_t past = {.offset = 300000};
+		ft_backend_error_t err = {0};
 		ft_backend_reader_t *r = NULL;
 
 		f->honor_range = honor; /* 0: the origin ignores Range and sends 200 with everything */
@@ -1185,9 +1199,9 @@ static void test_verify(void **state)
 	crc_raw[3] = (uint8_t)crc;
 	ft_be_b64_encode(crc_raw, 4, crc_b64, sizeof(crc_b64));
 	for (int bad = 0; bad <= 1; bad++) {
-		ft_backend_get_opts_t o = { .verify = 1 };
+		ft_backend_get_opts_t o = {.verify = 1};
 		ft_backend_err_t want = bad ? FT_BACKEND_ECHECKSUM : FT_BACKEND_OK;
-		ft_backend_error_t err = { 0 };
+		ft_backend_error_t err = {0};
 		ft_backend_reader_t *r = NULL;
 		ft_backend_t *b;
 		uint8_t *data;
@@ -1205,7 +1219,8 @@ static void test_verify(void **state)
 		ft_backend_close(b);
 
 		/* gcp: x-goog-hash, CRC32C only */
-		snprintf(crc_hdr, sizeof(crc_hdr), "x-goog-hash: crc32c=%s\r\nx-goog-generation: 17\r\n", bad ? "AAAAAA==" : crc_b64);
+		snprintf(crc_hdr, sizeof(crc_hdr), "x-goog-hash: crc32c=%s\r\nx-goog-generation: 17\r\n",
+			 bad ? "AAAAAA==" : crc_b64);
 		f->extra_headers = crc_hdr;
 		b = open_at(FT_BACKEND_GCP, f->port, 2000);
 		expect_err(ft_backend_get(b, "o", &o, &r, &err), FT_BACKEND_OK, "gcp get");
@@ -1233,7 +1248,7 @@ static void test_verify(void **state)
 	{
 		ft_backend_t *b = open_at(FT_BACKEND_AWS, f->port, 2000);
 		ft_backend_meta_t m;
-		ft_backend_error_t err = { 0 };
+		ft_backend_error_t err = {0};
 
 		expect_err(ft_backend_head(b, "o", &m, &err), FT_BACKEND_OK, "head multipart");
 		assert_string_equal(m.md5, "");
@@ -1256,7 +1271,7 @@ static void test_keepalive(void **state)
 		int before = fake_connections(f);
 
 		for (int k = 0; k < 5; k++) {
-			ft_backend_error_t err = { 0 };
+			ft_backend_error_t err = {0};
 			ft_backend_reader_t *r = NULL;
 			uint8_t *data;
 			size_t n;
@@ -1285,7 +1300,7 @@ static void expect_sigv4_valid(const char *head)
 {
 	char *copy = strdup(head), *line, *save = NULL, *sp1, *sp2, *q;
 	ft_sigv4_header_t hdrs[40];
-	ft_sigv4_request_t req = { 0 };
+	ft_sigv4_request_t req = {0};
 	ft_sigv4_auth_t auth;
 	int n = 0;
 
@@ -1325,7 +1340,7 @@ static void expect_sigv4_valid(const char *head)
 static void test_request_shape(void **state)
 {
 	fake_t *f = fake_start(FAKE_STATUS);
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	ft_backend_meta_t m;
 	char head[8192];
 	ft_backend_t *b;
@@ -1337,22 +1352,26 @@ static void test_request_shape(void **state)
 	fake_last_head(f, head, sizeof(head));
 	assert_true(strncmp(head, "PUT /bkt/dir/a%20b%2Bc.txt HTTP/1.1\r\n", 37) == 0);
 	assert_non_null(strstr(head, "Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/"));
-	assert_non_null(strstr(head, "/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, "));
+	assert_non_null(
+		strstr(head, "/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, "));
 	assert_non_null(strstr(head, "x-amz-content-sha256: UNSIGNED-PAYLOAD\r\n"));
 	assert_non_null(strstr(head, "Content-Length: 5\r\n"));
 	assert_null(strstr(head, "Expect:"));
 	expect_sigv4_valid(head);
 	{
-		ft_backend_get_opts_t o = { .offset = 10, .length = 20 };
+		ft_backend_get_opts_t o = {.offset = 10, .length = 20};
 		ft_backend_reader_t *r = NULL;
 		ft_backend_page_t page;
 
-		f->status_body = "<?xml version=\"1.0\"?><ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>";
+		f->status_body =
+			"<?xml version=\"1.0\"?><ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>";
 		expect_err(ft_backend_list(b, "p re/fix&=", "tok/en+=", 7, &page, &err), FT_BACKEND_OK, "aws list");
 		ft_backend_page_free(&page);
 		fake_last_head(f, head, sizeof(head));
-		assert_true(strncmp(head, "GET /bkt?continuation-token=tok%2Fen%2B%3D&list-type=2&max-keys=7&prefix=p%20re%2Ffix%26%3D ",
-				    91) == 0);
+		assert_true(
+			strncmp(head,
+				"GET /bkt?continuation-token=tok%2Fen%2B%3D&list-type=2&max-keys=7&prefix=p%20re%2Ffix%26%3D ",
+				91) == 0);
 		expect_sigv4_valid(head);
 		f->status = 404;
 		expect_err(ft_backend_get(b, "k~ey/ü", &o, &r, &err), FT_BACKEND_ENOTFOUND, "aws get");
@@ -1387,7 +1406,8 @@ static void test_request_shape(void **state)
 		ft_backend_close(b);
 	}
 	b = open_at(FT_BACKEND_GCP, f->port, 2000);
-	f->status_body = "{\"size\":\"5\",\"generation\":\"9\",\"md5Hash\":\"XUFAKrxLKna5cZ2REBfFkg==\",\"crc32c\":\"mnG7TA==\"}";
+	f->status_body =
+		"{\"size\":\"5\",\"generation\":\"9\",\"md5Hash\":\"XUFAKrxLKna5cZ2REBfFkg==\",\"crc32c\":\"mnG7TA==\"}";
 	expect_err(ft_backend_head(b, "dir/a b", &m, &err), FT_BACKEND_OK, "gcp head");
 	fake_last_head(f, head, sizeof(head));
 	assert_true(strncmp(head, "GET /storage/v1/b/bkt/o/dir%2Fa%20b HTTP/1.1\r\n", 46) == 0);
@@ -1410,7 +1430,8 @@ typedef struct {
 
 static void send_json(int fd, const char *json)
 {
-	sendf(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s", strlen(json), json);
+	sendf(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s", strlen(json),
+	      json);
 }
 
 static void oauth_handler(fake_t *f, int fd, const char *head, const char *body, size_t body_len)
@@ -1419,7 +1440,8 @@ static void oauth_handler(fake_t *f, int fd, const char *head, const char *body,
 	char auth[256];
 
 	if (strncmp(head, "POST /token ", 12) == 0) {
-		static const char prefix[] = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=";
+		static const char prefix[] =
+			"grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=";
 		char *jwt = strndup(body, body_len);
 
 		if (body_len <= sizeof(prefix) - 1 || strncmp(jwt, prefix, sizeof(prefix) - 1) != 0 ||
@@ -1441,10 +1463,10 @@ static void oauth_handler(fake_t *f, int fd, const char *head, const char *body,
 static void test_gcp_oauth(void **state)
 {
 	fake_t *f = fake_start(FAKE_HANDLER);
-	oauth_ctx_t o = { 0 };
+	oauth_ctx_t o = {0};
 	char *priv, *pub, path[] = "/tmp/ft-test-sa-XXXXXX";
 	ft_backend_config_t c;
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	ft_backend_meta_t m;
 	ft_backend_t *b;
 	json_t *key;
@@ -1507,11 +1529,11 @@ static char run_prefix[64];
 
 static void peer_put(ft_backend_t *b, const char *name, size_t size, ft_backend_meta_t *out)
 {
-	pattern_src_t s = { .seed = 0, .left = size };
+	pattern_src_t s = {.seed = 0, .left = size};
 	uint8_t *all = malloc(size + 1);
 	char md5[33];
-	ft_backend_body_t body = { .read = pattern_source, .ctx = &s, .length = (int64_t)size, .md5 = md5 };
-	ft_backend_error_t err = { 0 };
+	ft_backend_body_t body = {.read = pattern_source, .ctx = &s, .length = (int64_t)size, .md5 = md5};
+	ft_backend_error_t err = {0};
 	ft_backend_err_t rc;
 
 	fill_pattern(all, 0, size);
@@ -1524,8 +1546,8 @@ static void peer_put(ft_backend_t *b, const char *name, size_t size, ft_backend_
 
 static void peer_get_check(ft_backend_t *b, const char *name, size_t size, size_t chunk)
 {
-	ft_backend_get_opts_t o = { .verify = 1 };
-	ft_backend_error_t err = { 0 };
+	ft_backend_get_opts_t o = {.verify = 1};
+	ft_backend_error_t err = {0};
 	ft_backend_reader_t *r = NULL;
 	uint8_t *data, *want = malloc(size + 1);
 	size_t n;
@@ -1545,8 +1567,8 @@ static void peer_get_check(ft_backend_t *b, const char *name, size_t size, size_
 
 static void peer_range_check(ft_backend_t *b, const char *name, int64_t size, int64_t off, int64_t len)
 {
-	ft_backend_get_opts_t o = { .offset = off, .length = len };
-	ft_backend_error_t err = { 0 };
+	ft_backend_get_opts_t o = {.offset = off, .length = len};
+	ft_backend_error_t err = {0};
 	ft_backend_reader_t *r = NULL;
 	int64_t expect = len == 0 || off + len > size ? size - off : len;
 	uint8_t *data, *want = malloc((size_t)expect + 1);
@@ -1574,12 +1596,12 @@ static int entry_cmp(const void *a, const void *b)
 /* Put, get, range, head, paged list, delete, not-found: the whole contract on one backend. */
 static void roundtrip(ft_backend_t *b, int check_md5)
 {
-	static const char *const leaf[] = { "a", "b c", "dir/d", "dir/e+f", "z\xc3\xa9" };
-	static const size_t sizes[] = { 0, 1, 1000, 3 << 20, 70000 };
+	static const char *const leaf[] = {"a", "b c", "dir/d", "dir/e+f", "z\xc3\xa9"};
+	static const size_t sizes[] = {0, 1, 1000, 3 << 20, 70000};
 	const size_t n_obj = sizeof(leaf) / sizeof(leaf[0]);
 	char names[5][256], *listed[16];
 	ft_backend_meta_t m, put_meta;
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	ft_backend_page_t page;
 	ft_backend_reader_t *r = NULL;
 	char *token = NULL;
@@ -1610,7 +1632,7 @@ static void roundtrip(ft_backend_t *b, int check_md5)
 	peer_range_check(b, names[3], 3 << 20, (3 << 20) - 10, 0);
 	peer_range_check(b, names[3], 3 << 20, (3 << 20) - 10, 1000); /* cut at the end */
 	{
-		ft_backend_get_opts_t past = { .offset = 5000 };
+		ft_backend_get_opts_t past = {.offset = 5000};
 
 		expect_err(ft_backend_get(b, names[2], &past, &r, &err), FT_BACKEND_ERANGE, "range past the end");
 	}
@@ -1686,7 +1708,7 @@ static void roundtrip(ft_backend_t *b, int check_md5)
 static ft_backend_t *peer_open(ft_backend_provider_t p, const char *bucket, const char *key_override)
 {
 	ft_backend_config_t c;
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	ft_backend_t *b;
 
 	ft_backend_config_init(&c, p);
@@ -1734,7 +1756,7 @@ static void test_peer_aws_roundtrip(void **state)
 static void test_peer_aws_errors(void **state)
 {
 	ft_backend_t *b = peer_open(FT_BACKEND_AWS, "no-such-bucket-ft", NULL);
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	ft_backend_reader_t *r = NULL;
 	ft_backend_page_t page;
 
@@ -1753,7 +1775,7 @@ static void test_peer_aws_errors(void **state)
 static void test_peer_aws_virtual_host(void **state)
 {
 	ft_backend_config_t c;
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	ft_backend_meta_t m;
 	ft_backend_page_t page;
 	ft_backend_t *b;
@@ -1795,7 +1817,7 @@ static void test_peer_azure_roundtrip(void **state)
 static void test_peer_azure_errors(void **state)
 {
 	ft_backend_t *b = peer_open(FT_BACKEND_AZURE, NULL, "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXk=");
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	ft_backend_reader_t *r = NULL;
 	ft_backend_meta_t m;
 	ft_backend_page_t page;
@@ -1816,13 +1838,13 @@ static void test_peer_azure_errors(void **state)
 /* An account SAS signed here with the account key: azurite checks it. */
 static void make_account_sas(const char *account, const char *key_b64, char *out, size_t cap)
 {
-	static const char sv[] = "2021-08-06", ss[] = "b", srt[] = "sco", sp[] = "rwdlac", se[] = "2099-01-01T00:00:00Z",
-			  spr[] = "https,http";
+	static const char sv[] = "2021-08-06", ss[] = "b", srt[] = "sco", sp[] = "rwdlac",
+			  se[] = "2099-01-01T00:00:00Z", spr[] = "https,http";
 	char sts[512], sig[64];
 	uint8_t key[128], mac[32];
 	unsigned int mac_len = 0;
 	int key_len = ft_be_b64_decode(key_b64, key, sizeof(key));
-	ft_strbuf_t enc = { 0 };
+	ft_strbuf_t enc = {0};
 
 	assert_true(key_len > 0);
 	snprintf(sts, sizeof(sts), "%s\n%s\n%s\n%s\n\n%s\n\n%s\n%s\n\n", account, sp, ss, srt, se, spr, sv);
@@ -1837,7 +1859,7 @@ static void make_account_sas(const char *account, const char *key_b64, char *out
 static void test_peer_azure_sas(void **state)
 {
 	ft_backend_config_t c;
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	ft_backend_meta_t m;
 	ft_backend_t *b;
 	char name[128];
@@ -1879,7 +1901,7 @@ static void test_peer_ht(void **state)
 	const char *root = getenv("FT_PEER_HT_ROOT");
 	static const size_t size = (5 << 20) + 3;
 	ft_backend_t *b = peer_open(FT_BACKEND_HT, NULL, NULL);
-	ft_backend_error_t err = { 0 };
+	ft_backend_error_t err = {0};
 	ft_backend_reader_t *r = NULL;
 	ft_backend_meta_t m;
 	ft_backend_page_t page;
@@ -1909,7 +1931,7 @@ static void test_peer_ht(void **state)
 	peer_range_check(b, path, size, 1 << 20, 77777);
 	peer_range_check(b, path, size, size - 5, 0);
 	{
-		ft_backend_get_opts_t stale = { .match = &m };
+		ft_backend_get_opts_t stale = {.match = &m};
 		ft_backend_meta_t other = m;
 		uint8_t *got;
 		size_t n;

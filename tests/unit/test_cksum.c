@@ -125,10 +125,8 @@ static void test_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_xxhash_vectors),
-		cmocka_unit_test(test_md5_vectors),
-		cmocka_unit_test(test_chunked),
-		cmocka_unit_test(test_none_and_abort),
+		cmocka_unit_test(test_xxhash_vectors), cmocka_unit_test(test_md5_vectors),
+		cmocka_unit_test(test_chunked),        cmocka_unit_test(test_none_and_abort),
 		cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

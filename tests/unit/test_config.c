@@ -13,7 +13,7 @@
 
 #include "base/config.h"
 
-#define ARGV(...) ((char *[]){ "ft-test", __VA_ARGS__, NULL })
+#define ARGV(...) ((char *[]){"ft-test", __VA_ARGS__, NULL})
 
 static int argc_of(char **argv)
 {
@@ -74,7 +74,7 @@ static void test_defaults(void **state)
 	ft_config_t c;
 
 	(void)state;
-	load_ok(&c, (char *[]){ "ft-test", NULL });
+	load_ok(&c, (char *[]){"ft-test", NULL});
 	assert_string_equal(c.id, "");
 	assert_string_equal(c.bind, "127.0.0.1");
 	assert_int_equal(c.public_port, 51080);
@@ -106,11 +106,12 @@ static void test_defaults(void **state)
 
 static void test_file_then_flags(void **state)
 {
-	const char *path = write_file("{\"id\": \"t1\", \"bind\": \"0.0.0.0\", \"public_port\": 9000,"
-				      " \"public_host\": \"10.0.0.5\", \"proxy_url\": \"http://p:1\","
-				      " \"mountpaths\": [\"/m1\", \"/m2\"], \"log_level\": \"warn\", \"sync\": \"data\","
-				      " \"worker_threads\": 3, \"reserve_bytes\": 1099511627776,"
-				      " \"http_max_headers\": 50}");
+	const char *path =
+		write_file("{\"id\": \"t1\", \"bind\": \"0.0.0.0\", \"public_port\": 9000,"
+			   " \"public_host\": \"10.0.0.5\", \"proxy_url\": \"http://p:1\","
+			   " \"mountpaths\": [\"/m1\", \"/m2\"], \"log_level\": \"warn\", \"sync\": \"data\","
+			   " \"worker_threads\": 3, \"reserve_bytes\": 1099511627776,"
+			   " \"http_max_headers\": 50}");
 	ft_config_t c;
 
 	(void)state;
@@ -171,8 +172,8 @@ static void test_mountpath_flags(void **state)
 
 	(void)state;
 	/* The first --mountpath replaces the file's list; later ones append. */
-	load_ok(&c, ARGV("--config", (char *)path, "--mountpath", "/a", "--mountpath=/b", "--id", "x",
-			 "--mountpath", "/c"));
+	load_ok(&c, ARGV("--config", (char *)path, "--mountpath", "/a", "--mountpath=/b", "--id", "x", "--mountpath",
+			 "/c"));
 	assert_int_equal(c.n_mountpaths, 3);
 	assert_string_equal(c.mountpaths[0], "/a");
 	assert_string_equal(c.mountpaths[1], "/b");

@@ -244,8 +244,8 @@ static void check_all_losses(size_t size, int d, int p, unsigned seed)
 
 static void test_every_loss(void **state)
 {
-	static const int geo[][2] = { { 1, 1 }, { 2, 1 }, { 2, 2 }, { 3, 2 }, { 4, 2 }, { 6, 3 } };
-	static const size_t sizes[] = { 1, 2, 5, 4096, 100003, (256u << 10) * 3 + 17 };
+	static const int geo[][2] = {{1, 1}, {2, 1}, {2, 2}, {3, 2}, {4, 2}, {6, 3}};
+	static const size_t sizes[] = {1, 2, 5, 4096, 100003, (256u << 10) * 3 + 17};
 
 	(void)state;
 	for (size_t g = 0; g < sizeof(geo) / sizeof(geo[0]); g++)
@@ -373,7 +373,7 @@ static void test_corrupt_slices_detected(void **state)
 
 static void test_short_source_is_an_error(void **state)
 {
-	uint8_t data[100] = { 0 };
+	uint8_t data[100] = {0};
 	char ck[FT_EC_MAX_SLICES][FT_CKSUM_HEX_MAX], err[256] = "";
 	ft_ec_io_t out[3];
 	int src = mem_file(data, sizeof(data));

@@ -38,7 +38,7 @@ static void make_digests(uint64_t *d, int n)
 static void test_spread_four_targets(void **state)
 {
 	uint64_t d[4];
-	int count[4] = { 0 };
+	int count[4] = {0};
 	int busiest = 0;
 
 	(void)state;
@@ -128,10 +128,8 @@ static void test_name_hash(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_spread_four_targets),
-		cmocka_unit_test(test_add_fifth_target),
-		cmocka_unit_test(test_order_independent),
-		cmocka_unit_test(test_edges),
+		cmocka_unit_test(test_spread_four_targets), cmocka_unit_test(test_add_fifth_target),
+		cmocka_unit_test(test_order_independent),   cmocka_unit_test(test_edges),
 		cmocka_unit_test(test_name_hash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,19 +81,19 @@ static void test_incomplete(void **state)
 static void test_malformed(void **state)
 {
 	static const char *bad[] = {
-		"GET  / HTTP/1.1\r\n\r\n",              /* two spaces */
-		"GET / HTTP/1.1 \r\n\r\n",              /* trailing space */
-		" GET / HTTP/1.1\r\n\r\n",              /* leading space */
-		"GET /\r\n\r\n",                        /* HTTP/0.9 style */
-		"GET / http/1.1\r\n\r\n",               /* lowercase protocol */
-		"GET / HTTP/1.10\r\n\r\n",              /* two-digit minor */
+		"GET  / HTTP/1.1\r\n\r\n", /* two spaces */
+		"GET / HTTP/1.1 \r\n\r\n", /* trailing space */
+		" GET / HTTP/1.1\r\n\r\n", /* leading space */
+		"GET /\r\n\r\n",           /* HTTP/0.9 style */
+		"GET / http/1.1\r\n\r\n",  /* lowercase protocol */
+		"GET / HTTP/1.10\r\n\r\n", /* two-digit minor */
 		"GET / HTTP/1\r\n\r\n",
 		"GET / HTTP/x.1\r\n\r\n",
-		"G@T / HTTP/1.1\r\n\r\n",               /* not a token */
-		"GET /a\x01 HTTP/1.1\r\n\r\n",          /* control char in target */
+		"G@T / HTTP/1.1\r\n\r\n",      /* not a token */
+		"GET /a\x01 HTTP/1.1\r\n\r\n", /* control char in target */
 		"GET /a\x7f HTTP/1.1\r\n\r\n",
-		"GET / HTTP/1.1\r\nHost : a\r\n\r\n",   /* space before colon */
-		"GET / HTTP/1.1\r\n: a\r\n\r\n",        /* empty name */
+		"GET / HTTP/1.1\r\nHost : a\r\n\r\n", /* space before colon */
+		"GET / HTTP/1.1\r\n: a\r\n\r\n",      /* empty name */
 		"GET / HTTP/1.1\r\nNoColon\r\n\r\n",
 		"GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n", /* obs-fold */
 		"GET / HTTP/1.1\r\nA: b\x01\r\n\r\n",   /* control char in value */
@@ -167,7 +167,8 @@ static void test_analyze(void **state)
 	assert_false(in.chunked);
 	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 42\r\n\r\n", &in), 0);
 	assert_int_equal(in.content_length, 42);
-	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 7, 7\r\ncontent-length: 7\r\n\r\n", &in), 0);
+	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 7, 7\r\ncontent-length: 7\r\n\r\n", &in),
+			 0);
 	assert_int_equal(in.content_length, 7);
 	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n", &in), 0);
 	assert_true(in.chunked);
@@ -178,14 +179,18 @@ static void test_analyze(void **state)
 	assert_false(in.keep_alive);
 	assert_int_equal(analyze("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", &in), 0);
 	assert_true(in.keep_alive);
-	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n", &in), 0);
+	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n", &in),
+			 0);
 	assert_true(in.expect_continue);
 	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 9223372036854775807\r\n\r\n", &in), 0);
 	assert_int_equal(in.content_length, INT64_MAX);
 
 	/* framing errors */
-	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", &in), 400);
-	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", &in), 400);
+	assert_int_equal(
+		analyze("PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", &in),
+		400);
+	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", &in),
+			 400);
 	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 1, 2\r\n\r\n", &in), 400);
 	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", &in), 400);
 	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 1x\r\n\r\n", &in), 400);
@@ -195,7 +200,10 @@ static void test_analyze(void **state)
 	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", &in), 501);
 	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", &in), 501);
 	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", &in), 400);
-	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", &in), 400);
+	assert_int_equal(
+		analyze("PUT / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+			&in),
+		400);
 	assert_int_equal(analyze("PUT / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n", &in), 400);
 	assert_int_equal(analyze("GET / HTTP/1.1\r\n\r\n", &in), 400); /* no Host */
 	assert_int_equal(analyze("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", &in), 400);
@@ -273,17 +281,17 @@ static void test_chunked_variants(void **state)
 static void test_chunked_bad(void **state)
 {
 	static const char *bad[] = {
-		"x\r\n",                    /* bad hex */
-		"\r\n",                     /* no digits */
-		";ext\r\n",                 /* extension without size */
-		"5 x\r\nhello\r\n",         /* junk after size */
-		"5\rx",                     /* CR not followed by LF */
-		"5\r\nhelloX\r\n",          /* data not followed by CRLF */
+		"x\r\n",            /* bad hex */
+		"\r\n",             /* no digits */
+		";ext\r\n",         /* extension without size */
+		"5 x\r\nhello\r\n", /* junk after size */
+		"5\rx",             /* CR not followed by LF */
+		"5\r\nhelloX\r\n",  /* data not followed by CRLF */
 		"5\r\nhello\rX",
-		"10000000000000000\r\n",    /* 17 significant hex digits: overflow */
+		"10000000000000000\r\n", /* 17 significant hex digits: overflow */
 		"fffffffffffffffff\r\n",
 		"1\r\na\r\n0\r\nT: \x01\r\n\r\n", /* control char in trailer */
-		"1;a\x01\r\n",              /* control char in extension */
+		"1;a\x01\r\n",                    /* control char in extension */
 	};
 	size_t i, outlen, used;
 	char out[256];
@@ -350,18 +358,12 @@ static void test_token_eq(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_valid_head),
-		cmocka_unit_test(test_bare_lf_and_leading_empty_lines),
-		cmocka_unit_test(test_incomplete),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_version),
-		cmocka_unit_test(test_limits),
-		cmocka_unit_test(test_analyze),
-		cmocka_unit_test(test_chunked_splits),
-		cmocka_unit_test(test_chunked_variants),
-		cmocka_unit_test(test_chunked_bad),
-		cmocka_unit_test(test_chunked_limits),
-		cmocka_unit_test(test_pct_decode),
+		cmocka_unit_test(test_valid_head),       cmocka_unit_test(test_bare_lf_and_leading_empty_lines),
+		cmocka_unit_test(test_incomplete),       cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_version),          cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_analyze),          cmocka_unit_test(test_chunked_splits),
+		cmocka_unit_test(test_chunked_variants), cmocka_unit_test(test_chunked_bad),
+		cmocka_unit_test(test_chunked_limits),   cmocka_unit_test(test_pct_decode),
 		cmocka_unit_test(test_token_eq),
 	};
 

@@ -34,7 +34,7 @@ static char file_path[64];
 static unsigned char *file_data;
 
 /* observations made on server threads */
-static atomic_int g_end_err = 1;      /* last on_end error (1 = none yet) */
+static atomic_int g_end_err = 1; /* last on_end error (1 = none yet) */
 static atomic_int g_on_data_calls;
 static atomic_int g_hook_runs;
 static atomic_int g_gone_released;
@@ -207,8 +207,7 @@ static void s_echo(ft_req_t *r)
 		rc = -ECONNRESET;
 	while (rc == 0 && n > 0) {
 		rc = ft_resp_stream_write(r, buf, (size_t)n);
-		if (rc == 0)
-			{
+		if (rc == 0) {
 			seed = seed * 1103515245u + 12345u; /* varying read sizes */
 			n = ft_req_body_read(r, buf, 1 + (size_t)(seed >> 8) % cap);
 		}
@@ -392,7 +391,7 @@ static void *feeder_main(void *arg)
 /* A connected loopback TCP pair: *rd (the relay's end) and *wr (the source's). */
 static void tcp_pair(int *rd, int *wr)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t alen = sizeof(a);
 	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -417,9 +416,9 @@ static void s_splice(ft_req_t *r)
 {
 	uint64_t size = query_u64(r, "size", 0), pre = query_u64(r, "pre", 0), post = query_u64(r, "post", 0);
 	uint64_t mid = size - pre - post;
-	feeder_t f = { .off = pre, .len = query_u64(r, "send", mid), .hold = query_u64(r, "hold", 0) != 0 };
+	feeder_t f = {.off = pre, .len = query_u64(r, "send", mid), .hold = query_u64(r, "hold", 0) != 0};
 	bool chunked = query_u64(r, "chunked", 0) != 0;
-	struct timeval tv = { .tv_sec = 0, .tv_usec = 300000 };
+	struct timeval tv = {.tv_sec = 0, .tv_usec = 300000};
 	unsigned char *buf = malloc(pre + post + 1);
 	pthread_t th;
 	int rd, rc;
@@ -556,8 +555,8 @@ static void handler(ft_req_t *r, void *ctx)
 			     ft_req_header(r, "x-MiXeD") ? ft_req_header(r, "x-MiXeD") : "NULL", name, value,
 			     ft_req_method_name(r), (long long)ft_req_content_length(r));
 		ft_resp_headerf(r, "X-Peer", "%s", ft_req_peer(r));
-		ft_resp_header(r, "Content-Length", "999"); /* the server's: ignored */
-		ft_resp_header(r, "X-Bad", "a\r\nInjected: 1");  /* dropped */
+		ft_resp_header(r, "Content-Length", "999");     /* the server's: ignored */
+		ft_resp_header(r, "X-Bad", "a\r\nInjected: 1"); /* dropped */
 		ft_resp_bytes(r, 200, NULL, buf, (size_t)n);
 	} else if (strcmp(path, "/close") == 0) {
 		ft_resp_close(r);
@@ -593,8 +592,8 @@ typedef struct {
 /* Connects to port; rcvbuf > 0 caps the socket's receive buffer (a slow reader's window). */
 static int cli_open_opts(cli_t *c, int port, int rcvbuf)
 {
-	struct sockaddr_in a = { 0 };
-	struct timeval tv = { .tv_sec = 5 };
+	struct sockaddr_in a = {0};
+	struct timeval tv = {.tv_sec = 5};
 
 	memset(c, 0, sizeof(*c));
 	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -922,7 +921,8 @@ static void test_put_streamed(void **state)
 
 static void test_put_chunked(void **state)
 {
-	static const char body[] = "4;ext=1\r\nWiki\r\n6\r\npedia \r\nE\r\nin \r\n\r\nchunks.\r\n0\r\nX-Trailer: t\r\n\r\n";
+	static const char body[] =
+		"4;ext=1\r\nWiki\r\n6\r\npedia \r\nE\r\nin \r\n\r\nchunks.\r\n0\r\nX-Trailer: t\r\n\r\n";
 	size_t i;
 	cli_t c;
 	resp_t r;
@@ -1281,7 +1281,9 @@ static void test_body_all_limit(void **state)
 
 	(void)state;
 	cli_open(&c);
-	cli_sends(&c, "POST /echoall?max=4 HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n");
+	cli_sends(
+		&c,
+		"POST /echoall?max=4 HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n");
 	assert_int_equal(cli_read(&c, &r, false), 0);
 	assert_int_equal(r.status, 413);
 	assert_true(cli_eof(&c));
@@ -1299,7 +1301,7 @@ static int64_t now_ms(void)
 
 static ft_httpd_t *start_server_workers(int idle, int header, int body, int workers, int *port)
 {
-	ft_httpd_opts_t o = { 0 };
+	ft_httpd_opts_t o = {0};
 	char err[256];
 	ft_httpd_t *s;
 
@@ -1542,7 +1544,6 @@ static void test_stop_with_live_connections(void **state)
 	cli_close(&sbody);
 }
 
-
 /* ---- blocking streams ---- */
 
 /* Reads n body bytes, comparing them with expect[off..] (NULL: pat(off..)); returns how many came before EOF. */
@@ -1646,7 +1647,7 @@ static int send_all(int fd, const void *p, size_t n)
 static void *sender_main(void *arg)
 {
 	sender_t *sd = arg;
-	struct timeval tv = { .tv_sec = 10 };
+	struct timeval tv = {.tv_sec = 10};
 	size_t off = 0, piece;
 	unsigned seed = 5;
 	char ch[64];
@@ -1706,7 +1707,7 @@ static void test_stream_echo_length(void **state)
 	enum { N = 20 * 1024 * 1024 };
 	unsigned char *data = malloc(N);
 	char head[256], v[64];
-	sender_t sd = { 0 };
+	sender_t sd = {0};
 	pthread_t th;
 	bool bad = false;
 	cli_t c;
@@ -1743,7 +1744,7 @@ static void test_stream_echo_chunked(void **state)
 	enum { N = 20 * 1024 * 1024 };
 	unsigned char *data = malloc(N), *out = NULL;
 	char v[64];
-	sender_t sd = { 0 };
+	sender_t sd = {0};
 	pthread_t th;
 	size_t len = 0;
 	cli_t c;
@@ -1893,10 +1894,10 @@ static void test_stream_abort(void **state)
 	resp_t r;
 
 	(void)state;
-	expect_cut("/s/abort", false, 100 * 1024);            /* end(err) with a Content-Length */
-	expect_cut("/s/abort?chunked=1", true, 100 * 1024);   /* end(err), chunked: no last chunk */
-	expect_cut("/s/abort?short=1", false, 100 * 1024);    /* end(0) short of the Content-Length */
-	expect_cut("/s/abort?misuse=1", false, 100 * 1024);   /* a plain response call after the start */
+	expect_cut("/s/abort", false, 100 * 1024);          /* end(err) with a Content-Length */
+	expect_cut("/s/abort?chunked=1", true, 100 * 1024); /* end(err), chunked: no last chunk */
+	expect_cut("/s/abort?short=1", false, 100 * 1024);  /* end(0) short of the Content-Length */
+	expect_cut("/s/abort?misuse=1", false, 100 * 1024); /* a plain response call after the start */
 	/* a write past the Content-Length is refused; the connection closes after the 100 bytes */
 	atomic_store(&g_s_write_err, 0);
 	cli_open(&c);
@@ -2031,13 +2032,13 @@ static void test_stream_splice(void **state)
 static void test_stream_splice_cut(void **state)
 {
 	(void)state;
-	expect_cut("/s/splice?size=1000000&send=500000", false, 500000);          /* the source ends */
+	expect_cut("/s/splice?size=1000000&send=500000", false, 500000); /* the source ends */
 	assert_int_equal(atomic_load(&g_s_write_err), -EPIPE);
 	expect_cut("/s/splice?size=1000000&pre=1000&send=0", false, 1000);
 	assert_int_equal(atomic_load(&g_s_write_err), -EPIPE);
-	expect_cut("/s/splice?size=1000000&send=500000&hold=1", false, 500000);   /* the source stalls */
+	expect_cut("/s/splice?size=1000000&send=500000&hold=1", false, 500000); /* the source stalls */
 	assert_int_equal(atomic_load(&g_s_write_err), -ETIMEDOUT);
-	expect_cut("/s/splice?size=1000&chunked=1", true, 0);                      /* refused without a length */
+	expect_cut("/s/splice?size=1000&chunked=1", true, 0); /* refused without a length */
 	assert_int_equal(atomic_load(&g_s_write_err), -EINVAL);
 }
 
@@ -2066,9 +2067,9 @@ static void test_stream_splice_client_gone(void **state)
 static void test_stream_sendfile_cut(void **state)
 {
 	(void)state;
-	expect_cut("/s/fgen?size=1000000&short=1", false, 500000);           /* the file ends early */
+	expect_cut("/s/fgen?size=1000000&short=1", false, 500000); /* the file ends early */
 	expect_cut("/s/fgen?size=1000000&short=1&chunked=1", true, 500000);
-	expect_cut("/s/fgen?size=1000000&abort=1", false, 500000);           /* end(err) */
+	expect_cut("/s/fgen?size=1000000&abort=1", false, 500000); /* end(err) */
 	expect_cut("/s/fgen?size=1000000&abort=1&chunked=1", true, 500000);
 }
 
@@ -2081,7 +2082,7 @@ static void test_expect_continue_empty(void **state)
 		"PUT /s/sum HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n",
 		"GET /small HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n\r\n",
 	};
-	static const char *const bodies[] = { "no", "", "0 0", "hello world" };
+	static const char *const bodies[] = {"no", "", "0 0", "hello world"};
 	char v[64];
 	size_t i;
 	cli_t c;
@@ -2123,7 +2124,8 @@ static void test_stream_continue(void **state)
 	(void)state;
 	fill_pattern(body, sizeof(body), 3);
 	cli_open(&c);
-	cli_sends(&c, "PUT /s/echo?delay=300 HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n");
+	cli_sends(&c,
+		  "PUT /s/echo?delay=300 HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n");
 	usleep(100000);
 	assert_int_equal(recv(c.fd, &b, 1, MSG_DONTWAIT | MSG_PEEK), -1);
 	assert_int_equal(cli_read(&c, &r, false), 0);
@@ -2174,7 +2176,7 @@ static void test_stream_body_plain_response(void **state)
 	unsigned char *data = malloc(N);
 	unsigned long long sum = 0;
 	char head[256], want[64], v[64];
-	sender_t sd = { 0 };
+	sender_t sd = {0};
 	pthread_t th;
 	size_t i;
 	cli_t c;
@@ -2238,7 +2240,7 @@ static void test_stream_body_bounded(void **state)
 	enum { N = 48 * 1024 * 1024 };
 	unsigned char *data = malloc(N);
 	char head[256];
-	sender_t sd = { 0 };
+	sender_t sd = {0};
 	pthread_t th;
 	long rss0, rss, rss_max;
 	long long sent_in_pause = 0;
@@ -2287,7 +2289,7 @@ static void test_stream_body_timeouts(void **state)
 	int port;
 	ft_httpd_t *s = start_server(2000, 2000, 300, &port);
 	char head[256];
-	sender_t sd = { 0 };
+	sender_t sd = {0};
 	pthread_t th;
 	int64_t t0;
 	cli_t c;

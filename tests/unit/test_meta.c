@@ -37,7 +37,7 @@ static ft_smap_t *sample_smap(void)
 	snprintf(m->primary, sizeof(m->primary), "p1");
 	n = node("p1", FT_NODE_PROXY, 51080);
 	assert_int_equal(ft_smap_add(m, &n), 0);
-	const char *ids[] = { "t3", "t1", "t4", "t2" };
+	const char *ids[] = {"t3", "t1", "t4", "t2"};
 	for (int i = 0; i < 4; i++) {
 		n = node(ids[i], FT_NODE_TARGET, 52000 + 2 * i);
 		assert_int_equal(ft_smap_add(m, &n), 0);
@@ -197,11 +197,12 @@ static void test_smap_round_trip(void **state)
 /* The JSON of api.md, plus an unknown key, decodes; targets come out sorted. */
 static void test_smap_from_doc(void **state)
 {
-	const char *doc = "{\"version\": 5, \"uuid\": \"abc\", \"primary\": \"p1\", \"future\": [1],"
-			  " \"proxies\": [{\"id\": \"p1\", \"public_url\": \"http://127.0.0.1:51080\","
-			  " \"control_url\": \"http://127.0.0.1:51081\"}],"
-			  " \"targets\": [{\"id\": \"tb\", \"public_url\": \"http://h:2\", \"control_url\": \"http://h:3\"},"
-			  " {\"id\": \"ta\", \"public_url\": \"http://h:4\", \"control_url\": \"http://h:5\"}]}";
+	const char *doc =
+		"{\"version\": 5, \"uuid\": \"abc\", \"primary\": \"p1\", \"future\": [1],"
+		" \"proxies\": [{\"id\": \"p1\", \"public_url\": \"http://127.0.0.1:51080\","
+		" \"control_url\": \"http://127.0.0.1:51081\"}],"
+		" \"targets\": [{\"id\": \"tb\", \"public_url\": \"http://h:2\", \"control_url\": \"http://h:3\"},"
+		" {\"id\": \"ta\", \"public_url\": \"http://h:4\", \"control_url\": \"http://h:5\"}]}";
 	char err[256];
 	json_t *j = json_loads(doc, 0, NULL);
 	ft_smap_t *m;
@@ -681,18 +682,12 @@ static void test_bmd_install(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_smap_edit),
-		cmocka_unit_test(test_smap_clone),
-		cmocka_unit_test(test_smap_round_trip),
-		cmocka_unit_test(test_smap_from_doc),
-		cmocka_unit_test(test_smap_bad_json),
-		cmocka_unit_test(test_smap_install),
-		cmocka_unit_test(test_smap_install_race),
-		cmocka_unit_test(test_bmd_edit),
-		cmocka_unit_test(test_bmd_round_trip),
-		cmocka_unit_test(test_bmd_bad_json),
-		cmocka_unit_test(test_bmd_props),
-		cmocka_unit_test(test_bmd_install),
+		cmocka_unit_test(test_smap_edit),         cmocka_unit_test(test_smap_clone),
+		cmocka_unit_test(test_smap_round_trip),   cmocka_unit_test(test_smap_from_doc),
+		cmocka_unit_test(test_smap_bad_json),     cmocka_unit_test(test_smap_install),
+		cmocka_unit_test(test_smap_install_race), cmocka_unit_test(test_bmd_edit),
+		cmocka_unit_test(test_bmd_round_trip),    cmocka_unit_test(test_bmd_bad_json),
+		cmocka_unit_test(test_bmd_props),         cmocka_unit_test(test_bmd_install),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,7 +34,7 @@ static void test_object_valid(void **state)
 	(void)state;
 	assert_true(obj_ok("a"));
 	assert_true(obj_ok("a/b/c"));
-	assert_true(obj_ok("..."));    /* three dots is a normal name */
+	assert_true(obj_ok("...")); /* three dots is a normal name */
 	assert_true(obj_ok(".hidden"));
 	assert_true(obj_ok("a/..b/c.."));
 	assert_true(obj_ok("a/.b"));
@@ -170,12 +170,9 @@ static void test_provider(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_object_valid),
-		cmocka_unit_test(test_object_dots),
-		cmocka_unit_test(test_object_slashes),
-		cmocka_unit_test(test_object_empty_and_nul),
-		cmocka_unit_test(test_object_lengths),
-		cmocka_unit_test(test_bucket),
+		cmocka_unit_test(test_object_valid),   cmocka_unit_test(test_object_dots),
+		cmocka_unit_test(test_object_slashes), cmocka_unit_test(test_object_empty_and_nul),
+		cmocka_unit_test(test_object_lengths), cmocka_unit_test(test_bucket),
 		cmocka_unit_test(test_provider),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

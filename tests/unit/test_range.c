@@ -168,12 +168,38 @@ static void test_range_whitespace_and_case(void **state)
 static void test_range_malformed(void **state)
 {
 	static const char *const bad[] = {
-		"", " ", "bytes", "bytes=", "bytes= ", "bytes=,", "bytes=-", "bytes=--1", "bytes=a-b",
-		"bytes=1-a", "bytes=a-1", "bytes=3-2", "bytes=1-2-3", "bytes=+1-2", "bytes=1-+2",
-		"bytes=0x1-2", "bytes=1", "bytes=1.5-2", "=0-1", "bytes=-1-2", "bytes=1-2;",
-		"bytes 0-1", "0-1", "bytes=\0010-1", "bytes=1-2 x", "by tes=0-1",
+		"",
+		" ",
+		"bytes",
+		"bytes=",
+		"bytes= ",
+		"bytes=,",
+		"bytes=-",
+		"bytes=--1",
+		"bytes=a-b",
+		"bytes=1-a",
+		"bytes=a-1",
+		"bytes=3-2",
+		"bytes=1-2-3",
+		"bytes=+1-2",
+		"bytes=1-+2",
+		"bytes=0x1-2",
+		"bytes=1",
+		"bytes=1.5-2",
+		"=0-1",
+		"bytes=-1-2",
+		"bytes=1-2;",
+		"bytes 0-1",
+		"0-1",
+		"bytes=\0010-1",
+		"bytes=1-2 x",
+		"by tes=0-1",
 		/* multiple ranges are not supported */
-		"bytes=0-1,2-3", "bytes=0-1, 5-6", "bytes=-1,0-0", "bytes=0-,0-", "bytes=1-2,,3-4",
+		"bytes=0-1,2-3",
+		"bytes=0-1, 5-6",
+		"bytes=-1,0-0",
+		"bytes=0-,0-",
+		"bytes=1-2,,3-4",
 	};
 
 	(void)state;

@@ -170,8 +170,9 @@ static void test_delete_doc(void **state)
 
 static void test_complete_doc(void **state)
 {
-	const char *doc = "<CompleteMultipartUpload><Part><PartNumber> 2 </PartNumber><ETag>&quot;abc&quot;</ETag></Part>"
-			  "<Part><ETag>def</ETag><PartNumber>10000</PartNumber></Part></CompleteMultipartUpload>";
+	const char *doc =
+		"<CompleteMultipartUpload><Part><PartNumber> 2 </PartNumber><ETag>&quot;abc&quot;</ETag></Part>"
+		"<Part><ETag>def</ETag><PartNumber>10000</PartNumber></Part></CompleteMultipartUpload>";
 	px_s3_part_t *parts = NULL;
 	const char *why = NULL;
 	int n = 0;

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include <cmocka.h>
 #include <jansson.h>
+#include <cmocka.h>
 
 #include "auth/sigv4.h"
 
@@ -21,9 +21,9 @@
 
 /* The AWS test suite's and the S3 documentation's example credentials, plus a second S3 key. */
 static const char *const known_keys[][2] = {
-	{ "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY" },
-	{ "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" },
-	{ "AKIAOTHERKEY0EXAMPLE", "another/secret/key+for/tests/0000000000" },
+	{"AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"},
+	{"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
+	{"AKIAOTHERKEY0EXAMPLE", "another/secret/key+for/tests/0000000000"},
 };
 
 static const char *lookup_secret(void *ctx, const char *access_key)
@@ -37,7 +37,7 @@ static const char *lookup_secret(void *ctx, const char *access_key)
 
 static time_t at(const char *amz_date)
 {
-	struct tm tm = { 0 };
+	struct tm tm = {0};
 
 	assert_int_equal(sscanf(amz_date, "%4d%2d%2dT%2d%2d%2dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
 				&tm.tm_min, &tm.tm_sec),
@@ -99,12 +99,12 @@ static ft_sigv4_result_t verify_at(const treq_t *t, time_t now, ft_sigv4_auth_t 
 	return ft_sigv4_verify(&t->r, now, lookup_secret, NULL, auth);
 }
 
-#define assert_verify(t, now, expected)                                                                           \
-	do {                                                                                                      \
-		ft_sigv4_result_t got_ = verify_at((t), (now), NULL);                                             \
-		if (got_ != (expected))                                                                           \
-			fail_msg("%s:%d: verify gave %d (%s), expected %d", __FILE__, __LINE__, (int)got_,        \
-				 ft_sigv4_strerror(got_), (int)(expected));                                       \
+#define assert_verify(t, now, expected)                                                                    \
+	do {                                                                                               \
+		ft_sigv4_result_t got_ = verify_at((t), (now), NULL);                                      \
+		if (got_ != (expected))                                                                    \
+			fail_msg("%s:%d: verify gave %d (%s), expected %d", __FILE__, __LINE__, (int)got_, \
+				 ft_sigv4_strerror(got_), (int)(expected));                                \
 	} while (0)
 
 /* ---- AWS SigV4 test suite (service "service", us-east-1, 20150830T123600Z) ---- */
@@ -127,342 +127,467 @@ typedef struct {
 #define UNRESERVED "-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 /* post-sts-header-*: the session token of the suite. */
-#define STS_TOKEN                                                                                                  \
+#define STS_TOKEN                                                                                              \
 	"AQoDYXdzEPT//////////wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTwdQWLWsKWHGBuFqwAeMicRXmxfpSPfIeoIYRq" \
 	"TflfKD8YUuwthAx7mSEI/qkPpKPi/kMcGdQrmGdeehM4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7WZ0wq5VSXDvp75Y" \
 	"U9HFvlRd8Tx6q6fE8YQcHNVXAkiY9q6d+xo0rKwT38xVqr7ZD0u0iPPkUL64lIZbqBAz+scqKmlzm8FDrypNC9Yjc8fPOLn9FX9K" \
 	"SYvKTr4rvx3iSIlTJabIQwj2ICCR/oLxBA=="
 
-#define SUITE_AUTH(signed_headers, signature)                                                                   \
-	"AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "                             \
+#define SUITE_AUTH(signed_headers, signature)                                               \
+	"AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, " \
 	"SignedHeaders=" signed_headers ", Signature=" signature
 
 static const suite_case_t suite[] = {
-	{ "get-header-key-duplicate", 1, "GET", "/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "My-Header1", "value2" },
-		{ "My-Header1", "value2" },
-		{ "My-Header1", "value1" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;my-header1;x-amz-date",
-		     "c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea") },
-	{ "get-header-value-multiline", 1, "GET", "/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "My-Header1", "value1   value2      value3" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;my-header1;x-amz-date",
-		     "cfd34249e4b1c8d6b91ef74165d41a32e5fab3306300901bb65a51a73575eefd") },
-	{ "get-header-value-order", 1, "GET", "/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "My-Header1", "value4" },
-		{ "My-Header1", "value1" },
-		{ "My-Header1", "value3" },
-		{ "My-Header1", "value2" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;my-header1;x-amz-date",
-		     "08c7e5a9acfcfeb3ab6b2185e75ce8b1deb5e634ec47601a50643f830c755c01") },
-	{ "get-header-value-trim", 1, "GET", "/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "My-Header1", " value1" },
-		{ "My-Header2", " \"a   b   c\"" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;my-header1;my-header2;x-amz-date",
-		     "acc3ed3afb60bb290fc8d2dd0098b9911fcaa05412b367055dee359757a9c736") },
-	{ "get-relative-normalized", 0, "GET", "/example/..", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31") },
-	{ "get-relative-relative-normalized", 0, "GET", "/example1/example2/../..", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31") },
-	{ "get-relative-relative-unnormalized", 1, "GET", "/example1/example2/../..", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "dc33e0856fd4baca4d7aa2146c38958283844764f38c74252a333df5e613003b") },
-	{ "get-relative-unnormalized", 1, "GET", "/example/..", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "eca7ead57bb5aa5c8e28007acd4ff04e1ff9a0ff3b237ec1554a184887ff9282") },
-	{ "get-slash-dot-slash-normalized", 0, "GET", "/./", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31") },
-	{ "get-slash-dot-slash-unnormalized", 1, "GET", "/./", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "68714168e6557f8f2de0ef956fc24dc2593a4bd2961f8df51898d8a134695145") },
-	{ "get-slash-normalized", 0, "GET", "//", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31") },
-	{ "get-slash-pointless-dot-normalized", 0, "GET", "/./example", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "ef75d96142cf21edca26f06005da7988e4f8dc83a165a80865db7089db637ec5") },
-	{ "get-slash-pointless-dot-unnormalized", 1, "GET", "/./example", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "beb03f223f7deae4146464f06e29eebbee9c8afbe15c290cf07aa8b119e14cff") },
-	{ "get-slash-unnormalized", 1, "GET", "//", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "c88bcd3d312d75078c0cd961d6deae3f4c754924b01669efcfcb439fd5e5b76e") },
-	{ "get-slashes-normalized", 0, "GET", "//example//", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "9a624bd73a37c9a373b5312afbebe7a714a789de108f0bdfe846570885f57e84") },
-	{ "get-slashes-unnormalized", 1, "GET", "//example//", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "87cca117541a147f6df867677d98a7d80dff226d2bfca9e4ffa899665623c7e5") },
-	{ "get-space-normalized", 1, "GET", "/example space/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "652487583200325589f1fba4c7e578f72c47cb61beeca81406b39ddec1366741") },
-	{ "get-space-unnormalized", 1, "GET", "/example space/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "652487583200325589f1fba4c7e578f72c47cb61beeca81406b39ddec1366741") },
-	{ "get-unreserved", 1, "GET", "/" UNRESERVED, "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "07ef7494c76fa4850883e2b006601f940f8a34d404d0cfa977f52a65bbf5f24f") },
-	{ "get-utf8", 1, "GET", "/\xe1""\x88""\xb4""", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85") },
-	{ "get-vanilla", 1, "GET", "/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31") },
-	{ "get-vanilla-empty-query-key", 1, "GET", "/", "Param1=value1",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb") },
-	{ "get-vanilla-query", 1, "GET", "/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31") },
-	{ "get-vanilla-query-order-encoded", 1, "GET", "/", "Param-3=Value3&Param=Value2&%E1%88%B4=Value1",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "371d3713e185cc334048618a97f809c9ffe339c62934c032af5a0e595648fcac") },
-	{ "get-vanilla-query-order-key-case", 1, "GET", "/", "Param2=value2&Param1=value1",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500") },
-	{ "get-vanilla-query-unreserved", 1, "GET", "/", UNRESERVED "=" UNRESERVED,
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "9c3e54bfcdf0b19771a7f523ee5669cdf59bc7cc0884027167c21bb143a40197") },
-	{ "get-vanilla-utf8-query", 1, "GET", "/", "\xe1""\x88""\xb4""=bar",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04") },
-	{ "get-vanilla-with-session-token", 1, "GET", "/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Security-Token", "6e86291e8372ff2a2260956d9b8aae1d763fbf315fa00fa31553b73ebf194267" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date;x-amz-security-token",
-		     "07ec1639c89043aa0e3e2de82b96708f198cceab042d4a97044c66dd9f74e7f8") },
-	{ "post-header-key-case", 1, "POST", "/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b") },
-	{ "post-header-key-sort", 1, "POST", "/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "My-Header1", "value1" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;my-header1;x-amz-date",
-		     "c5410059b04c1ee005303aed430f6e6645f61f4dc9e1461ec8f8916fdf18852c") },
-	{ "post-header-value-case", 1, "POST", "/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "My-Header1", "VALUE1" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;my-header1;x-amz-date",
-		     "cdbc9802e29d2942e5e10b5bccfdd67c5f22c7c4e8ae67b53629efa58b974b7d") },
-	{ "post-sts-header-after", 1, "POST", "/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Security-Token", STS_TOKEN },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b") },
-	{ "post-sts-header-before", 1, "POST", "/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Security-Token", STS_TOKEN },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date;x-amz-security-token",
-		     "85d96828115b5dc0cfc3bd16ad9e210dd772bbebba041836c64533a82be05ead") },
-	{ "post-vanilla", 1, "POST", "/", "",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b") },
-	{ "post-vanilla-empty-query-value", 1, "POST", "/", "Param1=value1",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11") },
-	{ "post-vanilla-query", 1, "POST", "/", "Param1=value1",
-	  {
-		{ "Host", "example.amazonaws.com" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-	  },
-	  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-	  SUITE_AUTH("host;x-amz-date",
-		     "28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11") },
-	{ "post-x-www-form-urlencoded", 1, "POST", "/", "",
-	  {
-		{ "Content-Type", "application/x-www-form-urlencoded" },
-		{ "Host", "example.amazonaws.com" },
-		{ "Content-Length", "13" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-		{ "x-amz-content-sha256", "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e" },
-	  },
-	  "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e",
-	  SUITE_AUTH("content-length;content-type;host;x-amz-content-sha256;x-amz-date",
-		     "d3875051da38690788ef43de4db0d8f280229d82040bfac253562e56c3f20e0b") },
-	{ "post-x-www-form-urlencoded-parameters", 1, "POST", "/", "",
-	  {
-		{ "Content-Type", "application/x-www-form-urlencoded; charset=utf-8" },
-		{ "Host", "example.amazonaws.com" },
-		{ "Content-Length", "13" },
-		{ "X-Amz-Date", "20150830T123600Z" },
-		{ "x-amz-content-sha256", "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e" },
-	  },
-	  "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e",
-	  SUITE_AUTH("content-length;content-type;host;x-amz-content-sha256;x-amz-date",
-		     "328d1b9eaadca9f5818ef05e8392801e091653bafec24fcab71e7344e7f51422") },
+	{"get-header-key-duplicate",
+	 1,
+	 "GET",
+	 "/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"My-Header1", "value2"},
+		 {"My-Header1", "value2"},
+		 {"My-Header1", "value1"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;my-header1;x-amz-date", "c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea")},
+	{"get-header-value-multiline",
+	 1,
+	 "GET",
+	 "/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"My-Header1", "value1   value2      value3"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;my-header1;x-amz-date", "cfd34249e4b1c8d6b91ef74165d41a32e5fab3306300901bb65a51a73575eefd")},
+	{"get-header-value-order",
+	 1,
+	 "GET",
+	 "/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"My-Header1", "value4"},
+		 {"My-Header1", "value1"},
+		 {"My-Header1", "value3"},
+		 {"My-Header1", "value2"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;my-header1;x-amz-date", "08c7e5a9acfcfeb3ab6b2185e75ce8b1deb5e634ec47601a50643f830c755c01")},
+	{"get-header-value-trim",
+	 1,
+	 "GET",
+	 "/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"My-Header1", " value1"},
+		 {"My-Header2", " \"a   b   c\""},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;my-header1;my-header2;x-amz-date",
+		    "acc3ed3afb60bb290fc8d2dd0098b9911fcaa05412b367055dee359757a9c736")},
+	{"get-relative-normalized",
+	 0,
+	 "GET",
+	 "/example/..",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31")},
+	{"get-relative-relative-normalized",
+	 0,
+	 "GET",
+	 "/example1/example2/../..",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31")},
+	{"get-relative-relative-unnormalized",
+	 1,
+	 "GET",
+	 "/example1/example2/../..",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "dc33e0856fd4baca4d7aa2146c38958283844764f38c74252a333df5e613003b")},
+	{"get-relative-unnormalized",
+	 1,
+	 "GET",
+	 "/example/..",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "eca7ead57bb5aa5c8e28007acd4ff04e1ff9a0ff3b237ec1554a184887ff9282")},
+	{"get-slash-dot-slash-normalized",
+	 0,
+	 "GET",
+	 "/./",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31")},
+	{"get-slash-dot-slash-unnormalized",
+	 1,
+	 "GET",
+	 "/./",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "68714168e6557f8f2de0ef956fc24dc2593a4bd2961f8df51898d8a134695145")},
+	{"get-slash-normalized",
+	 0,
+	 "GET",
+	 "//",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31")},
+	{"get-slash-pointless-dot-normalized",
+	 0,
+	 "GET",
+	 "/./example",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "ef75d96142cf21edca26f06005da7988e4f8dc83a165a80865db7089db637ec5")},
+	{"get-slash-pointless-dot-unnormalized",
+	 1,
+	 "GET",
+	 "/./example",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "beb03f223f7deae4146464f06e29eebbee9c8afbe15c290cf07aa8b119e14cff")},
+	{"get-slash-unnormalized",
+	 1,
+	 "GET",
+	 "//",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "c88bcd3d312d75078c0cd961d6deae3f4c754924b01669efcfcb439fd5e5b76e")},
+	{"get-slashes-normalized",
+	 0,
+	 "GET",
+	 "//example//",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "9a624bd73a37c9a373b5312afbebe7a714a789de108f0bdfe846570885f57e84")},
+	{"get-slashes-unnormalized",
+	 1,
+	 "GET",
+	 "//example//",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "87cca117541a147f6df867677d98a7d80dff226d2bfca9e4ffa899665623c7e5")},
+	{"get-space-normalized",
+	 1,
+	 "GET",
+	 "/example space/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "652487583200325589f1fba4c7e578f72c47cb61beeca81406b39ddec1366741")},
+	{"get-space-unnormalized",
+	 1,
+	 "GET",
+	 "/example space/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "652487583200325589f1fba4c7e578f72c47cb61beeca81406b39ddec1366741")},
+	{"get-unreserved",
+	 1,
+	 "GET",
+	 "/" UNRESERVED,
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "07ef7494c76fa4850883e2b006601f940f8a34d404d0cfa977f52a65bbf5f24f")},
+	{"get-utf8",
+	 1,
+	 "GET",
+	 "/\xe1"
+	 "\x88"
+	 "\xb4"
+	 "",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85")},
+	{"get-vanilla",
+	 1,
+	 "GET",
+	 "/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31")},
+	{"get-vanilla-empty-query-key",
+	 1,
+	 "GET",
+	 "/",
+	 "Param1=value1",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb")},
+	{"get-vanilla-query",
+	 1,
+	 "GET",
+	 "/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31")},
+	{"get-vanilla-query-order-encoded",
+	 1,
+	 "GET",
+	 "/",
+	 "Param-3=Value3&Param=Value2&%E1%88%B4=Value1",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "371d3713e185cc334048618a97f809c9ffe339c62934c032af5a0e595648fcac")},
+	{"get-vanilla-query-order-key-case",
+	 1,
+	 "GET",
+	 "/",
+	 "Param2=value2&Param1=value1",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500")},
+	{"get-vanilla-query-unreserved",
+	 1,
+	 "GET",
+	 "/",
+	 UNRESERVED "=" UNRESERVED,
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "9c3e54bfcdf0b19771a7f523ee5669cdf59bc7cc0884027167c21bb143a40197")},
+	{"get-vanilla-utf8-query",
+	 1,
+	 "GET",
+	 "/",
+	 "\xe1"
+	 "\x88"
+	 "\xb4"
+	 "=bar",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04")},
+	{"get-vanilla-with-session-token",
+	 1,
+	 "GET",
+	 "/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Security-Token", "6e86291e8372ff2a2260956d9b8aae1d763fbf315fa00fa31553b73ebf194267"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date;x-amz-security-token",
+		    "07ec1639c89043aa0e3e2de82b96708f198cceab042d4a97044c66dd9f74e7f8")},
+	{"post-header-key-case",
+	 1,
+	 "POST",
+	 "/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b")},
+	{"post-header-key-sort",
+	 1,
+	 "POST",
+	 "/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"My-Header1", "value1"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;my-header1;x-amz-date", "c5410059b04c1ee005303aed430f6e6645f61f4dc9e1461ec8f8916fdf18852c")},
+	{"post-header-value-case",
+	 1,
+	 "POST",
+	 "/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"My-Header1", "VALUE1"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;my-header1;x-amz-date", "cdbc9802e29d2942e5e10b5bccfdd67c5f22c7c4e8ae67b53629efa58b974b7d")},
+	{"post-sts-header-after",
+	 1,
+	 "POST",
+	 "/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Security-Token", STS_TOKEN},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b")},
+	{"post-sts-header-before",
+	 1,
+	 "POST",
+	 "/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Security-Token", STS_TOKEN},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date;x-amz-security-token",
+		    "85d96828115b5dc0cfc3bd16ad9e210dd772bbebba041836c64533a82be05ead")},
+	{"post-vanilla",
+	 1,
+	 "POST",
+	 "/",
+	 "",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b")},
+	{"post-vanilla-empty-query-value",
+	 1,
+	 "POST",
+	 "/",
+	 "Param1=value1",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11")},
+	{"post-vanilla-query",
+	 1,
+	 "POST",
+	 "/",
+	 "Param1=value1",
+	 {
+		 {"Host", "example.amazonaws.com"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+	 },
+	 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	 SUITE_AUTH("host;x-amz-date", "28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11")},
+	{"post-x-www-form-urlencoded",
+	 1,
+	 "POST",
+	 "/",
+	 "",
+	 {
+		 {"Content-Type", "application/x-www-form-urlencoded"},
+		 {"Host", "example.amazonaws.com"},
+		 {"Content-Length", "13"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+		 {"x-amz-content-sha256", "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e"},
+	 },
+	 "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e",
+	 SUITE_AUTH("content-length;content-type;host;x-amz-content-sha256;x-amz-date",
+		    "d3875051da38690788ef43de4db0d8f280229d82040bfac253562e56c3f20e0b")},
+	{"post-x-www-form-urlencoded-parameters",
+	 1,
+	 "POST",
+	 "/",
+	 "",
+	 {
+		 {"Content-Type", "application/x-www-form-urlencoded; charset=utf-8"},
+		 {"Host", "example.amazonaws.com"},
+		 {"Content-Length", "13"},
+		 {"X-Amz-Date", "20150830T123600Z"},
+		 {"x-amz-content-sha256", "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e"},
+	 },
+	 "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e",
+	 SUITE_AUTH("content-length;content-type;host;x-amz-content-sha256;x-amz-date",
+		    "328d1b9eaadca9f5818ef05e8392801e091653bafec24fcab71e7344e7f51422")},
 };
 
 #define SUITE_DATE "20150830T123600Z"
@@ -597,27 +722,38 @@ typedef struct {
 } s3_case_t;
 
 static const s3_case_t s3_examples[] = {
-	{ "GET object with Range", "GET", "/test.txt", "",
-	  { { "Host", S3_HOST }, { "Range", "bytes=0-9" }, { "x-amz-content-sha256", EMPTY_SHA256 },
-	    { "x-amz-date", S3_DATE } },
-	  "host;range;x-amz-content-sha256;x-amz-date",
-	  "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41" },
-	{ "PUT object", "PUT", "/test$file.text", "",
-	  { { "Host", S3_HOST },
-	    { "Date", "Fri, 24 May 2013 00:00:00 GMT" },
-	    { "x-amz-date", S3_DATE },
-	    { "x-amz-storage-class", "REDUCED_REDUNDANCY" },
-	    { "x-amz-content-sha256", "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072" } },
-	  "date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class",
-	  "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd" },
-	{ "GET bucket lifecycle", "GET", "/", "lifecycle",
-	  { { "Host", S3_HOST }, { "x-amz-date", S3_DATE }, { "x-amz-content-sha256", EMPTY_SHA256 } },
-	  "host;x-amz-content-sha256;x-amz-date",
-	  "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543" },
-	{ "list objects", "GET", "/", "max-keys=2&prefix=J",
-	  { { "Host", S3_HOST }, { "x-amz-date", S3_DATE }, { "x-amz-content-sha256", EMPTY_SHA256 } },
-	  "host;x-amz-content-sha256;x-amz-date",
-	  "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7" },
+	{"GET object with Range",
+	 "GET",
+	 "/test.txt",
+	 "",
+	 {{"Host", S3_HOST}, {"Range", "bytes=0-9"}, {"x-amz-content-sha256", EMPTY_SHA256}, {"x-amz-date", S3_DATE}},
+	 "host;range;x-amz-content-sha256;x-amz-date",
+	 "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"},
+	{"PUT object",
+	 "PUT",
+	 "/test$file.text",
+	 "",
+	 {{"Host", S3_HOST},
+	  {"Date", "Fri, 24 May 2013 00:00:00 GMT"},
+	  {"x-amz-date", S3_DATE},
+	  {"x-amz-storage-class", "REDUCED_REDUNDANCY"},
+	  {"x-amz-content-sha256", "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"}},
+	 "date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class",
+	 "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd"},
+	{"GET bucket lifecycle",
+	 "GET",
+	 "/",
+	 "lifecycle",
+	 {{"Host", S3_HOST}, {"x-amz-date", S3_DATE}, {"x-amz-content-sha256", EMPTY_SHA256}},
+	 "host;x-amz-content-sha256;x-amz-date",
+	 "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543"},
+	{"list objects",
+	 "GET",
+	 "/",
+	 "max-keys=2&prefix=J",
+	 {{"Host", S3_HOST}, {"x-amz-date", S3_DATE}, {"x-amz-content-sha256", EMPTY_SHA256}},
+	 "host;x-amz-content-sha256;x-amz-date",
+	 "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7"},
 };
 
 /* The S3 documentation writes the Authorization value without spaces after the commas. */
@@ -655,9 +791,9 @@ static void test_s3_examples(void **state)
 		for (int k = 0; k < t.r.n_headers; k++)
 			if (strcasecmp(t.h[k].name, "x-amz-content-sha256") == 0)
 				t.r.payload_hash = t.h[k].value;
-		assert_int_equal(ft_sigv4_sign(&t.r, S3_AK, S3_SK, "us-east-1", "s3", S3_DATE, signed_auth,
-					       sizeof(signed_auth)),
-				 0);
+		assert_int_equal(
+			ft_sigv4_sign(&t.r, S3_AK, S3_SK, "us-east-1", "s3", S3_DATE, signed_auth, sizeof(signed_auth)),
+			0);
 		snprintf(expected, sizeof(expected), "AWS4-HMAC-SHA256 " S3_CRED ", SignedHeaders=%s, Signature=%s",
 			 c->signed_headers, c->signature);
 		assert_string_equal(signed_auth, expected);
@@ -758,8 +894,8 @@ static void test_canonical_forms(void **state)
 /* ---- presigned URL example ---- */
 
 #define PRESIGNED_SIG "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404"
-#define PRESIGNED_QUERY(alg, cred, date, expires, signed_headers, sig)                                             \
-	"X-Amz-Algorithm=" alg "&X-Amz-Credential=" cred "&X-Amz-Date=" date "&X-Amz-Expires=" expires                 \
+#define PRESIGNED_QUERY(alg, cred, date, expires, signed_headers, sig)                                 \
+	"X-Amz-Algorithm=" alg "&X-Amz-Credential=" cred "&X-Amz-Date=" date "&X-Amz-Expires=" expires \
 	"&X-Amz-SignedHeaders=" signed_headers "&X-Amz-Signature=" sig
 #define PS_CRED "AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
 
@@ -785,15 +921,17 @@ static void test_presigned_example(void **state)
 	assert_verify(&t, date, FT_SIGV4_OK);
 	assert_verify(&t, date + 86400, FT_SIGV4_OK);
 	assert_verify(&t, date + 86401, FT_SIGV4_EXPIRED);
-	assert_verify(&t, date - 14 * 60, FT_SIGV4_OK);  /* client clock a little ahead */
+	assert_verify(&t, date - 14 * 60, FT_SIGV4_OK);     /* client clock a little ahead */
 	assert_verify(&t, date - 16 * 60, FT_SIGV4_SKEWED); /* dated too far in the future */
 	/* Parameter order on the wire does not matter; the canonical query is sorted. */
-	presigned_request(&t, "X-Amz-Signature=" PRESIGNED_SIG "&X-Amz-Expires=86400&X-Amz-Date=" S3_DATE
-			      "&X-Amz-SignedHeaders=host&X-Amz-Credential=" PS_CRED "&X-Amz-Algorithm=AWS4-HMAC-SHA256");
+	presigned_request(&t,
+			  "X-Amz-Signature=" PRESIGNED_SIG "&X-Amz-Expires=86400&X-Amz-Date=" S3_DATE
+			  "&X-Amz-SignedHeaders=host&X-Amz-Credential=" PS_CRED "&X-Amz-Algorithm=AWS4-HMAC-SHA256");
 	assert_verify(&t, date, FT_SIGV4_OK);
 	/* A raw '/' in the credential is the same value (the canonical query re-encodes it). */
-	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", "AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request",
-					      S3_DATE, "86400", "host", PRESIGNED_SIG));
+	presigned_request(&t,
+			  PRESIGNED_QUERY("AWS4-HMAC-SHA256", "AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request",
+					  S3_DATE, "86400", "host", PRESIGNED_SIG));
 	assert_verify(&t, date, FT_SIGV4_OK);
 }
 
@@ -806,18 +944,18 @@ static void test_presigned_tampering(void **state)
 	/* Each signed part changed: a mismatch. */
 	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, S3_DATE, "86401", "host", PRESIGNED_SIG));
 	assert_verify(&t, now, FT_SIGV4_MISMATCH);
-	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, "20130524T000001Z", "86400", "host",
-					      PRESIGNED_SIG));
+	presigned_request(
+		&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, "20130524T000001Z", "86400", "host", PRESIGNED_SIG));
 	assert_verify(&t, now, FT_SIGV4_MISMATCH);
 	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256",
-					      "AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-west-2%2Fs3%2Faws4_request", S3_DATE,
-					      "86400", "host", PRESIGNED_SIG));
+					      "AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-west-2%2Fs3%2Faws4_request",
+					      S3_DATE, "86400", "host", PRESIGNED_SIG));
 	assert_verify(&t, now, FT_SIGV4_MISMATCH);
 	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, S3_DATE, "86400", "host",
 					      "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d405"));
 	assert_verify(&t, now, FT_SIGV4_MISMATCH);
-	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, S3_DATE, "86400", "host", PRESIGNED_SIG)
-			  "&response-content-type=text%2Fhtml");
+	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, S3_DATE, "86400", "host",
+					      PRESIGNED_SIG) "&response-content-type=text%2Fhtml");
 	assert_verify(&t, now, FT_SIGV4_MISMATCH);
 	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, S3_DATE, "86400", "host", PRESIGNED_SIG));
 	t.r.path = "/test.txt2";
@@ -834,8 +972,8 @@ static void test_presigned_tampering(void **state)
 	assert_verify(&t, now, FT_SIGV4_OK);
 	/* Another known key: a mismatch; an unknown one: unknown key. */
 	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256",
-					      "AKIAOTHERKEY0EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request", S3_DATE,
-					      "86400", "host", PRESIGNED_SIG));
+					      "AKIAOTHERKEY0EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request",
+					      S3_DATE, "86400", "host", PRESIGNED_SIG));
 	assert_verify(&t, now, FT_SIGV4_MISMATCH);
 	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256",
 					      "AKIANOBODYEXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request", S3_DATE,
@@ -857,8 +995,8 @@ static void test_presigned_tampering(void **state)
 	assert_verify(&t, now, FT_SIGV4_MALFORMED);
 	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, S3_DATE, "1e3", "host", PRESIGNED_SIG));
 	assert_verify(&t, now, FT_SIGV4_MALFORMED);
-	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, "20130525T000000Z", "86400", "host",
-					      PRESIGNED_SIG));
+	presigned_request(
+		&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, "20130525T000000Z", "86400", "host", PRESIGNED_SIG));
 	assert_verify(&t, now, FT_SIGV4_MALFORMED); /* credential day != X-Amz-Date day */
 	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, "2013-05-24T00:00:00Z", "86400", "host",
 					      PRESIGNED_SIG));
@@ -869,8 +1007,8 @@ static void test_presigned_tampering(void **state)
 					      "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d4"));
 	assert_verify(&t, now, FT_SIGV4_MALFORMED);
 	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256",
-					      "AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws5_request", S3_DATE,
-					      "86400", "host", PRESIGNED_SIG));
+					      "AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws5_request",
+					      S3_DATE, "86400", "host", PRESIGNED_SIG));
 	assert_verify(&t, now, FT_SIGV4_MALFORMED);
 	presigned_request(&t, "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" PS_CRED "&X-Amz-Date=" S3_DATE
 			      "&X-Amz-SignedHeaders=host&X-Amz-Signature=" PRESIGNED_SIG);
@@ -878,11 +1016,11 @@ static void test_presigned_tampering(void **state)
 	presigned_request(&t, "X-Amz-Credential=" PS_CRED "&X-Amz-Date=" S3_DATE
 			      "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=" PRESIGNED_SIG);
 	assert_verify(&t, now, FT_SIGV4_MALFORMED); /* no X-Amz-Algorithm */
-	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, S3_DATE, "86400", "host", PRESIGNED_SIG)
-			  "&X-Amz-Signature=" PRESIGNED_SIG);
+	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, S3_DATE, "86400", "host",
+					      PRESIGNED_SIG) "&X-Amz-Signature=" PRESIGNED_SIG);
 	assert_verify(&t, now, FT_SIGV4_MALFORMED); /* repeated */
-	presigned_request(&t, PRESIGNED_QUERY("AWS4-ECDSA-P256-SHA256", PS_CRED, S3_DATE, "86400", "host",
-					      PRESIGNED_SIG));
+	presigned_request(&t,
+			  PRESIGNED_QUERY("AWS4-ECDSA-P256-SHA256", PS_CRED, S3_DATE, "86400", "host", PRESIGNED_SIG));
 	assert_verify(&t, now, FT_SIGV4_UNSUPPORTED);
 	/* Presigned parameters and an Authorization header together. */
 	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, S3_DATE, "86400", "host", PRESIGNED_SIG));
@@ -899,7 +1037,7 @@ static void test_presigned_tampering(void **state)
 
 /* ---- header form: parsing, clock, key, dates ---- */
 
-#define RANGE_AUTH(sep, sig)                                                                                       \
+#define RANGE_AUTH(sep, sig) \
 	"AWS4-HMAC-SHA256 " S3_CRED sep "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date" sep "Signature=" sig
 #define RANGE_SIG "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
 
@@ -1060,8 +1198,9 @@ static void test_header_dates(void **state)
 	add_header(&t, "Host", S3_HOST);
 	add_header(&t, "Date", "Fri, 24 May 2013 00:00:00 GMT");
 	add_header(&t, "x-amz-content-sha256", EMPTY_SHA256);
-	add_header(&t, "Authorization", "AWS4-HMAC-SHA256 " S3_CRED ",SignedHeaders=date;host;x-amz-content-sha256,"
-					"Signature=f51e643fca75b7c8fd918b44dd7f5de20a60f46a456fd2170e1e8248a77144e1");
+	add_header(&t, "Authorization",
+		   "AWS4-HMAC-SHA256 " S3_CRED ",SignedHeaders=date;host;x-amz-content-sha256,"
+		   "Signature=f51e643fca75b7c8fd918b44dd7f5de20a60f46a456fd2170e1e8248a77144e1");
 	assert_verify(&t, now, FT_SIGV4_OK);
 	assert_verify(&t, now + 16 * 60, FT_SIGV4_SKEWED);
 	set_header(&t, "Date", "Fri, 24 May 2013 00:00:01 GMT");
@@ -1127,9 +1266,8 @@ static void test_sign_then_verify(void **state)
 #define CACHE_SECRETS 6
 #define CACHE_REGIONS 5 /* with CACHE_SECRETS: more pairs than the cache holds, so entries get replaced */
 
-static const char *const cache_secret[CACHE_SECRETS] = { S3_SK, S3_SK "x", "a", "b", "AWS4", "wJalrXUtnFEMI" };
-static const char *const cache_region[CACHE_REGIONS] = { "us-east-1", "eu-west-1", "us-east-2", "ap-south-1",
-							  "x" };
+static const char *const cache_secret[CACHE_SECRETS] = {S3_SK, S3_SK "x", "a", "b", "AWS4", "wJalrXUtnFEMI"};
+static const char *const cache_region[CACHE_REGIONS] = {"us-east-1", "eu-west-1", "us-east-2", "ap-south-1", "x"};
 static char cache_want[CACHE_SECRETS][CACHE_REGIONS][1024];
 
 static int cache_sign(int si, int ri, const char *date, char *auth, size_t cap)
@@ -1167,11 +1305,13 @@ static void test_signing_key_cache(void **state)
 	(void)state;
 	for (si = 0; si < CACHE_SECRETS; si++)
 		for (ri = 0; ri < CACHE_REGIONS; ri++) {
-			assert_int_equal(cache_sign(si, ri, "20231114T221320Z", cache_want[si][ri],
-						    sizeof(cache_want[si][ri])), 0);
+			assert_int_equal(
+				cache_sign(si, ri, "20231114T221320Z", cache_want[si][ri], sizeof(cache_want[si][ri])),
+				0);
 			/* every secret and region gives its own signature: none taken from another's key */
 			for (i = 0; i < si * CACHE_REGIONS + ri; i++)
-				assert_string_not_equal(cache_want[si][ri], cache_want[i / CACHE_REGIONS][i % CACHE_REGIONS]);
+				assert_string_not_equal(cache_want[si][ri],
+							cache_want[i / CACHE_REGIONS][i % CACHE_REGIONS]);
 		}
 	/* the same inputs again (cached or replaced by now) sign the same */
 	for (si = CACHE_SECRETS - 1; si >= 0; si--)
@@ -1214,9 +1354,10 @@ static void chunked_seed(ft_sigv4_auth_t *auth)
 	add_header(&t, "Content-Encoding", "aws-chunked");
 	add_header(&t, "x-amz-decoded-content-length", "66560");
 	add_header(&t, "Content-Length", "66824");
-	add_header(&t, "Authorization",
-		   "AWS4-HMAC-SHA256 " S3_CRED ",SignedHeaders=content-encoding;content-length;host;"
-		   "x-amz-content-sha256;x-amz-date;x-amz-decoded-content-length;x-amz-storage-class,Signature=" SEED_SIG);
+	add_header(
+		&t, "Authorization",
+		"AWS4-HMAC-SHA256 " S3_CRED ",SignedHeaders=content-encoding;content-length;host;"
+		"x-amz-content-sha256;x-amz-date;x-amz-decoded-content-length;x-amz-storage-class,Signature=" SEED_SIG);
 	assert_int_equal(verify_at(&t, at(S3_DATE), auth), FT_SIGV4_OK);
 	assert_string_equal(auth->seed_signature, SEED_SIG);
 }
@@ -1284,7 +1425,7 @@ static int all_a(const uint8_t *p, size_t n)
 
 static void test_chunked_example(void **state)
 {
-	static const size_t steps[] = { 0, 1, 2, 3, 7, 64, 97, 100, 4096, 65537 };
+	static const size_t steps[] = {0, 1, 2, 3, 7, 64, 97, 100, 4096, 65537};
 	ft_sigv4_auth_t auth;
 	uint8_t *body, *payload;
 	size_t len, payload_len;
@@ -1314,7 +1455,7 @@ static void chunked_case(const ft_sigv4_auth_t *auth, const char *what, void (*e
 {
 	uint8_t *body, *payload;
 	size_t len, payload_len;
-	static const size_t steps[] = { 0, 1, 13 };
+	static const size_t steps[] = {0, 1, 13};
 
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		int rc;
@@ -1664,7 +1805,7 @@ static int run_case(json_t *c)
 	int expected = result_by_name(json_string_value(json_object_get(c, "expect")));
 	json_t *headers = json_object_get(c, "headers");
 	ft_sigv4_header_t *h;
-	ft_sigv4_request_t req = { 0 };
+	ft_sigv4_request_t req = {0};
 	ft_sigv4_auth_t auth;
 	ft_sigv4_result_t r;
 	int ok;
@@ -1739,20 +1880,13 @@ static void test_external_cases(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_suite_sign),
-		cmocka_unit_test(test_suite_verify),
-		cmocka_unit_test(test_s3_examples),
-		cmocka_unit_test(test_s3_wire_forms),
-		cmocka_unit_test(test_canonical_forms),
-		cmocka_unit_test(test_presigned_example),
-		cmocka_unit_test(test_presigned_tampering),
-		cmocka_unit_test(test_header_parsing),
-		cmocka_unit_test(test_header_dates),
-		cmocka_unit_test(test_sign_then_verify),
-		cmocka_unit_test(test_signing_key_cache),
-		cmocka_unit_test(test_chunked_example),
-		cmocka_unit_test(test_chunked_errors),
-		cmocka_unit_test(test_sha256_and_names),
+		cmocka_unit_test(test_suite_sign),          cmocka_unit_test(test_suite_verify),
+		cmocka_unit_test(test_s3_examples),         cmocka_unit_test(test_s3_wire_forms),
+		cmocka_unit_test(test_canonical_forms),     cmocka_unit_test(test_presigned_example),
+		cmocka_unit_test(test_presigned_tampering), cmocka_unit_test(test_header_parsing),
+		cmocka_unit_test(test_header_dates),        cmocka_unit_test(test_sign_then_verify),
+		cmocka_unit_test(test_signing_key_cache),   cmocka_unit_test(test_chunked_example),
+		cmocka_unit_test(test_chunked_errors),      cmocka_unit_test(test_sha256_and_names),
 	};
 	const struct CMUnitTest external[] = {
 		cmocka_unit_test(test_external_cases),

@@ -12,7 +12,7 @@
 
 static void test_append_and_nul(void **state)
 {
-	ft_strbuf_t b = { 0 };
+	ft_strbuf_t b = {0};
 
 	(void)state;
 	ft_strbuf_add(&b, "ab\0c", 4);
@@ -28,7 +28,7 @@ static void test_append_and_nul(void **state)
 
 static void test_empty_add_allocates(void **state)
 {
-	ft_strbuf_t b = { 0 };
+	ft_strbuf_t b = {0};
 
 	(void)state;
 	ft_strbuf_add(&b, "", 0);
@@ -39,7 +39,7 @@ static void test_empty_add_allocates(void **state)
 
 static void test_growth(void **state)
 {
-	ft_strbuf_t b = { 0 };
+	ft_strbuf_t b = {0};
 
 	(void)state;
 	for (int i = 0; i < 10000; i++)
@@ -54,7 +54,7 @@ static void test_growth(void **state)
 
 static void test_addf(void **state)
 {
-	ft_strbuf_t b = { 0 };
+	ft_strbuf_t b = {0};
 	char big[3000];
 
 	(void)state;
@@ -74,7 +74,7 @@ static void test_addf(void **state)
 
 static void test_take(void **state)
 {
-	ft_strbuf_t b = { 0 };
+	ft_strbuf_t b = {0};
 	char *s;
 
 	(void)state;
@@ -90,7 +90,7 @@ static void test_take(void **state)
 
 static void test_failure_is_sticky(void **state)
 {
-	ft_strbuf_t b = { 0 };
+	ft_strbuf_t b = {0};
 
 	(void)state;
 	ft_strbuf_adds(&b, "keep");
@@ -109,12 +109,9 @@ static void test_failure_is_sticky(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_append_and_nul),
-		cmocka_unit_test(test_empty_add_allocates),
-		cmocka_unit_test(test_growth),
-		cmocka_unit_test(test_addf),
-		cmocka_unit_test(test_take),
-		cmocka_unit_test(test_failure_is_sticky),
+		cmocka_unit_test(test_append_and_nul), cmocka_unit_test(test_empty_add_allocates),
+		cmocka_unit_test(test_growth),         cmocka_unit_test(test_addf),
+		cmocka_unit_test(test_take),           cmocka_unit_test(test_failure_is_sticky),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,7 +60,8 @@ endif
 PYTHON := /usr/bin/python3
 PYTEST_ARGS ?=
 
-.PHONY: all deps build run test test-unit test-integration test-asan fuzz fuzz-ci clean format-check format bench
+.PHONY: all deps build run test test-unit test-integration test-asan fuzz fuzz-ci clean format-check format bench \
+	check-layers
 
 all: $(BINS)
 build: all
@@ -124,8 +125,12 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(CLOUD_SRC)
 run: deps all
 	scripts/ft-cluster run --dir $(DIR) --port $(PORT) --bin $(BUILD)/bin
 
-test: deps all $(UNIT_BIN)
+test: check-layers deps all $(UNIT_BIN)
 	@scripts/run-tests.sh $(BUILD) $(PYTEST_ARGS)
+
+# Includes point only where the layering allows (scripts/check-layers.py lists the rules and the exceptions).
+check-layers:
+	@$(PYTHON) scripts/check-layers.py
 
 test-unit: all $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

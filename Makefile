@@ -116,11 +116,14 @@ $(BUILD)/tests/%: tests/unit/%.c $(TEST_LIBS)
 	$(CC) $(CPPFLAGS) -Itarget -Iproxy -Iloader $(ALL_CFLAGS) -MF $(BUILD)/obj/tests/unit/$*.d $(LDFLAGS) -o $@ $< \
 	  $(TEST_LIBS) -lcmocka $(LDLIBS) -lm
 
-# libFuzzer harnesses: clang, ASan+UBSan, linked against the common and cloud sources directly.
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(CLOUD_SRC)
+# libFuzzer harnesses: clang, ASan+UBSan, linked against the common and cloud sources directly, plus the program
+# sources FUZZ_EXTRA_<fuzzer> names (the module under test).
+FUZZ_EXTRA_fuzz_lom := target/core/lom.c
+.SECONDEXPANSION:
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(CLOUD_SRC) $$(FUZZ_EXTRA_$$*)
 	@mkdir -p $(dir $@)
 	clang $(CPPFLAGS) -Itarget -Iproxy -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	  -o $@ $< $(COMMON_SRC) $(CLOUD_SRC) $(LDLIBS)
+	  -o $@ $< $(COMMON_SRC) $(CLOUD_SRC) $(FUZZ_EXTRA_$*) $(LDLIBS)
 
 run: deps all
 	scripts/ft-cluster run --dir $(DIR) --port $(PORT) --bin $(BUILD)/bin

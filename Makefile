@@ -61,7 +61,7 @@ PYTHON := /usr/bin/python3
 PYTEST_ARGS ?=
 
 .PHONY: all deps build run test test-unit test-integration test-asan fuzz fuzz-ci clean format-check format bench \
-	check-layers
+	check-layers test-tsan
 
 all: $(BINS)
 build: all
@@ -144,6 +144,17 @@ test-integration: all
 # The integration suite once under ASan+UBSan (a separate build tree).
 test-asan:
 	$(MAKE) SANITIZER=address test-integration
+
+# ThreadSanitizer (build/thread/): the unit tests, then the integration files that drive concurrent requests through
+# the daemons' loop threads, worker pool and the S3 relay's splice; a ThreadSanitizer report in a daemon's log fails
+# the test (tests/integration/conftest.py). test_coldget.py is left out until this report is resolved: creating remote
+# buckets one after another, the proxy races on a bucket's backend JSON: ft_bmd_clone's json_incref
+# (common/cluster/bmd.c:85, a worker under meta_lock; jansson reads the refcount non-atomically before its atomic add)
+# against op_done's json_decref of the request's reference (proxy/buckets.c:29, the loop thread, no lock).
+TSAN_TESTS := tests/integration/test_concurrency.py tests/integration/test_http.py tests/integration/test_s3_relay.py
+test-tsan:
+	$(MAKE) SANITIZER=thread test-unit
+	FT_BIN=$(CURDIR)/build/thread/bin $(PYTHON) -m pytest -q -rfEs $(TSAN_TESTS) $(PYTEST_ARGS)
 
 # Side-by-side benchmarks against nginx and wrk; writes docs/benchmarks.md.
 bench: deps all

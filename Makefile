@@ -60,7 +60,8 @@ endif
 PYTHON := /usr/bin/python3
 PYTEST_ARGS ?=
 
-.PHONY: all deps build run test test-unit test-integration test-asan fuzz fuzz-ci clean format-check format bench
+.PHONY: all deps build run test test-unit test-integration test-asan fuzz fuzz-ci clean format-check format bench \
+	check-layers test-tsan
 
 all: $(BINS)
 build: all
@@ -115,17 +116,24 @@ $(BUILD)/tests/%: tests/unit/%.c $(TEST_LIBS)
 	$(CC) $(CPPFLAGS) -Itarget -Iproxy -Iloader $(ALL_CFLAGS) -MF $(BUILD)/obj/tests/unit/$*.d $(LDFLAGS) -o $@ $< \
 	  $(TEST_LIBS) -lcmocka $(LDLIBS) -lm
 
-# libFuzzer harnesses: clang, ASan+UBSan, linked against the common and cloud sources directly.
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(CLOUD_SRC)
+# libFuzzer harnesses: clang, ASan+UBSan, linked against the common and cloud sources directly, plus the program
+# sources FUZZ_EXTRA_<fuzzer> names (the module under test).
+FUZZ_EXTRA_fuzz_lom := target/core/lom.c
+.SECONDEXPANSION:
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(CLOUD_SRC) $$(FUZZ_EXTRA_$$*)
 	@mkdir -p $(dir $@)
 	clang $(CPPFLAGS) -Itarget -Iproxy -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	  -o $@ $< $(COMMON_SRC) $(CLOUD_SRC) $(LDLIBS)
+	  -o $@ $< $(COMMON_SRC) $(CLOUD_SRC) $(FUZZ_EXTRA_$*) $(LDLIBS)
 
 run: deps all
 	scripts/ft-cluster run --dir $(DIR) --port $(PORT) --bin $(BUILD)/bin
 
-test: deps all $(UNIT_BIN)
+test: check-layers deps all $(UNIT_BIN)
 	@scripts/run-tests.sh $(BUILD) $(PYTEST_ARGS)
+
+# Includes point only where the layering allows (scripts/check-layers.py lists the rules and the exceptions).
+check-layers:
+	@$(PYTHON) scripts/check-layers.py
 
 test-unit: all $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -136,6 +144,17 @@ test-integration: all
 # The integration suite once under ASan+UBSan (a separate build tree).
 test-asan:
 	$(MAKE) SANITIZER=address test-integration
+
+# ThreadSanitizer (build/thread/): the unit tests, then the integration files that drive concurrent requests through
+# the daemons' loop threads, worker pool and the S3 relay's splice; a ThreadSanitizer report in a daemon's log fails
+# the test (tests/integration/conftest.py). test_coldget.py is left out until this report is resolved: creating remote
+# buckets one after another, the proxy races on a bucket's backend JSON: ft_bmd_clone's json_incref
+# (common/cluster/bmd.c:85, a worker under meta_lock; jansson reads the refcount non-atomically before its atomic add)
+# against op_done's json_decref of the request's reference (proxy/buckets.c:29, the loop thread, no lock).
+TSAN_TESTS := tests/integration/test_concurrency.py tests/integration/test_http.py tests/integration/test_s3_relay.py
+test-tsan:
+	$(MAKE) SANITIZER=thread test-unit
+	FT_BIN=$(CURDIR)/build/thread/bin $(PYTHON) -m pytest -q -rfEs $(TSAN_TESTS) $(PYTEST_ARGS)
 
 # Side-by-side benchmarks against nginx and wrk; writes docs/benchmarks.md.
 bench: deps all

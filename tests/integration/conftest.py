@@ -39,6 +39,23 @@ TEST_TIMEOUT = float(os.environ.get("FT_TEST_TIMEOUT", "300"))
 
 _live = []  # local handles whose logs the per-test guard scans
 
+# The daemons inherit the environment. Under ThreadSanitizer (make test-tsan) a lock-order report shows both stacks;
+# reports never stop a daemon (the per-test scan and the exit status catch them).
+os.environ.setdefault("TSAN_OPTIONS", "second_deadlock_stack=1 halt_on_error=0")
+
+
+def _summaries(path, start, end):
+    """The sanitizer "SUMMARY:" lines of path between byte offsets start and end, one per line, then a blank line
+    ("" if none)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            text = f.read(max(0, end - start)).decode(errors="replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in text.splitlines() if "SUMMARY: " in line and "Sanitizer" in line]
+    return "\n".join(lines) + "\n\n" if lines else ""
+
 
 class ClusterHandle:
     """What tests see of a cluster: its URL, its nodes, and (when local) its processes and disks."""
@@ -131,12 +148,14 @@ class ClusterHandle:
 
     # ---- checks ----
     def check_logs(self):
-        """Sanitizer report excerpts found since the last call (empty list if none)."""
+        """Sanitizer report excerpts found since the last call (empty list if none), each led by the
+        "SUMMARY:" lines of every report in that stretch of the log (ThreadSanitizer logs one per race)."""
         found = []
         for path in self.c.log_paths():
-            excerpt, self.offsets[path] = ftcluster.scan_sanitizer(path, self.offsets.get(path, 0))
+            start = self.offsets.get(path, 0)
+            excerpt, self.offsets[path] = ftcluster.scan_sanitizer(path, start)
             if excerpt:
-                found.append("%s:\n%s" % (path, excerpt))
+                found.append("%s:\n%s%s" % (path, _summaries(path, start, self.offsets[path]), excerpt))
         return found
 
     def check_alive(self):

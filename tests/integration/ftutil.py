@@ -213,6 +213,37 @@ def wait_until(fn, timeout, interval=0.05, what="condition"):
     raise AssertionError("timed out after %.1f s waiting for %s (last: %r)" % (timeout, what, last))
 
 
+# ---- jobs, remote buckets ----
+def wait_job(where, job_id, timeout=60):
+    """Polls GET /v1/jobs/job_id on where.url (a cluster handle or an Api) until the job's state is no longer
+    "running"; returns its last status (a dict). Every poll must answer 200; AssertionError after timeout seconds."""
+    s = session()
+    st = {}
+
+    def done():
+        r = s.get("%s/v1/jobs/%s" % (where.url, job_id), timeout=TIMEOUT)
+        assert r.status_code == 200, r.text
+        st.clear()
+        st.update(r.json())
+        return st["state"] != "running"
+    wait_until(done, timeout, interval=0.1, what="job %s ends" % job_id)
+    return st
+
+
+def create_remote(url, bucket, provider, backend, expect=200):
+    """Creates the remote bucket provider://bucket with the given backend settings; asserts the status; returns the
+    response."""
+    r = session().post("%s/v1/buckets/%s?provider=%s" % (url, bucket, provider),
+                       json={"action": "create-bck", "value": {"backend": backend}}, timeout=TIMEOUT)
+    assert r.status_code == expect, r.text
+    return r
+
+
+def obj_url(url, bucket, name, provider="ht", extra=""):
+    """URL of object name of the remote bucket provider://bucket; extra is appended to the query ("&k=v")."""
+    return "%s/v1/objects/%s/%s?provider=%s%s" % (url, bucket, quote_name(name), provider, extra)
+
+
 # ---- raw HTTP/1.1 ----
 class RawResponse:
     def __init__(self, status, reason, headers, body, head_raw):

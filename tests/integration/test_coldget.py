@@ -7,27 +7,15 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import quote
 
 import pytest
 import requests
 import urllib3
 
 import peers
-from ftutil import TIMEOUT, Api, assert_json_error, unique
+from ftutil import TIMEOUT, Api, assert_json_error, create_remote, obj_url, unique
 
 STALL_MS = 1500
-
-
-def create_remote(url, bucket, provider, backend, expect=200):
-    r = requests.post(f"{url}/v1/buckets/{bucket}?provider={provider}",
-                      json={"action": "create-bck", "value": {"backend": backend}}, timeout=TIMEOUT)
-    assert r.status_code == expect, r.text
-    return r
-
-
-def obj_url(url, bucket, name, provider="ht", extra=""):
-    return f"{url}/v1/objects/{bucket}/{quote(name)}?provider={provider}{extra}"
 
 
 def cached_files(cluster, provider, bucket, name):

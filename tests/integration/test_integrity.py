@@ -4,7 +4,7 @@ import os
 import pytest
 
 from conftest import module_cluster
-from ftutil import TIMEOUT, Api, assert_json_error, bucket_path, session, unique, wait_until
+from ftutil import TIMEOUT, Api, assert_json_error, bucket_path, session, unique, wait_job
 from test_mirror import LOM_XATTR, assert_replicas, create, read, replicas, set_props
 
 
@@ -147,15 +147,6 @@ def start_scrub(api, bucket):
     return r.json()["job_id"]
 
 
-def wait_job(api, jid):
-    def done():
-        r = api.s.get(api.url + "/v1/jobs/" + jid, timeout=TIMEOUT)
-        assert r.status_code == 200, r.text
-        j = r.json()
-        return j if j["state"] != "running" else None
-    return wait_until(done, 120, interval=0.1, what="job %s ends" % jid)
-
-
 def test_scrub_repairs_and_reports(icluster, iapi):
     b = unique("scr")
     create(iapi, b, {"mirror": {"copies": 2}})
@@ -170,7 +161,7 @@ def test_scrub_repairs_and_reports(icluster, iapi):
     # s05: both replicas damaged: reported, left as they are
     flip(reps["s05"][0], 1)
     flip(reps["s05"][1][0], 2)
-    st = wait_job(iapi, start_scrub(iapi, b))
+    st = wait_job(iapi, start_scrub(iapi, b), timeout=120)
     assert st["state"] == "finished", st
     assert st["kind"] == "scrub" and st["errors"] == 1, st
     assert st["objects"] >= 9, st
@@ -186,6 +177,6 @@ def test_scrub_repairs_and_reports(icluster, iapi):
     set_props(iapi, b, {"checksum_validate_warm_get": True})
     assert_not_served(iapi, b, "s05")
     # a second pass finds nothing new to repair
-    st = wait_job(iapi, start_scrub(iapi, b))
+    st = wait_job(iapi, start_scrub(iapi, b), timeout=120)
     assert st["errors"] == 1 and "s05" in st["error_samples"][0], st
     iapi.destroy_bucket(b)

@@ -8,8 +8,8 @@ import pytest
 import requests
 
 import peers
-from ftutil import TIMEOUT, assert_json_error, unique, wait_until
-from test_coldget import access_count, cached_files, create_remote, obj_url, put_origin
+from ftutil import TIMEOUT, assert_json_error, create_remote, obj_url, unique, wait_job, wait_until
+from test_coldget import access_count, cached_files, put_origin
 
 
 @pytest.fixture(scope="module")
@@ -49,16 +49,6 @@ def job(cluster, job_id):
     r = requests.get(f"{cluster.url}/v1/jobs/{job_id}", timeout=TIMEOUT)
     assert r.status_code == 200, r.text
     return r.json()
-
-
-def wait_job(cluster, job_id, timeout=60):
-    st = {}
-
-    def done():
-        st.update(job(cluster, job_id))
-        return st["state"] != "running"
-    wait_until(done, timeout, interval=0.1, what=f"job {job_id} ends")
-    return st
 
 
 def fill(origin, names, size=lambda i: 1000 + 37 * i):

@@ -5,8 +5,7 @@ import pytest
 import requests
 
 import peers
-from ftutil import TIMEOUT, assert_json_error, unique, wait_until
-from test_coldget import create_remote
+from ftutil import TIMEOUT, assert_json_error, create_remote, unique, wait_job
 
 # Each kind only reads the bucket's properties to decide what to do; with none set, what is asserted here
 # (every local object visited once, the job finishes) holds whatever the per-object action does.
@@ -26,18 +25,6 @@ def start(cluster, bucket, action, value=None, provider="ais"):
     return r.json()["job_id"]
 
 
-def wait_job(cluster, jid, timeout=120):
-    st = {}
-
-    def done():
-        r = requests.get(f"{cluster.url}/v1/jobs/{jid}", timeout=TIMEOUT)
-        assert r.status_code == 200, r.text
-        st.update(r.json())
-        return st["state"] != "running"
-    wait_until(done, timeout, interval=0.1, what=f"job {jid} ends")
-    return st
-
-
 @pytest.fixture
 def ais_bucket(cluster):
     b = unique("loc")
@@ -53,7 +40,7 @@ def ais_bucket(cluster):
 def test_job_visits_every_local_object(cluster, ais_bucket, action):
     b, names = ais_bucket
     jid = start(cluster, b, action)
-    st = wait_job(cluster, jid)
+    st = wait_job(cluster, jid, timeout=120)
     assert st["state"] == "finished", st
     assert st["kind"] == ACTIONS[action] and st["bucket"] == b and st["id"] == jid
     assert st["total"] == len(names), st  # each object on exactly one target, each visited once
@@ -79,11 +66,11 @@ def test_job_prefix_and_hidden_dirs(cluster, ais_bucket):
                 f.write(b"ghost")
             planted.append(path)
     try:
-        st = wait_job(cluster, start(cluster, b, "scrub"))
+        st = wait_job(cluster, start(cluster, b, "scrub"), timeout=120)
         assert st["state"] == "finished" and st["total"] == len(names), st
-        st = wait_job(cluster, start(cluster, b, "scrub", {"prefix": "p1/"}))
+        st = wait_job(cluster, start(cluster, b, "scrub", {"prefix": "p1/"}), timeout=120)
         assert st["state"] == "finished" and st["total"] == sum(1 for n in names if n.startswith("p1/")), st
-        st = wait_job(cluster, start(cluster, b, "make-n-copies", {"prefix": "nothing/"}))
+        st = wait_job(cluster, start(cluster, b, "make-n-copies", {"prefix": "nothing/"}), timeout=120)
         assert st["state"] == "finished" and st["total"] == 0 and st["objects"] == 0, st
     finally:
         for p in planted:
@@ -94,7 +81,7 @@ def test_job_after_deletes(cluster, ais_bucket):
     b, names = ais_bucket
     for n in names[:10]:
         assert cluster.api.delete(b, n).status_code == 200
-    st = wait_job(cluster, start(cluster, b, "ec-encode"))
+    st = wait_job(cluster, start(cluster, b, "ec-encode"), timeout=120)
     assert st["state"] == "finished" and st["total"] == len(names) - 10, st
 
 
@@ -114,7 +101,7 @@ def test_job_on_remote_bucket_cached_objects(cluster):
             r = requests.get(f"{cluster.url}/v1/objects/{b}/{n}?provider=ht", timeout=TIMEOUT)
             assert r.status_code == 200, r.text
         # Only the cached copies are local objects: the backend's other names are not visited.
-        st = wait_job(cluster, start(cluster, b, "scrub", provider="ht"))
+        st = wait_job(cluster, start(cluster, b, "scrub", provider="ht"), timeout=120)
         assert st["state"] == "finished" and st["total"] == len(cached), st
     finally:
         requests.delete(f"{cluster.url}/v1/buckets/{b}?provider=ht", timeout=TIMEOUT)

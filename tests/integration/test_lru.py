@@ -6,8 +6,8 @@ import pytest
 import requests
 
 import peers
-from ftutil import TIMEOUT, Api, unique
-from test_coldget import access_count, create_remote, obj_url, put_origin
+from ftutil import TIMEOUT, Api, create_remote, obj_url, unique
+from test_coldget import access_count, put_origin
 
 MIB = 1 << 20
 QUOTA = 8 * MIB

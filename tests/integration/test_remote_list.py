@@ -11,8 +11,8 @@ import pytest
 import requests
 
 import peers
-from ftutil import TIMEOUT, assert_json_error, unique
-from test_coldget import cached_files, create_remote, obj_url
+from ftutil import TIMEOUT, assert_json_error, create_remote, obj_url, unique
+from test_coldget import cached_files
 
 PROVIDERS = ["aws", "azure", "gcp"]
 NAMES = [f"d{i % 3}/obj-{i:03d}" for i in range(23)] + ["top-a", "top-b"]

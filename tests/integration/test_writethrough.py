@@ -26,22 +26,12 @@ import pytest
 import requests
 
 import peers
-from ftutil import TIMEOUT, assert_json_error, quote_name, session, unique, wait_until
+from ftutil import TIMEOUT, assert_json_error, create_remote, obj_url, session, unique, wait_until
 
 WAIT = 60  # seconds to wait for a state the test drives (not a speed assertion)
 
 
 # ---- cluster side ----
-def obj_url(url, bucket, name, provider, extra=""):
-    return f"{url}/v1/objects/{bucket}/{quote_name(name)}?provider={provider}{extra}"
-
-
-def create_remote(url, bucket, provider, backend):
-    r = requests.post(f"{url}/v1/buckets/{bucket}?provider={provider}",
-                      json={"action": "create-bck", "value": {"backend": backend}}, timeout=TIMEOUT)
-    assert r.status_code == 200, r.text
-
-
 def destroy_remote(url, bucket, provider):
     requests.delete(f"{url}/v1/buckets/{bucket}?provider={provider}", timeout=TIMEOUT)
 

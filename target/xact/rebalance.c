@@ -62,34 +62,48 @@
  * Remote-bucket objects cached here move like the others (the cache stays warm); a miss for them
  * goes to the backend through coldget anyway.
  *
- * OWNERSHIP: the rb_t state is static (one target per process); its Smap history holds one
- * reference per entry, released by tgt_rebalance_fini. A run owns its item list and BMD reference.
- * Lock order: move_locks[i] -> put_locks[j] -> publish_lock; rb.lock is never held across I/O.
+ * OWNERSHIP: the state is t->rebalance (tgt_rebalance_t, rebalance.h), allocated by
+ * tgt_rebalance_init and freed by tgt_rebalance_fini; its Smap history holds one reference per
+ * entry, released by tgt_rebalance_fini. A run owns its item list and BMD reference.
+ * Lock order: move_locks[i] -> put_locks[j] -> publish_lock; rb->lock is never held across I/O.
  */
 
 static const char *const state_names[] = {
 	[ST_IDLE] = "idle", [ST_RUNNING] = "running", [ST_FINISHED] = "finished", [ST_ABORTED] = "aborted"};
 
-rb_t rb = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-atomic_uint_fast64_t xfer_counter;
-
-void note_error(const char *what, const char *msg)
+int tgt_rebalance_init(tgt_t *t)
 {
-	atomic_fetch_add(&rb.errors, 1);
-	pthread_mutex_lock(&rb.lock);
-	if (rb.n_samples < RB_SAMPLES)
-		snprintf(rb.samples[rb.n_samples++], sizeof(rb.samples[0]), "%s: %s", what, msg);
-	pthread_mutex_unlock(&rb.lock);
+	tgt_rebalance_t *rb = calloc(1, sizeof(*rb));
+
+	if (!rb)
+		return -1;
+	pthread_mutex_init(&rb->lock, NULL);
+	pthread_cond_init(&rb->cond, NULL);
+	for (int i = 0; i < RB_MOVE_LOCKS; i++)
+		pthread_mutex_init(&rb->move_locks[i], NULL);
+	t->rebalance = rb;
+	return 0;
+}
+
+void rb_note_error(tgt_t *t, const char *what, const char *msg)
+{
+	tgt_rebalance_t *rb = t->rebalance;
+
+	atomic_fetch_add(&rb->errors, 1);
+	pthread_mutex_lock(&rb->lock);
+	if (rb->n_samples < RB_SAMPLES)
+		snprintf(rb->samples[rb->n_samples++], sizeof(rb->samples[0]), "%s: %s", what, msg);
+	pthread_mutex_unlock(&rb->lock);
 	ft_warn("rebalance: %s: %s", what, msg);
 }
 
-uint64_t name_hash(const tgt_obj_t *o)
+uint64_t rb_name_hash(const tgt_obj_t *o)
 {
 	return ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
 }
 
 /* Fills o for name of bucket b found on mp (rel built; -1 if it does not fit). */
-int obj_init(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const tgt_mountpath_t *mp, const char *name)
+int rb_obj_init(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const tgt_mountpath_t *mp, const char *name)
 {
 	memset(o, 0, sizeof(*o));
 	o->t = t;
@@ -103,7 +117,7 @@ int obj_init(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const tgt_mountpath_t
 }
 
 /* The LOM of rel on mp (and its inode); 0, or -errno (-ENOENT: no object there). */
-int lom_at(const tgt_mountpath_t *mp, const char *rel, ft_lom_t *lom, ino_t *ino)
+int rb_lom_at(const tgt_mountpath_t *mp, const char *rel, ft_lom_t *lom, ino_t *ino)
 {
 	struct stat st;
 	int fd = openat(mp->root_fd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -120,7 +134,7 @@ int lom_at(const tgt_mountpath_t *mp, const char *rel, ft_lom_t *lom, ino_t *ino
 }
 
 /* Checksum of fd's first size bytes, as type, into hex. 0 or -errno. */
-int file_cksum(int fd, uint64_t size, ft_cksum_type_t type, char hex[FT_CKSUM_HEX_MAX])
+int rb_file_cksum(int fd, uint64_t size, ft_cksum_type_t type, char hex[FT_CKSUM_HEX_MAX])
 {
 	static const size_t bufsz = 1 << 20;
 	ft_cksum_t ck;
@@ -150,7 +164,7 @@ int file_cksum(int fd, uint64_t size, ft_cksum_type_t type, char hex[FT_CKSUM_HE
 	return 0;
 }
 
-int sync_fd(const tgt_t *t, int fd)
+int rb_sync_fd(const tgt_t *t, int fd)
 {
 	if (t->cfg.sync == FT_SYNC_DATA && fdatasync(fd) != 0)
 		return -errno;
@@ -160,7 +174,7 @@ int sync_fd(const tgt_t *t, int fd)
 }
 
 /* Publishes the work file as o (on o->mp) under publish_lock; the caller holds the put_locks stripe. */
-int publish_locked(const tgt_obj_t *o, char *work)
+int rb_publish_locked(const tgt_obj_t *o, char *work)
 {
 	tgt_t *t = o->t;
 
@@ -183,7 +197,7 @@ int tgt_rebalance_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 	if (!owner) {
 		rc = 1;
 	} else if (strcmp(owner->id, t->id) != 0) {
-		rc = send_move(o, owner->control_url, smap->version, bytes, err, cap);
+		rc = rb_send_move(o, owner->control_url, smap->version, bytes, err, cap);
 		if (rc < 0) {
 			char tmp[300];
 			snprintf(tmp, sizeof(tmp), "to %s: %s", owner->id, err);
@@ -191,7 +205,7 @@ int tgt_rebalance_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 		}
 	} else {
 		const tgt_mountpath_t *dst = tgt_mountpath_pick(t, o->provider, o->bucket, o->obj, o->obj_len);
-		rc = dst == o->mp ? 1 : local_move(o, dst, bytes, err, cap);
+		rc = dst == o->mp ? 1 : resilver_local_move(o, dst, bytes, err, cap);
 	}
 	ft_smap_put(smap);
 	return rc;
@@ -200,6 +214,7 @@ int tgt_rebalance_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 /* One run: walk every live mountpath, then finish the detaches asked for. */
 static void run_once(tgt_t *t, int gen, const int *detach)
 {
+	tgt_rebalance_t *rb = t->rebalance;
 	const tgt_mountpath_t *srcs[FT_MAX_MOUNTPATHS];
 	int n = 0, aborted;
 
@@ -208,113 +223,120 @@ static void run_once(tgt_t *t, int gen, const int *detach)
 		if (st == 0 || st == 1) /* active or detaching */
 			srcs[n++] = &t->mountpaths[i];
 	}
-	aborted = walk_and_move(t, srcs, n, gen);
+	aborted = rb_walk_move(t, srcs, n, gen);
 	for (int i = 0; i < FT_MAX_MOUNTPATHS && !aborted; i++) {
 		if (!detach[i])
 			continue;
-		finish_detach(t, i);
-		pthread_mutex_lock(&rb.lock);
-		rb.detach_pending[i] = 0;
-		pthread_mutex_unlock(&rb.lock);
+		resilver_finish_detach(t, i);
+		pthread_mutex_lock(&rb->lock);
+		rb->detach_pending[i] = 0;
+		pthread_mutex_unlock(&rb->lock);
 	}
-	pthread_mutex_lock(&rb.lock);
-	rb.end_ns = ft_now_ns();
-	atomic_store(&rb.state, aborted ? ST_ABORTED : ST_FINISHED);
-	pthread_mutex_unlock(&rb.lock);
-	ft_info("%s %s: %s, %lld objects scanned, %lld misplaced, %lld moved (%lld bytes), %lld errors", rb.kind, rb.id,
-		aborted ? "aborted (a newer change restarts it)" : "finished", (long long)atomic_load(&rb.scanned),
-		(long long)atomic_load(&rb.total), (long long)atomic_load(&rb.objects),
-		(long long)atomic_load(&rb.bytes), (long long)atomic_load(&rb.errors));
+	pthread_mutex_lock(&rb->lock);
+	rb->end_ns = ft_now_ns();
+	atomic_store(&rb->state, aborted ? ST_ABORTED : ST_FINISHED);
+	pthread_mutex_unlock(&rb->lock);
+	ft_info("%s %s: %s, %lld objects scanned, %lld misplaced, %lld moved (%lld bytes), %lld errors", rb->kind,
+		rb->id, aborted ? "aborted (a newer change restarts it)" : "finished",
+		(long long)atomic_load(&rb->scanned), (long long)atomic_load(&rb->total),
+		(long long)atomic_load(&rb->objects), (long long)atomic_load(&rb->bytes),
+		(long long)atomic_load(&rb->errors));
 }
 
 static void *manager_main(void *arg)
 {
 	tgt_t *t = arg;
+	tgt_rebalance_t *rb = t->rebalance;
 	int detach[FT_MAX_MOUNTPATHS];
 
-	pthread_mutex_lock(&rb.lock);
+	pthread_mutex_lock(&rb->lock);
 	for (;;) {
-		while (!rb.stop && !rb.want_walk)
-			pthread_cond_wait(&rb.cond, &rb.lock);
-		if (rb.stop)
+		while (!rb->stop && !rb->want_walk)
+			pthread_cond_wait(&rb->cond, &rb->lock);
+		if (rb->stop)
 			break;
-		rb.want_walk = 0;
-		int gen = atomic_load(&rb.gen);
-		memcpy(detach, rb.detach_pending, sizeof(detach));
-		snprintf(rb.id, sizeof(rb.id), "%s", rb.want_id);
-		snprintf(rb.kind, sizeof(rb.kind), "%s", rb.want_kind);
-		snprintf(rb.mode, sizeof(rb.mode), "local");
-		rb.note[0] = '\0';
-		rb.n_samples = 0;
-		rb.start_ns = ft_now_ns();
-		rb.end_ns = 0;
-		atomic_store(&rb.scanned, 0);
-		atomic_store(&rb.total, 0);
-		atomic_store(&rb.objects, 0);
-		atomic_store(&rb.bytes, 0);
-		atomic_store(&rb.errors, 0);
-		atomic_store(&rb.state, ST_RUNNING);
-		pthread_mutex_unlock(&rb.lock);
-		ft_info("%s %s: started", rb.kind, rb.id);
+		rb->want_walk = 0;
+		int gen = atomic_load(&rb->gen);
+		memcpy(detach, rb->detach_pending, sizeof(detach));
+		snprintf(rb->id, sizeof(rb->id), "%s", rb->want_id);
+		snprintf(rb->kind, sizeof(rb->kind), "%s", rb->want_kind);
+		snprintf(rb->mode, sizeof(rb->mode), "local");
+		rb->note[0] = '\0';
+		rb->n_samples = 0;
+		rb->start_ns = ft_now_ns();
+		rb->end_ns = 0;
+		atomic_store(&rb->scanned, 0);
+		atomic_store(&rb->total, 0);
+		atomic_store(&rb->objects, 0);
+		atomic_store(&rb->bytes, 0);
+		atomic_store(&rb->errors, 0);
+		atomic_store(&rb->state, ST_RUNNING);
+		pthread_mutex_unlock(&rb->lock);
+		ft_info("%s %s: started", rb->kind, rb->id);
 		run_once(t, gen, detach);
-		pthread_mutex_lock(&rb.lock);
+		pthread_mutex_lock(&rb->lock);
 	}
-	pthread_mutex_unlock(&rb.lock);
+	pthread_mutex_unlock(&rb->lock);
 	return NULL;
 }
 
-/* Asks the manager for a walk (rb.lock held); starts it on first use. */
-void request_walk_locked(tgt_t *t, const char *kind, const char *id)
+/* Asks the manager for a walk (rb->lock held); starts it on first use. */
+void rb_request_walk_locked(tgt_t *t, const char *kind, const char *id)
 {
-	snprintf(rb.want_kind, sizeof(rb.want_kind), "%s", kind);
-	snprintf(rb.want_id, sizeof(rb.want_id), "%s", id);
-	rb.want_walk = 1;
-	atomic_fetch_add(&rb.gen, 1);
-	if (!rb.thread_running && !rb.stop) {
-		if (pthread_create(&rb.thread, NULL, manager_main, t) == 0)
-			rb.thread_running = 1;
+	tgt_rebalance_t *rb = t->rebalance;
+
+	snprintf(rb->want_kind, sizeof(rb->want_kind), "%s", kind);
+	snprintf(rb->want_id, sizeof(rb->want_id), "%s", id);
+	rb->want_walk = 1;
+	atomic_fetch_add(&rb->gen, 1);
+	if (!rb->thread_running && !rb->stop) {
+		if (pthread_create(&rb->thread, NULL, manager_main, t) == 0)
+			rb->thread_running = 1;
 		else
 			ft_error("rebalance: cannot start its thread");
 	}
-	pthread_cond_signal(&rb.cond);
+	pthread_cond_signal(&rb->cond);
 }
 
 /* Starts a rebalance for the current map: as a local job when the job framework takes it, else here. */
 static void start_rebalance(tgt_t *t, int64_t version)
 {
+	tgt_rebalance_t *rb = t->rebalance;
 	char id[RB_ID_MAX];
 
 	snprintf(id, sizeof(id), "rebalance-%lld", (long long)version);
 	if (tgt_jobs_start_local(t, id, "rebalance", tgt_rebalance_job_obj, NULL, NULL) == 0) {
-		pthread_mutex_lock(&rb.lock);
-		snprintf(rb.id, sizeof(rb.id), "%s", id);
-		snprintf(rb.kind, sizeof(rb.kind), "rebalance");
-		snprintf(rb.mode, sizeof(rb.mode), "job");
-		atomic_store(&rb.state, ST_IDLE); /* the job table has its state */
-		rb.start_ns = ft_now_ns();
-		pthread_mutex_unlock(&rb.lock);
+		pthread_mutex_lock(&rb->lock);
+		snprintf(rb->id, sizeof(rb->id), "%s", id);
+		snprintf(rb->kind, sizeof(rb->kind), "rebalance");
+		snprintf(rb->mode, sizeof(rb->mode), "job");
+		atomic_store(&rb->state, ST_IDLE); /* the job table has its state */
+		rb->start_ns = ft_now_ns();
+		pthread_mutex_unlock(&rb->lock);
 		ft_info("rebalance %s: started as a job (GET /v1/jobs/%s)", id, id);
 		return;
 	}
-	pthread_mutex_lock(&rb.lock);
-	request_walk_locked(t, "rebalance", id);
-	pthread_mutex_unlock(&rb.lock);
+	pthread_mutex_lock(&rb->lock);
+	rb_request_walk_locked(t, "rebalance", id);
+	pthread_mutex_unlock(&rb->lock);
 }
 
 void tgt_rebalance_smap_changed(tgt_t *t, const ft_smap_t *prev, const ft_smap_t *cur)
 {
-	pthread_mutex_lock(&rb.lock);
+	tgt_rebalance_t *rb = t->rebalance;
+
+	pthread_mutex_lock(&rb->lock);
 	if (prev) {
-		ft_smap_put(rb.hist[RB_HISTORY - 1]);
-		memmove(&rb.hist[1], &rb.hist[0], (RB_HISTORY - 1) * sizeof(rb.hist[0]));
-		rb.hist[0] = (ft_smap_t *)prev; /* only its reference count changes */
-		ft_smap_get(rb.hist[0]);
+		ft_smap_put(rb->hist[RB_HISTORY - 1]);
+		memmove(&rb->hist[1], &rb->hist[0], (RB_HISTORY - 1) * sizeof(rb->hist[0]));
+		rb->hist[0] = (ft_smap_t *)prev; /* only its reference count changes */
+		ft_smap_get(rb->hist[0]);
 	}
-	rb.last_change_ns = ft_now_ns();
-	int disabled = rb.disabled, stopping = rb.stop;
+	rb->last_change_ns = ft_now_ns();
+	int disabled = rb->disabled, stopping = rb->stop;
 	if (disabled)
-		rb.missed = 1;
-	pthread_mutex_unlock(&rb.lock);
+		rb->missed = 1;
+	pthread_mutex_unlock(&rb->lock);
 	ft_info("Smap v%lld: the set of targets changed (%d -> %d targets)%s", (long long)cur->version,
 		prev ? prev->n_targets : 0, cur->n_targets, disabled ? ", rebalance disabled" : "");
 	if (!disabled && !stopping)
@@ -323,7 +345,7 @@ void tgt_rebalance_smap_changed(tgt_t *t, const ft_smap_t *prev, const ft_smap_t
 
 /* ---- control port ---- */
 
-int query_i64(const ft_ctl_req_t *req, const char *key, int64_t *out)
+int rb_query_i64(const ft_ctl_req_t *req, const char *key, int64_t *out)
 {
 	const char *v = ft_ctl_query(req, key);
 	char *end = NULL;
@@ -342,7 +364,7 @@ int query_i64(const ft_ctl_req_t *req, const char *key, int64_t *out)
  * The object named by the query (provider, bucket, obj), its bucket in the current BMD; o->mp is
  * the mountpath it belongs on here. 0, or -1 after answering 400/404. The name lives in req.
  */
-int query_obj(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, tgt_obj_t *o)
+int rb_query_obj(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, tgt_obj_t *o)
 {
 	const char *provider = ft_ctl_query(req, "provider"), *bucket = ft_ctl_query(req, "bucket");
 	const char *obj = ft_ctl_query(req, "obj"), *why = NULL;
@@ -363,10 +385,10 @@ int query_obj(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, tgt_obj_t 
 	}
 	ft_bmd_t *bmd = ft_bmd_current();
 	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, provider, bucket) : NULL;
-	int rc = b ? obj_init(o, t, b, NULL, obj) : -1;
+	int rc = b ? rb_obj_init(o, t, b, NULL, obj) : -1;
 	int64_t mine = bmd ? bmd->version : 0, peer = 0;
 	ft_bmd_put(bmd);
-	if (!b && query_i64(req, "bmd", &peer) == 0 && peer > mine) {
+	if (!b && rb_query_i64(req, "bmd", &peer) == 0 && peer > mine) {
 		ft_ctl_error(resp, 503, "bucket %s/%s: target %s holds BMD v%lld, the sender v%lld: retry", provider,
 			     bucket, t->id, (long long)mine, (long long)peer);
 		return -1;
@@ -384,7 +406,7 @@ int query_obj(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, tgt_obj_t 
 }
 
 /* Refuses (409) to take or give away o when this target owns it in a map at least as new as peer_v. */
-int ownership_conflict(tgt_t *t, const tgt_obj_t *o, int64_t peer_v, int want_owner, ft_ctl_resp_t *resp)
+int rb_ownership_conflict(tgt_t *t, const tgt_obj_t *o, int64_t peer_v, int want_owner, ft_ctl_resp_t *resp)
 {
 	ft_smap_t *m = ft_smap_current();
 	const ft_node_t *owner = m ? ft_smap_owner(m, o->provider, o->bucket, o->obj, o->obj_len) : NULL;
@@ -399,28 +421,29 @@ int ownership_conflict(tgt_t *t, const tgt_obj_t *o, int64_t peer_v, int want_ow
 	return conflict;
 }
 
-json_t *status_json(tgt_t *t)
+json_t *rb_status_json(tgt_t *t)
 {
+	tgt_rebalance_t *rb = t->rebalance;
 	json_t *samples = json_array();
 
-	pthread_mutex_lock(&rb.lock);
-	for (int i = 0; i < rb.n_samples; i++)
-		json_array_append_new(samples, json_string(rb.samples[i]));
-	int st = atomic_load(&rb.state);
+	pthread_mutex_lock(&rb->lock);
+	for (int i = 0; i < rb->n_samples; i++)
+		json_array_append_new(samples, json_string(rb->samples[i]));
+	int st = atomic_load(&rb->state);
 	json_t *j = json_pack(
-		"{s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "node", t->id, "id", rb.id,
-		"kind", rb.kind[0] ? rb.kind : "rebalance", "mode", rb.mode[0] ? rb.mode : "local", "state",
-		state_names[st], "enabled", !rb.disabled, "scanned", (json_int_t)atomic_load(&rb.scanned), "misplaced",
-		(json_int_t)atomic_load(&rb.total), "objects", (json_int_t)atomic_load(&rb.objects), "bytes",
-		(json_int_t)atomic_load(&rb.bytes), "errors", (json_int_t)atomic_load(&rb.errors), "start",
-		(json_int_t)rb.start_ns, "end", (json_int_t)rb.end_ns, "error_samples", samples);
+		"{s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "node", t->id, "id", rb->id,
+		"kind", rb->kind[0] ? rb->kind : "rebalance", "mode", rb->mode[0] ? rb->mode : "local", "state",
+		state_names[st], "enabled", !rb->disabled, "scanned", (json_int_t)atomic_load(&rb->scanned),
+		"misplaced", (json_int_t)atomic_load(&rb->total), "objects", (json_int_t)atomic_load(&rb->objects),
+		"bytes", (json_int_t)atomic_load(&rb->bytes), "errors", (json_int_t)atomic_load(&rb->errors), "start",
+		(json_int_t)rb->start_ns, "end", (json_int_t)rb->end_ns, "error_samples", samples);
 	if (j) {
-		json_object_set_new(j, "pulled", json_integer((json_int_t)atomic_load(&rb.pulled)));
-		json_object_set_new(j, "pull_misses", json_integer((json_int_t)atomic_load(&rb.pull_misses)));
+		json_object_set_new(j, "pulled", json_integer((json_int_t)atomic_load(&rb->pulled)));
+		json_object_set_new(j, "pull_misses", json_integer((json_int_t)atomic_load(&rb->pull_misses)));
 	}
-	if (j && strcmp(rb.mode, "job") == 0)
-		json_object_set_new(j, "job", json_string(rb.id));
-	pthread_mutex_unlock(&rb.lock);
+	if (j && strcmp(rb->mode, "job") == 0)
+		json_object_set_new(j, "job", json_string(rb->id));
+	pthread_mutex_unlock(&rb->lock);
 	return j;
 }
 
@@ -429,35 +452,36 @@ static void rebalance_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *r
 {
 	json_t *msg = req->body ? json_loadb(req->body, req->body_len, 0, NULL) : NULL;
 	const char *action = json_string_value(json_object_get(msg, "action"));
+	tgt_rebalance_t *rb = t->rebalance;
 	int start = 0;
 
 	if (!action) {
 		ft_ctl_error(resp, 400, "expected {\"action\": \"start\" | \"enable\" | \"disable\"}");
 		goto out;
 	}
-	pthread_mutex_lock(&rb.lock);
+	pthread_mutex_lock(&rb->lock);
 	if (strcmp(action, "disable") == 0) {
-		rb.disabled = 1;
+		rb->disabled = 1;
 	} else if (strcmp(action, "enable") == 0) {
-		rb.disabled = 0;
-		start = rb.missed;
-		rb.missed = 0;
+		rb->disabled = 0;
+		start = rb->missed;
+		rb->missed = 0;
 	} else if (strcmp(action, "start") == 0) {
 		start = 1;
-		rb.missed = 0;
+		rb->missed = 0;
 	} else {
-		pthread_mutex_unlock(&rb.lock);
+		pthread_mutex_unlock(&rb->lock);
 		ft_ctl_error(resp, 400, "unknown action \"%s\" (start, enable, disable)", action);
 		goto out;
 	}
-	pthread_mutex_unlock(&rb.lock);
+	pthread_mutex_unlock(&rb->lock);
 	if (start) {
 		ft_smap_t *m = ft_smap_current();
 		start_rebalance(t, m ? m->version : 0);
 		ft_smap_put(m);
 	}
 	resp->status = 200;
-	resp->json = status_json(t);
+	resp->json = rb_status_json(t);
 out:
 	json_decref(msg);
 }
@@ -469,7 +493,7 @@ void tgt_rebalance_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	if (strcmp(p, "/v1/rebalance") == 0) {
 		if (strcmp(m, "GET") == 0) {
 			resp->status = 200;
-			resp->json = status_json(t);
+			resp->json = rb_status_json(t);
 		} else if (strcmp(m, "POST") == 0) {
 			rebalance_action(t, req, resp);
 		} else {
@@ -477,24 +501,24 @@ void tgt_rebalance_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		}
 	} else if (strcmp(p, "/v1/rebalance/obj") == 0) {
 		if (strcmp(m, "PUT") == 0)
-			receive_chunk(t, req, resp);
+			rb_recv_chunk(t, req, resp);
 		else if (strcmp(m, "DELETE") == 0)
-			receive_abort(t, req, resp);
+			rb_recv_abort(t, req, resp);
 		else
 			ft_ctl_error(resp, 405, "method %s not allowed on %s (use PUT, DELETE)", m, p);
 	} else if (strcmp(p, "/v1/rebalance/send") == 0 || strcmp(p, "/v1/rebalance/pull") == 0) {
 		if (strcmp(m, "POST") != 0)
 			ft_ctl_error(resp, 405, "method %s not allowed on %s (use POST)", m, p);
 		else if (p[14] == 's')
-			send_for_peer(t, req, resp);
+			rb_send_for_peer(t, req, resp);
 		else
-			pull_now(t, req, resp);
+			rb_pull_now(t, req, resp);
 	} else if (strcmp(p, "/v1/mountpaths") == 0) {
 		if (strcmp(m, "GET") == 0) {
 			resp->status = 200;
-			resp->json = mountpaths_json(t);
+			resp->json = resilver_mountpaths_json(t);
 		} else if (strcmp(m, "POST") == 0) {
-			mountpath_action(t, req, resp);
+			resilver_mountpath_action(t, req, resp);
 		} else {
 			ft_ctl_error(resp, 405, "method %s not allowed on %s (use GET, POST)", m, p);
 		}
@@ -505,23 +529,32 @@ void tgt_rebalance_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 
 void tgt_rebalance_fini(tgt_t *t)
 {
-	(void)t;
-	pthread_mutex_lock(&rb.lock);
-	rb.stop = 1;
-	atomic_store(&rb.stopping, 1);
-	atomic_fetch_add(&rb.gen, 1);
-	int running = rb.thread_running;
-	rb.thread_running = 0;
-	pthread_cond_signal(&rb.cond);
-	pthread_mutex_unlock(&rb.lock);
+	tgt_rebalance_t *rb = t->rebalance;
+
+	if (!rb)
+		return;
+	pthread_mutex_lock(&rb->lock);
+	rb->stop = 1;
+	atomic_store(&rb->stopping, 1);
+	atomic_fetch_add(&rb->gen, 1);
+	int running = rb->thread_running;
+	rb->thread_running = 0;
+	pthread_cond_signal(&rb->cond);
+	pthread_mutex_unlock(&rb->lock);
 	if (running)
-		pthread_join(rb.thread, NULL);
-	while (atomic_load(&pulls_running) > 0)
+		pthread_join(rb->thread, NULL);
+	while (atomic_load(&rb->pulls_running) > 0)
 		usleep(10000);
-	pthread_mutex_lock(&rb.lock);
+	pthread_mutex_lock(&rb->lock);
 	for (int i = 0; i < RB_HISTORY; i++) {
-		ft_smap_put(rb.hist[i]);
-		rb.hist[i] = NULL;
+		ft_smap_put(rb->hist[i]);
+		rb->hist[i] = NULL;
 	}
-	pthread_mutex_unlock(&rb.lock);
+	pthread_mutex_unlock(&rb->lock);
+	for (int i = 0; i < RB_MOVE_LOCKS; i++)
+		pthread_mutex_destroy(&rb->move_locks[i]);
+	pthread_cond_destroy(&rb->cond);
+	pthread_mutex_destroy(&rb->lock);
+	t->rebalance = NULL;
+	free(rb);
 }

@@ -28,7 +28,11 @@
 
 enum { ST_IDLE = 0, ST_RUNNING, ST_FINISHED, ST_ABORTED };
 
-typedef struct {
+/*
+ * The module's state, one per target (t->rebalance, tgt_rebalance_init .. tgt_rebalance_fini).
+ * Strings and samples under lock, counters atomic; hist holds one reference per entry.
+ */
+struct tgt_rebalance {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	pthread_t thread;
@@ -55,59 +59,60 @@ typedef struct {
 	char samples[RB_SAMPLES][256];
 	int n_samples;
 	char note[256];
-} rb_t;
-
-extern rb_t rb;
-extern atomic_uint_fast64_t xfer_counter;
-extern atomic_int pulls_running; /* pull_now threads; tgt_rebalance_fini waits for them */
+	pthread_mutex_t move_locks[RB_MOVE_LOCKS]; /* one sender per name at a time */
+	atomic_uint_fast64_t xfer_counter;         /* unique transfer and work-file names */
+	atomic_int pulls_running;                  /* rb_pull_now threads; tgt_rebalance_fini waits for them */
+	atomic_int resilver_seq;                   /* ids "resilver-<n>" */
+};
 
 /* ---- rebalance.c: shared helpers ---- */
-void note_error(const char *what, const char *msg);
-uint64_t name_hash(const tgt_obj_t *o);
+/* Counts an error of the current run and keeps a sample for its status. */
+void rb_note_error(tgt_t *t, const char *what, const char *msg);
+uint64_t rb_name_hash(const tgt_obj_t *o);
 /* Fills o for name of bucket b found on mp (rel built; -1 if it does not fit). */
-int obj_init(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const tgt_mountpath_t *mp, const char *name);
+int rb_obj_init(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const tgt_mountpath_t *mp, const char *name);
 /* The LOM of rel on mp (and its inode); 0, or -errno (-ENOENT: no object there). */
-int lom_at(const tgt_mountpath_t *mp, const char *rel, ft_lom_t *lom, ino_t *ino);
+int rb_lom_at(const tgt_mountpath_t *mp, const char *rel, ft_lom_t *lom, ino_t *ino);
 /* Checksum of fd's first size bytes, as type, into hex. 0 or -errno. */
-int file_cksum(int fd, uint64_t size, ft_cksum_type_t type, char hex[FT_CKSUM_HEX_MAX]);
-int sync_fd(const tgt_t *t, int fd);
+int rb_file_cksum(int fd, uint64_t size, ft_cksum_type_t type, char hex[FT_CKSUM_HEX_MAX]);
+int rb_sync_fd(const tgt_t *t, int fd);
 /* Publishes the work file as o (on o->mp) under publish_lock; the caller holds the put_locks stripe. */
-int publish_locked(const tgt_obj_t *o, char *work);
-/* Asks the manager for a walk (rb.lock held); starts it on first use. */
-void request_walk_locked(tgt_t *t, const char *kind, const char *id);
-json_t *status_json(tgt_t *t);
-int query_i64(const ft_ctl_req_t *req, const char *key, int64_t *out);
+int rb_publish_locked(const tgt_obj_t *o, char *work);
+/* Asks the manager for a walk (rb->lock held); starts it on first use. */
+void rb_request_walk_locked(tgt_t *t, const char *kind, const char *id);
+json_t *rb_status_json(tgt_t *t);
+int rb_query_i64(const ft_ctl_req_t *req, const char *key, int64_t *out);
 /* The object named by the query; 0, or -1 after answering 400/404/503. */
-int query_obj(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, tgt_obj_t *o);
+int rb_query_obj(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, tgt_obj_t *o);
 /* Refuses (409) to take or give away o when this target owns it in a map at least as new as peer_v. */
-int ownership_conflict(tgt_t *t, const tgt_obj_t *o, int64_t peer_v, int want_owner, ft_ctl_resp_t *resp);
+int rb_ownership_conflict(tgt_t *t, const tgt_obj_t *o, int64_t peer_v, int want_owner, ft_ctl_resp_t *resp);
 
 /* ---- resilver.c ---- */
 /* Moves o (on o->mp) to dst on this target. 0 when moved or superseded, 1 when o is gone, -1 with err. */
-int local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes, char *err, size_t cap);
+int resilver_local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes, char *err, size_t cap);
 /* Detaches slot after a complete walk: seal, sweep what was published meanwhile, close. */
-void finish_detach(tgt_t *t, int slot);
-json_t *mountpaths_json(tgt_t *t);
-void mountpath_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+void resilver_finish_detach(tgt_t *t, int slot);
+json_t *resilver_mountpaths_json(tgt_t *t);
+void resilver_mountpath_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
 /* ---- walk.c ---- */
 /* Walks srcs and moves what is misplaced. Returns 0 when complete, 1 when aborted. */
-int walk_and_move(tgt_t *t, const tgt_mountpath_t **srcs, int n_src, int gen);
+int rb_walk_move(tgt_t *t, const tgt_mountpath_t **srcs, int n_src, int gen);
 /* Objects still stored on mp (for a detach: what the walk could not move). */
-size_t count_objects(tgt_t *t, const tgt_mountpath_t *mp);
+size_t rb_walk_count(tgt_t *t, const tgt_mountpath_t *mp);
 
 /* ---- rebalance_send.c ---- */
 /* "<base>/v1/rebalance/<what>?provider=..&bucket=..&obj=.." plus extra (starting with '&'); NULL on OOM. */
-char *obj_url(const char *base, const char *what, const tgt_obj_t *o, const char *extra);
+char *rb_obj_url(const char *base, const char *what, const tgt_obj_t *o, const char *extra);
 /* Moves o (on o->mp) to the target at dest_url. 0 when moved, 1 when o is not here, -1 with err. */
-int send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *bytes, char *err, size_t cap);
-void send_for_peer(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+int rb_send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *bytes, char *err, size_t cap);
+void rb_send_for_peer(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
 /* ---- rebalance_recv.c ---- */
-void receive_chunk(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
-void receive_abort(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+void rb_recv_chunk(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+void rb_recv_abort(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
 /* ---- rebalance_pull.c ---- */
-void pull_now(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+void rb_pull_now(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
 #endif

@@ -20,12 +20,14 @@
 /* ---- pull: a GET missed on the owner ---- */
 
 /* Whether remote targets may still hold objects this one owns (a map change not long ago). */
-static int pull_window_open(void)
+static int pull_window_open(tgt_t *t)
 {
-	pthread_mutex_lock(&rb.lock);
-	int open = rb.last_change_ns > 0 && ft_now_ns() - rb.last_change_ns < RB_PULL_WINDOW_NS;
-	open = open || atomic_load(&rb.state) == ST_RUNNING;
-	pthread_mutex_unlock(&rb.lock);
+	tgt_rebalance_t *rb = t->rebalance;
+
+	pthread_mutex_lock(&rb->lock);
+	int open = rb->last_change_ns > 0 && ft_now_ns() - rb->last_change_ns < RB_PULL_WINDOW_NS;
+	open = open || atomic_load(&rb->state) == ST_RUNNING;
+	pthread_mutex_unlock(&rb->lock);
 	return open;
 }
 
@@ -40,7 +42,7 @@ static int ask_send(tgt_t *t, const tgt_obj_t *o, const char *url, int64_t smap_
 
 	if (me && my_url) {
 		snprintf(extra, sizeof(extra), "&to=%s&url=%s&smap=%lld", me, my_url, (long long)smap_v);
-		char *u = obj_url(url, "send", o, extra);
+		char *u = rb_obj_url(url, "send", o, extra);
 		if (u && ft_client_json("POST", u, NULL, RB_ASK_MS, &status, &resp, msg, sizeof(msg)) != 0) {
 			snprintf(err, cap, "%s: %s", url, msg);
 			rc = -EIO;
@@ -63,11 +65,12 @@ static int pull_candidates(tgt_t *t, const tgt_obj_t *o, char urls[][FT_URL_MAX]
 {
 	ft_smap_t *cur = ft_smap_current();
 	char ids[RB_RANKED + RB_HISTORY][FT_ID_MAX];
+	tgt_rebalance_t *rb = t->rebalance;
 	int n = 0;
 
 	*smap_v = cur ? cur->version : 0;
 	if (cur && cur->n_targets > 0) {
-		uint64_t h = name_hash(o);
+		uint64_t h = rb_name_hash(o);
 		uint64_t *d = malloc((size_t)cur->n_targets * sizeof(*d));
 		int *map = malloc((size_t)cur->n_targets * sizeof(*map));
 		int left = cur->n_targets;
@@ -89,10 +92,10 @@ static int pull_candidates(tgt_t *t, const tgt_obj_t *o, char urls[][FT_URL_MAX]
 		free(d);
 		free(map);
 	}
-	pthread_mutex_lock(&rb.lock);
+	pthread_mutex_lock(&rb->lock);
 	for (int i = 0; i < RB_HISTORY && n < max; i++) {
 		const ft_node_t *owner =
-			rb.hist[i] ? ft_smap_owner(rb.hist[i], o->provider, o->bucket, o->obj, o->obj_len) : NULL;
+			rb->hist[i] ? ft_smap_owner(rb->hist[i], o->provider, o->bucket, o->obj, o->obj_len) : NULL;
 		int dup = !owner || strcmp(owner->id, t->id) == 0;
 		for (int j = 0; j < n && !dup; j++)
 			dup = strcmp(ids[j], owner->id) == 0;
@@ -101,7 +104,7 @@ static int pull_candidates(tgt_t *t, const tgt_obj_t *o, char urls[][FT_URL_MAX]
 		snprintf(ids[n], FT_ID_MAX, "%s", owner->id);
 		snprintf(urls[n++], FT_URL_MAX, "%s", owner->control_url);
 	}
-	pthread_mutex_unlock(&rb.lock);
+	pthread_mutex_unlock(&rb->lock);
 	ft_smap_put(cur);
 	return n;
 }
@@ -109,6 +112,7 @@ static int pull_candidates(tgt_t *t, const tgt_obj_t *o, char urls[][FT_URL_MAX]
 int tgt_rebalance_pull(tgt_obj_t *o, char *err, size_t cap)
 {
 	tgt_t *t = o->t;
+	tgt_rebalance_t *rb = t->rebalance;
 	const tgt_mountpath_t *dst = tgt_mountpath_pick(t, o->provider, o->bucket, o->obj, o->obj_len);
 	char urls[RB_RANKED + RB_HISTORY][FT_URL_MAX], lerr[300] = "";
 	struct stat st;
@@ -126,20 +130,20 @@ int tgt_rebalance_pull(tgt_obj_t *o, char *err, size_t cap)
 			continue;
 		tgt_obj_t src = *o;
 		src.mp = mp;
-		if (local_move(&src, dst, &bytes, lerr, sizeof(lerr)) == 0) {
+		if (resilver_local_move(&src, dst, &bytes, lerr, sizeof(lerr)) == 0) {
 			o->mp = dst;
-			atomic_fetch_add(&rb.pulled, 1);
+			atomic_fetch_add(&rb->pulled, 1);
 			return 0;
 		}
 	}
-	if (!pull_window_open())
+	if (!pull_window_open(t))
 		return -ENOENT;
 	int n = pull_candidates(t, o, urls, RB_RANKED + RB_HISTORY, &smap_v);
 	for (int i = 0; i < n; i++) {
 		int r = ask_send(t, o, urls[i], smap_v, lerr, sizeof(lerr));
 		if (r == 0 && fstatat(dst->root_fd, o->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
 			o->mp = dst;
-			atomic_fetch_add(&rb.pulled, 1);
+			atomic_fetch_add(&rb->pulled, 1);
 			ft_debug("pull %s/%s from %s", o->bucket, o->obj, urls[i]);
 			return 0;
 		}
@@ -153,7 +157,7 @@ int tgt_rebalance_pull(tgt_obj_t *o, char *err, size_t cap)
 		o->mp = dst;
 		return 0;
 	}
-	atomic_fetch_add(&rb.pull_misses, 1);
+	atomic_fetch_add(&rb->pull_misses, 1);
 	return rc;
 }
 
@@ -162,11 +166,10 @@ typedef struct {
 	char name[FT_OBJ_NAME_MAX + 1]; /* o.obj points here */
 } pull_req_t;
 
-atomic_int pulls_running; /* pull_now threads; tgt_rebalance_fini waits for them */
-
 static void *pull_main(void *arg)
 {
 	pull_req_t *p = arg;
+	tgt_rebalance_t *rb = p->o.t->rebalance;
 	char err[400] = "";
 	int rc = tgt_rebalance_pull(&p->o, err, sizeof(err));
 
@@ -175,9 +178,9 @@ static void *pull_main(void *arg)
 	else if (rc == -ENOENT)
 		ft_info("pull %s/%s: no target has it", p->o.bucket, p->name);
 	else
-		note_error(p->name, err);
+		rb_note_error(p->o.t, p->name, err);
 	free(p);
-	atomic_fetch_sub(&pulls_running, 1);
+	atomic_fetch_sub(&rb->pulls_running, 1);
 	return NULL;
 }
 
@@ -186,15 +189,16 @@ static void *pull_main(void *arg)
  * pulls on a thread of its own: the object comes in through this same control server, whose
  * thread must not be the one waiting for it. Outcome: the object appears, or "pull_misses" grows.
  */
-void pull_now(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+void rb_pull_now(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
+	tgt_rebalance_t *rb = t->rebalance;
 	pthread_attr_t attr;
 	pthread_t th;
 	pull_req_t *p;
 	struct stat st;
 	tgt_obj_t o;
 
-	if (query_obj(t, req, resp, &o) != 0)
+	if (rb_query_obj(t, req, resp, &o) != 0)
 		return;
 	if (fstatat(o.mp->root_fd, o.rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
 		resp->status = 200;
@@ -209,13 +213,13 @@ void pull_now(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	p->o = o;
 	snprintf(p->name, sizeof(p->name), "%s", o.obj);
 	p->o.obj = p->name;
-	atomic_fetch_add(&pulls_running, 1);
+	atomic_fetch_add(&rb->pulls_running, 1);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int rc = atomic_load(&rb.stopping) ? EAGAIN : pthread_create(&th, &attr, pull_main, p);
+	int rc = atomic_load(&rb->stopping) ? EAGAIN : pthread_create(&th, &attr, pull_main, p);
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
-		atomic_fetch_sub(&pulls_running, 1);
+		atomic_fetch_sub(&rb->pulls_running, 1);
 		free(p);
 		ft_ctl_error(resp, 503, "cannot start a pull now: %s", strerror(rc));
 		return;

@@ -29,13 +29,13 @@ static int xfer_ok(const char *x)
 /* Last chunk: verify, set the metadata, publish unless a newer copy is here. */
 static void receive_finish(tgt_t *t, tgt_obj_t *o, int fd, char *work, const ft_lom_t *lom, ft_ctl_resp_t *resp)
 {
-	pthread_mutex_t *lock = &t->put_locks[name_hash(o) % TGT_PUT_LOCKS];
+	pthread_mutex_t *lock = &t->put_locks[rb_name_hash(o) % TGT_PUT_LOCKS];
 	char hex[FT_CKSUM_HEX_MAX], perr[256];
 	ft_lom_t here;
 	int rc = 0;
 
 	if (lom->cksum_type != FT_CKSUM_NONE) {
-		rc = file_cksum(fd, lom->size, lom->cksum_type, hex);
+		rc = rb_file_cksum(fd, lom->size, lom->cksum_type, hex);
 		if (rc == 0 && strcmp(hex, lom->cksum) != 0) {
 			ft_ctl_error(resp, 422,
 				     "object %s/%s: checksum mismatch (got %s, metadata says %s): not stored",
@@ -44,7 +44,7 @@ static void receive_finish(tgt_t *t, tgt_obj_t *o, int fd, char *work, const ft_
 		}
 	}
 	if (rc == 0)
-		rc = sync_fd(t, fd);
+		rc = rb_sync_fd(t, fd);
 	if (rc == 0)
 		rc = ft_lom_fset(fd, lom);
 	if (rc != 0) {
@@ -52,13 +52,13 @@ static void receive_finish(tgt_t *t, tgt_obj_t *o, int fd, char *work, const ft_
 		return;
 	}
 	pthread_mutex_lock(lock);
-	if (lom_at(o->mp, o->rel, &here, NULL) == 0 && here.mtime_ns >= lom->mtime_ns) {
+	if (rb_lom_at(o->mp, o->rel, &here, NULL) == 0 && here.mtime_ns >= lom->mtime_ns) {
 		pthread_mutex_unlock(lock);
 		resp->status = 200;
 		resp->json = json_pack("{s:s}", "result", "kept");
 		return; /* the caller removes the work file */
 	}
-	rc = publish_locked(o, work);
+	rc = rb_publish_locked(o, work);
 	if (rc == 0 && tgt_put_protect(o, lom, perr, sizeof(perr)) != 0)
 		ft_warn("rebalance: %s/%s stored, but not with the bucket's redundancy: %s", o->bucket, o->obj, perr);
 	pthread_mutex_unlock(lock);
@@ -73,7 +73,7 @@ static void receive_finish(tgt_t *t, tgt_obj_t *o, int fd, char *work, const ft_
 }
 
 /* PUT /v1/rebalance/obj: one chunk of an object sent by another target. */
-void receive_chunk(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+void rb_recv_chunk(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	const char *xfer = ft_ctl_query(req, "xfer");
 	int64_t off, total, lom_len, peer_v = 0;
@@ -82,14 +82,14 @@ void receive_chunk(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	tgt_obj_t o;
 	struct stat st;
 
-	if (query_obj(t, req, resp, &o) != 0)
+	if (rb_query_obj(t, req, resp, &o) != 0)
 		return;
-	if (!xfer_ok(xfer) || query_i64(req, "offset", &off) != 0 || query_i64(req, "total", &total) != 0 ||
-	    query_i64(req, "lom", &lom_len) != 0) {
+	if (!xfer_ok(xfer) || rb_query_i64(req, "offset", &off) != 0 || rb_query_i64(req, "total", &total) != 0 ||
+	    rb_query_i64(req, "lom", &lom_len) != 0) {
 		ft_ctl_error(resp, 400, "rebalance transfer needs xfer ([A-Za-z0-9._-]), offset, total and lom");
 		return;
 	}
-	query_i64(req, "smap", &peer_v);
+	rb_query_i64(req, "smap", &peer_v);
 	size_t body = req->body_len;
 	if ((uint64_t)lom_len > body || lom_len > FT_LOM_MAX ||
 	    (uint64_t)off + (body - (size_t)lom_len) > (uint64_t)total) {
@@ -106,7 +106,7 @@ void receive_chunk(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 			     o.obj, (long long)total);
 		return;
 	}
-	if (off == 0 && ownership_conflict(t, &o, peer_v, 1, resp))
+	if (off == 0 && rb_ownership_conflict(t, &o, peer_v, 1, resp))
 		return;
 	snprintf(work, sizeof(work), "rb.%s", xfer);
 	int fd = openat(o.mp->work_fd, work, O_RDWR | O_CLOEXEC | (off == 0 ? O_CREAT | O_TRUNC : 0), 0644);
@@ -147,13 +147,13 @@ drop:
 }
 
 /* DELETE /v1/rebalance/obj?...&xfer=: the sender gave up; drop the partial work file. */
-void receive_abort(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+void rb_recv_abort(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	const char *xfer = ft_ctl_query(req, "xfer");
 	char work[RB_XFER_MAX + 8];
 	tgt_obj_t o;
 
-	if (query_obj(t, req, resp, &o) != 0)
+	if (rb_query_obj(t, req, resp, &o) != 0)
 		return;
 	if (!xfer_ok(xfer)) {
 		ft_ctl_error(resp, 400, "xfer missing or invalid");

@@ -21,15 +21,6 @@
 #include "target.h"
 #include "xact/rebalance.h"
 
-static pthread_mutex_t move_locks[RB_MOVE_LOCKS];
-static pthread_once_t move_once = PTHREAD_ONCE_INIT;
-
-static void move_locks_init(void)
-{
-	for (int i = 0; i < RB_MOVE_LOCKS; i++)
-		pthread_mutex_init(&move_locks[i], NULL);
-}
-
 static int same_version(const ft_lom_t *a, const ft_lom_t *b)
 {
 	return a->mtime_ns == b->mtime_ns && a->size == b->size && strcmp(a->version, b->version) == 0 &&
@@ -56,12 +47,13 @@ static size_t on_resp(char *p, size_t size, size_t n, void *arg)
 
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
-	(void)arg;
+	const tgt_rebalance_t *rb = arg;
+
 	(void)dt;
 	(void)dn;
 	(void)ut;
 	(void)un;
-	return atomic_load(&rb.stopping); /* non-zero aborts the transfer: the daemon is stopping */
+	return atomic_load(&rb->stopping); /* non-zero aborts the transfer: the daemon is stopping */
 }
 
 /* One keep-alive curl handle per thread (movers, control-port threads), freed when the thread exits. */
@@ -98,7 +90,8 @@ static CURL *thread_curl(void)
 }
 
 /* PUT body to url. 0 with *status and msg (the JSON "message" or "result"), or -1 with msg. */
-static int http_put(const char *url, const void *body, size_t len, long *status, char *msg, size_t cap)
+static int http_put(tgt_rebalance_t *rb, const char *url, const void *body, size_t len, long *status, char *msg,
+		    size_t cap)
 {
 	CURL *h = thread_curl();
 	struct curl_slist *hdrs = NULL;
@@ -123,6 +116,7 @@ static int http_put(const char *url, const void *body, size_t len, long *status,
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, RB_CONNECT_MS);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, RB_XFER_MS);
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, rb);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	CURLcode cc = curl_easy_perform(h);
 	if (cc != CURLE_OK) {
@@ -144,7 +138,7 @@ out:
 }
 
 /* "<base>/v1/rebalance/<what>?provider=..&bucket=..&obj=.." plus extra (starting with '&'); NULL on OOM. */
-char *obj_url(const char *base, const char *what, const tgt_obj_t *o, const char *extra)
+char *rb_obj_url(const char *base, const char *what, const tgt_obj_t *o, const char *extra)
 {
 	char *b = ft_url_escape_query(o->bucket), *n = ft_url_escape_query(o->obj), *url = NULL;
 
@@ -171,6 +165,7 @@ static int send_chunks(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ch
 	uint8_t *buf = malloc(bufcap);
 	uint64_t off = 0;
 	int rc = -1;
+	tgt_rebalance_t *rb = o->t->rebalance;
 	ft_bmd_t *bmd = ft_bmd_current();
 	int64_t bmd_v = bmd ? bmd->version : 0;
 
@@ -180,7 +175,7 @@ static int send_chunks(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ch
 		goto out;
 	}
 	snprintf(xfer, sizeof(xfer), "%016" PRIx64 ".%d.%llu", ft_hrw_digest(o->t->id), (int)getpid(),
-		 (unsigned long long)atomic_fetch_add(&xfer_counter, 1));
+		 (unsigned long long)atomic_fetch_add(&rb->xfer_counter, 1));
 	do {
 		uint64_t n = lom->size - off < RB_CHUNK ? lom->size - off : RB_CHUNK;
 		int last = off + n == lom->size;
@@ -200,7 +195,7 @@ static int send_chunks(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ch
 		snprintf(extra, sizeof(extra),
 			 "&xfer=%s&offset=%" PRIu64 "&total=%" PRIu64 "&lom=%zu&smap=%lld&bmd=%lld", xfer, off,
 			 lom->size, pre, (long long)smap_v, (long long)bmd_v);
-		char *url = obj_url(dest_url, "obj", o, extra);
+		char *url = rb_obj_url(dest_url, "obj", o, extra);
 		long status = 0;
 		if (!url) {
 			snprintf(err, cap, "out of memory");
@@ -208,8 +203,8 @@ static int send_chunks(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ch
 		}
 		int hrc;
 		for (int busy = 0;; busy++) {
-			hrc = http_put(url, buf, pre + (size_t)n, &status, msg, sizeof(msg));
-			if (hrc != 0 || status != 503 || busy >= RB_BUSY_TRIES || atomic_load(&rb.stopping))
+			hrc = http_put(rb, url, buf, pre + (size_t)n, &status, msg, sizeof(msg));
+			if (hrc != 0 || status != 503 || busy >= RB_BUSY_TRIES || atomic_load(&rb->stopping))
 				break;
 			usleep(RB_BUSY_MS * 1000); /* the receiver has not caught up with the metadata yet */
 		}
@@ -227,7 +222,7 @@ static int send_chunks(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ch
 	goto out;
 abort:
 	if (off > 0 || lom->size > RB_CHUNK) { /* drop the partial work file over there */
-		char *url = obj_url(dest_url, "obj", o, "");
+		char *url = rb_obj_url(dest_url, "obj", o, "");
 		if (url) {
 			size_t len = strlen(url) + sizeof(xfer) + 16;
 			char *u2 = malloc(len);
@@ -249,15 +244,14 @@ out:
  * Moves o (on o->mp) to the target at dest_url: sends it, then deletes the local copy (and its
  * mirror copies) if it is still the version sent. 0 when moved, 1 when o is not here, -1 with err.
  */
-int send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *bytes, char *err, size_t cap)
+int rb_send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *bytes, char *err, size_t cap)
 {
 	tgt_t *t = o->t;
-	uint64_t h = name_hash(o);
-	pthread_mutex_t *mlock = &move_locks[h % RB_MOVE_LOCKS];
+	uint64_t h = rb_name_hash(o);
+	pthread_mutex_t *mlock = &t->rebalance->move_locks[h % RB_MOVE_LOCKS];
 	pthread_mutex_t *plock = &t->put_locks[h % TGT_PUT_LOCKS];
 	int rc = -1;
 
-	pthread_once(&move_once, move_locks_init);
 	pthread_mutex_lock(mlock);
 	for (int attempt = 0; attempt < RB_SEND_ATTEMPTS; attempt++) {
 		ft_lom_t lom, now;
@@ -289,7 +283,7 @@ int send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *bytes
 			break;
 		/* Delivered: remove this copy unless a PUT replaced it meanwhile (then send again). */
 		pthread_mutex_lock(plock);
-		int same = lom_at(o->mp, o->rel, &now, &ino) == 0 && ino == st.st_ino && same_version(&now, &lom);
+		int same = rb_lom_at(o->mp, o->rel, &now, &ino) == 0 && ino == st.st_ino && same_version(&now, &lom);
 		if (same) {
 			unlinkat(o->mp->root_fd, o->rel, 0);
 			tgt_parent_prune(o->mp, o->rel);
@@ -309,7 +303,7 @@ int send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *bytes
 }
 
 /* POST /v1/rebalance/send?...&to=ID&url=CTL&smap=V: move an object to the target asking for it. */
-void send_for_peer(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+void rb_send_for_peer(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	const char *to = ft_ctl_query(req, "to"), *url = ft_ctl_query(req, "url");
 	char err[400] = "", dest[FT_URL_MAX];
@@ -317,9 +311,9 @@ void send_for_peer(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	tgt_obj_t o;
 	struct stat st;
 
-	if (query_obj(t, req, resp, &o) != 0)
+	if (rb_query_obj(t, req, resp, &o) != 0)
 		return;
-	query_i64(req, "smap", &peer_v);
+	rb_query_i64(req, "smap", &peer_v);
 	if (!to || !*to) {
 		ft_ctl_error(resp, 400, "send needs to=<target id>");
 		return;
@@ -353,10 +347,10 @@ void send_for_peer(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		ft_ctl_error(resp, 404, "object %s/%s is not on target %s", o.bucket, o.obj, t->id);
 		return;
 	}
-	if (ownership_conflict(t, &o, peer_v, 0, resp))
+	if (rb_ownership_conflict(t, &o, peer_v, 0, resp))
 		return;
 	o.mp = found;
-	int rc = send_move(&o, dest, peer_v, &bytes, err, sizeof(err));
+	int rc = rb_send_move(&o, dest, peer_v, &bytes, err, sizeof(err));
 	if (rc == 1) {
 		ft_ctl_error(resp, 404, "object %s/%s is not on target %s", o.bucket, o.obj, t->id);
 	} else if (rc < 0) {

@@ -70,14 +70,14 @@ static int copy_to_work(const tgt_t *t, int src_fd, const ft_lom_t *lom, const t
 	rc = copy_data(src_fd, fd, lom->size);
 	if (rc == 0 && lom->cksum_type != FT_CKSUM_NONE) { /* what landed there, read back */
 		int rfd = openat(dst->work_fd, work, O_RDONLY | O_CLOEXEC);
-		rc = rfd < 0 ? -errno : file_cksum(rfd, lom->size, lom->cksum_type, hex);
+		rc = rfd < 0 ? -errno : rb_file_cksum(rfd, lom->size, lom->cksum_type, hex);
 		if (rfd >= 0)
 			close(rfd);
 		if (rc == 0 && strcmp(hex, lom->cksum) != 0)
 			rc = -EBADMSG;
 	}
 	if (rc == 0)
-		rc = sync_fd(t, fd);
+		rc = rb_sync_fd(t, fd);
 	if (rc == 0)
 		rc = ft_lom_fset(fd, lom);
 	close(fd);
@@ -94,10 +94,10 @@ static int copy_to_work(const tgt_t *t, int src_fd, const ft_lom_t *lom, const t
  * Moves o (on o->mp) to dst on this target. The copy already at dst wins when its mtime is newer
  * or equal (then o's copy is removed). 0 when moved or superseded, 1 when o is gone, -1 with err.
  */
-int local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes, char *err, size_t cap)
+int resilver_local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes, char *err, size_t cap)
 {
 	tgt_t *t = o->t;
-	pthread_mutex_t *lock = &t->put_locks[name_hash(o) % TGT_PUT_LOCKS];
+	pthread_mutex_t *lock = &t->put_locks[rb_name_hash(o) % TGT_PUT_LOCKS];
 	tgt_obj_t d = *o;
 	ft_lom_t slom, dlom;
 	char work[64] = "";
@@ -106,7 +106,7 @@ int local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes, char *e
 
 	d.mp = dst;
 	pthread_mutex_lock(lock);
-	rc = lom_at(o->mp, o->rel, &slom, &ino);
+	rc = rb_lom_at(o->mp, o->rel, &slom, &ino);
 	if (rc == -ENOENT) {
 		rc = 1;
 		goto out;
@@ -117,13 +117,14 @@ int local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes, char *e
 		rc = -1;
 		goto out;
 	}
-	if (lom_at(dst, o->rel, &dlom, NULL) == 0 && dlom.mtime_ns >= slom.mtime_ns) {
+	if (rb_lom_at(dst, o->rel, &dlom, NULL) == 0 && dlom.mtime_ns >= slom.mtime_ns) {
 		unlinkat(o->mp->root_fd, o->rel, 0); /* superseded by the copy already in place */
 		tgt_parent_prune(o->mp, o->rel);
 		rc = 0;
 		goto out;
 	}
-	snprintf(work, sizeof(work), "rb.local.%llu", (unsigned long long)atomic_fetch_add(&xfer_counter, 1));
+	snprintf(work, sizeof(work), "rb.local.%llu",
+		 (unsigned long long)atomic_fetch_add(&t->rebalance->xfer_counter, 1));
 	if (renameat(o->mp->root_fd, o->rel, dst->work_fd, work) != 0) {
 		if (errno != EXDEV) {
 			snprintf(err, cap, "rename to %s: %s", dst->path, strerror(errno));
@@ -144,13 +145,13 @@ int local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes, char *e
 			rc = -1;
 			goto out;
 		}
-		rc = publish_locked(&d, work);
+		rc = rb_publish_locked(&d, work);
 		if (rc == 0) {
 			unlinkat(o->mp->root_fd, o->rel, 0);
 			tgt_parent_prune(o->mp, o->rel);
 		}
 	} else {
-		rc = publish_locked(&d, work);
+		rc = rb_publish_locked(&d, work);
 		if (rc != 0 && rc != -ESTALE) {
 			/* Back where it was; if even that fails, the work file is kept (never deleted here). */
 			if (renameat(dst->work_fd, work, o->mp->root_fd, o->rel) != 0)
@@ -177,39 +178,39 @@ out:
 }
 
 /* Detaches slot after a complete walk: seal, sweep what was published meanwhile, close. */
-void finish_detach(tgt_t *t, int slot)
+void resilver_finish_detach(tgt_t *t, int slot)
 {
 	tgt_mountpath_t *mp = &t->mountpaths[slot];
 	tgt_mountpath_t real;
 	const tgt_mountpath_t *srcs[1];
-	size_t left = count_objects(t, mp);
+	size_t left = rb_walk_count(t, mp);
 
 	if (left > 0) { /* moves failed (no space, damaged objects): try once more, else keep it */
 		srcs[0] = mp;
-		walk_and_move(t, srcs, 1, -1);
-		left = count_objects(t, mp);
+		rb_walk_move(t, srcs, 1, -1);
+		left = rb_walk_count(t, mp);
 	}
 	if (left > 0) {
 		char msg[256];
 		snprintf(msg, sizeof(msg), "%zu objects could not be moved away: the mountpath stays attached", left);
-		note_error(mp->path, msg);
+		rb_note_error(t, mp->path, msg);
 		tgt_mountpath_detach_abort(t, slot);
 		return;
 	}
 	int rc = tgt_mountpath_detach_seal(t, slot, &real);
 	if (rc != 0) {
-		note_error(mp->path, strerror(-rc));
+		rb_note_error(t, mp->path, strerror(-rc));
 		tgt_mountpath_detach_abort(t, slot);
 		return;
 	}
 	srcs[0] = &real;
-	walk_and_move(t, srcs, 1, -1);
-	left = count_objects(t, &real);
+	rb_walk_move(t, srcs, 1, -1);
+	left = rb_walk_count(t, &real);
 	if (left > 0) {
 		char msg[256];
 		snprintf(msg, sizeof(msg),
 			 "%zu objects stored during the detach could not be moved and stay on disk, not served", left);
-		note_error(real.path, msg);
+		rb_note_error(t, real.path, msg);
 	}
 	tgt_mountpath_detach_end(t, slot, &real);
 }
@@ -219,7 +220,7 @@ static const char *mp_state_name(int st)
 	return st == 0 ? "active" : st == 1 ? "detaching" : "detached";
 }
 
-json_t *mountpaths_json(tgt_t *t)
+json_t *resilver_mountpaths_json(tgt_t *t)
 {
 	json_t *list = json_array();
 	int n = __atomic_load_n(&t->n_mountpaths, __ATOMIC_ACQUIRE);
@@ -231,24 +232,24 @@ json_t *mountpaths_json(tgt_t *t)
 		json_array_append_new(
 			list, json_pack("{s:s, s:s}", "path", t->mountpaths[i].path, "state", mp_state_name(st)));
 	}
-	return json_pack("{s:s, s:o, s:o}", "node", t->id, "mountpaths", list, "resilver", status_json(t));
+	return json_pack("{s:s, s:o, s:o}", "node", t->id, "mountpaths", list, "resilver", rb_status_json(t));
 }
 
 /* POST /v1/mountpaths {"action": "attach" | "detach", "path": "/abs/dir"}. */
-void mountpath_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+void resilver_mountpath_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	json_t *msg = req->body ? json_loadb(req->body, req->body_len, 0, NULL) : NULL;
 	const char *action = json_string_value(json_object_get(msg, "action"));
 	const char *path = json_string_value(json_object_get(msg, "path"));
 	char err[512] = "", id[RB_ID_MAX];
-	static atomic_int seq;
+	tgt_rebalance_t *rb = t->rebalance;
 	int rc;
 
 	if (!action || !path) {
 		ft_ctl_error(resp, 400, "expected {\"action\": \"attach\" | \"detach\", \"path\": \"/dir\"}");
 		goto out;
 	}
-	snprintf(id, sizeof(id), "resilver-%d", atomic_fetch_add(&seq, 1) + 1);
+	snprintf(id, sizeof(id), "resilver-%d", atomic_fetch_add(&rb->resilver_seq, 1) + 1);
 	if (strcmp(action, "attach") == 0) {
 		rc = tgt_mountpath_attach(t, path, err, sizeof(err));
 		if (rc < 0) {
@@ -256,9 +257,9 @@ void mountpath_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 			goto out;
 		}
 		ft_info("mountpath %s attached: resilver %s", path, id);
-		pthread_mutex_lock(&rb.lock);
-		request_walk_locked(t, "resilver", id);
-		pthread_mutex_unlock(&rb.lock);
+		pthread_mutex_lock(&rb->lock);
+		rb_request_walk_locked(t, "resilver", id);
+		pthread_mutex_unlock(&rb->lock);
 		resp->status = 200;
 	} else if (strcmp(action, "detach") == 0) {
 		rc = tgt_mountpath_detach_begin(t, path, err, sizeof(err));
@@ -267,16 +268,16 @@ void mountpath_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 			goto out;
 		}
 		ft_info("mountpath %s detaching: resilver %s moves its objects away", path, id);
-		pthread_mutex_lock(&rb.lock);
-		rb.detach_pending[rc] = 1;
-		request_walk_locked(t, "resilver", id);
-		pthread_mutex_unlock(&rb.lock);
+		pthread_mutex_lock(&rb->lock);
+		rb->detach_pending[rc] = 1;
+		rb_request_walk_locked(t, "resilver", id);
+		pthread_mutex_unlock(&rb->lock);
 		resp->status = 202;
 	} else {
 		ft_ctl_error(resp, 400, "unknown action \"%s\" (attach, detach)", action);
 		goto out;
 	}
-	resp->json = mountpaths_json(t);
+	resp->json = resilver_mountpaths_json(t);
 	if (resp->json)
 		json_object_set_new(resp->json, "resilver_id", json_string(id));
 out:

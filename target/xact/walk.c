@@ -40,9 +40,9 @@ typedef struct {
 
 static int run_aborted(const run_t *r)
 {
-	if (atomic_load(&rb.stopping))
+	if (atomic_load(&r->t->rebalance->stopping))
 		return 1;
-	return r->gen >= 0 && atomic_load(&rb.gen) != r->gen;
+	return r->gen >= 0 && atomic_load(&r->t->rebalance->gen) != r->gen;
 }
 
 /* Whether name (of bucket b, found on srcs[src]) is placed elsewhere now. */
@@ -80,7 +80,7 @@ static void collect(run_t *r, int dfd, char *name, size_t len, int src, int buck
 				if (sub >= 0)
 					collect(r, sub, name, len + sep + leaf, src, bucket);
 			} else if (S_ISREG(st.st_mode)) {
-				atomic_fetch_add(&rb.scanned, 1);
+				atomic_fetch_add(&r->t->rebalance->scanned, 1);
 				if (misplaced(r, src, &r->bmd->buckets[bucket], name, len + sep + leaf)) {
 					if (r->n == r->cap) {
 						size_t cap = r->cap ? r->cap * 2 : 1024;
@@ -125,17 +125,17 @@ static void *mover_main(void *arg)
 		const ft_bucket_t *b = &r->bmd->buckets[it->bucket];
 		tgt_obj_t o;
 		int64_t bytes = 0;
-		if (obj_init(&o, r->t, b, r->srcs[it->src], it->name) != 0)
+		if (rb_obj_init(&o, r->t, b, r->srcs[it->src], it->name) != 0)
 			continue;
 		err[0] = '\0';
 		int rc = tgt_rebalance_job_obj(&o, &bytes, err, sizeof(err));
 		if (rc == 0) {
-			atomic_fetch_add(&rb.objects, 1);
-			atomic_fetch_add(&rb.bytes, bytes);
+			atomic_fetch_add(&r->t->rebalance->objects, 1);
+			atomic_fetch_add(&r->t->rebalance->bytes, bytes);
 		} else if (rc < 0) {
 			char what[FT_BUCKET_NAME_MAX + FT_OBJ_NAME_MAX + 8];
 			snprintf(what, sizeof(what), "%s/%s", b->name, it->name);
-			note_error(what, err);
+			rb_note_error(r->t, what, err);
 		}
 	}
 	return NULL;
@@ -145,7 +145,7 @@ static void *mover_main(void *arg)
  * Walks srcs and moves what is misplaced. gen: the generation this walk belongs to (-1: it cannot
  * be aborted by a newer request, only by the daemon stopping). Returns 0 when complete, 1 when aborted.
  */
-int walk_and_move(tgt_t *t, const tgt_mountpath_t **srcs, int n_src, int gen)
+int rb_walk_move(tgt_t *t, const tgt_mountpath_t **srcs, int n_src, int gen)
 {
 	char rel[TGT_REL_MAX], name[FT_OBJ_NAME_MAX + 1];
 	run_t r = {.t = t, .srcs = srcs, .n_src = n_src, .gen = gen};
@@ -169,8 +169,8 @@ int walk_and_move(tgt_t *t, const tgt_mountpath_t **srcs, int n_src, int gen)
 		}
 	}
 	if (r.oom)
-		note_error("walk", "out of memory: the walk is incomplete");
-	atomic_store(&rb.total, (long long)r.n);
+		rb_note_error(t, "walk", "out of memory: the walk is incomplete");
+	atomic_store(&t->rebalance->total, (long long)r.n);
 	for (int i = 0; i < RB_THREADS && r.n > 0; i++)
 		if (pthread_create(&th[n_th], NULL, mover_main, &r) == 0)
 			n_th++;
@@ -189,7 +189,7 @@ done:
 }
 
 /* Objects still stored on mp (for a detach: what the walk could not move). */
-size_t count_objects(tgt_t *t, const tgt_mountpath_t *mp)
+size_t rb_walk_count(tgt_t *t, const tgt_mountpath_t *mp)
 {
 	char rel[TGT_REL_MAX], name[FT_OBJ_NAME_MAX + 1];
 	const tgt_mountpath_t *srcs[1] = {mp};

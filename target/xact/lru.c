@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -17,11 +16,12 @@
 #include "core/lom.h"
 #include "http/util.h"
 #include "target.h"
+#include "xact/runner.h"
 
 /*
  * DESIGN
- * A background thread checks every mountpath each lru_interval_ms (and when kicked after a cold
- * GET published). Usage is statvfs's (capacity minus reserve_bytes), or with lru_quota_bytes the
+ * A service of runner.c (one background thread) checks every mountpath each lru_interval_ms (and
+ * when kicked after a cold GET published). Usage is statvfs's (capacity minus reserve_bytes), or with lru_quota_bytes the
  * sum of the sizes of the published objects on the mountpath, found by walking it each time (no
  * running counter: simple, and test sizes are small). Above lru_high_pct it walks the mountpath's
  * remote-provider trees (never "ais"), sorts the cached objects by access time and unlinks the
@@ -60,10 +60,7 @@ static pthread_mutex_t recent_lock = PTHREAD_MUTEX_INITIALIZER;
 static recent_t recent[RECENT_SLOTS]; /* guarded by recent_lock */
 
 static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t ctl_cond = PTHREAD_COND_INITIALIZER;
-static int ctl_stop, ctl_kicked, ctl_running; /* guarded by ctl_lock */
-static pthread_t ctl_thread;
+static tgt_service_t sweeper;
 
 /* ---- access times ---- */
 
@@ -337,62 +334,26 @@ out:
 	return rc;
 }
 
-/* ---- the background thread ---- */
+/* ---- the background sweeper ---- */
 
-static void *lru_main(void *arg)
+static void sweep_service(void *arg)
 {
-	tgt_t *t = arg;
-	struct timespec deadline;
-
-	pthread_mutex_lock(&ctl_lock);
-	while (!ctl_stop) {
-		clock_gettime(CLOCK_REALTIME, &deadline);
-		int64_t ns = deadline.tv_nsec + (int64_t)t->cfg.lru_interval_ms * 1000000;
-		deadline.tv_sec += ns / 1000000000;
-		deadline.tv_nsec = ns % 1000000000;
-		while (!ctl_stop && !ctl_kicked)
-			if (pthread_cond_timedwait(&ctl_cond, &ctl_lock, &deadline) == ETIMEDOUT)
-				break;
-		if (ctl_stop)
-			break;
-		ctl_kicked = 0;
-		pthread_mutex_unlock(&ctl_lock);
-		sweep(t);
-		pthread_mutex_lock(&ctl_lock);
-	}
-	pthread_mutex_unlock(&ctl_lock);
-	return NULL;
+	sweep(arg);
 }
 
 int tgt_lru_start(tgt_t *t)
 {
-	pthread_mutex_lock(&ctl_lock);
-	ctl_stop = 0;
-	ctl_kicked = 0;
-	ctl_running = pthread_create(&ctl_thread, NULL, lru_main, t) == 0;
-	int ok = ctl_running;
-	pthread_mutex_unlock(&ctl_lock);
-	return ok ? 0 : -1;
+	return tgt_service_start(&sweeper, t->cfg.lru_interval_ms, sweep_service, t);
 }
 
 void tgt_lru_kick(tgt_t *t)
 {
 	(void)t;
-	pthread_mutex_lock(&ctl_lock);
-	ctl_kicked = 1;
-	pthread_cond_signal(&ctl_cond);
-	pthread_mutex_unlock(&ctl_lock);
+	tgt_service_kick(&sweeper);
 }
 
 void tgt_lru_stop(tgt_t *t)
 {
 	(void)t;
-	pthread_mutex_lock(&ctl_lock);
-	int running = ctl_running;
-	ctl_stop = 1;
-	ctl_running = 0;
-	pthread_cond_signal(&ctl_cond);
-	pthread_mutex_unlock(&ctl_lock);
-	if (running)
-		pthread_join(ctl_thread, NULL);
+	tgt_service_stop(&sweeper);
 }

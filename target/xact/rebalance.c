@@ -27,10 +27,11 @@
  * mirror copies); this owner but another mountpath -> it is moved locally (rename, or copy and
  * verify across filesystems). A map change first tries tgt_jobs_start_local (job
  * "rebalance-<smap version>", status in the job table); when the job framework refuses, and for
- * every mountpath change, this file's own walker runs: one manager thread walks
- * "<mp>/<provider>/<bucket>/" of every bucket in the BMD (never .work, .copies or .ec), keeps the
- * misplaced objects and moves them on RB_THREADS threads. A newer request (map change, attach,
- * detach) bumps a generation: the running walk stops and a new one starts with the new placement.
+ * every mountpath change, a walk runs: the manager (a service of runner.c) runs one walk at a time
+ * as a run of runner.c (walk.c) whose collector walks "<mp>/<provider>/<bucket>/" of every bucket
+ * in the BMD (never .work, .copies or .ec) and keeps the misplaced objects, moved on RB_THREADS
+ * threads. A newer request (map change, attach, detach) bumps a generation and aborts the running
+ * walk; a new one starts with the new placement.
  * Status: GET /v1/rebalance on the control port.
  *
  * TRANSFER (control port, JSON answers only, bodies up to FT_CTL_MAX_BODY): the sender PUTs
@@ -71,6 +72,8 @@
 static const char *const state_names[] = {
 	[ST_IDLE] = "idle", [ST_RUNNING] = "running", [ST_FINISHED] = "finished", [ST_ABORTED] = "aborted"};
 
+static void manager_run(void *arg);
+
 int tgt_rebalance_init(tgt_t *t)
 {
 	tgt_rebalance_t *rb = calloc(1, sizeof(*rb));
@@ -78,10 +81,15 @@ int tgt_rebalance_init(tgt_t *t)
 	if (!rb)
 		return -1;
 	pthread_mutex_init(&rb->lock, NULL);
-	pthread_cond_init(&rb->cond, NULL);
+	tgt_run_stats_init(&rb->stats);
 	for (int i = 0; i < RB_MOVE_LOCKS; i++)
 		pthread_mutex_init(&rb->move_locks[i], NULL);
 	t->rebalance = rb;
+	if (tgt_service_start(&rb->manager, 0, manager_run, t) != 0) {
+		ft_error("rebalance: cannot start its thread");
+		tgt_rebalance_fini(t);
+		return -1;
+	}
 	return 0;
 }
 
@@ -89,11 +97,7 @@ void rb_note_error(tgt_t *t, const char *what, const char *msg)
 {
 	tgt_rebalance_t *rb = t->rebalance;
 
-	atomic_fetch_add(&rb->errors, 1);
-	pthread_mutex_lock(&rb->lock);
-	if (rb->n_samples < RB_SAMPLES)
-		snprintf(rb->samples[rb->n_samples++], sizeof(rb->samples[0]), "%s: %s", what, msg);
-	pthread_mutex_unlock(&rb->lock);
+	tgt_run_stats_error(&rb->stats, what, msg);
 	ft_warn("rebalance: %s: %s", what, msg);
 }
 
@@ -239,48 +243,41 @@ static void run_once(tgt_t *t, int gen, const int *detach)
 	ft_info("%s %s: %s, %lld objects scanned, %lld misplaced, %lld moved (%lld bytes), %lld errors", rb->kind,
 		rb->id, aborted ? "aborted (a newer change restarts it)" : "finished",
 		(long long)atomic_load(&rb->scanned), (long long)atomic_load(&rb->total),
-		(long long)atomic_load(&rb->objects), (long long)atomic_load(&rb->bytes),
-		(long long)atomic_load(&rb->errors));
+		(long long)atomic_load(&rb->stats.objects), (long long)atomic_load(&rb->stats.bytes),
+		(long long)atomic_load(&rb->stats.errors));
 }
 
-static void *manager_main(void *arg)
+/* The manager service (runner.c): runs the walk requested last, if any. */
+static void manager_run(void *arg)
 {
 	tgt_t *t = arg;
 	tgt_rebalance_t *rb = t->rebalance;
 	int detach[FT_MAX_MOUNTPATHS];
 
 	pthread_mutex_lock(&rb->lock);
-	for (;;) {
-		while (!rb->stop && !rb->want_walk)
-			pthread_cond_wait(&rb->cond, &rb->lock);
-		if (rb->stop)
-			break;
-		rb->want_walk = 0;
-		int gen = atomic_load(&rb->gen);
-		memcpy(detach, rb->detach_pending, sizeof(detach));
-		snprintf(rb->id, sizeof(rb->id), "%s", rb->want_id);
-		snprintf(rb->kind, sizeof(rb->kind), "%s", rb->want_kind);
-		snprintf(rb->mode, sizeof(rb->mode), "local");
-		rb->note[0] = '\0';
-		rb->n_samples = 0;
-		rb->start_ns = ft_now_ns();
-		rb->end_ns = 0;
-		atomic_store(&rb->scanned, 0);
-		atomic_store(&rb->total, 0);
-		atomic_store(&rb->objects, 0);
-		atomic_store(&rb->bytes, 0);
-		atomic_store(&rb->errors, 0);
-		atomic_store(&rb->state, ST_RUNNING);
+	if (rb->stop || !rb->want_walk) {
 		pthread_mutex_unlock(&rb->lock);
-		ft_info("%s %s: started", rb->kind, rb->id);
-		run_once(t, gen, detach);
-		pthread_mutex_lock(&rb->lock);
+		return;
 	}
+	rb->want_walk = 0;
+	int gen = atomic_load(&rb->gen);
+	memcpy(detach, rb->detach_pending, sizeof(detach));
+	snprintf(rb->id, sizeof(rb->id), "%s", rb->want_id);
+	snprintf(rb->kind, sizeof(rb->kind), "%s", rb->want_kind);
+	snprintf(rb->mode, sizeof(rb->mode), "local");
+	rb->note[0] = '\0';
+	tgt_run_stats_reset(&rb->stats);
+	rb->start_ns = ft_now_ns();
+	rb->end_ns = 0;
+	atomic_store(&rb->scanned, 0);
+	atomic_store(&rb->total, 0);
+	atomic_store(&rb->state, ST_RUNNING);
 	pthread_mutex_unlock(&rb->lock);
-	return NULL;
+	ft_info("%s %s: started", rb->kind, rb->id);
+	run_once(t, gen, detach);
 }
 
-/* Asks the manager for a walk (rb->lock held); starts it on first use. */
+/* Asks the manager for a walk (rb->lock held): the walk running now, if abortable, stops. */
 void rb_request_walk_locked(tgt_t *t, const char *kind, const char *id)
 {
 	tgt_rebalance_t *rb = t->rebalance;
@@ -289,13 +286,9 @@ void rb_request_walk_locked(tgt_t *t, const char *kind, const char *id)
 	snprintf(rb->want_id, sizeof(rb->want_id), "%s", id);
 	rb->want_walk = 1;
 	atomic_fetch_add(&rb->gen, 1);
-	if (!rb->thread_running && !rb->stop) {
-		if (pthread_create(&rb->thread, NULL, manager_main, t) == 0)
-			rb->thread_running = 1;
-		else
-			ft_error("rebalance: cannot start its thread");
-	}
-	pthread_cond_signal(&rb->cond);
+	if (rb->run && rb->run_gen >= 0)
+		tgt_run_abort(rb->run);
+	tgt_service_kick(&rb->manager);
 }
 
 /* Starts a rebalance for the current map: as a local job when the job framework takes it, else here. */
@@ -424,19 +417,18 @@ int rb_ownership_conflict(tgt_t *t, const tgt_obj_t *o, int64_t peer_v, int want
 json_t *rb_status_json(tgt_t *t)
 {
 	tgt_rebalance_t *rb = t->rebalance;
-	json_t *samples = json_array();
+	json_t *samples = tgt_run_stats_samples(&rb->stats);
 
 	pthread_mutex_lock(&rb->lock);
-	for (int i = 0; i < rb->n_samples; i++)
-		json_array_append_new(samples, json_string(rb->samples[i]));
 	int st = atomic_load(&rb->state);
 	json_t *j = json_pack(
 		"{s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "node", t->id, "id", rb->id,
 		"kind", rb->kind[0] ? rb->kind : "rebalance", "mode", rb->mode[0] ? rb->mode : "local", "state",
 		state_names[st], "enabled", !rb->disabled, "scanned", (json_int_t)atomic_load(&rb->scanned),
-		"misplaced", (json_int_t)atomic_load(&rb->total), "objects", (json_int_t)atomic_load(&rb->objects),
-		"bytes", (json_int_t)atomic_load(&rb->bytes), "errors", (json_int_t)atomic_load(&rb->errors), "start",
-		(json_int_t)rb->start_ns, "end", (json_int_t)rb->end_ns, "error_samples", samples);
+		"misplaced", (json_int_t)atomic_load(&rb->total), "objects",
+		(json_int_t)atomic_load(&rb->stats.objects), "bytes", (json_int_t)atomic_load(&rb->stats.bytes),
+		"errors", (json_int_t)atomic_load(&rb->stats.errors), "start", (json_int_t)rb->start_ns, "end",
+		(json_int_t)rb->end_ns, "error_samples", samples);
 	if (j) {
 		json_object_set_new(j, "pulled", json_integer((json_int_t)atomic_load(&rb->pulled)));
 		json_object_set_new(j, "pull_misses", json_integer((json_int_t)atomic_load(&rb->pull_misses)));
@@ -537,12 +529,10 @@ void tgt_rebalance_fini(tgt_t *t)
 	rb->stop = 1;
 	atomic_store(&rb->stopping, 1);
 	atomic_fetch_add(&rb->gen, 1);
-	int running = rb->thread_running;
-	rb->thread_running = 0;
-	pthread_cond_signal(&rb->cond);
+	if (rb->run)
+		tgt_run_abort(rb->run);
 	pthread_mutex_unlock(&rb->lock);
-	if (running)
-		pthread_join(rb->thread, NULL);
+	tgt_service_stop(&rb->manager);
 	while (atomic_load(&rb->pulls_running) > 0)
 		usleep(10000);
 	pthread_mutex_lock(&rb->lock);
@@ -553,7 +543,7 @@ void tgt_rebalance_fini(tgt_t *t)
 	pthread_mutex_unlock(&rb->lock);
 	for (int i = 0; i < RB_MOVE_LOCKS; i++)
 		pthread_mutex_destroy(&rb->move_locks[i]);
-	pthread_cond_destroy(&rb->cond);
+	tgt_run_stats_destroy(&rb->stats);
 	pthread_mutex_destroy(&rb->lock);
 	t->rebalance = NULL;
 	free(rb);

@@ -9,13 +9,13 @@
 
 #include "core/lom.h"
 #include "target.h"
+#include "xact/runner.h"
 
 #define RB_THREADS 2
 #define RB_CHUNK (8u << 20)
 #define RB_HISTORY 3
 #define RB_RANKED 3 /* next targets in HRW order asked by a pull */
 #define RB_PULL_WINDOW_NS (600LL * 1000000000LL)
-#define RB_SAMPLES 5
 #define RB_MOVE_LOCKS 64
 #define RB_CONNECT_MS 3000L
 #define RB_XFER_MS 120000L
@@ -34,9 +34,9 @@ enum { ST_IDLE = 0, ST_RUNNING, ST_FINISHED, ST_ABORTED };
  */
 struct tgt_rebalance {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	pthread_t thread;
-	int thread_running;
+	tgt_service_t manager; /* runs the requested walks, one at a time (runner.c) */
+	tgt_run_t *run;        /* the walk running now (under lock), NULL between walks */
+	int run_gen;           /* its generation; -1: only a stop aborts it */
 	int stop;
 	int disabled;  /* POST /v1/rebalance {"action":"disable"}: map changes are only noted */
 	int missed;    /* a map change came while disabled */
@@ -53,11 +53,10 @@ struct tgt_rebalance {
 	char kind[16];
 	char mode[8]; /* "local" (this walker) or "job" (tgt_jobs_start_local) */
 	atomic_int state;
-	atomic_llong scanned, total, objects, bytes, errors;
+	atomic_llong scanned, total;
+	tgt_run_stats_t stats;            /* objects, bytes, errors and their samples */
 	atomic_llong pulled, pull_misses; /* since start: objects a GET miss pulled here, pulls that found none */
 	int64_t start_ns, end_ns;
-	char samples[RB_SAMPLES][256];
-	int n_samples;
 	char note[256];
 	pthread_mutex_t move_locks[RB_MOVE_LOCKS]; /* one sender per name at a time */
 	atomic_uint_fast64_t xfer_counter;         /* unique transfer and work-file names */

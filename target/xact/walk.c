@@ -1,4 +1,4 @@
-/* The rebalance walker: finds the objects the current map and mountpath set place elsewhere, and moves them. */
+/* The object walker: every published object of a mountpath, by bucket; and the rebalance walk built on it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,56 +15,29 @@
 #include "cluster/smap.h"
 #include "target.h"
 #include "xact/rebalance.h"
+#include "xact/runner.h"
 
-/* ---- the walker ---- */
-
-typedef struct {
-	int src;    /* index in run_t.srcs */
-	int bucket; /* index in run_t.bmd->buckets */
-	char *name; /* owned */
-} item_t;
+/* ---- the object walker ---- */
 
 typedef struct {
-	tgt_t *t;
-	const tgt_mountpath_t **srcs;
-	int n_src;
-	ft_bmd_t *bmd;
-	ft_smap_t *smap;
-	item_t *items;
-	size_t n, cap;
-	atomic_size_t next;
-	int gen; /* -1: not abortable (only stop ends it) */
-	int oom;
-	size_t on_src[FT_MAX_MOUNTPATHS]; /* items found per source */
-} run_t;
+	const tgt_mountpath_t *mp;
+	int bucket;
+	tgt_walk_fn fn;
+	void *arg;
+} walker_t;
 
-static int run_aborted(const run_t *r)
-{
-	if (atomic_load(&r->t->rebalance->stopping))
-		return 1;
-	return r->gen >= 0 && atomic_load(&r->t->rebalance->gen) != r->gen;
-}
-
-/* Whether name (of bucket b, found on srcs[src]) is placed elsewhere now. */
-static int misplaced(const run_t *r, int src, const ft_bucket_t *b, const char *name, size_t len)
-{
-	const ft_node_t *owner = ft_smap_owner(r->smap, b->provider, b->name, name, len);
-
-	if (owner && strcmp(owner->id, r->t->id) != 0)
-		return 1;
-	return tgt_mountpath_pick(r->t, b->provider, b->name, name, len) != r->srcs[src];
-}
-
-static void collect(run_t *r, int dfd, char *name, size_t len, int src, int bucket)
+/* Walks the directory dfd (consumed) whose objects' names start with name[0..len). 0, or 1 when fn stopped it. */
+static int walk_dir(const walker_t *w, int dfd, char *name, size_t len)
 {
 	DIR *d = fdopendir(dfd);
 	struct dirent *de;
+	int stop = 0;
 
 	if (!d) {
 		close(dfd);
-		return;
+		return 0;
 	}
-	while (!r->oom && (de = readdir(d)) != NULL) {
+	while (!stop && (de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		size_t leaf = strlen(de->d_name), sep = len ? 1 : 0;
@@ -78,67 +51,113 @@ static void collect(run_t *r, int dfd, char *name, size_t len, int src, int buck
 			if (S_ISDIR(st.st_mode)) {
 				int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 				if (sub >= 0)
-					collect(r, sub, name, len + sep + leaf, src, bucket);
+					stop = walk_dir(w, sub, name, len + sep + leaf);
 			} else if (S_ISREG(st.st_mode)) {
-				atomic_fetch_add(&r->t->rebalance->scanned, 1);
-				if (misplaced(r, src, &r->bmd->buckets[bucket], name, len + sep + leaf)) {
-					if (r->n == r->cap) {
-						size_t cap = r->cap ? r->cap * 2 : 1024;
-						item_t *v = realloc(r->items, cap * sizeof(*v));
-						if (!v) {
-							r->oom = 1;
-							break;
-						}
-						r->items = v;
-						r->cap = cap;
-					}
-					item_t *it = &r->items[r->n];
-					it->src = src;
-					it->bucket = bucket;
-					it->name = strdup(name);
-					if (!it->name) {
-						r->oom = 1;
-						break;
-					}
-					r->n++;
-					r->on_src[src]++;
-				}
+				stop = w->fn(w->arg, w->mp, w->bucket, name, len + sep + leaf) != 0;
 			}
 		}
 		name[len] = '\0';
 	}
 	closedir(d);
+	return stop;
 }
 
-static void *mover_main(void *arg)
+int tgt_walk_objects(const tgt_mountpath_t *mp, const ft_bmd_t *bmd, tgt_walk_fn fn, void *arg)
 {
-	run_t *r = arg;
-	char err[400];
+	char rel[TGT_REL_MAX], name[FT_OBJ_NAME_MAX + 1];
+	walker_t w = {.mp = mp, .fn = fn, .arg = arg};
 
-	for (;;) {
-		if (run_aborted(r))
-			break;
-		size_t i = atomic_fetch_add(&r->next, 1);
-		if (i >= r->n)
-			break;
-		item_t *it = &r->items[i];
-		const ft_bucket_t *b = &r->bmd->buckets[it->bucket];
-		tgt_obj_t o;
-		int64_t bytes = 0;
-		if (rb_obj_init(&o, r->t, b, r->srcs[it->src], it->name) != 0)
+	for (int b = 0; b < bmd->n; b++) {
+		const ft_bucket_t *bk = &bmd->buckets[b];
+		if (tgt_rel_path(rel, sizeof(rel), bk->provider, bk->name, NULL) != 0)
 			continue;
-		err[0] = '\0';
-		int rc = tgt_rebalance_job_obj(&o, &bytes, err, sizeof(err));
-		if (rc == 0) {
-			atomic_fetch_add(&r->t->rebalance->objects, 1);
-			atomic_fetch_add(&r->t->rebalance->bytes, bytes);
-		} else if (rc < 0) {
-			char what[FT_BUCKET_NAME_MAX + FT_OBJ_NAME_MAX + 8];
-			snprintf(what, sizeof(what), "%s/%s", b->name, it->name);
-			rb_note_error(r->t, what, err);
-		}
+		int fd = openat(mp->root_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		name[0] = '\0';
+		w.bucket = b;
+		if (walk_dir(&w, fd, name, 0) != 0)
+			return 1;
 	}
-	return NULL;
+	return 0;
+}
+
+/* ---- the rebalance walk: a run of runner.c over the misplaced objects ---- */
+
+typedef struct {
+	tgt_t *t;
+	const tgt_mountpath_t **srcs;
+	int n_src;
+	ft_bmd_t *bmd;
+	ft_smap_t *smap;
+	tgt_run_t *run; /* NULL: only count (rb_walk_count) */
+	size_t n;       /* misplaced objects found */
+	int oom;
+} walk_t;
+
+/* Whether name (of bucket b, found on mp) is placed elsewhere now. */
+static int misplaced(const walk_t *w, const tgt_mountpath_t *mp, const ft_bucket_t *b, const char *name, size_t len)
+{
+	const ft_node_t *owner = ft_smap_owner(w->smap, b->provider, b->name, name, len);
+
+	if (owner && strcmp(owner->id, w->t->id) != 0)
+		return 1;
+	return tgt_mountpath_pick(w->t, b->provider, b->name, name, len) != mp;
+}
+
+/* A tgt_walk_fn: counts the object, and adds it to the run when misplaced. */
+static int visit(void *arg, const tgt_mountpath_t *mp, int bucket, const char *name, size_t len)
+{
+	walk_t *w = arg;
+
+	if (w->run && tgt_run_aborted(w->run))
+		return 1;
+	atomic_fetch_add(&w->t->rebalance->scanned, 1);
+	if (!misplaced(w, mp, &w->bmd->buckets[bucket], name, len))
+		return 0;
+	w->n++;
+	if (!w->run)
+		return 0;
+	if (tgt_run_add(w->run, name, mp, bucket) != 0) {
+		w->oom = 1;
+		return 1;
+	}
+	atomic_fetch_add(&w->t->rebalance->total, 1);
+	return 0;
+}
+
+/* The run's collector: every source mountpath in turn. */
+static int walk_collect(tgt_run_t *r, void *arg)
+{
+	walk_t *w = arg;
+
+	for (int s = 0; s < w->n_src && !tgt_run_aborted(r); s++)
+		if (tgt_walk_objects(w->srcs[s], w->bmd, visit, w) != 0)
+			break;
+	if (w->oom) {
+		tgt_run_error(r, "walk", "out of memory: the walk is incomplete");
+		return -1;
+	}
+	return tgt_run_aborted(r) ? 1 : 0;
+}
+
+/* The run's step: moves one object where it belongs now (tgt_rebalance_job_obj). */
+static int walk_step(tgt_run_t *r, const tgt_run_item_t *it, void *arg, int64_t *bytes, char *err, size_t cap)
+{
+	walk_t *w = arg;
+	tgt_obj_t o;
+
+	(void)r;
+	if (rb_obj_init(&o, w->t, &w->bmd->buckets[it->bucket], it->mp, it->name) != 0)
+		return 1;
+	return tgt_rebalance_job_obj(&o, bytes, err, cap);
+}
+
+static void walk_label(const tgt_run_item_t *it, void *arg, char *buf, size_t cap)
+{
+	walk_t *w = arg;
+
+	snprintf(buf, cap, "%s/%s", w->bmd->buckets[it->bucket].name, it->name);
 }
 
 /*
@@ -147,73 +166,60 @@ static void *mover_main(void *arg)
  */
 int rb_walk_move(tgt_t *t, const tgt_mountpath_t **srcs, int n_src, int gen)
 {
-	char rel[TGT_REL_MAX], name[FT_OBJ_NAME_MAX + 1];
-	run_t r = {.t = t, .srcs = srcs, .n_src = n_src, .gen = gen};
-	pthread_t th[RB_THREADS];
-	int n_th = 0, aborted;
+	tgt_rebalance_t *rb = t->rebalance;
+	walk_t w = {.t = t, .srcs = srcs, .n_src = n_src};
+	tgt_run_conf_t c = {.id = rb->id,
+			    .kind = rb->kind,
+			    .threads = RB_THREADS,
+			    .collect = walk_collect,
+			    .step = walk_step,
+			    .label = walk_label,
+			    .arg = &w,
+			    .stats = &rb->stats};
+	int aborted;
 
-	r.bmd = ft_bmd_current();
-	r.smap = ft_smap_current();
-	if (!r.bmd || !r.smap)
+	w.bmd = ft_bmd_current();
+	w.smap = ft_smap_current();
+	if (!w.bmd || !w.smap) {
+		aborted = atomic_load(&rb->stopping) || (gen >= 0 && atomic_load(&rb->gen) != gen);
 		goto done;
-	for (int s = 0; s < n_src && !r.oom && !run_aborted(&r); s++) {
-		for (int b = 0; b < r.bmd->n && !r.oom; b++) {
-			const ft_bucket_t *bk = &r.bmd->buckets[b];
-			if (tgt_rel_path(rel, sizeof(rel), bk->provider, bk->name, NULL) != 0)
-				continue;
-			int fd = openat(srcs[s]->root_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (fd < 0)
-				continue;
-			name[0] = '\0';
-			collect(&r, fd, name, 0, s, b);
-		}
 	}
-	if (r.oom)
-		rb_note_error(t, "walk", "out of memory: the walk is incomplete");
-	atomic_store(&t->rebalance->total, (long long)r.n);
-	for (int i = 0; i < RB_THREADS && r.n > 0; i++)
-		if (pthread_create(&th[n_th], NULL, mover_main, &r) == 0)
-			n_th++;
-	if (r.n > 0 && n_th == 0)
-		mover_main(&r);
-	for (int i = 0; i < n_th; i++)
-		pthread_join(th[i], NULL);
+	w.run = tgt_run_new(&c);
+	if (!w.run) {
+		rb_note_error(t, "walk", "out of memory: no walk");
+		aborted = 1;
+		goto done;
+	}
+	pthread_mutex_lock(&rb->lock);
+	rb->run = w.run;
+	rb->run_gen = gen;
+	int stale = atomic_load(&rb->stopping) || (gen >= 0 && atomic_load(&rb->gen) != gen);
+	pthread_mutex_unlock(&rb->lock);
+	if (stale)
+		tgt_run_abort(w.run);
+	tgt_run_run(w.run);
+	pthread_mutex_lock(&rb->lock);
+	rb->run = NULL;
+	pthread_mutex_unlock(&rb->lock);
+	aborted = tgt_run_aborted(w.run) || w.oom;
+	tgt_run_free(w.run);
 done:
-	aborted = run_aborted(&r) || r.oom;
-	for (size_t i = 0; i < r.n; i++)
-		free(r.items[i].name);
-	free(r.items);
-	ft_bmd_put(r.bmd);
-	ft_smap_put(r.smap);
+	ft_bmd_put(w.bmd);
+	ft_smap_put(w.smap);
 	return aborted;
 }
 
 /* Objects still stored on mp (for a detach: what the walk could not move). */
 size_t rb_walk_count(tgt_t *t, const tgt_mountpath_t *mp)
 {
-	char rel[TGT_REL_MAX], name[FT_OBJ_NAME_MAX + 1];
-	const tgt_mountpath_t *srcs[1] = {mp};
-	/* A run whose placement test always says "misplaced": nothing on a detached mountpath stays. */
-	run_t r = {.t = t, .srcs = srcs, .n_src = 1, .gen = -1};
-	size_t n = 0;
+	/* Placement never picks a detaching mountpath: everything found there counts. */
+	walk_t w = {.t = t, .srcs = &mp, .n_src = 1};
 
-	r.bmd = ft_bmd_current();
-	r.smap = ft_smap_current();
-	for (int b = 0; r.bmd && r.smap && b < r.bmd->n && !r.oom; b++) {
-		const ft_bucket_t *bk = &r.bmd->buckets[b];
-		if (tgt_rel_path(rel, sizeof(rel), bk->provider, bk->name, NULL) != 0)
-			continue;
-		int fd = openat(mp->root_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		name[0] = '\0';
-		collect(&r, fd, name, 0, 0, b);
-	}
-	n = r.n + (size_t)r.oom;
-	for (size_t i = 0; i < r.n; i++)
-		free(r.items[i].name);
-	free(r.items);
-	ft_bmd_put(r.bmd);
-	ft_smap_put(r.smap);
-	return n;
+	w.bmd = ft_bmd_current();
+	w.smap = ft_smap_current();
+	if (w.bmd && w.smap)
+		tgt_walk_objects(mp, w.bmd, visit, &w);
+	ft_bmd_put(w.bmd);
+	ft_smap_put(w.smap);
+	return w.n;
 }

@@ -18,6 +18,16 @@
 #include "protect/ec_xfer.h"
 #include "target.h"
 
+/*
+ * DESIGN
+ * A slice arrives into "<mp>/.work/ec.<xfer>", is verified (header, length, payload xxhash64) once
+ * complete, and renamed to "<mp>/.ec/<provider>/<bucket>/<obj>" on the mountpath HRW picks for
+ * the name. One slice per object per holder: a newer one replaces the older. Before a slice is
+ * described or served (GET /v1/ec/meta) it is verified again; a corrupt one is removed and
+ * reported missing. An interrupted transfer's work file is removed by the next start or, once
+ * untouched for EC_XFER_STALE_S, by ec_sweep_stale.
+ */
+
 /* ---- control port: the holder's side ---- */
 
 /* provider, bucket, obj of the query, validated. 0, or -1 after answering 400. */

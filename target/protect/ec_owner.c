@@ -1,4 +1,4 @@
-/* Erasure coding of objects with isa-l: slices or replicas on other targets, restore on a lost main copy. */
+/* Erasure coding, the owner's side: encodes (isa-l) and sends slices or replicas, restores a lost main copy. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -38,11 +38,7 @@
  * object survives the loss of any P targets, the owner included. A holder down, or too few
  * targets in the map, fails the PUT (500, the main copy stays as put.c says).
  *
- * Holders: a slice arrives into "<mp>/.work/ec.<xfer>", is verified (header, length, payload
- * xxhash64) once complete, and renamed to "<mp>/.ec/<provider>/<bucket>/<obj>" on the mountpath
- * HRW picks for the name. One slice per object per holder: a newer one replaces the older.
- * Before a slice is described or served (GET /v1/ec/meta) it is verified again; a corrupt one is
- * removed and reported missing.
+ * Holders: ec_holder.c.
  *
  * Restore (a GET found no main copy): every target of the current map is asked for what it holds
  * (so slices placed under an older map are found too); the newest version (mtime) that has D
@@ -60,9 +56,8 @@
  *
  * OWNERSHIP
  * Every function closes the fds and frees the buffers it opened; slice work files are opened
- * O_TMPFILE or memfd (or unlinked at once), so nothing is left behind on failure except an
- * interrupted transfer's "<mp>/.work/ec.<xfer>", removed by the next start or, once untouched for
- * EC_XFER_STALE_S, by ec_sweep_stale.
+ * O_TMPFILE or memfd (or unlinked at once), so nothing is left behind on failure (the holders
+ * remove an interrupted transfer's work file: ec_holder.c).
  */
 
 typedef struct {

@@ -5,9 +5,8 @@
 #include "rpc/ctl.h"
 #include "target.h"
 
-#define EC_XFER_CHUNK (8u << 20)  /* bytes per POST: the control port buffers at most 16 MiB */
-#define EC_FETCH_CHUNK (3u << 20) /* payload bytes per GET (base64 in JSON) */
-#define EC_TIMEOUT_MS 60000
+#define EC_XFER_CHUNK (8u << 20) /* bytes per POST: the control port buffers at most 16 MiB */
+#define EC_TIMEOUT_MS 60000      /* a POST; for a GET, the longest stall */
 #define EC_PROBE_TIMEOUT_MS 5000
 #define EC_PUBLISH_ATTEMPTS 4
 #define EC_SWEEP_EVERY_S 60

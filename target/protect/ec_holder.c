@@ -261,16 +261,18 @@ fail:
 	unlinkat(n.mp->work_fd, work, 0); /* gone already once committed */
 }
 
-/* GET /v1/ec/meta?provider&bucket&obj: the verified header of the slice held here (corrupt: removed, 404). */
+/*
+ * GET /v1/ec/meta?provider&bucket&obj: the framed header (ec_codec.h) of the slice held here, as
+ * bytes, once the whole slice verified (corrupt: removed, 404).
+ */
 static void ec_ctl_meta(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	ft_ec_meta_t *m = malloc(sizeof(*m));
-	uint8_t *hdr = malloc(FT_EC_HDR_MAX);
 	size_t hlen = 0;
 	ec_name_t n;
 	int fd = -1, rc;
 
-	if (m == NULL || hdr == NULL) {
+	if (m == NULL) {
 		ft_ctl_error(resp, 500, "out of memory");
 		goto out;
 	}
@@ -288,78 +290,60 @@ static void ec_ctl_meta(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		ft_ctl_error(resp, 404, "the slice of \"%s/%s\" here was corrupt (removed)", n.bucket, n.obj);
 		goto out;
 	}
-	if (rc != 0 || ft_pread_all(fd, hdr, hlen, 0) != 0) {
-		ft_ctl_error(resp, 500, "slice of \"%s/%s\": %s", n.bucket, n.obj, strerror(rc ? -rc : EIO));
+	if (rc != 0) {
+		ft_ctl_error(resp, 500, "slice of \"%s/%s\": %s", n.bucket, n.obj, strerror(-rc));
 		goto out;
 	}
-	char *b64 = ft_ec_b64_encode(hdr, hlen);
-	if (b64 == NULL) {
-		ft_ctl_error(resp, 500, "out of memory");
-		goto out;
-	}
-	resp->status = 200;
-	resp->json = json_pack("{s:s, s:i, s:b, s:s}", "hdr", b64, "idx", m->idx, "replica", m->replica, "version",
-			       m->lom.version);
-	free(b64);
+	ft_ctl_send_fd(resp, 200, fd, 0, hlen);
+	fd = -1; /* the server's now */
 out:
 	if (fd >= 0)
 		close(fd);
-	free(hdr);
 	free(m);
 }
 
-/* GET /v1/ec/slice?provider&bucket&obj&off&len: len payload bytes at off, base64 in "data". */
+/*
+ * GET /v1/ec/slice?provider&bucket&obj: the slice file held here as bytes, its framed header
+ * (the slice metadata) then its payload, sent from the file. Not verified here: the restorer
+ * checks the payload against the checksum in the header.
+ */
 static void ec_ctl_slice_get(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	ft_ec_meta_t *m = malloc(sizeof(*m));
-	uint8_t *buf = malloc(FT_EC_HDR_MAX > EC_FETCH_CHUNK ? FT_EC_HDR_MAX : EC_FETCH_CHUNK);
-	uint64_t off, len;
+	uint8_t *hdr = malloc(FT_EC_HDR_MAX);
 	size_t hlen = 0;
+	struct stat st;
 	ssize_t got;
 	ec_name_t n;
 	int fd = -1;
 
-	if (m == NULL || buf == NULL) {
+	if (m == NULL || hdr == NULL) {
 		ft_ctl_error(resp, 500, "out of memory");
 		goto out;
 	}
 	if (ec_ctl_names(t, req, resp, &n) != 0)
 		goto out;
-	if (ec_ctl_u64(req, "off", &off) != 0 || ec_ctl_u64(req, "len", &len) != 0 || len > EC_FETCH_CHUNK) {
-		ft_ctl_error(resp, 400, "GET %s: off and len (at most %u) are required", req->path, EC_FETCH_CHUNK);
-		goto out;
-	}
 	fd = ec_slice_open(t, &n);
 	if (fd < 0) {
 		ft_ctl_error(resp, 404, "no slice of \"%s/%s\" here", n.bucket, n.obj);
 		goto out;
 	}
-	got = pread(fd, buf, FT_EC_HDR_MAX, 0);
-	if (got < 0 || ft_ec_hdr_decode(m, buf, (size_t)got, &hlen) != 0) {
+	got = pread(fd, hdr, FT_EC_HDR_MAX, 0);
+	if (got < 0 || ft_ec_hdr_decode(m, hdr, (size_t)got, &hlen) != 0) {
 		ft_ctl_error(resp, 500, "the slice of \"%s/%s\" here has a bad header", n.bucket, n.obj);
 		goto out;
 	}
-	if (off > m->slice_size || len > m->slice_size - off) {
-		ft_ctl_error(resp, 416, "range [%" PRIu64 ", +%" PRIu64 ") outside the %" PRIu64 "-byte slice", off,
-			     len, m->slice_size);
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != hlen + m->slice_size) {
+		ft_ctl_error(resp, 500, "the slice of \"%s/%s\" here is not as long as its header says", n.bucket,
+			     n.obj);
 		goto out;
 	}
-	if (ft_pread_all(fd, buf, (size_t)len, (off_t)(hlen + off)) != 0) {
-		ft_ctl_error(resp, 500, "the slice of \"%s/%s\" here is shorter than its header says", n.bucket, n.obj);
-		goto out;
-	}
-	char *b64 = ft_ec_b64_encode(buf, (size_t)len);
-	if (b64 == NULL) {
-		ft_ctl_error(resp, 500, "out of memory");
-		goto out;
-	}
-	resp->status = 200;
-	resp->json = json_pack("{s:s, s:s}", "data", b64, "slice_cksum", m->slice_cksum);
-	free(b64);
+	ft_ctl_send_fd(resp, 200, fd, 0, (uint64_t)st.st_size);
+	fd = -1; /* the server's now */
 out:
 	if (fd >= 0)
 		close(fd);
-	free(buf);
+	free(hdr);
 	free(m);
 }
 

@@ -426,31 +426,45 @@ int tgt_ec_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
 
 /* ---- survey: who holds what ---- */
 
+/* Gathers a reply body of at most cap bytes (a slice header). */
+typedef struct {
+	uint8_t *buf;
+	size_t len, cap;
+} ec_bytes_t;
+
+static int ec_bytes_sink(void *arg, const uint8_t *p, size_t n, char *err, size_t cap)
+{
+	ec_bytes_t *b = arg;
+
+	if (n > b->cap - b->len) {
+		snprintf(err, cap, "reply longer than %zu bytes", b->cap);
+		return -1;
+	}
+	memcpy(b->buf + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
 /* Asks node for its slice of o; 0 with *m filled, -1 when it has none (or cannot answer). */
 static int ec_probe(const ec_node_t *node, const tgt_obj_t *o, const char *names, ft_ec_meta_t *m)
 {
 	char url[EC_URL_MAX], err[256];
 	uint8_t hdr[FT_EC_HDR_MAX];
-	json_t *resp = NULL;
+	ec_bytes_t b = {.buf = hdr, .cap = sizeof(hdr)};
 	long status = 0;
 	size_t hlen;
-	int rc = -1;
 
 	snprintf(url, sizeof(url), "%s/v1/ec/meta?%s", node->url, names);
-	if (ft_client_json("GET", url, NULL, EC_PROBE_TIMEOUT_MS, &status, &resp, err, sizeof(err)) != 0) {
+	if (ft_ec_xfer_get(url, EC_PROBE_TIMEOUT_MS, ec_bytes_sink, &b, &status, err, sizeof(err)) != 0) {
 		ft_debug("ec: %s/%s: target %s not asked: %s", o->bucket, o->obj, node->id, err);
 		return -1;
 	}
-	const char *b64 = json_string_value(json_object_get(resp, "hdr"));
-	if (status == 200 && b64 != NULL) {
-		long n = ft_ec_b64_decode(b64, strlen(b64), hdr, sizeof(hdr));
-		if (n > 0 && ft_ec_hdr_decode(m, hdr, (size_t)n, &hlen) == 0 && strcmp(m->provider, o->provider) == 0 &&
-		    strcmp(m->bucket, o->bucket) == 0 && strlen(m->obj) == o->obj_len &&
-		    memcmp(m->obj, o->obj, o->obj_len) == 0 && m->bucket_created == o->bucket_created)
-			rc = 0;
-	}
-	json_decref(resp);
-	return rc;
+	if (status == 200 && ft_ec_hdr_decode(m, hdr, b.len, &hlen) == 0 && hlen == b.len &&
+	    strcmp(m->provider, o->provider) == 0 && strcmp(m->bucket, o->bucket) == 0 &&
+	    strlen(m->obj) == o->obj_len && memcmp(m->obj, o->obj, o->obj_len) == 0 &&
+	    m->bucket_created == o->bucket_created)
+		return 0;
+	return -1;
 }
 
 /* Asks every target of the current map; returns the candidates (malloc'd, *n of them) or NULL. */
@@ -540,18 +554,76 @@ static int ec_placement_complete(const ec_cand_t *c, int nc, const ec_node_t *ho
 
 /* ---- restore ---- */
 
+/* Receives a slice file (framed header, then payload) into fd: the header is checked against want. */
+typedef struct {
+	const ft_ec_meta_t *want;
+	int fd;
+	uint8_t *hdr; /* FT_EC_HDR_MAX bytes until the header is complete */
+	size_t hdr_len, hlen;
+	int in_payload;
+	uint64_t payload; /* payload bytes written */
+} ec_fetch_t;
+
+static int ec_fetch_sink(void *arg, const uint8_t *p, size_t n, char *err, size_t cap)
+{
+	ec_fetch_t *f = arg;
+
+	if (!f->in_payload) {
+		ft_ec_meta_t *got = malloc(sizeof(*got));
+		size_t take = FT_EC_HDR_MAX - f->hdr_len < n ? FT_EC_HDR_MAX - f->hdr_len : n;
+		int rc;
+		if (got == NULL) {
+			snprintf(err, cap, "out of memory");
+			return -1;
+		}
+		memcpy(f->hdr + f->hdr_len, p, take);
+		f->hdr_len += take;
+		rc = ft_ec_hdr_decode(got, f->hdr, f->hdr_len, &f->hlen);
+		if (rc == 0 && (got->idx != f->want->idx || !ec_same_version(got, f->want))) {
+			snprintf(err, cap, "slice %d changed since the survey (now slice %d of version %s)",
+				 f->want->idx, got->idx, got->lom.version);
+			rc = -1;
+		}
+		free(got);
+		if (rc == 1 && f->hdr_len < FT_EC_HDR_MAX)
+			return 0; /* more header to come */
+		if (rc != 0) {
+			if (!err[0])
+				snprintf(err, cap, "bad slice header");
+			return -1;
+		}
+		f->in_payload = 1;
+		/* what came after the header in this buffer and the earlier ones */
+		size_t extra = f->hdr_len - f->hlen;
+		p = p + take - extra;
+		n = n - take + extra;
+	}
+	if (n > f->want->slice_size - f->payload) {
+		snprintf(err, cap, "slice longer than its %" PRIu64 " bytes", f->want->slice_size);
+		return -1;
+	}
+	int e = ft_write_all(f->fd, p, n);
+	if (e != 0) {
+		snprintf(err, cap, "write work file: %s", strerror(-e));
+		return -1;
+	}
+	f->payload += n;
+	return 0;
+}
+
 /*
- * Fetches the payload of c's slice into fd (from offset 0) and checks it against the slice
- * checksum. 0, or -1 with err.
+ * Fetches c's slice (one GET: its framed header, then its payload) into fd from offset 0 and
+ * checks the payload against the slice checksum. 0, or -1 with err.
  */
 static int ec_fetch(const ec_cand_t *c, const char *names, int fd, char *err, size_t cap)
 {
 	const ft_ec_meta_t *m = &c->meta;
-	char url[EC_URL_MAX], hex[FT_CKSUM_HEX_MAX];
-	uint8_t *buf = malloc(EC_FETCH_CHUNK);
+	char url[EC_URL_MAX], hex[FT_CKSUM_HEX_MAX], msg[256] = "";
+	ec_fetch_t f = {.want = m, .fd = fd, .hdr = malloc(FT_EC_HDR_MAX)};
+	long status = 0;
 	int rc = -1;
 
-	if (buf == NULL) {
+	if (f.hdr == NULL) {
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
@@ -559,29 +631,12 @@ static int ec_fetch(const ec_cand_t *c, const char *names, int fd, char *err, si
 		snprintf(err, cap, "truncate work file: %s", strerror(errno));
 		goto out;
 	}
-	for (uint64_t off = 0; off < m->slice_size;) {
-		uint64_t len = m->slice_size - off < EC_FETCH_CHUNK ? m->slice_size - off : EC_FETCH_CHUNK;
-		json_t *resp = NULL;
-		long status = 0;
-		snprintf(url, sizeof(url), "%s/v1/ec/slice?%s&off=%" PRIu64 "&len=%" PRIu64, c->node.url, names, off,
-			 len);
-		if (ft_client_json("GET", url, NULL, EC_TIMEOUT_MS, &status, &resp, err, cap) != 0)
-			goto out;
-		const char *b64 = json_string_value(json_object_get(resp, "data"));
-		long got = status == 200 && b64 ? ft_ec_b64_decode(b64, strlen(b64), buf, EC_FETCH_CHUNK) : -1;
-		if (got != (long)len) {
-			snprintf(err, cap, "target %s: slice %d at %" PRIu64 ": HTTP %ld %s", c->node.id, m->idx, off,
-				 status, status == 200 ? "bad reply" : ec_reply_message(resp));
-			json_decref(resp);
-			goto out;
-		}
-		json_decref(resp);
-		int e = ft_write_all(fd, buf, (size_t)len);
-		if (e != 0) {
-			snprintf(err, cap, "write work file: %s", strerror(-e));
-			goto out;
-		}
-		off += len;
+	snprintf(url, sizeof(url), "%s/v1/ec/slice?%s", c->node.url, names);
+	if (ft_ec_xfer_get(url, EC_TIMEOUT_MS, ec_fetch_sink, &f, &status, msg, sizeof(msg)) != 0 || status != 200 ||
+	    !f.in_payload || f.payload != m->slice_size) {
+		snprintf(err, cap, "target %s: slice %d: %s%s", c->node.id, m->idx,
+			 status != 200 && status != 0 ? "HTTP error: " : "", msg[0] ? msg : "short reply");
+		goto out;
 	}
 	int e = ft_ec_range_cksum(fd, 0, m->slice_size, hex);
 	if (e != 0 || strcmp(hex, m->slice_cksum) != 0) {
@@ -591,7 +646,7 @@ static int ec_fetch(const ec_cand_t *c, const char *names, int fd, char *err, si
 	}
 	rc = 0;
 out:
-	free(buf);
+	free(f.hdr);
 	return rc;
 }
 

@@ -266,6 +266,12 @@ int tgt_scrub_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 /* ---- ec.c: erasure coding (isa-l) of objects over other targets ---- */
 /* Like tgt_mirror_put, for the bucket's EC: slices (or replicas) sent to and held by other targets. */
 int tgt_ec_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap);
+/*
+ * tgt_ec_put of the version lom read from fd (open on that version), without the name's lock:
+ * a newer PUT may replace the object meanwhile, the holders keep the newest version. Blocking
+ * until every holder stored its slice; 0, or -1 with err.
+ */
+int tgt_ec_put_fd(const tgt_obj_t *o, int fd, const ft_lom_t *lom, char *err, size_t cap);
 /* After o's main copy was deleted: asks the holders to drop its slices/replicas. */
 void tgt_ec_delete(const tgt_obj_t *o);
 /*

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "base/fdio.h"
 #include "base/log.h"
+#include "cluster/hrw.h"
 #include "http/util.h"
 #include "protect/ec.h"
 #include "protect/ec_codec.h"
@@ -166,7 +168,41 @@ static void ec_sweep_stale(const tgt_t *t)
 	}
 }
 
-/* Last chunk in: verify the whole slice and move it into place. Answers; the caller removes work. */
+/* Whether a is a newer version of an object than b: a later mtime, or the same and a higher numeric version. */
+static int ec_newer(const ft_lom_t *a, const ft_lom_t *b)
+{
+	char *ea = NULL, *eb = NULL;
+
+	if (a->mtime_ns != b->mtime_ns)
+		return a->mtime_ns > b->mtime_ns;
+	unsigned long long va = strtoull(a->version, &ea, 10), vb = strtoull(b->version, &eb, 10);
+	return a->version[0] && b->version[0] && *ea == '\0' && *eb == '\0' && va > vb;
+}
+
+/* The header of the slice of n held here (any mountpath) into m; 0, or -1 when none can be read. */
+static int ec_held(const tgt_t *t, const ec_name_t *n, ft_ec_meta_t *m)
+{
+	ec_name_t at = *n;
+	uint8_t *hdr = malloc(FT_EC_HDR_MAX);
+	int fd = hdr ? ec_slice_open(t, &at) : -1, rc = -1;
+	size_t hlen;
+
+	if (fd >= 0) {
+		ssize_t got = pread(fd, hdr, FT_EC_HDR_MAX, 0);
+		rc = got > 0 && ft_ec_hdr_decode(m, hdr, (size_t)got, &hlen) == 0 ? 0 : -1;
+		close(fd);
+	}
+	free(hdr);
+	return rc;
+}
+
+/*
+ * Last chunk in: verify the whole slice and move it into place, unless the slice held here is of a
+ * newer version of the object (the owner's fan-outs run without its name lock: a later PUT's may
+ * arrive first); then the incoming one is dropped and the answer is still 200 ("kept": the newer
+ * one stays). The check and the rename are under the name's put_locks stripe here (local I/O
+ * only). Answers; the caller removes work.
+ */
 static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, ft_ctl_resp_t *resp)
 {
 	ft_ec_meta_t *m = malloc(sizeof(*m));
@@ -194,7 +230,26 @@ static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, ft_c
 		ft_ctl_error(resp, 404, "bucket \"%s\" (this incarnation) does not exist here", m->bucket);
 		goto out;
 	}
-	rc = ec_slice_commit(n, work, t->cfg.sync);
+	uint64_t h = ft_hrw_name_hash(n->provider, n->bucket, n->obj, strlen(n->obj));
+	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
+	ft_ec_meta_t *held = malloc(sizeof(*held));
+	int kept = 0;
+
+	pthread_mutex_lock(lock);
+	if (held && ec_held(t, n, held) == 0 && held->bucket_created == m->bucket_created &&
+	    ec_newer(&held->lom, &m->lom))
+		kept = 1;
+	rc = kept ? 0 : ec_slice_commit(n, work, t->cfg.sync);
+	pthread_mutex_unlock(lock);
+	if (kept)
+		ft_debug("ec: %s %d of %s/%s version %s dropped: version %s is here", m->replica ? "replica" : "slice",
+			 m->idx, m->bucket, m->obj, m->lom.version, held->lom.version);
+	free(held);
+	if (kept) {
+		resp->status = 200;
+		resp->json = json_pack("{s:i, s:b, s:b}", "idx", m->idx, "replica", m->replica, "kept", 1);
+		goto out;
+	}
 	if (rc != 0) {
 		ft_ctl_error(resp, rc == -ENOTDIR ? 409 : 500, "cannot store the slice of \"%s/%s\": %s", n->bucket,
 			     n->obj,

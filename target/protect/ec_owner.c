@@ -30,7 +30,8 @@
  * bucket's objsize_limit is cut into D data + P parity slices (common/ec.c); a smaller one is
  * copied whole to P targets. D+P (or P) other targets must exist, else the PUT fails.
  *
- * PUT: after the main copy was published, under the name's put lock (put.c), the slices are
+ * PUT: after the main copy was published, outside the name's put lock (put.c; from an fd opened
+ * on the published version under it: a newer PUT may replace the object meanwhile), the slices are
  * encoded into anonymous files (in memory up to EC_MEMFD_MAX for the whole set, else O_TMPFILE on
  * the object's mountpath) and POSTed to the holders' control ports at once, one thread per slice
  * (/v1/ec/slice, in chunks below the control port's body limit). The PUT is acknowledged only
@@ -402,25 +403,34 @@ out:
 	return rc;
 }
 
-int tgt_ec_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
+int tgt_ec_put_fd(const tgt_obj_t *o, int fd, const ft_lom_t *lom, char *err, size_t cap)
 {
 	ec_node_t *holders;
-	int count, fd, rc;
+	int count, rc;
 
 	if (o->ec_data <= 0)
 		return 0;
 	holders = ec_holders(o, &count, err, cap);
 	if (holders == NULL)
 		return -1;
+	rc = ec_protect(o, fd, lom, holders, count, err, cap);
+	free(holders);
+	return rc;
+}
+
+int tgt_ec_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
+{
+	int fd, rc;
+
+	if (o->ec_data <= 0)
+		return 0;
 	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(err, cap, "cannot reopen the stored object: %s", strerror(errno));
-		free(holders);
 		return -1;
 	}
-	rc = ec_protect(o, fd, lom, holders, count, err, cap);
+	rc = tgt_ec_put_fd(o, fd, lom, err, cap);
 	close(fd);
-	free(holders);
 	return rc;
 }
 

@@ -59,9 +59,23 @@ static void receive_finish(tgt_t *t, tgt_obj_t *o, int fd, char *work, const ft_
 		return; /* the caller removes the work file */
 	}
 	rc = rb_publish_locked(o, work);
-	if (rc == 0 && tgt_put_protect(o, lom, perr, sizeof(perr)) != 0)
-		ft_warn("rebalance: %s/%s stored, but not with the bucket's redundancy: %s", o->bucket, o->obj, perr);
+	int pfd = -1, prc = 0;
+	if (rc == 0)
+		prc = tgt_mirror_put(o, lom, perr, sizeof(perr));
+	if (rc == 0 && prc == 0 && o->ec_data > 0) { /* EC below, without the lock, from this version */
+		pfd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (pfd < 0) {
+			snprintf(perr, sizeof(perr), "cannot reopen the stored object: %s", strerror(errno));
+			prc = -1;
+		}
+	}
 	pthread_mutex_unlock(lock);
+	if (pfd >= 0) {
+		prc = tgt_ec_put_fd(o, pfd, lom, perr, sizeof(perr));
+		close(pfd);
+	}
+	if (prc != 0)
+		ft_warn("rebalance: %s/%s stored, but not with the bucket's redundancy: %s", o->bucket, o->obj, perr);
 	if (rc != 0) {
 		ft_ctl_error(resp, rc == -ESTALE ? 404 : 409, "object %s/%s: cannot publish: %s", o->bucket, o->obj,
 			     rc == -ESTALE ? "bucket destroyed" : strerror(-rc));

@@ -46,14 +46,15 @@
  * distinct slices or a replica is fetched, each slice checked against its header's checksum, the
  * object decoded into a work file, checked against the object checksum in the slice metadata, and
  * published like a PUT (put lock, then publish_lock shared). Missing slices are then re-created
- * for the current map.
+ * for the current map, after the put lock is released.
  *
  * Delete: runs on the worker pool after the response (the DELETE is on a loop thread); holders
  * drop only slices stored before the delete (query "before"), so a PUT right after survives.
  *
  * Job "ec-encode" and the scrub (tgt_ec_job_obj, tgt_ec_check; also POST /v1/ec/encode for one
- * object): under the put lock, the survey above tells whether each current holder has a good
- * slice of the stored version; if any lacks one, the object is encoded and sent again.
+ * object): the stored version is opened under the put lock; without it, the survey above tells
+ * whether each current holder has a good slice of that version; if any lacks one, it is encoded
+ * and sent again. The put lock is never held across network I/O.
  *
  * OWNERSHIP
  * Every function closes the fds and frees the buffers it opened; slice work files are opened
@@ -722,7 +723,8 @@ out:
 
 /*
  * Publishes the work file (named work in o->mp's .work, metadata set) under the name's put lock,
- * unless a main copy appeared meanwhile; then re-creates the slices the current map lacks.
+ * unless a main copy appeared meanwhile; then, without the lock, re-creates the slices the current
+ * map lacks from an fd opened on the restored version under it (holders keep the newest version).
  * 0, or -errno with err.
  */
 static int ec_publish(tgt_obj_t *o, char *work, const ft_lom_t *lom, const ec_cand_t *c, int nc, char *err, size_t cap)
@@ -753,21 +755,25 @@ static int ec_publish(tgt_obj_t *o, char *work, const ft_lom_t *lom, const ec_ca
 		lom->version);
 
 	/* the slices for the current map, unless they are all there */
-	int count = 0;
+	int count = 0, open_errno = 0;
 	char perr[256];
 	ec_node_t *holders = ec_holders(o, &count, perr, sizeof(perr));
-	if (holders && !ec_placement_complete(c, nc, holders, count, ec_needed(o, lom), lom, ec_replicated(o, lom))) {
+	int complete =
+		holders && ec_placement_complete(c, nc, holders, count, ec_needed(o, lom), lom, ec_replicated(o, lom));
+	fd = -1;
+	if (holders && !complete) {
 		fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || ec_protect(o, fd, lom, holders, count, perr, sizeof(perr)) != 0)
-			ft_warn("ec: %s/%s restored, but its slices were not re-created: %s", o->bucket, o->obj,
-				fd < 0 ? strerror(errno) : perr);
-		if (fd >= 0)
-			close(fd);
-	} else if (!holders) {
-		ft_warn("ec: %s/%s restored, but its slices were not re-created: %s", o->bucket, o->obj, perr);
+		open_errno = fd < 0 ? errno : 0;
 	}
-	free(holders);
 	pthread_mutex_unlock(lock);
+	if (holders && !complete && (fd < 0 || ec_protect(o, fd, lom, holders, count, perr, sizeof(perr)) != 0))
+		ft_warn("ec: %s/%s restored, but its slices were not re-created: %s", o->bucket, o->obj,
+			fd < 0 ? strerror(open_errno) : perr);
+	else if (!holders)
+		ft_warn("ec: %s/%s restored, but its slices were not re-created: %s", o->bucket, o->obj, perr);
+	if (fd >= 0)
+		close(fd);
+	free(holders);
 	return 0;
 }
 
@@ -873,8 +879,9 @@ out:
 
 /*
  * Verifies that the current holders have good slices of o's stored version and re-creates them
- * otherwise (holders verify and drop corrupt ones when asked). 0 when all were good, 1 when
- * re-created, -1 with err.
+ * otherwise (holders verify and drop corrupt ones when asked). The version is the one open under
+ * the name's put lock; the survey and the re-creation run without it (a newer PUT meanwhile sends
+ * its own slices, and holders keep the newest). 0 when all were good, 1 when re-created, -1 with err.
  */
 static int ec_check(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 {
@@ -887,9 +894,11 @@ static int ec_check(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 
 	if (o->ec_data <= 0)
 		return 0;
-	pthread_mutex_lock(lock); /* the stored version cannot change under us */
+	pthread_mutex_lock(lock); /* the stored version, consistent: data and metadata */
 	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || ft_lom_fget(fd, &lom) != 0) {
+	int lrc = fd < 0 ? -1 : ft_lom_fget(fd, &lom);
+	pthread_mutex_unlock(lock);
+	if (fd < 0 || lrc != 0) {
 		snprintf(err, cap, "main copy %s", fd < 0 ? "missing" : "has no valid metadata");
 		goto out;
 	}
@@ -909,7 +918,6 @@ static int ec_check(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 	*bytes = (int64_t)lom.size;
 	rc = 1;
 out:
-	pthread_mutex_unlock(lock);
 	if (fd >= 0)
 		close(fd);
 	free(holders);

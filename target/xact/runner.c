@@ -146,14 +146,6 @@ out:
 	return rc;
 }
 
-size_t tgt_run_total(tgt_run_t *r)
-{
-	pthread_mutex_lock(&r->mu);
-	size_t n = r->n_items;
-	pthread_mutex_unlock(&r->mu);
-	return n;
-}
-
 void tgt_run_error(tgt_run_t *r, const char *what, const char *msg)
 {
 	tgt_run_stats_error(r->conf.stats, what, msg);
@@ -200,11 +192,11 @@ static void leave(tgt_run_t *r)
 {
 	pthread_mutex_lock(&r->mu);
 	int last = --r->live_threads == 0;
-	int left = r->next_item < r->n_items || r->cut;
+	int left = r->next_item < r->n_items || r->cut, failed = r->failed;
 	pthread_mutex_unlock(&r->mu);
 	if (!last)
 		return;
-	int st = r->failed ? TGT_RUN_FAILED : atomic_load(&r->abort) && left ? TGT_RUN_ABORTED : TGT_RUN_FINISHED;
+	int st = failed ? TGT_RUN_FAILED : atomic_load(&r->abort) && left ? TGT_RUN_ABORTED : TGT_RUN_FINISHED;
 	atomic_store(&r->end_ns, ft_now_ns());
 	atomic_store(&r->state, st);
 	if (r->conf.done)
@@ -247,22 +239,29 @@ int tgt_run_start(tgt_run_t *r)
 		if (r->n_items < (size_t)want)
 			want = r->n_items > 0 ? (int)r->n_items : 1;
 	}
-	r->live_threads = want;
+	r->live_threads = 1; /* the starter's, until every thread is started: none can be last before */
 	pthread_mutex_unlock(&r->mu);
 	for (int i = 0; i < want; i++) {
+		pthread_mutex_lock(&r->mu);
+		r->live_threads++;
+		pthread_mutex_unlock(&r->mu);
 		if (pthread_create(&r->threads[i], NULL, run_main, r) != 0) {
 			pthread_mutex_lock(&r->mu);
-			r->live_threads -= want - i; /* the ones not started never leave */
+			r->live_threads--;
 			pthread_mutex_unlock(&r->mu);
 			break;
 		}
 		r->n_threads++;
 	}
 	if (r->n_threads == 0) { /* nothing started: it failed at once */
+		pthread_mutex_lock(&r->mu);
+		r->live_threads = 0;
+		pthread_mutex_unlock(&r->mu);
 		atomic_store(&r->state, TGT_RUN_FAILED);
 		atomic_store(&r->end_ns, ft_now_ns());
 		return -1;
 	}
+	leave(r); /* the starter's share: the last one out sets the final state */
 	return 0;
 }
 
@@ -317,11 +316,6 @@ int tgt_run_aborted(const tgt_run_t *r)
 tgt_run_stats_t *tgt_run_stats(tgt_run_t *r)
 {
 	return r->conf.stats;
-}
-
-const char *tgt_run_id(const tgt_run_t *r)
-{
-	return r->id;
 }
 
 int tgt_run_state(const tgt_run_t *r)

@@ -66,8 +66,6 @@ typedef struct {
 tgt_run_t *tgt_run_new(const tgt_run_conf_t *c);
 /* Appends an item (name copied); 0, or -1 on allocation failure. Safe from the collector while the run runs. */
 int tgt_run_add(tgt_run_t *r, const char *name, const tgt_mountpath_t *mp, int bucket);
-/* Items added so far. */
-size_t tgt_run_total(tgt_run_t *r);
 /*
  * Starts the run's threads and returns. 0, or -1 when none started (the run is then "failed").
  * After a start, tgt_run_wait must be called before tgt_run_free.
@@ -85,7 +83,6 @@ int tgt_run_aborted(const tgt_run_t *r);
 /* Counts an error of the run (collector or body). */
 void tgt_run_error(tgt_run_t *r, const char *what, const char *msg);
 tgt_run_stats_t *tgt_run_stats(tgt_run_t *r);
-const char *tgt_run_id(const tgt_run_t *r);
 int tgt_run_state(const tgt_run_t *r);
 /* The run's status document (new reference): id, node, kind, state, counts, total, start, end, error_samples. */
 json_t *tgt_run_json(tgt_run_t *r, const char *node);

@@ -44,6 +44,7 @@ typedef struct tgt_list_cache tgt_list_cache_t;
 typedef struct tgt_cluster tgt_cluster_t;
 typedef struct tgt_janitor tgt_janitor_t;
 typedef struct tgt_rebalance tgt_rebalance_t;
+typedef struct tgt_lru tgt_lru_t;
 
 typedef struct {
 	ft_config_t cfg;
@@ -63,6 +64,7 @@ typedef struct {
 	tgt_list_cache_t *lists;
 	tgt_janitor_t *janitor;
 	tgt_rebalance_t *rebalance;
+	tgt_lru_t *lru;
 	tgt_cluster_t *cluster;
 	ft_httpd_t *httpd;
 	ft_ctl_t *ctl;

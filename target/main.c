@@ -259,7 +259,7 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	if (tgt_put_init(t) != 0 || tgt_list_init(t) != 0 || tgt_cluster_init(t) != 0 || tgt_janitor_start(t) != 0 ||
-	    tgt_lru_start(t) != 0) {
+	    tgt_lru_start(t) != 0 || tgt_rebalance_init(t) != 0) {
 		errf(err, sizeof(err), "out of memory or threads");
 		goto fail;
 	}

@@ -43,6 +43,8 @@ typedef struct {
 typedef struct tgt_list_cache tgt_list_cache_t;
 typedef struct tgt_cluster tgt_cluster_t;
 typedef struct tgt_janitor tgt_janitor_t;
+typedef struct tgt_rebalance tgt_rebalance_t;
+typedef struct tgt_lru tgt_lru_t;
 
 typedef struct {
 	ft_config_t cfg;
@@ -61,6 +63,8 @@ typedef struct {
 	int locks_ready; /* put_locks and publish_lock initialized */
 	tgt_list_cache_t *lists;
 	tgt_janitor_t *janitor;
+	tgt_rebalance_t *rebalance;
+	tgt_lru_t *lru;
 	tgt_cluster_t *cluster;
 	ft_httpd_t *httpd;
 	ft_ctl_t *ctl;
@@ -264,6 +268,12 @@ int tgt_scrub_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 /* ---- ec.c: erasure coding (isa-l) of objects over other targets ---- */
 /* Like tgt_mirror_put, for the bucket's EC: slices (or replicas) sent to and held by other targets. */
 int tgt_ec_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap);
+/*
+ * tgt_ec_put of the version lom read from fd (open on that version), without the name's lock:
+ * a newer PUT may replace the object meanwhile, the holders keep the newest version. Blocking
+ * until every holder stored its slice; 0, or -1 with err.
+ */
+int tgt_ec_put_fd(const tgt_obj_t *o, int fd, const ft_lom_t *lom, char *err, size_t cap);
 /* After o's main copy was deleted: asks the holders to drop its slices/replicas. */
 void tgt_ec_delete(const tgt_obj_t *o);
 /*
@@ -291,8 +301,11 @@ void tgt_rebalance_smap_changed(tgt_t *t, const ft_smap_t *prev, const ft_smap_t
  * 0 when restored (the caller reopens it), -ENOENT when no one had it, another -errno with err.
  */
 int tgt_rebalance_pull(tgt_obj_t *o, char *err, size_t cap);
+/* Allocates the rebalance state (before the control server starts); 0 or -1. */
+int tgt_rebalance_init(tgt_t *t);
 /* Control port, paths under /v1/rebalance and /v1/mountpaths. */
 void tgt_rebalance_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+/* Stops the walks and pulls, then frees the state; tolerates "never initialized". */
 void tgt_rebalance_fini(tgt_t *t);
 /*
  * Job "rebalance" (also the step of rebalance.c's own walker): moves o where the current map and

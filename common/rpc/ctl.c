@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -19,7 +20,7 @@
  * DESIGN
  * libmicrohttpd calls on_request() several times per request: once with the headers (we set up a
  * ctl_conn_t), once per chunk of body (appended), and once more with no data when the body is
- * complete (we call the handler and queue its JSON). A body over FT_CTL_MAX_BODY gets 413: at once
+ * complete (we call the handler and queue its JSON, or the file range it chose: ft_ctl_send_fd). A body over FT_CTL_MAX_BODY gets 413: at once
  * when Content-Length says so, otherwise after the excess has been read and dropped.
  * Everything libmicrohttpd wants to say goes through ft_log (it never prints by itself); the last
  * message is kept so that a failed start can report why (e.g. the port is in use).
@@ -98,6 +99,22 @@ static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t
 	return ret;
 }
 
+/* Queues status with len bytes of fd from off (fd stolen: libmicrohttpd closes it with the response). */
+static enum MHD_Result send_file(struct MHD_Connection *conn, int status, int fd, uint64_t off, uint64_t len)
+{
+	struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
+	enum MHD_Result ret;
+
+	if (resp == NULL) {
+		close(fd);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+	ret = MHD_queue_response(conn, (unsigned int)status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
 static enum MHD_Result send_error(struct MHD_Connection *conn, int status, const char *message)
 {
 	return send_json(conn, status, json_pack("{s:i, s:s}", "status", status, "message", message));
@@ -142,6 +159,10 @@ static enum MHD_Result call_handler(ft_ctl_t *s, struct MHD_Connection *conn, co
 	ft_ctl_resp_t resp = {.status = MHD_HTTP_OK, .json = NULL};
 
 	s->fn(s->ctx, &req, &resp);
+	if (resp.file_set) {
+		json_decref(resp.json);
+		return send_file(conn, resp.status, resp.file_fd, resp.file_off, resp.file_len);
+	}
 	return send_json(conn, resp.status, resp.json);
 }
 
@@ -273,6 +294,17 @@ const char *ft_ctl_query(const ft_ctl_req_t *req, const char *key)
 	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+void ft_ctl_send_fd(ft_ctl_resp_t *resp, int status, int fd, uint64_t off, uint64_t len)
+{
+	json_decref(resp->json);
+	resp->json = NULL;
+	resp->status = status;
+	resp->file_set = 1;
+	resp->file_fd = fd;
+	resp->file_off = off;
+	resp->file_len = len;
+}
+
 void ft_ctl_error(ft_ctl_resp_t *resp, int status, const char *fmt, ...)
 {
 	char msg[1024];
@@ -282,6 +314,10 @@ void ft_ctl_error(ft_ctl_resp_t *resp, int status, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	json_decref(resp->json);
+	if (resp->file_set) { /* an error after all: the file range is not sent */
+		close(resp->file_fd);
+		resp->file_set = 0;
+	}
 	resp->status = status;
 	resp->json = json_pack("{s:i, s:s}", "status", status, "message", msg);
 }

@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define FT_CTL_MAX_BODY (16u << 20)
 
@@ -20,6 +21,10 @@ typedef struct {
 typedef struct {
 	int status;   /* default 200 */
 	json_t *json; /* response body, stolen by the server; NULL = empty body */
+	/* set by ft_ctl_send_fd: the body is file_len bytes of file_fd from file_off instead of json */
+	int file_set;
+	int file_fd;
+	uint64_t file_off, file_len;
 } ft_ctl_resp_t;
 
 /* Called on a libmicrohttpd pool thread once the whole body is in; may block on the network. */
@@ -31,6 +36,11 @@ ft_ctl_t *ft_ctl_start(const char *bind, int port, int threads, ft_ctl_handler_f
 void ft_ctl_stop(ft_ctl_t *s);
 /* URL-decoded query argument, or NULL. */
 const char *ft_ctl_query(const ft_ctl_req_t *req, const char *key);
+/*
+ * Makes the body len bytes of fd from off (application/octet-stream, sent from the file without a
+ * copy). fd is the server's from now on: it closes it once sent, or at once on failure.
+ */
+void ft_ctl_send_fd(ft_ctl_resp_t *resp, int status, int fd, uint64_t off, uint64_t len);
 /* Fills resp with {"status": status, "message": ...}. */
 void ft_ctl_error(ft_ctl_resp_t *resp, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -195,9 +195,13 @@ static void respond_conflict(ft_req_t *r, put_t *p, int rc)
 }
 
 /*
- * Under the name's stripe lock: version (ais buckets: the next one; remote: the backend's, set by
- * the caller), metadata on the work fd, publish, redundancy. 0, -EPIPE (stored, the redundancy
- * failed: perr says why), -ESTALE (bucket gone), or the -errno of tgt_put_publish.
+ * Under the name's stripe lock: version (ais buckets: the next one, and the mtime, so that a later
+ * PUT of the name is always newer; remote: the backend's, set by the caller), metadata on the work
+ * fd, publish, mirror copies (local disks). Then, without the lock, the EC slices of the version
+ * just published, read from an fd opened under the lock: a newer PUT may replace the object
+ * meanwhile, and the holders keep the newest version (ec_holder.c). The PUT is answered only after
+ * both. 0, -EPIPE (stored, the redundancy failed: perr says why), -ESTALE (bucket gone), or the
+ * -errno of tgt_put_publish.
  */
 static int publish_locked(put_t *p, ft_lom_t *lom, char *perr, size_t cap)
 {
@@ -205,20 +209,34 @@ static int publish_locked(put_t *p, ft_lom_t *lom, char *perr, size_t cap)
 	tgt_t *t = o->t;
 	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
 	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
-	int rc;
+	int rc, fd = -1;
 
 	pthread_mutex_lock(lock);
-	if (!tgt_is_remote(o))
+	if (!tgt_is_remote(o)) {
 		tgt_put_next_version(o, lom->version, sizeof(lom->version));
+		lom->atime_ns = lom->mtime_ns = ft_now_ns();
+	}
 	rc = ft_lom_fset(p->fd, lom);
 	if (rc == 0) {
 		pthread_rwlock_rdlock(&t->publish_lock);
 		rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, p->work, t->cfg.sync) : -ESTALE;
 		pthread_rwlock_unlock(&t->publish_lock);
 	}
-	if (rc == 0 && tgt_put_protect(o, lom, perr, cap) != 0)
+	if (rc == 0 && tgt_mirror_put(o, lom, perr, cap) != 0)
 		rc = -EPIPE;
+	if (rc == 0 && o->ec_data > 0) {
+		fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			snprintf(perr, cap, "cannot reopen the stored object: %s", strerror(errno));
+			rc = -EPIPE;
+		}
+	}
 	pthread_mutex_unlock(lock);
+	if (fd >= 0) {
+		if (tgt_ec_put_fd(o, fd, lom, perr, cap) != 0)
+			rc = -EPIPE;
+		close(fd);
+	}
 	return rc;
 }
 

@@ -1,4 +1,4 @@
-/* Slice transfer helpers for erasure coding: binary POST bodies over libcurl, base64 for JSON replies. */
+/* Slice transfer for erasure coding: slices and their headers travel as bytes (binary POST and GET bodies). */
 #ifndef FT_EC_XFER_H
 #define FT_EC_XFER_H
 
@@ -13,11 +13,16 @@
  */
 int ft_ec_xfer_post(const char *url, const void *body, size_t len, int timeout_ms, long *status, json_t **resp,
 		    char *err, size_t errlen);
+/* Takes the next n bytes of a 200 reply's body; 0, or non-zero to abort the transfer (err filled). */
+typedef int (*ft_ec_sink_fn)(void *arg, const uint8_t *p, size_t n, char *err, size_t errlen);
+/*
+ * GETs url; the body of a 200 reply goes to sink as it arrives (no copy of the whole). On a
+ * completed exchange returns 0 with *status (for another status, err holds the reply's
+ * "message"). Returns -1 on a connection error, a stall of idle_ms without a byte, or a sink
+ * failure (err filled).
+ */
+int ft_ec_xfer_get(const char *url, int idle_ms, ft_ec_sink_fn sink, void *arg, long *status, char *err, size_t errlen);
 /* Percent-encodes s for a query value (malloc'd, caller frees; NULL on allocation failure). */
 char *ft_ec_xfer_escape(const char *s);
-/* base64 of len bytes (malloc'd, NUL-terminated; NULL on allocation failure). */
-char *ft_ec_b64_encode(const void *buf, size_t len);
-/* Decodes base64 text into out[cap]; returns the byte count, or -1 for bad text or too small a buffer. */
-long ft_ec_b64_decode(const char *text, size_t text_len, uint8_t *out, size_t cap);
 
 #endif

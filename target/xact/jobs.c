@@ -16,11 +16,12 @@
 #include "http/util.h"
 #include "obj/listwalk.h"
 #include "target.h"
+#include "xact/runner.h"
 
 /*
  * DESIGN
- * A job is a list of items (object name, the mountpath it was found on or -1 for the HRW one, and
- * its bucket) run on JOB_THREADS threads of its own. Where the items come from:
+ * A job is a run of runner.c (items: object name, the mountpath it was found on or NULL for the
+ * HRW one, and its bucket) on JOB_THREADS threads of its own. Where the items come from:
  * - names the proxy sent (objnames, template): the ones this target owns (HRW in the Smap
  *   current at start), all known at submit;
  * - the backend's listing under a prefix (prefetch of a prefix): every target lists the whole
@@ -28,30 +29,27 @@
  * - the local objects of a bucket, or of every bucket (jobs over local objects: mirror, ec-encode,
  *   scrub, rebalance, and evict of a prefix, which only ever concerns cached copies), from
  *   list.c's name snapshots.
- * For the last two, the first thread to start collects while the others already run what was collected
- * (they wait on the job's condition variable when they catch up). Counters are atomics so that
- * GET /v1/jobs/<id> reads them without stopping the workers. DELETE sets the abort flag; workers
- * stop before their next object and the collector before its next page or bucket. The last worker
- * to leave sets the final state and end. Jobs stay in the table (for status) until the daemon
- * stops; tgt_jobs_fini aborts and joins all. A job is read under jobs_lock by the control handlers
- * only, so fini can free it safely.
+ * For the last two, the run's collector (the first thread to start) collects while the others
+ * already run what was collected. DELETE aborts the run: workers stop before their next object
+ * and the collector before its next page or bucket. Jobs stay in the table (for status) until the
+ * daemon stops; tgt_jobs_fini aborts and joins all. A job is read under jobs_lock by the control
+ * handlers only, so fini can free it safely.
  *
  * LOCKING
- * jobs_lock (the table, samples, live_threads) is taken before a job's mu (items, next, flags)
- * when both are needed; workers never hold mu while taking jobs_lock.
+ * jobs_lock (the table) is taken before a run's locks; the run's threads never take jobs_lock.
  */
 
 #define JOB_THREADS 4
-#define JOB_SAMPLES 5
-#define JOB_ID_MAX 64
-#define JOB_KIND_MAX 32
+#define JOB_ID_MAX TGT_RUN_ID_MAX
+#define JOB_KIND_MAX TGT_RUN_KIND_MAX
 #define JOB_LIST_PAGE 1000
 
 enum { JOB_PREFETCH = 0, JOB_EVICT, JOB_EVICT_BUCKET, JOB_LOCAL };
 enum { SRC_NAMES = 0, SRC_BACKEND, SRC_LOCAL };
-enum { ST_RUNNING = 0, ST_FINISHED, ST_FAILED, ST_ABORTED };
-static const char *const state_names[] = {
-	[ST_RUNNING] = "running", [ST_FINISHED] = "finished", [ST_FAILED] = "failed", [ST_ABORTED] = "aborted"};
+static const char *const state_names[] = {[TGT_RUN_RUNNING] = "running",
+					  [TGT_RUN_FINISHED] = "finished",
+					  [TGT_RUN_FAILED] = "failed",
+					  [TGT_RUN_ABORTED] = "aborted"};
 
 /* The user-facing jobs over local objects: kind name -> action on one object. */
 static const struct {
@@ -63,12 +61,6 @@ static const struct {
 	{"scrub", tgt_scrub_job_obj},
 };
 
-typedef struct {
-	char *name; /* owned by the job */
-	int mp;     /* index of the mountpath it was found on; -1: the HRW one */
-	int bucket; /* index in the job's bmd->buckets */
-} job_item_t;
-
 typedef struct job {
 	struct job *next;
 	tgt_t *t;
@@ -78,44 +70,30 @@ typedef struct job {
 	tgt_job_fn fn; /* JOB_LOCAL */
 	int src;
 	int bidx;                            /* the bucket's index in bmd->buckets; -1 for every bucket */
-	atomic_int collector;                /* taken by the first thread to start: it collects the items */
 	char provider[TGT_PROVIDER_MAX];     /* "" with bucket "": every provider */
 	char bucket[FT_BUCKET_NAME_MAX + 1]; /* "": every bucket of the BMD */
 	char *prefix;                        /* owned; NULL = no prefix */
+	json_t *names;                       /* SRC_NAMES: the objnames (checked), added at the launch */
 	ft_bmd_t *bmd;                       /* reference: bucket properties as of the start */
 	ft_smap_t *smap;                     /* reference: ownership as of the start */
-	pthread_mutex_t mu;
-	pthread_cond_t more; /* items added, collection done, or abort */
-	job_item_t *items;   /* guarded by mu */
-	size_t n_items, cap_items, next_item;
-	int collected;   /* guarded by mu: no more items will come */
-	int cut;         /* the collector stopped early on abort */
-	int list_failed; /* the collection failed: the job ends "failed" */
-	atomic_int abort;
-	atomic_llong objects, bytes, errors;
-	atomic_int state;
-	atomic_llong start_ns, end_ns;
-	int live_threads; /* guarded by jobs_lock */
-	pthread_t threads[JOB_THREADS];
-	int n_threads;
-	char samples[JOB_SAMPLES][256]; /* guarded by jobs_lock */
-	int n_samples;
+	tgt_run_t *run;                      /* created by job_launch */
 } job_t;
 
 static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
 static job_t *jobs;     /* guarded by jobs_lock */
 static int jobs_closed; /* guarded by jobs_lock: set by tgt_jobs_fini, refuses new jobs */
 
+/* Frees j (its run joined first, when started). */
 static void job_free(job_t *j)
 {
-	for (size_t i = 0; i < j->n_items; i++)
-		free(j->items[i].name);
-	free(j->items);
+	if (j->run) {
+		tgt_run_wait(j->run);
+		tgt_run_free(j->run);
+	}
 	free(j->prefix);
+	json_decref(j->names);
 	ft_bmd_put(j->bmd);
 	ft_smap_put(j->smap);
-	pthread_cond_destroy(&j->more);
-	pthread_mutex_destroy(&j->mu);
 	free(j);
 }
 
@@ -133,41 +111,16 @@ static job_t *job_new(tgt_t *t, const char *id, int kind, const char *kind_name,
 	snprintf(j->kind_name, sizeof(j->kind_name), "%s", kind_name);
 	snprintf(j->provider, sizeof(j->provider), "%s", provider);
 	snprintf(j->bucket, sizeof(j->bucket), "%s", bucket);
-	pthread_mutex_init(&j->mu, NULL);
-	pthread_cond_init(&j->more, NULL);
 	return j;
-}
-
-/* Appends an item (name copied); 0 or -1 on allocation failure. Caller holds mu or runs before the start. */
-static int item_add(job_t *j, const char *name, int mp, int bucket)
-{
-	if (j->n_items == j->cap_items) {
-		size_t cap = j->cap_items ? j->cap_items * 2 : 64;
-		job_item_t *v = realloc(j->items, cap * sizeof(*v));
-		if (v == NULL)
-			return -1;
-		j->items = v;
-		j->cap_items = cap;
-	}
-	char *copy = strdup(name);
-	if (copy == NULL)
-		return -1;
-	j->items[j->n_items++] = (job_item_t){.name = copy, .mp = mp, .bucket = bucket};
-	return 0;
 }
 
 static void job_error(job_t *j, const char *name, const char *msg)
 {
-	atomic_fetch_add(&j->errors, 1);
-	pthread_mutex_lock(&jobs_lock);
-	if (j->n_samples < JOB_SAMPLES)
-		snprintf(j->samples[j->n_samples++], sizeof(j->samples[0]), "%s: %s", name, msg);
-	pthread_mutex_unlock(&jobs_lock);
-	ft_warn("job %s: %s: %s", j->id, name, msg);
+	tgt_run_error(j->run, name, msg);
 }
 
 /* Fills o for item it (a complete tgt_obj_t: identity, props, mountpath, rel). */
-static void job_obj(job_t *j, const job_item_t *it, tgt_obj_t *o)
+static void job_obj(job_t *j, const tgt_run_item_t *it, tgt_obj_t *o)
 {
 	const ft_bucket_t *b = &j->bmd->buckets[it->bucket];
 
@@ -178,8 +131,7 @@ static void job_obj(job_t *j, const job_item_t *it, tgt_obj_t *o)
 	tgt_obj_props(o, b);
 	o->obj = it->name;
 	o->obj_len = strlen(it->name);
-	o->mp = it->mp >= 0 ? &j->t->mountpaths[it->mp]
-			    : tgt_mountpath_pick(j->t, o->provider, o->bucket, it->name, o->obj_len);
+	o->mp = it->mp ? it->mp : tgt_mountpath_pick(j->t, o->provider, o->bucket, it->name, o->obj_len);
 	tgt_rel_path(o->rel, sizeof(o->rel), o->provider, o->bucket, it->name);
 }
 
@@ -236,92 +188,53 @@ static int still_there(const tgt_obj_t *o)
 	return fstatat(o->mp->root_fd, o->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }
 
-static void run_one(job_t *j, const job_item_t *it)
+/* The run's step: one item of the job, as a tgt_job_fn. */
+static int job_step(tgt_run_t *r, const tgt_run_item_t *it, void *arg, int64_t *bytes, char *err, size_t cap)
 {
+	job_t *j = arg;
 	tgt_obj_t o;
-	int64_t bytes = 0;
-	char err[300] = "";
 	int rc;
 
+	(void)r;
 	job_obj(j, it, &o);
 	switch (j->kind) {
-	case JOB_PREFETCH:
-		rc = tgt_coldget_prefetch(&o, &bytes, err, sizeof(err));
-		break;
+	case JOB_PREFETCH: /* cached already (1) counts like fetched now */
+		rc = tgt_coldget_prefetch(&o, bytes, err, cap);
+		return rc < 0 ? -1 : 0;
 	case JOB_LOCAL:
 		if (!still_there(&o))
-			return; /* deleted since the walk */
-		rc = j->fn(&o, &bytes, err, sizeof(err));
-		if (rc > 0)
-			return; /* nothing to do */
-		break;
+			return 1; /* deleted since the walk */
+		return j->fn(&o, bytes, err, cap);
 	default:
-		rc = evict_one(&o, &bytes);
+		rc = evict_one(&o, bytes);
 		if (rc == 0)
-			return; /* not cached: nothing to count */
+			return 1; /* not cached: nothing to count */
 		if (rc < 0)
-			snprintf(err, sizeof(err), "%s", strerror(-rc));
-		break;
+			snprintf(err, cap, "%s", strerror(-rc));
+		return rc < 0 ? -1 : 0;
 	}
-	if (rc < 0) {
-		job_error(j, it->name, err[0] ? err : "failed");
-		return;
-	}
-	atomic_fetch_add(&j->objects, 1);
-	atomic_fetch_add(&j->bytes, bytes);
 }
 
-static void job_leave(job_t *j)
+/* The run's last thread: the job's summary line. */
+static void job_done(tgt_run_t *r, void *arg)
 {
-	pthread_mutex_lock(&jobs_lock);
-	int last = --j->live_threads == 0;
-	pthread_mutex_unlock(&jobs_lock);
-	if (!last)
-		return;
-	/* Aborted only when work was left (an abort after the last item changes nothing). */
-	pthread_mutex_lock(&j->mu);
-	int left = j->next_item < j->n_items || j->cut;
-	pthread_mutex_unlock(&j->mu);
-	int st = j->list_failed ? ST_FAILED : atomic_load(&j->abort) && left ? ST_ABORTED : ST_FINISHED;
-	atomic_store(&j->end_ns, ft_now_ns());
-	atomic_store(&j->state, st);
+	job_t *j = arg;
+	tgt_run_stats_t *st = tgt_run_stats(r);
+
 	ft_info("job %s (%s %s/%s): %s, %lld objects, %lld bytes, %lld errors", j->id, j->kind_name, j->provider,
-		j->bucket, state_names[st], (long long)atomic_load(&j->objects), (long long)atomic_load(&j->bytes),
-		(long long)atomic_load(&j->errors));
+		j->bucket, state_names[tgt_run_state(r)], (long long)atomic_load(&st->objects),
+		(long long)atomic_load(&st->bytes), (long long)atomic_load(&st->errors));
 }
 
-/* Takes the next item into *it; 0 when there is none left (or the job was aborted). Waits for the collector. */
-static int claim(job_t *j, job_item_t *it)
-{
-	int got = 0;
-
-	pthread_mutex_lock(&j->mu);
-	while (!atomic_load(&j->abort) && j->next_item >= j->n_items && !j->collected)
-		pthread_cond_wait(&j->more, &j->mu);
-	if (!atomic_load(&j->abort) && j->next_item < j->n_items) {
-		*it = j->items[j->next_item++]; /* the name stays owned by the job until job_free */
-		got = 1;
-	}
-	pthread_mutex_unlock(&j->mu);
-	return got;
-}
-
-/* Publishes what the collector added (the caller appended under mu) and wakes the workers. */
-static void collected_some(job_t *j, int done)
-{
-	if (done)
-		j->collected = 1;
-	pthread_cond_broadcast(&j->more);
-}
-
-/* Collects the names of the backend's listing under the prefix that this target owns. */
-static void collect_backend(job_t *j)
+/* Collects the names of the backend's listing under the prefix that this target owns (a collect of runner.h). */
+static int collect_backend(job_t *j)
 {
 	ft_backend_error_t err;
 	ft_backend_page_t page;
 	char *token = NULL;
 	const char *why = NULL;
 	tgt_obj_t o = {.t = j->t};
+	int rc = 0;
 
 	snprintf(o.provider, sizeof(o.provider), "%s", j->provider);
 	snprintf(o.bucket, sizeof(o.bucket), "%s", j->bucket);
@@ -329,140 +242,105 @@ static void collect_backend(job_t *j)
 	ft_backend_t *b = tgt_backend_get(&o, &err);
 	if (b == NULL) {
 		job_error(j, "listing", err.msg);
-		j->list_failed = 1;
-		return;
+		return -1;
 	}
 	do {
-		if (atomic_load(&j->abort)) {
-			j->cut = 1;
+		if (tgt_run_aborted(j->run)) {
+			rc = 1;
 			break;
 		}
 		if (ft_backend_list(b, j->prefix, token, JOB_LIST_PAGE, &page, &err) != FT_BACKEND_OK) {
 			job_error(j, "listing", err.msg);
-			j->list_failed = 1;
+			rc = -1;
 			break;
 		}
 		free(token);
 		token = page.next_token != NULL ? strdup(page.next_token) : NULL;
-		pthread_mutex_lock(&j->mu);
-		for (int i = 0; i < page.n; i++) {
+		for (int i = 0; i < page.n && rc == 0; i++) {
 			const char *name = page.entries[i].name;
 			size_t len = strlen(name);
 			const ft_node_t *owner = ft_smap_owner(j->smap, j->provider, j->bucket, name, len);
 			if (owner == NULL || strcmp(owner->id, j->t->id) != 0)
 				continue;
 			if (ft_name_check_object(name, len, &why) != 0) { /* reported by its owner only */
-				pthread_mutex_unlock(&j->mu);
 				job_error(j, name, why);
-				pthread_mutex_lock(&j->mu);
 				continue;
 			}
-			if (item_add(j, name, -1, j->bidx) != 0) {
-				j->list_failed = 1;
-				break;
-			}
+			if (tgt_run_add(j->run, name, NULL, j->bidx) != 0)
+				rc = -1;
 		}
-		collected_some(j, 0);
-		pthread_mutex_unlock(&j->mu);
 		if (page.next_token != NULL && token == NULL)
-			j->list_failed = 1; /* strdup failed */
+			rc = -1; /* strdup failed */
 		ft_backend_page_free(&page);
-		if (j->list_failed)
+		if (rc < 0)
 			job_error(j, "listing", "out of memory");
-	} while (token != NULL && !j->list_failed);
+	} while (token != NULL && rc == 0);
 	free(token);
+	return rc;
 }
 
 /* Collects the local objects of the job's bucket (or every bucket of its BMD) under the prefix. */
-static void collect_local(job_t *j)
+static int collect_local(job_t *j)
 {
 	for (int bi = 0; bi < j->bmd->n; bi++) {
 		const ft_bucket_t *b = &j->bmd->buckets[bi];
 		tgt_list_item_t *v = NULL;
 		size_t n = 0;
+		int failed = 0;
 
 		if (j->bucket[0] != '\0' && (strcmp(b->name, j->bucket) != 0 || strcmp(b->provider, j->provider) != 0))
 			continue;
 		if (j->bucket[0] == '\0' && j->provider[0] != '\0' && strcmp(b->provider, j->provider) != 0)
 			continue;
-		if (atomic_load(&j->abort)) {
-			j->cut = 1;
-			return;
-		}
+		if (tgt_run_aborted(j->run))
+			return 1;
 		if (tgt_list_items(j->t, b->provider, b->name, j->prefix, &v, &n) != 0) {
 			job_error(j, b->name, "walking the local objects: out of memory");
-			j->list_failed = 1;
-			return;
+			return -1;
 		}
-		pthread_mutex_lock(&j->mu);
-		for (size_t i = 0; i < n && !j->list_failed; i++)
-			if (item_add(j, v[i].name, v[i].mp, bi) != 0)
-				j->list_failed = 1;
-		collected_some(j, 0);
-		pthread_mutex_unlock(&j->mu);
+		for (size_t i = 0; i < n && !failed; i++)
+			failed = tgt_run_add(j->run, v[i].name, v[i].mp >= 0 ? &j->t->mountpaths[v[i].mp] : NULL, bi) !=
+				 0;
 		tgt_list_items_free(v, n);
-		if (j->list_failed) {
+		if (failed) {
 			job_error(j, b->name, "walking the local objects: out of memory");
-			return;
+			return -1;
 		}
 	}
+	return 0;
 }
 
-static void *job_main(void *arg)
+/* The run's collector: the backend's listing or the local objects. */
+static int job_collect(tgt_run_t *r, void *arg)
 {
 	job_t *j = arg;
-	job_item_t it;
 
-	if (j->src != SRC_NAMES && atomic_exchange(&j->collector, 1) == 0) {
-		if (j->src == SRC_BACKEND)
-			collect_backend(j);
-		else
-			collect_local(j);
-		pthread_mutex_lock(&j->mu);
-		collected_some(j, 1);
-		pthread_mutex_unlock(&j->mu);
-	}
-	while (claim(j, &it))
-		run_one(j, &it);
-	job_leave(j);
-	return NULL;
+	(void)r;
+	return j->src == SRC_BACKEND ? collect_backend(j) : collect_local(j);
 }
 
 /* evict-bucket: every cached copy of the bucket goes at once (the janitor deletes the trees). */
-static void *evict_bucket_main(void *arg)
+static void evict_bucket_body(tgt_run_t *r, void *arg)
 {
 	job_t *j = arg;
 	int n = tgt_bucket_retire(j->t, j->provider, j->bucket);
 
 	tgt_janitor_kick(j->t);
 	tgt_list_bump(j->t, j->provider, j->bucket);
-	atomic_store(&j->objects, n > 0 ? n : 0); /* trees (one per mountpath) retired */
-	job_leave(j);
-	return NULL;
+	atomic_store(&tgt_run_stats(r)->objects, n > 0 ? n : 0); /* trees (one per mountpath) retired */
 }
 
-/* This target's job document (new reference); jobs_lock held (j stays alive, samples are stable). */
+/* This target's job document (new reference); jobs_lock held (j stays alive). */
 static json_t *job_json(job_t *j)
 {
-	json_t *samples = json_array();
+	json_t *doc = tgt_run_json(j->run, j->t->id);
 
-	pthread_mutex_lock(&j->mu);
-	size_t total = j->n_items;
-	int collecting = j->src != SRC_NAMES && !j->collected;
-	pthread_mutex_unlock(&j->mu);
-	for (int i = 0; i < j->n_samples; i++)
-		json_array_append_new(samples, json_string(j->samples[i]));
-	json_t *doc =
-		json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "id", j->id, "node",
-			  j->t->id, "kind", j->kind_name, "provider", j->provider, "bucket", j->bucket, "state",
-			  state_names[atomic_load(&j->state)], "objects", (json_int_t)atomic_load(&j->objects), "bytes",
-			  (json_int_t)atomic_load(&j->bytes), "errors", (json_int_t)atomic_load(&j->errors), "total",
-			  (json_int_t)total, "start", (json_int_t)atomic_load(&j->start_ns), "end",
-			  (json_int_t)atomic_load(&j->end_ns), "error_samples", samples);
+	if (doc != NULL) {
+		json_object_set_new(doc, "provider", json_string(j->provider));
+		json_object_set_new(doc, "bucket", json_string(j->bucket));
+	}
 	if (doc != NULL && j->prefix != NULL)
 		json_object_set_new(doc, "prefix", json_string(j->prefix));
-	if (doc != NULL && collecting)
-		json_object_set_new(doc, "collecting", json_true());
 	return doc;
 }
 
@@ -474,8 +352,8 @@ static job_t *job_find(const char *id)
 	return NULL;
 }
 
-/* Keeps the names of arr this target owns in j->smap; 0 or -1 (bad name: why set). */
-static int job_names(job_t *j, const json_t *arr, int bidx, const char **why)
+/* Checks the names of arr and keeps it for the launch; 0 or -1 (bad name: why set). */
+static int job_names(job_t *j, json_t *arr, const char **why)
 {
 	for (size_t i = 0; i < json_array_size(arr); i++) {
 		const char *name = json_string_value(json_array_get(arr, i));
@@ -484,13 +362,21 @@ static int job_names(job_t *j, const json_t *arr, int bidx, const char **why)
 				*why = "objnames must be strings";
 			return -1;
 		}
+	}
+	j->names = json_incref(arr);
+	return 0;
+}
+
+/* Adds the names of j->names this target owns in j->smap to the run; 0 or -1 (out of memory). */
+static int add_names(job_t *j)
+{
+	for (size_t i = 0; i < json_array_size(j->names); i++) {
+		const char *name = json_string_value(json_array_get(j->names, i));
 		const ft_node_t *owner = ft_smap_owner(j->smap, j->provider, j->bucket, name, strlen(name));
 		if (owner == NULL || strcmp(owner->id, j->t->id) != 0)
 			continue;
-		if (item_add(j, name, -1, bidx) != 0) {
-			*why = "out of memory";
+		if (tgt_run_add(j->run, name, NULL, j->bidx) != 0)
 			return -1;
-		}
 	}
 	return 0;
 }
@@ -520,9 +406,10 @@ static int parse_kind(job_t *j, const char *kind)
 }
 
 /* Where the items of a proxy's job come from (names, prefix); 0, or -1 after responding 400. */
-static int parse_source(job_t *j, const json_t *msg, int bidx, ft_ctl_resp_t *resp)
+static int parse_source(job_t *j, const json_t *msg, ft_ctl_resp_t *resp)
 {
-	const json_t *names = json_object_get(msg, "objnames"), *prefix = json_object_get(msg, "prefix");
+	json_t *names = json_object_get(msg, "objnames");
+	const json_t *prefix = json_object_get(msg, "prefix");
 	const char *why = NULL;
 
 	if (prefix != NULL && (!json_is_string(prefix) || json_string_length(prefix) > FT_OBJ_NAME_MAX)) {
@@ -560,7 +447,7 @@ static int parse_source(job_t *j, const json_t *msg, int bidx, ft_ctl_resp_t *re
 		return -1;
 	}
 	j->src = SRC_NAMES;
-	if (job_names(j, names, bidx, &why) != 0) {
+	if (job_names(j, names, &why) != 0) {
 		ft_ctl_error(resp, 400, "bad object name: %s", why);
 		return -1;
 	}
@@ -604,7 +491,7 @@ static job_t *job_parse(tgt_t *t, const json_t *msg, ft_ctl_resp_t *resp)
 		goto fail;
 	}
 	j->bidx = (int)(b - j->bmd->buckets);
-	if (parse_source(j, msg, j->bidx, resp) != 0)
+	if (parse_source(j, msg, resp) != 0)
 		goto fail;
 	return j;
 fail:
@@ -613,34 +500,28 @@ fail:
 }
 
 /*
- * Puts j in the table and starts its threads (jobs_lock held). 0; -EEXIST (the id exists),
- * -ESHUTDOWN (jobs closed): j is not taken then. A job none of whose threads started is kept as failed.
+ * Puts j in the table and starts its run (jobs_lock held). 0; -EEXIST (the id exists),
+ * -ESHUTDOWN (jobs closed), -ENOMEM: j is not taken then. A job none of whose threads started is
+ * kept as failed.
  */
 static int job_launch(job_t *j)
 {
+	tgt_run_conf_t c = {.id = j->id, .kind = j->kind_name, .threads = JOB_THREADS, .done = job_done, .arg = j};
+
 	if (jobs_closed)
 		return -ESHUTDOWN;
 	if (job_find(j->id) != NULL)
 		return -EEXIST;
-	atomic_store(&j->start_ns, ft_now_ns());
-	int evict_bucket = j->kind == JOB_EVICT_BUCKET;
-	int want = evict_bucket ? 1 : JOB_THREADS;
-	if (j->src == SRC_NAMES && !evict_bucket && j->n_items < (size_t)want)
-		want = j->n_items > 0 ? (int)j->n_items : 1;
-	if (j->src == SRC_NAMES)
-		j->collected = 1;
-	j->live_threads = want;
-	for (int i = 0; i < want; i++) {
-		if (pthread_create(&j->threads[i], NULL, evict_bucket ? evict_bucket_main : job_main, j) != 0) {
-			j->live_threads -= want - i; /* the ones not started never leave */
-			break;
-		}
-		j->n_threads++;
+	if (j->kind == JOB_EVICT_BUCKET) {
+		c.body = evict_bucket_body;
+	} else {
+		c.step = job_step;
+		c.collect = j->src == SRC_NAMES ? NULL : job_collect;
 	}
-	if (j->n_threads == 0) { /* nothing started: it failed at once */
-		atomic_store(&j->state, ST_FAILED);
-		atomic_store(&j->end_ns, ft_now_ns());
-	}
+	j->run = tgt_run_new(&c);
+	if (j->run == NULL || (j->names != NULL && add_names(j) != 0))
+		return -ENOMEM;
+	tgt_run_start(j->run);
 	j->next = jobs;
 	jobs = j;
 	return 0;
@@ -671,19 +552,19 @@ static void job_submit(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		ft_ctl_error(resp, 503, "target %s is shutting down", t->id);
 	else if (rc == -EEXIST)
 		ft_ctl_error(resp, 409, "job %s exists", j->id);
+	else if (rc != 0)
+		ft_ctl_error(resp, 500, "out of memory");
 	if (rc != 0)
 		job_free(j);
 out:
 	json_decref(msg);
 }
 
-/* Sets the abort flag and wakes the workers waiting for the collector. */
+/* Aborts j's run: workers stop before their next object, the collector before its next step. */
 static void job_abort(job_t *j)
 {
-	atomic_store(&j->abort, 1);
-	pthread_mutex_lock(&j->mu);
-	pthread_cond_broadcast(&j->more);
-	pthread_mutex_unlock(&j->mu);
+	if (j->run != NULL)
+		tgt_run_abort(j->run);
 }
 
 /* GET /v1/jobs, GET|DELETE /v1/jobs/<id> on the control port. */
@@ -741,9 +622,7 @@ void tgt_jobs_fini(tgt_t *t)
 	while (list != NULL) {
 		job_t *j = list;
 		list = j->next;
-		for (int i = 0; i < j->n_threads; i++)
-			pthread_join(j->threads[i], NULL);
-		job_free(j);
+		job_free(j); /* joins the run first */
 	}
 }
 
@@ -800,7 +679,9 @@ int tgt_jobs_start_local(tgt_t *t, const char *id, const char *kind, tgt_job_fn 
 		j = NULL;
 	} else {
 		ft_warn("job %s (%s): %s", id, kind,
-			rc == -EEXIST ? "the id exists" : "jobs are closed (shutting down)");
+			rc == -EEXIST   ? "the id exists"
+			: rc == -ENOMEM ? "out of memory"
+					: "jobs are closed (shutting down)");
 		rc = -1;
 	}
 out:

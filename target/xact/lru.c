@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -17,11 +16,12 @@
 #include "core/lom.h"
 #include "http/util.h"
 #include "target.h"
+#include "xact/runner.h"
 
 /*
  * DESIGN
- * A background thread checks every mountpath each lru_interval_ms (and when kicked after a cold
- * GET published). Usage is statvfs's (capacity minus reserve_bytes), or with lru_quota_bytes the
+ * A service of runner.c (one background thread) checks every mountpath each lru_interval_ms (and
+ * when kicked after a cold GET published). Usage is statvfs's (capacity minus reserve_bytes), or with lru_quota_bytes the
  * sum of the sizes of the published objects on the mountpath, found by walking it each time (no
  * running counter: simple, and test sizes are small). Above lru_high_pct it walks the mountpath's
  * remote-provider trees (never "ais"), sorts the cached objects by access time and unlinks the
@@ -32,6 +32,7 @@
  * only loses recency (the object looks older). The table is not persisted: after a restart the
  * stored atimes rule. An object touched after the walk chose it is skipped.
  * sweep_lock serializes sweeps and tgt_lru_reserve (a cold GET making room for its object).
+ * The state (table, locks, the sweeper) is t->lru, from tgt_lru_start to tgt_lru_stop.
  */
 
 #define RECENT_SLOTS 8192
@@ -48,7 +49,16 @@ typedef struct {
 	int64_t at;
 } victim_t;
 
+/* The module's state, one per target (t->lru, tgt_lru_start .. tgt_lru_stop). */
+struct tgt_lru {
+	pthread_mutex_t recent_lock;
+	recent_t recent[RECENT_SLOTS]; /* guarded by recent_lock */
+	pthread_mutex_t sweep_lock;
+	tgt_service_t sweeper;
+};
+
 typedef struct {
+	tgt_lru_t *lru;
 	victim_t *v;
 	size_t n, cap;
 	uint64_t used; /* bytes of every published object (ais included) */
@@ -56,42 +66,33 @@ typedef struct {
 	int oom;
 } walk_t;
 
-static pthread_mutex_t recent_lock = PTHREAD_MUTEX_INITIALIZER;
-static recent_t recent[RECENT_SLOTS]; /* guarded by recent_lock */
-
-static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t ctl_cond = PTHREAD_COND_INITIALIZER;
-static int ctl_stop, ctl_kicked, ctl_running; /* guarded by ctl_lock */
-static pthread_t ctl_thread;
-
 /* ---- access times ---- */
 
-static void recent_note(uint64_t h, int64_t at)
+static void recent_note(tgt_lru_t *lru, uint64_t h, int64_t at)
 {
-	pthread_mutex_lock(&recent_lock);
-	recent[h % RECENT_SLOTS].h = h;
-	recent[h % RECENT_SLOTS].at = at;
-	pthread_mutex_unlock(&recent_lock);
+	pthread_mutex_lock(&lru->recent_lock);
+	lru->recent[h % RECENT_SLOTS].h = h;
+	lru->recent[h % RECENT_SLOTS].at = at;
+	pthread_mutex_unlock(&lru->recent_lock);
 }
 
 /* The noted access time of h, 0 if none. */
-static int64_t recent_get(uint64_t h)
+static int64_t recent_get(tgt_lru_t *lru, uint64_t h)
 {
 	int64_t at = 0;
 
-	pthread_mutex_lock(&recent_lock);
-	if (recent[h % RECENT_SLOTS].h == h)
-		at = recent[h % RECENT_SLOTS].at;
-	pthread_mutex_unlock(&recent_lock);
+	pthread_mutex_lock(&lru->recent_lock);
+	if (lru->recent[h % RECENT_SLOTS].h == h)
+		at = lru->recent[h % RECENT_SLOTS].at;
+	pthread_mutex_unlock(&lru->recent_lock);
 	return at;
 }
 
 void tgt_lru_touch(const tgt_obj_t *o)
 {
-	if (!tgt_is_remote(o))
+	if (!tgt_is_remote(o) || !o->t->lru)
 		return;
-	recent_note(ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len), ft_now_ns());
+	recent_note(o->t->lru, ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len), ft_now_ns());
 }
 
 /* Splits "<provider>/<bucket>/<obj>" (copied into buf) and hashes it like tgt_lru_touch. -1 if malformed. */
@@ -140,7 +141,7 @@ static void walk_add(walk_t *w, const char *rel, int fd, uint64_t size)
 	v->size = size;
 	v->at = ft_lom_fget(fd, &lom) == 0 ? lom.atime_ns : 0;
 	if (rel_hash(rel, &h) == 0) {
-		int64_t at = recent_get(h);
+		int64_t at = recent_get(w->lru, h);
 		if (at > v->at)
 			v->at = at;
 	}
@@ -197,13 +198,14 @@ static void walk_free(walk_t *w)
 	memset(w, 0, sizeof(*w));
 }
 
-/* Walks mp: w->used, and with collect the cached remote objects. 0 or -errno. */
-static int walk_mountpath(const tgt_mountpath_t *mp, walk_t *w, int collect)
+/* Walks mp: w->used, and with collect the cached remote objects (ages from lru). 0 or -errno. */
+static int walk_mountpath(tgt_lru_t *lru, const tgt_mountpath_t *mp, walk_t *w, int collect)
 {
 	char rel[TGT_REL_MAX] = "";
 	int fd = openat(mp->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	memset(w, 0, sizeof(*w));
+	w->lru = lru;
 	w->collect = collect;
 	if (fd < 0)
 		return -errno;
@@ -218,7 +220,7 @@ static int mp_usage(const tgt_t *t, const tgt_mountpath_t *mp, uint64_t *cap, ui
 	walk_t w;
 
 	if (t->cfg.lru_quota_bytes > 0) {
-		int rc = walk_mountpath(mp, &w, 0);
+		int rc = walk_mountpath(t->lru, mp, &w, 0);
 		*used = w.used;
 		walk_free(&w);
 		*cap = (uint64_t)t->cfg.lru_quota_bytes;
@@ -251,7 +253,7 @@ static uint64_t evict_one(tgt_t *t, const tgt_mountpath_t *mp, const victim_t *v
 	uint64_t h, freed = 0;
 	struct stat st;
 
-	if (rel_hash(v->rel, &h) != 0 || recent_get(h) > v->at)
+	if (rel_hash(v->rel, &h) != 0 || recent_get(t->lru, h) > v->at)
 		return 0;
 	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
 	pthread_mutex_lock(lock);
@@ -281,7 +283,7 @@ static uint64_t evict_to(tgt_t *t, const tgt_mountpath_t *mp, uint64_t used, uin
 	walk_t w;
 	size_t n_ev = 0;
 
-	if (walk_mountpath(mp, &w, 1) != 0) {
+	if (walk_mountpath(t->lru, mp, &w, 1) != 0) {
 		ft_warn("lru: mountpath %s: walk incomplete", mp->path);
 		if (w.n == 0)
 			goto out;
@@ -302,7 +304,7 @@ out:
 
 static void sweep(tgt_t *t)
 {
-	pthread_mutex_lock(&sweep_lock);
+	pthread_mutex_lock(&t->lru->sweep_lock);
 	for (int i = 0; i < t->n_mountpaths; i++) {
 		const tgt_mountpath_t *mp = &t->mountpaths[i];
 		uint64_t cap, used;
@@ -312,7 +314,7 @@ static void sweep(tgt_t *t)
 			continue;
 		evict_to(t, mp, used, cap / 100 * (uint64_t)t->cfg.lru_low_pct);
 	}
-	pthread_mutex_unlock(&sweep_lock);
+	pthread_mutex_unlock(&t->lru->sweep_lock);
 }
 
 int tgt_lru_reserve(const tgt_obj_t *o, uint64_t size)
@@ -321,7 +323,7 @@ int tgt_lru_reserve(const tgt_obj_t *o, uint64_t size)
 	uint64_t cap, used;
 	int rc;
 
-	pthread_mutex_lock(&sweep_lock);
+	pthread_mutex_lock(&t->lru->sweep_lock);
 	rc = mp_usage(t, o->mp, &cap, &used);
 	if (rc != 0)
 		goto out;
@@ -333,66 +335,48 @@ int tgt_lru_reserve(const tgt_obj_t *o, uint64_t size)
 		used = evict_to(t, o->mp, used, cap - size);
 	rc = used + size > cap ? -ENOSPC : 0;
 out:
-	pthread_mutex_unlock(&sweep_lock);
+	pthread_mutex_unlock(&t->lru->sweep_lock);
 	return rc;
 }
 
-/* ---- the background thread ---- */
+/* ---- the background sweeper ---- */
 
-static void *lru_main(void *arg)
+static void sweep_service(void *arg)
 {
-	tgt_t *t = arg;
-	struct timespec deadline;
-
-	pthread_mutex_lock(&ctl_lock);
-	while (!ctl_stop) {
-		clock_gettime(CLOCK_REALTIME, &deadline);
-		int64_t ns = deadline.tv_nsec + (int64_t)t->cfg.lru_interval_ms * 1000000;
-		deadline.tv_sec += ns / 1000000000;
-		deadline.tv_nsec = ns % 1000000000;
-		while (!ctl_stop && !ctl_kicked)
-			if (pthread_cond_timedwait(&ctl_cond, &ctl_lock, &deadline) == ETIMEDOUT)
-				break;
-		if (ctl_stop)
-			break;
-		ctl_kicked = 0;
-		pthread_mutex_unlock(&ctl_lock);
-		sweep(t);
-		pthread_mutex_lock(&ctl_lock);
-	}
-	pthread_mutex_unlock(&ctl_lock);
-	return NULL;
+	sweep(arg);
 }
 
 int tgt_lru_start(tgt_t *t)
 {
-	pthread_mutex_lock(&ctl_lock);
-	ctl_stop = 0;
-	ctl_kicked = 0;
-	ctl_running = pthread_create(&ctl_thread, NULL, lru_main, t) == 0;
-	int ok = ctl_running;
-	pthread_mutex_unlock(&ctl_lock);
-	return ok ? 0 : -1;
+	tgt_lru_t *lru = calloc(1, sizeof(*lru));
+
+	if (lru == NULL)
+		return -1;
+	pthread_mutex_init(&lru->recent_lock, NULL);
+	pthread_mutex_init(&lru->sweep_lock, NULL);
+	t->lru = lru;
+	if (tgt_service_start(&lru->sweeper, t->cfg.lru_interval_ms, sweep_service, t) != 0) {
+		tgt_lru_stop(t);
+		return -1;
+	}
+	return 0;
 }
 
 void tgt_lru_kick(tgt_t *t)
 {
-	(void)t;
-	pthread_mutex_lock(&ctl_lock);
-	ctl_kicked = 1;
-	pthread_cond_signal(&ctl_cond);
-	pthread_mutex_unlock(&ctl_lock);
+	if (t->lru)
+		tgt_service_kick(&t->lru->sweeper);
 }
 
 void tgt_lru_stop(tgt_t *t)
 {
-	(void)t;
-	pthread_mutex_lock(&ctl_lock);
-	int running = ctl_running;
-	ctl_stop = 1;
-	ctl_running = 0;
-	pthread_cond_signal(&ctl_cond);
-	pthread_mutex_unlock(&ctl_lock);
-	if (running)
-		pthread_join(ctl_thread, NULL);
+	tgt_lru_t *lru = t->lru;
+
+	if (lru == NULL)
+		return;
+	tgt_service_stop(&lru->sweeper);
+	t->lru = NULL;
+	pthread_mutex_destroy(&lru->sweep_lock);
+	pthread_mutex_destroy(&lru->recent_lock);
+	free(lru);
 }

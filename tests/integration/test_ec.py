@@ -136,6 +136,39 @@ def test_put_places_slices_and_replicas(make_cluster):
     assert h.work_files() == []
 
 
+def test_late_slice_of_an_older_version_is_dropped(make_cluster):
+    # The owner sends slices without the name's lock: a fan-out of version N may reach a holder after
+    # the one of N+1. The holder keeps the newest version (and still answers 200).
+    h, api, b = ec_cluster(make_cluster)
+    v1, v2 = os.urandom(300_001), os.urandom(200_003)
+    api.put(b, "x", v1)
+    old = {}
+    for i, path in slice_files(h, b, "x").items():
+        with open(path, "rb") as f:
+            old[i] = f.read()
+    api.put(b, "x", v2)
+    new = slice_files(h, b, "x")
+    assert sorted(new) == sorted(old), (new, old)
+    stored = {}
+    for i, path in new.items():
+        with open(path, "rb") as f:
+            stored[i] = f.read()
+    s = session()
+    for n, (i, raw) in enumerate(old.items()):
+        url = h.c.targets[i].control_url + "/v1/ec/slice"
+        r = s.post(url, params={"provider": "ais", "bucket": b, "obj": "x", "xfer": "%016x" % (0xbad0 + n),
+                                "off": 0, "total": len(raw)},
+                   data=raw, headers={"Content-Type": "application/octet-stream"}, timeout=TIMEOUT)
+        assert r.status_code == 200 and r.json().get("kept") is True, (r.status_code, r.text)
+        with open(new[i], "rb") as f:
+            assert f.read() == stored[i], "target %d: the older slice replaced the newer one" % i
+    owner = h.index_of_url(api.owner(b, "x"))
+    os.remove(main_files(h, owner, b, "x")[0])
+    r = api.get(b, "x")
+    assert r.status_code == 200 and r.content == v2
+    assert h.work_files() == []
+
+
 def test_put_fails_without_enough_targets(make_cluster):
     # 2+2 needs 4 targets besides the owner: refused when set on a 4-target cluster
     h, api, b = ec_cluster(make_cluster, data=2, parity=1, limit=0)

@@ -1,5 +1,4 @@
-/* Erasure coding of objects with isa-l: slices or replicas on other targets, restore on a lost main copy. */
-#include <dirent.h>
+/* Erasure coding, the owner's side: encodes (isa-l) and sends slices or replicas, restores a lost main copy. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,6 +17,7 @@
 #include "base/log.h"
 #include "cluster/hrw.h"
 #include "http/util.h"
+#include "protect/ec.h"
 #include "protect/ec_codec.h"
 #include "protect/ec_xfer.h"
 #include "rpc/client.h"
@@ -30,7 +30,8 @@
  * bucket's objsize_limit is cut into D data + P parity slices (common/ec.c); a smaller one is
  * copied whole to P targets. D+P (or P) other targets must exist, else the PUT fails.
  *
- * PUT: after the main copy was published, under the name's put lock (put.c), the slices are
+ * PUT: after the main copy was published, outside the name's put lock (put.c; from an fd opened
+ * on the published version under it: a newer PUT may replace the object meanwhile), the slices are
  * encoded into anonymous files (in memory up to EC_MEMFD_MAX for the whole set, else O_TMPFILE on
  * the object's mountpath) and POSTed to the holders' control ports at once, one thread per slice
  * (/v1/ec/slice, in chunks below the control port's body limit). The PUT is acknowledged only
@@ -38,44 +39,28 @@
  * object survives the loss of any P targets, the owner included. A holder down, or too few
  * targets in the map, fails the PUT (500, the main copy stays as put.c says).
  *
- * Holders: a slice arrives into "<mp>/.work/ec.<xfer>", is verified (header, length, payload
- * xxhash64) once complete, and renamed to "<mp>/.ec/<provider>/<bucket>/<obj>" on the mountpath
- * HRW picks for the name. One slice per object per holder: a newer one replaces the older.
- * Before a slice is described or served (GET /v1/ec/meta) it is verified again; a corrupt one is
- * removed and reported missing.
+ * Holders: ec_holder.c.
  *
  * Restore (a GET found no main copy): every target of the current map is asked for what it holds
  * (so slices placed under an older map are found too); the newest version (mtime) that has D
  * distinct slices or a replica is fetched, each slice checked against its header's checksum, the
  * object decoded into a work file, checked against the object checksum in the slice metadata, and
  * published like a PUT (put lock, then publish_lock shared). Missing slices are then re-created
- * for the current map.
+ * for the current map, after the put lock is released.
  *
  * Delete: runs on the worker pool after the response (the DELETE is on a loop thread); holders
  * drop only slices stored before the delete (query "before"), so a PUT right after survives.
  *
  * Job "ec-encode" and the scrub (tgt_ec_job_obj, tgt_ec_check; also POST /v1/ec/encode for one
- * object): under the put lock, the survey above tells whether each current holder has a good
- * slice of the stored version; if any lacks one, the object is encoded and sent again.
+ * object): the stored version is opened under the put lock; without it, the survey above tells
+ * whether each current holder has a good slice of that version; if any lacks one, it is encoded
+ * and sent again. The put lock is never held across network I/O.
  *
  * OWNERSHIP
  * Every function closes the fds and frees the buffers it opened; slice work files are opened
- * O_TMPFILE or memfd (or unlinked at once), so nothing is left behind on failure except an
- * interrupted transfer's "<mp>/.work/ec.<xfer>", removed by the next start or, once untouched for
- * EC_XFER_STALE_S, by ec_sweep_stale.
+ * O_TMPFILE or memfd (or unlinked at once), so nothing is left behind on failure (the holders
+ * remove an interrupted transfer's work file: ec_holder.c).
  */
-
-#define EC_XFER_CHUNK (8u << 20)  /* bytes per POST: the control port buffers at most 16 MiB */
-#define EC_FETCH_CHUNK (3u << 20) /* payload bytes per GET (base64 in JSON) */
-#define EC_TIMEOUT_MS 60000
-#define EC_PROBE_TIMEOUT_MS 5000
-#define EC_PUBLISH_ATTEMPTS 4
-#define EC_SWEEP_EVERY_S 60
-#define EC_XFER_STALE_S 600     /* a transfer's work file untouched this long was abandoned */
-#define EC_MEMFD_MAX (8u << 20) /* the slices of one object are encoded in memory up to this total */
-#define EC_REL_MAX (sizeof(TGT_EC_DIR) + TGT_REL_MAX)
-/* control URL, path, the name query (object name percent-encoded: up to 3 bytes per byte), the rest */
-#define EC_URL_MAX (FT_URL_MAX + 3 * FT_OBJ_NAME_MAX + FT_BUCKET_NAME_MAX + 256)
 
 typedef struct {
 	char id[FT_ID_MAX];
@@ -197,7 +182,7 @@ static int ec_memfd(void)
 	return fd >= 0 ? fd : -errno;
 }
 
-static int ec_sync(const tgt_t *t, int fd)
+int ec_sync(const tgt_t *t, int fd)
 {
 	if (t->cfg.sync == FT_SYNC_DATA && fdatasync(fd) != 0)
 		return -errno;
@@ -419,55 +404,78 @@ out:
 	return rc;
 }
 
-int tgt_ec_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
+int tgt_ec_put_fd(const tgt_obj_t *o, int fd, const ft_lom_t *lom, char *err, size_t cap)
 {
 	ec_node_t *holders;
-	int count, fd, rc;
+	int count, rc;
 
 	if (o->ec_data <= 0)
 		return 0;
 	holders = ec_holders(o, &count, err, cap);
 	if (holders == NULL)
 		return -1;
-	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, cap, "cannot reopen the stored object: %s", strerror(errno));
-		free(holders);
-		return -1;
-	}
 	rc = ec_protect(o, fd, lom, holders, count, err, cap);
-	close(fd);
 	free(holders);
 	return rc;
 }
 
+int tgt_ec_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
+{
+	int fd, rc;
+
+	if (o->ec_data <= 0)
+		return 0;
+	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, cap, "cannot reopen the stored object: %s", strerror(errno));
+		return -1;
+	}
+	rc = tgt_ec_put_fd(o, fd, lom, err, cap);
+	close(fd);
+	return rc;
+}
+
 /* ---- survey: who holds what ---- */
+
+/* Gathers a reply body of at most cap bytes (a slice header). */
+typedef struct {
+	uint8_t *buf;
+	size_t len, cap;
+} ec_bytes_t;
+
+static int ec_bytes_sink(void *arg, const uint8_t *p, size_t n, char *err, size_t cap)
+{
+	ec_bytes_t *b = arg;
+
+	if (n > b->cap - b->len) {
+		snprintf(err, cap, "reply longer than %zu bytes", b->cap);
+		return -1;
+	}
+	memcpy(b->buf + b->len, p, n);
+	b->len += n;
+	return 0;
+}
 
 /* Asks node for its slice of o; 0 with *m filled, -1 when it has none (or cannot answer). */
 static int ec_probe(const ec_node_t *node, const tgt_obj_t *o, const char *names, ft_ec_meta_t *m)
 {
 	char url[EC_URL_MAX], err[256];
 	uint8_t hdr[FT_EC_HDR_MAX];
-	json_t *resp = NULL;
+	ec_bytes_t b = {.buf = hdr, .cap = sizeof(hdr)};
 	long status = 0;
 	size_t hlen;
-	int rc = -1;
 
 	snprintf(url, sizeof(url), "%s/v1/ec/meta?%s", node->url, names);
-	if (ft_client_json("GET", url, NULL, EC_PROBE_TIMEOUT_MS, &status, &resp, err, sizeof(err)) != 0) {
+	if (ft_ec_xfer_get(url, EC_PROBE_TIMEOUT_MS, ec_bytes_sink, &b, &status, err, sizeof(err)) != 0) {
 		ft_debug("ec: %s/%s: target %s not asked: %s", o->bucket, o->obj, node->id, err);
 		return -1;
 	}
-	const char *b64 = json_string_value(json_object_get(resp, "hdr"));
-	if (status == 200 && b64 != NULL) {
-		long n = ft_ec_b64_decode(b64, strlen(b64), hdr, sizeof(hdr));
-		if (n > 0 && ft_ec_hdr_decode(m, hdr, (size_t)n, &hlen) == 0 && strcmp(m->provider, o->provider) == 0 &&
-		    strcmp(m->bucket, o->bucket) == 0 && strlen(m->obj) == o->obj_len &&
-		    memcmp(m->obj, o->obj, o->obj_len) == 0 && m->bucket_created == o->bucket_created)
-			rc = 0;
-	}
-	json_decref(resp);
-	return rc;
+	if (status == 200 && ft_ec_hdr_decode(m, hdr, b.len, &hlen) == 0 && hlen == b.len &&
+	    strcmp(m->provider, o->provider) == 0 && strcmp(m->bucket, o->bucket) == 0 &&
+	    strlen(m->obj) == o->obj_len && memcmp(m->obj, o->obj, o->obj_len) == 0 &&
+	    m->bucket_created == o->bucket_created)
+		return 0;
+	return -1;
 }
 
 /* Asks every target of the current map; returns the candidates (malloc'd, *n of them) or NULL. */
@@ -557,18 +565,76 @@ static int ec_placement_complete(const ec_cand_t *c, int nc, const ec_node_t *ho
 
 /* ---- restore ---- */
 
+/* Receives a slice file (framed header, then payload) into fd: the header is checked against want. */
+typedef struct {
+	const ft_ec_meta_t *want;
+	int fd;
+	uint8_t *hdr; /* FT_EC_HDR_MAX bytes until the header is complete */
+	size_t hdr_len, hlen;
+	int in_payload;
+	uint64_t payload; /* payload bytes written */
+} ec_fetch_t;
+
+static int ec_fetch_sink(void *arg, const uint8_t *p, size_t n, char *err, size_t cap)
+{
+	ec_fetch_t *f = arg;
+
+	if (!f->in_payload) {
+		ft_ec_meta_t *got = malloc(sizeof(*got));
+		size_t take = FT_EC_HDR_MAX - f->hdr_len < n ? FT_EC_HDR_MAX - f->hdr_len : n;
+		int rc;
+		if (got == NULL) {
+			snprintf(err, cap, "out of memory");
+			return -1;
+		}
+		memcpy(f->hdr + f->hdr_len, p, take);
+		f->hdr_len += take;
+		rc = ft_ec_hdr_decode(got, f->hdr, f->hdr_len, &f->hlen);
+		if (rc == 0 && (got->idx != f->want->idx || !ec_same_version(got, f->want))) {
+			snprintf(err, cap, "slice %d changed since the survey (now slice %d of version %s)",
+				 f->want->idx, got->idx, got->lom.version);
+			rc = -1;
+		}
+		free(got);
+		if (rc == 1 && f->hdr_len < FT_EC_HDR_MAX)
+			return 0; /* more header to come */
+		if (rc != 0) {
+			if (!err[0])
+				snprintf(err, cap, "bad slice header");
+			return -1;
+		}
+		f->in_payload = 1;
+		/* what came after the header in this buffer and the earlier ones */
+		size_t extra = f->hdr_len - f->hlen;
+		p = p + take - extra;
+		n = n - take + extra;
+	}
+	if (n > f->want->slice_size - f->payload) {
+		snprintf(err, cap, "slice longer than its %" PRIu64 " bytes", f->want->slice_size);
+		return -1;
+	}
+	int e = ft_write_all(f->fd, p, n);
+	if (e != 0) {
+		snprintf(err, cap, "write work file: %s", strerror(-e));
+		return -1;
+	}
+	f->payload += n;
+	return 0;
+}
+
 /*
- * Fetches the payload of c's slice into fd (from offset 0) and checks it against the slice
- * checksum. 0, or -1 with err.
+ * Fetches c's slice (one GET: its framed header, then its payload) into fd from offset 0 and
+ * checks the payload against the slice checksum. 0, or -1 with err.
  */
 static int ec_fetch(const ec_cand_t *c, const char *names, int fd, char *err, size_t cap)
 {
 	const ft_ec_meta_t *m = &c->meta;
-	char url[EC_URL_MAX], hex[FT_CKSUM_HEX_MAX];
-	uint8_t *buf = malloc(EC_FETCH_CHUNK);
+	char url[EC_URL_MAX], hex[FT_CKSUM_HEX_MAX], msg[256] = "";
+	ec_fetch_t f = {.want = m, .fd = fd, .hdr = malloc(FT_EC_HDR_MAX)};
+	long status = 0;
 	int rc = -1;
 
-	if (buf == NULL) {
+	if (f.hdr == NULL) {
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
@@ -576,29 +642,12 @@ static int ec_fetch(const ec_cand_t *c, const char *names, int fd, char *err, si
 		snprintf(err, cap, "truncate work file: %s", strerror(errno));
 		goto out;
 	}
-	for (uint64_t off = 0; off < m->slice_size;) {
-		uint64_t len = m->slice_size - off < EC_FETCH_CHUNK ? m->slice_size - off : EC_FETCH_CHUNK;
-		json_t *resp = NULL;
-		long status = 0;
-		snprintf(url, sizeof(url), "%s/v1/ec/slice?%s&off=%" PRIu64 "&len=%" PRIu64, c->node.url, names, off,
-			 len);
-		if (ft_client_json("GET", url, NULL, EC_TIMEOUT_MS, &status, &resp, err, cap) != 0)
-			goto out;
-		const char *b64 = json_string_value(json_object_get(resp, "data"));
-		long got = status == 200 && b64 ? ft_ec_b64_decode(b64, strlen(b64), buf, EC_FETCH_CHUNK) : -1;
-		if (got != (long)len) {
-			snprintf(err, cap, "target %s: slice %d at %" PRIu64 ": HTTP %ld %s", c->node.id, m->idx, off,
-				 status, status == 200 ? "bad reply" : ec_reply_message(resp));
-			json_decref(resp);
-			goto out;
-		}
-		json_decref(resp);
-		int e = ft_write_all(fd, buf, (size_t)len);
-		if (e != 0) {
-			snprintf(err, cap, "write work file: %s", strerror(-e));
-			goto out;
-		}
-		off += len;
+	snprintf(url, sizeof(url), "%s/v1/ec/slice?%s", c->node.url, names);
+	if (ft_ec_xfer_get(url, EC_TIMEOUT_MS, ec_fetch_sink, &f, &status, msg, sizeof(msg)) != 0 || status != 200 ||
+	    !f.in_payload || f.payload != m->slice_size) {
+		snprintf(err, cap, "target %s: slice %d: %s%s", c->node.id, m->idx,
+			 status != 200 && status != 0 ? "HTTP error: " : "", msg[0] ? msg : "short reply");
+		goto out;
 	}
 	int e = ft_ec_range_cksum(fd, 0, m->slice_size, hex);
 	if (e != 0 || strcmp(hex, m->slice_cksum) != 0) {
@@ -608,7 +657,7 @@ static int ec_fetch(const ec_cand_t *c, const char *names, int fd, char *err, si
 	}
 	rc = 0;
 out:
-	free(buf);
+	free(f.hdr);
 	return rc;
 }
 
@@ -674,7 +723,8 @@ out:
 
 /*
  * Publishes the work file (named work in o->mp's .work, metadata set) under the name's put lock,
- * unless a main copy appeared meanwhile; then re-creates the slices the current map lacks.
+ * unless a main copy appeared meanwhile; then, without the lock, re-creates the slices the current
+ * map lacks from an fd opened on the restored version under it (holders keep the newest version).
  * 0, or -errno with err.
  */
 static int ec_publish(tgt_obj_t *o, char *work, const ft_lom_t *lom, const ec_cand_t *c, int nc, char *err, size_t cap)
@@ -705,21 +755,25 @@ static int ec_publish(tgt_obj_t *o, char *work, const ft_lom_t *lom, const ec_ca
 		lom->version);
 
 	/* the slices for the current map, unless they are all there */
-	int count = 0;
+	int count = 0, open_errno = 0;
 	char perr[256];
 	ec_node_t *holders = ec_holders(o, &count, perr, sizeof(perr));
-	if (holders && !ec_placement_complete(c, nc, holders, count, ec_needed(o, lom), lom, ec_replicated(o, lom))) {
+	int complete =
+		holders && ec_placement_complete(c, nc, holders, count, ec_needed(o, lom), lom, ec_replicated(o, lom));
+	fd = -1;
+	if (holders && !complete) {
 		fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || ec_protect(o, fd, lom, holders, count, perr, sizeof(perr)) != 0)
-			ft_warn("ec: %s/%s restored, but its slices were not re-created: %s", o->bucket, o->obj,
-				fd < 0 ? strerror(errno) : perr);
-		if (fd >= 0)
-			close(fd);
-	} else if (!holders) {
-		ft_warn("ec: %s/%s restored, but its slices were not re-created: %s", o->bucket, o->obj, perr);
+		open_errno = fd < 0 ? errno : 0;
 	}
-	free(holders);
 	pthread_mutex_unlock(lock);
+	if (holders && !complete && (fd < 0 || ec_protect(o, fd, lom, holders, count, perr, sizeof(perr)) != 0))
+		ft_warn("ec: %s/%s restored, but its slices were not re-created: %s", o->bucket, o->obj,
+			fd < 0 ? strerror(open_errno) : perr);
+	else if (!holders)
+		ft_warn("ec: %s/%s restored, but its slices were not re-created: %s", o->bucket, o->obj, perr);
+	if (fd >= 0)
+		close(fd);
+	free(holders);
 	return 0;
 }
 
@@ -825,8 +879,9 @@ out:
 
 /*
  * Verifies that the current holders have good slices of o's stored version and re-creates them
- * otherwise (holders verify and drop corrupt ones when asked). 0 when all were good, 1 when
- * re-created, -1 with err.
+ * otherwise (holders verify and drop corrupt ones when asked). The version is the one open under
+ * the name's put lock; the survey and the re-creation run without it (a newer PUT meanwhile sends
+ * its own slices, and holders keep the newest). 0 when all were good, 1 when re-created, -1 with err.
  */
 static int ec_check(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 {
@@ -839,9 +894,11 @@ static int ec_check(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 
 	if (o->ec_data <= 0)
 		return 0;
-	pthread_mutex_lock(lock); /* the stored version cannot change under us */
+	pthread_mutex_lock(lock); /* the stored version, consistent: data and metadata */
 	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || ft_lom_fget(fd, &lom) != 0) {
+	int lrc = fd < 0 ? -1 : ft_lom_fget(fd, &lom);
+	pthread_mutex_unlock(lock);
+	if (fd < 0 || lrc != 0) {
 		snprintf(err, cap, "main copy %s", fd < 0 ? "missing" : "has no valid metadata");
 		goto out;
 	}
@@ -861,7 +918,6 @@ static int ec_check(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 	*bytes = (int64_t)lom.size;
 	rc = 1;
 out:
-	pthread_mutex_unlock(lock);
 	if (fd >= 0)
 		close(fd);
 	free(holders);
@@ -936,399 +992,11 @@ void tgt_ec_delete(const tgt_obj_t *o)
 	ft_httpd_defer(o->t->httpd, ec_delete_work, d); /* tgt_delete runs on a loop thread */
 }
 
-/* ---- control port: the holder's side ---- */
-
-typedef struct {
-	char provider[TGT_PROVIDER_MAX];
-	char bucket[FT_BUCKET_NAME_MAX + 1];
-	const char *obj;
-	char rel[EC_REL_MAX];      /* ".ec/<provider>/<bucket>/<obj>" */
-	const tgt_mountpath_t *mp; /* where it is stored */
-} ec_name_t;
-
-/* provider, bucket, obj of the query, validated. 0, or -1 after answering 400. */
-static int ec_ctl_names(const tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, ec_name_t *n)
-{
-	const char *p = ft_ctl_query(req, "provider"), *b = ft_ctl_query(req, "bucket");
-	const char *why = NULL;
-	char rel[TGT_REL_MAX];
-
-	n->obj = ft_ctl_query(req, "obj");
-	if (!p || !b || !n->obj) {
-		ft_ctl_error(resp, 400, "%s %s: provider, bucket and obj are required", req->method, req->path);
-		return -1;
-	}
-	if (strlen(p) == 0 || strlen(p) >= sizeof(n->provider) ||
-	    strspn(p, "abcdefghijklmnopqrstuvwxyz") != strlen(p)) {
-		ft_ctl_error(resp, 400, "%s %s: bad provider \"%s\"", req->method, req->path, p);
-		return -1;
-	}
-	if (ft_name_check_bucket(b, &why) != 0 || ft_name_check_object(n->obj, strlen(n->obj), &why) != 0) {
-		ft_ctl_error(resp, 400, "%s %s: %s", req->method, req->path, why ? why : "bad name");
-		return -1;
-	}
-	snprintf(n->provider, sizeof(n->provider), "%s", p);
-	snprintf(n->bucket, sizeof(n->bucket), "%s", b);
-	if (tgt_rel_path(rel, sizeof(rel), p, b, n->obj) != 0 ||
-	    (size_t)snprintf(n->rel, sizeof(n->rel), "%s/%s", TGT_EC_DIR, rel) >= sizeof(n->rel)) {
-		ft_ctl_error(resp, 400, "%s %s: object name too long", req->method, req->path);
-		return -1;
-	}
-	n->mp = tgt_mountpath_pick(t, p, b, n->obj, strlen(n->obj));
-	return 0;
-}
-
-/* An unsigned query argument; 0, or -1 when absent or malformed. */
-static int ec_ctl_u64(const ft_ctl_req_t *req, const char *key, uint64_t *out)
-{
-	const char *s = ft_ctl_query(req, key);
-	char *end = NULL;
-
-	if (s == NULL || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	return errno == 0 && *end == '\0' ? 0 : -1;
-}
-
-/* Opens the slice, on its mountpath or (after a mountpath change) any other; fd or -1, *mp set. */
-static int ec_slice_open(const tgt_t *t, ec_name_t *n)
-{
-	int fd = openat(n->mp->root_fd, n->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-
-	for (int i = 0; fd < 0 && i < t->n_mountpaths; i++) {
-		if (&t->mountpaths[i] == n->mp)
-			continue;
-		fd = openat(t->mountpaths[i].root_fd, n->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0)
-			n->mp = &t->mountpaths[i];
-	}
-	return fd;
-}
-
-static void ec_slice_remove(const ec_name_t *n)
-{
-	if (unlinkat(n->mp->root_fd, n->rel, 0) == 0)
-		tgt_parent_prune(n->mp, n->rel);
-}
-
-/* Moves the verified work file to n->rel on n->mp. 0 or -errno. */
-static int ec_slice_commit(const ec_name_t *n, const char *work, ft_sync_policy_t sync)
-{
-	int rc = -ENOENT;
-
-	for (int attempt = 0; attempt < EC_PUBLISH_ATTEMPTS && rc == -ENOENT; attempt++) {
-		const char *leaf = NULL;
-		int dfd = tgt_parent_open(n->mp, n->rel, &leaf);
-		if (dfd < 0) {
-			rc = dfd;
-			continue;
-		}
-		rc = renameat(n->mp->work_fd, work, dfd, leaf) == 0 ? 0 : -errno;
-		if (rc == -EISDIR && unlinkat(dfd, leaf, AT_REMOVEDIR) == 0)
-			rc = renameat(n->mp->work_fd, work, dfd, leaf) == 0 ? 0 : -errno;
-		if (rc == 0 && sync == FT_SYNC_FULL)
-			fsync(dfd);
-		close(dfd);
-	}
-	return rc;
-}
-
-/* Whether the slice's bucket is the current incarnation of a bucket in the BMD. */
-static int ec_bucket_current(const ft_ec_meta_t *m)
-{
-	ft_bmd_t *bmd = ft_bmd_current();
-	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, m->provider, m->bucket) : NULL;
-	int ok = b && b->created_ns == m->bucket_created;
-
-	ft_bmd_put(bmd);
-	return ok;
-}
-
-/*
- * Removes the work files of transfers whose sender stopped (died) mid-way: "ec.<xfer>" files in
- * mp's .work untouched for EC_XFER_STALE_S. Runs at most once per EC_SWEEP_EVERY_S per target.
- */
-static void ec_sweep_stale(const tgt_t *t)
-{
-	static atomic_llong last_sweep;
-	long long now = (long long)(ft_now_ns() / 1000000000LL), prev = atomic_load(&last_sweep);
-
-	if (now - prev < EC_SWEEP_EVERY_S || !atomic_compare_exchange_strong(&last_sweep, &prev, now))
-		return;
-	for (int i = 0; i < t->n_mountpaths; i++) {
-		int dfd = dup(t->mountpaths[i].work_fd);
-		DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-		struct dirent *e;
-		struct stat st;
-		if (d == NULL) {
-			if (dfd >= 0)
-				close(dfd);
-			continue;
-		}
-		rewinddir(d);
-		while ((e = readdir(d)) != NULL) {
-			const char *x = e->d_name + 3;
-			if (strncmp(e->d_name, "ec.", 3) != 0 || strspn(x, "0123456789abcdef") != strlen(x))
-				continue;
-			if (fstatat(t->mountpaths[i].work_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    now - (long long)st.st_mtime > EC_XFER_STALE_S) {
-				ft_warn("ec: removing %s/%s/%s: an abandoned slice transfer", t->mountpaths[i].path,
-					TGT_WORK_DIR, e->d_name);
-				unlinkat(t->mountpaths[i].work_fd, e->d_name, 0);
-			}
-		}
-		closedir(d);
-	}
-}
-
-/* Last chunk in: verify the whole slice and move it into place. Answers; the caller removes work. */
-static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, ft_ctl_resp_t *resp)
-{
-	ft_ec_meta_t *m = malloc(sizeof(*m));
-	size_t hlen;
-	int rc;
-
-	if (m == NULL) {
-		ft_ctl_error(resp, 500, "out of memory");
-		return;
-	}
-	rc = ec_sync(t, fd);
-	if (rc == 0)
-		rc = ft_ec_slice_verify(fd, m, &hlen);
-	if (rc != 0) {
-		ft_ctl_error(resp, rc == -EBADMSG ? 400 : 500, "slice of \"%s/%s\" %s", n->bucket, n->obj,
-			     rc == -EBADMSG ? "is corrupt (bad header, length or checksum)" : strerror(-rc));
-		goto out;
-	}
-	if (strcmp(m->provider, n->provider) != 0 || strcmp(m->bucket, n->bucket) != 0 || strcmp(m->obj, n->obj) != 0) {
-		ft_ctl_error(resp, 400, "slice header names \"%s/%s\", the query \"%s/%s\"", m->bucket, m->obj,
-			     n->bucket, n->obj);
-		goto out;
-	}
-	if (!ec_bucket_current(m)) {
-		ft_ctl_error(resp, 404, "bucket \"%s\" (this incarnation) does not exist here", m->bucket);
-		goto out;
-	}
-	rc = ec_slice_commit(n, work, t->cfg.sync);
-	if (rc != 0) {
-		ft_ctl_error(resp, rc == -ENOTDIR ? 409 : 500, "cannot store the slice of \"%s/%s\": %s", n->bucket,
-			     n->obj,
-			     rc == -ENOTDIR ? "a component of its path is another object's slice" : strerror(-rc));
-		goto out;
-	}
-	ft_debug("ec: stored %s %d of %s/%s (%" PRIu64 " bytes)", m->replica ? "replica" : "slice", m->idx, m->bucket,
-		 m->obj, m->slice_size);
-	resp->status = 200;
-	resp->json = json_pack("{s:i, s:b}", "idx", m->idx, "replica", m->replica);
-out:
-	free(m);
-}
-
-/* POST /v1/ec/slice?provider&bucket&obj&xfer&off&total: one chunk of a slice transfer. */
-static void ec_ctl_slice_post(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
-{
-	const char *xfer = ft_ctl_query(req, "xfer");
-	uint64_t off, total;
-	char work[64];
-	ec_name_t n;
-	int fd;
-
-	if (ec_ctl_names(t, req, resp, &n) != 0)
-		return;
-	if (!xfer || strlen(xfer) == 0 || strlen(xfer) > 32 || strspn(xfer, "0123456789abcdef") != strlen(xfer) ||
-	    ec_ctl_u64(req, "off", &off) != 0 || ec_ctl_u64(req, "total", &total) != 0) {
-		ft_ctl_error(resp, 400, "POST %s: xfer (hex), off and total are required", req->path);
-		return;
-	}
-	if (off > total || req->body_len > total - off || (req->body_len == 0 && off < total)) {
-		ft_ctl_error(resp, 400, "POST %s: chunk [%" PRIu64 ", +%zu) outside the %" PRIu64 "-byte slice",
-			     req->path, off, req->body_len, total);
-		return;
-	}
-	snprintf(work, sizeof(work), "ec.%s", xfer);
-	fd = openat(n.mp->work_fd, work, O_RDWR | O_CLOEXEC | (off == 0 ? O_CREAT | O_TRUNC : 0), 0644);
-	if (fd < 0) {
-		ft_ctl_error(resp, errno == ENOENT ? 409 : 500, "POST %s: transfer %s: %s", req->path, xfer,
-			     errno == ENOENT ? "unknown (its first chunk never came)" : strerror(errno));
-		return;
-	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != off || lseek(fd, (off_t)off, SEEK_SET) != (off_t)off) {
-		ft_ctl_error(resp, 409, "POST %s: transfer %s: chunk at %" PRIu64 " out of order", req->path, xfer,
-			     off);
-		goto fail;
-	}
-	int e = req->body_len > 0 ? ft_write_all(fd, req->body, req->body_len) : 0;
-	if (e != 0) {
-		ft_ctl_error(resp, e == -ENOSPC ? 507 : 500, "POST %s: write: %s", req->path, strerror(-e));
-		goto fail;
-	}
-	if (off + req->body_len < total) {
-		close(fd);
-		resp->status = 200;
-		resp->json = json_pack("{s:I}", "received", (json_int_t)(off + req->body_len));
-		return;
-	}
-	ec_ctl_commit(t, &n, fd, work, resp);
-	ec_sweep_stale(t);
-fail:
-	close(fd);
-	unlinkat(n.mp->work_fd, work, 0); /* gone already once committed */
-}
-
-/* GET /v1/ec/meta?provider&bucket&obj: the verified header of the slice held here (corrupt: removed, 404). */
-static void ec_ctl_meta(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
-{
-	ft_ec_meta_t *m = malloc(sizeof(*m));
-	uint8_t *hdr = malloc(FT_EC_HDR_MAX);
-	size_t hlen = 0;
-	ec_name_t n;
-	int fd = -1, rc;
-
-	if (m == NULL || hdr == NULL) {
-		ft_ctl_error(resp, 500, "out of memory");
-		goto out;
-	}
-	if (ec_ctl_names(t, req, resp, &n) != 0)
-		goto out;
-	fd = ec_slice_open(t, &n);
-	if (fd < 0) {
-		ft_ctl_error(resp, 404, "no slice of \"%s/%s\" here", n.bucket, n.obj);
-		goto out;
-	}
-	rc = ft_ec_slice_verify(fd, m, &hlen);
-	if (rc == -EBADMSG) {
-		ft_error("ec: slice of %s/%s on %s is corrupt: removed", n.bucket, n.obj, n.mp->path);
-		ec_slice_remove(&n);
-		ft_ctl_error(resp, 404, "the slice of \"%s/%s\" here was corrupt (removed)", n.bucket, n.obj);
-		goto out;
-	}
-	if (rc != 0 || ft_pread_all(fd, hdr, hlen, 0) != 0) {
-		ft_ctl_error(resp, 500, "slice of \"%s/%s\": %s", n.bucket, n.obj, strerror(rc ? -rc : EIO));
-		goto out;
-	}
-	char *b64 = ft_ec_b64_encode(hdr, hlen);
-	if (b64 == NULL) {
-		ft_ctl_error(resp, 500, "out of memory");
-		goto out;
-	}
-	resp->status = 200;
-	resp->json = json_pack("{s:s, s:i, s:b, s:s}", "hdr", b64, "idx", m->idx, "replica", m->replica, "version",
-			       m->lom.version);
-	free(b64);
-out:
-	if (fd >= 0)
-		close(fd);
-	free(hdr);
-	free(m);
-}
-
-/* GET /v1/ec/slice?provider&bucket&obj&off&len: len payload bytes at off, base64 in "data". */
-static void ec_ctl_slice_get(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
-{
-	ft_ec_meta_t *m = malloc(sizeof(*m));
-	uint8_t *buf = malloc(FT_EC_HDR_MAX > EC_FETCH_CHUNK ? FT_EC_HDR_MAX : EC_FETCH_CHUNK);
-	uint64_t off, len;
-	size_t hlen = 0;
-	ssize_t got;
-	ec_name_t n;
-	int fd = -1;
-
-	if (m == NULL || buf == NULL) {
-		ft_ctl_error(resp, 500, "out of memory");
-		goto out;
-	}
-	if (ec_ctl_names(t, req, resp, &n) != 0)
-		goto out;
-	if (ec_ctl_u64(req, "off", &off) != 0 || ec_ctl_u64(req, "len", &len) != 0 || len > EC_FETCH_CHUNK) {
-		ft_ctl_error(resp, 400, "GET %s: off and len (at most %u) are required", req->path, EC_FETCH_CHUNK);
-		goto out;
-	}
-	fd = ec_slice_open(t, &n);
-	if (fd < 0) {
-		ft_ctl_error(resp, 404, "no slice of \"%s/%s\" here", n.bucket, n.obj);
-		goto out;
-	}
-	got = pread(fd, buf, FT_EC_HDR_MAX, 0);
-	if (got < 0 || ft_ec_hdr_decode(m, buf, (size_t)got, &hlen) != 0) {
-		ft_ctl_error(resp, 500, "the slice of \"%s/%s\" here has a bad header", n.bucket, n.obj);
-		goto out;
-	}
-	if (off > m->slice_size || len > m->slice_size - off) {
-		ft_ctl_error(resp, 416, "range [%" PRIu64 ", +%" PRIu64 ") outside the %" PRIu64 "-byte slice", off,
-			     len, m->slice_size);
-		goto out;
-	}
-	if (ft_pread_all(fd, buf, (size_t)len, (off_t)(hlen + off)) != 0) {
-		ft_ctl_error(resp, 500, "the slice of \"%s/%s\" here is shorter than its header says", n.bucket, n.obj);
-		goto out;
-	}
-	char *b64 = ft_ec_b64_encode(buf, (size_t)len);
-	if (b64 == NULL) {
-		ft_ctl_error(resp, 500, "out of memory");
-		goto out;
-	}
-	resp->status = 200;
-	resp->json = json_pack("{s:s, s:s}", "data", b64, "slice_cksum", m->slice_cksum);
-	free(b64);
-out:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	free(m);
-}
-
-/* DELETE /v1/ec/slice?provider&bucket&obj[&before=ns]: drops the slice (only one stored before "before"). */
-static void ec_ctl_slice_delete(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
-{
-	uint64_t before = 0;
-	int removed = 0;
-	ec_name_t n;
-
-	if (ec_ctl_names(t, req, resp, &n) != 0)
-		return;
-	if (ft_ctl_query(req, "before") && ec_ctl_u64(req, "before", &before) != 0) {
-		ft_ctl_error(resp, 400, "DELETE %s: bad \"before\"", req->path);
-		return;
-	}
-	for (int i = 0; i < t->n_mountpaths; i++) {
-		ec_name_t at = n;
-		ft_lom_t lom;
-		uint8_t hdr[FT_EC_HDR_MAX];
-		ft_ec_meta_t *m;
-		at.mp = &t->mountpaths[i];
-		int fd = openat(at.mp->root_fd, at.rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t got = pread(fd, hdr, sizeof(hdr), 0);
-		size_t hlen;
-		m = malloc(sizeof(*m));
-		int keep = 0;
-		if (m && got > 0 && ft_ec_hdr_decode(m, hdr, (size_t)got, &hlen) == 0) {
-			lom = m->lom;
-			keep = before > 0 && lom.mtime_ns >= (int64_t)before; /* stored by a later PUT */
-		}
-		free(m);
-		close(fd);
-		if (!keep) {
-			ec_slice_remove(&at);
-			removed++;
-		}
-	}
-	if (removed == 0) {
-		ft_ctl_error(resp, 404, "no slice of \"%s/%s\" here", n.bucket, n.obj);
-		return;
-	}
-	resp->status = 200;
-	resp->json = json_pack("{s:i}", "removed", removed);
-}
-
 /*
  * POST /v1/ec/encode?provider&bucket&obj: the "ec-encode" job's action on one object stored here
  * (slices made or re-created when any is missing or corrupt). {"encoded": bool, "bytes": N}.
  */
-static void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	tgt_obj_t *o = calloc(1, sizeof(*o));
 	ft_bmd_t *bmd = ft_bmd_current();
@@ -1370,37 +1038,4 @@ static void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 out:
 	ft_bmd_put(bmd);
 	free(o);
-}
-
-void tgt_ec_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
-{
-	int get = strcmp(req->method, "GET") == 0;
-
-	if (strcmp(req->path, "/v1/ec/slice") == 0) {
-		if (strcmp(req->method, "POST") == 0)
-			ec_ctl_slice_post(t, req, resp);
-		else if (get)
-			ec_ctl_slice_get(t, req, resp);
-		else if (strcmp(req->method, "DELETE") == 0)
-			ec_ctl_slice_delete(t, req, resp);
-		else
-			ft_ctl_error(resp, 405, "method %s not allowed on %s (use GET, POST or DELETE)", req->method,
-				     req->path);
-		return;
-	}
-	if (strcmp(req->path, "/v1/ec/encode") == 0) {
-		if (strcmp(req->method, "POST") == 0)
-			ec_ctl_encode(t, req, resp);
-		else
-			ft_ctl_error(resp, 405, "method %s not allowed on %s (use POST)", req->method, req->path);
-		return;
-	}
-	if (strcmp(req->path, "/v1/ec/meta") == 0) {
-		if (get)
-			ec_ctl_meta(t, req, resp);
-		else
-			ft_ctl_error(resp, 405, "method %s not allowed on %s (use GET)", req->method, req->path);
-		return;
-	}
-	ft_ctl_error(resp, 404, "no such control endpoint: %s %s", req->method, req->path);
 }

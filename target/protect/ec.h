@@ -1,0 +1,39 @@
+/* Internal header of erasure coding (ec_owner.c, ec_holder.c): limits, slice names, shared helpers. */
+#ifndef TGT_PROTECT_EC_H
+#define TGT_PROTECT_EC_H
+
+#include "rpc/ctl.h"
+#include "target.h"
+
+#define EC_XFER_CHUNK (8u << 20) /* bytes per POST: the control port buffers at most 16 MiB */
+#define EC_TIMEOUT_MS 60000      /* a POST; for a GET, the longest stall */
+#define EC_PROBE_TIMEOUT_MS 5000
+#define EC_PUBLISH_ATTEMPTS 4
+#define EC_SWEEP_EVERY_S 60
+#define EC_XFER_STALE_S 600     /* a transfer's work file untouched this long was abandoned */
+#define EC_MEMFD_MAX (8u << 20) /* the slices of one object are encoded in memory up to this total */
+#define EC_REL_MAX (sizeof(TGT_EC_DIR) + TGT_REL_MAX)
+/* control URL, path, the name query (object name percent-encoded: up to 3 bytes per byte), the rest */
+#define EC_URL_MAX (FT_URL_MAX + 3 * FT_OBJ_NAME_MAX + FT_BUCKET_NAME_MAX + 256)
+
+typedef struct {
+	char provider[TGT_PROVIDER_MAX];
+	char bucket[FT_BUCKET_NAME_MAX + 1];
+	const char *obj;
+	char rel[EC_REL_MAX];      /* ".ec/<provider>/<bucket>/<obj>" */
+	const tgt_mountpath_t *mp; /* where it is stored */
+} ec_name_t;
+
+/* ---- ec_owner.c ---- */
+/* Syncs fd per the sync policy; 0 or -errno. */
+int ec_sync(const tgt_t *t, int fd);
+/* POST /v1/ec/encode: the "ec-encode" job's action on one object stored here. */
+void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+
+/* ---- ec_holder.c ---- */
+/* provider, bucket, obj of the query, validated. 0, or -1 after answering 400. */
+int ec_ctl_names(const tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, ec_name_t *n);
+/* An unsigned query argument; 0, or -1 when absent or malformed. */
+int ec_ctl_u64(const ft_ctl_req_t *req, const char *key, uint64_t *out);
+
+#endif

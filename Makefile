@@ -146,12 +146,10 @@ test-asan:
 	$(MAKE) SANITIZER=address test-integration
 
 # ThreadSanitizer (build/thread/): the unit tests, then the integration files that drive concurrent requests through
-# the daemons' loop threads, worker pool and the S3 relay's splice; a ThreadSanitizer report in a daemon's log fails
-# the test (tests/integration/conftest.py). test_coldget.py is left out until this report is resolved: creating remote
-# buckets one after another, the proxy races on a bucket's backend JSON: ft_bmd_clone's json_incref
-# (common/cluster/bmd.c:85, a worker under meta_lock; jansson reads the refcount non-atomically before its atomic add)
-# against op_done's json_decref of the request's reference (proxy/buckets.c:29, the loop thread, no lock).
-TSAN_TESTS := tests/integration/test_concurrency.py tests/integration/test_http.py tests/integration/test_s3_relay.py
+# the daemons' loop threads, worker pool, the S3 relay's splice and remote-bucket metadata changes; a ThreadSanitizer
+# report in a daemon's log fails the test (tests/integration/conftest.py).
+TSAN_TESTS := tests/integration/test_concurrency.py tests/integration/test_http.py tests/integration/test_s3_relay.py \
+	tests/integration/test_coldget.py
 test-tsan:
 	$(MAKE) SANITIZER=thread test-unit
 	FT_BIN=$(CURDIR)/build/thread/bin $(PYTHON) -m pytest -q -rfEs $(TSAN_TESTS) $(PYTEST_ARGS)

@@ -363,7 +363,8 @@ static int setprops_do(bucket_op_t *op)
 		rc = -ENOENT;
 		goto unlock;
 	}
-	bucket = *found; /* borrows found's backend reference until ft_bmd_add took its own */
+	bucket =
+		*found; /* borrows cur's backend properties (cur stays current under meta_lock); ft_bmd_add copies them */
 	if (ft_bucket_props_apply(&bucket, op->set, op->why, sizeof(op->why)) != 0) {
 		rc = -EINVAL;
 		goto unlock;
@@ -374,12 +375,10 @@ static int setprops_do(bucket_op_t *op)
 		goto unlock;
 	}
 	b = next_bmd(cur);
-	json_incref(bucket.backend); /* ours, across the remove */
 	rc = b == NULL || ft_bmd_remove(b, op->provider, op->bucket) != 0 || ft_bmd_add(b, &bucket) != 0 ||
 			     px_persist_bmd(px, b) != 0
 		     ? -EIO
 		     : 0;
-	json_decref(bucket.backend);
 	if (rc != 0)
 		goto unlock;
 	ft_bmd_get(b);

@@ -80,9 +80,20 @@ ft_bmd_t *ft_bmd_clone(const ft_bmd_t *b)
 			return NULL;
 		}
 		memcpy(c->buckets, b->buckets, (size_t)b->n * sizeof(ft_bucket_t));
+		for (int i = 0; i < b->n; i++) {
+			/* The clone's own copy: BMD versions live on different threads, and a JSON object's
+			 * refcount is not safe to share between them (jansson reads it unguarded). */
+			c->buckets[i].backend = NULL;
+			if (b->buckets[i].backend != NULL) {
+				c->buckets[i].backend = json_deep_copy(b->buckets[i].backend);
+				if (c->buckets[i].backend == NULL) {
+					c->n = i;
+					bmd_free(c);
+					return NULL;
+				}
+			}
+		}
 		c->n = b->n;
-		for (int i = 0; i < c->n; i++)
-			json_incref(c->buckets[i].backend); /* the clone's own reference */
 	}
 	return c;
 }
@@ -139,14 +150,19 @@ int ft_bmd_add(ft_bmd_t *b, const ft_bucket_t *bucket)
 	i = bucket_search(b, bucket->provider, bucket->name);
 	if (i >= 0)
 		return 1;
-	grown = realloc(b->buckets, (size_t)(b->n + 1) * sizeof(ft_bucket_t));
-	if (grown == NULL)
+	json_t *backend = NULL;
+	if (bucket->backend != NULL && (backend = json_deep_copy(bucket->backend)) == NULL)
 		return -1;
+	grown = realloc(b->buckets, (size_t)(b->n + 1) * sizeof(ft_bucket_t));
+	if (grown == NULL) {
+		json_decref(backend);
+		return -1;
+	}
 	b->buckets = grown;
 	i = -i - 1;
 	memmove(&grown[i + 1], &grown[i], (size_t)(b->n - i) * sizeof(ft_bucket_t));
 	grown[i] = *bucket;
-	json_incref(grown[i].backend);
+	grown[i].backend = backend;
 	b->n++;
 	return 0;
 }

@@ -15,8 +15,9 @@ typedef struct {
 	/*
 	 * Remote buckets (provider aws|gcp|azure|ht): the backend properties as
 	 * ft_backend_config_from_json takes them, secrets included (they travel in the BMD over the
-	 * control plane and are persisted with it); NULL for "ais". A BMD holds one reference per
-	 * bucket: ft_bmd_add takes its own, clone/remove/free manage theirs.
+	 * control plane and are persisted with it); NULL for "ais". Every BMD owns its own copy:
+	 * ft_bmd_add and ft_bmd_clone deep-copy it (never shared between BMD versions, which live on
+	 * different threads), remove/free release it.
 	 */
 	json_t *backend;
 	/*

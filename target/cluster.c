@@ -8,7 +8,7 @@
 #include "base/log.h"
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
-#include "protect/mirror.h"
+#include "core/replica.h"
 #include "rpc/client.h"
 #include "target.h"
 

@@ -7,7 +7,7 @@
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
 #include "http/util.h"
-#include "protect/mirror.h"
+#include "core/replica.h"
 #include "target.h"
 
 #define OBJECTS_PREFIX "/v1/objects"

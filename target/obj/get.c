@@ -14,7 +14,7 @@
 #include "base/log.h"
 #include "core/lom.h"
 #include "http/util.h"
-#include "protect/mirror.h"
+#include "core/replica.h"
 #include "target.h"
 
 /*

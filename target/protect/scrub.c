@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "protect/mirror.h"
+#include "core/replica.h"
 #include "target.h"
 
 /*

@@ -11,7 +11,7 @@
 
 #include "base/log.h"
 #include "cluster/hrw.h"
-#include "protect/mirror.h"
+#include "core/replica.h"
 
 /*
  * DESIGN

@@ -1,6 +1,6 @@
 /* Replicas of an object on its owner (main copy and mirror copies): placement, checks, repair; shared by get.c and scrub.c. */
-#ifndef TGT_MIRROR_H
-#define TGT_MIRROR_H
+#ifndef TGT_CORE_REPLICA_H
+#define TGT_CORE_REPLICA_H
 
 #include <jansson.h>
 #include <pthread.h>

@@ -6,8 +6,8 @@
 #include "cloud/backend.h"
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
-#include "http/util.h"
 #include "core/replica.h"
+#include "http/util.h"
 #include "target.h"
 
 #define OBJECTS_PREFIX "/v1/objects"

@@ -249,18 +249,6 @@ void tgt_jobs_fini(tgt_t *t);
 int tgt_jobs_start_local(tgt_t *t, const char *id, const char *kind, tgt_job_fn fn, const char *provider,
 			 const char *bucket);
 
-/* ---- mirror.c: n-way mirroring on distinct mountpaths of the owner (docs/data-protection.md) ---- */
-/*
- * After o's main copy was published (put.c, mpu.c; the caller holds o's put_locks stripe): makes
- * the bucket's extra copies durable (per the sync policy) before the PUT is acknowledged.
- * 0 (also when the bucket has no mirroring), or -1 with err: the PUT then answers 500.
- */
-int tgt_mirror_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap);
-/* After o's main copy was deleted (or found missing): removes its extra copies; returns how many. */
-int tgt_mirror_delete(const tgt_obj_t *o);
-/* Job "mirror": makes the missing copies of one object. */
-int tgt_mirror_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
-
 /* ---- scrub.c: integrity: re-read, detect, repair from a mirror or EC ---- */
 /* Job "scrub": verifies one object (size, metadata, checksum) and repairs it; -1 when it cannot. */
 int tgt_scrub_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);

@@ -1,4 +1,4 @@
-/* N-way mirroring of objects on distinct mountpaths of their owner: copies at PUT, removal, the "mirror" job, replica checks and repair. */
+/* Replicas of an object on its owner (main copy and mirror copies): placement, checks, writes, repair, integrity counters. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -416,36 +416,7 @@ int tgt_replica_heal(tgt_obj_t *o, tgt_replica_t reps[FT_MAX_MOUNTPATHS], int n,
 	return best;
 }
 
-/* ---- PUT, DELETE, job ---- */
-
-int tgt_mirror_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
-{
-	tgt_replica_t reps[FT_MAX_MOUNTPATHS];
-	int n, fd, rc = 0;
-
-	if (o->mirror_copies <= 1)
-		return 0;
-	n = tgt_mirror_replicas(o, reps);
-	if (n < 2)
-		return 0;
-	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, cap, "cannot reopen the stored object to copy it: %s", strerror(errno));
-		return -1;
-	}
-	for (int k = 1; k < n && rc == 0; k++) {
-		rc = tgt_replica_write(o, &reps[k], fd, lom);
-		if (rc != 0)
-			snprintf(err, cap, "cannot write the mirror copy on %s: %s",
-				 o->t->mountpaths[reps[k].mp_index].path,
-				 rc == -ESTALE ? "the bucket was destroyed" : strerror(-rc));
-	}
-	close(fd);
-	return rc == 0 ? 0 : -1;
-}
-
-/* Removes the extra copy on mountpath i (if any) and the directories it leaves empty. 1 removed, 0 none. */
-static int copy_remove(const tgt_obj_t *o, int i)
+int tgt_replica_remove(const tgt_obj_t *o, int i)
 {
 	tgt_mountpath_t view;
 	int removed = 0;
@@ -458,72 +429,4 @@ static int copy_remove(const tgt_obj_t *o, int i)
 	}
 	close(view.root_fd);
 	return removed;
-}
-
-/*
- * Every mountpath, whatever mirror.copies says now: a copy left from an earlier setting must not
- * outlive its object. Under the name's stripe, which a GET's repair holds from its check through
- * its rewrite: a main copy such a repair re-created between the DELETE's unlink and this call is
- * removed again (a mirrored bucket only: elsewhere nothing re-creates one).
- */
-int tgt_mirror_delete(const tgt_obj_t *o)
-{
-	pthread_mutex_t *lock = tgt_replica_lock(o);
-	int removed = 0;
-
-	pthread_mutex_lock(lock);
-	if (o->mirror_copies > 1 && unlinkat(o->mp->root_fd, o->rel, 0) == 0)
-		tgt_parent_prune(o->mp, o->rel);
-	for (int i = 0; i < o->t->n_mountpaths; i++)
-		removed += copy_remove(o, i);
-	pthread_mutex_unlock(lock);
-	return removed;
-}
-
-/*
- * Makes the copies mirror.copies asks for from a verified main copy and removes those it no longer
- * asks for. 0 when something was written or removed, 1 when all was in place.
- */
-int tgt_mirror_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
-{
-	tgt_replica_t reps[FT_MAX_MOUNTPATHS];
-	bool wanted[FT_MAX_MOUNTPATHS] = {false};
-	pthread_mutex_t *lock = tgt_replica_lock(o);
-	ft_lom_t lom, clom;
-	int n = tgt_mirror_replicas(o, reps), fd, cfd, rc = 1;
-
-	pthread_mutex_lock(lock);
-	tgt_replica_state_t s = tgt_replica_open(o, &reps[0], true, &fd, &lom, bytes);
-	if (s != TGT_REPLICA_OK) {
-		pthread_mutex_unlock(lock);
-		if (s == TGT_REPLICA_ABSENT)
-			return 1; /* deleted meanwhile */
-		snprintf(err, cap, "main copy on %s: %s; not copied (the scrub job repairs it)", o->mp->path,
-			 tgt_replica_state_name(s));
-		return -1;
-	}
-	wanted[reps[0].mp_index] = true;
-	for (int k = 1; k < n; k++) {
-		wanted[reps[k].mp_index] = true;
-		if (tgt_replica_open(o, &reps[k], false, &cfd, &clom, NULL) == TGT_REPLICA_OK) {
-			close(cfd);
-			if (tgt_replica_same(&lom, &clom))
-				continue;
-		}
-		int wrc = tgt_replica_write(o, &reps[k], fd, &lom);
-		if (wrc != 0) {
-			snprintf(err, cap, "cannot write the mirror copy on %s: %s",
-				 o->t->mountpaths[reps[k].mp_index].path, strerror(-wrc));
-			rc = -1;
-			break;
-		}
-		*bytes += (int64_t)lom.size;
-		rc = 0;
-	}
-	for (int i = 0; rc >= 0 && i < o->t->n_mountpaths; i++)
-		if (!wanted[i] && copy_remove(o, i))
-			rc = 0;
-	pthread_mutex_unlock(lock);
-	close(fd);
-	return rc;
 }

@@ -1,4 +1,4 @@
-/* Replicas of an object on its owner (main copy and mirror copies): placement, checks, repair; shared by get.c and scrub.c. */
+/* Replicas of an object on its owner (main copy and mirror copies): placement, checks, writes, repair; for GET, scrub and mirroring. */
 #ifndef TGT_CORE_REPLICA_H
 #define TGT_CORE_REPLICA_H
 
@@ -63,6 +63,9 @@ bool tgt_replica_same(const ft_lom_t *a, const ft_lom_t *b);
  * the mountpath is full; another -errno.
  */
 int tgt_replica_write(const tgt_obj_t *o, const tgt_replica_t *rp, int src_fd, const ft_lom_t *lom);
+
+/* Removes the extra copy of o on mountpath mp_index (if any) and the directories it leaves empty. 1 removed, 0 none. */
+int tgt_replica_remove(const tgt_obj_t *o, int mp_index);
 
 /*
  * Moves o's damaged main copy into its mountpath's .work (name written to aside[cap]) so that a

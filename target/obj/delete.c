@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "obj/wthrough.h"
+#include "protect/mirror.h"
 #include "target.h"
 
 /*

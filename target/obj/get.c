@@ -13,8 +13,8 @@
 
 #include "base/log.h"
 #include "core/lom.h"
-#include "http/util.h"
 #include "core/replica.h"
+#include "http/util.h"
 #include "target.h"
 
 /*

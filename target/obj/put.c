@@ -15,6 +15,7 @@
 #include "core/lom.h"
 #include "http/util.h"
 #include "obj/wthrough.h"
+#include "protect/mirror.h"
 #include "target.h"
 
 /*

@@ -10,6 +10,7 @@
 
 #include "cluster/hrw.h"
 #include "obj/wthrough.h"
+#include "protect/mirror.h"
 
 /*
  * DESIGN

@@ -15,6 +15,7 @@
 #include "cluster/smap.h"
 #include "http/util.h"
 #include "obj/listwalk.h"
+#include "protect/mirror.h"
 #include "target.h"
 #include "xact/runner.h"
 

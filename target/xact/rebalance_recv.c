@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "core/lom.h"
+#include "protect/mirror.h"
 #include "target.h"
 #include "xact/rebalance.h"
 

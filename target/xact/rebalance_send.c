@@ -17,6 +17,7 @@
 #include "cluster/smap.h"
 #include "core/lom.h"
 #include "http/util.h"
+#include "protect/mirror.h"
 #include "rpc/client.h"
 #include "target.h"
 #include "xact/rebalance.h"

@@ -20,11 +20,6 @@ import sys
 # fnmatch patterns ("*" also matches "/"). An excepted include is exempt from every rule and is left out of the folder
 # graph the cycle check walks.
 EXCEPTIONS = [
-    # target.h is the target's shared header (node state, routes, and it includes core/lom.h); core/ and protect/ still
-    # use it while the target's top-level files include core/ and protect/ headers: a folder cycle, and for core/ a
-    # direct rule break.
-    ("target/core/*", "target/target.h", "until the target core split lands"),
-    ("target/protect/*", "target/target.h", "until the target core split lands"),
     # The S3 front end shares the proxy's header (node state, forwarding) while the proxy's router calls into s3/.
     ("proxy/s3/*", "proxy/proxy.h", "until the proxy state the S3 front end uses has its own header below both"),
 ]

@@ -107,6 +107,9 @@ static void retire_removed(tgt_t *t, const ft_bmd_t *old, const ft_bmd_t *nb)
 		if (b && b->created_ns == ob->created_ns)
 			continue;
 		int n = tgt_bucket_retire(t, ob->provider, ob->name);
+		tgt_list_forget(t, ob->provider, ob->name);
+		if (n > 0)
+			tgt_janitor_kick(t);
 		ft_info("bucket %s/%s removed from BMD v%lld: deleting its objects (%d mountpaths)", ob->provider,
 			ob->name, (long long)nb->version, n);
 	}

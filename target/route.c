@@ -48,17 +48,6 @@ static int check_provider(ft_req_t *r, tgt_obj_t *o)
 	return 0;
 }
 
-void tgt_obj_props(tgt_obj_t *o, const ft_bucket_t *b)
-{
-	o->cksum = b->cksum;
-	o->bucket_created = b->created_ns;
-	o->mirror_copies = b->mirror_copies;
-	o->ec_data = b->ec_data;
-	o->ec_parity = b->ec_parity;
-	o->ec_objsize_limit = b->ec_objsize_limit;
-	o->validate_warm_get = b->validate_warm_get;
-}
-
 /* Names first (400), then the bucket in the current BMD (404). Returns 0, or -1 after responding. */
 static int check_names(ft_req_t *r, tgt_obj_t *o, const char *bucket, const char *obj, size_t obj_len)
 {
@@ -84,8 +73,10 @@ static int check_names(ft_req_t *r, tgt_obj_t *o, const char *bucket, const char
 	char *copy = ft_req_alloc(r, obj_len + 1);
 	memcpy(copy, obj, obj_len);
 	copy[obj_len] = '\0';
-	o->obj = copy;
-	o->obj_len = obj_len;
+	if (tgt_obj_name(o, copy, obj_len) != 0) {
+		ft_resp_error(r, 400, "object name too long");
+		return -1;
+	}
 
 	ft_bmd_t *bmd = ft_bmd_current();
 	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, o->provider, bucket) : NULL;
@@ -106,7 +97,7 @@ static int check_names(ft_req_t *r, tgt_obj_t *o, const char *bucket, const char
 static int check_owner(ft_req_t *r, tgt_t *t, tgt_obj_t *o)
 {
 	ft_smap_t *smap = ft_smap_current();
-	const ft_node_t *owner = smap ? ft_smap_owner(smap, o->provider, o->bucket, o->obj, o->obj_len) : NULL;
+	const ft_node_t *owner = smap ? ft_smap_owner_hash(smap, o->hash) : NULL;
 	int rc = -1;
 
 	if (!owner) {
@@ -147,11 +138,6 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 	o->t = t;
 	if (check_provider(r, o) != 0 || check_names(r, o, bucket, obj, obj_len) != 0 || check_owner(r, t, o) != 0)
 		return;
-	o->mp = tgt_mountpath_pick(t, o->provider, o->bucket, o->obj, o->obj_len);
-	if (tgt_rel_path(o->rel, sizeof(o->rel), o->provider, o->bucket, o->obj) != 0) {
-		ft_resp_error(r, 400, "object name too long");
-		return;
-	}
 	if (tgt_is_remote(o) && m == FT_HTTP_DELETE && !mpu && tgt_evict_wanted(r)) {
 		tgt_evict_object(r, o); /* jobs.c: the cached copy only */
 		return;

@@ -212,15 +212,17 @@ const ft_node_t *ft_smap_find(const ft_smap_t *m, const char *id)
 	return i >= 0 ? &m->proxies[i] : NULL;
 }
 
+const ft_node_t *ft_smap_owner_hash(const ft_smap_t *m, uint64_t name_hash)
+{
+	if (m->n_targets == 0)
+		return NULL;
+	return &m->targets[ft_hrw_pick(name_hash, m->target_digests, m->n_targets)];
+}
+
 const ft_node_t *ft_smap_owner(const ft_smap_t *m, const char *provider, const char *bucket, const char *obj,
 			       size_t obj_len)
 {
-	int i;
-
-	if (m->n_targets == 0)
-		return NULL;
-	i = ft_hrw_pick(ft_hrw_name_hash(provider, bucket, obj, obj_len), m->target_digests, m->n_targets);
-	return &m->targets[i];
+	return ft_smap_owner_hash(m, ft_hrw_name_hash(provider, bucket, obj, obj_len));
 }
 
 static json_t *nodes_to_json(const ft_node_t *list, int n)

@@ -42,7 +42,8 @@ int ft_smap_add(ft_smap_t *m, const ft_node_t *n);
 /* Removes a node by id; returns 0, or -1 if absent. */
 int ft_smap_remove(ft_smap_t *m, const char *id);
 const ft_node_t *ft_smap_find(const ft_smap_t *m, const char *id);
-/* HRW owner of an object; NULL when the map has no targets. */
+/* HRW owner of an object (by its ft_hrw_name_hash in the _hash form); NULL when the map has no targets. */
+const ft_node_t *ft_smap_owner_hash(const ft_smap_t *m, uint64_t name_hash);
 const ft_node_t *ft_smap_owner(const ft_smap_t *m, const char *provider, const char *bucket, const char *obj,
 			       size_t obj_len);
 /* JSON codec. from_json returns NULL and fills err on bad input; the result has refs = 1. */

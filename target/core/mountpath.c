@@ -15,7 +15,8 @@
 #include "base/fdio.h"
 #include "base/log.h"
 #include "cluster/hrw.h"
-#include "target.h"
+#include "core/mountpath.h"
+#include "core/namelock.h"
 
 #define PROBE_XATTR "user.ft.probe"
 
@@ -29,7 +30,7 @@
  * (slot indexes and their digests) through one atomic pointer, replaced as a whole on attach and
  * detach (RCU-like: old sets are only freed by tgt_mountpaths_close, a few hundred bytes each).
  * A detach goes active -> detaching (out of the active set: no new placement there; rebalance.c
- * moves its objects away) -> sealed: under publish_lock held exclusively, the slot's root and
+ * moves its objects away) -> sealed: under the publish lock held exclusively, the slot's root and
  * .work fds are replaced with dup2() by fds of a removed directory, so a request still holding the
  * slot finds nothing there and cannot create anything (ENOENT) instead of touching a recycled fd
  * or the old disk; the real directory stays reachable to the caller only, for a last sweep of what
@@ -422,8 +423,7 @@ void tgt_mountpaths_close(tgt_t *t)
 	t->n_mountpaths = 0;
 }
 
-const tgt_mountpath_t *tgt_mountpath_pick(const tgt_t *t, const char *provider, const char *bucket, const char *obj,
-					  size_t obj_len)
+const tgt_mountpath_t *tgt_mountpath_pick_hash(const tgt_t *t, uint64_t name_hash)
 {
 	const mp_set_t *set = atomic_load_explicit(&active_set, memory_order_acquire);
 
@@ -431,9 +431,14 @@ const tgt_mountpath_t *tgt_mountpath_pick(const tgt_t *t, const char *provider, 
 		return &t->mountpaths[0];
 	if (set->n == 1)
 		return &t->mountpaths[set->slot[0]];
-	uint64_t h = ft_hrw_name_hash(provider, bucket, obj, obj_len);
-	int i = ft_hrw_pick(h, set->digests, set->n);
+	int i = ft_hrw_pick(name_hash, set->digests, set->n);
 	return &t->mountpaths[set->slot[i < 0 ? 0 : i]];
+}
+
+const tgt_mountpath_t *tgt_mountpath_pick(const tgt_t *t, const char *provider, const char *bucket, const char *obj,
+					  size_t obj_len)
+{
+	return tgt_mountpath_pick_hash(t, ft_hrw_name_hash(provider, bucket, obj, obj_len));
 }
 
 int tgt_rel_path(char *buf, size_t cap, const char *provider, const char *bucket, const char *obj)
@@ -563,7 +568,7 @@ int tgt_bucket_retire(tgt_t *t, const char *provider, const char *bucket)
 		return 0;
 	/* The bucket's objects, then the extra copies and EC slices kept for it (same layout below them). */
 	static const char *const tops[] = {"", TGT_COPIES_DIR "/", TGT_EC_DIR "/"};
-	pthread_rwlock_wrlock(&t->publish_lock);
+	tgt_publish_lock_exclusive(t);
 	for (int i = 0; i < t->n_mountpaths; i++) {
 		const tgt_mountpath_t *mp = &t->mountpaths[i];
 		for (size_t k = 0; k < sizeof(tops) / sizeof(tops[0]); k++) {
@@ -577,10 +582,7 @@ int tgt_bucket_retire(tgt_t *t, const char *provider, const char *bucket)
 				ft_warn("mountpath %s: cannot retire %s: %s", mp->path, src, strerror(errno));
 		}
 	}
-	pthread_rwlock_unlock(&t->publish_lock);
-	tgt_list_forget(t, provider, bucket);
-	if (moved > 0)
-		tgt_janitor_kick(t);
+	tgt_publish_unlock(t);
 	return moved;
 }
 
@@ -776,10 +778,10 @@ int tgt_mountpath_detach_seal(tgt_t *t, int slot, tgt_mountpath_t *real)
 	real->root_fd = fcntl(mp->root_fd, F_DUPFD_CLOEXEC, 0);
 	real->work_fd = fcntl(mp->work_fd, F_DUPFD_CLOEXEC, 0);
 	int rc = real->root_fd < 0 || real->work_fd < 0 ? -EMFILE : 0;
-	pthread_rwlock_wrlock(&t->publish_lock);
+	tgt_publish_lock_exclusive(t);
 	if (rc == 0 && (dup3(dead, mp->root_fd, O_CLOEXEC) < 0 || dup3(dead, mp->work_fd, O_CLOEXEC) < 0))
 		rc = -errno;
-	pthread_rwlock_unlock(&t->publish_lock);
+	tgt_publish_unlock(t);
 	close(dead);
 	if (rc != 0)
 		close_fds(real);

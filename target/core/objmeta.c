@@ -3,7 +3,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "target.h"
+#include "core/objmeta.h"
 
 #define UMETA_PREFIX "x-amz-meta-"
 

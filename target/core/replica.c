@@ -11,6 +11,8 @@
 
 #include "base/log.h"
 #include "cluster/hrw.h"
+#include "core/mountpath.h"
+#include "core/publish.h"
 #include "core/replica.h"
 
 /*
@@ -21,7 +23,7 @@
  * its log once); the PUT still succeeds (docs/data-protection.md).
  * Writing: a copy is made like a PUT: a work file in that mountpath's .work, filled with
  * copy_file_range from the published main copy (read/write where the kernel cannot), the same
- * LOM xattr, synced per the sync policy, then renamed to "<mp>/.copies/<rel>", under publish_lock
+ * LOM xattr, synced per the sync policy, then renamed to "<mp>/.copies/<rel>", under the publish lock
  * shared with the "bucket still exists" check so that no copy lands in a retired bucket. So a
  * copy, like an object, is either absent or whole.
  * A copy's directories are made with the helpers of mountpath.c on a view of the mountpath
@@ -66,13 +68,6 @@ json_t *tgt_integrity_json(void)
 			 (json_int_t)atomic_load(&integrity[TGT_INTEGRITY_LOST]));
 }
 
-pthread_mutex_t *tgt_replica_lock(const tgt_obj_t *o)
-{
-	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
-
-	return &o->t->put_locks[h % TGT_PUT_LOCKS];
-}
-
 int tgt_mirror_replicas(const tgt_obj_t *o, tgt_replica_t out[FT_MAX_MOUNTPATHS])
 {
 	const tgt_t *t = o->t;
@@ -83,7 +78,7 @@ int tgt_mirror_replicas(const tgt_obj_t *o, tgt_replica_t out[FT_MAX_MOUNTPATHS]
 	if (want == 1 || t->n_mountpaths < 2)
 		return 1;
 	/* HRW order: the best of the mountpaths not taken yet, until enough are taken (n <= 16). */
-	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
+	uint64_t h = o->hash;
 	bool taken[FT_MAX_MOUNTPATHS] = {false};
 	taken[main_index] = true;
 	while (n < want) {
@@ -294,9 +289,7 @@ int tgt_replica_write(const tgt_obj_t *o, const tgt_replica_t *rp, int src_fd, c
 		goto out;
 	tgt_obj_t at = *o;
 	at.mp = mp;
-	pthread_rwlock_rdlock(&t->publish_lock);
-	rc = tgt_put_bucket_alive(o) ? tgt_put_publish(&at, work, t->cfg.sync) : -ESTALE;
-	pthread_rwlock_unlock(&t->publish_lock);
+	rc = tgt_publish(&at, work, t->cfg.sync);
 out:
 	if (wfd >= 0)
 		close(wfd);
@@ -354,10 +347,9 @@ int tgt_replica_heal(tgt_obj_t *o, tgt_replica_t reps[FT_MAX_MOUNTPATHS], int n,
 	ft_lom_t loms[FT_MAX_MOUNTPATHS];
 	int fds[FT_MAX_MOUNTPATHS];
 	int best = -1;
-	pthread_mutex_t *lock = tgt_replica_lock(o);
 
 	memset(h, 0, sizeof(*h));
-	pthread_mutex_lock(lock);
+	tgt_name_lock(o);
 	for (int k = 0; k < n; k++) {
 		st[k] = tgt_replica_open(o, &reps[k], k > 0 || verify_main, &fds[k], &loms[k], &h->bytes);
 		if (st[k] != TGT_REPLICA_ABSENT)
@@ -409,7 +401,7 @@ int tgt_replica_heal(tgt_obj_t *o, tgt_replica_t reps[FT_MAX_MOUNTPATHS], int n,
 			ft_warn("object %s/%s: cannot move the damaged main copy aside: %s", o->bucket, o->obj,
 				strerror(-rc));
 	}
-	pthread_mutex_unlock(lock);
+	tgt_name_unlock(o);
 	for (int k = 0; k < n; k++)
 		if (fds[k] >= 0)
 			close(fds[k]);

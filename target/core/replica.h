@@ -5,7 +5,9 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include "target.h"
+#include "core/lom.h"
+#include "core/namelock.h"
+#include "core/obj.h"
 
 /*
  * DESIGN
@@ -14,7 +16,7 @@
  * o->mp in HRW order for the object's name (as many as there are other mountpaths). Every replica
  * carries the same LOM xattr as the main copy; a replica is good when it is a regular file whose
  * metadata decodes and whose size matches, and (when verified) whose checksum matches.
- * Writes of replicas (tgt_replica_write) happen under the name's put_locks stripe, like PUTs.
+ * Writes of replicas (tgt_replica_write) happen under the name lock (core/namelock.h), like PUTs.
  */
 
 typedef struct {
@@ -36,9 +38,6 @@ typedef enum {
 
 const char *tgt_replica_state_name(tgt_replica_state_t s);
 
-/* The stripe of t->put_locks that serializes writes of o's name. */
-pthread_mutex_t *tgt_replica_lock(const tgt_obj_t *o);
-
 /*
  * o's replicas per its bucket's mirror.copies: out[0] the main copy, then the extra copies in HRW
  * order. Returns the count, at least 1, at most min(copies, number of mountpaths).
@@ -59,7 +58,7 @@ bool tgt_replica_same(const ft_lom_t *a, const ft_lom_t *b);
 /*
  * Writes replica rp of o from src_fd, a good replica with metadata lom: copy into a work file on
  * rp's mountpath, same metadata, sync per the sync policy, rename into place (replacing what is
- * there). The caller holds tgt_replica_lock(o). 0; -ESTALE when the bucket is gone; -ENOSPC when
+ * there). The caller holds the name lock (tgt_name_lock). 0; -ESTALE when the bucket is gone; -ENOSPC when
  * the mountpath is full; another -errno.
  */
 int tgt_replica_write(const tgt_obj_t *o, const tgt_replica_t *rp, int src_fd, const ft_lom_t *lom);
@@ -70,7 +69,7 @@ int tgt_replica_remove(const tgt_obj_t *o, int mp_index);
 /*
  * Moves o's damaged main copy into its mountpath's .work (name written to aside[cap]) so that a
  * restore sees none. tgt_replica_put_back renames it back when no main copy appeared meanwhile
- * (else drops it); tgt_replica_drop removes it. Caller holds tgt_replica_lock(o). 0 or -errno.
+ * (else drops it); tgt_replica_drop removes it. Caller holds the name lock (tgt_name_lock). 0 or -errno.
  */
 int tgt_replica_set_aside(const tgt_obj_t *o, char *aside, size_t cap);
 void tgt_replica_put_back(const tgt_obj_t *o, char *aside);
@@ -88,7 +87,7 @@ typedef struct {
 } tgt_heal_t;
 
 /*
- * Repairs o under tgt_replica_lock(o) (taken here): checks every replica (checksums verified when
+ * Repairs o under the name lock (tgt_name_lock) (taken here): checks every replica (checksums verified when
  * verify_main, always for the extra copies), rewrites the bad ones from the main copy when it is
  * good, else from the newest good extra copy. Returns the index in reps[] of a good replica with
  * *fd and *lom set (caller closes *fd), or -1 when none is good: then, if the main copy was

@@ -21,7 +21,8 @@
 /*
  * DESIGN
  * A GET of a remote-bucket object that is not cached (or with latest-ver=true) runs here on a
- * worker thread. Per object there is at most one in-flight fetch (a "flight", keyed by the
+ * worker thread: get.c decides so once per request (tgt_coldget_wanted) and serves the stored
+ * copy itself when tgt_coldget_serve finds it current (revalidated, or fetched meanwhile). Per object there is at most one in-flight fetch (a "flight", keyed by the
  * object's path relative to its mountpath). The first request becomes the fetcher: it reads the
  * whole object from the backend (verify on) in chunks of up to CHUNK, appends each chunk to a
  * work file (preallocated to the object's size when the backend states it: no per-block delayed
@@ -49,9 +50,9 @@
  * have taken) calls tgt_coldget_supersede before its own local step: a flight running then may
  * have read the content the write replaced. It is marked superseded and taken out of the table at once, so
  * a request arriving from then on starts a fetch of its own (of the new content) instead of
- * joining it. Its finalize step reads the mark under the name's put_locks stripe, the lock every
+ * joining it. Its finalize step reads the mark under the name lock (core/namelock.h), the lock every
  * publish and removal of the name takes: marked, it drops the work file and publishes nothing;
- * not marked yet, it publishes, and the write's local step, which takes the stripe after the
+ * not marked yet, it publishes, and the write's local step, which takes the name lock after the
  * mark, replaces or removes that copy. Either way the cache ends with the backend's last write.
  * The superseded flight's readers still get the whole body they joined for, from the unlinked
  * work file's descriptor: it is what the backend had when they asked.
@@ -79,12 +80,20 @@ typedef struct be_entry {
 	ft_backend_t *b;
 } be_entry_t;
 
-static pthread_mutex_t be_lock = PTHREAD_MUTEX_INITIALIZER;
-static be_entry_t *be_list; /* guarded by be_lock */
+typedef struct flight flight_t;
 
-typedef struct flight {
+/* t->coldget: the target's backend handles and cold fetches in flight. */
+struct tgt_coldget {
+	pthread_mutex_t be_lock;
+	be_entry_t *be_list; /* guarded by be_lock */
+	pthread_mutex_t fl_lock;
+	flight_t *flights; /* guarded by fl_lock */
+};
+
+struct flight {
 	struct flight *next;
-	char *rel; /* key: "<provider>/<bucket>/<obj>" */
+	tgt_coldget_t *cg; /* the table it is (or was) in */
+	char *rel;         /* key: "<provider>/<bucket>/<obj>" */
 	int refs;
 	int state;       /* FL_* */
 	int have_meta;   /* size and meta are set, fd is readable */
@@ -97,10 +106,7 @@ typedef struct flight {
 	ft_backend_meta_t meta;
 	pthread_mutex_t mu;  /* guards state and the fields after it (next and refs: fl_lock; rel: fixed) */
 	pthread_cond_t cond; /* with mu: more bytes, the metadata, or the end */
-} flight_t;
-
-static pthread_mutex_t fl_lock = PTHREAD_MUTEX_INITIALIZER;
-static flight_t *flights; /* guarded by fl_lock */
+};
 
 int tgt_is_remote(const tgt_obj_t *o)
 {
@@ -116,9 +122,10 @@ ft_backend_t *tgt_backend_get(const tgt_obj_t *o, ft_backend_error_t *err)
 	ft_backend_config_t *cfg = NULL;
 	ft_bmd_t *bmd = NULL;
 	be_entry_t *e;
+	tgt_coldget_t *cg = o->t->coldget;
 
-	pthread_mutex_lock(&be_lock);
-	for (e = be_list; e != NULL; e = e->next) {
+	pthread_mutex_lock(&cg->be_lock);
+	for (e = cg->be_list; e != NULL; e = e->next) {
 		if (e->created == o->bucket_created && strcmp(e->provider, o->provider) == 0 &&
 		    strcmp(e->bucket, o->bucket) == 0) {
 			b = e->b;
@@ -149,41 +156,58 @@ ft_backend_t *tgt_backend_get(const tgt_obj_t *o, ft_backend_error_t *err)
 	snprintf(e->provider, sizeof(e->provider), "%s", o->provider);
 	snprintf(e->bucket, sizeof(e->bucket), "%s", o->bucket);
 	e->created = o->bucket_created;
-	e->next = be_list;
-	be_list = e;
+	e->next = cg->be_list;
+	cg->be_list = e;
 	b = e->b;
 out:
-	pthread_mutex_unlock(&be_lock);
+	pthread_mutex_unlock(&cg->be_lock);
 	free(cfg);
 	ft_bmd_put(bmd);
 	return b;
 }
 
+int tgt_coldget_init(tgt_t *t)
+{
+	tgt_coldget_t *cg = calloc(1, sizeof(*cg));
+
+	if (cg == NULL)
+		return -1;
+	pthread_mutex_init(&cg->be_lock, NULL);
+	pthread_mutex_init(&cg->fl_lock, NULL);
+	t->coldget = cg;
+	return 0;
+}
+
 void tgt_coldget_fini(tgt_t *t)
 {
-	(void)t;
-	pthread_mutex_lock(&be_lock);
-	while (be_list != NULL) {
-		be_entry_t *e = be_list;
-		be_list = e->next;
-		ft_backend_close(e->b);
-		free(e);
+	tgt_coldget_t *cg = t->coldget;
+
+	if (cg != NULL) {
+		while (cg->be_list != NULL) {
+			be_entry_t *e = cg->be_list;
+			cg->be_list = e->next;
+			ft_backend_close(e->b);
+			free(e);
+		}
+		pthread_mutex_destroy(&cg->be_lock);
+		pthread_mutex_destroy(&cg->fl_lock);
+		free(cg);
+		t->coldget = NULL;
 	}
-	pthread_mutex_unlock(&be_lock);
 	ft_backend_global_cleanup();
 }
 
 /* ---- flights (fl_lock held by the caller) ---- */
 
-static flight_t *flight_find(const char *rel)
+static flight_t *flight_find(tgt_coldget_t *cg, const char *rel)
 {
-	for (flight_t *f = flights; f != NULL; f = f->next)
+	for (flight_t *f = cg->flights; f != NULL; f = f->next)
 		if (strcmp(f->rel, rel) == 0)
 			return f;
 	return NULL;
 }
 
-static flight_t *flight_new(const char *rel)
+static flight_t *flight_new(tgt_coldget_t *cg, const char *rel)
 {
 	flight_t *f = calloc(1, sizeof(*f));
 
@@ -196,14 +220,15 @@ static flight_t *flight_new(const char *rel)
 	f->refs = 1;
 	f->fd = -1;
 	f->size = -1;
-	f->next = flights;
-	flights = f;
+	f->cg = cg;
+	f->next = cg->flights;
+	cg->flights = f;
 	return f;
 }
 
 static void flight_unlink(flight_t *f)
 {
-	for (flight_t **p = &flights; *p != NULL; p = &(*p)->next) {
+	for (flight_t **p = &f->cg->flights; *p != NULL; p = &(*p)->next) {
 		if (*p == f) {
 			*p = f->next;
 			return;
@@ -214,9 +239,9 @@ static void flight_unlink(flight_t *f)
 /* Drops a reference (takes fl_lock). */
 static void flight_put(flight_t *f)
 {
-	pthread_mutex_lock(&fl_lock);
+	pthread_mutex_lock(&f->cg->fl_lock);
 	int last = --f->refs == 0;
-	pthread_mutex_unlock(&fl_lock);
+	pthread_mutex_unlock(&f->cg->fl_lock);
 	if (!last)
 		return;
 	if (f->fd >= 0)
@@ -230,7 +255,7 @@ static void flight_put(flight_t *f)
 /* Ends the flight: state, status for unanswered readers, out of the table, everyone woken. */
 static void flight_end(flight_t *f, int state, int status, const char *msg)
 {
-	pthread_mutex_lock(&fl_lock);
+	pthread_mutex_lock(&f->cg->fl_lock);
 	pthread_mutex_lock(&f->mu);
 	f->state = state;
 	f->status = status;
@@ -239,7 +264,7 @@ static void flight_end(flight_t *f, int state, int status, const char *msg)
 	flight_unlink(f);
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->mu);
-	pthread_mutex_unlock(&fl_lock);
+	pthread_mutex_unlock(&f->cg->fl_lock);
 }
 
 /* ---- one client's response window ---- */
@@ -387,7 +412,7 @@ static void fetch_release(fetch_t *x)
 	x->buf = NULL;
 }
 
-/* Under the object's stripe lock: whether a write superseded the flight (see DESIGN). */
+/* Under the object's name lock: whether a write superseded the flight (see DESIGN). */
 static int superseded_locked(flight_t *f)
 {
 	pthread_mutex_lock(&f->mu);
@@ -397,7 +422,7 @@ static int superseded_locked(flight_t *f)
 }
 
 /*
- * Metadata from the verified fetch, sync per policy, rename under the object's stripe lock. 0 when
+ * Metadata from the verified fetch, sync per policy, rename under the object's name lock. 0 when
  * published, 1 when superseded (nothing published; the work file stays for fetch_release), or -errno.
  */
 static int finalize(fetch_t *x)
@@ -424,17 +449,13 @@ static int finalize(fetch_t *x)
 	rc = ft_lom_fset(x->fd, &lom);
 	if (rc != 0)
 		return rc;
-	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
-	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
-	pthread_mutex_lock(lock);
+	tgt_name_lock(o);
 	if (superseded_locked(x->f)) {
-		pthread_mutex_unlock(lock);
+		tgt_name_unlock(o);
 		return 1;
 	}
-	pthread_rwlock_rdlock(&t->publish_lock);
-	rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, x->work, t->cfg.sync) : -ESTALE;
-	pthread_rwlock_unlock(&t->publish_lock);
-	pthread_mutex_unlock(lock);
+	rc = tgt_publish(o, x->work, t->cfg.sync);
+	tgt_name_unlock(o);
 	if (rc == 0) {
 		tgt_list_bump(t, o->provider, o->bucket);
 		tgt_lru_kick(t);
@@ -683,26 +704,18 @@ static int latest_ver(ft_req_t *r)
 
 int tgt_coldget_wanted(ft_req_t *r, const tgt_obj_t *o)
 {
-	return tgt_is_remote(o) && !o->local_only && (latest_ver(r) || !cached(o));
-}
-
-/* The warm path (get.c) for an object found cached. */
-static void serve_local(ft_req_t *r, tgt_obj_t *o)
-{
-	o->local_only = 1;
-	tgt_get(r, o);
+	return tgt_is_remote(o) && (latest_ver(r) || !cached(o));
 }
 
 /* Removes the cached copy (the backend no longer has the object). */
 static void uncache(tgt_obj_t *o)
 {
 	tgt_t *t = o->t;
-	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
 
-	pthread_mutex_lock(&t->put_locks[h % TGT_PUT_LOCKS]);
+	tgt_name_lock(o);
 	if (unlinkat(o->mp->root_fd, o->rel, 0) == 0)
 		tgt_parent_prune(o->mp, o->rel);
-	pthread_mutex_unlock(&t->put_locks[h % TGT_PUT_LOCKS]);
+	tgt_name_unlock(o);
 	tgt_list_bump(t, o->provider, o->bucket);
 }
 
@@ -772,62 +785,57 @@ static void head_remote(ft_req_t *r, tgt_obj_t *o)
 	ft_resp_stream_end(r, 0);
 }
 
-/* Worker thread: decides between local, revalidated, joined and fetched. */
-static void coldget_work(ft_req_t *r, void *arg)
+int tgt_coldget_serve(ft_req_t *r, tgt_obj_t *o)
 {
-	tgt_obj_t *o = arg;
 	int force = 0;
 
 	if (latest_ver(r) && cached(o)) {
 		int rc = revalidate(r, o);
 		if (rc < 0)
-			return;
-		if (rc == 1) {
-			serve_local(r, o);
-			return;
-		}
+			return 0;
+		if (rc == 1)
+			return 1;
 		force = 1;
 	}
 	if (ft_req_method(r) == FT_HTTP_HEAD && !force) {
 		if (cached(o))
-			serve_local(r, o);
-		else
-			head_remote(r, o);
-		return;
+			return 1;
+		head_remote(r, o);
+		return 0;
 	}
-	pthread_mutex_lock(&fl_lock);
-	flight_t *f = flight_find(o->rel);
+	pthread_mutex_lock(&o->t->coldget->fl_lock);
+	flight_t *f = flight_find(o->t->coldget, o->rel);
 	if (f != NULL) {
 		f->refs++;
-		pthread_mutex_unlock(&fl_lock);
+		pthread_mutex_unlock(&o->t->coldget->fl_lock);
 		run_join(r, o, f);
-		return;
+		return 0;
 	}
 	if (!force && cached(o)) { /* a fetch finished meanwhile */
-		pthread_mutex_unlock(&fl_lock);
-		serve_local(r, o);
-		return;
+		pthread_mutex_unlock(&o->t->coldget->fl_lock);
+		return 1;
 	}
-	f = flight_new(o->rel);
-	pthread_mutex_unlock(&fl_lock);
+	f = flight_new(o->t->coldget, o->rel);
+	pthread_mutex_unlock(&o->t->coldget->fl_lock);
 	if (f == NULL) {
 		ft_resp_error(r, 500, "out of memory");
-		return;
+		return 0;
 	}
 	run_fetch(r, o, f);
+	return 0;
 }
 
 void tgt_coldget_supersede(const tgt_obj_t *o)
 {
-	pthread_mutex_lock(&fl_lock);
-	flight_t *f = flight_find(o->rel);
+	pthread_mutex_lock(&o->t->coldget->fl_lock);
+	flight_t *f = flight_find(o->t->coldget, o->rel);
 	if (f != NULL) {
 		flight_unlink(f); /* requests from now on fetch anew */
 		pthread_mutex_lock(&f->mu);
 		f->superseded = 1;
 		pthread_mutex_unlock(&f->mu);
 	}
-	pthread_mutex_unlock(&fl_lock);
+	pthread_mutex_unlock(&o->t->coldget->fl_lock);
 	if (f != NULL)
 		ft_debug("cold GET %s: superseded by a write", o->rel);
 }
@@ -851,31 +859,26 @@ int tgt_coldget_prefetch(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 	struct stat st;
 
 	*bytes = 0;
-	pthread_mutex_lock(&fl_lock);
-	flight_t *f = flight_find(o->rel);
+	pthread_mutex_lock(&o->t->coldget->fl_lock);
+	flight_t *f = flight_find(o->t->coldget, o->rel);
 	if (f != NULL) {
 		f->refs++;
-		pthread_mutex_unlock(&fl_lock);
+		pthread_mutex_unlock(&o->t->coldget->fl_lock);
 		return prefetch_wait(f, bytes, err, cap);
 	}
 	if (fstatat(o->mp->root_fd, o->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-		pthread_mutex_unlock(&fl_lock);
+		pthread_mutex_unlock(&o->t->coldget->fl_lock);
 		*bytes = st.st_size;
 		return 1;
 	}
-	f = flight_new(o->rel);
+	f = flight_new(o->t->coldget, o->rel);
 	if (f != NULL)
 		f->refs++; /* ours, for the verdict after run_fetch dropped the fetcher's */
-	pthread_mutex_unlock(&fl_lock);
+	pthread_mutex_unlock(&o->t->coldget->fl_lock);
 	if (f == NULL) {
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
 	run_fetch(NULL, o, f);
 	return prefetch_wait(f, bytes, err, cap);
-}
-
-void tgt_coldget(ft_req_t *r, tgt_obj_t *o)
-{
-	ft_req_defer(r, coldget_work, o);
 }

@@ -27,14 +27,12 @@ static void delete_remote(ft_req_t *r, void *arg)
 {
 	tgt_obj_t *o = arg;
 	ft_backend_error_t err;
+	tgt_hold_t hold;
 
-	if (tgt_wthrough_lock(o) != 0) {
-		ft_resp_error(r, 500, "object \"%s/%s\": out of memory", o->bucket, o->obj);
-		return;
-	}
+	tgt_name_hold(o, TGT_HOLD_WRITE, &hold);
 	ft_backend_err_t code = tgt_wthrough_delete(o, &err);
 	if (code != FT_BACKEND_OK && code != FT_BACKEND_ENOTFOUND) {
-		tgt_wthrough_unlock(o);
+		tgt_name_release(&hold);
 		ft_warn("DELETE %s: backend: %s", o->rel, err.msg);
 		ft_resp_error(r, ft_backend_http_status(code),
 			      "object \"%s/%s\": the %s backend did not delete it (%s), nothing removed: %s", o->bucket,
@@ -42,7 +40,7 @@ static void delete_remote(ft_req_t *r, void *arg)
 		return;
 	}
 	int rc = tgt_wthrough_uncache(o);
-	tgt_wthrough_unlock(o);
+	tgt_name_release(&hold);
 	if (rc < 0)
 		ft_resp_error(r, 500,
 			      "object \"%s/%s\": deleted on the backend, but its cached copy cannot be removed: %s",

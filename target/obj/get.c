@@ -31,9 +31,6 @@
  * with a JSON error, is logged, and counted (tgt_integrity_json); nothing found anywhere is 404.
  */
 
-/* GET bodies in flight per mountpath (index in t->mountpaths), for choosing among replicas. */
-static atomic_int busy[FT_MAX_MOUNTPATHS];
-
 /* The object's entity tag without quotes: the S3 ETag when one was stored, else the checksum. */
 static const char *etag_of(const ft_lom_t *lom)
 {
@@ -146,10 +143,11 @@ static void busy_done(void *arg)
 }
 
 /* ft_resp_file of a GET body, counted in flight on mountpath mp_index until the response is done. */
-static void send_body(ft_req_t *r, int status, const ft_lom_t *lom, int fd, uint64_t off, uint64_t len, int mp_index)
+static void send_body(ft_req_t *r, tgt_t *t, const ft_lom_t *lom, int status, int fd, uint64_t off, uint64_t len,
+		      int mp_index)
 {
-	atomic_fetch_add(&busy[mp_index], 1);
-	ft_req_on_done(r, busy_done, &busy[mp_index]);
+	atomic_fetch_add(&t->get_busy[mp_index], 1);
+	ft_req_on_done(r, busy_done, &t->get_busy[mp_index]);
 	ft_resp_file(r, status, tgt_meta_ctype(lom), fd, (off_t)off, len);
 }
 
@@ -185,13 +183,13 @@ static void serve(ft_req_t *r, tgt_obj_t *o, int fd, const ft_lom_t *lom, int mp
 	switch (ft_range_parse(ft_req_header(r, "Range"), lom->size, &off, &len)) {
 	case FT_RANGE_NONE:
 		meta_headers(r, lom);
-		send_body(r, 200, lom, fd, 0, lom->size, mp_index);
+		send_body(r, o->t, lom, 200, fd, 0, lom->size, mp_index);
 		return;
 	case FT_RANGE_OK:
 		meta_headers(r, lom);
 		ft_resp_headerf(r, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, off + len - 1,
 				lom->size);
-		send_body(r, 206, lom, fd, off, len, mp_index);
+		send_body(r, o->t, lom, 206, fd, off, len, mp_index);
 		return;
 	case FT_RANGE_UNSAT:
 		close(fd);
@@ -219,7 +217,7 @@ static int least_busy(const tgt_obj_t *o, int fd, const ft_lom_t *lom, int *mp_i
 	ft_lom_t clom;
 
 	for (int k = 1; k < n; k++)
-		if (atomic_load(&busy[reps[k].mp_index]) < atomic_load(&busy[reps[best].mp_index]))
+		if (atomic_load(&o->t->get_busy[reps[k].mp_index]) < atomic_load(&o->t->get_busy[reps[best].mp_index]))
 			best = k;
 	if (best == 0)
 		return fd;
@@ -317,10 +315,9 @@ static void recover(ft_req_t *r, void *arg)
 	} else if (err[0]) {
 		h.existed = true; /* slices or a previous owner know it, but it cannot be rebuilt */
 	}
-	pthread_mutex_t *lock = tgt_replica_lock(o);
-	pthread_mutex_lock(lock);
+	tgt_name_lock(o);
 	tgt_replica_put_back(o, h.aside);
-	pthread_mutex_unlock(lock);
+	tgt_name_unlock(o);
 	respond_lost(r, o, &h, err);
 }
 
@@ -338,26 +335,49 @@ static void get_validated(ft_req_t *r, void *arg)
 		recover(r, o);
 }
 
-void tgt_get(ft_req_t *r, tgt_obj_t *o)
+/* Runs step now on a worker, or defers it to one from the loop thread. */
+static void on_worker(ft_req_t *r, tgt_obj_t *o, bool worker, void (*step)(ft_req_t *, void *))
+{
+	if (worker)
+		step(r, o);
+	else
+		ft_req_defer(r, step, o);
+}
+
+/* Serves the stored copy (loop thread, or a worker when worker). */
+static void get_local(ft_req_t *r, tgt_obj_t *o, bool worker)
 {
 	int mp_index = (int)(o->mp - o->t->mountpaths);
 	tgt_replica_t main_copy = {.mp_index = mp_index, .copy = false};
 	ft_lom_t lom;
 	int fd;
 
-	if (tgt_coldget_wanted(r, o)) { /* remote bucket, not cached or revalidating (coldget.c) */
-		tgt_coldget(r, o);
-		return;
-	}
 	if (o->validate_warm_get && ft_req_method(r) != FT_HTTP_HEAD) {
-		ft_req_defer(r, get_validated, o);
+		on_worker(r, o, worker, get_validated);
 		return;
 	}
 	if (tgt_replica_open(o, &main_copy, false, &fd, &lom, NULL) != TGT_REPLICA_OK) {
-		ft_req_defer(r, recover, o);
+		on_worker(r, o, worker, recover);
 		return;
 	}
 	if (o->mirror_copies > 1 && ft_req_method(r) != FT_HTTP_HEAD)
 		fd = least_busy(o, fd, &lom, &mp_index);
 	serve(r, o, fd, &lom, mp_index);
+}
+
+/* Worker: a remote-bucket object that needs its backend; coldget.c answers, or says to serve the stored copy. */
+static void get_remote(ft_req_t *r, void *arg)
+{
+	tgt_obj_t *o = arg;
+
+	if (tgt_coldget_serve(r, o) == 1)
+		get_local(r, o, true);
+}
+
+void tgt_get(ft_req_t *r, tgt_obj_t *o)
+{
+	if (tgt_coldget_wanted(r, o)) /* the one decision: remote, not cached or revalidating */
+		ft_req_defer(r, get_remote, o);
+	else
+		get_local(r, o, false);
 }

@@ -19,6 +19,7 @@
 #include "cluster/hrw.h"
 #include "core/lom.h"
 #include "http/util.h"
+#include "protect/protect.h"
 #include "target.h"
 
 /*
@@ -52,7 +53,7 @@
  * LOCKING
  * mpu_lock guards renames into and out of .mpu, the list of completions in progress (mpu_cond
  * signals an end) and the recent completions; it is held for a few metadata calls only, never
- * while data moves. Order: put_locks[i], then publish_lock, then mpu_lock.
+ * while data moves. mpu_lock comes after the name and publish locks (core/namelock.h).
  */
 
 #define MPU_DIR ".mpu"
@@ -909,7 +910,7 @@ typedef struct {
 	mpu_meta_t meta;                 /* the upload's meta.json: the object's Content-Type and user metadata */
 	ft_lom_t lom;
 	char etag[FT_LOM_ETAG_MAX]; /* "<md5 hex>-N" */
-	char perr[256];             /* why tgt_put_protect failed */
+	char perr[256];             /* why tgt_protect_local/remote failed */
 } complete_t;
 
 static void complete_release(complete_t *c)
@@ -1206,39 +1207,40 @@ static void lom_set_etag(ft_lom_t *lom, const char etag[FT_LOM_ETAG_MAX])
 /*
  * Metadata, rename into place and retirement of the upload directory, serialized with PUTs of
  * the same name (versions) and with bucket removal. Returns 0, -ESTALE (bucket gone), -ENOENT
- * (upload aborted meanwhile), or another -errno.
+ * (upload aborted meanwhile), -EPIPE (stored, the redundancy failed: c->perr says why), or
+ * another -errno. The EC slices go out after the name lock is released (protect/protect.h).
  */
 static int complete_publish(complete_t *c)
 {
 	tgt_obj_t *o = c->o;
 	tgt_t *t = o->t;
-	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
-	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
-	int rc;
+	int rc, fd = -1;
 
-	pthread_mutex_lock(lock);
-	tgt_put_next_version(o, c->lom.version, sizeof(c->lom.version));
+	tgt_name_lock(o);
+	tgt_next_version(o, c->lom.version, sizeof(c->lom.version));
 	rc = ft_lom_fset(c->fd, &c->lom);
 	if (rc == 0) {
-		pthread_rwlock_rdlock(&t->publish_lock);
+		tgt_publish_lock_shared(t);
 		pthread_mutex_lock(&mpu_lock);
-		if (!tgt_put_bucket_alive(o))
+		if (!tgt_bucket_alive(o))
 			rc = -ESTALE;
 		else if (!upload_present(o->mp, c->id, c->updir))
 			rc = -ENOENT;
 		else
-			rc = tgt_put_publish(o, c->work, t->cfg.sync);
+			rc = tgt_publish_rename(o, c->work, t->cfg.sync);
 		if (rc == 0 && upload_retire(t, o->mp, c->id) != 0)
 			ft_warn("upload %s: completed, but its directory could not be retired: %s", c->id,
 				strerror(errno));
 		if (rc == 0)
 			recent_add(c);
 		pthread_mutex_unlock(&mpu_lock);
-		pthread_rwlock_unlock(&t->publish_lock);
+		tgt_publish_unlock(t);
 	}
-	if (rc == 0 && tgt_put_protect(o, &c->lom, c->perr, sizeof(c->perr)) != 0)
+	if (rc == 0 && tgt_protect_local(o, &c->lom, &fd, c->perr, sizeof(c->perr)) != 0)
 		rc = -EPIPE;
-	pthread_mutex_unlock(lock);
+	tgt_name_unlock(o);
+	if (tgt_protect_remote(o, fd, &c->lom, c->perr, sizeof(c->perr)) != 0)
+		rc = -EPIPE;
 	return rc;
 }
 

@@ -15,7 +15,7 @@
 #include "core/lom.h"
 #include "http/util.h"
 #include "obj/wthrough.h"
-#include "protect/mirror.h"
+#include "protect/protect.h"
 #include "target.h"
 
 /*
@@ -25,10 +25,9 @@
  * runs on the worker pool because it may sync to disk: sync per policy, metadata xattr on the work
  * fd, then rename(2) over the final path. The rename is the only thing that makes data visible,
  * so readers see the old version or the new one, never a mix; a failed or cut-short PUT leaves
- * the old version untouched. Finalize steps of PUTs of one name are serialized by a striped lock
- * so that versions increase by one per PUT; publish_lock, held shared from the "bucket still
- * exists" check through the rename, keeps a PUT from landing in a bucket being retired.
- * Lock order: put_locks[i], then publish_lock.
+ * the old version untouched. Finalize steps of PUTs of one name are serialized by the name lock
+ * (core/namelock.h) so that versions increase by one per PUT; the publish (core/publish.c) keeps a
+ * PUT from landing in a bucket being retired.
  *
  * S3 ETAGS
  * With the query "etag=md5" (the proxy's S3 PUTs) the MD5 of the body is computed while it
@@ -52,8 +51,6 @@
  * response and, as a backstop, from an ft_req_on_done hook (which runs after the response call).
  */
 
-#define PUBLISH_ATTEMPTS 4 /* a concurrent DELETE may prune the parent between mkdir and rename */
-
 typedef struct {
 	tgt_obj_t *o;
 	int fd;        /* work file, -1 once closed */
@@ -70,33 +67,6 @@ typedef struct {
 	int write_err; /* errno of a failed write, 0 if none */
 	char hex[FT_CKSUM_HEX_MAX];
 } put_t;
-
-int tgt_put_init(tgt_t *t)
-{
-	pthread_rwlockattr_t attr;
-
-	/* Writer preference: a steady stream of PUTs must not hold a bucket's removal off forever. */
-	pthread_rwlockattr_init(&attr);
-	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	int rc = pthread_rwlock_init(&t->publish_lock, &attr);
-	pthread_rwlockattr_destroy(&attr);
-	if (rc != 0)
-		return -1;
-	for (int i = 0; i < TGT_PUT_LOCKS; i++)
-		pthread_mutex_init(&t->put_locks[i], NULL);
-	t->locks_ready = 1;
-	return 0;
-}
-
-void tgt_put_fini(tgt_t *t)
-{
-	if (!t->locks_ready)
-		return;
-	t->locks_ready = 0;
-	for (int i = 0; i < TGT_PUT_LOCKS; i++)
-		pthread_mutex_destroy(&t->put_locks[i]);
-	pthread_rwlock_destroy(&t->publish_lock);
-}
 
 static void put_release(put_t *p)
 {
@@ -128,60 +98,6 @@ static void fail_errno(ft_req_t *r, put_t *p, int e, const char *what)
 		ft_resp_error(r, 500, "object \"%s/%s\": %s: %s", o->bucket, o->obj, what, strerror(e));
 }
 
-void tgt_put_next_version(const tgt_obj_t *o, char *out, size_t cap)
-{
-	unsigned long long v = 0;
-	ft_lom_t old;
-	int fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd >= 0) {
-		if (ft_lom_fget(fd, &old) == 0) {
-			char *end = NULL;
-			errno = 0;
-			v = strtoull(old.version, &end, 10);
-			if (errno != 0 || end == old.version || *end != '\0')
-				v = 0;
-		}
-		close(fd);
-	}
-	snprintf(out, cap, "%llu", v + 1);
-}
-
-int tgt_put_bucket_alive(const tgt_obj_t *o)
-{
-	ft_bmd_t *bmd = ft_bmd_current();
-	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, o->provider, o->bucket) : NULL;
-	int alive = b && b->created_ns == o->bucket_created;
-	ft_bmd_put(bmd);
-	return alive;
-}
-
-int tgt_put_publish(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
-{
-	const tgt_mountpath_t *mp = o->mp;
-	int rc = -ENOENT;
-
-	for (int attempt = 0; attempt < PUBLISH_ATTEMPTS && rc == -ENOENT; attempt++) {
-		const char *leaf = NULL;
-		int dfd = tgt_parent_open(mp, o->rel, &leaf);
-		if (dfd < 0) {
-			rc = dfd;
-			continue;
-		}
-		rc = renameat(mp->work_fd, work, dfd, leaf) == 0 ? 0 : -errno;
-		/* An empty directory left at the name (not pruned yet) is no object: replace it. */
-		if (rc == -EISDIR && unlinkat(dfd, leaf, AT_REMOVEDIR) == 0)
-			rc = renameat(mp->work_fd, work, dfd, leaf) == 0 ? 0 : -errno;
-		if (rc == 0) {
-			work[0] = '\0';
-			if (sync == FT_SYNC_FULL && fsync(dfd) != 0)
-				ft_warn("object %s: directory fsync failed: %s", o->rel, strerror(errno));
-		}
-		close(dfd);
-	}
-	return rc;
-}
-
 static void respond_conflict(ft_req_t *r, put_t *p, int rc)
 {
 	const tgt_obj_t *o = p->o;
@@ -196,48 +112,33 @@ static void respond_conflict(ft_req_t *r, put_t *p, int rc)
 }
 
 /*
- * Under the name's stripe lock: version (ais buckets: the next one, and the mtime, so that a later
+ * Under the name lock: version (ais buckets: the next one, and the mtime, so that a later
  * PUT of the name is always newer; remote: the backend's, set by the caller), metadata on the work
  * fd, publish, mirror copies (local disks). Then, without the lock, the EC slices of the version
  * just published, read from an fd opened under the lock: a newer PUT may replace the object
  * meanwhile, and the holders keep the newest version (ec_holder.c). The PUT is answered only after
  * both. 0, -EPIPE (stored, the redundancy failed: perr says why), -ESTALE (bucket gone), or the
- * -errno of tgt_put_publish.
+ * -errno of tgt_publish.
  */
 static int publish_locked(put_t *p, ft_lom_t *lom, char *perr, size_t cap)
 {
 	tgt_obj_t *o = p->o;
 	tgt_t *t = o->t;
-	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
-	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
 	int rc, fd = -1;
 
-	pthread_mutex_lock(lock);
+	tgt_name_lock(o);
 	if (!tgt_is_remote(o)) {
-		tgt_put_next_version(o, lom->version, sizeof(lom->version));
+		tgt_next_version(o, lom->version, sizeof(lom->version));
 		lom->atime_ns = lom->mtime_ns = ft_now_ns();
 	}
 	rc = ft_lom_fset(p->fd, lom);
-	if (rc == 0) {
-		pthread_rwlock_rdlock(&t->publish_lock);
-		rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, p->work, t->cfg.sync) : -ESTALE;
-		pthread_rwlock_unlock(&t->publish_lock);
-	}
-	if (rc == 0 && tgt_mirror_put(o, lom, perr, cap) != 0)
+	if (rc == 0)
+		rc = tgt_publish(o, p->work, t->cfg.sync);
+	if (rc == 0 && tgt_protect_local(o, lom, &fd, perr, cap) != 0)
 		rc = -EPIPE;
-	if (rc == 0 && o->ec_data > 0) {
-		fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			snprintf(perr, cap, "cannot reopen the stored object: %s", strerror(errno));
-			rc = -EPIPE;
-		}
-	}
-	pthread_mutex_unlock(lock);
-	if (fd >= 0) {
-		if (tgt_ec_put_fd(o, fd, lom, perr, cap) != 0)
-			rc = -EPIPE;
-		close(fd);
-	}
+	tgt_name_unlock(o);
+	if (tgt_protect_remote(o, fd, lom, perr, cap) != 0)
+		rc = -EPIPE;
 	return rc;
 }
 
@@ -282,17 +183,15 @@ static void finalize_remote(ft_req_t *r, put_t *p, ft_lom_t *lom)
 	ft_backend_meta_t be;
 	ft_backend_error_t err;
 	char perr[256];
+	tgt_hold_t hold;
 
-	if (tgt_wthrough_lock(o) != 0) {
-		fail_errno(r, p, ENOMEM, "write-through");
-		return;
-	}
+	tgt_name_hold(o, TGT_HOLD_WRITE, &hold);
 	ft_backend_err_t code = tgt_wthrough_put(o, p->work, p->received, p->md5_hex,
 						 lom->content_type[0] ? lom->content_type : NULL, &be, &err);
 	if (code != FT_BACKEND_OK) {
 		if (tgt_wthrough_may_have_written(code) && tgt_wthrough_uncache(o) < 0)
 			ft_warn("PUT %s: cannot remove the cached copy", o->rel);
-		tgt_wthrough_unlock(o);
+		tgt_name_release(&hold);
 		put_release(p);
 		ft_warn("PUT %s: backend: %s", o->rel, err.msg);
 		ft_resp_error(r, ft_backend_http_status(code),
@@ -309,7 +208,7 @@ static void finalize_remote(ft_req_t *r, put_t *p, ft_lom_t *lom)
 			rc == -ESTALE ? "the bucket was destroyed meanwhile" : strerror(-rc),
 			u < 0 ? "; the old cached copy could not be removed either" : "");
 	}
-	tgt_wthrough_unlock(o);
+	tgt_name_release(&hold);
 	if (rc == 0) {
 		tgt_lru_kick(o->t);
 		respond_stored(r, p, lom);
@@ -361,13 +260,6 @@ static void finalize(ft_req_t *r, void *arg)
 		return;
 	}
 	respond_stored(r, p, &lom);
-}
-
-int tgt_put_protect(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
-{
-	if (tgt_mirror_put(o, lom, err, cap) != 0)
-		return -1;
-	return tgt_ec_put(o, lom, err, cap);
 }
 
 /* Loop thread: append to the work file and the checksum. -1 stops the body on a write error. */

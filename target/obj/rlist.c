@@ -164,15 +164,11 @@ void tgt_rlist_cached(tgt_t *t, const char *provider, const char *bucket, const 
 			ft_ctl_error(resp, 400, "names[%zu]: not a string", i);
 			goto done;
 		}
-		o.obj = name;
-		o.obj_len = strlen(name);
 		/* A backend name the cluster cannot store (e.g. with ".." segments) is never held. */
-		int held = ft_name_check_object(name, o.obj_len, &why) == 0 &&
-			   tgt_rel_path(o.rel, sizeof(o.rel), provider, bucket, name) == 0;
-		if (held) {
-			o.mp = tgt_mountpath_pick(t, provider, bucket, name, o.obj_len);
+		int held = ft_name_check_object(name, strlen(name), &why) == 0 &&
+			   tgt_obj_name(&o, name, strlen(name)) == 0;
+		if (held)
 			held = tgt_list_holds(&o);
-		}
 		if (json_array_append_new(out, json_boolean(held)) != 0) {
 			json_decref(out);
 			out = NULL;

@@ -19,73 +19,21 @@
  * it; a DELETE deletes on the backend first, then the cached copy (delete.c).
  *
  * Ordering. Two writes of one name must reach the cache in the order the backend took them, or the
- * cache would keep the older one. A table of names being written (tgt_wthrough_lock) holds a
- * second write of a name back from its backend request until the first one's local step is done.
- * It is a per-name lock, not the put_locks stripe: a backend upload can take long, and the stripe
- * also serializes the publish of 1/64 of all other names.
+ * cache would keep the older one. A write hold on the name (TGT_HOLD_WRITE, core/namelock.h) keeps
+ * a second write of a name back from its backend request until the first one's local step is
+ * done; it is exact per name, so a long backend upload holds up no other name.
  *
  * Older cold fetches. A cold GET (coldget.c) that started before the backend took a write may have
- * read the replaced content, and it publishes under the stripe lock whenever it ends, perhaps after
+ * read the replaced content, and it publishes under the name lock whenever it ends, perhaps after
  * the write's local step. So once the backend request returned with the write possibly taken (an
  * acknowledgement, or no clear answer), and before the local step, tgt_coldget_supersede marks the
  * fetch in flight: it then publishes nothing, or it published before the mark and the local step
- * (under the same stripe, later) replaces or removes its copy. A fetch that starts after the mark
+ * (under the same name lock, later) replaces or removes its copy. A fetch that starts after the mark
  * reads the backend after the write. Nothing waits for a fetch: the write answers as soon as its own
  * step is done. Superseding a fetch that read the new content costs one refetch, never correctness.
  *
- * Lock order: the name lock (held across the backend request), then the put_locks stripe, then
- * publish_lock. tgt_coldget_supersede takes only coldget.c's table and flight locks, briefly.
- *
- * OWNERSHIP
- * held_name_t entries are malloc'd by tgt_wthrough_lock and freed by tgt_wthrough_unlock.
+ * tgt_coldget_supersede takes only coldget.c's table and flight locks, briefly.
  */
-
-typedef struct held_name {
-	struct held_name *next;
-	char rel[TGT_REL_MAX];
-} held_name_t;
-
-static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t held_cond = PTHREAD_COND_INITIALIZER;
-static held_name_t *held; /* guarded by held_lock */
-
-static held_name_t **held_find(const char *rel)
-{
-	held_name_t **p;
-
-	for (p = &held; *p != NULL; p = &(*p)->next)
-		if (strcmp((*p)->rel, rel) == 0)
-			break;
-	return p;
-}
-
-int tgt_wthrough_lock(const tgt_obj_t *o)
-{
-	held_name_t *h = malloc(sizeof(*h));
-
-	if (h == NULL)
-		return -1;
-	snprintf(h->rel, sizeof(h->rel), "%s", o->rel);
-	pthread_mutex_lock(&held_lock);
-	while (*held_find(o->rel) != NULL)
-		pthread_cond_wait(&held_cond, &held_lock);
-	h->next = held;
-	held = h;
-	pthread_mutex_unlock(&held_lock);
-	return 0;
-}
-
-void tgt_wthrough_unlock(const tgt_obj_t *o)
-{
-	pthread_mutex_lock(&held_lock);
-	held_name_t **p = held_find(o->rel);
-	held_name_t *h = *p;
-	if (h != NULL)
-		*p = h->next;
-	pthread_cond_broadcast(&held_cond);
-	pthread_mutex_unlock(&held_lock);
-	free(h);
-}
 
 /* ---- the backend requests ---- */
 
@@ -200,13 +148,6 @@ void tgt_wthrough_lom_meta(ft_lom_t *lom, const ft_backend_meta_t *m)
 
 /* ---- the cached copy ---- */
 
-static pthread_mutex_t *stripe_of(const tgt_obj_t *o)
-{
-	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
-
-	return &o->t->put_locks[h % TGT_PUT_LOCKS];
-}
-
 static int is_cached(const tgt_obj_t *o)
 {
 	struct stat st;
@@ -214,7 +155,7 @@ static int is_cached(const tgt_obj_t *o)
 	return fstatat(o->mp->root_fd, o->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Caller holds the stripe lock. */
+/* Caller holds the name lock. */
 static int uncache_locked(const tgt_obj_t *o)
 {
 	if (!is_cached(o))
@@ -227,11 +168,9 @@ static int uncache_locked(const tgt_obj_t *o)
 
 int tgt_wthrough_uncache(const tgt_obj_t *o)
 {
-	pthread_mutex_t *lock = stripe_of(o);
-
-	pthread_mutex_lock(lock);
+	tgt_name_lock(o);
 	int rc = uncache_locked(o);
-	pthread_mutex_unlock(lock);
+	tgt_name_unlock(o);
 	if (rc == 1) {
 		tgt_list_bump(o->t, o->provider, o->bucket);
 		tgt_mirror_delete(o);

@@ -7,12 +7,9 @@
 #include "target.h"
 
 /*
- * Serializes the writes (PUT, DELETE) of one remote-bucket object from the backend request through
- * the local publish or removal, so the cached copy ends up as the backend's last write. Blocking
- * (worker thread); other names are not held up. 0, or -1 when out of memory.
+ * The caller holds o's name with TGT_HOLD_WRITE (core/namelock.h) from the backend request
+ * through the local publish or removal, so the cached copy ends up as the backend's last write.
  */
-int tgt_wthrough_lock(const tgt_obj_t *o);
-void tgt_wthrough_unlock(const tgt_obj_t *o);
 
 /*
  * PUTs size bytes of the work file "<mp>/.work/<work>" to o's backend and returns once the backend
@@ -35,7 +32,7 @@ int tgt_wthrough_may_have_written(ft_backend_err_t code);
 /* Puts what the backend stated about a new write (version, ETag, mtime) into lom, where they fit. */
 void tgt_wthrough_lom_meta(ft_lom_t *lom, const ft_backend_meta_t *m);
 
-/* Removes o's cached copy under its stripe lock, then its mirror copies and EC slices: 1 removed, 0 none, -errno. */
+/* Removes o's cached copy under its name lock, then its mirror copies and EC slices: 1 removed, 0 none, -errno. */
 int tgt_wthrough_uncache(const tgt_obj_t *o);
 
 #endif

@@ -200,7 +200,7 @@ static int ec_held(const tgt_t *t, const ec_name_t *n, ft_ec_meta_t *m)
  * Last chunk in: verify the whole slice and move it into place, unless the slice held here is of a
  * newer version of the object (the owner's fan-outs run without its name lock: a later PUT's may
  * arrive first); then the incoming one is dropped and the answer is still 200 ("kept": the newer
- * one stays). The check and the rename are under the name's put_locks stripe here (local I/O
+ * one stays). The check and the rename are under the name lock here (local I/O
  * only). Answers; the caller removes work.
  */
 static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, ft_ctl_resp_t *resp)
@@ -231,16 +231,15 @@ static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, ft_c
 		goto out;
 	}
 	uint64_t h = ft_hrw_name_hash(n->provider, n->bucket, n->obj, strlen(n->obj));
-	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
 	ft_ec_meta_t *held = malloc(sizeof(*held));
 	int kept = 0;
 
-	pthread_mutex_lock(lock);
+	tgt_name_lock_hash(t, h);
 	if (held && ec_held(t, n, held) == 0 && held->bucket_created == m->bucket_created &&
 	    ec_newer(&held->lom, &m->lom))
 		kept = 1;
 	rc = kept ? 0 : ec_slice_commit(n, work, t->cfg.sync);
-	pthread_mutex_unlock(lock);
+	tgt_name_unlock_hash(t, h);
 	if (kept)
 		ft_debug("ec: %s %d of %s/%s version %s dropped: version %s is here", m->replica ? "replica" : "slice",
 			 m->idx, m->bucket, m->obj, m->lom.version, held->lom.version);

@@ -45,7 +45,7 @@
  * (so slices placed under an older map are found too); the newest version (mtime) that has D
  * distinct slices or a replica is fetched, each slice checked against its header's checksum, the
  * object decoded into a work file, checked against the object checksum in the slice metadata, and
- * published like a PUT (put lock, then publish_lock shared). Missing slices are then re-created
+ * published like a PUT (name lock, then the publish lock shared). Missing slices are then re-created
  * for the current map, after the put lock is released.
  *
  * Delete: runs on the worker pool after the response (the DELETE is on a loop thread); holders
@@ -84,7 +84,7 @@ static atomic_ulong ec_counter;
  */
 static int ec_order(const tgt_t *t, const ft_smap_t *m, const tgt_obj_t *o, ec_node_t *out)
 {
-	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
+	uint64_t h = o->hash;
 	uint64_t *dg = malloc(sizeof(*dg) * (size_t)(m->n_targets + 1));
 	int *idx = malloc(sizeof(*idx) * (size_t)(m->n_targets + 1));
 	int left = m->n_targets, n = 0;
@@ -419,22 +419,6 @@ int tgt_ec_put_fd(const tgt_obj_t *o, int fd, const ft_lom_t *lom, char *err, si
 	return rc;
 }
 
-int tgt_ec_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
-{
-	int fd, rc;
-
-	if (o->ec_data <= 0)
-		return 0;
-	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, cap, "cannot reopen the stored object: %s", strerror(errno));
-		return -1;
-	}
-	rc = tgt_ec_put_fd(o, fd, lom, err, cap);
-	close(fd);
-	return rc;
-}
-
 /* ---- survey: who holds what ---- */
 
 /* Gathers a reply body of at most cap bytes (a slice header). */
@@ -730,22 +714,18 @@ out:
 static int ec_publish(tgt_obj_t *o, char *work, const ft_lom_t *lom, const ec_cand_t *c, int nc, char *err, size_t cap)
 {
 	tgt_t *t = o->t;
-	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
-	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
 	int rc, fd;
 
-	pthread_mutex_lock(lock);
+	tgt_name_lock(o);
 	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) { /* a PUT or another restore was first */
 		close(fd);
-		pthread_mutex_unlock(lock);
+		tgt_name_unlock(o);
 		return 0;
 	}
-	pthread_rwlock_rdlock(&t->publish_lock);
-	rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, work, t->cfg.sync) : -ESTALE;
-	pthread_rwlock_unlock(&t->publish_lock);
+	rc = tgt_publish(o, work, t->cfg.sync);
 	if (rc != 0) {
-		pthread_mutex_unlock(lock);
+		tgt_name_unlock(o);
 		snprintf(err, cap, "cannot publish the restored object: %s",
 			 rc == -ESTALE ? "the bucket was destroyed meanwhile" : strerror(-rc));
 		return rc;
@@ -765,7 +745,7 @@ static int ec_publish(tgt_obj_t *o, char *work, const ft_lom_t *lom, const ec_ca
 		fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		open_errno = fd < 0 ? errno : 0;
 	}
-	pthread_mutex_unlock(lock);
+	tgt_name_unlock(o);
 	if (holders && !complete && (fd < 0 || ec_protect(o, fd, lom, holders, count, perr, sizeof(perr)) != 0))
 		ft_warn("ec: %s/%s restored, but its slices were not re-created: %s", o->bucket, o->obj,
 			fd < 0 ? strerror(open_errno) : perr);
@@ -779,20 +759,9 @@ static int ec_publish(tgt_obj_t *o, char *work, const ft_lom_t *lom, const ec_ca
 
 static int ec_restore_locked(tgt_obj_t *o, char *err, size_t cap);
 
-/* Serialize restores of one name (striped like put_locks; never held with them in the other order). */
-static pthread_mutex_t ec_restore_locks[TGT_PUT_LOCKS];
-static pthread_once_t ec_restore_once = PTHREAD_ONCE_INIT;
-
-static void ec_restore_locks_init(void)
-{
-	for (int i = 0; i < TGT_PUT_LOCKS; i++)
-		pthread_mutex_init(&ec_restore_locks[i], NULL);
-}
-
 int tgt_ec_restore(tgt_obj_t *o, char *err, size_t cap)
 {
-	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
-	pthread_mutex_t *lock = &ec_restore_locks[h % TGT_PUT_LOCKS];
+	tgt_hold_t hold;
 	int rc;
 
 	if (o->ec_data <= 0) {
@@ -800,17 +769,16 @@ int tgt_ec_restore(tgt_obj_t *o, char *err, size_t cap)
 		return -ENOENT;
 	}
 	/* Concurrent GETs of one lost object: one restores, the others find it done. */
-	pthread_once(&ec_restore_once, ec_restore_locks_init);
-	pthread_mutex_lock(lock);
+	tgt_name_hold(o, TGT_HOLD_RESTORE, &hold);
 	if (faccessat(o->mp->root_fd, o->rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		rc = 0;
 	else
 		rc = ec_restore_locked(o, err, cap);
-	pthread_mutex_unlock(lock);
+	tgt_name_release(&hold);
 	return rc;
 }
 
-/* tgt_ec_restore under the name's restore lock. */
+/* tgt_ec_restore under the name's restore hold. */
 static int ec_restore_locked(tgt_obj_t *o, char *err, size_t cap)
 {
 	char work[64] = "";
@@ -885,8 +853,6 @@ out:
  */
 static int ec_check(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 {
-	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
-	pthread_mutex_t *lock = &o->t->put_locks[h % TGT_PUT_LOCKS];
 	ec_node_t *holders = NULL;
 	ec_cand_t *c = NULL;
 	int count = 0, nc = 0, fd, rc = -1;
@@ -894,10 +860,10 @@ static int ec_check(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 
 	if (o->ec_data <= 0)
 		return 0;
-	pthread_mutex_lock(lock); /* the stored version, consistent: data and metadata */
+	tgt_name_lock(o); /* the stored version, consistent: data and metadata */
 	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	int lrc = fd < 0 ? -1 : ft_lom_fget(fd, &lom);
-	pthread_mutex_unlock(lock);
+	tgt_name_unlock(o);
 	if (fd < 0 || lrc != 0) {
 		snprintf(err, cap, "main copy %s", fd < 0 ? "missing" : "has no valid metadata");
 		goto out;
@@ -1016,14 +982,7 @@ void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		ft_ctl_error(resp, 404, "bucket \"%s\" does not exist", n.bucket);
 		goto out;
 	}
-	o->t = t;
-	snprintf(o->provider, sizeof(o->provider), "%s", n.provider);
-	snprintf(o->bucket, sizeof(o->bucket), "%s", n.bucket);
-	tgt_obj_props(o, b);
-	o->obj = n.obj;
-	o->obj_len = strlen(n.obj);
-	o->mp = tgt_mountpath_pick(t, n.provider, n.bucket, n.obj, o->obj_len);
-	tgt_rel_path(o->rel, sizeof(o->rel), n.provider, n.bucket, n.obj); /* fits: ec_ctl_names checked */
+	tgt_obj_init(o, t, b, n.obj, strlen(n.obj)); /* fits: ec_ctl_names checked */
 	int rc = tgt_ec_job_obj(o, &bytes, err, sizeof(err));
 	if (rc < 0) {
 		ft_ctl_error(resp,

@@ -43,21 +43,20 @@ int tgt_mirror_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t ca
 
 /*
  * Every mountpath, whatever mirror.copies says now: a copy left from an earlier setting must not
- * outlive its object. Under the name's stripe, which a GET's repair holds from its check through
+ * outlive its object. Under the name lock, which a GET's repair holds from its check through
  * its rewrite: a main copy such a repair re-created between the DELETE's unlink and this call is
  * removed again (a mirrored bucket only: elsewhere nothing re-creates one).
  */
 int tgt_mirror_delete(const tgt_obj_t *o)
 {
-	pthread_mutex_t *lock = tgt_replica_lock(o);
 	int removed = 0;
 
-	pthread_mutex_lock(lock);
+	tgt_name_lock(o);
 	if (o->mirror_copies > 1 && unlinkat(o->mp->root_fd, o->rel, 0) == 0)
 		tgt_parent_prune(o->mp, o->rel);
 	for (int i = 0; i < o->t->n_mountpaths; i++)
 		removed += tgt_replica_remove(o, i);
-	pthread_mutex_unlock(lock);
+	tgt_name_unlock(o);
 	return removed;
 }
 
@@ -69,14 +68,13 @@ int tgt_mirror_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 {
 	tgt_replica_t reps[FT_MAX_MOUNTPATHS];
 	bool wanted[FT_MAX_MOUNTPATHS] = {false};
-	pthread_mutex_t *lock = tgt_replica_lock(o);
 	ft_lom_t lom, clom;
 	int n = tgt_mirror_replicas(o, reps), fd, cfd, rc = 1;
 
-	pthread_mutex_lock(lock);
+	tgt_name_lock(o);
 	tgt_replica_state_t s = tgt_replica_open(o, &reps[0], true, &fd, &lom, bytes);
 	if (s != TGT_REPLICA_OK) {
-		pthread_mutex_unlock(lock);
+		tgt_name_unlock(o);
 		if (s == TGT_REPLICA_ABSENT)
 			return 1; /* deleted meanwhile */
 		snprintf(err, cap, "main copy on %s: %s; not copied (the scrub job repairs it)", o->mp->path,
@@ -104,7 +102,7 @@ int tgt_mirror_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 	for (int i = 0; rc >= 0 && i < o->t->n_mountpaths; i++)
 		if (!wanted[i] && tgt_replica_remove(o, i))
 			rc = 0;
-	pthread_mutex_unlock(lock);
+	tgt_name_unlock(o);
 	close(fd);
 	return rc;
 }

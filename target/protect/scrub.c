@@ -13,7 +13,7 @@
  * One object per call, on a job thread (jobs.c runs job kind "scrub" over the local objects of a
  * bucket). Every replica the bucket's mirror.copies asks for is read whole and checked (size,
  * metadata, checksum) and a bad one is rewritten from a good one (tgt_replica_heal, under the
- * name's stripe lock, like a PUT). With no good replica left, the damaged main copy is moved
+ * name lock, like a PUT). With no good replica left, the damaged main copy is moved
  * aside and the object rebuilt from its EC slices (tgt_ec_restore); when that fails too, the
  * damaged copy goes back in place (GETs keep answering 500 for it) and the object is reported in
  * the job's error samples.
@@ -69,10 +69,9 @@ int tgt_scrub_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 		snprintf(why, sizeof(why), "the restored copy is damaged too (%s)", tgt_replica_state_name(again.main));
 		tgt_replica_drop(o, again.aside);
 	}
-	pthread_mutex_t *lock = tgt_replica_lock(o);
-	pthread_mutex_lock(lock);
+	tgt_name_lock(o);
 	tgt_replica_put_back(o, h.aside);
-	pthread_mutex_unlock(lock);
+	tgt_name_unlock(o);
 	tgt_integrity_count(TGT_INTEGRITY_LOST);
 	const char *main_state = h.main != TGT_REPLICA_ABSENT ? tgt_replica_state_name(h.main) : "main copy missing";
 	snprintf(err, cap, "unrepairable: %s, no good mirror copy, EC restore: %s", main_state,

@@ -125,27 +125,19 @@ static void job_obj(job_t *j, const tgt_run_item_t *it, tgt_obj_t *o)
 {
 	const ft_bucket_t *b = &j->bmd->buckets[it->bucket];
 
-	memset(o, 0, sizeof(*o));
-	o->t = j->t;
-	snprintf(o->provider, sizeof(o->provider), "%s", b->provider);
-	snprintf(o->bucket, sizeof(o->bucket), "%s", b->name);
-	tgt_obj_props(o, b);
-	o->obj = it->name;
-	o->obj_len = strlen(it->name);
-	o->mp = it->mp ? it->mp : tgt_mountpath_pick(j->t, o->provider, o->bucket, it->name, o->obj_len);
-	tgt_rel_path(o->rel, sizeof(o->rel), o->provider, o->bucket, it->name);
+	tgt_obj_init(o, j->t, b, it->name, strlen(it->name)); /* the walk listed names that fit */
+	if (it->mp)
+		o->mp = it->mp;
 }
 
-/* Unlinks the cached copy of o under its stripe lock; 1 removed (*size set), 0 not cached, -errno. */
+/* Unlinks the cached copy of o under its name lock; 1 removed (*size set), 0 not cached, -errno. */
 static int evict_one(tgt_obj_t *o, int64_t *size)
 {
 	tgt_t *t = o->t;
-	uint64_t h = ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
-	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
 	struct stat st;
 	int rc;
 
-	pthread_mutex_lock(lock);
+	tgt_name_lock(o);
 	if (fstatat(o->mp->root_fd, o->rel, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
 		rc = 0;
 	} else if (unlinkat(o->mp->root_fd, o->rel, 0) != 0) {
@@ -155,7 +147,7 @@ static int evict_one(tgt_obj_t *o, int64_t *size)
 		tgt_parent_prune(o->mp, o->rel);
 		rc = 1;
 	}
-	pthread_mutex_unlock(lock);
+	tgt_name_unlock(o);
 	if (rc == 1)
 		tgt_list_bump(t, o->provider, o->bucket);
 	return rc;
@@ -326,8 +318,8 @@ static void evict_bucket_body(tgt_run_t *r, void *arg)
 	job_t *j = arg;
 	int n = tgt_bucket_retire(j->t, j->provider, j->bucket);
 
+	tgt_list_forget(j->t, j->provider, j->bucket);
 	tgt_janitor_kick(j->t);
-	tgt_list_bump(j->t, j->provider, j->bucket);
 	atomic_store(&tgt_run_stats(r)->objects, n > 0 ? n : 0); /* trees (one per mountpath) retired */
 }
 

@@ -25,7 +25,7 @@
  * sum of the sizes of the published objects on the mountpath, found by walking it each time (no
  * running counter: simple, and test sizes are small). Above lru_high_pct it walks the mountpath's
  * remote-provider trees (never "ais"), sorts the cached objects by access time and unlinks the
- * oldest, each under its name's put_locks stripe (the lock PUT and cold GET publish under), until
+ * oldest, each under its name lock (the lock PUT and cold GET publish under), until
  * usage is at or below lru_low_pct.
  * Access times: a GET notes (name hash -> now) in a direct-mapped in-memory table (no disk write
  * per GET); a victim's age is the newer of that and the atime_ns stored at publish. A collision
@@ -92,7 +92,7 @@ void tgt_lru_touch(const tgt_obj_t *o)
 {
 	if (!tgt_is_remote(o) || !o->t->lru)
 		return;
-	recent_note(o->t->lru, ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len), ft_now_ns());
+	recent_note(o->t->lru, o->hash, ft_now_ns());
 }
 
 /* Splits "<provider>/<bucket>/<obj>" (copied into buf) and hashes it like tgt_lru_touch. -1 if malformed. */
@@ -246,7 +246,7 @@ static int by_atime(const void *a, const void *b)
 	return x->at < y->at ? -1 : x->at > y->at;
 }
 
-/* Unlinks one victim under its stripe lock unless it was read since the walk. Returns bytes freed. */
+/* Unlinks one victim under its name lock unless it was read since the walk. Returns bytes freed. */
 static uint64_t evict_one(tgt_t *t, const tgt_mountpath_t *mp, const victim_t *v)
 {
 	char provider[TGT_PROVIDER_MAX], bucket[FT_BUCKET_NAME_MAX + 1];
@@ -255,14 +255,13 @@ static uint64_t evict_one(tgt_t *t, const tgt_mountpath_t *mp, const victim_t *v
 
 	if (rel_hash(v->rel, &h) != 0 || recent_get(t->lru, h) > v->at)
 		return 0;
-	pthread_mutex_t *lock = &t->put_locks[h % TGT_PUT_LOCKS];
-	pthread_mutex_lock(lock);
+	tgt_name_lock_hash(t, h);
 	if (fstatat(mp->root_fd, v->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 	    unlinkat(mp->root_fd, v->rel, 0) == 0) {
 		freed = (uint64_t)st.st_size;
 		tgt_parent_prune(mp, v->rel);
 	}
-	pthread_mutex_unlock(lock);
+	tgt_name_unlock_hash(t, h);
 	if (freed == 0)
 		return 0;
 	const char *slash = strchr(v->rel, '/');

@@ -39,10 +39,10 @@
  * RB_CHUNK bytes; the last chunk's body starts with the N bytes of the encoded LOM (the xattr
  * bytes: version, checksum, ETag, user metadata travel unchanged). The receiver appends to
  * ".work/rb.<xfer>" on the object's mountpath, and on the last chunk verifies the size and the
- * checksum against the LOM, sets the LOM, and publishes under the name's put_locks stripe like a
+ * checksum against the LOM, sets the LOM, and publishes under the name lock like a
  * PUT; an object already there with a newer or equal mtime (a client PUT after the map change, or
  * an earlier move) wins and the incoming one is dropped. Only after a 200 does the sender delete
- * its copy, and only if it is still the version it sent (under its put_locks stripe).
+ * its copy, and only if it is still the version it sent (under its name lock).
  * A target that does not own an object in a map at least as new as the sender's refuses it (409);
  * one that does not know the bucket yet while the sender's BMD (&bmd=V) is newer answers 503 and
  * the sender retries the chunk for a while (a joining target gets the BMD just after the map).
@@ -66,7 +66,7 @@
  * OWNERSHIP: the state is t->rebalance (tgt_rebalance_t, rebalance.h), allocated by
  * tgt_rebalance_init and freed by tgt_rebalance_fini; its Smap history holds one reference per
  * entry, released by tgt_rebalance_fini. A run owns its item list and BMD reference.
- * Lock order: move_locks[i] -> put_locks[j] -> publish_lock; rb->lock is never held across I/O.
+ * A sender holds the name with TGT_HOLD_MOVE (core/namelock.h); rb->lock is never held across I/O.
  */
 
 static const char *const state_names[] = {
@@ -82,8 +82,6 @@ int tgt_rebalance_init(tgt_t *t)
 		return -1;
 	pthread_mutex_init(&rb->lock, NULL);
 	tgt_run_stats_init(&rb->stats);
-	for (int i = 0; i < RB_MOVE_LOCKS; i++)
-		pthread_mutex_init(&rb->move_locks[i], NULL);
 	t->rebalance = rb;
 	if (tgt_service_start(&rb->manager, 0, manager_run, t) != 0) {
 		ft_error("rebalance: cannot start its thread");
@@ -101,23 +99,14 @@ void rb_note_error(tgt_t *t, const char *what, const char *msg)
 	ft_warn("rebalance: %s: %s", what, msg);
 }
 
-uint64_t rb_name_hash(const tgt_obj_t *o)
-{
-	return ft_hrw_name_hash(o->provider, o->bucket, o->obj, o->obj_len);
-}
-
 /* Fills o for name of bucket b found on mp (rel built; -1 if it does not fit). */
 int rb_obj_init(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const tgt_mountpath_t *mp, const char *name)
 {
-	memset(o, 0, sizeof(*o));
-	o->t = t;
-	snprintf(o->provider, sizeof(o->provider), "%s", b->provider);
-	snprintf(o->bucket, sizeof(o->bucket), "%s", b->name);
-	tgt_obj_props(o, b);
-	o->obj = name;
-	o->obj_len = strlen(name);
-	o->mp = mp;
-	return tgt_rel_path(o->rel, sizeof(o->rel), o->provider, o->bucket, name);
+	int rc = tgt_obj_init(o, t, b, name, strlen(name));
+
+	if (mp != NULL)
+		o->mp = mp;
+	return rc;
 }
 
 /* The LOM of rel on mp (and its inode); 0, or -errno (-ENOENT: no object there). */
@@ -175,17 +164,6 @@ int rb_sync_fd(const tgt_t *t, int fd)
 	if (t->cfg.sync == FT_SYNC_FULL && fsync(fd) != 0)
 		return -errno;
 	return 0;
-}
-
-/* Publishes the work file as o (on o->mp) under publish_lock; the caller holds the put_locks stripe. */
-int rb_publish_locked(const tgt_obj_t *o, char *work)
-{
-	tgt_t *t = o->t;
-
-	pthread_rwlock_rdlock(&t->publish_lock);
-	int rc = tgt_put_bucket_alive(o) ? tgt_put_publish(o, work, t->cfg.sync) : -ESTALE;
-	pthread_rwlock_unlock(&t->publish_lock);
-	return rc;
 }
 
 /* ---- the per-object step ---- */
@@ -402,7 +380,7 @@ int rb_query_obj(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, tgt_obj
 int rb_ownership_conflict(tgt_t *t, const tgt_obj_t *o, int64_t peer_v, int want_owner, ft_ctl_resp_t *resp)
 {
 	ft_smap_t *m = ft_smap_current();
-	const ft_node_t *owner = m ? ft_smap_owner(m, o->provider, o->bucket, o->obj, o->obj_len) : NULL;
+	const ft_node_t *owner = m ? ft_smap_owner_hash(m, o->hash) : NULL;
 	int conflict = 0;
 
 	if (owner && m->version >= peer_v && (strcmp(owner->id, t->id) == 0) != want_owner) {
@@ -541,8 +519,6 @@ void tgt_rebalance_fini(tgt_t *t)
 		rb->hist[i] = NULL;
 	}
 	pthread_mutex_unlock(&rb->lock);
-	for (int i = 0; i < RB_MOVE_LOCKS; i++)
-		pthread_mutex_destroy(&rb->move_locks[i]);
 	tgt_run_stats_destroy(&rb->stats);
 	pthread_mutex_destroy(&rb->lock);
 	t->rebalance = NULL;

@@ -16,7 +16,6 @@
 #define RB_HISTORY 3
 #define RB_RANKED 3 /* next targets in HRW order asked by a pull */
 #define RB_PULL_WINDOW_NS (600LL * 1000000000LL)
-#define RB_MOVE_LOCKS 64
 #define RB_CONNECT_MS 3000L
 #define RB_XFER_MS 120000L
 #define RB_ASK_MS 30000 /* a pull's request to a previous owner, its transfer included (also connect) */
@@ -58,16 +57,14 @@ struct tgt_rebalance {
 	atomic_llong pulled, pull_misses; /* since start: objects a GET miss pulled here, pulls that found none */
 	int64_t start_ns, end_ns;
 	char note[256];
-	pthread_mutex_t move_locks[RB_MOVE_LOCKS]; /* one sender per name at a time */
-	atomic_uint_fast64_t xfer_counter;         /* unique transfer and work-file names */
-	atomic_int pulls_running;                  /* rb_pull_now threads; tgt_rebalance_fini waits for them */
-	atomic_int resilver_seq;                   /* ids "resilver-<n>" */
+	atomic_uint_fast64_t xfer_counter; /* unique transfer and work-file names */
+	atomic_int pulls_running;          /* rb_pull_now threads; tgt_rebalance_fini waits for them */
+	atomic_int resilver_seq;           /* ids "resilver-<n>" */
 };
 
 /* ---- rebalance.c: shared helpers ---- */
 /* Counts an error of the current run and keeps a sample for its status. */
 void rb_note_error(tgt_t *t, const char *what, const char *msg);
-uint64_t rb_name_hash(const tgt_obj_t *o);
 /* Fills o for name of bucket b found on mp (rel built; -1 if it does not fit). */
 int rb_obj_init(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const tgt_mountpath_t *mp, const char *name);
 /* The LOM of rel on mp (and its inode); 0, or -errno (-ENOENT: no object there). */
@@ -75,8 +72,6 @@ int rb_lom_at(const tgt_mountpath_t *mp, const char *rel, ft_lom_t *lom, ino_t *
 /* Checksum of fd's first size bytes, as type, into hex. 0 or -errno. */
 int rb_file_cksum(int fd, uint64_t size, ft_cksum_type_t type, char hex[FT_CKSUM_HEX_MAX]);
 int rb_sync_fd(const tgt_t *t, int fd);
-/* Publishes the work file as o (on o->mp) under publish_lock; the caller holds the put_locks stripe. */
-int rb_publish_locked(const tgt_obj_t *o, char *work);
 /* Asks the manager for a walk (rb->lock held); starts it on first use. */
 void rb_request_walk_locked(tgt_t *t, const char *kind, const char *id);
 json_t *rb_status_json(tgt_t *t);

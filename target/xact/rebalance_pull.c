@@ -70,7 +70,7 @@ static int pull_candidates(tgt_t *t, const tgt_obj_t *o, char urls[][FT_URL_MAX]
 
 	*smap_v = cur ? cur->version : 0;
 	if (cur && cur->n_targets > 0) {
-		uint64_t h = rb_name_hash(o);
+		uint64_t h = o->hash;
 		uint64_t *d = malloc((size_t)cur->n_targets * sizeof(*d));
 		int *map = malloc((size_t)cur->n_targets * sizeof(*map));
 		int left = cur->n_targets;

@@ -10,7 +10,7 @@
 
 #include "base/log.h"
 #include "core/lom.h"
-#include "protect/mirror.h"
+#include "protect/protect.h"
 #include "target.h"
 #include "xact/rebalance.h"
 
@@ -30,7 +30,6 @@ static int xfer_ok(const char *x)
 /* Last chunk: verify, set the metadata, publish unless a newer copy is here. */
 static void receive_finish(tgt_t *t, tgt_obj_t *o, int fd, char *work, const ft_lom_t *lom, ft_ctl_resp_t *resp)
 {
-	pthread_mutex_t *lock = &t->put_locks[rb_name_hash(o) % TGT_PUT_LOCKS];
 	char hex[FT_CKSUM_HEX_MAX], perr[256];
 	ft_lom_t here;
 	int rc = 0;
@@ -52,29 +51,20 @@ static void receive_finish(tgt_t *t, tgt_obj_t *o, int fd, char *work, const ft_
 		ft_ctl_error(resp, 500, "object %s/%s: %s", o->bucket, o->obj, strerror(-rc));
 		return;
 	}
-	pthread_mutex_lock(lock);
+	tgt_name_lock(o);
 	if (rb_lom_at(o->mp, o->rel, &here, NULL) == 0 && here.mtime_ns >= lom->mtime_ns) {
-		pthread_mutex_unlock(lock);
+		tgt_name_unlock(o);
 		resp->status = 200;
 		resp->json = json_pack("{s:s}", "result", "kept");
 		return; /* the caller removes the work file */
 	}
-	rc = rb_publish_locked(o, work);
+	rc = tgt_publish(o, work, t->cfg.sync);
 	int pfd = -1, prc = 0;
 	if (rc == 0)
-		prc = tgt_mirror_put(o, lom, perr, sizeof(perr));
-	if (rc == 0 && prc == 0 && o->ec_data > 0) { /* EC below, without the lock, from this version */
-		pfd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (pfd < 0) {
-			snprintf(perr, sizeof(perr), "cannot reopen the stored object: %s", strerror(errno));
-			prc = -1;
-		}
-	}
-	pthread_mutex_unlock(lock);
-	if (pfd >= 0) {
-		prc = tgt_ec_put_fd(o, pfd, lom, perr, sizeof(perr));
-		close(pfd);
-	}
+		prc = tgt_protect_local(o, lom, &pfd, perr, sizeof(perr));
+	tgt_name_unlock(o);
+	if (tgt_protect_remote(o, pfd, lom, perr, sizeof(perr)) != 0)
+		prc = -1;
 	if (prc != 0)
 		ft_warn("rebalance: %s/%s stored, but not with the bucket's redundancy: %s", o->bucket, o->obj, perr);
 	if (rc != 0) {

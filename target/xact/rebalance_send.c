@@ -248,12 +248,10 @@ out:
 int rb_send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *bytes, char *err, size_t cap)
 {
 	tgt_t *t = o->t;
-	uint64_t h = rb_name_hash(o);
-	pthread_mutex_t *mlock = &t->rebalance->move_locks[h % RB_MOVE_LOCKS];
-	pthread_mutex_t *plock = &t->put_locks[h % TGT_PUT_LOCKS];
+	tgt_hold_t hold;
 	int rc = -1;
 
-	pthread_mutex_lock(mlock);
+	tgt_name_hold(o, TGT_HOLD_MOVE, &hold);
 	for (int attempt = 0; attempt < RB_SEND_ATTEMPTS; attempt++) {
 		ft_lom_t lom, now;
 		struct stat st;
@@ -283,13 +281,13 @@ int rb_send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *by
 		if (lrc != 0)
 			break;
 		/* Delivered: remove this copy unless a PUT replaced it meanwhile (then send again). */
-		pthread_mutex_lock(plock);
+		tgt_name_lock(o);
 		int same = rb_lom_at(o->mp, o->rel, &now, &ino) == 0 && ino == st.st_ino && same_version(&now, &lom);
 		if (same) {
 			unlinkat(o->mp->root_fd, o->rel, 0);
 			tgt_parent_prune(o->mp, o->rel);
 		}
-		pthread_mutex_unlock(plock);
+		tgt_name_unlock(o);
 		if (same) {
 			tgt_mirror_delete(o);
 			tgt_list_bump(t, o->provider, o->bucket);
@@ -299,7 +297,7 @@ int rb_send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *by
 		}
 		snprintf(err, cap, "changed while being sent %d times", attempt + 1);
 	}
-	pthread_mutex_unlock(mlock);
+	tgt_name_release(&hold);
 	return rc;
 }
 

@@ -97,7 +97,6 @@ static int copy_to_work(const tgt_t *t, int src_fd, const ft_lom_t *lom, const t
 int resilver_local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes, char *err, size_t cap)
 {
 	tgt_t *t = o->t;
-	pthread_mutex_t *lock = &t->put_locks[rb_name_hash(o) % TGT_PUT_LOCKS];
 	tgt_obj_t d = *o;
 	ft_lom_t slom, dlom;
 	char work[64] = "";
@@ -105,7 +104,7 @@ int resilver_local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes
 	int rc;
 
 	d.mp = dst;
-	pthread_mutex_lock(lock);
+	tgt_name_lock(o);
 	rc = rb_lom_at(o->mp, o->rel, &slom, &ino);
 	if (rc == -ENOENT) {
 		rc = 1;
@@ -145,13 +144,13 @@ int resilver_local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes
 			rc = -1;
 			goto out;
 		}
-		rc = rb_publish_locked(&d, work);
+		rc = tgt_publish(&d, work, t->cfg.sync);
 		if (rc == 0) {
 			unlinkat(o->mp->root_fd, o->rel, 0);
 			tgt_parent_prune(o->mp, o->rel);
 		}
 	} else {
-		rc = rb_publish_locked(&d, work);
+		rc = tgt_publish(&d, work, t->cfg.sync);
 		if (rc != 0 && rc != -ESTALE) {
 			/* Back where it was; if even that fails, the work file is kept (never deleted here). */
 			if (renameat(dst->work_fd, work, o->mp->root_fd, o->rel) != 0)
@@ -171,7 +170,7 @@ int resilver_local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes
 	}
 	*bytes = (int64_t)slom.size;
 out:
-	pthread_mutex_unlock(lock);
+	tgt_name_unlock(o);
 	if (rc == 0)
 		tgt_list_bump(t, o->provider, o->bucket);
 	return rc;

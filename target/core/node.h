@@ -1,0 +1,64 @@
+/* The target's node state (one tgt_t per process), its mountpath slots and on-disk layout constants. */
+#ifndef TGT_CORE_NODE_H
+#define TGT_CORE_NODE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include "base/config.h"
+#include "base/names.h"
+#include "http/http.h"
+#include "rpc/ctl.h"
+
+/*
+ * DESIGN
+ * One process-wide tgt_t, built by main.c and passed to every handler as its context.
+ * On disk (per mountpath): "<mp>/<provider>/<bucket>/<object name>" holds published objects,
+ * "<mp>/.work/" holds work files (PUT bodies before their rename, retired bucket trees before
+ * their removal). All file access goes through directory fds relative to the mountpath root,
+ * with paths built from validated names only.
+ */
+
+#define TGT_WORK_DIR ".work"
+#define TGT_COPIES_DIR ".copies" /* mirror.c: "<mp>/.copies/<provider>/<bucket>/<obj>" extra copies */
+#define TGT_EC_DIR ".ec"         /* ec.c: "<mp>/.ec/<provider>/<bucket>/<obj>" slices/replicas held for other owners */
+#define TGT_PROVIDER_MAX 16
+/* "<provider>/<bucket>/<object>" relative to a mountpath root, plus NUL. */
+#define TGT_REL_MAX (TGT_PROVIDER_MAX + 1 + FT_BUCKET_NAME_MAX + 1 + FT_OBJ_NAME_MAX + 1)
+
+typedef struct {
+	char path[FT_PATH_MAX]; /* as configured */
+	int root_fd;            /* the mountpath directory */
+	int work_fd;            /* its .work directory */
+} tgt_mountpath_t;
+
+typedef struct tgt_namelocks tgt_namelocks_t;
+typedef struct tgt_coldget tgt_coldget_t;
+typedef struct tgt_list_cache tgt_list_cache_t;
+typedef struct tgt_cluster tgt_cluster_t;
+typedef struct tgt_janitor tgt_janitor_t;
+typedef struct tgt_rebalance tgt_rebalance_t;
+typedef struct tgt_lru tgt_lru_t;
+
+typedef struct {
+	ft_config_t cfg;
+	char id[FT_ID_MAX];
+	char public_url[FT_URL_MAX];
+	char control_url[FT_URL_MAX];
+	int n_mountpaths;
+	tgt_mountpath_t mountpaths[FT_MAX_MOUNTPATHS];
+	uint64_t mountpath_digests[FT_MAX_MOUNTPATHS]; /* ft_hrw_digest(path), for ft_hrw_pick */
+	tgt_namelocks_t *names;                        /* the name lock, the publish lock and holds (core/namelock.h) */
+	atomic_int get_busy
+		[FT_MAX_MOUNTPATHS]; /* GET bodies in flight per mountpath (get.c picks the least busy replica) */
+	tgt_coldget_t *coldget;      /* backend handles, cold fetches in flight (obj/coldget.c) */
+	tgt_list_cache_t *lists;
+	tgt_janitor_t *janitor;
+	tgt_rebalance_t *rebalance;
+	tgt_lru_t *lru;
+	tgt_cluster_t *cluster;
+	ft_httpd_t *httpd;
+	ft_ctl_t *ctl;
+} tgt_t;
+
+#endif

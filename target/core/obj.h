@@ -1,0 +1,44 @@
+/* An object's identity on this target: its names, its bucket's properties, its name hash (once), mountpath and path. */
+#ifndef TGT_CORE_OBJ_H
+#define TGT_CORE_OBJ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "base/cksum.h"
+#include "cluster/bmd.h"
+#include "core/node.h"
+
+/*
+ * An object request after routing: names validated, bucket present in the BMD, owned by this
+ * target. Lives in ft_req_alloc memory (valid until the response is finished).
+ */
+typedef struct {
+	tgt_t *t;
+	char provider[TGT_PROVIDER_MAX];
+	char bucket[FT_BUCKET_NAME_MAX + 1];
+	int64_t bucket_created; /* identifies this incarnation of the bucket */
+	ft_cksum_type_t cksum;  /* the bucket's checksum type */
+	const char *obj;        /* NUL-terminated copy of the object name */
+	size_t obj_len;
+	const tgt_mountpath_t *mp;
+	uint64_t hash;         /* ft_hrw_name_hash of provider, bucket, obj: set by tgt_obj_name, never recomputed */
+	char rel[TGT_REL_MAX]; /* "<provider>/<bucket>/<obj>" relative to mp->root_fd */
+	/* the bucket's data protection properties (common/bmd.h), copied by tgt_obj_props */
+	int mirror_copies;
+	int ec_data, ec_parity;
+	int64_t ec_objsize_limit;
+	int validate_warm_get;
+} tgt_obj_t;
+
+/* Copies b's created time, checksum type and protection properties into o. */
+void tgt_obj_props(tgt_obj_t *o, const ft_bucket_t *b);
+/*
+ * Sets o's object name (obj: NUL-terminated, len bytes, kept alive by the caller), its name hash
+ * and its place: the mountpath HRW picks now and the path there. o->t, o->provider and o->bucket
+ * are set. 0, or -1 when the path does not fit (the name is too long).
+ */
+int tgt_obj_name(tgt_obj_t *o, const char *obj, size_t len);
+/* All of o at once: zeroed, node t, bucket b (names, properties), then tgt_obj_name. 0 or -1 (name too long). */
+int tgt_obj_init(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const char *obj, size_t len);
+
+#endif

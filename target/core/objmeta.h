@@ -1,0 +1,17 @@
+/* Content-Type and x-amz-meta-* given at PUT, kept in the LOM and served back. */
+#ifndef TGT_CORE_OBJMETA_H
+#define TGT_CORE_OBJMETA_H
+
+#include "core/lom.h"
+#include "http/http.h"
+
+#define TGT_CONTENT_TYPE "application/octet-stream" /* served when no Content-Type was stored */
+
+/* Fills lom->content_type and lom->user_meta from r's headers. 0, or -1 with err (the PUT answers 400). */
+int tgt_meta_from_req(ft_req_t *r, ft_lom_t *lom, char *err, size_t cap);
+/* Adds the stored x-amz-meta-* headers to the response. */
+void tgt_meta_headers(ft_req_t *r, const ft_lom_t *lom);
+/* The Content-Type to serve: the stored one, else TGT_CONTENT_TYPE. */
+const char *tgt_meta_ctype(const ft_lom_t *lom);
+
+#endif

@@ -1,0 +1,78 @@
+/* Publishing an object version: the next version number, the "bucket still exists" check, the rename into place. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "cluster/bmd.h"
+#include "core/lom.h"
+#include "core/mountpath.h"
+#include "core/namelock.h"
+#include "core/publish.h"
+
+#define PUBLISH_ATTEMPTS 4 /* a concurrent DELETE may prune the parent between mkdir and rename */
+
+void tgt_next_version(const tgt_obj_t *o, char *out, size_t cap)
+{
+	unsigned long long v = 0;
+	ft_lom_t old;
+	int fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (ft_lom_fget(fd, &old) == 0) {
+			char *end = NULL;
+			errno = 0;
+			v = strtoull(old.version, &end, 10);
+			if (errno != 0 || end == old.version || *end != '\0')
+				v = 0;
+		}
+		close(fd);
+	}
+	snprintf(out, cap, "%llu", v + 1);
+}
+
+int tgt_bucket_alive(const tgt_obj_t *o)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, o->provider, o->bucket) : NULL;
+	int alive = b && b->created_ns == o->bucket_created;
+	ft_bmd_put(bmd);
+	return alive;
+}
+
+int tgt_publish_rename(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
+{
+	const tgt_mountpath_t *mp = o->mp;
+	int rc = -ENOENT;
+
+	for (int attempt = 0; attempt < PUBLISH_ATTEMPTS && rc == -ENOENT; attempt++) {
+		const char *leaf = NULL;
+		int dfd = tgt_parent_open(mp, o->rel, &leaf);
+		if (dfd < 0) {
+			rc = dfd;
+			continue;
+		}
+		rc = renameat(mp->work_fd, work, dfd, leaf) == 0 ? 0 : -errno;
+		/* An empty directory left at the name (not pruned yet) is no object: replace it. */
+		if (rc == -EISDIR && unlinkat(dfd, leaf, AT_REMOVEDIR) == 0)
+			rc = renameat(mp->work_fd, work, dfd, leaf) == 0 ? 0 : -errno;
+		if (rc == 0) {
+			work[0] = '\0';
+			if (sync == FT_SYNC_FULL && fsync(dfd) != 0)
+				ft_warn("object %s: directory fsync failed: %s", o->rel, strerror(errno));
+		}
+		close(dfd);
+	}
+	return rc;
+}
+
+int tgt_publish(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
+{
+	tgt_publish_lock_shared(o->t);
+	int rc = tgt_bucket_alive(o) ? tgt_publish_rename(o, work, sync) : -ESTALE;
+	tgt_publish_unlock(o->t);
+	return rc;
+}

@@ -1,0 +1,31 @@
+/* Publishing an object version: what PUT, multipart completion, cold GET, repair, restore and rebalance share. */
+#ifndef TGT_CORE_PUBLISH_H
+#define TGT_CORE_PUBLISH_H
+
+#include <stddef.h>
+#include "base/config.h"
+#include "core/obj.h"
+
+/*
+ * DESIGN
+ * A version becomes visible by one rename(2) of a complete work file (data, metadata xattr,
+ * synced per policy) over the object's path: readers see the old version or the new one. The
+ * caller holds the name lock (core/namelock.h) from reading the stored version through the
+ * publish, so that versions of one name increase by one per write.
+ */
+
+/* The version after the stored one (stored + 1, "1" without a readable numeric one). Name lock held. */
+void tgt_next_version(const tgt_obj_t *o, char *out, size_t cap);
+/* Whether the bucket o was accepted into still exists (not destroyed nor re-created meanwhile). */
+int tgt_bucket_alive(const tgt_obj_t *o);
+/*
+ * Renames the work file <o->mp>/.work/<work> over o's path, creating parent directories, and
+ * clears work[0] once renamed. The caller holds the name lock and the publish lock shared, and
+ * checked tgt_bucket_alive under it. 0 or -errno (-ENOTDIR: a path component is an object;
+ * -EISDIR: the name is a directory of other objects).
+ */
+int tgt_publish_rename(const tgt_obj_t *o, char *work, ft_sync_policy_t sync);
+/* The usual publish: under the publish lock shared, -ESTALE when the bucket is gone, else tgt_publish_rename. */
+int tgt_publish(const tgt_obj_t *o, char *work, ft_sync_policy_t sync);
+
+#endif

@@ -110,6 +110,9 @@ int tgt_evict_wanted(ft_req_t *r);
 void tgt_evict_object(ft_req_t *r, tgt_obj_t *o);
 /* Aborts, joins and frees every job and refuses new ones (first in the shutdown); idempotent. */
 void tgt_jobs_fini(tgt_t *t);
+/* Allocates t->jobs (before the control server starts); 0 or -1. tgt_jobs_free frees it after the control server stopped. */
+int tgt_jobs_init(tgt_t *t);
+void tgt_jobs_free(tgt_t *t);
 
 /*
  * Starts a job the target runs on its own (rebalance after a map change): fn over every local

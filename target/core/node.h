@@ -34,6 +34,7 @@ typedef struct {
 
 typedef struct tgt_namelocks tgt_namelocks_t;
 typedef struct tgt_coldget tgt_coldget_t;
+typedef struct tgt_jobs tgt_jobs_t;
 typedef struct tgt_list_cache tgt_list_cache_t;
 typedef struct tgt_cluster tgt_cluster_t;
 typedef struct tgt_janitor tgt_janitor_t;
@@ -56,6 +57,7 @@ typedef struct {
 	tgt_janitor_t *janitor;
 	tgt_rebalance_t *rebalance;
 	tgt_lru_t *lru;
+	tgt_jobs_t *jobs; /* the job table (xact/jobs.c) */
 	tgt_cluster_t *cluster;
 	ft_httpd_t *httpd;
 	ft_ctl_t *ctl;

@@ -80,9 +80,12 @@ typedef struct job {
 	tgt_run_t *run;                      /* created by job_launch */
 } job_t;
 
-static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
-static job_t *jobs;     /* guarded by jobs_lock */
-static int jobs_closed; /* guarded by jobs_lock: set by tgt_jobs_fini, refuses new jobs */
+/* t->jobs: this target's job table. */
+struct tgt_jobs {
+	pthread_mutex_t lock;
+	job_t *list; /* guarded by lock */
+	int closed;  /* guarded by lock: set by tgt_jobs_fini, refuses new jobs */
+};
 
 /* Frees j (its run joined first, when started). */
 static void job_free(job_t *j)
@@ -337,9 +340,9 @@ static json_t *job_json(job_t *j)
 	return doc;
 }
 
-static job_t *job_find(const char *id)
+static job_t *job_find(tgt_jobs_t *js, const char *id)
 {
-	for (job_t *j = jobs; j != NULL; j = j->next)
+	for (job_t *j = js->list; j != NULL; j = j->next)
 		if (strcmp(j->id, id) == 0)
 			return j;
 	return NULL;
@@ -493,17 +496,18 @@ fail:
 }
 
 /*
- * Puts j in the table and starts its run (jobs_lock held). 0; -EEXIST (the id exists),
+ * Puts j in the table and starts its run (t->jobs->lock held). 0; -EEXIST (the id exists),
  * -ESHUTDOWN (jobs closed), -ENOMEM: j is not taken then. A job none of whose threads started is
  * kept as failed.
  */
 static int job_launch(job_t *j)
 {
 	tgt_run_conf_t c = {.id = j->id, .kind = j->kind_name, .threads = JOB_THREADS, .done = job_done, .arg = j};
+	tgt_jobs_t *js = j->t->jobs;
 
-	if (jobs_closed)
+	if (js->closed)
 		return -ESHUTDOWN;
-	if (job_find(j->id) != NULL)
+	if (job_find(js, j->id) != NULL)
 		return -EEXIST;
 	if (j->kind == JOB_EVICT_BUCKET) {
 		c.body = evict_bucket_body;
@@ -515,8 +519,8 @@ static int job_launch(job_t *j)
 	if (j->run == NULL || (j->names != NULL && add_names(j) != 0))
 		return -ENOMEM;
 	tgt_run_start(j->run);
-	j->next = jobs;
-	jobs = j;
+	j->next = js->list;
+	js->list = j;
 	return 0;
 }
 
@@ -534,13 +538,13 @@ static void job_submit(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	j = job_parse(t, msg, resp);
 	if (j == NULL)
 		goto out;
-	pthread_mutex_lock(&jobs_lock);
+	pthread_mutex_lock(&t->jobs->lock);
 	int rc = job_launch(j);
 	if (rc == 0) {
 		resp->status = 200;
 		resp->json = job_json(j);
 	}
-	pthread_mutex_unlock(&jobs_lock);
+	pthread_mutex_unlock(&t->jobs->lock);
 	if (rc == -ESHUTDOWN)
 		ft_ctl_error(resp, 503, "target %s is shutting down", t->id);
 	else if (rc == -EEXIST)
@@ -574,10 +578,10 @@ void tgt_jobs_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 			job_submit(t, req, resp);
 		} else if (get) {
 			json_t *list = json_array();
-			pthread_mutex_lock(&jobs_lock);
-			for (job_t *j = jobs; j != NULL; j = j->next)
+			pthread_mutex_lock(&t->jobs->lock);
+			for (job_t *j = t->jobs->list; j != NULL; j = j->next)
 				json_array_append_new(list, job_json(j));
-			pthread_mutex_unlock(&jobs_lock);
+			pthread_mutex_unlock(&t->jobs->lock);
 			resp->status = 200;
 			resp->json = list;
 		} else {
@@ -589,27 +593,41 @@ void tgt_jobs_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		ft_ctl_error(resp, 405, "method %s not allowed on /v1/jobs/<id> (use GET, DELETE)", req->method);
 		return;
 	}
-	pthread_mutex_lock(&jobs_lock);
-	job_t *j = job_find(id);
+	pthread_mutex_lock(&t->jobs->lock);
+	job_t *j = job_find(t->jobs, id);
 	if (j != NULL) {
 		if (del)
 			job_abort(j);
 		resp->status = 200;
 		resp->json = job_json(j);
 	}
-	pthread_mutex_unlock(&jobs_lock);
+	pthread_mutex_unlock(&t->jobs->lock);
 	if (j == NULL)
 		ft_ctl_error(resp, 404, "no job %s on target %s", id, t->id);
 }
 
+int tgt_jobs_init(tgt_t *t)
+{
+	tgt_jobs_t *js = calloc(1, sizeof(*js));
+
+	if (js == NULL)
+		return -1;
+	pthread_mutex_init(&js->lock, NULL);
+	t->jobs = js;
+	return 0;
+}
+
 void tgt_jobs_fini(tgt_t *t)
 {
-	(void)t;
-	pthread_mutex_lock(&jobs_lock);
-	job_t *list = jobs;
-	jobs = NULL;
-	jobs_closed = 1;
-	pthread_mutex_unlock(&jobs_lock);
+	tgt_jobs_t *js = t->jobs;
+
+	if (js == NULL)
+		return;
+	pthread_mutex_lock(&js->lock);
+	job_t *list = js->list;
+	js->list = NULL;
+	js->closed = 1;
+	pthread_mutex_unlock(&js->lock);
 	for (job_t *j = list; j != NULL; j = j->next)
 		job_abort(j);
 	while (list != NULL) {
@@ -617,6 +635,16 @@ void tgt_jobs_fini(tgt_t *t)
 		list = j->next;
 		job_free(j); /* joins the run first */
 	}
+}
+
+/* After tgt_jobs_fini and once no control request can reach the table: frees it. */
+void tgt_jobs_free(tgt_t *t)
+{
+	if (t->jobs == NULL)
+		return;
+	pthread_mutex_destroy(&t->jobs->lock);
+	free(t->jobs);
+	t->jobs = NULL;
 }
 
 /* Whether id is usable as a job id (the proxy's /v1/jobs/<id> takes letters, digits and '-'). */
@@ -663,9 +691,9 @@ int tgt_jobs_start_local(tgt_t *t, const char *id, const char *kind, tgt_job_fn 
 			bucket ? bucket : "");
 		goto out;
 	}
-	pthread_mutex_lock(&jobs_lock);
+	pthread_mutex_lock(&t->jobs->lock);
 	rc = job_launch(j);
-	pthread_mutex_unlock(&jobs_lock);
+	pthread_mutex_unlock(&t->jobs->lock);
 	if (rc == 0) {
 		ft_info("job %s: %s over the local objects of %s%s%s", id, kind, provider ? provider : "every provider",
 			bucket ? "/" : "", bucket ? bucket : "");

@@ -353,7 +353,7 @@ void tgt_control_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 		if (strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0) {
 			resp->status = 200;
 			resp->json = json_pack("{s:s, s:s, s:s, s:o}", "status", "ok", "role", "target", "id", t->id,
-					       "integrity", tgt_integrity_json());
+					       "integrity", tgt_integrity_json(t));
 			return;
 		}
 	} else if (strcmp(req->path, "/v1/metasync") == 0) {

@@ -23,7 +23,7 @@ static void health(ft_req_t *r, tgt_t *t)
 	}
 	ft_resp_json(r, 200,
 		     json_pack("{s:s, s:s, s:s, s:o}", "status", "ok", "role", "target", "id", t->id, "integrity",
-			       tgt_integrity_json()));
+			       tgt_integrity_json(t)));
 }
 
 /*

@@ -42,16 +42,12 @@
 
 enum { MP_ACTIVE = 0, MP_DETACHING = 1, MP_DETACHED = 2 };
 
-typedef struct mp_set {
-	struct mp_set *older; /* retired sets, freed at close */
+typedef struct tgt_mp_set {
+	struct tgt_mp_set *older; /* retired sets, freed at close */
 	int n;
 	int slot[FT_MAX_MOUNTPATHS];
 	uint64_t digests[FT_MAX_MOUNTPATHS];
 } mp_set_t;
-
-static _Atomic(mp_set_t *) active_set;
-static atomic_int slot_state[FT_MAX_MOUNTPATHS];
-static pthread_mutex_t change_lock = PTHREAD_MUTEX_INITIALIZER; /* serializes attach/detach */
 
 /* Work-file and retired-tree names are unique within the process; .work is emptied at start. */
 static atomic_uint_fast64_t work_counter;
@@ -229,14 +225,14 @@ static int publish_set(tgt_t *t)
 	if (!set)
 		return -1;
 	for (int i = 0; i < t->n_mountpaths; i++) {
-		if (atomic_load(&slot_state[i]) != MP_ACTIVE)
+		if (atomic_load(&t->mp_state[i]) != MP_ACTIVE)
 			continue;
 		set->slot[set->n] = i;
 		set->digests[set->n] = t->mountpath_digests[i];
 		set->n++;
 	}
-	set->older = atomic_load(&active_set);
-	atomic_store_explicit(&active_set, set, memory_order_release);
+	set->older = atomic_load(&t->mp_active);
+	atomic_store_explicit(&t->mp_active, set, memory_order_release);
 	return 0;
 }
 
@@ -308,7 +304,7 @@ static void state_save(const tgt_t *t)
 
 	for (int i = 0; i < t->n_mountpaths; i++) {
 		const char *p = t->mountpaths[i].path;
-		if (atomic_load(&slot_state[i]) != MP_DETACHED && !configured(t, p))
+		if (atomic_load(&t->mp_state[i]) != MP_DETACHED && !configured(t, p))
 			json_array_append_new(att, json_string(p));
 	}
 	for (int i = 0; i < t->cfg.n_mountpaths; i++) {
@@ -317,7 +313,7 @@ static void state_save(const tgt_t *t)
 		for (int k = 0; k < t->n_mountpaths && slot < 0; k++)
 			if (strcmp(t->mountpaths[k].path, p) == 0)
 				slot = k;
-		if (slot < 0 || atomic_load(&slot_state[slot]) == MP_DETACHED)
+		if (slot < 0 || atomic_load(&t->mp_state[slot]) == MP_DETACHED)
 			json_array_append_new(det, json_string(p));
 	}
 	json_t *doc = json_pack("{s:o, s:o}", "attached", att, "detached", det);
@@ -352,7 +348,7 @@ static int open_slot(tgt_t *t, const char *path, char *err, size_t errlen)
 	if (open_one(&t->mountpaths[i], path, err, errlen) != 0 || check_distinct(t, i, err, errlen) != 0)
 		return -1;
 	t->mountpath_digests[i] = ft_hrw_digest(t->mountpaths[i].path);
-	atomic_store(&slot_state[i], MP_ACTIVE);
+	atomic_store(&t->mp_state[i], MP_ACTIVE);
 	return 0;
 }
 
@@ -363,6 +359,7 @@ int tgt_mountpaths_open(tgt_t *t, char *err, size_t errlen)
 	json_t *v;
 
 	t->n_mountpaths = 0;
+	pthread_mutex_init(&t->mp_change_lock, NULL);
 	if (t->cfg.n_mountpaths <= 0) {
 		snprintf(err, errlen, "no mountpath configured (--mountpath DIR)");
 		return -1;
@@ -406,7 +403,7 @@ fail:
 
 void tgt_mountpaths_close(tgt_t *t)
 {
-	mp_set_t *set = atomic_exchange(&active_set, NULL);
+	mp_set_t *set = atomic_exchange(&t->mp_active, NULL);
 	while (set) {
 		mp_set_t *older = set->older;
 		free(set);
@@ -425,7 +422,7 @@ void tgt_mountpaths_close(tgt_t *t)
 
 const tgt_mountpath_t *tgt_mountpath_pick_hash(const tgt_t *t, uint64_t name_hash)
 {
-	const mp_set_t *set = atomic_load_explicit(&active_set, memory_order_acquire);
+	const mp_set_t *set = atomic_load_explicit(&t->mp_active, memory_order_acquire);
 
 	if (!set || set->n == 0)
 		return &t->mountpaths[0];
@@ -592,7 +589,7 @@ int tgt_mountpath_slot_state(const tgt_t *t, int slot)
 {
 	if (slot < 0 || slot >= t->n_mountpaths)
 		return -1;
-	return atomic_load(&slot_state[slot]);
+	return atomic_load(&t->mp_state[slot]);
 }
 
 int tgt_mountpath_is_active(const tgt_t *t, const tgt_mountpath_t *mp)
@@ -635,11 +632,11 @@ int tgt_mountpath_attach(tgt_t *t, const char *path, char *err, size_t cap)
 			 path, FT_PATH_MAX);
 		return -EINVAL;
 	}
-	pthread_mutex_lock(&change_lock);
+	pthread_mutex_lock(&t->mp_change_lock);
 	slot = slot_of(t, path);
-	if (slot >= 0 && atomic_load(&slot_state[slot]) != MP_DETACHED) {
+	if (slot >= 0 && atomic_load(&t->mp_state[slot]) != MP_DETACHED) {
 		snprintf(err, cap, "mountpath %s is %s", path,
-			 atomic_load(&slot_state[slot]) == MP_ACTIVE ? "attached already" : "being detached");
+			 atomic_load(&t->mp_state[slot]) == MP_ACTIVE ? "attached already" : "being detached");
 		rc = -EEXIST;
 		goto out;
 	}
@@ -654,7 +651,7 @@ int tgt_mountpath_attach(tgt_t *t, const char *path, char *err, size_t cap)
 		goto out;
 	}
 	for (int i = 0; i < t->n_mountpaths; i++) {
-		if (i == slot || atomic_load(&slot_state[i]) == MP_DETACHED)
+		if (i == slot || atomic_load(&t->mp_state[i]) == MP_DETACHED)
 			continue;
 		if (fstat(fresh.root_fd, &a) == 0 && fstat(t->mountpaths[i].root_fd, &b) == 0 && a.st_dev == b.st_dev &&
 		    a.st_ino == b.st_ino) {
@@ -680,9 +677,9 @@ int tgt_mountpath_attach(tgt_t *t, const char *path, char *err, size_t cap)
 		t->mountpath_digests[slot] = ft_hrw_digest(mp->path);
 		__atomic_store_n(&t->n_mountpaths, slot + 1, __ATOMIC_RELEASE);
 	}
-	atomic_store(&slot_state[slot], MP_ACTIVE);
+	atomic_store(&t->mp_state[slot], MP_ACTIVE);
 	if (publish_set(t) != 0) {
-		atomic_store(&slot_state[slot], MP_DETACHED);
+		atomic_store(&t->mp_state[slot], MP_DETACHED);
 		snprintf(err, cap, "out of memory");
 		rc = -ENOMEM;
 		goto out;
@@ -690,7 +687,7 @@ int tgt_mountpath_attach(tgt_t *t, const char *path, char *err, size_t cap)
 	state_save(t);
 	rc = slot;
 out:
-	pthread_mutex_unlock(&change_lock);
+	pthread_mutex_unlock(&t->mp_change_lock);
 	close_fds(&fresh);
 	return rc;
 }
@@ -699,45 +696,45 @@ int tgt_mountpath_detach_begin(tgt_t *t, const char *path, char *err, size_t cap
 {
 	int rc, active = 0;
 
-	pthread_mutex_lock(&change_lock);
+	pthread_mutex_lock(&t->mp_change_lock);
 	int slot = slot_of(t, path);
-	if (slot < 0 || atomic_load(&slot_state[slot]) == MP_DETACHED) {
+	if (slot < 0 || atomic_load(&t->mp_state[slot]) == MP_DETACHED) {
 		snprintf(err, cap, "mountpath %s is not attached", path);
 		rc = -ENOENT;
 		goto out;
 	}
-	if (atomic_load(&slot_state[slot]) == MP_DETACHING) {
+	if (atomic_load(&t->mp_state[slot]) == MP_DETACHING) {
 		snprintf(err, cap, "mountpath %s is being detached already", path);
 		rc = -EBUSY;
 		goto out;
 	}
 	for (int i = 0; i < t->n_mountpaths; i++)
-		active += atomic_load(&slot_state[i]) == MP_ACTIVE;
+		active += atomic_load(&t->mp_state[i]) == MP_ACTIVE;
 	if (active <= 1) {
 		snprintf(err, cap, "mountpath %s is the last one attached: attach another first", path);
 		rc = -EPERM;
 		goto out;
 	}
-	atomic_store(&slot_state[slot], MP_DETACHING);
+	atomic_store(&t->mp_state[slot], MP_DETACHING);
 	if (publish_set(t) != 0) {
-		atomic_store(&slot_state[slot], MP_ACTIVE);
+		atomic_store(&t->mp_state[slot], MP_ACTIVE);
 		snprintf(err, cap, "out of memory");
 		rc = -ENOMEM;
 		goto out;
 	}
 	rc = slot;
 out:
-	pthread_mutex_unlock(&change_lock);
+	pthread_mutex_unlock(&t->mp_change_lock);
 	return rc;
 }
 
 void tgt_mountpath_detach_abort(tgt_t *t, int slot)
 {
-	pthread_mutex_lock(&change_lock);
-	atomic_store(&slot_state[slot], MP_ACTIVE);
+	pthread_mutex_lock(&t->mp_change_lock);
+	atomic_store(&t->mp_state[slot], MP_ACTIVE);
 	if (publish_set(t) != 0)
 		ft_error("mountpath %s: out of memory while re-activating it", t->mountpaths[slot].path);
-	pthread_mutex_unlock(&change_lock);
+	pthread_mutex_unlock(&t->mp_change_lock);
 }
 
 /* An fd of a directory that no longer exists: every lookup or creation under it fails with ENOENT. */
@@ -755,7 +752,7 @@ static int dead_dir(const tgt_t *t)
 	for (int i = 0; i < t->n_mountpaths && fd < 0; i++) {
 		const tgt_mountpath_t *mp = &t->mountpaths[i];
 		char name[64];
-		if (atomic_load(&slot_state[i]) != MP_ACTIVE)
+		if (atomic_load(&t->mp_state[i]) != MP_ACTIVE)
 			continue;
 		snprintf(name, sizeof(name), "dead.%llu", (unsigned long long)atomic_fetch_add(&work_counter, 1));
 		if (mkdirat(mp->work_fd, name, 0700) != 0)
@@ -793,9 +790,9 @@ void tgt_mountpath_detach_end(tgt_t *t, int slot, tgt_mountpath_t *real)
 	if (real->root_fd >= 0 && real->work_fd >= 0)
 		clean_work(real);
 	close_fds(real);
-	pthread_mutex_lock(&change_lock);
-	atomic_store(&slot_state[slot], MP_DETACHED);
+	pthread_mutex_lock(&t->mp_change_lock);
+	atomic_store(&t->mp_state[slot], MP_DETACHED);
 	state_save(t);
-	pthread_mutex_unlock(&change_lock);
+	pthread_mutex_unlock(&t->mp_change_lock);
 	ft_info("mountpath %s detached", t->mountpaths[slot].path);
 }

@@ -23,6 +23,7 @@
 #define TGT_COPIES_DIR ".copies" /* mirror.c: "<mp>/.copies/<provider>/<bucket>/<obj>" extra copies */
 #define TGT_EC_DIR ".ec"         /* ec.c: "<mp>/.ec/<provider>/<bucket>/<obj>" slices/replicas held for other owners */
 #define TGT_PROVIDER_MAX 16
+#define TGT_INTEGRITY_SLOTS 4 /* >= TGT_INTEGRITY_KINDS (core/replica.h) */
 /* "<provider>/<bucket>/<object>" relative to a mountpath root, plus NUL. */
 #define TGT_REL_MAX (TGT_PROVIDER_MAX + 1 + FT_BUCKET_NAME_MAX + 1 + FT_OBJ_NAME_MAX + 1)
 
@@ -35,6 +36,7 @@ typedef struct {
 typedef struct tgt_namelocks tgt_namelocks_t;
 typedef struct tgt_coldget tgt_coldget_t;
 typedef struct tgt_jobs tgt_jobs_t;
+typedef struct tgt_mp_set tgt_mp_set_t;
 typedef struct tgt_list_cache tgt_list_cache_t;
 typedef struct tgt_cluster tgt_cluster_t;
 typedef struct tgt_janitor tgt_janitor_t;
@@ -49,7 +51,14 @@ typedef struct {
 	int n_mountpaths;
 	tgt_mountpath_t mountpaths[FT_MAX_MOUNTPATHS];
 	uint64_t mountpath_digests[FT_MAX_MOUNTPATHS]; /* ft_hrw_digest(path), for ft_hrw_pick */
-	tgt_namelocks_t *names;                        /* the name lock, the publish lock and holds (core/namelock.h) */
+	/* core/mountpath.c: the active set placement reads, each slot's state, and the lock of attach/detach */
+	_Atomic(tgt_mp_set_t *) mp_active;
+	atomic_int mp_state[FT_MAX_MOUNTPATHS];
+	pthread_mutex_t mp_change_lock;
+	/* core/replica.c: integrity counters by tgt_integrity_kind_t, and "fewer mountpaths than copies" warned */
+	atomic_llong integrity[TGT_INTEGRITY_SLOTS];
+	atomic_int warned_few_mountpaths;
+	tgt_namelocks_t *names; /* the name lock, the publish lock and holds (core/namelock.h) */
 	atomic_int get_busy
 		[FT_MAX_MOUNTPATHS]; /* GET bodies in flight per mountpath (get.c picks the least busy replica) */
 	tgt_coldget_t *coldget;      /* backend handles, cold fetches in flight (obj/coldget.c) */

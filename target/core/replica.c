@@ -47,25 +47,24 @@ static const char *const state_names[] = {
 	[TGT_REPLICA_IO] = "I/O error",
 };
 
-static atomic_llong integrity[TGT_INTEGRITY_KINDS];
-static atomic_int warned_few_mountpaths;
+_Static_assert(TGT_INTEGRITY_KINDS <= TGT_INTEGRITY_SLOTS, "tgt_t.integrity is too small");
 
 const char *tgt_replica_state_name(tgt_replica_state_t s)
 {
 	return (int)s >= 0 && (size_t)s < sizeof(state_names) / sizeof(state_names[0]) ? state_names[s] : "?";
 }
 
-void tgt_integrity_count(tgt_integrity_kind_t kind)
+void tgt_integrity_count(tgt_t *t, tgt_integrity_kind_t kind)
 {
-	atomic_fetch_add(&integrity[kind], 1);
+	atomic_fetch_add(&t->integrity[kind], 1);
 }
 
-json_t *tgt_integrity_json(void)
+json_t *tgt_integrity_json(tgt_t *t)
 {
 	return json_pack("{s:I, s:I, s:I}", "damaged_replicas",
-			 (json_int_t)atomic_load(&integrity[TGT_INTEGRITY_DAMAGED]), "repaired_replicas",
-			 (json_int_t)atomic_load(&integrity[TGT_INTEGRITY_REPAIRED]), "unrepairable_objects",
-			 (json_int_t)atomic_load(&integrity[TGT_INTEGRITY_LOST]));
+			 (json_int_t)atomic_load(&t->integrity[TGT_INTEGRITY_DAMAGED]), "repaired_replicas",
+			 (json_int_t)atomic_load(&t->integrity[TGT_INTEGRITY_REPAIRED]), "unrepairable_objects",
+			 (json_int_t)atomic_load(&t->integrity[TGT_INTEGRITY_LOST]));
 }
 
 int tgt_mirror_replicas(const tgt_obj_t *o, tgt_replica_t out[FT_MAX_MOUNTPATHS])
@@ -96,7 +95,7 @@ int tgt_mirror_replicas(const tgt_obj_t *o, tgt_replica_t out[FT_MAX_MOUNTPATHS]
 		taken[k] = true;
 		out[n++] = (tgt_replica_t){.mp_index = k, .copy = true};
 	}
-	if (n < want && atomic_exchange(&warned_few_mountpaths, 1) == 0)
+	if (n < want && atomic_exchange(&o->t->warned_few_mountpaths, 1) == 0)
 		ft_warn("bucket %s/%s wants %d copies; this target has %d mountpaths and keeps %d (warned once)",
 			o->provider, o->bucket, want, t->n_mountpaths, n);
 	return n;
@@ -335,7 +334,7 @@ void tgt_replica_drop(const tgt_obj_t *o, char *aside)
 
 static void note_damaged(const tgt_obj_t *o, const tgt_replica_t *rp, tgt_replica_state_t s)
 {
-	tgt_integrity_count(TGT_INTEGRITY_DAMAGED);
+	tgt_integrity_count(o->t, TGT_INTEGRITY_DAMAGED);
 	ft_error("object %s/%s: %s on %s is damaged: %s", o->bucket, o->obj, rp->copy ? "mirror copy" : "main copy",
 		 o->t->mountpaths[rp->mp_index].path, tgt_replica_state_name(s));
 }
@@ -387,7 +386,7 @@ int tgt_replica_heal(tgt_obj_t *o, tgt_replica_t reps[FT_MAX_MOUNTPATHS], int n,
 		}
 		h->repaired++;
 		h->bytes += (int64_t)loms[best].size;
-		tgt_integrity_count(TGT_INTEGRITY_REPAIRED);
+		tgt_integrity_count(o->t, TGT_INTEGRITY_REPAIRED);
 		ft_warn("object %s/%s: %s on %s (%s) rewritten from the %s", o->bucket, o->obj, what, where,
 			tgt_replica_state_name(st[k]), best == 0 ? "main copy" : "mirror copy");
 	}

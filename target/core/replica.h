@@ -105,8 +105,8 @@ typedef enum {
 	TGT_INTEGRITY_KINDS,
 } tgt_integrity_kind_t;
 
-void tgt_integrity_count(tgt_integrity_kind_t kind);
+void tgt_integrity_count(tgt_t *t, tgt_integrity_kind_t kind);
 /* {"damaged_replicas": N, "repaired_replicas": N, "unrepairable_objects": N} (new reference). */
-json_t *tgt_integrity_json(void);
+json_t *tgt_integrity_json(tgt_t *t);
 
 #endif

@@ -242,7 +242,7 @@ static void respond_lost(ft_req_t *r, tgt_obj_t *o, const tgt_heal_t *h, const c
 		ft_resp_error(r, 404, "object \"%s/%s\" does not exist", o->bucket, o->obj);
 		return;
 	}
-	tgt_integrity_count(TGT_INTEGRITY_LOST);
+	tgt_integrity_count(o->t, TGT_INTEGRITY_LOST);
 	const char *why = h->main != TGT_REPLICA_ABSENT ? tgt_replica_state_name(h->main) : "main copy missing";
 	ft_error("object %s/%s: damaged (%s), no good replica to repair it from%s%s; not served", o->bucket, o->obj,
 		 why, restore_err[0] ? ": " : "", restore_err);
@@ -305,7 +305,7 @@ static void recover(ft_req_t *r, void *arg)
 		if (k >= 0) {
 			tgt_replica_drop(o, h.aside);
 			if (h.existed)
-				tgt_integrity_count(TGT_INTEGRITY_REPAIRED);
+				tgt_integrity_count(o->t, TGT_INTEGRITY_REPAIRED);
 			serve(r, o, fd, &lom, reps[k].mp_index);
 			return;
 		}

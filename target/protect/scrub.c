@@ -62,7 +62,7 @@ int tgt_scrub_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 		if (k >= 0) {
 			close(fd);
 			tgt_replica_drop(o, h.aside);
-			tgt_integrity_count(TGT_INTEGRITY_REPAIRED);
+			tgt_integrity_count(o->t, TGT_INTEGRITY_REPAIRED);
 			ft_warn("object %s/%s: main copy restored from erasure-coded slices", o->bucket, o->obj);
 			return 0;
 		}
@@ -72,7 +72,7 @@ int tgt_scrub_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 	tgt_name_lock(o);
 	tgt_replica_put_back(o, h.aside);
 	tgt_name_unlock(o);
-	tgt_integrity_count(TGT_INTEGRITY_LOST);
+	tgt_integrity_count(o->t, TGT_INTEGRITY_LOST);
 	const char *main_state = h.main != TGT_REPLICA_ABSENT ? tgt_replica_state_name(h.main) : "main copy missing";
 	snprintf(err, cap, "unrepairable: %s, no good mirror copy, EC restore: %s", main_state,
 		 rc == -ENOENT ? "no slices"

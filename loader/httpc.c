@@ -1,8 +1,8 @@
 /* ft-loader HTTP/1.1 client pieces: incremental response parser, request head writer, URL escaping. */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "http/parse.h"
 #include "loader.h"
 
 /* ---- buffers ---- */
@@ -112,28 +112,6 @@ void ld_resp_free(ld_resp_t *r)
 	r->hbuf = NULL;
 }
 
-static bool name_is(const char *name, size_t len, const char *want)
-{
-	return strlen(want) == len && strncasecmp(name, want, len) == 0;
-}
-
-/* Whether the comma-separated token list v (len bytes) holds token (case-insensitive). */
-static bool has_token(const char *v, size_t len, const char *token)
-{
-	size_t tl = strlen(token);
-
-	for (size_t i = 0; i + tl <= len; i++) {
-		if (strncasecmp(v + i, token, tl) != 0)
-			continue;
-		bool left_ok = i == 0 || v[i - 1] == ',' || v[i - 1] == ' ' || v[i - 1] == '\t';
-		bool right_ok =
-			i + tl == len || v[i + tl] == ',' || v[i + tl] == ' ' || v[i + tl] == '\t' || v[i + tl] == ';';
-		if (left_ok && right_ok)
-			return true;
-	}
-	return false;
-}
-
 static void copy_value(char *dst, size_t cap, const char *v, size_t len)
 {
 	if (len >= cap)
@@ -142,85 +120,29 @@ static void copy_value(char *dst, size_t cap, const char *v, size_t len)
 	dst[len] = '\0';
 }
 
-/* One header line (without CRLF). Returns 0 or -1. */
-static int header_line(ld_resp_t *r, const char *line, size_t len, bool *ka_token, bool *close_token, char *err,
-		       size_t errlen)
+/* Takes a parsed head: status, framing, keep-alive, the headers kept, and the body state. Returns 0 or -1. */
+static int head_apply(ld_resp_t *r, const ft_hp_resp_head_t *h, const ft_hp_header_t *hdrs, char *err, size_t errlen)
 {
-	const char *colon = memchr(line, ':', len), *v, *end = line + len;
+	r->minor = h->version_minor;
+	r->status = h->status;
+	r->chunked = h->chunked;
+	r->content_length = h->content_length;
+	r->keep_alive = h->keep_alive;
+	for (size_t i = 0; i < h->nheaders; i++) {
+		const ft_hp_header_t *x = &hdrs[i];
 
-	if (colon == NULL || colon == line) {
-		snprintf(err, errlen, "malformed header line");
-		return -1;
-	}
-	v = colon + 1;
-	while (v < end && (*v == ' ' || *v == '\t'))
-		v++;
-	while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
-		end--;
-	size_t nl = (size_t)(colon - line), vl = (size_t)(end - v);
-	if (name_is(line, nl, "content-length")) {
-		uint64_t x = 0;
-		if (vl == 0 || vl > 19)
-			goto bad_len;
-		for (size_t i = 0; i < vl; i++) {
-			if (v[i] < '0' || v[i] > '9')
-				goto bad_len;
-			x = x * 10 + (uint64_t)(v[i] - '0');
+		if (ft_hp_token_eq(x->name, x->name_len, "location")) {
+			if (x->value_len >= sizeof(r->location)) {
+				snprintf(err, errlen, "Location longer than %zu bytes", sizeof(r->location) - 1);
+				return -1;
+			}
+			copy_value(r->location, sizeof(r->location), x->value, x->value_len);
+		} else if (ft_hp_token_eq(x->name, x->name_len, "ais-checksum-type")) {
+			copy_value(r->cksum_type, sizeof(r->cksum_type), x->value, x->value_len);
+		} else if (ft_hp_token_eq(x->name, x->name_len, "ais-checksum-value")) {
+			copy_value(r->cksum_value, sizeof(r->cksum_value), x->value, x->value_len);
 		}
-		if (r->content_length >= 0 && (uint64_t)r->content_length != x)
-			goto bad_len;
-		r->content_length = (int64_t)x;
-	} else if (name_is(line, nl, "transfer-encoding")) {
-		r->chunked = has_token(v, vl, "chunked");
-		if (!r->chunked && vl > 0 && !has_token(v, vl, "identity")) {
-			snprintf(err, errlen, "unsupported Transfer-Encoding \"%.*s\"", (int)(vl > 64 ? 64 : vl), v);
-			return -1;
-		}
-	} else if (name_is(line, nl, "connection")) {
-		*close_token |= has_token(v, vl, "close");
-		*ka_token |= has_token(v, vl, "keep-alive");
-	} else if (name_is(line, nl, "location")) {
-		if (vl >= sizeof(r->location)) {
-			snprintf(err, errlen, "Location longer than %zu bytes", sizeof(r->location) - 1);
-			return -1;
-		}
-		copy_value(r->location, sizeof(r->location), v, vl);
-	} else if (name_is(line, nl, "ais-checksum-type")) {
-		copy_value(r->cksum_type, sizeof(r->cksum_type), v, vl);
-	} else if (name_is(line, nl, "ais-checksum-value")) {
-		copy_value(r->cksum_value, sizeof(r->cksum_value), v, vl);
 	}
-	return 0;
-bad_len:
-	snprintf(err, errlen, "bad Content-Length \"%.*s\"", (int)(vl > 32 ? 32 : vl), v);
-	return -1;
-}
-
-/* Parses a complete head h[0..len) ending in CRLF CRLF and sets the body state. Returns 0 or -1. */
-static int parse_head(ld_resp_t *r, const char *h, size_t len, char *err, size_t errlen)
-{
-	const char *p = h, *end = h + len - 2, *eol;
-	bool ka = false, close = false;
-
-	eol = memmem(p, (size_t)(end - p), "\r\n", 2);
-	if (eol == NULL || eol - p < 12 || memcmp(p, "HTTP/1.", 7) != 0 || (p[7] != '0' && p[7] != '1') ||
-	    p[8] != ' ' || p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' || p[11] > '9' ||
-	    (eol - p > 12 && p[12] != ' ')) {
-		snprintf(err, errlen, "malformed status line \"%.*s\"", (int)(len > 60 ? 60 : len), h);
-		return -1;
-	}
-	r->minor = p[7] - '0';
-	r->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
-	for (p = eol + 2; p < end; p = eol + 2) {
-		eol = memmem(p, (size_t)(end - p) + 2, "\r\n", 2);
-		if (eol == NULL)
-			break;
-		if (*p == ' ' || *p == '\t')
-			continue; /* obsolete line folding: ignored */
-		if (header_line(r, p, (size_t)(eol - p), &ka, &close, err, errlen) != 0)
-			return -1;
-	}
-	r->keep_alive = r->minor >= 1 ? !close : (ka && !close);
 	if (r->status < 200 || r->status == 204 || r->status == 304 || r->no_body) {
 		r->state = LD_RESP_DONE;
 	} else if (r->chunked) {
@@ -237,39 +159,57 @@ static int parse_head(ld_resp_t *r, const char *h, size_t len, char *err, size_t
 	return 0;
 }
 
-/* Head bytes: in place when complete in p, else gathered in hbuf. Returns bytes used or -1. */
+/* Says in err why the head h[0..len) did not parse (rc); returns -1. */
+static ssize_t head_fail(ft_hp_result_t rc, const char *h, size_t len, char *err, size_t errlen)
+{
+	size_t line = 0;
+
+	while (line < len && line < 60 && h[line] != '\r' && h[line] != '\n')
+		line++;
+	if (rc == FT_HP_TOO_LARGE)
+		snprintf(err, errlen, "response head larger than %d bytes or with more than %d headers", LD_HEAD_MAX,
+			 LD_HEADERS_MAX);
+	else if (rc == FT_HP_VERSION)
+		snprintf(err, errlen, "not an HTTP/1.x response \"%.*s\"", (int)line, h);
+	else
+		snprintf(err, errlen, "malformed response head \"%.*s\"", (int)line, h);
+	return -1;
+}
+
+/* Head bytes: parsed in place when complete in p, else gathered in hbuf. Returns bytes used or -1. */
 static ssize_t feed_head(ld_resp_t *r, const char *p, size_t n, char *err, size_t errlen)
 {
-	const char *end;
-	size_t take, from, hl;
+	ft_hp_header_t hdrs[LD_HEADERS_MAX];
+	ft_hp_resp_head_t h;
+	ft_hp_result_t rc = FT_HP_AGAIN;
+	size_t take, had = r->hlen;
 
-	if (r->hlen == 0) {
-		end = memmem(p, n, "\r\n\r\n", 4);
-		if (end != NULL) {
-			hl = (size_t)(end + 4 - p);
-			return parse_head(r, p, hl, err, errlen) == 0 ? (ssize_t)hl : -1;
-		}
+	if (had == 0) {
+		rc = ft_hp_parse_resp_head(p, n, LD_HEAD_MAX, hdrs, LD_HEADERS_MAX, &h);
+		if (rc == FT_HP_DONE)
+			return head_apply(r, &h, hdrs, err, errlen) == 0 ? (ssize_t)h.head_len : -1;
+		if (rc != FT_HP_AGAIN)
+			return head_fail(rc, p, n, err, errlen);
 	}
 	if (r->hbuf == NULL && (r->hbuf = malloc(LD_HEAD_MAX)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	take = n < LD_HEAD_MAX - r->hlen ? n : LD_HEAD_MAX - r->hlen;
-	memcpy(r->hbuf + r->hlen, p, take);
-	from = r->hlen >= 3 ? r->hlen - 3 : 0;
-	end = memmem(r->hbuf + from, r->hlen + take - from, "\r\n\r\n", 4);
-	if (end == NULL) {
-		if (r->hlen + take == LD_HEAD_MAX) {
-			snprintf(err, errlen, "response head larger than %d bytes", LD_HEAD_MAX);
-			return -1;
-		}
-		r->hlen += take;
+	/* a first piece that is not yet a whole head has at most LD_HEAD_MAX bytes: all of it fits */
+	take = n < LD_HEAD_MAX - had ? n : LD_HEAD_MAX - had;
+	memcpy(r->hbuf + had, p, take);
+	r->hlen += take;
+	if (had > 0)
+		rc = ft_hp_parse_resp_head(r->hbuf, r->hlen, LD_HEAD_MAX, hdrs, LD_HEADERS_MAX, &h);
+	if (rc == FT_HP_AGAIN) {
+		if (r->hlen == LD_HEAD_MAX)
+			return head_fail(FT_HP_TOO_LARGE, r->hbuf, r->hlen, err, errlen);
 		return (ssize_t)take;
 	}
-	hl = (size_t)(end + 4 - r->hbuf);
-	take = hl - r->hlen; /* bytes of p that belong to the head */
 	r->hlen = 0;
-	return parse_head(r, r->hbuf, hl, err, errlen) == 0 ? (ssize_t)take : -1;
+	if (rc != FT_HP_DONE)
+		return head_fail(rc, r->hbuf, had + take, err, errlen);
+	return head_apply(r, &h, hdrs, err, errlen) == 0 ? (ssize_t)(h.head_len - had) : -1; /* p's bytes of the head */
 }
 
 static int hexval(char c)

@@ -173,11 +173,12 @@ typedef enum {
 typedef void (*ld_body_fn)(void *ctx, const char *p, size_t n);
 
 /*
- * Incremental parser of one HTTP/1.x response. The head is parsed in place when it arrives in one
- * piece, else gathered in hbuf (allocated once, LD_HEAD_MAX). Headers kept: status, Content-Length,
- * Transfer-Encoding: chunked, Connection, Location, Ais-Checksum-Type/-Value.
+ * Incremental parser of one HTTP/1.x response. The head (ft_hp_parse_resp_head) is parsed in place
+ * when it arrives in one piece, else gathered in hbuf (allocated once, LD_HEAD_MAX). Headers kept:
+ * status, Content-Length, Transfer-Encoding: chunked, Connection, Location, Ais-Checksum-Type/-Value.
  */
 #define LD_HEAD_MAX (64 * 1024)
+#define LD_HEADERS_MAX 128 /* most headers in a response head */
 typedef struct {
 	ld_resp_state_t state;
 	int status;

@@ -1,4 +1,4 @@
-/* HTTP/1.x request-head parser, framing analysis, chunked decoder and percent-decoding (see http_parse.h). */
+/* HTTP/1.x request- and response-head parsers, framing analysis, chunked decoder and percent-decoding (see parse.h). */
 #include "http/parse.h"
 
 #include <string.h>
@@ -130,50 +130,77 @@ static ft_hp_result_t parse_header_line(const char *p, size_t n, ft_hp_header_t 
 	return FT_HP_DONE;
 }
 
+/*
+ * The line at pos: FT_HP_DONE with its length without the terminator (*n) and the offset after it
+ * (*next); otherwise the result the head parse ends with (incomplete, too large, a bad CR).
+ */
+static ft_hp_result_t next_line(const char *buf, size_t len, size_t pos, size_t max_bytes, size_t *n, size_t *next)
+{
+	long end;
+
+	if (pos >= len)
+		return len > max_bytes ? FT_HP_TOO_LARGE : FT_HP_AGAIN;
+	end = line_end(buf, pos, len, n);
+	if (end < 0)
+		return FT_HP_BAD;
+	if (end == 0)
+		return len > max_bytes ? FT_HP_TOO_LARGE : FT_HP_AGAIN;
+	if ((size_t)end > max_bytes)
+		return FT_HP_TOO_LARGE;
+	if (memchr(buf + pos, '\r', *n) != NULL)
+		return FT_HP_BAD; /* a CR inside a line */
+	*next = (size_t)end;
+	return FT_HP_DONE;
+}
+
+/*
+ * The header lines from pos through the empty line that ends the head, appended to hdrs (room for
+ * max_headers; *nheaders filled so far); *head_len = the offset after the empty line.
+ */
+static ft_hp_result_t parse_fields(const char *buf, size_t len, size_t pos, size_t max_bytes, ft_hp_header_t *hdrs,
+				   size_t max_headers, size_t *nheaders, size_t *head_len)
+{
+	size_t n, next;
+	ft_hp_result_t rc;
+
+	for (;; pos = next) {
+		rc = next_line(buf, len, pos, max_bytes, &n, &next);
+		if (rc != FT_HP_DONE)
+			return rc;
+		if (n == 0) {
+			*head_len = next;
+			return FT_HP_DONE;
+		}
+		if (buf[pos] == ' ' || buf[pos] == '\t')
+			return FT_HP_BAD; /* obsolete line folding */
+		if (*nheaders >= max_headers)
+			return FT_HP_TOO_LARGE;
+		rc = parse_header_line(buf + pos, n, &hdrs[*nheaders]);
+		if (rc != FT_HP_DONE)
+			return rc;
+		(*nheaders)++;
+	}
+}
+
 ft_hp_result_t ft_hp_parse_head(const char *buf, size_t len, size_t max_bytes, ft_hp_header_t *hdrs, size_t max_headers,
 				ft_hp_head_t *out)
 {
-	size_t pos = 0, n;
-	long next;
-	bool have_line = false;
+	size_t pos = 0, n = 0, next;
 	ft_hp_result_t rc;
 
 	memset(out, 0, sizeof(*out));
-	for (;;) {
-		if (pos >= len)
-			return len > max_bytes ? FT_HP_TOO_LARGE : FT_HP_AGAIN;
-		next = line_end(buf, pos, len, &n);
-		if (next < 0)
-			return FT_HP_BAD;
-		if (next == 0)
-			return len > max_bytes ? FT_HP_TOO_LARGE : FT_HP_AGAIN;
-		if ((size_t)next > max_bytes)
-			return FT_HP_TOO_LARGE;
-		if (memchr(buf + pos, '\r', n) != NULL)
-			return FT_HP_BAD; /* a CR inside a line */
-		if (!have_line) {
-			if (n > 0) {
-				rc = parse_request_line(buf + pos, n, out);
-				if (rc != FT_HP_DONE)
-					return rc;
-				have_line = true;
-			}
-			/* else: an empty line before the request line, ignored (RFC 9112 2.2) */
-		} else if (n == 0) {
-			out->head_len = (size_t)next;
-			return FT_HP_DONE;
-		} else {
-			if (buf[pos] == ' ' || buf[pos] == '\t')
-				return FT_HP_BAD; /* obsolete line folding */
-			if (out->nheaders >= max_headers)
-				return FT_HP_TOO_LARGE;
-			rc = parse_header_line(buf + pos, n, &hdrs[out->nheaders]);
-			if (rc != FT_HP_DONE)
-				return rc;
-			out->nheaders++;
-		}
-		pos = (size_t)next;
+	/* empty lines before the request line are ignored (RFC 9112 2.2) */
+	for (;; pos = next) {
+		rc = next_line(buf, len, pos, max_bytes, &n, &next);
+		if (rc != FT_HP_DONE)
+			return rc;
+		if (n > 0)
+			break;
 	}
+	rc = parse_request_line(buf + pos, n, out);
+	if (rc != FT_HP_DONE)
+		return rc;
+	return parse_fields(buf, len, next, max_bytes, hdrs, max_headers, &out->nheaders, &out->head_len);
 }
 
 /* Calls fn on each comma-separated, whitespace-trimmed element of v[0..n); empty elements are skipped. */
@@ -265,60 +292,159 @@ static int conn_element(const char *e, size_t n, void *arg)
 	return 0;
 }
 
-int ft_hp_analyze(const ft_hp_head_t *h, const ft_hp_header_t *hdrs, ft_hp_info_t *out)
+/* What the framing and connection headers of a head say, before the rules of a request or a response. */
+typedef struct {
+	cl_state_t cl;
+	te_state_t te;
+	conn_state_t conn;
+	bool have_cl, have_te, expect_continue;
+	int nhost;
+} fields_t;
+
+/* Collects the framing and connection headers of hdrs[0..n). 0, or 400 for a malformed Content-Length. */
+static int scan_fields(const ft_hp_header_t *hdrs, size_t n, fields_t *f)
 {
-	cl_state_t cl = {.value = -1};
-	te_state_t te = {0};
-	conn_state_t conn = {0};
-	bool have_cl = false, have_te = false;
-	int nhost = 0, rc;
+	int rc;
 	size_t i;
 
-	memset(out, 0, sizeof(*out));
-	for (i = 0; i < h->nheaders; i++) {
+	memset(f, 0, sizeof(*f));
+	f->cl.value = -1;
+	for (i = 0; i < n; i++) {
 		const ft_hp_header_t *x = &hdrs[i];
 
 		if (ft_hp_token_eq(x->name, x->name_len, "content-length")) {
-			have_cl = true;
+			f->have_cl = true;
 			if (x->value_len == 0)
 				return 400;
-			rc = each_list_element(x->value, x->value_len, cl_element, &cl);
+			rc = each_list_element(x->value, x->value_len, cl_element, &f->cl);
 			if (rc != 0)
 				return rc;
-			if (cl.value < 0)
+			if (f->cl.value < 0)
 				return 400; /* only commas */
 		} else if (ft_hp_token_eq(x->name, x->name_len, "transfer-encoding")) {
-			have_te = true;
-			each_list_element(x->value, x->value_len, te_element, &te);
+			f->have_te = true;
+			each_list_element(x->value, x->value_len, te_element, &f->te);
 		} else if (ft_hp_token_eq(x->name, x->name_len, "connection")) {
-			each_list_element(x->value, x->value_len, conn_element, &conn);
+			each_list_element(x->value, x->value_len, conn_element, &f->conn);
 		} else if (ft_hp_token_eq(x->name, x->name_len, "expect")) {
 			if (ft_hp_token_eq(x->value, x->value_len, "100-continue"))
-				out->expect_continue = true;
+				f->expect_continue = true;
 		} else if (ft_hp_token_eq(x->name, x->name_len, "host")) {
-			nhost++;
+			f->nhost++;
 		}
 	}
-	if (have_cl && have_te)
+	return 0;
+}
+
+/* HTTP/1.1 keeps the connection unless "close"; HTTP/1.0 only with "keep-alive". */
+static bool keeps_alive(int version_minor, const conn_state_t *conn)
+{
+	if (version_minor >= 1)
+		return !conn->close;
+	return conn->keep_alive && !conn->close;
+}
+
+int ft_hp_analyze(const ft_hp_head_t *h, const ft_hp_header_t *hdrs, ft_hp_info_t *out)
+{
+	fields_t f;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = scan_fields(hdrs, h->nheaders, &f);
+	if (rc != 0)
+		return rc;
+	if (f.have_cl && f.have_te)
 		return 400;
-	if (have_te) {
-		if (te.ncodings == 0 || te.nchunked > 1 || te.after_chunked)
-			return te.unknown && te.nchunked == 0 ? 501 : 400;
-		if (te.unknown)
+	if (f.have_te) {
+		if (f.te.ncodings == 0 || f.te.nchunked > 1 || f.te.after_chunked)
+			return f.te.unknown && f.te.nchunked == 0 ? 501 : 400;
+		if (f.te.unknown)
 			return 501;
 		out->chunked = true;
 		out->content_length = -1;
 	} else {
-		out->content_length = have_cl ? cl.value : 0;
+		out->content_length = f.have_cl ? f.cl.value : 0;
 	}
-	if (h->version_minor >= 1) {
-		if (nhost != 1)
-			return 400;
-		out->keep_alive = !conn.close;
-	} else {
-		out->keep_alive = conn.keep_alive && !conn.close;
-	}
+	if (h->version_minor >= 1 && f.nhost != 1)
+		return 400;
+	out->keep_alive = keeps_alive(h->version_minor, &f.conn);
+	out->expect_continue = f.expect_continue;
 	return 0;
+}
+
+/* ---- response heads ---- */
+
+static bool is_digit(char ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
+/* Parses "HTTP/d.d SP 3DIGIT [SP reason-phrase]" of exactly n bytes. */
+static ft_hp_result_t parse_status_line(const char *p, size_t n, ft_hp_resp_head_t *out)
+{
+	size_t i;
+
+	if (n < 12 || memcmp(p, "HTTP/", 5) != 0 || !is_digit(p[5]) || p[6] != '.' || !is_digit(p[7]) || p[8] != ' ' ||
+	    !is_digit(p[9]) || !is_digit(p[10]) || !is_digit(p[11]))
+		return FT_HP_BAD;
+	/* the space before the reason is required, but a client should take a line without it (RFC 9112 4) */
+	if (n > 12 && p[12] != ' ')
+		return FT_HP_BAD;
+	for (i = 13; i < n; i++)
+		if (!is_value_char((unsigned char)p[i]))
+			return FT_HP_BAD;
+	out->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+	if (out->status < 100 || out->status > 599)
+		return FT_HP_BAD; /* RFC 9110 15: every valid status is in 100..599 */
+	out->reason = n > 12 ? p + 13 : p + n;
+	out->reason_len = n > 12 ? n - 13 : 0;
+	if (p[5] != '1')
+		return FT_HP_VERSION;
+	out->version_minor = p[7] - '0';
+	return FT_HP_DONE;
+}
+
+/*
+ * Framing and connection of a parsed response (RFC 9112 6): a Content-Length, or a
+ * Transfer-Encoding of exactly "chunked", never both. 0, or -1 when the framing is not one of those.
+ */
+static int resp_framing(ft_hp_resp_head_t *out, const ft_hp_header_t *hdrs)
+{
+	fields_t f;
+
+	if (scan_fields(hdrs, out->nheaders, &f) != 0)
+		return -1;
+	if (f.have_cl && f.have_te)
+		return -1; /* a sign of response splitting (RFC 9112 6.3) */
+	if (f.have_te && (f.te.ncodings != 1 || f.te.nchunked != 1))
+		return -1; /* another coding: no length this client can find */
+	out->chunked = f.have_te;
+	out->content_length = f.have_cl ? f.cl.value : -1;
+	out->keep_alive = keeps_alive(out->version_minor, &f.conn);
+	return 0;
+}
+
+ft_hp_result_t ft_hp_parse_resp_head(const char *buf, size_t len, size_t max_bytes, ft_hp_header_t *hdrs,
+				     size_t max_headers, ft_hp_resp_head_t *out)
+{
+	size_t n = 0, next;
+	ft_hp_result_t rc;
+
+	memset(out, 0, sizeof(*out));
+	out->content_length = -1;
+	/* not a response at all: no need to wait for its line end */
+	if (len > 0 && memcmp(buf, "HTTP/", len < 5 ? len : 5) != 0)
+		return FT_HP_BAD;
+	rc = next_line(buf, len, 0, max_bytes, &n, &next);
+	if (rc != FT_HP_DONE)
+		return rc;
+	rc = parse_status_line(buf, n, out);
+	if (rc != FT_HP_DONE)
+		return rc;
+	rc = parse_fields(buf, len, next, max_bytes, hdrs, max_headers, &out->nheaders, &out->head_len);
+	if (rc != FT_HP_DONE)
+		return rc;
+	return resp_framing(out, hdrs) == 0 ? FT_HP_DONE : FT_HP_BAD;
 }
 
 /* ---- chunked ---- */

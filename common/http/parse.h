@@ -1,4 +1,4 @@
-/* HTTP/1.x request-head parser, framing analysis, chunked-body decoder and percent-decoding: pure, allocation-free. */
+/* HTTP/1.x request- and response-head parsers, framing, chunked decoder, percent-decoding: pure, allocation-free. */
 #ifndef FT_HTTP_PARSE_H
 #define FT_HTTP_PARSE_H
 
@@ -14,7 +14,7 @@
  * Line ends: CRLF, or a bare LF (RFC 9112 2.2 allows recognising it); a CR not followed by LF is bad.
  */
 
-/* Results of ft_hp_parse_head(). */
+/* Results of ft_hp_parse_head() and ft_hp_parse_resp_head(). */
 typedef enum {
 	FT_HP_DONE = 0,      /* a complete head was parsed */
 	FT_HP_AGAIN = 1,     /* incomplete: more bytes needed */
@@ -65,6 +65,36 @@ typedef struct {
  * coding other than chunked).
  */
 int ft_hp_analyze(const ft_hp_head_t *h, const ft_hp_header_t *hdrs, ft_hp_info_t *out);
+
+/* ---- response heads, for the clients of other HTTP/1.x servers ---- */
+
+/* A parsed response head; reason points into the parsed buffer (not NUL-terminated). */
+typedef struct {
+	int version_minor; /* x of HTTP/1.x */
+	int status;        /* 100..599 */
+	const char *reason;
+	size_t reason_len;      /* 0 when the reason phrase is empty or absent */
+	size_t nheaders;        /* entries filled in the caller's array */
+	size_t head_len;        /* bytes of the head, including the final empty line: the body starts there */
+	int64_t content_length; /* the declared length; -1 without one (chunked, or delimited by the close) */
+	bool chunked;           /* Transfer-Encoding: chunked */
+	bool keep_alive;        /* HTTP/1.1 unless "close"; HTTP/1.0 only with "keep-alive" */
+} ft_hp_resp_head_t;
+
+/*
+ * Parses a response head from buf[0..len): the status line "HTTP/1.x SP 3DIGIT [SP reason]", the
+ * headers into hdrs (room for max_headers), then the framing and connection headers. Lines and
+ * headers follow the rules of ft_hp_parse_head (no CR inside a line, no obsolete line folding, the
+ * same limits), but no empty line may come before the status line. FT_HP_BAD also for a status
+ * outside 100..599, a Content-Length that is empty, not decimal, overflowing or differing from
+ * another one, Content-Length together with Transfer-Encoding, or a Transfer-Encoding other than
+ * exactly "chunked"; FT_HP_VERSION for another major version than 1. Bytes that cannot start a
+ * status line are FT_HP_BAD at once. On FT_HP_DONE *out is complete and points into buf; on any
+ * other result *out is unspecified. Whether a body follows is the caller's to decide (a response to
+ * HEAD, 1xx, 204 and 304 have none). Linear in len; re-parse from the start when more bytes arrive.
+ */
+ft_hp_result_t ft_hp_parse_resp_head(const char *buf, size_t len, size_t max_bytes, ft_hp_header_t *hdrs,
+				     size_t max_headers, ft_hp_resp_head_t *out);
 
 /* Case-insensitive comparison of n bytes of a with the NUL-terminated b (true when equal and b has n bytes). */
 bool ft_hp_token_eq(const char *a, size_t n, const char *b);

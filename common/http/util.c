@@ -8,7 +8,7 @@
 #include <time.h>
 
 /*
- * The only calls into http.c are ft_resp_bytes() and ft_req_alloc(), so the pure helpers here can
+ * The only calls into the server are ft_resp_bytes() and ft_req_alloc(), so the pure helpers here can
  * be unit-tested with those two faked.
  */
 

@@ -64,28 +64,6 @@ static struct curl_slist *forward_header(struct curl_slist *l, ft_req_t *r, cons
 	return n != NULL ? n : l;
 }
 
-/* Trimmed header value of a raw header line "Name: value\r\n" when its name is name; else NULL. */
-static bool header_value(const char *buf, size_t n, const char *name, char *out, size_t cap)
-{
-	size_t nl = strlen(name);
-
-	if (n <= nl || buf[nl] != ':' || strncasecmp(buf, name, nl) != 0)
-		return false;
-	const char *v = buf + nl + 1;
-	size_t len = n - nl - 1;
-	while (len > 0 && (*v == ' ' || *v == '\t')) {
-		v++;
-		len--;
-	}
-	while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
-		len--;
-	if (len >= cap)
-		len = cap - 1;
-	memcpy(out, v, len);
-	out[len] = '\0';
-	return true;
-}
-
 static void keep_errbody(char *dst, size_t *len, const char *buf, size_t n)
 {
 	size_t take = n < ERRBODY_MAX - *len ? n : ERRBODY_MAX - *len;
@@ -127,57 +105,103 @@ typedef struct {
 	size_t errlen;
 } target_head_t;
 
-/* Header-callback work shared by GET and the copy's source. Returns true at the end of a final header block. */
-static bool parse_head_line(target_head_t *t, const char *buf, size_t n)
-{
-	char v[128];
+/* A target's response head as curl hands it over, a line at a time, up to its empty line. */
+typedef struct {
+	char buf[PX_S3_TARGET_HEAD_MAX];
+	size_t len;
+	bool overflow;
+} head_lines_t;
 
-	if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
+/* Copies the value of h into out (cap bytes; cut to fit, NUL-terminated). */
+static void header_copy(char *out, size_t cap, const ft_hp_header_t *h)
+{
+	size_t len = h->value_len < cap ? h->value_len : cap - 1;
+
+	memcpy(out, h->value, len);
+	out[len] = '\0';
+}
+
+/* Appends the x-amz-meta-* header h to t->meta as the line "name: value\n". */
+static void meta_add(target_head_t *t, const ft_hp_header_t *h)
+{
+	size_t len = h->name_len + 2 + h->value_len;
+
+	if (len + 1 >= sizeof(t->meta) - t->meta_len) {
+		t->meta_cut = true;
+		return;
+	}
+	memcpy(t->meta + t->meta_len, h->name, h->name_len);
+	memcpy(t->meta + t->meta_len + h->name_len, ": ", 2);
+	memcpy(t->meta + t->meta_len + h->name_len + 2, h->value, h->value_len);
+	t->meta_len += len;
+	t->meta[t->meta_len++] = '\n';
+	t->meta[t->meta_len] = '\0';
+}
+
+/* Replaces t with what GET, HEAD and the copy's source use of a target's parsed response head. */
+static void target_head_fill(target_head_t *t, const ft_hp_resp_head_t *h, const ft_hp_header_t *hdrs)
+{
+	memset(t, 0, sizeof(*t));
+	t->status = h->status;
+	t->length = h->content_length;
+	for (size_t i = 0; i < h->nheaders; i++) {
+		const ft_hp_header_t *x = &hdrs[i];
+
+		if (ft_hp_token_eq(x->name, x->name_len, "etag"))
+			header_copy(t->etag, sizeof(t->etag), x);
+		else if (ft_hp_token_eq(x->name, x->name_len, "last-modified"))
+			header_copy(t->last_modified, sizeof(t->last_modified), x);
+		else if (ft_hp_token_eq(x->name, x->name_len, "content-range"))
+			header_copy(t->content_range, sizeof(t->content_range), x);
+		else if (ft_hp_token_eq(x->name, x->name_len, "content-type"))
+			header_copy(t->content_type, sizeof(t->content_type), x);
+		else if (x->name_len > UMETA_PREFIX_LEN && strncasecmp(x->name, "x-amz-meta-", UMETA_PREFIX_LEN) == 0)
+			meta_add(t, x);
+	}
+	/* interim (1xx) and redirect heads are followed by another */
+	t->headers_done = t->status >= 200 && !(t->status >= 300 && t->status < 400);
+}
+
+/*
+ * Header-callback work shared by GET and the copy's source: gathers the lines of a head in l and,
+ * at its empty line, parses it into t (a head that does not parse leaves t with status 0). Returns
+ * true at the end of a final head; lines after it (trailers) are ignored.
+ */
+static bool target_head_line(target_head_t *t, head_lines_t *l, const char *buf, size_t n)
+{
+	ft_hp_header_t hdrs[PX_S3_TARGET_HEADERS_MAX];
+	ft_hp_resp_head_t h;
+
+	if (t->headers_done)
+		return false;
+	if (n > sizeof(l->buf) - l->len) {
+		l->overflow = true;
+	} else {
+		memcpy(l->buf + l->len, buf, n);
+		l->len += n;
+	}
+	if (n == 0 || n > 2 || (buf[0] != '\r' && buf[0] != '\n'))
+		return false; /* not the empty line yet */
+	if (!l->overflow &&
+	    ft_hp_parse_resp_head(l->buf, l->len, sizeof(l->buf), hdrs, PX_S3_TARGET_HEADERS_MAX, &h) == FT_HP_DONE) {
+		target_head_fill(t, &h, hdrs);
+	} else {
+		ft_warn("s3: unreadable response head from a target");
 		memset(t, 0, sizeof(*t));
 		t->length = -1;
-		const char *sp = memchr(buf, ' ', n);
-		if (sp != NULL)
-			t->status = strtol(sp + 1, NULL, 10);
-		return false;
 	}
-	if (n <= 2 && (buf[0] == '\r' || buf[0] == '\n')) {
-		/* End of a header block: interim (1xx) and redirect blocks are followed by another. */
-		if (t->status >= 200 && !(t->status >= 300 && t->status < 400)) {
-			t->headers_done = true;
-			return true;
-		}
-		return false;
-	}
-	if (header_value(buf, n, "ETag", t->etag, sizeof(t->etag)) ||
-	    header_value(buf, n, "Last-Modified", t->last_modified, sizeof(t->last_modified)) ||
-	    header_value(buf, n, "Content-Range", t->content_range, sizeof(t->content_range)) ||
-	    header_value(buf, n, "Content-Type", t->content_type, sizeof(t->content_type)))
-		return false;
-	if (n > UMETA_PREFIX_LEN && strncasecmp(buf, "x-amz-meta-", UMETA_PREFIX_LEN) == 0) {
-		size_t len = n;
-		while (len > 0 && (buf[len - 1] == '\r' || buf[len - 1] == '\n'))
-			len--;
-		if (len + 1 >= sizeof(t->meta) - t->meta_len) {
-			t->meta_cut = true;
-			return false;
-		}
-		memcpy(t->meta + t->meta_len, buf, len);
-		t->meta_len += len;
-		t->meta[t->meta_len++] = '\n';
-		t->meta[t->meta_len] = '\0';
-		return false;
-	}
-	if (header_value(buf, n, "Content-Length", v, sizeof(v)))
-		t->length = strtoll(v, NULL, 10);
-	return false;
+	l->len = 0;
+	l->overflow = false;
+	return t->headers_done;
 }
 
 typedef struct {
 	px_s3_req_t *q;
 	bool head;
 	target_head_t t;
-	bool started;   /* ft_resp_stream_start was called: stream_end is owed */
-	int client_err; /* the client went away */
+	head_lines_t lines; /* the head curl is handing over */
+	bool started;       /* ft_resp_stream_start was called: stream_end is owed */
+	int client_err;     /* the client went away */
 } get_ctx_t;
 
 /* Response headers S3 lets a (presigned) GET override with response-* query parameters. */
@@ -249,7 +273,8 @@ static size_t get_header_cb(char *buf, size_t size, size_t nitems, void *arg)
 	get_ctx_t *c = arg;
 	size_t n = size * nitems;
 
-	if (parse_head_line(&c->t, buf, n) && !c->head && !c->started && (c->t.status == 200 || c->t.status == 206))
+	if (target_head_line(&c->t, &c->lines, buf, n) && !c->head && !c->started &&
+	    (c->t.status == 200 || c->t.status == 206))
 		start_stream(c);
 	return n;
 }
@@ -270,9 +295,9 @@ static size_t get_write_cb(char *buf, size_t size, size_t nitems, void *arg)
 }
 
 /*
- * The fast path of a GET: the relay client, the head parsed like curl's header lines, the body
- * spliced. Returns false, with nothing sent to the client, when the target's answer is not a
- * 200/206 with a Content-Length (the caller then asks again through libcurl).
+ * The fast path of a GET: the relay client, the head it parsed, the body spliced. Returns false,
+ * with nothing sent to the client, when the target's answer is not a 200/206 with a Content-Length
+ * (the caller then asks again through libcurl).
  */
 static bool get_spliced(get_ctx_t *c, const char *url, const char *const *lines)
 {
@@ -283,15 +308,15 @@ static bool get_spliced(get_ctx_t *c, const char *url, const char *const *lines)
 		free(rl);
 		return false;
 	}
-	if ((rl->status != 200 && rl->status != 206) || rl->length < 0 || rl->chunked) {
+	if ((rl->resp.status != 200 && rl->resp.status != 206) || rl->resp.content_length < 0 || rl->resp.chunked) {
 		px_s3_relay_done(rl, false);
 		free(rl);
 		return false;
 	}
-	for (const char *p = rl->head, *eol; (eol = strstr(p, "\r\n")) != NULL; p = eol + 2)
-		parse_head_line(&c->t, p, (size_t)(eol + 2 - p));
+	target_head_fill(&c->t, &rl->resp, rl->hdrs);
 	start_stream(c);
-	err = c->client_err != 0 ? c->client_err : ft_resp_stream_splice(c->q->r, rl->fd, (uint64_t)rl->length);
+	err = c->client_err != 0 ? c->client_err
+				 : ft_resp_stream_splice(c->q->r, rl->fd, (uint64_t)rl->resp.content_length);
 	if (err != 0 && err != -ECONNRESET)
 		ft_warn("s3 GET %s: relay from %s broke: %s", c->q->resource, url, strerror(-err));
 	/* A cut relay aborts the client's response: never a short body taken for a whole one. */
@@ -605,7 +630,8 @@ typedef struct {
 	size_t rpos, rlen; /* read position and bytes held */
 	CURL *get, *put;
 	struct curl_slist *put_hdrs;
-	target_head_t src; /* the source GET's response */
+	target_head_t src;      /* the source GET's response */
+	head_lines_t src_lines; /* the head curl is handing over */
 	bool get_done, get_paused;
 	CURLcode get_rc;
 	bool put_added, put_done, put_paused;
@@ -629,7 +655,7 @@ static size_t copy_get_header_cb(char *buf, size_t size, size_t nitems, void *ar
 	copy_t *c = arg;
 	size_t n = size * nitems;
 
-	parse_head_line(&c->src, buf, n);
+	target_head_line(&c->src, &c->src_lines, buf, n);
 	return n;
 }
 

@@ -7,9 +7,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -128,23 +126,21 @@ static int dial(const char *host, const char *port)
 	return fd;
 }
 
-/* The end of the head in buf[0..n) (the offset after the blank line), or 0. */
-static size_t head_end(const char *buf, size_t n)
+/* Parses the head at the start of rl->head[0..n) into rl->resp and rl->hdrs. */
+static ft_hp_result_t parse_head(px_s3_relay_t *rl, size_t n)
 {
-	for (size_t i = 0; i + 3 < n; i++)
-		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' && buf[i + 3] == '\n')
-			return i + 4;
-	return 0;
+	return ft_hp_parse_resp_head(rl->head, n, sizeof(rl->head) - 1, rl->hdrs, PX_S3_TARGET_HEADERS_MAX, &rl->resp);
 }
 
 /*
  * Peeks until the whole head is in the socket, then reads exactly the head: the body stays in the
- * socket. 1 = done, 0 = the connection ended before any byte, -1 = failure (timeout, too large,
- * ended midway).
+ * socket, rl->resp and rl->hdrs describe the head. 1 = done, 0 = the connection ended before any
+ * byte, -1 = failure (timeout, ended midway), -2 = a malformed or too large head.
  */
 static int read_head(px_s3_relay_t *rl)
 {
 	size_t have = 0, end;
+	ft_hp_result_t hp;
 	ssize_t k;
 
 	for (;;) {
@@ -153,11 +149,11 @@ static int read_head(px_s3_relay_t *rl)
 			continue;
 		if (k <= 0)
 			return k == 0 && have == 0 ? 0 : -1;
-		end = head_end(rl->head, (size_t)k);
-		if (end > 0)
+		hp = parse_head(rl, (size_t)k);
+		if (hp == FT_HP_DONE)
 			break;
-		if ((size_t)k >= sizeof(rl->head) - 1)
-			return -1;
+		if (hp != FT_HP_AGAIN || (size_t)k >= sizeof(rl->head) - 1)
+			return -2;
 		if ((size_t)k == have) {
 			/* nothing new since the last peek: wait for more instead of spinning */
 			struct pollfd pf = {.fd = rl->fd, .events = POLLIN};
@@ -166,7 +162,9 @@ static int read_head(px_s3_relay_t *rl)
 		}
 		have = (size_t)k;
 	}
-	for (have = 0; have < end; have += (size_t)k) { /* all there already: this takes exactly the head */
+	/* all there already: this takes exactly the head, the same bytes rl->resp was parsed from */
+	end = rl->resp.head_len;
+	for (have = 0; have < end; have += (size_t)k) {
 		k = recv(rl->fd, rl->head + have, end - have, 0);
 		if (k < 0 && errno == EINTR)
 			k = 0;
@@ -174,54 +172,19 @@ static int read_head(px_s3_relay_t *rl)
 			return -1;
 	}
 	rl->head[end] = '\0';
-	rl->head_len = end;
 	return 1;
 }
 
-/* Status, Content-Length, chunked and Connection: close from the head. */
-static bool parse_head(px_s3_relay_t *rl)
-{
-	const char *p = rl->head, *eol;
-
-	rl->status = 0;
-	rl->length = -1;
-	rl->chunked = false;
-	rl->conn_close = false;
-	if (strncmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ')
-		return false;
-	rl->status = (int)strtol(p + 9, NULL, 10);
-	if (p[7] == '0')
-		rl->conn_close = true; /* HTTP/1.0: no keep-alive unless said, and we do not look */
-	for (p = strstr(p, "\r\n") + 2; *p != '\0' && *p != '\r'; p = eol + 2) {
-		eol = strstr(p, "\r\n");
-		if (eol == NULL)
-			return false;
-		if (strncasecmp(p, "Content-Length:", 15) == 0) {
-			char *e;
-			long long v = strtoll(p + 15, &e, 10);
-			if (v < 0 || e == p + 15)
-				return false;
-			rl->length = v;
-		} else if (strncasecmp(p, "Transfer-Encoding:", 18) == 0) {
-			rl->chunked = true; /* any coding: not ours to decode */
-		} else if (strncasecmp(p, "Connection:", 11) == 0) {
-			const char *v = p + 11;
-			while (*v == ' ')
-				v++;
-			if (strncasecmp(v, "close", 5) == 0)
-				rl->conn_close = true;
-		}
-	}
-	return true;
-}
-
-/* Sends the request and reads the head on fd; 1 = head read, 0 = the connection was stale, -1 = failure. */
+/*
+ * Sends the request and reads the head on fd; 1 = head read, 0 = the connection was stale, -1 = failure,
+ * -2 = a malformed or too large head.
+ */
 static int exchange(px_s3_relay_t *rl, const char *req, size_t len)
 {
 	if (send(rl->fd, req, len, MSG_NOSIGNAL) != (ssize_t)len)
 		return errno == EPIPE || errno == ECONNRESET ? 0 : -1;
 	int rc = read_head(rl);
-	if (rc < 0 && errno == ECONNRESET)
+	if (rc == -1 && errno == ECONNRESET)
 		return 0;
 	return rc;
 }
@@ -264,12 +227,8 @@ int px_s3_relay_get(px_s3_relay_t *rl, const char *url, const char *const *heade
 			ft_debug("s3 relay: the kept connection to %s was closed; on a new one", rl->hostport);
 		}
 	}
-	if (rc == 1 && !parse_head(rl)) {
+	if (rc == -2)
 		ft_warn("s3 relay: unreadable response head from %s", rl->hostport);
-		close(rl->fd);
-		rl->fd = -1;
-		rc = -1;
-	}
 out:
 	ft_strbuf_free(&b);
 	return rc == 1 ? 0 : -1;
@@ -279,7 +238,7 @@ void px_s3_relay_done(px_s3_relay_t *rl, bool body_read)
 {
 	if (rl->fd < 0)
 		return;
-	if (body_read && !rl->conn_close)
+	if (body_read && rl->resp.keep_alive)
 		idle_give(rl->fd, rl->hostport);
 	else
 		close(rl->fd);

@@ -32,6 +32,7 @@
 
 #include "auth/sigv4.h"
 #include "base/strbuf.h"
+#include "http/parse.h"
 #include "proxy.h"
 
 #define PX_S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -39,6 +40,8 @@
 #define PX_S3_ETAG_MAX 80             /* "<32 hex>-<parts>" with quotes, and room to spare */
 #define PX_S3_MAX_PARTS 10000
 #define PX_S3_RELAY_TIMEOUT_MS 30000 /* a target silent for this long fails the relay */
+#define PX_S3_TARGET_HEAD_MAX 16384  /* largest response head read from a target */
+#define PX_S3_TARGET_HEADERS_MAX 256 /* most headers in it (a stored object's x-amz-meta-* included) */
 
 /* ---- errors: one table (s3_xml.c), one builder ---- */
 typedef enum {
@@ -173,12 +176,9 @@ void px_s3_curl_common(void *h, const char *url);
 typedef struct {
 	int fd; /* the connection, its body unread; owned until px_s3_relay_done */
 	char hostport[272];
-	int status;
-	int64_t length;   /* Content-Length, -1 if none */
-	bool chunked;     /* a Transfer-Encoding was sent */
-	bool conn_close;  /* the target closes after this response */
-	char head[16384]; /* the response head as received, NUL-terminated ("HTTP/1.1 ...\r\n...\r\n\r\n") */
-	size_t head_len;
+	char head[PX_S3_TARGET_HEAD_MAX];              /* the response head as received, NUL-terminated */
+	ft_hp_resp_head_t resp;                        /* status, length, framing, keep-alive; points into head */
+	ft_hp_header_t hdrs[PX_S3_TARGET_HEADERS_MAX]; /* its resp.nheaders headers */
 } px_s3_relay_t;
 /*
  * Sends "GET <url>" (plain http:// only) with the extra header lines (NULL-terminated, may be NULL)

@@ -1,4 +1,4 @@
-/* libFuzzer harness for common/http_parse.c: head parser, framing analysis, chunked decoder, percent-decoding. */
+/* libFuzzer harness for common/http/parse.c: head parser, framing analysis, chunked decoder, percent-decoding. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

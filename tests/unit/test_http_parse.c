@@ -1,4 +1,4 @@
-/* Unit tests for common/http_parse.c: request heads, framing analysis, chunked decoding, percent-decoding. */
+/* Unit tests for common/http/parse.c: request heads, framing analysis, chunked decoding, percent-decoding. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* Tests for common/http.c: the real server on an ephemeral loopback port, driven over raw sockets. */
+/* Tests for the server of common/http/: the real server on an ephemeral loopback port, driven over raw sockets. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

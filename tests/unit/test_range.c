@@ -12,7 +12,7 @@
 
 /*
  * httputil.c calls into the io_uring server only through ft_req_alloc() and ft_resp_bytes().
- * This file defines both over a fake request, so the linker never needs http.c: the helpers are
+ * This file defines both over a fake request, so the linker never needs the server: the helpers are
  * tested alone, and what they hand to the server is checked.
  */
 struct ft_req {

@@ -1,0 +1,655 @@
+/* The loop threads: one io_uring each, with its listener, eventfd and timer sweep; start, stop, hand-over, defer. */
+#include "http/internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+
+#define RING_ENTRIES 1024
+#define CQE_BATCH 256
+
+#define DEF_MAX_HEADER_BYTES (32 * 1024)
+#define DEF_MAX_HEADERS 100
+#define DEF_IDLE_MS 60000
+#define DEF_HEADER_MS 20000
+#define DEF_BODY_MS 30000
+#define DEF_WORKERS 64
+
+__thread loop_t *http_tls_loop;
+
+/* ---- small helpers ---- */
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct io_uring_sqe *http_get_sqe(loop_t *L)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&L->ring);
+
+	while (sqe == NULL) {
+		io_uring_submit(&L->ring);
+		sqe = io_uring_get_sqe(&L->ring);
+	}
+	return sqe;
+}
+
+/* ---- loop ---- */
+
+static void arm_accept(loop_t *L)
+{
+	struct io_uring_sqe *sqe = http_get_sqe(L);
+
+	io_uring_prep_multishot_accept(sqe, L->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	io_uring_sqe_set_data64(sqe, http_ud(L, TAG_ACCEPT));
+	L->accept_armed = true;
+	L->accept_retry = false;
+}
+
+static void arm_event(loop_t *L)
+{
+	struct io_uring_sqe *sqe = http_get_sqe(L);
+
+	io_uring_prep_read(sqe, L->efd, &L->efd_val, sizeof(L->efd_val), 0);
+	io_uring_sqe_set_data64(sqe, http_ud(L, TAG_EVENT));
+}
+
+static void arm_timer(loop_t *L)
+{
+	struct io_uring_sqe *sqe = http_get_sqe(L);
+
+	io_uring_prep_timeout(sqe, &L->tick, 0, 0);
+	io_uring_sqe_set_data64(sqe, http_ud(L, TAG_TIMER));
+}
+
+static void on_accept(loop_t *L, int res, unsigned flags)
+{
+	if (!(flags & IORING_CQE_F_MORE))
+		L->accept_armed = false;
+	if (res < 0) {
+		if (res != -ECANCELED && !L->stopping)
+			ft_warn("http: accept: %s", strerror(-res));
+		if (!L->accept_armed && !L->stopping)
+			L->accept_retry = true; /* re-armed by the timer, so EMFILE cannot spin */
+		return;
+	}
+	if (L->stopping) {
+		close(res);
+		return;
+	}
+	http_conn_new(L, res);
+	if (!L->accept_armed && !L->stopping)
+		arm_accept(L);
+}
+
+/* Requests handed over by other threads (responses, body reads), and stop wake-ups. */
+static void on_event(loop_t *L, int res)
+{
+	ft_req_t *r, *next;
+	conn_t *c;
+
+	if (res < 0 && res != -EINTR && res != -EAGAIN)
+		ft_error("http: eventfd read: %s", strerror(-res));
+
+	pthread_mutex_lock(&L->qmu);
+	r = L->qhead;
+	L->qhead = L->qtail = NULL;
+	L->qsignaled = false;
+	pthread_mutex_unlock(&L->qmu);
+	for (; r != NULL; r = next) {
+		/* r may be queued again as soon as it is marked out of the queue */
+		pthread_mutex_lock(&L->qmu);
+		next = r->qnext;
+		r->queued = false;
+		r->ev |= r->xev; /* see DESIGN in internal.h, HAND-OVER */
+		r->xev = 0;
+		pthread_mutex_unlock(&L->qmu);
+		c = r->c;
+		c->refs++;
+		http_conn_process(c);
+		http_conn_unref(c);
+	}
+	arm_event(L);
+}
+
+/* Timeouts: idle, head, body stall, send stall, linger. */
+static void on_timer(loop_t *L)
+{
+	ft_httpd_t *s = L->s;
+	conn_t *c, *next;
+
+	for (c = L->conns; c != NULL; c = next) {
+		next = c->next;
+		if (c->closed)
+			continue;
+		c->refs++;
+		switch (c->phase) {
+		case PH_HEAD:
+			if (!c->head_started) {
+				if (L->now - c->idle_since >= s->o.idle_timeout_ms)
+					http_conn_close(c);
+			} else if (L->now - c->head_since >= s->o.header_timeout_ms) {
+				http_server_error(c, 408, "request head timeout");
+			}
+			break;
+		case PH_HANDLER:
+			if (c->req.body_state == BODY_ACTIVE && c->recv_inflight &&
+			    L->now - c->body_since >= s->o.body_timeout_ms)
+				http_body_end(c, -ETIMEDOUT);
+			/* a stream the client stopped reading: close, which fails the worker's writes */
+			if (c->req.st_head && (c->send_inflight || c->poll_inflight) && !c->interim &&
+			    L->now - c->send_since >= s->o.idle_timeout_ms)
+				http_conn_close(c);
+			break;
+		case PH_SENDING:
+			if ((c->send_inflight || c->poll_inflight) && L->now - c->send_since >= s->o.idle_timeout_ms)
+				http_conn_close(c);
+			break;
+		case PH_LINGER:
+			if (L->now >= c->linger_until)
+				http_conn_close(c);
+			break;
+		default:
+			break;
+		}
+		http_conn_unref(c);
+	}
+	if (L->accept_retry && !L->stopping)
+		arm_accept(L);
+	arm_timer(L);
+}
+
+static void run_kicks(loop_t *L)
+{
+	conn_t *c;
+
+	while ((c = L->kick_head) != NULL) {
+		L->kick_head = c->kick_next;
+		if (L->kick_head == NULL)
+			L->kick_tail = NULL;
+		c->kicked = false;
+		http_conn_process(c);
+		http_conn_unref(c);
+	}
+}
+
+static void begin_stop(loop_t *L)
+{
+	struct io_uring_sqe *sqe;
+	conn_t *c, *next;
+
+	L->stopping = true;
+	if (L->accept_armed) {
+		sqe = http_get_sqe(L);
+		io_uring_prep_cancel64(sqe, http_ud(L, TAG_ACCEPT), 0);
+		io_uring_sqe_set_data64(sqe, 0);
+	}
+	for (c = L->conns; c != NULL; c = next) {
+		next = c->next;
+		c->refs++;
+		http_conn_close(c);
+		http_conn_unref(c);
+	}
+}
+
+static void handle_cqe(loop_t *L, uint64_t data, int res, unsigned flags)
+{
+	void *p = (void *)(uintptr_t)(data & ~(uint64_t)TAG_MASK);
+	conn_t *c = p;
+
+	switch (data & TAG_MASK) {
+	case TAG_ACCEPT:
+		on_accept(L, res, flags);
+		break;
+	case TAG_EVENT:
+		on_event(L, res);
+		break;
+	case TAG_TIMER:
+		on_timer(L);
+		break;
+	case TAG_RECV:
+		http_on_recv(c, res);
+		http_conn_unref(c);
+		break;
+	case TAG_SEND:
+		http_on_send(c, res);
+		http_conn_unref(c);
+		break;
+	case TAG_POLL:
+		http_on_poll(c);
+		http_conn_unref(c);
+		break;
+	default:
+		break;
+	}
+}
+
+static int ring_init(loop_t *L)
+{
+	struct io_uring_params p;
+	static const unsigned tries[] = {
+		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+		IORING_SETUP_COOP_TASKRUN,
+		0,
+	};
+	size_t i;
+	int rc = -EINVAL;
+
+	for (i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		memset(&p, 0, sizeof(p));
+		p.flags = tries[i];
+		rc = io_uring_queue_init_params(RING_ENTRIES, &L->ring, &p);
+		if (rc == 0)
+			return 0;
+	}
+	return rc;
+}
+
+static void *loop_main(void *arg)
+{
+	loop_t *L = arg;
+	ft_httpd_t *s = L->s;
+	struct io_uring_cqe *cqes[CQE_BATCH];
+	struct {
+		uint64_t data;
+		int res;
+		unsigned flags;
+	} batch[CQE_BATCH];
+	unsigned n, i;
+	int rc;
+
+	http_tls_loop = L;
+	rc = ring_init(L);
+	pthread_mutex_lock(&s->mu);
+	L->init_rc = rc;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	if (rc != 0)
+		return NULL;
+	L->now = mono_ms();
+	arm_accept(L);
+	arm_event(L);
+	arm_timer(L);
+	for (;;) {
+		run_kicks(L);
+		if (!L->stopping && atomic_load(&L->stop_req)) {
+			begin_stop(L);
+			continue;
+		}
+		if (L->stopping && L->nconns == 0)
+			break;
+		rc = io_uring_submit_and_wait(&L->ring, 1);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+			ft_error("http: io_uring_submit_and_wait: %s", strerror(-rc));
+			break;
+		}
+		L->now = mono_ms();
+		n = io_uring_peek_batch_cqe(&L->ring, cqes, CQE_BATCH);
+		for (i = 0; i < n; i++) {
+			batch[i].data = cqes[i]->user_data;
+			batch[i].res = cqes[i]->res;
+			batch[i].flags = cqes[i]->flags;
+		}
+		io_uring_cq_advance(&L->ring, n);
+		for (i = 0; i < n; i++)
+			handle_cqe(L, batch[i].data, batch[i].res, batch[i].flags);
+	}
+	io_uring_queue_exit(&L->ring);
+	return NULL;
+}
+
+/* ---- start / stop ---- */
+
+/*
+ * SO_REUSEPORT lets a second process of the same user share a port silently; a first bind
+ * without it fails when anyone listens there already, so a port clash is an error at start.
+ */
+static int port_is_free(const struct addrinfo *ai)
+{
+	int fd, one = 1, rc;
+
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	rc = bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno != EADDRINUSE;
+	close(fd);
+	return rc;
+}
+
+static int listen_on(const char *bind_addr, int port, int exclusive_checked, char *err, size_t errlen)
+{
+	struct addrinfo hints = {0}, *ai = NULL;
+	char portstr[16];
+	int fd = -1, one = 1, rc;
+
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	rc = getaddrinfo(bind_addr && *bind_addr ? bind_addr : NULL, portstr, &hints, &ai);
+	if (rc != 0) {
+		snprintf(err, errlen, "resolve %s: %s", bind_addr ? bind_addr : "*", gai_strerror(rc));
+		return -1;
+	}
+	if (!exclusive_checked && port != 0 && !port_is_free(ai)) {
+		snprintf(err, errlen, "bind %s:%d: %s", bind_addr ? bind_addr : "*", port, strerror(EADDRINUSE));
+		goto fail;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		goto fail;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+		snprintf(err, errlen, "SO_REUSEPORT: %s", strerror(errno));
+		goto fail;
+	}
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+		snprintf(err, errlen, "bind %s:%d: %s", bind_addr ? bind_addr : "*", port, strerror(errno));
+		goto fail;
+	}
+	if (listen(fd, 4096) != 0) {
+		snprintf(err, errlen, "listen: %s", strerror(errno));
+		goto fail;
+	}
+	freeaddrinfo(ai);
+	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	return -1;
+}
+
+static int bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+		return -1;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+}
+
+static void opts_defaults(ft_httpd_opts_t *o)
+{
+	if (o->max_header_bytes <= 0)
+		o->max_header_bytes = DEF_MAX_HEADER_BYTES;
+	if (o->max_headers <= 0)
+		o->max_headers = DEF_MAX_HEADERS;
+	if (o->idle_timeout_ms <= 0)
+		o->idle_timeout_ms = DEF_IDLE_MS;
+	if (o->header_timeout_ms <= 0)
+		o->header_timeout_ms = DEF_HEADER_MS;
+	if (o->body_timeout_ms <= 0)
+		o->body_timeout_ms = DEF_BODY_MS;
+	if (o->workers <= 0)
+		o->workers = DEF_WORKERS;
+	if (o->threads <= 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		o->threads = n > 0 ? (int)n : 1;
+	}
+}
+
+/* Tick of the timer sweep: a quarter of the shortest timeout, within [10 ms, 1 s]. */
+static int64_t tick_ms(const ft_httpd_opts_t *o)
+{
+	int64_t t = o->idle_timeout_ms;
+
+	if (o->header_timeout_ms < t)
+		t = o->header_timeout_ms;
+	if (o->body_timeout_ms < t)
+		t = o->body_timeout_ms;
+	t /= 4;
+	if (t < 10)
+		t = 10;
+	if (t > 1000)
+		t = 1000;
+	return t;
+}
+
+static void free_server(ft_httpd_t *s)
+{
+	int i;
+
+	for (i = 0; i < s->nloops; i++) {
+		loop_t *L = &s->loops[i];
+
+		if (L->lfd >= 0)
+			close(L->lfd);
+		if (L->efd >= 0)
+			close(L->efd);
+		pthread_mutex_destroy(&L->qmu);
+		free(L->hdrs);
+	}
+	ft_workpool_destroy(s->pool);
+	while (s->ring_free != NULL) {
+		void *p = s->ring_free;
+
+		memcpy(&s->ring_free, p, sizeof(void *));
+		free(p);
+	}
+	pthread_mutex_destroy(&s->rmu);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s->loops);
+	free(s);
+}
+
+static void stop_loops(ft_httpd_t *s)
+{
+	uint64_t one = 1;
+	int i;
+
+	atomic_store(&s->stopping, true);
+	for (i = 0; i < s->nloops; i++) {
+		atomic_store(&s->loops[i].stop_req, true);
+		if (write(s->loops[i].efd, &one, sizeof(one)) < 0)
+			ft_warn("http: wake loop: %s", strerror(errno));
+	}
+	for (i = 0; i < s->nloops; i++)
+		if (s->loops[i].th_started)
+			pthread_join(s->loops[i].th, NULL);
+}
+
+ft_httpd_t *ft_httpd_start(const ft_httpd_opts_t *o, char *err, size_t errlen)
+{
+	ft_httpd_t *s;
+	int i, rc;
+
+	if (o->handler == NULL) {
+		snprintf(err, errlen, "no handler");
+		return NULL;
+	}
+	signal(SIGPIPE, SIG_IGN); /* sendfile(2) has no MSG_NOSIGNAL */
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		http_oom();
+	s->o = *o;
+	opts_defaults(&s->o);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->rmu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	s->loops = calloc((size_t)s->o.threads, sizeof(*s->loops));
+	if (s->loops == NULL)
+		http_oom();
+	s->nloops = s->o.threads;
+	for (i = 0; i < s->nloops; i++) {
+		loop_t *L = &s->loops[i];
+
+		L->s = s;
+		L->idx = i;
+		L->lfd = L->efd = -1;
+		L->init_rc = 1;
+		pthread_mutex_init(&L->qmu, NULL);
+		L->tick.tv_sec = tick_ms(&s->o) / 1000;
+		L->tick.tv_nsec = (tick_ms(&s->o) % 1000) * 1000000;
+		L->hdrs = calloc((size_t)s->o.max_headers, sizeof(*L->hdrs));
+		if (L->hdrs == NULL)
+			http_oom();
+	}
+	s->pool = ft_workpool_create(s->o.workers, "ft-http-w");
+	if (s->pool == NULL) {
+		snprintf(err, errlen, "cannot start worker threads");
+		goto fail;
+	}
+	for (i = 0; i < s->nloops; i++) {
+		loop_t *L = &s->loops[i];
+
+		L->lfd = listen_on(s->o.bind, i == 0 ? s->o.port : s->port, i > 0, err, errlen);
+		if (L->lfd < 0)
+			goto fail;
+		if (i == 0)
+			s->port = bound_port(L->lfd);
+		L->efd = eventfd(0, EFD_CLOEXEC);
+		if (L->efd < 0) {
+			snprintf(err, errlen, "eventfd: %s", strerror(errno));
+			goto fail;
+		}
+	}
+	for (i = 0; i < s->nloops; i++) {
+		loop_t *L = &s->loops[i];
+		char name[16];
+
+		if (pthread_create(&L->th, NULL, loop_main, L) != 0) {
+			snprintf(err, errlen, "cannot start loop thread");
+			goto fail_threads;
+		}
+		L->th_started = true;
+		snprintf(name, sizeof(name), "ft-http-%d", i % 1000);
+		pthread_setname_np(L->th, name);
+		pthread_mutex_lock(&s->mu);
+		while (L->init_rc == 1)
+			pthread_cond_wait(&s->cv, &s->mu);
+		rc = L->init_rc;
+		pthread_mutex_unlock(&s->mu);
+		if (rc != 0) {
+			snprintf(err, errlen, "io_uring setup: %s", strerror(-rc));
+			goto fail_threads;
+		}
+	}
+	return s;
+fail_threads:
+	stop_loops(s);
+fail:
+	free_server(s);
+	return NULL;
+}
+
+void ft_httpd_stop(ft_httpd_t *s)
+{
+	if (s == NULL)
+		return;
+	/* loops finish once every request got its response (deferred ones included: the pool still runs) */
+	stop_loops(s);
+	free_server(s);
+}
+
+int ft_httpd_port(const ft_httpd_t *s)
+{
+	return s->port;
+}
+
+/* ---- hand-over ---- */
+
+/*
+ * Hands the events ev (EV_*) to r's loop, which then looks at r: directly on the loop thread,
+ * through the loop's queue and eventfd from any other thread (see DESIGN in internal.h, HAND-OVER).
+ */
+void http_req_notify(ft_req_t *r, unsigned ev)
+{
+	loop_t *L = r->c->L;
+	uint64_t one = 1;
+	bool wake;
+
+	if (http_tls_loop == L) {
+		r->ev |= ev;
+		http_conn_kick(r->c);
+		return;
+	}
+	pthread_mutex_lock(&L->qmu);
+	r->xev |= ev;
+	if (r->queued) {
+		pthread_mutex_unlock(&L->qmu);
+		return;
+	}
+	r->queued = true;
+	r->qnext = NULL;
+	if (L->qtail != NULL)
+		L->qtail->qnext = r;
+	else
+		L->qhead = r;
+	L->qtail = r;
+	wake = !L->qsignaled;
+	L->qsignaled = true;
+	/*
+	 * Written under the lock: once it is released the loop may answer, finish and (at stop) close
+	 * efd and free L, so this thread must not touch L afterwards.
+	 */
+	if (wake && write(L->efd, &one, sizeof(one)) < 0)
+		ft_error("http: wake loop: %s", strerror(errno));
+	pthread_mutex_unlock(&L->qmu);
+}
+
+/* ---- defer ---- */
+
+static void req_work_run(ft_work_t *w)
+{
+	ft_req_t *r = (ft_req_t *)((char *)w - offsetof(ft_req_t, work));
+
+	r->defer_fn(r, r->defer_arg);
+}
+
+void ft_req_defer(ft_req_t *r, void (*fn)(ft_req_t *r, void *arg), void *arg)
+{
+	r->defer_fn = fn;
+	r->defer_arg = arg;
+	r->work.fn = req_work_run;
+	ft_workpool_submit(r->c->L->s->pool, &r->work);
+}
+
+typedef struct {
+	ft_work_t work; /* first: the item is freed through it */
+	void (*fn)(void *arg);
+	void *arg;
+} plain_work_t;
+
+static void plain_work_run(ft_work_t *w)
+{
+	plain_work_t *pw = (plain_work_t *)w;
+
+	pw->fn(pw->arg);
+	free(pw);
+}
+
+void ft_httpd_defer(ft_httpd_t *s, void (*fn)(void *arg), void *arg)
+{
+	plain_work_t *pw = malloc(sizeof(*pw));
+
+	if (pw == NULL)
+		http_oom();
+	pw->fn = fn;
+	pw->arg = arg;
+	pw->work.fn = plain_work_run;
+	ft_workpool_submit(s->pool, &pw->work);
+}

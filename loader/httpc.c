@@ -98,8 +98,6 @@ void ld_resp_reset(ld_resp_t *r, bool head_request)
 	r->content_length = -1;
 	r->left = 0;
 	r->body_bytes = 0;
-	r->trailer_nl = 0;
-	r->chunk_digits = 0;
 	r->hlen = 0;
 	r->location[0] = '\0';
 	r->cksum_type[0] = '\0';
@@ -146,9 +144,8 @@ static int head_apply(ld_resp_t *r, const ft_hp_resp_head_t *h, const ft_hp_head
 	if (r->status < 200 || r->status == 204 || r->status == 304 || r->no_body) {
 		r->state = LD_RESP_DONE;
 	} else if (r->chunked) {
-		r->state = LD_RESP_CHUNK_SIZE;
-		r->left = 0;
-		r->chunk_digits = 0;
+		r->state = LD_RESP_CHUNKED;
+		ft_hp_chunked_init(&r->chunk);
 	} else if (r->content_length >= 0) {
 		r->left = (uint64_t)r->content_length;
 		r->state = r->left == 0 ? LD_RESP_DONE : LD_RESP_BODY_LEN;
@@ -212,84 +209,25 @@ static ssize_t feed_head(ld_resp_t *r, const char *p, size_t n, char *err, size_
 	return head_apply(r, &h, hdrs, err, errlen) == 0 ? (ssize_t)(h.head_len - had) : -1; /* p's bytes of the head */
 }
 
-static int hexval(char c)
+/* Decodes chunked body bytes from p[0..n): data to fn, *used advanced. Returns 0 or -1. */
+static int chunked_feed(ld_resp_t *r, const char *p, size_t n, size_t *used, ld_body_fn fn, void *ctx, char *err,
+			size_t errlen)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+	const char *data;
+	size_t consumed, data_len;
+	ft_hp_chunk_result_t cr = ft_hp_chunked_decode(&r->chunk, p, n, &consumed, &data, &data_len);
 
-/* One byte of chunk framing (not data). Returns 0 or -1. */
-static int chunk_byte(ld_resp_t *r, char c, char *err, size_t errlen)
-{
-	int v;
-
-	switch (r->state) {
-	case LD_RESP_CHUNK_SIZE:
-		v = hexval(c);
-		if (v >= 0) {
-			if (++r->chunk_digits > 15)
-				goto bad;
-			r->left = r->left * 16 + (uint64_t)v;
-			return 0;
-		}
-		if (r->chunk_digits == 0)
-			goto bad;
-		if (c == ';' || c == ' ' || c == '\t')
-			r->state = LD_RESP_CHUNK_EXT;
-		else if (c == '\r')
-			r->state = LD_RESP_CHUNK_SIZE_LF;
-		else
-			goto bad;
-		return 0;
-	case LD_RESP_CHUNK_EXT:
-		if (c == '\r')
-			r->state = LD_RESP_CHUNK_SIZE_LF;
-		return 0;
-	case LD_RESP_CHUNK_SIZE_LF:
-		if (c != '\n')
-			goto bad;
-		if (r->left == 0) {
-			r->state = LD_RESP_TRAILER;
-			r->trailer_nl = 0;
-		} else {
-			r->state = LD_RESP_CHUNK_DATA;
-		}
-		return 0;
-	case LD_RESP_CHUNK_DATA_CR:
-		if (c != '\r')
-			goto bad;
-		r->state = LD_RESP_CHUNK_DATA_LF;
-		return 0;
-	case LD_RESP_CHUNK_DATA_LF:
-		if (c != '\n')
-			goto bad;
-		r->state = LD_RESP_CHUNK_SIZE;
-		r->left = 0;
-		r->chunk_digits = 0;
-		return 0;
-	case LD_RESP_TRAILER:
-		/* trailer_nl: 0 at a line start, 1 after a CR at a line start, 2 inside a trailer line */
-		if (r->trailer_nl == 0)
-			r->trailer_nl = c == '\r' ? 1 : 2;
-		else if (r->trailer_nl == 1)
-			if (c == '\n')
-				r->state = LD_RESP_DONE;
-			else
-				goto bad;
-		else if (c == '\n')
-			r->trailer_nl = 0;
-		return 0;
-	default:
-		goto bad;
+	if (cr == FT_HP_CHUNK_BAD || consumed == 0) {
+		snprintf(err, errlen, "malformed chunked body");
+		return -1;
 	}
-bad:
-	snprintf(err, errlen, "malformed chunked body");
-	return -1;
+	if (data_len > 0 && fn != NULL)
+		fn(ctx, data, data_len);
+	r->body_bytes += data_len;
+	*used += consumed;
+	if (cr == FT_HP_CHUNK_DONE)
+		r->state = LD_RESP_DONE;
+	return 0;
 }
 
 ssize_t ld_resp_feed(ld_resp_t *r, const char *p, size_t n, ld_body_fn fn, void *ctx, char *err, size_t errlen)
@@ -306,7 +244,6 @@ ssize_t ld_resp_feed(ld_resp_t *r, const char *p, size_t n, ld_body_fn fn, void 
 			used += (size_t)k;
 			break;
 		case LD_RESP_BODY_LEN:
-		case LD_RESP_CHUNK_DATA:
 			take = n - used < r->left ? n - used : (size_t)r->left;
 			if (fn != NULL)
 				fn(ctx, p + used, take);
@@ -314,7 +251,11 @@ ssize_t ld_resp_feed(ld_resp_t *r, const char *p, size_t n, ld_body_fn fn, void 
 			r->left -= take;
 			used += take;
 			if (r->left == 0)
-				r->state = r->state == LD_RESP_BODY_LEN ? LD_RESP_DONE : LD_RESP_CHUNK_DATA_CR;
+				r->state = LD_RESP_DONE;
+			break;
+		case LD_RESP_CHUNKED:
+			if (chunked_feed(r, p + used, n - used, &used, fn, ctx, err, errlen) != 0)
+				return -1;
 			break;
 		case LD_RESP_BODY_EOF:
 			if (fn != NULL)
@@ -323,10 +264,8 @@ ssize_t ld_resp_feed(ld_resp_t *r, const char *p, size_t n, ld_body_fn fn, void 
 			used = n;
 			break;
 		default:
-			if (chunk_byte(r, p[used], err, errlen) != 0)
-				return -1;
-			used++;
-			break;
+			snprintf(err, errlen, "response parser in a bad state");
+			return -1;
 		}
 	}
 	return (ssize_t)used;

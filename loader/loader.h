@@ -13,6 +13,7 @@
 
 #include "cluster/smap.h"
 #include "hist.h"
+#include "http/parse.h"
 
 #define LD_NAME_MAX 1024     /* object name bytes (FT_OBJ_NAME_MAX) */
 #define LD_PATH_MAX 4096     /* origin-form request target: encoded name, query */
@@ -159,13 +160,7 @@ typedef enum {
 	LD_RESP_HEAD = 0,
 	LD_RESP_BODY_LEN,
 	LD_RESP_BODY_EOF,
-	LD_RESP_CHUNK_SIZE,
-	LD_RESP_CHUNK_EXT,
-	LD_RESP_CHUNK_SIZE_LF,
-	LD_RESP_CHUNK_DATA,
-	LD_RESP_CHUNK_DATA_CR,
-	LD_RESP_CHUNK_DATA_LF,
-	LD_RESP_TRAILER,
+	LD_RESP_CHUNKED, /* a chunked body, decoded by ft_hp_chunked_decode */
 	LD_RESP_DONE,
 } ld_resp_state_t;
 
@@ -185,11 +180,10 @@ typedef struct {
 	int minor;
 	bool chunked, keep_alive, no_body;
 	int64_t content_length; /* -1 when absent */
-	uint64_t left;          /* body or chunk bytes still due */
+	uint64_t left;          /* body bytes still due (Content-Length) */
 	uint64_t body_bytes;    /* body bytes seen */
-	unsigned trailer_nl;    /* trailer parser: consecutive line ends */
-	int chunk_digits;
-	char *hbuf; /* owned; NULL until a head is split across reads */
+	ft_hp_chunked_t chunk;  /* LD_RESP_CHUNKED: the decoder's state */
+	char *hbuf;             /* owned; NULL until a head is split across reads */
 	size_t hlen;
 	char location[LD_LOCATION_MAX];
 	char cksum_type[16];

@@ -73,6 +73,9 @@ void tgt_coldget_supersede(const tgt_obj_t *o);
 /* ---- mpu.c: multipart uploads, for the proxy's S3 API (docs/api.md "Multipart upload") ---- */
 /* An object request carrying ?mpu=ID: start, part, complete, abort, parts (makes the response call). */
 void tgt_mpu_handle(ft_req_t *r, tgt_obj_t *o);
+/* Allocates t->mpu (before the servers start); 0 or -1. tgt_mpu_fini frees it after they stopped. */
+int tgt_mpu_init(tgt_t *t);
+void tgt_mpu_fini(tgt_t *t);
 /* GET /v1/mpu on the control port: this target's uploads of a bucket. */
 void tgt_mpu_list(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 

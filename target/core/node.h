@@ -36,6 +36,7 @@ typedef struct {
 typedef struct tgt_namelocks tgt_namelocks_t;
 typedef struct tgt_coldget tgt_coldget_t;
 typedef struct tgt_jobs tgt_jobs_t;
+typedef struct tgt_mpu tgt_mpu_t;
 typedef struct tgt_mp_set tgt_mp_set_t;
 typedef struct tgt_list_cache tgt_list_cache_t;
 typedef struct tgt_cluster tgt_cluster_t;
@@ -67,6 +68,7 @@ typedef struct {
 	tgt_rebalance_t *rebalance;
 	tgt_lru_t *lru;
 	tgt_jobs_t *jobs; /* the job table (xact/jobs.c) */
+	tgt_mpu_t *mpu;   /* multipart uploads in completion, recent completions (obj/mpu.c) */
 	tgt_cluster_t *cluster;
 	ft_httpd_t *httpd;
 	ft_ctl_t *ctl;

@@ -104,13 +104,16 @@ typedef struct {
 	char version[FT_LOM_VERSION_MAX];
 } completed_t;
 
-static pthread_mutex_t mpu_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t mpu_cond = PTHREAD_COND_INITIALIZER; /* a completion ended */
-static completing_t *completing_head;                      /* under mpu_lock */
-static completed_t recent[MPU_RECENT];                     /* under mpu_lock; ring */
-static int recent_next;
-static atomic_uint_fast64_t mpu_counter;   /* unique staging / retired names */
-static atomic_int_fast64_t mpu_last_sweep; /* ft_now_ns of the last sweep a start ran */
+/* t->mpu: this target's multipart state. */
+struct tgt_mpu {
+	pthread_mutex_t lock;           /* mpu_lock in the comments of this file */
+	pthread_cond_t cond;            /* a completion ended */
+	completing_t *completing;       /* under lock */
+	completed_t recent[MPU_RECENT]; /* under lock; ring */
+	int recent_next;                /* under lock */
+	atomic_uint_fast64_t counter;   /* unique staging / retired names */
+	atomic_int_fast64_t last_sweep; /* ft_now_ns of the last sweep a start ran */
+};
 
 /* ---- small helpers ---- */
 
@@ -373,7 +376,7 @@ static int upload_retire(tgt_t *t, const tgt_mountpath_t *mp, const char *id)
 	char rel[sizeof(MPU_DIR) + MPU_ID_MAX + 2], name[MPU_ID_MAX + 64];
 
 	upload_rel(rel, sizeof(rel), id);
-	snprintf(name, sizeof(name), "rm.mpu.%llu.%s", (unsigned long long)atomic_fetch_add(&mpu_counter, 1), id);
+	snprintf(name, sizeof(name), "rm.mpu.%llu.%s", (unsigned long long)atomic_fetch_add(&t->mpu->counter, 1), id);
 	if (renameat(mp->root_fd, rel, mp->work_fd, name) != 0)
 		return -errno;
 	tgt_janitor_kick(t);
@@ -383,11 +386,11 @@ static int upload_retire(tgt_t *t, const tgt_mountpath_t *mp, const char *id)
 /* Retires the expired upload id (directory dir_fd) unless it is gone already. */
 static void upload_expire(tgt_t *t, const tgt_mountpath_t *mp, const char *id, int dir_fd, const mpu_meta_t *m)
 {
-	pthread_mutex_lock(&mpu_lock);
+	pthread_mutex_lock(&t->mpu->lock);
 	if (upload_present(mp, id, dir_fd) && upload_retire(t, mp, id) == 0)
 		ft_info("upload %s of %s/%s/%s expired (started %lld s ago); its parts are deleted", id, m->provider,
 			m->bucket, m->key, (long long)((ft_now_ns() - m->initiated) / 1000000000LL));
-	pthread_mutex_unlock(&mpu_lock);
+	pthread_mutex_unlock(&t->mpu->lock);
 }
 
 /*
@@ -500,7 +503,7 @@ static void start_upload(ft_req_t *r, void *arg)
 		goto fail;
 	}
 	snprintf(stage, sizeof(stage), "mpu.%ld.%llu", (long)getpid(),
-		 (unsigned long long)atomic_fetch_add(&mpu_counter, 1));
+		 (unsigned long long)atomic_fetch_add(&o->t->mpu->counter, 1));
 	if (mkdirat(mp->work_fd, stage, 0755) != 0) {
 		rc = -errno;
 		stage[0] = '\0';
@@ -515,11 +518,11 @@ static void start_upload(ft_req_t *r, void *arg)
 	if (rc != 0)
 		goto fail;
 	upload_rel(rel, sizeof(rel), id);
-	pthread_mutex_lock(&mpu_lock);
+	pthread_mutex_lock(&o->t->mpu->lock);
 	rc = renameat2(mp->work_fd, stage, mp->root_fd, rel, RENAME_NOREPLACE) == 0 ? 0 : -errno;
 	if (rc == -EINVAL) /* a filesystem without RENAME_NOREPLACE: a non-empty target fails anyway */
 		rc = renameat(mp->work_fd, stage, mp->root_fd, rel) == 0 ? 0 : -errno;
-	pthread_mutex_unlock(&mpu_lock);
+	pthread_mutex_unlock(&o->t->mpu->lock);
 	if (rc != 0)
 		goto fail;
 	close(dfd);
@@ -615,12 +618,12 @@ static void part_finalize(ft_req_t *r, void *arg)
 		return;
 	}
 	part_name(name, sizeof(name), p->part);
-	pthread_mutex_lock(&mpu_lock);
+	pthread_mutex_lock(&o->t->mpu->lock);
 	if (!upload_present(o->mp, p->id, p->updir))
 		rc = -ENOENT;
 	else
 		rc = renameat(o->mp->work_fd, p->work, p->updir, name) == 0 ? 0 : -errno;
-	pthread_mutex_unlock(&mpu_lock);
+	pthread_mutex_unlock(&o->t->mpu->lock);
 	if (rc == -ENOENT) {
 		part_release(p);
 		no_such_upload(r, o, p->id);
@@ -756,9 +759,9 @@ static void abort_upload(ft_req_t *r, tgt_obj_t *o, const char *id)
 		upload_open_failed(r, o, id, dfd);
 		return;
 	}
-	pthread_mutex_lock(&mpu_lock);
+	pthread_mutex_lock(&o->t->mpu->lock);
 	rc = upload_present(o->mp, id, dfd) ? upload_retire(o->t, o->mp, id) : -ENOENT;
-	pthread_mutex_unlock(&mpu_lock);
+	pthread_mutex_unlock(&o->t->mpu->lock);
 	close(dfd);
 	if (rc == -ENOENT) {
 		no_such_upload(r, o, id);
@@ -916,15 +919,15 @@ typedef struct {
 static void complete_release(complete_t *c)
 {
 	if (c->marked) {
-		pthread_mutex_lock(&mpu_lock);
-		for (completing_t **pp = &completing_head; *pp; pp = &(*pp)->next) {
+		pthread_mutex_lock(&c->o->t->mpu->lock);
+		for (completing_t **pp = &c->o->t->mpu->completing; *pp; pp = &(*pp)->next) {
 			if (*pp == &c->mark) {
 				*pp = c->mark.next;
 				break;
 			}
 		}
-		pthread_cond_broadcast(&mpu_cond);
-		pthread_mutex_unlock(&mpu_lock);
+		pthread_cond_broadcast(&c->o->t->mpu->cond);
+		pthread_mutex_unlock(&c->o->t->mpu->lock);
 		c->marked = 0;
 	}
 	if (c->ck_live) {
@@ -1009,9 +1012,9 @@ out:
 	return rc;
 }
 
-static int completing_now(const tgt_mountpath_t *mp, const char *id)
+static int completing_now(const tgt_t *t, const tgt_mountpath_t *mp, const char *id)
 {
-	for (completing_t *x = completing_head; x; x = x->next)
+	for (completing_t *x = t->mpu->completing; x; x = x->next)
 		if (x->mp == mp && strcmp(x->id, id) == 0)
 			return 1;
 	return 0;
@@ -1020,23 +1023,24 @@ static int completing_now(const tgt_mountpath_t *mp, const char *id)
 /* Registers the completion, after waiting for one of the same upload in progress to end. */
 static void complete_mark(complete_t *c)
 {
-	pthread_mutex_lock(&mpu_lock);
-	while (completing_now(c->o->mp, c->id))
-		pthread_cond_wait(&mpu_cond, &mpu_lock);
+	pthread_mutex_lock(&c->o->t->mpu->lock);
+	while (completing_now(c->o->t, c->o->mp, c->id))
+		pthread_cond_wait(&c->o->t->mpu->cond, &c->o->t->mpu->lock);
 	c->mark.mp = c->o->mp;
 	c->mark.id = c->id;
-	c->mark.next = completing_head;
-	completing_head = &c->mark;
+	c->mark.next = c->o->t->mpu->completing;
+	c->o->t->mpu->completing = &c->mark;
 	c->marked = 1;
-	pthread_mutex_unlock(&mpu_lock);
+	pthread_mutex_unlock(&c->o->t->mpu->lock);
 }
 
 /* Remembers a successful completion. Under mpu_lock. */
 static void recent_add(const complete_t *c)
 {
-	completed_t *e = &recent[recent_next];
+	tgt_mpu_t *m = c->o->t->mpu;
+	completed_t *e = &m->recent[m->recent_next];
 
-	recent_next = (recent_next + 1) % MPU_RECENT;
+	m->recent_next = (m->recent_next + 1) % MPU_RECENT;
 	memset(e, 0, sizeof(*e));
 	e->mp = c->o->mp;
 	snprintf(e->id, sizeof(e->id), "%s", c->id);
@@ -1052,17 +1056,18 @@ static void recent_add(const complete_t *c)
 /* Finds the completion of this upload with this part list; 0 and *out filled, or -1. */
 static int recent_find(const complete_t *c, completed_t *out)
 {
+	tgt_mpu_t *m = c->o->t->mpu;
 	int rc = -1;
 
-	pthread_mutex_lock(&mpu_lock);
+	pthread_mutex_lock(&m->lock);
 	for (int i = 0; i < MPU_RECENT && rc != 0; i++) {
-		const completed_t *e = &recent[i];
+		const completed_t *e = &m->recent[i];
 		if (e->mp == c->o->mp && strcmp(e->id, c->id) == 0 && strcmp(e->list_md5, c->list_md5) == 0) {
 			*out = *e;
 			rc = 0;
 		}
 	}
-	pthread_mutex_unlock(&mpu_lock);
+	pthread_mutex_unlock(&m->lock);
 	return rc;
 }
 
@@ -1221,7 +1226,7 @@ static int complete_publish(complete_t *c)
 	rc = ft_lom_fset(c->fd, &c->lom);
 	if (rc == 0) {
 		tgt_publish_lock_shared(t);
-		pthread_mutex_lock(&mpu_lock);
+		pthread_mutex_lock(&c->o->t->mpu->lock);
 		if (!tgt_bucket_alive(o))
 			rc = -ESTALE;
 		else if (!upload_present(o->mp, c->id, c->updir))
@@ -1233,7 +1238,7 @@ static int complete_publish(complete_t *c)
 				strerror(errno));
 		if (rc == 0)
 			recent_add(c);
-		pthread_mutex_unlock(&mpu_lock);
+		pthread_mutex_unlock(&c->o->t->mpu->lock);
 		tgt_publish_unlock(t);
 	}
 	if (rc == 0 && tgt_protect_local(o, &c->lom, &fd, c->perr, sizeof(c->perr)) != 0)
@@ -1489,11 +1494,11 @@ static void list_mountpath(tgt_t *t, const tgt_mountpath_t *mp, const char *prov
 			const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, m.provider, m.bucket) : NULL;
 			if (bmd && (!b || b->created_ns != m.bucket_created)) {
 				/* Its bucket was destroyed (or re-created): the upload is garbage. */
-				pthread_mutex_lock(&mpu_lock);
+				pthread_mutex_lock(&t->mpu->lock);
 				if (upload_present(mp, de->d_name, ufd) && upload_retire(t, mp, de->d_name) == 0)
 					ft_info("upload %s of removed bucket %s/%s deleted", de->d_name, m.provider,
 						m.bucket);
-				pthread_mutex_unlock(&mpu_lock);
+				pthread_mutex_unlock(&t->mpu->lock);
 			} else if (expired(t, m.initiated, now)) {
 				upload_expire(t, mp, de->d_name, ufd, &m);
 			} else if (out && strcmp(m.provider, provider) == 0 &&
@@ -1522,11 +1527,11 @@ static void mpu_sweep(tgt_t *t)
 /* Runs mpu_sweep when none ran for MPU_SWEEP_EVERY_NS (the first start after a restart sweeps). Worker. */
 static void mpu_sweep_maybe(tgt_t *t)
 {
-	int64_t now = ft_now_ns(), last = atomic_load(&mpu_last_sweep);
+	int64_t now = ft_now_ns(), last = atomic_load(&t->mpu->last_sweep);
 
 	if (last != 0 && now - last < MPU_SWEEP_EVERY_NS)
 		return;
-	if (!atomic_compare_exchange_strong(&mpu_last_sweep, &last, now))
+	if (!atomic_compare_exchange_strong(&t->mpu->last_sweep, &last, now))
 		return; /* another start sweeps */
 	mpu_sweep(t);
 }
@@ -1548,4 +1553,28 @@ void tgt_mpu_list(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	ft_bmd_put(bmd);
 	resp->status = 200;
 	resp->json = json_pack("{s:o}", "uploads", uploads);
+}
+
+int tgt_mpu_init(tgt_t *t)
+{
+	tgt_mpu_t *m = calloc(1, sizeof(*m));
+
+	if (m == NULL)
+		return -1;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->cond, NULL);
+	t->mpu = m;
+	return 0;
+}
+
+void tgt_mpu_fini(tgt_t *t)
+{
+	tgt_mpu_t *m = t->mpu;
+
+	if (m == NULL)
+		return;
+	pthread_cond_destroy(&m->cond);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+	t->mpu = NULL;
 }

@@ -340,6 +340,32 @@ static void test_victim_order(void **state)
 	assert_int_equal(v[4].next, 0);
 }
 
+/* What lru.c does: ranks the cached objects by the store's next uses and evicts from the front. */
+static void test_victim_order_under_hint(void **state)
+{
+	fixture_t *f = *state;
+	const char *cached[] = {"v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "other-a", "other-b"};
+	tgt_hint_rank_t rank[10];
+
+	make_names(f, "v", 8);
+	assert_int_equal(install(f, "ht", "b", "j", 1, 60, NOW), 0);
+	read_name(f, "b", "v0", NOW);
+	read_name(f, "b", "v1", NOW);
+	for (int i = 0; i < 10; i++) {
+		rank[i].at = 100 - i; /* v0 the newest access, other-b the oldest */
+		rank[i].next = next_use(f, "b", cached[i], NOW);
+	}
+	qsort(rank, 10, sizeof(rank[0]), rank_cmp);
+	/* no next use (read already, or not listed): oldest first */
+	assert_int_equal(rank[0].at, 91);  /* other-b */
+	assert_int_equal(rank[1].at, 92);  /* other-a */
+	assert_int_equal(rank[2].at, 99);  /* v1 */
+	assert_int_equal(rank[3].at, 100); /* v0 */
+	/* then the furthest next use first: v7 .. v2 */
+	for (int i = 4; i < 10; i++)
+		assert_int_equal(rank[i].next, 9 - i);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +380,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_jobs, setup, teardown),
 		cmocka_unit_test(test_victim_order),
+		cmocka_unit_test_setup_teardown(test_victim_order_under_hint, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,7 @@
  */
 
 #define HINT_TABLE_MIN 16
+#define HINT_JSON_NEXT 4 /* names at the cursor shown in the status */
 
 typedef struct {
 	uint64_t id; /* serial, for the stagers' picks */
@@ -217,16 +218,24 @@ static json_t *hint_json(const hint_t *h, int64_t now_ms)
 {
 	size_t read_before_head = 0;
 
+	json_t *next = json_array();
+
 	for (size_t p = 0; p < h->head; p++)
 		read_before_head += is_read(h, p);
-	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
-			 "provider", h->provider, "bucket", h->bucket, "job", h->job, "epoch", (json_int_t)h->epoch,
-			 "names", (json_int_t)h->n, "cursor", (json_int_t)h->head, "read", (json_int_t)h->consumed,
-			 "skipped", (json_int_t)(h->head - read_before_head), "late", (json_int_t)h->late, "rereads",
-			 (json_int_t)h->rereads, "hits", (json_int_t)h->hits, "misses", (json_int_t)h->misses,
-			 "prefetched", (json_int_t)h->prefetched, "prefetch_failed", (json_int_t)h->prefetch_failed,
-			 "bytes", (json_int_t)h->cost, "expires_in_ms", (json_int_t)(h->expires_ms - now_ms), "ttl_s",
-			 (json_int_t)h->ttl_s, "done", h->head >= h->n);
+	for (size_t p = h->head; p < h->n && json_array_size(next) < HINT_JSON_NEXT; p++)
+		if (!is_read(h, p))
+			json_array_append_new(next, json_string(h->names + h->off[p]));
+	json_t *j =
+		json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
+			  "provider", h->provider, "bucket", h->bucket, "job", h->job, "epoch", (json_int_t)h->epoch,
+			  "names", (json_int_t)h->n, "cursor", (json_int_t)h->head, "read", (json_int_t)h->consumed,
+			  "skipped", (json_int_t)(h->head - read_before_head), "late", (json_int_t)h->late, "rereads",
+			  (json_int_t)h->rereads, "hits", (json_int_t)h->hits, "misses", (json_int_t)h->misses,
+			  "prefetched", (json_int_t)h->prefetched, "prefetch_failed", (json_int_t)h->prefetch_failed,
+			  "bytes", (json_int_t)h->cost, "expires_in_ms", (json_int_t)(h->expires_ms - now_ms), "ttl_s",
+			  (json_int_t)h->ttl_s, "done", h->head >= h->n);
+	json_object_set_new(j, "next", next); /* the names expected next, for a look at the cursor */
+	return j;
 }
 
 /* ---- the store ---- */
@@ -421,7 +430,7 @@ int tgt_hint_install_at(tgt_t *t, const tgt_hint_spec_t *s, int64_t now_ms, size
 	return rc;
 }
 
-int tgt_hint_remove(tgt_t *t, const char *provider, const char *bucket, const char *job)
+int tgt_hint_remove(tgt_t *t, const char *provider, const char *bucket, const char *job, int64_t epoch)
 {
 	tgt_hints_t *s = t->hints;
 	hint_t *gone[TGT_HINT_ACTIVE_MAX];
@@ -429,7 +438,8 @@ int tgt_hint_remove(tgt_t *t, const char *provider, const char *bucket, const ch
 
 	pthread_mutex_lock(&s->lock);
 	for (int i = s->n - 1; i >= 0; i--)
-		if (hint_of(s->h[i], provider, bucket) && (job == NULL || strcmp(s->h[i]->job, job) == 0))
+		if (hint_of(s->h[i], provider, bucket) && (job == NULL || strcmp(s->h[i]->job, job) == 0) &&
+		    (epoch < 0 || s->h[i]->epoch == epoch))
 			gone[k++] = store_take(s, i);
 	pthread_mutex_unlock(&s->lock);
 	for (int i = 0; i < k; i++)

@@ -41,8 +41,8 @@ void tgt_hint_store_free(tgt_t *t);
  * *dups: names listed more than once (only the first place counts).
  */
 int tgt_hint_install_at(tgt_t *t, const tgt_hint_spec_t *s, int64_t now_ms, size_t *dups, char *why, size_t cap);
-/* Removes the hints of provider/bucket (of job only, unless NULL); returns how many. */
-int tgt_hint_remove(tgt_t *t, const char *provider, const char *bucket, const char *job);
+/* Removes the hints of provider/bucket (of job only unless NULL, of that epoch only unless < 0); returns how many. */
+int tgt_hint_remove(tgt_t *t, const char *provider, const char *bucket, const char *job, int64_t epoch);
 /* Frees the hints whose ttl ran out by now_ms; returns how many. */
 int tgt_hint_expire_at(tgt_t *t, int64_t now_ms);
 

@@ -16,7 +16,7 @@
  * port is not for clients.
  *   POST   {"provider","bucket","job","epoch","ttl_s","objnames":[...]} -> 200 {"names","duplicates","bytes"}
  *   GET    -> {"hints": [...], "bytes", "max_bytes"}
- *   DELETE ?provider=P&bucket=B[&job=J] -> {"removed": n}
+ *   DELETE ?provider=P&bucket=B[&job=J[&epoch=N]] -> {"removed": n}
  */
 
 static const char *const install_keys[] = {"provider", "bucket", "job", "epoch", "ttl_s", "objnames"};
@@ -106,12 +106,19 @@ out:
 static void remove_hints(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	const char *provider = ft_ctl_query(req, "provider"), *bucket = ft_ctl_query(req, "bucket");
+	const char *epoch = ft_ctl_query(req, "epoch");
+	char *end = NULL;
+	long long e = epoch != NULL ? strtoll(epoch, &end, 10) : -1;
 
 	if (provider == NULL || bucket == NULL) {
-		ft_ctl_error(resp, 400, "hint: DELETE needs ?provider=P&bucket=B (and optionally &job=J)");
+		ft_ctl_error(resp, 400, "hint: DELETE needs ?provider=P&bucket=B (and optionally &job=J, &epoch=N)");
 		return;
 	}
-	int n = tgt_hint_remove(t, provider, bucket, ft_ctl_query(req, "job"));
+	if (epoch != NULL && (end == epoch || *end != '\0' || e < 0)) {
+		ft_ctl_error(resp, 400, "hint: epoch must be a non-negative integer");
+		return;
+	}
+	int n = tgt_hint_remove(t, provider, bucket, ft_ctl_query(req, "job"), (int64_t)e);
 	resp->status = 200;
 	resp->json = json_pack("{s:i}", "removed", n);
 }

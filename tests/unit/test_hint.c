@@ -304,9 +304,9 @@ static void test_merge_jobs(void **state)
 	read_name(f, "b", "w", NOW); /* a read moves every job that lists it */
 	assert_int_equal(next_use(f, "b", "w", NOW), -1);
 	assert_int_equal(next_use(f, "b", "z", NOW), 0);
-	assert_int_equal(tgt_hint_remove(&f->t, "ht", "b", "two"), 1);
+	assert_int_equal(tgt_hint_remove(&f->t, "ht", "b", "two", -1), 1);
 	assert_int_equal(next_use(f, "b", "z", NOW), 2);
-	assert_int_equal(tgt_hint_remove(&f->t, "ht", "b", NULL), 1);
+	assert_int_equal(tgt_hint_remove(&f->t, "ht", "b", NULL, 1), 1);
 	assert_int_equal(next_use(f, "b", "z", NOW), -1);
 }
 

@@ -57,6 +57,7 @@ static void usage(FILE *f)
 		   "  --lru_quota_bytes N   per-mountpath capacity for the watermarks (default 0: the filesystem's)\n"
 		   "  --lru_interval_ms N   how often usage is checked (default 10000)\n"
 		   "  --hint_max_bytes N    memory for the epoch order hints held here (default 32 MiB)\n"
+		   "  --hint_prefetch_inflight N  objects staged ahead at once under hints, 0 = none (default 4)\n"
 		   "  --http_max_header_bytes N, --http_max_headers N, --http_idle_timeout_ms N,\n"
 		   "  --http_header_timeout_ms N, --http_body_timeout_ms N\n"
 		   "  --config FILE         JSON file with the same keys (flags win)\n"

@@ -590,12 +590,12 @@ void tgt_hint_stage_done(tgt_t *t, const tgt_hint_pick_t *p, int rc, int64_t siz
 		if (h->id != p->hint_id)
 			continue;
 		h->inflight--;
-		if (rc < 0) {
+		if (rc < 0)
 			h->prefetch_failed++;
-		} else {
-			h->prefetched += rc == 0;
+		h->prefetched += rc == 0;
+		if (rc >= 0 && size >= 0) {
 			h->staged_bytes += (uint64_t)size;
-			h->avg_size = h->avg_size <= 0 ? size : (h->avg_size * 7 + size) / 8;
+			h->avg_size = h->avg_size <= 0 ? (size > 0 ? size : 1) : (h->avg_size * 7 + size) / 8;
 		}
 		break;
 	}
@@ -639,12 +639,18 @@ void tgt_hint_stage_close(tgt_t *t)
 
 int tgt_hint_start(tgt_t *t)
 {
-	return tgt_hint_store_init(t);
+	if (tgt_hint_store_init(t) != 0)
+		return -1;
+	if (tgt_hint_prefetch_start(t) != 0) {
+		tgt_hint_stop(t);
+		return -1;
+	}
+	return 0;
 }
 
 void tgt_hint_stop(tgt_t *t)
 {
-	tgt_hint_stage_close(t);
+	tgt_hint_prefetch_stop(t);
 	tgt_hint_store_free(t);
 }
 

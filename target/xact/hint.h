@@ -95,11 +95,15 @@ typedef struct {
  * rate's and the bytes' limit of w. 1 with p filled, 0 when no hint has room.
  */
 int tgt_hint_stage_next(tgt_t *t, const tgt_hint_window_t *w, int64_t now_ms, tgt_hint_pick_t *p);
-/* The staging of p ended: size of the object (known: rc >= 0), or rc < 0 failed. */
+/* The staging of p ended: rc < 0 failed, 0 fetched now, 1 nothing to fetch; size of the object, -1 unknown. */
 void tgt_hint_stage_done(tgt_t *t, const tgt_hint_pick_t *p, int rc, int64_t size);
 /* Waits up to ms for a note or an install that may open a window, or for tgt_hint_stage_close. 1 when closed. */
 int tgt_hint_stage_wait(tgt_t *t, int ms);
 /* Wakes every waiter for good (shutdown). */
 void tgt_hint_stage_close(tgt_t *t);
+/* Starts hint_prefetch_inflight staging threads (t->stager); 0, or -1 (tgt_hint_prefetch_stop still joins). */
+int tgt_hint_prefetch_start(tgt_t *t);
+/* Closes the store's staging and joins the threads; idempotent. */
+void tgt_hint_prefetch_stop(tgt_t *t);
 
 #endif

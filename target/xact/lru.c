@@ -239,19 +239,11 @@ static int walk_mountpath(tgt_t *t, const tgt_mountpath_t *mp, walk_t *w, int co
 	return w->oom ? -ENOMEM : 0;
 }
 
-/* Capacity and usage of mp as the watermarks see them. 0 or -errno. */
-static int mp_usage(tgt_t *t, const tgt_mountpath_t *mp, uint64_t *cap, uint64_t *used)
+/* Capacity and usage of mp's filesystem as the watermarks see them (no quota). 0 or -errno. */
+static int fs_usage(const tgt_t *t, const tgt_mountpath_t *mp, uint64_t *cap, uint64_t *used)
 {
 	struct statvfs sv;
-	walk_t w;
 
-	if (t->cfg.lru_quota_bytes > 0) {
-		int rc = walk_mountpath(t, mp, &w, 0);
-		*used = w.used;
-		walk_free(&w);
-		*cap = (uint64_t)t->cfg.lru_quota_bytes;
-		return rc;
-	}
 	if (fstatvfs(mp->root_fd, &sv) != 0)
 		return -errno;
 	/* As df: used = blocks - free; capacity = used + available to us (root-reserved blocks excluded). */
@@ -261,6 +253,35 @@ static int mp_usage(tgt_t *t, const tgt_mountpath_t *mp, uint64_t *cap, uint64_t
 	*cap = total > res ? total - res : 0;
 	*used = used_b;
 	return 0;
+}
+
+/* Capacity and usage of mp as the watermarks see them. 0 or -errno. */
+static int mp_usage(tgt_t *t, const tgt_mountpath_t *mp, uint64_t *cap, uint64_t *used)
+{
+	walk_t w;
+
+	if (t->cfg.lru_quota_bytes > 0) {
+		int rc = walk_mountpath(t, mp, &w, 0);
+		*used = w.used;
+		walk_free(&w);
+		*cap = (uint64_t)t->cfg.lru_quota_bytes;
+		return rc;
+	}
+	return fs_usage(t, mp, cap, used);
+}
+
+uint64_t tgt_lru_low_bytes(tgt_t *t)
+{
+	uint64_t total = 0, cap, used;
+
+	for (int i = 0; i < t->n_mountpaths; i++) {
+		if (t->cfg.lru_quota_bytes > 0)
+			cap = (uint64_t)t->cfg.lru_quota_bytes;
+		else if (fs_usage(t, &t->mountpaths[i], &cap, &used) != 0)
+			continue;
+		total += cap / 100 * (uint64_t)t->cfg.lru_low_pct;
+	}
+	return total;
 }
 
 /* ---- eviction ---- */

@@ -5,8 +5,10 @@ import os
 import pytest
 import requests
 
+import peers
 from conftest import module_cluster
-from ftutil import TIMEOUT, Api, assert_json_error, ctl, session, unique, wait_until
+from ftutil import TIMEOUT, Api, assert_json_error, create_remote, ctl, obj_url, session, unique, wait_until
+from test_coldget import access_count, put_origin
 
 hcluster = module_cluster("hints", "these tests read the targets' control ports", targets=3, mountpaths=1,
                           proxy_args=["--hint_max_names", "5000"])
@@ -181,3 +183,101 @@ def test_hint_over_target_memory_is_413_and_rolled_back(make_cluster):
     assert all(hints_of(t, b) == [] for t in c.targets())
     post_hint(c.url, b, {"epoch": 1, "objnames": names[:100], "ttl_s": 60})
     assert sum(h["names"] for t in c.targets() for h in hints_of(t, b)) == 100
+
+
+# ---- remote buckets: eviction by next use, staging ahead ----
+MIB = 1 << 20
+QUOTA = 8 * MIB
+OBJ = 512 * 1024
+LRU_ARGS = ["--lru_quota_bytes", str(QUOTA), "--lru_high_pct", "80", "--lru_low_pct", "50",
+            "--lru_interval_ms", "200"]
+
+
+@pytest.fixture(scope="module")
+def origin():
+    peers.ensure_installed()
+    p = peers.start_nginx(peers.scratch_dir())
+    try:
+        yield p
+    finally:
+        p.stop()
+
+
+def is_cached(mp, bucket, name):
+    return os.path.isfile(os.path.join(mp, "ht", bucket, name))
+
+
+def remote_bucket(c, origin, prefix, n):
+    b = unique(prefix)
+    create_remote(c.url, b, "ht", {"endpoint": origin.url})
+    tag = unique("o")
+    names = ["%s-%02d" % (tag, i) for i in range(n)]
+    blobs = {name: os.urandom(OBJ) for name in names}
+    for name in names:
+        put_origin(origin, name, blobs[name])
+    return b, names, blobs
+
+
+def get_ok(url, bucket, name, data):
+    r = requests.get(obj_url(url, bucket, name), timeout=TIMEOUT)
+    assert r.status_code == 200, (name, r.status_code, r.text[:300])
+    assert r.content == data, name
+
+
+def test_hint_evicts_by_next_use(make_cluster, origin):
+    """LRU would evict the objects read first (the oldest); under the hint they are the ones needed next, so the
+    sweep evicts what was read this epoch instead."""
+    c = make_cluster(targets=1, mountpaths=1, target_args=LRU_ARGS + ["--hint_prefetch_inflight", "0"])
+    mp = c.mountpaths(0)[0]
+    b, names, blobs = remote_bucket(c, origin, "hv", 13)
+    future, past, extra = names[:6], names[6:12], names[12]
+    for n in future:  # cached first: the oldest accesses
+        get_ok(c.url, b, n, blobs[n])
+    post_hint(c.url, b, {"epoch": 1, "objnames": past + future, "ttl_s": 600}, provider="ht")
+    for n in past:  # read in the hinted order: no next use this epoch
+        get_ok(c.url, b, n, blobs[n])
+    assert all(is_cached(mp, b, n) for n in names[:12])  # 6 MiB: below the high mark
+    get_ok(c.url, b, extra, blobs[extra])  # 6.5 MiB: over it; the sweep goes down to 4 MiB
+    wait_until(lambda: sum(is_cached(mp, b, n) for n in names) <= 8, 15, what="the sweep")
+    assert all(is_cached(mp, b, n) for n in future), "objects the hint needs next were evicted"
+    assert not any(is_cached(mp, b, n) for n in past), "objects read this epoch were kept instead"
+    for n in future:  # and they are hits: fetched once only
+        get_ok(c.url, b, n, blobs[n])
+        assert access_count(origin, n) == 1
+    [h] = hints_of(c.targets()[0], b)
+    assert h["cursor"] == 12 and h["done"] and h["hits"] == 6 and h["misses"] == 6
+
+
+def test_hint_without_hint_is_lru(make_cluster, origin):
+    """The same reads without a hint: the oldest go, as before."""
+    c = make_cluster(targets=1, mountpaths=1, target_args=LRU_ARGS + ["--hint_prefetch_inflight", "0"])
+    mp = c.mountpaths(0)[0]
+    b, names, blobs = remote_bucket(c, origin, "hl", 13)
+    for n in names:
+        get_ok(c.url, b, n, blobs[n])
+    wait_until(lambda: sum(is_cached(mp, b, n) for n in names) <= 8, 15, what="the sweep")
+    assert not any(is_cached(mp, b, n) for n in names[:5])
+    assert all(is_cached(mp, b, n) for n in names[7:])
+
+
+def test_hint_stages_ahead(make_cluster, origin):
+    c = make_cluster(targets=1, mountpaths=1, target_args=LRU_ARGS + ["--hint_prefetch_inflight", "2"])
+    mp = c.mountpaths(0)[0]
+    b, names, blobs = remote_bucket(c, origin, "hp", 20)
+    post_hint(c.url, b, {"epoch": 1, "objnames": names, "ttl_s": 600}, provider="ht")
+    t = c.targets()[0]
+    # Before any read the first names are staged (as many as in flight, then as the window allows).
+    wait_until(lambda: hints_of(t, b)[0]["prefetched"] >= 2, 20, what="the first names staged")
+    assert is_cached(mp, b, names[0]) and is_cached(mp, b, names[1])
+    for n in names[:2]:
+        get_ok(c.url, b, n, blobs[n])
+    wait_until(lambda: hints_of(t, b)[0]["prefetched"] >= 4, 20, what="staging follows the reads")
+    for n in names[2:4]:
+        get_ok(c.url, b, n, blobs[n])
+    for n in names[:4]:
+        assert access_count(origin, n) == 1, "%s fetched more than once" % n
+    h = hints_of(t, b)[0]
+    assert h["hits"] == 4 and h["misses"] == 0 and h["prefetch_failed"] == 0
+    # The window never holds more than the cache at its low mark: 4 MiB of 512 KiB objects.
+    assert h["prefetched"] - h["read"] <= 8
+    assert sum(is_cached(mp, b, n) for n in names) * OBJ <= QUOTA * 80 // 100

@@ -366,6 +366,73 @@ static void test_victim_order_under_hint(void **state)
 		assert_int_equal(rank[i].next, 9 - i);
 }
 
+/* ---- staging windows ---- */
+
+/* Picks while the store gives names; returns how many, their names in out (when not NULL). */
+static int pick_all(fixture_t *f, const tgt_hint_window_t *w, int64_t now, tgt_hint_pick_t *out, int cap)
+{
+	tgt_hint_pick_t p;
+	int n = 0;
+
+	while (n < 1000 && tgt_hint_stage_next(&f->t, w, now, &p)) {
+		if (out != NULL && n < cap)
+			out[n] = p;
+		n++;
+	}
+	return n;
+}
+
+static void test_stage_window(void **state)
+{
+	fixture_t *f = *state;
+	tgt_hint_window_t w = {.budget_bytes = 1000, .lead_s = 4, .min_items = 2};
+	tgt_hint_pick_t p[4];
+
+	make_names(f, "w", 100);
+	assert_int_equal(install(f, "ht", "b", "j", 1, 600, NOW), 0);
+	/* before any read and any size: as many as in flight, from the start of the list */
+	assert_int_equal(pick_all(f, &w, NOW, p, 4), 2);
+	assert_string_equal(p[0].name, "w0");
+	assert_string_equal(p[1].name, "w1");
+	assert_string_equal(p[0].provider, "ht");
+	tgt_hint_stage_done(&f->t, &p[0], 0, 100);
+	tgt_hint_stage_done(&f->t, &p[1], 1, 100);
+	assert_int_equal(pick_all(f, &w, NOW, NULL, 0), 0); /* no reads yet: the rate allows no more */
+	/* 10 reads in one second: 10/s for 4 s is 40 names, but 1000 bytes hold 10 of 100 bytes */
+	for (int i = 0; i < 10; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "w%d", i);
+		read_name(f, "b", name, NOW + 100 * i);
+	}
+	int more = pick_all(f, &w, NOW + 1000, p, 1);
+	assert_string_equal(p[0].name, "w10"); /* staging starts at the cursor, read names are not staged */
+	assert_int_equal(more, 10);
+	assert_int_equal(cursor_of(f, NOW + 1000, "prefetched"), 1); /* w0 fetched now; w1 was cached */
+	/* a larger budget: the rate is the limit (10 names in 1 s read since the first: 4 s ahead) */
+	w.budget_bytes = 1 << 20;
+	assert_int_equal(pick_all(f, &w, NOW + 1000, NULL, 0), 40 - 10);
+}
+
+static void test_stage_turns_and_ais(void **state)
+{
+	fixture_t *f = *state;
+	tgt_hint_window_t w = {.budget_bytes = 1 << 20, .lead_s = 4, .min_items = 2};
+	tgt_hint_pick_t p[8];
+
+	make_names(f, "a", 10);
+	assert_int_equal(install(f, "ht", "one", "j", 1, 600, NOW), 0);
+	assert_int_equal(install(f, "ht", "two", "j", 1, 600, NOW), 0);
+	assert_int_equal(install(f, "ais", "local", "j", 1, 600, NOW), 0); /* nothing to fetch for ais */
+	assert_int_equal(pick_all(f, &w, NOW, p, 8), 4);
+	/* the hints take turns */
+	assert_string_not_equal(p[0].bucket, p[1].bucket);
+	assert_string_not_equal(p[2].bucket, p[3].bucket);
+	for (int i = 0; i < 4; i++)
+		assert_string_not_equal(p[i].provider, "ais");
+	/* an expired hint stages nothing */
+	assert_int_equal(pick_all(f, &w, NOW + 601000, NULL, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +448,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_jobs, setup, teardown),
 		cmocka_unit_test(test_victim_order),
 		cmocka_unit_test_setup_teardown(test_victim_order_under_hint, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stage_window, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stage_turns_and_ais, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

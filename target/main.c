@@ -204,6 +204,7 @@ static void shutdown_all(tgt_t *t)
 	tgt_janitor_stop(t);
 	tgt_hint_stop(t);
 	tgt_lru_stop(t);
+	tgt_hint_fini(t);
 	tgt_cluster_fini(t);
 	tgt_jobs_free(t);
 	tgt_mpu_fini(t);

@@ -100,8 +100,10 @@ uint64_t tgt_lru_low_bytes(tgt_t *t);
 /* ---- hint.c, hint_prefetch.c: epoch order hints (docs/epoch-hints.md) ---- */
 /* Allocates t->hints and starts the staging threads (after tgt_lru_start); 0 or -1. */
 int tgt_hint_start(tgt_t *t);
-/* Stops the staging threads and frees the hints (after the servers stopped, before tgt_lru_stop); idempotent. */
+/* Stops the staging threads (before tgt_lru_stop and tgt_coldget_fini: they fetch); idempotent. */
 void tgt_hint_stop(tgt_t *t);
+/* Frees the hints after everything that reads them stopped (the servers, the LRU sweeper); idempotent. */
+void tgt_hint_fini(tgt_t *t);
 /* A GET of o (hit: served from the cache); moves the cursors of the hints that list it. No I/O. */
 void tgt_hint_note(const tgt_obj_t *o, bool hit);
 /* Whether any hint is live (a lock-free check). */

@@ -642,13 +642,18 @@ int tgt_hint_start(tgt_t *t)
 	if (tgt_hint_store_init(t) != 0)
 		return -1;
 	if (tgt_hint_prefetch_start(t) != 0) {
-		tgt_hint_stop(t);
+		tgt_hint_fini(t);
 		return -1;
 	}
 	return 0;
 }
 
 void tgt_hint_stop(tgt_t *t)
+{
+	tgt_hint_prefetch_stop(t);
+}
+
+void tgt_hint_fini(tgt_t *t)
 {
 	tgt_hint_prefetch_stop(t);
 	tgt_hint_store_free(t);

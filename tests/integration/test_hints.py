@@ -281,3 +281,29 @@ def test_hint_stages_ahead(make_cluster, origin):
     # The window never holds more than the cache at its low mark: 4 MiB of 512 KiB objects.
     assert h["prefetched"] - h["read"] <= 8
     assert sum(is_cached(mp, b, n) for n in names) * OBJ <= QUOTA * 80 // 100
+
+
+def test_hint_parallel_readers_remote(make_cluster, origin):
+    """Eight readers over three targets, a remote bucket with staging on: every name counts read once, none
+    skipped, each object fetched from the origin once (staged or read cold, never both)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    c = make_cluster(targets=3, mountpaths=1, target_args=["--hint_prefetch_inflight", "2"])
+    b, names, blobs = remote_bucket(c, origin, "hr", 60)
+    doc = post_hint(c.url, b, {"epoch": 1, "objnames": names, "ttl_s": 600, "job": "loader"},
+                    provider="ht").json()
+    assert sum(t["names"] for t in doc["targets"]) == 60
+
+    def read(name):
+        r = requests.get(obj_url(c.url, b, name), timeout=TIMEOUT)
+        return r.status_code == 200 and r.content == blobs[name]
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(read, names))
+    hs = [h for t in c.targets() for h in hints_of(t, b, "loader")]
+    assert len(hs) == 3
+    assert sum(h["read"] for h in hs) == 60 and sum(h["skipped"] for h in hs) == 0
+    assert all(h["done"] and h["rereads"] == 0 for h in hs)
+    assert sum(h["hits"] + h["misses"] for h in hs) == 60
+    for n in names:
+        assert access_count(origin, n) == 1, n

@@ -90,7 +90,7 @@ static size_t table_slots(size_t n)
 
 uint64_t tgt_hint_cost(size_t n, size_t name_bytes)
 {
-	return sizeof(hint_t) + (uint64_t)n * (sizeof(uint64_t) + sizeof(uint32_t) + 1) + (n + 7) / 8 +
+	return sizeof(hint_t) + (uint64_t)n * (sizeof(uint64_t) + sizeof(uint32_t) + 1 /* NUL */) + (n + 7) / 8 +
 	       (uint64_t)table_slots(n) * sizeof(uint32_t) + name_bytes;
 }
 
@@ -379,7 +379,7 @@ int tgt_hint_install_at(tgt_t *t, const tgt_hint_spec_t *s, int64_t now_ms, size
 	rc = spec_check(s, &name_bytes, why, cap);
 	if (rc != 0)
 		return rc;
-	uint64_t cost = tgt_hint_cost(s->n, name_bytes + s->n);
+	uint64_t cost = tgt_hint_cost(s->n, name_bytes);
 	uint64_t max = t->cfg.hint_max_bytes > 0 ? (uint64_t)t->cfg.hint_max_bytes : 0;
 	if (cost > max) {
 		snprintf(why, cap, "a hint of %zu names takes %llu bytes here, over hint_max_bytes %llu", s->n,

@@ -25,8 +25,9 @@ typedef struct {
 } tgt_hint_spec_t;
 
 /*
- * Bytes a hint of n names whose lengths add up to name_bytes holds while installed: hashes (8 per
- * name), name offsets (4), the index (4 per slot, 2n to 4n slots), the read bits and the names.
+ * Bytes a hint of n names whose lengths (without NUL) add up to name_bytes holds while installed:
+ * hashes (8 per name), name offsets (4), the index (4 per slot, 2n to 4n slots), the read bits, the
+ * names with their NULs, and the hint itself.
  */
 uint64_t tgt_hint_cost(size_t n, size_t name_bytes);
 

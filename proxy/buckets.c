@@ -319,6 +319,8 @@ static void create_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 		ft_resp_error(r, 400, "cannot read the request body (error %d)", err);
 		return;
 	}
+	if (px_hints_action(op->px, r, op->provider, op->bucket, body, len))
+		return;
 	if (px_jobs_action(op->px, r, op->provider, op->bucket, body, len))
 		return;
 	json_t *peek = len > 0 ? json_loadb(body, len, 0, NULL) : NULL;
@@ -464,7 +466,7 @@ void px_bucket_create(px_t *px, ft_req_t *r, const char *bucket)
 	op->px = px;
 	op->provider = "ais";
 	snprintf(op->bucket, sizeof(op->bucket), "%s", bucket);
-	ft_req_read_body_all(r, PX_BODY_MAX, create_body, op);
+	ft_req_read_body_all(r, PX_HINT_BODY_MAX, create_body, op);
 }
 
 void px_bucket_create_remote(px_t *px, ft_req_t *r, const char *provider, const char *bucket)
@@ -476,7 +478,7 @@ void px_bucket_create_remote(px_t *px, ft_req_t *r, const char *provider, const 
 	op->provider = provider;
 	snprintf(op->bucket, sizeof(op->bucket), "%s", bucket);
 	ft_req_on_done(r, op_done, op);
-	ft_req_read_body_all(r, PX_BODY_MAX, create_body, op);
+	ft_req_read_body_all(r, PX_HINT_BODY_MAX, create_body, op);
 }
 
 /* ---- destroy ---- */

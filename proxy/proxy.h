@@ -27,9 +27,10 @@
 #include "rpc/ctl.h"
 
 /* Timeouts of node-to-node calls. */
-#define PX_PUSH_TIMEOUT_MS 2000  /* metasync: a dead node delays a mutation by at most this */
-#define PX_LIST_TIMEOUT_MS 10000 /* one target's list page (at most 10000 names from local disks) */
-#define PX_BODY_MAX (1u << 20)   /* largest JSON body accepted on the public port */
+#define PX_PUSH_TIMEOUT_MS 2000      /* metasync: a dead node delays a mutation by at most this */
+#define PX_LIST_TIMEOUT_MS 10000     /* one target's list page (at most 10000 names from local disks) */
+#define PX_BODY_MAX (1u << 20)       /* largest JSON body accepted on the public port */
+#define PX_HINT_BODY_MAX (64u << 20) /* but a bucket POST may be an order hint (hints.c): this large */
 
 /* ---- pool.c: a few persistent threads that run a batch of calls in parallel ---- */
 typedef struct px_pool px_pool_t;
@@ -174,6 +175,14 @@ int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *t
 bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len);
 /* GET /v1/jobs, GET|DELETE /v1/jobs/<id>: asks every target and adds up their parts. */
 void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len);
+
+/* ---- hints.c: epoch order hints (docs/epoch-hints.md) ---- */
+/*
+ * A bucket POST body (loop thread): when its action is order-hint, or it is over PX_BODY_MAX (only
+ * an order hint may be), defers checking it, splitting its names by owner and installing the shares
+ * on the targets, and returns true (the response follows); otherwise returns false untouched.
+ */
+bool px_hints_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len);
 
 /* ---- objects.c ---- */
 void px_object_redirect(px_t *px, ft_req_t *r, const char *bucket, const char *obj, size_t obj_len);

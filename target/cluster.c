@@ -378,6 +378,9 @@ void tgt_control_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 		   (strncmp(req->path, "/v1/mountpaths", 14) == 0 && (req->path[14] == '\0' || req->path[14] == '/'))) {
 		tgt_rebalance_ctl(t, req, resp);
 		return;
+	} else if (strcmp(req->path, "/v1/hints") == 0) {
+		tgt_hint_ctl(t, req, resp); /* intra-cluster: the proxy installs each target's share of an order hint */
+		return;
 	} else if (strcmp(req->path, "/v1/mpu") == 0) {
 		want = "GET";
 		if (strcmp(req->method, "GET") == 0) {

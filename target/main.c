@@ -56,6 +56,8 @@ static void usage(FILE *f)
 		   "  --lru_high_pct N, --lru_low_pct N  eviction watermarks, %% of a mountpath (default 90, 75)\n"
 		   "  --lru_quota_bytes N   per-mountpath capacity for the watermarks (default 0: the filesystem's)\n"
 		   "  --lru_interval_ms N   how often usage is checked (default 10000)\n"
+		   "  --hint_max_bytes N    memory for the epoch order hints held here (default 32 MiB)\n"
+		   "  --hint_prefetch_inflight N  objects staged ahead at once under hints, 0 = none (default 4)\n"
 		   "  --http_max_header_bytes N, --http_max_headers N, --http_idle_timeout_ms N,\n"
 		   "  --http_header_timeout_ms N, --http_body_timeout_ms N\n"
 		   "  --config FILE         JSON file with the same keys (flags win)\n"
@@ -200,7 +202,9 @@ static void shutdown_all(tgt_t *t)
 	t->ctl = NULL;
 	tgt_rebalance_fini(t);
 	tgt_janitor_stop(t);
+	tgt_hint_stop(t);
 	tgt_lru_stop(t);
+	tgt_hint_fini(t);
 	tgt_cluster_fini(t);
 	tgt_jobs_free(t);
 	tgt_mpu_fini(t);
@@ -262,7 +266,7 @@ int main(int argc, char **argv)
 	}
 	if (tgt_namelock_init(t) != 0 || tgt_coldget_init(t) != 0 || tgt_jobs_init(t) != 0 || tgt_mpu_init(t) != 0 ||
 	    tgt_list_init(t) != 0 || tgt_cluster_init(t) != 0 || tgt_janitor_start(t) != 0 || tgt_lru_start(t) != 0 ||
-	    tgt_rebalance_init(t) != 0) {
+	    tgt_hint_start(t) != 0 || tgt_rebalance_init(t) != 0) {
 		errf(err, sizeof(err), "out of memory or threads");
 		goto fail;
 	}

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "base/cksum.h"
@@ -93,6 +94,24 @@ void tgt_lru_kick(tgt_t *t);
 void tgt_lru_touch(const tgt_obj_t *o);
 /* Makes room for size bytes on o's mountpath, evicting if needed. 0, or -ENOSPC if it cannot fit. */
 int tgt_lru_reserve(const tgt_obj_t *o, uint64_t size);
+/* Bytes the cache holds at its low watermark, all mountpaths together (what staging ahead may fill). */
+uint64_t tgt_lru_low_bytes(tgt_t *t);
+
+/* ---- hint.c, hint_prefetch.c: epoch order hints (docs/epoch-hints.md) ---- */
+/* Allocates t->hints and starts the staging threads (after tgt_lru_start); 0 or -1. */
+int tgt_hint_start(tgt_t *t);
+/* Stops the staging threads (before tgt_lru_stop and tgt_coldget_fini: they fetch); idempotent. */
+void tgt_hint_stop(tgt_t *t);
+/* Frees the hints after everything that reads them stopped (the servers, the LRU sweeper); idempotent. */
+void tgt_hint_fini(tgt_t *t);
+/* A GET of o (hit: served from the cache); moves the cursors of the hints that list it. No I/O. */
+void tgt_hint_note(const tgt_obj_t *o, bool hit);
+/* Whether any hint is live (a lock-free check). */
+bool tgt_hint_any(tgt_t *t);
+/* The next use of name hash h of provider/bucket in the live hints (names to be read before it), -1: none. */
+int64_t tgt_hint_next_use(tgt_t *t, const char *provider, const char *bucket, uint64_t h);
+/* Control port, /v1/hints: POST installs this target's share, GET lists, DELETE removes. */
+void tgt_hint_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
 /* ---- list.c: per-bucket name snapshots and the control-port listing ---- */
 int tgt_list_init(tgt_t *t);

@@ -81,6 +81,9 @@ static const config_key_t config_keys[] = {
 	INT(lru_low_pct, 0, 99),
 	{"lru_quota_bytes", KIND_INT64, offsetof(ft_config_t, lru_quota_bytes), 0, 0, INT64_MAX},
 	INT(lru_interval_ms, 10, 86400000),
+	{"hint_max_bytes", KIND_INT64, offsetof(ft_config_t, hint_max_bytes), 0, 0, INT64_MAX},
+	INT(hint_max_names, 1, 100000000),
+	INT(hint_prefetch_inflight, 0, 16),
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -124,6 +127,9 @@ void ft_config_defaults(ft_config_t *c)
 	c->lru_low_pct = 75;
 	c->lru_quota_bytes = 0;
 	c->lru_interval_ms = 10000;
+	c->hint_max_bytes = 32 << 20;
+	c->hint_max_names = 1000000;
+	c->hint_prefetch_inflight = 4;
 }
 
 void ft_config_free(ft_config_t *c)

@@ -60,6 +60,10 @@ typedef struct {
 	int lru_low_pct;         /* eviction stops below this %, default 75 (must be < high) */
 	int64_t lru_quota_bytes; /* per-mountpath capacity for the marks; 0 = the filesystem's */
 	int lru_interval_ms;     /* how often usage is checked, default 10000 */
+	/* Epoch order hints (docs/epoch-hints.md) */
+	int64_t hint_max_bytes; /* target: memory for all hints it holds; an install past it is 413; default 32 MiB */
+	int hint_max_names;     /* proxy: names in one order-hint request; more is 413; default 1000000 */
+	int hint_prefetch_inflight; /* target: staging fetches in flight under hints, 0 = none; default 4 */
 } ft_config_t;
 
 /* Fills defaults. */

@@ -43,6 +43,8 @@ typedef struct tgt_cluster tgt_cluster_t;
 typedef struct tgt_janitor tgt_janitor_t;
 typedef struct tgt_rebalance tgt_rebalance_t;
 typedef struct tgt_lru tgt_lru_t;
+typedef struct tgt_hints tgt_hints_t;
+typedef struct tgt_hint_stager tgt_hint_stager_t;
 
 typedef struct {
 	ft_config_t cfg;
@@ -67,8 +69,10 @@ typedef struct {
 	tgt_janitor_t *janitor;
 	tgt_rebalance_t *rebalance;
 	tgt_lru_t *lru;
-	tgt_jobs_t *jobs; /* the job table (xact/jobs.c) */
-	tgt_mpu_t *mpu;   /* multipart uploads in completion, recent completions (obj/mpu.c) */
+	tgt_hints_t *hints;        /* epoch order hints: orders, cursors (xact/hint.c) */
+	tgt_hint_stager_t *stager; /* their staging threads (xact/hint_prefetch.c) */
+	tgt_jobs_t *jobs;          /* the job table (xact/jobs.c) */
+	tgt_mpu_t *mpu;            /* multipart uploads in completion, recent completions (obj/mpu.c) */
 	tgt_cluster_t *cluster;
 	ft_httpd_t *httpd;
 	ft_ctl_t *ctl;

@@ -376,7 +376,11 @@ static void get_remote(ft_req_t *r, void *arg)
 
 void tgt_get(ft_req_t *r, tgt_obj_t *o)
 {
-	if (tgt_coldget_wanted(r, o)) /* the one decision: remote, not cached or revalidating */
+	bool cold = tgt_coldget_wanted(r, o); /* the one decision: remote, not cached or revalidating */
+
+	if (ft_req_method(r) == FT_HTTP_GET)
+		tgt_hint_note(o, !cold); /* the hints' cursors follow the reads, cached or cold (no I/O) */
+	if (cold)
 		ft_req_defer(r, get_remote, o);
 	else
 		get_local(r, o, false);

@@ -16,6 +16,7 @@
 #include "core/lom.h"
 #include "http/util.h"
 #include "target.h"
+#include "xact/hint.h"
 #include "xact/runner.h"
 
 /*
@@ -32,6 +33,11 @@
  * only loses recency (the object looks older). The table is not persisted: after a restart the
  * stored atimes rule. An object touched after the walk chose it is skipped.
  * sweep_lock serializes sweeps and tgt_lru_reserve (a cold GET making room for its object).
+ * Order hints (hint.c): while a hint of an epoch's reading order is live for a bucket, the
+ * watermarks stay the trigger but the victims are ranked by next use (tgt_hint_rank_cmp): first
+ * what no live hint expects (other buckets, names read this epoch, skipped or unlisted), oldest
+ * first, then the hinted ones, the furthest next use first (Belady's MIN over the hinted order).
+ * Without a live hint every next use is "none" and the order is the access times' alone.
  * The state (table, locks, the sweeper) is t->lru, from tgt_lru_start to tgt_lru_stop.
  */
 
@@ -46,7 +52,7 @@ typedef struct {
 typedef struct {
 	char *rel;
 	uint64_t size;
-	int64_t at;
+	tgt_hint_rank_t rank; /* at: the newest access (ns); next: next use under the live hints, -1 none */
 } victim_t;
 
 /* The module's state, one per target (t->lru, tgt_lru_start .. tgt_lru_stop). */
@@ -58,7 +64,9 @@ struct tgt_lru {
 };
 
 typedef struct {
+	tgt_t *t;
 	tgt_lru_t *lru;
+	bool hints; /* a hint was live when the walk started: rank by next use */
 	victim_t *v;
 	size_t n, cap;
 	uint64_t used; /* bytes of every published object (ais included) */
@@ -95,13 +103,15 @@ void tgt_lru_touch(const tgt_obj_t *o)
 	recent_note(o->t->lru, o->hash, ft_now_ns());
 }
 
-/* Splits "<provider>/<bucket>/<obj>" (copied into buf) and hashes it like tgt_lru_touch. -1 if malformed. */
-static int rel_hash(const char *rel, uint64_t *h)
+/*
+ * Splits "<provider>/<bucket>/<obj>" into buf (TGT_REL_MAX bytes; *bucket points into it, the
+ * provider is buf) and hashes it like tgt_lru_touch. -1 if malformed.
+ */
+static int rel_split(const char *rel, char *buf, const char **bucket, uint64_t *h)
 {
-	char buf[TGT_REL_MAX];
 	char *b, *obj;
 
-	if (snprintf(buf, sizeof(buf), "%s", rel) >= (int)sizeof(buf))
+	if (snprintf(buf, TGT_REL_MAX, "%s", rel) >= TGT_REL_MAX)
 		return -1;
 	b = strchr(buf, '/');
 	if (b == NULL)
@@ -111,14 +121,25 @@ static int rel_hash(const char *rel, uint64_t *h)
 	if (obj == NULL)
 		return -1;
 	*obj++ = '\0';
+	*bucket = b;
 	*h = ft_hrw_name_hash(buf, b, obj, strlen(obj));
 	return 0;
+}
+
+static int rel_hash(const char *rel, uint64_t *h)
+{
+	char buf[TGT_REL_MAX];
+	const char *bucket;
+
+	return rel_split(rel, buf, &bucket, h);
 }
 
 /* ---- walking a mountpath ---- */
 
 static void walk_add(walk_t *w, const char *rel, int fd, uint64_t size)
 {
+	char buf[TGT_REL_MAX];
+	const char *bucket;
 	ft_lom_t lom;
 	uint64_t h;
 
@@ -139,11 +160,14 @@ static void walk_add(walk_t *w, const char *rel, int fd, uint64_t size)
 		return;
 	}
 	v->size = size;
-	v->at = ft_lom_fget(fd, &lom) == 0 ? lom.atime_ns : 0;
-	if (rel_hash(rel, &h) == 0) {
+	v->rank.at = ft_lom_fget(fd, &lom) == 0 ? lom.atime_ns : 0;
+	v->rank.next = -1;
+	if (rel_split(rel, buf, &bucket, &h) == 0) {
 		int64_t at = recent_get(w->lru, h);
-		if (at > v->at)
-			v->at = at;
+		if (at > v->rank.at)
+			v->rank.at = at;
+		if (w->hints)
+			v->rank.next = tgt_hint_next_use(w->t, buf, bucket, h);
 	}
 	w->n++;
 }
@@ -198,14 +222,16 @@ static void walk_free(walk_t *w)
 	memset(w, 0, sizeof(*w));
 }
 
-/* Walks mp: w->used, and with collect the cached remote objects (ages from lru). 0 or -errno. */
-static int walk_mountpath(tgt_lru_t *lru, const tgt_mountpath_t *mp, walk_t *w, int collect)
+/* Walks mp: w->used, and with collect the cached remote objects (ages, next uses). 0 or -errno. */
+static int walk_mountpath(tgt_t *t, const tgt_mountpath_t *mp, walk_t *w, int collect)
 {
 	char rel[TGT_REL_MAX] = "";
 	int fd = openat(mp->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	memset(w, 0, sizeof(*w));
-	w->lru = lru;
+	w->t = t;
+	w->lru = t->lru;
+	w->hints = collect && tgt_hint_any(t);
 	w->collect = collect;
 	if (fd < 0)
 		return -errno;
@@ -213,19 +239,11 @@ static int walk_mountpath(tgt_lru_t *lru, const tgt_mountpath_t *mp, walk_t *w, 
 	return w->oom ? -ENOMEM : 0;
 }
 
-/* Capacity and usage of mp as the watermarks see them. 0 or -errno. */
-static int mp_usage(const tgt_t *t, const tgt_mountpath_t *mp, uint64_t *cap, uint64_t *used)
+/* Capacity and usage of mp's filesystem as the watermarks see them (no quota). 0 or -errno. */
+static int fs_usage(const tgt_t *t, const tgt_mountpath_t *mp, uint64_t *cap, uint64_t *used)
 {
 	struct statvfs sv;
-	walk_t w;
 
-	if (t->cfg.lru_quota_bytes > 0) {
-		int rc = walk_mountpath(t->lru, mp, &w, 0);
-		*used = w.used;
-		walk_free(&w);
-		*cap = (uint64_t)t->cfg.lru_quota_bytes;
-		return rc;
-	}
 	if (fstatvfs(mp->root_fd, &sv) != 0)
 		return -errno;
 	/* As df: used = blocks - free; capacity = used + available to us (root-reserved blocks excluded). */
@@ -237,13 +255,43 @@ static int mp_usage(const tgt_t *t, const tgt_mountpath_t *mp, uint64_t *cap, ui
 	return 0;
 }
 
+/* Capacity and usage of mp as the watermarks see them. 0 or -errno. */
+static int mp_usage(tgt_t *t, const tgt_mountpath_t *mp, uint64_t *cap, uint64_t *used)
+{
+	walk_t w;
+
+	if (t->cfg.lru_quota_bytes > 0) {
+		int rc = walk_mountpath(t, mp, &w, 0);
+		*used = w.used;
+		walk_free(&w);
+		*cap = (uint64_t)t->cfg.lru_quota_bytes;
+		return rc;
+	}
+	return fs_usage(t, mp, cap, used);
+}
+
+uint64_t tgt_lru_low_bytes(tgt_t *t)
+{
+	uint64_t total = 0, cap, used;
+
+	for (int i = 0; i < t->n_mountpaths; i++) {
+		if (t->cfg.lru_quota_bytes > 0)
+			cap = (uint64_t)t->cfg.lru_quota_bytes;
+		else if (fs_usage(t, &t->mountpaths[i], &cap, &used) != 0)
+			continue;
+		total += cap / 100 * (uint64_t)t->cfg.lru_low_pct;
+	}
+	return total;
+}
+
 /* ---- eviction ---- */
 
-static int by_atime(const void *a, const void *b)
+/* Oldest first; under a live hint, by next use (tgt_hint_rank_cmp). */
+static int by_rank(const void *a, const void *b)
 {
 	const victim_t *x = a, *y = b;
 
-	return x->at < y->at ? -1 : x->at > y->at;
+	return tgt_hint_rank_cmp(&x->rank, &y->rank);
 }
 
 /* Unlinks one victim under its name lock unless it was read since the walk. Returns bytes freed. */
@@ -253,7 +301,7 @@ static uint64_t evict_one(tgt_t *t, const tgt_mountpath_t *mp, const victim_t *v
 	uint64_t h, freed = 0;
 	struct stat st;
 
-	if (rel_hash(v->rel, &h) != 0 || recent_get(t->lru, h) > v->at)
+	if (rel_hash(v->rel, &h) != 0 || recent_get(t->lru, h) > v->rank.at)
 		return 0;
 	tgt_name_lock_hash(t, h);
 	if (fstatat(mp->root_fd, v->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
@@ -282,20 +330,21 @@ static uint64_t evict_to(tgt_t *t, const tgt_mountpath_t *mp, uint64_t used, uin
 	walk_t w;
 	size_t n_ev = 0;
 
-	if (walk_mountpath(t->lru, mp, &w, 1) != 0) {
+	if (walk_mountpath(t, mp, &w, 1) != 0) {
 		ft_warn("lru: mountpath %s: walk incomplete", mp->path);
 		if (w.n == 0)
 			goto out;
 	}
 	if (w.n > 0)
-		qsort(w.v, w.n, sizeof(*w.v), by_atime);
+		qsort(w.v, w.n, sizeof(*w.v), by_rank);
 	for (size_t i = 0; i < w.n && used > goal; i++) {
 		uint64_t freed = evict_one(t, mp, &w.v[i]);
 		used = used > freed ? used - freed : 0;
 		n_ev += freed > 0;
 	}
 	if (n_ev > 0)
-		ft_info("lru: mountpath %s: evicted %zu objects, usage now %" PRIu64 " bytes", mp->path, n_ev, used);
+		ft_info("lru: mountpath %s: evicted %zu objects%s, usage now %" PRIu64 " bytes", mp->path, n_ev,
+			w.hints ? " by next use under order hints" : "", used);
 out:
 	walk_free(&w);
 	return used;

@@ -61,7 +61,7 @@ PYTHON := /usr/bin/python3
 PYTEST_ARGS ?=
 
 .PHONY: all deps build run test test-unit test-integration test-asan fuzz fuzz-ci clean format-check format bench \
-	check-layers test-tsan
+	check-layers test-tsan $(FUZZ_CI_RUNS)
 
 all: $(BINS)
 build: all
@@ -163,11 +163,13 @@ fuzz: $(FUZZ_BIN)
 
 # Each fuzzer for a bounded time (FUZZ_SECONDS), from its seed corpus.
 FUZZ_SECONDS ?= 60
-fuzz-ci: $(FUZZ_BIN)
-	@set -e; for f in $(FUZZ_BIN); do n=$$(basename $$f); \
-	  mkdir -p $(BUILD)/fuzz/corpus-$$n; \
+# Each fuzzer is its own goal, so `make -j2 fuzz-ci` runs two at a time.
+FUZZ_CI_RUNS := $(FUZZ_BIN:%=%.ci-run)
+fuzz-ci: $(FUZZ_CI_RUNS)
+$(FUZZ_CI_RUNS): %.ci-run: %
+	@n=$$(basename $<); mkdir -p $(BUILD)/fuzz/corpus-$$n; \
 	  echo "== $$n for $(FUZZ_SECONDS)s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(BUILD)/fuzz/corpus-$$n tests/fuzz/seeds/$$n; done
+	  $< -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(BUILD)/fuzz/corpus-$$n tests/fuzz/seeds/$$n
 
 format-check:
 	@scripts/whitespace-check.sh

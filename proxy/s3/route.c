@@ -19,6 +19,7 @@
 #include "base/names.h"
 #include "http/util.h"
 #include "rpc/client.h"
+#include "s3/chunked.h"
 
 /*
  * DESIGN

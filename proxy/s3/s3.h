@@ -30,9 +30,9 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "auth/sigv4.h"
 #include "base/strbuf.h"
 #include "proxy.h"
+#include "s3/sigv4.h"
 
 #define PX_S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define PX_S3_XML_BODY_MAX (2u << 20) /* largest XML request body (DeleteObjects of 1000 long keys) */

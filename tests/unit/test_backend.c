@@ -31,6 +31,7 @@
 #include "cloud/crc32c.h"
 #include "cloud/internal.h"
 #include "cloud/jwt.h"
+#include "s3/sigv4.h"
 
 /*
  * DESIGN

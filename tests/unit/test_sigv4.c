@@ -1,4 +1,4 @@
-/* Unit tests for SigV4: AWS's published vectors, S3 examples, presigned, aws-chunked, tampering, botocore cases. */
+/* Unit tests for SigV4 signing, verification and aws-chunked: AWS vectors, S3 examples, presigned, tampering, botocore. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +13,8 @@
 #include <cmocka.h>
 
 #include "auth/sigv4.h"
+#include "s3/chunked.h"
+#include "s3/sigv4.h"
 
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define MAX_HEADERS 24

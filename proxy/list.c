@@ -44,7 +44,7 @@ typedef struct {
 	const ft_smap_t *smap; /* the map of the fan-out (list_page sets it) */
 } list_op_t;
 
-/* One target's page; filled by fetch_page on a pool thread. */
+/* One target's page; filled by fetch_page on a fan-out thread. */
 typedef struct {
 	const ft_node_t *node;
 	char *url; /* owned */
@@ -241,7 +241,7 @@ static int list_page(list_op_t *op, json_t **entries, char **token, int *status,
 			goto out;
 		}
 	}
-	px_pool_run(op->px->pool, fetch_page, pages, n);
+	ft_fanout_run(op->px->fanout, fetch_page, pages, n);
 	for (int i = 0; i < n; i++) {
 		if (check_page(&pages[i], why, cap) != 0) {
 			ft_warn("list %s: %s", op->bucket, why);
@@ -465,7 +465,7 @@ static int rlist_mark(ft_req_t *r, const list_op_t *op, const ft_smap_t *smap, j
 		json_array_append_new(json_object_get(asks[o].names, "names"), json_string(name));
 		asks[o].idx[asks[o].n++] = k;
 	}
-	px_pool_run(op->px->pool, ask_owner, asks, n);
+	ft_fanout_run(op->px->fanout, ask_owner, asks, n);
 	for (int i = 0; i < n; i++) {
 		owner_ask_t *a = &asks[i];
 		const json_t *cached = json_object_get(a->reply, "cached");

@@ -115,14 +115,14 @@ static void px_destroy_sync(px_t *px)
 	pthread_mutex_destroy(&px->meta_lock);
 }
 
-/* Starts the pool, the state, both servers and the checker. Returns 0, -1 with err filled. */
+/* Starts the fan-out threads, the state, both servers and the checker. Returns 0, -1 with err filled. */
 static int px_start(px_t *px, char *err, size_t errlen)
 {
 	ft_config_t *c = &px->cfg;
 
 	/* Fan-out parallelism per call; the caller runs calls too, so a few threads suffice. */
-	px->pool = px_pool_start(c->worker_threads < 8 ? c->worker_threads : 8);
-	if (px->pool == NULL) {
+	px->fanout = ft_fanout_start(c->worker_threads < 8 ? c->worker_threads : 8);
+	if (px->fanout == NULL) {
 		snprintf(err, errlen, "cannot start the fan-out threads");
 		return -1;
 	}
@@ -166,8 +166,8 @@ static void px_stop(px_t *px)
 	if (px->ctl != NULL)
 		ft_ctl_stop(px->ctl);
 	px->ctl = NULL;
-	px_pool_stop(px->pool);
-	px->pool = NULL;
+	ft_fanout_stop(px->fanout);
+	px->fanout = NULL;
 	px_s3_fini(px);
 	px_cluster_free(px);
 }

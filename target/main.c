@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include "base/config.h"
+#include "base/fanout.h"
 #include "base/log.h"
 #include "http/http.h"
+#include "protect/ec_codec.h"
 #include "rpc/client.h"
 #include "rpc/ctl.h"
 #include "target.h"
@@ -205,6 +207,8 @@ static void shutdown_all(tgt_t *t)
 	tgt_coldget_fini(t);
 	tgt_list_fini(t);
 	tgt_put_fini(t);
+	ft_fanout_stop(t->fanout);
+	t->fanout = NULL;
 	tgt_mountpaths_close(t);
 	ft_config_free(&t->cfg);
 }
@@ -258,8 +262,10 @@ int main(int argc, char **argv)
 		errf(err, sizeof(err), "HTTP client initialization failed");
 		goto fail;
 	}
-	if (tgt_put_init(t) != 0 || tgt_list_init(t) != 0 || tgt_cluster_init(t) != 0 || tgt_janitor_start(t) != 0 ||
-	    tgt_lru_start(t) != 0 || tgt_rebalance_init(t) != 0) {
+	/* One thread per EC slice of a PUT besides the caller's own, as many as the widest geometry has. */
+	t->fanout = ft_fanout_start(FT_EC_MAX_SLICES - 1);
+	if (t->fanout == NULL || tgt_put_init(t) != 0 || tgt_list_init(t) != 0 || tgt_cluster_init(t) != 0 ||
+	    tgt_janitor_start(t) != 0 || tgt_lru_start(t) != 0 || tgt_rebalance_init(t) != 0) {
 		errf(err, sizeof(err), "out of memory or threads");
 		goto fail;
 	}

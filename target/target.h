@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include "base/cksum.h"
 #include "base/config.h"
+#include "base/fanout.h"
 #include "base/names.h"
 #include "cloud/backend.h"
 #include "cluster/bmd.h"
@@ -66,6 +67,7 @@ typedef struct {
 	tgt_rebalance_t *rebalance;
 	tgt_lru_t *lru;
 	tgt_cluster_t *cluster;
+	ft_fanout_t *fanout; /* parallel node-to-node sends: EC slices of a PUT */
 	ft_httpd_t *httpd;
 	ft_ctl_t *ctl;
 } tgt_t;

@@ -596,7 +596,7 @@ typedef struct {
 	int64_t initiated;
 } upload_t;
 
-/* One target's uploads; filled on a pool thread. */
+/* One target's uploads; filled on a fan-out thread. */
 typedef struct {
 	char *url; /* owned */
 	int rc;
@@ -648,7 +648,7 @@ static int gather_uploads(px_s3_req_t *q, const char *prefix, fetch_t **fetches,
 		if (asprintf(&f[i].url, "%s/v1/mpu?provider=ais&bucket=%s&prefix=%s", smap->targets[i].control_url,
 			     bucket, pfx) < 0)
 			f[i].url = NULL;
-	px_pool_run(q->px->pool, fetch_uploads, f, n);
+	ft_fanout_run(q->px->fanout, fetch_uploads, f, n);
 	for (int i = 0; i < n; i++) {
 		const json_t *arr = json_object_get(f[i].reply, "uploads");
 		if (!f[i].url || f[i].rc != 0 || f[i].status != 200 || !json_is_array(arr)) {

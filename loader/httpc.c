@@ -3,6 +3,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/codec.h"
 #include "loader.h"
 
 /* ---- buffers ---- */
@@ -33,24 +34,11 @@ void ld_buf_u64(ld_buf_t *b, uint64_t v)
 	ld_buf_add(b, tmp + i, sizeof(tmp) - (size_t)i);
 }
 
-static bool unreserved(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-	       c == '_' || c == '~';
-}
-
 void ld_buf_escape(ld_buf_t *b, const char *s, size_t n, bool keep_slash)
 {
-	static const char hex[] = "0123456789ABCDEF";
-
 	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (unreserved(c) || (keep_slash && c == '/')) {
-			ld_buf_add(b, (const char *)&s[i], 1);
-		} else {
-			char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-			ld_buf_add(b, e, 3);
-		}
+		char e[4]; /* one byte encoded, and the NUL */
+		ld_buf_add(b, e, ft_pct_encode(&s[i], 1, e, keep_slash ? FT_PCT_KEEP_SLASH : 0));
 	}
 }
 
@@ -272,17 +260,6 @@ static ssize_t feed_head(ld_resp_t *r, const char *p, size_t n, char *err, size_
 	return parse_head(r, r->hbuf, hl, err, errlen) == 0 ? (ssize_t)take : -1;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One byte of chunk framing (not data). Returns 0 or -1. */
 static int chunk_byte(ld_resp_t *r, char c, char *err, size_t errlen)
 {
@@ -290,7 +267,7 @@ static int chunk_byte(ld_resp_t *r, char c, char *err, size_t errlen)
 
 	switch (r->state) {
 	case LD_RESP_CHUNK_SIZE:
-		v = hexval(c);
+		v = ft_hex_digit((unsigned char)c);
 		if (v >= 0) {
 			if (++r->chunk_digits > 15)
 				goto bad;

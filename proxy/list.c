@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/codec.h"
 #include "base/log.h"
 #include "cluster/hrw.h"
 #include "http/util.h"
@@ -66,9 +67,9 @@ static void fetch_page(void *arg, int i)
 /* The URL of a target's page request; NULL on allocation failure. */
 static char *page_url(const ft_node_t *node, const list_op_t *op)
 {
-	char *bucket = ft_url_escape_query(op->bucket);
-	char *prefix = ft_url_escape_query(op->prefix);
-	char *token = ft_url_escape_query(op->token);
+	char *bucket = ft_pct_encode_dup(op->bucket, strlen(op->bucket), 0);
+	char *prefix = ft_pct_encode_dup(op->prefix, strlen(op->prefix), 0);
+	char *token = ft_pct_encode_dup(op->token, strlen(op->token), 0);
 	char *url = NULL;
 
 	if (bucket != NULL && prefix != NULL && token != NULL &&
@@ -361,9 +362,9 @@ static void ask_owner(void *arg, int i)
 /* The URL of a backend page request (page) or of the cached question; NULL on allocation failure. */
 static char *rlist_url(const ft_node_t *node, const list_op_t *op, bool page)
 {
-	char *bucket = ft_url_escape_query(op->bucket);
-	char *prefix = ft_url_escape_query(op->prefix);
-	char *token = ft_url_escape_query(op->token);
+	char *bucket = ft_pct_encode_dup(op->bucket, strlen(op->bucket), 0);
+	char *prefix = ft_pct_encode_dup(op->prefix, strlen(op->prefix), 0);
+	char *token = ft_pct_encode_dup(op->token, strlen(op->token), 0);
 	char *url = NULL;
 	int rc = -1;
 

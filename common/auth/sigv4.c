@@ -6,8 +6,9 @@
  *   so what we sign for a backend is what we check from a client.
  * - S3 rules, not the generic SigV4 ones: the canonical URI is the path as sent, never dot-normalized
  *   and never double-encoded. Each '/'-separated segment is percent-decoded once and re-encoded
- *   (RFC 3986 unreserved kept, everything else %XX uppercase), so "~", "%7e" and "%7E" all
- *   canonicalize alike and "%2F" inside a segment stays "%2F". In the path '+' is a plus ("%2B").
+ *   (ft_pct_recode_buf: RFC 3986 unreserved kept, everything else %XX uppercase), so "~", "%7e"
+ *   and "%7E" all canonicalize alike and "%2F" inside a segment stays "%2F". In the path '+' is a
+ *   plus ("%2B").
  * - Query: '&'-separated, empty pieces ignored, split at the first '=', a piece without '=' gets an
  *   empty value; names and values recoded like path segments (with '/' encoded), then sorted by
  *   name, then value, bytewise. In the query a raw '+' is a space (form encoding, as S3 reads it:
@@ -19,6 +20,7 @@
  *   day, and deriving it costs four HMACs per request otherwise.
  */
 #include "auth/sigv4.h"
+#include "base/codec.h"
 #include "base/strbuf.h"
 
 #include <pthread.h>
@@ -37,17 +39,6 @@
 #define KEY_CACHE_SECRET_MAX 128 /* longer secrets are not cached (derived each time) */
 
 /* ---- hashing ---- */
-
-void ft_sigv4_hex(const uint8_t *in, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[in[i] >> 4];
-		out[2 * i + 1] = digits[in[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
 
 /*
  * HMAC-SHA256 contexts are copied from one template and SHA-256 uses one fetched EVP_MD, both
@@ -91,7 +82,7 @@ static int sha256_hex(const void *buf, size_t len, char hex[FT_SHA256_HEX])
 
 	if (EVP_Digest(buf, len, md, &n, sha256_impl(), NULL) != 1 || n != 32)
 		return -1;
-	ft_sigv4_hex(md, 32, hex);
+	ft_hex_encode(md, 32, hex);
 	return 0;
 }
 
@@ -206,55 +197,6 @@ int ft_sigv4_signing_key(ft_sigv4_hmac_t *h, const char *secret, const char *dat
 	return 0;
 }
 
-/* ---- percent-encoding ---- */
-
-static int is_unreserved(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-	       c == '_' || c == '~';
-}
-
-int ft_sigv4_hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/*
- * Appends s[0..n) percent-decoded once and then URI-encoded (unreserved kept, uppercase hex, '/'
- * encoded too). A '%' not followed by two hex digits is a literal '%'. in_query: a raw '+' is a
- * space.
- */
-static void add_recoded(ft_strbuf_t *b, const char *s, size_t n, int in_query)
-{
-	static const char digits[] = "0123456789ABCDEF";
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char esc[3];
-
-		if (c == '%' && i + 2 < n && ft_sigv4_hex_value(s[i + 1]) >= 0 && ft_sigv4_hex_value(s[i + 2]) >= 0) {
-			c = (unsigned char)(ft_sigv4_hex_value(s[i + 1]) * 16 + ft_sigv4_hex_value(s[i + 2]));
-			i += 2;
-		} else if (c == '+' && in_query) {
-			c = ' ';
-		}
-		if (is_unreserved(c)) {
-			ft_strbuf_addc(b, (char)c);
-			continue;
-		}
-		esc[0] = '%';
-		esc[1] = digits[c >> 4];
-		esc[2] = digits[c & 15];
-		ft_strbuf_add(b, esc, 3);
-	}
-}
-
 /* ---- canonical request ---- */
 
 /* S3 canonical URI: the path as sent, segment by segment recoded, "/" when empty. */
@@ -270,7 +212,7 @@ static void add_canonical_uri(ft_strbuf_t *b, const char *path)
 		const char *slash = strchr(seg, '/');
 		size_t n = slash ? (size_t)(slash - seg) : strlen(seg);
 
-		add_recoded(b, seg, n, 0);
+		ft_pct_recode_buf(b, seg, n, 0);
 		if (slash == NULL)
 			break;
 		ft_strbuf_addc(b, '/');
@@ -295,7 +237,7 @@ static char *recode_dup(const char *s, size_t n)
 {
 	ft_strbuf_t b = {0};
 
-	add_recoded(&b, s, n, 1);
+	ft_pct_recode_buf(&b, s, n, FT_PCT_PLUS_SPACE);
 	if (b.failed) {
 		ft_strbuf_free(&b);
 		return NULL;
@@ -457,91 +399,11 @@ int ft_sigv4_request_signature(ft_sigv4_hmac_t *h, const uint8_t key[32], const 
 	ft_strbuf_adds(&sts, creq_hash);
 	if (sts.failed || ft_sigv4_hmac(h, key, 32, sts.p, sts.len, mac) != 0)
 		goto out;
-	ft_sigv4_hex(mac, 32, sig);
+	ft_hex_encode(mac, 32, sig);
 	rc = 0;
 out:
 	ft_strbuf_free(&sts);
 	return rc;
-}
-
-/* ---- dates ---- */
-
-static int digits_value(const char *s, int n, int *out)
-{
-	int v = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	*out = v;
-	return 0;
-}
-
-static int make_time(int year, int mon, int day, int hour, int min, int sec, time_t *t)
-{
-	struct tm tm = {0};
-
-	if (year < 1970 || mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60)
-		return -1;
-	tm.tm_year = year - 1900;
-	tm.tm_mon = mon - 1;
-	tm.tm_mday = day;
-	tm.tm_hour = hour;
-	tm.tm_min = min;
-	tm.tm_sec = sec;
-	*t = timegm(&tm);
-	return *t == (time_t)-1 ? -1 : 0;
-}
-
-/* Exactly yyyymmddThhmmssZ. */
-int ft_sigv4_parse_amz_date(const char *s, time_t *t)
-{
-	int y, mo, d, h, mi, se;
-
-	if (s == NULL || strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z')
-		return -1;
-	if (digits_value(s, 4, &y) || digits_value(s + 4, 2, &mo) || digits_value(s + 6, 2, &d) ||
-	    digits_value(s + 9, 2, &h) || digits_value(s + 11, 2, &mi) || digits_value(s + 13, 2, &se))
-		return -1;
-	return make_time(y, mo, d, h, mi, se, t);
-}
-
-/*
- * IMF-fixdate, as in "Fri, 24 May 2013 00:00:00 GMT" (locale-independent); the zone may also be
- * written "+0000" or "-0000" (Python's email.utils.formatdate, which botocore uses) or "UTC".
- */
-int ft_sigv4_parse_http_date(const char *s, time_t *t)
-{
-	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-	int y, d, h, mi, se;
-	const char *m, *zone;
-
-	if (s == NULL || strlen(s) < 25 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
-	    s[19] != ':' || s[22] != ':')
-		return -1;
-	zone = s + 25;
-	if (strcmp(zone, " GMT") != 0 && strcmp(zone, " UTC") != 0 && strcmp(zone, " +0000") != 0 &&
-	    strcmp(zone, " -0000") != 0)
-		return -1;
-	if (digits_value(s + 5, 2, &d) || digits_value(s + 12, 4, &y) || digits_value(s + 17, 2, &h) ||
-	    digits_value(s + 20, 2, &mi) || digits_value(s + 23, 2, &se))
-		return -1;
-	for (m = months; *m; m += 3)
-		if (strncmp(m, s + 8, 3) == 0)
-			break;
-	if (*m == '\0')
-		return -1;
-	return make_time(y, (int)(m - months) / 3 + 1, d, h, mi, se, t);
-}
-
-void ft_sigv4_amz_date(time_t t, char out[17])
-{
-	struct tm tm;
-
-	if (gmtime_r(&t, &tm) == NULL || strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm) != 16)
-		out[0] = '\0';
 }
 
 /* ---- request lookups ---- */
@@ -636,7 +498,8 @@ int ft_sigv4_sign(const ft_sigv4_request_t *req, const char *access_key, const c
 	int n, rc = -1;
 
 	if (req == NULL || access_key == NULL || secret_key == NULL || region == NULL || service == NULL ||
-	    authorization == NULL || req->payload_hash == NULL || ft_sigv4_parse_amz_date(amz_date, &when) != 0)
+	    authorization == NULL || req->payload_hash == NULL ||
+	    ft_date_parse_exact(amz_date, FT_DATE_AMZ, &when) != 0)
 		return -1;
 	host = ft_sigv4_header(req, "host");
 	date_header = ft_sigv4_header(req, "x-amz-date");
@@ -698,7 +561,7 @@ void ft_sha256_final(ft_sha256_t *h, char hex[FT_SHA256_HEX])
 	if (h->ctx == NULL)
 		return;
 	if (EVP_DigestFinal_ex(h->ctx, md, &n) == 1 && n == 32)
-		ft_sigv4_hex(md, 32, hex);
+		ft_hex_encode(md, 32, hex);
 	EVP_MD_CTX_free(h->ctx);
 	h->ctx = NULL;
 }

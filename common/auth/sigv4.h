@@ -31,12 +31,11 @@ typedef struct {
 
 /*
  * Signs an outgoing request: fills authorization (the Authorization header value) for the given
- * headers (which must include host and x-amz-date; all given headers are signed).
+ * headers (which must include host and x-amz-date; all given headers are signed). amz_date is the
+ * x-amz-date value (ft_date_format_amz in base/codec.h).
  */
 int ft_sigv4_sign(const ft_sigv4_request_t *req, const char *access_key, const char *secret_key, const char *region,
 		  const char *service, const char *amz_date, char *authorization, size_t cap);
-/* Formats t as yyyymmddThhmmssZ. */
-void ft_sigv4_amz_date(time_t t, char out[17]);
 
 /* SHA-256 streaming, hex output. */
 typedef struct {
@@ -80,14 +79,6 @@ int ft_sigv4_canonical_request(ft_strbuf_t *b, const ft_sigv4_request_t *req, co
 int ft_sigv4_request_signature(ft_sigv4_hmac_t *h, const uint8_t key[32], const char *amz_date, const char *scope,
 			       const ft_strbuf_t *creq, char sig[65]);
 
-/* Exactly yyyymmddThhmmssZ into *t; 0 or -1. */
-int ft_sigv4_parse_amz_date(const char *s, time_t *t);
-/*
- * IMF-fixdate ("Fri, 24 May 2013 00:00:00 GMT"), the zone also "UTC", "+0000" or "-0000" (as
- * Python's email.utils.formatdate writes it, which botocore uses), into *t; 0 or -1.
- */
-int ft_sigv4_parse_http_date(const char *s, time_t *t);
-
 /* The value of the first header called name (any case; "" for a NULL value), or NULL. */
 const char *ft_sigv4_header(const ft_sigv4_request_t *req, const char *name);
 /* Copies v with leading and trailing whitespace trimmed into out (cap bytes); 0, or -1 when it does not fit. */
@@ -96,9 +87,5 @@ int ft_sigv4_copy_trimmed(const char *v, char *out, size_t cap);
 int ft_sigv4_is_space(char c);
 /* Whether c may appear in a header name (an RFC 9110 token character). */
 int ft_sigv4_is_token_char(char c);
-/* Lowercase hex of in[0..n) into out (2n + 1 bytes, NUL-terminated). */
-void ft_sigv4_hex(const uint8_t *in, size_t n, char *out);
-/* The value of a hex digit (either case), or -1. */
-int ft_sigv4_hex_value(char c);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/codec.h"
 #include "base/log.h"
 #include "http/util.h"
 
@@ -108,7 +109,7 @@ void px_s3_list_buckets(px_s3_req_t *q)
 		const ft_bucket_t *b = &bmd->buckets[i];
 		if (strcmp(b->provider, "ais") != 0)
 			continue;
-		px_s3_iso8601(b->created_ns, date, sizeof(date));
+		ft_date_format_iso8601(b->created_ns, date, sizeof(date));
 		px_xml_open(&x, "Bucket");
 		px_xml_elem(&x, "Name", b->name);
 		px_xml_elem(&x, "CreationDate", date);

@@ -15,6 +15,7 @@
 
 #include <openssl/crypto.h>
 
+#include "base/codec.h"
 #include "base/strbuf.h"
 
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -85,8 +86,8 @@ static int chunk_parse_header(ft_sigv4_chunked_t *c)
 	size_t hex_len = 0;
 	uint64_t size = 0;
 
-	while (hex_len < c->header_len && ft_sigv4_hex_value(c->header[hex_len]) >= 0) {
-		size = size * 16 + (uint64_t)ft_sigv4_hex_value(c->header[hex_len]);
+	while (hex_len < c->header_len && ft_hex_digit((unsigned char)c->header[hex_len]) >= 0) {
+		size = size * 16 + (uint64_t)ft_hex_digit((unsigned char)c->header[hex_len]);
 		hex_len++;
 	}
 	if (hex_len == 0 || hex_len > 16)
@@ -123,7 +124,7 @@ static int chunk_verify(ft_sigv4_chunked_t *c)
 	ft_strbuf_adds(&sts, data_hash);
 	if (sts.failed || ft_sigv4_hmac(&c->hmac, c->key, 32, sts.p, sts.len, mac) != 0)
 		goto out;
-	ft_sigv4_hex(mac, 32, sig);
+	ft_hex_encode(mac, 32, sig);
 	rc = CRYPTO_memcmp(sig, c->chunk_sig, 64) == 0 ? 0 : -2;
 	if (rc == 0)
 		memcpy(c->prev_sig, c->chunk_sig, sizeof(c->prev_sig));

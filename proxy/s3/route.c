@@ -12,9 +12,9 @@
 #include <time.h>
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
 
 #include "base/cksum.h"
+#include "base/codec.h"
 #include "base/log.h"
 #include "base/names.h"
 #include "http/util.h"
@@ -333,8 +333,8 @@ char *px_s3_owner_url(const char *bucket, const char *key, size_t key_len, const
 
 	if (owner == NULL)
 		goto out;
-	eb = ft_url_escape_query(bucket);
-	ek = ft_url_escape_path(key, key_len);
+	eb = ft_pct_encode_dup(bucket, strlen(bucket), 0);
+	ek = ft_pct_encode_dup(key, key_len, FT_PCT_KEEP_SLASH);
 	if (eb == NULL || ek == NULL)
 		goto out;
 	if (asprintf(&url, "%s/v1/objects/%s/%s%s%s", owner->public_url, eb, ek, query != NULL && query[0] ? "?" : "",
@@ -404,7 +404,7 @@ static bool is_hex64(const char *s)
 	if (strlen(s) != 64)
 		return false;
 	for (int i = 0; i < 64; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))
+		if (ft_hex_digit((unsigned char)s[i]) < 0)
 			return false;
 	return true;
 }
@@ -431,17 +431,12 @@ static void body_release(void *arg)
 /* Decodes a Content-MD5 (base64 of 16 bytes) into hex; -1 when malformed. */
 static int content_md5_hex(const char *b64, char hex[FT_CKSUM_HEX_MAX])
 {
-	unsigned char raw[64];
+	unsigned char raw[18]; /* and room for the 2 bytes the padding stands for: decoded in place */
 	size_t n = strlen(b64);
-	int len;
 
-	if (n != 24 || b64[22] != '=' || b64[23] != '=')
+	if (n != 24 || b64[22] != '=' || b64[23] != '=' || ft_base64_decode(b64, n, raw, sizeof(raw)) != 16)
 		return -1;
-	len = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)n);
-	if (len != 18) /* 16 bytes plus the 2 the padding stands for */
-		return -1;
-	for (int i = 0; i < 16; i++)
-		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	ft_hex_encode(raw, 16, hex);
 	return 0;
 }
 

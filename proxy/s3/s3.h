@@ -257,10 +257,6 @@ void px_xml_elem(px_xml_t *x, const char *tag, const char *text);
 void px_xml_elemf(px_xml_t *x, const char *tag, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Appends escaped text (for & < > " ' and control characters). */
 void px_xml_text(px_xml_t *x, const char *text, size_t len);
-/* "2006-02-03T16:45:09.000Z" of ns since the epoch (out >= 32 bytes). */
-void px_s3_iso8601(int64_t ns, char *out, size_t cap);
-/* "Fri, 03 Feb 2006 16:45:09 GMT" (out >= 32 bytes). */
-void px_s3_http_date(int64_t ns, char *out, size_t cap);
 /* The error document of e for resource with request_id; the caller frees x. */
 void px_xml_error_doc(px_xml_t *x, px_s3_err_t e, const char *message, const char *resource, const char *request_id);
 

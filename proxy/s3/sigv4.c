@@ -18,6 +18,7 @@
 
 #include <openssl/crypto.h>
 
+#include "base/codec.h"
 #include "base/strbuf.h"
 
 #define MAX_SKEW_SECONDS (15 * 60)
@@ -25,37 +26,13 @@
 
 /* ---- query lookups ---- */
 
-/* The byte at s[*i] of a query piece, percent-decoded, '+' as a space; advances *i past it. */
-static char query_byte(const char *s, size_t n, size_t *i)
-{
-	char c = s[*i];
-
-	if (c == '%' && *i + 2 < n && ft_sigv4_hex_value(s[*i + 1]) >= 0 && ft_sigv4_hex_value(s[*i + 2]) >= 0) {
-		c = (char)(ft_sigv4_hex_value(s[*i + 1]) * 16 + ft_sigv4_hex_value(s[*i + 2]));
-		*i += 3;
-		return c;
-	}
-	*i += 1;
-	return c == '+' ? ' ' : c;
-}
-
-/* Appends the query piece s[0..n) decoded. */
-static void add_decoded(ft_strbuf_t *b, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n;) {
-		char c = query_byte(s, n, &i);
-
-		ft_strbuf_addc(b, c);
-	}
-}
-
 /* Whether the query piece s[0..n), decoded, is name (no allocation: this runs on every request). */
 static int decoded_equals(const char *s, size_t n, const char *name)
 {
 	size_t i = 0;
 
 	while (i < n) {
-		if (*name == '\0' || query_byte(s, n, &i) != *name)
+		if (*name == '\0' || (char)ft_pct_next(s, n, &i, FT_PCT_PLUS_SPACE) != *name)
 			return 0;
 		name++;
 	}
@@ -78,7 +55,7 @@ static int query_get(const char *query, const char *name, ft_strbuf_t *val)
 		if (decoded_equals(p, name_len, name) && count++ == 0 && val != NULL) {
 			ft_strbuf_add(val, "", 0);
 			if (eq)
-				add_decoded(val, eq + 1, len - name_len - 1);
+				ft_pct_decode_buf(val, eq + 1, len - name_len - 1, FT_PCT_PLUS_SPACE);
 			if (val->failed)
 				return -1;
 		}
@@ -151,7 +128,7 @@ int ft_sigv4_parse_signature(const char *s, size_t n, char out[65])
 	if (n != 64)
 		return -1;
 	for (size_t i = 0; i < 64; i++) {
-		if (ft_sigv4_hex_value(s[i]) < 0)
+		if (ft_hex_digit((unsigned char)s[i]) < 0)
 			return -1;
 		out[i] = (char)((s[i] >= 'A' && s[i] <= 'F') ? s[i] + 32 : s[i]);
 	}
@@ -250,16 +227,16 @@ static ft_sigv4_result_t claim_from_header(const ft_sigv4_request_t *req, const 
 		return r;
 	if (amz_date != NULL) {
 		if (ft_sigv4_copy_trimmed(amz_date, date, sizeof(date)) != 0 ||
-		    ft_sigv4_parse_amz_date(date, &c->when) != 0)
+		    ft_date_parse_exact(date, FT_DATE_AMZ, &c->when) != 0)
 			return FT_SIGV4_MALFORMED;
 	} else {
 		const char *http_date = ft_sigv4_header(req, "date");
 
 		if (http_date == NULL || ft_sigv4_copy_trimmed(http_date, date, sizeof(date)) != 0 ||
-		    ft_sigv4_parse_http_date(date, &c->when) != 0)
+		    ft_date_parse_exact(date, FT_DATE_HTTP, &c->when) != 0)
 			return FT_SIGV4_MALFORMED;
 	}
-	ft_sigv4_amz_date(c->when, c->amz_date);
+	ft_date_format_amz(c->when, c->amz_date);
 	if (payload == NULL)
 		payload = req->payload_hash;
 	if (payload == NULL || ft_sigv4_copy_trimmed(payload, c->payload_hash, sizeof(c->payload_hash)) != 0 ||
@@ -296,7 +273,7 @@ static ft_sigv4_result_t claim_from_query(const ft_sigv4_request_t *req, claim_t
 	    query_required(req->query, "X-Amz-SignedHeaders", &signed_headers) != 0 ||
 	    query_required(req->query, "X-Amz-Signature", &sig) != 0)
 		goto out;
-	if (parse_credential(cred.p, cred.len, c) != 0 || ft_sigv4_parse_amz_date(date.p, &c->when) != 0 ||
+	if (parse_credential(cred.p, cred.len, c) != 0 || ft_date_parse_exact(date.p, FT_DATE_AMZ, &c->when) != 0 ||
 	    set_signed_headers(c, signed_headers.p, signed_headers.len) != 0 ||
 	    ft_sigv4_parse_signature(sig.p, sig.len, c->signature) != 0)
 		goto out;

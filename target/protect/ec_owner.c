@@ -13,6 +13,7 @@
 
 #include <xxhash.h>
 
+#include "base/codec.h"
 #include "base/fanout.h"
 #include "base/fdio.h"
 #include "base/log.h"
@@ -152,7 +153,7 @@ static ec_node_t *ec_holders(const tgt_obj_t *o, int *count, char *err, size_t c
 /* "?provider=..&bucket=..&obj=.." for o's name; malloc'd, NULL on allocation failure. */
 static char *ec_name_query(const char *provider, const char *bucket, const char *obj)
 {
-	char *esc = ft_ec_xfer_escape(obj), *q = NULL;
+	char *esc = ft_pct_encode_dup(obj, strlen(obj), 0), *q = NULL;
 
 	if (esc != NULL && asprintf(&q, "provider=%s&bucket=%s&obj=%s", provider, bucket, esc) < 0)
 		q = NULL;

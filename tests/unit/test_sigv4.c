@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "auth/sigv4.h"
+#include "base/codec.h"
 #include "s3/chunked.h"
 #include "s3/sigv4.h"
 
@@ -1233,7 +1234,7 @@ static void test_sign_then_verify(void **state)
 	treq_t t;
 
 	(void)state;
-	ft_sigv4_amz_date(now, date);
+	ft_date_format_amz(now, date);
 	assert_string_equal(date, "20231114T221320Z");
 	treq_init(&t, "PUT", "/s3/bucket/dir%20a/%E2%82%AC%2B=~x", "uploadId=abc%2Fdef&partNumber=3", EMPTY_SHA256);
 	add_header(&t, "Host", "127.0.0.1:51080");
@@ -1694,9 +1695,9 @@ static void test_sha256_and_names(void **state)
 	ft_sha256_final(&h, hex);
 	assert_string_equal(hex, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
 
-	ft_sigv4_amz_date(0, date);
+	ft_date_format_amz(0, date);
 	assert_string_equal(date, "19700101T000000Z");
-	ft_sigv4_amz_date(at(S3_DATE), date);
+	ft_date_format_amz(at(S3_DATE), date);
 	assert_string_equal(date, S3_DATE);
 
 	assert_string_equal(ft_sigv4_error_code(FT_SIGV4_MISMATCH), "SignatureDoesNotMatch");

@@ -550,6 +550,33 @@ static int on_trace(void *ctx, const char *path, const char *text, size_t len)
 	return 0;
 }
 
+/* Records text as the C string callers read it (strtoll, strcmp) and checks it ends at len. */
+static int on_text_string(void *ctx, const char *path, const char *text, size_t len)
+{
+	xml_trace_t *t = ctx;
+	size_t n = strlen(t->seen);
+
+	if (text == NULL)
+		return 0;
+	if (strlen(text) != len)
+		fail_msg("%s: text \"%s\" is not %zu bytes long", path, text, len);
+	snprintf(t->seen + n, sizeof(t->seen) - n, "%s=%s;", path, text);
+	return 0;
+}
+
+/* An element's text is its own: an empty element after text in its parent has none. */
+static void test_xml_empty_after_text(void **state)
+{
+	xml_trace_t t = {0};
+
+	(void)state;
+	assert_int_equal(ft_be_xml_parse("<a>stale<b/></a>", 16, on_text_string, &t), 0);
+	assert_string_equal(t.seen, "a/b=;a=;");
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(ft_be_xml_parse("<a><k>v</k>123<s></s>4</a>", 26, on_text_string, &t), 0);
+	assert_string_equal(t.seen, "a/k=v;a/s=;a=4;");
+}
+
 static void test_xml(void **state)
 {
 	static const char doc[] = "\xEF\xBB\xBF<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<R a=\"x>y\"><!-- c -->"
@@ -1964,6 +1991,7 @@ int main(void)
 	const struct CMUnitTest offline[] = {
 		cmocka_unit_test(test_crc32c),
 		cmocka_unit_test(test_xml),
+		cmocka_unit_test(test_xml_empty_after_text),
 		cmocka_unit_test(test_codecs),
 		cmocka_unit_test(test_errors_and_meta),
 		cmocka_unit_test(test_config),

@@ -34,8 +34,8 @@ int64_t ft_be_parse_http_date(const char *s)
 {
 	time_t t;
 
-	if (ft_date_parse(s, FT_DATE_HTTP, &t) != 0 || t < 0)
-		return 0;
+	if (ft_date_parse(s, FT_DATE_HTTP, &t) != 0 || t < 0 || t > INT64_MAX / 1000000000LL)
+		return 0; /* unknown, before 1970, or past what int64 ns hold (2262) */
 	return (int64_t)t * 1000000000LL;
 }
 

@@ -19,6 +19,8 @@
 
 #include <openssl/evp.h>
 
+#define NS_PER_S 1000000000LL
+
 static const char hex_lower[] = "0123456789abcdef";
 static const char hex_upper[] = "0123456789ABCDEF";
 
@@ -478,8 +480,8 @@ int ft_date_parse_iso8601(const char *s, int64_t *ns)
 	if (strcmp(p, "Z") != 0 && strcmp(p, "+00:00") != 0)
 		return -1;
 	t = timegm(&tm);
-	if (t == (time_t)-1)
-		return -1;
-	*ns = (int64_t)t * 1000000000LL + frac;
+	if (t == (time_t)-1 || t < INT64_MIN / NS_PER_S || t > (INT64_MAX - frac) / NS_PER_S)
+		return -1; /* or more than int64 ns hold: before 1677, after 2262 */
+	*ns = (int64_t)t * NS_PER_S + frac;
 	return 0;
 }

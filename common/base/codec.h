@@ -113,7 +113,8 @@ int ft_date_parse(const char *s, unsigned forms, time_t *t);
 int ft_date_parse_exact(const char *s, unsigned forms, time_t *t);
 /*
  * ISO 8601 extended as backends write it: "1994-11-06T08:49:37[.fraction]" then "Z" or "+00:00"
- * (the date and time read by strptime); 0 with *ns (ns since the epoch), or -1.
+ * (the date and time read by strptime); 0 with *ns (ns since the epoch), or -1, also for a time
+ * int64 ns cannot hold (before 1677 or after 2262).
  */
 int ft_date_parse_iso8601(const char *s, int64_t *ns);
 

@@ -638,6 +638,12 @@ static void test_codecs(void **state)
 	assert_int_equal(ft_be_parse_iso8601("1969-12-31T23:59:59.5Z"), 0);
 	assert_int_equal(ft_be_parse_iso8601("1994-11-06T08:49:37+00:00"), 784111777LL * 1000000000LL);
 	assert_int_equal(ft_be_parse_iso8601("1994-11-06T08:49:37+01:00"), 0);
+	/* Dates past what int64 ns hold are unknown, not an overflowed number. */
+	assert_int_equal(ft_be_parse_http_date("Fri, 11 Apr 2262 23:47:16 GMT"), 9223372036000000000LL);
+	assert_int_equal(ft_be_parse_http_date("Fri, 11 Apr 2262 23:47:17 GMT"), 0);
+	assert_int_equal(ft_be_parse_http_date("Mon, 01 Jan 2300 00:00:00 GMT"), 0);
+	assert_int_equal(ft_be_parse_iso8601("2300-01-01T00:00:00Z"), 0);
+	assert_int_equal(ft_be_parse_iso8601("1004-01-01T00:00:00Z"), 0);
 
 	assert_string_equal(ft_be_buf_str(&b), "");
 	b.failed = true;

@@ -465,6 +465,15 @@ static void test_date_iso8601(void **state)
 	assert_int_equal(ft_date_parse_iso8601("1994-11-06 08:49:37Z", &ns), -1);
 	assert_int_equal(ft_date_parse_iso8601("1994-11-06T08:49:37.Zx", &ns), -1);
 	assert_int_equal(ft_date_parse_iso8601("", &ns), -1);
+	/* Only what int64 ns hold: 1677-09-21T00:12:44Z to 2262-04-11T23:47:16.854775807Z. */
+	assert_int_equal(ft_date_parse_iso8601("2262-04-11T23:47:16.854775807Z", &ns), 0);
+	assert_int_equal(ns, INT64_MAX);
+	assert_int_equal(ft_date_parse_iso8601("2262-04-11T23:47:16.854775808Z", &ns), -1);
+	assert_int_equal(ft_date_parse_iso8601("2300-01-01T00:00:00Z", &ns), -1);
+	assert_int_equal(ft_date_parse_iso8601("1677-09-21T00:12:44Z", &ns), 0);
+	assert_int_equal(ns, -9223372036000000000LL);
+	assert_int_equal(ft_date_parse_iso8601("1677-09-21T00:12:43Z", &ns), -1);
+	assert_int_equal(ft_date_parse_iso8601("1004-01-01T00:00:00Z", &ns), -1);
 	assert_int_equal(ft_date_parse_iso8601(NULL, &ns), -1);
 
 	/* What S3 listings write parses back. */

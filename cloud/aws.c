@@ -363,12 +363,22 @@ static int on_list(void *ctx, const char *path, const char *text, size_t len)
 	return 0;
 }
 
+ft_backend_err_t ft_be_aws_list_parse(const char *doc, size_t len, ft_backend_page_t *page, int *truncated)
+{
+	list_ctx_t l = {.page = page};
+
+	if (ft_be_xml_parse(doc, len, on_list, &l) != 0)
+		return l.oom ? FT_BACKEND_ENOMEM : FT_BACKEND_EPROTO;
+	*truncated = l.truncated;
+	return FT_BACKEND_OK;
+}
+
 static ft_backend_err_t aws_list(ft_backend_t *b, const char *prefix, const char *token, int max,
 				 ft_backend_page_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "LIST", b->cfg.bucket);
 	ft_strbuf_t query = {0}, body = {0};
-	list_ctx_t l = {.page = out};
+	int truncated = 0;
 	ft_backend_err_t rc;
 
 	if (x == NULL)
@@ -393,18 +403,19 @@ static ft_backend_err_t aws_list(ft_backend_t *b, const char *prefix, const char
 		rc = ft_be_xfer_collect(x, 64 << 20, &body, err);
 	if (rc != FT_BACKEND_OK)
 		goto out;
-	if (ft_be_xml_parse(body.p, body.len, on_list, &l) != 0) {
-		rc = l.oom ? ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "aws LIST: out of memory")
-			   : ft_be_fail(err, FT_BACKEND_EPROTO, x->status, "aws LIST %s: malformed ListBucketResult",
-					b->cfg.bucket);
+	rc = ft_be_aws_list_parse(body.p, body.len, out, &truncated);
+	if (rc != FT_BACKEND_OK) {
+		rc = rc == FT_BACKEND_ENOMEM ? ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "aws LIST: out of memory")
+					     : ft_be_fail(err, FT_BACKEND_EPROTO, x->status,
+							  "aws LIST %s: malformed ListBucketResult", b->cfg.bucket);
 		goto out;
 	}
-	if (l.truncated && out->next_token == NULL) {
+	if (truncated && out->next_token == NULL) {
 		rc = ft_be_fail(err, FT_BACKEND_EPROTO, x->status, "aws LIST %s: truncated listing without a token",
 				b->cfg.bucket);
 		goto out;
 	}
-	if (!l.truncated) {
+	if (!truncated) {
 		free(out->next_token);
 		out->next_token = NULL;
 	}

@@ -525,12 +525,20 @@ static int on_list(void *ctx, const char *path, const char *text, size_t len)
 	return 0;
 }
 
+ft_backend_err_t ft_be_azure_list_parse(const char *doc, size_t len, ft_backend_page_t *page)
+{
+	list_ctx_t l = {.page = page};
+
+	if (ft_be_xml_parse(doc, len, on_list, &l) != 0)
+		return l.oom ? FT_BACKEND_ENOMEM : FT_BACKEND_EPROTO;
+	return FT_BACKEND_OK;
+}
+
 static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const char *token, int max,
 				   ft_backend_page_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "LIST", b->cfg.bucket);
 	ft_strbuf_t query = {0}, body = {0};
-	list_ctx_t l = {.page = out};
 	ft_backend_err_t rc;
 
 	if (x == NULL)
@@ -553,10 +561,11 @@ static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const ch
 		rc = ft_be_xfer_collect(x, 64 << 20, &body, err);
 	if (rc != FT_BACKEND_OK)
 		goto out;
-	if (ft_be_xml_parse(body.p, body.len, on_list, &l) != 0)
-		rc = l.oom ? ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "azure LIST: out of memory")
-			   : ft_be_fail(err, FT_BACKEND_EPROTO, x->status,
-					"azure LIST %s: malformed EnumerationResults", b->cfg.bucket);
+	rc = ft_be_azure_list_parse(body.p, body.len, out);
+	if (rc != FT_BACKEND_OK)
+		rc = rc == FT_BACKEND_ENOMEM ? ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "azure LIST: out of memory")
+					     : ft_be_fail(err, FT_BACKEND_EPROTO, x->status,
+							  "azure LIST %s: malformed EnumerationResults", b->cfg.bucket);
 out:
 	ft_strbuf_free(&body);
 	ft_strbuf_free(&query);

@@ -52,6 +52,14 @@ typedef int (*ft_be_xml_fn)(void *ctx, const char *path, const char *text, size_
 int ft_be_xml_parse(const char *doc, size_t len, ft_be_xml_fn fn, void *ctx);
 /* Code and Message of an S3/Azure <Error> document ("" when absent or unparseable). */
 void ft_be_xml_error(const char *doc, size_t len, char *code, size_t code_cap, char *message, size_t message_cap);
+/*
+ * The listing documents, into an empty page (entries appended, next_token set; free it with
+ * ft_backend_page_free whatever the result): an S3 ListBucketResult (*truncated from IsTruncated,
+ * aws.c) and an Azure EnumerationResults (azure.c). FT_BACKEND_OK, FT_BACKEND_EPROTO (malformed,
+ * or an entry without a name) or FT_BACKEND_ENOMEM.
+ */
+ft_backend_err_t ft_be_aws_list_parse(const char *doc, size_t len, ft_backend_page_t *page, int *truncated);
+ft_backend_err_t ft_be_azure_list_parse(const char *doc, size_t len, ft_backend_page_t *page);
 
 /* ---- the transfer engine ---- */
 

@@ -577,6 +577,63 @@ static void test_xml_empty_after_text(void **state)
 	assert_string_equal(t.seen, "a/k=v;a/s=;a=4;");
 }
 
+#define S(lit) (lit), (sizeof(lit) - 1)
+
+/* The listing documents alone (the round trips against the emulators: test_peer_*). */
+static void test_list_parse(void **state)
+{
+	static const char aws[] =
+		"<?xml version=\"1.0\"?><ListBucketResult><IsTruncated>true</IsTruncated><Contents>"
+		"<Key>d/a&amp;b</Key><LastModified>2009-10-12T17:50:30.000Z</LastModified>"
+		"<ETag>&quot;fba9dede5f27731c9771645a39863328&quot;</ETag><Size>434234</Size></Contents>"
+		"<Contents><Key>e</Key><Size>0</Size></Contents>"
+		"<NextContinuationToken>tok/en=</NextContinuationToken></ListBucketResult>";
+	static const char azure[] = "<EnumerationResults><Blobs><Blob><Name><![CDATA[p/<one>]]></Name><Properties>"
+				    "<Last-Modified>Wed, 09 Sep 2009 09:20:02 GMT</Last-Modified><Etag>0x8CB</Etag>"
+				    "<Content-Length>4</Content-Length></Properties></Blob></Blobs>"
+				    "<NextMarker>m</NextMarker></EnumerationResults>";
+	ft_backend_page_t page = {0};
+	int truncated = 0;
+
+	(void)state;
+	assert_int_equal(ft_be_aws_list_parse(aws, sizeof(aws) - 1, &page, &truncated), FT_BACKEND_OK);
+	assert_int_equal(truncated, 1);
+	assert_int_equal(page.n, 2);
+	assert_string_equal(page.entries[0].name, "d/a&b");
+	assert_int_equal(page.entries[0].size, 434234);
+	assert_string_equal(page.entries[0].etag, "fba9dede5f27731c9771645a39863328");
+	assert_int_equal(page.entries[0].mtime_ns, 1255369830LL * 1000000000LL);
+	assert_string_equal(page.entries[1].name, "e");
+	assert_int_equal(page.entries[1].mtime_ns, 0);
+	assert_string_equal(page.next_token, "tok/en=");
+	ft_backend_page_free(&page);
+
+	assert_int_equal(ft_be_azure_list_parse(azure, sizeof(azure) - 1, &page), FT_BACKEND_OK);
+	assert_int_equal(page.n, 1);
+	assert_string_equal(page.entries[0].name, "p/<one>");
+	assert_int_equal(page.entries[0].size, 4);
+	assert_string_equal(page.entries[0].etag, "0x8CB");
+	assert_int_equal(page.entries[0].mtime_ns, 1252488002LL * 1000000000LL);
+	assert_string_equal(page.next_token, "m");
+	ft_backend_page_free(&page);
+
+	/* An entry without a name, a size that is not a number, an unclosed document: malformed. */
+	assert_int_equal(
+		ft_be_aws_list_parse(S("<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>"),
+				     &page, &truncated),
+		FT_BACKEND_EPROTO);
+	ft_backend_page_free(&page);
+	assert_int_equal(
+		ft_be_aws_list_parse(
+			S("<ListBucketResult><Contents><Key>k</Key><Size>1x</Size></Contents></ListBucketResult>"),
+			&page, &truncated),
+		FT_BACKEND_EPROTO);
+	ft_backend_page_free(&page);
+	assert_int_equal(ft_be_azure_list_parse(S("<EnumerationResults><Blobs><Blob><Name>n</Name>"), &page),
+			 FT_BACKEND_EPROTO);
+	ft_backend_page_free(&page);
+}
+
 static void test_xml(void **state)
 {
 	static const char doc[] = "\xEF\xBB\xBF<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<R a=\"x>y\"><!-- c -->"
@@ -1998,6 +2055,7 @@ int main(void)
 		cmocka_unit_test(test_crc32c),
 		cmocka_unit_test(test_xml),
 		cmocka_unit_test(test_xml_empty_after_text),
+		cmocka_unit_test(test_list_parse),
 		cmocka_unit_test(test_codecs),
 		cmocka_unit_test(test_errors_and_meta),
 		cmocka_unit_test(test_config),

@@ -115,6 +115,39 @@ static void px_destroy_sync(px_t *px)
 	pthread_mutex_destroy(&px->meta_lock);
 }
 
+/* ---- what the S3 front end (proxy/s3/) gets from the proxy ---- */
+
+static int s3_bucket_create(void *ctx, const char *bucket, ft_cksum_type_t cksum)
+{
+	return px_bucket_create_do(ctx, bucket, cksum);
+}
+
+static int s3_bucket_destroy(void *ctx, const char *bucket)
+{
+	return px_bucket_destroy_do(ctx, bucket);
+}
+
+static int s3_list_page(void *ctx, const char *bucket, const char *prefix, const char *token, int pagesize,
+			json_t **entries, bool *more, int *status, char *why, size_t cap)
+{
+	return px_list_page(ctx, bucket, prefix, token, pagesize, entries, more, status, why, cap);
+}
+
+static int s3_start(px_t *px, char *err, size_t errlen)
+{
+	const px_s3_host_t host = {
+		.cfg = &px->cfg,
+		.fanout = px->fanout,
+		.ctx = px,
+		.bucket_create = s3_bucket_create,
+		.bucket_destroy = s3_bucket_destroy,
+		.list_page = s3_list_page,
+	};
+
+	px->s3 = px_s3_init(&host, err, errlen);
+	return px->s3 != NULL ? 0 : -1;
+}
+
 /* Starts the fan-out threads, the state, both servers and the checker. Returns 0, -1 with err filled. */
 static int px_start(px_t *px, char *err, size_t errlen)
 {
@@ -128,7 +161,7 @@ static int px_start(px_t *px, char *err, size_t errlen)
 	}
 	if (px_cluster_init(px, err, errlen) != 0)
 		return -1;
-	if (px_s3_init(px, err, errlen) != 0)
+	if (s3_start(px, err, errlen) != 0)
 		return -1;
 	px->ctl = ft_ctl_start(c->bind, c->control_port, PX_CTL_THREADS, px_ctl_handler, px, err, errlen);
 	if (px->ctl == NULL)
@@ -168,7 +201,8 @@ static void px_stop(px_t *px)
 	px->ctl = NULL;
 	ft_fanout_stop(px->fanout);
 	px->fanout = NULL;
-	px_s3_fini(px);
+	px_s3_fini(px->s3);
+	px->s3 = NULL;
 	px_cluster_free(px);
 }
 

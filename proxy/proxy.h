@@ -60,7 +60,7 @@ typedef struct px {
 
 	ft_ctl_t *ctl;
 	ft_httpd_t *httpd;
-	struct px_s3 *s3; /* S3 API state: keys (s3.c) */
+	struct px_s3 *s3; /* the S3 front end (s3/s3.h), started with what it needs from here (main.c) */
 } px_t;
 
 /* ---- persist.c: state_dir documents, written atomically ---- */

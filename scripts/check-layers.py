@@ -25,8 +25,6 @@ EXCEPTIONS = [
     # direct rule break.
     ("target/core/*", "target/target.h", "until the target core split lands"),
     ("target/protect/*", "target/target.h", "until the target core split lands"),
-    # The S3 front end shares the proxy's header (node state, forwarding) while the proxy's router calls into s3/.
-    ("proxy/s3/*", "proxy/proxy.h", "until the proxy state the S3 front end uses has its own header below both"),
 ]
 
 SCANNED = ("common", "cloud", "proxy", "target", "loader")

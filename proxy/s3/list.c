@@ -12,7 +12,7 @@
 
 /*
  * DESIGN
- * Listing walks the bucket in byte order through px_list_page (one merged page from every target
+ * Listing walks the bucket in byte order through the host's list_page (one merged page from every target
  * per call). With a delimiter, a name whose rest after the prefix holds the delimiter rolls up into
  * the common prefix ending there; once a common prefix is emitted, the next page starts after
  * every name under it (token = the prefix followed by 0xFF bytes, which no UTF-8 name contains),
@@ -326,8 +326,8 @@ static void list_work(px_s3_req_t *q)
 		int want = a->max_keys - res.n + 1;
 		if (want > LIST_FETCH_MAX)
 			want = LIST_FETCH_MAX;
-		if (px_list_page(q->px, q->bucket, a->prefix, resume, want, &entries, &more, &status, why,
-				 sizeof(why)) != 0) {
+		if (q->host->list_page(q->host->ctx, q->bucket, a->prefix, resume, want, &entries, &more, &status, why,
+				       sizeof(why)) != 0) {
 			px_s3_error(q, status == 503 ? PX_S3_SERVICE_UNAVAILABLE : PX_S3_INTERNAL, "%s", why);
 			goto out;
 		}

@@ -11,6 +11,7 @@
 
 #include "base/codec.h"
 #include "base/log.h"
+#include "cluster/smap.h"
 #include "http/util.h"
 #include "rpc/client.h"
 
@@ -641,7 +642,7 @@ static int gather_uploads(px_s3_req_t *q, const char *prefix, fetch_t **fetches,
 		if (asprintf(&f[i].url, "%s/v1/mpu?provider=ais&bucket=%s&prefix=%s", smap->targets[i].control_url,
 			     bucket, pfx) < 0)
 			f[i].url = NULL;
-	ft_fanout_run(q->px->fanout, fetch_uploads, f, n);
+	ft_fanout_run(q->host->fanout, fetch_uploads, f, n);
 	for (int i = 0; i < n; i++) {
 		const json_t *arr = json_object_get(f[i].reply, "uploads");
 		if (!f[i].url || f[i].rc != 0 || f[i].status != 200 || !json_is_array(arr)) {

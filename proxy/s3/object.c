@@ -14,6 +14,8 @@
 #include "base/codec.h"
 #include "base/log.h"
 #include "base/names.h"
+#include "cluster/bmd.h"
+#include "cluster/smap.h"
 #include "http/util.h"
 #include "rpc/client.h"
 
@@ -567,7 +569,7 @@ static void delete_objects_work(px_s3_req_t *q)
 		items[i].key_len = req.key_lens[i];
 		items[i].valid = ft_name_check_object(req.keys[i], req.key_lens[i], &why) == 0;
 	}
-	ft_fanout_run(q->px->fanout, delete_one, items, req.n);
+	ft_fanout_run(q->host->fanout, delete_one, items, req.n);
 	px_xml_init(&x);
 	px_xml_open_ns(&x, "DeleteResult");
 	for (int i = 0; i < req.n; i++)

@@ -119,6 +119,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(TEST_LIBS)
 # libFuzzer harnesses: clang, ASan+UBSan, linked against the common and cloud sources directly, plus the program
 # sources FUZZ_EXTRA_<fuzzer> names (the module under test).
 FUZZ_EXTRA_fuzz_lom := target/core/lom.c
+FUZZ_EXTRA_fuzz_aws_chunked := proxy/s3/chunked.c proxy/s3/sigv4.c
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(CLOUD_SRC) $$(FUZZ_EXTRA_$$*)
 	@mkdir -p $(dir $@)

@@ -87,11 +87,11 @@ static int object_path(const ft_backend_t *b, const char *name, ft_strbuf_t *pat
 	ft_strbuf_adds(path, a->ep.path);
 	if (!a->virtual_host) {
 		ft_strbuf_adds(path, "/");
-		ft_be_buf_add_encoded(path, b->cfg.bucket, 0);
+		ft_pct_encode_buf(path, b->cfg.bucket, strlen(b->cfg.bucket), 0);
 	}
 	if (name != NULL) {
 		ft_strbuf_adds(path, "/");
-		ft_be_buf_add_encoded(path, name, 1);
+		ft_pct_encode_buf(path, name, strlen(name), FT_PCT_KEEP_SLASH);
 	} else if (a->virtual_host) {
 		ft_strbuf_adds(path, "/");
 	}
@@ -109,7 +109,7 @@ static int request(ft_backend_t *b, ft_be_xfer_t *x, const char *method, const c
 
 	if (object_path(b, name, &path) != 0 || ft_be_xfer_set(x, method, &a->ep, path.p, query) != 0)
 		goto out;
-	ft_sigv4_amz_date(time(NULL), amz_date);
+	ft_date_format_amz(time(NULL), amz_date);
 	if (ft_be_xfer_header(x, "Host", "%s", a->ep.host) != 0 ||
 	    ft_be_xfer_header(x, "x-amz-date", "%s", amz_date) != 0 ||
 	    ft_be_xfer_header(x, "x-amz-content-sha256", "%s", payload_hash) != 0)
@@ -164,8 +164,8 @@ static void meta_from_headers(const ft_be_xfer_t *x, ft_backend_meta_t *m)
 	ft_be_copy_etag(m->etag, sizeof(m->etag), etag);
 	if (version != NULL && strcmp(version, "null") != 0)
 		snprintf(m->version, sizeof(m->version), "%s", version);
-	if (md5_ok && ft_be_unhex(m->etag, raw, sizeof(raw)) == 0)
-		ft_be_hex(raw, sizeof(raw), m->md5);
+	if (md5_ok && ft_hex_decode(m->etag, strlen(m->etag), raw, sizeof(raw), 0) == (long)sizeof(raw))
+		ft_hex_encode(raw, sizeof(raw), m->md5);
 }
 
 /* Reads the error document of a non-2xx response and maps it. */
@@ -363,12 +363,22 @@ static int on_list(void *ctx, const char *path, const char *text, size_t len)
 	return 0;
 }
 
+ft_backend_err_t ft_be_aws_list_parse(const char *doc, size_t len, ft_backend_page_t *page, int *truncated)
+{
+	list_ctx_t l = {.page = page};
+
+	if (ft_be_xml_parse(doc, len, on_list, &l) != 0)
+		return l.oom ? FT_BACKEND_ENOMEM : FT_BACKEND_EPROTO;
+	*truncated = l.truncated;
+	return FT_BACKEND_OK;
+}
+
 static ft_backend_err_t aws_list(ft_backend_t *b, const char *prefix, const char *token, int max,
 				 ft_backend_page_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "LIST", b->cfg.bucket);
 	ft_strbuf_t query = {0}, body = {0};
-	list_ctx_t l = {.page = out};
+	int truncated = 0;
 	ft_backend_err_t rc;
 
 	if (x == NULL)
@@ -376,13 +386,13 @@ static ft_backend_err_t aws_list(ft_backend_t *b, const char *prefix, const char
 	/* Sorted by name already, so the signed canonical query equals what is sent. */
 	if (token != NULL) {
 		ft_strbuf_adds(&query, "continuation-token=");
-		ft_be_buf_add_encoded(&query, token, 0);
+		ft_pct_encode_buf(&query, token, strlen(token), 0);
 		ft_strbuf_adds(&query, "&");
 	}
 	ft_strbuf_addf(&query, "list-type=2&max-keys=%d", max);
 	if (*prefix != '\0') {
 		ft_strbuf_adds(&query, "&prefix=");
-		ft_be_buf_add_encoded(&query, prefix, 0);
+		ft_pct_encode_buf(&query, prefix, strlen(prefix), 0);
 	}
 	if (query.failed || request(b, x, "GET", NULL, query.p, EMPTY_SHA256) != 0) {
 		rc = oom(x, err);
@@ -393,18 +403,19 @@ static ft_backend_err_t aws_list(ft_backend_t *b, const char *prefix, const char
 		rc = ft_be_xfer_collect(x, 64 << 20, &body, err);
 	if (rc != FT_BACKEND_OK)
 		goto out;
-	if (ft_be_xml_parse(body.p, body.len, on_list, &l) != 0) {
-		rc = l.oom ? ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "aws LIST: out of memory")
-			   : ft_be_fail(err, FT_BACKEND_EPROTO, x->status, "aws LIST %s: malformed ListBucketResult",
-					b->cfg.bucket);
+	rc = ft_be_aws_list_parse(body.p, body.len, out, &truncated);
+	if (rc != FT_BACKEND_OK) {
+		rc = rc == FT_BACKEND_ENOMEM ? ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "aws LIST: out of memory")
+					     : ft_be_fail(err, FT_BACKEND_EPROTO, x->status,
+							  "aws LIST %s: malformed ListBucketResult", b->cfg.bucket);
 		goto out;
 	}
-	if (l.truncated && out->next_token == NULL) {
+	if (truncated && out->next_token == NULL) {
 		rc = ft_be_fail(err, FT_BACKEND_EPROTO, x->status, "aws LIST %s: truncated listing without a token",
 				b->cfg.bucket);
 		goto out;
 	}
-	if (!l.truncated) {
+	if (!truncated) {
 		free(out->next_token);
 		out->next_token = NULL;
 	}

@@ -114,7 +114,7 @@ static ft_backend_err_t azure_init(ft_backend_t *b, ft_backend_error_t *err)
 		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "azure: bad endpoint \"%s\"", c->endpoint);
 	}
 	if (c->account_key[0] != '\0') {
-		a->key_len = ft_be_b64_decode(c->account_key, a->key, sizeof(a->key));
+		a->key_len = (int)ft_base64_decode(c->account_key, strlen(c->account_key), a->key, sizeof(a->key));
 		if (a->key_len <= 0) {
 			free(a);
 			return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "azure: account_key is not base64");
@@ -148,28 +148,6 @@ static void add_lower(ft_strbuf_t *b, const char *s)
 	for (; *s != '\0'; s++) {
 		char c = *s >= 'A' && *s <= 'Z' ? (char)(*s + 32) : *s;
 
-		ft_strbuf_add(b, &c, 1);
-	}
-}
-
-static int hexv(char c)
-{
-	return c >= '0' && c <= '9'   ? c - '0'
-	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
-	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
-				      : -1;
-}
-
-/* Appends s[0..n) percent-decoded. */
-static void add_decoded(ft_strbuf_t *b, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (c == '%' && i + 2 < n && hexv(s[i + 1]) >= 0 && hexv(s[i + 2]) >= 0) {
-			c = (char)(hexv(s[i + 1]) * 16 + hexv(s[i + 2]));
-			i += 2;
-		}
 		ft_strbuf_add(b, &c, 1);
 	}
 }
@@ -222,7 +200,7 @@ static int add_canonical_query(ft_strbuf_t *b, const char *query)
 		ft_strbuf_adds(b, "\n");
 		add_lower(b, name);
 		ft_strbuf_adds(b, ":");
-		add_decoded(b, params[i].value, params[i].value_len);
+		ft_pct_decode_buf(b, params[i].value, params[i].value_len, 0);
 	}
 	return 0;
 }
@@ -285,9 +263,9 @@ static int sign(const ft_backend_t *b, ft_be_xfer_t *x)
 		return 0;
 	if (string_to_sign(b, x, &s) != 0)
 		goto out;
-	if (HMAC(EVP_sha256(), a->key, a->key_len, (const unsigned char *)s.p, s.len, mac, &mac_len) == NULL ||
-	    ft_be_b64_encode(mac, mac_len, sig, sizeof(sig)) != 0)
+	if (HMAC(EVP_sha256(), a->key, a->key_len, (const unsigned char *)s.p, s.len, mac, &mac_len) == NULL)
 		goto out;
+	ft_base64_encode(mac, mac_len, sig); /* 44 characters for the 32 bytes of a SHA-256 HMAC */
 	rc = ft_be_xfer_header(x, "Authorization", "SharedKey %s:%s", b->cfg.account, sig);
 out:
 	ft_strbuf_free(&s);
@@ -306,17 +284,16 @@ static int request(ft_backend_t *b, ft_be_xfer_t *x, const char *method, const c
 {
 	const azure_t *a = b->priv;
 	ft_strbuf_t path = {0}, q = {0};
-	char date[64];
-	struct tm tm;
+	char date[FT_DATE_HTTP_MAX];
 	time_t now = time(NULL);
 	int rc = -1;
 
 	ft_strbuf_adds(&path, a->ep.path);
 	ft_strbuf_adds(&path, "/");
-	ft_be_buf_add_encoded(&path, b->cfg.bucket, 0);
+	ft_pct_encode_buf(&path, b->cfg.bucket, strlen(b->cfg.bucket), 0);
 	if (name != NULL) {
 		ft_strbuf_adds(&path, "/");
-		ft_be_buf_add_encoded(&path, name, 1);
+		ft_pct_encode_buf(&path, name, strlen(name), FT_PCT_KEEP_SLASH);
 	}
 	ft_strbuf_adds(&q, query != NULL ? query : "");
 	if (b->cfg.sas[0] != '\0') {
@@ -324,8 +301,7 @@ static int request(ft_backend_t *b, ft_be_xfer_t *x, const char *method, const c
 			ft_strbuf_adds(&q, "&");
 		ft_strbuf_adds(&q, b->cfg.sas);
 	}
-	gmtime_r(&now, &tm);
-	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	ft_date_format_http(now, date);
 	if (path.failed || q.failed || ft_be_xfer_set(x, method, &a->ep, path.p, ft_be_buf_str(&q)) != 0 ||
 	    ft_be_xfer_header(x, "Host", "%s", a->ep.host) != 0 || ft_be_xfer_header(x, "x-ms-date", "%s", date) != 0 ||
 	    ft_be_xfer_header(x, "x-ms-version", "%s", API_VERSION) != 0)
@@ -374,8 +350,8 @@ static void md5_b64_to_hex(const char *b64, char hex[33])
 	uint8_t raw[16];
 
 	hex[0] = '\0';
-	if (b64 != NULL && ft_be_b64_decode(b64, raw, sizeof(raw)) == 16)
-		ft_be_hex(raw, 16, hex);
+	if (b64 != NULL && ft_base64_decode(b64, strlen(b64), raw, sizeof(raw)) == 16)
+		ft_hex_encode(raw, 16, hex);
 }
 
 static void meta_from_headers(const ft_be_xfer_t *x, ft_backend_meta_t *m)
@@ -549,12 +525,20 @@ static int on_list(void *ctx, const char *path, const char *text, size_t len)
 	return 0;
 }
 
+ft_backend_err_t ft_be_azure_list_parse(const char *doc, size_t len, ft_backend_page_t *page)
+{
+	list_ctx_t l = {.page = page};
+
+	if (ft_be_xml_parse(doc, len, on_list, &l) != 0)
+		return l.oom ? FT_BACKEND_ENOMEM : FT_BACKEND_EPROTO;
+	return FT_BACKEND_OK;
+}
+
 static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const char *token, int max,
 				   ft_backend_page_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "LIST", b->cfg.bucket);
 	ft_strbuf_t query = {0}, body = {0};
-	list_ctx_t l = {.page = out};
 	ft_backend_err_t rc;
 
 	if (x == NULL)
@@ -562,11 +546,11 @@ static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const ch
 	ft_strbuf_addf(&query, "restype=container&comp=list&maxresults=%d", max);
 	if (*prefix != '\0') {
 		ft_strbuf_adds(&query, "&prefix=");
-		ft_be_buf_add_encoded(&query, prefix, 0);
+		ft_pct_encode_buf(&query, prefix, strlen(prefix), 0);
 	}
 	if (token != NULL) {
 		ft_strbuf_adds(&query, "&marker=");
-		ft_be_buf_add_encoded(&query, token, 0);
+		ft_pct_encode_buf(&query, token, strlen(token), 0);
 	}
 	if (query.failed || request(b, x, "GET", NULL, query.p) != 0) {
 		rc = oom("LIST", b->cfg.bucket, err);
@@ -577,10 +561,11 @@ static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const ch
 		rc = ft_be_xfer_collect(x, 64 << 20, &body, err);
 	if (rc != FT_BACKEND_OK)
 		goto out;
-	if (ft_be_xml_parse(body.p, body.len, on_list, &l) != 0)
-		rc = l.oom ? ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "azure LIST: out of memory")
-			   : ft_be_fail(err, FT_BACKEND_EPROTO, x->status,
-					"azure LIST %s: malformed EnumerationResults", b->cfg.bucket);
+	rc = ft_be_azure_list_parse(body.p, body.len, out);
+	if (rc != FT_BACKEND_OK)
+		rc = rc == FT_BACKEND_ENOMEM ? ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "azure LIST: out of memory")
+					     : ft_be_fail(err, FT_BACKEND_EPROTO, x->status,
+							  "azure LIST %s: malformed EnumerationResults", b->cfg.bucket);
 out:
 	ft_strbuf_free(&body);
 	ft_strbuf_free(&query);

@@ -359,7 +359,7 @@ ft_backend_err_t ft_backend_put(ft_backend_t *b, const char *name, const ft_back
 	if (body->md5 != NULL && *body->md5 != '\0') {
 		uint8_t raw[16];
 
-		if (ft_be_unhex(body->md5, raw, sizeof(raw)) != 0)
+		if (ft_hex_decode(body->md5, strlen(body->md5), raw, sizeof(raw), 0) != (long)sizeof(raw))
 			return ft_be_fail(err, FT_BACKEND_EREQUEST, 0, "backend: md5 must be 32 hex digits");
 	}
 	return b->ops->put(b, name, body, out, err);

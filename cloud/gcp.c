@@ -263,11 +263,11 @@ static int object_path(const ft_backend_t *b, const char *prefix, const char *na
 	ft_strbuf_adds(path, g->ep.path);
 	ft_strbuf_adds(path, prefix);
 	ft_strbuf_adds(path, "/storage/v1/b/");
-	ft_be_buf_add_encoded(path, b->cfg.bucket, 0);
+	ft_pct_encode_buf(path, b->cfg.bucket, strlen(b->cfg.bucket), 0);
 	ft_strbuf_adds(path, "/o");
 	if (name != NULL) {
 		ft_strbuf_adds(path, "/");
-		ft_be_buf_add_encoded(path, name, 0);
+		ft_pct_encode_buf(path, name, strlen(name), 0);
 	}
 	return path->failed ? -1 : 0;
 }
@@ -344,8 +344,8 @@ static void b64_to_hex(const char *b64, size_t b64_len, size_t n, char *hex)
 		return;
 	memcpy(tmp, b64, b64_len);
 	tmp[b64_len] = '\0';
-	if (ft_be_b64_decode(tmp, raw, sizeof(raw)) == (int)n)
-		ft_be_hex(raw, n, hex);
+	if (ft_base64_decode(tmp, strlen(tmp), raw, sizeof(raw)) == (long)n)
+		ft_hex_encode(raw, n, hex);
 }
 
 /* x-goog-hash: "crc32c=AAAAAA==,md5=..." (one header or several). */
@@ -489,7 +489,7 @@ static ft_backend_err_t gcp_put(ft_backend_t *b, const char *name, const ft_back
 	if (x == NULL)
 		return oom("PUT", name, err);
 	ft_strbuf_adds(&query, "uploadType=media&name=");
-	ft_be_buf_add_encoded(&query, name, 0);
+	ft_pct_encode_buf(&query, name, strlen(name), 0);
 	if (query.failed) {
 		rc = oom("PUT", name, err);
 		goto out;
@@ -593,11 +593,11 @@ static ft_backend_err_t gcp_list(ft_backend_t *b, const char *prefix, const char
 	ft_strbuf_addf(&query, "maxResults=%d", max);
 	if (*prefix != '\0') {
 		ft_strbuf_adds(&query, "&prefix=");
-		ft_be_buf_add_encoded(&query, prefix, 0);
+		ft_pct_encode_buf(&query, prefix, strlen(prefix), 0);
 	}
 	if (token != NULL) {
 		ft_strbuf_adds(&query, "&pageToken=");
-		ft_be_buf_add_encoded(&query, token, 0);
+		ft_pct_encode_buf(&query, token, strlen(token), 0);
 	}
 	if (query.failed) {
 		rc = oom("LIST", b->cfg.bucket, err);

@@ -49,7 +49,7 @@ static int request(ft_backend_t *b, ft_be_xfer_t *x, const char *method, const c
 
 	ft_strbuf_adds(&path, h->ep.path);
 	ft_strbuf_adds(&path, "/");
-	ft_be_buf_add_encoded(&path, name, 1);
+	ft_pct_encode_buf(&path, name, strlen(name), FT_PCT_KEEP_SLASH);
 	rc = path.failed ? -1 : ft_be_xfer_set(x, method, &h->ep, path.p, NULL);
 	ft_strbuf_free(&path);
 	return rc;

@@ -8,25 +8,17 @@
 
 #include <curl/curl.h>
 
+#include "base/codec.h"
 #include "base/strbuf.h"
 #include "cloud/backend.h"
 
 /* ---- helpers on growable strings (ft_strbuf_t of strbuf.h) ---- */
 
-/* Percent-encodes s: RFC 3986 unreserved bytes kept, '/' kept when keep_slash, the rest %XX. */
-void ft_be_buf_add_encoded(ft_strbuf_t *b, const char *s, int keep_slash);
 /* The text ("" when empty); NULL only when failed. */
 const char *ft_be_buf_str(const ft_strbuf_t *b);
 
-/* ---- small codecs ---- */
+/* ---- small codecs (the codecs themselves: base/codec.h) ---- */
 
-/* Standard base64; returns the decoded length, or -1 on bad input or too small cap. */
-int ft_be_b64_decode(const char *in, uint8_t *out, size_t cap);
-/* Standard base64 with padding into out (cap >= 4*ceil(n/3)+1); returns 0 or -1. */
-int ft_be_b64_encode(const uint8_t *in, size_t n, char *out, size_t cap);
-void ft_be_hex(const uint8_t *in, size_t n, char *out);
-/* Hex digest text (2n chars) into raw bytes; returns 0 or -1. */
-int ft_be_unhex(const char *hex, uint8_t *out, size_t n);
 /* A hex MD5 (32 chars) as the base64 that Content-MD5 and its kin carry; returns 0 or -1. */
 int ft_be_md5_b64(const char *hex, char b64[32]);
 /* "Sun, 06 Nov 1994 08:49:37 GMT" -> ns since the epoch; 0 if unparseable. */
@@ -60,6 +52,14 @@ typedef int (*ft_be_xml_fn)(void *ctx, const char *path, const char *text, size_
 int ft_be_xml_parse(const char *doc, size_t len, ft_be_xml_fn fn, void *ctx);
 /* Code and Message of an S3/Azure <Error> document ("" when absent or unparseable). */
 void ft_be_xml_error(const char *doc, size_t len, char *code, size_t code_cap, char *message, size_t message_cap);
+/*
+ * The listing documents, into an empty page (entries appended, next_token set; free it with
+ * ft_backend_page_free whatever the result): an S3 ListBucketResult (*truncated from IsTruncated,
+ * aws.c) and an Azure EnumerationResults (azure.c). FT_BACKEND_OK, FT_BACKEND_EPROTO (malformed,
+ * or an entry without a name) or FT_BACKEND_ENOMEM.
+ */
+ft_backend_err_t ft_be_aws_list_parse(const char *doc, size_t len, ft_backend_page_t *page, int *truncated);
+ft_backend_err_t ft_be_azure_list_parse(const char *doc, size_t len, ft_backend_page_t *page);
 
 /* ---- the transfer engine ---- */
 

@@ -1,4 +1,4 @@
-/* RS256 JSON Web Tokens: base64url, signing with an RSA private key and verification, on OpenSSL EVP. */
+/* RS256 JSON Web Tokens: signing with an RSA private key and verification, on OpenSSL EVP. */
 #include "cloud/jwt.h"
 
 #include <stdint.h>
@@ -10,72 +10,32 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "base/codec.h"
+
 #define JWT_HEADER "{\"alg\":\"RS256\",\"typ\":\"JWT\"}"
 
-char *ft_jwt_b64url(const void *buf, size_t len)
+/* base64url without padding of buf, malloc'd; NULL when out of memory. */
+static char *b64url_dup(const void *buf, size_t len)
 {
-	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	const uint8_t *p = buf;
-	char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
-	size_t i = 0;
+	char *out = malloc(FT_BASE64_LEN(len) + 1);
 
-	if (out == NULL)
-		return NULL;
-	for (; i + 3 <= len; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-
-		*o++ = alphabet[v >> 18];
-		*o++ = alphabet[(v >> 12) & 63];
-		*o++ = alphabet[(v >> 6) & 63];
-		*o++ = alphabet[v & 63];
-	}
-	if (len - i == 1) {
-		uint32_t v = (uint32_t)p[i] << 16;
-
-		*o++ = alphabet[v >> 18];
-		*o++ = alphabet[(v >> 12) & 63];
-	} else if (len - i == 2) {
-		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
-
-		*o++ = alphabet[v >> 18];
-		*o++ = alphabet[(v >> 12) & 63];
-		*o++ = alphabet[(v >> 6) & 63];
-	}
-	*o = '\0';
+	if (out != NULL)
+		ft_base64url_encode(buf, len, out);
 	return out;
 }
 
 /* Decodes base64url (no padding) into a malloc'd buffer; NULL on bad input. */
 static uint8_t *b64url_decode(const char *s, size_t n, size_t *out_len)
 {
-	uint8_t *out = malloc(n / 4 * 3 + 3);
-	uint32_t acc = 0;
-	size_t len = 0;
-	int bits = 0;
+	size_t cap = n / 4 * 3 + 3;
+	uint8_t *out = malloc(cap);
+	long len = out != NULL ? ft_base64url_decode(s, n, out, cap) : -1;
 
-	if (out == NULL)
+	if (len < 0) {
+		free(out);
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		int v = c >= 'A' && c <= 'Z'   ? c - 'A'
-			: c >= 'a' && c <= 'z' ? c - 'a' + 26
-			: c >= '0' && c <= '9' ? c - '0' + 52
-			: c == '-'             ? 62
-			: c == '_'             ? 63
-					       : -1;
-
-		if (v < 0) {
-			free(out);
-			return NULL;
-		}
-		acc = acc << 6 | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[len++] = (uint8_t)(acc >> bits);
-		}
 	}
-	*out_len = len;
+	*out_len = (size_t)len;
 	return out;
 }
 
@@ -116,8 +76,8 @@ char *ft_jwt_sign_rs256(const char *pem_private_key, const char *claims_json, ch
 		snprintf(err, errlen, "jwt: not an RSA private key in PEM");
 		goto out;
 	}
-	head = ft_jwt_b64url(JWT_HEADER, strlen(JWT_HEADER));
-	claims = ft_jwt_b64url(claims_json, strlen(claims_json));
+	head = b64url_dup(JWT_HEADER, strlen(JWT_HEADER));
+	claims = b64url_dup(claims_json, strlen(claims_json));
 	if (head == NULL || claims == NULL || asprintf(&input, "%s.%s", head, claims) < 0) {
 		input = NULL;
 		snprintf(err, errlen, "jwt: out of memory");
@@ -132,7 +92,7 @@ char *ft_jwt_sign_rs256(const char *pem_private_key, const char *claims_json, ch
 		snprintf(err, errlen, "jwt: signing failed");
 		goto out;
 	}
-	sig64 = ft_jwt_b64url(sig, sig_len);
+	sig64 = b64url_dup(sig, sig_len);
 	if (sig64 == NULL || asprintf(&token, "%s.%s", input, sig64) < 0) {
 		token = NULL;
 		snprintf(err, errlen, "jwt: out of memory");

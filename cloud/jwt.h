@@ -4,8 +4,6 @@
 
 #include <stddef.h>
 
-/* base64url without padding of buf; malloc'd (caller frees), NULL on allocation failure. */
-char *ft_jwt_b64url(const void *buf, size_t len);
 /*
  * Signs claims_json (a JSON object text, used verbatim) with the RSA private key in PEM
  * (PKCS#8 or PKCS#1): returns "base64url(header).base64url(claims).base64url(signature)" with

@@ -111,6 +111,14 @@ static int reference(xml_t *x)
 	return -1;
 }
 
+/* Empties the character data: the next element's text starts from nothing, NUL-terminated. */
+static void text_reset(xml_t *x)
+{
+	x->text.len = 0;
+	if (x->text.p != NULL)
+		x->text.p[0] = '\0';
+}
+
 static int open_element(xml_t *x, const char *name, size_t n)
 {
 	if (x->depth >= MAX_DEPTH || x->path_len + n + 2 > sizeof(x->path))
@@ -121,7 +129,7 @@ static int open_element(xml_t *x, const char *name, size_t n)
 	memcpy(x->path + x->path_len, name, n);
 	x->path_len += n;
 	x->path[x->path_len] = '\0';
-	x->text.len = 0;
+	text_reset(x);
 	return x->fn(x->ctx, x->path, NULL, 0);
 }
 
@@ -141,9 +149,7 @@ static int close_element(xml_t *x, const char *name, size_t n)
 	x->depth--;
 	x->path_len = x->mark[x->depth];
 	x->path[x->path_len] = '\0';
-	x->text.len = 0;
-	if (x->text.p != NULL)
-		x->text.p[0] = '\0';
+	text_reset(x);
 	return rc;
 }
 

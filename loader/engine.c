@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 #include <xxhash.h>
 
+#include "base/codec.h"
 #include "loader.h"
 
 /*
@@ -455,23 +456,12 @@ static void hash_body(void *ctx, const char *p, size_t n)
 		EVP_DigestUpdate(w->md, p, n);
 }
 
-static void to_hex(const unsigned char *b, size_t n, char *out)
-{
-	static const char d[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = d[b[i] >> 4];
-		out[2 * i + 1] = d[b[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 static void xx_hex(uint64_t h, char out[17])
 {
 	XXH64_canonical_t c;
 
 	XXH64_canonicalFromHash(&c, h);
-	to_hex(c.digest, sizeof(c.digest), out);
+	ft_hex_encode(c.digest, sizeof(c.digest), out);
 }
 
 /* -verifyhash of a whole-object GET body. Returns NULL when it matches, else why. */
@@ -487,7 +477,7 @@ static const char *verify_get(worker_t *w, char *why, size_t cap)
 		unsigned char md[EVP_MAX_MD_SIZE];
 		unsigned int mdl = 0;
 		EVP_DigestFinal_ex(w->md, md, &mdl);
-		to_hex(md, mdl, got);
+		ft_hex_encode(md, mdl, got);
 	} else {
 		xx_hex(h, got);
 	}

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/codec.h"
 #include "http/parse.h"
 #include "loader.h"
 
@@ -33,24 +34,11 @@ void ld_buf_u64(ld_buf_t *b, uint64_t v)
 	ld_buf_add(b, tmp + i, sizeof(tmp) - (size_t)i);
 }
 
-static bool unreserved(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-	       c == '_' || c == '~';
-}
-
 void ld_buf_escape(ld_buf_t *b, const char *s, size_t n, bool keep_slash)
 {
-	static const char hex[] = "0123456789ABCDEF";
-
 	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (unreserved(c) || (keep_slash && c == '/')) {
-			ld_buf_add(b, (const char *)&s[i], 1);
-		} else {
-			char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-			ld_buf_add(b, e, 3);
-		}
+		char e[4]; /* one byte encoded, and the NUL */
+		ld_buf_add(b, e, ft_pct_encode(&s[i], 1, e, keep_slash ? FT_PCT_KEEP_SLASH : 0));
 	}
 }
 

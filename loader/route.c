@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "auth/sigv4.h"
+#include "base/codec.h"
 #include "loader.h"
 
 static struct {
@@ -180,7 +181,7 @@ static const char *amz_now(void)
 	time_t now = time(NULL);
 
 	if (now != last) {
-		ft_sigv4_amz_date(now, date);
+		ft_date_format_amz(now, date);
 		last = now;
 	}
 	return date;

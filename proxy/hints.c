@@ -243,7 +243,7 @@ static int install(px_t *px, const hint_req_t *h, const ft_smap_t *smap, shares_
 	int n = smap->n_targets, bad = -1;
 
 	s->method = "POST";
-	px_pool_run(px->pool, share_call, s, n);
+	ft_fanout_run(px->fanout, share_call, s, n);
 	for (int i = 0; i < n; i++) {
 		s->installed[i] = s->status[i] == 200;
 		if (!s->installed[i] && bad < 0)
@@ -261,7 +261,7 @@ static int install(px_t *px, const hint_req_t *h, const ft_smap_t *smap, shares_
 	s->method = "DELETE";
 	snprintf(s->query, sizeof(s->query), "?provider=%s&bucket=%s&job=%s&epoch=%lld", h->provider, h->bucket, job,
 		 (long long)epoch);
-	px_pool_run(px->pool, share_call, s, n);
+	ft_fanout_run(px->fanout, share_call, s, n);
 	return st;
 }
 

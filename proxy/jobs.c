@@ -59,7 +59,7 @@ static int fanout(px_t *px, fanout_t *f)
 	f->err = calloc((size_t)n + 1, sizeof(*f->err));
 	if (f->status == NULL || f->resp == NULL || f->err == NULL)
 		return -1;
-	px_pool_run(px->pool, fanout_one, f, n);
+	ft_fanout_run(px->fanout, fanout_one, f, n);
 	return 0;
 }
 

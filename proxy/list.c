@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/codec.h"
 #include "base/log.h"
 #include "cluster/hrw.h"
 #include "http/util.h"
@@ -44,7 +45,7 @@ typedef struct {
 	const ft_smap_t *smap; /* the map of the fan-out (list_page sets it) */
 } list_op_t;
 
-/* One target's page; filled by fetch_page on a pool thread. */
+/* One target's page; filled by fetch_page on a fan-out thread. */
 typedef struct {
 	const ft_node_t *node;
 	char *url; /* owned */
@@ -66,9 +67,9 @@ static void fetch_page(void *arg, int i)
 /* The URL of a target's page request; NULL on allocation failure. */
 static char *page_url(const ft_node_t *node, const list_op_t *op)
 {
-	char *bucket = ft_url_escape_query(op->bucket);
-	char *prefix = ft_url_escape_query(op->prefix);
-	char *token = ft_url_escape_query(op->token);
+	char *bucket = ft_pct_encode_dup(op->bucket, strlen(op->bucket), 0);
+	char *prefix = ft_pct_encode_dup(op->prefix, strlen(op->prefix), 0);
+	char *token = ft_pct_encode_dup(op->token, strlen(op->token), 0);
 	char *url = NULL;
 
 	if (bucket != NULL && prefix != NULL && token != NULL &&
@@ -241,7 +242,7 @@ static int list_page(list_op_t *op, json_t **entries, char **token, int *status,
 			goto out;
 		}
 	}
-	px_pool_run(op->px->pool, fetch_page, pages, n);
+	ft_fanout_run(op->px->fanout, fetch_page, pages, n);
 	for (int i = 0; i < n; i++) {
 		if (check_page(&pages[i], why, cap) != 0) {
 			ft_warn("list %s: %s", op->bucket, why);
@@ -361,9 +362,9 @@ static void ask_owner(void *arg, int i)
 /* The URL of a backend page request (page) or of the cached question; NULL on allocation failure. */
 static char *rlist_url(const ft_node_t *node, const list_op_t *op, bool page)
 {
-	char *bucket = ft_url_escape_query(op->bucket);
-	char *prefix = ft_url_escape_query(op->prefix);
-	char *token = ft_url_escape_query(op->token);
+	char *bucket = ft_pct_encode_dup(op->bucket, strlen(op->bucket), 0);
+	char *prefix = ft_pct_encode_dup(op->prefix, strlen(op->prefix), 0);
+	char *token = ft_pct_encode_dup(op->token, strlen(op->token), 0);
 	char *url = NULL;
 	int rc = -1;
 
@@ -465,7 +466,7 @@ static int rlist_mark(ft_req_t *r, const list_op_t *op, const ft_smap_t *smap, j
 		json_array_append_new(json_object_get(asks[o].names, "names"), json_string(name));
 		asks[o].idx[asks[o].n++] = k;
 	}
-	px_pool_run(op->px->pool, ask_owner, asks, n);
+	ft_fanout_run(op->px->fanout, ask_owner, asks, n);
 	for (int i = 0; i < n; i++) {
 		owner_ask_t *a = &asks[i];
 		const json_t *cached = json_object_get(a->reply, "cached");

@@ -115,20 +115,53 @@ static void px_destroy_sync(px_t *px)
 	pthread_mutex_destroy(&px->meta_lock);
 }
 
-/* Starts the pool, the state, both servers and the checker. Returns 0, -1 with err filled. */
+/* ---- what the S3 front end (proxy/s3/) gets from the proxy ---- */
+
+static int s3_bucket_create(void *ctx, const char *bucket, ft_cksum_type_t cksum)
+{
+	return px_bucket_create_do(ctx, bucket, cksum);
+}
+
+static int s3_bucket_destroy(void *ctx, const char *bucket)
+{
+	return px_bucket_destroy_do(ctx, bucket);
+}
+
+static int s3_list_page(void *ctx, const char *bucket, const char *prefix, const char *token, int pagesize,
+			json_t **entries, bool *more, int *status, char *why, size_t cap)
+{
+	return px_list_page(ctx, bucket, prefix, token, pagesize, entries, more, status, why, cap);
+}
+
+static int s3_start(px_t *px, char *err, size_t errlen)
+{
+	const px_s3_host_t host = {
+		.cfg = &px->cfg,
+		.fanout = px->fanout,
+		.ctx = px,
+		.bucket_create = s3_bucket_create,
+		.bucket_destroy = s3_bucket_destroy,
+		.list_page = s3_list_page,
+	};
+
+	px->s3 = px_s3_init(&host, err, errlen);
+	return px->s3 != NULL ? 0 : -1;
+}
+
+/* Starts the fan-out threads, the state, both servers and the checker. Returns 0, -1 with err filled. */
 static int px_start(px_t *px, char *err, size_t errlen)
 {
 	ft_config_t *c = &px->cfg;
 
 	/* Fan-out parallelism per call; the caller runs calls too, so a few threads suffice. */
-	px->pool = px_pool_start(c->worker_threads < 8 ? c->worker_threads : 8);
-	if (px->pool == NULL) {
+	px->fanout = ft_fanout_start(c->worker_threads < 8 ? c->worker_threads : 8);
+	if (px->fanout == NULL) {
 		snprintf(err, errlen, "cannot start the fan-out threads");
 		return -1;
 	}
 	if (px_cluster_init(px, err, errlen) != 0)
 		return -1;
-	if (px_s3_init(px, err, errlen) != 0)
+	if (s3_start(px, err, errlen) != 0)
 		return -1;
 	px->ctl = ft_ctl_start(c->bind, c->control_port, PX_CTL_THREADS, px_ctl_handler, px, err, errlen);
 	if (px->ctl == NULL)
@@ -166,9 +199,10 @@ static void px_stop(px_t *px)
 	if (px->ctl != NULL)
 		ft_ctl_stop(px->ctl);
 	px->ctl = NULL;
-	px_pool_stop(px->pool);
-	px->pool = NULL;
-	px_s3_fini(px);
+	ft_fanout_stop(px->fanout);
+	px->fanout = NULL;
+	px_s3_fini(px->s3);
+	px->s3 = NULL;
 	px_cluster_free(px);
 }
 

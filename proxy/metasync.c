@@ -91,7 +91,7 @@ int px_metasync(px_t *px, const ft_smap_t *smap, const ft_bmd_t *bmd, bool smap_
 		}
 		n++;
 	}
-	px_pool_run(px->pool, push_one, pushes, n);
+	ft_fanout_run(px->fanout, push_one, pushes, n);
 	for (int i = 0; i < n; i++) {
 		if (!pushes[i].ok)
 			failed++;

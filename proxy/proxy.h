@@ -9,7 +9,7 @@
  *   runs under px_t.meta_lock: clone the current document, change it, bump its version, persist
  *   it to state_dir, install it. Persisting comes before installing so that a version that was
  *   ever pushed is always on disk (a restarted proxy never reuses a version number).
- * - Pushes to other nodes (metasync) run after the lock is released, in parallel on px_pool_t.
+ * - Pushes to other nodes (metasync) run after the lock is released, in parallel on the fan-out threads (base/fanout.h).
  *   Nodes ignore older versions, so pushes racing each other still converge on the newest.
  * - Public-port handlers (route.c and the modules it calls) run on io_uring loop threads and
  *   never wait on the network: anything that talks to other nodes goes through ft_req_defer.
@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "base/config.h"
+#include "base/fanout.h"
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
 #include "http/http.h"
@@ -31,20 +32,6 @@
 #define PX_LIST_TIMEOUT_MS 10000     /* one target's list page (at most 10000 names from local disks) */
 #define PX_BODY_MAX (1u << 20)       /* largest JSON body accepted on the public port */
 #define PX_HINT_BODY_MAX (64u << 20) /* but a bucket POST may be an order hint (hints.c): this large */
-
-/* ---- pool.c: a few persistent threads that run a batch of calls in parallel ---- */
-typedef struct px_pool px_pool_t;
-
-/* Starts nthreads (>= 1) threads. NULL on failure. */
-px_pool_t *px_pool_start(int nthreads);
-/* Joins the threads and frees the pool; no px_pool_run may be in progress. */
-void px_pool_stop(px_pool_t *p);
-/*
- * Runs fn(arg, i) for every i in [0, n) in parallel and returns when all have returned.
- * The calling thread runs some of the calls itself, so a batch always makes progress even
- * when every pool thread is busy with other batches.
- */
-void px_pool_run(px_pool_t *p, void (*fn)(void *arg, int i), void *arg, int n);
 
 /* ---- the daemon ---- */
 typedef struct {
@@ -64,7 +51,7 @@ typedef struct px {
 	px_seen_t *seen;           /* one entry per target of the current map */
 	int n_seen, cap_seen;
 
-	px_pool_t *pool; /* metasync pushes and list fan-out */
+	ft_fanout_t *fanout; /* metasync pushes, list, job and S3 fan-outs */
 
 	pthread_t checker;
 	bool checker_started;
@@ -74,7 +61,7 @@ typedef struct px {
 
 	ft_ctl_t *ctl;
 	ft_httpd_t *httpd;
-	struct px_s3 *s3; /* S3 API state: keys (s3.c) */
+	struct px_s3 *s3; /* the S3 front end (s3/s3.h), started with what it needs from here (main.c) */
 } px_t;
 
 /* ---- persist.c: state_dir documents, written atomically ---- */

@@ -182,7 +182,7 @@ void px_route(ft_req_t *r, void *ctx)
 	size_t len;
 	const char *path = ft_req_path(r, &len);
 
-	if (px_s3_route(px, r)) /* /s3/..., and / or virtual hosts when configured */
+	if (px_s3_route(px->s3, r)) /* /s3/..., and / or virtual hosts when configured */
 		return;
 	if (under(path, len, "/v1/objects"))
 		objects(px, r, path, len);

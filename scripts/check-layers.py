@@ -20,8 +20,6 @@ import sys
 # fnmatch patterns ("*" also matches "/"). An excepted include is exempt from every rule and is left out of the folder
 # graph the cycle check walks.
 EXCEPTIONS = [
-    # The S3 front end shares the proxy's header (node state, forwarding) while the proxy's router calls into s3/.
-    ("proxy/s3/*", "proxy/proxy.h", "until the proxy state the S3 front end uses has its own header below both"),
 ]
 
 SCANNED = ("common", "cloud", "proxy", "target", "loader")

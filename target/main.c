@@ -211,6 +211,7 @@ static void shutdown_all(tgt_t *t)
 	tgt_coldget_fini(t);
 	tgt_list_fini(t);
 	tgt_namelock_fini(t);
+	tgt_ec_fini(t);
 	tgt_mountpaths_close(t);
 	ft_config_free(&t->cfg);
 }
@@ -264,9 +265,9 @@ int main(int argc, char **argv)
 		errf(err, sizeof(err), "HTTP client initialization failed");
 		goto fail;
 	}
-	if (tgt_namelock_init(t) != 0 || tgt_coldget_init(t) != 0 || tgt_jobs_init(t) != 0 || tgt_mpu_init(t) != 0 ||
-	    tgt_list_init(t) != 0 || tgt_cluster_init(t) != 0 || tgt_janitor_start(t) != 0 || tgt_lru_start(t) != 0 ||
-	    tgt_hint_start(t) != 0 || tgt_rebalance_init(t) != 0) {
+	if (tgt_ec_init(t) != 0 || tgt_namelock_init(t) != 0 || tgt_coldget_init(t) != 0 || tgt_jobs_init(t) != 0 ||
+	    tgt_mpu_init(t) != 0 || tgt_list_init(t) != 0 || tgt_cluster_init(t) != 0 || tgt_janitor_start(t) != 0 ||
+	    tgt_lru_start(t) != 0 || tgt_hint_start(t) != 0 || tgt_rebalance_init(t) != 0) {
 		errf(err, sizeof(err), "out of memory or threads");
 		goto fail;
 	}

@@ -157,6 +157,9 @@ int tgt_scrub_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
  * until every holder stored its slice; 0, or -1 with err.
  */
 int tgt_ec_put_fd(const tgt_obj_t *o, int fd, const ft_lom_t *lom, char *err, size_t cap);
+/* Starts the fan-out threads EC sends slices on (t->fanout); 0 or -1. tgt_ec_fini stops them (NULL is fine). */
+int tgt_ec_init(tgt_t *t);
+void tgt_ec_fini(tgt_t *t);
 /* After o's main copy was deleted: asks the holders to drop its slices/replicas. */
 void tgt_ec_delete(const tgt_obj_t *o);
 /*

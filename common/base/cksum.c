@@ -6,6 +6,8 @@
 #include <openssl/evp.h>
 #include <xxhash.h>
 
+#include "base/codec.h"
+
 static const char *const cksum_names[] = {
 	[FT_CKSUM_NONE] = "none",
 	[FT_CKSUM_XXHASH] = "xxhash",
@@ -52,17 +54,6 @@ void ft_cksum_update(ft_cksum_t *c, const void *buf, size_t len)
 		EVP_DigestUpdate(c->state, buf, len);
 }
 
-static void to_hex(const unsigned char *b, size_t n, char *hex)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		hex[2 * i] = digits[b[i] >> 4];
-		hex[2 * i + 1] = digits[b[i] & 15];
-	}
-	hex[2 * n] = '\0';
-}
-
 void ft_cksum_final(ft_cksum_t *c, char hex[FT_CKSUM_HEX_MAX])
 {
 	hex[0] = '\0';
@@ -71,12 +62,12 @@ void ft_cksum_final(ft_cksum_t *c, char hex[FT_CKSUM_HEX_MAX])
 	if (c->type == FT_CKSUM_XXHASH) {
 		XXH64_canonical_t canon; /* big-endian bytes: the usual printed form */
 		XXH64_canonicalFromHash(&canon, XXH64_digest(c->state));
-		to_hex(canon.digest, sizeof(canon.digest), hex);
+		ft_hex_encode(canon.digest, sizeof(canon.digest), hex);
 	} else if (c->type == FT_CKSUM_MD5) {
 		unsigned char md[EVP_MAX_MD_SIZE];
 		unsigned int n = 0;
 		if (EVP_DigestFinal_ex(c->state, md, &n) == 1 && 2 * (size_t)n < FT_CKSUM_HEX_MAX)
-			to_hex(md, n, hex);
+			ft_hex_encode(md, n, hex);
 	}
 	ft_cksum_abort(c);
 }

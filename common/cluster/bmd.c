@@ -11,6 +11,8 @@
 
 #include <openssl/rand.h>
 
+#include "base/codec.h"
+
 /*
  * DESIGN
  * Same life cycle as the Smap (smap.c): mutable only while its creator holds the single
@@ -27,7 +29,6 @@ static ft_bmd_t *bmd_cur; /* guarded by bmd_lock; holds one reference */
 /* 32 lowercase hex digits of 16 random bytes. */
 static void make_uuid(char out[40])
 {
-	static const char digits[] = "0123456789abcdef";
 	unsigned char b[16] = {0};
 
 	if (RAND_bytes(b, sizeof(b)) != 1) {
@@ -38,11 +39,7 @@ static void make_uuid(char out[40])
 			close(fd);
 		}
 	}
-	for (size_t i = 0; i < sizeof(b); i++) {
-		out[2 * i] = digits[b[i] >> 4];
-		out[2 * i + 1] = digits[b[i] & 15];
-	}
-	out[32] = '\0';
+	ft_hex_encode(b, sizeof(b), out);
 }
 
 static void bmd_free(ft_bmd_t *b)

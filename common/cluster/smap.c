@@ -11,6 +11,7 @@
 
 #include <openssl/rand.h>
 
+#include "base/codec.h"
 #include "cluster/hrw.h"
 
 /*
@@ -29,7 +30,6 @@ static ft_smap_t *smap_cur; /* guarded by smap_lock; holds one reference */
 /* 32 lowercase hex digits of 16 random bytes. */
 static void make_uuid(char out[40])
 {
-	static const char digits[] = "0123456789abcdef";
 	unsigned char b[16] = {0};
 
 	if (RAND_bytes(b, sizeof(b)) != 1) {
@@ -40,11 +40,7 @@ static void make_uuid(char out[40])
 			close(fd);
 		}
 	}
-	for (size_t i = 0; i < sizeof(b); i++) {
-		out[2 * i] = digits[b[i] >> 4];
-		out[2 * i + 1] = digits[b[i] & 15];
-	}
-	out[32] = '\0';
+	ft_hex_encode(b, sizeof(b), out);
 }
 
 static void smap_free(ft_smap_t *m)

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/codec.h"
 #include "base/log.h"
 
 #define BUF_INITIAL (16 * 1024)
@@ -305,7 +306,7 @@ static int split_target(ft_req_t *r)
 		return 0;
 	}
 	r->path = http_arena_alloc(&r->arena, plen + 1);
-	n = ft_hp_pct_decode(p, plen, r->path, false, true);
+	n = ft_pct_decode(p, plen, r->path, FT_PCT_STRICT);
 	if (n < 0)
 		return -1;
 	r->path_len = (size_t)n;
@@ -566,11 +567,11 @@ const char *ft_req_query(const ft_req_t *r, const char *key)
 		kn = eq != NULL ? (size_t)(eq - p) : n;
 		if (kn >= klen) {
 			tmp = http_arena_alloc(&w->arena, kn + 1);
-			if (ft_hp_pct_decode(p, kn, tmp, true, false) == (long)klen && memcmp(tmp, key, klen) == 0) {
+			if (ft_pct_decode(p, kn, tmp, FT_PCT_PLUS_SPACE) == (long)klen && memcmp(tmp, key, klen) == 0) {
 				if (eq == NULL)
 					return "";
 				val = http_arena_alloc(&w->arena, n - kn);
-				ft_hp_pct_decode(eq + 1, n - kn - 1, val, true, false);
+				ft_pct_decode(eq + 1, n - kn - 1, val, FT_PCT_PLUS_SPACE);
 				return val;
 			}
 		}

@@ -1,7 +1,9 @@
-/* HTTP/1.x request- and response-head parsers, framing analysis, chunked decoder and percent-decoding (see parse.h). */
+/* HTTP/1.x request- and response-head parsers, framing analysis and chunked decoder (see parse.h). */
 #include "http/parse.h"
 
 #include <string.h>
+
+#include "base/codec.h"
 
 /* RFC 9110 tchar: the characters of a method or a header name. */
 static bool is_tchar(unsigned char ch)
@@ -21,17 +23,6 @@ static bool is_target_char(unsigned char ch)
 static bool is_value_char(unsigned char ch)
 {
 	return ch == '\t' || (ch >= 0x20 && ch != 0x7f);
-}
-
-static int hexval(unsigned char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 bool ft_hp_token_eq(const char *a, size_t n, const char *b)
@@ -484,7 +475,7 @@ static ft_hp_chunk_result_t chunk_byte(ft_hp_chunked_t *c, unsigned char ch)
 
 	switch (c->state) {
 	case CH_SIZE:
-		hv = hexval(ch);
+		hv = ft_hex_digit(ch);
 		if (hv >= 0) {
 			if (c->size > (UINT64_MAX >> 4))
 				return FT_HP_CHUNK_BAD;
@@ -597,35 +588,4 @@ ft_hp_chunk_result_t ft_hp_chunked_decode(ft_hp_chunked_t *c, const char *in, si
 	}
 	*consumed = i;
 	return FT_HP_CHUNK_OK;
-}
-
-/* ---- percent-decoding ---- */
-
-long ft_hp_pct_decode(const char *src, size_t len, char *dst, bool plus_space, bool strict)
-{
-	size_t i = 0, o = 0;
-	int hi, lo;
-
-	while (i < len) {
-		char ch = src[i];
-
-		if (ch == '%') {
-			hi = i + 1 < len ? hexval((unsigned char)src[i + 1]) : -1;
-			lo = i + 2 < len ? hexval((unsigned char)src[i + 2]) : -1;
-			if (hi >= 0 && lo >= 0) {
-				dst[o++] = (char)((hi << 4) | lo);
-				i += 3;
-				continue;
-			}
-			if (strict)
-				return -1;
-			dst[o++] = ch;
-			i++;
-			continue;
-		}
-		dst[o++] = plus_space && ch == '+' ? ' ' : ch;
-		i++;
-	}
-	dst[o] = 0;
-	return (long)o;
 }

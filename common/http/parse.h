@@ -1,4 +1,4 @@
-/* HTTP/1.x request- and response-head parsers, framing, chunked decoder, percent-decoding: pure, allocation-free. */
+/* HTTP/1.x request- and response-head parsers, framing analysis and chunked-body decoder: pure, allocation-free. */
 #ifndef FT_HTTP_PARSE_H
 #define FT_HTTP_PARSE_H
 
@@ -128,14 +128,5 @@ void ft_hp_chunked_init(ft_hp_chunked_t *c);
  */
 ft_hp_chunk_result_t ft_hp_chunked_decode(ft_hp_chunked_t *c, const char *in, size_t len, size_t *consumed,
 					  const char **data, size_t *data_len);
-
-/* ---- percent-decoding ---- */
-
-/*
- * Decodes src[0..len) into dst (room for len + 1 bytes; NUL-terminated, may hold NULs).
- * plus_space: '+' becomes ' ' (query strings). strict: an invalid escape returns -1; otherwise it is
- * copied verbatim. Returns the decoded length, or -1.
- */
-long ft_hp_pct_decode(const char *src, size_t len, char *dst, bool plus_space, bool strict);
 
 #endif

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/codec.h"
 #include "base/log.h"
 
 static const char CONTINUE_MSG[] = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -23,17 +24,12 @@ struct resp_hdr {
 /* RFC 9110 IMF-fixdate, cached per thread for the current second. */
 static const char *http_date(void)
 {
-	static const char *wd[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-	static const char *mo[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 	static __thread time_t last;
-	static __thread char buf[40];
+	static __thread char buf[FT_DATE_HTTP_MAX];
 	time_t now = time(NULL);
-	struct tm tm;
 
 	if (now != last || buf[0] == 0) {
-		gmtime_r(&now, &tm);
-		snprintf(buf, sizeof(buf), "%s, %02d %s %04d %02d:%02d:%02d GMT", wd[tm.tm_wday % 7], tm.tm_mday,
-			 mo[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+		ft_date_format_http(now, buf);
 		last = now;
 	}
 	return buf;
@@ -501,7 +497,6 @@ void ft_resp_file(ft_req_t *r, int status, const char *content_type, int fd, off
 /* Appends s as a JSON string body (quotes included) to out; out has room for 6 * strlen(s) + 3. */
 static size_t json_escape(const char *s, char *out)
 {
-	static const char hex[] = "0123456789abcdef";
 	size_t n = 0;
 	unsigned char ch;
 
@@ -522,8 +517,7 @@ static size_t json_escape(const char *s, char *out)
 		} else if (ch < 0x20 || ch >= 0x7f) {
 			/* bytes >= 0x7f are written as \u00XX so the body is valid JSON whatever they were */
 			memcpy(out + n, "\\u00", 4);
-			out[n + 4] = hex[ch >> 4];
-			out[n + 5] = hex[ch & 15];
+			ft_hex_encode(&ch, 1, out + n + 4); /* its NUL lands where the next byte or the quote goes */
 			n += 6;
 		} else {
 			out[n++] = (char)ch;

@@ -1,4 +1,4 @@
-/* HTTP helpers for both daemons: Range parsing, JSON responses, /v1 path splitting, URL escaping, clocks. */
+/* HTTP helpers for both daemons: Range parsing, JSON responses, /v1 path splitting, clocks. */
 #include "http/util.h"
 
 #include <stdbool.h>
@@ -186,45 +186,6 @@ int ft_path_split(ft_req_t *r, const char *path, size_t len, const char *prefix,
 		*obj_len = 0;
 	}
 	return 0;
-}
-
-static bool is_unreserved(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-	       c == '_' || c == '~';
-}
-
-/* Escapes every byte of s[0..len) but unreserved ones (and '/' if keep_slash) as %XX; NULL on OOM. */
-static char *escape(const char *s, size_t len, bool keep_slash)
-{
-	static const char digits[] = "0123456789ABCDEF";
-	char *out = malloc(3 * len + 1);
-	char *o = out;
-
-	if (out == NULL)
-		return NULL;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (is_unreserved(c) || (keep_slash && c == '/')) {
-			*o++ = (char)c;
-		} else {
-			*o++ = '%';
-			*o++ = digits[c >> 4];
-			*o++ = digits[c & 15];
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
-char *ft_url_escape_path(const char *s, size_t len)
-{
-	return escape(s, len, true);
-}
-
-char *ft_url_escape_query(const char *s)
-{
-	return escape(s, strlen(s), false);
 }
 
 int64_t ft_now_ns(void)

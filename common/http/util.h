@@ -32,11 +32,6 @@ void ft_resp_json(ft_req_t *r, int status, json_t *body);
 int ft_path_split(ft_req_t *r, const char *path, size_t len, const char *prefix, char **bucket, const char **obj,
 		  size_t *obj_len);
 
-/* Percent-encodes s for use in a URL path (keeps '/' and unreserved); caller frees. */
-char *ft_url_escape_path(const char *s, size_t len);
-/* Percent-encodes s for a query value; caller frees. */
-char *ft_url_escape_query(const char *s);
-
 /* Current time in ns since the epoch (CLOCK_REALTIME) and monotonic ms. */
 int64_t ft_now_ns(void);
 int64_t ft_mono_ms(void);

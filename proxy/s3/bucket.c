@@ -6,13 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/codec.h"
 #include "base/log.h"
+#include "cluster/bmd.h"
 #include "http/util.h"
 
 /*
  * DESIGN
  * S3 buckets are the native "ais" buckets: CreateBucket and DeleteBucket go through the same
- * BMD mutations as the native API (px_bucket_create_do / px_bucket_destroy_do). Buckets created
+ * BMD mutations as the native API (the host's bucket_create / bucket_destroy). Buckets created
  * through S3 get MD5 checksums, because every S3 PUT computes the MD5 for the ETag anyway: the
  * target then hashes each object once instead of twice.
  */
@@ -108,7 +110,7 @@ void px_s3_list_buckets(px_s3_req_t *q)
 		const ft_bucket_t *b = &bmd->buckets[i];
 		if (strcmp(b->provider, "ais") != 0)
 			continue;
-		px_s3_iso8601(b->created_ns, date, sizeof(date));
+		ft_date_format_iso8601(b->created_ns, date, sizeof(date));
 		px_xml_open(&x, "Bucket");
 		px_xml_elem(&x, "Name", b->name);
 		px_xml_elem(&x, "CreationDate", date);
@@ -162,7 +164,7 @@ static void create_work(px_s3_req_t *q)
 		px_s3_error(q, e, "%s", why);
 		return;
 	}
-	int rc = px_bucket_create_do(q->px, q->bucket, FT_CKSUM_MD5);
+	int rc = q->host->bucket_create(q->host->ctx, q->bucket, FT_CKSUM_MD5);
 	if (rc == -EEXIST) {
 		px_s3_error(q, PX_S3_BUCKET_EXISTS_OWNED, NULL);
 		return;
@@ -190,13 +192,13 @@ void px_s3_bucket_create(px_s3_req_t *q)
 
 void px_s3_bucket_head(px_s3_req_t *q)
 {
-	ft_resp_header(q->r, "x-amz-bucket-region", q->px->cfg.s3_region);
+	ft_resp_header(q->r, "x-amz-bucket-region", q->host->cfg->s3_region);
 	px_s3_send_empty(q, 200);
 }
 
 void px_s3_bucket_location(px_s3_req_t *q)
 {
-	const char *region = q->px->cfg.s3_region;
+	const char *region = q->host->cfg->s3_region;
 	px_xml_t x;
 
 	px_xml_init(&x);
@@ -217,7 +219,7 @@ static void delete_work(px_s3_req_t *q)
 	int status = 0;
 	char why[512];
 
-	if (px_list_page(q->px, q->bucket, "", "", 1, &entries, &more, &status, why, sizeof(why)) != 0) {
+	if (q->host->list_page(q->host->ctx, q->bucket, "", "", 1, &entries, &more, &status, why, sizeof(why)) != 0) {
 		px_s3_error(q, status == 503 ? PX_S3_SERVICE_UNAVAILABLE : PX_S3_INTERNAL, "%s", why);
 		return;
 	}
@@ -227,7 +229,7 @@ static void delete_work(px_s3_req_t *q)
 		px_s3_error(q, PX_S3_BUCKET_NOT_EMPTY, NULL);
 		return;
 	}
-	int rc = px_bucket_destroy_do(q->px, q->bucket);
+	int rc = q->host->bucket_destroy(q->host->ctx, q->bucket);
 	if (rc == -ENOENT)
 		px_s3_error(q, PX_S3_NO_SUCH_BUCKET, NULL);
 	else if (rc != 0)

@@ -6,14 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
+#include "base/codec.h"
 #include "base/log.h"
 #include "http/util.h"
 
 /*
  * DESIGN
- * Listing walks the bucket in byte order through px_list_page (one merged page from every target
+ * Listing walks the bucket in byte order through the host's list_page (one merged page from every target
  * per call). With a delimiter, a name whose rest after the prefix holds the delimiter rolls up into
  * the common prefix ending there; once a common prefix is emitted, the next page starts after
  * every name under it (token = the prefix followed by 0xFF bytes, which no UTF-8 name contains),
@@ -63,7 +62,7 @@ static char *token_encode(const char *marker)
 {
 	size_t n = strlen(TOKEN_MAGIC) + strlen(marker);
 	char *raw = malloc(n + 1);
-	char *out = malloc(4 * ((n + 2) / 3) + 1);
+	char *out = malloc(FT_BASE64_LEN(n) + 1);
 
 	if (raw == NULL || out == NULL) {
 		free(raw);
@@ -71,7 +70,7 @@ static char *token_encode(const char *marker)
 		return NULL;
 	}
 	snprintf(raw, n + 1, "%s%s", TOKEN_MAGIC, marker);
-	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)raw, (int)n);
+	ft_base64_encode(raw, n, out);
 	free(raw);
 	return out;
 }
@@ -79,21 +78,16 @@ static char *token_encode(const char *marker)
 /* The marker inside a token, in ft_req_alloc memory; NULL when the token is not one of ours. */
 static char *token_decode(ft_req_t *r, const char *token)
 {
-	size_t n = strlen(token), pad = 0;
-	unsigned char *raw;
-	int len;
+	size_t n = strlen(token);
+	char *raw;
+	long len;
 
 	if (n == 0 || n % 4 != 0 || n > 8192)
 		return NULL;
 	raw = ft_req_alloc(r, n + 1);
-	len = EVP_DecodeBlock(raw, (const unsigned char *)token, (int)n);
+	len = ft_base64_decode(token, n, raw, n);
 	if (len < 0)
 		return NULL;
-	if (token[n - 1] == '=')
-		pad++;
-	if (token[n - 2] == '=')
-		pad++;
-	len -= (int)pad;
 	raw[len] = '\0';
 	size_t ml = strlen(TOKEN_MAGIC);
 	if ((size_t)len < ml || memcmp(raw, TOKEN_MAGIC, ml) != 0 || memchr(raw, '\0', (size_t)len) != NULL)
@@ -110,7 +104,7 @@ static void name_elem(px_xml_t *x, const char *tag, const char *s, bool url)
 		px_xml_elem(x, tag, s);
 		return;
 	}
-	char *e = ft_url_escape_path(s, strlen(s));
+	char *e = ft_pct_encode_dup(s, strlen(s), FT_PCT_KEEP_SLASH);
 	if (e == NULL) {
 		x->failed = true;
 		return;
@@ -130,7 +124,7 @@ static void contents_xml(px_xml_t *x, const json_t *e, const list_args_t *a)
 		etag = json_string_value(json_object_get(e, "checksum"));
 	if (mtime == NULL)
 		mtime = json_object_get(e, "atime");
-	px_s3_iso8601((int64_t)json_integer_value(mtime), date, sizeof(date));
+	ft_date_format_iso8601((int64_t)json_integer_value(mtime), date, sizeof(date));
 	px_xml_open(x, "Contents");
 	name_elem(x, "Key", name, a->url);
 	px_xml_elem(x, "LastModified", date);
@@ -332,8 +326,8 @@ static void list_work(px_s3_req_t *q)
 		int want = a->max_keys - res.n + 1;
 		if (want > LIST_FETCH_MAX)
 			want = LIST_FETCH_MAX;
-		if (px_list_page(q->px, q->bucket, a->prefix, resume, want, &entries, &more, &status, why,
-				 sizeof(why)) != 0) {
+		if (q->host->list_page(q->host->ctx, q->bucket, a->prefix, resume, want, &entries, &more, &status, why,
+				       sizeof(why)) != 0) {
 			px_s3_error(q, status == 503 ? PX_S3_SERVICE_UNAVAILABLE : PX_S3_INTERNAL, "%s", why);
 			goto out;
 		}

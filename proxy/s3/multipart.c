@@ -9,7 +9,9 @@
 
 #include <curl/curl.h>
 
+#include "base/codec.h"
 #include "base/log.h"
+#include "cluster/smap.h"
 #include "http/util.h"
 #include "rpc/client.h"
 
@@ -69,20 +71,11 @@ static int upload_id_valid(const char *id)
 /* A new upload id: MPU_ID_BYTES random bytes in base64url without padding. 0, or -1. */
 static int upload_id_new(char *out, size_t cap)
 {
-	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 	uint8_t raw[MPU_ID_BYTES];
-	size_t o = 0;
 
-	if (cap < MPU_ID_BYTES / 3 * 4 + 1 || getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+	if (cap < FT_BASE64_LEN(MPU_ID_BYTES) + 1 || getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
 		return -1;
-	for (size_t i = 0; i < sizeof(raw); i += 3) {
-		uint32_t v = (uint32_t)raw[i] << 16 | (uint32_t)raw[i + 1] << 8 | raw[i + 2];
-		out[o++] = b64[v >> 18 & 63];
-		out[o++] = b64[v >> 12 & 63];
-		out[o++] = b64[v >> 6 & 63];
-		out[o++] = b64[v & 63];
-	}
-	out[o] = '\0';
+	ft_base64url_encode(raw, sizeof(raw), out); /* a multiple of 3 bytes: no padding to leave out */
 	return 0;
 }
 
@@ -525,7 +518,7 @@ static void xml_parts(px_xml_t *x, const json_t *parts)
 	char when[40];
 
 	json_array_foreach(parts, i, p) {
-		px_s3_iso8601(json_integer_value(json_object_get(p, "mtime")), when, sizeof(when));
+		ft_date_format_iso8601(json_integer_value(json_object_get(p, "mtime")), when, sizeof(when));
 		px_xml_open(x, "Part");
 		px_xml_elemf(x, "PartNumber", "%lld", (long long)json_integer_value(json_object_get(p, "part")));
 		px_xml_elem(x, "LastModified", when);
@@ -596,7 +589,7 @@ typedef struct {
 	int64_t initiated;
 } upload_t;
 
-/* One target's uploads; filled on a pool thread. */
+/* One target's uploads; filled on a fan-out thread. */
 typedef struct {
 	char *url; /* owned */
 	int rc;
@@ -632,7 +625,8 @@ static int gather_uploads(px_s3_req_t *q, const char *prefix, fetch_t **fetches,
 	ft_smap_t *smap = ft_smap_current();
 	int n = smap ? smap->n_targets : 0;
 	fetch_t *f = calloc((size_t)(n ? n : 1), sizeof(*f));
-	char *bucket = ft_url_escape_query(q->bucket), *pfx = ft_url_escape_query(prefix);
+	char *bucket = ft_pct_encode_dup(q->bucket, strlen(q->bucket), 0),
+	     *pfx = ft_pct_encode_dup(prefix, strlen(prefix), 0);
 	upload_t *v = NULL;
 	size_t count = 0, cap = 0;
 	int rc = -1;
@@ -648,7 +642,7 @@ static int gather_uploads(px_s3_req_t *q, const char *prefix, fetch_t **fetches,
 		if (asprintf(&f[i].url, "%s/v1/mpu?provider=ais&bucket=%s&prefix=%s", smap->targets[i].control_url,
 			     bucket, pfx) < 0)
 			f[i].url = NULL;
-	px_pool_run(q->px->pool, fetch_uploads, f, n);
+	ft_fanout_run(q->host->fanout, fetch_uploads, f, n);
 	for (int i = 0; i < n; i++) {
 		const json_t *arr = json_object_get(f[i].reply, "uploads");
 		if (!f[i].url || f[i].rc != 0 || f[i].status != 200 || !json_is_array(arr)) {
@@ -716,7 +710,7 @@ static void xml_key(px_xml_t *x, const list_args_t *a, const char *tag, const ch
 		px_xml_elem(x, tag, text);
 		return;
 	}
-	char *enc = ft_url_escape_path(text, strlen(text));
+	char *enc = ft_pct_encode_dup(text, strlen(text), FT_PCT_KEEP_SLASH);
 	px_xml_elem(x, tag, enc ? enc : "");
 	free(enc);
 }
@@ -754,7 +748,7 @@ static void xml_upload(px_xml_t *x, const list_args_t *a, const px_s3_req_t *q, 
 {
 	char when[40];
 
-	px_s3_iso8601(u->initiated, when, sizeof(when));
+	ft_date_format_iso8601(u->initiated, when, sizeof(when));
 	px_xml_open(x, "Upload");
 	xml_key(x, a, "Key", u->key);
 	px_xml_elem(x, "UploadId", u->id);

@@ -11,8 +11,11 @@
 
 #include <curl/curl.h>
 
+#include "base/codec.h"
 #include "base/log.h"
 #include "base/names.h"
+#include "cluster/bmd.h"
+#include "cluster/smap.h"
 #include "http/util.h"
 #include "rpc/client.h"
 
@@ -591,7 +594,7 @@ static void delete_objects_work(px_s3_req_t *q)
 		items[i].key_len = req.key_lens[i];
 		items[i].valid = ft_name_check_object(req.keys[i], req.key_lens[i], &why) == 0;
 	}
-	px_pool_run(q->px->pool, delete_one, items, req.n);
+	ft_fanout_run(q->host->fanout, delete_one, items, req.n);
 	px_xml_init(&x);
 	px_xml_open_ns(&x, "DeleteResult");
 	for (int i = 0; i < req.n; i++)
@@ -842,7 +845,7 @@ static px_s3_err_t copy_source(px_s3_req_t *q, char *bucket, size_t bcap, char *
 	const char *v = ft_req_header(q->r, "x-amz-copy-source");
 	size_t n = strlen(v);
 	char *dec = ft_req_alloc(q->r, n + 1);
-	size_t dl = 0;
+	size_t dl;
 
 	if (v[0] == '/') {
 		v++;
@@ -854,18 +857,10 @@ static px_s3_err_t copy_source(px_s3_req_t *q, char *bucket, size_t bcap, char *
 			return PX_S3_NOT_IMPLEMENTED;
 		n = (size_t)(qm - v);
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (v[i] != '%') {
-			dec[dl++] = v[i];
-			continue;
-		}
-		if (i + 2 >= n || !isxdigit((unsigned char)v[i + 1]) || !isxdigit((unsigned char)v[i + 2]))
-			return PX_S3_INVALID_ARGUMENT;
-		char hex[3] = {v[i + 1], v[i + 2], '\0'};
-		dec[dl++] = (char)strtol(hex, NULL, 16);
-		i += 2;
-	}
-	dec[dl] = '\0';
+	long decoded = ft_pct_decode(v, n, dec, FT_PCT_STRICT);
+	if (decoded < 0)
+		return PX_S3_INVALID_ARGUMENT;
+	dl = (size_t)decoded;
 	char *slash = memchr(dec, '/', dl);
 	if (slash == NULL || (size_t)(slash - dec) >= bcap || slash == dec)
 		return PX_S3_INVALID_ARGUMENT;
@@ -1000,7 +995,7 @@ static void copy_to(px_s3_req_t *q, const char *put_url, bool part)
 		goto out;
 	}
 	px_xml_t x;
-	px_s3_iso8601(ft_now_ns(), date, sizeof(date));
+	ft_date_format_iso8601(ft_now_ns(), date, sizeof(date));
 	px_xml_init(&x);
 	px_xml_open_ns(&x, part ? "CopyPartResult" : "CopyObjectResult");
 	px_xml_elem(&x, "LastModified", date);

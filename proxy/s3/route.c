@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -12,13 +13,16 @@
 #include <time.h>
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
 
 #include "base/cksum.h"
+#include "base/codec.h"
 #include "base/log.h"
 #include "base/names.h"
+#include "cluster/bmd.h"
+#include "cluster/smap.h"
 #include "http/util.h"
 #include "rpc/client.h"
+#include "s3/chunked.h"
 
 /*
  * DESIGN
@@ -39,8 +43,9 @@
 #define TARGET_ERRBODY_MAX 1024
 
 struct px_s3 {
-	json_t *keys;   /* {"ACCESS_KEY": "SECRET"}; read-only after init */
-	bool key_ready; /* curl_key created */
+	px_s3_host_t host; /* what the daemon lends the front end */
+	json_t *keys;      /* {"ACCESS_KEY": "SECRET"}; read-only after init */
+	bool key_ready;    /* curl_key created */
 	pthread_key_t curl_key;
 };
 
@@ -77,26 +82,14 @@ static void curl_handle_destroy(void *h)
 	curl_easy_cleanup(h);
 }
 
-int px_s3_init(px_t *px, char *err, size_t errlen)
+/* Loads the keys file into s->keys (none when s3_keys is empty). 0, or -1 with err filled. */
+static int load_keys(struct px_s3 *s, char *err, size_t errlen)
 {
-	const ft_config_t *c = &px->cfg;
-	struct px_s3 *s = calloc(1, sizeof(*s));
+	const ft_config_t *c = s->host.cfg;
 	json_error_t jerr;
 	const char *k;
 	json_t *v;
 
-	if (s == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	px->s3 = s;
-	start_ns = ft_now_ns();
-	if (pthread_key_create(&s->curl_key, curl_handle_destroy) != 0) {
-		snprintf(err, errlen, "s3: cannot create a thread key");
-		return -1;
-	}
-	s->key_ready = true;
-	curl_owner = s;
 	if (c->s3_keys[0] == '\0') {
 		if (!c->s3_anonymous)
 			ft_warn("s3: no s3_keys and s3_anonymous off: every S3 request will be refused");
@@ -124,10 +117,32 @@ int px_s3_init(px_t *px, char *err, size_t errlen)
 	return 0;
 }
 
-void px_s3_fini(px_t *px)
+px_s3_t *px_s3_init(const px_s3_host_t *host, char *err, size_t errlen)
 {
-	struct px_s3 *s = px->s3;
+	struct px_s3 *s = calloc(1, sizeof(*s));
 
+	if (s == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->host = *host;
+	start_ns = ft_now_ns();
+	if (pthread_key_create(&s->curl_key, curl_handle_destroy) != 0) {
+		snprintf(err, errlen, "s3: cannot create a thread key");
+		goto fail;
+	}
+	s->key_ready = true;
+	curl_owner = s;
+	if (load_keys(s, err, errlen) != 0)
+		goto fail;
+	return s;
+fail:
+	px_s3_fini(s);
+	return NULL;
+}
+
+void px_s3_fini(px_s3_t *s)
+{
 	if (s == NULL)
 		return;
 	curl_owner = NULL;
@@ -135,7 +150,6 @@ void px_s3_fini(px_t *px)
 		pthread_key_delete(s->curl_key);
 	json_decref(s->keys);
 	free(s);
-	px->s3 = NULL;
 }
 
 static const char *secret_of(void *ctx, const char *access_key)
@@ -332,8 +346,8 @@ char *px_s3_owner_url(const char *bucket, const char *key, size_t key_len, const
 
 	if (owner == NULL)
 		goto out;
-	eb = ft_url_escape_query(bucket);
-	ek = ft_url_escape_path(key, key_len);
+	eb = ft_pct_encode_dup(bucket, strlen(bucket), 0);
+	ek = ft_pct_encode_dup(key, key_len, FT_PCT_KEEP_SLASH);
 	if (eb == NULL || ek == NULL)
 		goto out;
 	if (asprintf(&url, "%s/v1/objects/%s/%s%s%s", owner->public_url, eb, ek, query != NULL && query[0] ? "?" : "",
@@ -403,7 +417,7 @@ static bool is_hex64(const char *s)
 	if (strlen(s) != 64)
 		return false;
 	for (int i = 0; i < 64; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))
+		if (ft_hex_digit((unsigned char)s[i]) < 0)
 			return false;
 	return true;
 }
@@ -430,17 +444,12 @@ static void body_release(void *arg)
 /* Decodes a Content-MD5 (base64 of 16 bytes) into hex; -1 when malformed. */
 static int content_md5_hex(const char *b64, char hex[FT_CKSUM_HEX_MAX])
 {
-	unsigned char raw[64];
+	unsigned char raw[18]; /* and room for the 2 bytes the padding stands for: decoded in place */
 	size_t n = strlen(b64);
-	int len;
 
-	if (n != 24 || b64[22] != '=' || b64[23] != '=')
+	if (n != 24 || b64[22] != '=' || b64[23] != '=' || ft_base64_decode(b64, n, raw, sizeof(raw)) != 16)
 		return -1;
-	len = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)n);
-	if (len != 18) /* 16 bytes plus the 2 the padding stands for */
-		return -1;
-	for (int i = 0; i < 16; i++)
-		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	ft_hex_encode(raw, 16, hex);
 	return 0;
 }
 
@@ -929,9 +938,9 @@ static int split_path(px_s3_req_t *q, const char *rest, size_t len)
 }
 
 /* Recognizes an S3 request; fills style, bucket and key. False when r is not one. */
-static bool recognize(px_t *px, ft_req_t *r, px_s3_req_t *q, bool *bad_bucket)
+static bool recognize(const px_s3_t *s, ft_req_t *r, px_s3_req_t *q, bool *bad_bucket)
 {
-	const ft_config_t *c = &px->cfg;
+	const ft_config_t *c = s->host.cfg;
 	size_t len;
 	const char *path = ft_req_path(r, &len);
 	char host[FT_HOST_MAX];
@@ -1021,7 +1030,7 @@ static px_s3_err_t auth_error(ft_sigv4_result_t res, bool presigned, const char 
 static px_s3_err_t authenticate(px_s3_req_t *q, const char **msg)
 {
 	ft_req_t *r = q->r;
-	struct px_s3 *s = q->px->s3;
+	struct px_s3 *s = q->s3;
 	int n = ft_req_header_count(r);
 	ft_sigv4_header_t *hdrs = ft_req_alloc(r, (size_t)(n > 0 ? n : 1) * sizeof(*hdrs));
 	const char *authz = ft_req_header(r, "Authorization");
@@ -1042,7 +1051,7 @@ static px_s3_err_t authenticate(px_s3_req_t *q, const char **msg)
 		return auth_error(v2, authz == NULL, msg);
 	}
 	if (authz == NULL && !presigned) {
-		if (!q->px->cfg.s3_anonymous)
+		if (!q->host->cfg->s3_anonymous)
 			return auth_error(FT_SIGV4_ANONYMOUS, false, msg);
 		q->anonymous = true;
 		return PX_S3_OK;
@@ -1284,7 +1293,7 @@ static void dispatch_object(px_s3_req_t *q)
 	}
 }
 
-bool px_s3_route(px_t *px, ft_req_t *r)
+bool px_s3_route(px_s3_t *s, ft_req_t *r)
 {
 	px_s3_req_t probe, *q;
 	const char *why = NULL, *msg = NULL;
@@ -1292,11 +1301,12 @@ bool px_s3_route(px_t *px, ft_req_t *r)
 	px_s3_err_t e;
 
 	memset(&probe, 0, sizeof(probe));
-	if (!recognize(px, r, &probe, &bad_bucket))
+	if (!recognize(s, r, &probe, &bad_bucket))
 		return false;
 	q = ft_req_alloc(r, sizeof(*q));
 	*q = probe;
-	q->px = px;
+	q->host = &s->host;
+	q->s3 = s;
 	q->r = r;
 	make_request_id(q->request_id);
 	q->resource = resource_of(q);

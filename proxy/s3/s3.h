@@ -30,10 +30,16 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "auth/sigv4.h"
+#include <jansson.h>
+
+#include "base/cksum.h"
+#include "base/config.h"
+#include "base/fanout.h"
+#include "base/names.h"
 #include "base/strbuf.h"
+#include "http/http.h"
 #include "http/parse.h"
-#include "proxy.h"
+#include "s3/sigv4.h"
 
 #define PX_S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define PX_S3_XML_BODY_MAX (2u << 20) /* largest XML request body (DeleteObjects of 1000 long keys) */
@@ -108,8 +114,32 @@ typedef enum {
 
 typedef struct px_s3_body px_s3_body_t; /* body reader state (s3.c) */
 
+/*
+ * What the S3 front end needs from the daemon that serves it, filled in by that daemon (the proxy:
+ * main.c), so that proxy/s3/ never includes the proxy's own header. The three calls block: call
+ * them from a worker; ctx is passed back to each.
+ */
+typedef struct {
+	const ft_config_t *cfg; /* s3_keys, s3_region, s3_anonymous, s3_root, s3_domain, ... */
+	ft_fanout_t *fanout;    /* the daemon's fan-out threads (DeleteObjects, ListMultipartUploads) */
+	void *ctx;
+	/* Creates bucket (an ais bucket, cksum its checksum): 0, -EEXIST, or -EIO. */
+	int (*bucket_create)(void *ctx, const char *bucket, ft_cksum_type_t cksum);
+	/* Destroys bucket: 0, -ENOENT, or -EIO. */
+	int (*bucket_destroy)(void *ctx, const char *bucket);
+	/*
+	 * One merged listing page of bucket: names starting with prefix, after token, at most pagesize;
+	 * 0 with *entries (a JSON array, caller owns) and *more, or -1 with *status and why.
+	 */
+	int (*list_page)(void *ctx, const char *bucket, const char *prefix, const char *token, int pagesize,
+			 json_t **entries, bool *more, int *status, char *why, size_t cap);
+} px_s3_host_t;
+
+typedef struct px_s3 px_s3_t; /* the front end's state (route.c) */
+
 typedef struct px_s3_req {
-	px_t *px;
+	const px_s3_host_t *host;
+	px_s3_t *s3;
 	ft_req_t *r;
 	px_s3_style_t style;
 	char bucket[FT_BUCKET_NAME_MAX + 1]; /* "" for service requests (ListBuckets) */
@@ -127,15 +157,16 @@ typedef struct px_s3_req {
 
 /* ---- s3.c: routing, authentication, body verification, target relay helpers ---- */
 
-/* Loads the S3 keys file (s3_keys) into px->s3. 0, or -1 with err filled. */
-int px_s3_init(px_t *px, char *err, size_t errlen);
-void px_s3_fini(px_t *px);
+/* Starts the front end for host (copied) and loads its keys file (s3_keys); NULL with err filled. */
+px_s3_t *px_s3_init(const px_s3_host_t *host, char *err, size_t errlen);
+/* Releases s (NULL: nothing); no request may be in progress. */
+void px_s3_fini(px_s3_t *s);
 
 /*
  * Public-port hook (loop thread), called first by px_route: returns false when r is not an S3
  * request (px_route goes on), true when it took r (and made or scheduled its response).
  */
-bool px_s3_route(px_t *px, ft_req_t *r);
+bool px_s3_route(px_s3_t *s, ft_req_t *r);
 
 /* Runs fn(q) on the worker pool. */
 void px_s3_defer(px_s3_req_t *q, void (*fn)(px_s3_req_t *q));
@@ -257,10 +288,6 @@ void px_xml_elem(px_xml_t *x, const char *tag, const char *text);
 void px_xml_elemf(px_xml_t *x, const char *tag, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Appends escaped text (for & < > " ' and control characters). */
 void px_xml_text(px_xml_t *x, const char *text, size_t len);
-/* "2006-02-03T16:45:09.000Z" of ns since the epoch (out >= 32 bytes). */
-void px_s3_iso8601(int64_t ns, char *out, size_t cap);
-/* "Fri, 03 Feb 2006 16:45:09 GMT" (out >= 32 bytes). */
-void px_s3_http_date(int64_t ns, char *out, size_t cap);
 /* The error document of e for resource with request_id; the caller frees x. */
 void px_xml_error_doc(px_xml_t *x, px_s3_err_t e, const char *message, const char *resource, const char *request_id);
 

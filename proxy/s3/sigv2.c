@@ -11,6 +11,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "base/codec.h"
+
 /*
  * DESIGN
  * botocore 1.29 (Debian 12) still presigns S3 URLs with SigV2 by default
@@ -133,23 +135,11 @@ static bool is_sub_resource(const char *k, size_t n)
 	return false;
 }
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9'   ? c - '0'
-	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
-	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
-				      : -1;
-}
-
 /* Appends the percent-decoded v[0..n) ('+' stays '+', as the signers do). */
 static void put_decoded(sts_t *s, const char *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		char c = v[i];
-		if (c == '%' && i + 2 < n && hexval(v[i + 1]) >= 0 && hexval(v[i + 2]) >= 0) {
-			c = (char)(hexval(v[i + 1]) * 16 + hexval(v[i + 2]));
-			i += 2;
-		}
+	for (size_t i = 0; i < n;) {
+		char c = (char)ft_pct_next(v, n, &i, 0);
 		put(s, &c, 1);
 	}
 }
@@ -208,30 +198,12 @@ static bool sign_equals(const char *secret, const sts_t *s, const char *given)
 {
 	unsigned char mac[EVP_MAX_MD_SIZE];
 	unsigned int maclen = 0;
-	char b64[64];
+	char b64[FT_BASE64_LEN(EVP_MAX_MD_SIZE) + 1];
 
 	if (HMAC(EVP_sha1(), secret, (int)strlen(secret), (const unsigned char *)s->buf, s->len, mac, &maclen) == NULL)
 		return false;
-	EVP_EncodeBlock((unsigned char *)b64, mac, (int)maclen);
-	size_t n = strlen(b64);
+	size_t n = ft_base64_encode(mac, maclen, b64);
 	return strlen(given) == n && CRYPTO_memcmp(b64, given, n) == 0;
-}
-
-/* Seconds since the epoch of an HTTP-date (IMF-fixdate) or of an ISO basic x-amz-date; -1 if neither. */
-static time_t parse_date(const char *v)
-{
-	struct tm tm;
-	const char *end;
-
-	memset(&tm, 0, sizeof(tm));
-	end = strptime(v, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-	if (end != NULL && *end == '\0')
-		return timegm(&tm);
-	memset(&tm, 0, sizeof(tm));
-	end = strptime(v, "%Y%m%dT%H%M%SZ", &tm);
-	if (end != NULL && *end == '\0')
-		return timegm(&tm);
-	return (time_t)-1;
 }
 
 int px_s3_sigv2_verify(ft_req_t *r, const char *vhost_bucket, const char *raw_path, time_t now,
@@ -285,8 +257,8 @@ int px_s3_sigv2_verify(ft_req_t *r, const char *vhost_bucket, const char *raw_pa
 	} else {
 		const char *amz = ft_req_header(r, "x-amz-date");
 		const char *d = ft_req_header(r, "Date");
-		time_t t = parse_date(amz != NULL ? amz : d != NULL ? d : "");
-		if (t == (time_t)-1) {
+		time_t t;
+		if (ft_date_parse(amz != NULL ? amz : d != NULL ? d : "", FT_DATE_HTTP | FT_DATE_AMZ, &t) != 0) {
 			*res = FT_SIGV4_MALFORMED;
 			return 1;
 		}

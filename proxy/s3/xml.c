@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /*
  * DESIGN
@@ -221,29 +220,6 @@ void px_xml_elemf(px_xml_t *x, const char *tag, const char *fmt, ...)
 	}
 	px_xml_elem_n(x, tag, big, (size_t)n);
 	free(big);
-}
-
-void px_s3_iso8601(int64_t ns, char *out, size_t cap)
-{
-	time_t t = (time_t)(ns / 1000000000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((ns / 1000000) % 1000));
-}
-
-void px_s3_http_date(int64_t ns, char *out, size_t cap)
-{
-	static const char *const days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-	static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-					     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-	time_t t = (time_t)(ns / 1000000000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	snprintf(out, cap, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon],
-		 tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
 void px_xml_error_doc(px_xml_t *x, px_s3_err_t e, const char *message, const char *resource, const char *request_id)

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include "base/config.h"
+#include "base/fanout.h"
 #include "base/names.h"
 #include "http/http.h"
 #include "rpc/ctl.h"
@@ -74,6 +75,7 @@ typedef struct {
 	tgt_jobs_t *jobs;          /* the job table (xact/jobs.c) */
 	tgt_mpu_t *mpu;            /* multipart uploads in completion, recent completions (obj/mpu.c) */
 	tgt_cluster_t *cluster;
+	ft_fanout_t *fanout; /* parallel node-to-node sends: EC slices of a PUT (protect/ec_owner.c) */
 	ft_httpd_t *httpd;
 	ft_ctl_t *ctl;
 } tgt_t;

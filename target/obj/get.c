@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/codec.h"
 #include "base/log.h"
 #include "core/lom.h"
 #include "core/replica.h"
@@ -35,31 +36,6 @@
 static const char *etag_of(const ft_lom_t *lom)
 {
 	return lom->etag[0] ? lom->etag : lom->cksum;
-}
-
-/* "Sun, 06 Nov 1994 08:49:37 GMT" of t. */
-static void http_date(time_t t, char *out, size_t cap)
-{
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, cap, "%a, %d %b %Y %H:%M:%S GMT", &tm); /* the C locale: daemons never set another */
-}
-
-/* Parses an HTTP-date (IMF-fixdate, RFC 850 or asctime form); -1 when it is none. */
-static time_t parse_http_date(const char *s)
-{
-	static const char *const forms[] = {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
-					    "%a %b %e %H:%M:%S %Y"};
-	struct tm tm;
-
-	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
-		memset(&tm, 0, sizeof(tm));
-		const char *end = strptime(s, forms[i], &tm);
-		if (end != NULL && *end == '\0')
-			return timegm(&tm);
-	}
-	return (time_t)-1;
 }
 
 /*
@@ -107,13 +83,13 @@ static int check_conditions(ft_req_t *r, const ft_lom_t *lom)
 	if (im) {
 		if (!etag_listed(im, etag_of(lom), false))
 			return 412;
-	} else if (ius && (t = parse_http_date(ius)) != (time_t)-1 && mtime > t) {
+	} else if (ius && ft_date_parse(ius, FT_DATE_HTTP | FT_DATE_HTTP_OBSOLETE, &t) == 0 && mtime > t) {
 		return 412;
 	}
 	if (inm) {
 		if (etag_listed(inm, etag_of(lom), true))
 			return 304;
-	} else if (ims && (t = parse_http_date(ims)) != (time_t)-1 && mtime <= t) {
+	} else if (ims && ft_date_parse(ims, FT_DATE_HTTP | FT_DATE_HTTP_OBSOLETE, &t) == 0 && mtime <= t) {
 		return 304;
 	}
 	return 0;
@@ -121,7 +97,7 @@ static int check_conditions(ft_req_t *r, const ft_lom_t *lom)
 
 static void meta_headers(ft_req_t *r, const ft_lom_t *lom)
 {
-	char date[64];
+	char date[FT_DATE_HTTP_MAX];
 
 	ft_resp_header(r, "Ais-Checksum-Type", ft_cksum_name(lom->cksum_type));
 	ft_resp_header(r, "Ais-Checksum-Value", lom->cksum);
@@ -130,7 +106,7 @@ static void meta_headers(ft_req_t *r, const ft_lom_t *lom)
 	if (etag_of(lom)[0])
 		ft_resp_headerf(r, "ETag", "\"%s\"", etag_of(lom));
 	if (lom->mtime_ns > 0) {
-		http_date((time_t)(lom->mtime_ns / 1000000000), date, sizeof(date));
+		ft_date_format_http((time_t)(lom->mtime_ns / 1000000000), date);
 		ft_resp_header(r, "Last-Modified", date);
 	}
 	ft_resp_header(r, "Accept-Ranges", "bytes");

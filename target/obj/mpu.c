@@ -1,4 +1,5 @@
 /* Target multipart uploads: parts under <mp>/.mpu/<upload id>/, completion into one object, abort, listings, expiry. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "base/codec.h"
 #include "base/fdio.h"
 #include "base/log.h"
 #include "cluster/bmd.h"
@@ -194,31 +196,11 @@ static int etag_normalize(const char *in, char out[MD5_HEX])
 	if (n != 2 * MD5_LEN)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		char c = in[i];
-		if (c >= 'A' && c <= 'F')
-			c = (char)(c - 'A' + 'a');
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+		if (ft_hex_digit((unsigned char)in[i]) < 0)
 			return -1;
-		out[i] = c;
+		out[i] = (char)tolower((unsigned char)in[i]);
 	}
 	out[n] = '\0';
-	return 0;
-}
-
-static int hex_val(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* 32 lowercase hex digits -> 16 bytes; -1 on a bad digit. */
-static int md5_from_hex(const char *hex, uint8_t out[MD5_LEN])
-{
-	for (int i = 0; i < MD5_LEN; i++) {
-		int hi = hex_val(hex[2 * i]), lo = hex_val(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return -1;
-		out[i] = (uint8_t)(hi << 4 | lo);
-	}
 	return 0;
 }
 
@@ -1184,7 +1166,8 @@ static int complete_concat(complete_t *c, int *bad_part)
 	for (int i = 0; i < c->n; i++) {
 		const want_t *w = &c->want[i];
 		int fd = part_open(c->updir, w->part, md5hex, &size);
-		if (fd < 0 || strcmp(md5hex, w->etag) != 0 || size != w->size || md5_from_hex(md5hex, bin) != 0) {
+		if (fd < 0 || strcmp(md5hex, w->etag) != 0 || size != w->size ||
+		    ft_hex_decode(md5hex, 2 * MD5_LEN, bin, MD5_LEN, 0) != MD5_LEN) {
 			if (fd >= 0)
 				close(fd);
 			*bad_part = w->part;

@@ -1,5 +1,6 @@
 /* Erasure coding of objects with isa-l: slice file headers, streaming encode and decode over fds. */
 #include "protect/ec_codec.h"
+#include "base/codec.h"
 #include "base/fdio.h"
 
 #include <errno.h>
@@ -55,43 +56,6 @@ int ft_ec_geometry_ok(int d, int p)
 
 /* ---- header ---- */
 
-static void hex_of(const void *src, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-	const uint8_t *b = src;
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[b[i] >> 4];
-		out[2 * i + 1] = digits[b[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
-static int nibble(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* Decodes hex into out[cap]; returns the byte count, or -1. */
-static long bytes_of(const char *hex, uint8_t *out, size_t cap)
-{
-	size_t n = strlen(hex);
-
-	if (n % 2 != 0 || n / 2 > cap)
-		return -1;
-	for (size_t i = 0; i < n / 2; i++) {
-		int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return -1;
-		out[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return (long)(n / 2);
-}
-
 static json_t *meta_to_json(const ft_ec_meta_t *m)
 {
 	uint8_t lom[FT_LOM_MAX];
@@ -101,8 +65,8 @@ static json_t *meta_to_json(const ft_ec_meta_t *m)
 
 	if (n < 0 || obj_len == 0 || obj_len >= sizeof(m->obj))
 		return NULL;
-	hex_of(lom, (size_t)n, lom_hex);
-	hex_of(m->obj, obj_len, obj_hex);
+	ft_hex_encode(lom, (size_t)n, lom_hex);
+	ft_hex_encode(m->obj, obj_len, obj_hex);
 	return json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:b, s:I, s:s, s:s}", "provider", m->provider, "bucket",
 			 m->bucket, "obj", obj_hex, "created", (json_int_t)m->bucket_created, "data", m->data, "parity",
 			 m->parity, "idx", m->idx, "replica", m->replica, "slice_size", (json_int_t)m->slice_size,
@@ -177,13 +141,13 @@ static int meta_from_json(ft_ec_meta_t *m, const json_t *j)
 		return -1;
 	if (get_str(j, "obj", hex, sizeof(hex)) != 0)
 		return -1;
-	n = bytes_of(hex, (uint8_t *)m->obj, sizeof(m->obj) - 1);
+	n = ft_hex_decode(hex, strlen(hex), m->obj, sizeof(m->obj) - 1, FT_HEX_LOWERCASE);
 	if (n <= 0 || memchr(m->obj, '\0', (size_t)n) != NULL)
 		return -1;
 	m->obj[n] = '\0';
 	if (get_str(j, "lom", hex, sizeof(hex)) != 0)
 		return -1;
-	n = bytes_of(hex, lom, sizeof(lom));
+	n = ft_hex_decode(hex, strlen(hex), lom, sizeof(lom), FT_HEX_LOWERCASE);
 	if (n < 0 || ft_lom_decode(&m->lom, lom, (size_t)n) != 0)
 		return -1;
 	if (m->replica ? m->slice_size != m->lom.size : m->slice_size != ft_ec_slice_size(m->lom.size, m->data))

@@ -13,6 +13,8 @@
 
 #include <xxhash.h>
 
+#include "base/codec.h"
+#include "base/fanout.h"
 #include "base/fdio.h"
 #include "base/log.h"
 #include "cluster/hrw.h"
@@ -33,8 +35,8 @@
  * PUT: after the main copy was published, outside the name's put lock (put.c; from an fd opened
  * on the published version under it: a newer PUT may replace the object meanwhile), the slices are
  * encoded into anonymous files (in memory up to EC_MEMFD_MAX for the whole set, else O_TMPFILE on
- * the object's mountpath) and POSTed to the holders' control ports at once, one thread per slice
- * (/v1/ec/slice, in chunks below the control port's body limit). The PUT is acknowledged only
+ * the object's mountpath) and POSTed to the holders' control ports at once, on the target's fan-out
+ * threads (base/fanout.h; /v1/ec/slice, in chunks below the control port's body limit). The PUT is acknowledged only
  * when every holder confirmed its slice stored (synced per the sync policy): an acknowledged
  * object survives the loss of any P targets, the owner included. A holder down, or too few
  * targets in the map, fails the PUT (500, the main copy stays as put.c says).
@@ -151,7 +153,7 @@ static ec_node_t *ec_holders(const tgt_obj_t *o, int *count, char *err, size_t c
 /* "?provider=..&bucket=..&obj=.." for o's name; malloc'd, NULL on allocation failure. */
 static char *ec_name_query(const char *provider, const char *bucket, const char *obj)
 {
-	char *esc = ft_ec_xfer_escape(obj), *q = NULL;
+	char *esc = ft_pct_encode_dup(obj, strlen(obj), 0), *q = NULL;
 
 	if (esc != NULL && asprintf(&q, "provider=%s&bucket=%s&obj=%s", provider, bucket, esc) < 0)
 		q = NULL;
@@ -267,25 +269,22 @@ typedef struct {
 	char err[256];
 } ec_send_t;
 
-static void *ec_send_main(void *arg)
+static void ec_send_one(void *arg, int i)
 {
-	ec_send_t *s = arg;
+	ec_send_t *s = (ec_send_t *)arg + i;
 
 	s->rc = ec_send_slice(s->node, &s->m, s->fd, 0, s->err, sizeof(s->err));
-	return NULL;
 }
 
 /*
  * Sends slice i (payload fds[i]; checksum ck[i], or base's for replicas) to holders[i], all at
- * once: one thread per slice after the first, which this thread sends. 0, or -1 with err (the
- * first failure).
+ * once on the target's fan-out threads. 0, or -1 with err (the first failure, in slice order).
  */
-static int ec_send_all(const ec_node_t *holders, const ft_ec_meta_t *base, const int *fds, char (*ck)[FT_CKSUM_HEX_MAX],
-		       int n, char *err, size_t cap)
+static int ec_send_all(ft_fanout_t *fanout, const ec_node_t *holders, const ft_ec_meta_t *base, const int *fds,
+		       char (*ck)[FT_CKSUM_HEX_MAX], int n, char *err, size_t cap)
 {
 	ec_send_t *s = calloc((size_t)n, sizeof(*s));
-	pthread_t th[FT_EC_MAX_SLICES];
-	int started[FT_EC_MAX_SLICES] = {0}, rc = 0;
+	int rc = 0;
 
 	if (s == NULL) {
 		snprintf(err, cap, "out of memory");
@@ -299,13 +298,8 @@ static int ec_send_all(const ec_node_t *holders, const ft_ec_meta_t *base, const
 			memcpy(s[i].m.slice_cksum, ck[i], sizeof(s[i].m.slice_cksum));
 		s[i].fd = fds[i];
 	}
-	for (int i = 1; i < n; i++)
-		started[i] = pthread_create(&th[i], NULL, ec_send_main, &s[i]) == 0;
+	ft_fanout_run(fanout, ec_send_one, s, n);
 	for (int i = 0; i < n; i++) {
-		if (i > 0 && started[i])
-			pthread_join(th[i], NULL);
-		else
-			ec_send_main(&s[i]); /* the first slice, or no thread could be had */
 		if (s[i].rc != 0 && rc == 0) {
 			snprintf(err, cap, "%s", s[i].err);
 			rc = -1;
@@ -377,7 +371,7 @@ static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_
 		int fds[FT_EC_MAX_SLICES];
 		for (int i = 0; i < n; i++)
 			fds[i] = fd;
-		rc = ec_send_all(holders, m, fds, NULL, n, err, cap);
+		rc = ec_send_all(o->t->fanout, holders, m, fds, NULL, n, err, cap);
 		goto out;
 	}
 	for (ntmp = 0; ntmp < n; ntmp++) {
@@ -396,7 +390,7 @@ static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_
 	m->data = d;
 	m->parity = p;
 	m->slice_size = ft_ec_slice_size(lom->size, d);
-	rc = ec_send_all(holders, m, tmp, ck, n, err, cap);
+	rc = ec_send_all(o->t->fanout, holders, m, tmp, ck, n, err, cap);
 out:
 	for (int i = 0; i < ntmp; i++)
 		close(tmp[i]);
@@ -997,4 +991,17 @@ void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 out:
 	ft_bmd_put(bmd);
 	free(o);
+}
+
+int tgt_ec_init(tgt_t *t)
+{
+	/* One thread per EC slice of a PUT besides the caller's own, as many as the widest geometry has. */
+	t->fanout = ft_fanout_start(FT_EC_MAX_SLICES - 1);
+	return t->fanout != NULL ? 0 : -1;
+}
+
+void tgt_ec_fini(tgt_t *t)
+{
+	ft_fanout_stop(t->fanout);
+	t->fanout = NULL;
 }

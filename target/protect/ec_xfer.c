@@ -140,25 +140,3 @@ int ft_ec_xfer_get(const char *url, int idle_ms, ft_ec_sink_fn sink, void *arg, 
 	}
 	return 0;
 }
-
-char *ft_ec_xfer_escape(const char *s)
-{
-	static const char digits[] = "0123456789ABCDEF";
-	size_t n = strlen(s);
-	char *out = malloc(3 * n + 1), *o = out;
-
-	if (out == NULL)
-		return NULL;
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~", c)) {
-			*o++ = (char)c;
-		} else {
-			*o++ = '%';
-			*o++ = digits[c >> 4];
-			*o++ = digits[c & 15];
-		}
-	}
-	*o = '\0';
-	return out;
-}

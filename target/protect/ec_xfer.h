@@ -22,7 +22,5 @@ typedef int (*ft_ec_sink_fn)(void *arg, const uint8_t *p, size_t n, char *err, s
  * failure (err filled).
  */
 int ft_ec_xfer_get(const char *url, int idle_ms, ft_ec_sink_fn sink, void *arg, long *status, char *err, size_t errlen);
-/* Percent-encodes s for a query value (malloc'd, caller frees; NULL on allocation failure). */
-char *ft_ec_xfer_escape(const char *s);
 
 #endif

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/codec.h"
 #include "base/log.h"
 #include "cluster/hrw.h"
 #include "cluster/smap.h"
@@ -35,7 +36,8 @@ static int pull_window_open(tgt_t *t)
 static int ask_send(tgt_t *t, const tgt_obj_t *o, const char *url, int64_t smap_v, char *err, size_t cap)
 {
 	char extra[FT_ID_MAX + FT_URL_MAX + 96], msg[256];
-	char *me = ft_url_escape_query(t->id), *my_url = ft_url_escape_query(t->control_url);
+	char *me = ft_pct_encode_dup(t->id, strlen(t->id), 0),
+	     *my_url = ft_pct_encode_dup(t->control_url, strlen(t->control_url), 0);
 	json_t *resp = NULL;
 	long status = 0;
 	int rc = -ENOMEM;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/codec.h"
 #include "base/log.h"
 #include "cluster/bmd.h"
 #include "cluster/hrw.h"
@@ -141,7 +142,8 @@ out:
 /* "<base>/v1/rebalance/<what>?provider=..&bucket=..&obj=.." plus extra (starting with '&'); NULL on OOM. */
 char *rb_obj_url(const char *base, const char *what, const tgt_obj_t *o, const char *extra)
 {
-	char *b = ft_url_escape_query(o->bucket), *n = ft_url_escape_query(o->obj), *url = NULL;
+	char *b = ft_pct_encode_dup(o->bucket, strlen(o->bucket), 0), *n = ft_pct_encode_dup(o->obj, strlen(o->obj), 0),
+	     *url = NULL;
 
 	if (b && n) {
 		size_t cap = strlen(base) + strlen(b) + strlen(n) + strlen(extra) + 128;

@@ -1,8 +1,9 @@
-/* libFuzzer harness for common/http/parse.c: head parser, framing analysis, chunked decoder, percent-decoding. */
+/* libFuzzer harness for http/parse.c (head parser, framing, chunked decoder) and percent-decoding (base/codec.c). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/codec.h"
 #include "http/parse.h"
 
 #define MAX_HEADERS 32
@@ -83,11 +84,11 @@ static void check_chunked(const char *buf, size_t len, size_t step)
 static void check_pct(const char *buf, size_t len)
 {
 	char *out = malloc(len + 1);
-	long n = ft_hp_pct_decode(buf, len, out, true, false);
+	long n = ft_pct_decode(buf, len, out, FT_PCT_PLUS_SPACE);
 
 	if (n < 0 || (size_t)n > len || out[n] != 0)
 		abort();
-	n = ft_hp_pct_decode(buf, len, out, false, true);
+	n = ft_pct_decode(buf, len, out, FT_PCT_STRICT);
 	if (n >= 0 && ((size_t)n > len || out[n] != 0))
 		abort();
 	free(out);

@@ -1,7 +1,7 @@
 # SigV4 against botocore: requests botocore signs (client API, SigV4Auth, S3SigV4Auth, S3SigV4QueryAuth) verify in C.
 """
 Each test builds cases -- requests exactly as botocore signed them, plus tampered copies with the result
-common/auth/sigv4.c must give -- writes them to a JSON file, and runs the unit test binary test_sigv4 with
+proxy/s3/sigv4.c must give -- writes them to a JSON file, and runs the unit test binary test_sigv4 with
 FT_SIGV4_CASES=<file>. In that mode the binary verifies every case (and, for accepted requests with a
 body, checks x-amz-content-sha256 with ft_sha256_* or decodes the aws-chunked body with the chunked
 decoder) and prints "sigv4 cases: N checked, M failed". The test asserts N is the number of cases

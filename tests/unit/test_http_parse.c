@@ -1,4 +1,4 @@
-/* Unit tests for common/http/parse.c: request heads, framing analysis, chunked decoding, percent-decoding. */
+/* Unit tests for common/http/parse.c: request heads, framing analysis, chunked decoding. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -325,28 +325,6 @@ static void test_chunked_limits(void **state)
 	assert_int_equal(outlen, 2);
 }
 
-static void test_pct_decode(void **state)
-{
-	char out[64];
-
-	(void)state;
-	assert_int_equal(ft_hp_pct_decode("/a%20b%2Fc", 10, out, false, true), 6);
-	assert_string_equal(out, "/a b/c");
-	assert_int_equal(ft_hp_pct_decode("a+b", 3, out, false, true), 3);
-	assert_string_equal(out, "a+b");
-	assert_int_equal(ft_hp_pct_decode("a+b%2b", 6, out, true, true), 4);
-	assert_string_equal(out, "a b+");
-	assert_int_equal(ft_hp_pct_decode("x%00y", 5, out, false, true), 3);
-	assert_memory_equal(out, "x\0y", 3);
-	assert_int_equal(ft_hp_pct_decode("%zz", 3, out, false, true), -1);
-	assert_int_equal(ft_hp_pct_decode("%4", 2, out, false, true), -1);
-	assert_int_equal(ft_hp_pct_decode("%", 1, out, false, true), -1);
-	assert_int_equal(ft_hp_pct_decode("%4", 2, out, false, false), 2);
-	assert_string_equal(out, "%4");
-	assert_int_equal(ft_hp_pct_decode("%e2%82%ac", 9, out, false, true), 3);
-	assert_string_equal(out, "\xe2\x82\xac");
-}
-
 static void test_token_eq(void **state)
 {
 	(void)state;
@@ -363,8 +341,7 @@ int main(void)
 		cmocka_unit_test(test_version),          cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_analyze),          cmocka_unit_test(test_chunked_splits),
 		cmocka_unit_test(test_chunked_variants), cmocka_unit_test(test_chunked_bad),
-		cmocka_unit_test(test_chunked_limits),   cmocka_unit_test(test_pct_decode),
-		cmocka_unit_test(test_token_eq),
+		cmocka_unit_test(test_chunked_limits),   cmocka_unit_test(test_token_eq),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

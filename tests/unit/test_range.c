@@ -1,4 +1,4 @@
-/* Unit tests for httputil: Range parsing at every edge, JSON responses, /v1 path split, URL escaping. */
+/* Unit tests for httputil: Range parsing at every edge, JSON responses, /v1 path split. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -305,27 +305,6 @@ static void test_path_split(void **state)
 	split_fails(S("/v1/objects/b\0c/o"), "/v1/objects");
 }
 
-/* ---- URL escaping ---- */
-
-static void test_url_escape(void **state)
-{
-	char *s;
-
-	(void)state;
-	s = ft_url_escape_path(S("dir/a b%c\0\xc3\xa9~._-Z9"));
-	assert_string_equal(s, "dir/a%20b%25c%00%C3%A9~._-Z9");
-	free(s);
-	s = ft_url_escape_path(S(""));
-	assert_string_equal(s, "");
-	free(s);
-	s = ft_url_escape_path(S("?#&=+"));
-	assert_string_equal(s, "%3F%23%26%3D%2B");
-	free(s);
-	s = ft_url_escape_query("a/b c&d=e+f~");
-	assert_string_equal(s, "a%2Fb%20c%26d%3De%2Bf~");
-	free(s);
-}
-
 static void test_clocks(void **state)
 {
 	(void)state;
@@ -348,7 +327,7 @@ int main(void)
 		cmocka_unit_test(test_range_other_unit),
 		cmocka_unit_test(test_resp_json),
 		cmocka_unit_test(test_path_split),
-		cmocka_unit_test(test_url_escape),
+
 		cmocka_unit_test(test_clocks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

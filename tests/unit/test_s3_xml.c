@@ -56,17 +56,6 @@ static void test_error_doc(void **state)
 	}
 }
 
-static void test_dates(void **state)
-{
-	char out[40];
-
-	(void)state;
-	px_s3_iso8601(1138985109123000000LL, out, sizeof(out));
-	assert_string_equal(out, "2006-02-03T16:45:09.123Z");
-	px_s3_http_date(1138985109123000000LL, out, sizeof(out));
-	assert_string_equal(out, "Fri, 03 Feb 2006 16:45:09 GMT");
-}
-
 static void test_parse_tree(void **state)
 {
 	const char *doc = "\xEF\xBB\xBF<?xml version=\"1.0\"?><!-- c --><s3:Root xmlns:s3=\"x\" a='1'>"
@@ -204,15 +193,10 @@ static void test_complete_doc(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_escape),
-		cmocka_unit_test(test_elemf_long),
-		cmocka_unit_test(test_error_doc),
-		cmocka_unit_test(test_dates),
-		cmocka_unit_test(test_parse_tree),
-		cmocka_unit_test(test_parse_rejects),
-		cmocka_unit_test(test_parse_depth_limit),
-		cmocka_unit_test(test_delete_doc),
-		cmocka_unit_test(test_complete_doc),
+		cmocka_unit_test(test_escape),        cmocka_unit_test(test_elemf_long),
+		cmocka_unit_test(test_error_doc),     cmocka_unit_test(test_parse_tree),
+		cmocka_unit_test(test_parse_rejects), cmocka_unit_test(test_parse_depth_limit),
+		cmocka_unit_test(test_delete_doc),    cmocka_unit_test(test_complete_doc),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* Unit tests for SigV4: AWS's published vectors, S3 examples, presigned, aws-chunked, tampering, botocore cases. */
+/* Unit tests for SigV4 signing, verification and aws-chunked: AWS vectors, S3 examples, presigned, tampering, botocore. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +13,9 @@
 #include <cmocka.h>
 
 #include "auth/sigv4.h"
+#include "base/codec.h"
+#include "s3/chunked.h"
+#include "s3/sigv4.h"
 
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define MAX_HEADERS 24
@@ -1231,7 +1234,7 @@ static void test_sign_then_verify(void **state)
 	treq_t t;
 
 	(void)state;
-	ft_sigv4_amz_date(now, date);
+	ft_date_format_amz(now, date);
 	assert_string_equal(date, "20231114T221320Z");
 	treq_init(&t, "PUT", "/s3/bucket/dir%20a/%E2%82%AC%2B=~x", "uploadId=abc%2Fdef&partNumber=3", EMPTY_SHA256);
 	add_header(&t, "Host", "127.0.0.1:51080");
@@ -1692,9 +1695,9 @@ static void test_sha256_and_names(void **state)
 	ft_sha256_final(&h, hex);
 	assert_string_equal(hex, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
 
-	ft_sigv4_amz_date(0, date);
+	ft_date_format_amz(0, date);
 	assert_string_equal(date, "19700101T000000Z");
-	ft_sigv4_amz_date(at(S3_DATE), date);
+	ft_date_format_amz(at(S3_DATE), date);
 	assert_string_equal(date, S3_DATE);
 
 	assert_string_equal(ft_sigv4_error_code(FT_SIGV4_MISMATCH), "SignatureDoesNotMatch");

@@ -1,6 +1,8 @@
 /* Fan-out thread pool: runs a batch of blocking node-to-node calls in parallel on persistent threads. */
-#include "proxy.h"
+#include "base/fanout.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 /*
@@ -9,33 +11,33 @@
  * pool threads and the caller itself claim indices under the pool mutex. The caller returns
  * only once done == n, and a pool thread's last touch of the batch is the done increment and
  * signal under the mutex, so the stack memory outlives every use.
- * Persistent threads keep ft_client_json's per-thread keep-alive connections warm.
+ * Persistent threads keep the node client's per-thread keep-alive connections warm.
  */
 
-typedef struct px_batch {
+typedef struct fanout_batch {
 	void (*fn)(void *arg, int i);
 	void *arg;
 	int n;
 	int next; /* next unclaimed index */
 	int done; /* finished calls */
 	pthread_cond_t finished;
-	struct px_batch *qnext; /* queue link while next < n */
-} px_batch_t;
+	struct fanout_batch *qnext; /* queue link while next < n */
+} fanout_batch_t;
 
-struct px_pool {
+struct ft_fanout {
 	pthread_mutex_t lock;
 	pthread_cond_t work;
-	px_batch_t *head, *tail; /* batches with unclaimed indices */
+	fanout_batch_t *head, *tail; /* batches with unclaimed indices */
 	bool stopping;
 	int nthreads;
 	pthread_t *threads;
 };
 
 /* Removes b from the queue (b is in it). Lock held. */
-static void queue_remove(px_pool_t *p, px_batch_t *b)
+static void queue_remove(ft_fanout_t *p, fanout_batch_t *b)
 {
-	px_batch_t **pp = &p->head;
-	px_batch_t *prev = NULL;
+	fanout_batch_t **pp = &p->head;
+	fanout_batch_t *prev = NULL;
 
 	while (*pp != b) {
 		prev = *pp;
@@ -48,7 +50,7 @@ static void queue_remove(px_pool_t *p, px_batch_t *b)
 }
 
 /* Claims the next index of b, dequeuing b when it was the last one. Lock held; b->next < b->n. */
-static int claim(px_pool_t *p, px_batch_t *b)
+static int claim(ft_fanout_t *p, fanout_batch_t *b)
 {
 	int i = b->next++;
 
@@ -58,7 +60,7 @@ static int claim(px_pool_t *p, px_batch_t *b)
 }
 
 /* Runs call i of b without the lock, then records it. Called with the lock held; returns with it held. */
-static void run_one(px_pool_t *p, px_batch_t *b, int i)
+static void run_one(ft_fanout_t *p, fanout_batch_t *b, int i)
 {
 	pthread_mutex_unlock(&p->lock);
 	b->fn(b->arg, i);
@@ -67,9 +69,9 @@ static void run_one(px_pool_t *p, px_batch_t *b, int i)
 		pthread_cond_signal(&b->finished);
 }
 
-static void *pool_main(void *arg)
+static void *fanout_main(void *arg)
 {
-	px_pool_t *p = arg;
+	ft_fanout_t *p = arg;
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
@@ -77,16 +79,16 @@ static void *pool_main(void *arg)
 			pthread_cond_wait(&p->work, &p->lock);
 		if (p->head == NULL)
 			break; /* stopping and nothing queued */
-		px_batch_t *b = p->head;
+		fanout_batch_t *b = p->head;
 		run_one(p, b, claim(p, b));
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
 
-px_pool_t *px_pool_start(int nthreads)
+ft_fanout_t *ft_fanout_start(int nthreads)
 {
-	px_pool_t *p = calloc(1, sizeof(*p));
+	ft_fanout_t *p = calloc(1, sizeof(*p));
 
 	if (p == NULL)
 		return NULL;
@@ -98,17 +100,17 @@ px_pool_t *px_pool_start(int nthreads)
 	if (p->threads == NULL)
 		goto fail;
 	for (int i = 0; i < nthreads; i++) {
-		if (pthread_create(&p->threads[i], NULL, pool_main, p) != 0)
+		if (pthread_create(&p->threads[i], NULL, fanout_main, p) != 0)
 			goto fail;
 		p->nthreads++;
 	}
 	return p;
 fail:
-	px_pool_stop(p);
+	ft_fanout_stop(p);
 	return NULL;
 }
 
-void px_pool_stop(px_pool_t *p)
+void ft_fanout_stop(ft_fanout_t *p)
 {
 	if (p == NULL)
 		return;
@@ -124,9 +126,9 @@ void px_pool_stop(px_pool_t *p)
 	free(p);
 }
 
-void px_pool_run(px_pool_t *p, void (*fn)(void *arg, int i), void *arg, int n)
+void ft_fanout_run(ft_fanout_t *p, void (*fn)(void *arg, int i), void *arg, int n)
 {
-	px_batch_t b = {.fn = fn, .arg = arg, .n = n};
+	fanout_batch_t b = {.fn = fn, .arg = arg, .n = n};
 
 	if (n <= 0)
 		return;

@@ -17,7 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #define NS_PER_S 1000000000LL
 
@@ -62,6 +66,21 @@ long ft_hex_decode(const char *hex, size_t len, void *out, size_t cap, unsigned 
 		o[i] = (uint8_t)(ft_hex_digit((unsigned char)hex[2 * i]) << 4 |
 				 ft_hex_digit((unsigned char)hex[2 * i + 1]));
 	return (long)(len / 2);
+}
+
+void ft_random_id(char out[FT_RANDOM_ID_LEN + 1])
+{
+	unsigned char b[16] = {0};
+
+	if (RAND_bytes(b, sizeof(b)) != 1) {
+		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (read(fd, b, sizeof(b)) != (ssize_t)sizeof(b))
+				memset(b, 0, sizeof(b));
+			close(fd);
+		}
+	}
+	ft_hex_encode(b, sizeof(b), out);
 }
 
 /* ---- base64 ---- */

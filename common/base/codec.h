@@ -23,6 +23,10 @@ int ft_hex_digit(int c);
  */
 long ft_hex_decode(const char *hex, size_t len, void *out, size_t cap, unsigned flags);
 
+#define FT_RANDOM_ID_LEN 32
+/* A random identifier: the hex of 16 random bytes (OpenSSL's RAND_bytes, else /dev/urandom), NUL-terminated. */
+void ft_random_id(char out[FT_RANDOM_ID_LEN + 1]);
+
 /* ---- base64 (RFC 4648) ---- */
 
 #define FT_BASE64_LEN(n) (((n) + 2) / 3 * 4) /* padded base64 of n bytes, without the NUL */

@@ -9,8 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/rand.h>
-
 #include "base/codec.h"
 
 /*
@@ -26,22 +24,6 @@
 static pthread_mutex_t bmd_lock = PTHREAD_MUTEX_INITIALIZER;
 static ft_bmd_t *bmd_cur; /* guarded by bmd_lock; holds one reference */
 
-/* 32 lowercase hex digits of 16 random bytes. */
-static void make_uuid(char out[40])
-{
-	unsigned char b[16] = {0};
-
-	if (RAND_bytes(b, sizeof(b)) != 1) {
-		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			if (read(fd, b, sizeof(b)) != (ssize_t)sizeof(b))
-				memset(b, 0, sizeof(b));
-			close(fd);
-		}
-	}
-	ft_hex_encode(b, sizeof(b), out);
-}
-
 static void bmd_free(ft_bmd_t *b)
 {
 	for (int i = 0; i < b->n; i++)
@@ -56,7 +38,7 @@ ft_bmd_t *ft_bmd_new(void)
 
 	if (b == NULL)
 		return NULL;
-	make_uuid(b->uuid);
+	ft_random_id(b->uuid);
 	b->refs = 1;
 	return b;
 }

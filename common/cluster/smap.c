@@ -9,8 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/rand.h>
-
 #include "base/codec.h"
 #include "cluster/hrw.h"
 
@@ -27,22 +25,6 @@
 static pthread_mutex_t smap_lock = PTHREAD_MUTEX_INITIALIZER;
 static ft_smap_t *smap_cur; /* guarded by smap_lock; holds one reference */
 
-/* 32 lowercase hex digits of 16 random bytes. */
-static void make_uuid(char out[40])
-{
-	unsigned char b[16] = {0};
-
-	if (RAND_bytes(b, sizeof(b)) != 1) {
-		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			if (read(fd, b, sizeof(b)) != (ssize_t)sizeof(b))
-				memset(b, 0, sizeof(b));
-			close(fd);
-		}
-	}
-	ft_hex_encode(b, sizeof(b), out);
-}
-
 static void smap_free(ft_smap_t *m)
 {
 	free(m->target_digests);
@@ -57,7 +39,7 @@ ft_smap_t *ft_smap_new(void)
 
 	if (m == NULL)
 		return NULL;
-	make_uuid(m->uuid);
+	ft_random_id(m->uuid);
 	m->refs = 1;
 	return m;
 }

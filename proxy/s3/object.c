@@ -22,7 +22,7 @@
 /*
  * DESIGN
  * S3 clients do not follow redirects, so the proxy carries object bytes itself: a worker talks to
- * the owner's native API and streams. GET: the relay's own client (s3_relay.c) sends the request
+ * the owner's native API and streams. GET: the relay's own client (relay.c) sends the request
  * and reads the response head; a 200/206 with a Content-Length then goes to the client with
  * ft_resp_stream_splice, socket to socket in kernel pages (the pipe bounds what is in flight, and a
  * slow client slows the target read). Anything else (a redirect after a map change, 304, errors

@@ -4,13 +4,13 @@
 
 /*
  * DESIGN
- * s3.c takes a public-port request when it is an S3 request (path style under /s3, the root when
+ * route.c takes a public-port request when it is an S3 request (path style under /s3, the root when
  * s3_root is set, virtual-host style for Host <bucket>.<s3_domain>), builds a px_s3_req_t,
  * verifies its SigV4 signature (header or presigned form) on the loop thread, and dispatches by
- * method and subresource to s3_bucket.c, s3_list.c, s3_object.c or s3_multipart.c. Everything
+ * method and subresource to bucket.c, list.c, object.c or multipart.c. Everything
  * that talks to a target runs on a worker (px_s3_defer); object data is relayed through the
  * proxy (no redirect: S3 clients do not follow 307s): GET bodies spliced from the target's
- * socket by s3_relay.c's client, everything else with libcurl.
+ * socket by relay.c's client, everything else with libcurl.
  *
  * BODIES
  * A request body is only ever read through px_s3_body_read() (or px_s3_body_all()), on a worker.
@@ -49,7 +49,7 @@
 #define PX_S3_TARGET_HEAD_MAX 16384  /* largest response head read from a target */
 #define PX_S3_TARGET_HEADERS_MAX 256 /* most headers in it (a stored object's x-amz-meta-* included) */
 
-/* ---- errors: one table (s3_xml.c), one builder ---- */
+/* ---- errors: one table (xml.c), one builder ---- */
 typedef enum {
 	PX_S3_OK = 0,
 	PX_S3_ACCESS_DENIED,
@@ -112,7 +112,7 @@ typedef enum {
 	PX_S3_STYLE_VHOST,    /* Host: <bucket>.<s3_domain>, path /<key> */
 } px_s3_style_t;
 
-typedef struct px_s3_body px_s3_body_t; /* body reader state (s3.c) */
+typedef struct px_s3_body px_s3_body_t; /* body reader state (route.c) */
 
 /*
  * What the S3 front end needs from the daemon that serves it, filled in by that daemon (the proxy:
@@ -150,12 +150,12 @@ typedef struct px_s3_req {
 	bool anonymous;                        /* unsigned request accepted because s3_anonymous is set */
 	ft_sigv4_auth_t auth;                  /* valid when !anonymous */
 	const char *content_sha256;            /* x-amz-content-sha256 as sent (header form), or NULL */
-	px_s3_body_t *body;                    /* body reader, set up by s3.c before a handler that reads a body */
+	px_s3_body_t *body;                    /* body reader, set up by route.c before a handler that reads a body */
 	void (*deferred)(struct px_s3_req *q); /* px_s3_defer's function */
 	void *op;                              /* the handler's own per-request state */
 } px_s3_req_t;
 
-/* ---- s3.c: routing, authentication, body verification, target relay helpers ---- */
+/* ---- route.c: routing, authentication, body verification, target relay helpers ---- */
 
 /* Starts the front end for host (copied) and loads its keys file (s3_keys); NULL with err filled. */
 px_s3_t *px_s3_init(const px_s3_host_t *host, char *err, size_t errlen);
@@ -203,7 +203,7 @@ void *px_s3_curl(void);
 /* Options every relay sets on a handle h: URL, no proxy, timeouts, redirects (the map changed). */
 void px_s3_curl_common(void *h, const char *url);
 
-/* ---- s3_relay.c: the GET relay's own keep-alive client (worker threads only) ---- */
+/* ---- relay.c: the GET relay's own keep-alive client (worker threads only) ---- */
 typedef struct {
 	int fd; /* the connection, its body unread; owned until px_s3_relay_done */
 	char hostport[272];
@@ -251,7 +251,7 @@ px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, const char *const *ext
 /* A curl header callback (data: a px_s3_target_reply_t) keeping the last response's ETag. */
 size_t px_s3_reply_header_cb(char *buf, size_t size, size_t nitems, void *reply);
 
-/* ---- responses (s3.c) ---- */
+/* ---- responses (route.c) ---- */
 /* S3 XML error with e's status and code; fmt NULL = the default message. Ends the request. */
 void px_s3_error(px_s3_req_t *q, px_s3_err_t e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Error for a request that has no px_s3_req_t yet (routing, authentication). */
@@ -271,7 +271,7 @@ int px_s3_sigv2_verify(ft_req_t *r, const char *vhost_bucket, const char *raw_pa
 		       ft_sigv4_secret_fn secret_fn, void *ctx, ft_sigv4_result_t *res, char *access,
 		       size_t access_cap);
 
-/* ---- s3_xml.c: building responses ---- */
+/* ---- xml.c: building responses ---- */
 /* A document is a growable string: p is malloc'd and NUL-terminated; failed set means unusable. */
 typedef ft_strbuf_t px_xml_t;
 
@@ -296,7 +296,7 @@ void px_s3_send_xml(px_s3_req_t *q, int status, px_xml_t *x);
 /* Empty body with status (200, 204). Ends the request. */
 void px_s3_send_empty(px_s3_req_t *q, int status);
 
-/* ---- s3_xml.c: reading request bodies (a minimal, strict, non-validating reader) ---- */
+/* ---- xml.c: reading request bodies (a minimal, strict, non-validating reader) ---- */
 /*
  * Accepts: an optional XML declaration, comments, one root element with nested elements,
  * attributes (ignored), character data with the five predefined entities and character
@@ -343,7 +343,7 @@ typedef struct {
  */
 int px_s3_parse_complete(const char *body, size_t len, px_s3_part_t **parts, int *n, const char **why);
 
-/* ---- s3_bucket.c ---- */
+/* ---- bucket.c ---- */
 void px_s3_list_buckets(px_s3_req_t *q);
 void px_s3_bucket_create(px_s3_req_t *q);
 void px_s3_bucket_head(px_s3_req_t *q);
@@ -356,10 +356,10 @@ void px_s3_send_acl(px_s3_req_t *q);
 /* S3 bucket name rules (3..63 of [a-z0-9.-], ...): 0, or -1 with *why. */
 int px_s3_check_bucket_name(const char *name, const char **why);
 
-/* ---- s3_list.c ---- */
+/* ---- list.c ---- */
 void px_s3_list_objects(px_s3_req_t *q, int version); /* 1: ListObjects, 2: ListObjectsV2 */
 
-/* ---- s3_object.c ---- */
+/* ---- object.c ---- */
 void px_s3_object_get(px_s3_req_t *q); /* GET and HEAD */
 void px_s3_object_put(px_s3_req_t *q);
 void px_s3_object_copy(px_s3_req_t *q);
@@ -379,7 +379,7 @@ void px_s3_delete_objects(px_s3_req_t *q);
 /* GET/PUT/DELETE of an object subresource (?acl, ?tagging, ...). */
 void px_s3_object_subresource(px_s3_req_t *q, const char *sub);
 
-/* ---- s3_multipart.c (the multipart engineer's; s3.c routes to it) ---- */
+/* ---- multipart.c (route.c routes to it) ---- */
 typedef enum {
 	PX_S3_MPU_CREATE,       /* POST /b/k?uploads */
 	PX_S3_MPU_UPLOAD_PART,  /* PUT /b/k?partNumber=N&uploadId=ID (x-amz-copy-source: UploadPartCopy) */

@@ -437,6 +437,15 @@ def write_markdown(path, rows, machine, setup, raw, perf, png_name, plot_status,
         "`.copies/`, 3 slices under `.ec/` per acknowledged PUT, else the row fails); after each pair "
         "both buckets are destroyed and re-created (the disks do not fill up) and the harness waits "
         "until every target holds the new bucket metadata and has deleted the old objects." % setup["conns"],
+        "- Epoch hints rows (bench/hints.py): a remote `ht://` bucket of 768 objects of 128 KiB (96 MiB) on an nginx "
+        "origin of its own, 1 proxy + 1 target whose `lru_quota_bytes` is 64 MiB (the dataset is 1.5x; marks 90/85%), "
+        "all run inside a network namespace whose `lo` shapes only the origin's traffic (tc htb, `--hints-rate`; "
+        "without the privileges the rows say the origin was not shaped). 3 epochs of a seeded random order "
+        "(bench/hintsim.py's `epoch_orders`), 8 GETs in flight straight to the target, on a fresh cluster per "
+        "variant: plain LRU (B), the epoch's order hint posted before each epoch (A), and the hint with staging off "
+        "(in the notes). Read rate: reads/s of each of epochs 2 and 3 (the inverse of the wall time; goal wall time "
+        "<= 0.7x LRU's, so >= 1.43x). Hit rate: 1 - origin GETs (its access log) / reads over epochs 2-3 (goal >= "
+        "1.5x), with bench/hintsim.py's LRU and MIN rates for the same order and cache size beside it.",
         "- RSS rows: VmRSS of the target from /proc, sampled every 50 ms while wrk holds 256 "
         "connections; the conns figure is the peak of established connections on the port in "
         "/proc/net/tcp (a few from the previous run may still be closing); nginx's figure sums "

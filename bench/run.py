@@ -12,6 +12,10 @@ USAGE
   bench/run.py --only protect      only the data protection rows (bench/protect.py: PUTs with mirror 2
                                    and EC 2+1 against none, on a 4-target cluster of their own):
                                    prints their table and the load, writes no report
+  bench/run.py --only hints        only the epoch hints rows (bench/hints.py: 3 epochs of a seeded
+                                   random order over a remote bucket 1.5x the cache, with order hints
+                                   against plain LRU, origin rate-limited in a network namespace):
+                                   prints their table and the load, writes no report
 
 DESIGN
 Everything runs on this machine, on free loopback ports, under <build>/bench-run (wiped at start;
@@ -58,6 +62,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import ftcluster  # noqa: E402
 import loadgen  # noqa: E402
 import peers  # noqa: E402
+import hints  # noqa: E402
 import protect  # noqa: E402
 import report  # noqa: E402
 import sysprobe  # noqa: E402
@@ -188,9 +193,9 @@ class Bench:
                 return base
         raise BenchError("no block of %d free loopback ports in %d-%d" % (n, PORT_LO, PORT_HI))
 
-    def setup_protect_only(self):
-        """--only protect: the work directory, the client log and ft-loader; no cluster, no nginx
-        (the protection rows start their own cluster)."""
+    def setup_own_cluster_only(self):
+        """--only protect|hints: the work directory, the client log and ft-loader; no cluster, no
+        nginx (those rows start their own cluster)."""
         for exe in ("ft-proxy", "ft-target"):
             if not os.access(os.path.join(self.bindir, exe), os.X_OK):
                 raise BenchError("%s/%s not built (run make)" % (self.bindir, exe))
@@ -906,8 +911,11 @@ class Bench:
                                                         machine["kernel"], machine["loadavg"]))
         try:
             if a.only == "protect":
-                self.setup_protect_only()
+                self.setup_own_cluster_only()
                 return self.run_only(lambda: protect.bench_protect(self, ftcluster))
+            if a.only == "hints":
+                self.setup_own_cluster_only()
+                return self.run_only(lambda: hints.bench_hints(self, a.hints_rate, a.hints_rounds))
             self.setup()
             if a.hold:
                 return self.hold()
@@ -923,6 +931,7 @@ class Bench:
             self.bench_rss()
             self.bench_perf()
             protect.bench_protect(self, ftcluster)
+            hints.bench_hints(self, a.hints_rate, a.hints_rounds)
             machine["loadavg_end"] = sysprobe.loadavg()
             machine["seconds"] = time.monotonic() - self.t0
             machine["versions"] = sysprobe.versions(self.bindir)
@@ -933,7 +942,7 @@ class Bench:
                      "loader": self.loader.path if self.loader else None,
                      "command": "make bench" if os.environ.get("MAKELEVEL") else " ".join(sys.argv)}
             order = ["Warm GET 8 MiB", "Warm GET 1 MiB", "Warm GET 128 KiB", "Warm GET 16 KiB",
-                     "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "S3 GET", "ft-loader vs wrk", "Target RSS"]
+                     "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "ft-loader vs wrk", "Target RSS"]
             self.rows.sort(key=lambda r: next((i for i, o in enumerate(order)
                                                if r.title.startswith(o)), len(order)))
             text = report.table_text(self.rows)
@@ -969,17 +978,22 @@ def parse_args(argv):
     p.add_argument("--keep", action="store_true", help="keep <build>/bench-run (cluster, nginx, logs)")
     p.add_argument("--hold", action="store_true",
                    help="start the cluster and nginx, write <build>/bench-run/hold.json, wait for Ctrl-C")
-    p.add_argument("--only", choices=["cold", "protect"],
+    p.add_argument("--only", choices=["cold", "protect", "hints"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
-                   "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none)")
+                   "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
+                   "hints = the epoch hints rows (order hints vs LRU over a rate-limited origin)")
+    p.add_argument("--hints-rate", default=hints.RATE,
+                   help="bandwidth of the epoch hints rows' origin (tc htb rate, default %s)" % hints.RATE)
+    p.add_argument("--hints-rounds", type=int, default=hints.ROUNDS,
+                   help="rounds of the epoch hints rows, each running every variant (default %d)" % hints.ROUNDS)
     p.add_argument("--out", default="docs/benchmarks.md", help="report path (the PNG goes beside it)")
     a = p.parse_args(argv)
     if a.quick:
         a.rounds, a.seconds, a.no_perf, a.rss_seconds = 1, 2, True, 2
-    if a.rounds < 1 or a.seconds < 1:
-        p.error("--rounds and --seconds must be >= 1")
-    if a.hold and a.only == "protect":
-        p.error("--hold is not supported with --only protect (its cluster lives only for its runs)")
+    if a.rounds < 1 or a.seconds < 1 or a.hints_rounds < 1:
+        p.error("--rounds, --seconds and --hints-rounds must be >= 1")
+    if a.hold and a.only in ("protect", "hints"):
+        p.error("--hold is not supported with --only %s (its cluster lives only for its runs)" % a.only)
     return a
 
 

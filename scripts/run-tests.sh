@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every cmocka unit test binary of BUILD/tests, then the pytest suites (integration and the layering check's
-# self-test); prints the totals.
+# Runs every cmocka unit test binary of BUILD/tests, then the pytest suites (integration, the Python tests of
+# tests/python, the layering check's self-test); prints the totals.
 # Usage: scripts/run-tests.sh BUILD [pytest args...]
 # Last line: "N passed, N failed". Exit status non-zero when anything failed or nothing ran.
 set -uo pipefail
@@ -67,9 +67,9 @@ for bin in "${units[@]}"; do
 done
 echo "==== unit tests: $unit_passed passed, $unit_failed failed (${#units[@]} binaries)"
 
-echo "==== integration tests (tests/integration, tests/layers)"
+echo "==== integration tests (tests/integration, tests/python, tests/layers)"
 junit=$TMP/junit.xml
-FT_BIN=${FT_BIN:-$ROOT/$BUILD/bin} "$PYTHON" -m pytest -rfEs --junitxml="$junit" tests/integration tests/layers "$@"
+FT_BIN=${FT_BIN:-$ROOT/$BUILD/bin} "$PYTHON" -m pytest -rfEs --junitxml="$junit" tests/integration tests/python tests/layers "$@"
 pytest_rc=$?
 # Per test case: failed if it holds a failure or an error (setup, call or teardown), skipped if
 # only skipped, passed otherwise. Collection errors appear as failed cases too.

@@ -1,0 +1,112 @@
+# The HTTP client of a FastTier cluster's proxy: order hints (POST /v1/buckets/B {"action":"order-hint"}).
+"""
+Client(url) talks to one proxy. Every failure is a FastTierError whose message names the request and
+says what went wrong: the proxy's JSON error message and status, or the transport error. Arguments
+are checked before anything is sent, with the same limits the proxy applies (docs/api.md "Order
+hints"), so a bad call fails at once with a ValueError or TypeError naming the argument.
+"""
+import json
+import re
+import urllib.parse
+
+import requests
+
+DEFAULT_TIMEOUT = 60.0
+_JOB = re.compile(r"^[A-Za-z0-9._-]{1,63}$")
+MAX_TTL_S = 604800
+
+
+class FastTierError(Exception):
+    """A request the cluster refused or that did not reach it.
+
+    status: the HTTP status (None when no answer came); message: the cluster's own message (or the
+    transport error); what: the request ("POST http://.../v1/buckets/b?provider=ht")."""
+
+    def __init__(self, what, status, message):
+        self.what, self.status, self.message = what, status, message
+        if status is None:
+            text = "%s: no answer: %s" % (what, message)
+        else:
+            text = "%s: %d: %s" % (what, status, message)
+        super().__init__(text)
+
+
+def _error_message(resp):
+    """The message of a FastTier JSON error body, else the start of the body as text."""
+    try:
+        doc = resp.json()
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("message"), str):
+        return doc["message"]
+    text = resp.text.strip()
+    return text[:300] if text else resp.reason or "(empty body)"
+
+
+def _check_names(names):
+    """names as a list of non-empty str; raises TypeError/ValueError naming the first bad one."""
+    if isinstance(names, (str, bytes)):
+        raise TypeError("names must be a sequence of object names, not a single %s" % type(names).__name__)
+    out = list(names)
+    if not out:
+        raise ValueError("names is empty: an order hint lists at least one object name")
+    for i, n in enumerate(out):
+        if not isinstance(n, str):
+            raise TypeError("names[%d] is %s %r, not a str object name" % (i, type(n).__name__, n))
+        if not n:
+            raise ValueError("names[%d] is an empty object name" % i)
+    return out
+
+
+class Client:
+    """A FastTier proxy at url ("http://host:port"). timeout: seconds per request; session: a
+    requests.Session to use (one is made otherwise)."""
+
+    def __init__(self, url, timeout=DEFAULT_TIMEOUT, session=None):
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError("url must be http://host:port of a FastTier proxy, not %r" % (url,))
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.session = session or requests.Session()
+
+    def __repr__(self):
+        return "fasttier.Client(%r)" % self.url
+
+    def post_order_hint(self, bucket, names, epoch, provider="ais", ttl_s=None, job=None):
+        """Tells the cluster the order in which the epoch reads bucket's objects (names, in reading
+        order). epoch: int >= 0, never older than the job's last; ttl_s: seconds the hint lives
+        (1..604800; the proxy's default 3600 when None); job: the job's name ([A-Za-z0-9._-], 1..63;
+        "default" when None). Returns the proxy's reply ({"job", "epoch", "names", "targets"}).
+        Raises FastTierError when the cluster refuses it (413: too many names, 409: an older epoch,
+        404: no such bucket ...) or cannot be reached."""
+        if not isinstance(bucket, str) or not bucket:
+            raise ValueError("bucket must be a non-empty str, not %r" % (bucket,))
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise ValueError("epoch must be an int >= 0, not %r" % (epoch,))
+        value = {"epoch": epoch, "objnames": _check_names(names)}
+        if ttl_s is not None:
+            if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not 1 <= ttl_s <= MAX_TTL_S:
+                raise ValueError("ttl_s must be an int in 1..%d, not %r" % (MAX_TTL_S, ttl_s))
+            value["ttl_s"] = ttl_s
+        if job is not None:
+            if not isinstance(job, str) or not _JOB.match(job):
+                raise ValueError("job must be 1..63 characters of [A-Za-z0-9._-], not %r" % (job,))
+            value["job"] = job
+        url = "%s/v1/buckets/%s?provider=%s" % (self.url, urllib.parse.quote(bucket, safe=""),
+                                                 urllib.parse.quote(provider, safe=""))
+        body = json.dumps({"action": "order-hint", "value": value}, separators=(",", ":"))
+        return self._json("POST", url, body)
+
+    def _json(self, method, url, body):
+        what = "%s %s" % (method, url)
+        try:
+            resp = self.session.request(method, url, data=body.encode(),
+                                        headers={"Content-Type": "application/json"}, timeout=self.timeout)
+        except requests.RequestException as e:
+            raise FastTierError(what, None, str(e)) from None
+        if resp.status_code != 200:
+            raise FastTierError(what, resp.status_code, _error_message(resp))
+        try:
+            return resp.json()
+        except ValueError:
+            raise FastTierError(what, resp.status_code, "the reply is not JSON: %r" % resp.text[:200]) from None

@@ -39,7 +39,6 @@ typedef struct {
 	char provider[TGT_PROVIDER_MAX];
 	char bucket[FT_BUCKET_NAME_MAX + 1];
 	char job[TGT_HINT_JOB_MAX];
-	bool remote;
 	int64_t epoch;
 	int64_t ttl_s;
 	int64_t expires_ms;
@@ -61,7 +60,7 @@ typedef struct {
 	/* staging */
 	size_t staged; /* next place to consider */
 	int inflight;
-	uint64_t prefetched, prefetch_failed, staged_bytes;
+	uint64_t prefetched, warmed, prefetch_failed, staged_bytes;
 	int64_t avg_size; /* of the objects staged so far; 0 unknown */
 } hint_t;
 
@@ -162,7 +161,6 @@ static hint_t *hint_build(const tgt_hint_spec_t *s, size_t name_bytes, size_t *d
 	snprintf(h->provider, sizeof(h->provider), "%s", s->provider);
 	snprintf(h->bucket, sizeof(h->bucket), "%s", s->bucket);
 	snprintf(h->job, sizeof(h->job), "%s", s->job);
-	h->remote = strcmp(s->provider, "ais") != 0;
 	h->epoch = s->epoch;
 	h->ttl_s = s->ttl_s;
 	return h;
@@ -234,6 +232,7 @@ static json_t *hint_json(const hint_t *h, int64_t now_ms)
 			  "prefetched", (json_int_t)h->prefetched, "prefetch_failed", (json_int_t)h->prefetch_failed,
 			  "bytes", (json_int_t)h->cost, "expires_in_ms", (json_int_t)(h->expires_ms - now_ms), "ttl_s",
 			  (json_int_t)h->ttl_s, "done", h->head >= h->n);
+	json_object_set_new(j, "warmed", json_integer((json_int_t)h->warmed)); /* stored copies read ahead */
 	json_object_set_new(j, "next", next); /* the names expected next, for a look at the cursor */
 	return j;
 }
@@ -555,11 +554,11 @@ int tgt_hint_stage_next(tgt_t *t, const tgt_hint_window_t *w, int64_t now_ms, tg
 
 	pthread_mutex_lock(&s->lock);
 	for (int i = 0; i < s->n; i++)
-		stagers += s->h[i]->remote && hint_live(s->h[i], now_ms) && s->h[i]->head < s->h[i]->n;
+		stagers += hint_live(s->h[i], now_ms) && s->h[i]->head < s->h[i]->n;
 	uint64_t share = stagers > 0 ? w->budget_bytes / (uint64_t)stagers : 0;
 	for (int k = 0; k < s->n && !found; k++) {
 		hint_t *h = s->h[(s->rr + (unsigned)k) % (unsigned)s->n];
-		if (!h->remote || !hint_live(h, now_ms))
+		if (!hint_live(h, now_ms))
 			continue;
 		if (h->staged < h->head)
 			h->staged = h->head;
@@ -593,6 +592,7 @@ void tgt_hint_stage_done(tgt_t *t, const tgt_hint_pick_t *p, int rc, int64_t siz
 		if (rc < 0)
 			h->prefetch_failed++;
 		h->prefetched += rc == 0;
+		h->warmed += rc == 2;
 		if (rc >= 0 && size >= 0) {
 			h->staged_bytes += (uint64_t)size;
 			h->avg_size = h->avg_size <= 0 ? (size > 0 ? size : 1) : (h->avg_size * 7 + size) / 8;

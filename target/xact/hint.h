@@ -91,12 +91,15 @@ typedef struct {
 } tgt_hint_window_t;
 
 /*
- * The next name to stage at now_ms: the hints of remote buckets take turns; a hint stages the name
+ * The next name to stage at now_ms: the live hints take turns; a hint stages the name
  * after its last staged one while its window (names between the cursor and there) is below both the
  * rate's and the bytes' limit of w. 1 with p filled, 0 when no hint has room.
  */
 int tgt_hint_stage_next(tgt_t *t, const tgt_hint_window_t *w, int64_t now_ms, tgt_hint_pick_t *p);
-/* The staging of p ended: rc < 0 failed, 0 fetched now, 1 nothing to fetch; size of the object, -1 unknown. */
+/*
+ * The staging of p ended: rc < 0 failed, 0 fetched now, 1 nothing to stage, 2 a stored copy read ahead
+ * into the page cache; size of the object, -1 unknown.
+ */
 void tgt_hint_stage_done(tgt_t *t, const tgt_hint_pick_t *p, int rc, int64_t size);
 /* Waits up to ms for a note or an install that may open a window, or for tgt_hint_stage_close. 1 when closed. */
 int tgt_hint_stage_wait(tgt_t *t, int ms);

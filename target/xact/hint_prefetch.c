@@ -1,8 +1,11 @@
-/* Staging ahead under order hints: a few threads fetch the next names of each hint's list before they are read. */
+/* Staging ahead under order hints: a few threads fetch or read ahead the next names of each hint's list before they are read. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "cluster/bmd.h"
@@ -13,9 +16,11 @@
 /*
  * DESIGN
  * hint_prefetch_inflight threads (0: no staging) take names from the store (tgt_hint_stage_next:
- * the hints of remote buckets take turns) and fetch each with the prefetch path jobs use
- * (tgt_coldget_prefetch: joins a cold GET in flight, publishes like one, makes room through the
- * LRU), so at most that many fetches are in flight. A hint's window is the names between its
+ * the live hints take turns). A name whose copy is stored here (warm) is read ahead into the page
+ * cache: posix_fadvise(WILLNEED) starts the kernel's readahead of the whole file and returns, so the
+ * GET that follows is served from memory. A remote bucket's name not stored yet (cold) is fetched
+ * with the prefetch path jobs use (tgt_coldget_prefetch: joins a cold GET in flight, publishes like
+ * one, makes room through the LRU), so at most that many fetches are in flight. A hint's window is the names between its
  * cursor and the last one staged; it may grow while it stays below both
  *   - the rate's limit: what the job reads in STAGE_LEAD_S seconds at the rate observed since its
  *     first read (at least hint_prefetch_inflight names, so an epoch starts warm), and
@@ -49,7 +54,24 @@ static bool owned_here(const tgt_t *t, const tgt_obj_t *o)
 	return mine;
 }
 
-/* Fetches p's object unless it is cached already; reports to the store. */
+/* Starts the readahead of o's stored copy; 2 when there is one (*bytes its size), 0 when none. */
+static int warm(const tgt_obj_t *o, int64_t *bytes)
+{
+	struct stat st;
+	int fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	int rc = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? 2 : 0;
+	if (rc == 2) {
+		*bytes = st.st_size;
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED); /* advice: a failure only means no readahead */
+	}
+	close(fd);
+	return rc;
+}
+
+/* Reads p's stored copy ahead, or fetches it (remote buckets); reports to the store. */
 static void stage_one(tgt_t *t, const tgt_hint_pick_t *p)
 {
 	ft_bmd_t *bmd = ft_bmd_current();
@@ -67,7 +89,9 @@ static void stage_one(tgt_t *t, const tgt_hint_pick_t *p)
 		rc = 1; /* no longer ours: nothing to stage */
 		goto out;
 	}
-	rc = tgt_coldget_prefetch(o, &bytes, err, sizeof(err));
+	rc = warm(o, &bytes);
+	if (rc == 0)
+		rc = tgt_is_remote(o) ? tgt_coldget_prefetch(o, &bytes, err, sizeof(err)) : 1;
 out:
 	if (rc < 0)
 		ft_debug("hint: staging %s/%s/%s failed: %s", p->provider, p->bucket, p->name, err);

@@ -1,6 +1,7 @@
 # Epoch order hints: the split by owner, cursors following the GETs, expiry, bad input, eviction by next use.
 import json
 import os
+import sys
 
 import pytest
 import requests
@@ -307,3 +308,30 @@ def test_hint_parallel_readers_remote(make_cluster, origin):
     assert sum(h["hits"] + h["misses"] for h in hs) == 60
     for n in names:
         assert access_count(origin, n) == 1, n
+
+
+def test_hint_reads_stored_copies_ahead(make_cluster):
+    """An ais bucket: staging reads the stored copies of the next names into the page cache."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+    import sysprobe  # noqa: E402 (bench's page-cache probes: mincore, POSIX_FADV_DONTNEED)
+
+    c = make_cluster(targets=1, mountpaths=1, target_args=["--hint_prefetch_inflight", "2"])
+    mp = c.mountpaths(0)[0]
+    b = unique("hw")
+    c.api.create_bucket(b)
+    names = ["w-%02d" % i for i in range(12)]
+    for n in names:
+        c.api.put(b, n, os.urandom(256 * 1024))
+    paths = [os.path.join(mp, "ais", b, n) for n in names]
+    assert sysprobe.evict_files(paths) == 0, "the page cache kept some of the objects' pages"
+    cold = [n for n, p in zip(names, paths) if sysprobe.resident_pages(p) == 0]
+    assert len(cold) >= 4, "too few objects left the page cache to tell staging from chance"
+    post_hint(c.url, b, {"epoch": 1, "objnames": cold, "ttl_s": 600})
+    t = c.targets()[0]
+    # Before any read the first names (as many as in flight) are read ahead; nothing is fetched for ais.
+    wait_until(lambda: hints_of(t, b)[0]["warmed"] >= 2, 20, what="the first names read ahead")
+    first = [os.path.join(mp, "ais", b, n) for n in cold[:2]]
+    wait_until(lambda: all(sysprobe.resident_pages(p) > 0 for p in first), 20, what="their pages in memory")
+    h = hints_of(t, b)[0]
+    assert h["prefetched"] == 0 and h["prefetch_failed"] == 0
+    assert h["warmed"] < len(cold), "with no read, the window stays at the names in flight"

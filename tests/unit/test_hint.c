@@ -422,13 +422,14 @@ static void test_stage_turns_and_ais(void **state)
 	make_names(f, "a", 10);
 	assert_int_equal(install(f, "ht", "one", "j", 1, 600, NOW), 0);
 	assert_int_equal(install(f, "ht", "two", "j", 1, 600, NOW), 0);
-	assert_int_equal(install(f, "ais", "local", "j", 1, 600, NOW), 0); /* nothing to fetch for ais */
-	assert_int_equal(pick_all(f, &w, NOW, p, 8), 4);
-	/* the hints take turns */
-	assert_string_not_equal(p[0].bucket, p[1].bucket);
-	assert_string_not_equal(p[2].bucket, p[3].bucket);
-	for (int i = 0; i < 4; i++)
-		assert_string_not_equal(p[i].provider, "ais");
+	assert_int_equal(install(f, "ais", "local", "j", 1, 600, NOW), 0); /* stored copies: read ahead, not fetched */
+	assert_int_equal(pick_all(f, &w, NOW, p, 8), 6);
+	/* the hints take turns: every round of three names one from each bucket */
+	for (int r = 0; r < 2; r++) {
+		assert_string_not_equal(p[3 * r].bucket, p[3 * r + 1].bucket);
+		assert_string_not_equal(p[3 * r + 1].bucket, p[3 * r + 2].bucket);
+		assert_string_not_equal(p[3 * r].bucket, p[3 * r + 2].bucket);
+	}
 	/* an expired hint stages nothing */
 	assert_int_equal(pick_all(f, &w, NOW + 601000, NULL, 0), 0);
 }

@@ -109,13 +109,47 @@ static bool job_ok(const char *job)
 }
 
 /*
- * The checked value: epoch, ttl_s, job, names (borrowed from msg). 0, or the status to answer
- * with why filled (400, 413, 501).
+ * The names of the value, as a new reference in *names: its objnames, or its template expanded.
+ * 0, or the status to answer with why filled (400, 413).
+ */
+static int value_names(const px_t *px, const json_t *value, json_t **names, char *why, size_t cap)
+{
+	const json_t *list = json_object_get(value, "objnames"), *tpl = json_object_get(value, "template");
+	const char *bad;
+
+	if ((list == NULL) == (tpl == NULL)) {
+		snprintf(why, cap, "%s: give the names either as objnames (an array in reading order) or as a template",
+			 HINT_ACTION);
+		return 400;
+	}
+	if (tpl != NULL) {
+		if (!json_is_string(tpl)) {
+			snprintf(why, cap, "%s: template must be a string like prefix{0000..0099}suffix", HINT_ACTION);
+			return 400;
+		}
+		*names = json_array();
+		int rc = *names != NULL ? px_expand_template(json_string_value(tpl), (size_t)px->cfg.hint_max_names,
+							     *names, &bad)
+					: -1;
+		if (rc != 0) {
+			snprintf(why, cap, "%s: template \"%s\": %s%s", HINT_ACTION, json_string_value(tpl),
+				 *names != NULL ? bad : "out of memory", rc == -2 ? " (hint_max_names)" : "");
+			return rc == -2 ? 413 : 400;
+		}
+	} else {
+		*names = json_incref((json_t *)list);
+	}
+	return 0;
+}
+
+/*
+ * The checked value: epoch, ttl_s, job, names (a new reference the caller drops, also on failure).
+ * 0, or the status to answer with why filled (400, 413, 501).
  */
 static int value_check(const px_t *px, const json_t *msg, int64_t *epoch, int64_t *ttl, const char **job,
-		       const json_t **names, char *why, size_t cap)
+		       json_t **names, char *why, size_t cap)
 {
-	static const char *const keys[] = {"epoch", "objnames", "ttl_s", "job"};
+	static const char *const keys[] = {"epoch", "objnames", "template", "ttl_s", "job"};
 	const json_t *value = json_object_get(msg, "value"), *v;
 	const char *key, *bad;
 
@@ -136,12 +170,13 @@ static int value_check(const px_t *px, const json_t *msg, int64_t *epoch, int64_
 			i++;
 		if (i < sizeof(keys) / sizeof(keys[0]))
 			continue;
-		if (strcmp(key, "template") == 0 || strcmp(key, "url_list_object") == 0) {
-			snprintf(why, cap, "%s: \"%s\" is not supported yet; give the names as objnames", HINT_ACTION,
-				 key);
+		if (strcmp(key, "url_list_object") == 0) {
+			snprintf(why, cap, "%s: \"%s\" is not supported yet; give the names as objnames or a template",
+				 HINT_ACTION, key);
 			return 501;
 		}
-		snprintf(why, cap, "%s: unknown field \"%s\" (known: epoch, objnames, ttl_s, job)", HINT_ACTION, key);
+		snprintf(why, cap, "%s: unknown field \"%s\" (known: epoch, objnames, template, ttl_s, job)",
+			 HINT_ACTION, key);
 		return 400;
 	}
 	v = json_object_get(value, "epoch");
@@ -169,7 +204,9 @@ static int value_check(const px_t *px, const json_t *msg, int64_t *epoch, int64_
 		}
 		*job = json_string_value(v);
 	}
-	*names = json_object_get(value, "objnames");
+	int st = value_names(px, value, names, why, cap);
+	if (st != 0)
+		return st;
 	if (!json_is_array(*names)) {
 		snprintf(why, cap, "%s: objnames must be an array of object names in reading order", HINT_ACTION);
 		return 400;
@@ -286,7 +323,7 @@ static void hint_work(ft_req_t *r, void *arg)
 	ft_smap_t *smap = ft_smap_current();
 	ft_bmd_t *bmd = ft_bmd_current();
 	shares_t s = {.smap = smap};
-	const json_t *names = NULL;
+	json_t *names = NULL;
 	const char *job = NULL;
 	int64_t epoch = 0, ttl = 0;
 	char why[400] = "";
@@ -331,6 +368,7 @@ static void hint_work(ft_req_t *r, void *arg)
 	ft_resp_json(r, 200, summary(smap, &s, job, epoch, json_array_size(names)));
 out:
 	shares_free(&s, n);
+	json_decref(names);
 	json_decref(msg);
 	ft_bmd_put(bmd);
 	ft_smap_put(smap);

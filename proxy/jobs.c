@@ -124,11 +124,7 @@ out:
 	ft_smap_put(smap);
 }
 
-/*
- * Expands "pre{A..B}post" (A and B decimal; zero padded to A's width when A and B have the same
- * width) into arr. 0, or -1 with why set.
- */
-static int expand_template(const char *tpl, json_t *arr, const char **why)
+int px_expand_template(const char *tpl, size_t max, json_t *arr, const char **why)
 {
 	const char *lb = strchr(tpl, '{'), *rb = lb != NULL ? strchr(lb, '}') : NULL;
 	const char *dots = lb != NULL ? strstr(lb, "..") : NULL;
@@ -155,9 +151,9 @@ static int expand_template(const char *tpl, json_t *arr, const char **why)
 		*why = "template range is empty (end below start)";
 		return -1;
 	}
-	if (hi - lo >= JOB_NAMES_MAX) {
-		*why = "template range too large (at most 100000 names per job)";
-		return -1;
+	if (hi - lo >= max) {
+		*why = "template range holds more names than allowed";
+		return -2;
 	}
 	int width = la == lbn ? (int)la : 0;
 	for (unsigned long long v = lo; v <= hi; v++) {
@@ -227,7 +223,7 @@ static int value_names(ft_req_t *r, const char *provider, const char *kind, cons
 		}
 		return 0;
 	}
-	if (expand_template(tpl, arr, &why) != 0) {
+	if (px_expand_template(tpl, JOB_NAMES_MAX, arr, &why) != 0) {
 		ft_resp_error(r, 400, "bad template \"%s\": %s", tpl, why);
 		return -1;
 	}

@@ -162,6 +162,11 @@ int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *t
 bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len);
 /* GET /v1/jobs, GET|DELETE /v1/jobs/<id>: asks every target and adds up their parts. */
 void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len);
+/*
+ * Expands "pre{A..B}post" (A and B decimal; zero padded to A's width when A and B have the same
+ * width) into arr (names not checked). 0; -1 malformed, -2 more than max names; why set.
+ */
+int px_expand_template(const char *tpl, size_t max, json_t *arr, const char **why);
 
 /* ---- hints.c: epoch order hints (docs/epoch-hints.md) ---- */
 /*

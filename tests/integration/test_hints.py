@@ -150,7 +150,14 @@ def test_hint_bad_input(hcluster):
         (dict(ok, ttl_s=10 ** 9), 400, "ttl_s"),
         (dict(ok, ttl_s="60"), 400, "ttl_s"),
         (dict(ok, job="a b"), 400, "job"),
-        (dict(ok, template="x-{0..9}"), 501, "template"),
+        (dict(ok, template="x-{0..9}"), 400, "either"),  # names given twice
+        ({"epoch": 1, "ttl_s": 60}, 400, "either"),  # no names
+        ({"epoch": 1, "template": "x-{9..0}"}, 400, "empty"),
+        ({"epoch": 1, "template": "x-{a..b}"}, 400, "template"),
+        ({"epoch": 1, "template": 5}, 400, "template"),
+        ({"epoch": 1, "template": "x-{0..5000}"}, 413, "hint_max_names"),
+        ({"epoch": 1, "template": "../{0..3}"}, 400, "objnames[0]"),
+        (dict(ok, url_list_object="list.txt"), 501, "url_list_object"),
     ]
     for value, status, words in cases:
         r = post_hint(c.url, b, value, expect=status)
@@ -172,6 +179,22 @@ def test_hint_bad_input(hcluster):
     assert all(hints_of(t, b) == [] for t in c.targets())
     # Unknown names are fine: they count as skipped later.
     post_hint(c.url, b, ok)
+
+
+def test_hint_template(hcluster):
+    """A template names the objects in its range's order, split by owner like a list."""
+    c = hcluster
+    b = unique("ht")
+    c.api.create_bucket(b)
+    doc = post_hint(c.url, b, {"epoch": 3, "template": "shard-{098..102}.tar", "ttl_s": 600, "job": "tpl"}).json()
+    names = ["shard-%03d.tar" % i for i in range(98, 103)]
+    assert doc["names"] == 5 and doc["epoch"] == 3
+    targets, parts = shares(c, b, names)
+    for t, part in zip(targets, parts):
+        held = hints_of(t, b, "tpl")
+        assert (held[0]["names"] if held else 0) == len(part)
+        if part:
+            assert held[0]["next"][: len(part)] == part
 
 
 def test_hint_over_target_memory_is_413_and_rolled_back(make_cluster):

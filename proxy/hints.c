@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/codec.h"
 #include "base/log.h"
 #include "base/names.h"
+#include "base/strbuf.h"
 #include "http/util.h"
 #include "rpc/client.h"
 
@@ -109,18 +111,88 @@ static bool job_ok(const char *job)
 }
 
 /*
- * The names of the value, as a new reference in *names: its objnames, or its template expanded.
- * 0, or the status to answer with why filled (400, 413).
+ * The names listed in the bucket's object obj, one per line in reading order (a "\r" before the
+ * line end and empty lines are ignored), appended to out; read from its owner like any GET (a
+ * remote bucket's list is fetched from the backend then). 0, or the status with why.
  */
-static int value_names(const px_t *px, const json_t *value, json_t **names, char *why, size_t cap)
+static int names_from_object(const px_t *px, const hint_req_t *h, const ft_smap_t *smap, const char *obj, json_t *out,
+			     char *why, size_t cap)
+{
+	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, h->provider, h->bucket, obj, strlen(obj)) : NULL;
+	ft_strbuf_t body = {0}, url = {0};
+	char err[256];
+	long status = 0;
+	int st = 0;
+
+	if (owner == NULL) {
+		snprintf(why, cap, "the cluster map has no targets");
+		return 503;
+	}
+	ft_strbuf_addf(&url, "%s/v1/objects/%s/", owner->public_url, h->bucket);
+	ft_pct_encode_buf(&url, obj, strlen(obj), FT_PCT_KEEP_SLASH);
+	ft_strbuf_addf(&url, "?provider=%s", h->provider);
+	if (url.failed || ft_client_get_bytes(url.p, HINT_TIMEOUT_MS, &status, &body, err, sizeof(err)) != 0) {
+		snprintf(why, cap, "url_list_object \"%s\": %s", obj, url.failed ? "out of memory" : err);
+		st = 502;
+	} else if (status != 200) {
+		snprintf(why, cap, "url_list_object \"%s\": %s (status %ld)", obj,
+			 status == 404 ? "no such object in the bucket" : "cannot be read", status);
+		st = status == 404 ? 404 : 502;
+	}
+	for (size_t at = 0; st == 0 && at < body.len;) {
+		const char *line = body.p + at, *nl = memchr(line, '\n', body.len - at);
+		size_t n = nl != NULL ? (size_t)(nl - line) : body.len - at;
+		at += n + (nl != NULL);
+		if (n > 0 && line[n - 1] == '\r')
+			n--;
+		if (n == 0)
+			continue;
+		if (json_array_size(out) >= (size_t)px->cfg.hint_max_names) {
+			snprintf(why, cap, "url_list_object \"%s\": more than hint_max_names %d names", obj,
+				 px->cfg.hint_max_names);
+			st = 413;
+		} else if (json_array_append_new(out, json_stringn(line, n)) != 0) {
+			snprintf(why, cap, "url_list_object \"%s\": line %zu is not UTF-8 text", obj,
+				 json_array_size(out) + 1);
+			st = 400;
+		}
+	}
+	ft_strbuf_free(&url);
+	ft_strbuf_free(&body);
+	return st;
+}
+
+/*
+ * The names of the value, as a new reference in *names: its objnames, or its template expanded.
+ * 0, or the status to answer with why filled (400, 404, 413, 502, 503).
+ */
+static int value_names(const px_t *px, const hint_req_t *h, const ft_smap_t *smap, const json_t *value, json_t **names,
+		       char *why, size_t cap)
 {
 	const json_t *list = json_object_get(value, "objnames"), *tpl = json_object_get(value, "template");
+	const json_t *obj = json_object_get(value, "url_list_object");
 	const char *bad;
 
-	if ((list == NULL) == (tpl == NULL)) {
-		snprintf(why, cap, "%s: give the names either as objnames (an array in reading order) or as a template",
+	if ((list != NULL) + (tpl != NULL) + (obj != NULL) != 1) {
+		snprintf(why, cap,
+			 "%s: give the names one way: objnames (an array in reading order), a template, or "
+			 "url_list_object",
 			 HINT_ACTION);
 		return 400;
+	}
+	if (obj != NULL) {
+		const char *o = json_string_value(obj);
+		if (o == NULL || ft_name_check_object(o, strlen(o), &bad) != 0) {
+			snprintf(why, cap, "%s: url_list_object must name an object of the bucket: %s", HINT_ACTION,
+				 o == NULL ? "not a string" : bad);
+			return 400;
+		}
+		*names = json_array();
+		if (*names == NULL) {
+			snprintf(why, cap, "out of memory");
+			return 500;
+		}
+		return names_from_object(px, h, smap, o, *names, why, cap);
 	}
 	if (tpl != NULL) {
 		if (!json_is_string(tpl)) {
@@ -146,10 +218,10 @@ static int value_names(const px_t *px, const json_t *value, json_t **names, char
  * The checked value: epoch, ttl_s, job, names (a new reference the caller drops, also on failure).
  * 0, or the status to answer with why filled (400, 413, 501).
  */
-static int value_check(const px_t *px, const json_t *msg, int64_t *epoch, int64_t *ttl, const char **job,
-		       json_t **names, char *why, size_t cap)
+static int value_check(const px_t *px, const hint_req_t *h, const ft_smap_t *smap, const json_t *msg, int64_t *epoch,
+		       int64_t *ttl, const char **job, json_t **names, char *why, size_t cap)
 {
-	static const char *const keys[] = {"epoch", "objnames", "template", "ttl_s", "job"};
+	static const char *const keys[] = {"epoch", "objnames", "template", "url_list_object", "ttl_s", "job"};
 	const json_t *value = json_object_get(msg, "value"), *v;
 	const char *key, *bad;
 
@@ -170,12 +242,8 @@ static int value_check(const px_t *px, const json_t *msg, int64_t *epoch, int64_
 			i++;
 		if (i < sizeof(keys) / sizeof(keys[0]))
 			continue;
-		if (strcmp(key, "url_list_object") == 0) {
-			snprintf(why, cap, "%s: \"%s\" is not supported yet; give the names as objnames or a template",
-				 HINT_ACTION, key);
-			return 501;
-		}
-		snprintf(why, cap, "%s: unknown field \"%s\" (known: epoch, objnames, template, ttl_s, job)",
+		snprintf(why, cap,
+			 "%s: unknown field \"%s\" (known: epoch, objnames, template, url_list_object, ttl_s, job)",
 			 HINT_ACTION, key);
 		return 400;
 	}
@@ -204,7 +272,7 @@ static int value_check(const px_t *px, const json_t *msg, int64_t *epoch, int64_
 		}
 		*job = json_string_value(v);
 	}
-	int st = value_names(px, value, names, why, cap);
+	int st = value_names(px, h, smap, value, names, why, cap);
 	if (st != 0)
 		return st;
 	if (!json_is_array(*names)) {
@@ -339,13 +407,13 @@ static void hint_work(ft_req_t *r, void *arg)
 			      HINT_ACTION);
 		goto out;
 	}
-	st = value_check(h->px, msg, &epoch, &ttl, &job, &names, why, sizeof(why));
-	if (st != 0) {
-		ft_resp_error(r, st, "%s", why);
-		goto out;
-	}
 	if (bmd == NULL || ft_bmd_find(bmd, h->provider, h->bucket) == NULL) {
 		ft_resp_error(r, 404, "bucket \"%s\" does not exist", h->bucket);
+		goto out;
+	}
+	st = value_check(h->px, h, smap, msg, &epoch, &ttl, &job, &names, why, sizeof(why));
+	if (st != 0) {
+		ft_resp_error(r, st, "%s", why);
 		goto out;
 	}
 	if (n == 0) {

@@ -151,7 +151,8 @@ static struct curl_slist *request_headers(const char *const *extra, bool json_bo
  * labels it application/json unless extra names a Content-Type. timeout_ms <= 0 means none.
  */
 static int client_send(const char *method, const char *url, const char *const *extra, bool json_body, const void *body,
-		       size_t len, int timeout_ms, long *status, json_t **resp, char *err, size_t errlen)
+		       size_t len, int timeout_ms, long *status, json_t **resp, ft_strbuf_t *raw, char *err,
+		       size_t errlen)
 {
 	char curl_err[CURL_ERROR_SIZE] = "";
 	struct curl_slist *headers = NULL;
@@ -200,6 +201,10 @@ static int client_send(const char *method, const char *url, const char *const *e
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
 	if (resp != NULL && buf.body.len > 0)
 		*resp = json_loadb(buf.body.p, buf.body.len, JSON_DECODE_ANY, NULL);
+	if (raw != NULL) { /* the bytes change hands: buf is left empty */
+		*raw = buf.body;
+		memset(&buf.body, 0, sizeof(buf.body));
+	}
 	rc = 0;
 out:
 	if (h != NULL) {
@@ -233,7 +238,7 @@ int ft_client_call(const char *method, const char *url, const char *const *extra
 		return -1;
 	}
 	rc = client_send(method, url, extra, text != NULL, text, text != NULL ? strlen(text) : 0, timeout_ms, status,
-			 resp, err, errlen);
+			 resp, NULL, err, errlen);
 	free(text);
 	return rc;
 }
@@ -241,5 +246,11 @@ int ft_client_call(const char *method, const char *url, const char *const *extra
 int ft_client_send(const char *method, const char *url, const char *const *headers, const void *body, size_t len,
 		   int timeout_ms, long *status, json_t **resp, char *err, size_t errlen)
 {
-	return client_send(method, url, headers, false, body, len, timeout_ms, status, resp, err, errlen);
+	return client_send(method, url, headers, false, body, len, timeout_ms, status, resp, NULL, err, errlen);
+}
+
+int ft_client_get_bytes(const char *url, int timeout_ms, long *status, ft_strbuf_t *body, char *err, size_t errlen)
+{
+	memset(body, 0, sizeof(*body));
+	return client_send("GET", url, NULL, false, NULL, 0, timeout_ms, status, NULL, body, err, errlen);
 }

@@ -6,6 +6,8 @@
 
 #include <jansson.h>
 
+#include "base/strbuf.h"
+
 /* Call once per process before any thread uses the client. */
 int ft_client_global_init(void);
 /*
@@ -29,5 +31,10 @@ int ft_client_call(const char *method, const char *url, const char *const *heade
  */
 int ft_client_send(const char *method, const char *url, const char *const *headers, const void *body, size_t len,
 		   int timeout_ms, long *status, json_t **resp, char *err, size_t errlen);
+/*
+ * GETs url and hands over the body's bytes in *body (at most 64 MiB; the caller frees it with
+ * ft_strbuf_free, also on failure). 0 with *status on a completed exchange, -1 with err.
+ */
+int ft_client_get_bytes(const char *url, int timeout_ms, long *status, ft_strbuf_t *body, char *err, size_t errlen);
 
 #endif

@@ -150,14 +150,17 @@ def test_hint_bad_input(hcluster):
         (dict(ok, ttl_s=10 ** 9), 400, "ttl_s"),
         (dict(ok, ttl_s="60"), 400, "ttl_s"),
         (dict(ok, job="a b"), 400, "job"),
-        (dict(ok, template="x-{0..9}"), 400, "either"),  # names given twice
-        ({"epoch": 1, "ttl_s": 60}, 400, "either"),  # no names
+        (dict(ok, template="x-{0..9}"), 400, "one way"),  # names given twice
+        ({"epoch": 1, "ttl_s": 60}, 400, "one way"),  # no names
         ({"epoch": 1, "template": "x-{9..0}"}, 400, "empty"),
         ({"epoch": 1, "template": "x-{a..b}"}, 400, "template"),
         ({"epoch": 1, "template": 5}, 400, "template"),
         ({"epoch": 1, "template": "x-{0..5000}"}, 413, "hint_max_names"),
         ({"epoch": 1, "template": "../{0..3}"}, 400, "objnames[0]"),
-        (dict(ok, url_list_object="list.txt"), 501, "url_list_object"),
+        (dict(ok, url_list_object="list.txt"), 400, "one way"),
+        ({"epoch": 1, "url_list_object": 7}, 400, "url_list_object"),
+        ({"epoch": 1, "url_list_object": "../x"}, 400, "url_list_object"),
+        ({"epoch": 1, "url_list_object": "no-such-list.txt"}, 404, "no such object"),
     ]
     for value, status, words in cases:
         r = post_hint(c.url, b, value, expect=status)
@@ -179,6 +182,31 @@ def test_hint_bad_input(hcluster):
     assert all(hints_of(t, b) == [] for t in c.targets())
     # Unknown names are fine: they count as skipped later.
     post_hint(c.url, b, ok)
+
+
+def test_hint_url_list_object(hcluster):
+    """The order read from an object of the bucket, one name per line (CRLF and blank lines allowed)."""
+    c = hcluster
+    b = unique("hl")
+    c.api.create_bucket(b)
+    names = ["img/%05d.jpg" % i for i in (7, 3, 11, 0, 5)]
+    c.api.put(b, "lists/epoch-4.txt", ("\r\n".join(names) + "\n\n").encode())
+    doc = post_hint(c.url, b, {"epoch": 4, "url_list_object": "lists/epoch-4.txt", "job": "fromlist"}).json()
+    assert doc["names"] == 5
+    targets, parts = shares(c, b, names)
+    for t, part in zip(targets, parts):
+        held = hints_of(t, b, "fromlist")
+        assert (held[0]["names"] if held else 0) == len(part)
+        if part:
+            assert held[0]["next"][: len(part)] == part
+    # A list longer than hint_max_names (5000 here) is refused whole.
+    c.api.put(b, "lists/long.txt", "\n".join("n%d" % i for i in range(5001)).encode())
+    r = post_hint(c.url, b, {"epoch": 5, "url_list_object": "lists/long.txt", "job": "fromlist"}, expect=413)
+    assert_json_error(r, 413, "hint_max_names")
+    # A name in the list that is not a valid object name is refused (400), naming its place.
+    c.api.put(b, "lists/bad.txt", b"ok\n../up\n")
+    r = post_hint(c.url, b, {"epoch": 6, "url_list_object": "lists/bad.txt", "job": "fromlist"}, expect=400)
+    assert_json_error(r, 400, "objnames[1]")
 
 
 def test_hint_template(hcluster):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # FastTier build: daemons, unit tests, fuzzers, and the test/run entry points.
 
 DIR ?= $(CURDIR)/run

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # `make bench` rows "Epoch hints vs LRU": 3 epochs of a seeded random order over a remote bucket larger than the cache, with and without order hints.
 """
 DESIGN

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # Cache simulator for epoch order hints: replays a seeded random order over epochs through LRU, the targets' hinted policy and Belady's MIN.
 """
 USAGE

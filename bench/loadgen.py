@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Load clients of the bench: runs wrk (with bench/wrk-*.lua) or ft-loader for a fixed time and parses what they report.
 """
 Every run returns a Result with the request count, the measured seconds and the error count. Payload

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # nginx as the bench peer: renders bench/nginx.conf.in into a scratch dir, starts, finds its workers, stops by pid.
 """
 One nginx master serves three loopback ports (see nginx.conf.in): the sendfile GET baseline whose root

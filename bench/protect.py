@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `make bench` rows of data protection: PUT throughput with mirror 2 and with EC 2+1, each against no redundancy.
 """
 DESIGN

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Bench results: comparison rows (median ratios, noise, targets), the printed table, docs/benchmarks.md and the gnuplot PNG.
 """
 A Row is one comparison: pairs of (A, B) Results from the same rounds (A = FastTier or the tool under

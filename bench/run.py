@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # `make bench`: FastTier against nginx (and ft-loader against wrk) on loopback, in alternating runs; prints and writes the report.
 """
 USAGE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # What the bench reads from the system: machine info, VmRSS and connection counts from /proc, perf stat counters.
 """
 rss_bytes() sums VmRSS over pids (for nginx, master + workers: shared pages count once per process,

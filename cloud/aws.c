@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Backend provider aws: S3 and S3-compatible stores over REST, signed with SigV4 (common/sigv4). */
 #include "cloud/internal.h"
 

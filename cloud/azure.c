@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Backend provider azure: Azure Blob Storage REST with Shared Key signing or a SAS token. */
 #include "cloud/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Backend interface: error table, bucket configuration, dispatch by provider, and the verifying range reader. */
 #include "cloud/internal.h"
 

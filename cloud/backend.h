@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Remote storage backends (S3, GCS, Azure Blob, plain HTTP origin) behind one blocking, streaming interface. */
 #ifndef FT_BACKEND_H
 #define FT_BACKEND_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CRC-32C (Castagnoli), the checksum GCS reports for every object. */
 #ifndef FT_CRC32C_H
 #define FT_CRC32C_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Backend provider gcp: Google Cloud Storage JSON API, OAuth2 service-account tokens (RS256 JWT) or anonymous. */
 #include "cloud/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Backend provider ht: any HTTP(S) origin, objects addressed as <URL prefix><name>; read-only. */
 #include "cloud/internal.h"
 

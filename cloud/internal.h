@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal contract between the backend modules: HTTP transfer engine, helpers and the provider operation tables. */
 #ifndef FT_BACKEND_INT_H
 #define FT_BACKEND_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RS256 JSON Web Tokens: signing with an RSA private key and verification, on OpenSSL EVP. */
 #include "cloud/jwt.h"
 

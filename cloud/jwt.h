@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RS256 JSON Web Tokens (RFC 7519 compact form), as Google's OAuth2 service-account grant wants them, on OpenSSL. */
 #ifndef FT_JWT_H
 #define FT_JWT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Backend HTTP transfer engine: pooled libcurl handles, streaming body handoff, stall timeouts, cancellation. */
 #include "cloud/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Backend helpers: Content-MD5 from a hex MD5, backend dates as ns, ETags, numbers, endpoint URLs. */
 #include "cloud/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tiny event XML reader for backend responses (S3 ListObjectsV2, Azure List Blobs, error documents). */
 #include "cloud/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-loader engine: event-loop threads on epoll, each driving its workers over pooled keep-alive connections. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fixed-memory latency histogram: log-linear buckets, exact min/max/count/sum, percentile queries. */
 #include "hist.h"
 

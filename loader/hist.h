@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fixed-memory latency histogram (HDR-style log-linear buckets): record, merge, percentiles. */
 #ifndef FT_HIST_H
 #define FT_HIST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-loader host table: host:port endpoints resolved once, indexed for the per-thread connection pools. */
 #include <netdb.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-loader HTTP/1.1 client pieces: incremental response parser, request head writer, URL escaping. */
 #include <stdlib.h>
 #include <string.h>

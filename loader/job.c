@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-loader job: picks each worker's next request (GET/PUT mix, epochs, limits) and decides when the run stops. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-loader discovery at start: bucket listing (native JSON or S3 XML, paged), -filelist, -url-list, cluster map. */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-loader internals shared by the loader/ sources: options, hosts, objects, job, HTTP client, engine, stats. */
 #ifndef LD_LOADER_H
 #define LD_LOADER_H

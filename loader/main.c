@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-loader entry point: discovery, the run with its live table, Ctrl-C, cleanup, summary and JSON output. */
 #include <signal.h>
 #include <stdlib.h>

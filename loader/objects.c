@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-loader object list: names listed at start plus objects PUT during the run, readable from any thread. */
 #include <stdio.h>
 #include <stdlib.h>

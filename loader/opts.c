@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-loader command line: aisloader-style single-dash flags, sizes and durations with units, -help. */
 #include <ctype.h>
 #include <errno.h>

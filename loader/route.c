@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-loader routing: which host and request path an object goes to (proxy, owning target, S3, URL), SigV4 headers. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-loader output: live table rows per interval, the final summary, and the same as a JSON file. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-loader blocking one-shot HTTP exchange (startup listing, cluster map, bucket create/destroy). */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bucket requests at the proxy: list buckets, create, set properties, destroy, HEAD (BMD mutations and their push). */
 #include "proxy.h"
 

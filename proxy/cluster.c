@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The primary's cluster map: state at start, target join and keepalive, removal of silent targets. */
 #include "proxy.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Control-port dispatcher of the proxy: join, keepalive, cluster documents, health. */
 #include "proxy.h"
 

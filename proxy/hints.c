@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Order hints at the proxy: checks an order-hint bucket action, splits its names by HRW owner, installs each share. */
 #include "proxy.h"
 

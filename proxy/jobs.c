@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Proxy side of cluster jobs: prefetch/evict and local-object job actions, templates, fan-out to targets, status. */
 #include "proxy.h"
 

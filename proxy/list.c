@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* List objects at the proxy: fan-out of a page request to every target and k-way merge; remote buckets via one target. */
 #include "proxy.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-proxy: configuration, startup of both ports and the cluster state, signals, graceful shutdown. */
 #include "proxy.h"
 

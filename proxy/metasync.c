@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Metasync: pushing the cluster map and bucket metadata to every node's control port, in parallel. */
 #include "proxy.h"
 

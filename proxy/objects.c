@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Object requests at the proxy: 307 redirect to the HRW owner's public URL (loop thread, no network). */
 #include "proxy.h"
 

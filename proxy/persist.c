@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The proxy's state files (smap.json, bmd.json): atomic write (temp + fsync + rename) and load. */
 #include "proxy.h"
 

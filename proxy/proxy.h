@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal interface of the ft-proxy daemon: shared state and the entry points of its modules. */
 #ifndef PX_PROXY_H
 #define PX_PROXY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Public-port dispatcher of the proxy: maps method and path to the handler modules (loop thread). */
 #include "proxy.h"
 

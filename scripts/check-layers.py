@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Layering check: every quoted #include of common/, cloud/, proxy/, target/, loader/ points only where allowed.
 
 Resolves each `#include "..."` as the compiler does (the including file's own directory, then common/, then the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages FastTier needs to build and test, only the missing ones (idempotent).
 set -euo pipefail
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Formatting check of the C sources against .clang-format (clang-format 14, Debian 12); prints the offenders.
 # Usage: scripts/format-check.sh [--fix]   (--fix rewrites the files in place)
 set -uo pipefail

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Local FastTier cluster launcher: starts, stops, kills and restarts ft-proxy/ft-target processes.
 """
 DESIGN

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the backend peers the integration suite starts: nginx (Debian) and the npm emulators pinned by tests/peers/package-lock.json.
 # Idempotent: does nothing when everything is there. npm ci runs with --ignore-scripts: the only
 # native build in the tree (re2, an optional dependency of firebase-tools' hosting code) takes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every cmocka unit test binary of BUILD/tests, then the pytest suites (integration, the Python tests of
 # tests/python, the layering check's self-test); prints the totals.
 # Usage: scripts/run-tests.sh BUILD [pytest args...]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Mechanical whitespace check of the sources: trailing blanks, indentation mixes, final newline.
 # Checks *.c *.h *.py *.sh, the Makefile and the extension-less scripts (scripts/*, .ci/*).
 # Prints "file:line: problem" for every offender and exits 1 if there is any.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target cluster membership: join and keepalive thread, metadata installs, control-port dispatcher. */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ft-target: configuration, node id, startup of the servers and threads, signals, orderly shutdown. */
 #include <ctype.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target public-port dispatcher: health, and object requests checked (names, bucket, ownership) before handling. */
 #include <string.h>
 

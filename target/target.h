@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal interface of the storage target daemon: shared state and what its files export to each other. */
 #ifndef TGT_TARGET_H
 #define TGT_TARGET_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* AWS Signature Version 4 on OpenSSL: canonical requests, signing keys, signing of outgoing requests, SHA-256. */
 /*
  * DESIGN

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* AWS Signature Version 4 on OpenSSL: signing of outgoing requests, and the pieces verification shares with it. */
 #ifndef FT_SIGV4_H
 #define FT_SIGV4_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Streaming object checksums: xxhash64 (libxxhash) and md5 (OpenSSL EVP). */
 #include "base/cksum.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Streaming object checksums: xxhash64 (default) and md5. */
 #ifndef FT_CKSUM_H
 #define FT_CKSUM_H

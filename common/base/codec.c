@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Byte codecs: hex, base64, percent-encoding and date forms, one implementation of each for every program. */
 /*
  * DESIGN

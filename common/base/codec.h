@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Byte codecs: hex, base64 (RFC 4648), percent-encoding (RFC 3986) and the HTTP, SigV4 and ISO 8601 date forms. */
 #ifndef FT_CODEC_H
 #define FT_CODEC_H

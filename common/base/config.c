@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Daemon configuration: defaults, then a JSON file, then command-line flags, each key validated. */
 #include "base/config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Daemon configuration: a JSON file plus command-line overrides. */
 #ifndef FT_CONFIG_H
 #define FT_CONFIG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fan-out thread pool: runs a batch of blocking node-to-node calls in parallel on persistent threads. */
 #include "base/fanout.h"
 

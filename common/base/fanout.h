@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fan-out: a few persistent threads that run a batch of blocking calls (one per node, slice, ...) in parallel. */
 #ifndef FT_FANOUT_H
 #define FT_FANOUT_H

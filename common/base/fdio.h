@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Whole-buffer file descriptor I/O: write, pwrite and pread loops over EINTR and short transfers. */
 #ifndef FT_FDIO_H
 #define FT_FDIO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Leveled logging to stderr: one write(2) per line, UTC timestamps with milliseconds. */
 #include "base/log.h"
 

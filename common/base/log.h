@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Leveled logging to stderr, shared by every daemon and tool. */
 #ifndef FT_LOG_H
 #define FT_LOG_H

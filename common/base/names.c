@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Validation of bucket, object and provider names before they reach a path or a map. */
 #include "base/names.h"
 

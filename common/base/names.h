@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Validation of bucket and object names: names are never trusted as paths. */
 #ifndef FT_NAMES_H
 #define FT_NAMES_H

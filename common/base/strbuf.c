@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Growable byte/string buffer with doubling growth and a sticky allocation-failure flag. */
 #include "base/strbuf.h"
 

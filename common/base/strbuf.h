@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Growable byte/string buffer: one owner, always NUL-terminated, sticky failure after an allocation error. */
 #ifndef FT_STRBUF_H
 #define FT_STRBUF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fixed-size pthread worker pool with an intrusive FIFO of work items (see workpool.h). */
 #include "base/workpool.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fixed-size pthread worker pool running intrusive work items (used by the HTTP server's defer). */
 #ifndef FT_WORKPOOL_H
 #define FT_WORKPOOL_H

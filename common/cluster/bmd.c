@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bucket metadata (BMD): sorted bucket list, JSON codec, refcounts and the installed copy. */
 #include "cluster/bmd.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bucket metadata (BMD): versioned JSON document of buckets and their properties, and the node's current copy. */
 #ifndef FT_BMD_H
 #define FT_BMD_H

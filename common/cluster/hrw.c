@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Highest-random-weight placement: xxhash64 digests and names, scored through a 64-bit mixer. */
 #include "cluster/hrw.h"
 

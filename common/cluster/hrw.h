@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Highest-random-weight (rendezvous) placement over xxhash64. */
 #ifndef FT_HRW_H
 #define FT_HRW_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cluster map (Smap): node lists, HRW owner lookup, JSON codec, refcounts and the installed copy. */
 #include "cluster/smap.h"
 

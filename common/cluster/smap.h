@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cluster map (Smap): versioned JSON document of proxies and targets, and the node's current copy. */
 #ifndef FT_SMAP_H
 #define FT_SMAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-request memory: an arena with an inline first block, freed as a whole, and the request's on_done hooks. */
 #include "http/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Request bodies: Content-Length and chunked framing on the loop thread, handed to on_data, buffered, or to a worker. */
 #include "http/internal.h"
 

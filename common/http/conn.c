@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Connections: their life cycle and references, reading and parsing request heads, keep-alive, request accessors. */
 #include "http/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Public-port HTTP/1.1 server on io_uring: the small request/response interface handlers see. */
 #ifndef FT_HTTP_H
 #define FT_HTTP_H

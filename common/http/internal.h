@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private contract between the files of the public-port HTTP server: its state, constants and cross-file calls. */
 #ifndef FT_HTTP_INTERNAL_H
 #define FT_HTTP_INTERNAL_H

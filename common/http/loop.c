@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The loop threads: one io_uring each, with its listener, eventfd and timer sweep; start, stop, hand-over, defer. */
 #include "http/internal.h"
 

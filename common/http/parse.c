@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* HTTP/1.x request- and response-head parsers, framing analysis and chunked decoder (see parse.h). */
 #include "http/parse.h"
 

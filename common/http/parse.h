@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* HTTP/1.x request- and response-head parsers, framing analysis and chunked-body decoder: pure, allocation-free. */
 #ifndef FT_HTTP_PARSE_H
 #define FT_HTTP_PARSE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Responses: heads, bytes and file bodies, errors and redirects, "100 Continue", and sending them on the loop. */
 #include "http/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Streamed responses from a worker thread: bytes (length or chunked), file ranges with sendfile, sockets with splice. */
 #include "http/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* HTTP helpers for both daemons: Range parsing, JSON responses, /v1 path splitting, clocks. */
 #include "http/util.h"
 

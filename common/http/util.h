@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* HTTP helpers shared by both daemons: ranges, URL paths, JSON responses. */
 #ifndef FT_HTTPUTIL_H
 #define FT_HTTPUTIL_H

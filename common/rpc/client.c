@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Node-to-node client on libcurl (JSON bodies, or bytes through ft_client_send): one keep-alive easy handle per thread. */
 #include "rpc/client.h"
 #include "base/strbuf.h"

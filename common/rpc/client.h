@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Blocking HTTP client for node-to-node calls, on libcurl; keeps one keep-alive handle per thread. */
 #ifndef FT_CLIENT_H
 #define FT_CLIENT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Control-port HTTP server on libmicrohttpd: buffers each request body, calls one JSON handler. */
 #include "rpc/ctl.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Control-port HTTP server (intra-cluster messages) on libmicrohttpd. */
 #ifndef FT_CTL_H
 #define FT_CTL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation, configuration probes. */
 #include "s3/s3.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 aws-chunked request bodies: the decoder that checks every chunk's signature, chained from the request's. */
 /*
  * DESIGN

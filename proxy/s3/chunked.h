@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 aws-chunked request bodies (STREAMING-AWS4-HMAC-SHA256-PAYLOAD): decoding with chunk signature checks. */
 #ifndef PX_S3_CHUNKED_H
 #define PX_S3_CHUNKED_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 ListObjectsV2 and ListObjects (v1): prefix, delimiter and CommonPrefixes, paging, url encoding, over the native fan-out. */
 #include "s3/s3.h"
 

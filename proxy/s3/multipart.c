@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 multipart upload at the proxy: create, upload part, complete, abort, list parts and uploads, via the owning target. */
 #include "s3/s3.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 object operations relayed through the proxy to the owning target: GET/HEAD, PUT, DELETE, CopyObject, UploadPartCopy's data, DeleteObjects. */
 #include "s3/s3.h"
 

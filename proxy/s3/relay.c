@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The S3 GET relay's own HTTP/1.1 client to the targets: keep-alive connections per worker, response heads read without touching the body. */
 #include "s3/s3.h"
 

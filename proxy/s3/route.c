@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 API entry: routing (path style, root, virtual host), SigV4 authentication, verified request bodies, target relay helpers. */
 #include "s3/s3.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 API front-end of the proxy: the request context and the contracts between its files (s3*.c). */
 #ifndef PX_S3_H
 #define PX_S3_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 Signature Version 2 verification (HMAC-SHA1), header and presigned-query forms: boto3's default presigned URLs use it. */
 #include "s3/s3.h"
 

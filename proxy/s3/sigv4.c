@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 request authentication: AWS SigV4 verification of incoming requests, header and presigned forms. */
 /*
  * DESIGN

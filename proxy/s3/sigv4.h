@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 request authentication: AWS Signature Version 4 verification of incoming requests (header and presigned forms). */
 #ifndef PX_S3_SIGV4_H
 #define PX_S3_SIGV4_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 XML: the error table, response document building and escaping, and a minimal strict reader for request bodies. */
 #include "s3/s3.h"
 

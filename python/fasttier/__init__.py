@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # FastTier's Python client: order hints for the cluster and a torch sampler wrapper that posts each epoch's order.
 """
     import fasttier

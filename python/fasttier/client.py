@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The HTTP client of a FastTier cluster's proxy: order hints (POST /v1/buckets/B {"action":"order-hint"}).
 """
 Client(url) talks to one proxy. Every failure is a FastTierError whose message names the request and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # HintedSampler: wraps a sampler, posts each epoch's order to the cluster as an order hint, then yields that order.
 """
 DESIGN

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Object metadata (LOM) codec: versioned TLV records sealed by xxhash32, kept in one xattr. */
 #include "core/lom.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Object metadata ("LOM") codec: stored in one extended attribute of the object file. */
 #ifndef FT_LOM_H
 #define FT_LOM_H

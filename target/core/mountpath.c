@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target mountpaths: opening them, attach/detach at run time, object placement across them, paths, work files. */
 #include <dirent.h>
 #include <errno.h>

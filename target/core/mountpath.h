@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Mountpaths: opening, placement by HRW, work files, directories, bucket retirement, attach/detach at run time. */
 #ifndef TGT_CORE_MOUNTPATH_H
 #define TGT_CORE_MOUNTPATH_H

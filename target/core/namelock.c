@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-name locking of the target: the name lock stripes, the publish lock, and exact-name holds (see namelock.h). */
 #include <stdlib.h>
 #include <string.h>

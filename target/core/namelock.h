@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-name locking of the target: the name lock, the publish lock, and holds kept across network I/O; the lock order. */
 #ifndef TGT_CORE_NAMELOCK_H
 #define TGT_CORE_NAMELOCK_H

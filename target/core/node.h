@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The target's node state (one tgt_t per process), its mountpath slots and on-disk layout constants. */
 #ifndef TGT_CORE_NODE_H
 #define TGT_CORE_NODE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An object's identity on this target: its bucket's properties, its name hash (computed once), its mountpath and path. */
 #include "core/obj.h"
 #include <stdio.h>

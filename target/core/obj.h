@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An object's identity on this target: its names, its bucket's properties, its name hash (once), mountpath and path. */
 #ifndef TGT_CORE_OBJ_H
 #define TGT_CORE_OBJ_H

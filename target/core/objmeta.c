@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Object metadata given at PUT (Content-Type, x-amz-meta-*): taken from the request, kept in the LOM, sent back on GET/HEAD. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Content-Type and x-amz-meta-* given at PUT, kept in the LOM and served back. */
 #ifndef TGT_CORE_OBJMETA_H
 #define TGT_CORE_OBJMETA_H

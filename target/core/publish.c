@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Publishing an object version: the next version number, the "bucket still exists" check, the rename into place. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Publishing an object version: what PUT, multipart completion, cold GET, repair, restore and rebalance share. */
 #ifndef TGT_CORE_PUBLISH_H
 #define TGT_CORE_PUBLISH_H

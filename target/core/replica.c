@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Replicas of an object on its owner (main copy and mirror copies): placement, checks, writes, repair, integrity counters. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Replicas of an object on its owner (main copy and mirror copies): placement, checks, writes, repair; for GET, scrub and mirroring. */
 #ifndef TGT_CORE_REPLICA_H
 #define TGT_CORE_REPLICA_H

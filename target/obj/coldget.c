@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target reads of remote-bucket objects: per-bucket backend handles, one coalesced cold fetch per object streamed to every reader while it is cached, revalidation. */
 #include <errno.h>
 #include <fcntl.h>

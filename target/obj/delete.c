@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target DELETE of an object: unlink, then prune the directories it leaves empty (remote buckets: the backend's copy first). */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target GET and HEAD of an object: checked replica, least busy mirror copy, self-healing; conditions; whole or one range. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target object listing: per-bucket sorted name snapshots, the control-port GET /v1/list, local name walks for jobs. */
 #include <dirent.h>
 #include <errno.h>

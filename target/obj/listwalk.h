@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target-internal interface of list.c and rlist.c beyond target.h: local name walks for jobs, remote listing pages. */
 #ifndef TGT_LISTWALK_H
 #define TGT_LISTWALK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target multipart uploads: parts under <mp>/.mpu/<upload id>/, completion into one object, abort, listings, expiry. */
 #include <ctype.h>
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target PUT of an object: stream the body into a work file, then sync, set metadata and rename it into place (remote buckets: after the backend took it). */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Listing remote buckets on a target: pages of the backend's listing, and which of a page's names are cached here. */
 #include <stdio.h>
 #include <stdlib.h>

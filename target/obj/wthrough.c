@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Write-through to remote buckets: the backend PUT/DELETE of an object, per-name write ordering, and superseding older cold fetches. */
 #include <errno.h>
 #include <fcntl.h>

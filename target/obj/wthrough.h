@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Write-through of PUT and DELETE to the backend of a remote bucket: what put.c and delete.c use. */
 #ifndef TGT_WTHROUGH_H
 #define TGT_WTHROUGH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal header of erasure coding (ec_owner.c, ec_holder.c): limits, slice names, shared helpers. */
 #ifndef TGT_PROTECT_EC_H
 #define TGT_PROTECT_EC_H

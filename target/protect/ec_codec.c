@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Erasure coding of objects with isa-l: slice file headers, streaming encode and decode over fds. */
 #include "protect/ec_codec.h"
 #include "base/codec.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Erasure coding of objects (isa-l Reed-Solomon over a Cauchy matrix): slice files, encode, decode. */
 #ifndef FT_EC_H
 #define FT_EC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Erasure coding, the holder's side: receives, stores, serves and deletes the slices other targets send. */
 #include <dirent.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Erasure coding, the owner's side: encodes (isa-l) and sends slices or replicas, restores a lost main copy. */
 #include <errno.h>
 #include <fcntl.h>

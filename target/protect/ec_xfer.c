@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Slice transfer for erasure coding: binary POSTs through the node client, binary GETs streamed to a sink. */
 #include "protect/ec_xfer.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Slice transfer for erasure coding: slices and their headers travel as bytes (binary POST and GET bodies). */
 #ifndef FT_EC_XFER_H
 #define FT_EC_XFER_H

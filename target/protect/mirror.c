@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* N-way mirroring on distinct mountpaths of an object's owner: copies at PUT, their removal, the "mirror" job. */
 #include <errno.h>
 #include <fcntl.h>

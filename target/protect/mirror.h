@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* N-way mirroring (docs/data-protection.md): the copies a PUT makes, their removal, the "mirror" job. */
 #ifndef TGT_PROTECT_MIRROR_H
 #define TGT_PROTECT_MIRROR_H

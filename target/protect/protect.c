@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A bucket's redundancy for a version just published: mirror copies under the name lock, EC slices after it. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integrity scrub of stored objects: re-read, verify size, metadata and checksum, repair from a mirror or EC. */
 #include <errno.h>
 #include <stdio.h>

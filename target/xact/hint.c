@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Epoch order hints on a target: the hinted order of the names it owns per bucket and job, the cursor, expiry. */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal header of the epoch order hints (hint.c: the order store and cursor; hint_prefetch.c: staging ahead). */
 #ifndef TGT_XACT_HINT_H
 #define TGT_XACT_HINT_H

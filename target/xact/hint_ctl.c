@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Control-port endpoint of the epoch order hints: install a target's share, list the hints, remove them. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Staging ahead under order hints: a few threads fetch or read ahead the next names of each hint's list before they are read. */
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target janitor: one background thread deleting retired bucket trees ("rm.*" in every .work). */
 #include <dirent.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target side of cluster jobs: prefetch, evict and jobs over local objects; worker threads, status, abort. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target LRU eviction: per-mountpath usage watermarks, in-memory access times, eviction of cached remote objects. */
 #include <dirent.h>
 #include <errno.h>

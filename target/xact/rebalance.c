@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rebalance (objects follow the cluster map) and resilver (objects follow the mountpath set). */
 #include <errno.h>
 #include <fcntl.h>

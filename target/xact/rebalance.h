@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal header of rebalance and resilver (xact/rebalance*.c, resilver.c, walk.c): state and helpers. */
 #ifndef TGT_XACT_REBALANCE_H
 #define TGT_XACT_REBALANCE_H

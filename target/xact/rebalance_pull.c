@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rebalance pull: a GET miss on the owner fetches the object from where it was before. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rebalance receiver: takes the chunks another target sends, verifies and publishes the object. */
 #include <errno.h>
 #include <fcntl.h>

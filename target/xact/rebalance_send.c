@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rebalance sender: streams an object to another target over the control port, then deletes it here. */
 #include <curl/curl.h>
 #include <errno.h>

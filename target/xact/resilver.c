@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Resilver: objects follow the mountpath set (local moves, detach, /v1/mountpaths). */
 #include <errno.h>
 #include <fcntl.h>

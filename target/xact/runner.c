@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The target's one job runner: runs (items on threads of their own, a collector) and services (background loops). */
 #include <errno.h>
 #include <pthread.h>

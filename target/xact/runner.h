@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal header of the target's one job runner (runner.c), used by jobs.c, rebalance and LRU. */
 #ifndef TGT_XACT_RUNNER_H
 #define TGT_XACT_RUNNER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The object walker: every published object of a mountpath, by bucket; and the rebalance walk built on it. */
 #include <dirent.h>
 #include <errno.h>

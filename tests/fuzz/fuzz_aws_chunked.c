@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer harness of the aws-chunked decoder (proxy/s3/chunked.c), checked against a reference decoder. */
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer harness of the backends' XML: cloud/xml.c's reader, error documents, S3 and Azure listing results. */
 #include <stdint.h>
 #include <stdlib.h>

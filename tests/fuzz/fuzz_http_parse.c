@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer harness for http/parse.c (head parser, framing, chunked decoder) and percent-decoding (base/codec.c). */
 #include <stdint.h>
 #include <stdlib.h>

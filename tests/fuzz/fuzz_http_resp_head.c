@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer harness of the response-head parser of common/http/parse.c (ft_hp_parse_resp_head). */
 #include <stdint.h>
 #include <stdlib.h>

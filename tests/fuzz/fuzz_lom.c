@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer harness of the LOM decoder (target/core/lom.c): the object metadata read back from an xattr. */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer harness of the proxy's S3 XML reader and the DeleteObjects / CompleteMultipartUpload decoders. */
 #include <stddef.h>
 #include <stdint.h>

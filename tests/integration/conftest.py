@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration-test fixtures: real ft-proxy/ft-target clusters on free loopback ports, sanitizer-checked teardown.
 """
 Each cluster is started by scripts/ftcluster.py (the code path of `scripts/ft-cluster` and `make run`)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helpers for the integration tests: native API calls, error-body checks, checksums, a raw HTTP/1.1 client.
 import ctypes
 import ctypes.util

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Real backend peers on loopback for the integration suite: s3rver, azurite, the firebase storage emulator, nginx.
 
 Each start_* function picks free ports, starts the peer from tests/peers/node_modules (npm) or

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helpers for the S3 tests: endpoint and keys of a cluster, boto3 clients, a SigV4 signer of our own, CLI environments.
 """
 The cluster fixtures start the proxy with DIR/s3keys.json (scripts/ftcluster.py). Against an

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Backend interface (cloud/backend.h) against real servers: s3rver, azurite, the GCS emulator, nginx.
 
 Each test starts one peer on loopback (tests/integration/peers.py), runs the C driver

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Bad input: unsafe object names, bad buckets, cut-short and oversized PUT bodies; each with a JSON error.
 import os
 import socket

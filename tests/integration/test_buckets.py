@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Buckets: create, list, HEAD, destroy, checksum type, and every bad bucket request.
 import json
 import os

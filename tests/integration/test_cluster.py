@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Cluster membership: the map, health, versions, leaving and rejoining, and never going back a version.
 import copy
 import time

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Remote (ht) buckets read through the cluster: cold GET caching, coalescing, faults, latest-ver revalidation.
 import hashlib
 import json

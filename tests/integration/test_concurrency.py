@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Concurrency: 16 clients PUT distinct payloads to one name with GETs in between; no torn or mixed object.
 import concurrent.futures
 import hashlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Crash safety: SIGKILL a target in the middle of PUT load, restart it, and check nothing acked is lost or torn.
 import os
 import random

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # EC (erasure-coded buckets): slices and replicas on other targets, restore of lost main copies, corrupt slices, a SIGKILLed target.
 import os
 import random

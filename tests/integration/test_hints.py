@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Epoch order hints: the split by owner, cursors following the GETs, expiry, bad input, eviction by next use.
 import json
 import os

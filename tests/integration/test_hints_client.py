@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The Python client on a real cluster: a torch DataLoader (2 workers) over a RandomSampler wrapped in fasttier.HintedSampler, 2 epochs.
 """
 Each epoch HintedSampler posts the sampler's order before the workers read; the targets' cursors

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Public-port HTTP/1.1 edge cases over raw sockets: keep-alive, pipelining, 100-continue, chunked, limits.
 import os
 import socket

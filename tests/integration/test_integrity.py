@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integrity: damaged objects are never served; GET heals them from a mirror copy; the scrub job finds and repairs them.
 import os
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Jobs: prefetch and evict of remote buckets (ht, aws via s3rver) across the targets, by names and by prefix.
 import os
 import threading

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Jobs over local objects (make-n-copies, ec-encode, scrub): every target walks its own objects of the bucket.
 import os
 

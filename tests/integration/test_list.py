@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Listing objects: exact across targets (10,000 objects, several page sizes), prefixes, tokens, order.
 import concurrent.futures
 import threading

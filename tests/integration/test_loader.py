@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ft-loader against a real cluster and a tiny HTTP server: counts, -verifyhash, exact stops, JSON, cleanup, -url-list.
 import collections
 import http.server

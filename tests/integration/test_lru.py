@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # LRU eviction under a small per-mountpath quota: watermarks, recency, refetch, ais never evicted, 507 on no room.
 import os
 import time

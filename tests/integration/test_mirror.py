@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Bucket protection properties (create-bck, set-bprops, HEAD) and n-way mirroring on the mountpaths of the owner.
 import json
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Objects: PUT/GET/HEAD/DELETE through the proxy's 307 and directly on the owner, metadata headers, checksums.
 import os
 import time

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Range GETs: every edge of RFC 9110 single ranges, unsatisfiable and malformed ranges, through proxy and owner.
 import os
 

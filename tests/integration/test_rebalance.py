@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Rebalance: a target joins a running cluster; objects move to their new owner, and are served while they move.
 import hashlib
 import os

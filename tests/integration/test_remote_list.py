@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Listing remote buckets (aws via s3rver, azure via azurite, gcp via the GCS emulator): pages, tokens, cached flags.
 import base64
 import datetime

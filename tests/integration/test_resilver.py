@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Resilver: mountpaths attached and detached over REST on a running target; objects follow, none is lost.
 import hashlib
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # S3 authentication and routing: SigV4 header/presigned/aws-chunked checks with the right error codes, SigV2, anonymous mode, / and virtual hosts.
 import datetime
 import hashlib

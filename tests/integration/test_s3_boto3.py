@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # S3 API with stock boto3 against a real local cluster: every non-multipart operation, paginators, presigned URLs, S3 errors.
 import datetime
 import hashlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # S3 API with stock command-line clients against a real local cluster: aws CLI, s3cmd, rclone, curl --aws-sigv4.
 import filecmp
 import hashlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # S3 object metadata (Content-Type, x-amz-meta-*) through PutObject, CopyObject, multipart uploads and GET/HEAD: boto3 and aws CLI.
 """
 The proxy passes the Content-Type and x-amz-meta-* of a PutObject, a CopyObject (directive COPY:

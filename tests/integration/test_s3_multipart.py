@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # S3 multipart upload: boto3 and aws CLI against a real cluster, the target's part store directly, and crash recovery.
 """
 Parts live on the target that owns the object (target/obj/mpu.c); the proxy relays (proxy/s3/multipart.c).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # S3 UploadPartCopy (x-amz-copy-source on UploadPart, with and without x-amz-copy-source-range) with stock boto3.
 import hashlib
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # PyTorch DataLoader over the S3 API: map-style Dataset on a bucket prefix, boto3 client per worker, 2 workers, shuffle, 2 epochs.
 """
 The Dataset is the one docs/pytorch.md shows. Every object is generated here, PUT through the S3 API,

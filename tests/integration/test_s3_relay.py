@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The S3 GET relay (proxy/s3/relay.c + ft_resp_stream_splice): whole bodies on kept-alive connections, cut bodies when the target dies.
 """
 A GET through /s3 is relayed by the proxy's own keep-alive client and spliced to the client. These

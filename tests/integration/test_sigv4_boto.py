@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SigV4 against botocore: requests botocore signs (client API, SigV4Auth, S3SigV4Auth, S3SigV4QueryAuth) verify in C.
 """
 Each test builds cases -- requests exactly as botocore signed them, plus tampered copies with the result

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Write-through PUT and DELETE on remote buckets against real s3rver, azurite and the GCS emulator, plus faults.
 """
 Each provider test starts its emulator (tests/integration/peers.py), creates a remote bucket on the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Self-test of scripts/check-layers.py: a fake tree per rule, with one planted violation each, and a clean tree.
 import os
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Fixtures of the Python client's tests: a tiny HTTP server on a free loopback port that records what is POSTed.
 """
 These tests need no cluster: the Recorder server answers each request with the status and JSON body it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/hints.py's rows from a run's figures (no cluster): ratios, hit rates, the simulator's figures, a failed run.
 import os
 import sys

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The Python client without a cluster: HintedSampler's posted hints (order, names, epochs) and errors, against a recording HTTP server.
 import random
 import socket

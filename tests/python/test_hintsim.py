@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/hintsim.py on cases small enough to count by hand: LRU, the hinted policy and Belady's MIN.
 import os
 import random

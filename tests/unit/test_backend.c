@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Backend tests: codecs, config, JWT, faults against an in-process HTTP server, and (FT_PEER_*) real emulator round trips. */
 #include <arpa/inet.h>
 #include <errno.h>

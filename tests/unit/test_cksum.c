@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for streaming checksums: published vectors, chunked == one-shot, names, abort. */
 #include <setjmp.h>
 #include <stdarg.h>

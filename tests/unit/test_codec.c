@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for base/codec.c: hex, base64 (RFC 4648 vectors), percent-encoding (RFC 3986), date forms. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for configuration: defaults, file + flag precedence, --mountpath, derived keys, bad input. */
 #include <setjmp.h>
 #include <stdarg.h>

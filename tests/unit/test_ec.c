@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for erasure coding: slice headers, every loss pattern up to P slices, corrupt slices detected. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the fan-out pool: every index runs once, calls overlap, concurrent batches, 0 and 1 calls. */
 #include <pthread.h>
 #include <setjmp.h>

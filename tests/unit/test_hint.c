@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the epoch order hints: the order store, the cursor (reordered and skipped reads), expiry, victim order. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the latency histogram: bucket layout, precision, percentiles, merge, limits. */
 #include <setjmp.h>
 #include <stdarg.h>

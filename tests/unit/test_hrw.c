@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for HRW placement: spread over 4 targets, movement when a 5th joins, determinism. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for common/http/parse.c: request heads, framing analysis, chunked decoding. */
 #include <setjmp.h>
 #include <stdarg.h>

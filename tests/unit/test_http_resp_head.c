@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the response-head parser of common/http/parse.c (ft_hp_parse_resp_head). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for the server of common/http/: the real server on an ephemeral loopback port, driven over raw sockets. */
 #include <setjmp.h>
 #include <stdarg.h>

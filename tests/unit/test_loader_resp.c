@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of ft-loader's response reader: heads, Content-Length and chunked bodies in any split, bad framing. */
 #include <setjmp.h>
 #include <stdarg.h>

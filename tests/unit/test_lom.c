@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the LOM codec and its xattr storage: round trip and every kind of corruption. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the Smap and BMD: editing, JSON round trips, rejected input, install rules, refcounts. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for object, bucket and provider name validation: every rule and its valid edges. */
 #include <setjmp.h>
 #include <stdarg.h>

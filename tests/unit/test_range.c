@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for httputil: Range parsing at every edge, JSON responses, /v1 path split. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the proxy's S3 XML module: escaping, error documents, the strict reader and its two request documents. */
 #include <setjmp.h>
 #include <stdarg.h>

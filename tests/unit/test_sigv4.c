@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for SigV4 signing, verification and aws-chunked: AWS vectors, S3 examples, presigned, tampering, botocore. */
 #include <pthread.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of common/strbuf: appends, formatting across the growth boundary, take/free and the sticky failure. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the target core on real directories: object identity, the name lock and holds, publish, replica choice. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Formatting check of the C sources against .clang-format (clang-format 14, Debian 12); prints the offenders.
+# Formatting check of the C sources against .clang-format (clang-format 14, Debian 12), and of the SPDX line of
+# every source; prints the offenders.
 # Usage: scripts/format-check.sh [--fix]   (--fix rewrites the files in place)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,6 +16,14 @@ bad=0
 for f in "${files[@]}"; do
 	if ! clang-format --dry-run --Werror "$f" >/dev/null 2>&1; then
 		echo "$f: not formatted (scripts/format-check.sh --fix)"
+		bad=1
+	fi
+done
+# Every source names its license in its first lines (LICENSE: Apache-2.0).
+mapfile -t sources < <(git ls-files --cached --others --exclude-standard '*.c' '*.h' '*.py' '*.sh' | grep -v node_modules)
+for f in "${sources[@]}"; do
+	if ! head -n 3 "$f" | grep -q 'SPDX-License-Identifier: Apache-2.0'; then
+		echo "$f: no SPDX-License-Identifier line in its first 3 lines"
 		bad=1
 	fi
 done

@@ -53,6 +53,8 @@ struct px_s3_body {
 	int64_t total; /* declared payload bytes, -1 = until the end of the body */
 	int64_t delivered;
 	bool streaming; /* aws-chunked */
+	ft_chunked_mode_t mode;
+	const char *trailer; /* x-amz-trailer (trailer forms), in the request's memory */
 	ft_sigv4_chunked_t *chunked;
 	uint8_t *raw; /* BODY_BUF each, malloc'd on first read */
 	uint8_t *pay;
@@ -453,11 +455,59 @@ static int content_md5_hex(const char *b64, char hex[FT_CKSUM_HEX_MAX])
 	return 0;
 }
 
+/* The aws-chunked form x-amz-content-sha256 names; false when it names none. */
+static bool streaming_mode(const char *sha, ft_chunked_mode_t *mode)
+{
+	if (sha == NULL)
+		return false;
+	if (strcmp(sha, FT_SIGV4_STREAMING) == 0)
+		*mode = FT_CHUNKED_SIGNED;
+	else if (strcmp(sha, FT_SIGV4_STREAMING_TRAILER) == 0)
+		*mode = FT_CHUNKED_SIGNED_TRAILER;
+	else if (strcmp(sha, FT_SIGV4_STREAMING_UNSIGNED_TRAILER) == 0)
+		*mode = FT_CHUNKED_UNSIGNED_TRAILER;
+	else
+		return false;
+	return true;
+}
+
+/* aws-chunked: the decoded length and the trailer announced. PX_S3_OK or the error, *msg set. */
+static px_s3_err_t streaming_prepare(px_s3_req_t *q, px_s3_body_t *b, const char **msg)
+{
+	ft_req_t *r = q->r;
+	const char *dl = ft_req_header(r, "x-amz-decoded-content-length");
+	char *end = NULL;
+	long long v;
+
+	if (b->mode != FT_CHUNKED_UNSIGNED_TRAILER && (q->anonymous || q->auth.seed_signature[0] == '\0')) {
+		*msg = "Signed aws-chunked bodies need a SigV4 Authorization header";
+		return PX_S3_INVALID_REQUEST; /* chunk signatures chain from a SigV4 request signature */
+	}
+	if (dl == NULL)
+		return PX_S3_MISSING_CONTENT_LENGTH;
+	errno = 0;
+	v = strtoll(dl, &end, 10);
+	if (errno != 0 || end == dl || *end != '\0' || v < 0) {
+		*msg = "x-amz-decoded-content-length is not a decimal length";
+		return PX_S3_INVALID_ARGUMENT;
+	}
+	b->total = v;
+	b->streaming = true;
+	if (b->mode != FT_CHUNKED_SIGNED) {
+		b->trailer = ft_req_header(r, "x-amz-trailer");
+		if (b->trailer == NULL || b->trailer[0] == '\0' || strchr(b->trailer, ',') != NULL) {
+			*msg = "A STREAMING-...-TRAILER body needs x-amz-trailer naming exactly one trailer";
+			return PX_S3_INVALID_REQUEST;
+		}
+	}
+	return PX_S3_OK;
+}
+
 /*
  * Loop thread: sets up the body reader of q from the request's headers. Returns PX_S3_OK, or the
- * error to send (bad framing or digest headers).
+ * error to send (bad framing or digest headers) with *msg set to a message or NULL.
  */
-static px_s3_err_t body_prepare(px_s3_req_t *q)
+static px_s3_err_t body_prepare(px_s3_req_t *q, const char **msg)
 {
 	ft_req_t *r = q->r;
 	px_s3_body_t *b = ft_req_alloc(r, sizeof(*b));
@@ -465,23 +515,14 @@ static px_s3_err_t body_prepare(px_s3_req_t *q)
 	const char *md5 = ft_req_header(r, "Content-MD5");
 	int64_t cl = ft_req_content_length(r);
 
+	*msg = NULL;
 	memset(b, 0, sizeof(*b));
 	q->body = b;
 	b->total = cl;
-	if (sha != NULL && strcmp(sha, FT_SIGV4_STREAMING) == 0) {
-		const char *dl = ft_req_header(r, "x-amz-decoded-content-length");
-		char *end = NULL;
-		long long v;
-		if (q->anonymous || q->auth.seed_signature[0] == '\0')
-			return PX_S3_INVALID_REQUEST; /* chunk signatures chain from a SigV4 request signature */
-		if (dl == NULL)
-			return PX_S3_MISSING_CONTENT_LENGTH;
-		errno = 0;
-		v = strtoll(dl, &end, 10);
-		if (errno != 0 || end == dl || *end != '\0' || v < 0)
-			return PX_S3_INVALID_ARGUMENT;
-		b->total = v;
-		b->streaming = true;
+	if (streaming_mode(sha, &b->mode)) {
+		px_s3_err_t e = streaming_prepare(q, b, msg);
+		if (e != PX_S3_OK)
+			return e;
 	} else if (sha != NULL && is_hex64(sha)) {
 		b->want_sha = true;
 		for (int i = 0; i < 64; i++)
@@ -519,7 +560,7 @@ static px_s3_err_t body_start(px_s3_req_t *q, px_s3_body_t *b)
 	if (b->raw == NULL || (b->streaming && b->pay == NULL))
 		return PX_S3_INTERNAL;
 	if (b->streaming) {
-		b->chunked = ft_sigv4_chunked_new(&q->auth);
+		b->chunked = ft_sigv4_chunked_new_mode(&q->auth, b->mode, b->trailer);
 		if (b->chunked == NULL)
 			return PX_S3_INTERNAL;
 	}
@@ -1062,13 +1103,15 @@ static px_s3_err_t authenticate(px_s3_req_t *q, const char **msg)
 			return PX_S3_INVALID_REQUEST;
 		}
 	}
-	if (sha != NULL && strcmp(sha, FT_SIGV4_UNSIGNED) != 0 && strcmp(sha, FT_SIGV4_STREAMING) != 0 &&
-	    !is_hex64(sha)) {
+	ft_chunked_mode_t mode;
+	if (sha != NULL && strcmp(sha, FT_SIGV4_UNSIGNED) != 0 && !streaming_mode(sha, &mode) && !is_hex64(sha)) {
 		if (strncmp(sha, "STREAMING-", 10) == 0) {
-			*msg = "Only the STREAMING-AWS4-HMAC-SHA256-PAYLOAD streaming form is supported";
+			*msg = "Supported streaming forms: STREAMING-AWS4-HMAC-SHA256-PAYLOAD, "
+			       "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER, STREAMING-UNSIGNED-PAYLOAD-TRAILER "
+			       "(not the ECDSA ones)";
 			return PX_S3_NOT_IMPLEMENTED;
 		}
-		*msg = "x-amz-content-sha256 must be a hex SHA-256, UNSIGNED-PAYLOAD or STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
+		*msg = "x-amz-content-sha256 must be a hex SHA-256, UNSIGNED-PAYLOAD or a STREAMING-... form";
 		return PX_S3_INVALID_ARGUMENT;
 	}
 	for (int i = 0; i < n; i++)
@@ -1151,10 +1194,11 @@ static bool bucket_exists(px_s3_req_t *q)
 /* Sets up the body reader; false after responding with the error. */
 static bool body_ok(px_s3_req_t *q)
 {
-	px_s3_err_t e = body_prepare(q);
+	const char *msg = NULL;
+	px_s3_err_t e = body_prepare(q, &msg);
 
 	if (e != PX_S3_OK) {
-		px_s3_error(q, e, NULL);
+		px_s3_error(q, e, msg);
 		return false;
 	}
 	return true;

@@ -22,6 +22,7 @@
 #include "cluster/smap.h"
 #include "http/util.h"
 #include "rpc/client.h"
+#include "s3/checksum.h"
 #include "s3/chunked.h"
 
 /*
@@ -37,6 +38,8 @@
  * of the body (for aws-chunked: up to the verified final chunk) and checks the SHA-256 and MD5
  * it was promised. A relay that sends exactly the declared length to a target therefore never
  * lets the target see a complete body that failed a check; the target discards a cut body.
+ * An x-amz-checksum-* (header, or the trailer of an aws-chunked body) is one more such check,
+ * computed over the decoded payload.
  */
 
 #define BODY_BUF (64 * 1024)
@@ -68,6 +71,10 @@ struct px_s3_body {
 	char md5_hex[FT_CKSUM_HEX_MAX];
 	ft_cksum_t md5;
 	bool md5_live;
+	px_s3_ck_alg_t ck_alg; /* x-amz-checksum-* to check, NONE for none */
+	const char *ck_header; /* its value from the header; NULL: from the trailer */
+	px_s3_ck_t ck;
+	bool ck_live;
 	bool finished; /* verified end reached */
 	px_s3_err_t err;
 };
@@ -436,6 +443,9 @@ static void body_release(void *arg)
 	}
 	if (b->md5_live)
 		ft_cksum_abort(&b->md5);
+	if (b->ck_live)
+		px_s3_ck_abort(&b->ck);
+	b->ck_live = false;
 	free(b->raw);
 	free(b->pay);
 	b->chunked = NULL;
@@ -503,6 +513,54 @@ static px_s3_err_t streaming_prepare(px_s3_req_t *q, px_s3_body_t *b, const char
 	return PX_S3_OK;
 }
 
+/* Room for "Value for x-amz-checksum-crc64nvme header is invalid." and its likes. */
+#define CK_MSG_MAX 96
+
+/*
+ * The x-amz-checksum-* to check: at most one header, or the trailer an aws-chunked body announced.
+ * PX_S3_OK or the error, *msg set (in the request's memory).
+ */
+static px_s3_err_t checksum_prepare(px_s3_req_t *q, px_s3_body_t *b, const char **msg)
+{
+	static const px_s3_ck_alg_t all[] = {PX_S3_CK_CRC32, PX_S3_CK_CRC32C, PX_S3_CK_CRC64NVME, PX_S3_CK_SHA1,
+					     PX_S3_CK_SHA256};
+	char *m = ft_req_alloc(q->r, CK_MSG_MAX);
+	int count = 0;
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		const char *v = ft_req_header(q->r, px_s3_ck_header(all[i]));
+		if (v == NULL)
+			continue;
+		count++;
+		b->ck_alg = all[i];
+		b->ck_header = v;
+	}
+	if (b->trailer != NULL) {
+		px_s3_ck_alg_t t = px_s3_ck_from_name(b->trailer);
+		if (t == PX_S3_CK_NONE) {
+			*msg = "x-amz-trailer must name an x-amz-checksum-* trailer";
+			return PX_S3_INVALID_REQUEST;
+		}
+		count++;
+		b->ck_alg = t;
+		b->ck_header = NULL;
+	}
+	if (count > 1) {
+		*msg = "Expecting a single x-amz-checksum- header or trailer";
+		return PX_S3_INVALID_REQUEST;
+	}
+	if (b->ck_alg == PX_S3_CK_CRC64NVME) {
+		*msg = "CRC64NVME checksums are not supported; use CRC32, CRC32C, SHA1 or SHA256";
+		return PX_S3_NOT_IMPLEMENTED;
+	}
+	if (b->ck_header != NULL && !px_s3_ck_value_ok(b->ck_alg, b->ck_header)) {
+		snprintf(m, CK_MSG_MAX, "Value for %s header is invalid.", px_s3_ck_header(b->ck_alg));
+		*msg = m;
+		return PX_S3_INVALID_REQUEST;
+	}
+	return PX_S3_OK;
+}
+
 /*
  * Loop thread: sets up the body reader of q from the request's headers. Returns PX_S3_OK, or the
  * error to send (bad framing or digest headers) with *msg set to a message or NULL.
@@ -534,6 +592,9 @@ static px_s3_err_t body_prepare(px_s3_req_t *q, const char **msg)
 			return PX_S3_INVALID_DIGEST;
 		b->want_md5 = true;
 	}
+	px_s3_err_t e = checksum_prepare(q, b, msg);
+	if (e != PX_S3_OK)
+		return e;
 	ft_req_on_done(r, body_release, b);
 	return PX_S3_OK;
 }
@@ -574,7 +635,31 @@ static px_s3_err_t body_start(px_s3_req_t *q, px_s3_body_t *b)
 			return PX_S3_INTERNAL;
 		b->md5_live = true;
 	}
+	if (b->ck_alg != PX_S3_CK_NONE) {
+		if (px_s3_ck_init(&b->ck, b->ck_alg) != 0)
+			return PX_S3_INTERNAL;
+		b->ck_live = true;
+	}
 	return PX_S3_OK;
+}
+
+/* The x-amz-checksum-* check at the verified end of the body. */
+static px_s3_err_t checksum_finish(px_s3_body_t *b)
+{
+	char got[PX_S3_CK_B64_MAX];
+	const char *want = b->ck_header;
+
+	if (!b->ck_live)
+		return PX_S3_OK;
+	b->ck_live = false;
+	if (px_s3_ck_final(&b->ck, got) != 0)
+		return PX_S3_INTERNAL;
+	if (want == NULL) {
+		want = ft_sigv4_chunked_trailer(b->chunked);
+		if (want == NULL || !px_s3_ck_value_ok(b->ck_alg, want))
+			return PX_S3_INVALID_CHECKSUM;
+	}
+	return strcmp(got, want) == 0 ? PX_S3_OK : PX_S3_CHECKSUM_MISMATCH;
 }
 
 /*
@@ -661,6 +746,9 @@ static px_s3_err_t body_finish(px_s3_req_t *q, px_s3_body_t *b)
 		if (strcmp(hex, b->md5_hex) != 0)
 			return PX_S3_BAD_DIGEST;
 	}
+	px_s3_err_t e = checksum_finish(b);
+	if (e != PX_S3_OK)
+		return e;
 	b->finished = true;
 	return PX_S3_OK;
 }
@@ -705,6 +793,8 @@ ssize_t px_s3_body_read(px_s3_req_t *q, void *buf, size_t cap)
 		ft_sha256_update(&b->sha, buf, n);
 	if (b->md5_live)
 		ft_cksum_update(&b->md5, buf, n);
+	if (b->ck_live)
+		px_s3_ck_update(&b->ck, buf, n);
 	b->delivered += (int64_t)n;
 	if (b->total >= 0 && b->delivered == b->total) {
 		e = body_finish(q, b); /* before the last bytes leave */

@@ -299,6 +299,9 @@ void px_s3_error_from_target(px_s3_req_t *q, const px_s3_target_reply_t *reply)
 	case 507:
 		e = PX_S3_INSUFFICIENT_STORAGE;
 		break;
+	case 501:
+		e = PX_S3_NOT_IMPLEMENTED;
+		break;
 	default:
 		e = reply->status >= 400 && reply->status < 500 ? PX_S3_INVALID_REQUEST : PX_S3_INTERNAL;
 		break;

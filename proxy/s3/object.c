@@ -457,6 +457,33 @@ static int meta_lines_or_error(px_s3_req_t *q, const char ***lines)
 	return -1;
 }
 
+/*
+ * meta and the request's If-Match / If-None-Match, which the target checks under the object's name
+ * lock as it publishes (conditional writes).
+ */
+static const char **with_conditions(px_s3_req_t *q, const char **meta)
+{
+	static const char *const names[] = {"If-Match", "If-None-Match"};
+	size_t n = 0;
+	const char **v;
+
+	while (meta[n] != NULL)
+		n++;
+	v = ft_req_alloc(q->r, (n + 3) * sizeof(*v));
+	memcpy(v, meta, n * sizeof(*v));
+	for (size_t i = 0; i < 2; i++) {
+		const char *val = ft_req_header(q->r, names[i]);
+		if (val == NULL)
+			continue;
+		size_t len = strlen(names[i]) + strlen(val) + 3;
+		char *line = ft_req_alloc(q->r, len);
+		snprintf(line, len, "%s: %s", names[i], val);
+		v[n++] = line;
+	}
+	v[n] = NULL;
+	return v;
+}
+
 void px_s3_object_put(px_s3_req_t *q)
 {
 	int64_t len = px_s3_body_length(q);
@@ -472,7 +499,7 @@ void px_s3_object_put(px_s3_req_t *q)
 	const char **meta = NULL;
 	if (meta_lines_or_error(q, &meta) != 0)
 		return;
-	q->op = meta; /* put_work's extra header lines */
+	q->op = with_conditions(q, meta); /* put_work's extra header lines */
 	px_s3_defer(q, put_work);
 }
 

@@ -23,6 +23,7 @@
 #include "cluster/smap.h"
 #include "http/util.h"
 #include "rpc/client.h"
+#include "s3/checksum.h"
 #include "s3/chunked.h"
 
 /*
@@ -38,6 +39,8 @@
  * of the body (for aws-chunked: up to the verified final chunk) and checks the SHA-256 and MD5
  * it was promised. A relay that sends exactly the declared length to a target therefore never
  * lets the target see a complete body that failed a check; the target discards a cut body.
+ * An x-amz-checksum-* (header, or the trailer of an aws-chunked body) is one more such check,
+ * computed over the decoded payload.
  */
 
 #define BODY_BUF (64 * 1024)
@@ -54,6 +57,8 @@ struct px_s3_body {
 	int64_t total; /* declared payload bytes, -1 = until the end of the body */
 	int64_t delivered;
 	bool streaming; /* aws-chunked */
+	ft_chunked_mode_t mode;
+	const char *trailer; /* x-amz-trailer (trailer forms), in the request's memory */
 	ft_sigv4_chunked_t *chunked;
 	uint8_t *raw; /* BODY_BUF each, malloc'd on first read */
 	uint8_t *pay;
@@ -67,6 +72,10 @@ struct px_s3_body {
 	char md5_hex[FT_CKSUM_HEX_MAX];
 	ft_cksum_t md5;
 	bool md5_live;
+	px_s3_ck_alg_t ck_alg; /* x-amz-checksum-* to check, NONE for none */
+	const char *ck_header; /* its value from the header; NULL: from the trailer */
+	px_s3_ck_t ck;
+	bool ck_live;
 	bool finished; /* verified end reached */
 	px_s3_err_t err;
 };
@@ -291,6 +300,9 @@ void px_s3_error_from_target(px_s3_req_t *q, const px_s3_target_reply_t *reply)
 	case 507:
 		e = PX_S3_INSUFFICIENT_STORAGE;
 		break;
+	case 501:
+		e = PX_S3_NOT_IMPLEMENTED;
+		break;
 	default:
 		e = reply->status >= 400 && reply->status < 500 ? PX_S3_INVALID_REQUEST : PX_S3_INTERNAL;
 		break;
@@ -435,6 +447,9 @@ static void body_release(void *arg)
 	}
 	if (b->md5_live)
 		ft_cksum_abort(&b->md5);
+	if (b->ck_live)
+		px_s3_ck_abort(&b->ck);
+	b->ck_live = false;
 	free(b->raw);
 	free(b->pay);
 	b->chunked = NULL;
@@ -454,11 +469,107 @@ static int content_md5_hex(const char *b64, char hex[FT_CKSUM_HEX_MAX])
 	return 0;
 }
 
+/* The aws-chunked form x-amz-content-sha256 names; false when it names none. */
+static bool streaming_mode(const char *sha, ft_chunked_mode_t *mode)
+{
+	if (sha == NULL)
+		return false;
+	if (strcmp(sha, FT_SIGV4_STREAMING) == 0)
+		*mode = FT_CHUNKED_SIGNED;
+	else if (strcmp(sha, FT_SIGV4_STREAMING_TRAILER) == 0)
+		*mode = FT_CHUNKED_SIGNED_TRAILER;
+	else if (strcmp(sha, FT_SIGV4_STREAMING_UNSIGNED_TRAILER) == 0)
+		*mode = FT_CHUNKED_UNSIGNED_TRAILER;
+	else
+		return false;
+	return true;
+}
+
+/* aws-chunked: the decoded length and the trailer announced. PX_S3_OK or the error, *msg set. */
+static px_s3_err_t streaming_prepare(px_s3_req_t *q, px_s3_body_t *b, const char **msg)
+{
+	ft_req_t *r = q->r;
+	const char *dl = ft_req_header(r, "x-amz-decoded-content-length");
+	char *end = NULL;
+	long long v;
+
+	if (b->mode != FT_CHUNKED_UNSIGNED_TRAILER && (q->anonymous || q->auth.seed_signature[0] == '\0')) {
+		*msg = "Signed aws-chunked bodies need a SigV4 Authorization header";
+		return PX_S3_INVALID_REQUEST; /* chunk signatures chain from a SigV4 request signature */
+	}
+	if (dl == NULL)
+		return PX_S3_MISSING_CONTENT_LENGTH;
+	errno = 0;
+	v = strtoll(dl, &end, 10);
+	if (errno != 0 || end == dl || *end != '\0' || v < 0) {
+		*msg = "x-amz-decoded-content-length is not a decimal length";
+		return PX_S3_INVALID_ARGUMENT;
+	}
+	b->total = v;
+	b->streaming = true;
+	if (b->mode != FT_CHUNKED_SIGNED) {
+		b->trailer = ft_req_header(r, "x-amz-trailer");
+		if (b->trailer == NULL || b->trailer[0] == '\0' || strchr(b->trailer, ',') != NULL) {
+			*msg = "A STREAMING-...-TRAILER body needs x-amz-trailer naming exactly one trailer";
+			return PX_S3_INVALID_REQUEST;
+		}
+	}
+	return PX_S3_OK;
+}
+
+/* Room for "Value for x-amz-checksum-crc64nvme header is invalid." and its likes. */
+#define CK_MSG_MAX 96
+
+/*
+ * The x-amz-checksum-* to check: at most one header, or the trailer an aws-chunked body announced.
+ * PX_S3_OK or the error, *msg set (in the request's memory).
+ */
+static px_s3_err_t checksum_prepare(px_s3_req_t *q, px_s3_body_t *b, const char **msg)
+{
+	static const px_s3_ck_alg_t all[] = {PX_S3_CK_CRC32, PX_S3_CK_CRC32C, PX_S3_CK_CRC64NVME, PX_S3_CK_SHA1,
+					     PX_S3_CK_SHA256};
+	char *m = ft_req_alloc(q->r, CK_MSG_MAX);
+	int count = 0;
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		const char *v = ft_req_header(q->r, px_s3_ck_header(all[i]));
+		if (v == NULL)
+			continue;
+		count++;
+		b->ck_alg = all[i];
+		b->ck_header = v;
+	}
+	if (b->trailer != NULL) {
+		px_s3_ck_alg_t t = px_s3_ck_from_name(b->trailer);
+		if (t == PX_S3_CK_NONE) {
+			*msg = "x-amz-trailer must name an x-amz-checksum-* trailer";
+			return PX_S3_INVALID_REQUEST;
+		}
+		count++;
+		b->ck_alg = t;
+		b->ck_header = NULL;
+	}
+	if (count > 1) {
+		*msg = "Expecting a single x-amz-checksum- header or trailer";
+		return PX_S3_INVALID_REQUEST;
+	}
+	if (b->ck_alg == PX_S3_CK_CRC64NVME) {
+		*msg = "CRC64NVME checksums are not supported; use CRC32, CRC32C, SHA1 or SHA256";
+		return PX_S3_NOT_IMPLEMENTED;
+	}
+	if (b->ck_header != NULL && !px_s3_ck_value_ok(b->ck_alg, b->ck_header)) {
+		snprintf(m, CK_MSG_MAX, "Value for %s header is invalid.", px_s3_ck_header(b->ck_alg));
+		*msg = m;
+		return PX_S3_INVALID_REQUEST;
+	}
+	return PX_S3_OK;
+}
+
 /*
  * Loop thread: sets up the body reader of q from the request's headers. Returns PX_S3_OK, or the
- * error to send (bad framing or digest headers).
+ * error to send (bad framing or digest headers) with *msg set to a message or NULL.
  */
-static px_s3_err_t body_prepare(px_s3_req_t *q)
+static px_s3_err_t body_prepare(px_s3_req_t *q, const char **msg)
 {
 	ft_req_t *r = q->r;
 	px_s3_body_t *b = ft_req_alloc(r, sizeof(*b));
@@ -466,23 +577,14 @@ static px_s3_err_t body_prepare(px_s3_req_t *q)
 	const char *md5 = ft_req_header(r, "Content-MD5");
 	int64_t cl = ft_req_content_length(r);
 
+	*msg = NULL;
 	memset(b, 0, sizeof(*b));
 	q->body = b;
 	b->total = cl;
-	if (sha != NULL && strcmp(sha, FT_SIGV4_STREAMING) == 0) {
-		const char *dl = ft_req_header(r, "x-amz-decoded-content-length");
-		char *end = NULL;
-		long long v;
-		if (q->anonymous || q->auth.seed_signature[0] == '\0')
-			return PX_S3_INVALID_REQUEST; /* chunk signatures chain from a SigV4 request signature */
-		if (dl == NULL)
-			return PX_S3_MISSING_CONTENT_LENGTH;
-		errno = 0;
-		v = strtoll(dl, &end, 10);
-		if (errno != 0 || end == dl || *end != '\0' || v < 0)
-			return PX_S3_INVALID_ARGUMENT;
-		b->total = v;
-		b->streaming = true;
+	if (streaming_mode(sha, &b->mode)) {
+		px_s3_err_t e = streaming_prepare(q, b, msg);
+		if (e != PX_S3_OK)
+			return e;
 	} else if (sha != NULL && is_hex64(sha)) {
 		b->want_sha = true;
 		for (int i = 0; i < 64; i++)
@@ -494,6 +596,9 @@ static px_s3_err_t body_prepare(px_s3_req_t *q)
 			return PX_S3_INVALID_DIGEST;
 		b->want_md5 = true;
 	}
+	px_s3_err_t e = checksum_prepare(q, b, msg);
+	if (e != PX_S3_OK)
+		return e;
 	ft_req_on_done(r, body_release, b);
 	return PX_S3_OK;
 }
@@ -520,7 +625,7 @@ static px_s3_err_t body_start(px_s3_req_t *q, px_s3_body_t *b)
 	if (b->raw == NULL || (b->streaming && b->pay == NULL))
 		return PX_S3_INTERNAL;
 	if (b->streaming) {
-		b->chunked = ft_sigv4_chunked_new(&q->auth);
+		b->chunked = ft_sigv4_chunked_new_mode(&q->auth, b->mode, b->trailer);
 		if (b->chunked == NULL)
 			return PX_S3_INTERNAL;
 	}
@@ -534,7 +639,31 @@ static px_s3_err_t body_start(px_s3_req_t *q, px_s3_body_t *b)
 			return PX_S3_INTERNAL;
 		b->md5_live = true;
 	}
+	if (b->ck_alg != PX_S3_CK_NONE) {
+		if (px_s3_ck_init(&b->ck, b->ck_alg) != 0)
+			return PX_S3_INTERNAL;
+		b->ck_live = true;
+	}
 	return PX_S3_OK;
+}
+
+/* The x-amz-checksum-* check at the verified end of the body. */
+static px_s3_err_t checksum_finish(px_s3_body_t *b)
+{
+	char got[PX_S3_CK_B64_MAX];
+	const char *want = b->ck_header;
+
+	if (!b->ck_live)
+		return PX_S3_OK;
+	b->ck_live = false;
+	if (px_s3_ck_final(&b->ck, got) != 0)
+		return PX_S3_INTERNAL;
+	if (want == NULL) {
+		want = ft_sigv4_chunked_trailer(b->chunked);
+		if (want == NULL || !px_s3_ck_value_ok(b->ck_alg, want))
+			return PX_S3_INVALID_CHECKSUM;
+	}
+	return strcmp(got, want) == 0 ? PX_S3_OK : PX_S3_CHECKSUM_MISMATCH;
 }
 
 /*
@@ -621,6 +750,9 @@ static px_s3_err_t body_finish(px_s3_req_t *q, px_s3_body_t *b)
 		if (strcmp(hex, b->md5_hex) != 0)
 			return PX_S3_BAD_DIGEST;
 	}
+	px_s3_err_t e = checksum_finish(b);
+	if (e != PX_S3_OK)
+		return e;
 	b->finished = true;
 	return PX_S3_OK;
 }
@@ -665,6 +797,8 @@ ssize_t px_s3_body_read(px_s3_req_t *q, void *buf, size_t cap)
 		ft_sha256_update(&b->sha, buf, n);
 	if (b->md5_live)
 		ft_cksum_update(&b->md5, buf, n);
+	if (b->ck_live)
+		px_s3_ck_update(&b->ck, buf, n);
 	b->delivered += (int64_t)n;
 	if (b->total >= 0 && b->delivered == b->total) {
 		e = body_finish(q, b); /* before the last bytes leave */
@@ -1063,13 +1197,15 @@ static px_s3_err_t authenticate(px_s3_req_t *q, const char **msg)
 			return PX_S3_INVALID_REQUEST;
 		}
 	}
-	if (sha != NULL && strcmp(sha, FT_SIGV4_UNSIGNED) != 0 && strcmp(sha, FT_SIGV4_STREAMING) != 0 &&
-	    !is_hex64(sha)) {
+	ft_chunked_mode_t mode;
+	if (sha != NULL && strcmp(sha, FT_SIGV4_UNSIGNED) != 0 && !streaming_mode(sha, &mode) && !is_hex64(sha)) {
 		if (strncmp(sha, "STREAMING-", 10) == 0) {
-			*msg = "Only the STREAMING-AWS4-HMAC-SHA256-PAYLOAD streaming form is supported";
+			*msg = "Supported streaming forms: STREAMING-AWS4-HMAC-SHA256-PAYLOAD, "
+			       "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER, STREAMING-UNSIGNED-PAYLOAD-TRAILER "
+			       "(not the ECDSA ones)";
 			return PX_S3_NOT_IMPLEMENTED;
 		}
-		*msg = "x-amz-content-sha256 must be a hex SHA-256, UNSIGNED-PAYLOAD or STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
+		*msg = "x-amz-content-sha256 must be a hex SHA-256, UNSIGNED-PAYLOAD or a STREAMING-... form";
 		return PX_S3_INVALID_ARGUMENT;
 	}
 	for (int i = 0; i < n; i++)
@@ -1152,10 +1288,11 @@ static bool bucket_exists(px_s3_req_t *q)
 /* Sets up the body reader; false after responding with the error. */
 static bool body_ok(px_s3_req_t *q)
 {
-	px_s3_err_t e = body_prepare(q);
+	const char *msg = NULL;
+	px_s3_err_t e = body_prepare(q, &msg);
 
 	if (e != PX_S3_OK) {
-		px_s3_error(q, e, NULL);
+		px_s3_error(q, e, msg);
 		return false;
 	}
 	return true;

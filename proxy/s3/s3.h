@@ -87,6 +87,8 @@ typedef enum {
 	PX_S3_SERVICE_UNAVAILABLE,
 	PX_S3_SIGNATURE_MISMATCH, /* SignatureDoesNotMatch */
 	PX_S3_SHA256_MISMATCH,    /* XAmzContentSHA256Mismatch */
+	PX_S3_CHECKSUM_MISMATCH,  /* BadDigest for an x-amz-checksum-* header or trailer */
+	PX_S3_INVALID_CHECKSUM,   /* InvalidRequest: an x-amz-checksum-* value that is not one digest */
 	/* "not configured" answers of bucket subresources, as S3 gives them */
 	PX_S3_NO_SUCH_POLICY,
 	PX_S3_NO_SUCH_LIFECYCLE,

@@ -14,6 +14,7 @@
 
 #include "base/codec.h"
 #include "base/log.h"
+#include "core/cond.h"
 #include "core/lom.h"
 #include "core/replica.h"
 #include "http/util.h"
@@ -34,40 +35,6 @@
  */
 
 /* The object's entity tag without quotes: the S3 ETag when one was stored, else the checksum. */
-static const char *etag_of(const ft_lom_t *lom)
-{
-	return lom->etag[0] ? lom->etag : lom->cksum;
-}
-
-/*
- * Whether the If-Match / If-None-Match list in hdr names tag: "*" matches any object; W/ tags
- * match only with weak comparison (If-None-Match).
- */
-static bool etag_listed(const char *hdr, const char *tag, bool weak)
-{
-	size_t tlen = strlen(tag);
-	const char *p = hdr;
-
-	while (*p) {
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		if (*p == '*')
-			return true;
-		bool is_weak = strncmp(p, "W/", 2) == 0;
-		if (is_weak)
-			p += 2;
-		if (*p != '"')
-			return false; /* malformed: matches nothing */
-		const char *end = strchr(p + 1, '"');
-		if (!end)
-			return false;
-		if ((!is_weak || weak) && (size_t)(end - p - 1) == tlen && memcmp(p + 1, tag, tlen) == 0)
-			return true;
-		p = end + 1;
-	}
-	return false;
-}
-
 /*
  * Conditional request checks (RFC 9110 13.2.2, as S3 applies them). Returns 0 to go on, 304 or
  * 412 for the status to answer.
@@ -82,13 +49,13 @@ static int check_conditions(ft_req_t *r, const ft_lom_t *lom)
 	time_t t;
 
 	if (im) {
-		if (!etag_listed(im, etag_of(lom), false))
+		if (!tgt_etag_listed(im, tgt_lom_etag(lom), false))
 			return 412;
 	} else if (ius && ft_date_parse(ius, FT_DATE_HTTP | FT_DATE_HTTP_OBSOLETE, &t) == 0 && mtime > t) {
 		return 412;
 	}
 	if (inm) {
-		if (etag_listed(inm, etag_of(lom), true))
+		if (tgt_etag_listed(inm, tgt_lom_etag(lom), true))
 			return 304;
 	} else if (ims && ft_date_parse(ims, FT_DATE_HTTP | FT_DATE_HTTP_OBSOLETE, &t) == 0 && mtime <= t) {
 		return 304;
@@ -104,8 +71,8 @@ static void meta_headers(ft_req_t *r, const ft_lom_t *lom)
 	ft_resp_header(r, "Ais-Checksum-Value", lom->cksum);
 	ft_resp_header(r, "Ais-Version", lom->version);
 	ft_resp_headerf(r, "Ais-Atime", "%lld", (long long)lom->atime_ns);
-	if (etag_of(lom)[0])
-		ft_resp_headerf(r, "ETag", "\"%s\"", etag_of(lom));
+	if (tgt_lom_etag(lom)[0])
+		ft_resp_headerf(r, "ETag", "\"%s\"", tgt_lom_etag(lom));
 	if (lom->mtime_ns > 0) {
 		ft_date_format_http((time_t)(lom->mtime_ns / 1000000000), date);
 		ft_resp_header(r, "Last-Modified", date);

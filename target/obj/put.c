@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "cluster/bmd.h"
 #include "cluster/hrw.h"
+#include "core/cond.h"
 #include "core/lom.h"
 #include "http/util.h"
 #include "obj/wthrough.h"
@@ -34,6 +35,13 @@
  * With the query "etag=md5" (the proxy's S3 PUTs) the MD5 of the body is computed while it
  * streams, beside the bucket's checksum (or as it, for an MD5 bucket), and kept in the metadata as
  * the object's ETag: S3 clients compare ETags with MD5s.
+ *
+ * CONDITIONAL WRITES
+ * "If-None-Match: *" (create only) and "If-Match: <etag>" (replace only that version) are checked
+ * in the publish step, under the name lock, against the version stored then (core/cond.h): two
+ * racing conditional creates of one name cannot both succeed. A failed condition answers 412 (If-
+ * Match on no object: 404) after the body was received, and stores nothing. Remote buckets refuse
+ * conditions (501): the backend, not the cached copy, would have to decide.
  *
  * REMOTE BUCKETS (write-through, wthrough.c)
  * The body is received the same way, with its MD5 always computed (the backend checks it). The
@@ -65,7 +73,9 @@ typedef struct {
 	int want_md5;                   /* etag=md5, or a remote bucket (sent to the backend) */
 	char md5_hex[FT_CKSUM_HEX_MAX]; /* the body's MD5 once received (want_md5) */
 	uint64_t received;
-	int write_err; /* errno of a failed write, 0 if none */
+	int write_err;             /* errno of a failed write, 0 if none */
+	const char *if_match;      /* conditions (request memory), NULL for none */
+	const char *if_none_match; /* "*" */
 	char hex[FT_CKSUM_HEX_MAX];
 } put_t;
 
@@ -118,8 +128,8 @@ static void respond_conflict(ft_req_t *r, put_t *p, int rc)
  * fd, publish, mirror copies (local disks). Then, without the lock, the EC slices of the version
  * just published, read from an fd opened under the lock: a newer PUT may replace the object
  * meanwhile, and the holders keep the newest version (ec_holder.c). The PUT is answered only after
- * both. 0, -EPIPE (stored, the redundancy failed: perr says why), -ESTALE (bucket gone), or the
- * -errno of tgt_publish.
+ * both. 0, -EPIPE (stored, the redundancy failed: perr says why), -ESTALE (bucket gone), the
+ * -errno of tgt_publish, or a positive tgt_cond_t when a condition of the write does not hold.
  */
 static int publish_locked(put_t *p, ft_lom_t *lom, char *perr, size_t cap)
 {
@@ -128,6 +138,11 @@ static int publish_locked(put_t *p, ft_lom_t *lom, char *perr, size_t cap)
 	int rc, fd = -1;
 
 	tgt_name_lock(o);
+	tgt_cond_t cond = tgt_write_precondition(o, p->if_match, p->if_none_match);
+	if (cond != TGT_COND_OK) {
+		tgt_name_unlock(o);
+		return (int)cond;
+	}
 	if (!tgt_is_remote(o)) {
 		tgt_next_version(o, lom->version, sizeof(lom->version));
 		lom->atime_ns = lom->mtime_ns = ft_now_ns();
@@ -163,7 +178,15 @@ static void respond_publish_error(ft_req_t *r, put_t *p, int rc, const char *per
 {
 	const tgt_obj_t *o = p->o;
 
-	if (rc == -EPIPE) {
+	if (rc == TGT_COND_FAILED || rc == TGT_COND_ABSENT) {
+		put_release(p);
+		if (rc == TGT_COND_ABSENT)
+			ft_resp_error(r, 404, "object \"%s/%s\" does not exist (If-Match): nothing stored", o->bucket,
+				      o->obj);
+		else
+			ft_resp_error(r, 412, "object \"%s/%s\": a precondition (%s) does not hold: nothing stored",
+				      o->bucket, o->obj, p->if_none_match ? "If-None-Match" : "If-Match");
+	} else if (rc == -EPIPE) {
 		put_release(p);
 		ft_resp_error(r, 500, "object \"%s/%s\" stored, but not with the bucket's redundancy: %s", o->bucket,
 			      o->obj, perr);
@@ -353,6 +376,16 @@ void tgt_put(ft_req_t *r, tgt_obj_t *o)
 		ft_resp_error(r, 400, "unknown etag=\"%s\" (expected etag=md5)", etag);
 		return;
 	}
+	const char *im = ft_req_header(r, "If-Match"), *inm = ft_req_header(r, "If-None-Match");
+	if (inm != NULL && strcmp(inm, "*") != 0) {
+		ft_resp_error(r, 400, "object \"%s/%s\": a PUT takes only \"If-None-Match: *\"", o->bucket, o->obj);
+		return;
+	}
+	if ((im != NULL || inm != NULL) && tgt_is_remote(o)) {
+		ft_resp_error(r, 501, "object \"%s/%s\": conditional PUTs are not supported in remote buckets",
+			      o->bucket, o->obj);
+		return;
+	}
 	if (precheck(r, o) != 0)
 		return;
 	ft_lom_t meta; /* validated now, stored by finalize */
@@ -364,6 +397,8 @@ void tgt_put(ft_req_t *r, tgt_obj_t *o)
 	put_t *p = ft_req_alloc(r, sizeof(*p));
 	memset(p, 0, sizeof(*p));
 	p->o = o;
+	p->if_match = im;
+	p->if_none_match = inm;
 	p->fd = tgt_work_create(o->mp, p->work, sizeof(p->work));
 	if (p->fd < 0) {
 		int e = -p->fd;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer harness of the aws-chunked decoder (proxy/s3/chunked.c), checked against a reference decoder. */
+/* libFuzzer harness of the aws-chunked decoder (proxy/s3/chunked.c) in its three forms, checked against a reference decoder. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,7 +20,11 @@
  * is well framed and carries the right chained signature, the final chunk ends the body and
  * nothing follows it.
  *
- * Input: byte 0 chooses the mode. Even: the rest is the body as is (the seeds are valid bodies).
+ * The trailer forms too: after the final chunk, the announced trailer line, (signed form) its
+ * signature line chained from the final chunk's signature, and an empty line; nothing else.
+ *
+ * Input: byte 0 bits 1-2 choose the form (0 and 3 signed, 1 signed with a trailer, 2 unsigned
+ * with a trailer); bit 0 the mode. Even: the rest is the body as is (the seeds are valid bodies).
  * Odd: the rest is a payload that the harness signs into a valid body (chunk sizes from bytes
  * 1..4), then mutates as byte 5 says (none, flip a bit, cut, insert, append, uppercase a
  * signature) at a place bytes 6..7 say.
@@ -33,6 +37,13 @@
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define EXT ";chunk-signature="
 #define MAX_BODY (1u << 20)
+#define TRAILER "x-amz-checksum-crc32"
+#define TRAILER_SIG "x-amz-trailer-signature"
+#define HEADER_MAX 128
+#define TRAILER_LINE_MAX 256
+#define TRAILER_VALUE_MAX 160
+
+static ft_chunked_mode_t form; /* of the current input */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -85,6 +96,20 @@ static void chunk_sig(const char *prev, const uint8_t *data, size_t n, char out[
 	to_hex(mac, 32, out);
 }
 
+/* The trailer signature of "TRAILER:value" after the final chunk signed prev. */
+static void trailer_sig(const char *prev, const char *value, size_t n, char out[65])
+{
+	char sts[512], canon[TRAILER_LINE_MAX + 64], hash[65];
+	uint8_t md[32], mac[32];
+	int len = snprintf(canon, sizeof(canon), TRAILER ":%.*s\n", (int)n, value);
+
+	SHA256((const uint8_t *)canon, (size_t)len, md);
+	to_hex(md, 32, hash);
+	snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256-TRAILER\n" DATE "\n" SCOPE "\n%.64s\n%s", prev, hash);
+	hmac(auth.signing_key, 32, sts, mac);
+	to_hex(mac, 32, out);
+}
+
 /* ---- the reference decoder ---- */
 
 typedef struct {
@@ -114,6 +139,8 @@ static int ref_header(const uint8_t *b, size_t n, uint64_t *size, char sig[65])
 		*size = *size * 16 + (uint64_t)hexval(b[h]);
 		h++;
 	}
+	if (form == FT_CHUNKED_UNSIGNED_TRAILER)
+		return h == 0 || h > 16 || n != h ? -1 : 0;
 	if (h == 0 || h > 16 || n != h + strlen(EXT) + 64 || memcmp(b + h, EXT, strlen(EXT)) != 0)
 		return -1;
 	for (size_t i = 0; i < 64; i++) {
@@ -125,6 +152,88 @@ static int ref_header(const uint8_t *b, size_t n, uint64_t *size, char sig[65])
 	}
 	sig[64] = '\0';
 	return 0;
+}
+
+/* b[0..n) without spaces and tabs around it: start in *b, length returned. */
+static size_t ref_trim(const uint8_t **b, size_t n)
+{
+	while (n > 0 && (**b == ' ' || **b == '\t')) {
+		(*b)++;
+		n--;
+	}
+	while (n > 0 && ((*b)[n - 1] == ' ' || (*b)[n - 1] == '\t'))
+		n--;
+	return n;
+}
+
+static bool ref_name_is(const uint8_t *b, size_t n, const char *name)
+{
+	if (n != strlen(name))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = b[i] >= 'A' && b[i] <= 'Z' ? (uint8_t)(b[i] + 32) : b[i];
+		if (c != (uint8_t)name[i])
+			return false;
+	}
+	return true;
+}
+
+/* The trailer part from in[i..len), after the final chunk signed prev: the verdict. */
+static int ref_trailer(const uint8_t *in, size_t len, size_t i, const char *prev)
+{
+	char value[TRAILER_VALUE_MAX + 1];
+	size_t value_n = 0;
+	bool seen = false, signed_ok = false, sig = form == FT_CHUNKED_SIGNED_TRAILER;
+
+	for (;;) {
+		const uint8_t *lf = i < len ? memchr(in + i, '\n', len - i) : NULL;
+		size_t line = lf ? (size_t)(lf - (in + i)) : len - i;
+		const uint8_t *colon, *name, *val;
+		size_t name_n, val_n;
+
+		if (line > TRAILER_LINE_MAX)
+			return -1;
+		if (lf == NULL)
+			return 0;
+		if (line == 0 || in[i + line - 1] != '\r')
+			return -1;
+		line--;
+		if (line == 0) {
+			if (!seen || (sig && !signed_ok))
+				return -1;
+			return i + 2 == len ? 1 : -1;
+		}
+		colon = memchr(in + i, ':', line);
+		if (colon == NULL || signed_ok)
+			return -1;
+		name = in + i;
+		name_n = ref_trim(&name, (size_t)(colon - name));
+		val = colon + 1;
+		val_n = ref_trim(&val, (size_t)(in + i + line - val));
+		if (!seen) {
+			if (!ref_name_is(name, name_n, TRAILER) || val_n == 0 || val_n > TRAILER_VALUE_MAX ||
+			    memchr(val, 0, val_n) != NULL)
+				return -1;
+			memcpy(value, val, val_n);
+			value_n = val_n;
+			seen = true;
+		} else {
+			char want[65], got[65];
+
+			if (!sig || !ref_name_is(name, name_n, TRAILER_SIG) || val_n != 64)
+				return -1;
+			for (size_t k = 0; k < 64; k++) {
+				if (hexval(val[k]) < 0)
+					return -1;
+				got[k] = (char)(val[k] >= 'A' && val[k] <= 'F' ? val[k] + 32 : val[k]);
+			}
+			trailer_sig(prev, value, value_n, want);
+			if (memcmp(want, got, 64) != 0)
+				return -2;
+			signed_ok = true;
+		}
+		i += line + 2;
+	}
 }
 
 /*
@@ -157,7 +266,7 @@ static void ref_decode(const uint8_t *in, size_t len, ref_t *r)
 		avail = len - i;
 		lf = memchr(in + i, '\n', avail);
 		line = lf ? (size_t)(lf - (in + i)) : avail;
-		if (line > 128) {
+		if (line > HEADER_MAX) {
 			r->rc = -1; /* oversize: refused at its 129th byte */
 			return;
 		}
@@ -170,6 +279,21 @@ static void ref_decode(const uint8_t *in, size_t len, ref_t *r)
 			return;
 		}
 		i += line + 1;
+		if (size == 0 && form != FT_CHUNKED_SIGNED) {
+			/* the trailer follows the final chunk's header; its signature first (signed form) */
+			if (form == FT_CHUNKED_SIGNED_TRAILER) {
+				char want[65];
+
+				chunk_sig(prev, NULL, 0, want);
+				if (memcmp(want, sig, 64) != 0) {
+					r->rc = -2;
+					return;
+				}
+				memcpy(prev, sig, sizeof(prev));
+			}
+			r->rc = ref_trailer(in, len, i, prev);
+			return;
+		}
 		/* data */
 		start = r->out_len;
 		avail = len - i;
@@ -199,10 +323,12 @@ static void ref_decode(const uint8_t *in, size_t len, ref_t *r)
 			r->rc = -1;
 			return;
 		}
-		chunk_sig(prev, r->out + start, (size_t)size, want);
-		if (memcmp(want, sig, 64) != 0) {
-			r->rc = -2;
-			return;
+		if (form != FT_CHUNKED_UNSIGNED_TRAILER) {
+			chunk_sig(prev, r->out + start, (size_t)size, want);
+			if (memcmp(want, sig, 64) != 0) {
+				r->rc = -2;
+				return;
+			}
 		}
 		memcpy(prev, sig, sizeof(prev));
 		if (size == 0) {
@@ -243,7 +369,7 @@ static size_t piece_size(uint64_t *s)
 /* Feeds body in pieces; returns the last result, the payload in *out (malloc'd), its length in *out_len. */
 static int feed(const uint8_t *body, size_t len, uint64_t seed, uint8_t **out, size_t *out_len)
 {
-	ft_sigv4_chunked_t *c = ft_sigv4_chunked_new(&auth);
+	ft_sigv4_chunked_t *c = ft_sigv4_chunked_new_mode(&auth, form, TRAILER);
 	uint8_t *all = malloc(len + 1);
 	size_t off = 0, total = 0;
 	int rc = 0, done = 0;
@@ -321,14 +447,31 @@ static void build(const uint8_t *payload, size_t n, const uint8_t sizes[4], buf_
 		if (c == 0 || c > n - off)
 			c = n - off;
 		chunk_sig(prev, payload + off, c, sig);
-		put(b, head, (size_t)snprintf(head, sizeof(head), "%zx" EXT "%s\r\n", c, sig));
+		if (form == FT_CHUNKED_UNSIGNED_TRAILER)
+			put(b, head, (size_t)snprintf(head, sizeof(head), "%zx\r\n", c));
+		else
+			put(b, head, (size_t)snprintf(head, sizeof(head), "%zx" EXT "%s\r\n", c, sig));
+		memcpy(prev, sig, sizeof(prev));
+		if (c == 0)
+			break;
 		put(b, payload + off, c);
 		put(b, "\r\n", 2);
-		memcpy(prev, sig, sizeof(prev));
 		off += c;
-		if (c == 0)
-			return;
 	}
+	if (form == FT_CHUNKED_SIGNED) {
+		put(b, "\r\n", 2);
+		return;
+	}
+	/* a trailer value from the payload's length: any non-empty value will do */
+	char value[32];
+	int vn = snprintf(value, sizeof(value), "%08zx==", n);
+
+	put(b, head, (size_t)snprintf(head, sizeof(head), TRAILER ":%s\r\n", value));
+	if (form == FT_CHUNKED_SIGNED_TRAILER) {
+		trailer_sig(prev, value, (size_t)vn, sig);
+		put(b, head, (size_t)snprintf(head, sizeof(head), TRAILER_SIG ":%s\r\n", sig));
+	}
+	put(b, "\r\n", 2);
 }
 
 static void mutate(buf_t *b, uint8_t op, size_t where, uint8_t value)
@@ -393,6 +536,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size == 0 || size > MAX_BODY)
 		return 0;
+	switch ((data[0] >> 1) & 3) {
+	case 1:
+		form = FT_CHUNKED_SIGNED_TRAILER;
+		break;
+	case 2:
+		form = FT_CHUNKED_UNSIGNED_TRAILER;
+		break;
+	default:
+		form = FT_CHUNKED_SIGNED;
+		break;
+	}
 	for (size_t i = 0; i < size && i < 16; i++)
 		seed = seed * 31 + data[i];
 	if ((data[0] & 1) == 0) {

@@ -219,3 +219,75 @@ def xml_error(resp):
     root = ET.fromstring(resp.content)
     assert root.tag == "Error", resp.content
     return root.findtext("Code"), root.findtext("Message")
+
+
+STREAMING_TRAILER = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
+UNSIGNED_TRAILER = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+
+
+def trailer_signature(signer, prev, name, value):
+    """The x-amz-trailer-signature of the trailer "name:value" after the final chunk signed prev."""
+    canon = ("%s:%s\n" % (name.lower(), value)).encode()
+    sts = "\n".join(["AWS4-HMAC-SHA256-TRAILER", signer.date, signer.scope, prev,
+                     hashlib.sha256(canon).hexdigest()])
+    return hmac.new(signer.key, sts.encode(), hashlib.sha256).hexdigest()
+
+
+def trailer_body(signer, data, name, value, signed, chunk_size=64 * 1024, tamper_chunk=None,
+                 trailer_sig=None):
+    """The aws-chunked body of data with the trailer "name:value" (signed: chunk signatures and the
+    trailer's signature, trailer_sig replacing it when given; else bare hex chunk sizes)."""
+    out, prev = [], signer.seed
+    chunks = [data[i:i + chunk_size] for i in range(0, len(data), chunk_size)]
+    for i, c in enumerate(chunks + [b""]):
+        if signed:
+            prev = signer.chunk_signature(prev, c)
+            head = b"%x;chunk-signature=%s\r\n" % (len(c), prev.encode())
+        else:
+            head = b"%x\r\n" % len(c)
+        if tamper_chunk == i and c:
+            c = bytes([c[0] ^ 1]) + c[1:]
+        out.append(head + c + (b"\r\n" if c else b""))
+    out.append(("%s:%s\r\n" % (name, value)).encode())
+    if signed:
+        sig = trailer_sig or trailer_signature(signer, prev, name, value)
+        out.append(b"x-amz-trailer-signature:%s\r\n" % sig.encode())
+    out.append(b"\r\n")
+    return b"".join(out)
+
+
+def put_trailer(cluster, path, data, name, value, signed=False, headers=None, chunk_size=64 * 1024,
+                tamper_chunk=None, trailer_sig=None, announce=None):
+    """PUT with an aws-chunked body carrying a trailer (STREAMING-UNSIGNED-PAYLOAD-TRAILER, or the
+    signed ...-PAYLOAD-TRAILER form). announce replaces the x-amz-trailer header ("" omits it)."""
+    ak, sk = keys(cluster)
+    signer = Signer(ak, sk)
+    url = endpoint(cluster) + path
+    h = {"Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": str(len(data))}
+    if announce is None:
+        announce = name
+    if announce:
+        h["x-amz-trailer"] = announce
+    h.update(headers or {})
+    # The body's length does not depend on the signatures: frame it once with a placeholder seed.
+    signer.seed = "0" * 64
+    h["Content-Length"] = str(len(trailer_body(signer, data, name, value, signed, chunk_size)))
+    h = signer.sign("PUT", url, h, STREAMING_TRAILER if signed else UNSIGNED_TRAILER)
+    body = trailer_body(signer, data, name, value, signed, chunk_size, tamper_chunk, trailer_sig)
+    return session().put(url, data=body, headers=h, timeout=60)
+
+
+def checksum_b64(alg, data):
+    """S3's x-amz-checksum-<alg> value of data (crc32, crc32c, sha1, sha256)."""
+    import base64
+    import zlib
+    if alg == "crc32":
+        return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+    if alg == "crc32c":
+        crc = 0xFFFFFFFF
+        for b in data:
+            crc ^= b
+            for _ in range(8):
+                crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+        return base64.b64encode((crc ^ 0xFFFFFFFF).to_bytes(4, "big")).decode()
+    return base64.b64encode(hashlib.new(alg, data).digest()).decode()

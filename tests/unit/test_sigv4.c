@@ -11,10 +11,13 @@
 #include <time.h>
 
 #include <jansson.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
 #include <cmocka.h>
 
 #include "auth/sigv4.h"
 #include "base/codec.h"
+#include "s3/checksum.h"
 #include "s3/chunked.h"
 #include "s3/sigv4.h"
 
@@ -1672,6 +1675,259 @@ static void test_chunked_errors(void **state)
 	assert_null(ft_sigv4_chunked_new(NULL));
 }
 
+/* ---- trailer forms ---- */
+
+/* One-shot OpenSSL signing, written from the format, independent of the decoder's code. */
+static void ref_sign(const ft_sigv4_auth_t *auth, const char *algorithm, const char *prev, const char *middle,
+		     const void *data, size_t n, char out[65])
+{
+	uint8_t md[32], mac[32];
+	char hash[65], sts[640];
+	unsigned int mac_len = 32;
+
+	SHA256(data, n, md);
+	ft_hex_encode(md, 32, hash);
+	snprintf(sts, sizeof(sts), "%s\n%s\n%s\n%s\n%s%s", algorithm, auth->amz_date, auth->scope, prev, middle, hash);
+	assert_non_null(HMAC(EVP_sha256(), auth->signing_key, 32, (const uint8_t *)sts, strlen(sts), mac, &mac_len));
+	ft_hex_encode(mac, 32, out);
+}
+
+/*
+ * A signed-trailer body of payload p[0..n) in chunks of at most step bytes, then the trailer
+ * "name:value" and its signature (sig_override replaces it when non-NULL). Returns the length.
+ */
+static size_t signed_trailer_body(const ft_sigv4_auth_t *auth, const char *p, size_t n, size_t step, const char *name,
+				  const char *value, const char *sig_override, char *out)
+{
+	char prev[65], sig[65], canon[256];
+	size_t len = 0, off = 0;
+
+	memcpy(prev, auth->seed_signature, sizeof(prev));
+	for (;;) {
+		size_t c = n - off < step ? n - off : step;
+
+		ref_sign(auth, "AWS4-HMAC-SHA256-PAYLOAD", prev, EMPTY_SHA256 "\n", p + off, c, sig);
+		len += (size_t)sprintf(out + len, "%zx;chunk-signature=%s\r\n", c, sig);
+		memcpy(prev, sig, sizeof(prev));
+		if (c == 0)
+			break;
+		memcpy(out + len, p + off, c);
+		len += c;
+		len += (size_t)sprintf(out + len, "\r\n");
+		off += c;
+	}
+	snprintf(canon, sizeof(canon), "%s:%s\n", name, value);
+	ref_sign(auth, "AWS4-HMAC-SHA256-TRAILER", prev, "", canon, strlen(canon), sig);
+	len += (size_t)sprintf(out + len, "%s:%s\r\nx-amz-trailer-signature:%s\r\n\r\n", name, value,
+			       sig_override ? sig_override : sig);
+	return len;
+}
+
+/* Feeds body to a new decoder of mode in pieces of step bytes (0: one piece); the trailer into trailer. */
+static int feed_mode(const ft_sigv4_auth_t *auth, ft_chunked_mode_t mode, const char *body, size_t len, size_t step,
+		     char *payload, size_t *payload_len, char trailer[FT_CHUNKED_TRAILER_MAX + 1])
+{
+	ft_sigv4_chunked_t *c = ft_sigv4_chunked_new_mode(auth, mode, "x-amz-checksum-crc32");
+	size_t off = 0, total = 0;
+	int rc = 0;
+
+	assert_non_null(c);
+	trailer[0] = '\0';
+	while (off < len) {
+		size_t n = step == 0 || step > len - off ? len - off : step, produced = 0;
+
+		rc = ft_sigv4_chunked_feed(c, body + off, n, payload + total, n, &produced);
+		total += produced;
+		off += n;
+		if (rc < 0)
+			break; /* after 1, further bytes are fed too: they must be refused */
+	}
+	if (rc == 1) {
+		assert_non_null(ft_sigv4_chunked_trailer(c));
+		snprintf(trailer, FT_CHUNKED_TRAILER_MAX + 1, "%s", ft_sigv4_chunked_trailer(c));
+	} else {
+		assert_null(ft_sigv4_chunked_trailer(c));
+	}
+	ft_sigv4_chunked_free(c);
+	*payload_len = total;
+	return rc;
+}
+
+static void unsigned_case(const char *what, const char *body, int expected)
+{
+	char payload[256], trailer[FT_CHUNKED_TRAILER_MAX + 1];
+	size_t n;
+
+	for (size_t step = 0; step < 4; step++) {
+		int rc = feed_mode(NULL, FT_CHUNKED_UNSIGNED_TRAILER, body, strlen(body), step, payload, &n, trailer);
+
+		if (rc != expected)
+			fail_msg("%s (step %zu): got %d, expected %d", what, step, rc, expected);
+	}
+}
+
+static void test_chunked_unsigned_trailer(void **state)
+{
+	static const char good[] = "5\r\nhello\r\n6\r\n world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n";
+	char payload[256], trailer[FT_CHUNKED_TRAILER_MAX + 1];
+	size_t n;
+
+	(void)state;
+	for (size_t step = 0; step < 8; step++) {
+		assert_int_equal(
+			feed_mode(NULL, FT_CHUNKED_UNSIGNED_TRAILER, good, strlen(good), step, payload, &n, trailer),
+			1);
+		assert_int_equal(n, 11);
+		assert_memory_equal(payload, "hello world", 11);
+		assert_string_equal(trailer, "DUoRhQ==");
+	}
+	/* The name is matched case-insensitively, spaces around the value are dropped; an empty body. */
+	unsigned_case("mixed-case name", "0\r\nX-Amz-Checksum-CRC32: AAAAAA== \r\n\r\n", 1);
+	unsigned_case("no trailer", "5\r\nhello\r\n0\r\n\r\n", -1);
+	unsigned_case("another trailer", "5\r\nhello\r\n0\r\nx-amz-checksum-sha1:AAAA\r\n\r\n", -1);
+	unsigned_case("trailer twice", "0\r\nx-amz-checksum-crc32:AAAAAA==\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n",
+		      -1);
+	unsigned_case("signature line in the unsigned form",
+		      "0\r\nx-amz-checksum-crc32:AAAAAA==\r\nx-amz-trailer-signature:"
+		      "0000000000000000000000000000000000000000000000000000000000000000\r\n\r\n",
+		      -1);
+	unsigned_case("empty value", "0\r\nx-amz-checksum-crc32:\r\n\r\n", -1);
+	unsigned_case("no colon", "0\r\nx-amz-checksum-crc32\r\n\r\n", -1);
+	unsigned_case("chunk extension", "5;chunk-signature=00\r\nhello\r\n0\r\nx-amz-checksum-crc32:A\r\n\r\n", -1);
+	unsigned_case("bare LF in the trailer", "0\r\nx-amz-checksum-crc32:A\n\r\n", -1);
+	unsigned_case("garbage after the end", "0\r\nx-amz-checksum-crc32:A\r\n\r\nx", -1);
+	unsigned_case("cut in the trailer", "5\r\nhello\r\n0\r\nx-amz-checksum-crc32:A\r\n", 0);
+	unsigned_case("cut before the trailer", "5\r\nhello\r\n0\r\n", 0);
+	unsigned_case("short data", "5\r\nhell\r\n0\r\nx-amz-checksum-crc32:A\r\n\r\n", -1);
+	{
+		char longline[400];
+		snprintf(longline, sizeof(longline), "0\r\nx-amz-checksum-crc32:%0300d\r\n\r\n", 0);
+		unsigned_case("oversize trailer line", longline, -1);
+	}
+	/* No trailer name, no decoder; a bad one neither. */
+	assert_null(ft_sigv4_chunked_new_mode(NULL, FT_CHUNKED_UNSIGNED_TRAILER, NULL));
+	assert_null(ft_sigv4_chunked_new_mode(NULL, FT_CHUNKED_UNSIGNED_TRAILER, "a b"));
+	assert_null(ft_sigv4_chunked_new_mode(NULL, FT_CHUNKED_SIGNED_TRAILER, "x-amz-checksum-crc32"));
+}
+
+static void test_chunked_signed_trailer(void **state)
+{
+	static const char bad_sig[] = "0000000000000000000000000000000000000000000000000000000000000000";
+	ft_sigv4_auth_t auth;
+	char payload[2048], data[1000], trailer[FT_CHUNKED_TRAILER_MAX + 1], *body = malloc(8192);
+	size_t len, n;
+
+	(void)state;
+	assert_non_null(body);
+	chunked_seed(&auth);
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char)('a' + i % 26);
+	for (size_t step = 0; step < 5; step++) {
+		len = signed_trailer_body(&auth, data, sizeof(data), 300, "x-amz-checksum-crc32", "sOO8/Q==", NULL,
+					  body);
+		assert_int_equal(feed_mode(&auth, FT_CHUNKED_SIGNED_TRAILER, body, len, step * 7, payload, &n, trailer),
+				 1);
+		assert_int_equal(n, sizeof(data));
+		assert_memory_equal(payload, data, n);
+		assert_string_equal(trailer, "sOO8/Q==");
+	}
+	/* A changed trailer value, a wrong signature, a changed data byte: -2. */
+	len = signed_trailer_body(&auth, data, sizeof(data), 300, "x-amz-checksum-crc32", "sOO8/Q==", NULL, body);
+	*strstr(body, "sOO8") = 't';
+	assert_int_equal(feed_mode(&auth, FT_CHUNKED_SIGNED_TRAILER, body, len, 0, payload, &n, trailer), -2);
+	len = signed_trailer_body(&auth, data, sizeof(data), 300, "x-amz-checksum-crc32", "sOO8/Q==", bad_sig, body);
+	assert_int_equal(feed_mode(&auth, FT_CHUNKED_SIGNED_TRAILER, body, len, 0, payload, &n, trailer), -2);
+	len = signed_trailer_body(&auth, data, sizeof(data), 300, "x-amz-checksum-crc32", "sOO8/Q==", NULL, body);
+	body[strstr(body, "\r\n") - body + 5] ^= 1;
+	assert_int_equal(feed_mode(&auth, FT_CHUNKED_SIGNED_TRAILER, body, len, 0, payload, &n, trailer), -2);
+	/* The final chunk's signature is checked before the trailer. */
+	len = signed_trailer_body(&auth, data, sizeof(data), 300, "x-amz-checksum-crc32", "sOO8/Q==", NULL, body);
+	{
+		char *fin = strstr(body, "\r\n0;chunk-signature=") + 20;
+		fin[0] = fin[0] == '0' ? '1' : '0';
+	}
+	assert_int_equal(feed_mode(&auth, FT_CHUNKED_SIGNED_TRAILER, body, len, 0, payload, &n, trailer), -2);
+	/* The trailer without its signature; a line after the signature; the plain final CRLF. */
+	len = signed_trailer_body(&auth, data, sizeof(data), 300, "x-amz-checksum-crc32", "sOO8/Q==", NULL, body);
+	len = (size_t)(strstr(body, "x-amz-trailer-signature") - body);
+	memcpy(body + len, "\r\n", 2);
+	assert_int_equal(feed_mode(&auth, FT_CHUNKED_SIGNED_TRAILER, body, len + 2, 0, payload, &n, trailer), -1);
+	len = signed_trailer_body(&auth, data, sizeof(data), 300, "x-amz-checksum-crc32", "sOO8/Q==", NULL, body);
+	memcpy(body + len - 2, "x:y\r\n\r\n", 7);
+	assert_int_equal(feed_mode(&auth, FT_CHUNKED_SIGNED_TRAILER, body, len + 5, 0, payload, &n, trailer), -1);
+	len = signed_trailer_body(&auth, data, sizeof(data), 300, "x-amz-checksum-crc32", "sOO8/Q==", NULL, body);
+	len = (size_t)(strstr(body, "x-amz-checksum-crc32:") - body);
+	memcpy(body + len, "\r\n", 2);
+	assert_int_equal(feed_mode(&auth, FT_CHUNKED_SIGNED_TRAILER, body, len + 2, 0, payload, &n, trailer), -1);
+	free(body);
+}
+
+/* ---- x-amz-checksum-* ---- */
+
+/* The checksum of s fed in pieces of step bytes (0: at once). */
+static void ck_of(px_s3_ck_alg_t alg, const char *s, size_t step, char out[PX_S3_CK_B64_MAX])
+{
+	px_s3_ck_t c;
+	size_t n = strlen(s), off = 0;
+
+	assert_int_equal(px_s3_ck_init(&c, alg), 0);
+	while (off < n) {
+		size_t k = step == 0 || step > n - off ? n - off : step;
+		px_s3_ck_update(&c, s + off, k);
+		off += k;
+	}
+	assert_int_equal(px_s3_ck_final(&c, out), 0);
+}
+
+static void test_checksums(void **state)
+{
+	static const struct {
+		px_s3_ck_alg_t alg;
+		const char *in, *b64;
+	} vec[] = {
+		{PX_S3_CK_CRC32, "123456789", "y/Q5Jg=="},  /* CRC-32 check value 0xcbf43926 */
+		{PX_S3_CK_CRC32C, "123456789", "4waSgw=="}, /* CRC-32C check value 0xe3069283 */
+		{PX_S3_CK_SHA1, "abc", "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="},
+		{PX_S3_CK_SHA256, "abc", "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0="},
+		{PX_S3_CK_CRC32, "", "AAAAAA=="},
+		{PX_S3_CK_CRC32, "hello world", "DUoRhQ=="},
+	};
+	char out[PX_S3_CK_B64_MAX];
+	px_s3_ck_t c;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+		for (size_t step = 0; step < 4; step++) {
+			ck_of(vec[i].alg, vec[i].in, step, out);
+			assert_string_equal(out, vec[i].b64);
+		}
+		assert_true(px_s3_ck_value_ok(vec[i].alg, vec[i].b64));
+	}
+	assert_int_equal(px_s3_ck_from_name("X-Amz-Checksum-CRC32"), PX_S3_CK_CRC32);
+	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-crc32c"), PX_S3_CK_CRC32C);
+	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-crc64nvme"), PX_S3_CK_CRC64NVME);
+	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-sha1"), PX_S3_CK_SHA1);
+	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-sha256"), PX_S3_CK_SHA256);
+	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-md5"), PX_S3_CK_NONE);
+	assert_int_equal(px_s3_ck_from_name(NULL), PX_S3_CK_NONE);
+	assert_string_equal(px_s3_ck_label(PX_S3_CK_SHA256), "SHA256");
+	/* Values: one digest's base64, exactly. */
+	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC32, "y/Q5Jg="));
+	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC32, "y/Q5Jg==AAAA"));
+	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC32, "y/Q5J!=="));
+	assert_false(px_s3_ck_value_ok(PX_S3_CK_SHA1, "y/Q5Jg=="));
+	assert_false(px_s3_ck_value_ok(PX_S3_CK_SHA256, "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="));
+	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC64NVME, "AAAAAAAAAAA="));
+	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC32, NULL));
+	/* CRC64NVME and NONE are not computed; abort releases a SHA state. */
+	assert_int_equal(px_s3_ck_init(&c, PX_S3_CK_CRC64NVME), -1);
+	assert_int_equal(px_s3_ck_init(&c, PX_S3_CK_NONE), -1);
+	assert_int_equal(px_s3_ck_init(&c, PX_S3_CK_SHA256), 0);
+	px_s3_ck_update(&c, "x", 1);
+	px_s3_ck_abort(&c);
+	px_s3_ck_abort(&c);
+}
+
 /* ---- small pieces ---- */
 
 static void test_sha256_and_names(void **state)
@@ -1884,13 +2140,23 @@ static void test_external_cases(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_suite_sign),          cmocka_unit_test(test_suite_verify),
-		cmocka_unit_test(test_s3_examples),         cmocka_unit_test(test_s3_wire_forms),
-		cmocka_unit_test(test_canonical_forms),     cmocka_unit_test(test_presigned_example),
-		cmocka_unit_test(test_presigned_tampering), cmocka_unit_test(test_header_parsing),
-		cmocka_unit_test(test_header_dates),        cmocka_unit_test(test_sign_then_verify),
-		cmocka_unit_test(test_signing_key_cache),   cmocka_unit_test(test_chunked_example),
-		cmocka_unit_test(test_chunked_errors),      cmocka_unit_test(test_sha256_and_names),
+		cmocka_unit_test(test_suite_sign),
+		cmocka_unit_test(test_suite_verify),
+		cmocka_unit_test(test_s3_examples),
+		cmocka_unit_test(test_s3_wire_forms),
+		cmocka_unit_test(test_canonical_forms),
+		cmocka_unit_test(test_presigned_example),
+		cmocka_unit_test(test_presigned_tampering),
+		cmocka_unit_test(test_header_parsing),
+		cmocka_unit_test(test_header_dates),
+		cmocka_unit_test(test_sign_then_verify),
+		cmocka_unit_test(test_signing_key_cache),
+		cmocka_unit_test(test_chunked_example),
+		cmocka_unit_test(test_chunked_errors),
+		cmocka_unit_test(test_chunked_unsigned_trailer),
+		cmocka_unit_test(test_chunked_signed_trailer),
+		cmocka_unit_test(test_checksums),
+		cmocka_unit_test(test_sha256_and_names),
 	};
 	const struct CMUnitTest external[] = {
 		cmocka_unit_test(test_external_cases),

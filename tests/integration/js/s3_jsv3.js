@@ -1,0 +1,91 @@
+// Runs one S3 operation with the AWS SDK for JavaScript v3 in its default configuration; prints a JSON result.
+"use strict";
+// Usage: node s3_jsv3.js OP '{"endpoint": ..., "access": ..., "secret": ..., "bucket": ..., "key": ..., ...}'
+// OP: put-stream (a Readable body: the SDK sends STREAMING-UNSIGNED-PAYLOAD-TRAILER with a CRC32
+// trailer), put-bytes, get, put-if-none-match, put-checksum (a given x-amz-checksum-crc32),
+// upload (lib-storage's Upload of `size` bytes, multipart above 5 MiB).
+// The result: {"ok": true, ...} or {"ok": false, "name": <S3 error code>, "status": <HTTP status>}.
+const { Readable } = require("stream");
+const crypto = require("crypto");
+const { S3Client, PutObjectCommand, GetObjectCommand } = require("@aws-sdk/client-s3");
+
+function pattern(size, seed) {
+	const out = Buffer.alloc(size);
+	let x = seed >>> 0 || 1;
+	for (let i = 0; i < size; i++) {
+		x ^= x << 13;
+		x ^= x >>> 17;
+		x ^= x << 5;
+		out[i] = x & 0xff;
+	}
+	return out;
+}
+
+function md5(b) {
+	return crypto.createHash("md5").update(b).digest("hex");
+}
+
+async function main() {
+	const op = process.argv[2];
+	const a = JSON.parse(process.argv[3]);
+	const client = new S3Client({
+		endpoint: a.endpoint,
+		region: "us-east-1",
+		forcePathStyle: true,
+		credentials: { accessKeyId: a.access, secretAccessKey: a.secret },
+		maxAttempts: 1,
+	});
+	const data = pattern(a.size || 0, a.seed || 1);
+	const base = { Bucket: a.bucket, Key: a.key };
+	const seen = {};
+	client.middlewareStack.add(
+		(next) => async (args) => {
+			const h = args.request.headers || {};
+			seen.content_sha256 = h["x-amz-content-sha256"];
+			seen.trailer = h["x-amz-trailer"];
+			return next(args);
+		},
+		{ step: "finalizeRequest", name: "ftSeeHeaders", priority: "low" }
+	);
+	let r;
+	switch (op) {
+	case "put-stream":
+		r = await client.send(
+			new PutObjectCommand({ ...base, Body: Readable.from([data.subarray(0, data.length >> 1),
+										  data.subarray(data.length >> 1)]),
+					       ContentLength: data.length }));
+		return { ok: true, etag: r.ETag, md5: md5(data), seen };
+	case "put-bytes":
+		r = await client.send(new PutObjectCommand({ ...base, Body: data }));
+		return { ok: true, etag: r.ETag, md5: md5(data), seen };
+	case "put-if-none-match":
+		r = await client.send(new PutObjectCommand({ ...base, Body: data, IfNoneMatch: "*" }));
+		return { ok: true, etag: r.ETag, md5: md5(data), seen };
+	case "put-checksum":
+		r = await client.send(new PutObjectCommand({ ...base, Body: data, ChecksumCRC32: a.crc32 }));
+		return { ok: true, etag: r.ETag, seen };
+	case "get": {
+		r = await client.send(new GetObjectCommand(base));
+		const body = Buffer.from(await r.Body.transformToByteArray());
+		return { ok: true, size: body.length, md5: md5(body), etag: r.ETag };
+	}
+	case "upload": {
+		const { Upload } = require("@aws-sdk/lib-storage");
+		const up = new Upload({ client, params: { ...base, Body: Readable.from([data]) } });
+		r = await up.done();
+		return { ok: true, etag: r.ETag, md5: md5(data) };
+	}
+	default:
+		throw new Error("unknown op " + op);
+	}
+}
+
+main().then(
+	(r) => {
+		process.stdout.write(JSON.stringify(r) + "\n");
+	},
+	(e) => {
+		const status = e.$metadata ? e.$metadata.httpStatusCode : undefined;
+		process.stdout.write(JSON.stringify({ ok: false, name: e.name || e.Code, status, message: e.message }) + "\n");
+	}
+);

@@ -130,8 +130,13 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(CLOUD_SRC) $$(FUZZ_EXTRA_$$*)
 run: deps all
 	scripts/ft-cluster run --dir $(DIR) --port $(PORT) --bin $(BUILD)/bin
 
+# Integration test files run side by side on TEST_JOBS pytest workers (each test starts its own daemons on free
+# loopback ports; a file's tests stay on one worker, so a module's shared cluster is started once). TEST_JOBS=1: serial.
+TEST_JOBS ?= 2
+PYTEST_PAR := $(if $(filter-out 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile)
+
 test: check-layers deps all $(UNIT_BIN)
-	@scripts/run-tests.sh $(BUILD) $(PYTEST_ARGS)
+	@scripts/run-tests.sh $(BUILD) $(PYTEST_PAR) $(PYTEST_ARGS)
 
 # Includes point only where the layering allows (scripts/check-layers.py lists the rules and the exceptions).
 check-layers:
@@ -141,7 +146,7 @@ test-unit: all $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
 test-integration: all
-	FT_BIN=$(CURDIR)/$(BUILD)/bin $(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS)
+	FT_BIN=$(CURDIR)/$(BUILD)/bin $(PYTHON) -m pytest -q tests/integration $(PYTEST_PAR) $(PYTEST_ARGS)
 
 # The integration suite once under ASan+UBSan (a separate build tree).
 test-asan:
@@ -154,7 +159,7 @@ TSAN_TESTS := tests/integration/test_concurrency.py tests/integration/test_http.
 	tests/integration/test_coldget.py
 test-tsan:
 	$(MAKE) SANITIZER=thread test-unit
-	FT_BIN=$(CURDIR)/build/thread/bin $(PYTHON) -m pytest -q -rfEs $(TSAN_TESTS) $(PYTEST_ARGS)
+	FT_BIN=$(CURDIR)/build/thread/bin $(PYTHON) -m pytest -q -rfEs $(TSAN_TESTS) $(PYTEST_PAR) $(PYTEST_ARGS)
 
 # Side-by-side benchmarks against nginx and wrk; writes docs/benchmarks.md.
 bench: deps all

@@ -8,7 +8,7 @@ PACKAGES=(
 	liburing-dev libmicrohttpd-dev libcurl4-openssl-dev libssl-dev libjansson-dev
 	libisal-dev libxxhash-dev libcmocka-dev
 	clang libclang-rt-14-dev clang-format
-	python3-pytest python3-requests python3-boto3
+	python3-pytest python3-pytest-xdist python3-requests python3-boto3
 	attr
 	awscli s3cmd rclone curl python3-torch
 )

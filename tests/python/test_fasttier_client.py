@@ -8,6 +8,7 @@ import warnings
 import pytest
 
 import fasttier
+from recorder import recorder  # noqa: F401 (the fixture)
 
 
 class FakeSampler:

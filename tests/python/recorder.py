@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# Fixtures of the Python client's tests: a tiny HTTP server on a free loopback port that records what is POSTed.
+# The Python client tests' recorder fixture: a tiny HTTP server on a free loopback port that records what is POSTed.
+# (Not a conftest.py: tests/integration has the one module named conftest that its tests import from.)
 """
 These tests need no cluster: the Recorder server answers each request with the status and JSON body it
 is told to (200 {"job","epoch","names","targets":[]} by default) and keeps every request it received.

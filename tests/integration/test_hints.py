@@ -293,7 +293,10 @@ def test_hint_evicts_by_next_use(make_cluster, origin):
     get_ok(c.url, b, extra, blobs[extra])  # 6.5 MiB: over it; the sweep goes down to 4 MiB
     wait_until(lambda: sum(is_cached(mp, b, n) for n in names) <= 8, 15, what="the sweep")
     assert all(is_cached(mp, b, n) for n in future), "objects the hint needs next were evicted"
-    assert not any(is_cached(mp, b, n) for n in past), "objects read this epoch were kept instead"
+    # The sweep stops at the low mark (4 MiB: 8 objects, or 7 when it lands just past it): what it took are the
+    # objects with no next use, oldest first, so the first ones read this epoch are gone.
+    kept = [n for n in past + [extra] if is_cached(mp, b, n)]
+    assert len(kept) <= 2 and not any(is_cached(mp, b, n) for n in past[:4]), kept
     for n in future:  # and they are hits: fetched once only
         get_ok(c.url, b, n, blobs[n])
         assert access_count(origin, n) == 1

@@ -30,7 +30,7 @@
 #define HINT_TIMEOUT_MS 30000
 #define HINT_TTL_DEFAULT 3600
 #define HINT_TTL_MAX 604800
-#define HINT_JOB_MAX 64
+#define HINT_JOB_MAX FT_JOB_NAME_MAX
 #define HINT_SHARE_MAX (FT_CTL_MAX_BODY - 4096) /* one target's share must fit its control-port body limit */
 
 typedef struct {
@@ -95,21 +95,6 @@ static void shares_free(shares_t *s, int n)
 }
 
 /* ---- checking the message ---- */
-
-static bool job_ok(const char *job)
-{
-	size_t n = strlen(job);
-
-	if (n == 0 || n >= HINT_JOB_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = job[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-		      c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
 
 /*
  * The names listed in the bucket's object obj, one per line in reading order (a "\r" before the
@@ -266,7 +251,7 @@ static int value_check(const px_t *px, const hint_req_t *h, const ft_smap_t *sma
 	v = json_object_get(value, "job");
 	*job = "default";
 	if (v != NULL) {
-		if (!json_is_string(v) || !job_ok(json_string_value(v))) {
+		if (!json_is_string(v) || ft_name_check_job(json_string_value(v)) != 0) {
 			snprintf(why, cap, "%s: job must be 1..%d characters of [A-Za-z0-9._-]", HINT_ACTION,
 				 HINT_JOB_MAX - 1);
 			return 400;

@@ -98,3 +98,18 @@ int ft_name_check_provider(const char *provider)
 		return -1;
 	return strcmp(provider, "ais") == 0 ? 0 : -1;
 }
+
+int ft_name_check_job(const char *job)
+{
+	size_t n = strlen(job);
+
+	if (n == 0 || n >= FT_JOB_NAME_MAX)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		char c = job[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+		      c == '_' || c == '-'))
+			return -1;
+	}
+	return 0;
+}

@@ -7,6 +7,7 @@
 
 #define FT_OBJ_NAME_MAX 1024
 #define FT_BUCKET_NAME_MAX 64
+#define FT_JOB_NAME_MAX 64 /* a hint job's name, NUL included */
 
 /*
  * Object names: 1..1024 bytes, no NUL, no leading '/', no empty segment ("a//b", trailing '/'),
@@ -18,5 +19,7 @@ int ft_name_check_object(const char *name, size_t len, const char **why);
 int ft_name_check_bucket(const char *name, const char **why);
 /* Providers: "ais" today; returns 0 for a known provider name, -1 otherwise. */
 int ft_name_check_provider(const char *provider);
+/* A job name (order hints): 1..FT_JOB_NAME_MAX-1 bytes of [A-Za-z0-9._-]. 0 or -1. */
+int ft_name_check_job(const char *job);
 
 #endif

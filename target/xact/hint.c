@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/log.h"
+#include "base/names.h"
 #include "cluster/hrw.h"
 #include "http/util.h"
 #include "xact/hint.h"
@@ -311,21 +312,6 @@ int tgt_hint_expire_at(tgt_t *t, int64_t now_ms)
 	return k;
 }
 
-static bool job_name_ok(const char *job)
-{
-	size_t n = strlen(job);
-
-	if (n == 0 || n >= TGT_HINT_JOB_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = job[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-		      c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
-
 /* Checks s; 0, or 400 with why. *name_bytes: the names' lengths added up. */
 static int spec_check(const tgt_hint_spec_t *s, size_t *name_bytes, char *why, size_t cap)
 {
@@ -337,7 +323,7 @@ static int spec_check(const tgt_hint_spec_t *s, size_t *name_bytes, char *why, s
 		snprintf(why, cap, "a hint needs a provider and a bucket");
 		return 400;
 	}
-	if (s->job == NULL || !job_name_ok(s->job)) {
+	if (s->job == NULL || ft_name_check_job(s->job) != 0) {
 		snprintf(why, cap, "job must be 1..%d characters of [A-Za-z0-9._-]", TGT_HINT_JOB_MAX - 1);
 		return 400;
 	}

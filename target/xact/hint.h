@@ -7,10 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/names.h"
 #include "target.h"
 
-#define TGT_HINT_JOB_MAX 64     /* job names: 1..63 bytes of [A-Za-z0-9._-] */
-#define TGT_HINT_ACTIVE_MAX 32  /* hints held at once (all buckets and jobs) */
+#define TGT_HINT_JOB_MAX FT_JOB_NAME_MAX /* job names: ft_name_check_job */
+#define TGT_HINT_ACTIVE_MAX 32           /* hints held at once (all buckets and jobs) */
 #define TGT_HINT_REORDER 256    /* a name not read once a read this many places later was seen counts as skipped */
 #define TGT_HINT_TTL_MAX 604800 /* ttl_s at most a week */
 /* Memory of one hint, per name: at most this many bytes plus the name and its NUL (see tgt_hint_cost). */

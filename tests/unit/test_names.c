@@ -168,13 +168,31 @@ static void test_provider(void **state)
 	assert_int_equal(ft_name_check_provider(NULL), -1);
 }
 
+static void test_job(void **state)
+{
+	char longest[FT_JOB_NAME_MAX], too_long[FT_JOB_NAME_MAX + 1];
+
+	(void)state;
+	assert_int_equal(ft_name_check_job("default"), 0);
+	assert_int_equal(ft_name_check_job("rank-3.worker_1"), 0);
+	memset(longest, 'j', sizeof(longest) - 1);
+	longest[sizeof(longest) - 1] = '\0';
+	assert_int_equal(ft_name_check_job(longest), 0);
+	memset(too_long, 'j', sizeof(too_long) - 1);
+	too_long[sizeof(too_long) - 1] = '\0';
+	assert_int_equal(ft_name_check_job(too_long), -1);
+	assert_int_equal(ft_name_check_job(""), -1);
+	assert_int_equal(ft_name_check_job("a b"), -1);
+	assert_int_equal(ft_name_check_job("a/b"), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_object_valid),   cmocka_unit_test(test_object_dots),
 		cmocka_unit_test(test_object_slashes), cmocka_unit_test(test_object_empty_and_nul),
 		cmocka_unit_test(test_object_lengths), cmocka_unit_test(test_bucket),
-		cmocka_unit_test(test_provider),
+		cmocka_unit_test(test_provider),       cmocka_unit_test(test_job),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

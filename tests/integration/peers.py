@@ -262,3 +262,20 @@ def scratch_dir(prefix="ft-peers-"):
     d = Path(tempfile.mkdtemp(prefix=prefix))
     d.chmod(0o755)
     return d
+
+
+def nginx_origin_fixture():
+    """A module-scoped fixture `origin`: an nginx origin (start_nginx in a scratch dir), stopped after the module.
+    Assign it in the test module: `origin = peers.nginx_origin_fixture()`."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def fixture():
+        ensure_installed()
+        p = start_nginx(scratch_dir())
+        try:
+            yield p
+        finally:
+            p.stop()
+
+    return fixture

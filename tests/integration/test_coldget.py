@@ -39,15 +39,7 @@ def access_count(peer, name, at_least=1):
         time.sleep(0.02)
 
 
-@pytest.fixture(scope="module")
-def origin():
-    peers.ensure_installed()
-    d = peers.scratch_dir()
-    p = peers.start_nginx(d)
-    try:
-        yield p
-    finally:
-        p.stop()
+origin = peers.nginx_origin_fixture()
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ import json
 import os
 import sys
 
-import pytest
 import requests
 
 import peers
@@ -246,14 +245,7 @@ LRU_ARGS = ["--lru_quota_bytes", str(QUOTA), "--lru_high_pct", "80", "--lru_low_
             "--lru_interval_ms", "200"]
 
 
-@pytest.fixture(scope="module")
-def origin():
-    peers.ensure_installed()
-    p = peers.start_nginx(peers.scratch_dir())
-    try:
-        yield p
-    finally:
-        p.stop()
+origin = peers.nginx_origin_fixture()
 
 
 def is_cached(mp, bucket, name):

@@ -13,14 +13,7 @@ from ftutil import TIMEOUT, assert_json_error, create_remote, obj_url, unique, w
 from test_coldget import access_count, cached_files, put_origin
 
 
-@pytest.fixture(scope="module")
-def origin():
-    peers.ensure_installed()
-    p = peers.start_nginx(peers.scratch_dir())
-    try:
-        yield p
-    finally:
-        p.stop()
+origin = peers.nginx_origin_fixture()
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 import os
 import time
 
-import pytest
 import requests
 
 import peers
@@ -18,14 +17,7 @@ LRU_ARGS = ["--lru_quota_bytes", str(QUOTA), "--lru_high_pct", str(HIGH), "--lru
             "--lru_interval_ms", "200"]
 
 
-@pytest.fixture(scope="module")
-def origin():
-    peers.ensure_installed()
-    p = peers.start_nginx(peers.scratch_dir())
-    try:
-        yield p
-    finally:
-        p.stop()
+origin = peers.nginx_origin_fixture()
 
 
 def usage(mp):

@@ -15,20 +15,8 @@ import s3util
 ALGS = ("crc32", "crc32c", "sha1", "sha256")
 
 
-@pytest.fixture(scope="module")
-def s3(cluster):
-    return s3util.client(cluster)
-
-
-@pytest.fixture
-def bucket(s3):
-    name = s3util.bucket_name("ck")
-    s3.create_bucket(Bucket=name)
-    yield name
-    for p in s3.get_paginator("list_objects_v2").paginate(Bucket=name):
-        for o in p.get("Contents", []):
-            s3.delete_object(Bucket=name, Key=o["Key"])
-    s3.delete_bucket(Bucket=name)
+s3 = s3util.client_fixture()
+bucket = s3util.bucket_fixture("ck")
 
 
 def absent(s3, bucket, key):

@@ -31,21 +31,8 @@ def sdk():
     assert (NODE_MODULES / "@aws-sdk" / "client-s3").is_dir()
 
 
-@pytest.fixture(scope="module")
-def s3(cluster):
-    return s3util.client(cluster)
-
-
-@pytest.fixture
-def bucket(s3):
-    name = s3util.bucket_name("js")
-    s3.create_bucket(Bucket=name)
-    yield name
-    keys = [o["Key"] for p in s3.get_paginator("list_objects_v2").paginate(Bucket=name)
-            for o in p.get("Contents", [])]
-    for k in keys:
-        s3.delete_object(Bucket=name, Key=k)
-    s3.delete_bucket(Bucket=name)
+s3 = s3util.client_fixture()
+bucket = s3util.bucket_fixture("js")
 
 
 def js(cluster, op, **args):

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Target multipart uploads: parts under <mp>/.mpu/<upload id>/, completion into one object, abort, listings, expiry. */
+/* Target multipart uploads: parts under <mp>/.mpu/<upload id>/, abort, listings, expiry; completion is mpu_complete.c. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +22,7 @@
 #include "cluster/hrw.h"
 #include "core/lom.h"
 #include "http/util.h"
+#include "obj/mpu.h"
 #include "protect/protect.h"
 #include "target.h"
 
@@ -59,72 +60,9 @@
  * while data moves. mpu_lock comes after the name and publish locks (core/namelock.h).
  */
 
-#define MPU_DIR ".mpu"
-#define MPU_META "meta.json"
-#define MPU_XATTR "user.ft.mpu"
-#define MPU_ID_MIN 16
-#define MPU_ID_MAX 128
-#define MPU_PARTS_MAX 10000
-#define MPU_PART_MIN_SIZE (5ull << 20)   /* every part but the last (S3 EntityTooSmall) */
-#define MPU_PART_MAX_SIZE (5ull << 30)   /* S3's largest part */
-#define MPU_META_MAX (64u << 10)         /* key and user metadata, JSON-escaped */
-#define MPU_COMPLETE_BODY_MAX (4u << 20) /* 10,000 parts of {"part":N,"etag":"..."} fit easily */
-#define MPU_LIST_PARTS_DEFAULT 1000
-#define MPU_COPY_CHUNK (1u << 20) /* hashed, then copied in-kernel, per chunk */
-#define MD5_LEN 16
-#define MD5_HEX (2 * MD5_LEN + 1)
-#define MPU_RECENT 64 /* completions remembered for retried requests */
-#define NS_PER_HOUR (3600LL * 1000000000LL)
-#define MPU_SWEEP_EVERY_NS NS_PER_HOUR /* starts sweep expired uploads at most this often */
-
-typedef struct {
-	char provider[TGT_PROVIDER_MAX];
-	char bucket[FT_BUCKET_NAME_MAX + 1];
-	char key[FT_OBJ_NAME_MAX + 1];
-	int64_t initiated;
-	int64_t bucket_created;
-	char content_type[FT_LOM_CTYPE_MAX]; /* the object's metadata, given at start ("" = none) */
-	char user_meta[FT_LOM_UMETA_MAX];
-} mpu_meta_t;
-
-/* One completion in progress (in its request's memory), linked under mpu_lock. */
-typedef struct completing {
-	struct completing *next;
-	const tgt_mountpath_t *mp;
-	const char *id;
-} completing_t;
-
-/* The result of a completion, for a retry of the same request. */
-typedef struct {
-	const tgt_mountpath_t *mp; /* NULL: unused slot */
-	char id[MPU_ID_MAX + 1];
-	char list_md5[FT_CKSUM_HEX_MAX]; /* md5 of the normalized part list */
-	char etag[FT_LOM_ETAG_MAX];
-	uint64_t size;
-	int parts;
-	ft_cksum_type_t cksum_type;
-	char cksum[FT_CKSUM_HEX_MAX];
-	char version[FT_LOM_VERSION_MAX];
-} completed_t;
-
-/* t->mpu: this target's multipart state. */
-struct tgt_mpu {
-	pthread_mutex_t lock;           /* mpu_lock in the comments of this file */
-	pthread_cond_t cond;            /* a completion ended */
-	completing_t *completing;       /* under lock */
-	completed_t recent[MPU_RECENT]; /* under lock; ring */
-	int recent_next;                /* under lock */
-	atomic_uint_fast64_t counter;   /* unique staging / retired names */
-	atomic_int_fast64_t last_sweep; /* ft_now_ns of the last sweep a start ran */
-};
-
 /* ---- small helpers ---- */
 
-/* Error in the native JSON shape plus the S3 error code the proxy answers with. */
-static void mpu_error(ft_req_t *r, int status, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void mpu_error(ft_req_t *r, int status, const char *code, const char *fmt, ...)
+void mpu_error(ft_req_t *r, int status, const char *code, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -186,7 +124,7 @@ static void upload_rel(char *buf, size_t cap, const char *id)
 }
 
 /* The ETag a client sent, unquoted and lowercased into out[MD5_HEX]; -1 unless it is 32 hex digits. */
-static int etag_normalize(const char *in, char out[MD5_HEX])
+int mpu_etag_normalize(const char *in, char out[MD5_HEX])
 {
 	size_t n = strlen(in);
 
@@ -227,7 +165,7 @@ static int part_record_get(int fd, char md5hex[MD5_HEX], uint64_t *size)
 	if (n < 2 * MD5_LEN + 2 || v[2 * MD5_LEN] != ' ')
 		return -EBADMSG;
 	v[2 * MD5_LEN] = '\0';
-	if (etag_normalize(v, md5hex) != 0)
+	if (mpu_etag_normalize(v, md5hex) != 0)
 		return -EBADMSG;
 	errno = 0;
 	unsigned long long s = strtoull(v + 2 * MD5_LEN + 1, &end, 10);
@@ -242,7 +180,7 @@ static int part_record_get(int fd, char md5hex[MD5_HEX], uint64_t *size)
  * Returns the fd with md5hex and *size filled, or -errno (-ENOENT: no such part; -EBADMSG: the
  * part is damaged).
  */
-static int part_open(int dir_fd, int part, char md5hex[MD5_HEX], uint64_t *size)
+int mpu_part_open(int dir_fd, int part, char md5hex[MD5_HEX], uint64_t *size)
 {
 	char name[16];
 	struct stat st;
@@ -342,7 +280,7 @@ static int meta_matches(const mpu_meta_t *m, const tgt_obj_t *o)
 }
 
 /* Whether .mpu/<id> is still the directory dir_fd refers to (not aborted or completed). Under mpu_lock. */
-static int upload_present(const tgt_mountpath_t *mp, const char *id, int dir_fd)
+int mpu_upload_present(const tgt_mountpath_t *mp, const char *id, int dir_fd)
 {
 	char rel[sizeof(MPU_DIR) + MPU_ID_MAX + 2];
 	struct stat a, b;
@@ -354,7 +292,7 @@ static int upload_present(const tgt_mountpath_t *mp, const char *id, int dir_fd)
 }
 
 /* Moves .mpu/<id> into .work as "rm.*" for the janitor. Under mpu_lock. 0 or -errno. */
-static int upload_retire(tgt_t *t, const tgt_mountpath_t *mp, const char *id)
+int mpu_upload_retire(tgt_t *t, const tgt_mountpath_t *mp, const char *id)
 {
 	char rel[sizeof(MPU_DIR) + MPU_ID_MAX + 2], name[MPU_ID_MAX + 64];
 
@@ -370,7 +308,7 @@ static int upload_retire(tgt_t *t, const tgt_mountpath_t *mp, const char *id)
 static void upload_expire(tgt_t *t, const tgt_mountpath_t *mp, const char *id, int dir_fd, const mpu_meta_t *m)
 {
 	pthread_mutex_lock(&t->mpu->lock);
-	if (upload_present(mp, id, dir_fd) && upload_retire(t, mp, id) == 0)
+	if (mpu_upload_present(mp, id, dir_fd) && mpu_upload_retire(t, mp, id) == 0)
 		ft_info("upload %s of %s/%s/%s expired (started %lld s ago); its parts are deleted", id, m->provider,
 			m->bucket, m->key, (long long)((ft_now_ns() - m->initiated) / 1000000000LL));
 	pthread_mutex_unlock(&t->mpu->lock);
@@ -381,7 +319,7 @@ static void upload_expire(tgt_t *t, const tgt_mountpath_t *mp, const char *id, i
  * -ENOENT when there is no such upload for this object (absent, aborted, completed, expired (it
  * is retired then), another key, or an earlier incarnation of the bucket), or another -errno.
  */
-static int upload_open(const tgt_obj_t *o, const char *id, mpu_meta_t *m)
+int mpu_upload_open(const tgt_obj_t *o, const char *id, mpu_meta_t *m)
 {
 	char rel[sizeof(MPU_DIR) + MPU_ID_MAX + 2];
 
@@ -403,18 +341,18 @@ static int upload_open(const tgt_obj_t *o, const char *id, mpu_meta_t *m)
 	return fd;
 }
 
-static void no_such_upload(ft_req_t *r, const tgt_obj_t *o, const char *id)
+void mpu_no_such_upload(ft_req_t *r, const tgt_obj_t *o, const char *id)
 {
 	mpu_error(r, 404, "NoSuchUpload",
 		  "upload \"%s\" of \"%s/%s\" does not exist (aborted, completed or never started)", id, o->bucket,
 		  o->obj);
 }
 
-/* Responds to a failed upload_open. */
-static void upload_open_failed(ft_req_t *r, const tgt_obj_t *o, const char *id, int rc)
+/* Responds to a failed mpu_upload_open. */
+void mpu_upload_open_failed(ft_req_t *r, const tgt_obj_t *o, const char *id, int rc)
 {
 	if (rc == -ENOENT)
-		no_such_upload(r, o, id);
+		mpu_no_such_upload(r, o, id);
 	else
 		mpu_error(r, 500, "InternalError", "upload \"%s\": %s", id, strerror(-rc));
 }
@@ -602,14 +540,14 @@ static void part_finalize(ft_req_t *r, void *arg)
 	}
 	part_name(name, sizeof(name), p->part);
 	pthread_mutex_lock(&o->t->mpu->lock);
-	if (!upload_present(o->mp, p->id, p->updir))
+	if (!mpu_upload_present(o->mp, p->id, p->updir))
 		rc = -ENOENT;
 	else
 		rc = renameat(o->mp->work_fd, p->work, p->updir, name) == 0 ? 0 : -errno;
 	pthread_mutex_unlock(&o->t->mpu->lock);
 	if (rc == -ENOENT) {
 		part_release(p);
-		no_such_upload(r, o, p->id);
+		mpu_no_such_upload(r, o, p->id);
 		return;
 	}
 	if (rc != 0) {
@@ -708,9 +646,9 @@ static void upload_part(ft_req_t *r, tgt_obj_t *o, const char *id)
 	p->id = id;
 	p->part = (int)part;
 	p->fd = -1;
-	p->updir = upload_open(o, id, &m);
+	p->updir = mpu_upload_open(o, id, &m);
 	if (p->updir < 0) {
-		upload_open_failed(r, o, id, p->updir);
+		mpu_upload_open_failed(r, o, id, p->updir);
 		return;
 	}
 	ft_req_on_done(r, part_done_hook, p);
@@ -735,19 +673,19 @@ static void upload_part(ft_req_t *r, tgt_obj_t *o, const char *id)
 static void abort_upload(ft_req_t *r, tgt_obj_t *o, const char *id)
 {
 	mpu_meta_t m;
-	int dfd = upload_open(o, id, &m);
+	int dfd = mpu_upload_open(o, id, &m);
 	int rc;
 
 	if (dfd < 0) {
-		upload_open_failed(r, o, id, dfd);
+		mpu_upload_open_failed(r, o, id, dfd);
 		return;
 	}
 	pthread_mutex_lock(&o->t->mpu->lock);
-	rc = upload_present(o->mp, id, dfd) ? upload_retire(o->t, o->mp, id) : -ENOENT;
+	rc = mpu_upload_present(o->mp, id, dfd) ? mpu_upload_retire(o->t, o->mp, id) : -ENOENT;
 	pthread_mutex_unlock(&o->t->mpu->lock);
 	close(dfd);
 	if (rc == -ENOENT) {
-		no_such_upload(r, o, id);
+		mpu_no_such_upload(r, o, id);
 		return;
 	}
 	if (rc != 0) {
@@ -809,7 +747,7 @@ static int parts_read(int dir_fd, const char *id, int marker, part_info_t **out)
 		}
 		part_info_t *pi = &v[n];
 		struct stat st;
-		int fd = part_open(dir_fd, part, pi->etag, &pi->size);
+		int fd = mpu_part_open(dir_fd, part, pi->etag, &pi->size);
 		if (fd < 0) {
 			if (fd != -ENOENT) /* ENOENT: replaced or removed meanwhile */
 				ft_warn("upload %s: part %d unreadable: %s", id, part, strerror(-fd));
@@ -843,9 +781,9 @@ static void list_parts(ft_req_t *r, void *arg)
 			  MPU_PARTS_MAX);
 		return;
 	}
-	int dfd = upload_open(o, id, &m);
+	int dfd = mpu_upload_open(o, id, &m);
 	if (dfd < 0) {
-		upload_open_failed(r, o, id, dfd);
+		mpu_upload_open_failed(r, o, id, dfd);
 		return;
 	}
 	int n = parts_read(dfd, id, (int)marker, &v);
@@ -867,544 +805,6 @@ static void list_parts(ft_req_t *r, void *arg)
 		     json_pack("{s:s, s:s, s:s, s:I, s:o, s:b, s:i}", "bucket", m.bucket, "key", m.key, "upload_id", id,
 			       "initiated", (json_int_t)m.initiated, "parts", parts, "truncated", truncated,
 			       "next_part_marker", next));
-}
-
-/* ---- complete ---- */
-
-typedef struct {
-	int part;
-	char etag[MD5_HEX]; /* as the client listed it, normalized */
-	uint64_t size;      /* from the stored record */
-} want_t;
-
-typedef struct {
-	tgt_obj_t *o;
-	const char *id;
-	want_t *want;
-	int n;
-	uint64_t total;
-	const char *body; /* the request body (request memory) */
-	int updir;        /* upload directory, -1 once closed */
-	int fd;           /* work file, -1 once closed */
-	char work[64];    /* its name in .work; "" once renamed or removed */
-	ft_cksum_t ck, md5s;
-	int ck_live, md5s_live;
-	char *buf; /* copy buffer (malloc) */
-	completing_t mark;
-	int marked;
-	char list_md5[FT_CKSUM_HEX_MAX]; /* identifies the requested part list */
-	mpu_meta_t meta;                 /* the upload's meta.json: the object's Content-Type and user metadata */
-	ft_lom_t lom;
-	char etag[FT_LOM_ETAG_MAX]; /* "<md5 hex>-N" */
-	char perr[256];             /* why tgt_protect_local/remote failed */
-} complete_t;
-
-static void complete_release(complete_t *c)
-{
-	if (c->marked) {
-		pthread_mutex_lock(&c->o->t->mpu->lock);
-		for (completing_t **pp = &c->o->t->mpu->completing; *pp; pp = &(*pp)->next) {
-			if (*pp == &c->mark) {
-				*pp = c->mark.next;
-				break;
-			}
-		}
-		pthread_cond_broadcast(&c->o->t->mpu->cond);
-		pthread_mutex_unlock(&c->o->t->mpu->lock);
-		c->marked = 0;
-	}
-	if (c->ck_live) {
-		ft_cksum_abort(&c->ck);
-		c->ck_live = 0;
-	}
-	if (c->md5s_live) {
-		ft_cksum_abort(&c->md5s);
-		c->md5s_live = 0;
-	}
-	free(c->buf);
-	c->buf = NULL;
-	tgt_work_drop(c->o->mp, &c->fd, c->work);
-	if (c->updir >= 0) {
-		close(c->updir);
-		c->updir = -1;
-	}
-}
-
-static void complete_done_hook(void *arg)
-{
-	complete_release(arg);
-}
-
-/*
- * Parses {"parts":[{"part":N,"etag":"..."}...]} into c->want. Returns 0, or -1 after
- * responding (400 MalformedXML / InvalidArgument / InvalidPart for an unusable ETag).
- * Order is checked by the caller, after the upload is known to exist.
- */
-static int complete_parse(ft_req_t *r, complete_t *c, const char *body, size_t len)
-{
-	json_error_t jerr;
-	json_t *j = json_loadb(body, len, 0, &jerr);
-	json_t *parts = j ? json_object_get(j, "parts") : NULL;
-	ft_cksum_t digest;
-	int rc = -1, digest_live = 0;
-
-	if (!json_is_array(parts)) {
-		mpu_error(r, 400, "MalformedXML", "complete: expected {\"parts\":[{\"part\":N,\"etag\":\"...\"}]}");
-		goto out;
-	}
-	size_t n = json_array_size(parts);
-	if (n == 0 || n > MPU_PARTS_MAX) {
-		mpu_error(r, 400, "MalformedXML", "complete: the part list must hold 1..%d parts, not %zu",
-			  MPU_PARTS_MAX, n);
-		goto out;
-	}
-	if (ft_cksum_init(&digest, FT_CKSUM_MD5) != 0) {
-		mpu_error(r, 500, "InternalError", "complete: out of memory");
-		goto out;
-	}
-	digest_live = 1;
-	c->want = ft_req_alloc(r, n * sizeof(*c->want));
-	c->n = (int)n;
-	for (size_t i = 0; i < n; i++) {
-		json_t *e = json_array_get(parts, i);
-		json_t *num = json_object_get(e, "part");
-		const char *etag = json_string_value(json_object_get(e, "etag"));
-		json_int_t pn = json_is_integer(num) ? json_integer_value(num) : -1;
-		if (pn < 1 || pn > MPU_PARTS_MAX || !etag) {
-			mpu_error(r, 400, "InvalidArgument",
-				  "complete: entry %zu needs a part number 1..%d and an ETag", i, MPU_PARTS_MAX);
-			goto out;
-		}
-		c->want[i].part = (int)pn;
-		if (etag_normalize(etag, c->want[i].etag) != 0) {
-			mpu_error(r, 400, "InvalidPart", "part %d: ETag \"%.64s\" does not match the stored part",
-				  (int)pn, etag);
-			goto out;
-		}
-		char line[48];
-		int len = snprintf(line, sizeof(line), "%d %s\n", c->want[i].part, c->want[i].etag);
-		ft_cksum_update(&digest, line, (size_t)len);
-	}
-	ft_cksum_final(&digest, c->list_md5);
-	digest_live = 0;
-	rc = 0;
-out:
-	if (digest_live)
-		ft_cksum_abort(&digest);
-	json_decref(j);
-	return rc;
-}
-
-static int completing_now(const tgt_t *t, const tgt_mountpath_t *mp, const char *id)
-{
-	for (completing_t *x = t->mpu->completing; x; x = x->next)
-		if (x->mp == mp && strcmp(x->id, id) == 0)
-			return 1;
-	return 0;
-}
-
-/* Registers the completion, after waiting for one of the same upload in progress to end. */
-static void complete_mark(complete_t *c)
-{
-	pthread_mutex_lock(&c->o->t->mpu->lock);
-	while (completing_now(c->o->t, c->o->mp, c->id))
-		pthread_cond_wait(&c->o->t->mpu->cond, &c->o->t->mpu->lock);
-	c->mark.mp = c->o->mp;
-	c->mark.id = c->id;
-	c->mark.next = c->o->t->mpu->completing;
-	c->o->t->mpu->completing = &c->mark;
-	c->marked = 1;
-	pthread_mutex_unlock(&c->o->t->mpu->lock);
-}
-
-/* Remembers a successful completion. Under mpu_lock. */
-static void recent_add(const complete_t *c)
-{
-	tgt_mpu_t *m = c->o->t->mpu;
-	completed_t *e = &m->recent[m->recent_next];
-
-	m->recent_next = (m->recent_next + 1) % MPU_RECENT;
-	memset(e, 0, sizeof(*e));
-	e->mp = c->o->mp;
-	snprintf(e->id, sizeof(e->id), "%s", c->id);
-	memcpy(e->list_md5, c->list_md5, sizeof(e->list_md5));
-	memcpy(e->etag, c->etag, sizeof(e->etag));
-	e->size = c->total;
-	e->parts = c->n;
-	e->cksum_type = c->lom.cksum_type;
-	memcpy(e->cksum, c->lom.cksum, sizeof(e->cksum));
-	memcpy(e->version, c->lom.version, sizeof(e->version));
-}
-
-/* Finds the completion of this upload with this part list; 0 and *out filled, or -1. */
-static int recent_find(const complete_t *c, completed_t *out)
-{
-	tgt_mpu_t *m = c->o->t->mpu;
-	int rc = -1;
-
-	pthread_mutex_lock(&m->lock);
-	for (int i = 0; i < MPU_RECENT && rc != 0; i++) {
-		const completed_t *e = &m->recent[i];
-		if (e->mp == c->o->mp && strcmp(e->id, c->id) == 0 && strcmp(e->list_md5, c->list_md5) == 0) {
-			*out = *e;
-			rc = 0;
-		}
-	}
-	pthread_mutex_unlock(&m->lock);
-	return rc;
-}
-
-/* The reply of a successful completion (also for a retry of it). */
-static void complete_respond(ft_req_t *r, const completed_t *e)
-{
-	ft_resp_header(r, "Ais-Checksum-Type", ft_cksum_name(e->cksum_type));
-	ft_resp_header(r, "Ais-Checksum-Value", e->cksum);
-	ft_resp_header(r, "Ais-Version", e->version);
-	ft_resp_headerf(r, "ETag", "\"%s\"", e->etag);
-	ft_resp_json(r, 200,
-		     json_pack("{s:s, s:s, s:I, s:i, s:s, s:s, s:s}", "upload_id", e->id, "etag", e->etag, "size",
-			       (json_int_t)e->size, "parts", e->parts, "checksum_type", ft_cksum_name(e->cksum_type),
-			       "checksum", e->cksum, "version", e->version));
-}
-
-/*
- * Every listed part exists with the listed ETag (InvalidPart), then every part but the last is
- * large enough (EntityTooSmall). Fills sizes and the total. Returns 0, or -1 after releasing c and
- * responding (release first: once the response is out, the loop thread may free the request and c).
- */
-static int complete_check_parts(ft_req_t *r, complete_t *c)
-{
-	char md5hex[MD5_HEX];
-	uint64_t size = 0;
-
-	c->total = 0;
-	for (int i = 0; i < c->n; i++) {
-		want_t *w = &c->want[i];
-		int fd = part_open(c->updir, w->part, md5hex, &size);
-		if (fd == -ENOENT) {
-			complete_release(c);
-			mpu_error(r, 400, "InvalidPart", "part %d was not uploaded", w->part);
-			return -1;
-		}
-		if (fd < 0) {
-			complete_release(c);
-			mpu_error(r, fd == -EBADMSG ? 400 : 500, fd == -EBADMSG ? "InvalidPart" : "InternalError",
-				  "part %d cannot be used: %s", w->part, fd == -EBADMSG ? "damaged" : strerror(-fd));
-			return -1;
-		}
-		close(fd);
-		if (strcmp(md5hex, w->etag) != 0) {
-			complete_release(c);
-			mpu_error(r, 400, "InvalidPart", "part %d: ETag \"%s\" does not match the stored part", w->part,
-				  w->etag);
-			return -1;
-		}
-		w->size = size;
-		c->total += size;
-	}
-	for (int i = 0; i + 1 < c->n; i++) {
-		if (c->want[i].size < MPU_PART_MIN_SIZE) {
-			complete_release(c);
-			mpu_error(r, 400, "EntityTooSmall",
-				  "part %d is %" PRIu64 " bytes: every part but the last must be at least %llu bytes",
-				  c->want[i].part, c->want[i].size, (unsigned long long)MPU_PART_MIN_SIZE);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/*
- * Appends len bytes of the part fd in (from offset 0) to the work file: each chunk is read and
- * hashed, then copied in-kernel (the bytes just hashed are written from the buffer where the
- * filesystem cannot copy). Returns 0, -ENODATA when the part is shorter than len, or -errno.
- */
-static int append_part(complete_t *c, int in, uint64_t len)
-{
-	loff_t off = 0;
-
-	while ((uint64_t)off < len) {
-		size_t want = len - (uint64_t)off < MPU_COPY_CHUNK ? (size_t)(len - (uint64_t)off) : MPU_COPY_CHUNK;
-		ssize_t n = pread(in, c->buf, want, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ENODATA; /* shorter than its record */
-		ft_cksum_update(&c->ck, c->buf, (size_t)n);
-		loff_t in_off = off, end = off + n;
-		while (in_off < end) {
-			ssize_t k = copy_file_range(in, &in_off, c->fd, NULL, (size_t)(end - in_off), 0);
-			if (k > 0)
-				continue;
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k == 0 || errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
-				int rc = ft_write_all(c->fd, c->buf + (in_off - off), (size_t)(end - in_off));
-				if (rc != 0)
-					return rc;
-				in_off = end;
-				continue;
-			}
-			return -errno;
-		}
-		off = end;
-	}
-	return 0;
-}
-
-/*
- * Concatenates the listed parts into the work file, re-checking each part's record on the fd it
- * copies from. Returns 0; -EBADMSG (a part changed since the check: *bad_part set), or -errno.
- */
-static int complete_concat(complete_t *c, int *bad_part)
-{
-	char md5hex[MD5_HEX];
-	uint8_t bin[MD5_LEN];
-	uint64_t size = 0;
-
-	for (int i = 0; i < c->n; i++) {
-		const want_t *w = &c->want[i];
-		int fd = part_open(c->updir, w->part, md5hex, &size);
-		if (fd < 0 || strcmp(md5hex, w->etag) != 0 || size != w->size ||
-		    ft_hex_decode(md5hex, 2 * MD5_LEN, bin, MD5_LEN, 0) != MD5_LEN) {
-			if (fd >= 0)
-				close(fd);
-			*bad_part = w->part;
-			return fd < 0 && fd != -ENOENT && fd != -EBADMSG ? fd : -EBADMSG;
-		}
-		int rc = append_part(c, fd, size);
-		close(fd);
-		if (rc == -ENODATA) {
-			*bad_part = w->part;
-			return -EBADMSG;
-		}
-		if (rc != 0)
-			return rc;
-		ft_cksum_update(&c->md5s, bin, sizeof(bin));
-	}
-	return 0;
-}
-
-/* Records the S3 ETag in the object's metadata (GET/HEAD send it; see common/lom.h). */
-static void lom_set_etag(ft_lom_t *lom, const char etag[FT_LOM_ETAG_MAX])
-{
-	memcpy(lom->etag, etag, FT_LOM_ETAG_MAX);
-}
-
-/*
- * Metadata, rename into place and retirement of the upload directory, serialized with PUTs of
- * the same name (versions) and with bucket removal. Returns 0, -ESTALE (bucket gone), -ENOENT
- * (upload aborted meanwhile), -EPIPE (stored, the redundancy failed: c->perr says why), or
- * another -errno. The EC slices go out after the name lock is released (protect/protect.h).
- */
-static int complete_publish(complete_t *c)
-{
-	tgt_obj_t *o = c->o;
-	tgt_t *t = o->t;
-	int rc, fd = -1;
-
-	tgt_name_lock(o);
-	tgt_next_version(o, c->lom.version, sizeof(c->lom.version));
-	rc = ft_lom_fset(c->fd, &c->lom);
-	if (rc == 0) {
-		tgt_publish_lock_shared(t);
-		pthread_mutex_lock(&c->o->t->mpu->lock);
-		if (!tgt_bucket_alive(o))
-			rc = -ESTALE;
-		else if (!upload_present(o->mp, c->id, c->updir))
-			rc = -ENOENT;
-		else
-			rc = tgt_publish_rename(o, c->work, t->cfg.sync);
-		if (rc == 0 && upload_retire(t, o->mp, c->id) != 0)
-			ft_warn("upload %s: completed, but its directory could not be retired: %s", c->id,
-				strerror(errno));
-		if (rc == 0)
-			recent_add(c);
-		pthread_mutex_unlock(&c->o->t->mpu->lock);
-		tgt_publish_unlock(t);
-	}
-	if (rc == 0 && tgt_protect_local(o, &c->lom, &fd, c->perr, sizeof(c->perr)) != 0)
-		rc = -EPIPE;
-	tgt_name_unlock(o);
-	if (tgt_protect_remote(o, fd, &c->lom, c->perr, sizeof(c->perr)) != 0)
-		rc = -EPIPE;
-	return rc;
-}
-
-/* Responds to a failure of the data phase (after the part checks passed). */
-static void complete_fail(ft_req_t *r, complete_t *c, int rc, int bad_part)
-{
-	const tgt_obj_t *o = c->o;
-
-	complete_release(c);
-	if (rc == -EBADMSG)
-		mpu_error(r, 400, "InvalidPart",
-			  "part %d changed or was damaged while completing \"%s/%s\"; nothing stored", bad_part,
-			  o->bucket, o->obj);
-	else if (rc == -ENOENT)
-		no_such_upload(r, o, c->id);
-	else if (rc == -ESTALE)
-		mpu_error(r, 404, "NoSuchBucket", "bucket \"%s\" was destroyed while \"%s\" was being completed",
-			  o->bucket, o->obj);
-	else if (rc == -ENOTDIR)
-		mpu_error(r, 409, "InvalidRequest",
-			  "cannot store \"%s/%s\": a component of its path is an existing object", o->bucket, o->obj);
-	else if (rc == -EISDIR)
-		mpu_error(r, 409, "InvalidRequest", "cannot store \"%s/%s\": the name is a directory of other objects",
-			  o->bucket, o->obj);
-	else if (rc == -ENOSPC || rc == -EDQUOT)
-		mpu_error(r, 507, "InsufficientStorage", "mountpath %s is full", o->mp->path);
-	else if (rc == -EPIPE)
-		mpu_error(r, 500, "InternalError", "\"%s/%s\" stored, but not with the bucket's redundancy: %s",
-			  o->bucket, o->obj, c->perr);
-	else
-		mpu_error(r, 500, "InternalError", "completing \"%s/%s\": %s", o->bucket, o->obj, strerror(-rc));
-}
-
-/* Worker: concatenate, verify the size, publish. */
-static void complete_data(ft_req_t *r, complete_t *c)
-{
-	const tgt_obj_t *o = c->o;
-	ft_cksum_type_t ck_type = o->cksum == FT_CKSUM_NONE ? FT_CKSUM_XXHASH : o->cksum;
-	char md5s_hex[FT_CKSUM_HEX_MAX];
-	uint64_t avail = 0;
-	struct stat st;
-	int bad_part = 0, rc;
-
-	if (tgt_mountpath_avail(o->mp, o->t->cfg.reserve_bytes, &avail) == 0 && c->total > avail) {
-		complete_fail(r, c, -ENOSPC, 0);
-		return;
-	}
-	c->buf = malloc(MPU_COPY_CHUNK);
-	if (!c->buf || ft_cksum_init(&c->ck, ck_type) != 0) {
-		complete_fail(r, c, -ENOMEM, 0);
-		return;
-	}
-	c->ck_live = 1;
-	if (ft_cksum_init(&c->md5s, FT_CKSUM_MD5) != 0) {
-		complete_fail(r, c, -ENOMEM, 0);
-		return;
-	}
-	c->md5s_live = 1;
-	c->fd = tgt_work_create(o->mp, c->work, sizeof(c->work));
-	if (c->fd < 0) {
-		rc = c->fd;
-		c->work[0] = '\0';
-		complete_fail(r, c, rc, 0);
-		return;
-	}
-	rc = complete_concat(c, &bad_part);
-	/* Never publish anything but exactly the listed parts. */
-	if (rc == 0 && fstat(c->fd, &st) != 0)
-		rc = -errno;
-	if (rc == 0 && (uint64_t)st.st_size != c->total) {
-		ft_error("upload %s of %s/%s: concatenation holds %lld bytes, the parts %" PRIu64 "; not published",
-			 c->id, o->bucket, o->obj, (long long)st.st_size, c->total);
-		rc = -EIO;
-	}
-	if (rc == 0 && o->t->cfg.sync == FT_SYNC_DATA && fdatasync(c->fd) != 0)
-		rc = -errno;
-	if (rc == 0 && o->t->cfg.sync == FT_SYNC_FULL && fsync(c->fd) != 0)
-		rc = -errno;
-	if (rc != 0) {
-		complete_fail(r, c, rc, bad_part);
-		return;
-	}
-	memset(&c->lom, 0, sizeof(c->lom));
-	memcpy(c->lom.content_type, c->meta.content_type, sizeof(c->lom.content_type));
-	memcpy(c->lom.user_meta, c->meta.user_meta, sizeof(c->lom.user_meta));
-	c->lom.size = c->total;
-	c->lom.cksum_type = ck_type;
-	ft_cksum_final(&c->ck, c->lom.cksum);
-	c->ck_live = 0;
-	ft_cksum_final(&c->md5s, md5s_hex);
-	c->md5s_live = 0;
-	snprintf(c->etag, sizeof(c->etag), "%.32s-%d", md5s_hex, c->n);
-	lom_set_etag(&c->lom, c->etag);
-	c->lom.atime_ns = c->lom.mtime_ns = ft_now_ns();
-	rc = complete_publish(c);
-	if (rc != 0) {
-		complete_fail(r, c, rc, 0);
-		return;
-	}
-	complete_release(c);
-	tgt_list_bump(o->t, o->provider, o->bucket);
-	ft_info("upload %s completed: %s/%s, %d parts, %" PRIu64 " bytes", c->id, o->bucket, o->obj, c->n, c->total);
-	completed_t e;
-	if (recent_find(c, &e) != 0) { /* pushed out of the ring already by 64 other completions */
-		memset(&e, 0, sizeof(e));
-		snprintf(e.id, sizeof(e.id), "%s", c->id);
-		memcpy(e.etag, c->etag, sizeof(e.etag));
-		e.size = c->total;
-		e.parts = c->n;
-		e.cksum_type = c->lom.cksum_type;
-		memcpy(e.cksum, c->lom.cksum, sizeof(e.cksum));
-		memcpy(e.version, c->lom.version, sizeof(e.version));
-	}
-	complete_respond(r, &e);
-}
-
-/* Worker: parse, find the upload, check order, parts and sizes; then the data phase. */
-static void complete_run(ft_req_t *r, void *arg)
-{
-	complete_t *c = arg;
-	const tgt_obj_t *o = c->o;
-	completed_t done;
-
-	if (complete_parse(r, c, c->body, strlen(c->body)) != 0)
-		return;
-	complete_mark(c);
-	c->updir = upload_open(o, c->id, &c->meta);
-	if (c->updir < 0) {
-		int rc = c->updir;
-		complete_release(c);
-		if (rc == -ENOENT && recent_find(c, &done) == 0) {
-			ft_info("upload %s: completion repeated, answering with its result", c->id);
-			complete_respond(r, &done);
-			return;
-		}
-		upload_open_failed(r, o, c->id, rc);
-		return;
-	}
-	for (int i = 1; i < c->n; i++) {
-		if (c->want[i].part <= c->want[i - 1].part) {
-			complete_release(c);
-			mpu_error(r, 400, "InvalidPartOrder",
-				  "the part list is not in ascending order: part %d follows part %d", c->want[i].part,
-				  c->want[i - 1].part);
-			return;
-		}
-	}
-	if (complete_check_parts(r, c) != 0)
-		return;
-	complete_data(r, c);
-}
-
-static void complete_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
-{
-	complete_t *c = arg;
-
-	(void)len;
-	if (err) {
-		mpu_error(r, 400, "IncompleteBody", "complete: request body incomplete");
-		return;
-	}
-	c->body = body;
-	ft_req_defer(r, complete_run, c);
-}
-
-static void complete_upload(ft_req_t *r, tgt_obj_t *o, const char *id)
-{
-	complete_t *c = ft_req_alloc(r, sizeof(*c));
-
-	memset(c, 0, sizeof(*c));
-	c->o = o;
-	c->id = id;
-	c->updir = c->fd = -1;
-	ft_req_on_done(r, complete_done_hook, c);
-	ft_req_read_body_all(r, MPU_COMPLETE_BODY_MAX, complete_body, c);
 }
 
 /* ---- dispatch ---- */
@@ -1429,7 +829,7 @@ void tgt_mpu_handle(ft_req_t *r, tgt_obj_t *o)
 		return;
 	}
 	if (m == FT_HTTP_POST && action && strcmp(action, "complete") == 0) {
-		complete_upload(r, o, id);
+		mpu_complete_upload(r, o, id);
 		return;
 	}
 	if (m == FT_HTTP_POST && action && strcmp(action, "abort") == 0) {
@@ -1479,7 +879,8 @@ static void list_mountpath(tgt_t *t, const tgt_mountpath_t *mp, const char *prov
 			if (bmd && (!b || b->created_ns != m.bucket_created)) {
 				/* Its bucket was destroyed (or re-created): the upload is garbage. */
 				pthread_mutex_lock(&t->mpu->lock);
-				if (upload_present(mp, de->d_name, ufd) && upload_retire(t, mp, de->d_name) == 0)
+				if (mpu_upload_present(mp, de->d_name, ufd) &&
+				    mpu_upload_retire(t, mp, de->d_name) == 0)
 					ft_info("upload %s of removed bucket %s/%s deleted", de->d_name, m.provider,
 						m.bucket);
 				pthread_mutex_unlock(&t->mpu->lock);

@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* CompleteMultipartUpload on the target: the part list checked, parts joined into one object, published once. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include "base/codec.h"
+#include "base/fdio.h"
+#include "base/log.h"
+#include "cluster/bmd.h"
+#include "cluster/hrw.h"
+#include "core/lom.h"
+#include "http/util.h"
+#include "obj/mpu.h"
+#include "protect/protect.h"
+#include "target.h"
+
+typedef struct {
+	int part;
+	char etag[MD5_HEX]; /* as the client listed it, normalized */
+	uint64_t size;      /* from the stored record */
+} want_t;
+
+typedef struct {
+	tgt_obj_t *o;
+	const char *id;
+	want_t *want;
+	int n;
+	uint64_t total;
+	const char *body; /* the request body (request memory) */
+	int updir;        /* upload directory, -1 once closed */
+	int fd;           /* work file, -1 once closed */
+	char work[64];    /* its name in .work; "" once renamed or removed */
+	ft_cksum_t ck, md5s;
+	int ck_live, md5s_live;
+	char *buf; /* copy buffer (malloc) */
+	completing_t mark;
+	int marked;
+	char list_md5[FT_CKSUM_HEX_MAX]; /* identifies the requested part list */
+	mpu_meta_t meta;                 /* the upload's meta.json: the object's Content-Type and user metadata */
+	ft_lom_t lom;
+	char etag[FT_LOM_ETAG_MAX]; /* "<md5 hex>-N" */
+	char perr[256];             /* why tgt_protect_local/remote failed */
+} complete_t;
+
+static void complete_release(complete_t *c)
+{
+	if (c->marked) {
+		pthread_mutex_lock(&c->o->t->mpu->lock);
+		for (completing_t **pp = &c->o->t->mpu->completing; *pp; pp = &(*pp)->next) {
+			if (*pp == &c->mark) {
+				*pp = c->mark.next;
+				break;
+			}
+		}
+		pthread_cond_broadcast(&c->o->t->mpu->cond);
+		pthread_mutex_unlock(&c->o->t->mpu->lock);
+		c->marked = 0;
+	}
+	if (c->ck_live) {
+		ft_cksum_abort(&c->ck);
+		c->ck_live = 0;
+	}
+	if (c->md5s_live) {
+		ft_cksum_abort(&c->md5s);
+		c->md5s_live = 0;
+	}
+	free(c->buf);
+	c->buf = NULL;
+	tgt_work_drop(c->o->mp, &c->fd, c->work);
+	if (c->updir >= 0) {
+		close(c->updir);
+		c->updir = -1;
+	}
+}
+
+static void complete_done_hook(void *arg)
+{
+	complete_release(arg);
+}
+
+/*
+ * Parses {"parts":[{"part":N,"etag":"..."}...]} into c->want. Returns 0, or -1 after
+ * responding (400 MalformedXML / InvalidArgument / InvalidPart for an unusable ETag).
+ * Order is checked by the caller, after the upload is known to exist.
+ */
+static int complete_parse(ft_req_t *r, complete_t *c, const char *body, size_t len)
+{
+	json_error_t jerr;
+	json_t *j = json_loadb(body, len, 0, &jerr);
+	json_t *parts = j ? json_object_get(j, "parts") : NULL;
+	ft_cksum_t digest;
+	int rc = -1, digest_live = 0;
+
+	if (!json_is_array(parts)) {
+		mpu_error(r, 400, "MalformedXML", "complete: expected {\"parts\":[{\"part\":N,\"etag\":\"...\"}]}");
+		goto out;
+	}
+	size_t n = json_array_size(parts);
+	if (n == 0 || n > MPU_PARTS_MAX) {
+		mpu_error(r, 400, "MalformedXML", "complete: the part list must hold 1..%d parts, not %zu",
+			  MPU_PARTS_MAX, n);
+		goto out;
+	}
+	if (ft_cksum_init(&digest, FT_CKSUM_MD5) != 0) {
+		mpu_error(r, 500, "InternalError", "complete: out of memory");
+		goto out;
+	}
+	digest_live = 1;
+	c->want = ft_req_alloc(r, n * sizeof(*c->want));
+	c->n = (int)n;
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(parts, i);
+		json_t *num = json_object_get(e, "part");
+		const char *etag = json_string_value(json_object_get(e, "etag"));
+		json_int_t pn = json_is_integer(num) ? json_integer_value(num) : -1;
+		if (pn < 1 || pn > MPU_PARTS_MAX || !etag) {
+			mpu_error(r, 400, "InvalidArgument",
+				  "complete: entry %zu needs a part number 1..%d and an ETag", i, MPU_PARTS_MAX);
+			goto out;
+		}
+		c->want[i].part = (int)pn;
+		if (mpu_etag_normalize(etag, c->want[i].etag) != 0) {
+			mpu_error(r, 400, "InvalidPart", "part %d: ETag \"%.64s\" does not match the stored part",
+				  (int)pn, etag);
+			goto out;
+		}
+		char line[48];
+		int len = snprintf(line, sizeof(line), "%d %s\n", c->want[i].part, c->want[i].etag);
+		ft_cksum_update(&digest, line, (size_t)len);
+	}
+	ft_cksum_final(&digest, c->list_md5);
+	digest_live = 0;
+	rc = 0;
+out:
+	if (digest_live)
+		ft_cksum_abort(&digest);
+	json_decref(j);
+	return rc;
+}
+
+static int completing_now(const tgt_t *t, const tgt_mountpath_t *mp, const char *id)
+{
+	for (completing_t *x = t->mpu->completing; x; x = x->next)
+		if (x->mp == mp && strcmp(x->id, id) == 0)
+			return 1;
+	return 0;
+}
+
+/* Registers the completion, after waiting for one of the same upload in progress to end. */
+static void complete_mark(complete_t *c)
+{
+	pthread_mutex_lock(&c->o->t->mpu->lock);
+	while (completing_now(c->o->t, c->o->mp, c->id))
+		pthread_cond_wait(&c->o->t->mpu->cond, &c->o->t->mpu->lock);
+	c->mark.mp = c->o->mp;
+	c->mark.id = c->id;
+	c->mark.next = c->o->t->mpu->completing;
+	c->o->t->mpu->completing = &c->mark;
+	c->marked = 1;
+	pthread_mutex_unlock(&c->o->t->mpu->lock);
+}
+
+/* Remembers a successful completion. Under mpu_lock. */
+static void recent_add(const complete_t *c)
+{
+	tgt_mpu_t *m = c->o->t->mpu;
+	completed_t *e = &m->recent[m->recent_next];
+
+	m->recent_next = (m->recent_next + 1) % MPU_RECENT;
+	memset(e, 0, sizeof(*e));
+	e->mp = c->o->mp;
+	snprintf(e->id, sizeof(e->id), "%s", c->id);
+	memcpy(e->list_md5, c->list_md5, sizeof(e->list_md5));
+	memcpy(e->etag, c->etag, sizeof(e->etag));
+	e->size = c->total;
+	e->parts = c->n;
+	e->cksum_type = c->lom.cksum_type;
+	memcpy(e->cksum, c->lom.cksum, sizeof(e->cksum));
+	memcpy(e->version, c->lom.version, sizeof(e->version));
+}
+
+/* Finds the completion of this upload with this part list; 0 and *out filled, or -1. */
+static int recent_find(const complete_t *c, completed_t *out)
+{
+	tgt_mpu_t *m = c->o->t->mpu;
+	int rc = -1;
+
+	pthread_mutex_lock(&m->lock);
+	for (int i = 0; i < MPU_RECENT && rc != 0; i++) {
+		const completed_t *e = &m->recent[i];
+		if (e->mp == c->o->mp && strcmp(e->id, c->id) == 0 && strcmp(e->list_md5, c->list_md5) == 0) {
+			*out = *e;
+			rc = 0;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+/* The reply of a successful completion (also for a retry of it). */
+static void complete_respond(ft_req_t *r, const completed_t *e)
+{
+	ft_resp_header(r, "Ais-Checksum-Type", ft_cksum_name(e->cksum_type));
+	ft_resp_header(r, "Ais-Checksum-Value", e->cksum);
+	ft_resp_header(r, "Ais-Version", e->version);
+	ft_resp_headerf(r, "ETag", "\"%s\"", e->etag);
+	ft_resp_json(r, 200,
+		     json_pack("{s:s, s:s, s:I, s:i, s:s, s:s, s:s}", "upload_id", e->id, "etag", e->etag, "size",
+			       (json_int_t)e->size, "parts", e->parts, "checksum_type", ft_cksum_name(e->cksum_type),
+			       "checksum", e->cksum, "version", e->version));
+}
+
+/*
+ * Every listed part exists with the listed ETag (InvalidPart), then every part but the last is
+ * large enough (EntityTooSmall). Fills sizes and the total. Returns 0, or -1 after releasing c and
+ * responding (release first: once the response is out, the loop thread may free the request and c).
+ */
+static int complete_check_parts(ft_req_t *r, complete_t *c)
+{
+	char md5hex[MD5_HEX];
+	uint64_t size = 0;
+
+	c->total = 0;
+	for (int i = 0; i < c->n; i++) {
+		want_t *w = &c->want[i];
+		int fd = mpu_part_open(c->updir, w->part, md5hex, &size);
+		if (fd == -ENOENT) {
+			complete_release(c);
+			mpu_error(r, 400, "InvalidPart", "part %d was not uploaded", w->part);
+			return -1;
+		}
+		if (fd < 0) {
+			complete_release(c);
+			mpu_error(r, fd == -EBADMSG ? 400 : 500, fd == -EBADMSG ? "InvalidPart" : "InternalError",
+				  "part %d cannot be used: %s", w->part, fd == -EBADMSG ? "damaged" : strerror(-fd));
+			return -1;
+		}
+		close(fd);
+		if (strcmp(md5hex, w->etag) != 0) {
+			complete_release(c);
+			mpu_error(r, 400, "InvalidPart", "part %d: ETag \"%s\" does not match the stored part", w->part,
+				  w->etag);
+			return -1;
+		}
+		w->size = size;
+		c->total += size;
+	}
+	for (int i = 0; i + 1 < c->n; i++) {
+		if (c->want[i].size < MPU_PART_MIN_SIZE) {
+			complete_release(c);
+			mpu_error(r, 400, "EntityTooSmall",
+				  "part %d is %" PRIu64 " bytes: every part but the last must be at least %llu bytes",
+				  c->want[i].part, c->want[i].size, (unsigned long long)MPU_PART_MIN_SIZE);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Appends len bytes of the part fd in (from offset 0) to the work file: each chunk is read and
+ * hashed, then copied in-kernel (the bytes just hashed are written from the buffer where the
+ * filesystem cannot copy). Returns 0, -ENODATA when the part is shorter than len, or -errno.
+ */
+static int append_part(complete_t *c, int in, uint64_t len)
+{
+	loff_t off = 0;
+
+	while ((uint64_t)off < len) {
+		size_t want = len - (uint64_t)off < MPU_COPY_CHUNK ? (size_t)(len - (uint64_t)off) : MPU_COPY_CHUNK;
+		ssize_t n = pread(in, c->buf, want, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENODATA; /* shorter than its record */
+		ft_cksum_update(&c->ck, c->buf, (size_t)n);
+		loff_t in_off = off, end = off + n;
+		while (in_off < end) {
+			ssize_t k = copy_file_range(in, &in_off, c->fd, NULL, (size_t)(end - in_off), 0);
+			if (k > 0)
+				continue;
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k == 0 || errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
+				int rc = ft_write_all(c->fd, c->buf + (in_off - off), (size_t)(end - in_off));
+				if (rc != 0)
+					return rc;
+				in_off = end;
+				continue;
+			}
+			return -errno;
+		}
+		off = end;
+	}
+	return 0;
+}
+
+/*
+ * Concatenates the listed parts into the work file, re-checking each part's record on the fd it
+ * copies from. Returns 0; -EBADMSG (a part changed since the check: *bad_part set), or -errno.
+ */
+static int complete_concat(complete_t *c, int *bad_part)
+{
+	char md5hex[MD5_HEX];
+	uint8_t bin[MD5_LEN];
+	uint64_t size = 0;
+
+	for (int i = 0; i < c->n; i++) {
+		const want_t *w = &c->want[i];
+		int fd = mpu_part_open(c->updir, w->part, md5hex, &size);
+		if (fd < 0 || strcmp(md5hex, w->etag) != 0 || size != w->size ||
+		    ft_hex_decode(md5hex, 2 * MD5_LEN, bin, MD5_LEN, 0) != MD5_LEN) {
+			if (fd >= 0)
+				close(fd);
+			*bad_part = w->part;
+			return fd < 0 && fd != -ENOENT && fd != -EBADMSG ? fd : -EBADMSG;
+		}
+		int rc = append_part(c, fd, size);
+		close(fd);
+		if (rc == -ENODATA) {
+			*bad_part = w->part;
+			return -EBADMSG;
+		}
+		if (rc != 0)
+			return rc;
+		ft_cksum_update(&c->md5s, bin, sizeof(bin));
+	}
+	return 0;
+}
+
+/* Records the S3 ETag in the object's metadata (GET/HEAD send it; see common/lom.h). */
+static void lom_set_etag(ft_lom_t *lom, const char etag[FT_LOM_ETAG_MAX])
+{
+	memcpy(lom->etag, etag, FT_LOM_ETAG_MAX);
+}
+
+/*
+ * Metadata, rename into place and retirement of the upload directory, serialized with PUTs of
+ * the same name (versions) and with bucket removal. Returns 0, -ESTALE (bucket gone), -ENOENT
+ * (upload aborted meanwhile), -EPIPE (stored, the redundancy failed: c->perr says why), or
+ * another -errno. The EC slices go out after the name lock is released (protect/protect.h).
+ */
+static int complete_publish(complete_t *c)
+{
+	tgt_obj_t *o = c->o;
+	tgt_t *t = o->t;
+	int rc, fd = -1;
+
+	tgt_name_lock(o);
+	tgt_next_version(o, c->lom.version, sizeof(c->lom.version));
+	rc = ft_lom_fset(c->fd, &c->lom);
+	if (rc == 0) {
+		tgt_publish_lock_shared(t);
+		pthread_mutex_lock(&c->o->t->mpu->lock);
+		if (!tgt_bucket_alive(o))
+			rc = -ESTALE;
+		else if (!mpu_upload_present(o->mp, c->id, c->updir))
+			rc = -ENOENT;
+		else
+			rc = tgt_publish_rename(o, c->work, t->cfg.sync);
+		if (rc == 0 && mpu_upload_retire(t, o->mp, c->id) != 0)
+			ft_warn("upload %s: completed, but its directory could not be retired: %s", c->id,
+				strerror(errno));
+		if (rc == 0)
+			recent_add(c);
+		pthread_mutex_unlock(&c->o->t->mpu->lock);
+		tgt_publish_unlock(t);
+	}
+	if (rc == 0 && tgt_protect_local(o, &c->lom, &fd, c->perr, sizeof(c->perr)) != 0)
+		rc = -EPIPE;
+	tgt_name_unlock(o);
+	if (tgt_protect_remote(o, fd, &c->lom, c->perr, sizeof(c->perr)) != 0)
+		rc = -EPIPE;
+	return rc;
+}
+
+/* Responds to a failure of the data phase (after the part checks passed). */
+static void complete_fail(ft_req_t *r, complete_t *c, int rc, int bad_part)
+{
+	const tgt_obj_t *o = c->o;
+
+	complete_release(c);
+	if (rc == -EBADMSG)
+		mpu_error(r, 400, "InvalidPart",
+			  "part %d changed or was damaged while completing \"%s/%s\"; nothing stored", bad_part,
+			  o->bucket, o->obj);
+	else if (rc == -ENOENT)
+		mpu_no_such_upload(r, o, c->id);
+	else if (rc == -ESTALE)
+		mpu_error(r, 404, "NoSuchBucket", "bucket \"%s\" was destroyed while \"%s\" was being completed",
+			  o->bucket, o->obj);
+	else if (rc == -ENOTDIR)
+		mpu_error(r, 409, "InvalidRequest",
+			  "cannot store \"%s/%s\": a component of its path is an existing object", o->bucket, o->obj);
+	else if (rc == -EISDIR)
+		mpu_error(r, 409, "InvalidRequest", "cannot store \"%s/%s\": the name is a directory of other objects",
+			  o->bucket, o->obj);
+	else if (rc == -ENOSPC || rc == -EDQUOT)
+		mpu_error(r, 507, "InsufficientStorage", "mountpath %s is full", o->mp->path);
+	else if (rc == -EPIPE)
+		mpu_error(r, 500, "InternalError", "\"%s/%s\" stored, but not with the bucket's redundancy: %s",
+			  o->bucket, o->obj, c->perr);
+	else
+		mpu_error(r, 500, "InternalError", "completing \"%s/%s\": %s", o->bucket, o->obj, strerror(-rc));
+}
+
+/* Worker: concatenate, verify the size, publish. */
+static void complete_data(ft_req_t *r, complete_t *c)
+{
+	const tgt_obj_t *o = c->o;
+	ft_cksum_type_t ck_type = o->cksum == FT_CKSUM_NONE ? FT_CKSUM_XXHASH : o->cksum;
+	char md5s_hex[FT_CKSUM_HEX_MAX];
+	uint64_t avail = 0;
+	struct stat st;
+	int bad_part = 0, rc;
+
+	if (tgt_mountpath_avail(o->mp, o->t->cfg.reserve_bytes, &avail) == 0 && c->total > avail) {
+		complete_fail(r, c, -ENOSPC, 0);
+		return;
+	}
+	c->buf = malloc(MPU_COPY_CHUNK);
+	if (!c->buf || ft_cksum_init(&c->ck, ck_type) != 0) {
+		complete_fail(r, c, -ENOMEM, 0);
+		return;
+	}
+	c->ck_live = 1;
+	if (ft_cksum_init(&c->md5s, FT_CKSUM_MD5) != 0) {
+		complete_fail(r, c, -ENOMEM, 0);
+		return;
+	}
+	c->md5s_live = 1;
+	c->fd = tgt_work_create(o->mp, c->work, sizeof(c->work));
+	if (c->fd < 0) {
+		rc = c->fd;
+		c->work[0] = '\0';
+		complete_fail(r, c, rc, 0);
+		return;
+	}
+	rc = complete_concat(c, &bad_part);
+	/* Never publish anything but exactly the listed parts. */
+	if (rc == 0 && fstat(c->fd, &st) != 0)
+		rc = -errno;
+	if (rc == 0 && (uint64_t)st.st_size != c->total) {
+		ft_error("upload %s of %s/%s: concatenation holds %lld bytes, the parts %" PRIu64 "; not published",
+			 c->id, o->bucket, o->obj, (long long)st.st_size, c->total);
+		rc = -EIO;
+	}
+	if (rc == 0 && o->t->cfg.sync == FT_SYNC_DATA && fdatasync(c->fd) != 0)
+		rc = -errno;
+	if (rc == 0 && o->t->cfg.sync == FT_SYNC_FULL && fsync(c->fd) != 0)
+		rc = -errno;
+	if (rc != 0) {
+		complete_fail(r, c, rc, bad_part);
+		return;
+	}
+	memset(&c->lom, 0, sizeof(c->lom));
+	memcpy(c->lom.content_type, c->meta.content_type, sizeof(c->lom.content_type));
+	memcpy(c->lom.user_meta, c->meta.user_meta, sizeof(c->lom.user_meta));
+	c->lom.size = c->total;
+	c->lom.cksum_type = ck_type;
+	ft_cksum_final(&c->ck, c->lom.cksum);
+	c->ck_live = 0;
+	ft_cksum_final(&c->md5s, md5s_hex);
+	c->md5s_live = 0;
+	snprintf(c->etag, sizeof(c->etag), "%.32s-%d", md5s_hex, c->n);
+	lom_set_etag(&c->lom, c->etag);
+	c->lom.atime_ns = c->lom.mtime_ns = ft_now_ns();
+	rc = complete_publish(c);
+	if (rc != 0) {
+		complete_fail(r, c, rc, 0);
+		return;
+	}
+	complete_release(c);
+	tgt_list_bump(o->t, o->provider, o->bucket);
+	ft_info("upload %s completed: %s/%s, %d parts, %" PRIu64 " bytes", c->id, o->bucket, o->obj, c->n, c->total);
+	completed_t e;
+	if (recent_find(c, &e) != 0) { /* pushed out of the ring already by 64 other completions */
+		memset(&e, 0, sizeof(e));
+		snprintf(e.id, sizeof(e.id), "%s", c->id);
+		memcpy(e.etag, c->etag, sizeof(e.etag));
+		e.size = c->total;
+		e.parts = c->n;
+		e.cksum_type = c->lom.cksum_type;
+		memcpy(e.cksum, c->lom.cksum, sizeof(e.cksum));
+		memcpy(e.version, c->lom.version, sizeof(e.version));
+	}
+	complete_respond(r, &e);
+}
+
+/* Worker: parse, find the upload, check order, parts and sizes; then the data phase. */
+static void complete_run(ft_req_t *r, void *arg)
+{
+	complete_t *c = arg;
+	const tgt_obj_t *o = c->o;
+	completed_t done;
+
+	if (complete_parse(r, c, c->body, strlen(c->body)) != 0)
+		return;
+	complete_mark(c);
+	c->updir = mpu_upload_open(o, c->id, &c->meta);
+	if (c->updir < 0) {
+		int rc = c->updir;
+		complete_release(c);
+		if (rc == -ENOENT && recent_find(c, &done) == 0) {
+			ft_info("upload %s: completion repeated, answering with its result", c->id);
+			complete_respond(r, &done);
+			return;
+		}
+		mpu_upload_open_failed(r, o, c->id, rc);
+		return;
+	}
+	for (int i = 1; i < c->n; i++) {
+		if (c->want[i].part <= c->want[i - 1].part) {
+			complete_release(c);
+			mpu_error(r, 400, "InvalidPartOrder",
+				  "the part list is not in ascending order: part %d follows part %d", c->want[i].part,
+				  c->want[i - 1].part);
+			return;
+		}
+	}
+	if (complete_check_parts(r, c) != 0)
+		return;
+	complete_data(r, c);
+}
+
+static void complete_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
+{
+	complete_t *c = arg;
+
+	(void)len;
+	if (err) {
+		mpu_error(r, 400, "IncompleteBody", "complete: request body incomplete");
+		return;
+	}
+	c->body = body;
+	ft_req_defer(r, complete_run, c);
+}
+
+void mpu_complete_upload(ft_req_t *r, tgt_obj_t *o, const char *id)
+{
+	complete_t *c = ft_req_alloc(r, sizeof(*c));
+
+	memset(c, 0, sizeof(*c));
+	c->o = o;
+	c->id = id;
+	c->updir = c->fd = -1;
+	ft_req_on_done(r, complete_done_hook, c);
+	ft_req_read_body_all(r, MPU_COMPLETE_BODY_MAX, complete_body, c);
+}

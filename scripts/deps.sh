@@ -6,12 +6,16 @@ set -euo pipefail
 PACKAGES=(
 	build-essential pkg-config
 	liburing-dev libmicrohttpd-dev libcurl4-openssl-dev libssl-dev libjansson-dev
-	libisal-dev libxxhash-dev libcmocka-dev
+	libisal-dev libxxhash-dev libcmocka-dev libarchive-dev libmsgpack-dev
 	clang libclang-rt-14-dev clang-format
 	python3-pytest python3-pytest-xdist python3-requests python3-boto3
 	attr
 	awscli s3cmd rclone curl python3-torch
+	etcd-server etcd-client prometheus yamllint tmux lz4
 )
+# kubectl (for `kubectl kustomize`): Debian's kubernetes-client unless a kubectl is already installed (another
+# package that ships /usr/bin/kubectl conflicts with it).
+command -v kubectl >/dev/null 2>&1 || PACKAGES+=(kubernetes-client)
 
 die() {
 	echo "deps.sh: $*" >&2

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/metrics.h"
 #include "rpc/client.h"
 #include "s3/s3.h"
 
@@ -32,6 +33,7 @@ static void usage(FILE *f)
 		   "  --control_host HOST    advertised host of the control port (default = public_host)\n"
 		   "  --state_dir DIR        where smap.json and bmd.json are kept (default .)\n"
 		   "  --log_level LEVEL      debug|info|warn|error (default info)\n"
+		   "  --log-format FORMAT    text|json: one JSON object a line (default text)\n"
 		   "  --loop_threads N       public-port io_uring loops (0 = CPUs)\n"
 		   "  --worker_threads N     worker pool for requests that talk to other nodes (default 64)\n"
 		   "  --keepalive_ms N       target keepalive interval; 3 missed = removed (default 2000)\n"
@@ -232,6 +234,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ft_log_init("ft-proxy", px.cfg.log_level);
+	ft_log_set_format(px.cfg.log_format);
+	ft_metrics_set_role(FT_M_ROLE_PROXY);
 	/* Every thread inherits the mask: only sigwait below sees SIGINT/SIGTERM. */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);

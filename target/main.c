@@ -14,6 +14,7 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "http/http.h"
 #include "rpc/client.h"
 #include "rpc/ctl.h"
@@ -49,6 +50,7 @@ static void usage(FILE *f)
 		   "  --state_dir DIR       node state (id file), default .\n"
 		   "  --mountpath DIR       object storage directory (repeat for several)\n"
 		   "  --log_level L         debug|info|warn|error (default info)\n"
+		   "  --log-format F        text|json: one JSON object a line (default text)\n"
 		   "  --loop_threads N      public-port loop threads (0 = CPUs)\n"
 		   "  --worker_threads N    worker pool size (default 64)\n"
 		   "  --keepalive_ms N      keepalive interval (default 2000)\n"
@@ -244,6 +246,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ft_log_init("ft-target", t->cfg.log_level);
+	ft_log_set_format(t->cfg.log_format);
+	ft_metrics_set_role(FT_M_ROLE_TARGET);
 	if (snprintf(t->public_url, sizeof(t->public_url), "http://%s:%d", t->cfg.public_host, t->cfg.public_port) >=
 		    (int)sizeof(t->public_url) ||
 	    snprintf(t->control_url, sizeof(t->control_url), "http://%s:%d", t->cfg.control_host,

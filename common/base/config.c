@@ -25,6 +25,7 @@ typedef enum {
 	KIND_INT,   /* int within [min, max] */
 	KIND_INT64, /* int64_t within [min, max] */
 	KIND_LOG_LEVEL,
+	KIND_LOG_FORMAT,
 	KIND_SYNC,
 	KIND_MOUNTPATHS, /* JSON array; `--mountpath` (or `--mountpaths`) once per directory */
 	KIND_BOOL,       /* int 0/1: JSON true/false, text true|false|1|0|yes|no */
@@ -62,6 +63,7 @@ static const config_key_t config_keys[] = {
 	STR(state_dir, KIND_STR_NONEMPTY),
 	{"mountpaths", KIND_MOUNTPATHS, 0, 0, 0, 0},
 	{"log_level", KIND_LOG_LEVEL, 0, 0, 0, 0},
+	{"log_format", KIND_LOG_FORMAT, 0, 0, 0, 0},
 	INT(loop_threads, 0, 1024),
 	INT(worker_threads, 1, 1024),
 	INT(keepalive_ms, 1, 3600000),
@@ -235,6 +237,11 @@ static int set_text(ft_config_t *c, const config_key_t *k, const char *v, load_s
 		if (ft_log_level_parse(v, &c->log_level) != 0)
 			return fail(err, errlen, "%s: key \"log_level\": \"%s\" is not one of debug|info|warn|error",
 				    st->where, v);
+		return 0;
+	case KIND_LOG_FORMAT:
+		if (ft_log_format_parse(v, &c->log_format) != 0)
+			return fail(err, errlen, "%s: key \"log_format\": \"%s\" is not one of text|json", st->where,
+				    v);
 		return 0;
 	case KIND_SYNC:
 		for (int i = FT_SYNC_NONE; i <= FT_SYNC_FULL; i++) {

@@ -39,6 +39,7 @@ typedef struct {
 	char *mountpaths[FT_MAX_MOUNTPATHS];
 	int n_mountpaths;
 	ft_log_level_t log_level;   /* key "log_level": debug|info|warn|error, default info */
+	ft_log_format_t log_format; /* key "log_format" (flag --log-format): text|json, default text */
 	int loop_threads;           /* public-port loop threads; 0 = number of CPUs */
 	int worker_threads;         /* worker pool for deferred work (each blocked stream holds one), default 64 */
 	int keepalive_ms;           /* target -> proxy keepalive interval, default 2000 */

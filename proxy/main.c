@@ -43,6 +43,8 @@ static void usage(FILE *f)
 		   "  --s3_domain DOMAIN     virtual-host style S3 for Host <bucket>.DOMAIN\n"
 		   "  --s3_region REGION     region the S3 API reports (default us-east-1)\n"
 		   "  --proxy_url, --mountpath, --sync, --reserve_bytes, --http_*: accepted, used by targets\n"
+		   "  --check-config         parse the flags and the config file, check them, print OK and exit\n"
+		   "                         (binds nothing, writes nothing; exit 2 on an error)\n"
 		   "  --help                 this text\n");
 }
 
@@ -73,11 +75,10 @@ static int make_dirs(const char *dir)
 	return 0;
 }
 
-/* Derived settings: id, URLs, state file paths. */
-static int px_setup(px_t *px, char *err, size_t errlen)
+/* Derived settings that touch nothing: id and URLs. 0, or -1 with err filled. */
+static int px_derive(px_t *px, char *err, size_t errlen)
 {
 	ft_config_t *c = &px->cfg;
-	int rc;
 
 	if (c->id[0] != '\0')
 		snprintf(px->id, sizeof(px->id), "%s", c->id);
@@ -89,6 +90,17 @@ static int px_setup(px_t *px, char *err, size_t errlen)
 		snprintf(err, errlen, "keepalive_ms must be positive");
 		return -1;
 	}
+	return 0;
+}
+
+/* Derived settings: id, URLs, state file paths. */
+static int px_setup(px_t *px, char *err, size_t errlen)
+{
+	ft_config_t *c = &px->cfg;
+	int rc;
+
+	if (px_derive(px, err, errlen) != 0)
+		return -1;
 	rc = make_dirs(c->state_dir);
 	if (rc != 0) {
 		snprintf(err, errlen, "state_dir %s: %s", c->state_dir, strerror(-rc));
@@ -217,21 +229,41 @@ static bool wants_help(int argc, char **argv)
 	return false;
 }
 
+/* --check-config: what startup would refuse, found without binding or writing anything. Exit status. */
+static int check_config(px_t *px)
+{
+	char err[2048] = "";
+
+	if (px_derive(px, err, sizeof(err)) != 0 || px_s3_keys_check(&px->cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ft-proxy: %s\n", err);
+		return 2;
+	}
+	printf("OK ft-proxy id=%s public=%s control=%s\n", px->id, px->public_url, px->control_url);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static px_t px; /* large (paths, URLs): not on the stack */
 	char err[2048] = "";
 	sigset_t sigs;
 	int sig = 0, rc = 1;
+	bool check;
 
 	if (wants_help(argc, argv)) {
 		usage(stdout);
 		return 0;
 	}
+	check = ft_config_take_flag(&argc, argv, "--check-config") > 0;
 	if (ft_config_load(&px.cfg, argc, argv, err, sizeof(err)) != 0) {
 		fprintf(stderr, "ft-proxy: %s (see ft-proxy --help)\n", err);
 		ft_config_free(&px.cfg);
 		return 2;
+	}
+	if (check) {
+		rc = check_config(&px);
+		ft_config_free(&px.cfg);
+		return rc;
 	}
 	ft_log_init("ft-proxy", px.cfg.log_level);
 	ft_log_set_format(px.cfg.log_format);

@@ -135,6 +135,21 @@ void ft_config_defaults(ft_config_t *c)
 	c->hint_prefetch_inflight = 4;
 }
 
+int ft_config_take_flag(int *argc, char **argv, const char *flag)
+{
+	int n = 0, j = 1;
+
+	for (int i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], flag) == 0)
+			n++;
+		else
+			argv[j++] = argv[i];
+	}
+	*argc = j;
+	argv[j] = NULL;
+	return n;
+}
+
 void ft_config_free(ft_config_t *c)
 {
 	for (int i = 0; i < c->n_mountpaths; i++) {

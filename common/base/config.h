@@ -76,6 +76,11 @@ void ft_config_defaults(ft_config_t *c);
  * `--help` is not handled here.
  */
 int ft_config_load(ft_config_t *c, int argc, char **argv, char *err, size_t errlen);
+/*
+ * Removes every argv entry equal to flag (a flag without a value, e.g. "--check-config"), shifting the rest down
+ * and updating *argc. Returns how many there were.
+ */
+int ft_config_take_flag(int *argc, char **argv, const char *flag);
 /* Frees the mountpath strings. */
 void ft_config_free(ft_config_t *c);
 

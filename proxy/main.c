@@ -37,6 +37,8 @@ static void usage(FILE *f)
 		   "  --loop_threads N       public-port io_uring loops (0 = CPUs)\n"
 		   "  --worker_threads N     worker pool for requests that talk to other nodes (default 64)\n"
 		   "  --keepalive_ms N       target keepalive interval; 3 missed = removed (default 2000)\n"
+		   "  --probe_interval_ms N  connect probes of every target; refused, or 3 unanswered, = removed\n"
+		   "                         from the map at once (default 250; 0 = keepalives only)\n"
 		   "  --s3_keys FILE         S3 access keys: JSON {\"ACCESS_KEY\": \"SECRET\", ...}\n"
 		   "  --s3_anonymous BOOL    accept unsigned S3 requests (default false)\n"
 		   "  --s3_root BOOL         serve the S3 API at / as well as /s3 (default false)\n"
@@ -148,6 +150,11 @@ static int s3_list_page(void *ctx, const char *bucket, const char *prefix, const
 	return px_list_page(ctx, bucket, prefix, token, pagesize, entries, more, status, why, cap);
 }
 
+static int s3_target_unreachable(void *ctx, const char *id)
+{
+	return px_target_unreachable(ctx, id);
+}
+
 static int s3_start(px_t *px, char *err, size_t errlen)
 {
 	const px_s3_host_t host = {
@@ -157,6 +164,7 @@ static int s3_start(px_t *px, char *err, size_t errlen)
 		.bucket_create = s3_bucket_create,
 		.bucket_destroy = s3_bucket_destroy,
 		.list_page = s3_list_page,
+		.target_unreachable = s3_target_unreachable,
 	};
 
 	px->s3 = px_s3_init(&host, err, errlen);
@@ -197,8 +205,8 @@ static int px_start(px_t *px, char *err, size_t errlen)
 	px->httpd = ft_httpd_start(&o, err, errlen);
 	if (px->httpd == NULL)
 		return -1;
-	if (px_checker_start(px) != 0) {
-		snprintf(err, errlen, "cannot start the keepalive checker");
+	if (px_checker_start(px) != 0 || px_prober_start(px) != 0) {
+		snprintf(err, errlen, "cannot start the keepalive checker or the target prober");
 		return -1;
 	}
 	return 0;
@@ -207,6 +215,7 @@ static int px_start(px_t *px, char *err, size_t errlen)
 /* Stops whatever px_start started, in reverse order; safe after a partial start. */
 static void px_stop(px_t *px)
 {
+	px_prober_stop(px);
 	px_checker_stop(px);
 	if (px->httpd != NULL)
 		ft_httpd_stop(px->httpd);

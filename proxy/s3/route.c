@@ -376,12 +376,21 @@ void px_s3_defer(px_s3_req_t *q, void (*fn)(px_s3_req_t *q))
 
 char *px_s3_owner_url(const char *bucket, const char *key, size_t key_len, const char *query)
 {
+	char id[FT_ID_MAX];
+
+	return px_s3_owner_url_id(bucket, key, key_len, query, id);
+}
+
+char *px_s3_owner_url_id(const char *bucket, const char *key, size_t key_len, const char *query, char *id)
+{
 	ft_smap_t *smap = ft_smap_current();
 	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, "ais", bucket, key, key_len) : NULL;
 	char *eb = NULL, *ek = NULL, *url = NULL;
 
+	id[0] = '\0';
 	if (owner == NULL)
 		goto out;
+	snprintf(id, FT_ID_MAX, "%s", owner->id);
 	eb = ft_pct_encode_dup(bucket, strlen(bucket), 0);
 	ek = ft_pct_encode_dup(key, key_len, FT_PCT_KEEP_SLASH);
 	if (eb == NULL || ek == NULL)

@@ -186,7 +186,8 @@ def needed_packages(binary):
     for lib in needed:
         out = subprocess.run(["dpkg", "-S", paths[lib]], capture_output=True, text=True).stdout
         pkg = out.split(":", 1)[0]
-        if pkg and pkg not in ("libc6", "libgcc-s1"):
+        # libc is in every image; a sanitizer runtime (make SANITIZER=...) is not what the image builds
+        if pkg and pkg not in ("libc6", "libgcc-s1") and not re.match(r"lib(asan|ubsan|tsan)\d", pkg):
             pkgs.add(pkg)
     return pkgs
 

@@ -11,7 +11,7 @@ import pytest
 
 import peers
 from conftest import FT_BIN
-from ftutil import create_remote, obj_url, session, unique, wait_until
+from ftutil import Api, create_remote, obj_url, session, unique, wait_until
 from test_coldget import put_origin
 
 origin = peers.nginx_origin_fixture()
@@ -183,3 +183,39 @@ def test_bad_log_format_refused(exe, tmp_path):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2
     assert "log_format" in proc.stderr and "text|json" in proc.stderr
+
+
+def test_job_and_eviction_metrics(make_cluster, origin):
+    # A target added to a cluster: every target runs a rebalance job, counted by kind; then the LRU of a small
+    # quota evicts cached remote objects, counted with their bytes.
+    mib = 1 << 20
+    c = make_cluster(targets=1, mountpaths=1,
+                     target_args=("--lru_quota_bytes", str(4 * mib), "--lru_high_pct", "80", "--lru_low_pct", "50",
+                                  "--lru_interval_ms", "100"))
+    api = Api(c.url, session())
+    b = unique("metjob")
+    api.create_bucket(b)
+    for i in range(20):
+        api.put(b, "r%02d" % i, b"x" * 1000)
+    c.add_target()
+
+    def rebalanced():
+        samples = [parse(scrape(t["public_url"])) for t in c.targets()]
+        done = sum(value(s, "ft_job_objects_total", kind="rebalance") for s in samples)
+        running = sum(value(s, "ft_jobs_running") for s in samples)
+        return done > 0 and running == 0
+
+    wait_until(rebalanced, 30, interval=0.2, what="the rebalance to move objects and end")
+    hb = unique("metlru")
+    create_remote(c.url, hb, "ht", {"endpoint": origin.url})
+    for i in range(12):
+        name = unique("ev") + ".bin"
+        put_origin(origin, name, os.urandom(mib // 2))
+        r = session().get(obj_url(c.url, hb, name), timeout=30)
+        assert r.status_code == 200
+
+    def evicted():
+        return targets_value(c, "ft_lru_evicted_objects_total") > 0
+
+    wait_until(evicted, 30, interval=0.2, what="the LRU to evict")
+    assert targets_value(c, "ft_lru_evicted_bytes_total") >= mib // 2

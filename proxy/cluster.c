@@ -392,6 +392,40 @@ out:
 	json_decref(j);
 }
 
+/* ---- a target found dead ---- */
+
+int px_cluster_remove(px_t *px, const char *id, const char *why)
+{
+	ft_smap_t *cur, *m = NULL;
+	int rc = -1;
+
+	pthread_mutex_lock(&px->meta_lock);
+	cur = ft_smap_current();
+	if (ft_smap_find(cur, id) == NULL) {
+		rc = 1;
+		goto unlock;
+	}
+	m = ft_smap_clone(cur);
+	if (m == NULL || ft_smap_remove(m, id) != 0)
+		goto unlock;
+	m->version = cur->version + 1;
+	if (px_persist_smap(px, m) != 0)
+		goto unlock;
+	ft_warn("target %s %s: removed from the cluster map (v%lld, %d targets)", id, why, (long long)m->version,
+		m->n_targets);
+	seen_remove(px, id);
+	ft_smap_get(m);
+	ft_smap_install(m);
+	rc = 0;
+unlock:
+	pthread_mutex_unlock(&px->meta_lock);
+	if (rc == 0)
+		px_metasync(px, m, NULL, true, false, NULL);
+	ft_smap_put(m);
+	ft_smap_put(cur);
+	return rc;
+}
+
 /* ---- silent targets ---- */
 
 /* Removes the targets not heard from in time: one new map version, persisted, installed, pushed. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/metrics.h"
 #include "rpc/client.h"
 #include "s3/s3.h"
 
@@ -32,15 +33,20 @@ static void usage(FILE *f)
 		   "  --control_host HOST    advertised host of the control port (default = public_host)\n"
 		   "  --state_dir DIR        where smap.json and bmd.json are kept (default .)\n"
 		   "  --log_level LEVEL      debug|info|warn|error (default info)\n"
+		   "  --log-format FORMAT    text|json: one JSON object a line (default text)\n"
 		   "  --loop_threads N       public-port io_uring loops (0 = CPUs)\n"
 		   "  --worker_threads N     worker pool for requests that talk to other nodes (default 64)\n"
 		   "  --keepalive_ms N       target keepalive interval; 3 missed = removed (default 2000)\n"
+		   "  --probe_interval_ms N  connect probes of every target; refused, or 3 unanswered, = removed\n"
+		   "                         from the map at once (default 250; 0 = keepalives only)\n"
 		   "  --s3_keys FILE         S3 access keys: JSON {\"ACCESS_KEY\": \"SECRET\", ...}\n"
 		   "  --s3_anonymous BOOL    accept unsigned S3 requests (default false)\n"
 		   "  --s3_root BOOL         serve the S3 API at / as well as /s3 (default false)\n"
 		   "  --s3_domain DOMAIN     virtual-host style S3 for Host <bucket>.DOMAIN\n"
 		   "  --s3_region REGION     region the S3 API reports (default us-east-1)\n"
 		   "  --proxy_url, --mountpath, --sync, --reserve_bytes, --http_*: accepted, used by targets\n"
+		   "  --check-config         parse the flags and the config file, check them, print OK and exit\n"
+		   "                         (binds nothing, writes nothing; exit 2 on an error)\n"
 		   "  --help                 this text\n");
 }
 
@@ -71,11 +77,10 @@ static int make_dirs(const char *dir)
 	return 0;
 }
 
-/* Derived settings: id, URLs, state file paths. */
-static int px_setup(px_t *px, char *err, size_t errlen)
+/* Derived settings that touch nothing: id and URLs. 0, or -1 with err filled. */
+static int px_derive(px_t *px, char *err, size_t errlen)
 {
 	ft_config_t *c = &px->cfg;
-	int rc;
 
 	if (c->id[0] != '\0')
 		snprintf(px->id, sizeof(px->id), "%s", c->id);
@@ -87,6 +92,17 @@ static int px_setup(px_t *px, char *err, size_t errlen)
 		snprintf(err, errlen, "keepalive_ms must be positive");
 		return -1;
 	}
+	return 0;
+}
+
+/* Derived settings: id, URLs, state file paths. */
+static int px_setup(px_t *px, char *err, size_t errlen)
+{
+	ft_config_t *c = &px->cfg;
+	int rc;
+
+	if (px_derive(px, err, errlen) != 0)
+		return -1;
 	rc = make_dirs(c->state_dir);
 	if (rc != 0) {
 		snprintf(err, errlen, "state_dir %s: %s", c->state_dir, strerror(-rc));
@@ -134,6 +150,11 @@ static int s3_list_page(void *ctx, const char *bucket, const char *prefix, const
 	return px_list_page(ctx, bucket, prefix, token, pagesize, entries, more, status, why, cap);
 }
 
+static int s3_target_unreachable(void *ctx, const char *id)
+{
+	return px_target_unreachable(ctx, id);
+}
+
 static int s3_start(px_t *px, char *err, size_t errlen)
 {
 	const px_s3_host_t host = {
@@ -143,6 +164,7 @@ static int s3_start(px_t *px, char *err, size_t errlen)
 		.bucket_create = s3_bucket_create,
 		.bucket_destroy = s3_bucket_destroy,
 		.list_page = s3_list_page,
+		.target_unreachable = s3_target_unreachable,
 	};
 
 	px->s3 = px_s3_init(&host, err, errlen);
@@ -183,8 +205,8 @@ static int px_start(px_t *px, char *err, size_t errlen)
 	px->httpd = ft_httpd_start(&o, err, errlen);
 	if (px->httpd == NULL)
 		return -1;
-	if (px_checker_start(px) != 0) {
-		snprintf(err, errlen, "cannot start the keepalive checker");
+	if (px_checker_start(px) != 0 || px_prober_start(px) != 0) {
+		snprintf(err, errlen, "cannot start the keepalive checker or the target prober");
 		return -1;
 	}
 	return 0;
@@ -193,6 +215,7 @@ static int px_start(px_t *px, char *err, size_t errlen)
 /* Stops whatever px_start started, in reverse order; safe after a partial start. */
 static void px_stop(px_t *px)
 {
+	px_prober_stop(px);
 	px_checker_stop(px);
 	if (px->httpd != NULL)
 		ft_httpd_stop(px->httpd);
@@ -215,23 +238,45 @@ static bool wants_help(int argc, char **argv)
 	return false;
 }
 
+/* --check-config: what startup would refuse, found without binding or writing anything. Exit status. */
+static int check_config(px_t *px)
+{
+	char err[2048] = "";
+
+	if (px_derive(px, err, sizeof(err)) != 0 || px_s3_keys_check(&px->cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ft-proxy: %s\n", err);
+		return 2;
+	}
+	printf("OK ft-proxy id=%s public=%s control=%s\n", px->id, px->public_url, px->control_url);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static px_t px; /* large (paths, URLs): not on the stack */
 	char err[2048] = "";
 	sigset_t sigs;
 	int sig = 0, rc = 1;
+	bool check;
 
 	if (wants_help(argc, argv)) {
 		usage(stdout);
 		return 0;
 	}
+	check = ft_config_take_flag(&argc, argv, "--check-config") > 0;
 	if (ft_config_load(&px.cfg, argc, argv, err, sizeof(err)) != 0) {
 		fprintf(stderr, "ft-proxy: %s (see ft-proxy --help)\n", err);
 		ft_config_free(&px.cfg);
 		return 2;
 	}
+	if (check) {
+		rc = check_config(&px);
+		ft_config_free(&px.cfg);
+		return rc;
+	}
 	ft_log_init("ft-proxy", px.cfg.log_level);
+	ft_log_set_format(px.cfg.log_format);
+	ft_metrics_set_role(FT_M_ROLE_PROXY);
 	/* Every thread inherits the mask: only sigwait below sees SIGINT/SIGTERM. */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);

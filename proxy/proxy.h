@@ -56,6 +56,8 @@ typedef struct px {
 
 	pthread_t checker;
 	bool checker_started;
+	pthread_t prober; /* health.c */
+	bool prober_started;
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond; /* CLOCK_MONOTONIC */
 	bool stopping;
@@ -82,8 +84,24 @@ void px_cluster_keepalive(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 /* The thread that removes targets not heard from for 3 keepalive intervals. */
 int px_checker_start(px_t *px);
 void px_checker_stop(px_t *px);
+/*
+ * Takes target id out of the map at once (new version, persisted, installed, then pushed to every node before
+ * returning), logging why. 0 removed, 1 not in the map, -1 failed (out of memory, state file not written).
+ */
+int px_cluster_remove(px_t *px, const char *id, const char *why);
 /* Frees the last-seen table. */
 void px_cluster_free(px_t *px);
+
+/* ---- health.c: dead targets out of the map within about a second ---- */
+/* The probe thread (not started when probe_interval_ms is 0); stop before px_checker_stop. */
+int px_prober_start(px_t *px);
+void px_prober_stop(px_t *px);
+/*
+ * A relay could not connect to target id: confirms with a probe and takes the target out of the map (pushed to
+ * every node before returning). 0 when id is out of the map (now, or already), -1 when it answered the probe.
+ * Blocks (up to the probe and a push): call from a worker.
+ */
+int px_target_unreachable(px_t *px, const char *id);
 
 /* ---- metasync.c: pushing documents to the nodes ---- */
 /*

@@ -6,6 +6,7 @@
 
 #include "base/names.h"
 #include "cloud/backend.h"
+#include "http/metrics.h"
 #include "http/util.h"
 #include "s3/s3.h"
 
@@ -183,6 +184,8 @@ void px_route(ft_req_t *r, void *ctx)
 	size_t len;
 	const char *path = ft_req_path(r, &len);
 
+	if (ft_metrics_route(r)) /* before S3, which may be served at / */
+		return;
 	if (px_s3_route(px->s3, r)) /* /s3/..., and / or virtual hosts when configured */
 		return;
 	if (under(path, len, "/v1/objects"))

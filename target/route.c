@@ -8,6 +8,7 @@
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
 #include "core/replica.h"
+#include "http/metrics.h"
 #include "http/util.h"
 #include "target.h"
 
@@ -189,6 +190,8 @@ void tgt_route_public(ft_req_t *r, void *ctx)
 		health(r, t);
 		return;
 	}
+	if (ft_metrics_route(r))
+		return;
 	if (ft_path_split(r, path, len, OBJECTS_PREFIX, &bucket, &obj, &obj_len) == 0) {
 		object(r, t, bucket, obj, obj_len);
 		return;

@@ -25,6 +25,7 @@ typedef enum {
 	KIND_INT,   /* int within [min, max] */
 	KIND_INT64, /* int64_t within [min, max] */
 	KIND_LOG_LEVEL,
+	KIND_LOG_FORMAT,
 	KIND_SYNC,
 	KIND_MOUNTPATHS, /* JSON array; `--mountpath` (or `--mountpaths`) once per directory */
 	KIND_BOOL,       /* int 0/1: JSON true/false, text true|false|1|0|yes|no */
@@ -62,6 +63,7 @@ static const config_key_t config_keys[] = {
 	STR(state_dir, KIND_STR_NONEMPTY),
 	{"mountpaths", KIND_MOUNTPATHS, 0, 0, 0, 0},
 	{"log_level", KIND_LOG_LEVEL, 0, 0, 0, 0},
+	{"log_format", KIND_LOG_FORMAT, 0, 0, 0, 0},
 	INT(loop_threads, 0, 1024),
 	INT(worker_threads, 1, 1024),
 	INT(keepalive_ms, 1, 3600000),
@@ -85,6 +87,7 @@ static const config_key_t config_keys[] = {
 	{"hint_max_bytes", KIND_INT64, offsetof(ft_config_t, hint_max_bytes), 0, 0, INT64_MAX},
 	INT(hint_max_names, 1, 100000000),
 	INT(hint_prefetch_inflight, 0, 16),
+	INT(probe_interval_ms, 0, 60000),
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -131,6 +134,22 @@ void ft_config_defaults(ft_config_t *c)
 	c->hint_max_bytes = 32 << 20;
 	c->hint_max_names = 1000000;
 	c->hint_prefetch_inflight = 4;
+	c->probe_interval_ms = 250;
+}
+
+int ft_config_take_flag(int *argc, char **argv, const char *flag)
+{
+	int n = 0, j = 1;
+
+	for (int i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], flag) == 0)
+			n++;
+		else
+			argv[j++] = argv[i];
+	}
+	*argc = j;
+	argv[j] = NULL;
+	return n;
 }
 
 void ft_config_free(ft_config_t *c)
@@ -235,6 +254,11 @@ static int set_text(ft_config_t *c, const config_key_t *k, const char *v, load_s
 		if (ft_log_level_parse(v, &c->log_level) != 0)
 			return fail(err, errlen, "%s: key \"log_level\": \"%s\" is not one of debug|info|warn|error",
 				    st->where, v);
+		return 0;
+	case KIND_LOG_FORMAT:
+		if (ft_log_format_parse(v, &c->log_format) != 0)
+			return fail(err, errlen, "%s: key \"log_format\": \"%s\" is not one of text|json", st->where,
+				    v);
 		return 0;
 	case KIND_SYNC:
 		for (int i = FT_SYNC_NONE; i <= FT_SYNC_FULL; i++) {

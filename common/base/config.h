@@ -39,6 +39,7 @@ typedef struct {
 	char *mountpaths[FT_MAX_MOUNTPATHS];
 	int n_mountpaths;
 	ft_log_level_t log_level;   /* key "log_level": debug|info|warn|error, default info */
+	ft_log_format_t log_format; /* key "log_format" (flag --log-format): text|json, default text */
 	int loop_threads;           /* public-port loop threads; 0 = number of CPUs */
 	int worker_threads;         /* worker pool for deferred work (each blocked stream holds one), default 64 */
 	int keepalive_ms;           /* target -> proxy keepalive interval, default 2000 */
@@ -65,6 +66,7 @@ typedef struct {
 	int64_t hint_max_bytes; /* target: memory for all hints it holds; an install past it is 413; default 32 MiB */
 	int hint_max_names;     /* proxy: names in one order-hint request; more is 413; default 1000000 */
 	int hint_prefetch_inflight; /* target: staging fetches in flight under hints, 0 = none; default 4 */
+	int probe_interval_ms;      /* proxy: connect probes of every target (proxy/health.c), 0 = none; default 250 */
 } ft_config_t;
 
 /* Fills defaults. */
@@ -75,6 +77,11 @@ void ft_config_defaults(ft_config_t *c);
  * `--help` is not handled here.
  */
 int ft_config_load(ft_config_t *c, int argc, char **argv, char *err, size_t errlen);
+/*
+ * Removes every argv entry equal to flag (a flag without a value, e.g. "--check-config"), shifting the rest down
+ * and updating *argc. Returns how many there were.
+ */
+int ft_config_take_flag(int *argc, char **argv, const char *flag);
 /* Frees the mountpath strings. */
 void ft_config_free(ft_config_t *c);
 

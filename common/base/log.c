@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Leveled logging to stderr: one write(2) per line, UTC timestamps with milliseconds. */
+/* Leveled logging to stderr: one write(2) per line, UTC timestamps with milliseconds, as text or JSON lines. */
 #include "base/log.h"
 
 #include <errno.h>
@@ -18,7 +18,8 @@
 #define LOG_NAME_MAX 64
 
 static char log_name[LOG_NAME_MAX] = "ft";
-static int log_level = FT_LOG_INFO; /* read and written with __atomic builtins */
+static int log_level = FT_LOG_INFO;  /* read and written with __atomic builtins */
+static int log_format = FT_LOG_TEXT; /* set once at startup */
 
 static const char level_letter[] = {
 	[FT_LOG_DEBUG] = 'D',
@@ -40,6 +41,22 @@ void ft_log_init(const char *name, ft_log_level_t level)
 	if (name != NULL && name[0] != '\0')
 		snprintf(log_name, sizeof(log_name), "%s", name);
 	__atomic_store_n(&log_level, (int)level, __ATOMIC_RELAXED);
+}
+
+void ft_log_set_format(ft_log_format_t format)
+{
+	__atomic_store_n(&log_format, (int)format, __ATOMIC_RELAXED);
+}
+
+int ft_log_format_parse(const char *s, ft_log_format_t *out)
+{
+	if (s != NULL && strcmp(s, "text") == 0)
+		*out = FT_LOG_TEXT;
+	else if (s != NULL && strcmp(s, "json") == 0)
+		*out = FT_LOG_JSON;
+	else
+		return -1;
+	return 0;
 }
 
 int ft_log_level_parse(const char *s, ft_log_level_t *out)
@@ -82,6 +99,52 @@ static void write_all(const char *buf, size_t len)
 	}
 }
 
+/*
+ * The JSON form of one message: {"time":...,"level":...,"name":...,"msg":...} and '\n', into line (LOG_LINE_MAX).
+ * msg is escaped as a JSON string (control bytes as \u00XX; other bytes as they are, so UTF-8 stays UTF-8); a
+ * message that does not fit is cut and ends in "...". Returns the line's length.
+ */
+static size_t format_json(char *line, const char *ts, ft_log_level_t level, const char *msg)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t len, room = LOG_LINE_MAX - 8; /* the tail: "...", '"', '}', '\n' */
+	const unsigned char *p;
+
+	len = (size_t)snprintf(line, LOG_LINE_MAX, "{\"time\":\"%s\",\"level\":\"%s\",\"name\":\"%s\",\"msg\":\"", ts,
+			       level_word[level], log_name);
+	for (p = (const unsigned char *)msg; *p != '\0'; p++) {
+		if (*p == '\n' && p[1] == '\0')
+			break; /* the line's own end */
+		if (len + 6 > room) {
+			memcpy(line + len, "...", 3);
+			len += 3;
+			break;
+		}
+		if (*p == '"' || *p == '\\') {
+			line[len++] = '\\';
+			line[len++] = (char)*p;
+		} else if (*p < 0x20) {
+			memcpy(line + len, "\\u00", 4);
+			line[len + 4] = hex[*p >> 4];
+			line[len + 5] = hex[*p & 15];
+			len += 6;
+		} else {
+			line[len++] = (char)*p;
+		}
+	}
+	memcpy(line + len, "\"}\n", 3);
+	return len + 3;
+}
+
+static void log_json(ft_log_level_t level, const char *fmt, va_list ap)
+{
+	char msg[LOG_LINE_MAX], line[LOG_LINE_MAX], ts[40];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	format_time(ts, sizeof(ts));
+	write_all(line, format_json(line, ts, level, msg));
+}
+
 void ft_log(ft_log_level_t level, const char *fmt, ...)
 {
 	char line[LOG_LINE_MAX];
@@ -95,6 +158,13 @@ void ft_log(ft_log_level_t level, const char *fmt, ...)
 		level = FT_LOG_ERROR;
 
 	int saved_errno = errno; /* callers may log and then inspect errno */
+	if (__atomic_load_n(&log_format, __ATOMIC_RELAXED) == FT_LOG_JSON) {
+		va_start(ap, fmt);
+		log_json(level, fmt, ap);
+		va_end(ap);
+		errno = saved_errno;
+		return;
+	}
 	n = format_time(line, sizeof(line));
 	len = (size_t)n;
 	n = snprintf(line + len, sizeof(line) - len, " %c %s: ", level_letter[level], log_name);

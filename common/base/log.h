@@ -10,11 +10,20 @@ typedef enum {
 	FT_LOG_ERROR,
 } ft_log_level_t;
 
+typedef enum {
+	FT_LOG_TEXT = 0, /* 2026-11-21T21:35:00.123Z I name: message */
+	FT_LOG_JSON,     /* {"time":"2026-11-21T21:35:00.123Z","level":"info","name":"name","msg":"message"} */
+} ft_log_format_t;
+
 /* Sets the process name printed in every line and the lowest level printed. */
 void ft_log_init(const char *name, ft_log_level_t level);
+/* Chooses the line format (default text); call it at startup, like ft_log_init. */
+void ft_log_set_format(ft_log_format_t format);
+/* Parses "text|json"; returns 0, or -1 for an unknown word. */
+int ft_log_format_parse(const char *s, ft_log_format_t *out);
 /* Parses "debug|info|warn|error"; returns 0, or -1 for an unknown word. */
 int ft_log_level_parse(const char *s, ft_log_level_t *out);
-/* Prints one line: "2026-11-21T21:35:00.123Z I name: message" to stderr (thread-safe, one write). */
+/* Prints one line in the chosen format to stderr (thread-safe, one write). */
 void ft_log(ft_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define ft_debug(...) ft_log(FT_LOG_DEBUG, __VA_ARGS__)

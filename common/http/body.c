@@ -92,6 +92,7 @@ static int deliver(conn_t *c, const char *p, size_t n)
 	size_t want;
 	int rc;
 
+	r->m_recv += n;
 	if (r->body_stream) {
 		stream_body_put(c, p, n);
 		return 0;

@@ -46,6 +46,7 @@ static void conn_free(conn_t *c)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	L->nconns--;
+	ft_metric_add(FT_M_HTTP_OPEN_CONNECTIONS, 0, 0, (uint64_t)-1);
 	close(c->fd);
 	http_arena_reset(&c->req.arena);
 	pthread_cond_destroy(&c->scv);
@@ -168,6 +169,7 @@ void http_finish_request(conn_t *c)
 	ft_req_t *r = &c->req;
 	hook_t *h;
 
+	http_count_request(r);
 	for (h = r->hooks; h != NULL; h = h->next)
 		h->fn(h->arg);
 	if (r->file_fd >= 0)
@@ -210,6 +212,9 @@ void http_response_done(conn_t *c, bool ok)
 	ft_req_t *r = &c->req;
 	bool keep = ok && r->keep_alive && !c->must_close && !c->closed && !c->L->stopping;
 	bool linger = c->linger;
+
+	if (!ok)
+		ft_metric_error(FT_ME_CLIENT_GONE);
 
 	http_finish_request(c);
 	if (!ok) {
@@ -326,6 +331,7 @@ static void request_begin(conn_t *c, const ft_hp_head_t *h, const ft_hp_header_t
 	c->phase = PH_HANDLER;
 	c->refs++; /* the request's reference, dropped by http_finish_request */
 	c->head_started = false;
+	r->m_start_ns = http_now_ns();
 	r->method = method_of(h->method, h->method_len);
 	r->method_name = http_arena_strndup(&r->arena, h->method, h->method_len);
 	r->target = http_arena_strndup(&r->arena, h->target, h->target_len);
@@ -429,6 +435,9 @@ void http_server_error(conn_t *c, int status, const char *msg)
 	c->must_close = true;
 	c->linger = true;
 	r->close_req = true;
+	if (r->m_start_ns == 0)
+		r->m_start_ns = http_now_ns();
+	ft_metric_error(FT_ME_FRAMING);
 	ft_resp_error(r, status, "%s", msg);
 }
 
@@ -522,6 +531,8 @@ void http_conn_new(loop_t *L, int fd)
 		L->conns->prev = c;
 	L->conns = c;
 	L->nconns++;
+	ft_metric_inc(FT_M_HTTP_CONNECTIONS);
+	ft_metric_add(FT_M_HTTP_OPEN_CONNECTIONS, 0, 0, 1);
 	http_recv_arm(c);
 }
 

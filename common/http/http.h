@@ -90,6 +90,9 @@ void *ft_req_alloc(ft_req_t *r, size_t size);
 char *ft_req_strdup(ft_req_t *r, const char *s);
 /* Registers fn(arg) to run once the response is finished or the connection dropped. */
 void ft_req_on_done(ft_req_t *r, void (*fn)(void *arg), void *arg);
+/* Counts the request as cold in the duration histogram (a backend was read or written); any thread, before the
+ * response call. */
+void ft_req_mark_cold(ft_req_t *r);
 
 /* ---- request body ---- */
 /* Body bytes, de-chunked, on the loop thread. Return 0 to go on, -1 to stop reading (then respond). */

@@ -11,7 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
+#include "base/metrics.h"
 #include "base/workpool.h"
 #include "http/http.h"
 #include "http/parse.h"
@@ -208,7 +210,13 @@ struct ft_req {
 	ft_req_t *qnext;
 	bool queued;   /* in the loop's hand-over queue (under qmu) */
 	hook_t *hooks; /* newest first */
-	arena_t arena; /* must stay last: req_clear() zeroes everything before it */
+	/* metrics (loop thread, except m_cold: the holder's, read after the hand-over) */
+	int m_status;        /* the response's status, 0 before a response head */
+	bool m_cold;         /* ft_req_mark_cold */
+	uint64_t m_start_ns; /* CLOCK_MONOTONIC at the request head */
+	uint64_t m_sent;     /* response bytes sent */
+	uint64_t m_recv;     /* request body bytes received */
+	arena_t arena;       /* must stay last: req_clear() zeroes everything before it */
 };
 
 struct conn {
@@ -277,6 +285,15 @@ struct ft_httpd {
 /* The loop of the calling thread; NULL on any other thread. */
 extern __thread loop_t *http_tls_loop;
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t http_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* ring user_data: a loop or connection pointer with a TAG_* in its low bits */
 static inline uint64_t http_ud(const void *p, unsigned tag)
 {
@@ -322,6 +339,8 @@ void http_poll_out(conn_t *c);
 void http_buf_grow(conn_t *c, size_t want);
 /* Runs the on_done hooks, releases the request's memory and fds, drops the request reference. */
 void http_finish_request(conn_t *c);
+/* Counts a finished request in the metrics registry (status, bytes, duration); on the loop thread. */
+void http_count_request(const ft_req_t *r);
 /* The response is sent (ok) or failed: keep-alive or close; the caller holds a reference to c. */
 void http_response_done(conn_t *c, bool ok);
 /* The server answers on its own (parse errors, timeouts, 413) and closes after. */

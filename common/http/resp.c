@@ -156,6 +156,7 @@ static void file_send(conn_t *c)
 			return;
 		}
 		c->send_off += (size_t)n;
+		r->m_sent += (uint64_t)n;
 	}
 	while (r->file_left > 0) {
 		want = r->file_left > (1u << 30) ? (1u << 30) : (size_t)r->file_left;
@@ -179,6 +180,7 @@ static void file_send(conn_t *c)
 			return;
 		}
 		r->file_left -= (uint64_t)n;
+		r->m_sent += (uint64_t)n;
 		c->send_since = c->L->now;
 	}
 	http_response_done(c, true);
@@ -275,6 +277,7 @@ void http_on_send(conn_t *c, int res)
 		return;
 	}
 	c->send_off += (size_t)res;
+	c->req.m_sent += (uint64_t)res;
 	c->send_since = c->L->now;
 	send_more(c);
 }
@@ -403,6 +406,7 @@ char *http_resp_head(ft_req_t *r, int status, const char *ctype, int frame, uint
 			!atomic_load(&r->c->L->s->stopping);
 	cap = 256 + (ctype != NULL ? strlen(ctype) : 0) + r->rh_bytes;
 	out = http_arena_alloc(&r->arena, cap + body_room);
+	r->m_status = status;
 	n = (size_t)snprintf(out, cap, "HTTP/1.1 %d %s\r\nServer: FastTier\r\nDate: %s\r\n", status,
 			     reason_phrase(status), http_date());
 	if (frame == FR_LENGTH && http_status_has_body(status))

@@ -172,6 +172,7 @@ static bool stream_send_file(conn_t *c)
 			return false;
 		}
 		c->send_since = c->L->now;
+		r->m_sent += (uint64_t)k;
 		pthread_mutex_lock(&c->smu);
 		r->sh.f_off += (uint64_t)k;
 		r->sh.f_len -= (uint64_t)k;
@@ -236,6 +237,7 @@ void http_stream_on_send(conn_t *c, int res)
 		return;
 	}
 	c->send_since = c->L->now;
+	r->m_sent += (uint64_t)res;
 	if (c->send_off < r->out_len) {
 		c->send_off += (size_t)res;
 	} else {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Node-to-node client on libcurl (JSON bodies, or bytes through ft_client_send): one keep-alive easy handle per thread. */
 #include "rpc/client.h"
+#include "base/metrics.h"
 #include "base/strbuf.h"
 
 #include <pthread.h>
@@ -193,6 +194,7 @@ static int client_send(const char *method, const char *url, const char *const *e
 
 	cc = curl_easy_perform(h);
 	if (cc != CURLE_OK) {
+		ft_metric_error(FT_ME_NODE);
 		snprintf(err, errlen, "%s %s: %s", method, url,
 			 buf.too_big           ? "response body too large"
 			 : curl_err[0] != '\0' ? curl_err

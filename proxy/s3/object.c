@@ -14,6 +14,7 @@
 
 #include "base/codec.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "base/names.h"
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
@@ -303,12 +304,13 @@ static size_t get_write_cb(char *buf, size_t size, size_t nitems, void *arg)
  * with nothing sent to the client, when the target's answer is not a 200/206 with a Content-Length
  * (the caller then asks again through libcurl).
  */
-static bool get_spliced(get_ctx_t *c, const char *url, const char *const *lines)
+static bool get_spliced(get_ctx_t *c, const char *url, const char *const *lines, bool *unreachable)
 {
 	px_s3_relay_t *rl = malloc(sizeof(*rl));
 	int err;
 
 	if (rl == NULL || px_s3_relay_get(rl, url, lines) != 0) {
+		*unreachable = rl != NULL && rl->unreachable;
 		free(rl);
 		return false;
 	}
@@ -349,13 +351,30 @@ static void get_finish_unstarted(get_ctx_t *c)
 	px_s3_error_from_target(q, &reply);
 }
 
+/*
+ * Whether a GET that found its target unreachable (nothing sent to the client yet) should go again: the daemon
+ * took the target out of the map, so the object has a new owner (which rebuilds it from EC slices or replicas).
+ */
+static bool get_retry(px_s3_req_t *q, const char *id, int attempt)
+{
+	if (attempt >= PX_S3_GET_RETRIES || id[0] == '\0' || q->host->target_unreachable == NULL ||
+	    q->host->target_unreachable(q->host->ctx, id) != 0)
+		return false;
+	ft_info("s3 GET %s: target %s unreachable and taken out of the map: retrying on the new owner", q->resource,
+		id);
+	ft_metric_inc(FT_M_S3_RELAY_RETRIES);
+	return true;
+}
+
 static void get_work(px_s3_req_t *q)
 {
 	get_ctx_t c = {.q = q, .head = ft_req_method(q->r) == FT_HTTP_HEAD, .t = {.length = -1}};
 	struct curl_slist *hdrs = NULL;
-	char *url = px_s3_owner_url(q->bucket, q->key, q->key_len, NULL);
+	char id[FT_ID_MAX];
+	char *url = px_s3_owner_url_id(q->bucket, q->key, q->key_len, NULL, id);
 	CURL *h = px_s3_curl();
 	CURLcode rc;
+	int attempt = 0;
 
 	if (url == NULL || h == NULL) {
 		px_s3_error(q, url == NULL ? PX_S3_SERVICE_UNAVAILABLE : PX_S3_INTERNAL,
@@ -371,15 +390,26 @@ static void get_work(px_s3_req_t *q)
 	hdrs = forward_header(hdrs, q->r, "If-None-Match", "If-None-Match");
 	hdrs = forward_header(hdrs, q->r, "If-Modified-Since", "If-Modified-Since");
 	hdrs = forward_header(hdrs, q->r, "If-Unmodified-Since", "If-Unmodified-Since");
+again:
 	if (!c.head) {
 		const char *lines[8];
+		bool unreachable = false;
 		int n = 0;
 
 		for (struct curl_slist *l = hdrs; l != NULL && n < 7; l = l->next)
 			lines[n++] = l->data;
 		lines[n] = NULL;
-		if (get_spliced(&c, url, lines))
+		if (get_spliced(&c, url, lines, &unreachable))
 			goto out;
+		if (unreachable && get_retry(q, id, attempt++)) {
+			free(url);
+			url = px_s3_owner_url_id(q->bucket, q->key, q->key_len, NULL, id);
+			if (url == NULL) {
+				px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "no target to serve the object");
+				goto out;
+			}
+			goto again;
+		}
 	}
 	px_s3_curl_common(h, url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
@@ -392,6 +422,16 @@ static void get_work(px_s3_req_t *q)
 	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, (long)COPY_CHUNK_MAX);
 	rc = curl_easy_perform(h);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	if (!c.started && rc == CURLE_COULDNT_CONNECT && get_retry(q, id, attempt++)) {
+		free(url);
+		url = px_s3_owner_url_id(q->bucket, q->key, q->key_len, NULL, id);
+		if (url == NULL) {
+			px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "no target to serve the object");
+			goto out;
+		}
+		c.t = (target_head_t){.length = -1};
+		goto again;
+	}
 	if (c.started) {
 		if (rc != CURLE_OK && c.client_err == 0)
 			ft_warn("s3 GET %s: relay from %s broke: %s", q->resource, url, curl_easy_strerror(rc));

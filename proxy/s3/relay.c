@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/metrics.h"
 
 /*
  * DESIGN
@@ -217,12 +218,15 @@ int px_s3_relay_get(px_s3_relay_t *rl, const char *url, const char *const *heade
 			rl->fd = dial(host, port);
 			reused = false;
 		}
-		if (rl->fd < 0)
+		if (rl->fd < 0) {
+			rl->unreachable = true; /* refused, or no answer to the connect */
 			break;
+		}
 		rc = exchange(rl, b.p, b.len);
 		if (rc != 1) {
 			close(rl->fd);
 			rl->fd = -1;
+			rl->unreachable = !reused && rc == 0; /* a new connection closed before any byte */
 			if (!reused || rc < 0)
 				break;
 			ft_debug("s3 relay: the kept connection to %s was closed; on a new one", rl->hostport);
@@ -230,6 +234,8 @@ int px_s3_relay_get(px_s3_relay_t *rl, const char *url, const char *const *heade
 	}
 	if (rc == -2)
 		ft_warn("s3 relay: unreadable response head from %s", rl->hostport);
+	if (rl->unreachable)
+		ft_metric_error(FT_ME_RELAY);
 out:
 	ft_strbuf_free(&b);
 	return rc == 1 ? 0 : -1;

@@ -92,36 +92,59 @@ static void curl_handle_destroy(void *h)
 	curl_easy_cleanup(h);
 }
 
+/* Reads and checks the keys file: the keys (new reference), or NULL with err filled. */
+static json_t *keys_read(const char *path, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	const char *k;
+	json_t *keys, *v;
+
+	keys = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (keys == NULL) {
+		snprintf(err, errlen, "s3_keys %s: %s", path, jerr.text);
+		return NULL;
+	}
+	if (!json_is_object(keys)) {
+		snprintf(err, errlen, "s3_keys %s: expected a JSON object {\"ACCESS_KEY\": \"SECRET\", ...}", path);
+		json_decref(keys);
+		return NULL;
+	}
+	json_object_foreach(keys, k, v) {
+		if (!json_is_string(v) || json_string_length(v) == 0 || k[0] == '\0') {
+			snprintf(err, errlen, "s3_keys %s: key \"%s\": the secret must be a non-empty string", path, k);
+			json_decref(keys);
+			return NULL;
+		}
+	}
+	return keys;
+}
+
+int px_s3_keys_check(const ft_config_t *c, char *err, size_t errlen)
+{
+	json_t *keys;
+
+	if (c->s3_keys[0] == '\0')
+		return 0;
+	keys = keys_read(c->s3_keys, err, errlen);
+	if (keys == NULL)
+		return -1;
+	json_decref(keys);
+	return 0;
+}
+
 /* Loads the keys file into s->keys (none when s3_keys is empty). 0, or -1 with err filled. */
 static int load_keys(struct px_s3 *s, char *err, size_t errlen)
 {
 	const ft_config_t *c = s->host.cfg;
-	json_error_t jerr;
-	const char *k;
-	json_t *v;
 
 	if (c->s3_keys[0] == '\0') {
 		if (!c->s3_anonymous)
 			ft_warn("s3: no s3_keys and s3_anonymous off: every S3 request will be refused");
 		return 0;
 	}
-	s->keys = json_load_file(c->s3_keys, JSON_REJECT_DUPLICATES, &jerr);
-	if (s->keys == NULL) {
-		snprintf(err, errlen, "s3_keys %s: %s", c->s3_keys, jerr.text);
+	s->keys = keys_read(c->s3_keys, err, errlen);
+	if (s->keys == NULL)
 		return -1;
-	}
-	if (!json_is_object(s->keys)) {
-		snprintf(err, errlen, "s3_keys %s: expected a JSON object {\"ACCESS_KEY\": \"SECRET\", ...}",
-			 c->s3_keys);
-		return -1;
-	}
-	json_object_foreach(s->keys, k, v) {
-		if (!json_is_string(v) || json_string_length(v) == 0 || k[0] == '\0') {
-			snprintf(err, errlen, "s3_keys %s: key \"%s\": the secret must be a non-empty string",
-				 c->s3_keys, k);
-			return -1;
-		}
-	}
 	ft_info("s3: %zu access key(s) from %s%s", json_object_size(s->keys), c->s3_keys,
 		c->s3_anonymous ? "; anonymous access on" : "");
 	return 0;
@@ -353,12 +376,21 @@ void px_s3_defer(px_s3_req_t *q, void (*fn)(px_s3_req_t *q))
 
 char *px_s3_owner_url(const char *bucket, const char *key, size_t key_len, const char *query)
 {
+	char id[FT_ID_MAX];
+
+	return px_s3_owner_url_id(bucket, key, key_len, query, id);
+}
+
+char *px_s3_owner_url_id(const char *bucket, const char *key, size_t key_len, const char *query, char *id)
+{
 	ft_smap_t *smap = ft_smap_current();
 	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, "ais", bucket, key, key_len) : NULL;
 	char *eb = NULL, *ek = NULL, *url = NULL;
 
+	id[0] = '\0';
 	if (owner == NULL)
 		goto out;
+	snprintf(id, FT_ID_MAX, "%s", owner->id);
 	eb = ft_pct_encode_dup(bucket, strlen(bucket), 0);
 	ek = ft_pct_encode_dup(key, key_len, FT_PCT_KEEP_SLASH);
 	if (eb == NULL || ek == NULL)

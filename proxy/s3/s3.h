@@ -47,6 +47,7 @@
 #define PX_S3_ETAG_MAX 80             /* "<32 hex>-<parts>" with quotes, and room to spare */
 #define PX_S3_MAX_PARTS 10000
 #define PX_S3_RELAY_TIMEOUT_MS 30000 /* a target silent for this long fails the relay */
+#define PX_S3_GET_RETRIES 2          /* a GET whose target is unreachable tries the object's next owners */
 #define PX_S3_TARGET_HEAD_MAX 16384  /* largest response head read from a target */
 #define PX_S3_TARGET_HEADERS_MAX 256 /* most headers in it (a stored object's x-amz-meta-* included) */
 
@@ -136,6 +137,11 @@ typedef struct {
 	 */
 	int (*list_page)(void *ctx, const char *bucket, const char *prefix, const char *token, int pagesize,
 			 json_t **entries, bool *more, int *status, char *why, size_t cap);
+	/*
+	 * The relay could not connect to target id: 0 when the daemon took it out of the cluster map (every node
+	 * holds the new map on return, so the object's new owner serves a retry), -1 when it is alive. May be NULL.
+	 */
+	int (*target_unreachable)(void *ctx, const char *id);
 } px_s3_host_t;
 
 typedef struct px_s3 px_s3_t; /* the front end's state (route.c) */
@@ -162,6 +168,8 @@ typedef struct px_s3_req {
 
 /* Starts the front end for host (copied) and loads its keys file (s3_keys); NULL with err filled. */
 px_s3_t *px_s3_init(const px_s3_host_t *host, char *err, size_t errlen);
+/* Checks c's s3_keys file as px_s3_init would load it (--check-config). 0, or -1 with err filled. */
+int px_s3_keys_check(const ft_config_t *c, char *err, size_t errlen);
 /* Releases s (NULL: nothing); no request may be in progress. */
 void px_s3_fini(px_s3_t *s);
 
@@ -197,6 +205,8 @@ px_s3_err_t px_s3_body_all(px_s3_req_t *q, size_t max, char **body, size_t *len)
  * targets (or on allocation failure). query (already encoded) may be NULL. Any thread.
  */
 char *px_s3_owner_url(const char *bucket, const char *key, size_t key_len, const char *query);
+/* px_s3_owner_url, and the owner's id into id (FT_ID_MAX bytes; "" when there is none). */
+char *px_s3_owner_url_id(const char *bucket, const char *key, size_t key_len, const char *query, char *id);
 
 /*
  * The calling worker's libcurl easy handle (a CURL *), reset, kept per thread so connections to
@@ -210,6 +220,7 @@ void px_s3_curl_common(void *h, const char *url);
 typedef struct {
 	int fd; /* the connection, its body unread; owned until px_s3_relay_done */
 	char hostport[272];
+	bool unreachable; /* px_s3_relay_get failed: no connection, or closed before any byte of a head */
 	char head[PX_S3_TARGET_HEAD_MAX];              /* the response head as received, NUL-terminated */
 	ft_hp_resp_head_t resp;                        /* status, length, framing, keep-alive; points into head */
 	ft_hp_header_t hdrs[PX_S3_TARGET_HEADERS_MAX]; /* its resp.nheaders headers */

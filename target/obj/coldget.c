@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/metrics.h"
 #include "cloud/backend.h"
 #include "cluster/bmd.h"
 #include "cluster/hrw.h"
@@ -476,6 +477,7 @@ static void fetch_fail(fetch_t *x, int status, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	ft_warn("cold GET %s: %s", x->o->rel, msg);
+	ft_metric_error(status == 507 || status == 500 ? FT_ME_DISK : FT_ME_BACKEND);
 	fetch_release(x); /* work file removed before anyone can see the flight ended */
 	flight_end(x->f, FL_FAILED, status, msg);
 	sink_fail(&x->sink, status, msg);
@@ -573,6 +575,7 @@ static int fetch_body(fetch_t *x)
 		x->f->written += (int64_t)got;
 		pthread_cond_broadcast(&x->f->cond);
 		pthread_mutex_unlock(&x->f->mu);
+		ft_metric_add(FT_M_COLDGET_BYTES, ft_metric_label_index(FT_M_COLDGET_BYTES, x->o->provider), 0, got);
 		sink_data(&x->sink, x->pos, got);
 		x->pos += got;
 	}

@@ -14,6 +14,7 @@
 
 #include "base/codec.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "core/cond.h"
 #include "core/lom.h"
 #include "core/replica.h"
@@ -188,6 +189,7 @@ static void respond_lost(ft_req_t *r, tgt_obj_t *o, const tgt_heal_t *h, const c
 	}
 	tgt_integrity_count(o->t, TGT_INTEGRITY_LOST);
 	const char *why = h->main != TGT_REPLICA_ABSENT ? tgt_replica_state_name(h->main) : "main copy missing";
+	ft_metric_error(FT_ME_DAMAGED);
 	ft_error("object %s/%s: damaged (%s), no good replica to repair it from%s%s; not served", o->bucket, o->obj,
 		 why, restore_err[0] ? ": " : "", restore_err);
 	ft_resp_error(r, 500, "object \"%s/%s\" is damaged (%s) and cannot be served: no good replica%s%s", o->bucket,
@@ -324,8 +326,12 @@ void tgt_get(ft_req_t *r, tgt_obj_t *o)
 
 	if (ft_req_method(r) == FT_HTTP_GET)
 		tgt_hint_note(o, !cold); /* the hints' cursors follow the reads, cached or cold (no I/O) */
-	if (cold)
+	if (ft_req_method(r) == FT_HTTP_GET && tgt_is_remote(o))
+		ft_metric_inc(cold ? FT_M_CACHE_MISSES : FT_M_CACHE_HITS);
+	if (cold) {
+		ft_req_mark_cold(r);
 		ft_req_defer(r, get_remote, o);
-	else
+	} else {
 		get_local(r, o, false);
+	}
 }

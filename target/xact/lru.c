@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/metrics.h"
 #include "cluster/hrw.h"
 #include "core/lom.h"
 #include "http/util.h"
@@ -322,6 +323,10 @@ static uint64_t evict_one(tgt_t *t, const tgt_mountpath_t *mp, const victim_t *v
 		tgt_list_bump(t, provider, bucket);
 	}
 	ft_debug("lru: evicted %s/%s (%" PRIu64 " bytes)", mp->path, v->rel, freed);
+	if (freed > 0) {
+		ft_metric_inc(FT_M_LRU_EVICTED_OBJECTS);
+		ft_metric_add(FT_M_LRU_EVICTED_BYTES, 0, 0, freed);
+	}
 	return freed;
 }
 
@@ -395,6 +400,36 @@ static void sweep_service(void *arg)
 	sweep(arg);
 }
 
+/*
+ * Metrics collector: capacity and usage of every active mountpath as the filesystem reports them (statvfs: no
+ * walk, so a scrape stays cheap even with lru_quota_bytes). Slots are never reused, so reading them without the
+ * attach/detach lock sees a path and its fds or a slot about to turn active, never freed memory.
+ */
+static void usage_metrics(ft_strbuf_t *out, void *arg)
+{
+	static const char *const names[] = {"ft_mountpath_capacity_bytes", "ft_mountpath_used_bytes"};
+	static const char *const helps[] = {"Capacity of a mountpath's filesystem for objects (available to us "
+					    "plus used, minus reserve_bytes).",
+					    "Bytes used on a mountpath's filesystem."};
+	tgt_t *t = arg;
+	int n = t->n_mountpaths;
+	uint64_t cap[FT_MAX_MOUNTPATHS], used[FT_MAX_MOUNTPATHS];
+	bool ok[FT_MAX_MOUNTPATHS];
+
+	for (int i = 0; i < n; i++)
+		ok[i] = tgt_mountpath_slot_state(t, i) == 0 && fs_usage(t, &t->mountpaths[i], &cap[i], &used[i]) == 0;
+	for (int k = 0; k < 2; k++) {
+		ft_metrics_family(out, names[k], helps[k], "gauge");
+		for (int i = 0; i < n; i++) {
+			if (!ok[i])
+				continue;
+			ft_strbuf_addf(out, "%s{mountpath=\"", names[k]);
+			ft_metrics_escape(out, t->mountpaths[i].path);
+			ft_strbuf_addf(out, "\"} %" PRIu64 "\n", k == 0 ? cap[i] : used[i]);
+		}
+	}
+}
+
 int tgt_lru_start(tgt_t *t)
 {
 	tgt_lru_t *lru = calloc(1, sizeof(*lru));
@@ -404,6 +439,7 @@ int tgt_lru_start(tgt_t *t)
 	pthread_mutex_init(&lru->recent_lock, NULL);
 	pthread_mutex_init(&lru->sweep_lock, NULL);
 	t->lru = lru;
+	ft_metrics_add_collector(usage_metrics, t);
 	if (tgt_service_start(&lru->sweeper, t->cfg.lru_interval_ms, sweep_service, t) != 0) {
 		tgt_lru_stop(t);
 		return -1;
@@ -423,6 +459,7 @@ void tgt_lru_stop(tgt_t *t)
 
 	if (lru == NULL)
 		return;
+	ft_metrics_remove_collector(usage_metrics, t);
 	tgt_service_stop(&lru->sweeper);
 	t->lru = NULL;
 	pthread_mutex_destroy(&lru->sweep_lock);

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/log.h"
+#include "base/metrics.h"
 #include "http/util.h"
 #include "target.h"
 #include "xact/runner.h"
@@ -35,6 +36,7 @@ struct tgt_run {
 	tgt_run_conf_t conf;
 	char id[TGT_RUN_ID_MAX];
 	char kind[TGT_RUN_KIND_MAX];
+	unsigned metric_kind; /* the kind's value of the job metrics' "kind" label */
 	tgt_run_stats_t own;  /* conf.stats when the owner gave none */
 	atomic_int collector; /* taken by the first thread to start */
 	pthread_mutex_t mu;
@@ -109,6 +111,7 @@ tgt_run_t *tgt_run_new(const tgt_run_conf_t *c)
 	snprintf(r->kind, sizeof(r->kind), "%s", c->kind ? c->kind : "");
 	r->conf.id = r->id;
 	r->conf.kind = r->kind;
+	r->metric_kind = ft_metric_label_index(FT_M_JOB_OBJECTS, r->kind);
 	if (r->conf.threads < 1)
 		r->conf.threads = 1;
 	if (r->conf.threads > TGT_RUN_THREADS_MAX)
@@ -150,6 +153,7 @@ out:
 void tgt_run_error(tgt_run_t *r, const char *what, const char *msg)
 {
 	tgt_run_stats_error(r->conf.stats, what, msg);
+	ft_metric_add(FT_M_JOB_ERRORS, r->metric_kind, 0, 1);
 	ft_warn("%s %s: %s: %s", r->kind, r->id, what, msg);
 }
 
@@ -187,6 +191,8 @@ static void run_one(tgt_run_t *r, const tgt_run_item_t *it)
 	}
 	atomic_fetch_add(&r->conf.stats->objects, 1);
 	atomic_fetch_add(&r->conf.stats->bytes, bytes);
+	ft_metric_add(FT_M_JOB_OBJECTS, r->metric_kind, 0, 1);
+	ft_metric_add(FT_M_JOB_BYTES, r->metric_kind, 0, bytes > 0 ? (uint64_t)bytes : 0);
 }
 
 static void leave(tgt_run_t *r)
@@ -200,6 +206,7 @@ static void leave(tgt_run_t *r)
 	int st = failed ? TGT_RUN_FAILED : atomic_load(&r->abort) && left ? TGT_RUN_ABORTED : TGT_RUN_FINISHED;
 	atomic_store(&r->end_ns, ft_now_ns());
 	atomic_store(&r->state, st);
+	ft_metric_add(FT_M_JOBS_RUNNING, r->metric_kind, 0, (uint64_t)-1);
 	if (r->conf.done)
 		r->conf.done(r, r->conf.arg);
 }
@@ -242,6 +249,7 @@ int tgt_run_start(tgt_run_t *r)
 	}
 	r->live_threads = 1; /* the starter's, until every thread is started: none can be last before */
 	pthread_mutex_unlock(&r->mu);
+	ft_metric_add(FT_M_JOBS_RUNNING, r->metric_kind, 0, 1); /* leave() of the last thread takes it back */
 	for (int i = 0; i < want; i++) {
 		pthread_mutex_lock(&r->mu);
 		r->live_threads++;
@@ -260,6 +268,7 @@ int tgt_run_start(tgt_run_t *r)
 		pthread_mutex_unlock(&r->mu);
 		atomic_store(&r->state, TGT_RUN_FAILED);
 		atomic_store(&r->end_ns, ft_now_ns());
+		ft_metric_add(FT_M_JOBS_RUNNING, r->metric_kind, 0, (uint64_t)-1);
 		return -1;
 	}
 	leave(r); /* the starter's share: the last one out sets the final state */
@@ -273,6 +282,7 @@ void tgt_run_run(tgt_run_t *r)
 		return;
 	}
 	atomic_store(&r->state, TGT_RUN_RUNNING);
+	ft_metric_add(FT_M_JOBS_RUNNING, r->metric_kind, 0, 1);
 	pthread_mutex_lock(&r->mu);
 	r->live_threads = 1;
 	pthread_mutex_unlock(&r->mu);

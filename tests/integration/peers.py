@@ -279,3 +279,21 @@ def nginx_origin_fixture():
             p.stop()
 
     return fixture
+
+def start_prometheus(workdir, scrape_urls, interval="1s"):
+    """Debian's prometheus scraping each of scrape_urls ("http://host:port", /metrics) every interval, with its own
+    tsdb under workdir and its web/API on a free 127.0.0.1 port. url: http://127.0.0.1:PORT."""
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    hosts = [u.split("://", 1)[1].rstrip("/") for u in scrape_urls]
+    conf = ("global:\n  scrape_interval: %s\n  evaluation_interval: %s\nscrape_configs:\n"
+            "  - job_name: fasttier\n    metrics_path: /metrics\n    static_configs:\n      - targets: [%s]\n"
+            % (interval, interval, ", ".join('"%s"' % h for h in hosts)))
+    (workdir / "prometheus.yml").write_text(conf)
+    argv = [shutil.which("prometheus") or "/usr/bin/prometheus", "--config.file", str(workdir / "prometheus.yml"),
+            "--storage.tsdb.path", str(workdir / "tsdb"), "--web.listen-address", f"127.0.0.1:{port}",
+            "--log.level", "warn"]
+    proc, log = _spawn("prometheus", argv, workdir)
+    peer = Peer("prometheus", proc, f"http://127.0.0.1:{port}", port, workdir, log)
+    return _wait_ready(peer, peer.url + "/-/ready", ok=lambda s: s == 200)

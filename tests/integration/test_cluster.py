@@ -163,7 +163,8 @@ def test_keepalive_from_unknown_node_is_404(cluster):
 
 def test_killed_target_leaves_and_rejoins_with_same_id(make_cluster):
     ka_ms = 300
-    h = make_cluster(keepalive_ms=ka_ms)
+    # Keepalives alone (the probes, which take a killed target out at once, are test_dead_target.py's).
+    h = make_cluster(keepalive_ms=ka_ms, proxy_args=("--probe_interval_ms", "0"))
     api = Api(h.url)
     smap0 = h.smap()
     victim = h.c.targets[1]

@@ -252,6 +252,7 @@ static void test_bad_values(void **state)
 	load_fails(ARGV("--sync", "always"), "sync");
 	load_fails(ARGV("--sync", "FULL"), "sync");
 	load_fails(ARGV("--log_level", "verbose"), "log_level");
+	load_fails(ARGV("--log-format", "xml"), "log_format");
 	load_fails(ARGV("--worker_threads", "0"), "worker_threads");
 	load_fails(ARGV("--loop_threads", "-2"), "loop_threads");
 	load_fails(ARGV("--reserve_bytes", "-1"), "reserve_bytes");
@@ -269,6 +270,28 @@ static void test_bad_values(void **state)
 	ft_config_t c;
 	load_ok(&c, ARGV("--id", longid));
 	assert_int_equal(strlen(c.id), FT_ID_MAX - 1);
+	ft_config_free(&c);
+}
+
+static void test_log_format_and_take_flag(void **state)
+{
+	char a0[] = "ft", a1[] = "--check-config", a2[] = "--log-format", a3[] = "json", a4[] = "--check-config";
+	char *argv[] = {a0, a1, a2, a3, a4, NULL};
+	int argc = 5;
+	ft_config_t c;
+
+	(void)state;
+	assert_int_equal(ft_config_take_flag(&argc, argv, "--check-config"), 2);
+	assert_int_equal(argc, 3);
+	assert_string_equal(argv[1], "--log-format");
+	assert_string_equal(argv[2], "json");
+	assert_null(argv[3]);
+	assert_int_equal(ft_config_take_flag(&argc, argv, "--check-config"), 0);
+	ft_config_defaults(&c);
+	assert_int_equal(c.log_format, FT_LOG_TEXT);
+	char err[256] = "";
+	assert_int_equal(ft_config_load(&c, argc, argv, err, sizeof(err)), 0);
+	assert_int_equal(c.log_format, FT_LOG_JSON);
 	ft_config_free(&c);
 }
 
@@ -312,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_derived_ports),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_log_format_and_take_flag),
 	};
 	return cmocka_run_group_tests(tests, NULL, remove_temp_files);
 }

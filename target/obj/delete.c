@@ -47,10 +47,11 @@ static void delete_remote(ft_req_t *r, void *arg)
 			      "object \"%s/%s\": deleted on the backend, but its cached copy cannot be removed: %s",
 			      o->bucket, o->obj, strerror(-rc));
 	else if (code == FT_BACKEND_ENOTFOUND && rc == 1)
-		ft_resp_error(r, 404, "object \"%s/%s\" does not exist on the backend (its cached copy was removed)",
-			      o->bucket, o->obj);
+		ft_resp_error(r, 404,
+			      "object \"%s://%s/%s\" does not exist on the backend (its cached copy was removed)",
+			      o->provider, o->bucket, o->obj);
 	else if (code == FT_BACKEND_ENOTFOUND)
-		ft_resp_error(r, 404, "object \"%s/%s\" does not exist", o->bucket, o->obj);
+		ft_resp_error(r, 404, "object \"%s://%s/%s\" does not exist", o->provider, o->bucket, o->obj);
 	else
 		ft_resp_bytes(r, 200, NULL, NULL, 0);
 }
@@ -72,7 +73,7 @@ void tgt_delete(ft_req_t *r, tgt_obj_t *o)
 		}
 		/* EISDIR: the name is a directory of other objects, not an object. */
 		if (e == ENOENT || e == ENOTDIR || e == EISDIR)
-			ft_resp_error(r, 404, "object \"%s/%s\" does not exist", o->bucket, o->obj);
+			ft_resp_error(r, 404, "object \"%s://%s/%s\" does not exist", o->provider, o->bucket, o->obj);
 		else
 			ft_resp_error(r, 500, "object \"%s/%s\": cannot delete: %s", o->bucket, o->obj, strerror(e));
 		return;

@@ -430,29 +430,15 @@ bool px_ais_bucket(px_t *px, ft_req_t *r, const char *provider, const char *buck
 
 /* ---- DELETE /v1/buckets/B with AIStore's actions ---- */
 
-bool px_ais_bucket_delete(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const json_t *msg,
-			  bool *destroy)
+bool px_ais_evict_forgets(ft_req_t *r, const char *provider, const json_t *msg)
 {
 	const char *action = json_string_value(json_object_get(msg, "action"));
 	const char *keep = ft_req_query(r, "keep_bck_md");
 
-	(void)px;
-	*destroy = false;
-	if (action == NULL)
+	if (action == NULL || strcmp(action, "evict-remote-bck") != 0 || strcmp(provider, "ais") == 0)
 		return false;
-	if (strcmp(action, "evict-remote-bck") == 0 && strcmp(provider, "ais") != 0 &&
-	    (keep == NULL ||
-	     (strcasecmp(keep, "true") != 0 && strcmp(keep, "1") != 0))) { /* Go's ParseBool, Python's str(True) */
-		*destroy = true; /* AIStore's evict without keep_bck_md forgets the bucket: FastTier's destroy */
-		return false;
-	}
-	if (strcmp(action, "delete-listrange") == 0) {
-		ft_resp_error(r, 501,
-			      "deleting a list or range of objects of %s://%s (delete-listrange) is not built yet",
-			      provider, bucket);
-		return true;
-	}
-	return false;
+	/* keep_bck_md as Go's ParseBool reads it (Python's str(True) is "True") */
+	return keep == NULL || (strcasecmp(keep, "true") != 0 && strcmp(keep, "1") != 0);
 }
 
 /* ---- GET /v1/daemon?what=...: this proxy's view in AIStore's documents ---- */

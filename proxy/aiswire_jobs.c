@@ -21,10 +21,8 @@
 static const struct {
 	const char *ft, *ais;
 } kinds[] = {
-	{"prefetch", "prefetch-listrange"},
-	{"evict", "evict-listrange"},
-	{"evict-bucket", "evict-remote-bck"},
-	{"mirror", "make-n-copies"},
+	{"prefetch", "prefetch-listrange"}, {"evict", "evict-listrange"},   {"evict-bucket", "evict-remote-bck"},
+	{"mirror", "make-n-copies"},        {"delete", "delete-listrange"},
 };
 
 static const char *ais_kind(const char *ft)

@@ -539,22 +539,21 @@ static void destroy_body(ft_req_t *r, void *arg, char *body, size_t len, int err
 {
 	bucket_op_t *op = arg;
 	json_t *msg;
-	bool destroy = false;
 
 	if (err != 0) {
 		ft_resp_error(r, 400, "cannot read the request body (error %d)", err);
 		return;
 	}
-	/* AIStore's DELETE actions: evict or delete a list or range, evict a remote bucket */
+	/* AIStore's DELETE actions: evict or delete a list or range (jobs), evict a remote bucket */
 	json_t *peek = len > 0 ? json_loadb(body, len, 0, NULL) : NULL;
-	bool done = px_ais_bucket_delete(op->px, r, op->provider, op->bucket, peek, &destroy);
+	bool forget = px_ais_evict_forgets(r, op->provider, peek);
 	json_decref(peek);
-	if (done || (!destroy && px_jobs_action(op->px, r, op->provider, op->bucket, body, len)))
-		return;
-	if (destroy) {
+	if (forget) {
 		ft_req_defer(r, destroy_work, op);
 		return;
 	}
+	if (px_jobs_action(op->px, r, op->provider, op->bucket, body, len))
+		return;
 	msg = action_message(r, body, len, "destroy-bck", true);
 	if (msg == NULL)
 		return;

@@ -253,6 +253,7 @@ static const struct {
 	{"evict-listrange", "evict", true, true},
 	{"evict-remote-bucket", "evict-bucket", true, false},
 	{"evict-remote-bck", "evict-bucket", true, false}, /* AIStore's word for it */
+	{"delete-listrange", "delete", false, true},
 	{"make-n-copies", "mirror", false, false},
 	{"ec-encode", "ec-encode", false, false},
 	{"scrub", "scrub", false, false},
@@ -307,6 +308,13 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 		ft_resp_error(r, 400,
 			      "%s works on remote buckets only (provider=aws|gcp|azure|ht); \"%s\" is an ais bucket",
 			      action, bucket);
+		goto out;
+	}
+	ft_bmd_t *bmd = ft_bmd_current();
+	bool known = bmd != NULL && ft_bmd_find(bmd, provider, bucket) != NULL;
+	ft_bmd_put(bmd);
+	if (!known) {
+		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", provider, bucket);
 		goto out;
 	}
 	snprintf(id, sizeof(id), "j-%" PRIx64 "-%x", (uint64_t)ft_now_ns(), atomic_fetch_add(&seq, 1));

@@ -208,11 +208,10 @@ void px_ais_time(int64_t ns, char *out, size_t cap);
  */
 bool px_ais_bucket(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
 /*
- * A bucket DELETE's action message (parsed): delete-listrange is answered (true); evict-remote-bck
- * without keep_bck_md=true sets *destroy (AIStore then forgets the bucket: destroy-bck); false otherwise.
+ * Whether a bucket DELETE's action message (parsed) is AIStore's evict-remote-bck without
+ * keep_bck_md=true: AIStore then forgets the bucket, which is FastTier's destroy-bck of it.
  */
-bool px_ais_bucket_delete(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const json_t *msg,
-			  bool *destroy);
+bool px_ais_evict_forgets(ft_req_t *r, const char *provider, const json_t *msg);
 /* GET /v1/daemon?what=smap|bmd|snode: AIStore's documents of this proxy's map and BMD. */
 void px_ais_daemon(px_t *px, ft_req_t *r);
 /* AIStore's Smap {pmap, tmap, proxy_si, uuid, version} (new reference). */

@@ -320,9 +320,6 @@ def test_not_built_yet_is_501(cluster, bucket):
     r = requests.post(bucket_url(cluster, bucket), params={"bck_to": "ais/@#/other/"}, json=act("copy-bck", value),
                       timeout=TIMEOUT)
     assert r.status_code == 501 and "copy" in r.json()["message"], r.text
-    r = requests.delete(bucket_url(cluster, bucket), json=act("delete-listrange", {"objnames": ["shard.tar"]}),
-                        timeout=TIMEOUT)
-    assert r.status_code == 501, r.text
     assert requests.get(obj_url(cluster, bucket, "shard.tar"), timeout=TIMEOUT).status_code == 200
 
 
@@ -430,3 +427,28 @@ def test_job_queries_bad_input(cluster, remote):
     r = requests.post(bucket_url(cluster, b, "ht"), json={"action": "prefetch-listrange", "value": {"objnames": names}},
                       timeout=TIMEOUT)
     assert r.status_code == 200 and r.json()["job_id"], r.text
+
+
+def test_delete_listrange(cluster, bucket):
+    names = ["d-%02d" % i for i in range(20)]
+    for n in names:
+        put(cluster, bucket, n, n.encode())
+    # ObjectGroup.delete(): DELETE with delete-listrange, by names (one absent: skipped) and by template
+    r = requests.delete(bucket_url(cluster, bucket), headers=UA,
+                        json=act("delete-listrange", {"objnames": names[:3] + ["never-there"]}), timeout=TIMEOUT)
+    assert r.status_code == 200 and re.fullmatch(r"[A-Za-z0-9-]+", r.text), r.text
+    kind, status = wait_done(cluster, r.text)
+    assert kind == "delete-listrange" and status["err"] == "" and not status["aborted"]
+    r = requests.delete(bucket_url(cluster, bucket), json=act("delete-listrange", {"template": "d-{10..19}"}),
+                        timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    wait_done(cluster, r.text)
+    assert list_all(cluster, bucket) == names[3:10]
+    assert requests.get(obj_url(cluster, bucket, "d-00"), timeout=TIMEOUT).status_code == 404
+    # a prefix is not a list or a range; an unknown bucket is AIStore's ErrBckNotFound
+    r = requests.delete(bucket_url(cluster, bucket), json=act("delete-listrange", {"prefix": "d-"}), timeout=TIMEOUT)
+    assert r.status_code == 400, r.text
+    r = requests.delete(bucket_url(cluster, unique("aisw-none")), json=act("delete-listrange", {"objnames": ["x"]}),
+                        timeout=TIMEOUT)
+    assert r.status_code == 404 and sdk_error_class(r) == "ErrBckNotFound", r.text
+    assert list_all(cluster, bucket) == names[3:10]

@@ -538,15 +538,9 @@ void ft_resp_error(ft_req_t *r, int status, const char *fmt, ...)
 	msg = http_arena_vprintf(&r->arena, fmt, ap);
 	va_end(ap);
 	status = http_clamp_status(status);
-	/* AIStore's error shape too (message, method, url_path, status): its clients read the message. */
-	const char *method = ft_req_method_name(r), *path = ft_req_path(r, NULL);
-	body = http_arena_alloc(&r->arena, 80 + 6 * (strlen(msg) + strlen(method) + strlen(path)) + 3);
+	body = http_arena_alloc(&r->arena, 40 + 6 * strlen(msg) + 3);
 	n = (size_t)sprintf(body, "{\"status\": %d, \"message\": ", status);
 	n += json_escape(msg, body + n);
-	n += (size_t)sprintf(body + n, ", \"method\": ");
-	n += json_escape(method, body + n);
-	n += (size_t)sprintf(body + n, ", \"url_path\": ");
-	n += json_escape(path, body + n);
 	body[n++] = '}';
 	ft_resp_bytes(r, status, "application/json", body, n);
 }

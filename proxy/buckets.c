@@ -59,7 +59,7 @@ void px_bucket_head_provider(px_t *px, ft_req_t *r, const char *provider, const 
 
 	(void)px;
 	if (b == NULL) {
-		ft_resp_error(r, 404, "bucket \"%s\" does not exist", bucket);
+		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", provider, bucket);
 	} else {
 		json_t *j = ft_bucket_to_json(b);
 		char *props = json_dumps(j, JSON_COMPACT);
@@ -244,7 +244,7 @@ static void create_work(ft_req_t *r, void *arg)
 			   sizeof(op->why));
 
 	if (rc == -EEXIST)
-		ft_resp_error(r, 409, "bucket \"%s\" already exists", op->bucket);
+		ft_resp_error(r, 409, "bucket \"%s://%s\" already exists", op->provider, op->bucket);
 	else if (rc == -ERANGE)
 		ft_resp_error(r, 400, "bucket \"%s\": %s", op->bucket, op->why);
 	else if (rc != 0)
@@ -410,7 +410,7 @@ static void setprops_work(ft_req_t *r, void *arg)
 	int rc = setprops_do(op);
 
 	if (rc == -ENOENT)
-		ft_resp_error(r, 404, "bucket \"%s\" does not exist", op->bucket);
+		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", op->provider, op->bucket);
 	else if (rc == -EINVAL || rc == -ERANGE)
 		ft_resp_error(r, 400, "set-bprops of bucket \"%s\": %s", op->bucket, op->why);
 	else if (rc != 0)
@@ -528,7 +528,7 @@ static void destroy_work(ft_req_t *r, void *arg)
 	int rc = destroy_do(op->px, op->provider, op->bucket);
 
 	if (rc == -ENOENT)
-		ft_resp_error(r, 404, "bucket \"%s\" does not exist", op->bucket);
+		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", op->provider, op->bucket);
 	else if (rc != 0)
 		ft_resp_error(r, 500, "cannot update the bucket metadata");
 	else
@@ -537,12 +537,23 @@ static void destroy_work(ft_req_t *r, void *arg)
 
 static void destroy_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 {
+	bucket_op_t *op = arg;
 	json_t *msg;
 
 	if (err != 0) {
 		ft_resp_error(r, 400, "cannot read the request body (error %d)", err);
 		return;
 	}
+	/* AIStore's DELETE actions: evict or delete a list or range (jobs), evict a remote bucket */
+	json_t *peek = len > 0 ? json_loadb(body, len, 0, NULL) : NULL;
+	bool forget = px_ais_evict_forgets(r, op->provider, peek);
+	json_decref(peek);
+	if (forget) {
+		ft_req_defer(r, destroy_work, op);
+		return;
+	}
+	if (px_jobs_action(op->px, r, op->provider, op->bucket, body, len))
+		return;
 	msg = action_message(r, body, len, "destroy-bck", true);
 	if (msg == NULL)
 		return;

@@ -394,7 +394,7 @@ static void hint_work(ft_req_t *r, void *arg)
 		goto out;
 	}
 	if (bmd == NULL || ft_bmd_find(bmd, h->provider, h->bucket) == NULL) {
-		ft_resp_error(r, 404, "bucket \"%s\" does not exist", h->bucket);
+		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", h->provider, h->bucket);
 		goto out;
 	}
 	st = value_check(h->px, h, smap, msg, &epoch, &ttl, &job, &names, why, sizeof(why));

@@ -77,7 +77,8 @@ static void fanout_free(fanout_t *f)
 
 typedef struct {
 	px_t *px;
-	json_t *msg; /* owned: the message for the targets; released by submit_done */
+	json_t *msg;  /* owned: the message for the targets; released by submit_done */
+	bool bare_id; /* AIStore's action message: the answer is the job id as text */
 } submit_t;
 
 static void submit_done(void *arg)
@@ -119,7 +120,10 @@ static void submit_work(ft_req_t *r, void *arg)
 	ft_info("job %s: %s %s/%s on %d targets", id, json_string_value(json_object_get(s->msg, "kind")),
 		json_string_value(json_object_get(s->msg, "provider")),
 		json_string_value(json_object_get(s->msg, "bucket")), smap->n_targets);
-	ft_resp_json(r, 200, json_pack("{s:s}", "job_id", id));
+	if (s->bare_id)
+		ft_resp_bytes(r, 200, "text/plain", id, strlen(id));
+	else
+		ft_resp_json(r, 200, json_pack("{s:s}", "job_id", id));
 out:
 	fanout_free(&f);
 	ft_smap_put(smap);
@@ -248,6 +252,8 @@ static const struct {
 	{"prefetch-listrange", "prefetch", true, true},
 	{"evict-listrange", "evict", true, true},
 	{"evict-remote-bucket", "evict-bucket", true, false},
+	{"evict-remote-bck", "evict-bucket", true, false}, /* AIStore's word for it */
+	{"delete-listrange", "delete", false, true},
 	{"make-n-copies", "mirror", false, false},
 	{"ec-encode", "ec-encode", false, false},
 	{"scrub", "scrub", false, false},
@@ -304,6 +310,13 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 			      action, bucket);
 		goto out;
 	}
+	ft_bmd_t *bmd = ft_bmd_current();
+	bool known = bmd != NULL && ft_bmd_find(bmd, provider, bucket) != NULL;
+	ft_bmd_put(bmd);
+	if (!known) {
+		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", provider, bucket);
+		goto out;
+	}
 	snprintf(id, sizeof(id), "j-%" PRIx64 "-%x", (uint64_t)ft_now_ns(), atomic_fetch_add(&seq, 1));
 	msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", kind, "provider", provider, "bucket", bucket);
 	if (msg == NULL) {
@@ -323,6 +336,7 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 	submit_t *s = ft_req_alloc(r, sizeof(*s));
 	s->px = px;
 	s->msg = msg;
+	s->bare_id = px_ais_actmsg(in);
 	msg = NULL;
 	ft_req_on_done(r, submit_done, s);
 	ft_req_defer(r, submit_work, s);
@@ -403,66 +417,84 @@ static void job_finish_doc(json_t *agg)
 		json_object_set_new(agg, "end", json_integer(0));
 }
 
-static void query_work(ft_req_t *r, void *arg)
+int px_jobs_query(px_t *px, const char *id, bool del, json_t **out, int *status, char *why, size_t cap)
 {
-	query_t *q = arg;
 	ft_smap_t *smap = ft_smap_current();
-	fanout_t f = {.smap = smap, .method = q->del ? "DELETE" : "GET"};
-	json_t *out = NULL;
+	fanout_t f = {.smap = smap, .method = del ? "DELETE" : "GET"};
+	int rc = -1;
 
+	*out = NULL;
+	*status = 500;
 	if (smap == NULL || smap->n_targets == 0) {
-		ft_resp_error(r, 503, "the cluster map has no targets");
+		*status = 503;
+		snprintf(why, cap, "the cluster map has no targets");
 		goto done;
 	}
-	snprintf(f.path, sizeof(f.path), "/v1/jobs%s%s", q->id[0] ? "/" : "", q->id);
-	if (fanout(q->px, &f) != 0) {
-		ft_resp_error(r, 500, "out of memory");
+	snprintf(f.path, sizeof(f.path), "/v1/jobs%s%s", id[0] ? "/" : "", id);
+	if (fanout(px, &f) != 0) {
+		snprintf(why, cap, "out of memory");
 		goto done;
 	}
 	for (int i = 0; i < smap->n_targets; i++) {
 		if (f.status[i] == 0 || (f.status[i] != 200 && f.status[i] != 404)) {
-			ft_resp_error(r, 502, "target %s: %s", smap->targets[i].id,
-				      f.status[i] == 0 ? f.err[i] : "job status failed");
+			*status = 502;
+			snprintf(why, cap, "target %s: %s", smap->targets[i].id,
+				 f.status[i] == 0 ? f.err[i] : "job status failed");
 			goto done;
 		}
 	}
-	if (q->id[0]) { /* one job: fold the targets' parts */
+	if (id[0]) { /* one job: fold the targets' parts */
 		for (int i = 0; i < smap->n_targets; i++)
 			if (f.status[i] == 200)
-				out = job_fold(out, f.resp[i]);
-		if (out == NULL) {
-			ft_resp_error(r, 404, "no job %s", q->id);
+				*out = job_fold(*out, f.resp[i]);
+		if (*out == NULL) {
+			*status = 404;
+			snprintf(why, cap, "no job %s", id);
 			goto done;
 		}
-		job_finish_doc(out);
-		ft_resp_json(r, 200, out);
+		job_finish_doc(*out);
+		rc = 0;
 		goto done;
 	}
 	json_t *byid = json_object(); /* all jobs: fold by id */
 	for (int i = 0; i < smap->n_targets; i++) {
 		for (size_t k = 0; k < json_array_size(f.resp[i]); k++) {
 			json_t *part = json_array_get(f.resp[i], k);
-			const char *id = json_string_value(json_object_get(part, "id"));
-			if (id == NULL)
+			const char *pid = json_string_value(json_object_get(part, "id"));
+			if (pid == NULL)
 				continue;
-			json_t *agg = json_object_get(byid, id);
+			json_t *agg = json_object_get(byid, pid);
 			json_t *n = job_fold(agg != NULL ? json_incref(agg) : NULL, part);
 			if (n != NULL)
-				json_object_set_new(byid, id, n);
+				json_object_set_new(byid, pid, n);
 		}
 	}
-	out = json_array();
+	*out = json_array();
 	const char *key;
 	json_t *val;
 	json_object_foreach(byid, key, val) {
 		job_finish_doc(val);
-		json_array_append(out, val);
+		json_array_append(*out, val);
 	}
 	json_decref(byid);
-	ft_resp_json(r, 200, out);
+	rc = 0;
 done:
 	fanout_free(&f);
 	ft_smap_put(smap);
+	return rc;
+}
+
+static void query_work(ft_req_t *r, void *arg)
+{
+	query_t *q = arg;
+	json_t *out;
+	int status;
+	char why[512];
+
+	if (px_jobs_query(q->px, q->id, q->del, &out, &status, why, sizeof(why)) != 0)
+		ft_resp_error(r, status, "%s", why);
+	else
+		ft_resp_json(r, 200, out);
 }
 
 void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len)

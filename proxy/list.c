@@ -42,9 +42,27 @@ typedef struct {
 	const char *prefix; /* ft_req_alloc memory */
 	const char *token;
 	int pagesize;
-	bool owner_only;       /* keep a name only from the target owning it (cached objects of remote buckets) */
-	const ft_smap_t *smap; /* the map of the fan-out (list_page sets it) */
+	bool owner_only;          /* keep a name only from the target owning it (cached objects of remote buckets) */
+	const ft_smap_t *smap;    /* the map of the fan-out (list_page sets it) */
+	px_list_encode_fn encode; /* the answer's shape: NULL for FastTier's JSON */
+	void *encode_arg;
 } list_op_t;
+
+/* Sends one page (entries borrowed) in the shape the request asked for. */
+static void respond_page(ft_req_t *r, const list_op_t *op, json_t *entries, const char *token)
+{
+	json_t *body;
+
+	if (op->encode != NULL) {
+		op->encode(r, entries, token, op->encode_arg);
+		return;
+	}
+	body = json_pack("{s:O,s:s}", "entries", entries, "continuation_token", token);
+	if (body == NULL)
+		ft_resp_error(r, 500, "out of memory");
+	else
+		ft_resp_json(r, 200, body);
+}
 
 /* One target's page; filled by fetch_page on a fan-out thread. */
 typedef struct {
@@ -295,7 +313,7 @@ int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *t
 static void list_work(ft_req_t *r, void *arg)
 {
 	list_op_t *op = arg;
-	json_t *entries, *body;
+	json_t *entries;
 	char *next;
 	int status;
 	char why[512];
@@ -307,12 +325,9 @@ static void list_work(ft_req_t *r, void *arg)
 			ft_resp_error(r, status, "%s", why);
 		return;
 	}
-	body = json_pack("{s:o,s:s}", "entries", entries, "continuation_token", next);
+	respond_page(r, op, entries, next);
+	json_decref(entries);
 	free(next);
-	if (body == NULL)
-		ft_resp_error(r, 500, "out of memory");
-	else
-		ft_resp_json(r, 200, body);
 }
 
 /* Parses pagesize: absent, empty or 0 -> default; larger than the maximum -> the maximum; -1 if not a number. */
@@ -514,11 +529,7 @@ static void rlist_work(ft_req_t *r, void *arg)
 	if (rlist_mark(r, op, smap, entries) != 0)
 		goto out;
 	const char *token = json_string_value(json_object_get(reply, "continuation_token"));
-	json_t *body = json_pack("{s:O, s:s}", "entries", entries, "continuation_token", token != NULL ? token : "");
-	if (body == NULL)
-		ft_resp_error(r, 500, "out of memory");
-	else
-		ft_resp_json(r, 200, body);
+	respond_page(r, op, entries, token != NULL ? token : "");
 out:
 	json_decref(reply);
 	ft_smap_put(smap);
@@ -538,31 +549,38 @@ void px_list_objects(px_t *px, ft_req_t *r, const char *bucket)
 
 void px_list_objects_provider(px_t *px, ft_req_t *r, const char *provider, const char *bucket)
 {
-	ft_bmd_t *bmd = ft_bmd_current();
-	const char *prefix = ft_req_query(r, "prefix");
-	const char *token = ft_req_query(r, "continuation_token");
 	const char *cached = ft_req_query(r, "cached");
-	int pagesize = parse_pagesize(ft_req_query(r, "pagesize"));
-	bool remote = strcmp(provider, "ais") != 0, cached_only = query_true(r, "cached");
+	px_list_args_t a = {.prefix = ft_req_query(r, "prefix"),
+			    .token = ft_req_query(r, "continuation_token"),
+			    .pagesize = parse_pagesize(ft_req_query(r, "pagesize")),
+			    .cached_only = query_true(r, "cached")};
+
+	if (a.pagesize < 0) {
+		ft_resp_error(r, 400, "pagesize must be a non-negative integer, got \"%s\"",
+			      ft_req_query(r, "pagesize"));
+		return;
+	}
+	if (cached != NULL && !a.cached_only && strcmp(cached, "false") != 0 && strcmp(cached, "0") != 0) {
+		ft_resp_error(r, 400, "cached must be true or false, got \"%s\"", cached);
+		return;
+	}
+	px_list_start(px, r, provider, bucket, &a);
+}
+
+void px_list_start(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const px_list_args_t *a)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+	bool remote = strcmp(provider, "ais") != 0;
 	list_op_t *op;
 
 	if (bmd == NULL || ft_bmd_find(bmd, provider, bucket) == NULL) {
 		if (remote)
-			ft_resp_error(r, 404, "%s bucket \"%s\" does not exist", provider, bucket);
+			ft_resp_error(r, 404, "%s bucket \"%s://%s\" does not exist", provider, provider, bucket);
 		else
-			ft_resp_error(r, 404, "bucket \"%s\" does not exist", bucket);
+			ft_resp_error(r, 404, "bucket \"ais://%s\" does not exist", bucket);
 		goto out;
 	}
-	if (pagesize < 0) {
-		ft_resp_error(r, 400, "pagesize must be a non-negative integer, got \"%s\"",
-			      ft_req_query(r, "pagesize"));
-		goto out;
-	}
-	if (cached != NULL && !cached_only && strcmp(cached, "false") != 0 && strcmp(cached, "0") != 0) {
-		ft_resp_error(r, 400, "cached must be true or false, got \"%s\"", cached);
-		goto out;
-	}
-	if (remote && !cached_only && strcmp(provider, "ht") == 0) {
+	if (remote && !a->cached_only && strcmp(provider, "ht") == 0) {
 		ft_resp_error(r, 400,
 			      "ht bucket \"%s\" cannot be listed: an HTTP origin has no listing "
 			      "(cached=true lists the objects cached in the cluster)",
@@ -574,11 +592,15 @@ void px_list_objects_provider(px_t *px, ft_req_t *r, const char *provider, const
 	op->px = px;
 	op->provider = provider;
 	snprintf(op->bucket, sizeof(op->bucket), "%s", bucket);
-	op->prefix = ft_req_strdup(r, prefix != NULL ? prefix : "");
-	op->token = ft_req_strdup(r, token != NULL ? token : "");
-	op->pagesize = pagesize;
-	op->owner_only = remote && cached_only;
-	ft_req_defer(r, remote && !cached_only ? rlist_work : list_work, op);
+	op->prefix = ft_req_strdup(r, a->prefix != NULL ? a->prefix : "");
+	op->token = ft_req_strdup(r, a->token != NULL ? a->token : "");
+	op->pagesize = a->pagesize == 0                ? PX_PAGESIZE_DEFAULT
+		       : a->pagesize > PX_PAGESIZE_MAX ? PX_PAGESIZE_MAX
+						       : a->pagesize;
+	op->owner_only = remote && a->cached_only;
+	op->encode = a->encode;
+	op->encode_arg = a->encode_arg;
+	ft_req_defer(r, remote && !a->cached_only ? rlist_work : list_work, op);
 out:
 	ft_bmd_put(bmd);
 }

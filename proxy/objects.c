@@ -30,7 +30,7 @@ void px_object_redirect_provider(px_t *px, ft_req_t *r, const char *provider, co
 
 	(void)px;
 	if (bmd == NULL || ft_bmd_find(bmd, provider, bucket) == NULL) {
-		ft_resp_error(r, 404, "bucket \"%s\" does not exist", bucket);
+		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", provider, bucket);
 		goto out;
 	}
 	smap = ft_smap_current();

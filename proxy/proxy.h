@@ -154,7 +154,20 @@ int px_bucket_create_do(px_t *px, const char *bucket, ft_cksum_type_t cksum);
 int px_bucket_destroy_do(px_t *px, const char *bucket);
 
 /* ---- list.c ---- */
+/* Sends one listing page: entries (borrowed; the targets' entry objects) and the next token ("" at the end). */
+typedef void (*px_list_encode_fn)(ft_req_t *r, const json_t *entries, const char *token, void *arg);
+/* The options of one listing, decoded from FastTier's query or from AIStore's list message (aiswire.c). */
+typedef struct {
+	const char *prefix;       /* NULL: "" */
+	const char *token;        /* NULL: from the start */
+	int pagesize;             /* 0: the default; above the maximum: the maximum */
+	bool cached_only;         /* remote buckets: only what the cluster holds */
+	px_list_encode_fn encode; /* NULL: FastTier's {"entries","continuation_token"} */
+	void *encode_arg;
+} px_list_args_t;
 void px_list_objects(px_t *px, ft_req_t *r, const char *bucket);
+/* The one listing, whatever the request's shape: checks the bucket, then defers the fan-out. */
+void px_list_start(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const px_list_args_t *a);
 /*
  * GET /v1/buckets/B?provider=P: for a remote provider, one page of the backend's listing (through
  * one target) with each entry marked "cached"; with cached=true (any provider) the objects held in
@@ -179,6 +192,12 @@ int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *t
  * {"job_id"}) and returns true; otherwise returns false untouched.
  */
 bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len);
+/*
+ * Blocking (worker): asks every target of the current map for job id (aborts it first when del)
+ * and folds their parts into one job document, or every job they know (an array) when id is "".
+ * 0 with *out (caller owns); -1 with *status (404 no target knows the job, 502, 503) and why.
+ */
+int px_jobs_query(px_t *px, const char *id, bool del, json_t **out, int *status, char *why, size_t cap);
 /* GET /v1/jobs, GET|DELETE /v1/jobs/<id>: asks every target and adds up their parts. */
 void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len);
 /*
@@ -194,6 +213,34 @@ int px_expand_template(const char *tpl, size_t max, json_t *arr, const char **wh
  * on the targets, and returns true (the response follows); otherwise returns false untouched.
  */
 bool px_hints_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len);
+
+/* ---- aiswire.c, aiswire_jobs.c, aiswire_mpu.c: AIStore's wire shapes over the operations above ---- */
+/* Whether an action message is AIStore's (its ActMsg always carries "name"): answers then take AIStore's shape. */
+bool px_ais_actmsg(const json_t *msg);
+/* ns since the epoch as AIStore's JSON time (RFC 3339, UTC); 0 or less: Go's zero time. */
+void px_ais_time(int64_t ns, char *out, size_t cap);
+/*
+ * A bucket request in AIStore's shape (loop thread): GET with an action message or asking for
+ * msgpack (list, summary-bck), HEAD ?bsumm_remote / ?uuid (summary), POST ?bck_to (copy: 501).
+ * Handles it and returns true; otherwise returns false untouched.
+ */
+bool px_ais_bucket(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
+/*
+ * Whether a bucket DELETE's action message (parsed) is AIStore's evict-remote-bck without
+ * keep_bck_md=true: AIStore then forgets the bucket, which is FastTier's destroy-bck of it.
+ */
+bool px_ais_evict_forgets(ft_req_t *r, const char *provider, const json_t *msg);
+/* GET /v1/daemon?what=smap|bmd|snode: AIStore's documents of this proxy's map and BMD. */
+void px_ais_daemon(px_t *px, ft_req_t *r);
+/* AIStore's Smap {pmap, tmap, proxy_si, uuid, version} (new reference). */
+json_t *px_ais_smap(const ft_smap_t *m);
+/* GET /v1/cluster?what=status|qryxstats|status_all|running_all and PUT /v1/cluster (stop); false for other words. */
+bool px_ais_cluster(px_t *px, ft_req_t *r, const char *what);
+/* Object requests AIStore's way: archpath/archregx (501, not built yet); true when answered. */
+bool px_ais_object_unsupported(ft_req_t *r);
+/* AIStore's multipart (mpt-upload, ?uploadId parts, complete, abort); true when handled. */
+bool px_ais_object_mpu(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *obj,
+		       size_t obj_len);
 
 /* ---- objects.c ---- */
 void px_object_redirect(px_t *px, ft_req_t *r, const char *bucket, const char *obj, size_t obj_len);

@@ -53,12 +53,14 @@ static void health(px_t *px, ft_req_t *r)
 	ft_resp_json(r, 200, px_health_json(px));
 }
 
-static void cluster(ft_req_t *r)
+static void cluster(px_t *px, ft_req_t *r)
 {
 	ft_method_t m = ft_req_method(r);
 	const char *what = ft_req_query(r, "what");
 	json_t *doc;
 
+	if (px_ais_cluster(px, r, what)) /* AIStore's job queries */
+		return;
 	if (m != FT_HTTP_GET && m != FT_HTTP_HEAD) {
 		method_not_allowed(r, "GET, HEAD");
 		return;
@@ -131,6 +133,8 @@ static void buckets(px_t *px, ft_req_t *r, const char *path, size_t len)
 		ft_resp_error(r, 400, "invalid bucket name: %s", why);
 		return;
 	}
+	if (px_ais_bucket(px, r, provider, bucket))
+		return;
 	if (strcmp(provider, "ais") != 0) {
 		remote_bucket(px, r, provider, bucket);
 		return;
@@ -175,6 +179,8 @@ static void objects(px_t *px, ft_req_t *r, const char *path, size_t len)
 		ft_resp_error(r, 400, "invalid object name: %s", why);
 		return;
 	}
+	if (px_ais_object_unsupported(r) || px_ais_object_mpu(px, r, provider, bucket, obj, obj_len))
+		return;
 	px_object_redirect_provider(px, r, provider, bucket, obj, obj_len);
 }
 
@@ -197,7 +203,9 @@ void px_route(ft_req_t *r, void *ctx)
 	else if (len == strlen("/v1/health") && memcmp(path, "/v1/health", len) == 0)
 		health(px, r);
 	else if (len == strlen("/v1/cluster") && memcmp(path, "/v1/cluster", len) == 0)
-		cluster(r);
+		cluster(px, r);
+	else if (len == strlen("/v1/daemon") && memcmp(path, "/v1/daemon", len) == 0)
+		px_ais_daemon(px, r);
 	else
 		ft_resp_error(r, 404, "no such path: %s %s", ft_req_method_name(r), path);
 }

@@ -86,7 +86,7 @@ static int check_names(ft_req_t *r, tgt_obj_t *o, const char *bucket, const char
 		tgt_obj_props(o, b);
 	ft_bmd_put(bmd);
 	if (!b) {
-		ft_resp_error(r, 404, "bucket \"%s\" does not exist", bucket);
+		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", o->provider, bucket);
 		return -1;
 	}
 	return 0;

@@ -38,6 +38,11 @@ void tgt_route_public(ft_req_t *r, void *ctx);
 void tgt_put(ft_req_t *r, tgt_obj_t *o);
 void tgt_get(ft_req_t *r, tgt_obj_t *o); /* GET and HEAD */
 void tgt_delete(ft_req_t *r, tgt_obj_t *o);
+/*
+ * The deletion behind tgt_delete, for jobs too (blocking for remote buckets: the backend first).
+ * 0 deleted; 1 there was no such object; -1 failed. Not 0: *status and msg say what to answer.
+ */
+int tgt_delete_do(tgt_obj_t *o, int *status, char *msg, size_t cap);
 
 /* ---- coldget.c: remote buckets (provider aws|gcp|azure|ht), read through the cache ---- */
 int tgt_is_remote(const tgt_obj_t *o);

@@ -741,8 +741,9 @@ static int revalidate(ft_req_t *r, tgt_obj_t *o)
 	ft_backend_err_t code = ft_backend_head(b, o->obj, &now, &err);
 	if (code == FT_BACKEND_ENOTFOUND) {
 		uncache(o);
-		ft_resp_error(r, 404, "object \"%s/%s\" does not exist (deleted from the backend; cached copy removed)",
-			      o->bucket, o->obj);
+		ft_resp_error(r, 404,
+			      "object \"%s://%s/%s\" does not exist (deleted from the backend; cached copy removed)",
+			      o->provider, o->bucket, o->obj);
 		return -1;
 	}
 	if (code != FT_BACKEND_OK) {

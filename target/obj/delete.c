@@ -2,6 +2,7 @@
 /* Target DELETE of an object: unlink, then prune the directories it leaves empty (remote buckets: the backend's copy first). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,9 +25,9 @@
  * removes only the cached copy (jobs.c).
  */
 
-static void delete_remote(ft_req_t *r, void *arg)
+/* The remote bucket's case of tgt_delete_do: under the write-through hold, the backend first. */
+static int delete_remote_do(tgt_obj_t *o, int *status, char *msg, size_t cap)
 {
-	tgt_obj_t *o = arg;
 	ft_backend_error_t err;
 	tgt_hold_t hold;
 
@@ -35,24 +36,82 @@ static void delete_remote(ft_req_t *r, void *arg)
 	if (code != FT_BACKEND_OK && code != FT_BACKEND_ENOTFOUND) {
 		tgt_name_release(&hold);
 		ft_warn("DELETE %s: backend: %s", o->rel, err.msg);
-		ft_resp_error(r, ft_backend_http_status(code),
-			      "object \"%s/%s\": the %s backend did not delete it (%s), nothing removed: %s", o->bucket,
-			      o->obj, o->provider, ft_backend_strerror(code), err.msg);
-		return;
+		*status = ft_backend_http_status(code);
+		snprintf(msg, cap, "object \"%s/%s\": the %s backend did not delete it (%s), nothing removed: %s",
+			 o->bucket, o->obj, o->provider, ft_backend_strerror(code), err.msg);
+		return -1;
 	}
 	int rc = tgt_wthrough_uncache(o);
 	tgt_name_release(&hold);
-	if (rc < 0)
-		ft_resp_error(r, 500,
-			      "object \"%s/%s\": deleted on the backend, but its cached copy cannot be removed: %s",
-			      o->bucket, o->obj, strerror(-rc));
-	else if (code == FT_BACKEND_ENOTFOUND && rc == 1)
-		ft_resp_error(r, 404, "object \"%s/%s\" does not exist on the backend (its cached copy was removed)",
-			      o->bucket, o->obj);
-	else if (code == FT_BACKEND_ENOTFOUND)
-		ft_resp_error(r, 404, "object \"%s/%s\" does not exist", o->bucket, o->obj);
-	else
+	if (rc < 0) {
+		*status = 500;
+		snprintf(msg, cap,
+			 "object \"%s/%s\": deleted on the backend, but its cached copy cannot be removed: %s",
+			 o->bucket, o->obj, strerror(-rc));
+		return -1;
+	}
+	if (code == FT_BACKEND_ENOTFOUND) {
+		*status = 404;
+		if (rc == 1)
+			snprintf(msg, cap,
+				 "object \"%s://%s/%s\" does not exist on the backend (its cached copy was removed)",
+				 o->provider, o->bucket, o->obj);
+		else
+			snprintf(msg, cap, "object \"%s://%s/%s\" does not exist", o->provider, o->bucket, o->obj);
+		return 1;
+	}
+	return 0;
+}
+
+/* The ais bucket's case of tgt_delete_do. */
+static int delete_local_do(tgt_obj_t *o, int *status, char *msg, size_t cap)
+{
+	if (unlinkat(o->mp->root_fd, o->rel, 0) != 0) {
+		int e = errno;
+		/* A lost main copy whose mirror copies remain is still an object: delete those. */
+		if (e == ENOENT && tgt_mirror_delete(o) > 0) {
+			tgt_list_bump(o->t, o->provider, o->bucket);
+			tgt_ec_delete(o);
+			return 0;
+		}
+		/* EISDIR: the name is a directory of other objects, not an object. */
+		if (e == ENOENT || e == ENOTDIR || e == EISDIR) {
+			*status = 404;
+			snprintf(msg, cap, "object \"%s://%s/%s\" does not exist", o->provider, o->bucket, o->obj);
+			return 1;
+		}
+		*status = 500;
+		snprintf(msg, cap, "object \"%s/%s\": cannot delete: %s", o->bucket, o->obj, strerror(e));
+		return -1;
+	}
+	tgt_list_bump(o->t, o->provider, o->bucket);
+	tgt_parent_prune(o->mp, o->rel);
+	tgt_mirror_delete(o);
+	tgt_ec_delete(o);
+	return 0;
+}
+
+int tgt_delete_do(tgt_obj_t *o, int *status, char *msg, size_t cap)
+{
+	*status = 200;
+	msg[0] = '\0';
+	return tgt_is_remote(o) ? delete_remote_do(o, status, msg, cap) : delete_local_do(o, status, msg, cap);
+}
+
+static void respond(ft_req_t *r, tgt_obj_t *o)
+{
+	char msg[1024];
+	int status;
+
+	if (tgt_delete_do(o, &status, msg, sizeof(msg)) == 0)
 		ft_resp_bytes(r, 200, NULL, NULL, 0);
+	else
+		ft_resp_error(r, status, "%s", msg);
+}
+
+static void delete_remote(ft_req_t *r, void *arg)
+{
+	respond(r, arg);
 }
 
 void tgt_delete(ft_req_t *r, tgt_obj_t *o)
@@ -61,25 +120,5 @@ void tgt_delete(ft_req_t *r, tgt_obj_t *o)
 		ft_req_defer(r, delete_remote, o); /* blocks on the backend */
 		return;
 	}
-	if (unlinkat(o->mp->root_fd, o->rel, 0) != 0) {
-		int e = errno;
-		/* A lost main copy whose mirror copies remain is still an object: delete those. */
-		if (e == ENOENT && tgt_mirror_delete(o) > 0) {
-			tgt_list_bump(o->t, o->provider, o->bucket);
-			tgt_ec_delete(o);
-			ft_resp_bytes(r, 200, NULL, NULL, 0);
-			return;
-		}
-		/* EISDIR: the name is a directory of other objects, not an object. */
-		if (e == ENOENT || e == ENOTDIR || e == EISDIR)
-			ft_resp_error(r, 404, "object \"%s/%s\" does not exist", o->bucket, o->obj);
-		else
-			ft_resp_error(r, 500, "object \"%s/%s\": cannot delete: %s", o->bucket, o->obj, strerror(e));
-		return;
-	}
-	tgt_list_bump(o->t, o->provider, o->bucket);
-	tgt_parent_prune(o->mp, o->rel);
-	tgt_mirror_delete(o);
-	tgt_ec_delete(o);
-	ft_resp_bytes(r, 200, NULL, NULL, 0);
+	respond(r, o);
 }

@@ -184,7 +184,7 @@ static int least_busy(const tgt_obj_t *o, int fd, const ft_lom_t *lom, int *mp_i
 static void respond_lost(ft_req_t *r, tgt_obj_t *o, const tgt_heal_t *h, const char *restore_err)
 {
 	if (!h->existed) {
-		ft_resp_error(r, 404, "object \"%s/%s\" does not exist", o->bucket, o->obj);
+		ft_resp_error(r, 404, "object \"%s://%s/%s\" does not exist", o->provider, o->bucket, o->obj);
 		return;
 	}
 	tgt_integrity_count(o->t, TGT_INTEGRITY_LOST);

@@ -181,8 +181,8 @@ static void respond_publish_error(ft_req_t *r, put_t *p, int rc, const char *per
 	if (rc == TGT_COND_FAILED || rc == TGT_COND_ABSENT) {
 		put_release(p);
 		if (rc == TGT_COND_ABSENT)
-			ft_resp_error(r, 404, "object \"%s/%s\" does not exist (If-Match): nothing stored", o->bucket,
-				      o->obj);
+			ft_resp_error(r, 404, "object \"%s://%s/%s\" does not exist (If-Match): nothing stored",
+				      o->provider, o->bucket, o->obj);
 		else
 			ft_resp_error(r, 412, "object \"%s/%s\": a precondition (%s) does not hold: nothing stored",
 				      o->bucket, o->obj, p->if_none_match ? "If-None-Match" : "If-Match");

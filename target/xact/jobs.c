@@ -46,7 +46,7 @@
 #define JOB_KIND_MAX TGT_RUN_KIND_MAX
 #define JOB_LIST_PAGE 1000
 
-enum { JOB_PREFETCH = 0, JOB_EVICT, JOB_EVICT_BUCKET, JOB_LOCAL };
+enum { JOB_PREFETCH = 0, JOB_EVICT, JOB_EVICT_BUCKET, JOB_DELETE, JOB_LOCAL };
 enum { SRC_NAMES = 0, SRC_BACKEND, SRC_LOCAL };
 static const char *const state_names[] = {[TGT_RUN_RUNNING] = "running",
 					  [TGT_RUN_FINISHED] = "finished",
@@ -202,6 +202,11 @@ static int job_step(tgt_run_t *r, const tgt_run_item_t *it, void *arg, int64_t *
 		if (!still_there(&o))
 			return 1; /* deleted since the walk */
 		return j->fn(&o, bytes, err, cap);
+	case JOB_DELETE: { /* as a DELETE of the object does it (remote buckets: the backend's too) */
+		int status;
+		rc = tgt_delete_do(&o, &status, err, cap);
+		return rc < 0 ? -1 : rc; /* 1: there was no such object, nothing to count */
+	}
 	default:
 		rc = evict_one(&o, bytes);
 		if (rc == 0)
@@ -395,6 +400,8 @@ static int parse_kind(job_t *j, const char *kind)
 		j->kind = JOB_EVICT;
 	else if (strcmp(kind, "evict-bucket") == 0)
 		j->kind = JOB_EVICT_BUCKET;
+	else if (strcmp(kind, "delete") == 0)
+		j->kind = JOB_DELETE;
 	else if ((j->fn = local_kind(kind)) != NULL)
 		j->kind = JOB_LOCAL;
 	else
@@ -426,6 +433,10 @@ static int parse_source(job_t *j, const json_t *msg, ft_ctl_resp_t *resp)
 		return 0;
 	default:
 		break;
+	}
+	if (j->kind == JOB_DELETE && prefix != NULL) {
+		ft_ctl_error(resp, 400, "delete takes objnames (or a template), not a prefix");
+		return -1;
 	}
 	if ((names != NULL) == (prefix != NULL)) {
 		ft_ctl_error(resp, 400, "job message needs either an objnames array or a prefix");
@@ -479,11 +490,13 @@ static job_t *job_parse(tgt_t *t, const json_t *msg, ft_ctl_resp_t *resp)
 		goto fail;
 	}
 	if (parse_kind(j, kind) != 0) {
-		ft_ctl_error(resp, 400,
-			     "unknown job kind \"%s\" (prefetch, evict, evict-bucket, mirror, ec-encode, scrub)", kind);
+		ft_ctl_error(
+			resp, 400,
+			"unknown job kind \"%s\" (prefetch, evict, evict-bucket, delete, mirror, ec-encode, scrub)",
+			kind);
 		goto fail;
 	}
-	if (j->kind != JOB_LOCAL && strcmp(provider, "ais") == 0) {
+	if (j->kind != JOB_LOCAL && j->kind != JOB_DELETE && strcmp(provider, "ais") == 0) {
 		ft_ctl_error(resp, 400, "%s works on remote buckets only", kind);
 		goto fail;
 	}

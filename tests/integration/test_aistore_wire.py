@@ -1,0 +1,454 @@
+# SPDX-License-Identifier: Apache-2.0
+# AIStore's wire shapes: each request exactly as NVIDIA's AIStore Python SDK sends it, each answer field it reads.
+"""The SDK itself is not ours to copy and CI cannot fetch it, so these tests send what it sends (method, path,
+query, headers, body; read from python/aistore/sdk in NVIDIA/aistore) and check every field of the answer the SDK
+reads. AIStore's ActionMsg is {"action", "name", "value"}; the SDK sends every JSON body with requests' json=.
+Debian's Python has no msgpack module: msgpack_decode below is a small decoder of what the listing answers."""
+import json
+import re
+import struct
+from datetime import datetime
+
+import pytest
+import requests
+
+import peers
+from ftutil import TIMEOUT, create_remote, unique, wait_until
+from test_coldget import put_origin
+
+origin = peers.nginx_origin_fixture()
+
+UA = {"User-Agent": "ais/python test"}
+MSGPACK = {**UA, "Accept": "application/msgpack"}
+
+
+def act(action, value=None):
+    """AIStore's ActionMsg as the SDK dumps it (pydantic model_dump: every field)."""
+    return {"action": action, "name": "", "value": value}
+
+
+# ---- the SDK's error classification (aistore/sdk/utils.py extract_and_parse_url, response_handler.py) ----
+SDK_FQN = re.compile(r"(ais|aws|azure|gcp|oci|s3|gs)://([A-Za-z0-9@#._-]{1,64})(?:(/)|(?![A-Za-z0-9@#._-]))")
+
+
+def sdk_error_class(resp):
+    """The SDK's exception class name for a failed response: it reads the whole body text."""
+    m = SDK_FQN.search(resp.text)
+    if resp.status_code == 404 and m:
+        return "ErrObjNotFound" if m.group(3) else ("ErrRemoteBckNotFound" if m.group(1) != "ais" else "ErrBckNotFound")
+    if resp.status_code == 409:
+        if resp.request.method == "GET":
+            return "ErrGETConflict"
+        if m and not m.group(3):
+            return "ErrBckAlreadyExists"
+    return "AISError"
+
+
+# ---- a small msgpack decoder (the subset a BucketList uses, and a bit more) ----
+def msgpack_decode(data):
+    def one(i):
+        t = data[i]
+        i += 1
+        if t <= 0x7F:
+            return t, i
+        if 0x80 <= t <= 0x8F:
+            return pairs(i, t & 0x0F)
+        if 0x90 <= t <= 0x9F:
+            return items(i, t & 0x0F)
+        if 0xA0 <= t <= 0xBF:
+            n = t & 0x1F
+            return data[i:i + n].decode(), i + n
+        if t >= 0xE0:
+            return t - 256, i
+        if t in (0xC0, 0xC2, 0xC3):
+            return {0xC0: None, 0xC2: False, 0xC3: True}[t], i
+        fixed = {0xCC: "B", 0xCD: ">H", 0xCE: ">I", 0xCF: ">Q", 0xD0: "b", 0xD1: ">h", 0xD2: ">i", 0xD3: ">q",
+                 0xCA: ">f", 0xCB: ">d"}
+        if t in fixed:
+            n = struct.calcsize(fixed[t])
+            return struct.unpack(fixed[t], data[i:i + n])[0], i + n
+        lens = {0xD9: 1, 0xDA: 2, 0xDB: 4, 0xC4: 1, 0xC5: 2, 0xC6: 4, 0xDC: 2, 0xDD: 4, 0xDE: 2, 0xDF: 4}
+        if t in lens:
+            n = int.from_bytes(data[i:i + lens[t]], "big")
+            i += lens[t]
+            if t in (0xDC, 0xDD):
+                return items(i, n)
+            if t in (0xDE, 0xDF):
+                return pairs(i, n)
+            raw = data[i:i + n]
+            return (raw.decode() if t >= 0xD9 else bytes(raw)), i + n
+        raise ValueError("msgpack type 0x%02x" % t)
+
+    def items(i, n):
+        out = []
+        for _ in range(n):
+            v, i = one(i)
+            out.append(v)
+        return out, i
+
+    def pairs(i, n):
+        out = {}
+        for _ in range(n):
+            k, i = one(i)
+            out[k], i = one(i)
+        return out, i
+
+    value, end = one(0)
+    assert end == len(data), "trailing bytes after the msgpack value"
+    return value
+
+
+# ---- helpers ----
+def bucket_url(cluster, bucket, provider="ais"):
+    return f"{cluster.url}/v1/buckets/{bucket}?provider={provider}"
+
+
+def obj_url(cluster, bucket, name, provider="ais", extra=""):
+    return f"{cluster.url}/v1/objects/{bucket}/{name}?provider={provider}{extra}"
+
+
+def list_msg(prefix="", page_size=0, uuid="", token="", flags=0, start_after=""):
+    """The SDK's ListObjectsMsg.as_dict() (flags: a decimal string of the bit mask)."""
+    v = {"prefix": prefix, "pagesize": page_size, "uuid": uuid, "props": "", "continuation_token": token,
+         "flags": str(flags), "target": ""}
+    if start_after:
+        v["start_after"] = start_after
+    return act("list", v)
+
+
+def list_page(cluster, bucket, provider="ais", **kw):
+    r = requests.get(bucket_url(cluster, bucket, provider), headers=MSGPACK, json=list_msg(**kw), timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert r.headers["Content-Type"] == "application/msgpack"  # the SDK decodes msgpack only on this exact type
+    page = msgpack_decode(r.content)
+    # BucketList: UUID, ContinuationToken, Flags required (msgspec), Entries optional
+    assert isinstance(page["UUID"], str) and page["UUID"], page
+    assert isinstance(page["ContinuationToken"], str) and isinstance(page["Flags"], int)
+    for e in page.get("Entries") or []:
+        assert isinstance(e["n"], str) and isinstance(e["s"], int) and isinstance(e["f"], int)
+        for k in ("cs", "a", "v"):
+            assert isinstance(e.get(k, ""), str), e
+    return page
+
+
+def list_all(cluster, bucket, provider="ais", page_size=0, **kw):
+    """Pages as the SDK's ObjectIterator does: uuid and token carried back, stop at an empty token."""
+    names, uuid, token = [], "", ""
+    for _ in range(1000):
+        page = list_page(cluster, bucket, provider, page_size=page_size, uuid=uuid, token=token, **kw)
+        names += [e["n"] for e in page.get("Entries") or []]
+        uuid, token = page["UUID"], page["ContinuationToken"]
+        if token == "":
+            return names
+    raise AssertionError("listing does not end")
+
+
+@pytest.fixture
+def bucket(cluster):
+    b = unique("aisw")
+    r = requests.post(bucket_url(cluster, b), headers=UA, json=act("create-bck"), timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    yield b
+    requests.delete(bucket_url(cluster, b), headers=UA, json=act("destroy-bck"), timeout=TIMEOUT)
+
+
+def put(cluster, bucket, name, data, provider="ais"):
+    r = requests.put(obj_url(cluster, bucket, name, provider), data=data, headers=UA, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+
+
+# ---- cluster map, health ----
+def test_daemon_smap(cluster):
+    r = requests.get(f"{cluster.url}/v1/daemon", params={"what": "smap"}, headers=UA, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    smap = r.json()
+    native = requests.get(f"{cluster.url}/v1/cluster?what=smap", timeout=TIMEOUT).json()
+    assert sorted(smap["tmap"]) == sorted(t["id"] for t in native["targets"])
+    assert int(smap["version"]) == native["version"] and smap["uuid"] == native["uuid"]
+    for sid, si in list(smap["tmap"].items()) + list(smap["pmap"].items()):
+        assert si["daemon_id"] == sid and si["daemon_type"] in ("proxy", "target")
+        assert si["public_net"]["direct_url"].startswith("http://")
+        assert isinstance(si["flags"], int) and isinstance(si["id_digest"], int) and si["id_digest"] >= 0
+    for t in native["targets"]:
+        assert smap["tmap"][t["id"]]["public_net"]["direct_url"] == t["public_url"]
+        assert smap["tmap"][t["id"]]["daemon_type"] == "target"
+    # cluster().get_primary_url() and is_ready(): GET {primary}/v1/health?prr=true
+    primary = smap["proxy_si"]["public_net"]["direct_url"]
+    assert primary == cluster.url
+    assert requests.get(f"{primary}/v1/health", params={"prr": "true"}, headers=UA, timeout=TIMEOUT).ok
+
+
+def test_daemon_bmd_and_bad_what(cluster, bucket):
+    r = requests.get(f"{cluster.url}/v1/daemon?what=bmd", timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert bucket in r.json()["providers"]["ais"]["#"]
+    assert int(r.json()["version"]) >= 1
+    assert requests.get(f"{cluster.url}/v1/daemon?what=nonsense", timeout=TIMEOUT).status_code == 400
+    assert requests.post(f"{cluster.url}/v1/daemon?what=smap", timeout=TIMEOUT).status_code == 405
+
+
+# ---- typed errors ----
+def test_errors_typed_as_the_sdk_reads_them(cluster, bucket):
+    again = requests.post(bucket_url(cluster, bucket), headers=UA, json=act("create-bck"), timeout=TIMEOUT)
+    assert again.status_code == 409 and sdk_error_class(again) == "ErrBckAlreadyExists", again.text
+    err = again.json()  # the fields of AIStore's JSON error its clients read: message, status
+    assert err["status"] == 409 and "ais://" + bucket in err["message"]
+    missing = unique("aisw-none")
+    r = requests.delete(bucket_url(cluster, missing), headers=UA, json=act("destroy-bck"), timeout=TIMEOUT)
+    assert r.status_code == 404 and sdk_error_class(r) == "ErrBckNotFound", r.text
+    r = requests.get(obj_url(cluster, missing, "x"), headers=UA, timeout=TIMEOUT)
+    assert r.status_code == 404 and sdk_error_class(r) == "ErrBckNotFound", r.text
+    r = requests.get(obj_url(cluster, bucket, "no/such"), headers=UA, timeout=TIMEOUT)
+    assert r.status_code == 404 and sdk_error_class(r) == "ErrObjNotFound", r.text
+    put(cluster, bucket, "gone", b"x")
+    assert requests.delete(obj_url(cluster, bucket, "gone"), headers=UA, timeout=TIMEOUT).status_code == 200
+    r = requests.delete(obj_url(cluster, bucket, "gone"), headers=UA, timeout=TIMEOUT)
+    assert r.status_code == 404 and sdk_error_class(r) == "ErrObjNotFound", r.text
+    r = requests.get(bucket_url(cluster, missing), headers=MSGPACK, json=list_msg(), timeout=TIMEOUT)
+    assert r.status_code == 404 and sdk_error_class(r) == "ErrBckNotFound", r.text
+
+
+# ---- listing ----
+def test_list_msgpack_pages(cluster, bucket):
+    names = ["p/%02d" % i for i in range(23)] + ["q/1", "q/2"]
+    for i, n in enumerate(names):
+        put(cluster, bucket, n, b"v" * i)
+    page = list_page(cluster, bucket, prefix="p/", page_size=10)
+    got = page["Entries"]
+    assert [e["n"] for e in got] == names[:10] and page["ContinuationToken"] == "p/09"
+    assert got[3]["s"] == 3 and got[3]["cs"] and got[3]["v"] == "1" and got[3]["a"]
+    assert all(e["f"] & (1 << 6) and e["f"] & 0x1F == 0 for e in got)  # is_cached(), is_ok()
+    # the next page carries the listing's uuid and token back
+    nxt = list_page(cluster, bucket, prefix="p/", page_size=10, uuid=page["UUID"], token=page["ContinuationToken"])
+    assert nxt["UUID"] == page["UUID"] and [e["n"] for e in nxt["Entries"]] == names[10:20]
+    assert list_all(cluster, bucket, prefix="p/", page_size=7) == names[:23]
+    assert list_all(cluster, bucket) == sorted(names)
+    assert list_all(cluster, bucket, start_after="p/20") == ["p/21", "p/22", "q/1", "q/2"]
+    assert list_all(cluster, bucket, prefix="zzz") == []
+
+
+def test_list_json_and_bad_messages(cluster, bucket):
+    put(cluster, bucket, "a", b"abc")
+    r = requests.get(bucket_url(cluster, bucket), headers=UA, json=list_msg(), timeout=TIMEOUT)
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("application/json"), r.text
+    j = r.json()
+    assert j["uuid"] and j["continuation_token"] == "" and j["entries"][0]["name"] == "a" and j["entries"][0]["size"] == 3
+    # FastTier's own listing is untouched: query options, its JSON shape
+    r = requests.get(bucket_url(cluster, bucket) + "&prefix=a", timeout=TIMEOUT)
+    assert r.json() == {"entries": r.json()["entries"], "continuation_token": ""} and r.json()["entries"][0]["name"] == "a"
+    for bad in (b"{", json.dumps(act("list", {"pagesize": "ten"})), json.dumps(act("list", {"flags": "x"})),
+                json.dumps(act("list", [1])), json.dumps(act("frobnicate"))):
+        r = requests.get(bucket_url(cluster, bucket), headers=MSGPACK, data=bad, timeout=TIMEOUT)
+        assert r.status_code == 400 and r.json()["message"], (bad, r.text)
+
+
+# ---- bucket summary ----
+def test_bucket_summary_head_and_get(cluster, bucket):
+    for i in range(5):
+        put(cluster, bucket, "s%d" % i, b"x" * (10 * (i + 1)))
+    # Bucket.info(): HEAD ?fltpresence=..&bsumm_remote=True -> 202 + Ais-Xaction-Id, then HEAD ?..&uuid= -> 200
+    params = {"provider": "ais", "fltpresence": 1, "bsumm_remote": True}
+    r = requests.head(f"{cluster.url}/v1/buckets/{bucket}", params=params, headers=UA, timeout=TIMEOUT)
+    assert r.status_code == 202 and r.headers["Ais-Xaction-Id"], r.headers
+    params["uuid"] = r.headers["Ais-Xaction-Id"].strip('"')
+    r = requests.head(f"{cluster.url}/v1/buckets/{bucket}", params=params, headers=UA, timeout=TIMEOUT)
+    assert r.status_code == 200
+    summ = json.loads(r.headers["Ais-Bucket-Summ"])
+    assert summ["ObjCount"]["obj_count_present"] == "5" and summ["TotalSize"]["size_all_present_objs"] == "150"
+    assert summ["ObjSize"] == {"obj_min_size": 10, "obj_avg_size": 30, "obj_max_size": 50} and summ["name"] == bucket
+    # Bucket.summary(): GET with summary-bck: 202 and the id as a JSON string, then 200 with [result]
+    value = {"uuid": "", "prefix": "s", "cached": True, "present": True}
+    r = requests.get(bucket_url(cluster, bucket), headers=UA, json=act("summary-bck", value), timeout=TIMEOUT)
+    assert r.status_code == 202, r.text
+    value["uuid"] = r.text.strip('"')
+    r = requests.get(bucket_url(cluster, bucket), headers=UA, json=act("summary-bck", value), timeout=TIMEOUT)
+    assert r.status_code == 200 and r.json()[0]["ObjCount"]["obj_count_present"] == "5", r.text
+
+
+# ---- native multipart ----
+def test_multipart_upload(cluster, bucket):
+    url = obj_url(cluster, bucket, "big/obj")
+    r = requests.post(url, headers=UA, json=act("mpt-upload"), timeout=TIMEOUT)
+    assert r.status_code == 200 and re.fullmatch(r"[A-Za-z0-9_-]{16,}", r.text), r.text
+    upload = r.text
+    part1, part2 = b"a" * (5 << 20), b"tail"
+    for n, data in ((2, part2), (1, part1)):  # ObjectWriter.put_content: PUT, the 307 followed with the body
+        r = requests.put(url + f"&uploadId={upload}&partNumber={n}", data=data, headers=UA, timeout=TIMEOUT)
+        assert r.status_code == 200, r.text
+    parts = [{"part-number": 1, "etag": ""}, {"part-number": 2, "etag": ""}]
+    r = requests.post(url + f"&uploadId={upload}", headers=UA, json=act("mpt-complete", parts), timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert requests.get(url, timeout=TIMEOUT).content == part1 + part2
+    # abort: DELETE ?uploadId with mpt-abort; the upload is gone afterwards
+    r = requests.post(obj_url(cluster, bucket, "ab"), headers=UA, json=act("mpt-upload"), timeout=TIMEOUT)
+    ab = r.text
+    r = requests.put(obj_url(cluster, bucket, "ab", extra=f"&uploadId={ab}&partNumber=1"), data=b"z", timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    r = requests.delete(obj_url(cluster, bucket, "ab", extra=f"&uploadId={ab}"), headers=UA, json=act("mpt-abort"),
+                        timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    r = requests.post(obj_url(cluster, bucket, "ab", extra=f"&uploadId={ab}"), headers=UA,
+                      json=act("mpt-complete", parts[:1]), timeout=TIMEOUT)
+    assert r.status_code == 404, r.text
+    assert requests.get(obj_url(cluster, bucket, "ab"), timeout=TIMEOUT).status_code == 404
+
+
+def test_multipart_bad_input(cluster, bucket):
+    url = obj_url(cluster, bucket, "m")
+    upload = requests.post(url, headers=UA, json=act("mpt-upload"), timeout=TIMEOUT).text
+    r = requests.put(url + f"&uploadId={upload}&partNumber=0", data=b"x", timeout=TIMEOUT, allow_redirects=False)
+    assert r.status_code == 400, r.text
+    r = requests.post(url + f"&uploadId={upload}", json=act("mpt-complete", [{"part-number": 1, "etag": ""}]),
+                      timeout=TIMEOUT)
+    assert r.status_code == 400 and "not uploaded" in r.json()["message"], r.text
+    r = requests.post(url + f"&uploadId={upload}", json=act("mpt-complete", "nope"), timeout=TIMEOUT)
+    assert r.status_code == 400, r.text
+    r = requests.post(url + "&uploadId=no-such-upload-0123456789", json=act("mpt-complete", [{"part-number": 1}]),
+                      timeout=TIMEOUT)
+    assert r.status_code == 404, r.text
+    r = requests.post(obj_url(cluster, unique("aisw-none"), "m"), json=act("mpt-upload"), timeout=TIMEOUT)
+    assert r.status_code == 404 and sdk_error_class(r) == "ErrBckNotFound", r.text
+
+
+# ---- not built yet: said so, never a wrong answer ----
+def test_not_built_yet_is_501(cluster, bucket):
+    put(cluster, bucket, "shard.tar", b"not a tar")
+    r = requests.get(obj_url(cluster, bucket, "shard.tar", extra="&archpath=a.txt&archregx="), timeout=TIMEOUT)
+    assert r.status_code == 501 and "archpath" in r.json()["message"], r.text
+    # Bucket.copy(): POST ?bck_to=<provider>/@#/<name>/ with copy-bck
+    value = {"prefix": "", "prepend": "", "dry_run": False, "force": False, "latest-ver": False, "synchronize": False}
+    r = requests.post(bucket_url(cluster, bucket), params={"bck_to": "ais/@#/other/"}, json=act("copy-bck", value),
+                      timeout=TIMEOUT)
+    assert r.status_code == 501 and "copy" in r.json()["message"], r.text
+    assert requests.get(obj_url(cluster, bucket, "shard.tar"), timeout=TIMEOUT).status_code == 200
+
+
+# ---- jobs ----
+def cluster_query(cluster, what, body):
+    return requests.get(f"{cluster.url}/v1/cluster", params={"what": what}, json=body, headers=UA, timeout=TIMEOUT)
+
+
+def job_args(job_id="", kind=""):
+    """JobArgs.as_dict() as Job.status() and Job.get_details() send it."""
+    return {"ID": job_id, "Kind": kind, "DaemonID": "", "Bck": None, "Buckets": None}
+
+
+def wait_done(cluster, job_id):
+    """Job.wait(): kind from qryxstats, then what=status until end_time is set."""
+    snaps = cluster_query(cluster, "qryxstats", job_args(job_id)).json()
+    kinds = {s["kind"] for v in snaps.values() for s in v}
+    assert len(kinds) == 1, snaps
+
+    def ended():
+        r = cluster_query(cluster, "status", job_args(job_id))
+        assert r.status_code == 200, r.text
+        return r.json() if r.json()["end_time"] > 0 else None
+    return kinds.pop(), wait_until(ended, 30, what=f"job {job_id} ends")
+
+
+@pytest.fixture
+def remote(cluster, origin):
+    b = unique("aisw-r")
+    create_remote(cluster.url, b, "ht", {"endpoint": origin.url})
+    names = ["t-%02d" % i for i in range(12)]
+    for n in names:
+        put_origin(origin, n, n.encode() * 10)
+    yield b, names
+    requests.delete(bucket_url(cluster, b, "ht"), timeout=TIMEOUT)
+
+
+def cached(cluster, bucket):
+    return list_all(cluster, bucket, provider="ht", flags=1)  # ListObjectFlag.CACHED
+
+
+def test_prefetch_status_evict(cluster, remote):
+    b, names = remote
+    # ObjectGroup.prefetch(): POST, PrefetchMsg (names plus coer, latest-ver); the answer is the bare job id
+    value = {"objnames": names[:4], "coer": False, "latest-ver": False}
+    r = requests.post(bucket_url(cluster, b, "ht"), headers=UA, json=act("prefetch-listrange", value), timeout=TIMEOUT)
+    assert r.status_code == 200 and re.fullmatch(r"[A-Za-z0-9-]+", r.text), r.text
+    job_id = r.text
+    kind, status = wait_done(cluster, job_id)
+    assert kind == "prefetch-listrange"
+    assert status["uuid"] == job_id and status["err"] == "" and status["aborted"] is False
+    snaps = cluster_query(cluster, "qryxstats", job_args(job_id)).json()
+    assert set(snaps) <= {t["id"] for t in cluster.smap()["targets"]}
+    flat = [s for v in snaps.values() for s in v]
+    assert sum(int(s["stats"]["loc-objs"]) for s in flat) == 4
+    for s in flat:
+        assert s["id"] == job_id and s["bck"]["name"] == b and not s["aborted"] and s["abort-err"] == ""
+        assert datetime.fromisoformat(s["start-time"].replace("Z", "+00:00")) <= \
+            datetime.fromisoformat(s["end-time"].replace("Z", "+00:00"))
+    assert cached(cluster, b) == names[:4]
+    # template prefetch, then Cluster.list_jobs_status(): JobQuery body, a list of JobStatus
+    value = {"template": "t-{04..11}", "coer": False, "latest-ver": False}
+    tpl = requests.post(bucket_url(cluster, b, "ht"), json=act("prefetch-listrange", value), timeout=TIMEOUT).text
+    wait_done(cluster, tpl)
+    assert cached(cluster, b) == names
+    r = cluster_query(cluster, "status_all", {"kind": "prefetch-listrange", "node": "", "show_active": False})
+    assert r.status_code == 200 and {job_id, tpl} <= {s["uuid"] for s in r.json()}, r.text
+    # ObjectGroup.evict(): DELETE with evict-listrange
+    r = requests.delete(bucket_url(cluster, b, "ht"), json=act("evict-listrange", {"objnames": names[:6]}),
+                        timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    kind, _ = wait_done(cluster, r.text)
+    assert kind == "evict-listrange" and cached(cluster, b) == names[6:]
+    # Bucket.evict(keep_md=True): DELETE ?keep_bck_md=True evict-remote-bck: the cache goes, the bucket stays
+    r = requests.delete(bucket_url(cluster, b, "ht") + "&keep_bck_md=True", json=act("evict-remote-bck"),
+                        timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    wait_done(cluster, r.text)
+    assert cached(cluster, b) == []
+    assert requests.head(bucket_url(cluster, b, "ht"), timeout=TIMEOUT).status_code == 200
+    # Bucket.evict(): keep_bck_md=False forgets the bucket as well
+    r = requests.delete(bucket_url(cluster, b, "ht") + "&keep_bck_md=False", json=act("evict-remote-bck"),
+                        timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert requests.head(bucket_url(cluster, b, "ht"), timeout=TIMEOUT).status_code == 404
+
+
+def test_job_queries_bad_input(cluster, remote):
+    b, names = remote
+    assert cluster_query(cluster, "status", job_args("j-no-such-job")).status_code == 404
+    assert cluster_query(cluster, "status", job_args("")).status_code == 400
+    assert cluster_query(cluster, "status", job_args("bad/id")).status_code == 400
+    r = requests.get(f"{cluster.url}/v1/cluster?what=status", data=b"{", timeout=TIMEOUT)
+    assert r.status_code == 400
+    assert requests.get(f"{cluster.url}/v1/cluster?what=nonsense", timeout=TIMEOUT).status_code == 400
+    # Job.abort(): PUT /v1/cluster {"action":"stop","value":JobArgs}
+    job_id = requests.post(bucket_url(cluster, b, "ht"), json=act("prefetch-listrange", {"objnames": names}),
+                           timeout=TIMEOUT).text
+    r = requests.put(f"{cluster.url}/v1/cluster", json=act("stop", job_args(job_id)), timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    wait_done(cluster, job_id)
+    r = requests.put(f"{cluster.url}/v1/cluster", json=act("start", job_args(kind="rebalance")), timeout=TIMEOUT)
+    assert r.status_code == 501, r.text
+    # FastTier's own action message (no "name") still gets its JSON answer
+    r = requests.post(bucket_url(cluster, b, "ht"), json={"action": "prefetch-listrange", "value": {"objnames": names}},
+                      timeout=TIMEOUT)
+    assert r.status_code == 200 and r.json()["job_id"], r.text
+
+
+def test_delete_listrange(cluster, bucket):
+    names = ["d-%02d" % i for i in range(20)]
+    for n in names:
+        put(cluster, bucket, n, n.encode())
+    # ObjectGroup.delete(): DELETE with delete-listrange, by names (one absent: skipped) and by template
+    r = requests.delete(bucket_url(cluster, bucket), headers=UA,
+                        json=act("delete-listrange", {"objnames": names[:3] + ["never-there"]}), timeout=TIMEOUT)
+    assert r.status_code == 200 and re.fullmatch(r"[A-Za-z0-9-]+", r.text), r.text
+    kind, status = wait_done(cluster, r.text)
+    assert kind == "delete-listrange" and status["err"] == "" and not status["aborted"]
+    r = requests.delete(bucket_url(cluster, bucket), json=act("delete-listrange", {"template": "d-{10..19}"}),
+                        timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    wait_done(cluster, r.text)
+    assert list_all(cluster, bucket) == names[3:10]
+    assert requests.get(obj_url(cluster, bucket, "d-00"), timeout=TIMEOUT).status_code == 404
+    # a prefix is not a list or a range; an unknown bucket is AIStore's ErrBckNotFound
+    r = requests.delete(bucket_url(cluster, bucket), json=act("delete-listrange", {"prefix": "d-"}), timeout=TIMEOUT)
+    assert r.status_code == 400, r.text
+    r = requests.delete(bucket_url(cluster, unique("aisw-none")), json=act("delete-listrange", {"objnames": ["x"]}),
+                        timeout=TIMEOUT)
+    assert r.status_code == 404 and sdk_error_class(r) == "ErrBckNotFound", r.text
+    assert list_all(cluster, bucket) == names[3:10]

@@ -180,3 +180,42 @@ def test_copy_bad_requests(api, src):
     assert_json_error(action(api, src, "copy-listrange", {"to": {"name": "x"}}, expect=400), 400, "objnames")
     assert_json_error(action(api, unique("nosuch"), "copy-bck", {"to": {"name": "x"}}, expect=404), 404,
                       "does not exist")
+
+
+@pytest.fixture(scope="module")
+def s3peer():
+    peers.ensure_installed()
+    p = peers.start_s3rver(peers.scratch_dir())
+    try:
+        yield p
+    finally:
+        p.stop()
+
+
+def test_copy_ais_to_aws_writes_through_then_aws_to_ais(api, src, s3peer):
+    import boto3
+    from botocore.config import Config
+    s3 = boto3.client("s3", endpoint_url=s3peer.url, aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER",
+                      region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
+    rb = unique("caws")
+    create_remote(api.url, rb, "aws", {"bucket": s3peer.bucket, "endpoint": s3peer.url, "addressing": "path",
+                                       "region": "us-east-1", "access_key": "S3RVER", "secret_key": "S3RVER"})
+    data = fill(api, src, 6, prefix=f"{rb}/")
+    back = unique("cback")
+    try:
+        st = run(api, src, "copy-bck", {"to": {"name": rb, "provider": "aws"}, "prefix": f"{rb}/"})
+        assert st["objects"] == 6 and st["errors"] == 0, st
+        for name, body in data.items():  # in the backend itself; the cluster's copy keeps the user metadata
+            assert s3.get_object(Bucket=s3peer.bucket, Key=name)["Body"].read() == body
+            r = api.s.get(f"{api.url}/v1/objects/{rb}/{name}?provider=aws", timeout=TIMEOUT)
+            assert r.status_code == 200 and r.content == body
+            assert r.headers.get("x-amz-meta-idx") == str(int(name[-3:]))
+        # and back: remote -> ais by prefix (every target lists the backend and copies the names it owns)
+        st = run(api, rb, "copy-bck", {"to": {"name": back}, "prefix": f"{rb}/"}, provider="aws")
+        assert st["objects"] == 6 and st["errors"] == 0, st
+        assert names(api, back) == set(data)
+        for name, body in data.items():
+            assert api.get(back, name).content == body
+    finally:
+        api.destroy_bucket(back, expect=None)
+        requests.delete(f"{api.url}/v1/buckets/{rb}?provider=aws", timeout=TIMEOUT)

@@ -36,6 +36,7 @@ CLOUD_SRC := $(call srcs,cloud)
 PROXY_SRC := $(call srcs,proxy)
 TARGET_SRC := $(call srcs,target)
 LOADER_SRC := $(call srcs,loader)
+CLI_SRC := $(call srcs,cli)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
@@ -44,6 +45,7 @@ CLOUD_OBJ := $(CLOUD_SRC:%.c=$(BUILD)/obj/%.o)
 PROXY_OBJ := $(PROXY_SRC:%.c=$(BUILD)/obj/%.o)
 TARGET_OBJ := $(TARGET_SRC:%.c=$(BUILD)/obj/%.o)
 LOADER_OBJ := $(LOADER_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 LIBFT := $(BUILD)/libft.a
@@ -57,11 +59,12 @@ BINS := $(BUILD)/bin/ft-proxy $(BUILD)/bin/ft-target
 ifneq ($(LOADER_SRC),)
 BINS += $(BUILD)/bin/ft-loader
 endif
+BINS += $(BUILD)/bin/ft
 
 PYTHON := /usr/bin/python3
 PYTEST_ARGS ?=
 
-.PHONY: all deps build run test test-unit test-integration test-asan fuzz fuzz-ci clean format-check format bench \
+.PHONY: all deps build run test test-unit test-integration test-asan fuzz fuzz-ci clean format-check format bench install \
 	check-layers test-tsan $(FUZZ_CI_RUNS)
 
 all: $(BINS)
@@ -75,6 +78,7 @@ deps:
 $(BUILD)/obj/proxy/%.o: CPPFLAGS += -Iproxy
 $(BUILD)/obj/target/%.o: CPPFLAGS += -Itarget
 $(BUILD)/obj/loader/%.o: CPPFLAGS += -Iloader
+$(BUILD)/obj/cli/%.o: CPPFLAGS += -Icli
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -111,6 +115,11 @@ $(BUILD)/bin/ft-target: $(TARGET_OBJ) $(LIBCLOUD) $(LIBFT)
 $(BUILD)/bin/ft-loader: $(LOADER_OBJ) $(LIBFT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -pthread -o $@ $(LOADER_OBJ) $(LIBFT) $(LDLIBS) -lm
+
+# The command-line client: libcurl and jansson only (it includes nothing of common/).
+$(BUILD)/bin/ft: $(CLI_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -pthread -o $@ $(CLI_OBJ) -lcurl -ljansson -lpthread
 
 $(BUILD)/tests/%: tests/unit/%.c $(TEST_LIBS)
 	@mkdir -p $(dir $@) $(BUILD)/obj/tests/unit
@@ -184,6 +193,13 @@ format-check:
 
 format:
 	@scripts/format-check.sh --fix
+
+# The daemons, the loader and ft into $(DESTDIR)$(PREFIX)/bin, ft's bash completion beside the system's others.
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 cli/ft.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/ft
 
 clean:
 	rm -rf build

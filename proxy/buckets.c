@@ -236,6 +236,11 @@ int px_bucket_create_do(px_t *px, const char *name, ft_cksum_type_t cksum)
 	return create_do(px, "ais", name, cksum, NULL, NULL, why, sizeof(why));
 }
 
+int px_bucket_create_like(px_t *px, const char *name, const ft_bucket_t *like, char *why, size_t cap)
+{
+	return create_do(px, "ais", name, like->cksum, NULL, like, why, cap);
+}
+
 /* Worker thread: adds the bucket to a new BMD, persists, installs, pushes, then responds. */
 static void create_work(ft_req_t *r, void *arg)
 {

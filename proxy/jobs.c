@@ -77,7 +77,8 @@ static void fanout_free(fanout_t *f)
 
 typedef struct {
 	px_t *px;
-	json_t *msg;  /* owned: the message for the targets; released by submit_done */
+	json_t *msg; /* owned: the message for the targets; released by submit_done */
+	px_job_prepare_fn prepare;
 	bool bare_id; /* AIStore's action message: the answer is the job id as text */
 } submit_t;
 
@@ -101,6 +102,8 @@ static void submit_work(ft_req_t *r, void *arg)
 		ft_resp_error(r, 503, "the cluster map has no targets");
 		goto out;
 	}
+	if (s->prepare != NULL && s->prepare(s->px, r, s->msg) != 0)
+		goto out;
 	if (fanout(s->px, &f) != 0) {
 		ft_resp_error(r, 500, "out of memory");
 		goto out;
@@ -177,7 +180,7 @@ int px_expand_template(const char *tpl, size_t max, json_t *arr, const char **wh
  * The objects of a listrange value into msg: "objnames" (expanded from a template) or "prefix".
  * 0, or -1 after responding 400.
  */
-static int value_names(ft_req_t *r, const char *provider, const char *kind, const json_t *value, json_t *msg)
+int px_jobs_value_names(ft_req_t *r, const char *provider, const char *kind, const json_t *value, json_t *msg)
 {
 	const json_t *names = json_object_get(value, "objnames"), *prefix = json_object_get(value, "prefix");
 	const char *tpl = json_string_value(json_object_get(value, "template"));
@@ -289,9 +292,27 @@ static int value_local(ft_req_t *r, const char *action, const json_t *value, jso
 	return 0;
 }
 
-bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len)
+void px_jobs_new_id(char *id, size_t cap)
 {
 	static atomic_uint seq;
+
+	snprintf(id, cap, "j-%" PRIx64 "-%x", (uint64_t)ft_now_ns(), atomic_fetch_add(&seq, 1));
+}
+
+void px_jobs_submit(px_t *px, ft_req_t *r, json_t *msg, px_job_prepare_fn prepare, bool bare_id)
+{
+	submit_t *s = ft_req_alloc(r, sizeof(*s));
+
+	s->px = px;
+	s->msg = msg;
+	s->prepare = prepare;
+	s->bare_id = bare_id;
+	ft_req_on_done(r, submit_done, s);
+	ft_req_defer(r, submit_work, s);
+}
+
+bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len)
+{
 	json_t *in = len > 0 ? json_loadb(body, len, 0, NULL) : NULL;
 	const char *action = json_string_value(json_object_get(in, "action"));
 	const json_t *value = json_object_get(in, "value");
@@ -299,6 +320,10 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 	json_t *msg = NULL;
 	char id[48];
 
+	if (a < 0 && px_copy_action(px, r, provider, bucket, action, value)) {
+		json_decref(in);
+		return true;
+	}
 	if (a < 0) {
 		json_decref(in);
 		return false;
@@ -317,7 +342,7 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", provider, bucket);
 		goto out;
 	}
-	snprintf(id, sizeof(id), "j-%" PRIx64 "-%x", (uint64_t)ft_now_ns(), atomic_fetch_add(&seq, 1));
+	px_jobs_new_id(id, sizeof(id));
 	msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", kind, "provider", provider, "bucket", bucket);
 	if (msg == NULL) {
 		ft_resp_error(r, 500, "out of memory");
@@ -328,18 +353,13 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 			ft_resp_error(r, 400, "%s needs a value object (objnames, template or prefix)", action);
 			goto out;
 		}
-		if (value_names(r, provider, kind, value, msg) != 0)
+		if (px_jobs_value_names(r, provider, kind, value, msg) != 0)
 			goto out;
 	} else if (strcmp(kind, "evict-bucket") != 0 && value_local(r, action, value, msg) != 0) {
 		goto out;
 	}
-	submit_t *s = ft_req_alloc(r, sizeof(*s));
-	s->px = px;
-	s->msg = msg;
-	s->bare_id = px_ais_actmsg(in);
+	px_jobs_submit(px, r, msg, NULL, px_ais_actmsg(in));
 	msg = NULL;
-	ft_req_on_done(r, submit_done, s);
-	ft_req_defer(r, submit_work, s);
 out:
 	json_decref(msg);
 	json_decref(in);
@@ -378,7 +398,25 @@ static json_t *job_fold(json_t *agg, const json_t *part)
 			json_object_set(agg, "provider", json_object_get(part, "provider"));
 		if (json_is_string(json_object_get(part, "prefix")))
 			json_object_set(agg, "prefix", json_object_get(part, "prefix"));
+		if (json_is_object(json_object_get(part, "to")))
+			json_object_set(agg, "to", json_object_get(part, "to"));
+		if (json_is_boolean(json_object_get(part, "dry_run")))
+			json_object_set(agg, "dry_run", json_object_get(part, "dry_run"));
 	}
+	add_int(agg, "skipped", part);
+	add_int(agg, "rate", part);
+	json_t *inflight = json_object_get(part, "inflight");
+	for (size_t i = 0; i < json_array_size(inflight); i++) {
+		if (json_object_get(agg, "inflight") == NULL)
+			json_object_set_new(agg, "inflight", json_array());
+		json_array_append(json_object_get(agg, "inflight"), json_array_get(inflight, i));
+	}
+	/* The job's ETA is its slowest target's; -1 (unknown) wins over any estimate. */
+	json_int_t eta = json_integer_value(json_object_get(part, "eta_s")),
+		   agg_eta = json_object_get(agg, "eta_s") ? json_integer_value(json_object_get(agg, "eta_s")) : 0;
+	if (json_object_get(part, "eta_s") != NULL && agg_eta != -1 && (eta == -1 || eta > agg_eta))
+		agg_eta = eta;
+	json_object_set_new(agg, "eta_s", json_integer(agg_eta));
 	add_int(agg, "objects", part);
 	add_int(agg, "bytes", part);
 	add_int(agg, "errors", part);
@@ -403,10 +441,14 @@ static json_t *job_fold(json_t *agg, const json_t *part)
 	json_t *samples = json_object_get(agg, "error_samples"), *ps_arr = json_object_get(part, "error_samples");
 	for (size_t i = 0; i < json_array_size(ps_arr) && json_array_size(samples) < 10; i++)
 		json_array_append(samples, json_array_get(ps_arr, i));
-	json_array_append_new(json_object_get(agg, "targets"),
-			      json_pack("{s:O, s:O, s:O, s:O}", "node", json_object_get(part, "node"), "state",
-					json_object_get(part, "state"), "objects", json_object_get(part, "objects"),
-					"bytes", json_object_get(part, "bytes")));
+	json_t *tp = json_pack("{s:O, s:O, s:O, s:O}", "node", json_object_get(part, "node"), "state",
+			       json_object_get(part, "state"), "objects", json_object_get(part, "objects"), "bytes",
+			       json_object_get(part, "bytes"));
+	static const char *const more[] = {"errors", "skipped", "total", "rate", "eta_s", "collecting"};
+	for (size_t i = 0; tp != NULL && i < sizeof(more) / sizeof(more[0]); i++)
+		if (json_object_get(part, more[i]) != NULL)
+			json_object_set(tp, more[i], json_object_get(part, more[i]));
+	json_array_append_new(json_object_get(agg, "targets"), tp);
 	return agg;
 }
 

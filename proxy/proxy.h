@@ -151,6 +151,11 @@ void px_bucket_destroy_remote(px_t *px, ft_req_t *r, const char *provider, const
  * when the metadata could not be updated.
  */
 int px_bucket_create_do(px_t *px, const char *bucket, ft_cksum_type_t cksum);
+/*
+ * Creates ais bucket name with like's checksum type and protection properties (a copy job's
+ * absent destination). 0, -EEXIST, -ERANGE (why: the properties do not fit the cluster) or -EIO.
+ */
+int px_bucket_create_like(px_t *px, const char *name, const ft_bucket_t *like, char *why, size_t cap);
 int px_bucket_destroy_do(px_t *px, const char *bucket);
 
 /* ---- list.c ---- */
@@ -198,6 +203,20 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
  * 0 with *out (caller owns); -1 with *status (404 no target knows the job, 502, 503) and why.
  */
 int px_jobs_query(px_t *px, const char *id, bool del, json_t **out, int *status, char *why, size_t cap);
+/* Runs on the worker before the fan-out (creates a destination, reads a URL list): 0, or -1 after responding. */
+typedef int (*px_job_prepare_fn)(px_t *px, ft_req_t *r, json_t *msg);
+/*
+ * Defers the fan-out of msg (taken) to every target, after prepare (may be NULL); answers {"job_id"},
+ * or the bare job id as text when bare_id (AIStore's action messages).
+ */
+void px_jobs_submit(px_t *px, ft_req_t *r, json_t *msg, px_job_prepare_fn prepare, bool bare_id);
+/* A new job id ("j-<hex time>-<seq>") into id. */
+void px_jobs_new_id(char *id, size_t cap);
+/*
+ * The objects of a listrange value (objnames, template or prefix; exactly one) into msg as
+ * "objnames" (checked, a template expanded) or "prefix". 0, or -1 after responding 400.
+ */
+int px_jobs_value_names(ft_req_t *r, const char *provider, const char *kind, const json_t *value, json_t *msg);
 /* GET /v1/jobs, GET|DELETE /v1/jobs/<id>: asks every target and adds up their parts. */
 void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len);
 /*
@@ -205,6 +224,14 @@ void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len);
  * width) into arr (names not checked). 0; -1 malformed, -2 more than max names; why set.
  */
 int px_expand_template(const char *tpl, size_t max, json_t *arr, const char **why);
+
+/* ---- jobs_copy.c: copy-bck, copy-listrange and download (docs/jobs.md) ---- */
+/*
+ * Called by px_jobs_action for actions it does not know: when action is copy-bck, copy-listrange
+ * or download, checks value (400), defers the job and returns true; otherwise false untouched.
+ */
+bool px_copy_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *action,
+		    const json_t *value);
 
 /* ---- hints.c: epoch order hints (docs/epoch-hints.md) ---- */
 /*

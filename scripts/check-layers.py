@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Layering check: every quoted #include of common/, cloud/, proxy/, target/, loader/ points only where allowed.
+"""Layering check: every quoted #include of common/, cloud/, proxy/, target/, loader/, cli/ points only where allowed.
 
 Resolves each `#include "..."` as the compiler does (the including file's own directory, then common/, then the
-repository top, then the program's own folder: target/, proxy/ or loader/) and enforces:
+repository top, then the program's own folder: target/, proxy/, loader/ or cli/) and enforces:
   - common/** includes only common/**;
   - cloud/** includes only common/** and cloud/**;
+  - cli/** (the ft client) includes only common/** and cli/**;
   - target/core/** never includes target/obj/**, target/protect/**, target/xact/** nor target/target.h;
   - no include cycle between folders (a file's folder is its directory: common/base, cloud, target, target/core, ...);
   - every quoted include resolves.
@@ -23,8 +24,8 @@ import sys
 EXCEPTIONS = [
 ]
 
-SCANNED = ("common", "cloud", "proxy", "target", "loader")
-PROGRAMS = ("target", "proxy", "loader")
+SCANNED = ("common", "cloud", "proxy", "target", "loader", "cli")
+PROGRAMS = ("target", "proxy", "loader", "cli")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -85,6 +86,8 @@ def rule_violation(src, dst):
         return "common/ includes only common/ (includes %s)" % dst
     if under(src, "cloud") and not (under(dst, "common") or under(dst, "cloud")):
         return "cloud/ includes only common/ and cloud/ (includes %s)" % dst
+    if under(src, "cli") and not (under(dst, "common") or under(dst, "cli")):
+        return "cli/ includes only common/ and cli/ (includes %s)" % dst
     if under(src, "target/core"):
         for up in ("target/obj", "target/protect", "target/xact"):
             if under(dst, up):

@@ -61,6 +61,7 @@ static void usage(FILE *f)
 		   "  --lru_interval_ms N   how often usage is checked (default 10000)\n"
 		   "  --hint_max_bytes N    memory for the epoch order hints held here (default 32 MiB)\n"
 		   "  --hint_prefetch_inflight N  objects staged ahead at once under hints, 0 = none (default 4)\n"
+		   "  --job_expiry_s N      a finished job stays listed this long (default 3600)\n"
 		   "  --http_max_header_bytes N, --http_max_headers N, --http_idle_timeout_ms N,\n"
 		   "  --http_header_timeout_ms N, --http_body_timeout_ms N\n"
 		   "  --config FILE         JSON file with the same keys (flags win)\n"
@@ -314,6 +315,8 @@ int main(int argc, char **argv)
 		errf(err, sizeof(err), "cannot start the cluster thread");
 		goto fail;
 	}
+	if (tgt_jobs_resume(t) != 0)
+		ft_warn("cannot start the thread that resumes jobs");
 	while (sigwait(&sigs, &sig) != 0)
 		;
 	ft_info("signal %d (%s): shutting down", sig, strsignal(sig));

@@ -136,6 +136,11 @@ void tgt_jobs_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 int tgt_evict_wanted(ft_req_t *r);
 /* DELETE ...?evict=true of a remote-bucket object: 200 when its cached copy was removed, 404 when none. */
 void tgt_evict_object(ft_req_t *r, tgt_obj_t *o);
+/*
+ * After the join starts: a thread waits for the bucket metadata and resumes the jobs a stop cut
+ * short (their journals under <state_dir>/jobs). 0, or -1 when the thread cannot start.
+ */
+int tgt_jobs_resume(tgt_t *t);
 /* Aborts, joins and frees every job and refuses new ones (first in the shutdown); idempotent. */
 void tgt_jobs_fini(tgt_t *t);
 /* Allocates t->jobs (before the control server starts); 0 or -1. tgt_jobs_free frees it after the control server stopped. */

@@ -88,6 +88,7 @@ static const config_key_t config_keys[] = {
 	INT(hint_max_names, 1, 100000000),
 	INT(hint_prefetch_inflight, 0, 16),
 	INT(probe_interval_ms, 0, 60000),
+	INT(job_expiry_s, 1, 31536000),
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -135,6 +136,7 @@ void ft_config_defaults(ft_config_t *c)
 	c->hint_max_names = 1000000;
 	c->hint_prefetch_inflight = 4;
 	c->probe_interval_ms = 250;
+	c->job_expiry_s = 3600;
 }
 
 int ft_config_take_flag(int *argc, char **argv, const char *flag)

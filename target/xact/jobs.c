@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Target side of cluster jobs: prefetch, evict and jobs over local objects; worker threads, status, abort. */
+/* Target side of cluster jobs: prefetch, evict, copy, download and jobs over local objects; status, abort, resume. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,6 +18,8 @@
 #include "obj/listwalk.h"
 #include "protect/mirror.h"
 #include "target.h"
+#include "xact/copy.h"
+#include "xact/journal.h"
 #include "xact/runner.h"
 
 /*
@@ -33,9 +35,17 @@
  *   list.c's name snapshots.
  * For the last two, the run's collector (the first thread to start) collects while the others
  * already run what was collected. DELETE aborts the run: workers stop before their next object
- * and the collector before its next page or bucket. Jobs stay in the table (for status) until the
- * daemon stops; tgt_jobs_fini aborts and joins all. A job is read under jobs_lock by the control
- * handlers only, so fini can free it safely.
+ * and the collector before its next page or bucket. Jobs stay in the table (for status) until
+ * job_expiry_s after their end, or until the daemon stops; tgt_jobs_fini aborts and joins all. A
+ * job is read under jobs_lock by the control handlers only, so fini can free it safely.
+ * Copy jobs (copy.c) take the source's objects like a prefetch (remote source: names or the
+ * backend's listing) or a local job (ais source: the stored objects); with sync the collector
+ * then adds the destination's stored objects (items of the destination bucket index), which the
+ * step checks against the source. Download jobs (download.c) take the names the proxy derived
+ * from the URLs, each with its URL.
+ * A job the proxy sent keeps a journal (journal.c): its message, and a line per object done. It
+ * is removed when the job ends; a target that stops keeps it, and at the next start
+ * tgt_jobs_resume runs the job again under its id, skipping the objects done and counting them.
  *
  * LOCKING
  * jobs_lock (the table) is taken before a run's locks; the run's threads never take jobs_lock.
@@ -46,7 +56,10 @@
 #define JOB_KIND_MAX TGT_RUN_KIND_MAX
 #define JOB_LIST_PAGE 1000
 
-enum { JOB_PREFETCH = 0, JOB_EVICT, JOB_EVICT_BUCKET, JOB_DELETE, JOB_LOCAL };
+#define JOB_RESUME_WAIT_S 60 /* how long a restarted target waits for its bucket metadata to resume jobs */
+#define DOWNLOAD_ATTEMPTS 4
+
+enum { JOB_PREFETCH = 0, JOB_EVICT, JOB_EVICT_BUCKET, JOB_DELETE, JOB_LOCAL, JOB_COPY, JOB_DOWNLOAD };
 enum { SRC_NAMES = 0, SRC_BACKEND, SRC_LOCAL };
 static const char *const state_names[] = {[TGT_RUN_RUNNING] = "running",
 					  [TGT_RUN_FINISHED] = "finished",
@@ -71,21 +84,30 @@ typedef struct job {
 	char kind_name[JOB_KIND_MAX];
 	tgt_job_fn fn; /* JOB_LOCAL */
 	int src;
-	int bidx;                            /* the bucket's index in bmd->buckets; -1 for every bucket */
-	char provider[TGT_PROVIDER_MAX];     /* "" with bucket "": every provider */
-	char bucket[FT_BUCKET_NAME_MAX + 1]; /* "": every bucket of the BMD */
-	char *prefix;                        /* owned; NULL = no prefix */
-	json_t *names;                       /* SRC_NAMES: the objnames (checked), added at the launch */
-	ft_bmd_t *bmd;                       /* reference: bucket properties as of the start */
-	ft_smap_t *smap;                     /* reference: ownership as of the start */
-	tgt_run_t *run;                      /* created by job_launch */
+	int bidx;                               /* the bucket's index in bmd->buckets; -1 for every bucket */
+	char provider[TGT_PROVIDER_MAX];        /* "" with bucket "": every provider */
+	char bucket[FT_BUCKET_NAME_MAX + 1];    /* "": every bucket of the BMD */
+	char *prefix;                           /* owned; NULL = no prefix */
+	json_t *names;                          /* SRC_NAMES: the objnames (checked), added at the launch */
+	ft_bmd_t *bmd;                          /* reference: bucket properties as of the start */
+	ft_smap_t *smap;                        /* reference: ownership as of the start */
+	tgt_run_t *run;                         /* created by job_launch */
+	tgt_copy_t copy;                        /* JOB_COPY */
+	json_t *urls;                           /* JOB_DOWNLOAD: object name -> URL */
+	json_t *msg;                            /* the proxy's message, for the journal; NULL for local jobs */
+	json_t *done;                           /* resumed: object name -> bytes, done before the restart */
+	tgt_journal_t *journal;                 /* closed by job_done (or job_free) */
+	tgt_download_slot_t slots[JOB_THREADS]; /* JOB_DOWNLOAD: objects in flight */
 } job_t;
 
 /* t->jobs: this target's job table. */
 struct tgt_jobs {
 	pthread_mutex_t lock;
-	job_t *list; /* guarded by lock */
-	int closed;  /* guarded by lock: set by tgt_jobs_fini, refuses new jobs */
+	job_t *list;         /* guarded by lock */
+	int closed;          /* guarded by lock: set by tgt_jobs_fini, refuses new jobs */
+	atomic_int stopping; /* read by the runs' done: the daemon stops, journals stay for the resume */
+	pthread_t resumer;   /* tgt_jobs_resume's thread */
+	int resumer_started;
 };
 
 /* Frees j (its run joined first, when started). */
@@ -95,8 +117,12 @@ static void job_free(job_t *j)
 		tgt_run_wait(j->run);
 		tgt_run_free(j->run);
 	}
+	tgt_journal_close(j->journal, 0);
 	free(j->prefix);
 	json_decref(j->names);
+	json_decref(j->urls);
+	json_decref(j->msg);
+	json_decref(j->done);
 	ft_bmd_put(j->bmd);
 	ft_smap_put(j->smap);
 	free(j);
@@ -112,6 +138,7 @@ static job_t *job_new(tgt_t *t, const char *id, int kind, const char *kind_name,
 		return NULL;
 	j->t = t;
 	j->kind = kind;
+	j->copy.to_bidx = -1;
 	snprintf(j->id, sizeof(j->id), "%s", id);
 	snprintf(j->kind_name, sizeof(j->kind_name), "%s", kind_name);
 	snprintf(j->provider, sizeof(j->provider), "%s", provider);
@@ -185,19 +212,60 @@ static int still_there(const tgt_obj_t *o)
 	return fstatat(o->mp->root_fd, o->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }
 
-/* The run's step: one item of the job, as a tgt_job_fn. */
+/* One URL of a download job, shown in a free slot of j->slots while it runs. */
+static int download_step(job_t *j, const tgt_run_item_t *it, tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
+{
+	const char *url = json_string_value(json_object_get(j->urls, it->name));
+	tgt_download_slot_t *slot = NULL;
+	int rc;
+
+	if (url == NULL) {
+		snprintf(err, cap, "no URL for this name");
+		return -1;
+	}
+	for (int i = 0; i < JOB_THREADS && slot == NULL; i++) {
+		const char *none = NULL;
+		if (atomic_compare_exchange_strong(&j->slots[i].name, &none, it->name))
+			slot = &j->slots[i];
+	}
+	rc = tgt_download_obj(o, url, DOWNLOAD_ATTEMPTS, j->run, slot, bytes, err, cap);
+	if (slot != NULL)
+		atomic_store(&slot->name, NULL);
+	return rc;
+}
+
+/* The run's step: one item, its outcome noted in the journal. */
+static int job_item(job_t *j, const tgt_run_item_t *it, int64_t *bytes, char *err, size_t cap);
+
 static int job_step(tgt_run_t *r, const tgt_run_item_t *it, void *arg, int64_t *bytes, char *err, size_t cap)
 {
 	job_t *j = arg;
-	tgt_obj_t o;
 	int rc;
 
 	(void)r;
+	rc = job_item(j, it, bytes, err, cap);
+	if (rc == 0 && j->journal != NULL && !(j->kind == JOB_COPY && it->bucket == j->copy.to_bidx))
+		tgt_journal_done(j->journal, it->name, *bytes);
+	return rc;
+}
+
+/* One item of the job, as a tgt_job_fn. */
+static int job_item(job_t *j, const tgt_run_item_t *it, int64_t *bytes, char *err, size_t cap)
+{
+	tgt_obj_t o;
+	int rc;
+
 	job_obj(j, it, &o);
 	switch (j->kind) {
 	case JOB_PREFETCH: /* cached already (1) counts like fetched now */
 		rc = tgt_coldget_prefetch(&o, bytes, err, cap);
 		return rc < 0 ? -1 : 0;
+	case JOB_COPY:
+		if (it->bucket == j->copy.to_bidx)
+			return tgt_copy_sync_obj(&j->copy, j->smap, j->provider, j->bucket, &o, err, cap);
+		return tgt_copy_obj(&j->copy, j->smap, &o, bytes, err, cap);
+	case JOB_DOWNLOAD:
+		return download_step(j, it, &o, bytes, err, cap);
 	case JOB_LOCAL:
 		if (!still_there(&o))
 			return 1; /* deleted since the walk */
@@ -226,6 +294,17 @@ static void job_done(tgt_run_t *r, void *arg)
 	ft_info("job %s (%s %s/%s): %s, %lld objects, %lld bytes, %lld errors", j->id, j->kind_name, j->provider,
 		j->bucket, state_names[tgt_run_state(r)], (long long)atomic_load(&st->objects),
 		(long long)atomic_load(&st->bytes), (long long)atomic_load(&st->errors));
+	/* A job that ended has nothing to resume; one cut by the daemon's stop resumes at its start. */
+	tgt_journal_close(j->journal, !atomic_load(&j->t->jobs->stopping));
+	j->journal = NULL;
+}
+
+/* Adds an item unless a resumed job did it before the restart (counted by the preset). 0 or -1 (OOM). */
+static int job_add(job_t *j, const char *name, const tgt_run_item_t *like)
+{
+	if (j->done != NULL && like->bucket != j->copy.to_bidx && json_object_get(j->done, name) != NULL)
+		return 0;
+	return tgt_run_add(j->run, name, like->mp, like->bucket);
 }
 
 /* Collects the names of the backend's listing under the prefix that this target owns (a collect of runner.h). */
@@ -268,7 +347,7 @@ static int collect_backend(job_t *j)
 				job_error(j, name, why);
 				continue;
 			}
-			if (tgt_run_add(j->run, name, NULL, j->bidx) != 0)
+			if (job_add(j, name, &(tgt_run_item_t){.bucket = j->bidx}) != 0)
 				rc = -1;
 		}
 		if (page.next_token != NULL && token == NULL)
@@ -281,8 +360,11 @@ static int collect_backend(job_t *j)
 	return rc;
 }
 
-/* Collects the local objects of the job's bucket (or every bucket of its BMD) under the prefix. */
-static int collect_local(job_t *j)
+/*
+ * Collects the local objects under the prefix of provider/bucket (or every bucket of the BMD, or
+ * of provider, when bucket is "").
+ */
+static int collect_local(job_t *j, const char *provider, const char *bucket)
 {
 	for (int bi = 0; bi < j->bmd->n; bi++) {
 		const ft_bucket_t *b = &j->bmd->buckets[bi];
@@ -290,9 +372,9 @@ static int collect_local(job_t *j)
 		size_t n = 0;
 		int failed = 0;
 
-		if (j->bucket[0] != '\0' && (strcmp(b->name, j->bucket) != 0 || strcmp(b->provider, j->provider) != 0))
+		if (bucket[0] != '\0' && (strcmp(b->name, bucket) != 0 || strcmp(b->provider, provider) != 0))
 			continue;
-		if (j->bucket[0] == '\0' && j->provider[0] != '\0' && strcmp(b->provider, j->provider) != 0)
+		if (bucket[0] == '\0' && provider[0] != '\0' && strcmp(b->provider, provider) != 0)
 			continue;
 		if (tgt_run_aborted(j->run))
 			return 1;
@@ -301,8 +383,9 @@ static int collect_local(job_t *j)
 			return -1;
 		}
 		for (size_t i = 0; i < n && !failed; i++)
-			failed = tgt_run_add(j->run, v[i].name, v[i].mp >= 0 ? &j->t->mountpaths[v[i].mp] : NULL, bi) !=
-				 0;
+			failed = job_add(j, v[i].name,
+					 &(tgt_run_item_t){.mp = v[i].mp >= 0 ? &j->t->mountpaths[v[i].mp] : NULL,
+							   .bucket = bi}) != 0;
 		tgt_list_items_free(v, n);
 		if (failed) {
 			job_error(j, b->name, "walking the local objects: out of memory");
@@ -312,13 +395,24 @@ static int collect_local(job_t *j)
 	return 0;
 }
 
-/* The run's collector: the backend's listing or the local objects. */
+static int add_names(job_t *j);
+
+/* The run's collector: the backend's listing or the local objects; then a copy's sync items. */
 static int job_collect(tgt_run_t *r, void *arg)
 {
 	job_t *j = arg;
+	int rc;
 
 	(void)r;
-	return j->src == SRC_BACKEND ? collect_backend(j) : collect_local(j);
+	if (j->src == SRC_NAMES)
+		rc = add_names(j) == 0 ? 0 : -1;
+	else if (j->src == SRC_BACKEND)
+		rc = collect_backend(j);
+	else
+		rc = collect_local(j, j->provider, j->bucket);
+	if (rc == 0 && j->kind == JOB_COPY && j->copy.sync)
+		rc = collect_local(j, j->copy.to_provider, j->copy.to_bucket);
+	return rc;
 }
 
 /* evict-bucket: every cached copy of the bucket goes at once (the janitor deletes the trees). */
@@ -343,6 +437,22 @@ static json_t *job_json(job_t *j)
 	}
 	if (doc != NULL && j->prefix != NULL)
 		json_object_set_new(doc, "prefix", json_string(j->prefix));
+	if (doc != NULL && j->kind == JOB_COPY) {
+		json_object_set_new(
+			doc, "to",
+			json_pack("{s:s, s:s}", "provider", j->copy.to_provider, "bucket", j->copy.to_bucket));
+		json_object_set_new(doc, "dry_run", json_boolean(j->copy.dry_run));
+	}
+	if (doc != NULL && j->kind == JOB_DOWNLOAD) {
+		json_t *inflight = json_array();
+		for (int i = 0; i < JOB_THREADS; i++) {
+			const char *name = atomic_load(&j->slots[i].name); /* alive until the run is freed */
+			if (name != NULL)
+				json_array_append_new(inflight, json_pack("{s:s, s:I}", "name", name, "bytes",
+									  (json_int_t)atomic_load(&j->slots[i].bytes)));
+		}
+		json_object_set_new(doc, "inflight", inflight);
+	}
 	return doc;
 }
 
@@ -377,7 +487,7 @@ static int add_names(job_t *j)
 		const ft_node_t *owner = ft_smap_owner(j->smap, j->provider, j->bucket, name, strlen(name));
 		if (owner == NULL || strcmp(owner->id, j->t->id) != 0)
 			continue;
-		if (tgt_run_add(j->run, name, NULL, j->bidx) != 0)
+		if (job_add(j, name, &(tgt_run_item_t){.bucket = j->bidx}) != 0)
 			return -1;
 	}
 	return 0;
@@ -402,10 +512,35 @@ static int parse_kind(job_t *j, const char *kind)
 		j->kind = JOB_EVICT_BUCKET;
 	else if (strcmp(kind, "delete") == 0)
 		j->kind = JOB_DELETE;
+	else if (strcmp(kind, "copy") == 0)
+		j->kind = JOB_COPY;
+	else if (strcmp(kind, "download") == 0)
+		j->kind = JOB_DOWNLOAD;
 	else if ((j->fn = local_kind(kind)) != NULL)
 		j->kind = JOB_LOCAL;
 	else
 		return -1;
+	return 0;
+}
+
+/* A download's "urls", one per name of objnames, into j->urls; 0, or -1 after responding 400. */
+static int parse_urls(job_t *j, const json_t *msg, ft_ctl_resp_t *resp)
+{
+	const json_t *urls = json_object_get(msg, "urls");
+
+	if (!json_is_array(urls) || json_array_size(urls) != json_array_size(j->names)) {
+		ft_ctl_error(resp, 400, "a download job needs a urls array as long as objnames");
+		return -1;
+	}
+	j->urls = json_object();
+	for (size_t i = 0; i < json_array_size(urls); i++) {
+		const char *u = json_string_value(json_array_get(urls, i));
+		if (u == NULL || (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)) {
+			ft_ctl_error(resp, 400, "urls[%zu] must be an http:// or https:// URL", i);
+			return -1;
+		}
+		json_object_set_new(j->urls, json_string_value(json_array_get(j->names, i)), json_string(u));
+	}
 	return 0;
 }
 
@@ -442,10 +577,16 @@ static int parse_source(job_t *j, const json_t *msg, ft_ctl_resp_t *resp)
 		ft_ctl_error(resp, 400, "job message needs either an objnames array or a prefix");
 		return -1;
 	}
+	if (prefix != NULL && j->kind == JOB_DOWNLOAD) {
+		ft_ctl_error(resp, 400, "a download job needs objnames and urls");
+		return -1;
+	}
 	if (prefix != NULL) {
-		j->src = j->kind == JOB_PREFETCH ? SRC_BACKEND : SRC_LOCAL;
+		int remote = strcmp(j->provider, "ais") != 0;
+		j->src = j->kind == JOB_PREFETCH || (j->kind == JOB_COPY && remote) ? SRC_BACKEND : SRC_LOCAL;
 		if (j->src == SRC_BACKEND && strcmp(j->provider, "ht") == 0) {
-			ft_ctl_error(resp, 400, "an ht bucket cannot be listed: prefetch needs objnames or a template");
+			ft_ctl_error(resp, 400, "an ht bucket cannot be listed: %s needs objnames or a template",
+				     j->kind_name);
 			return -1;
 		}
 		return 0;
@@ -459,7 +600,7 @@ static int parse_source(job_t *j, const json_t *msg, ft_ctl_resp_t *resp)
 		ft_ctl_error(resp, 400, "bad object name: %s", why);
 		return -1;
 	}
-	return 0;
+	return j->kind == JOB_DOWNLOAD ? parse_urls(j, msg, resp) : 0;
 }
 
 /* Reads and checks the job message into a new job (not yet started); NULL after responding. */
@@ -490,17 +631,27 @@ static job_t *job_parse(tgt_t *t, const json_t *msg, ft_ctl_resp_t *resp)
 		goto fail;
 	}
 	if (parse_kind(j, kind) != 0) {
-		ft_ctl_error(
-			resp, 400,
-			"unknown job kind \"%s\" (prefetch, evict, evict-bucket, delete, mirror, ec-encode, scrub)",
-			kind);
+		ft_ctl_error(resp, 400,
+			     "unknown job kind \"%s\" (prefetch, evict, evict-bucket, delete, copy, download, mirror, "
+			     "ec-encode, scrub)",
+			     kind);
 		goto fail;
 	}
-	if (j->kind != JOB_LOCAL && j->kind != JOB_DELETE && strcmp(provider, "ais") == 0) {
+	if (j->kind != JOB_LOCAL && j->kind != JOB_DELETE && j->kind != JOB_COPY && j->kind != JOB_DOWNLOAD &&
+	    strcmp(provider, "ais") == 0) {
 		ft_ctl_error(resp, 400, "%s works on remote buckets only", kind);
 		goto fail;
 	}
 	j->bidx = (int)(b - j->bmd->buckets);
+	j->copy.to_bidx = -1;
+	if (j->kind == JOB_COPY) {
+		char why[300];
+		int rc = tgt_copy_parse(&j->copy, msg, j->bmd, provider, bucket, why, sizeof(why));
+		if (rc != 0) {
+			ft_ctl_error(resp, rc == -2 ? 404 : 400, "%s", why);
+			goto fail;
+		}
+	}
 	if (parse_source(j, msg, resp) != 0)
 		goto fail;
 	return j;
@@ -527,15 +678,48 @@ static int job_launch(job_t *j)
 		c.body = evict_bucket_body;
 	} else {
 		c.step = job_step;
-		c.collect = j->src == SRC_NAMES ? NULL : job_collect;
+		c.collect = j->src == SRC_NAMES && !(j->kind == JOB_COPY && j->copy.sync) ? NULL : job_collect;
 	}
 	j->run = tgt_run_new(&c);
-	if (j->run == NULL || (j->names != NULL && add_names(j) != 0))
+	if (j->run == NULL || (c.collect == NULL && j->names != NULL && add_names(j) != 0))
 		return -ENOMEM;
+	if (j->done != NULL) {
+		int64_t bytes = 0;
+		const char *k;
+		json_t *v;
+		json_object_foreach(j->done, k, v)
+			bytes += json_integer_value(v);
+		tgt_run_preset(j->run, (int64_t)json_object_size(j->done), bytes);
+	}
 	tgt_run_start(j->run);
 	j->next = js->list;
 	js->list = j;
 	return 0;
+}
+
+/*
+ * Frees the jobs that ended more than expiry_s ago (jobs_lock held). Their runs are over, so the
+ * joins are short.
+ */
+static void jobs_expire(tgt_jobs_t *js, int expiry_s)
+{
+	int64_t now = ft_now_ns();
+
+	for (job_t **p = &js->list; *p != NULL;) {
+		job_t *j = *p;
+		int64_t end = 0;
+		if (j->run != NULL && tgt_run_state(j->run) != TGT_RUN_RUNNING) {
+			json_t *doc = tgt_run_json(j->run, "");
+			end = json_integer_value(json_object_get(doc, "end"));
+			json_decref(doc);
+		}
+		if (end > 0 && now - end >= (int64_t)expiry_s * 1000000000LL) {
+			*p = j->next;
+			job_free(j);
+		} else {
+			p = &j->next;
+		}
+	}
 }
 
 /* POST /v1/jobs */
@@ -553,6 +737,9 @@ static void job_submit(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	if (j == NULL)
 		goto out;
 	pthread_mutex_lock(&t->jobs->lock);
+	jobs_expire(t->jobs, t->cfg.job_expiry_s);
+	if (j->kind != JOB_EVICT_BUCKET && job_find(t->jobs, j->id) == NULL && !t->jobs->closed)
+		j->journal = tgt_journal_create(t->cfg.state_dir, j->id, msg);
 	int rc = job_launch(j);
 	if (rc == 0) {
 		resp->status = 200;
@@ -565,8 +752,11 @@ static void job_submit(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		ft_ctl_error(resp, 409, "job %s exists", j->id);
 	else if (rc != 0)
 		ft_ctl_error(resp, 500, "out of memory");
-	if (rc != 0)
+	if (rc != 0) {
+		tgt_journal_close(j->journal, rc != -EEXIST);
+		j->journal = NULL;
 		job_free(j);
+	}
 out:
 	json_decref(msg);
 }
@@ -587,6 +777,9 @@ void tgt_jobs_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 
 	if (*id == '/')
 		id++;
+	pthread_mutex_lock(&t->jobs->lock);
+	jobs_expire(t->jobs, t->cfg.job_expiry_s);
+	pthread_mutex_unlock(&t->jobs->lock);
 	if (*id == '\0') {
 		if (post) {
 			job_submit(t, req, resp);
@@ -637,11 +830,16 @@ void tgt_jobs_fini(tgt_t *t)
 
 	if (js == NULL)
 		return;
+	atomic_store(&js->stopping, 1);
 	pthread_mutex_lock(&js->lock);
 	job_t *list = js->list;
 	js->list = NULL;
 	js->closed = 1;
+	int resumer = js->resumer_started;
+	js->resumer_started = 0;
 	pthread_mutex_unlock(&js->lock);
+	if (resumer)
+		pthread_join(js->resumer, NULL);
 	for (job_t *j = list; j != NULL; j = j->next)
 		job_abort(j);
 	while (list != NULL) {
@@ -659,6 +857,77 @@ void tgt_jobs_free(tgt_t *t)
 	pthread_mutex_destroy(&t->jobs->lock);
 	free(t->jobs);
 	t->jobs = NULL;
+}
+
+/* ---- resume after a restart ---- */
+
+/* One journal found at start: the job again under its id, its objects done skipped and counted. */
+static void resume_one(void *arg, const json_t *msg, const json_t *done)
+{
+	tgt_t *t = arg;
+	ft_ctl_resp_t resp = {0};
+	const char *id = json_string_value(json_object_get(msg, "id"));
+	job_t *j = id != NULL ? job_parse(t, msg, &resp) : NULL;
+	int rc = -1;
+
+	if (j != NULL) {
+		j->done = json_deep_copy(done);
+		j->journal = tgt_journal_reopen(t->cfg.state_dir, id);
+		pthread_mutex_lock(&t->jobs->lock);
+		rc = job_launch(j);
+		pthread_mutex_unlock(&t->jobs->lock);
+	}
+	if (rc == 0) {
+		ft_info("job %s (%s): resumed after a restart, %zu objects done before", id, j->kind_name,
+			json_object_size(done));
+		return;
+	}
+	ft_warn("job %s: cannot be resumed (%s); its journal is removed", id ? id : "(no id)",
+		resp.json != NULL ? json_string_value(json_object_get(resp.json, "message")) : "jobs closed");
+	json_decref(resp.json);
+	if (j != NULL) {
+		tgt_journal_close(j->journal, 1);
+		j->journal = NULL;
+		job_free(j);
+	} else if (id != NULL) {
+		tgt_journal_close(tgt_journal_reopen(t->cfg.state_dir, id), 1);
+	}
+}
+
+/* Waits for the first bucket metadata and map (from the join), then resumes the journaled jobs. */
+static void *resume_main(void *arg)
+{
+	tgt_t *t = arg;
+
+	for (int i = 0; i < JOB_RESUME_WAIT_S * 10 && !atomic_load(&t->jobs->stopping); i++) {
+		ft_bmd_t *bmd = ft_bmd_current();
+		ft_smap_t *smap = ft_smap_current();
+		int ready = 0;
+		for (int k = 0; bmd != NULL && bmd->version > 0 && smap != NULL && k < smap->n_targets; k++)
+			ready |= strcmp(smap->targets[k].id, t->id) == 0; /* joined */
+		ft_bmd_put(bmd);
+		ft_smap_put(smap);
+		if (ready) {
+			tgt_journal_load(t->cfg.state_dir, resume_one, t);
+			return NULL;
+		}
+		usleep(100 * 1000);
+	}
+	return NULL;
+}
+
+int tgt_jobs_resume(tgt_t *t)
+{
+	tgt_jobs_t *js = t->jobs;
+	int rc = 0;
+
+	pthread_mutex_lock(&js->lock);
+	if (!js->closed && !js->resumer_started) {
+		rc = pthread_create(&js->resumer, NULL, resume_main, t) == 0 ? 0 : -1;
+		js->resumer_started = rc == 0;
+	}
+	pthread_mutex_unlock(&js->lock);
+	return rc;
 }
 
 /* Whether id is usable as a job id (the proxy's /v1/jobs/<id> takes letters, digits and '-'). */

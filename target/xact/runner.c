@@ -53,6 +53,7 @@ struct tgt_run {
 	pthread_t threads[TGT_RUN_THREADS_MAX];
 	int n_threads;
 	int joined;
+	int64_t preset_objects, preset_bytes; /* done before a restart: in the counts, not in the rate */
 };
 
 /* ---- stats ---- */
@@ -70,6 +71,7 @@ void tgt_run_stats_reset(tgt_run_stats_t *s)
 	atomic_store(&s->objects, 0);
 	atomic_store(&s->bytes, 0);
 	atomic_store(&s->errors, 0);
+	atomic_store(&s->skipped, 0);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -179,8 +181,10 @@ static void run_one(tgt_run_t *r, const tgt_run_item_t *it)
 	char err[400] = "", what[FT_BUCKET_NAME_MAX + FT_OBJ_NAME_MAX + 8];
 	int rc = r->conf.step(r, it, r->conf.arg, &bytes, err, sizeof(err));
 
-	if (rc > 0)
-		return; /* nothing to do */
+	if (rc > 0) {
+		atomic_fetch_add(&r->conf.stats->skipped, 1); /* nothing to do */
+		return;
+	}
 	if (rc < 0) {
 		if (r->conf.label)
 			r->conf.label(it, r->conf.arg, what, sizeof(what));
@@ -334,6 +338,35 @@ int tgt_run_state(const tgt_run_t *r)
 	return atomic_load(&r->state);
 }
 
+void tgt_run_preset(tgt_run_t *r, int64_t objects, int64_t bytes)
+{
+	r->preset_objects = objects;
+	r->preset_bytes = bytes;
+	atomic_fetch_add(&r->conf.stats->objects, objects);
+	atomic_fetch_add(&r->conf.stats->bytes, bytes);
+}
+
+/* rate, objects_rate and eta_s of doc, over this run's time (the preset counts left out). */
+static void progress_json(tgt_run_t *r, json_t *doc, size_t total, int collecting)
+{
+	tgt_run_stats_t *s = r->conf.stats;
+	int64_t start = atomic_load(&r->start_ns), end = atomic_load(&r->end_ns);
+	int64_t now = end > 0 ? end : ft_now_ns();
+	double secs = start > 0 && now > start ? (double)(now - start) / 1e9 : 0;
+	int64_t objs = atomic_load(&s->objects) - r->preset_objects, bytes = atomic_load(&s->bytes) - r->preset_bytes;
+	int64_t seen = objs + atomic_load(&s->errors) + atomic_load(&s->skipped);
+	double rate = secs > 0 ? (double)bytes / secs : 0, orate = secs > 0 ? (double)seen / secs : 0;
+	int64_t left = (int64_t)total - seen - r->preset_objects, eta = -1;
+
+	if (atomic_load(&r->state) != TGT_RUN_RUNNING)
+		eta = 0;
+	else if (!collecting && orate > 0)
+		eta = (int64_t)((double)(left > 0 ? left : 0) / orate + 0.5);
+	json_object_set_new(doc, "rate", json_integer((json_int_t)rate));
+	json_object_set_new(doc, "objects_rate", json_real(orate));
+	json_object_set_new(doc, "eta_s", json_integer(eta));
+}
+
 json_t *tgt_run_json(tgt_run_t *r, const char *node)
 {
 	static const char *const names[] = {[TGT_RUN_RUNNING] = "running",
@@ -343,17 +376,20 @@ json_t *tgt_run_json(tgt_run_t *r, const char *node)
 	tgt_run_stats_t *s = r->conf.stats;
 
 	pthread_mutex_lock(&r->mu);
-	size_t total = r->n_items;
+	size_t total = r->n_items + (size_t)r->preset_objects;
 	int collecting = r->conf.collect && !r->collected;
 	pthread_mutex_unlock(&r->mu);
-	json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "id", r->id, "node", node,
-				"kind", r->kind, "state", names[atomic_load(&r->state)], "objects",
-				(json_int_t)atomic_load(&s->objects), "bytes", (json_int_t)atomic_load(&s->bytes),
-				"errors", (json_int_t)atomic_load(&s->errors), "total", (json_int_t)total, "start",
-				(json_int_t)atomic_load(&r->start_ns), "end", (json_int_t)atomic_load(&r->end_ns),
-				"error_samples", tgt_run_stats_samples(s));
+	json_t *doc =
+		json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "id", r->id, "node", node,
+			  "kind", r->kind, "state", names[atomic_load(&r->state)], "objects",
+			  (json_int_t)atomic_load(&s->objects), "bytes", (json_int_t)atomic_load(&s->bytes), "errors",
+			  (json_int_t)atomic_load(&s->errors), "skipped", (json_int_t)atomic_load(&s->skipped), "total",
+			  (json_int_t)total, "start", (json_int_t)atomic_load(&r->start_ns), "end",
+			  (json_int_t)atomic_load(&r->end_ns), "error_samples", tgt_run_stats_samples(s));
 	if (doc && collecting)
 		json_object_set_new(doc, "collecting", json_true());
+	if (doc)
+		progress_json(r, doc, total, collecting);
 	return doc;
 }
 

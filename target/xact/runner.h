@@ -21,6 +21,7 @@ enum { TGT_RUN_RUNNING = 0, TGT_RUN_FINISHED, TGT_RUN_FAILED, TGT_RUN_ABORTED };
 typedef struct {
 	pthread_mutex_t lock; /* the samples */
 	atomic_llong objects, bytes, errors;
+	atomic_llong skipped; /* items with nothing to do (counted in total only) */
 	char samples[TGT_RUN_SAMPLES][256];
 	int n_samples;
 } tgt_run_stats_t;
@@ -85,7 +86,17 @@ int tgt_run_aborted(const tgt_run_t *r);
 void tgt_run_error(tgt_run_t *r, const char *what, const char *msg);
 tgt_run_stats_t *tgt_run_stats(tgt_run_t *r);
 int tgt_run_state(const tgt_run_t *r);
-/* The run's status document (new reference): id, node, kind, state, counts, total, start, end, error_samples. */
+/*
+ * Counts done before the run (a job resumed after a restart): objects and bytes added to the
+ * counters and objects to the total, left out of the rate. Before the start.
+ */
+void tgt_run_preset(tgt_run_t *r, int64_t objects, int64_t bytes);
+/*
+ * The run's status document (new reference): id, node, kind, state, counts (objects, bytes,
+ * errors, skipped), total, start, end, error_samples, and the progress: rate (bytes/s),
+ * objects_rate (objects/s) over this run's time, eta_s (seconds left at that pace; -1 unknown:
+ * nothing done yet, or still collecting).
+ */
 json_t *tgt_run_json(tgt_run_t *r, const char *node);
 
 /*

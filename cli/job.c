@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ft job: start prefetch|evict|copy|download, ls, show, wait (progress), stop. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ft.h"
+
+#define WAIT_INTERVAL_MS 500
+
+/* "a,b,c" into a new JSON array of strings. */
+static json_t *comma_list(const char *s)
+{
+	json_t *a = json_array();
+
+	while (s != NULL && *s != '\0') {
+		const char *comma = strchr(s, ',');
+		size_t n = comma != NULL ? (size_t)(comma - s) : strlen(s);
+		if (n > 0)
+			json_array_append_new(a, json_stringn(s, n));
+		s = comma != NULL ? comma + 1 : NULL;
+	}
+	return a;
+}
+
+/* The names of a listrange job (--objnames, --template or --prefix) into value; 0, or an exit code. */
+static int names_value(ft_cli_t *c, json_t *value, bool optional)
+{
+	const char *o = cli_opt(c, "objnames"), *t = cli_opt(c, "template"), *p = cli_opt(c, "prefix");
+
+	if ((o != NULL) + (t != NULL) + (p != NULL) > 1)
+		return cli_fail(FT_EXIT_USAGE, "give one of --objnames, --template and --prefix");
+	if (o != NULL)
+		json_object_set_new(value, "objnames", comma_list(o));
+	else if (t != NULL)
+		json_object_set_new(value, "template", json_string(t));
+	else if (p != NULL)
+		json_object_set_new(value, "prefix", json_string(p));
+	else if (!optional)
+		return cli_fail(FT_EXIT_USAGE,
+				"name the objects: --objnames a,b | --template 'x-{000..099}' | --prefix P");
+	return FT_EXIT_OK;
+}
+
+/* POSTs {"action", "value"} to bucket b; prints the job id (or waits). */
+static int post_job(ft_cli_t *c, const cli_bucket_t *b, const char *action, json_t *value)
+{
+	json_t *msg = json_pack("{s:s, s:o}", "action", action, "value", value);
+	char path[600];
+	cli_resp_t r;
+	int rc;
+
+	snprintf(path, sizeof(path), "/v1/buckets/%s?provider=%s", b->name, b->provider);
+	if (cli_call("POST", path, msg, &r) != 0 || r.status != 200) {
+		rc = cli_resp_fail(&r, action);
+		cli_resp_free(&r);
+		json_decref(msg);
+		return rc;
+	}
+	json_decref(msg);
+	json_t *ans = cli_resp_json(&r);
+	cli_resp_free(&r);
+	const char *id = json_string_value(json_object_get(ans, "job_id"));
+	char idbuf[128];
+	snprintf(idbuf, sizeof(idbuf), "%s", id != NULL ? id : "");
+	json_decref(ans);
+	if (idbuf[0] == '\0')
+		return cli_fail(FT_EXIT_FAIL, "%s: the answer carries no job_id", action);
+	if (!cli_flag(c, "wait")) {
+		if (c->json)
+			printf("{\"job_id\": \"%s\"}\n", idbuf);
+		else
+			printf("%s\n", idbuf);
+		return FT_EXIT_OK;
+	}
+	if (!c->json)
+		printf("job %s\n", idbuf);
+	json_t *final = NULL;
+	rc = cli_job_wait(c, idbuf, &final);
+	if (c->json)
+		cli_print_json(final);
+	json_decref(final);
+	return rc;
+}
+
+static int start(ft_cli_t *c)
+{
+	const char *kind = c->n_args > 2 ? c->args[2] : "";
+	cli_bucket_t b;
+	json_t *value = json_object();
+	int rc;
+
+	if (strcmp(kind, "prefetch") == 0 || strcmp(kind, "evict") == 0) {
+		if (c->n_args != 4 || cli_bucket_parse(c->args[3], &b) != 0)
+			rc = cli_fail(FT_EXIT_USAGE, "job start %s needs one BUCKET (ft job start --help)", kind);
+		else if ((rc = names_value(c, value, false)) == FT_EXIT_OK)
+			return post_job(c, &b, strcmp(kind, "prefetch") == 0 ? "prefetch-listrange" : "evict-listrange",
+					value);
+	} else if (strcmp(kind, "copy") == 0) {
+		cli_bucket_t to;
+		if (c->n_args != 5 || cli_bucket_parse(c->args[3], &b) != 0 || cli_bucket_parse(c->args[4], &to) != 0)
+			rc = cli_fail(FT_EXIT_USAGE, "job start copy needs SRC and DST buckets (ft job start --help)");
+		else if ((rc = names_value(c, value, true)) == FT_EXIT_OK) {
+			static const char *const flags[] = {"dry-run", "latest", "sync", "force"};
+			for (int i = 0; i < 4; i++)
+				if (cli_flag(c, flags[i]))
+					json_object_set_new(value,
+							    strcmp(flags[i], "dry-run") == 0 ? "dry_run" : flags[i],
+							    json_true());
+			json_object_set_new(value, "to",
+					    json_pack("{s:s, s:s}", "name", to.name, "provider", to.provider));
+			bool listrange = json_object_get(value, "objnames") || json_object_get(value, "template");
+			return post_job(c, &b, listrange ? "copy-listrange" : "copy-bck", value);
+		}
+	} else if (strcmp(kind, "download") == 0) {
+		const char *t = cli_opt(c, "template"), *l = cli_opt(c, "url-list");
+		if (c->n_args < 4 || cli_bucket_parse(c->args[3], &b) != 0)
+			rc = cli_fail(FT_EXIT_USAGE, "job start download needs a BUCKET (ft job start --help)");
+		else if ((c->n_args > 4) + (t != NULL) + (l != NULL) != 1)
+			rc = cli_fail(FT_EXIT_USAGE, "download takes URLs, --template or --url-list (one of them)");
+		else {
+			if (t != NULL)
+				json_object_set_new(value, "template", json_string(t));
+			else if (l != NULL)
+				json_object_set_new(value, "url_list_object", json_string(l));
+			else {
+				json_t *urls = json_array();
+				for (int i = 4; i < c->n_args; i++)
+					json_array_append_new(urls, json_string(c->args[i]));
+				json_object_set_new(value, "urls", urls);
+			}
+			return post_job(c, &b, "download", value);
+		}
+	} else {
+		rc = cli_fail(FT_EXIT_USAGE, "job start needs prefetch, evict, copy or download (ft job start --help)");
+	}
+	json_decref(value);
+	return rc;
+}
+
+/* GET /v1/jobs[/id]: the JSON (new reference) or NULL with *rc. */
+static json_t *get_jobs(const char *id, int *rc)
+{
+	char path[256];
+	cli_resp_t r;
+	json_t *j = NULL;
+
+	snprintf(path, sizeof(path), "/v1/jobs%s%s", id ? "/" : "", id ? id : "");
+	if (cli_call("GET", path, NULL, &r) != 0 || r.status != 200)
+		*rc = cli_resp_fail(&r, id ? id : "listing jobs");
+	else
+		j = cli_resp_json(&r);
+	cli_resp_free(&r);
+	return j;
+}
+
+static const char *bucket_of(const json_t *job, char *buf, size_t cap)
+{
+	const char *p = json_string_value(json_object_get(job, "provider"));
+	const char *b = json_string_value(json_object_get(job, "bucket"));
+
+	snprintf(buf, cap, "%s%s%s", p && *p ? p : "", p && *p ? "://" : "", b && *b ? b : "*");
+	return buf;
+}
+
+static int ls(ft_cli_t *c)
+{
+	int rc = FT_EXIT_OK;
+	json_t *list = get_jobs(NULL, &rc);
+
+	if (list == NULL)
+		return rc;
+	if (c->json) {
+		cli_print_json(list);
+	} else {
+		static const char *const head[] = {"ID", "KIND", "BUCKET", "STATE", "OBJECTS", "BYTES", "ERRORS"};
+		cli_table_t *t = cli_table_new(7, head);
+		size_t i;
+		json_t *j;
+		json_array_foreach(list, i, j) {
+			char bk[600], ob[64], by[32], er[32];
+			snprintf(ob, sizeof(ob), "%lld/%lld",
+				 (long long)json_integer_value(json_object_get(j, "objects")),
+				 (long long)json_integer_value(json_object_get(j, "total")));
+			snprintf(er, sizeof(er), "%lld", (long long)json_integer_value(json_object_get(j, "errors")));
+			const char *row[] = {json_string_value(json_object_get(j, "id")),
+					     json_string_value(json_object_get(j, "kind")),
+					     bucket_of(j, bk, sizeof(bk)),
+					     json_string_value(json_object_get(j, "state")),
+					     ob,
+					     cli_size(json_integer_value(json_object_get(j, "bytes")), by, sizeof(by)),
+					     er};
+			cli_table_row(t, row);
+		}
+		cli_table_print(t, stdout);
+	}
+	json_decref(list);
+	return rc;
+}
+
+static int show(ft_cli_t *c, const char *id)
+{
+	int rc = FT_EXIT_OK;
+	json_t *j = get_jobs(id, &rc);
+	char bk[600], sz[32], rt[32], eta[32];
+
+	if (j == NULL)
+		return rc;
+	if (c->json) {
+		cli_print_json(j);
+		json_decref(j);
+		return rc;
+	}
+	printf("ID:       %s\nKIND:     %s\nBUCKET:   %s\nSTATE:    %s\n", json_string_value(json_object_get(j, "id")),
+	       json_string_value(json_object_get(j, "kind")), bucket_of(j, bk, sizeof(bk)),
+	       json_string_value(json_object_get(j, "state")));
+	if (json_is_object(json_object_get(j, "to")))
+		printf("TO:       %s://%s\n", json_string_value(json_object_get(json_object_get(j, "to"), "provider")),
+		       json_string_value(json_object_get(json_object_get(j, "to"), "bucket")));
+	printf("OBJECTS:  %lld of %lld (%lld skipped, %lld errors)\nBYTES:    %s\nRATE:     %s/s\nETA:      %s\n",
+	       (long long)json_integer_value(json_object_get(j, "objects")),
+	       (long long)json_integer_value(json_object_get(j, "total")),
+	       (long long)json_integer_value(json_object_get(j, "skipped")),
+	       (long long)json_integer_value(json_object_get(j, "errors")),
+	       cli_size(json_integer_value(json_object_get(j, "bytes")), sz, sizeof(sz)),
+	       cli_size(json_integer_value(json_object_get(j, "rate")), rt, sizeof(rt)),
+	       cli_duration(json_integer_value(json_object_get(j, "eta_s")), eta, sizeof(eta)));
+	static const char *const head[] = {"TARGET", "STATE", "OBJECTS", "BYTES", "ERRORS", "RATE"};
+	cli_table_t *t = cli_table_new(6, head);
+	size_t i;
+	json_t *p, *s;
+	json_array_foreach(json_object_get(j, "targets"), i, p) {
+		char ob[64], er[32], rs[40];
+		snprintf(rs, sizeof(rs), "%s/s",
+			 cli_size(json_integer_value(json_object_get(p, "rate")), rt, sizeof(rt)));
+		snprintf(ob, sizeof(ob), "%lld/%lld", (long long)json_integer_value(json_object_get(p, "objects")),
+			 (long long)json_integer_value(json_object_get(p, "total")));
+		snprintf(er, sizeof(er), "%lld", (long long)json_integer_value(json_object_get(p, "errors")));
+		const char *row[] = {json_string_value(json_object_get(p, "node")),
+				     json_string_value(json_object_get(p, "state")),
+				     ob,
+				     cli_size(json_integer_value(json_object_get(p, "bytes")), sz, sizeof(sz)),
+				     er,
+				     rs};
+		cli_table_row(t, row);
+	}
+	printf("\n");
+	cli_table_print(t, stdout);
+	if (json_array_size(json_object_get(j, "error_samples")) > 0) {
+		printf("\nERRORS:\n");
+		json_array_foreach(json_object_get(j, "error_samples"), i, s)
+			printf("  %s\n", json_string_value(s));
+	}
+	json_decref(j);
+	return rc;
+}
+
+int cli_job_wait(ft_cli_t *c, const char *id, json_t **out)
+{
+	long interval = cli_opt_int(c, "interval", WAIT_INTERVAL_MS, 50, 60000);
+	cli_progress_t pg;
+	int rc = FT_EXIT_OK;
+	char label[96];
+
+	if (interval < 0)
+		return FT_EXIT_USAGE;
+	cli_progress_init(&pg, c);
+	for (;;) {
+		json_t *j = get_jobs(id, &rc);
+		if (j == NULL)
+			return rc;
+		const char *state = json_string_value(json_object_get(j, "state"));
+		bool running = state != NULL && strcmp(state, "running") == 0;
+		snprintf(label, sizeof(label), "%s %s", json_string_value(json_object_get(j, "kind")),
+			 running ? "running"
+			 : state ? state
+				 : "?");
+		int64_t done = json_integer_value(json_object_get(j, "objects")) +
+			       json_integer_value(json_object_get(j, "skipped")) +
+			       json_integer_value(json_object_get(j, "errors"));
+		cli_progress_show(
+			&pg, label, done, json_integer_value(json_object_get(j, "total")),
+			json_integer_value(json_object_get(j, "bytes")), json_integer_value(json_object_get(j, "rate")),
+			json_object_get(j, "eta_s") ? json_integer_value(json_object_get(j, "eta_s")) : -1, !running);
+		if (!running) {
+			json_int_t errors = json_integer_value(json_object_get(j, "errors"));
+			rc = strcmp(state, "finished") == 0 && errors == 0 ? FT_EXIT_OK : FT_EXIT_FAIL;
+			if (!c->json)
+				printf("%s: %s, %lld objects, %lld bytes, %lld errors\n", id, state,
+				       (long long)json_integer_value(json_object_get(j, "objects")),
+				       (long long)json_integer_value(json_object_get(j, "bytes")), (long long)errors);
+			if (out != NULL)
+				*out = j;
+			else
+				json_decref(j);
+			return rc;
+		}
+		json_decref(j);
+		usleep((useconds_t)interval * 1000);
+	}
+}
+
+int cli_job(ft_cli_t *c)
+{
+	const char *verb = c->n_args > 1 ? c->args[1] : "";
+
+	if (strcmp(verb, "start") == 0)
+		return start(c);
+	if (strcmp(verb, "ls") == 0)
+		return ls(c);
+	if (strcmp(verb, "show") != 0 && strcmp(verb, "wait") != 0 && strcmp(verb, "stop") != 0)
+		return cli_fail(FT_EXIT_USAGE, "job needs start, ls, show, wait or stop (ft job --help)");
+	if (c->n_args != 3)
+		return cli_fail(FT_EXIT_USAGE, "job %s needs one job ID", verb);
+	if (strcmp(verb, "show") == 0)
+		return show(c, c->args[2]);
+	if (strcmp(verb, "wait") == 0) {
+		json_t *final = NULL;
+		int rc = cli_job_wait(c, c->args[2], &final);
+		if (c->json && final != NULL)
+			cli_print_json(final);
+		json_decref(final);
+		return rc;
+	}
+	char path[256];
+	cli_resp_t r;
+	int rc = FT_EXIT_OK;
+	snprintf(path, sizeof(path), "/v1/jobs/%s", c->args[2]);
+	if (cli_call("DELETE", path, NULL, &r) != 0 || r.status != 200)
+		rc = cli_resp_fail(&r, c->args[2]);
+	else if (c->json)
+		printf("{\"stopped\": \"%s\"}\n", c->args[2]);
+	else
+		printf("stopped %s\n", c->args[2]);
+	cli_resp_free(&r);
+	return rc;
+}

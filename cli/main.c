@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ft, the FastTier command-line client: command line, endpoint and credentials, help, dispatch to the groups. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ft.h"
+
+/*
+ * DESIGN
+ * "ft <group> <verb> [args] [--options]" as kubectl and ais spell it. Options may come anywhere
+ * after the program name; "--" ends them. The endpoint and token come from --endpoint/--token,
+ * else FT_ENDPOINT/FT_TOKEN, else ~/.config/ft/config.json ({"endpoint": ..., "token": ...}),
+ * else http://localhost:51080. Every command has --help; output is a table (or a few lines) by
+ * default and JSON with --json.
+ */
+
+#define DEFAULT_ENDPOINT "http://localhost:51080"
+
+/* Options that take a value (the others are flags). */
+static const char *const valued[] = {"endpoint", "token",    "set",      "provider", "workers",  "prefix",
+				     "template", "to",       "objnames", "urls",     "url-list", "output",
+				     "o",        "checksum", "backend",  "timeout",  "limit",    "interval"};
+
+static const struct {
+	const char *cmd, *text;
+} helps[] = {
+	{"",
+	 "Usage: ft <command> [arguments] [options]\n\n"
+	 "Commands:\n"
+	 "  bucket ls|create|rm|props     buckets of the cluster\n"
+	 "  object ls|put|get|rm|cat      objects (put and get of a directory with -r)\n"
+	 "  job start|ls|show|wait|stop   batch jobs: prefetch, evict, copy, download\n"
+	 "  cluster show                  the cluster map and each node's state\n\n"
+	 "Global options:\n"
+	 "  --endpoint URL   proxy URL (env FT_ENDPOINT, ~/.config/ft/config.json; default " DEFAULT_ENDPOINT ")\n"
+	 "  --token T        bearer token sent as Authorization (env FT_TOKEN, config \"token\")\n"
+	 "  --json           machine-readable output\n"
+	 "  --help           help of any command (ft bucket --help, ft job start --help)\n\n"
+	 "Buckets: NAME or ais://NAME; s3://, gs://, az://, ht:// name remote buckets.\n"
+	 "Exit codes: 0 ok, 1 failed (an error answer, failed objects, a job that failed), 2 usage, 3 cannot connect.\n"},
+	{"bucket", "Usage: ft bucket ls|create|rm|props ...\n"
+		   "  ft bucket ls                         list the buckets\n"
+		   "  ft bucket create BUCKET [--checksum xxhash|md5] [--backend JSON]\n"
+		   "  ft bucket rm BUCKET                  destroy the bucket and its objects\n"
+		   "  ft bucket props BUCKET [--set k=v]   show (or set) properties, e.g. --set mirror.copies=2\n"},
+	{"bucket ls", "Usage: ft bucket ls [--json]\nLists the buckets: name, provider, checksum, created.\n"},
+	{"bucket create",
+	 "Usage: ft bucket create BUCKET [--checksum xxhash|md5] [--backend JSON]\n"
+	 "Creates an ais bucket, or a remote one (s3://, gs://, az://, ht://) with --backend '{\"endpoint\":...}'.\n"},
+	{"bucket rm", "Usage: ft bucket rm BUCKET\nDestroys the bucket with all its objects.\n"},
+	{"bucket props",
+	 "Usage: ft bucket props BUCKET [--set KEY=VALUE]...\n"
+	 "Shows the bucket's properties; --set changes one (mirror.copies=2, ec.data_slices=2, ...).\n"},
+	{"object", "Usage: ft object ls|put|get|rm|cat ...\n"
+		   "  ft object ls BUCKET [--prefix P] [--limit N]\n"
+		   "  ft object put FILE|DIR BUCKET[/NAME] [-r] [--workers N]\n"
+		   "  ft object get BUCKET/NAME|BUCKET [DEST] [-r] [--prefix P] [--workers N]\n"
+		   "  ft object rm BUCKET/NAME...\n"
+		   "  ft object cat BUCKET/NAME\n"},
+	{"object ls",
+	 "Usage: ft object ls BUCKET [--prefix P] [--limit N] [--json]\nLists the objects: name, size, version.\n"},
+	{"object put",
+	 "Usage: ft object put FILE BUCKET[/NAME]\n"
+	 "       ft object put DIR BUCKET[/PREFIX] -r [--workers N]\n"
+	 "Uploads a file (NAME defaults to the file's name), or every file under DIR (names relative to DIR,\n"
+	 "after PREFIX) on N parallel workers (default 8). A progress bar shows on a terminal.\n"},
+	{"object get",
+	 "Usage: ft object get BUCKET/NAME [FILE|-]\n"
+	 "       ft object get BUCKET DIR -r [--prefix P] [--workers N]\n"
+	 "Downloads one object (to FILE, default the name's last segment; - for stdout), or with -r every\n"
+	 "object under the prefix into DIR (names become paths).\n"},
+	{"object rm", "Usage: ft object rm BUCKET/NAME...\nDeletes objects.\n"},
+	{"object cat", "Usage: ft object cat BUCKET/NAME\nWrites the object to stdout.\n"},
+	{"job", "Usage: ft job start|ls|show|wait|stop ...\n"
+		"  ft job start prefetch|evict BUCKET (--objnames a,b | --template T | --prefix P) [--wait]\n"
+		"  ft job start copy SRC DST [--prefix P | --objnames a,b | --template T] [--dry-run] [--latest]\n"
+		"                            [--sync] [--force] [--wait]\n"
+		"  ft job start download BUCKET (URL... | --template URL | --url-list OBJECT) [--wait]\n"
+		"  ft job ls                 jobs the cluster knows\n"
+		"  ft job show ID            one job, per target\n"
+		"  ft job wait ID            a progress bar until it ends (exit 1 when it failed or had errors)\n"
+		"  ft job stop ID            abort\n"},
+	{"job start",
+	 "Usage: ft job start KIND ... [--wait]\n"
+	 "  prefetch BUCKET (--objnames a,b | --template 'x-{000..099}' | --prefix P)\n"
+	 "  evict BUCKET (--objnames a,b | --template T | --prefix P)\n"
+	 "  copy SRC DST [--prefix P | --objnames a,b | --template T] [--dry-run] [--latest] [--sync] [--force]\n"
+	 "  download BUCKET (URL... | --template 'http://h/f-{00..99}.tar' | --url-list OBJECT)\n"
+	 "Prints the job id; with --wait shows its progress until it ends.\n"},
+	{"job ls", "Usage: ft job ls [--json]\nLists the jobs: id, kind, bucket, state, objects, bytes, errors.\n"},
+	{"job show", "Usage: ft job show ID [--json]\nShows a job and each target's part.\n"},
+	{"job wait", "Usage: ft job wait ID [--interval MS]\n"
+		     "Shows the job's progress (objects, bytes, rate, ETA) until it ends: a bar on a terminal, a line\n"
+		     "every few seconds otherwise. Exit 0 finished without errors, 1 otherwise.\n"},
+	{"job stop", "Usage: ft job stop ID\nAborts the job on every target.\n"},
+	{"cluster", "Usage: ft cluster show [--json]\n"},
+	{"cluster show", "Usage: ft cluster show [--json]\n"
+			 "Shows the cluster map: proxies and targets, their URLs, state and mountpaths.\n"},
+};
+
+const char *cli_opt(const ft_cli_t *c, const char *name)
+{
+	const char *v = NULL;
+
+	for (int i = 0; i < c->n_opts; i++)
+		if (strcmp(c->opts[i].name, name) == 0)
+			v = c->opts[i].value;
+	return v;
+}
+
+bool cli_flag(const ft_cli_t *c, const char *name)
+{
+	return cli_opt(c, name) != NULL;
+}
+
+long cli_opt_int(const ft_cli_t *c, const char *name, long def, long lo, long hi)
+{
+	const char *v = cli_opt(c, name);
+	char *end;
+	long n;
+
+	if (v == NULL)
+		return def;
+	n = strtol(v, &end, 10);
+	if (*v == '\0' || *end != '\0' || n < lo || n > hi) {
+		cli_fail(FT_EXIT_USAGE, "--%s must be a number from %ld to %ld", name, lo, hi);
+		return -1;
+	}
+	return n;
+}
+
+int cli_fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ft: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+int cli_bucket_parse(const char *arg, cli_bucket_t *b)
+{
+	static const struct {
+		const char *scheme, *provider;
+	} schemes[] = {{"ais://", "ais"}, {"s3://", "aws"},   {"aws://", "aws"},     {"gs://", "gcp"},
+		       {"gcp://", "gcp"}, {"az://", "azure"}, {"azure://", "azure"}, {"ht://", "ht"}};
+	const char *name = arg;
+
+	snprintf(b->provider, sizeof(b->provider), "ais");
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+		size_t n = strlen(schemes[i].scheme);
+		if (strncmp(arg, schemes[i].scheme, n) == 0) {
+			snprintf(b->provider, sizeof(b->provider), "%s", schemes[i].provider);
+			name = arg + n;
+			break;
+		}
+	}
+	if (strstr(name, "://") != NULL) {
+		cli_fail(FT_EXIT_USAGE, "unknown bucket scheme in \"%s\" (ais://, s3://, gs://, az://, ht://)", arg);
+		return -1;
+	}
+	if (*name == '\0' || strlen(name) >= sizeof(b->name) || strchr(name, '/') != NULL) {
+		cli_fail(FT_EXIT_USAGE, "bad bucket \"%s\"", arg);
+		return -1;
+	}
+	snprintf(b->name, sizeof(b->name), "%s", name);
+	return 0;
+}
+
+static bool takes_value(const char *name)
+{
+	for (size_t i = 0; i < sizeof(valued) / sizeof(valued[0]); i++)
+		if (strcmp(name, valued[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Splits argv into positionals and options; 0, or an exit code after a usage error. */
+static int parse(ft_cli_t *c, int argc, char **argv)
+{
+	bool rest = false;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (rest || a[0] != '-' || strcmp(a, "-") == 0) {
+			if (c->n_args == FT_CLI_MAX_ARGS)
+				return cli_fail(FT_EXIT_USAGE, "too many arguments");
+			c->args[c->n_args++] = a;
+			continue;
+		}
+		if (strcmp(a, "--") == 0) {
+			rest = true;
+			continue;
+		}
+		const char *name = a + (a[1] == '-' ? 2 : 1), *eq = strchr(name, '=');
+		static char names[FT_CLI_MAX_OPTS][64];
+		size_t n = eq != NULL ? (size_t)(eq - name) : strlen(name);
+		if (n == 0 || n >= sizeof(names[0]) || c->n_opts == FT_CLI_MAX_OPTS)
+			return cli_fail(FT_EXIT_USAGE, "bad option \"%s\"", a);
+		memcpy(names[c->n_opts], name, n);
+		names[c->n_opts][n] = '\0';
+		name = names[c->n_opts];
+		if (strcmp(name, "h") == 0)
+			name = "help";
+		if (strcmp(name, "r") == 0)
+			name = "recursive";
+		const char *value = "true";
+		if (takes_value(name)) {
+			if (eq != NULL)
+				value = eq + 1;
+			else if (i + 1 < argc)
+				value = argv[++i];
+			else
+				return cli_fail(FT_EXIT_USAGE, "option --%s needs a value", name);
+		} else if (eq != NULL) {
+			return cli_fail(FT_EXIT_USAGE, "option --%s takes no value", name);
+		}
+		c->opts[c->n_opts].name = name;
+		c->opts[c->n_opts].value = value;
+		c->n_opts++;
+	}
+	return 0;
+}
+
+/* Endpoint and token: flags, then the environment, then ~/.config/ft/config.json. */
+static void settings(ft_cli_t *c)
+{
+	static char endpoint[1024], token[4096];
+	const char *home = getenv("HOME"), *e = cli_opt(c, "endpoint"), *t = cli_opt(c, "token");
+	json_t *cfg = NULL;
+
+	if (e == NULL)
+		e = getenv("FT_ENDPOINT");
+	if (t == NULL)
+		t = getenv("FT_TOKEN");
+	if ((e == NULL || t == NULL) && home != NULL) {
+		char path[1024];
+		snprintf(path, sizeof(path), "%s/.config/ft/config.json", home);
+		cfg = json_load_file(path, 0, NULL);
+		if (e == NULL)
+			e = json_string_value(json_object_get(cfg, "endpoint"));
+		if (t == NULL)
+			t = json_string_value(json_object_get(cfg, "token"));
+	}
+	snprintf(endpoint, sizeof(endpoint), "%s", e != NULL && *e ? e : DEFAULT_ENDPOINT);
+	for (size_t n = strlen(endpoint); n > 0 && endpoint[n - 1] == '/'; n--)
+		endpoint[n - 1] = '\0';
+	c->endpoint = endpoint;
+	if (t != NULL && *t) {
+		snprintf(token, sizeof(token), "%s", t);
+		c->token = token;
+	}
+	json_decref(cfg);
+}
+
+/* Prints the help of the deepest command named by the first args; 0, or -1 when there is none. */
+static int print_help(const ft_cli_t *c, FILE *out)
+{
+	char cmd[128] = "";
+
+	for (int depth = c->n_args < 2 ? c->n_args : 2; depth >= 0; depth--) {
+		cmd[0] = '\0';
+		for (int i = 0; i < depth; i++)
+			snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), "%s%s", i ? " " : "", c->args[i]);
+		for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++) {
+			if (strcmp(helps[i].cmd, cmd) == 0) {
+				fputs(helps[i].text, out);
+				return 0;
+			}
+		}
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	ft_cli_t c = {0};
+	int rc = parse(&c, argc, argv);
+
+	if (rc != 0)
+		return rc;
+	c.help = cli_flag(&c, "help");
+	c.json = cli_flag(&c, "json");
+	if (c.help || (c.n_args > 0 && strcmp(c.args[0], "help") == 0)) {
+		if (!c.help) { /* "ft help bucket ls" */
+			memmove(c.args, c.args + 1, sizeof(c.args[0]) * (size_t)(c.n_args - 1));
+			c.n_args--;
+		}
+		print_help(&c, stdout);
+		return FT_EXIT_OK;
+	}
+	if (c.n_args == 0) {
+		print_help(&c, stderr);
+		return FT_EXIT_USAGE;
+	}
+	settings(&c);
+	cli_http_init(&c);
+	if (strcmp(c.args[0], "bucket") == 0)
+		return cli_bucket(&c);
+	if (strcmp(c.args[0], "object") == 0)
+		return cli_object(&c);
+	if (strcmp(c.args[0], "job") == 0)
+		return cli_job(&c);
+	if (strcmp(c.args[0], "cluster") == 0)
+		return cli_cluster(&c);
+	return cli_fail(FT_EXIT_USAGE, "unknown command \"%s\" (bucket, object, job, cluster; ft --help)", c.args[0]);
+}

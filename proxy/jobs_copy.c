@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Proxy side of copy and download jobs: copy-bck, copy-listrange and download actions checked and sent to the targets. */
+#include "proxy.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/codec.h"
+#include "base/log.h"
+#include "base/names.h"
+#include "cloud/backend.h"
+#include "http/util.h"
+#include "rpc/client.h"
+
+/*
+ * DESIGN
+ * Both jobs run on every target like any other (jobs.c's submit): the proxy only checks the
+ * value and turns it into the targets' message. Copy: {"to_provider","to_bucket", flags} plus
+ * "objnames" or "prefix"; an absent ais destination is created on the worker, before the fan-out,
+ * with the source's checksum type and protection properties (so every target has it in its BMD
+ * when the job arrives). Download: the URLs and, for each, its object name (the last segment of
+ * the URL's path), as two arrays of one length; a URL list stored in the bucket is read from its
+ * owner on the worker.
+ */
+
+#define COPY_NAMES_MAX 100000
+#define LIST_TIMEOUT_MS 30000
+
+static const char *const copy_keys[] = {"to", "prefix", "objnames", "template", "dry_run", "latest", "sync", "force"};
+static const char *const flag_keys[] = {"dry_run", "latest", "sync", "force"};
+
+/* Whether key is one of keys[0..n). */
+static int known(const char *key, const char *const *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(key, keys[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* The destination {"name","provider"} into msg; 0, or -1 after responding 400. */
+static int copy_to(ft_req_t *r, const json_t *to, const char *provider, const char *bucket, json_t *msg)
+{
+	const char *name = json_string_value(json_object_get(to, "name"));
+	const char *p = json_string_value(json_object_get(to, "provider"));
+	const char *why = NULL;
+	ft_backend_provider_t bp;
+
+	if (!json_is_object(to) || name == NULL) {
+		ft_resp_error(r, 400,
+			      "copy needs \"to\": {\"name\": \"<bucket>\", \"provider\": \"ais|aws|gcp|azure|ht\"}");
+		return -1;
+	}
+	if (ft_name_check_bucket(name, &why) != 0) {
+		ft_resp_error(r, 400, "bad destination bucket name \"%s\": %s", name, why);
+		return -1;
+	}
+	if (p == NULL || p[0] == '\0' || strcmp(p, "ais") == 0)
+		p = "ais";
+	else if (ft_backend_provider_parse(p, &bp) == 0)
+		p = ft_backend_provider_name(bp);
+	else {
+		ft_resp_error(r, 400, "unknown destination provider \"%s\" (ais, aws, gcp, azure or ht)", p);
+		return -1;
+	}
+	if (strcmp(p, provider) == 0 && strcmp(name, bucket) == 0) {
+		ft_resp_error(r, 400, "cannot copy bucket %s/%s onto itself", provider, bucket);
+		return -1;
+	}
+	json_object_set_new(msg, "to_provider", json_string(p));
+	json_object_set_new(msg, "to_bucket", json_string(name));
+	return 0;
+}
+
+/* Worker: the source must exist; an absent ais destination is created like the source. 0, or -1 after responding. */
+static int copy_prepare(px_t *px, ft_req_t *r, json_t *msg)
+{
+	const char *provider = json_string_value(json_object_get(msg, "provider"));
+	const char *bucket = json_string_value(json_object_get(msg, "bucket"));
+	const char *tp = json_string_value(json_object_get(msg, "to_provider"));
+	const char *tb = json_string_value(json_object_get(msg, "to_bucket"));
+	ft_bmd_t *bmd = ft_bmd_current();
+	const ft_bucket_t *src = bmd != NULL ? ft_bmd_find(bmd, provider, bucket) : NULL;
+	char why[256] = "";
+	int rc = -1;
+
+	if (src == NULL) {
+		ft_resp_error(r, 404, "bucket %s/%s does not exist", provider, bucket);
+		goto out;
+	}
+	if (ft_bmd_find(bmd, tp, tb) != NULL) {
+		rc = 0;
+		goto out;
+	}
+	if (strcmp(tp, "ais") != 0) {
+		ft_resp_error(r, 404, "destination bucket %s/%s does not exist (create it with its backend first)", tp,
+			      tb);
+		goto out;
+	}
+	if (json_is_true(json_object_get(msg, "dry_run"))) {
+		ft_resp_error(r, 404, "destination bucket %s/%s does not exist (a dry run does not create it)", tp, tb);
+		goto out;
+	}
+	ft_bucket_t like = *src;
+	int c = px_bucket_create_like(px, tb, &like, why, sizeof(why));
+	if (c != 0 && c != -EEXIST) {
+		ft_resp_error(r, c == -ERANGE ? 400 : 500, "creating destination bucket %s: %s", tb,
+			      c == -ERANGE ? why : "cannot store the bucket metadata");
+		goto out;
+	}
+	ft_info("copy %s/%s -> ais/%s: destination created with the source's properties", provider, bucket, tb);
+	rc = 0;
+out:
+	ft_bmd_put(bmd);
+	return rc;
+}
+
+/* copy-bck, copy-listrange: the message for the targets into msg; 0, or -1 after responding 400. */
+static int copy_value(ft_req_t *r, const char *action, const char *provider, const char *bucket, const json_t *value,
+		      json_t *msg)
+{
+	int listrange = strcmp(action, "copy-listrange") == 0;
+	const char *key;
+	json_t *v;
+
+	if (!json_is_object(value)) {
+		ft_resp_error(r, 400, "%s needs a value object with \"to\"", action);
+		return -1;
+	}
+	json_object_foreach((json_t *)value, key, v) {
+		if (!known(key, copy_keys, sizeof(copy_keys) / sizeof(copy_keys[0])) ||
+		    (!listrange && (strcmp(key, "objnames") == 0 || strcmp(key, "template") == 0))) {
+			ft_resp_error(r, 400,
+				      "%s: unknown field \"%s\" (known: to, %sprefix, dry_run, latest, sync, force)",
+				      action, key, listrange ? "objnames, template, " : "");
+			return -1;
+		}
+		if (known(key, flag_keys, sizeof(flag_keys) / sizeof(flag_keys[0]))) {
+			if (!json_is_boolean(v)) {
+				ft_resp_error(r, 400, "%s: \"%s\" must be true or false", action, key);
+				return -1;
+			}
+			json_object_set(msg, key, v);
+		}
+	}
+	if (copy_to(r, json_object_get(value, "to"), provider, bucket, msg) != 0)
+		return -1;
+	json_t *names = json_object();
+	const char *nk[] = {"objnames", "template", "prefix"};
+	for (size_t i = 0; i < 3; i++)
+		if (json_object_get(value, nk[i]) != NULL)
+			json_object_set(names, nk[i], json_object_get(value, nk[i]));
+	if (!listrange && json_object_get(names, "prefix") == NULL)
+		json_object_set_new(names, "prefix", json_string(""));
+	int rc = px_jobs_value_names(r, "ais", "copy", names, msg); /* "ais": copy by prefix lists any provider */
+	json_decref(names);
+	if (rc != 0)
+		return -1;
+	if (json_is_true(json_object_get(msg, "sync")) && json_object_get(msg, "prefix") == NULL) {
+		ft_resp_error(r, 400, "%s: sync needs a prefix (or copy-bck): with a list of names nothing is gone",
+			      action);
+		return -1;
+	}
+	if (strcmp(provider, "ht") == 0 && json_object_get(msg, "prefix") != NULL) {
+		ft_resp_error(r, 400,
+			      "an ht bucket cannot be listed, so it cannot be copied by prefix; use objnames or "
+			      "template");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- download ---- */
+
+/*
+ * The object name of url: the last segment of its path (before any query or fragment). 0, or -1
+ * with why (not http(s), no name, a bad name).
+ */
+static int url_name(const char *url, char *name, size_t cap, const char **why)
+{
+	const char *p, *end, *slash;
+
+	if (strncmp(url, "http://", 7) == 0)
+		p = url + 7;
+	else if (strncmp(url, "https://", 8) == 0)
+		p = url + 8;
+	else {
+		*why = "not an http:// or https:// URL";
+		return -1;
+	}
+	end = p + strcspn(p, "?#");
+	slash = memchr(p, '/', (size_t)(end - p));
+	if (slash == NULL) {
+		*why = "the URL has no path to name the object";
+		return -1;
+	}
+	const char *seg = end;
+	while (seg > slash + 1 && seg[-1] != '/')
+		seg--;
+	if (seg == end || (size_t)(end - seg) >= cap) {
+		*why = "the URL's path does not end in a name";
+		return -1;
+	}
+	long n = ft_pct_decode(seg, (size_t)(end - seg), name, 0);
+	if (n <= 0 || ft_name_check_object(name, (size_t)n, why) != 0) {
+		if (n <= 0)
+			*why = "the URL's last segment is not a name";
+		return -1;
+	}
+	return 0;
+}
+
+/* Adds urls (strings) and their names to msg; 0, or the status with why (400). */
+static int add_urls(const json_t *urls, json_t *msg, char *why, size_t cap)
+{
+	json_t *names = json_array(), *list = json_array(), *seen = json_object();
+	char name[FT_OBJ_NAME_MAX + 1];
+	int st = 0;
+
+	json_object_set_new(msg, "objnames", names);
+	json_object_set_new(msg, "urls", list);
+	if (json_array_size(urls) == 0 || json_array_size(urls) > COPY_NAMES_MAX) {
+		snprintf(why, cap, "download needs 1 to %d URLs", COPY_NAMES_MAX);
+		st = 400;
+	}
+	for (size_t i = 0; st == 0 && i < json_array_size(urls); i++) {
+		const char *u = json_string_value(json_array_get(urls, i)), *w = NULL;
+		if (u == NULL || url_name(u, name, sizeof(name), &w) != 0) {
+			snprintf(why, cap, "urls[%zu]: %s", i, u == NULL ? "not a string" : w);
+			st = 400;
+		} else if (json_object_get(seen, name) != NULL) {
+			snprintf(why, cap, "urls[%zu]: another URL names object \"%s\" too", i, name);
+			st = 400;
+		} else {
+			json_object_set_new(seen, name, json_true());
+			json_array_append_new(names, json_string(name));
+			json_array_append_new(list, json_string(u));
+		}
+	}
+	json_decref(seen);
+	return st;
+}
+
+/* Worker: reads the URL list object (one URL a line) of the bucket from its owner. 0, or -1 after responding. */
+static int download_prepare(px_t *px, ft_req_t *r, json_t *msg)
+{
+	const char *provider = json_string_value(json_object_get(msg, "provider"));
+	const char *bucket = json_string_value(json_object_get(msg, "bucket"));
+	const char *obj = json_string_value(json_object_get(msg, "url_list_object"));
+	ft_smap_t *smap = ft_smap_current();
+	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, provider, bucket, obj, strlen(obj)) : NULL;
+	ft_strbuf_t body = {0}, url = {0};
+	json_t *urls = json_array();
+	char err[256], why[1400];
+	long status = 0;
+	int st = 0;
+
+	(void)px;
+	if (owner == NULL) {
+		snprintf(why, sizeof(why), "the cluster map has no targets");
+		st = 503;
+		goto out;
+	}
+	ft_strbuf_addf(&url, "%s/v1/objects/%s/", owner->public_url, bucket);
+	ft_pct_encode_buf(&url, obj, strlen(obj), FT_PCT_KEEP_SLASH);
+	ft_strbuf_addf(&url, "?provider=%s", provider);
+	if (url.failed || ft_client_get_bytes(url.p, LIST_TIMEOUT_MS, &status, &body, err, sizeof(err)) != 0) {
+		snprintf(why, sizeof(why), "url_list_object \"%s\": %s", obj, url.failed ? "out of memory" : err);
+		st = 502;
+		goto out;
+	}
+	if (status != 200) {
+		snprintf(why, sizeof(why), "url_list_object \"%s\": %s (status %ld)", obj,
+			 status == 404 ? "no such object in the bucket" : "cannot be read", status);
+		st = status == 404 ? 404 : 502;
+		goto out;
+	}
+	for (size_t at = 0; at < body.len;) {
+		const char *line = body.p + at, *nl = memchr(line, '\n', body.len - at);
+		size_t n = nl != NULL ? (size_t)(nl - line) : body.len - at;
+		at += n + (nl != NULL);
+		if (n > 0 && line[n - 1] == '\r')
+			n--;
+		if (n > 0)
+			json_array_append_new(urls, json_stringn(line, n));
+	}
+	json_object_del(msg, "url_list_object");
+	st = add_urls(urls, msg, why, sizeof(why));
+out:
+	if (st != 0)
+		ft_resp_error(r, st, "download: %s", why);
+	json_decref(urls);
+	ft_strbuf_free(&url);
+	ft_strbuf_free(&body);
+	ft_smap_put(smap);
+	return st == 0 ? 0 : -1;
+}
+
+/* download: the URLs and their names into msg (a URL list object: on the worker). 0, or -1 after responding 400. */
+static int download_value(ft_req_t *r, const json_t *value, json_t *msg, px_job_prepare_fn *prepare)
+{
+	const json_t *urls = json_object_get(value, "urls"), *list = json_object_get(value, "url_list_object");
+	const char *tpl = json_string_value(json_object_get(value, "template")), *w = NULL;
+	char why[400];
+	int st;
+
+	if (!json_is_object(value) || json_object_size(value) != 1 || (urls == NULL && list == NULL && tpl == NULL)) {
+		ft_resp_error(r, 400,
+			      "download needs a value with one of \"urls\" (array), \"template\" (string) or "
+			      "\"url_list_object\" (an object of the bucket, one URL a line)");
+		return -1;
+	}
+	if (list != NULL) {
+		if (!json_is_string(list) ||
+		    ft_name_check_object(json_string_value(list), json_string_length(list), &w) != 0) {
+			ft_resp_error(r, 400, "url_list_object must name an object of the bucket%s%s", w ? ": " : "",
+				      w ? w : "");
+			return -1;
+		}
+		json_object_set(msg, "url_list_object", (json_t *)list);
+		*prepare = download_prepare;
+		return 0;
+	}
+	json_t *expanded = NULL;
+	if (tpl != NULL) {
+		expanded = json_array();
+		if (px_expand_template(tpl, COPY_NAMES_MAX, expanded, &w) != 0) {
+			json_decref(expanded);
+			ft_resp_error(r, 400, "bad template \"%s\": %s", tpl, w);
+			return -1;
+		}
+		urls = expanded;
+	} else if (!json_is_array(urls)) {
+		ft_resp_error(r, 400, "urls must be an array of URLs");
+		return -1;
+	}
+	st = add_urls(urls, msg, why, sizeof(why));
+	json_decref(expanded);
+	if (st != 0) {
+		ft_resp_error(r, st, "download: %s", why);
+		return -1;
+	}
+	return 0;
+}
+
+bool px_copy_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *action,
+		    const json_t *value)
+{
+	int copy = action != NULL && (strcmp(action, "copy-bck") == 0 || strcmp(action, "copy-listrange") == 0);
+	int download = action != NULL && strcmp(action, "download") == 0;
+	px_job_prepare_fn prepare = NULL;
+	char id[48];
+	json_t *msg;
+
+	if (!copy && !download)
+		return false;
+	px_jobs_new_id(id, sizeof(id));
+	msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", copy ? "copy" : "download", "provider", provider,
+			"bucket", bucket);
+	if (msg == NULL) {
+		ft_resp_error(r, 500, "out of memory");
+		return true;
+	}
+	if (copy) {
+		if (copy_value(r, action, provider, bucket, value, msg) != 0) {
+			json_decref(msg);
+			return true;
+		}
+		prepare = copy_prepare;
+	} else if (download_value(r, value, msg, &prepare) != 0) {
+		json_decref(msg);
+		return true;
+	}
+	px_jobs_submit(px, r, msg, prepare, false);
+	return true;
+}

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Copy jobs on a target: one source object sent straight to its destination owner; sync removals. */
+#include "xact/copy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cluster/hrw.h"
+#include "xact/xfer.h"
+
+/*
+ * DESIGN
+ * jobs.c gives each target the source objects it is responsible for: the ones it stores (an ais
+ * source, walked) or owns (a remote source: listed or named; fetched into the cache first, like a
+ * prefetch). Each one goes from this target to its destination owner in one PUT through the
+ * owner's public port (xfer.c), which stores it like any PUT: the destination bucket's checksum,
+ * mirror copies, EC, write-through to a remote destination. Before sending, a HEAD on the owner
+ * tells whether it holds the same object already (same size, same checksum type and value): a
+ * re-run sends nothing for those. After the PUT the owner's checksum must equal the source's when
+ * both buckets use one type, so a copy damaged on the way is an error, never a silent success.
+ * Sync walks the destination objects this target stores and removes, through the owner, those
+ * whose source object is gone (a HEAD on the source's owner says 404).
+ */
+
+int tgt_copy_parse(tgt_copy_t *c, const json_t *msg, const ft_bmd_t *bmd, const char *provider, const char *bucket,
+		   char *why, size_t cap)
+{
+	const char *tp = json_string_value(json_object_get(msg, "to_provider"));
+	const char *tb = json_string_value(json_object_get(msg, "to_bucket"));
+	const ft_bucket_t *b;
+
+	memset(c, 0, sizeof(*c));
+	if (tp == NULL || tb == NULL || strlen(tp) >= sizeof(c->to_provider) || strlen(tb) >= sizeof(c->to_bucket)) {
+		snprintf(why, cap, "a copy job needs to_provider and to_bucket strings");
+		return -1;
+	}
+	if (strcmp(tp, provider) == 0 && strcmp(tb, bucket) == 0) {
+		snprintf(why, cap, "cannot copy bucket %s/%s onto itself", provider, bucket);
+		return -1;
+	}
+	snprintf(c->to_provider, sizeof(c->to_provider), "%s", tp);
+	snprintf(c->to_bucket, sizeof(c->to_bucket), "%s", tb);
+	c->dry_run = json_is_true(json_object_get(msg, "dry_run"));
+	c->latest = json_is_true(json_object_get(msg, "latest"));
+	c->sync = json_is_true(json_object_get(msg, "sync"));
+	c->force = json_is_true(json_object_get(msg, "force"));
+	b = ft_bmd_find(bmd, tp, tb);
+	if (b == NULL) {
+		snprintf(why, cap, "destination bucket %s/%s is not known", tp, tb);
+		return -2;
+	}
+	c->to_bidx = (int)(b - bmd->buckets);
+	return 0;
+}
+
+/* Removes the cached copy of o (a remote object that changed in the backend) under its name lock. */
+static void uncache(tgt_obj_t *o)
+{
+	tgt_name_lock(o);
+	if (unlinkat(o->mp->root_fd, o->rel, 0) == 0)
+		tgt_parent_prune(o->mp, o->rel);
+	tgt_name_unlock(o);
+	tgt_list_bump(o->t, o->provider, o->bucket);
+}
+
+/* latest: drops the cached copy of remote o when the backend holds another version. 0, or -1 with err. */
+static int revalidate(tgt_obj_t *o, char *err, size_t cap)
+{
+	ft_backend_error_t berr;
+	ft_backend_meta_t now, have;
+	ft_lom_t lom;
+	ft_backend_t *b = tgt_backend_get(o, &berr);
+	int fd, rc;
+
+	if (b == NULL) {
+		snprintf(err, cap, "backend: %s", berr.msg);
+		return -1;
+	}
+	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0; /* not cached: the fetch gets the latest */
+	rc = ft_lom_fget(fd, &lom);
+	close(fd);
+	if (ft_backend_head(b, o->obj, &now, &berr) != FT_BACKEND_OK) {
+		snprintf(err, cap, "revalidation: %s", berr.msg);
+		return -1;
+	}
+	memset(&have, 0, sizeof(have));
+	have.size = (int64_t)lom.size;
+	have.mtime_ns = lom.mtime_ns;
+	snprintf(have.etag, sizeof(have.etag), "%s", lom.etag);
+	snprintf(have.version, sizeof(have.version), "%s", lom.version);
+	if (rc != 0 || !ft_backend_meta_same(&have, &now))
+		uncache(o);
+	return 0;
+}
+
+/* Opens the stored copy of o with its metadata and size; fd, or -1 with err. */
+static int open_source(tgt_obj_t *o, ft_lom_t *lom, struct stat *st, char *err, size_t cap)
+{
+	int fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int rc;
+
+	if (fd < 0) {
+		snprintf(err, cap, "%s", errno == ENOENT ? "no such object" : strerror(errno));
+		return -1;
+	}
+	rc = ft_lom_fget(fd, lom);
+	if (rc == 0 && fstat(fd, st) != 0)
+		rc = -errno;
+	if (rc == 0 && (uint64_t)st->st_size != lom->size)
+		rc = -EBADMSG;
+	if (rc != 0) {
+		snprintf(err, cap, "stored copy: %s", rc == -EBADMSG ? "damaged metadata or size" : strerror(-rc));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Whether the owner's h describes the same object as lom. */
+static int same_object(const tgt_xfer_head_t *h, const ft_lom_t *lom)
+{
+	return h->size == (int64_t)lom->size && strcasecmp(h->cksum_type, ft_cksum_name(lom->cksum_type)) == 0 &&
+	       strcmp(h->cksum, lom->cksum) == 0;
+}
+
+/* The destination URL of name on its owner in smap; 0, or -1 with err. */
+static int dest_url(const tgt_copy_t *c, const ft_smap_t *smap, const char *name, size_t len, char *url, size_t url_cap,
+		    char *err, size_t cap)
+{
+	const ft_node_t *owner = ft_smap_owner(smap, c->to_provider, c->to_bucket, name, len);
+
+	if (owner == NULL) {
+		snprintf(err, cap, "the cluster map has no targets");
+		return -1;
+	}
+	if (tgt_xfer_obj_url(url, url_cap, owner->public_url, c->to_provider, c->to_bucket, name) != 0) {
+		snprintf(err, cap, "name too long for a URL");
+		return -1;
+	}
+	return 0;
+}
+
+int tgt_copy_obj(const tgt_copy_t *c, const ft_smap_t *smap, tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
+{
+	char url[TGT_XFER_URL_MAX];
+	tgt_xfer_head_t h;
+	ft_lom_t lom;
+	struct stat st;
+	int64_t fetched = 0;
+	int fd, rc = -1;
+
+	*bytes = 0;
+	if (tgt_is_remote(o)) {
+		if (c->latest && revalidate(o, err, cap) != 0)
+			return -1;
+		if (tgt_coldget_prefetch(o, &fetched, err, cap) < 0)
+			return -1;
+	}
+	if (dest_url(c, smap, o->obj, o->obj_len, url, sizeof(url), err, cap) != 0)
+		return -1;
+	fd = open_source(o, &lom, &st, err, cap);
+	if (fd < 0)
+		return -1;
+	if (!c->force) {
+		int found = tgt_xfer_head(url, &h, err, cap);
+		if (found < 0)
+			goto out;
+		if (found == 1 && same_object(&h, &lom)) {
+			rc = 1; /* the destination has it */
+			goto out;
+		}
+	}
+	if (c->dry_run) {
+		*bytes = st.st_size; /* would be copied */
+		rc = 0;
+		goto out;
+	}
+	if (tgt_xfer_put(url, fd, st.st_size, &lom, &h, err, cap) != 0)
+		goto out;
+	if (strcasecmp(h.cksum_type, ft_cksum_name(lom.cksum_type)) == 0 && strcmp(h.cksum, lom.cksum) != 0) {
+		snprintf(err, cap, "checksum of the copy (%s %s) differs from the source's (%s)", h.cksum_type, h.cksum,
+			 lom.cksum);
+		goto out;
+	}
+	*bytes = st.st_size;
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}
+
+int tgt_copy_sync_obj(const tgt_copy_t *c, const ft_smap_t *smap, const char *src_provider, const char *src_bucket,
+		      tgt_obj_t *o, char *err, size_t cap)
+{
+	const ft_node_t *owner = ft_smap_owner(smap, src_provider, src_bucket, o->obj, o->obj_len);
+	char url[TGT_XFER_URL_MAX];
+	tgt_xfer_head_t h;
+	int found;
+
+	if (owner == NULL ||
+	    tgt_xfer_obj_url(url, sizeof(url), owner->public_url, src_provider, src_bucket, o->obj) != 0) {
+		snprintf(err, cap, "no owner for the source object");
+		return -1;
+	}
+	found = tgt_xfer_head(url, &h, err, cap);
+	if (found != 0)
+		return found < 0 ? -1 : 1;
+	if (c->dry_run)
+		return 0;
+	if (tgt_xfer_obj_url(url, sizeof(url), o->t->public_url, c->to_provider, c->to_bucket, o->obj) != 0) {
+		snprintf(err, cap, "name too long for a URL");
+		return -1;
+	}
+	return tgt_xfer_delete(url, err, cap) == 0 ? 0 : -1;
+}

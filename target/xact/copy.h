@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Copy jobs (copy-bck, copy-listrange) and download jobs on a target: one object each, for jobs.c's runs. */
+#ifndef TGT_XACT_COPY_H
+#define TGT_XACT_COPY_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "target.h"
+#include "xact/runner.h"
+
+/* A copy job's destination and flags, from the job message. */
+typedef struct {
+	char to_provider[TGT_PROVIDER_MAX];
+	char to_bucket[FT_BUCKET_NAME_MAX + 1];
+	int to_bidx; /* the destination's index in the job's BMD */
+	bool dry_run, latest, sync, force;
+} tgt_copy_t;
+
+/*
+ * Reads "to_provider", "to_bucket", "dry_run", "latest", "sync", "force" of msg; the destination
+ * must be in bmd and differ from the source provider/bucket. 0; -1 with why (400); -2 when the
+ * destination is not in bmd (404).
+ */
+int tgt_copy_parse(tgt_copy_t *c, const json_t *msg, const ft_bmd_t *bmd, const char *provider, const char *bucket,
+		   char *why, size_t cap);
+/*
+ * Copies source object o (owned or stored here; a remote one is fetched into the cache first) to
+ * the destination's owner in smap, with its Content-Type and user metadata; the owner's checksum of
+ * the copy must match the source's when both buckets use the same type. 0 copied (*bytes), 1 the
+ * destination holds the same object already (or, dry run, would be copied: *bytes), -1 with err.
+ */
+int tgt_copy_obj(const tgt_copy_t *c, const ft_smap_t *smap, tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
+/*
+ * Sync: o is a destination object stored here; removes it through its owner when the source
+ * (src_provider/src_bucket, same name) has no such object. 0 removed, 1 kept, -1 with err.
+ */
+int tgt_copy_sync_obj(const tgt_copy_t *c, const ft_smap_t *smap, const char *src_provider, const char *src_bucket,
+		      tgt_obj_t *o, char *err, size_t cap);
+
+/* One object of a download in flight: its name and the bytes received so far. */
+typedef struct {
+	_Atomic(const char *) name; /* NULL: slot free; the run's item name, alive until the run is freed */
+	atomic_llong bytes;
+} tgt_download_slot_t;
+
+/*
+ * Downloads url into o (owned here: fetched into a work file of o's mountpath, then PUT through
+ * this target's public port), trying up to attempts times on errors worth a retry, with a growing
+ * pause; stops between attempts when run was aborted. slot (may be NULL) shows the progress. 0 with
+ * *bytes, -1 with err.
+ */
+int tgt_download_obj(tgt_obj_t *o, const char *url, int attempts, const tgt_run_t *run, tgt_download_slot_t *slot,
+		     int64_t *bytes, char *err, size_t cap);
+
+#endif

@@ -85,6 +85,7 @@ static const config_key_t config_keys[] = {
 	{"hint_max_bytes", KIND_INT64, offsetof(ft_config_t, hint_max_bytes), 0, 0, INT64_MAX},
 	INT(hint_max_names, 1, 100000000),
 	INT(hint_prefetch_inflight, 0, 16),
+	{"shard_max_decoded_bytes", KIND_INT64, offsetof(ft_config_t, shard_max_decoded_bytes), 0, 1, INT64_MAX},
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -131,6 +132,7 @@ void ft_config_defaults(ft_config_t *c)
 	c->hint_max_bytes = 32 << 20;
 	c->hint_max_names = 1000000;
 	c->hint_prefetch_inflight = 4;
+	c->shard_max_decoded_bytes = (int64_t)1 << 30;
 }
 
 void ft_config_free(ft_config_t *c)

@@ -65,6 +65,8 @@ typedef struct {
 	int64_t hint_max_bytes; /* target: memory for all hints it holds; an install past it is 413; default 32 MiB */
 	int hint_max_names;     /* proxy: names in one order-hint request; more is 413; default 1000000 */
 	int hint_prefetch_inflight; /* target: staging fetches in flight under hints, 0 = none; default 4 */
+	/* Shards (docs/shards.md) */
+	int64_t shard_max_decoded_bytes; /* target: bytes one shard read may decode (bombs); default 1 GiB */
 } ft_config_t;
 
 /* Fills defaults. */

@@ -163,6 +163,13 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 		tgt_mpu_handle(r, o);
 		return;
 	}
+	if (m != FT_HTTP_DELETE && tgt_shard_wanted(r)) { /* members of a shard (shard/) */
+		if (m == FT_HTTP_PUT)
+			tgt_shard_put(r, o);
+		else
+			tgt_shard_get(r, o);
+		return;
+	}
 	switch (m) {
 	case FT_HTTP_PUT:
 		tgt_put(r, o);

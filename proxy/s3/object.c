@@ -349,11 +349,25 @@ static void get_finish_unstarted(get_ctx_t *c)
 	px_s3_error_from_target(q, &reply);
 }
 
+/* "archpath=<member>" when the GET reads one member of a shard (docs/shards.md), else NULL; request memory. */
+static const char *archpath_query(px_s3_req_t *q)
+{
+	const char *member = ft_req_query(q->r, "archpath");
+	char *enc, *out;
+
+	if (member == NULL || (enc = ft_pct_encode_dup(member, strlen(member), 0)) == NULL)
+		return NULL;
+	out = ft_req_alloc(q->r, strlen(enc) + sizeof("archpath="));
+	sprintf(out, "archpath=%s", enc);
+	free(enc);
+	return out;
+}
+
 static void get_work(px_s3_req_t *q)
 {
 	get_ctx_t c = {.q = q, .head = ft_req_method(q->r) == FT_HTTP_HEAD, .t = {.length = -1}};
 	struct curl_slist *hdrs = NULL;
-	char *url = px_s3_owner_url(q->bucket, q->key, q->key_len, NULL);
+	char *url = px_s3_owner_url(q->bucket, q->key, q->key_len, archpath_query(q));
 	CURL *h = px_s3_curl();
 	CURLcode rc;
 

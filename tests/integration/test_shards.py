@@ -1,0 +1,227 @@
+# SPDX-License-Identifier: Apache-2.0
+# Shards: members of TAR (ustar, GNU, PAX), TGZ, ZIP and TAR.LZ4 objects read, selected, listed and appended; bad archives.
+import io
+import os
+import subprocess
+import tarfile
+import time
+import zipfile
+
+import pytest
+
+import s3util
+from ftutil import TIMEOUT, Api, assert_json_error, obj_path, session, unique
+
+LONG = "deep/" + "d" * 120 + "/" + "n" * 90 + ".bin"  # > 100 bytes: GNU long name or PAX path
+
+
+def members(n=5, size=3000):
+    """Name -> bytes of a small WebDataset-style shard: samples 0000..n-1, each a .jpg and a .cls."""
+    out = {}
+    for i in range(n):
+        out["s/%04d.jpg" % i] = os.urandom(size + i)
+        out["s/%04d.cls" % i] = b"%d" % i
+    out[LONG] = b"long name " * 50
+    out["empty.txt"] = b""
+    return out
+
+
+def make_tar(files, fmt=tarfile.PAX_FORMAT, mode="w"):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode=mode, format=fmt) as t:
+        t.addfile(tarfile.TarInfo("dir/"), None)  # a directory entry: no member
+        for name, data in files.items():
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            ti.mtime = 1700000000
+            t.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def make_zip(files, compression=zipfile.ZIP_STORED):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=compression) as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+def gnu_tar(files, tmp_path):
+    """A TAR written by GNU tar (--format=gnu: 'L' long-name headers)."""
+    root = tmp_path / "src"
+    for name, data in files.items():
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    out = subprocess.run(["tar", "--format=gnu", "-C", str(root), "-cf", "-"] + sorted(files), check=True,
+                         stdout=subprocess.PIPE).stdout
+    return out
+
+
+def lz4(data):
+    return subprocess.run(["lz4", "-q", "-c"], input=data, check=True, stdout=subprocess.PIPE).stdout
+
+
+@pytest.fixture(scope="module")
+def api(cluster):
+    return Api(cluster.url, session())
+
+
+@pytest.fixture(scope="module")
+def bucket(api):
+    b = unique("shards")
+    api.create_bucket(b)
+    return b
+
+
+def url(api, bucket, name, **params):
+    return api.url + obj_path(bucket, name), params
+
+
+def get_member(api, bucket, shard, member, headers=None, **extra):
+    params = {"archpath": member}
+    params.update(extra)
+    return api.s.get(api.url + obj_path(bucket, shard), params=params, headers=headers, timeout=TIMEOUT)
+
+
+def check_all(api, bucket, shard, files):
+    for name, data in files.items():
+        r = get_member(api, bucket, shard, name)
+        assert r.status_code == 200, (shard, name, r.status_code, r.text[:200])
+        assert r.content == data, (shard, name)
+
+
+# ---- formats and reading one member ----
+
+@pytest.mark.parametrize("fmt", ["ustar", "pax", "gnu"])
+def test_tar_members(api, bucket, fmt, tmp_path):
+    files = members()
+    if fmt == "ustar":
+        files.pop(LONG)  # ustar cannot hold the long name
+        data = make_tar(files, tarfile.USTAR_FORMAT)
+    elif fmt == "pax":
+        data = make_tar(files)
+    else:
+        data = gnu_tar(files, tmp_path)
+    shard = unique("t-%s" % fmt) + ".tar"
+    api.put(bucket, shard, data)
+    check_all(api, bucket, shard, files)
+
+
+@pytest.mark.parametrize("ext", [".tgz", ".tar.gz", ".zip", ".zipdeflate", ".tar.lz4"])
+def test_compressed_members(api, bucket, ext):
+    files = members()
+    if ext in (".tgz", ".tar.gz"):
+        data = make_tar(files, mode="w:gz")
+    elif ext == ".zip":
+        data = make_zip(files)
+    elif ext == ".zipdeflate":
+        data, ext = make_zip(files, zipfile.ZIP_DEFLATED), ".zip"
+    else:
+        data = lz4(make_tar(files))
+    shard = unique("c") + ext
+    api.put(bucket, shard, data)
+    check_all(api, bucket, shard, files)
+
+
+def test_archmime_overrides_name(api, bucket):
+    files = members(2)
+    name = unique("noext") + ".bin"
+    api.put(bucket, name, make_zip(files))
+    r = get_member(api, bucket, name, "s/0001.jpg", archmime="application/zip")
+    assert r.status_code == 200 and r.content == files["s/0001.jpg"]
+    assert_json_error(get_member(api, bucket, name, "s/0001.jpg", archmime="application/x-rar"), 400, "archmime")
+
+
+def test_member_absent_and_non_archive(api, bucket):
+    shard = unique("a") + ".tar"
+    api.put(bucket, shard, make_tar(members(1)))
+    assert_json_error(get_member(api, bucket, shard, "s/nope.jpg"), 404, "no member")
+    plain = unique("plain") + ".txt"
+    api.put(bucket, plain, b"not an archive")
+    assert_json_error(get_member(api, bucket, plain, "x"), 400, "not an archive")
+    assert_json_error(get_member(api, bucket, unique("gone") + ".tar", "x"), 404, "does not exist")
+    for bad in ("../etc/passwd", "/etc/passwd", "a//b", "a/./b", ""):
+        assert_json_error(get_member(api, bucket, shard, bad), 400, "archpath")
+
+
+def test_member_range(api, bucket):
+    files = members(3, size=100000)
+    for ext, data in ((".tar", make_tar(files)), (".tgz", make_tar(files, mode="w:gz"))):
+        shard = unique("r") + ext
+        api.put(bucket, shard, data)
+        body = files["s/0002.jpg"]
+        r = get_member(api, bucket, shard, "s/0002.jpg", headers={"Range": "bytes=10-99"})
+        assert r.status_code == 206, r.text[:200]
+        assert r.content == body[10:100]
+        assert r.headers["Content-Range"] == "bytes 10-99/%d" % len(body)
+        r = get_member(api, bucket, shard, "s/0002.jpg", headers={"Range": "bytes=-7"})
+        assert r.status_code == 206 and r.content == body[-7:]
+        r = get_member(api, bucket, shard, "s/0002.jpg", headers={"Range": "bytes=%d-" % (len(body) + 5)})
+        assert_json_error(r, 416)
+        assert r.headers["Content-Range"] == "bytes */%d" % len(body)
+
+
+def test_head_member(api, bucket):
+    files = members(2)
+    for ext, data in ((".tar", make_tar(files)), (".tar.lz4", lz4(make_tar(files)))):
+        shard = unique("h") + ext
+        api.put(bucket, shard, data)
+        r = api.s.head(api.url + obj_path(bucket, shard), params={"archpath": "s/0001.jpg"}, allow_redirects=True,
+                       timeout=TIMEOUT)
+        assert r.status_code == 200
+        assert int(r.headers["Content-Length"]) == len(files["s/0001.jpg"])
+
+
+def test_direct_on_owner(api, bucket):
+    """The owning target answers the same read without the proxy's redirect."""
+    files = members(2)
+    shard = unique("own") + ".tar"
+    api.put(bucket, shard, make_tar(files))
+    loc = api.owner(bucket, shard)
+    r = api.s.get(loc, params={"archpath": "s/0000.cls"}, timeout=TIMEOUT)
+    assert r.status_code == 200 and r.content == b"0"
+
+
+def test_rewrite_invalidates_index(api, bucket):
+    shard = unique("inv") + ".tar"
+    api.put(bucket, shard, make_tar({"a.txt": b"one", "b.txt": b"two"}))
+    assert get_member(api, bucket, shard, "b.txt").content == b"two"
+    api.put(bucket, shard, make_tar({"pad.bin": b"x" * 5000, "b.txt": b"second version"}))
+    r = get_member(api, bucket, shard, "b.txt")
+    assert r.status_code == 200 and r.content == b"second version"
+    assert_json_error(get_member(api, bucket, shard, "a.txt"), 404)
+
+
+def test_duplicate_name_last_wins(api, bucket):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for data in (b"first", b"second!"):
+            ti = tarfile.TarInfo("dup.txt")
+            ti.size = len(data)
+            t.addfile(ti, io.BytesIO(data))
+    for ext, data in ((".tar", buf.getvalue()), (".tar.lz4", lz4(buf.getvalue()))):
+        shard = unique("dup") + ext
+        api.put(bucket, shard, data)
+        assert get_member(api, bucket, shard, "dup.txt").content == b"second!"
+
+
+# ---- S3 ----
+s3 = s3util.client_fixture()
+
+
+def test_s3_getobject_archpath(cluster, api, bucket, s3):
+    files = members(2)
+    shard = unique("s3") + ".tar"
+    api.put(bucket, shard, make_tar(files))
+
+    def add_archpath(request, **kw):
+        sep = "&" if "?" in request.url else "?"
+        request.url += sep + "archpath=s%2F0001.jpg"
+
+    s3.meta.events.register("before-sign.s3.GetObject", add_archpath)
+    try:
+        got = s3.get_object(Bucket=bucket, Key=shard)["Body"].read()
+    finally:
+        s3.meta.events.unregister("before-sign.s3.GetObject", add_archpath)
+    assert got == files["s/0001.jpg"]

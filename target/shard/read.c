@@ -254,6 +254,13 @@ static void serve_member(ft_req_t *r, member_req_t *q, tgt_shard_index_t *ix, bo
 	ft_resp_file(r, status, "application/octet-stream", fd, (off_t)(moff + off), len);
 }
 
+static void select_worker(ft_req_t *r, void *arg)
+{
+	member_req_t *q = arg;
+
+	tgt_shard_select(r, q->o, q->fmt);
+}
+
 void tgt_shard_get(ft_req_t *r, tgt_obj_t *o)
 {
 	member_req_t *q = ft_req_alloc(r, sizeof(*q));
@@ -271,7 +278,7 @@ void tgt_shard_get(ft_req_t *r, tgt_obj_t *o)
 			ft_resp_error(r, 400, "archregx is for GET only: HEAD takes archpath");
 			return;
 		}
-		ft_resp_error(r, 501, "archregx is not built yet");
+		ft_req_defer(r, select_worker, q);
 		return;
 	}
 	q->archpath = ft_req_query(r, "archpath");

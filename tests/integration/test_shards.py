@@ -225,3 +225,44 @@ def test_s3_getobject_archpath(cluster, api, bucket, s3):
     finally:
         s3.meta.events.unregister("before-sign.s3.GetObject", add_archpath)
     assert got == files["s/0001.jpg"]
+
+
+# ---- many members: archregx + archmode as one TAR stream ----
+
+def select(api, bucket, shard, regx, mode=None):
+    params = {"archregx": regx}
+    if mode:
+        params["archmode"] = mode
+    return api.s.get(api.url + obj_path(bucket, shard), params=params, timeout=TIMEOUT)
+
+
+def untar(body):
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:") as t:
+        return {m.name: t.extractfile(m).read() for m in t.getmembers()}
+
+
+@pytest.mark.parametrize("ext", [".tar", ".tgz", ".zip", ".tar.lz4"])
+def test_select_modes(api, bucket, ext):
+    files = members(4)
+    data = {".tar": lambda: make_tar(files), ".tgz": lambda: make_tar(files, mode="w:gz"),
+            ".zip": lambda: make_zip(files, zipfile.ZIP_DEFLATED), ".tar.lz4": lambda: lz4(make_tar(files))}[ext]()
+    shard = unique("sel") + ext
+    api.put(bucket, shard, data)
+    cases = [
+        (r"^s/000[12]\.jpg$", None, {"s/0001.jpg", "s/0002.jpg"}),
+        ("s/0003", "prefix", {"s/0003.jpg", "s/0003.cls"}),
+        (".cls", "suffix", {"s/%04d.cls" % i for i in range(4)}),
+        ("ddd", "substr", {LONG}),
+        ("s/0002", "wdskey", {"s/0002.jpg", "s/0002.cls"}),
+    ]
+    for regx, mode, want in cases:
+        r = select(api, bucket, shard, regx, mode)
+        assert r.status_code == 200, (regx, mode, r.text[:200])
+        assert r.headers["Content-Type"] == "application/x-tar"
+        got = untar(r.content)
+        assert set(got) == want, (regx, mode)
+        for name in want:
+            assert got[name] == files[name]
+    assert_json_error(select(api, bucket, shard, "nothing-matches", "prefix"), 404, "no member")
+    assert_json_error(select(api, bucket, shard, "x", "glob"), 400, "archmode")
+    assert_json_error(select(api, bucket, shard, "(", "regexp"), 400, "archregx")

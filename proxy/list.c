@@ -43,6 +43,7 @@ typedef struct {
 	const char *token;
 	int pagesize;
 	bool owner_only;       /* keep a name only from the target owning it (cached objects of remote buckets) */
+	bool archive;          /* archive=true: members of shards listed too (docs/shards.md) */
 	const ft_smap_t *smap; /* the map of the fan-out (list_page sets it) */
 } list_op_t;
 
@@ -74,8 +75,8 @@ static char *page_url(const ft_node_t *node, const list_op_t *op)
 	char *url = NULL;
 
 	if (bucket != NULL && prefix != NULL && token != NULL &&
-	    asprintf(&url, "%s/v1/list?provider=%s&bucket=%s&prefix=%s&token=%s&pagesize=%d", node->control_url,
-		     op->provider, bucket, prefix, token, op->pagesize) < 0)
+	    asprintf(&url, "%s/v1/list?provider=%s&bucket=%s&prefix=%s&token=%s&pagesize=%d%s", node->control_url,
+		     op->provider, bucket, prefix, token, op->pagesize, op->archive ? "&archive=true" : "") < 0)
 		url = NULL;
 	free(token);
 	free(prefix);
@@ -578,6 +579,7 @@ void px_list_objects_provider(px_t *px, ft_req_t *r, const char *provider, const
 	op->token = ft_req_strdup(r, token != NULL ? token : "");
 	op->pagesize = pagesize;
 	op->owner_only = remote && cached_only;
+	op->archive = query_true(r, "archive");
 	ft_req_defer(r, remote && !cached_only ? rlist_work : list_work, op);
 out:
 	ft_bmd_put(bmd);

@@ -95,6 +95,7 @@ void tgt_shard_fini(tgt_t *t);
  * mountpath mp, in name order. NULL when the name is no shard's or it cannot be read (logged).
  * Blocking (builds the index on first use). Members whose names cannot be addressed are left out.
  */
+#define TGT_SHARD_NAME_MAX 4096 /* longest member name (shard/walk.h) */
 typedef struct tgt_shard_list tgt_shard_list_t;
 tgt_shard_list_t *tgt_shard_list_open(tgt_t *t, const char *provider, const char *bucket, const char *obj,
 				      const tgt_mountpath_t *mp);

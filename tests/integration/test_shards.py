@@ -266,3 +266,56 @@ def test_select_modes(api, bucket, ext):
     assert_json_error(select(api, bucket, shard, "nothing-matches", "prefix"), 404, "no member")
     assert_json_error(select(api, bucket, shard, "x", "glob"), 400, "archmode")
     assert_json_error(select(api, bucket, shard, "(", "regexp"), 400, "archregx")
+
+
+# ---- listing with archive=true ----
+
+def list_all(api, bucket, pagesize=None, prefix=None, archive=True):
+    out, token = [], None
+    for _ in range(10000):
+        params = {"archive": "true"} if archive else {}
+        if pagesize:
+            params["pagesize"] = str(pagesize)
+        if prefix:
+            params["prefix"] = prefix
+        if token:
+            params["continuation_token"] = token
+        r = api.s.get(api.url + "/v1/buckets/" + bucket, params=params, timeout=TIMEOUT)
+        assert r.status_code == 200, r.text
+        page = r.json()["entries"]
+        if pagesize:
+            assert len(page) <= pagesize
+        out.extend(page)
+        token = r.json().get("continuation_token")
+        if not token:
+            return out
+    raise AssertionError("listing does not end")
+
+
+def test_list_archive(api):
+    b = unique("lsarch")
+    api.create_bucket(b)
+    files = members(3)
+    files["../evil"] = b"never listed"  # an unaddressable name stays out of the listing
+    want, objects = {}, []
+    for name, data in (("a.tar", make_tar(files)), ("a.tar.bak", b"between"), ("a.tar-x", b"x"),
+                       ("b.zip", make_zip(files)), ("c.tgz", make_tar(files, mode="w:gz")),
+                       ("d.txt", b"plain"), ("z/e.tar.lz4", lz4(make_tar(files)))):
+        api.put(b, name, data)
+        want[name] = len(data)
+        objects.append(name)
+        if name.endswith((".tar", ".zip", ".tgz", ".lz4")):
+            for m, d in files.items():
+                if m != "../evil":
+                    want[name + "/" + m] = len(d)
+    plain = list_all(api, b, archive=False)
+    assert [e["name"] for e in plain] == sorted(objects)
+    expect = sorted(want)
+    for pagesize in (None, 1, 2, 3, 7, 1000):
+        got = list_all(api, b, pagesize)
+        assert [e["name"] for e in got] == expect, pagesize
+        assert {e["name"]: e["size"] for e in got} == want
+    got = list_all(api, b, 2, prefix="a.tar/s/000")
+    assert [e["name"] for e in got] == sorted(n for n in want if n.startswith("a.tar/s/000"))
+    got = list_all(api, b, 3, prefix="a.tar")
+    assert [e["name"] for e in got] == sorted(n for n in want if n.startswith("a.tar"))

@@ -319,3 +319,122 @@ def test_list_archive(api):
     assert [e["name"] for e in got] == sorted(n for n in want if n.startswith("a.tar/s/000"))
     got = list_all(api, b, 3, prefix="a.tar")
     assert [e["name"] for e in got] == sorted(n for n in want if n.startswith("a.tar"))
+
+
+# ---- append: PUT ?archpath= ----
+
+def append(api, bucket, shard, member, data, expect=200, **extra):
+    params = {"archpath": member}
+    params.update(extra)
+    r = api.s.put(api.url + obj_path(bucket, shard), params=params, data=data, allow_redirects=False,
+                  timeout=TIMEOUT)
+    assert r.status_code == 307, r.text
+    r = api.s.put(r.headers["Location"], data=data, allow_redirects=False, timeout=TIMEOUT)
+    assert r.status_code == expect, (shard, member, r.status_code, r.text[:300])
+    return r
+
+
+@pytest.mark.parametrize("ext", [".tar", ".tgz", ".zip", ".tar.lz4"])
+def test_append_creates_and_grows(api, bucket, ext):
+    shard = unique("app") + ext
+    files = {}
+    for i, name in enumerate(["a/0001.jpg", "a/0001.cls", LONG, "a/0002.jpg", "empty"]):
+        files[name] = os.urandom(1000 * i) if name != "empty" else b""
+        r = append(api, bucket, shard, name, files[name])
+        assert r.headers["Ais-Version"] == str(i + 1)
+    check_all(api, bucket, shard, files)
+    whole = api.get(bucket, shard)
+    assert whole.status_code == 200
+    if ext == ".tar":
+        assert untar(whole.content) == files  # a valid TAR any tool reads
+    elif ext == ".zip":
+        with zipfile.ZipFile(io.BytesIO(whole.content)) as z:
+            assert {n: z.read(n) for n in z.namelist()} == files
+    # the same name again: the new bytes win
+    append(api, bucket, shard, "a/0001.cls", b"relabelled")
+    assert get_member(api, bucket, shard, "a/0001.cls").content == b"relabelled"
+    names = [e["name"] for e in list_all(api, bucket, prefix=shard + "/")]
+    assert names == sorted(shard + "/" + n for n in files)
+
+
+def test_append_existing_tar_and_format(api, bucket, tmp_path):
+    files = members(2)
+    shard = unique("ext") + ".tar"
+    api.put(bucket, shard, gnu_tar(files, tmp_path))
+    append(api, bucket, shard, "new/member.txt", b"appended")
+    files["new/member.txt"] = b"appended"
+    check_all(api, bucket, shard, files)
+    out = subprocess.run(["tar", "-tf", "-"], input=api.get(bucket, shard).content, check=True,
+                         stdout=subprocess.PIPE).stdout.decode().split()
+    assert sorted(out) == sorted(files)
+
+
+def test_append_bad_input(api, bucket):
+    shard = unique("badapp") + ".tar"
+    for bad in ("../escape", "/abs/path", "a/../../b", "a//b", "dir/"):
+        append(api, bucket, shard, bad, b"x", expect=400)
+    assert api.get(bucket, shard).status_code == 404  # nothing stored
+    plain = unique("plain") + ".bin"
+    append(api, bucket, plain, "m", b"x", expect=400)
+    r = api.s.put(api.url + obj_path(bucket, shard), params={"archregx": "x"}, data=b"x", timeout=TIMEOUT)
+    assert r.status_code == 400
+    # a corrupt TAR is refused, not extended
+    data = bytearray(make_tar(members(1)))
+    data[512 + 10] ^= 0xFF  # a header byte of the second member: its checksum no longer holds
+    api.put(bucket, shard, bytes(data))
+    r = append(api, bucket, shard, "m", b"x", expect=422)
+    assert api.get(bucket, shard).content == bytes(data)
+
+
+def test_append_concurrent_and_readers(api, bucket):
+    """Concurrent appends to one shard serialize (every member lands); readers always see a whole TAR."""
+    import concurrent.futures
+    import threading
+
+    shard = unique("conc") + ".tar"
+    append(api, bucket, shard, "seed", b"seed")
+    n = 24
+    stop = threading.Event()
+    seen = []
+
+    def reader():
+        s = session()
+        while not stop.is_set():
+            r = s.get(api.url + obj_path(bucket, shard), timeout=TIMEOUT)
+            assert r.status_code == 200
+            seen.append(len(untar(r.content)))  # raises on a torn TAR
+
+    def writer(i):
+        a = Api(api.url, session())
+        append(a, bucket, shard, "m/%03d" % i, b"%d" % i * (i + 1))
+
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        rd = [ex.submit(reader) for _ in range(2)]
+        list(ex.map(writer, range(n)))
+        stop.set()
+        for f in rd:
+            f.result()
+    got = untar(api.get(bucket, shard).content)
+    assert len(got) == n + 1
+    for i in range(n):
+        assert got["m/%03d" % i] == b"%d" % i * (i + 1)
+    assert api.head(bucket, shard).headers["Ais-Version"] == str(n + 1)
+    assert seen and all(1 <= k <= n + 1 for k in seen)
+
+
+def test_append_mirrored(cluster, api):
+    cluster.require_local("it looks at the mirror copies on disk")
+    b = unique("appmir")
+    r = api.s.post(api.url + "/v1/buckets/" + b, json={"action": "create-bck", "value": {"mirror": {"copies": 2}}},
+                   timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    shard = "m.tar"
+    append(api, b, shard, "one", b"1" * 3000)
+    append(api, b, shard, "two", b"2" * 5000)
+    whole = api.get(b, shard).content
+    copies = []
+    for mp in cluster.all_mountpaths():
+        for p in (os.path.join(mp, "ais", b, shard), os.path.join(mp, ".copies", "ais", b, shard)):
+            if os.path.isfile(p):
+                copies.append(open(p, "rb").read())
+    assert len(copies) == 2 and all(c == whole for c in copies)

@@ -10,6 +10,7 @@ import zipfile
 import pytest
 
 import s3util
+from conftest import module_cluster
 from ftutil import TIMEOUT, Api, assert_json_error, obj_path, session, unique
 
 LONG = "deep/" + "d" * 120 + "/" + "n" * 90 + ".bin"  # > 100 bytes: GNU long name or PAX path
@@ -438,3 +439,101 @@ def test_append_mirrored(cluster, api):
             if os.path.isfile(p):
                 copies.append(open(p, "rb").read())
     assert len(copies) == 2 and all(c == whole for c in copies)
+
+
+# ---- bad input: corrupt and truncated shards, bombs, unsafe names ----
+
+def corrupt_header(data):
+    """A TAR whose second header has a wrong checksum."""
+    d = bytearray(data)
+    off = 512 + ((tarfile.TarFile.open(fileobj=io.BytesIO(data)).getmembers()[0].size + 511) // 512) * 512
+    d[off + 5] ^= 0x41
+    return bytes(d)
+
+
+def test_corrupt_tar_header(api, bucket):
+    files = {"a.txt": b"a" * 700, "b.txt": b"b" * 10, "c.txt": b"c"}
+    bad = corrupt_header(make_tar(files, tarfile.USTAR_FORMAT))
+    for ext, data in ((".tar", bad), (".tgz", gzip_bytes(bad)), (".tar.lz4", lz4(bad))):
+        shard = unique("cor") + ext
+        api.put(bucket, shard, data)
+        for m in files:
+            assert_json_error(get_member(api, bucket, shard, m), 422, "corrupt")
+        assert_json_error(select(api, bucket, shard, ".txt", "suffix"), 422, "corrupt")
+
+
+def gzip_bytes(data):
+    import gzip
+    return gzip.compress(data)
+
+
+def test_truncated_member(api, bucket):
+    """A shard cut inside its last member: never a short member served."""
+    files = {"a.txt": b"a" * 700, "big.bin": os.urandom(200000)}
+    whole = make_tar(files, tarfile.USTAR_FORMAT)
+    cut = whole[: 512 + 1024 + 512 + 100000]  # inside big.bin
+    for ext, data in ((".tar", cut), (".tgz", gzip_bytes(whole)[:-5000]), (".tar.lz4", lz4(whole)[:-3000]),
+                      (".zip", make_zip(files)[:-30]), (".zip", make_zip(files)[:150000])):
+        shard = unique("cut") + ext
+        api.put(bucket, shard, data)
+        r = get_member(api, bucket, shard, "big.bin")
+        assert r.status_code in (422,), (ext, r.status_code, r.text[:200])
+        assert_json_error(r, 422)
+
+
+def test_corrupt_zip_member(api, bucket):
+    """A deflated ZIP member whose bytes were damaged: 422, not garbage."""
+    files = {"a.txt": b",".join(b"%d" % (i * i) for i in range(20000))}
+    data = bytearray(make_zip(files, zipfile.ZIP_DEFLATED))
+    data[30 + len("a.txt") + 500] ^= 0xFF  # inside the deflated data
+    shard = unique("badzip") + ".zip"
+    api.put(bucket, shard, bytes(data))
+    assert_json_error(get_member(api, bucket, shard, "a.txt"), 422)
+
+
+def test_unsafe_names_never_on_disk(cluster, api, bucket):
+    cluster.require_local("it looks at the mountpaths")
+    files = {"../escape.txt": b"x", "/abs.txt": b"y", "ok/fine.txt": b"z"}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for name, data in files.items():
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            t.addfile(ti, io.BytesIO(data))
+    shard = unique("unsafe") + ".tar"
+    api.put(bucket, shard, buf.getvalue())
+    assert get_member(api, bucket, shard, "ok/fine.txt").content == b"z"
+    assert_json_error(get_member(api, bucket, shard, "../escape.txt"), 400)
+    assert_json_error(get_member(api, bucket, shard, "/abs.txt"), 400)
+    got = untar(select(api, bucket, shard, ".*").content)
+    assert set(got) == {"ok/fine.txt"}
+    names = [e["name"] for e in list_all(api, bucket, prefix=shard)]
+    assert names == [shard, shard + "/ok/fine.txt"]
+    append(api, bucket, shard, "../../../escape2.txt", b"x", expect=400)
+    for mp in cluster.all_mountpaths():
+        for root, dirs, fnames in os.walk(os.path.dirname(mp.rstrip("/"))):
+            assert "escape.txt" not in fnames and "escape2.txt" not in fnames and "abs.txt" not in fnames
+
+
+# A target whose decoded-size limit is 1 MiB: gzip and zip bombs stop there.
+limited = module_cluster("shardlimit", "it starts a target with a small shard_max_decoded_bytes", targets=1,
+                         target_args=["--shard_max_decoded_bytes", str(1 << 20)])
+
+
+def test_decoded_size_limit(limited):
+    a = Api(limited.url, session())
+    b = unique("bomb")
+    a.create_bucket(b)
+    zeros = b"\0" * (8 << 20)  # 8 MiB of zeros compress to a few KiB
+    tar_bomb = make_tar({"zeros.bin": zeros, "small.txt": b"ok"})
+    for ext, data in ((".tgz", gzip_bytes(tar_bomb)), (".tar.lz4", lz4(tar_bomb)),
+                      (".zip", make_zip({"zeros.bin": zeros, "small.txt": b"ok"}, zipfile.ZIP_DEFLATED))):
+        assert len(data) < (1 << 20)
+        shard = unique("bomb") + ext
+        a.put(b, shard, data)
+        r = get_member(a, b, shard, "zeros.bin")
+        assert_json_error(r, 422, "limit")
+    # an uncompressed TAR decodes nothing: its size is no bomb
+    a.put(b, "plain.tar", tar_bomb)
+    r = get_member(a, b, "plain.tar", "zeros.bin")
+    assert r.status_code == 200 and len(r.content) == len(zeros)

@@ -106,6 +106,8 @@ json_t *px_cluster_doc(const char *what);
 
 /* ---- route.c: public-port dispatcher ---- */
 void px_route(ft_req_t *r, void *ctx);
+/* batch.c: POST /v1/batch (GetBatch), redirected to the owner of its first item, which assembles the TAR. */
+void px_batch(px_t *px, ft_req_t *r);
 /*
  * Checks the "provider" query parameter: absent, empty or "ais" -> 0 with *provider = "ais";
  * a remote provider (or its alias s3, gs, gcs, az) -> 0 with its canonical name (aws, gcp, azure, ht);

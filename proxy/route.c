@@ -191,6 +191,8 @@ void px_route(ft_req_t *r, void *ctx)
 		buckets(px, r, path, len);
 	else if (under(path, len, "/v1/jobs"))
 		px_jobs_route(px, r, path, len);
+	else if (len == strlen("/v1/batch") && memcmp(path, "/v1/batch", len) == 0)
+		px_batch(px, r); /* batch.c: GetBatch */
 	else if (len == strlen("/v1/health") && memcmp(path, "/v1/health", len) == 0)
 		health(px, r);
 	else if (len == strlen("/v1/cluster") && memcmp(path, "/v1/cluster", len) == 0)

@@ -196,6 +196,10 @@ void tgt_route_public(ft_req_t *r, void *ctx)
 		health(r, t);
 		return;
 	}
+	if (len == strlen("/v1/batch") && memcmp(path, "/v1/batch", len) == 0) {
+		tgt_batch(r, t); /* shard/batch.c */
+		return;
+	}
 	if (ft_path_split(r, path, len, OBJECTS_PREFIX, &bucket, &obj, &obj_len) == 0) {
 		object(r, t, bucket, obj, obj_len);
 		return;

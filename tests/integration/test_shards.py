@@ -537,3 +537,64 @@ def test_decoded_size_limit(limited):
     a.put(b, "plain.tar", tar_bomb)
     r = get_member(a, b, "plain.tar", "zeros.bin")
     assert r.status_code == 200 and len(r.content) == len(zeros)
+
+
+# ---- GetBatch: POST /v1/batch ----
+
+def batch(api, body):
+    return api.s.post(api.url + "/v1/batch", json=body, timeout=TIMEOUT)
+
+
+def untar_list(body):
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:") as t:
+        return [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
+
+
+def test_get_batch(api, bucket):
+    b2 = unique("batch2")
+    api.create_bucket(b2)
+    objs = {"o/%03d" % i: os.urandom(100 + 37 * i) for i in range(40)}  # spread over every target
+    for name, data in objs.items():
+        api.put(bucket if int(name[2:]) % 2 else b2, name, data)
+    files = members(3)
+    shard = unique("bsh") + ".tar"
+    api.put(bucket, shard, make_tar(files))
+    items, want = [], []
+    for name, data in sorted(objs.items(), reverse=True):  # an order no target would pick
+        bk = bucket if int(name[2:]) % 2 else b2
+        items.append({"bucket": bk, "objname": name})
+        want.append(("%s/%s" % (bk, name), data))
+    items.append({"bucket": bucket, "objname": shard, "archpath": "s/0002.jpg"})
+    want.append(("%s/%s/s/0002.jpg" % (bucket, shard), files["s/0002.jpg"]))
+    items.append({"bucket": bucket, "objname": shard, "archpath": "s/0001.jpg", "start": 10, "length": 50})
+    want.append(("%s/%s/s/0001.jpg" % (bucket, shard), files["s/0001.jpg"][10:60]))
+    items.append({"bucket": b2, "objname": "o/000", "start": 5})
+    want.append(("%s/o/000" % b2, objs["o/000"][5:]))
+    r = batch(api, {"in": items, "format": ".tar"})
+    assert r.status_code == 200, r.text[:300]
+    assert r.headers["Content-Type"] == "application/x-tar"
+    assert untar_list(r.content) == want
+
+    # a missing item: the request fails, or with continue_on_error an empty __404__/ member in its place
+    missing = [items[0], {"bucket": bucket, "objname": "nope"}, {"bucket": bucket, "objname": shard,
+                                                                 "archpath": "s/none"}, items[1]]
+    assert_json_error(batch(api, {"in": missing}), 404, "does not exist")
+    r = batch(api, {"in": missing, "continue_on_error": True})
+    assert r.status_code == 200
+    got = untar_list(r.content)
+    assert [n for n, _ in got] == [want[0][0], "__404__/%s/nope" % bucket,
+                                   "__404__/%s/%s/s/none" % (bucket, shard), want[1][0]]
+    assert got[1][1] == b"" and got[0][1] == want[0][1]
+    r = batch(api, {"in": items[:3], "only_names": True})
+    assert [(n, d) for n, d in untar_list(r.content)] == [(n, b"") for n, _ in want[:3]]
+
+
+def test_get_batch_bad_input(api, bucket):
+    assert_json_error(batch(api, {"nope": []}), 400)
+    assert_json_error(api.s.post(api.url + "/v1/batch", data=b"{not json", timeout=TIMEOUT), 400)
+    r = api.s.post(api.url + "/v1/batch", json={"in": [{"bucket": bucket, "objname": "x", "archpath": "../x"}]},
+                   timeout=TIMEOUT)
+    assert_json_error(r, 400)
+    r = batch(api, {"in": [{"bucket": bucket, "objname": "x"}], "format": ".zip"})
+    assert_json_error(r, 400, "format")
+    assert api.s.get(api.url + "/v1/batch", timeout=TIMEOUT).status_code == 405

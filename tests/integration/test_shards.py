@@ -598,3 +598,27 @@ def test_get_batch_bad_input(api, bucket):
     r = batch(api, {"in": [{"bucket": bucket, "objname": "x"}], "format": ".zip"})
     assert_json_error(r, 400, "format")
     assert api.s.get(api.url + "/v1/batch", timeout=TIMEOUT).status_code == 405
+
+
+def test_append_erasure_coded(cluster, api):
+    """An appended shard of an EC bucket is sliced again: a holder keeps the newest version's slice or replica."""
+    cluster.require_local("it looks at the EC slices on disk")
+    b = unique("appec")
+    r = api.s.post(api.url + "/v1/buckets/" + b, timeout=TIMEOUT, json={
+        "action": "create-bck", "value": {"ec": {"data_slices": 1, "parity_slices": 1, "objsize_limit": 0}}})
+    assert r.status_code == 200, r.text
+    time.sleep(0.5)  # the BMD reaches every target
+    append(api, b, "ec.tar", "one", b"1" * 3000)
+    r = append(api, b, "ec.tar", "two", b"2" * 5000)
+    whole = api.get(b, "ec.tar").content
+    assert untar(whole) == {"one": b"1" * 3000, "two": b"2" * 5000}
+    held = []
+    for mp in cluster.all_mountpaths():
+        p = os.path.join(mp, ".ec", "ais", b, "ec.tar")
+        if os.path.isfile(p):
+            raw = open(p, "rb").read()
+            assert raw[:4] == b"FTEC", p
+            n = int.from_bytes(raw[4:8], "little")
+            held.append(raw[8 + n + 4:])  # header, its checksum, then the replica (protect/ec_codec.h)
+    # 1+1 keeps a full replica on another target: the newest version, the shard with both members
+    assert held and all(h == whole for h in held), "EC holders do not keep the appended shard"

@@ -225,6 +225,7 @@ static void serve_worker(ft_req_t *r, void *arg)
 static void serve_member(ft_req_t *r, member_req_t *q, tgt_shard_index_t *ix, bool worker)
 {
 	const tgt_obj_t *o = q->o;
+	tgt_t *t = o->t; /* q and o are request memory: gone once the response call returned */
 	const tgt_shard_member_t *m = tgt_shard_index_find(ix, q->archpath);
 	uint64_t off, len;
 	int status;
@@ -241,7 +242,7 @@ static void serve_member(ft_req_t *r, member_req_t *q, tgt_shard_index_t *ix, bo
 			return;
 		}
 		serve_decoded(r, q, m);
-		tgt_shard_index_put(o->t, ix);
+		tgt_shard_index_put(t, ix);
 		return;
 	}
 	uint64_t moff = (uint64_t)m->off, msize = m->size;

@@ -124,6 +124,7 @@ static bool needs_restart(const pick_t *p)
 void tgt_shard_select(ft_req_t *r, tgt_obj_t *o, tgt_shard_fmt_t fmt)
 {
 	const char *regx = ft_req_query(r, "archregx"), *why;
+	tgt_t *t = o->t; /* o is request memory: gone once the response call returned */
 	tgt_shard_match_t match;
 	tgt_shard_index_t *ix = NULL;
 	pick_t p = {0};
@@ -182,7 +183,7 @@ void tgt_shard_select(ft_req_t *r, tgt_obj_t *o, tgt_shard_fmt_t fmt)
 out:
 	free(p.hdr);
 	free(p.v);
-	tgt_shard_index_put(o->t, ix);
+	tgt_shard_index_put(t, ix);
 	if (fd >= 0)
 		close(fd);
 	tgt_shard_match_fini(&match);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/codec.h"
+#include "base/fdio.h"
 #include "base/log.h"
 #include "core/replica.h"
 #include "http/util.h"
@@ -18,11 +19,12 @@
  * DESIGN
  * The proxy redirects the request to the owner of its first item, which assembles the answer: a
  * chunked TAR stream, one member per item in the order asked. Items are taken in windows of
- * WINDOW: the items other targets own are fetched in parallel on the fan-out threads (GET on the
- * owner's public port, archpath passed on), then the window's items are sent in order; items
- * owned here are never buffered: an object or an indexed member goes out with sendfile(2) from
- * its file. Memory: at most WINDOW remote items at once, each at most ITEM_MAX (larger ones are
- * an error), so the bound is WINDOW x ITEM_MAX (16 x 64 MiB) and in practice WINDOW item sizes.
+ * WINDOW, resolved in parallel on the fan-out threads: the items other targets own are fetched
+ * (GET on the owner's public port, archpath passed on), those owned here are opened and, up to
+ * SMALL_MAX, read; then the window's items are sent in order, larger local ones with sendfile(2)
+ * from their files, the rest through one output buffer (OUT_MAX) in large writes. Memory: at most
+ * WINDOW remote items at once, each at most ITEM_MAX (larger ones are an error), so the bound is
+ * WINDOW x ITEM_MAX (16 x 64 MiB) and in practice WINDOW item sizes plus OUT_MAX.
  * Every window is resolved (local files opened, remote items fetched) before any of it is sent,
  * so a missing item of the first window fails the request with a clean 404; one found missing
  * later cuts the stream (never completed). With continue_on_error it becomes an empty member
@@ -36,6 +38,13 @@
 #define WINDOW 16
 #define ITEM_MAX ((uint64_t)64 << 20)
 #define FETCH_TIMEOUT_MS 60000
+/*
+ * Local items up to SMALL_MAX go out as copies read in parallel (pread on the fan-out threads): a
+ * sendfile range with another fd waits until the previous file's bytes left, one loop round trip
+ * per item, which small items cannot afford; larger ones use sendfile.
+ */
+#define SMALL_MAX (64 * 1024)
+#define OUT_MAX (256 * 1024)
 
 typedef struct {
 	const char *provider, *bucket, *objname, *archpath; /* borrowed from the parsed body */
@@ -61,6 +70,8 @@ typedef struct {
 	size_t hdr_cap;
 	int prev_fd;  /* kept open until the next file is queued (the stream's fd number must change) */
 	bool started; /* the 200 and its stream began (with the first member sent) */
+	uint8_t *out; /* OUT_MAX bytes of the stream not handed to the server yet (fewer, larger writes) */
+	size_t out_len;
 } batch_t;
 
 static void batch_free(void *arg)
@@ -75,10 +86,35 @@ static void batch_free(void *arg)
 	}
 	free(b->v);
 	free(b->hdr);
+	free(b->out);
 	if (b->prev_fd >= 0)
 		close(b->prev_fd);
 	ft_smap_put(b->smap);
 	json_decref(b->doc);
+}
+
+/* Hands the buffered bytes to the server. 0 or -errno. */
+static int flush(ft_req_t *r, batch_t *b)
+{
+	int rc = b->out_len ? ft_resp_stream_write(r, b->out, b->out_len) : 0;
+
+	b->out_len = 0;
+	return rc;
+}
+
+/* Appends len bytes to the stream through the buffer (large pieces go straight). 0 or -errno. */
+static int emit(ft_req_t *r, batch_t *b, const void *p, size_t len)
+{
+	if (b->out_len + len > OUT_MAX) {
+		int rc = flush(r, b);
+		if (rc != 0)
+			return rc;
+		if (len > OUT_MAX)
+			return ft_resp_stream_write(r, p, len);
+	}
+	memcpy(b->out + b->out_len, p, len);
+	b->out_len += len;
+	return 0;
 }
 
 /* The owner's URL of a remote item; NULL on allocation failure. */
@@ -182,27 +218,6 @@ static int place(batch_t *b, char *why, size_t cap)
 	return 0;
 }
 
-/* Fan-out thread: one remote item of the window. */
-static void fetch_one(void *arg, int i)
-{
-	item_t *it = ((item_t **)arg)[i];
-
-	if (ft_client_get_bytes(it->url, FETCH_TIMEOUT_MS, &it->status, &it->body, it->err, sizeof(it->err)) != 0)
-		it->status = 0;
-}
-
-static void fetch_window(batch_t *b, size_t from, size_t to)
-{
-	item_t *remote[WINDOW];
-	int n = 0;
-
-	for (size_t i = from; i < to; i++)
-		if (b->v[i].owner != NULL)
-			remote[n++] = &b->v[i];
-	if (n > 0)
-		ft_fanout_run(b->t->fanout, fetch_one, remote, n);
-}
-
 /* The name of an item in the TAR: "<bucket>/<objname>[/<archpath>]", "__404__/" first when missing. */
 static void item_name(const item_t *it, bool missing, char *out, size_t cap)
 {
@@ -230,22 +245,24 @@ static int send_header(ft_req_t *r, batch_t *b, const item_t *it, bool missing, 
 		b->started = true;
 	}
 	ssize_t h = tgt_tar_header(name, size, ft_now_ns() / 1000000000, b->hdr, b->hdr_cap);
-	return h < 0 ? -EINVAL : ft_resp_stream_write(r, b->hdr, (size_t)h);
+	return h < 0 ? -EINVAL : emit(r, b, b->hdr, (size_t)h);
 }
 
-static int send_padding(ft_req_t *r, uint64_t size)
+static int send_padding(ft_req_t *r, batch_t *b, uint64_t size)
 {
 	static const uint8_t zeros[512];
 	size_t pad = (size_t)((512 - size % 512) % 512);
 
-	return pad ? ft_resp_stream_write(r, zeros, pad) : 0;
+	return pad ? emit(r, b, zeros, pad) : 0;
 }
 
 /* Queues len bytes of fd at off; fd is then the stream's file (the previous one is closed now). */
 static int send_file(ft_req_t *r, batch_t *b, int fd, uint64_t off, uint64_t len)
 {
-	int rc = len ? ft_resp_stream_sendfile(r, fd, off, len) : 0;
+	int rc = flush(r, b);
 
+	if (rc == 0 && len)
+		rc = ft_resp_stream_sendfile(r, fd, off, len);
 	if (b->prev_fd >= 0)
 		close(b->prev_fd);
 	b->prev_fd = fd;
@@ -326,6 +343,55 @@ static void resolve_remote(item_t *it)
 	}
 }
 
+/* A window's job for a fan-out thread. */
+typedef struct {
+	batch_t *b;
+	item_t *it;
+} job_t;
+
+/*
+ * Fan-out thread: resolves one item of the window: a remote one fetched from its owner, a local
+ * one opened (and read, when small: the copies of a window are made in parallel too).
+ */
+static void resolve_one(void *arg, int i)
+{
+	job_t *j = &((job_t *)arg)[i];
+	item_t *it = j->it;
+
+	if (it->owner != NULL) {
+		if (ft_client_get_bytes(it->url, FETCH_TIMEOUT_MS, &it->status, &it->body, it->err, sizeof(it->err)) !=
+		    0)
+			it->status = 0;
+		resolve_remote(it);
+		return;
+	}
+	resolve_local(j->b, it);
+	if (it->state != 1 || it->len > SMALL_MAX || j->b->only_names)
+		return;
+	int rc = ft_strbuf_reserve(&it->body, (size_t)it->len);
+	if (rc == 0)
+		rc = ft_pread_all(it->fd, it->body.p, (size_t)it->len, (off_t)it->off);
+	if (rc == 0) {
+		it->body.len = (size_t)it->len;
+		it->off = 0; /* now of the copy */
+	} else {
+		snprintf(it->err, sizeof(it->err), "read: %s", rc == -1 ? "out of memory" : strerror(-rc));
+		it->state = -EIO;
+	}
+	close(it->fd);
+	it->fd = -1;
+}
+
+static void resolve_window(batch_t *b, size_t from, size_t to)
+{
+	job_t jobs[WINDOW];
+	int n = 0;
+
+	for (size_t i = from; i < to; i++)
+		jobs[n++] = (job_t){.b = b, .it = &b->v[i]};
+	ft_fanout_run(b->t->fanout, resolve_one, jobs, n);
+}
+
 /* Sends a resolved item (state 1), or its __404__ member. 0 or -errno (the stream is cut). */
 static int send_item(ft_req_t *r, batch_t *b, item_t *it)
 {
@@ -333,15 +399,15 @@ static int send_item(ft_req_t *r, batch_t *b, item_t *it)
 	int rc = send_header(r, b, it, it->state != 1, len);
 
 	if (rc == 0 && len > 0) {
-		if (it->owner) {
-			rc = ft_resp_stream_write(r, it->body.p + it->off, len);
+		if (it->fd < 0) { /* fetched, or a small local item read by resolve_one */
+			rc = emit(r, b, it->body.p + it->off, len);
 		} else {
 			rc = send_file(r, b, it->fd, it->off, len);
 			it->fd = -1; /* send_file keeps it */
 		}
 	}
 	if (rc == 0)
-		rc = send_padding(r, len);
+		rc = send_padding(r, b, len);
 	ft_strbuf_free(&it->body);
 	return rc;
 }
@@ -353,20 +419,17 @@ static void batch_work(ft_req_t *r, void *arg)
 
 	b->hdr_cap = tgt_tar_header_max(3 * TGT_SHARD_NAME_MAX);
 	b->hdr = malloc(b->hdr_cap);
-	if (b->hdr == NULL) {
+	b->out = malloc(OUT_MAX);
+	if (b->hdr == NULL || b->out == NULL) {
 		ft_resp_error(r, 500, "out of memory");
 		return;
 	}
 	for (size_t from = 0; from < b->n && rc == 0; from += WINDOW) {
 		size_t to = from + WINDOW < b->n ? from + WINDOW : b->n;
-		fetch_window(b, from, to);
+		resolve_window(b, from, to);
 		/* the whole window is resolved before any of it is sent: a failure before the stream began is a clean error */
 		for (size_t i = from; i < to; i++) {
 			item_t *it = &b->v[i];
-			if (it->owner)
-				resolve_remote(it);
-			else
-				resolve_local(b, it);
 			if (it->state == 1 || (it->state == 0 && b->continue_on_error))
 				continue;
 			if (!b->started) {
@@ -393,7 +456,9 @@ static void batch_work(ft_req_t *r, void *arg)
 			ft_resp_stream_start(r, 200, "application/x-tar", -1);
 			b->started = true;
 		}
-		rc = ft_resp_stream_write(r, eof, sizeof(eof));
+		rc = emit(r, b, eof, sizeof(eof));
+		if (rc == 0)
+			rc = flush(r, b);
 	}
 	ft_resp_stream_end(r, rc);
 }

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# `make bench` row of shards: GET of 16 KiB members of a 1 GiB TAR by archpath against GET of 16 KiB objects.
+# `make bench` rows of shards: archpath GETs of members of a 1 GiB TAR vs GETs of objects; GetBatch vs single GETs.
 """
 DESIGN
 On the main bench cluster (one target), one TAR of SHARD_BYTES (1 GiB; 64 MiB with --quick) made of
@@ -9,11 +9,18 @@ wrk against the target directly: A rotates over MEMBERS member paths ("...?archp
 spread evenly over the whole shard, B over the 16 KiB objects of the warm GET rows (the same
 count and size), so the row compares what reading a member costs with what reading an object
 costs. Target ratio 0.9 (docs/shards.md: a member read is one sendfile of a byte range).
+
+GetBatch row: A is one POST /v1/batch of the 1,000 16 KiB objects of the warm GET rows (through the
+proxy, following its 307, the whole TAR read), B is ft-loader reading the same 1,000 objects once
+each with 32 requests in flight straight to the target (-epochs 1 -uniquegets). Both report
+objects per second of wall time; target ratio 2.0.
 """
 import http.client
 import io
+import json
 import os
 import tarfile
+import time
 import urllib.parse
 
 import loadgen
@@ -23,6 +30,8 @@ MEMBER = 16 * 1024
 SHARD_BYTES, QUICK_BYTES = 1 << 30, 64 << 20
 BUCKET, SHARD = "bench-shards", "big.tar"
 TITLE = "Shard member GET 16 KiB"
+BATCH_TITLE = "GetBatch 1,000 x 16 KiB"
+BATCH_INFLIGHT = 32
 
 
 def _request(url, method, path, body=None, length=None):
@@ -99,3 +108,40 @@ def bench_shards(b):
                              "target direct" % (a.threads, a.conns, plain.count, count * (MEMBER + 512) >> 20,
                                                 plain.count),
                              "archpath GET", "plain GET", "rps", 0.9, pairs=pairs))
+
+
+def _batch_once(b, plain, check):
+    """One GetBatch of every 16 KiB object: a loadgen.Result (objects per second of wall time)."""
+    body = json.dumps({"in": [{"bucket": plain.bucket, "objname": n} for n in plain.names]}).encode()
+    t0 = time.monotonic()
+    st, loc, data = _request(b.cluster.url, "POST", "/v1/batch", body, len(body))
+    if st == 307 and loc:
+        u = urllib.parse.urlsplit(loc)
+        st, _, data = _request("%s://%s" % (u.scheme, u.netloc), "POST", u.path, body, len(body))
+    seconds = time.monotonic() - t0
+    if st != 200:
+        raise b.Error("GetBatch: %d %r" % (st, data[:200]))
+    if check:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as t:
+            got = [(m.name, m.size) for m in t.getmembers()]
+        if got != [("%s/%s" % (plain.bucket, n), plain.size) for n in plain.names]:
+            raise b.Error("GetBatch: the TAR does not hold the %d objects in order" % len(plain.names))
+    return loadgen.Result("GetBatch", len(plain.names), seconds, 0, plain.size)
+
+
+def bench_batch(b):
+    """Appends the GetBatch row to b.rows."""
+    a = b.args
+    plain = next((s for s in b.sets if s.label == "16 KiB"), None)
+    desc = "1 POST /v1/batch (A) vs ft-loader -epochs 1 -uniquegets -numworkers %d -direct (B)" % BATCH_INFLIGHT
+    if plain is None or b.loader is None:
+        b.rows.append(report.Row(BATCH_TITLE, desc, "GetBatch", "single GETs", "rps", 2.0,
+                                 skipped="ft-loader not built" if plain else "the 16 KiB object set is not there"))
+        return
+    _batch_once(b, plain, True)
+    pairs = []
+    for rnd in range(a.rounds):
+        pairs.append(b.pair("GetBatch", "16 KiB", "ft-loader", rnd, lambda: _batch_once(b, plain, False),
+                            lambda: b.loader.run_once_direct(b.cluster.port, plain.bucket, plain.ft_names,
+                                                             plain.size, BATCH_INFLIGHT, log=b.runlog), "rps"))
+    b.rows.append(report.Row(BATCH_TITLE, desc, "GetBatch", "single GETs", "rps", 2.0, pairs=pairs))

@@ -17,7 +17,7 @@ WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Werror
 # each program adds its own folder ("target.h", "core/lom.h", "s3/s3.h").
 CPPFLAGS += -D_GNU_SOURCE -Icommon -I.
 ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS) -pthread -MMD -MP
-LDLIBS := -luring -lmicrohttpd -lcurl -lcrypto -ljansson -lxxhash -lisal -lpthread -lmsgpackc
+LDLIBS := -luring -lmicrohttpd -lcurl -lcrypto -ljansson -lxxhash -lisal -larchive -lmsgpackc -lpthread
 
 ifeq ($(SANITIZER),address)
 ALL_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -130,6 +130,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(TEST_LIBS)
 # sources FUZZ_EXTRA_<fuzzer> names (the module under test).
 FUZZ_EXTRA_fuzz_lom := target/core/lom.c
 FUZZ_EXTRA_fuzz_aws_chunked := proxy/s3/chunked.c proxy/s3/sigv4.c
+FUZZ_EXTRA_fuzz_shard_walk := target/shard/tar.c target/shard/zip.c
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(CLOUD_SRC) $$(FUZZ_EXTRA_$$*)
 	@mkdir -p $(dir $@)

@@ -546,16 +546,3 @@ void px_ais_daemon(px_t *px, ft_req_t *r)
 	else
 		ft_resp_json(r, 200, doc);
 }
-
-/* ---- object requests: what is not built yet, said so instead of a wrong answer ---- */
-
-bool px_ais_object_unsupported(ft_req_t *r)
-{
-	if (ft_req_query(r, "archpath") != NULL || ft_req_query(r, "archregx") != NULL) {
-		ft_resp_error(r, 501,
-			      "reading a file inside a shard (archpath, archregx) is not built yet: "
-			      "the whole shard is not the answer");
-		return true;
-	}
-	return false;
-}

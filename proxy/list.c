@@ -43,6 +43,7 @@ typedef struct {
 	const char *token;
 	int pagesize;
 	bool owner_only;          /* keep a name only from the target owning it (cached objects of remote buckets) */
+	bool archive;             /* archive=true: members of shards listed too (docs/shards.md) */
 	const ft_smap_t *smap;    /* the map of the fan-out (list_page sets it) */
 	px_list_encode_fn encode; /* the answer's shape: NULL for FastTier's JSON */
 	void *encode_arg;
@@ -92,8 +93,8 @@ static char *page_url(const ft_node_t *node, const list_op_t *op)
 	char *url = NULL;
 
 	if (bucket != NULL && prefix != NULL && token != NULL &&
-	    asprintf(&url, "%s/v1/list?provider=%s&bucket=%s&prefix=%s&token=%s&pagesize=%d", node->control_url,
-		     op->provider, bucket, prefix, token, op->pagesize) < 0)
+	    asprintf(&url, "%s/v1/list?provider=%s&bucket=%s&prefix=%s&token=%s&pagesize=%d%s", node->control_url,
+		     op->provider, bucket, prefix, token, op->pagesize, op->archive ? "&archive=true" : "") < 0)
 		url = NULL;
 	free(token);
 	free(prefix);
@@ -553,7 +554,8 @@ void px_list_objects_provider(px_t *px, ft_req_t *r, const char *provider, const
 	px_list_args_t a = {.prefix = ft_req_query(r, "prefix"),
 			    .token = ft_req_query(r, "continuation_token"),
 			    .pagesize = parse_pagesize(ft_req_query(r, "pagesize")),
-			    .cached_only = query_true(r, "cached")};
+			    .cached_only = query_true(r, "cached"),
+			    .archive = query_true(r, "archive")};
 
 	if (a.pagesize < 0) {
 		ft_resp_error(r, 400, "pagesize must be a non-negative integer, got \"%s\"",
@@ -598,6 +600,7 @@ void px_list_start(px_t *px, ft_req_t *r, const char *provider, const char *buck
 		       : a->pagesize > PX_PAGESIZE_MAX ? PX_PAGESIZE_MAX
 						       : a->pagesize;
 	op->owner_only = remote && a->cached_only;
+	op->archive = a->archive;
 	op->encode = a->encode;
 	op->encode_arg = a->encode_arg;
 	ft_req_defer(r, remote && !a->cached_only ? rlist_work : list_work, op);

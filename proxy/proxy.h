@@ -124,6 +124,8 @@ json_t *px_cluster_doc(const char *what);
 
 /* ---- route.c: public-port dispatcher ---- */
 void px_route(ft_req_t *r, void *ctx);
+/* batch.c: POST /v1/batch (GetBatch), redirected to the owner of its first item, which assembles the TAR. */
+void px_batch(px_t *px, ft_req_t *r);
 /*
  * Checks the "provider" query parameter: absent, empty or "ais" -> 0 with *provider = "ais";
  * a remote provider (or its alias s3, gs, gcs, az) -> 0 with its canonical name (aws, gcp, azure, ht);
@@ -167,6 +169,7 @@ typedef struct {
 	const char *token;        /* NULL: from the start */
 	int pagesize;             /* 0: the default; above the maximum: the maximum */
 	bool cached_only;         /* remote buckets: only what the cluster holds */
+	bool archive;             /* archive=true: members of shards listed too (docs/shards.md) */
 	px_list_encode_fn encode; /* NULL: FastTier's {"entries","continuation_token"} */
 	void *encode_arg;
 } px_list_args_t;
@@ -263,8 +266,6 @@ void px_ais_daemon(px_t *px, ft_req_t *r);
 json_t *px_ais_smap(const ft_smap_t *m);
 /* GET /v1/cluster?what=status|qryxstats|status_all|running_all and PUT /v1/cluster (stop); false for other words. */
 bool px_ais_cluster(px_t *px, ft_req_t *r, const char *what);
-/* Object requests AIStore's way: archpath/archregx (501, not built yet); true when answered. */
-bool px_ais_object_unsupported(ft_req_t *r);
 /* AIStore's multipart (mpt-upload, ?uploadId parts, complete, abort); true when handled. */
 bool px_ais_object_mpu(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *obj,
 		       size_t obj_len);

@@ -179,7 +179,7 @@ static void objects(px_t *px, ft_req_t *r, const char *path, size_t len)
 		ft_resp_error(r, 400, "invalid object name: %s", why);
 		return;
 	}
-	if (px_ais_object_unsupported(r) || px_ais_object_mpu(px, r, provider, bucket, obj, obj_len))
+	if (px_ais_object_mpu(px, r, provider, bucket, obj, obj_len))
 		return;
 	px_object_redirect_provider(px, r, provider, bucket, obj, obj_len);
 }
@@ -200,6 +200,8 @@ void px_route(ft_req_t *r, void *ctx)
 		buckets(px, r, path, len);
 	else if (under(path, len, "/v1/jobs"))
 		px_jobs_route(px, r, path, len);
+	else if (len == strlen("/v1/batch") && memcmp(path, "/v1/batch", len) == 0)
+		px_batch(px, r); /* batch.c: GetBatch */
 	else if (len == strlen("/v1/health") && memcmp(path, "/v1/health", len) == 0)
 		health(px, r);
 	else if (len == strlen("/v1/cluster") && memcmp(path, "/v1/cluster", len) == 0)

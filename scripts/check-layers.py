@@ -7,7 +7,7 @@ repository top, then the program's own folder: target/, proxy/, loader/ or cli/)
   - common/** includes only common/**;
   - cloud/** includes only common/** and cloud/**;
   - cli/** (the ft client) includes only common/** and cli/**;
-  - target/core/** never includes target/obj/**, target/protect/**, target/xact/** nor target/target.h;
+  - target/core/** never includes target/obj/**, target/protect/**, target/xact/**, target/shard/** nor target/target.h;
   - no include cycle between folders (a file's folder is its directory: common/base, cloud, target, target/core, ...);
   - every quoted include resolves.
 Prints "file:line: rule" per violation and exits 1 on any. Usage: scripts/check-layers.py [--root DIR] [--no-exceptions]
@@ -89,7 +89,7 @@ def rule_violation(src, dst):
     if under(src, "cli") and not (under(dst, "common") or under(dst, "cli")):
         return "cli/ includes only common/ and cli/ (includes %s)" % dst
     if under(src, "target/core"):
-        for up in ("target/obj", "target/protect", "target/xact"):
+        for up in ("target/obj", "target/protect", "target/xact", "target/shard"):
             if under(dst, up):
                 return "target/core/ never includes %s/ (includes %s)" % (up, dst)
         if dst == "target/target.h":

@@ -62,6 +62,7 @@ static void usage(FILE *f)
 		   "  --hint_max_bytes N    memory for the epoch order hints held here (default 32 MiB)\n"
 		   "  --hint_prefetch_inflight N  objects staged ahead at once under hints, 0 = none (default 4)\n"
 		   "  --job_expiry_s N      a finished job stays listed this long (default 3600)\n"
+		   "  --shard_max_decoded_bytes N  bytes one shard read may decode (default 1 GiB)\n"
 		   "  --http_max_header_bytes N, --http_max_headers N, --http_idle_timeout_ms N,\n"
 		   "  --http_header_timeout_ms N, --http_body_timeout_ms N\n"
 		   "  --config FILE         JSON file with the same keys (flags win)\n"
@@ -216,6 +217,7 @@ static void shutdown_all(tgt_t *t)
 	tgt_mpu_fini(t);
 	tgt_coldget_fini(t);
 	tgt_list_fini(t);
+	tgt_shard_fini(t);
 	tgt_namelock_fini(t);
 	tgt_ec_fini(t);
 	tgt_mountpaths_close(t);
@@ -302,8 +304,9 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	if (tgt_ec_init(t) != 0 || tgt_namelock_init(t) != 0 || tgt_coldget_init(t) != 0 || tgt_jobs_init(t) != 0 ||
-	    tgt_mpu_init(t) != 0 || tgt_list_init(t) != 0 || tgt_cluster_init(t) != 0 || tgt_janitor_start(t) != 0 ||
-	    tgt_lru_start(t) != 0 || tgt_hint_start(t) != 0 || tgt_rebalance_init(t) != 0) {
+	    tgt_mpu_init(t) != 0 || tgt_list_init(t) != 0 || tgt_shard_init(t) != 0 || tgt_cluster_init(t) != 0 ||
+	    tgt_janitor_start(t) != 0 || tgt_lru_start(t) != 0 || tgt_hint_start(t) != 0 ||
+	    tgt_rebalance_init(t) != 0) {
 		errf(err, sizeof(err), "out of memory or threads");
 		goto fail;
 	}

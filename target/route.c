@@ -164,6 +164,13 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 		tgt_mpu_handle(r, o);
 		return;
 	}
+	if (m != FT_HTTP_DELETE && tgt_shard_wanted(r)) { /* members of a shard (shard/) */
+		if (m == FT_HTTP_PUT)
+			tgt_shard_put(r, o);
+		else
+			tgt_shard_get(r, o);
+		return;
+	}
 	switch (m) {
 	case FT_HTTP_PUT:
 		tgt_put(r, o);
@@ -192,6 +199,10 @@ void tgt_route_public(ft_req_t *r, void *ctx)
 	}
 	if (ft_metrics_route(r))
 		return;
+	if (len == strlen("/v1/batch") && memcmp(path, "/v1/batch", len) == 0) {
+		tgt_batch(r, t); /* shard/batch.c */
+		return;
+	}
 	if (ft_path_split(r, path, len, OBJECTS_PREFIX, &bucket, &obj, &obj_len) == 0) {
 		object(r, t, bucket, obj, obj_len);
 		return;

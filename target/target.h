@@ -86,6 +86,33 @@ void tgt_mpu_fini(tgt_t *t);
 /* GET /v1/mpu on the control port: this target's uploads of a bucket. */
 void tgt_mpu_list(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
+/* ---- shard/: members of TAR, TGZ, ZIP and TAR.LZ4 shards (docs/shards.md) ---- */
+/* Whether an object request addresses members: archpath (GET, HEAD, PUT) or archregx (GET). */
+bool tgt_shard_wanted(ft_req_t *r);
+/* GET/HEAD ?archpath= (one member) or ?archregx= (matching members as a TAR stream); PUT ?archpath= (append). */
+void tgt_shard_get(ft_req_t *r, tgt_obj_t *o);
+void tgt_shard_put(ft_req_t *r, tgt_obj_t *o);
+/* POST /v1/batch (GetBatch): the items, from any targets and buckets, as one TAR stream in order. */
+void tgt_batch(ft_req_t *r, tgt_t *t);
+/* Allocates t->shards (the index cache); 0 or -1. tgt_shard_fini frees it after the servers stopped. */
+int tgt_shard_init(tgt_t *t);
+void tgt_shard_fini(tgt_t *t);
+/*
+ * Listing with archive=true (list.c): the members of an object whose name is a shard's, open on
+ * mountpath mp, in name order. NULL when the name is no shard's or it cannot be read (logged).
+ * Blocking (builds the index on first use). Members whose names cannot be addressed are left out.
+ */
+#define TGT_SHARD_NAME_MAX 4096 /* longest member name (shard/walk.h) */
+typedef struct tgt_shard_list tgt_shard_list_t;
+tgt_shard_list_t *tgt_shard_list_open(tgt_t *t, const char *provider, const char *bucket, const char *obj,
+				      const tgt_mountpath_t *mp);
+size_t tgt_shard_list_count(const tgt_shard_list_t *l);
+/* The i-th member in name order (its size in *size). */
+const char *tgt_shard_list_name(const tgt_shard_list_t *l, size_t i, uint64_t *size);
+/* The first position whose member name is > key. */
+size_t tgt_shard_list_after(const tgt_shard_list_t *l, const char *key);
+void tgt_shard_list_close(tgt_shard_list_t *l);
+
 /* ---- janitor.c: background removal of retired trees ---- */
 int tgt_janitor_start(tgt_t *t);
 void tgt_janitor_kick(tgt_t *t);

@@ -89,6 +89,7 @@ static const config_key_t config_keys[] = {
 	INT(hint_prefetch_inflight, 0, 16),
 	INT(probe_interval_ms, 0, 60000),
 	INT(job_expiry_s, 1, 31536000),
+	{"shard_max_decoded_bytes", KIND_INT64, offsetof(ft_config_t, shard_max_decoded_bytes), 0, 1, INT64_MAX},
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -137,6 +138,7 @@ void ft_config_defaults(ft_config_t *c)
 	c->hint_prefetch_inflight = 4;
 	c->probe_interval_ms = 250;
 	c->job_expiry_s = 3600;
+	c->shard_max_decoded_bytes = (int64_t)1 << 30;
 }
 
 int ft_config_take_flag(int *argc, char **argv, const char *flag)

@@ -68,6 +68,8 @@ typedef struct {
 	int hint_prefetch_inflight; /* target: staging fetches in flight under hints, 0 = none; default 4 */
 	int probe_interval_ms;      /* proxy: connect probes of every target (proxy/health.c), 0 = none; default 250 */
 	int job_expiry_s;           /* target: a finished job stays listed this long, default 3600 (docs/jobs.md) */
+	/* Shards (docs/shards.md) */
+	int64_t shard_max_decoded_bytes; /* target: bytes one shard read may decode (bombs); default 1 GiB */
 } ft_config_t;
 
 /* Fills defaults. */

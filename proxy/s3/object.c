@@ -366,12 +366,27 @@ static bool get_retry(px_s3_req_t *q, const char *id, int attempt)
 	return true;
 }
 
+/* "archpath=<member>" when the GET reads one member of a shard (docs/shards.md), else NULL; request memory. */
+static const char *archpath_query(px_s3_req_t *q)
+{
+	const char *member = ft_req_query(q->r, "archpath");
+	char *enc, *out;
+
+	if (member == NULL || (enc = ft_pct_encode_dup(member, strlen(member), 0)) == NULL)
+		return NULL;
+	out = ft_req_alloc(q->r, strlen(enc) + sizeof("archpath="));
+	sprintf(out, "archpath=%s", enc);
+	free(enc);
+	return out;
+}
+
 static void get_work(px_s3_req_t *q)
 {
 	get_ctx_t c = {.q = q, .head = ft_req_method(q->r) == FT_HTTP_HEAD, .t = {.length = -1}};
 	struct curl_slist *hdrs = NULL;
 	char id[FT_ID_MAX];
-	char *url = px_s3_owner_url_id(q->bucket, q->key, q->key_len, NULL, id);
+	const char *query = archpath_query(q);
+	char *url = px_s3_owner_url_id(q->bucket, q->key, q->key_len, query, id);
 	CURL *h = px_s3_curl();
 	CURLcode rc;
 	int attempt = 0;
@@ -403,7 +418,7 @@ again:
 			goto out;
 		if (unreachable && get_retry(q, id, attempt++)) {
 			free(url);
-			url = px_s3_owner_url_id(q->bucket, q->key, q->key_len, NULL, id);
+			url = px_s3_owner_url_id(q->bucket, q->key, q->key_len, query, id);
 			if (url == NULL) {
 				px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "no target to serve the object");
 				goto out;
@@ -424,7 +439,7 @@ again:
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	if (!c.started && rc == CURLE_COULDNT_CONNECT && get_retry(q, id, attempt++)) {
 		free(url);
-		url = px_s3_owner_url_id(q->bucket, q->key, q->key_len, NULL, id);
+		url = px_s3_owner_url_id(q->bucket, q->key, q->key_len, query, id);
 		if (url == NULL) {
 			px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "no target to serve the object");
 			goto out;

@@ -47,6 +47,7 @@ typedef struct tgt_rebalance tgt_rebalance_t;
 typedef struct tgt_lru tgt_lru_t;
 typedef struct tgt_hints tgt_hints_t;
 typedef struct tgt_hint_stager tgt_hint_stager_t;
+typedef struct tgt_shards tgt_shards_t;
 
 typedef struct {
 	ft_config_t cfg;
@@ -75,6 +76,7 @@ typedef struct {
 	tgt_hint_stager_t *stager; /* their staging threads (xact/hint_prefetch.c) */
 	tgt_jobs_t *jobs;          /* the job table (xact/jobs.c) */
 	tgt_mpu_t *mpu;            /* multipart uploads in completion, recent completions (obj/mpu.c) */
+	tgt_shards_t *shards;      /* cached member indexes of shards (shard/index.c) */
 	tgt_cluster_t *cluster;
 	ft_fanout_t *fanout; /* parallel node-to-node sends: EC slices of a PUT (protect/ec_owner.c) */
 	ft_httpd_t *httpd;

@@ -335,6 +335,19 @@ static int ent_meta(tgt_t *t, const bucket_list_t *b, list_ent_t *e, ft_lom_t *l
 	return -1;
 }
 
+/* The JSON entry of an object. NULL when its name is not valid UTF-8 (logged). */
+static json_t *ent_json(const bucket_list_t *b, const char *name, const ft_lom_t *lom)
+{
+	json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:I, s:I}", "name", name, "size", (json_int_t)lom->size, "checksum",
+			      lom->cksum, "version", lom->version, "atime", (json_int_t)lom->atime_ns, "mtime",
+			      (json_int_t)lom->mtime_ns);
+	if (o && lom->etag[0]) /* the S3 ETag, when one was stored (see put.c) */
+		json_object_set_new(o, "etag", json_string(lom->etag));
+	if (!o)
+		ft_warn("bucket %s: object name not representable in JSON, not listed", b->bucket);
+	return o;
+}
+
 static json_t *page_json(tgt_t *t, const bucket_list_t *b, const char *prefix, const char *token, size_t pagesize)
 {
 	json_t *entries = json_array();
@@ -350,19 +363,173 @@ static json_t *page_json(tgt_t *t, const bucket_list_t *b, const char *prefix, c
 			break;
 		if (ent_meta(t, b, e, &lom) != 0)
 			continue;
-		json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:I, s:I}", "name", e->name, "size", (json_int_t)lom.size,
-				      "checksum", lom.cksum, "version", lom.version, "atime", (json_int_t)lom.atime_ns,
-				      "mtime", (json_int_t)lom.mtime_ns);
-		if (o && lom.etag[0]) /* the S3 ETag, when one was stored (see put.c) */
-			json_object_set_new(o, "etag", json_string(lom.etag));
-		if (!o) {
-			/* A name that is not valid UTF-8 cannot travel in JSON: skip it, say so. */
-			ft_warn("bucket %s: object name not representable in JSON, not listed", b->bucket);
+		json_t *o = ent_json(b, e->name, &lom);
+		if (!o)
 			continue;
-		}
 		json_array_append_new(entries, o);
 	}
 	return json_pack("{s:o}", "entries", entries);
+}
+
+/*
+ * ARCHIVE LISTING (archive=true)
+ * Every member of a shard is listed as "<shard>/<member>" with its size (shard/list.c), in the same
+ * strcmp order as the names, so that the proxy merges and pages it exactly like plain names: a
+ * shard's members follow it, after any name that sorts between ("a.tar.bak" < "a.tar/x"). A page
+ * merges the snapshot's names with the member lists of the shards already passed (pending); a
+ * token inside a shard's members resumes that shard's list after it.
+ */
+typedef struct {
+	tgt_shard_list_t *l;
+	size_t pos;
+	const char *shard; /* the snapshot entry's name */
+} pending_t;
+
+typedef struct {
+	pending_t *v;
+	size_t n, cap;
+} pendings_t;
+
+/* The mountpath an entry is read on (as ent_meta reads it). */
+static const tgt_mountpath_t *ent_mp(tgt_t *t, const bucket_list_t *b, const list_ent_t *e)
+{
+	if (is_ais(b->provider))
+		return &t->mountpaths[e->mp];
+	return tgt_mountpath_pick(t, b->provider, b->bucket, e->name, strlen(e->name));
+}
+
+/* Adds the members of entry e after member name `after` ("" = all) to p, unless e is no shard or is there already. */
+static void pending_add(tgt_t *t, const bucket_list_t *b, const list_ent_t *e, const char *after, pendings_t *p)
+{
+	for (size_t k = 0; k < p->n; k++)
+		if (strcmp(p->v[k].shard, e->name) == 0)
+			return;
+	tgt_shard_list_t *l = tgt_shard_list_open(t, b->provider, b->bucket, e->name, ent_mp(t, b, e));
+	if (l == NULL)
+		return;
+	size_t pos = *after ? tgt_shard_list_after(l, after) : 0;
+	if (pos >= tgt_shard_list_count(l)) {
+		tgt_shard_list_close(l);
+		return;
+	}
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 8;
+		pending_t *v = realloc(p->v, cap * sizeof(*v));
+		if (v == NULL) {
+			tgt_shard_list_close(l);
+			return;
+		}
+		p->v = v;
+		p->cap = cap;
+	}
+	p->v[p->n++] = (pending_t){.l = l, .pos = pos, .shard = e->name};
+}
+
+/*
+ * The shards whose members may sort after key although the shard itself does not: those named by
+ * a prefix of key followed by a byte <= '/' (by "<shard>/" only when slash_only, for the prefix).
+ */
+static void pending_from(tgt_t *t, const bucket_list_t *b, const char *key, bool slash_only, pendings_t *p)
+{
+	size_t n = strlen(key);
+	char *name = malloc(n + 1);
+
+	if (name == NULL)
+		return;
+	for (size_t k = 1; k <= n; k++) {
+		if (k < n ? (slash_only ? key[k] != '/' : (unsigned char)key[k] > '/') : slash_only)
+			continue;
+		memcpy(name, key, k);
+		name[k] = '\0';
+		size_t i = bound(b, name, 0);
+		if (i < b->n && strcmp(b->ents[i]->name, name) == 0)
+			pending_add(t, b, b->ents[i], !slash_only && k < n && key[k] == '/' ? key + k + 1 : "", p);
+	}
+	free(name);
+}
+
+static void pending_drop(pendings_t *p, size_t k)
+{
+	tgt_shard_list_close(p->v[k].l);
+	p->v[k] = p->v[--p->n];
+}
+
+#define FULL_MAX (FT_OBJ_NAME_MAX + 1 + TGT_SHARD_NAME_MAX + 1)
+
+/*
+ * Pending list k's next member name that is listable (after token, with the prefix) into full;
+ * 0, or -1 when the list is exhausted (dropped: the caller looks at index k again).
+ */
+static int pending_head(pendings_t *p, size_t k, const char *prefix, const char *token, char *full, uint64_t *size)
+{
+	pending_t *q = &p->v[k];
+
+	for (; q->pos < tgt_shard_list_count(q->l); q->pos++) {
+		const char *m = tgt_shard_list_name(q->l, q->pos, size);
+		if (snprintf(full, FULL_MAX, "%s/%s", q->shard, m) >= FULL_MAX)
+			continue;
+		if (strncmp(full, prefix, strlen(prefix)) == 0 && strcmp(full, token) > 0)
+			return 0;
+	}
+	pending_drop(p, k);
+	return -1;
+}
+
+static json_t *page_json_archive(tgt_t *t, const bucket_list_t *b, const char *prefix, const char *token,
+				 size_t pagesize)
+{
+	json_t *entries = json_array();
+	size_t plen = strlen(prefix);
+	size_t i = bound(b, token, 1), j = bound(b, prefix, 0);
+	pendings_t p = {0};
+	char *cand = malloc(FULL_MAX), *best_name = malloc(FULL_MAX);
+	ft_lom_t lom;
+
+	if (!entries || !cand || !best_name) {
+		json_decref(entries);
+		entries = NULL;
+		goto out;
+	}
+	pending_from(t, b, token, false, &p);
+	pending_from(t, b, prefix, true, &p);
+	for (i = i > j ? i : j; json_array_size(entries) < pagesize;) {
+		list_ent_t *e = i < b->n && strncmp(b->ents[i]->name, prefix, plen) == 0 ? b->ents[i] : NULL;
+		int best = -1;
+		uint64_t best_size = 0, size;
+		for (size_t k = 0; k < p.n;) {
+			if (pending_head(&p, k, prefix, token, cand, &size) != 0)
+				continue; /* dropped: k now holds another list */
+			if (best < 0 || strcmp(cand, best_name) < 0) {
+				best = (int)k;
+				best_size = size;
+				memcpy(best_name, cand, strlen(cand) + 1);
+			}
+			k++;
+		}
+		if (e == NULL && best < 0)
+			break;
+		if (best >= 0 && (e == NULL || strcmp(best_name, e->name) < 0)) {
+			json_t *o = json_pack("{s:s, s:I}", "name", best_name, "size", (json_int_t)best_size);
+			if (o)
+				json_array_append_new(entries, o);
+			p.v[best].pos++;
+			continue;
+		}
+		i++;
+		if (ent_meta(t, b, e, &lom) != 0)
+			continue;
+		json_t *o = ent_json(b, e->name, &lom);
+		if (o)
+			json_array_append_new(entries, o);
+		pending_add(t, b, e, "", &p);
+	}
+out:
+	while (p.n > 0)
+		pending_drop(&p, 0);
+	free(p.v);
+	free(cand);
+	free(best_name);
+	return entries ? json_pack("{s:o}", "entries", entries) : NULL;
 }
 
 /* Parses pagesize: "" or absent or "0" -> default; > max -> max. 0, or -1 when malformed. */
@@ -498,7 +665,11 @@ void tgt_list_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		return;
 	}
 	bucket_list_t *b = snap_fresh(t, provider, bucket);
-	json_t *page = b ? page_json(t, b, prefix ? prefix : "", token ? token : "", pagesize) : NULL;
+	json_t *page = NULL;
+	if (b && query_true(req, "archive")) /* members of shards too (see ARCHIVE LISTING) */
+		page = page_json_archive(t, b, prefix ? prefix : "", token ? token : "", pagesize);
+	else if (b)
+		page = page_json(t, b, prefix ? prefix : "", token ? token : "", pagesize);
 	if (b)
 		pthread_mutex_unlock(&b->lock);
 	if (!page) {

@@ -337,7 +337,6 @@ def test_not_built_yet_is_501(cluster, bucket):
     r = requests.post(bucket_url(cluster, bucket), params={"bck_to": "ais/@#/other/"}, json=act("copy-bck", value),
                       timeout=TIMEOUT)
     assert r.status_code == 501 and "copy" in r.json()["message"], r.text
-    assert requests.get(obj_url(cluster, bucket, "shard.tar"), timeout=TIMEOUT).status_code == 200
 
 
 # ---- jobs ----

@@ -19,11 +19,11 @@
 #include "base/codec.h"
 #include "base/log.h"
 #include "base/names.h"
+#include "base/xsum.h"
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
 #include "http/util.h"
 #include "rpc/client.h"
-#include "s3/checksum.h"
 #include "s3/chunked.h"
 
 /*
@@ -72,9 +72,9 @@ struct px_s3_body {
 	char md5_hex[FT_CKSUM_HEX_MAX];
 	ft_cksum_t md5;
 	bool md5_live;
-	px_s3_ck_alg_t ck_alg; /* x-amz-checksum-* to check, NONE for none */
+	ft_xsum_alg_t ck_alg;  /* x-amz-checksum-* to check, NONE for none */
 	const char *ck_header; /* its value from the header; NULL: from the trailer */
-	px_s3_ck_t ck;
+	ft_xsum_t ck;
 	bool ck_live;
 	bool finished; /* verified end reached */
 	px_s3_err_t err;
@@ -448,7 +448,7 @@ static void body_release(void *arg)
 	if (b->md5_live)
 		ft_cksum_abort(&b->md5);
 	if (b->ck_live)
-		px_s3_ck_abort(&b->ck);
+		ft_xsum_abort(&b->ck);
 	b->ck_live = false;
 	free(b->raw);
 	free(b->pay);
@@ -526,13 +526,13 @@ static px_s3_err_t streaming_prepare(px_s3_req_t *q, px_s3_body_t *b, const char
  */
 static px_s3_err_t checksum_prepare(px_s3_req_t *q, px_s3_body_t *b, const char **msg)
 {
-	static const px_s3_ck_alg_t all[] = {PX_S3_CK_CRC32, PX_S3_CK_CRC32C, PX_S3_CK_CRC64NVME, PX_S3_CK_SHA1,
-					     PX_S3_CK_SHA256};
+	static const ft_xsum_alg_t all[] = {FT_XSUM_CRC32, FT_XSUM_CRC32C, FT_XSUM_CRC64NVME, FT_XSUM_SHA1,
+					    FT_XSUM_SHA256};
 	char *m = ft_req_alloc(q->r, CK_MSG_MAX);
 	int count = 0;
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
-		const char *v = ft_req_header(q->r, px_s3_ck_header(all[i]));
+		const char *v = ft_req_header(q->r, ft_xsum_header(all[i]));
 		if (v == NULL)
 			continue;
 		count++;
@@ -540,8 +540,8 @@ static px_s3_err_t checksum_prepare(px_s3_req_t *q, px_s3_body_t *b, const char 
 		b->ck_header = v;
 	}
 	if (b->trailer != NULL) {
-		px_s3_ck_alg_t t = px_s3_ck_from_name(b->trailer);
-		if (t == PX_S3_CK_NONE) {
+		ft_xsum_alg_t t = ft_xsum_from_name(b->trailer);
+		if (t == FT_XSUM_NONE) {
 			*msg = "x-amz-trailer must name an x-amz-checksum-* trailer";
 			return PX_S3_INVALID_REQUEST;
 		}
@@ -553,12 +553,12 @@ static px_s3_err_t checksum_prepare(px_s3_req_t *q, px_s3_body_t *b, const char 
 		*msg = "Expecting a single x-amz-checksum- header or trailer";
 		return PX_S3_INVALID_REQUEST;
 	}
-	if (b->ck_alg == PX_S3_CK_CRC64NVME) {
+	if (b->ck_alg == FT_XSUM_CRC64NVME) {
 		*msg = "CRC64NVME checksums are not supported; use CRC32, CRC32C, SHA1 or SHA256";
 		return PX_S3_NOT_IMPLEMENTED;
 	}
-	if (b->ck_header != NULL && !px_s3_ck_value_ok(b->ck_alg, b->ck_header)) {
-		snprintf(m, CK_MSG_MAX, "Value for %s header is invalid.", px_s3_ck_header(b->ck_alg));
+	if (b->ck_header != NULL && !ft_xsum_value_ok(b->ck_alg, b->ck_header)) {
+		snprintf(m, CK_MSG_MAX, "Value for %s header is invalid.", ft_xsum_header(b->ck_alg));
 		*msg = m;
 		return PX_S3_INVALID_REQUEST;
 	}
@@ -639,8 +639,8 @@ static px_s3_err_t body_start(px_s3_req_t *q, px_s3_body_t *b)
 			return PX_S3_INTERNAL;
 		b->md5_live = true;
 	}
-	if (b->ck_alg != PX_S3_CK_NONE) {
-		if (px_s3_ck_init(&b->ck, b->ck_alg) != 0)
+	if (b->ck_alg != FT_XSUM_NONE) {
+		if (ft_xsum_init(&b->ck, b->ck_alg) != 0)
 			return PX_S3_INTERNAL;
 		b->ck_live = true;
 	}
@@ -650,17 +650,17 @@ static px_s3_err_t body_start(px_s3_req_t *q, px_s3_body_t *b)
 /* The x-amz-checksum-* check at the verified end of the body. */
 static px_s3_err_t checksum_finish(px_s3_body_t *b)
 {
-	char got[PX_S3_CK_B64_MAX];
+	char got[FT_XSUM_B64_MAX];
 	const char *want = b->ck_header;
 
 	if (!b->ck_live)
 		return PX_S3_OK;
 	b->ck_live = false;
-	if (px_s3_ck_final(&b->ck, got) != 0)
+	if (ft_xsum_final(&b->ck, got) != 0)
 		return PX_S3_INTERNAL;
 	if (want == NULL) {
 		want = ft_sigv4_chunked_trailer(b->chunked);
-		if (want == NULL || !px_s3_ck_value_ok(b->ck_alg, want))
+		if (want == NULL || !ft_xsum_value_ok(b->ck_alg, want))
 			return PX_S3_INVALID_CHECKSUM;
 	}
 	return strcmp(got, want) == 0 ? PX_S3_OK : PX_S3_CHECKSUM_MISMATCH;
@@ -798,7 +798,7 @@ ssize_t px_s3_body_read(px_s3_req_t *q, void *buf, size_t cap)
 	if (b->md5_live)
 		ft_cksum_update(&b->md5, buf, n);
 	if (b->ck_live)
-		px_s3_ck_update(&b->ck, buf, n);
+		ft_xsum_update(&b->ck, buf, n);
 	b->delivered += (int64_t)n;
 	if (b->total >= 0 && b->delivered == b->total) {
 		e = body_finish(q, b); /* before the last bytes leave */

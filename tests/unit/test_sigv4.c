@@ -17,7 +17,7 @@
 
 #include "auth/sigv4.h"
 #include "base/codec.h"
-#include "s3/checksum.h"
+#include "base/xsum.h"
 #include "s3/chunked.h"
 #include "s3/sigv4.h"
 
@@ -1865,35 +1865,35 @@ static void test_chunked_signed_trailer(void **state)
 /* ---- x-amz-checksum-* ---- */
 
 /* The checksum of s fed in pieces of step bytes (0: at once). */
-static void ck_of(px_s3_ck_alg_t alg, const char *s, size_t step, char out[PX_S3_CK_B64_MAX])
+static void ck_of(ft_xsum_alg_t alg, const char *s, size_t step, char out[FT_XSUM_B64_MAX])
 {
-	px_s3_ck_t c;
+	ft_xsum_t c;
 	size_t n = strlen(s), off = 0;
 
-	assert_int_equal(px_s3_ck_init(&c, alg), 0);
+	assert_int_equal(ft_xsum_init(&c, alg), 0);
 	while (off < n) {
 		size_t k = step == 0 || step > n - off ? n - off : step;
-		px_s3_ck_update(&c, s + off, k);
+		ft_xsum_update(&c, s + off, k);
 		off += k;
 	}
-	assert_int_equal(px_s3_ck_final(&c, out), 0);
+	assert_int_equal(ft_xsum_final(&c, out), 0);
 }
 
 static void test_checksums(void **state)
 {
 	static const struct {
-		px_s3_ck_alg_t alg;
+		ft_xsum_alg_t alg;
 		const char *in, *b64;
 	} vec[] = {
-		{PX_S3_CK_CRC32, "123456789", "y/Q5Jg=="},  /* CRC-32 check value 0xcbf43926 */
-		{PX_S3_CK_CRC32C, "123456789", "4waSgw=="}, /* CRC-32C check value 0xe3069283 */
-		{PX_S3_CK_SHA1, "abc", "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="},
-		{PX_S3_CK_SHA256, "abc", "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0="},
-		{PX_S3_CK_CRC32, "", "AAAAAA=="},
-		{PX_S3_CK_CRC32, "hello world", "DUoRhQ=="},
+		{FT_XSUM_CRC32, "123456789", "y/Q5Jg=="},  /* CRC-32 check value 0xcbf43926 */
+		{FT_XSUM_CRC32C, "123456789", "4waSgw=="}, /* CRC-32C check value 0xe3069283 */
+		{FT_XSUM_SHA1, "abc", "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="},
+		{FT_XSUM_SHA256, "abc", "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0="},
+		{FT_XSUM_CRC32, "", "AAAAAA=="},
+		{FT_XSUM_CRC32, "hello world", "DUoRhQ=="},
 	};
-	char out[PX_S3_CK_B64_MAX];
-	px_s3_ck_t c;
+	char out[FT_XSUM_B64_MAX];
+	ft_xsum_t c;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
@@ -1901,31 +1901,31 @@ static void test_checksums(void **state)
 			ck_of(vec[i].alg, vec[i].in, step, out);
 			assert_string_equal(out, vec[i].b64);
 		}
-		assert_true(px_s3_ck_value_ok(vec[i].alg, vec[i].b64));
+		assert_true(ft_xsum_value_ok(vec[i].alg, vec[i].b64));
 	}
-	assert_int_equal(px_s3_ck_from_name("X-Amz-Checksum-CRC32"), PX_S3_CK_CRC32);
-	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-crc32c"), PX_S3_CK_CRC32C);
-	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-crc64nvme"), PX_S3_CK_CRC64NVME);
-	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-sha1"), PX_S3_CK_SHA1);
-	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-sha256"), PX_S3_CK_SHA256);
-	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-md5"), PX_S3_CK_NONE);
-	assert_int_equal(px_s3_ck_from_name(NULL), PX_S3_CK_NONE);
-	assert_string_equal(px_s3_ck_label(PX_S3_CK_SHA256), "SHA256");
+	assert_int_equal(ft_xsum_from_name("X-Amz-Checksum-CRC32"), FT_XSUM_CRC32);
+	assert_int_equal(ft_xsum_from_name("x-amz-checksum-crc32c"), FT_XSUM_CRC32C);
+	assert_int_equal(ft_xsum_from_name("x-amz-checksum-crc64nvme"), FT_XSUM_CRC64NVME);
+	assert_int_equal(ft_xsum_from_name("x-amz-checksum-sha1"), FT_XSUM_SHA1);
+	assert_int_equal(ft_xsum_from_name("x-amz-checksum-sha256"), FT_XSUM_SHA256);
+	assert_int_equal(ft_xsum_from_name("x-amz-checksum-md5"), FT_XSUM_NONE);
+	assert_int_equal(ft_xsum_from_name(NULL), FT_XSUM_NONE);
+	assert_string_equal(ft_xsum_label(FT_XSUM_SHA256), "SHA256");
 	/* Values: one digest's base64, exactly. */
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC32, "y/Q5Jg="));
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC32, "y/Q5Jg==AAAA"));
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC32, "y/Q5J!=="));
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_SHA1, "y/Q5Jg=="));
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_SHA256, "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="));
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC64NVME, "AAAAAAAAAAA="));
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC32, NULL));
+	assert_false(ft_xsum_value_ok(FT_XSUM_CRC32, "y/Q5Jg="));
+	assert_false(ft_xsum_value_ok(FT_XSUM_CRC32, "y/Q5Jg==AAAA"));
+	assert_false(ft_xsum_value_ok(FT_XSUM_CRC32, "y/Q5J!=="));
+	assert_false(ft_xsum_value_ok(FT_XSUM_SHA1, "y/Q5Jg=="));
+	assert_false(ft_xsum_value_ok(FT_XSUM_SHA256, "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="));
+	assert_false(ft_xsum_value_ok(FT_XSUM_CRC64NVME, "AAAAAAAAAAA="));
+	assert_false(ft_xsum_value_ok(FT_XSUM_CRC32, NULL));
 	/* CRC64NVME and NONE are not computed; abort releases a SHA state. */
-	assert_int_equal(px_s3_ck_init(&c, PX_S3_CK_CRC64NVME), -1);
-	assert_int_equal(px_s3_ck_init(&c, PX_S3_CK_NONE), -1);
-	assert_int_equal(px_s3_ck_init(&c, PX_S3_CK_SHA256), 0);
-	px_s3_ck_update(&c, "x", 1);
-	px_s3_ck_abort(&c);
-	px_s3_ck_abort(&c);
+	assert_int_equal(ft_xsum_init(&c, FT_XSUM_CRC64NVME), -1);
+	assert_int_equal(ft_xsum_init(&c, FT_XSUM_NONE), -1);
+	assert_int_equal(ft_xsum_init(&c, FT_XSUM_SHA256), 0);
+	ft_xsum_update(&c, "x", 1);
+	ft_xsum_abort(&c);
+	ft_xsum_abort(&c);
 }
 
 /* ---- small pieces ---- */

@@ -8,7 +8,7 @@
  *   chains like zlib's crc32); crc32_iscsi is CRC-32C without the inversions, applied here.
  * - CRC64NVME is known by name only: the isa-l of Debian 12 (2.30) has no CRC-64/NVME.
  */
-#include "s3/checksum.h"
+#include "base/xsum.h"
 
 #include <string.h>
 #include <strings.h>
@@ -27,37 +27,37 @@ typedef struct {
 } alg_info_t;
 
 static const alg_info_t algs[] = {
-	[PX_S3_CK_NONE] = {"", "", 0},
-	[PX_S3_CK_CRC32] = {"x-amz-checksum-crc32", "CRC32", 4},
-	[PX_S3_CK_CRC32C] = {"x-amz-checksum-crc32c", "CRC32C", 4},
-	[PX_S3_CK_CRC64NVME] = {"x-amz-checksum-crc64nvme", "CRC64NVME", 0},
-	[PX_S3_CK_SHA1] = {"x-amz-checksum-sha1", "SHA1", 20},
-	[PX_S3_CK_SHA256] = {"x-amz-checksum-sha256", "SHA256", 32},
+	[FT_XSUM_NONE] = {"", "", 0},
+	[FT_XSUM_CRC32] = {"x-amz-checksum-crc32", "CRC32", 4},
+	[FT_XSUM_CRC32C] = {"x-amz-checksum-crc32c", "CRC32C", 4},
+	[FT_XSUM_CRC64NVME] = {"x-amz-checksum-crc64nvme", "CRC64NVME", 0},
+	[FT_XSUM_SHA1] = {"x-amz-checksum-sha1", "SHA1", 20},
+	[FT_XSUM_SHA256] = {"x-amz-checksum-sha256", "SHA256", 32},
 };
 
 #define N_ALGS (sizeof(algs) / sizeof(algs[0]))
 
-px_s3_ck_alg_t px_s3_ck_from_name(const char *name)
+ft_xsum_alg_t ft_xsum_from_name(const char *name)
 {
 	if (name == NULL)
-		return PX_S3_CK_NONE;
+		return FT_XSUM_NONE;
 	for (size_t i = 1; i < N_ALGS; i++)
 		if (strcasecmp(name, algs[i].header) == 0)
-			return (px_s3_ck_alg_t)i;
-	return PX_S3_CK_NONE;
+			return (ft_xsum_alg_t)i;
+	return FT_XSUM_NONE;
 }
 
-const char *px_s3_ck_header(px_s3_ck_alg_t alg)
+const char *ft_xsum_header(ft_xsum_alg_t alg)
 {
 	return (size_t)alg < N_ALGS ? algs[alg].header : "";
 }
 
-const char *px_s3_ck_label(px_s3_ck_alg_t alg)
+const char *ft_xsum_label(ft_xsum_alg_t alg)
 {
 	return (size_t)alg < N_ALGS ? algs[alg].label : "";
 }
 
-int px_s3_ck_value_ok(px_s3_ck_alg_t alg, const char *value)
+int ft_xsum_value_ok(ft_xsum_alg_t alg, const char *value)
 {
 	unsigned char raw[36]; /* the digest and the 2 bytes padding may stand for */
 	size_t n, want;
@@ -71,7 +71,7 @@ int px_s3_ck_value_ok(px_s3_ck_alg_t alg, const char *value)
 	return ft_base64_decode(value, n, raw, sizeof(raw)) == (long)want;
 }
 
-int px_s3_ck_init(px_s3_ck_t *c, px_s3_ck_alg_t alg)
+int ft_xsum_init(ft_xsum_t *c, ft_xsum_alg_t alg)
 {
 	const EVP_MD *md = NULL;
 
@@ -79,21 +79,21 @@ int px_s3_ck_init(px_s3_ck_t *c, px_s3_ck_alg_t alg)
 	if ((size_t)alg >= N_ALGS || algs[alg].digest_len == 0)
 		return -1;
 	c->alg = alg;
-	if (alg == PX_S3_CK_SHA1)
+	if (alg == FT_XSUM_SHA1)
 		md = EVP_sha1();
-	else if (alg == PX_S3_CK_SHA256)
+	else if (alg == FT_XSUM_SHA256)
 		md = EVP_sha256();
 	if (md == NULL)
 		return 0;
 	c->md = EVP_MD_CTX_new();
 	if (c->md == NULL || EVP_DigestInit_ex(c->md, md, NULL) != 1) {
-		px_s3_ck_abort(c);
+		ft_xsum_abort(c);
 		return -1;
 	}
 	return 0;
 }
 
-void px_s3_ck_update(px_s3_ck_t *c, const void *buf, size_t len)
+void ft_xsum_update(ft_xsum_t *c, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
 
@@ -104,16 +104,16 @@ void px_s3_ck_update(px_s3_ck_t *c, const void *buf, size_t len)
 	while (len > 0) {
 		size_t n = len < CRC_STEP ? len : CRC_STEP;
 
-		if (c->alg == PX_S3_CK_CRC32)
+		if (c->alg == FT_XSUM_CRC32)
 			c->crc = crc32_gzip_refl(c->crc, p, n);
-		else if (c->alg == PX_S3_CK_CRC32C)
+		else if (c->alg == FT_XSUM_CRC32C)
 			c->crc = ~crc32_iscsi((unsigned char *)p, (int)n, ~c->crc);
 		p += n;
 		len -= n;
 	}
 }
 
-int px_s3_ck_final(px_s3_ck_t *c, char out[PX_S3_CK_B64_MAX])
+int ft_xsum_final(ft_xsum_t *c, char out[FT_XSUM_B64_MAX])
 {
 	unsigned char digest[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
@@ -122,10 +122,10 @@ int px_s3_ck_final(px_s3_ck_t *c, char out[PX_S3_CK_B64_MAX])
 	if (c->md != NULL) {
 		int ok = EVP_DigestFinal_ex(c->md, digest, &n) == 1;
 
-		px_s3_ck_abort(c);
+		ft_xsum_abort(c);
 		if (!ok)
 			return -1;
-	} else if (c->alg == PX_S3_CK_CRC32 || c->alg == PX_S3_CK_CRC32C) {
+	} else if (c->alg == FT_XSUM_CRC32 || c->alg == FT_XSUM_CRC32C) {
 		digest[0] = (unsigned char)(c->crc >> 24);
 		digest[1] = (unsigned char)(c->crc >> 16);
 		digest[2] = (unsigned char)(c->crc >> 8);
@@ -138,7 +138,7 @@ int px_s3_ck_final(px_s3_ck_t *c, char out[PX_S3_CK_B64_MAX])
 	return 0;
 }
 
-void px_s3_ck_abort(px_s3_ck_t *c)
+void ft_xsum_abort(ft_xsum_t *c)
 {
 	if (c->md != NULL)
 		EVP_MD_CTX_free(c->md);

@@ -92,6 +92,7 @@ static void error_reply(const char *body, size_t len, px_s3_target_reply_t *repl
 /* ---- GET and HEAD ---- */
 
 #define UMETA_PREFIX_LEN 11 /* "x-amz-meta-" */
+#define CK_PREFIX_LEN 15    /* "x-amz-checksum-" */
 
 /* What the target answered so far (the current response; a redirect's headers are replaced). */
 typedef struct {
@@ -142,6 +143,23 @@ static void meta_add(target_head_t *t, const ft_hp_header_t *h)
 	t->meta[t->meta_len] = '\0';
 }
 
+/* Whether h is one of the headers an object keeps that the S3 answer relays as they come. */
+static bool kept_header(const ft_hp_header_t *h)
+{
+	static const char *const std[] = {"cache-control",    "content-disposition",
+					  "content-encoding", "content-language",
+					  "expires",          "x-amz-mp-parts-count"};
+
+	if (h->name_len > UMETA_PREFIX_LEN && strncasecmp(h->name, "x-amz-meta-", UMETA_PREFIX_LEN) == 0)
+		return true;
+	if (h->name_len > CK_PREFIX_LEN && strncasecmp(h->name, "x-amz-checksum-", CK_PREFIX_LEN) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(std) / sizeof(std[0]); i++)
+		if (ft_hp_token_eq(h->name, h->name_len, std[i]))
+			return true;
+	return false;
+}
+
 /* Replaces t with what GET, HEAD and the copy's source use of a target's parsed response head. */
 static void target_head_fill(target_head_t *t, const ft_hp_resp_head_t *h, const ft_hp_header_t *hdrs)
 {
@@ -159,7 +177,7 @@ static void target_head_fill(target_head_t *t, const ft_hp_resp_head_t *h, const
 			header_copy(t->content_range, sizeof(t->content_range), x);
 		else if (ft_hp_token_eq(x->name, x->name_len, "content-type"))
 			header_copy(t->content_type, sizeof(t->content_type), x);
-		else if (x->name_len > UMETA_PREFIX_LEN && strncasecmp(x->name, "x-amz-meta-", UMETA_PREFIX_LEN) == 0)
+		else if (kept_header(x))
 			meta_add(t, x);
 	}
 	/* interim (1xx) and redirect heads are followed by another */
@@ -217,9 +235,31 @@ static const struct {
 	{"response-cache-control", "Cache-Control"},       {"response-expires", "Expires"},
 };
 
-/* Sends the stored x-amz-meta-* lines of t as response headers. */
+/* Whether a response-* query parameter replaces the stored header name. */
+static bool overridden(px_s3_req_t *q, const char *name)
+{
+	for (size_t i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++)
+		if (strcasecmp(overrides[i].header, name) == 0)
+			return ft_req_query(q->r, overrides[i].query) != NULL;
+	return false;
+}
+
+/*
+ * Whether the stored checksum goes with the answer: asked for (x-amz-checksum-mode: ENABLED) and
+ * the whole object served (a range has no checksum of its own).
+ */
+static bool checksum_wanted(px_s3_req_t *q, const target_head_t *t)
+{
+	const char *mode = ft_req_header(q->r, "x-amz-checksum-mode");
+
+	return mode != NULL && strcasecmp(mode, "ENABLED") == 0 && t->content_range[0] == '\0';
+}
+
+/* Sends the stored x-amz-meta-* and standard header lines of t (and its checksum when wanted) as response headers. */
 static void meta_headers(px_s3_req_t *q, target_head_t *t)
 {
+	bool ck = checksum_wanted(q, t);
+
 	for (char *p = t->meta; *p != '\0';) {
 		char *nl = strchr(p, '\n');
 		char *colon = memchr(p, ':', (size_t)(nl - p));
@@ -229,7 +269,8 @@ static void meta_headers(px_s3_req_t *q, target_head_t *t)
 			*colon = '\0';
 			while (*v == ' ' || *v == '\t')
 				v++;
-			ft_resp_header(q->r, p, v);
+			if ((ck || strncasecmp(p, "x-amz-checksum-", CK_PREFIX_LEN) != 0) && !overridden(q, p))
+				ft_resp_header(q->r, p, v);
 		}
 		p = nl + 1;
 	}
@@ -442,6 +483,7 @@ static void put_work(px_s3_req_t *q)
 	}
 	if (reply.etag[0])
 		ft_resp_header(q->r, "ETag", reply.etag);
+	px_s3_checksum_headers(q, &reply);
 	px_s3_send_empty(q, 200);
 }
 
@@ -789,6 +831,26 @@ static void put_header(copy_t *c, const char *line)
 }
 
 /*
+ * A stored "x-amz-checksum-<alg>: ..." line of the source: the copy computes that algorithm
+ * again over what it stores (a COMPOSITE value, or the part count, does not carry over).
+ */
+static void copy_checksum_header(copy_t *c, const char *line)
+{
+	char name[32], out[64];
+	size_t n = strcspn(line, ":");
+
+	if (n >= sizeof(name))
+		return;
+	memcpy(name, line, n);
+	name[n] = '\0';
+	ft_xsum_alg_t alg = ft_xsum_from_name(name);
+	if (alg == FT_XSUM_NONE)
+		return;
+	snprintf(out, sizeof(out), "Ais-S3-Checksum: %s", ft_xsum_label(alg));
+	put_header(c, out);
+}
+
+/*
  * The destination PUT's headers: an object gets the source's Content-Type and x-amz-meta-*
  * (directive COPY) or the request's (REPLACE); a part gets none.
  */
@@ -815,10 +877,15 @@ static void copy_put_headers(copy_t *c)
 			len--;
 		memcpy(line, p, len);
 		line[len] = '\0';
+		p = nl + 1;
+		if (strncasecmp(line, "x-amz-checksum-", CK_PREFIX_LEN) == 0 ||
+		    strncasecmp(line, "x-amz-mp-parts-count:", 21) == 0) {
+			copy_checksum_header(c, line);
+			continue;
+		}
 		if (len > 0 && line[len - 1] == ':')
 			line[len - 1] = ';'; /* an empty value: curl's way to send one */
 		put_header(c, line);
-		p = nl + 1;
 	}
 }
 

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "base/codec.h"
 #include "base/fdio.h"
 #include "base/log.h"
+#include "base/xsum.h"
 #include "cluster/bmd.h"
 #include "cluster/hrw.h"
 #include "core/lom.h"
@@ -27,8 +29,9 @@
 
 typedef struct {
 	int part;
-	char etag[MD5_HEX]; /* as the client listed it, normalized */
-	uint64_t size;      /* from the stored record */
+	char etag[MD5_HEX];       /* as the client listed it, normalized */
+	uint64_t size;            /* from the stored record */
+	char ck[FT_XSUM_B64_MAX]; /* the part's S3 checksum as the client listed it, "" if not */
 } want_t;
 
 typedef struct {
@@ -51,6 +54,14 @@ typedef struct {
 	ft_lom_t lom;
 	char etag[FT_LOM_ETAG_MAX]; /* "<md5 hex>-N" */
 	char perr[256];             /* why tgt_protect_local/remote failed */
+	/* S3 checksum (the upload's algorithm, c->meta.ck_alg): */
+	ft_xsum_alg_t xalg;
+	bool xfull;   /* FULL_OBJECT: over the data; else COMPOSITE: over the parts' digests */
+	ft_xsum_t xs; /* running */
+	int xs_live;
+	const char *xwant;                    /* the value the request expects (request memory), NULL if none */
+	char xsum[FT_XSUM_B64_MAX + 8];       /* the result ("...-N" for COMPOSITE) */
+	const char *if_match, *if_none_match; /* conditions of the write (request memory) */
 } complete_t;
 
 static void complete_release(complete_t *c)
@@ -74,6 +85,10 @@ static void complete_release(complete_t *c)
 	if (c->md5s_live) {
 		ft_cksum_abort(&c->md5s);
 		c->md5s_live = 0;
+	}
+	if (c->xs_live) {
+		ft_xsum_abort(&c->xs);
+		c->xs_live = 0;
 	}
 	free(c->buf);
 	c->buf = NULL;
@@ -118,6 +133,7 @@ static int complete_parse(ft_req_t *r, complete_t *c, const char *body, size_t l
 	}
 	digest_live = 1;
 	c->want = ft_req_alloc(r, n * sizeof(*c->want));
+	memset(c->want, 0, n * sizeof(*c->want));
 	c->n = (int)n;
 	for (size_t i = 0; i < n; i++) {
 		json_t *e = json_array_get(parts, i);
@@ -130,6 +146,9 @@ static int complete_parse(ft_req_t *r, complete_t *c, const char *body, size_t l
 			goto out;
 		}
 		c->want[i].part = (int)pn;
+		const char *ck = json_string_value(json_object_get(e, "checksum"));
+		if (ck != NULL && strlen(ck) < sizeof(c->want[i].ck))
+			strcpy(c->want[i].ck, ck);
 		if (mpu_etag_normalize(etag, c->want[i].etag) != 0) {
 			mpu_error(r, 400, "InvalidPart", "part %d: ETag \"%.64s\" does not match the stored part",
 				  (int)pn, etag);
@@ -141,6 +160,12 @@ static int complete_parse(ft_req_t *r, complete_t *c, const char *body, size_t l
 	}
 	ft_cksum_final(&digest, c->list_md5);
 	digest_live = 0;
+	const char *xw = json_string_value(json_object_get(j, "checksum"));
+	if (xw != NULL) {
+		char *copy = ft_req_alloc(r, strlen(xw) + 1);
+		strcpy(copy, xw);
+		c->xwant = copy;
+	}
 	rc = 0;
 out:
 	if (digest_live)
@@ -171,6 +196,17 @@ static void complete_mark(complete_t *c)
 	pthread_mutex_unlock(&c->o->t->mpu->lock);
 }
 
+/* The S3 checksum of c into e (none when the upload has none). */
+static void completed_xsum(const complete_t *c, completed_t *e)
+{
+	e->xsum_alg[0] = e->xsum[0] = e->xsum_type[0] = '\0';
+	if (!c->xsum[0])
+		return;
+	snprintf(e->xsum_alg, sizeof(e->xsum_alg), "%s", ft_xsum_label(c->xalg));
+	snprintf(e->xsum, sizeof(e->xsum), "%s", c->xsum);
+	snprintf(e->xsum_type, sizeof(e->xsum_type), "%s", c->xfull ? "FULL_OBJECT" : "COMPOSITE");
+}
+
 /* Remembers a successful completion. Under mpu_lock. */
 static void recent_add(const complete_t *c)
 {
@@ -188,6 +224,7 @@ static void recent_add(const complete_t *c)
 	e->cksum_type = c->lom.cksum_type;
 	memcpy(e->cksum, c->lom.cksum, sizeof(e->cksum));
 	memcpy(e->version, c->lom.version, sizeof(e->version));
+	completed_xsum(c, e);
 }
 
 /* Finds the completion of this upload with this part list; 0 and *out filled, or -1. */
@@ -215,10 +252,53 @@ static void complete_respond(ft_req_t *r, const completed_t *e)
 	ft_resp_header(r, "Ais-Checksum-Value", e->cksum);
 	ft_resp_header(r, "Ais-Version", e->version);
 	ft_resp_headerf(r, "ETag", "\"%s\"", e->etag);
-	ft_resp_json(r, 200,
-		     json_pack("{s:s, s:s, s:I, s:i, s:s, s:s, s:s}", "upload_id", e->id, "etag", e->etag, "size",
-			       (json_int_t)e->size, "parts", e->parts, "checksum_type", ft_cksum_name(e->cksum_type),
-			       "checksum", e->cksum, "version", e->version));
+	json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:s, s:s, s:s}", "upload_id", e->id, "etag", e->etag, "size",
+			      (json_int_t)e->size, "parts", e->parts, "checksum_type", ft_cksum_name(e->cksum_type),
+			      "checksum", e->cksum, "version", e->version);
+	if (j != NULL && e->xsum_alg[0])
+		json_object_set_new(
+			j, "s3_checksum",
+			json_pack("{s:s, s:s, s:s}", "algorithm", e->xsum_alg, "value", e->xsum, "type", e->xsum_type));
+	ft_resp_json(r, 200, j);
+}
+
+/*
+ * The S3 checksum of part w (fd): the one the client listed must be the stored one; with the
+ * upload's algorithm set every part has one of it, and a COMPOSITE checksum takes in its digest.
+ * 0, or -1 after releasing c and responding.
+ */
+static int part_xsum_check(ft_req_t *r, complete_t *c, const want_t *w, int fd)
+{
+	char stored[64], want_label[16] = "";
+	const char *colon = NULL;
+	unsigned char raw[FT_XSUM_RAW_MAX + 4];
+
+	if (mpu_part_checksum(fd, stored, sizeof(stored)) == 0)
+		colon = strchr(stored, ':');
+	if (w->ck[0] && (colon == NULL || strcmp(colon + 1, w->ck) != 0)) {
+		complete_release(c);
+		mpu_error(r, 400, "InvalidPart", "part %d: the checksum listed does not match the stored part's",
+			  w->part);
+		return -1;
+	}
+	if (c->xalg == FT_XSUM_NONE)
+		return 0;
+	snprintf(want_label, sizeof(want_label), "%s:", ft_xsum_label(c->xalg));
+	if (colon == NULL || strncmp(stored, want_label, strlen(want_label)) != 0) {
+		complete_release(c);
+		mpu_error(r, 400, "InvalidPart", "part %d has no %s checksum", w->part, ft_xsum_label(c->xalg));
+		return -1;
+	}
+	if (!c->xfull) {
+		long n = ft_base64_decode(colon + 1, strlen(colon + 1), raw, sizeof(raw));
+		if (n != (long)ft_xsum_digest_len(c->xalg)) {
+			complete_release(c);
+			mpu_error(r, 400, "InvalidPart", "part %d: its stored checksum is damaged", w->part);
+			return -1;
+		}
+		ft_xsum_update(&c->xs, raw, (size_t)n);
+	}
+	return 0;
 }
 
 /*
@@ -246,7 +326,10 @@ static int complete_check_parts(ft_req_t *r, complete_t *c)
 				  "part %d cannot be used: %s", w->part, fd == -EBADMSG ? "damaged" : strerror(-fd));
 			return -1;
 		}
+		int ckrc = part_xsum_check(r, c, w, fd);
 		close(fd);
+		if (ckrc != 0)
+			return -1;
 		if (strcmp(md5hex, w->etag) != 0) {
 			complete_release(c);
 			mpu_error(r, 400, "InvalidPart", "part %d: ETag \"%s\" does not match the stored part", w->part,
@@ -287,6 +370,8 @@ static int append_part(complete_t *c, int in, uint64_t len)
 		if (n == 0)
 			return -ENODATA; /* shorter than its record */
 		ft_cksum_update(&c->ck, c->buf, (size_t)n);
+		if (c->xs_live && c->xfull)
+			ft_xsum_update(&c->xs, c->buf, (size_t)n);
 		loff_t in_off = off, end = off + n;
 		while (in_off < end) {
 			ssize_t k = copy_file_range(in, &in_off, c->fd, NULL, (size_t)(end - in_off), 0);
@@ -417,6 +502,40 @@ static void complete_fail(ft_req_t *r, complete_t *c, int rc, int bad_part)
 		mpu_error(r, 500, "InternalError", "completing \"%s/%s\": %s", o->bucket, o->obj, strerror(-rc));
 }
 
+/*
+ * The object's S3 checksum once the data is joined: FULL_OBJECT over the bytes, COMPOSITE over the
+ * parts' digests with "-<parts>"; checked against the value the request expects (BadDigest,
+ * nothing stored). 0, or -1 after responding.
+ */
+static int xsum_finish(ft_req_t *r, complete_t *c)
+{
+	if (!c->xs_live) {
+		if (c->xwant != NULL) {
+			complete_release(c);
+			mpu_error(r, 400, "InvalidRequest",
+				  "the upload was created without a checksum algorithm: no checksum to compare");
+			return -1;
+		}
+		return 0;
+	}
+	c->xs_live = 0;
+	if (ft_xsum_final(&c->xs, c->xsum) != 0) {
+		complete_fail(r, c, -ENOMEM, 0);
+		return -1;
+	}
+	if (!c->xfull) {
+		size_t len = strlen(c->xsum);
+		snprintf(c->xsum + len, sizeof(c->xsum) - len, "-%d", c->n);
+	}
+	if (c->xwant != NULL && strcmp(c->xwant, c->xsum) != 0) {
+		complete_release(c);
+		mpu_error(r, 400, "BadDigest", "The %s you specified did not match the calculated checksum (%s)",
+			  ft_xsum_header(c->xalg), c->xsum);
+		return -1;
+	}
+	return 0;
+}
+
 /* Worker: concatenate, verify the size, publish. */
 static void complete_data(ft_req_t *r, complete_t *c)
 {
@@ -466,9 +585,18 @@ static void complete_data(ft_req_t *r, complete_t *c)
 		complete_fail(r, c, rc, bad_part);
 		return;
 	}
+	if (xsum_finish(r, c) != 0)
+		return;
 	memset(&c->lom, 0, sizeof(c->lom));
 	memcpy(c->lom.content_type, c->meta.content_type, sizeof(c->lom.content_type));
 	memcpy(c->lom.user_meta, c->meta.user_meta, sizeof(c->lom.user_meta));
+	memcpy(c->lom.hdrs, c->meta.hdrs, sizeof(c->lom.hdrs));
+	if (c->xsum[0] &&
+	    (tgt_meta_hdr_add(&c->lom, ft_xsum_header(c->xalg), c->xsum) != 0 ||
+	     tgt_meta_hdr_add(&c->lom, "x-amz-checksum-type", c->xfull ? "FULL_OBJECT" : "COMPOSITE") != 0)) {
+		complete_fail(r, c, -E2BIG, 0);
+		return;
+	}
 	c->lom.size = c->total;
 	c->lom.cksum_type = ck_type;
 	ft_cksum_final(&c->ck, c->lom.cksum);
@@ -496,6 +624,7 @@ static void complete_data(ft_req_t *r, complete_t *c)
 		e.cksum_type = c->lom.cksum_type;
 		memcpy(e.cksum, c->lom.cksum, sizeof(e.cksum));
 		memcpy(e.version, c->lom.version, sizeof(e.version));
+		completed_xsum(c, &e);
 	}
 	complete_respond(r, &e);
 }
@@ -530,6 +659,16 @@ static void complete_run(ft_req_t *r, void *arg)
 				  c->want[i - 1].part);
 			return;
 		}
+	}
+	c->xalg = ft_xsum_from_label(c->meta.ck_alg);
+	c->xfull = strcmp(c->meta.ck_type, "FULL_OBJECT") == 0;
+	if (c->xalg != FT_XSUM_NONE) {
+		if (ft_xsum_init(&c->xs, c->xalg) != 0) {
+			complete_release(c);
+			mpu_error(r, 500, "InternalError", "complete: out of memory");
+			return;
+		}
+		c->xs_live = 1;
 	}
 	if (complete_check_parts(r, c) != 0)
 		return;

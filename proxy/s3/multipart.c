@@ -400,6 +400,15 @@ static int complete_call(complete_call_t *c, const char *url, const json_t *body
 		return -1;
 	}
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+	static const char *const conds[] = {"If-Match", "If-None-Match"}; /* conditional write of the object */
+	for (size_t i = 0; i < 2; i++) {
+		const char *v = ft_req_header(c->q->r, conds[i]);
+		char line[256];
+		if (v != NULL && strlen(v) + 20 < sizeof(line)) {
+			snprintf(line, sizeof(line), "%s: %s", conds[i], v);
+			hdrs = curl_slist_append(hdrs, line);
+		}
+	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);

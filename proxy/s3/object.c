@@ -566,17 +566,25 @@ static void delete_work(px_s3_req_t *q)
 		free(url);
 		return;
 	}
+	struct curl_slist *hdrs = forward_header(NULL, q->r, "If-Match", "If-Match"); /* conditional delete */
 	px_s3_curl_common(h, url);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard_cb);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	rc = curl_easy_perform(h);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(hdrs);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	if (rc != CURLE_OK) {
 		ft_warn("s3 DELETE %s: %s: %s", q->resource, url, curl_easy_strerror(rc));
 		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "the target holding the object did not answer");
 	} else if (status == 200 || status == 404) {
-		px_s3_send_empty(q, 204); /* S3 answers 204 whether or not the key existed */
+		px_s3_send_empty(q, 204); /* S3 answers 204 whether or not the key existed (also with If-Match) */
+	} else if (status == 412) {
+		px_s3_error(q, PX_S3_PRECONDITION_FAILED, "If-Match does not name the object's ETag: nothing deleted");
+	} else if (status == 501) {
+		px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "conditional deletes are not supported in remote buckets");
 	} else {
 		px_s3_error(q, PX_S3_INTERNAL, "the target answered %ld", status);
 	}
@@ -861,6 +869,14 @@ static void copy_put_headers(copy_t *c)
 	put_header(c, "Content-Type:"); /* none unless given below */
 	if (c->part)
 		return;
+	static const char *const conds[] = {"If-Match", "If-None-Match"}; /* of the destination (conditional write) */
+	for (size_t i = 0; i < 2; i++) {
+		const char *v = ft_req_header(c->q->r, conds[i]);
+		if (v != NULL && strlen(v) + 20 < sizeof(line)) {
+			snprintf(line, sizeof(line), "%s: %s", conds[i], v);
+			put_header(c, line);
+		}
+	}
 	if (c->from->replace) {
 		for (int i = 0; c->from->meta[i] != NULL; i++)
 			put_header(c, c->from->meta[i]);

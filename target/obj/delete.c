@@ -2,10 +2,12 @@
 /* Target DELETE of an object: unlink, then prune the directories it leaves empty (remote buckets: the backend's copy first). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/log.h"
+#include "core/cond.h"
 #include "obj/wthrough.h"
 #include "protect/mirror.h"
 #include "target.h"
@@ -22,6 +24,12 @@
  * answers for an object deleted on the backend. S3 does not tell a missing key from a deleted one:
  * its DELETE of a missing key succeeds, and so does ours. "?evict=true" is not handled here: it
  * removes only the cached copy (jobs.c).
+ *
+ * CONDITIONAL DELETE
+ * "If-Match: <etag>" deletes only that version: on a worker, under the name lock, so that no PUT
+ * publishes between the check and the unlink. Another ETag is 412; no object is 404 (S3 answers
+ * that with 204, as for any delete of a missing key). Remote buckets refuse it (501), as they refuse
+ * conditional PUTs.
  */
 
 static void delete_remote(ft_req_t *r, void *arg)
@@ -55,31 +63,87 @@ static void delete_remote(ft_req_t *r, void *arg)
 		ft_resp_bytes(r, 200, NULL, NULL, 0);
 }
 
-void tgt_delete(ft_req_t *r, tgt_obj_t *o)
+/* Unlinks o's main copy: 0 or errno. */
+static int unlink_main(const tgt_obj_t *o)
 {
-	if (tgt_is_remote(o)) {
-		ft_req_defer(r, delete_remote, o); /* blocks on the backend */
-		return;
-	}
-	if (unlinkat(o->mp->root_fd, o->rel, 0) != 0) {
-		int e = errno;
+	return unlinkat(o->mp->root_fd, o->rel, 0) == 0 ? 0 : errno;
+}
+
+/*
+ * After unlink_main gave e: the mirror copies and EC slices go too. 0 (deleted), -ENOENT (no such
+ * object), or another -errno. Takes the name lock (tgt_mirror_delete): never call it holding it.
+ */
+static int unlink_rest(tgt_obj_t *o, int e)
+{
+	if (e != 0) {
 		/* A lost main copy whose mirror copies remain is still an object: delete those. */
 		if (e == ENOENT && tgt_mirror_delete(o) > 0) {
 			tgt_list_bump(o->t, o->provider, o->bucket);
 			tgt_ec_delete(o);
-			ft_resp_bytes(r, 200, NULL, NULL, 0);
-			return;
+			return 0;
 		}
 		/* EISDIR: the name is a directory of other objects, not an object. */
-		if (e == ENOENT || e == ENOTDIR || e == EISDIR)
-			ft_resp_error(r, 404, "object \"%s/%s\" does not exist", o->bucket, o->obj);
-		else
-			ft_resp_error(r, 500, "object \"%s/%s\": cannot delete: %s", o->bucket, o->obj, strerror(e));
-		return;
+		return e == ENOENT || e == ENOTDIR || e == EISDIR ? -ENOENT : -e;
 	}
 	tgt_list_bump(o->t, o->provider, o->bucket);
 	tgt_parent_prune(o->mp, o->rel);
 	tgt_mirror_delete(o);
 	tgt_ec_delete(o);
-	ft_resp_bytes(r, 200, NULL, NULL, 0);
+	return 0;
+}
+
+/* The answer to unlink_rest's rc. */
+static void respond_deleted(ft_req_t *r, const tgt_obj_t *o, int rc)
+{
+	if (rc == 0)
+		ft_resp_bytes(r, 200, NULL, NULL, 0);
+	else if (rc == -ENOENT)
+		ft_resp_error(r, 404, "object \"%s/%s\" does not exist", o->bucket, o->obj);
+	else
+		ft_resp_error(r, 500, "object \"%s/%s\": cannot delete: %s", o->bucket, o->obj, strerror(-rc));
+}
+
+/*
+ * Worker: If-Match checked and the main copy removed under the name lock, so that no PUT publishes
+ * in between; the copies after it (released before answering).
+ */
+static void delete_conditional(ft_req_t *r, void *arg)
+{
+	tgt_obj_t *o = arg;
+	int rc;
+
+	tgt_name_lock(o);
+	tgt_cond_t c = tgt_write_precondition(o, ft_req_header(r, "If-Match"), NULL);
+	int e = c == TGT_COND_OK ? unlink_main(o) : 0;
+	tgt_name_unlock(o);
+	if (c == TGT_COND_ABSENT)
+		rc = -ENOENT;
+	else if (c == TGT_COND_FAILED)
+		rc = 1;
+	else
+		rc = unlink_rest(o, e);
+	if (rc == 1)
+		ft_resp_error(r, 412, "object \"%s/%s\": If-Match does not name its ETag: nothing deleted", o->bucket,
+			      o->obj);
+	else
+		respond_deleted(r, o, rc);
+}
+
+void tgt_delete(ft_req_t *r, tgt_obj_t *o)
+{
+	bool cond = ft_req_header(r, "If-Match") != NULL;
+
+	if (cond && tgt_is_remote(o)) {
+		ft_resp_error(r, 501, "object \"%s/%s\": conditional deletes are not supported in remote buckets",
+			      o->bucket, o->obj);
+		return;
+	}
+	if (tgt_is_remote(o)) {
+		ft_req_defer(r, delete_remote, o); /* blocks on the backend */
+		return;
+	}
+	if (cond)
+		ft_req_defer(r, delete_conditional, o); /* the name lock may wait */
+	else
+		respond_deleted(r, o, unlink_rest(o, unlink_main(o)));
 }

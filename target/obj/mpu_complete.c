@@ -21,11 +21,16 @@
 #include "base/xsum.h"
 #include "cluster/bmd.h"
 #include "cluster/hrw.h"
+#include "core/cond.h"
 #include "core/lom.h"
 #include "http/util.h"
 #include "obj/mpu.h"
 #include "protect/protect.h"
 #include "target.h"
+
+/* complete_publish's answers when a condition of the write does not hold (If-Match: no object; any other). */
+#define RC_COND_ABSENT (-100001)
+#define RC_COND_FAILED (-100002)
 
 typedef struct {
 	int part;
@@ -434,7 +439,8 @@ static void lom_set_etag(ft_lom_t *lom, const char etag[FT_LOM_ETAG_MAX])
 
 /*
  * Metadata, rename into place and retirement of the upload directory, serialized with PUTs of
- * the same name (versions) and with bucket removal. Returns 0, -ESTALE (bucket gone), -ENOENT
+ * the same name (versions) and with bucket removal; the request's If-Match / If-None-Match are
+ * checked under the name lock first (RC_COND_*). Returns 0, -ESTALE (bucket gone), -ENOENT
  * (upload aborted meanwhile), -EPIPE (stored, the redundancy failed: c->perr says why), or
  * another -errno. The EC slices go out after the name lock is released (protect/protect.h).
  */
@@ -445,6 +451,11 @@ static int complete_publish(complete_t *c)
 	int rc, fd = -1;
 
 	tgt_name_lock(o);
+	tgt_cond_t cond = tgt_write_precondition(o, c->if_match, c->if_none_match);
+	if (cond != TGT_COND_OK) {
+		tgt_name_unlock(o);
+		return cond == TGT_COND_ABSENT ? RC_COND_ABSENT : RC_COND_FAILED;
+	}
 	tgt_next_version(o, c->lom.version, sizeof(c->lom.version));
 	rc = ft_lom_fset(c->fd, &c->lom);
 	if (rc == 0) {
@@ -478,7 +489,13 @@ static void complete_fail(ft_req_t *r, complete_t *c, int rc, int bad_part)
 	const tgt_obj_t *o = c->o;
 
 	complete_release(c);
-	if (rc == -EBADMSG)
+	if (rc == RC_COND_ABSENT)
+		mpu_error(r, 404, "NoSuchKey", "\"%s/%s\" does not exist (If-Match): nothing stored", o->bucket,
+			  o->obj);
+	else if (rc == RC_COND_FAILED)
+		mpu_error(r, 412, "PreconditionFailed", "\"%s/%s\": a precondition (%s) does not hold: nothing stored",
+			  o->bucket, o->obj, c->if_none_match ? "If-None-Match" : "If-Match");
+	else if (rc == -EBADMSG)
 		mpu_error(r, 400, "InvalidPart",
 			  "part %d changed or was damaged while completing \"%s/%s\"; nothing stored", bad_part,
 			  o->bucket, o->obj);
@@ -695,6 +712,12 @@ void mpu_complete_upload(ft_req_t *r, tgt_obj_t *o, const char *id)
 	memset(c, 0, sizeof(*c));
 	c->o = o;
 	c->id = id;
+	c->if_match = ft_req_header(r, "If-Match");
+	c->if_none_match = ft_req_header(r, "If-None-Match");
+	if (c->if_none_match != NULL && strcmp(c->if_none_match, "*") != 0) {
+		mpu_error(r, 501, "NotImplemented", "a completion takes only \"If-None-Match: *\"");
+		return;
+	}
 	c->updir = c->fd = -1;
 	ft_req_on_done(r, complete_done_hook, c);
 	ft_req_read_body_all(r, MPU_COMPLETE_BODY_MAX, complete_body, c);

@@ -394,7 +394,11 @@ static void get_work(px_s3_req_t *q)
 {
 	get_ctx_t c = {.q = q, .head = ft_req_method(q->r) == FT_HTTP_HEAD, .t = {.length = -1}};
 	struct curl_slist *hdrs = NULL;
-	char *url = px_s3_owner_url(q->bucket, q->key, q->key_len, NULL);
+	char part_query[32];
+	const char *part = ft_req_query(q->r, "partNumber");
+	if (part != NULL)
+		snprintf(part_query, sizeof(part_query), "s3part=%s", part); /* checked: 1..10000 */
+	char *url = px_s3_owner_url(q->bucket, q->key, q->key_len, part != NULL ? part_query : NULL);
 	CURL *h = px_s3_curl();
 	CURLcode rc;
 
@@ -452,9 +456,20 @@ out:
 
 void px_s3_object_get(px_s3_req_t *q)
 {
-	if (ft_req_query(q->r, "partNumber") != NULL) {
-		px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "GET by partNumber is not implemented");
-		return;
+	const char *part = ft_req_query(q->r, "partNumber");
+	if (part != NULL) {
+		char *end = NULL;
+		long n = strtol(part, &end, 10);
+		if (!*part || *end != '\0' || n < 1 || n > 10000 || strlen(part) > 5) {
+			px_s3_error(q, PX_S3_INVALID_ARGUMENT,
+				    "Part number must be an integer between 1 and 10000, inclusive");
+			return;
+		}
+		if (ft_req_header(q->r, "Range") != NULL) {
+			px_s3_error(q, PX_S3_INVALID_REQUEST,
+				    "Cannot specify both Range header and partNumber query parameter");
+			return;
+		}
 	}
 	px_s3_defer(q, get_work);
 }

@@ -49,6 +49,7 @@ static const err_info_t errors[PX_S3_ERR_COUNT] = {
 	[PX_S3_INVALID_PART] = {"InvalidPart", 400, "A listed part was not uploaded or its ETag differs"},
 	[PX_S3_INVALID_PART_ORDER] = {"InvalidPartOrder", 400, "The parts are not listed in ascending order"},
 	[PX_S3_INVALID_RANGE] = {"InvalidRange", 416, "The requested range is not satisfiable"},
+	[PX_S3_INVALID_PART_NUMBER] = {"InvalidPartNumber", 416, "The requested partnumber is not satisfiable"},
 	[PX_S3_INVALID_REQUEST] = {"InvalidRequest", 400, "Invalid request"},
 	[PX_S3_KEY_TOO_LONG] = {"KeyTooLongError", 400, "The key is too long"},
 	[PX_S3_MALFORMED_XML] = {"MalformedXML", 400, "The XML body is not well-formed or not the expected document"},

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Object metadata given at PUT (Content-Type, x-amz-meta-*, standard headers, S3 checksum): taken from the request, kept in the LOM, sent back on GET/HEAD. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -151,4 +155,42 @@ void tgt_meta_headers(ft_req_t *r, const ft_lom_t *lom)
 const char *tgt_meta_ctype(const ft_lom_t *lom)
 {
 	return lom->content_type[0] ? lom->content_type : TGT_CONTENT_TYPE;
+}
+
+int tgt_parts_range(const ft_lom_t *lom, long n, uint64_t *off, uint64_t *len, int *count)
+{
+	const char *p = lom->parts;
+	uint64_t at = 0;
+	long seen = 0;
+	bool found = false;
+
+	if (p[0] == '\0') { /* stored whole: one part */
+		*count = 1;
+		*off = 0;
+		*len = lom->size;
+		return n == 1 ? 0 : -ERANGE;
+	}
+	if (p[0] == '#') {
+		*count = atoi(p + 1);
+		return -ENODATA;
+	}
+	while (*p) {
+		char *end;
+		unsigned long long size = strtoull(p, &end, 10);
+		if (*end != '*')
+			return -ENODATA;
+		long k = strtol(end + 1, &end, 10);
+		if (k <= 0 || (*end != ',' && *end != '\0'))
+			return -ENODATA;
+		if (!found && n > seen && n <= seen + k) {
+			*off = at + (uint64_t)(n - seen - 1) * size;
+			*len = size;
+			found = true;
+		}
+		at += (uint64_t)k * size;
+		seen += k;
+		p = *end == ',' ? end + 1 : end;
+	}
+	*count = (int)seen;
+	return found ? 0 : -ERANGE;
 }

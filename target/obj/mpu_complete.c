@@ -553,6 +553,29 @@ static int xsum_finish(ft_req_t *r, complete_t *c)
 	return 0;
 }
 
+/*
+ * The part layout kept with the object (GET/HEAD by partNumber): runs of equal sizes,
+ * "<size>*<count>,...", in part order; "#<parts>" when it does not fit.
+ */
+static void parts_layout(const complete_t *c, char *out, size_t cap)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < c->n;) {
+		int k = 1;
+		while (i + k < c->n && c->want[i + k].size == c->want[i].size)
+			k++;
+		int w = snprintf(out + used, cap - used, "%s%" PRIu64 "*%d", used ? "," : "", c->want[i].size, k);
+		if (w < 0 || (size_t)w >= cap - used) {
+			snprintf(out, cap, "#%d", c->n);
+			return;
+		}
+		used += (size_t)w;
+		i += k;
+	}
+}
+
 /* Worker: concatenate, verify the size, publish. */
 static void complete_data(ft_req_t *r, complete_t *c)
 {
@@ -608,6 +631,7 @@ static void complete_data(ft_req_t *r, complete_t *c)
 	memcpy(c->lom.content_type, c->meta.content_type, sizeof(c->lom.content_type));
 	memcpy(c->lom.user_meta, c->meta.user_meta, sizeof(c->lom.user_meta));
 	memcpy(c->lom.hdrs, c->meta.hdrs, sizeof(c->lom.hdrs));
+	parts_layout(c, c->lom.parts, sizeof(c->lom.parts));
 	if (c->xsum[0] &&
 	    (tgt_meta_hdr_add(&c->lom, ft_xsum_header(c->xalg), c->xsum) != 0 ||
 	     tgt_meta_hdr_add(&c->lom, "x-amz-checksum-type", c->xfull ? "FULL_OBJECT" : "COMPOSITE") != 0)) {
@@ -646,6 +670,24 @@ static void complete_data(ft_req_t *r, complete_t *c)
 	complete_respond(r, &e);
 }
 
+/*
+ * A part listed twice in a row with the same ETag counts once (a client that retried an upload of
+ * it lists it again); listed twice with different ETags, one of them is not the stored part and the
+ * check of the parts refuses it.
+ */
+static void drop_repeated_parts(complete_t *c)
+{
+	int k = 0;
+
+	for (int i = 0; i < c->n; i++) {
+		if (k > 0 && c->want[i].part == c->want[k - 1].part &&
+		    strcmp(c->want[i].etag, c->want[k - 1].etag) == 0)
+			continue;
+		c->want[k++] = c->want[i];
+	}
+	c->n = k;
+}
+
 /* Worker: parse, find the upload, check order, parts and sizes; then the data phase. */
 static void complete_run(ft_req_t *r, void *arg)
 {
@@ -668,8 +710,10 @@ static void complete_run(ft_req_t *r, void *arg)
 		mpu_upload_open_failed(r, o, c->id, rc);
 		return;
 	}
+	drop_repeated_parts(c);
 	for (int i = 1; i < c->n; i++) {
-		if (c->want[i].part <= c->want[i - 1].part) {
+		/* equal numbers left here have different ETags: the part check refuses one (InvalidPart) */
+		if (c->want[i].part < c->want[i - 1].part) {
 			complete_release(c);
 			mpu_error(r, 400, "InvalidPartOrder",
 				  "the part list is not in ascending order: part %d follows part %d", c->want[i].part,

@@ -1428,6 +1428,8 @@ static void dispatch_bucket(px_s3_req_t *q)
 			px_s3_bucket_location(q);
 		else if (ft_req_query(r, "uploads") != NULL)
 			px_s3_multipart(q, PX_S3_MPU_LIST_UPLOADS);
+		else if (ft_req_query(r, "versions") != NULL)
+			px_s3_list_objects(q, PX_S3_LIST_VERSIONS);
 		else if (sub != NULL)
 			px_s3_bucket_subresource(q, sub);
 		else

@@ -369,7 +369,8 @@ void px_s3_send_acl(px_s3_req_t *q);
 int px_s3_check_bucket_name(const char *name, const char **why);
 
 /* ---- list.c ---- */
-void px_s3_list_objects(px_s3_req_t *q, int version); /* 1: ListObjects, 2: ListObjectsV2 */
+#define PX_S3_LIST_VERSIONS 3                         /* ListObjectVersions: every object once, version id null */
+void px_s3_list_objects(px_s3_req_t *q, int version); /* 1: ListObjects, 2: ListObjectsV2, PX_S3_LIST_VERSIONS */
 
 /* ---- object.c ---- */
 void px_s3_object_get(px_s3_req_t *q); /* GET and HEAD */

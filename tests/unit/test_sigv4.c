@@ -1942,6 +1942,25 @@ static void test_checksums(void **state)
 
 /* ---- small pieces ---- */
 
+/* A header value that is not UTF-8 is canonicalized as Latin-1 recoded to UTF-8 (what the JavaScript SDK signed). */
+static void test_latin1_header_value(void **state)
+{
+	ft_sigv4_header_t h1[] = {{"host", "h"}, {"x-amz-meta-note", "caf\xe9"}};
+	ft_sigv4_header_t h2[] = {{"host", "h"}, {"x-amz-meta-note", "caf\xc3\xa9"}};
+	ft_sigv4_request_t a = {.method = "PUT", .path = "/b/k", .query = "", .headers = h1, .n_headers = 2};
+	ft_sigv4_request_t b = a;
+	ft_strbuf_t ca = {0}, cb = {0};
+
+	(void)state;
+	b.headers = h2;
+	assert_int_equal(ft_sigv4_canonical_request(&ca, &a, "host;x-amz-meta-note", 0, "UNSIGNED-PAYLOAD"), 0);
+	assert_int_equal(ft_sigv4_canonical_request(&cb, &b, "host;x-amz-meta-note", 0, "UNSIGNED-PAYLOAD"), 0);
+	assert_string_equal(ca.p, cb.p);
+	assert_non_null(strstr(ca.p, "x-amz-meta-note:caf\xc3\xa9\n"));
+	ft_strbuf_free(&ca);
+	ft_strbuf_free(&cb);
+}
+
 static void test_sha256_and_names(void **state)
 {
 	char hex[FT_SHA256_HEX], date[17];
@@ -2168,6 +2187,7 @@ int main(void)
 		cmocka_unit_test(test_chunked_unsigned_trailer),
 		cmocka_unit_test(test_chunked_signed_trailer),
 		cmocka_unit_test(test_checksums),
+		cmocka_unit_test(test_latin1_header_value),
 		cmocka_unit_test(test_sha256_and_names),
 	};
 	const struct CMUnitTest external[] = {

@@ -85,8 +85,11 @@ static void meta_headers(ft_req_t *r, const ft_lom_t *lom)
 	tgt_meta_headers(r, lom);
 	uint64_t off, len;
 	int parts = 0;
-	if (lom->parts[0] && tgt_parts_range(lom, 1, &off, &len, &parts) != -EINVAL && parts > 0)
-		ft_resp_headerf(r, "Ais-S3-Parts", "%d", parts); /* a multipart object's part count */
+	if (lom->parts[0]) { /* a multipart object: its part count (S3's GetObjectAttributes) */
+		tgt_parts_range(lom, 1, &off, &len, &parts);
+		if (parts > 0)
+			ft_resp_headerf(r, "Ais-S3-Parts", "%d", parts);
+	}
 }
 
 static void busy_done(void *arg)

@@ -314,10 +314,35 @@ int ft_sigv4_is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-/* Appends v trimmed, with every inner run of whitespace folded to one space. */
+/* Whether v is valid UTF-8. */
+static int utf8_valid(const char *v)
+{
+	const unsigned char *p = (const unsigned char *)v;
+
+	while (p && *p) {
+		int n = *p < 0x80             ? 0
+			: (*p & 0xe0) == 0xc0 ? 1
+			: (*p & 0xf0) == 0xe0 ? 2
+			: (*p & 0xf8) == 0xf0 ? 3
+					      : -1;
+		if (n < 0 || (n == 1 && *p < 0xc2))
+			return 0;
+		p++;
+		for (int i = 0; i < n; i++, p++)
+			if ((*p & 0xc0) != 0x80)
+				return 0;
+	}
+	return 1;
+}
+
+/*
+ * Appends v trimmed, with every inner run of whitespace folded to one space. A value that is not
+ * UTF-8 is taken as Latin-1 and recoded to UTF-8: the JavaScript SDK signs a header's text as
+ * UTF-8 while Node's HTTP client sends it as Latin-1 ("café" as the byte 0xe9).
+ */
 static void add_header_value(ft_strbuf_t *b, const char *v)
 {
-	int pending_space = 0, started = 0;
+	int pending_space = 0, started = 0, latin1 = !utf8_valid(v);
 
 	for (; v && *v; v++) {
 		if (ft_sigv4_is_space(*v)) {
@@ -328,7 +353,12 @@ static void add_header_value(ft_strbuf_t *b, const char *v)
 			ft_strbuf_addc(b, ' ');
 		pending_space = 0;
 		started = 1;
-		ft_strbuf_addc(b, *v);
+		if (latin1 && (unsigned char)*v >= 0x80) {
+			ft_strbuf_addc(b, (char)(0xc0 | ((unsigned char)*v >> 6)));
+			ft_strbuf_addc(b, (char)(0x80 | ((unsigned char)*v & 0x3f)));
+		} else {
+			ft_strbuf_addc(b, *v);
+		}
 	}
 }
 

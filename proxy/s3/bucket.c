@@ -97,28 +97,98 @@ int px_s3_check_bucket_name(const char *name, const char **why)
 
 /* ---- ListBuckets ---- */
 
+#define LIST_BUCKETS_MAX 10000 /* S3's largest max-buckets */
+
+typedef struct {
+	const char *name;
+	int64_t created_ns;
+} bucket_row_t;
+
+static int bucket_row_cmp(const void *a, const void *b)
+{
+	return strcmp(((const bucket_row_t *)a)->name, ((const bucket_row_t *)b)->name);
+}
+
+/* The continuation token of a page that ended at name (base64url of it), into out; "" when it does not fit. */
+static void bucket_token(const char *name, char *out, size_t cap)
+{
+	size_t n = strlen(name);
+
+	out[0] = '\0';
+	if (FT_BASE64_LEN(n) + 1 <= cap)
+		ft_base64url_encode((const uint8_t *)name, n, out);
+}
+
+/* The bucket name a token stands for, into out; 0, or -1 when it is not one of ours. */
+static int bucket_token_name(const char *token, char *out, size_t cap)
+{
+	long n = ft_base64url_decode(token, strlen(token), (uint8_t *)out, cap - 1);
+
+	if (n <= 0)
+		return -1;
+	out[n] = '\0';
+	return strlen(out) == (size_t)n ? 0 : -1;
+}
+
+/* ListBuckets: sorted by name, paged with max-buckets and continuation-token, filtered by prefix. */
 void px_s3_list_buckets(px_s3_req_t *q)
 {
+	const char *qmax = ft_req_query(q->r, "max-buckets"), *token = ft_req_query(q->r, "continuation-token");
+	const char *prefix = ft_req_query(q->r, "prefix");
+	char after[FT_BUCKET_NAME_MAX * 2 + 8] = "", next[FT_BASE64_LEN(FT_BUCKET_NAME_MAX * 2) + 8];
+	long max = LIST_BUCKETS_MAX;
+
+	if (qmax != NULL) {
+		char *end = NULL;
+		max = strtol(qmax, &end, 10);
+		if (!*qmax || *end != '\0' || max < 1 || max > LIST_BUCKETS_MAX) {
+			px_s3_error(q, PX_S3_INVALID_ARGUMENT, "max-buckets must be an integer between 1 and 10000");
+			return;
+		}
+	}
+	if (token != NULL && bucket_token_name(token, after, sizeof(after)) != 0) {
+		px_s3_error(q, PX_S3_INVALID_ARGUMENT, "The continuation token provided is incorrect");
+		return;
+	}
 	ft_bmd_t *bmd = ft_bmd_current();
+	int n = 0, total = bmd != NULL ? bmd->n : 0;
+	bucket_row_t *rows = ft_req_alloc(q->r, (size_t)(total + 1) * sizeof(*rows));
+	for (int i = 0; i < total; i++) {
+		const ft_bucket_t *b = &bmd->buckets[i];
+		if (strcmp(b->provider, "ais") != 0 || strcmp(b->name, after) <= 0)
+			continue;
+		if (prefix != NULL && strncmp(b->name, prefix, strlen(prefix)) != 0)
+			continue;
+		size_t len = strlen(b->name) + 1;
+		char *copy = ft_req_alloc(q->r, len);
+		memcpy(copy, b->name, len);
+		rows[n++] = (bucket_row_t){copy, b->created_ns};
+	}
+	ft_bmd_put(bmd);
+	qsort(rows, (size_t)n, sizeof(*rows), bucket_row_cmp);
+
 	char date[40];
 	px_xml_t x;
-
 	px_xml_init(&x);
 	px_xml_open_ns(&x, "ListAllMyBucketsResult");
 	owner_xml(&x);
 	px_xml_open(&x, "Buckets");
-	for (int i = 0; bmd != NULL && i < bmd->n; i++) {
-		const ft_bucket_t *b = &bmd->buckets[i];
-		if (strcmp(b->provider, "ais") != 0)
-			continue;
-		ft_date_format_iso8601(b->created_ns, date, sizeof(date));
+	int shown = n < max ? n : (int)max;
+	for (int i = 0; i < shown; i++) {
+		ft_date_format_iso8601(rows[i].created_ns, date, sizeof(date));
 		px_xml_open(&x, "Bucket");
-		px_xml_elem(&x, "Name", b->name);
+		px_xml_elem(&x, "Name", rows[i].name);
 		px_xml_elem(&x, "CreationDate", date);
+		px_xml_elem(&x, "BucketRegion", q->host->cfg->s3_region);
 		px_xml_close(&x, "Bucket");
 	}
-	ft_bmd_put(bmd);
 	px_xml_close(&x, "Buckets");
+	if (prefix != NULL)
+		px_xml_elem(&x, "Prefix", prefix);
+	if (shown < n) {
+		bucket_token(rows[shown - 1].name, next, sizeof(next));
+		px_xml_elem(&x, "ContinuationToken", next);
+	}
 	px_xml_close(&x, "ListAllMyBucketsResult");
 	px_s3_send_xml(q, 200, &x);
 }
@@ -166,11 +236,12 @@ static void create_work(px_s3_req_t *q)
 		return;
 	}
 	int rc = q->host->bucket_create(q->host->ctx, q->bucket, FT_CKSUM_MD5);
-	if (rc == -EEXIST) {
+	if (rc == -EEXIST && strcmp(q->host->cfg->s3_region, "us-east-1") != 0) {
 		px_s3_error(q, PX_S3_BUCKET_EXISTS_OWNED, NULL);
 		return;
 	}
-	if (rc != 0) {
+	/* In us-east-1 S3 answers 200 to recreating a bucket one owns (and changes nothing). */
+	if (rc != 0 && rc != -EEXIST) {
 		px_s3_error(q, PX_S3_INTERNAL, "cannot update the bucket metadata");
 		return;
 	}

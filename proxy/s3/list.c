@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* S3 ListObjectsV2 and ListObjects (v1): prefix, delimiter and CommonPrefixes, paging, url encoding, over the native fan-out. */
+/* S3 ListObjectsV2, ListObjects (v1) and ListObjectVersions: prefix, delimiter and CommonPrefixes, paging, url encoding, over the native fan-out. */
 #include "s3/s3.h"
 
 #include <errno.h>
@@ -33,7 +33,7 @@
 #define TOKEN_MAGIC "ft1:"
 
 typedef struct {
-	int version; /* 1 or 2 */
+	int version; /* 1, 2, or PX_S3_LIST_VERSIONS */
 	const char *prefix;
 	const char *delimiter; /* "" = none */
 	const char *start;     /* list names after this one */
@@ -126,8 +126,13 @@ static void contents_xml(px_xml_t *x, const json_t *e, const list_args_t *a)
 	if (mtime == NULL)
 		mtime = json_object_get(e, "atime");
 	ft_date_format_iso8601((int64_t)json_integer_value(mtime), date, sizeof(date));
-	px_xml_open(x, "Contents");
+	const char *tag = a->version == PX_S3_LIST_VERSIONS ? "Version" : "Contents";
+	px_xml_open(x, tag);
 	name_elem(x, "Key", name, a->url);
+	if (a->version == PX_S3_LIST_VERSIONS) { /* versioning never enabled: one null version, the latest */
+		px_xml_elem(x, "VersionId", "null");
+		px_xml_elem(x, "IsLatest", "true");
+	}
 	px_xml_elem(x, "LastModified", date);
 	px_xml_elemf(x, "ETag", "\"%s\"", etag != NULL ? etag : "");
 	px_xml_elemf(x, "Size", "%lld", (long long)json_integer_value(json_object_get(e, "size")));
@@ -138,7 +143,7 @@ static void contents_xml(px_xml_t *x, const json_t *e, const list_args_t *a)
 		px_xml_close(x, "Owner");
 	}
 	px_xml_elem(x, "StorageClass", "STANDARD");
-	px_xml_close(x, "Contents");
+	px_xml_close(x, tag);
 }
 
 static void respond(px_s3_req_t *q, const list_args_t *a, const result_t *res)
@@ -147,9 +152,10 @@ static void respond(px_s3_req_t *q, const list_args_t *a, const result_t *res)
 	char *next_token = NULL;
 
 	px_xml_init(&x);
-	px_xml_open_ns(&x, "ListBucketResult");
+	px_xml_open_ns(&x, a->version == PX_S3_LIST_VERSIONS ? "ListVersionsResult" : "ListBucketResult");
 	px_xml_elem(&x, "Name", q->bucket);
-	name_elem(&x, "Prefix", a->prefix, a->url);
+	/* ListObjects (v1) echoes its Prefix as given: S3 encodes it only in V2 (and clients decode it only there) */
+	name_elem(&x, "Prefix", a->prefix, a->url && a->version != 1);
 	if (a->delimiter[0] != '\0')
 		name_elem(&x, "Delimiter", a->delimiter, a->url);
 	px_xml_elemf(&x, "MaxKeys", "%d", a->max_keys);
@@ -170,6 +176,13 @@ static void respond(px_s3_req_t *q, const list_args_t *a, const result_t *res)
 		}
 		if (a->start_after != NULL)
 			name_elem(&x, "StartAfter", a->start_after, a->url);
+	} else if (a->version == PX_S3_LIST_VERSIONS) {
+		name_elem(&x, "KeyMarker", a->marker, a->url);
+		px_xml_elem(&x, "VersionIdMarker", ft_req_query(q->r, "version-id-marker") ? "null" : "");
+		if (res->truncated && res->next != NULL) {
+			name_elem(&x, "NextKeyMarker", res->next, a->url);
+			px_xml_elem(&x, "NextVersionIdMarker", "null");
+		}
 	} else {
 		name_elem(&x, "Marker", a->marker, a->url);
 		if (res->truncated && res->next != NULL)
@@ -185,7 +198,7 @@ static void respond(px_s3_req_t *q, const list_args_t *a, const result_t *res)
 		name_elem(&x, "Prefix", res->v[i].prefix, a->url);
 		px_xml_close(&x, "CommonPrefixes");
 	}
-	px_xml_close(&x, "ListBucketResult");
+	px_xml_close(&x, a->version == PX_S3_LIST_VERSIONS ? "ListVersionsResult" : "ListBucketResult");
 	free(next_token);
 	px_s3_send_xml(q, 200, &x);
 }
@@ -413,6 +426,17 @@ void px_s3_list_objects(px_s3_req_t *q, int version)
 			if (strcmp(m, a->start) > 0)
 				a->start = m;
 		}
+	} else if (version == PX_S3_LIST_VERSIONS) {
+		a->marker = query_or(r, "key-marker", "");
+		const char *vm = ft_req_query(r, "version-id-marker");
+		if (vm != NULL && vm[0] != '\0' && (a->marker[0] == '\0' || strcmp(vm, "null") != 0)) {
+			px_s3_error(q, PX_S3_INVALID_ARGUMENT,
+				    a->marker[0] ? "Invalid version id specified"
+						 : "A version-id marker cannot be specified without a key marker.");
+			return;
+		}
+		a->start = a->marker; /* one version a key: the key marker's versions are all listed */
+		a->owner = true;
 	} else {
 		a->marker = query_or(r, "marker", "");
 		a->start = a->marker;

@@ -202,6 +202,12 @@ static void mpu_create(px_s3_req_t *q)
 		json_decref(resp);
 		return;
 	}
+	const char *ck_alg = json_string_value(json_object_get(resp, "checksum_algorithm"));
+	const char *ck_type = json_string_value(json_object_get(resp, "checksum_type"));
+	if (ck_alg != NULL && ck_alg[0] && ck_type != NULL) {
+		ft_resp_header(q->r, "x-amz-checksum-algorithm", ck_alg);
+		ft_resp_header(q->r, "x-amz-checksum-type", ck_type);
+	}
 	json_decref(resp);
 	ft_debug("s3 %s: upload %s of %s/%s created", q->request_id, id, q->bucket, q->key);
 	px_xml_init(&x);
@@ -239,6 +245,7 @@ static void mpu_upload_part(px_s3_req_t *q)
 	}
 	if (reply.status == 200 && reply.etag[0]) {
 		ft_resp_header(q->r, "ETag", reply.etag);
+		px_s3_checksum_headers(q, &reply);
 		px_s3_send_empty(q, 200);
 		return;
 	}
@@ -281,8 +288,10 @@ static json_t *parts_json(const px_s3_part_t *parts, int n)
 	json_t *arr = json_array();
 
 	for (int i = 0; arr && i < n; i++) {
-		if (json_array_append_new(arr, json_pack("{s:i, s:s}", "part", parts[i].part, "etag", parts[i].etag)) !=
-		    0) {
+		json_t *e = json_pack("{s:i, s:s}", "part", parts[i].part, "etag", parts[i].etag);
+		if (e != NULL && parts[i].checksum[0])
+			json_object_set_new(e, "checksum", json_string(parts[i].checksum));
+		if (json_array_append_new(arr, e) != 0) {
 			json_decref(arr);
 			return NULL;
 		}
@@ -391,6 +400,15 @@ static int complete_call(complete_call_t *c, const char *url, const json_t *body
 		return -1;
 	}
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+	static const char *const conds[] = {"If-Match", "If-None-Match"}; /* conditional write of the object */
+	for (size_t i = 0; i < 2; i++) {
+		const char *v = ft_req_header(c->q->r, conds[i]);
+		char line[256];
+		if (v != NULL && strlen(v) + 20 < sizeof(line)) {
+			snprintf(line, sizeof(line), "%s: %s", conds[i], v);
+			hdrs = curl_slist_append(hdrs, line);
+		}
+	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -419,6 +437,35 @@ static int complete_call(complete_call_t *c, const char *url, const json_t *body
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
 	*resp = c->reply.p ? json_loadb(c->reply.p, c->reply.len, 0, NULL) : NULL;
 	return 0;
+}
+
+/* The object checksum a CompleteMultipartUpload expects (its x-amz-checksum-<alg> header), NULL if none. */
+static const char *complete_checksum_header(px_s3_req_t *q)
+{
+	static const ft_xsum_alg_t algs[] = {FT_XSUM_CRC32, FT_XSUM_CRC32C, FT_XSUM_CRC64NVME, FT_XSUM_SHA1,
+					     FT_XSUM_SHA256};
+
+	for (size_t i = 0; i < sizeof(algs) / sizeof(algs[0]); i++) {
+		const char *v = ft_req_header(q->r, ft_xsum_header(algs[i]));
+		if (v != NULL)
+			return v;
+	}
+	return NULL;
+}
+
+/* Checksum<ALG> and ChecksumType of the completed object (the target's "s3_checksum"), if it has one. */
+static void complete_checksum_xml(px_xml_t *x, const json_t *ck)
+{
+	const char *alg = json_string_value(json_object_get(ck, "algorithm"));
+	const char *value = json_string_value(json_object_get(ck, "value"));
+	const char *type = json_string_value(json_object_get(ck, "type"));
+	char tag[32];
+
+	if (alg == NULL || value == NULL || type == NULL)
+		return;
+	snprintf(tag, sizeof(tag), "Checksum%s", alg);
+	px_xml_elem(x, tag, value);
+	px_xml_elem(x, "ChecksumType", type);
 }
 
 static void mpu_complete(px_s3_req_t *q)
@@ -452,6 +499,9 @@ static void mpu_complete(px_s3_req_t *q)
 		px_s3_error(q, PX_S3_INTERNAL, "out of memory");
 		return;
 	}
+	const char *want = complete_checksum_header(q);
+	if (want != NULL)
+		json_object_set_new(body_json, "checksum", json_string(want));
 	snprintf(query, sizeof(query), "mpu=%s&action=complete", id);
 	char *url = target_url(q, query);
 	int rc = url ? complete_call(&c, url, body_json, &status, &resp) : -1;
@@ -477,6 +527,7 @@ static void mpu_complete(px_s3_req_t *q)
 	px_xml_elem(&x, "Bucket", q->bucket);
 	px_xml_elem_n(&x, "Key", q->key, q->key_len);
 	px_xml_elemf(&x, "ETag", "\"%s\"", etag);
+	complete_checksum_xml(&x, json_object_get(resp, "s3_checksum"));
 	px_xml_close(&x, "CompleteMultipartUploadResult");
 	if (c.streaming)
 		stream_finish(q, &x);

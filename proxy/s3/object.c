@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,7 @@ static void error_reply(const char *body, size_t len, px_s3_target_reply_t *repl
 /* ---- GET and HEAD ---- */
 
 #define UMETA_PREFIX_LEN 11 /* "x-amz-meta-" */
+#define CK_PREFIX_LEN 15    /* "x-amz-checksum-" */
 
 /* What the target answered so far (the current response; a redirect's headers are replaced). */
 typedef struct {
@@ -143,6 +145,23 @@ static void meta_add(target_head_t *t, const ft_hp_header_t *h)
 	t->meta[t->meta_len] = '\0';
 }
 
+/* Whether h is one of the headers an object keeps that the S3 answer relays as they come. */
+static bool kept_header(const ft_hp_header_t *h)
+{
+	static const char *const std[] = {"cache-control",    "content-disposition",
+					  "content-encoding", "content-language",
+					  "expires",          "x-amz-mp-parts-count"};
+
+	if (h->name_len > UMETA_PREFIX_LEN && strncasecmp(h->name, "x-amz-meta-", UMETA_PREFIX_LEN) == 0)
+		return true;
+	if (h->name_len > CK_PREFIX_LEN && strncasecmp(h->name, "x-amz-checksum-", CK_PREFIX_LEN) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(std) / sizeof(std[0]); i++)
+		if (ft_hp_token_eq(h->name, h->name_len, std[i]))
+			return true;
+	return false;
+}
+
 /* Replaces t with what GET, HEAD and the copy's source use of a target's parsed response head. */
 static void target_head_fill(target_head_t *t, const ft_hp_resp_head_t *h, const ft_hp_header_t *hdrs)
 {
@@ -160,7 +179,7 @@ static void target_head_fill(target_head_t *t, const ft_hp_resp_head_t *h, const
 			header_copy(t->content_range, sizeof(t->content_range), x);
 		else if (ft_hp_token_eq(x->name, x->name_len, "content-type"))
 			header_copy(t->content_type, sizeof(t->content_type), x);
-		else if (x->name_len > UMETA_PREFIX_LEN && strncasecmp(x->name, "x-amz-meta-", UMETA_PREFIX_LEN) == 0)
+		else if (kept_header(x))
 			meta_add(t, x);
 	}
 	/* interim (1xx) and redirect heads are followed by another */
@@ -218,9 +237,70 @@ static const struct {
 	{"response-cache-control", "Cache-Control"},       {"response-expires", "Expires"},
 };
 
-/* Sends the stored x-amz-meta-* lines of t as response headers. */
+/*
+ * Whether a stored user metadata value is UTF-8 beyond ASCII: S3 sends such a value RFC 2047
+ * encoded ("=?UTF-8?B?<base64>?="), which clients decode; bytes that are no UTF-8 (a client that
+ * sent Latin-1, as Node's HTTP client does) go back as they came.
+ */
+static bool needs_rfc2047(const char *v)
+{
+	const unsigned char *p = (const unsigned char *)v;
+	bool high = false;
+
+	while (*p) {
+		int n = *p < 0x80             ? 0
+			: (*p & 0xe0) == 0xc0 ? 1
+			: (*p & 0xf0) == 0xe0 ? 2
+			: (*p & 0xf8) == 0xf0 ? 3
+					      : -1;
+		if (n < 0 || (n == 1 && *p < 0xc2))
+			return false;
+		high = high || n > 0;
+		p++;
+		for (int i = 0; i < n; i++, p++)
+			if ((*p & 0xc0) != 0x80)
+				return false;
+	}
+	return high;
+}
+
+/* Sends the user metadata header name with value RFC 2047 encoded. */
+static void meta_header_rfc2047(px_s3_req_t *q, const char *name, const char *value)
+{
+	size_t n = strlen(value);
+	char *out = ft_req_alloc(q->r, FT_BASE64_LEN(n) + 16);
+
+	memcpy(out, "=?UTF-8?B?", 10);
+	size_t k = ft_base64_encode(value, n, out + 10);
+	memcpy(out + 10 + k, "?=", 3);
+	ft_resp_header(q->r, name, out);
+}
+
+/* Whether a response-* query parameter replaces the stored header name. */
+static bool overridden(px_s3_req_t *q, const char *name)
+{
+	for (size_t i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++)
+		if (strcasecmp(overrides[i].header, name) == 0)
+			return ft_req_query(q->r, overrides[i].query) != NULL;
+	return false;
+}
+
+/*
+ * Whether the stored checksum goes with the answer: asked for (x-amz-checksum-mode: ENABLED) and
+ * the whole object served (a range has no checksum of its own).
+ */
+static bool checksum_wanted(px_s3_req_t *q, const target_head_t *t)
+{
+	const char *mode = ft_req_header(q->r, "x-amz-checksum-mode");
+
+	return mode != NULL && strcasecmp(mode, "ENABLED") == 0 && t->content_range[0] == '\0';
+}
+
+/* Sends the stored x-amz-meta-* and standard header lines of t (and its checksum when wanted) as response headers. */
 static void meta_headers(px_s3_req_t *q, target_head_t *t)
 {
+	bool ck = checksum_wanted(q, t);
+
 	for (char *p = t->meta; *p != '\0';) {
 		char *nl = strchr(p, '\n');
 		char *colon = memchr(p, ':', (size_t)(nl - p));
@@ -230,7 +310,10 @@ static void meta_headers(px_s3_req_t *q, target_head_t *t)
 			*colon = '\0';
 			while (*v == ' ' || *v == '\t')
 				v++;
-			ft_resp_header(q->r, p, v);
+			if (strncasecmp(p, "x-amz-meta-", UMETA_PREFIX_LEN) == 0 && needs_rfc2047(v))
+				meta_header_rfc2047(q, p, v);
+			else if ((ck || strncasecmp(p, "x-amz-checksum-", CK_PREFIX_LEN) != 0) && !overridden(q, p))
+				ft_resp_header(q->r, p, v);
 		}
 		p = nl + 1;
 	}
@@ -385,7 +468,11 @@ static void get_work(px_s3_req_t *q)
 	get_ctx_t c = {.q = q, .head = ft_req_method(q->r) == FT_HTTP_HEAD, .t = {.length = -1}};
 	struct curl_slist *hdrs = NULL;
 	char id[FT_ID_MAX];
-	const char *query = archpath_query(q);
+	char part_query[32];
+	const char *part = ft_req_query(q->r, "partNumber");
+	if (part != NULL)
+		snprintf(part_query, sizeof(part_query), "s3part=%s", part); /* checked: 1..10000 */
+	const char *query = part != NULL ? part_query : archpath_query(q);
 	char *url = px_s3_owner_url_id(q->bucket, q->key, q->key_len, query, id);
 	CURL *h = px_s3_curl();
 	CURLcode rc;
@@ -466,9 +553,20 @@ out:
 
 void px_s3_object_get(px_s3_req_t *q)
 {
-	if (ft_req_query(q->r, "partNumber") != NULL) {
-		px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "GET by partNumber is not implemented");
-		return;
+	const char *part = ft_req_query(q->r, "partNumber");
+	if (part != NULL) {
+		char *end = NULL;
+		long n = strtol(part, &end, 10);
+		if (!*part || *end != '\0' || n < 1 || n > 10000 || strlen(part) > 5) {
+			px_s3_error(q, PX_S3_INVALID_ARGUMENT,
+				    "Part number must be an integer between 1 and 10000, inclusive");
+			return;
+		}
+		if (ft_req_header(q->r, "Range") != NULL) {
+			px_s3_error(q, PX_S3_INVALID_REQUEST,
+				    "Cannot specify both Range header and partNumber query parameter");
+			return;
+		}
 	}
 	px_s3_defer(q, get_work);
 }
@@ -497,6 +595,7 @@ static void put_work(px_s3_req_t *q)
 	}
 	if (reply.etag[0])
 		ft_resp_header(q->r, "ETag", reply.etag);
+	px_s3_checksum_headers(q, &reply);
 	px_s3_send_empty(q, 200);
 }
 
@@ -579,17 +678,25 @@ static void delete_work(px_s3_req_t *q)
 		free(url);
 		return;
 	}
+	struct curl_slist *hdrs = forward_header(NULL, q->r, "If-Match", "If-Match"); /* conditional delete */
 	px_s3_curl_common(h, url);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard_cb);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	rc = curl_easy_perform(h);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(hdrs);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	if (rc != CURLE_OK) {
 		ft_warn("s3 DELETE %s: %s: %s", q->resource, url, curl_easy_strerror(rc));
 		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "the target holding the object did not answer");
 	} else if (status == 200 || status == 404) {
-		px_s3_send_empty(q, 204); /* S3 answers 204 whether or not the key existed */
+		px_s3_send_empty(q, 204); /* S3 answers 204 whether or not the key existed (also with If-Match) */
+	} else if (status == 412) {
+		px_s3_error(q, PX_S3_PRECONDITION_FAILED, "If-Match does not name the object's ETag: nothing deleted");
+	} else if (status == 501) {
+		px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "conditional deletes are not supported in remote buckets");
 	} else {
 		px_s3_error(q, PX_S3_INTERNAL, "the target answered %ld", status);
 	}
@@ -844,6 +951,26 @@ static void put_header(copy_t *c, const char *line)
 }
 
 /*
+ * A stored "x-amz-checksum-<alg>: ..." line of the source: the copy computes that algorithm
+ * again over what it stores (a COMPOSITE value, or the part count, does not carry over).
+ */
+static void copy_checksum_header(copy_t *c, const char *line)
+{
+	char name[32], out[64];
+	size_t n = strcspn(line, ":");
+
+	if (n >= sizeof(name))
+		return;
+	memcpy(name, line, n);
+	name[n] = '\0';
+	ft_xsum_alg_t alg = ft_xsum_from_name(name);
+	if (alg == FT_XSUM_NONE)
+		return;
+	snprintf(out, sizeof(out), "Ais-S3-Checksum: %s", ft_xsum_label(alg));
+	put_header(c, out);
+}
+
+/*
  * The destination PUT's headers: an object gets the source's Content-Type and x-amz-meta-*
  * (directive COPY) or the request's (REPLACE); a part gets none.
  */
@@ -854,6 +981,14 @@ static void copy_put_headers(copy_t *c)
 	put_header(c, "Content-Type:"); /* none unless given below */
 	if (c->part)
 		return;
+	static const char *const conds[] = {"If-Match", "If-None-Match"}; /* of the destination (conditional write) */
+	for (size_t i = 0; i < 2; i++) {
+		const char *v = ft_req_header(c->q->r, conds[i]);
+		if (v != NULL && strlen(v) + 20 < sizeof(line)) {
+			snprintf(line, sizeof(line), "%s: %s", conds[i], v);
+			put_header(c, line);
+		}
+	}
 	if (c->from->replace) {
 		for (int i = 0; c->from->meta[i] != NULL; i++)
 			put_header(c, c->from->meta[i]);
@@ -870,10 +1005,15 @@ static void copy_put_headers(copy_t *c)
 			len--;
 		memcpy(line, p, len);
 		line[len] = '\0';
+		p = nl + 1;
+		if (strncasecmp(line, "x-amz-checksum-", CK_PREFIX_LEN) == 0 ||
+		    strncasecmp(line, "x-amz-mp-parts-count:", 21) == 0) {
+			copy_checksum_header(c, line);
+			continue;
+		}
 		if (len > 0 && line[len - 1] == ':')
 			line[len - 1] = ';'; /* an empty value: curl's way to send one */
 		put_header(c, line);
-		p = nl + 1;
 	}
 }
 
@@ -1203,11 +1343,192 @@ void px_s3_object_copy(px_s3_req_t *q)
 
 /* ---- subresources ---- */
 
+/* ---- GetObjectAttributes ---- */
+
+/* The first n bytes of s as a C string in buf (cut to fit); returns buf. */
+static const char *strndup_na(const char *s, size_t n, char *buf, size_t cap)
+{
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* What a target's HEAD told of an object. */
+typedef struct {
+	char etag[PX_S3_ETAG_MAX];
+	char last_modified[64];
+	char size[24];
+	char parts[12];
+	px_s3_target_reply_t ck; /* its checksum lines (px_s3_reply_header_cb) */
+} attrs_t;
+
+static size_t attrs_header_cb(char *buf, size_t size, size_t nitems, void *arg)
+{
+	attrs_t *a = arg;
+	size_t n = size * nitems;
+	static const struct {
+		const char *name;
+		size_t off, cap;
+	} want[] = {
+		{"ETag:", offsetof(attrs_t, etag), sizeof(((attrs_t *)0)->etag)},
+		{"Last-Modified:", offsetof(attrs_t, last_modified), sizeof(((attrs_t *)0)->last_modified)},
+		{"Ais-Size:", offsetof(attrs_t, size), sizeof(((attrs_t *)0)->size)},
+		{"Ais-S3-Parts:", offsetof(attrs_t, parts), sizeof(((attrs_t *)0)->parts)},
+	};
+
+	px_s3_reply_header_cb(buf, size, nitems, &a->ck);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		size_t nl = strlen(want[i].name);
+		if (n <= nl || strncasecmp(buf, want[i].name, nl) != 0)
+			continue;
+		const char *v = buf + nl;
+		size_t len = n - nl;
+		while (len > 0 && (*v == ' ' || *v == '\t')) {
+			v++;
+			len--;
+		}
+		while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
+			len--;
+		if (len < want[i].cap) {
+			memcpy((char *)a + want[i].off, v, len);
+			((char *)a + want[i].off)[len] = '\0';
+		}
+	}
+	return n;
+}
+
+/* Whether the comma list of x-amz-object-attributes names attr. */
+static bool attr_wanted(const char *list, const char *attr)
+{
+	size_t n = strlen(attr);
+
+	for (const char *p = list; *p;) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		size_t len = strcspn(p, ",");
+		size_t t = len;
+		while (t > 0 && p[t - 1] == ' ')
+			t--;
+		if (t == n && strncmp(p, attr, n) == 0)
+			return true;
+		p += len;
+	}
+	return false;
+}
+
+/* Whether every name in list is one GetObjectAttributes knows. */
+static bool attrs_valid(const char *list)
+{
+	static const char *const known[] = {"ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"};
+	int named = 0;
+
+	for (const char *p = list; *p;) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		size_t len = strcspn(p, ","), t = len;
+		while (t > 0 && p[t - 1] == ' ')
+			t--;
+		bool ok = t == 0;
+		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]) && !ok; i++)
+			ok = strlen(known[i]) == t && strncmp(p, known[i], t) == 0;
+		if (!ok)
+			return false;
+		named += t > 0;
+		p += len;
+	}
+	return named > 0;
+}
+
+static void attributes_work(px_s3_req_t *q)
+{
+	const char *list = ft_req_header(q->r, "x-amz-object-attributes");
+	char *url = px_s3_owner_url(q->bucket, q->key, q->key_len, NULL);
+	CURL *h = px_s3_curl();
+	attrs_t a;
+	long status = 0;
+
+	memset(&a, 0, sizeof(a));
+	if (url == NULL || h == NULL) {
+		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "no target for the object");
+		free(url);
+		return;
+	}
+	px_s3_curl_common(h, url);
+	curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, attrs_header_cb);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &a);
+	CURLcode rc = curl_easy_perform(h);
+	curl_easy_setopt(h, CURLOPT_NOBODY, 0L);
+	free(url);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	if (rc != CURLE_OK || status != 200) {
+		px_s3_error(q,
+			    rc != CURLE_OK  ? PX_S3_SERVICE_UNAVAILABLE
+			    : status == 404 ? PX_S3_NO_SUCH_KEY
+					    : PX_S3_INTERNAL,
+			    NULL);
+		return;
+	}
+	px_xml_t x;
+	px_xml_init(&x);
+	px_xml_open_ns(&x, "GetObjectAttributesResponse");
+	if (attr_wanted(list, "ETag")) {
+		size_t n = strlen(a.etag);
+		px_xml_elemf(&x, "ETag", "%.*s", (int)(n >= 2 ? n - 2 : 0), a.etag + (n >= 2)); /* without quotes */
+	}
+	const char *colon = strchr(a.ck.checksum, ':');
+	if (attr_wanted(list, "Checksum") && colon != NULL) {
+		char tag[32];
+		ft_xsum_alg_t alg =
+			ft_xsum_from_name(strndup_na(a.ck.checksum, (size_t)(colon - a.ck.checksum), tag, sizeof(tag)));
+		px_xml_open(&x, "Checksum");
+		snprintf(tag, sizeof(tag), "Checksum%s", ft_xsum_label(alg));
+		px_xml_elem(&x, tag, colon + 2);
+		if (a.ck.checksum_type[0])
+			px_xml_elem(&x, "ChecksumType", a.ck.checksum_type);
+		px_xml_close(&x, "Checksum");
+	}
+	if (attr_wanted(list, "ObjectParts") && a.parts[0]) {
+		px_xml_open(&x, "ObjectParts");
+		px_xml_elem(&x, "PartsCount", a.parts); /* TotalPartsCount in the SDKs' model */
+		px_xml_close(&x, "ObjectParts");
+	}
+	if (attr_wanted(list, "StorageClass"))
+		px_xml_elem(&x, "StorageClass", "STANDARD");
+	if (attr_wanted(list, "ObjectSize"))
+		px_xml_elem(&x, "ObjectSize", a.size[0] ? a.size : "0");
+	px_xml_close(&x, "GetObjectAttributesResponse");
+	if (a.last_modified[0])
+		ft_resp_header(q->r, "Last-Modified", a.last_modified);
+	px_s3_send_xml(q, 200, &x);
+}
+
+/* GetObjectAttributes: the attributes x-amz-object-attributes names, from a HEAD on the owner. */
+static void object_attributes(px_s3_req_t *q)
+{
+	const char *list = ft_req_header(q->r, "x-amz-object-attributes");
+
+	if (list == NULL || !attrs_valid(list)) {
+		px_s3_error(q, PX_S3_INVALID_ARGUMENT,
+			    list == NULL
+				    ? "The x-amz-object-attributes header specifying the attributes to be retrieved "
+				      "is either missing or empty"
+				    : "Invalid attribute name specified.");
+		return;
+	}
+	px_s3_defer(q, attributes_work);
+}
+
 void px_s3_object_subresource(px_s3_req_t *q, const char *sub)
 {
 	ft_method_t m = ft_req_method(q->r);
 
-	if (m == FT_HTTP_GET && strcmp(sub, "acl") == 0) {
+	if (m == FT_HTTP_GET && strcmp(sub, "attributes") == 0) {
+		object_attributes(q);
+	} else if (m == FT_HTTP_GET && strcmp(sub, "acl") == 0) {
 		px_s3_send_acl(q);
 	} else if (m == FT_HTTP_GET && strcmp(sub, "tagging") == 0) {
 		px_xml_t x;

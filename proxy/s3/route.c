@@ -19,11 +19,11 @@
 #include "base/codec.h"
 #include "base/log.h"
 #include "base/names.h"
+#include "base/xsum.h"
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
 #include "http/util.h"
 #include "rpc/client.h"
-#include "s3/checksum.h"
 #include "s3/chunked.h"
 
 /*
@@ -72,9 +72,9 @@ struct px_s3_body {
 	char md5_hex[FT_CKSUM_HEX_MAX];
 	ft_cksum_t md5;
 	bool md5_live;
-	px_s3_ck_alg_t ck_alg; /* x-amz-checksum-* to check, NONE for none */
+	ft_xsum_alg_t ck_alg;  /* x-amz-checksum-* to check, NONE for none */
 	const char *ck_header; /* its value from the header; NULL: from the trailer */
-	px_s3_ck_t ck;
+	ft_xsum_t ck;
 	bool ck_live;
 	bool finished; /* verified end reached */
 	px_s3_err_t err;
@@ -419,10 +419,62 @@ static bool meta_value_ok(const char *v)
 	return true;
 }
 
+/* Standard headers S3 keeps with an object (Content-Type aside). */
+static const char *const std_headers[] = {"Cache-Control", "Content-Disposition", "Content-Encoding",
+					  "Content-Language", "Expires"};
+
+/* Content-Encoding without the aws-chunked token of the transfer framing, in the request's memory ("" if nothing else). */
+static const char *content_encoding(px_s3_req_t *q, const char *v)
+{
+	size_t len = strlen(v);
+	char *out = ft_req_alloc(q->r, len + 1), *o = out;
+
+	for (const char *p = v; *p;) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		const char *t = p;
+		size_t tn = n;
+		while (tn > 0 && (*t == ' ' || *t == '\t')) {
+			t++;
+			tn--;
+		}
+		while (tn > 0 && (t[tn - 1] == ' ' || t[tn - 1] == '\t'))
+			tn--;
+		if (tn > 0 && !(tn == 11 && strncasecmp(t, "aws-chunked", 11) == 0)) {
+			if (o != out)
+				*o++ = ',';
+			memcpy(o, t, tn);
+			o += tn;
+		}
+		p += n + (comma != NULL);
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Adds the standard headers of q to v from index *k. PX_S3_OK or INVALID_ARGUMENT. */
+static px_s3_err_t std_lines(px_s3_req_t *q, const char **v, int *k)
+{
+	for (size_t i = 0; i < sizeof(std_headers) / sizeof(std_headers[0]); i++) {
+		const char *val = ft_req_header(q->r, std_headers[i]);
+		if (val != NULL && strcmp(std_headers[i], "Content-Encoding") == 0)
+			val = content_encoding(q, val);
+		if (val == NULL || val[0] == '\0')
+			continue;
+		if (!meta_value_ok(val))
+			return PX_S3_INVALID_ARGUMENT;
+		size_t len = strlen(std_headers[i]) + strlen(val) + 3;
+		char *line = ft_req_alloc(q->r, len);
+		snprintf(line, len, "%s: %s", std_headers[i], val);
+		v[(*k)++] = line;
+	}
+	return PX_S3_OK;
+}
+
 px_s3_err_t px_s3_meta_lines(px_s3_req_t *q, const char ***lines)
 {
 	int n = ft_req_header_count(q->r), k = 0;
-	const char **v = ft_req_alloc(q->r, ((size_t)n + 2) * sizeof(*v));
+	const char **v = ft_req_alloc(q->r, ((size_t)n + 2 + 5 + 2) * sizeof(*v));
 	const char *ct = ft_req_header(q->r, "Content-Type");
 	size_t umeta = 0, plen = strlen(UMETA_PREFIX);
 
@@ -448,6 +500,19 @@ px_s3_err_t px_s3_meta_lines(px_s3_req_t *q, const char ***lines)
 		char *line = ft_req_alloc(q->r, len);
 		/* curl drops "Name:" without a value; "Name;" is how it sends an empty one */
 		snprintf(line, len, value[0] != '\0' ? "%s: %s" : "%s;", name, value);
+		v[k++] = line;
+	}
+	px_s3_err_t e = std_lines(q, v, &k);
+	if (e != PX_S3_OK)
+		return e;
+	static const char *const ck[] = {"x-amz-checksum-algorithm", "x-amz-checksum-type"}; /* for uploads */
+	for (size_t i = 0; i < 2; i++) {
+		const char *val = ft_req_header(q->r, ck[i]);
+		if (val == NULL || val[0] == '\0' || !meta_value_ok(val))
+			continue;
+		size_t len = strlen(ck[i]) + strlen(val) + 3;
+		char *line = ft_req_alloc(q->r, len);
+		snprintf(line, len, "%s: %s", ck[i], val);
 		v[k++] = line;
 	}
 	v[k] = NULL;
@@ -480,7 +545,7 @@ static void body_release(void *arg)
 	if (b->md5_live)
 		ft_cksum_abort(&b->md5);
 	if (b->ck_live)
-		px_s3_ck_abort(&b->ck);
+		ft_xsum_abort(&b->ck);
 	b->ck_live = false;
 	free(b->raw);
 	free(b->pay);
@@ -558,13 +623,15 @@ static px_s3_err_t streaming_prepare(px_s3_req_t *q, px_s3_body_t *b, const char
  */
 static px_s3_err_t checksum_prepare(px_s3_req_t *q, px_s3_body_t *b, const char **msg)
 {
-	static const px_s3_ck_alg_t all[] = {PX_S3_CK_CRC32, PX_S3_CK_CRC32C, PX_S3_CK_CRC64NVME, PX_S3_CK_SHA1,
-					     PX_S3_CK_SHA256};
+	static const ft_xsum_alg_t all[] = {FT_XSUM_CRC32, FT_XSUM_CRC32C, FT_XSUM_CRC64NVME, FT_XSUM_SHA1,
+					    FT_XSUM_SHA256};
 	char *m = ft_req_alloc(q->r, CK_MSG_MAX);
 	int count = 0;
 
-	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
-		const char *v = ft_req_header(q->r, px_s3_ck_header(all[i]));
+	/* CompleteMultipartUpload's x-amz-checksum-* is the object's checksum, not its body's */
+	bool complete = ft_req_method(q->r) == FT_HTTP_POST && ft_req_query(q->r, "uploadId") != NULL;
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]) && !complete; i++) {
+		const char *v = ft_req_header(q->r, ft_xsum_header(all[i]));
 		if (v == NULL)
 			continue;
 		count++;
@@ -572,8 +639,8 @@ static px_s3_err_t checksum_prepare(px_s3_req_t *q, px_s3_body_t *b, const char 
 		b->ck_header = v;
 	}
 	if (b->trailer != NULL) {
-		px_s3_ck_alg_t t = px_s3_ck_from_name(b->trailer);
-		if (t == PX_S3_CK_NONE) {
+		ft_xsum_alg_t t = ft_xsum_from_name(b->trailer);
+		if (t == FT_XSUM_NONE) {
 			*msg = "x-amz-trailer must name an x-amz-checksum-* trailer";
 			return PX_S3_INVALID_REQUEST;
 		}
@@ -585,12 +652,8 @@ static px_s3_err_t checksum_prepare(px_s3_req_t *q, px_s3_body_t *b, const char 
 		*msg = "Expecting a single x-amz-checksum- header or trailer";
 		return PX_S3_INVALID_REQUEST;
 	}
-	if (b->ck_alg == PX_S3_CK_CRC64NVME) {
-		*msg = "CRC64NVME checksums are not supported; use CRC32, CRC32C, SHA1 or SHA256";
-		return PX_S3_NOT_IMPLEMENTED;
-	}
-	if (b->ck_header != NULL && !px_s3_ck_value_ok(b->ck_alg, b->ck_header)) {
-		snprintf(m, CK_MSG_MAX, "Value for %s header is invalid.", px_s3_ck_header(b->ck_alg));
+	if (b->ck_header != NULL && !ft_xsum_value_ok(b->ck_alg, b->ck_header)) {
+		snprintf(m, CK_MSG_MAX, "Value for %s header is invalid.", ft_xsum_header(b->ck_alg));
 		*msg = m;
 		return PX_S3_INVALID_REQUEST;
 	}
@@ -635,6 +698,11 @@ static px_s3_err_t body_prepare(px_s3_req_t *q, const char **msg)
 	return PX_S3_OK;
 }
 
+ft_xsum_alg_t px_s3_body_xsum(const px_s3_req_t *q)
+{
+	return q->body != NULL ? q->body->ck_alg : FT_XSUM_NONE;
+}
+
 int64_t px_s3_body_length(const px_s3_req_t *q)
 {
 	return q->body != NULL ? q->body->total : ft_req_content_length(q->r);
@@ -671,8 +739,8 @@ static px_s3_err_t body_start(px_s3_req_t *q, px_s3_body_t *b)
 			return PX_S3_INTERNAL;
 		b->md5_live = true;
 	}
-	if (b->ck_alg != PX_S3_CK_NONE) {
-		if (px_s3_ck_init(&b->ck, b->ck_alg) != 0)
+	if (b->ck_alg != FT_XSUM_NONE) {
+		if (ft_xsum_init(&b->ck, b->ck_alg) != 0)
 			return PX_S3_INTERNAL;
 		b->ck_live = true;
 	}
@@ -682,17 +750,17 @@ static px_s3_err_t body_start(px_s3_req_t *q, px_s3_body_t *b)
 /* The x-amz-checksum-* check at the verified end of the body. */
 static px_s3_err_t checksum_finish(px_s3_body_t *b)
 {
-	char got[PX_S3_CK_B64_MAX];
+	char got[FT_XSUM_B64_MAX];
 	const char *want = b->ck_header;
 
 	if (!b->ck_live)
 		return PX_S3_OK;
 	b->ck_live = false;
-	if (px_s3_ck_final(&b->ck, got) != 0)
+	if (ft_xsum_final(&b->ck, got) != 0)
 		return PX_S3_INTERNAL;
 	if (want == NULL) {
 		want = ft_sigv4_chunked_trailer(b->chunked);
-		if (want == NULL || !px_s3_ck_value_ok(b->ck_alg, want))
+		if (want == NULL || !ft_xsum_value_ok(b->ck_alg, want))
 			return PX_S3_INVALID_CHECKSUM;
 	}
 	return strcmp(got, want) == 0 ? PX_S3_OK : PX_S3_CHECKSUM_MISMATCH;
@@ -830,7 +898,7 @@ ssize_t px_s3_body_read(px_s3_req_t *q, void *buf, size_t cap)
 	if (b->md5_live)
 		ft_cksum_update(&b->md5, buf, n);
 	if (b->ck_live)
-		px_s3_ck_update(&b->ck, buf, n);
+		ft_xsum_update(&b->ck, buf, n);
 	b->delivered += (int64_t)n;
 	if (b->total >= 0 && b->delivered == b->total) {
 		e = body_finish(q, b); /* before the last bytes leave */
@@ -913,25 +981,46 @@ static int put_seek_cb(void *arg, curl_off_t off, int origin)
 	return off == 0 && origin == SEEK_SET && c->sent == 0 ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_CANTSEEK;
 }
 
+/* The value of the header line buf (n bytes) after its name's colon, trimmed, into out; 0, or -1 if too long. */
+static int header_value(const char *buf, size_t n, size_t name_len, char *out, size_t cap)
+{
+	const char *v = buf + name_len;
+	size_t len = n - name_len;
+
+	while (len > 0 && (*v == ' ' || *v == '\t')) {
+		v++;
+		len--;
+	}
+	while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
+		len--;
+	if (len >= cap)
+		return -1;
+	memcpy(out, v, len);
+	out[len] = '\0';
+	return 0;
+}
+
 size_t px_s3_reply_header_cb(char *buf, size_t size, size_t nitems, void *arg)
 {
 	px_s3_target_reply_t *reply = arg;
-	size_t n = size * nitems;
+	size_t n = size * nitems, plen = strlen("x-amz-checksum-");
 
-	if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0)
-		reply->etag[0] = '\0';
-	else if (n > 5 && strncasecmp(buf, "ETag:", 5) == 0) {
-		const char *v = buf + 5;
-		size_t len = n - 5;
-		while (len > 0 && (*v == ' ' || *v == '\t')) {
-			v++;
-			len--;
-		}
-		while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
-			len--;
-		if (len < sizeof(reply->etag)) {
-			memcpy(reply->etag, v, len);
-			reply->etag[len] = '\0';
+	if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
+		reply->etag[0] = reply->checksum[0] = reply->checksum_type[0] = '\0';
+	} else if (n > 5 && strncasecmp(buf, "ETag:", 5) == 0) {
+		header_value(buf, n, 5, reply->etag, sizeof(reply->etag));
+	} else if (n > plen && strncasecmp(buf, "x-amz-checksum-type:", plen + 5) == 0) {
+		header_value(buf, n, plen + 5, reply->checksum_type, sizeof(reply->checksum_type));
+	} else if (n > plen && strncasecmp(buf, "x-amz-checksum-", plen) == 0 && memchr(buf, ':', n) != NULL) {
+		/* "x-amz-checksum-<alg>: <value>": kept as the line, name lowercased */
+		size_t nl = (size_t)((const char *)memchr(buf, ':', n) - buf);
+		char v[FT_XSUM_B64_MAX + 8];
+		if (nl < 32 && header_value(buf, n, nl + 1, v, sizeof(v)) == 0) {
+			char name[32];
+			for (size_t i = 0; i < nl; i++)
+				name[i] = (char)(buf[i] >= 'A' && buf[i] <= 'Z' ? buf[i] - 'A' + 'a' : buf[i]);
+			name[nl] = '\0';
+			snprintf(reply->checksum, sizeof(reply->checksum), "%s: %s", name, v);
 		}
 	}
 	return n;
@@ -996,6 +1085,11 @@ px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, const char *const *ext
 	}
 	if (!typed) /* curl would send its form default; the target keeps none */
 		hdrs = curl_slist_append(hdrs, "Content-Type:");
+	char ckline[64];
+	if (px_s3_body_xsum(q) != FT_XSUM_NONE) { /* the target computes it too, and keeps it */
+		snprintf(ckline, sizeof(ckline), "Ais-S3-Checksum: %s", ft_xsum_label(px_s3_body_xsum(q)));
+		hdrs = curl_slist_append(hdrs, ckline);
+	}
 	px_s3_curl_common(h, url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
@@ -1022,6 +1116,20 @@ px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, const char *const *ext
 	if (reply->status >= 300)
 		target_message(c.errbody, c.errlen, reply);
 	return PX_S3_OK;
+}
+
+void px_s3_checksum_headers(px_s3_req_t *q, const px_s3_target_reply_t *reply)
+{
+	char name[32];
+	const char *colon = strchr(reply->checksum, ':');
+
+	if (colon == NULL || (size_t)(colon - reply->checksum) >= sizeof(name))
+		return;
+	memcpy(name, reply->checksum, (size_t)(colon - reply->checksum));
+	name[colon - reply->checksum] = '\0';
+	ft_resp_header(q->r, name, colon[1] == ' ' ? colon + 2 : colon + 1);
+	if (reply->checksum_type[0])
+		ft_resp_header(q->r, "x-amz-checksum-type", reply->checksum_type);
 }
 
 /* ---- routing ---- */
@@ -1352,6 +1460,8 @@ static void dispatch_bucket(px_s3_req_t *q)
 			px_s3_bucket_location(q);
 		else if (ft_req_query(r, "uploads") != NULL)
 			px_s3_multipart(q, PX_S3_MPU_LIST_UPLOADS);
+		else if (ft_req_query(r, "versions") != NULL)
+			px_s3_list_objects(q, PX_S3_LIST_VERSIONS);
 		else if (sub != NULL)
 			px_s3_bucket_subresource(q, sub);
 		else

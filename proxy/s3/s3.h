@@ -38,6 +38,7 @@
 #include "base/fanout.h"
 #include "base/names.h"
 #include "base/strbuf.h"
+#include "base/xsum.h"
 #include "http/http.h"
 #include "http/parse.h"
 #include "s3/sigv4.h"
@@ -72,6 +73,7 @@ typedef enum {
 	PX_S3_INVALID_PART,
 	PX_S3_INVALID_PART_ORDER,
 	PX_S3_INVALID_RANGE,
+	PX_S3_INVALID_PART_NUMBER,
 	PX_S3_INVALID_REQUEST,
 	PX_S3_KEY_TOO_LONG,
 	PX_S3_MALFORMED_XML,
@@ -190,6 +192,8 @@ void px_s3_defer(px_s3_req_t *q, void (*fn)(px_s3_req_t *q));
  * only after every check passed.
  */
 ssize_t px_s3_body_read(px_s3_req_t *q, void *buf, size_t cap);
+/* The x-amz-checksum-* algorithm the request body is checked against (header or trailer), NONE for none. */
+ft_xsum_alg_t px_s3_body_xsum(const px_s3_req_t *q);
 /* The payload length the client declared (Content-Length, or x-amz-decoded-content-length). */
 int64_t px_s3_body_length(const px_s3_req_t *q);
 /*
@@ -252,6 +256,8 @@ typedef struct {
 	char etag[PX_S3_ETAG_MAX]; /* ETag header, quotes included, "" if none */
 	char message[256];         /* the target's JSON "message" on an error status */
 	char code[48];             /* the target's JSON "code" (an S3 error code), "" if none */
+	char checksum[96];         /* "x-amz-checksum-<alg>: <base64>" the target kept, "" if none */
+	char checksum_type[16];    /* its x-amz-checksum-type (FULL_OBJECT, COMPOSITE), "" if none */
 } px_s3_target_reply_t;
 
 /*
@@ -262,7 +268,9 @@ typedef struct {
  * body and stored nothing), or the target could not be reached (ServiceUnavailable).
  */
 px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, const char *const *extra, px_s3_target_reply_t *reply);
-/* A curl header callback (data: a px_s3_target_reply_t) keeping the last response's ETag. */
+/* The x-amz-checksum-<alg> and x-amz-checksum-type of reply, as response headers of q (none when it has none). */
+void px_s3_checksum_headers(px_s3_req_t *q, const px_s3_target_reply_t *reply);
+/* A curl header callback (data: a px_s3_target_reply_t) keeping the last response's ETag and checksum. */
 size_t px_s3_reply_header_cb(char *buf, size_t size, size_t nitems, void *reply);
 
 /* ---- responses (route.c) ---- */
@@ -347,8 +355,9 @@ void px_s3_delete_req_free(px_s3_delete_req_t *d);
 
 /* CompleteMultipartUpload body: <CompleteMultipartUpload><Part><PartNumber>N</PartNumber><ETag>..</ETag></Part>... */
 typedef struct {
-	int part;                  /* 1..10000 */
-	char etag[PX_S3_ETAG_MAX]; /* without surrounding quotes */
+	int part;                       /* 1..10000 */
+	char etag[PX_S3_ETAG_MAX];      /* without surrounding quotes */
+	char checksum[FT_XSUM_B64_MAX]; /* its Checksum<ALG> element, "" if none */
 } px_s3_part_t;
 /*
  * Parts in document order (order and ETags are checked by the caller: InvalidPartOrder,
@@ -371,7 +380,8 @@ void px_s3_send_acl(px_s3_req_t *q);
 int px_s3_check_bucket_name(const char *name, const char **why);
 
 /* ---- list.c ---- */
-void px_s3_list_objects(px_s3_req_t *q, int version); /* 1: ListObjects, 2: ListObjectsV2 */
+#define PX_S3_LIST_VERSIONS 3                         /* ListObjectVersions: every object once, version id null */
+void px_s3_list_objects(px_s3_req_t *q, int version); /* 1: ListObjects, 2: ListObjectsV2, PX_S3_LIST_VERSIONS */
 
 /* ---- object.c ---- */
 void px_s3_object_get(px_s3_req_t *q); /* GET and HEAD */

@@ -49,6 +49,7 @@ static const err_info_t errors[PX_S3_ERR_COUNT] = {
 	[PX_S3_INVALID_PART] = {"InvalidPart", 400, "A listed part was not uploaded or its ETag differs"},
 	[PX_S3_INVALID_PART_ORDER] = {"InvalidPartOrder", 400, "The parts are not listed in ascending order"},
 	[PX_S3_INVALID_RANGE] = {"InvalidRange", 416, "The requested range is not satisfiable"},
+	[PX_S3_INVALID_PART_NUMBER] = {"InvalidPartNumber", 416, "The requested partnumber is not satisfiable"},
 	[PX_S3_INVALID_REQUEST] = {"InvalidRequest", 400, "Invalid request"},
 	[PX_S3_KEY_TOO_LONG] = {"KeyTooLongError", 400, "The key is too long"},
 	[PX_S3_MALFORMED_XML] = {"MalformedXML", 400, "The XML body is not well-formed or not the expected document"},
@@ -727,6 +728,26 @@ static int part_number(const char *s, size_t n)
 	return v >= 1 && v <= PX_S3_MAX_PARTS ? v : -1;
 }
 
+/* The Checksum<ALG> child of a Part into out ("" without one); 0, or -1 when it is too long. */
+static int part_checksum(const px_xml_node_t *part, char *out, size_t cap)
+{
+	static const char *const names[] = {"ChecksumCRC32", "ChecksumCRC32C", "ChecksumCRC64NVME", "ChecksumSHA1",
+					    "ChecksumSHA256"};
+
+	out[0] = '\0';
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		size_t len;
+		const char *v = trimmed(px_xml_child(part, names[k]), &len);
+		if (v == NULL || len == 0)
+			continue;
+		if (len >= cap)
+			return -1;
+		memcpy(out, v, len);
+		out[len] = '\0';
+	}
+	return 0;
+}
+
 int px_s3_parse_complete(const char *body, size_t len, px_s3_part_t **parts, int *n, const char **why)
 {
 	px_xml_doc_t *doc = px_xml_parse(body, len, why);
@@ -775,6 +796,10 @@ int px_s3_parse_complete(const char *body, size_t len, px_s3_part_t **parts, int
 		}
 		memcpy(v[i].etag, etag, el);
 		v[i].etag[el] = '\0';
+		if (part_checksum(c, v[i].checksum, sizeof(v[i].checksum)) != 0) {
+			*why = "a Part with a malformed checksum";
+			goto fail;
+		}
 		i++;
 	}
 	px_xml_doc_free(doc);

@@ -17,6 +17,7 @@
  *   CKSUM   u8 type (ft_cksum_type_t), then the hex value (no NUL)   required
  *   VERSION bytes (no NUL)
  *   ETAG    bytes (no NUL), written only when not empty
+ *   CTYPE, UMETA, HDRS, PARTS   bytes (no NUL), each written only when not empty
  * A tag seen twice is corrupt. Unknown tags are skipped so that later writers may add fields.
  */
 #define LOM_FORMAT 1
@@ -33,7 +34,9 @@ enum {
 	TAG_ETAG = 6,
 	TAG_CTYPE = 7,
 	TAG_UMETA = 8,
-	TAG_KNOWN_MAX = TAG_UMETA,
+	TAG_HDRS = 9,
+	TAG_PARTS = 10,
+	TAG_KNOWN_MAX = TAG_PARTS,
 };
 
 static void put_u16(uint8_t *p, uint16_t v)
@@ -98,10 +101,13 @@ int ft_lom_encode(const ft_lom_t *m, uint8_t *buf, size_t cap)
 	size_t elen = strnlen(m->etag, FT_LOM_ETAG_MAX);
 	size_t ctlen = strnlen(m->content_type, FT_LOM_CTYPE_MAX);
 	size_t umlen = strnlen(m->user_meta, FT_LOM_UMETA_MAX);
+	size_t hlen = strnlen(m->hdrs, FT_LOM_HDRS_MAX);
+	size_t plen = strnlen(m->parts, FT_LOM_PARTS_MAX);
 	long off = LOM_HDR;
 
 	if (cklen >= FT_CKSUM_HEX_MAX || vlen >= FT_LOM_VERSION_MAX || elen >= FT_LOM_ETAG_MAX ||
-	    ctlen >= FT_LOM_CTYPE_MAX || umlen >= FT_LOM_UMETA_MAX)
+	    ctlen >= FT_LOM_CTYPE_MAX || umlen >= FT_LOM_UMETA_MAX || hlen >= FT_LOM_HDRS_MAX ||
+	    plen >= FT_LOM_PARTS_MAX)
 		return -1; /* not NUL-terminated: the decoder could not read it back */
 	if ((int)m->cksum_type < FT_CKSUM_NONE || (int)m->cksum_type > FT_CKSUM_MD5)
 		return -1;
@@ -129,6 +135,10 @@ int ft_lom_encode(const ft_lom_t *m, uint8_t *buf, size_t cap)
 		off = put_record(buf, cap, off, TAG_CTYPE, m->content_type, ctlen, NULL, 0);
 	if (off >= 0 && umlen > 0)
 		off = put_record(buf, cap, off, TAG_UMETA, m->user_meta, umlen, NULL, 0);
+	if (off >= 0 && hlen > 0)
+		off = put_record(buf, cap, off, TAG_HDRS, m->hdrs, hlen, NULL, 0);
+	if (off >= 0 && plen > 0)
+		off = put_record(buf, cap, off, TAG_PARTS, m->parts, plen, NULL, 0);
 	if (off < 0)
 		return -1;
 	put_u32(buf + off, XXH32(buf, (size_t)off, 0));
@@ -190,6 +200,10 @@ static int decode_record(ft_lom_t *m, uint8_t tag, const uint8_t *v, size_t len)
 		return decode_string(m->content_type, FT_LOM_CTYPE_MAX, v, len);
 	case TAG_UMETA:
 		return decode_string(m->user_meta, FT_LOM_UMETA_MAX, v, len);
+	case TAG_HDRS:
+		return decode_string(m->hdrs, FT_LOM_HDRS_MAX, v, len);
+	case TAG_PARTS:
+		return decode_string(m->parts, FT_LOM_PARTS_MAX, v, len);
 	}
 	return 0; /* unknown: skipped */
 }

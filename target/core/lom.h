@@ -13,6 +13,8 @@
 #define FT_LOM_ETAG_MAX 72    /* "<32 hex md5>" or "<32 hex>-<parts>", plus NUL */
 #define FT_LOM_CTYPE_MAX 256  /* Content-Type given at PUT, plus NUL */
 #define FT_LOM_UMETA_MAX 2304 /* user metadata lines (S3 allows 2 KiB of x-amz-meta-*), plus NUL */
+#define FT_LOM_HDRS_MAX 768   /* standard headers and S3 checksum lines kept with an object, plus NUL */
+#define FT_LOM_PARTS_MAX 400  /* the part layout of a multipart object, plus NUL */
 
 /*
  * Encoding: byte 0 = format version (1); then records (u8 tag, u16 little-endian length, bytes)
@@ -31,6 +33,14 @@ typedef struct {
 	char content_type[FT_LOM_CTYPE_MAX]; /* "" = none given (served as application/octet-stream) */
 	/* "x-amz-meta-<name>:<value>\n" per user metadata header, names lowercase; "" = none */
 	char user_meta[FT_LOM_UMETA_MAX];
+	/*
+	 * "<name>:<value>\n" per standard header given at PUT (cache-control, content-disposition,
+	 * content-encoding, content-language, expires) and the S3 checksum kept with the object
+	 * (x-amz-checksum-<alg>, x-amz-checksum-type); names lowercase; "" = none
+	 */
+	char hdrs[FT_LOM_HDRS_MAX];
+	/* a multipart object's parts: "<size>*<count>" runs joined by ',' in part order; "" = not multipart */
+	char parts[FT_LOM_PARTS_MAX];
 } ft_lom_t;
 
 /* Returns the encoded length, or -1 if cap is too small. */

@@ -2,11 +2,13 @@
 /* Target DELETE of an object: unlink, then prune the directories it leaves empty (remote buckets: the backend's copy first). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/log.h"
+#include "core/cond.h"
 #include "obj/wthrough.h"
 #include "protect/mirror.h"
 #include "target.h"
@@ -23,6 +25,12 @@
  * answers for an object deleted on the backend. S3 does not tell a missing key from a deleted one:
  * its DELETE of a missing key succeeds, and so does ours. "?evict=true" is not handled here: it
  * removes only the cached copy (jobs.c).
+ *
+ * CONDITIONAL DELETE
+ * "If-Match: <etag>" deletes only that version: on a worker, under the name lock, so that no PUT
+ * publishes between the check and the unlink. Another ETag is 412; no object is 404 (S3 answers
+ * that with 204, as for any delete of a missing key). Remote buckets refuse it (501), as they refuse
+ * conditional PUTs.
  */
 
 /* The remote bucket's case of tgt_delete_do: under the write-through hold, the backend first. */
@@ -63,11 +71,19 @@ static int delete_remote_do(tgt_obj_t *o, int *status, char *msg, size_t cap)
 	return 0;
 }
 
-/* The ais bucket's case of tgt_delete_do. */
-static int delete_local_do(tgt_obj_t *o, int *status, char *msg, size_t cap)
+/* Unlinks the main copy: 0 or errno. */
+static int unlink_main(tgt_obj_t *o)
 {
-	if (unlinkat(o->mp->root_fd, o->rel, 0) != 0) {
-		int e = errno;
+	return unlinkat(o->mp->root_fd, o->rel, 0) == 0 ? 0 : errno;
+}
+
+/*
+ * After unlink_main gave e: the mirror copies and EC slices go too. 0 (deleted), 1 (no such object,
+ * *status 404) or -1 (*status, msg). Takes the name lock (tgt_mirror_delete): never call it holding it.
+ */
+static int unlink_rest(tgt_obj_t *o, int e, int *status, char *msg, size_t cap)
+{
+	if (e != 0) {
 		/* A lost main copy whose mirror copies remain is still an object: delete those. */
 		if (e == ENOENT && tgt_mirror_delete(o) > 0) {
 			tgt_list_bump(o->t, o->provider, o->bucket);
@@ -89,6 +105,12 @@ static int delete_local_do(tgt_obj_t *o, int *status, char *msg, size_t cap)
 	tgt_mirror_delete(o);
 	tgt_ec_delete(o);
 	return 0;
+}
+
+/* The ais bucket's case of tgt_delete_do. */
+static int delete_local_do(tgt_obj_t *o, int *status, char *msg, size_t cap)
+{
+	return unlink_rest(o, unlink_main(o), status, msg, cap);
 }
 
 int tgt_delete_do(tgt_obj_t *o, int *status, char *msg, size_t cap)
@@ -114,11 +136,46 @@ static void delete_remote(ft_req_t *r, void *arg)
 	respond(r, arg);
 }
 
+/*
+ * Worker: If-Match checked and the main copy removed under the name lock, so that no PUT publishes
+ * in between; the copies after it (released before answering).
+ */
+static void delete_conditional(ft_req_t *r, void *arg)
+{
+	tgt_obj_t *o = arg;
+	char msg[1024];
+	int status;
+
+	tgt_name_lock(o);
+	tgt_cond_t c = tgt_write_precondition(o, ft_req_header(r, "If-Match"), NULL);
+	int e = c == TGT_COND_OK ? unlink_main(o) : 0;
+	tgt_name_unlock(o);
+	if (c == TGT_COND_FAILED)
+		ft_resp_error(r, 412, "object \"%s/%s\": If-Match does not name its ETag: nothing deleted", o->bucket,
+			      o->obj);
+	else if (c == TGT_COND_ABSENT)
+		ft_resp_error(r, 404, "object \"%s://%s/%s\" does not exist", o->provider, o->bucket, o->obj);
+	else if (unlink_rest(o, e, &status, msg, sizeof(msg)) == 0)
+		ft_resp_bytes(r, 200, NULL, NULL, 0);
+	else
+		ft_resp_error(r, status, "%s", msg);
+}
+
 void tgt_delete(ft_req_t *r, tgt_obj_t *o)
 {
+	bool cond = ft_req_header(r, "If-Match") != NULL;
+
+	if (cond && tgt_is_remote(o)) {
+		ft_resp_error(r, 501, "object \"%s/%s\": conditional deletes are not supported in remote buckets",
+			      o->bucket, o->obj);
+		return;
+	}
 	if (tgt_is_remote(o)) {
 		ft_req_defer(r, delete_remote, o); /* blocks on the backend */
 		return;
 	}
-	respond(r, o);
+	if (cond)
+		ft_req_defer(r, delete_conditional, o); /* the name lock may wait */
+	else
+		respond(r, o);
 }

@@ -6,17 +6,21 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "base/codec.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "core/cond.h"
 #include "core/lom.h"
+#include "core/objmeta.h"
 #include "core/replica.h"
 #include "http/util.h"
 #include "target.h"
@@ -80,6 +84,13 @@ static void meta_headers(ft_req_t *r, const ft_lom_t *lom)
 	}
 	ft_resp_header(r, "Accept-Ranges", "bytes");
 	tgt_meta_headers(r, lom);
+	uint64_t off, len;
+	int parts = 0;
+	if (lom->parts[0]) { /* a multipart object: its part count (S3's GetObjectAttributes) */
+		tgt_parts_range(lom, 1, &off, &len, &parts);
+		if (parts > 0)
+			ft_resp_headerf(r, "Ais-S3-Parts", "%d", parts);
+	}
 }
 
 static void busy_done(void *arg)
@@ -94,6 +105,48 @@ static void send_body(ft_req_t *r, tgt_t *t, const ft_lom_t *lom, int status, in
 	atomic_fetch_add(&t->get_busy[mp_index], 1);
 	ft_req_on_done(r, busy_done, &t->get_busy[mp_index]);
 	ft_resp_file(r, status, tgt_meta_ctype(lom), fd, (off_t)off, len);
+}
+
+/*
+ * GET/HEAD ?s3part=N (S3's partNumber): the bytes of part N of a multipart object (an object
+ * stored whole is its one part 1) as a 206 with Content-Range and x-amz-mp-parts-count; a part
+ * that does not exist is 416 InvalidPartNumber. fd taken.
+ */
+static void serve_part(ft_req_t *r, tgt_obj_t *o, int fd, const ft_lom_t *lom, int mp_index)
+{
+	const char *v = ft_req_query(r, "s3part");
+	char *end = NULL;
+	long n = strtol(v, &end, 10);
+	uint64_t off = 0, len = 0;
+	int count = 0;
+
+	int rc = *v && end && *end == '\0' && n >= 1 && n <= 10000 ? tgt_parts_range(lom, n, &off, &len, &count)
+								   : -EINVAL;
+	if (rc != 0) {
+		close(fd);
+		if (rc == -ENODATA)
+			ft_resp_error(r, 501, "object \"%s/%s\": its part layout was not kept", o->bucket, o->obj);
+		else if (rc == -EINVAL)
+			ft_resp_error(r, 400, "s3part must be an integer between 1 and 10000");
+		else
+			ft_resp_json(r, 416,
+				     json_pack("{s:i, s:s, s:s}", "status", 416, "code", "InvalidPartNumber", "message",
+					       "The requested partnumber is not satisfiable"));
+		return;
+	}
+	meta_headers(r, lom);
+	if (lom->parts[0])
+		ft_resp_headerf(r, "x-amz-mp-parts-count", "%d", count);
+	if (len == 0) { /* an empty object: its one part is empty */
+		close(fd);
+		ft_resp_bytes(r, 200, tgt_meta_ctype(lom), NULL, 0);
+		return;
+	}
+	ft_resp_headerf(r, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, off + len - 1, lom->size);
+	if (ft_req_method(r) == FT_HTTP_HEAD)
+		ft_resp_file(r, 206, tgt_meta_ctype(lom), fd, (off_t)off, len);
+	else
+		send_body(r, o->t, lom, 206, fd, off, len, mp_index);
 }
 
 /*
@@ -117,6 +170,10 @@ static void serve(ft_req_t *r, tgt_obj_t *o, int fd, const ft_lom_t *lom, int mp
 		ft_resp_error(r, 412,
 			      "object \"%s/%s\": a precondition (If-Match or If-Unmodified-Since) does not hold",
 			      o->bucket, o->obj);
+		return;
+	}
+	if (ft_req_query(r, "s3part") != NULL) {
+		serve_part(r, o, fd, lom, mp_index);
 		return;
 	}
 	if (ft_req_method(r) == FT_HTTP_HEAD) {

@@ -8,9 +8,11 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include "base/codec.h"
 #include "base/fdio.h"
 #include "base/log.h"
+#include "base/xsum.h"
 #include "cluster/bmd.h"
 #include "cluster/hrw.h"
 #include "core/lom.h"
@@ -175,6 +178,16 @@ static int part_record_get(int fd, char md5hex[MD5_HEX], uint64_t *size)
 	return 0;
 }
 
+int mpu_part_checksum(int fd, char *out, size_t cap)
+{
+	ssize_t n = fgetxattr(fd, MPU_CK_XATTR, out, cap - 1);
+
+	if (n <= 0)
+		return -1;
+	out[n] = '\0';
+	return strchr(out, ':') != NULL ? 0 : -1;
+}
+
 /*
  * Opens part N of the upload directory and checks that its record agrees with the file size.
  * Returns the fd with md5hex and *size filled, or -errno (-ENOENT: no such part; -EBADMSG: the
@@ -205,9 +218,10 @@ int mpu_part_open(int dir_fd, int part, char md5hex[MD5_HEX], uint64_t *size)
 
 static json_t *meta_to_json(const mpu_meta_t *m)
 {
-	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:s}", "provider", m->provider, "bucket", m->bucket, "key",
-			 m->key, "initiated", (json_int_t)m->initiated, "bucket_created", (json_int_t)m->bucket_created,
-			 "content_type", m->content_type, "user_meta", m->user_meta);
+	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:s, s:s, s:s}", "provider", m->provider, "bucket",
+			 m->bucket, "key", m->key, "initiated", (json_int_t)m->initiated, "bucket_created",
+			 (json_int_t)m->bucket_created, "content_type", m->content_type, "user_meta", m->user_meta,
+			 "hdrs", m->hdrs, "ck_alg", m->ck_alg, "ck_type", m->ck_type);
 }
 
 /* Whether an upload started at initiated (ns) has expired by now (mpu_expire_hours; 0 = never). */
@@ -263,6 +277,14 @@ static int meta_read(int dir_fd, mpu_meta_t *m)
 	     copy_str(m->content_type, sizeof(m->content_type), json_object_get(j, "content_type")) != 0) ||
 	    (json_object_get(j, "user_meta") != NULL &&
 	     copy_str(m->user_meta, sizeof(m->user_meta), json_object_get(j, "user_meta")) != 0))
+		goto out;
+	m->hdrs[0] = m->ck_alg[0] = m->ck_type[0] = '\0';
+	if ((json_object_get(j, "hdrs") != NULL &&
+	     copy_str(m->hdrs, sizeof(m->hdrs), json_object_get(j, "hdrs")) != 0) ||
+	    (json_object_get(j, "ck_alg") != NULL &&
+	     copy_str(m->ck_alg, sizeof(m->ck_alg), json_object_get(j, "ck_alg")) != 0) ||
+	    (json_object_get(j, "ck_type") != NULL &&
+	     copy_str(m->ck_type, sizeof(m->ck_type), json_object_get(j, "ck_type")) != 0))
 		goto out;
 	rc = 0;
 out:
@@ -393,6 +415,44 @@ out:
 
 static void mpu_sweep_maybe(tgt_t *t);
 
+/*
+ * The upload's checksum from x-amz-checksum-algorithm and x-amz-checksum-type, as S3 takes them:
+ * the type defaults to COMPOSITE (FULL_OBJECT for CRC64NVME); FULL_OBJECT only for the CRCs,
+ * COMPOSITE not for CRC64NVME. 0, or -1 with why.
+ */
+static int start_checksum(ft_req_t *r, mpu_meta_t *m, char *why, size_t cap)
+{
+	const char *a = ft_req_header(r, "x-amz-checksum-algorithm"), *t = ft_req_header(r, "x-amz-checksum-type");
+	ft_xsum_alg_t alg = ft_xsum_from_label(a);
+
+	if (a == NULL) {
+		if (t != NULL) {
+			snprintf(why, cap, "x-amz-checksum-type needs x-amz-checksum-algorithm");
+			return -1;
+		}
+		return 0;
+	}
+	if (alg == FT_XSUM_NONE) {
+		snprintf(why, cap, "Checksum algorithm provided is unsupported: \"%.32s\"", a);
+		return -1;
+	}
+	if (t == NULL)
+		t = alg == FT_XSUM_CRC64NVME ? "FULL_OBJECT" : "COMPOSITE";
+	if (strcasecmp(t, "FULL_OBJECT") != 0 && strcasecmp(t, "COMPOSITE") != 0) {
+		snprintf(why, cap, "x-amz-checksum-type must be COMPOSITE or FULL_OBJECT");
+		return -1;
+	}
+	bool full = strcasecmp(t, "FULL_OBJECT") == 0;
+	if ((full && !ft_xsum_is_crc(alg)) || (!full && alg == FT_XSUM_CRC64NVME)) {
+		snprintf(why, cap, "The %s checksum type cannot be used with the %s checksum algorithm.",
+			 full ? "FULL_OBJECT" : "COMPOSITE", ft_xsum_label(alg));
+		return -1;
+	}
+	snprintf(m->ck_alg, sizeof(m->ck_alg), "%s", ft_xsum_label(alg));
+	snprintf(m->ck_type, sizeof(m->ck_type), "%s", full ? "FULL_OBJECT" : "COMPOSITE");
+	return 0;
+}
+
 /* Worker: stage "<.work>/mpu.N" with meta.json, then rename it to .mpu/<id> (never over another). */
 static void start_upload(ft_req_t *r, void *arg)
 {
@@ -411,8 +471,13 @@ static void start_upload(ft_req_t *r, void *arg)
 		return;
 	}
 	memset(&m, 0, sizeof(m));
+	if (start_checksum(r, &m, why, sizeof(why)) != 0) {
+		mpu_error(r, 400, "InvalidRequest", "upload of \"%s/%s\": %s", o->bucket, o->obj, why);
+		return;
+	}
 	memcpy(m.content_type, meta.content_type, sizeof(m.content_type));
 	memcpy(m.user_meta, meta.user_meta, sizeof(m.user_meta));
+	memcpy(m.hdrs, meta.hdrs, sizeof(m.hdrs));
 	strcpy(m.provider, o->provider);
 	strcpy(m.bucket, o->bucket);
 	strcpy(m.key, o->obj);
@@ -455,7 +520,13 @@ static void start_upload(ft_req_t *r, void *arg)
 			close(mfd);
 	}
 	ft_debug("upload %s of %s/%s started on %s", id, o->bucket, o->obj, mp->path);
-	ft_resp_json(r, 200, json_pack("{s:s, s:I}", "upload_id", id, "initiated", (json_int_t)m.initiated));
+	if (m.ck_alg[0]) {
+		ft_resp_header(r, "x-amz-checksum-algorithm", m.ck_alg);
+		ft_resp_header(r, "x-amz-checksum-type", m.ck_type);
+	}
+	ft_resp_json(r, 200,
+		     json_pack("{s:s, s:I, s:s, s:s}", "upload_id", id, "initiated", (json_int_t)m.initiated,
+			       "checksum_algorithm", m.ck_alg, "checksum_type", m.ck_type));
 	return;
 fail:
 	if (dfd >= 0)
@@ -484,6 +555,9 @@ typedef struct {
 	uint64_t received;
 	int write_err; /* errno of a failed write; EFBIG past the largest part */
 	char hex[FT_CKSUM_HEX_MAX];
+	ft_xsum_t xs; /* the upload's S3 checksum, or the one the part came with */
+	int xs_live;
+	char xs_b64[FT_XSUM_B64_MAX]; /* its value once received, "" if none */
 } part_t;
 
 static void part_release(part_t *p)
@@ -491,6 +565,10 @@ static void part_release(part_t *p)
 	if (p->md5_live) {
 		ft_cksum_abort(&p->md5);
 		p->md5_live = 0;
+	}
+	if (p->xs_live) {
+		ft_xsum_abort(&p->xs);
+		p->xs_live = 0;
 	}
 	tgt_work_drop(p->o->mp, &p->fd, p->work);
 	if (p->updir >= 0) {
@@ -534,6 +612,11 @@ static void part_finalize(ft_req_t *r, void *arg)
 		return;
 	}
 	rc = part_record_set(p->fd, p->hex, p->received);
+	if (rc == 0 && p->xs_b64[0]) {
+		char v[64];
+		int n = snprintf(v, sizeof(v), "%s:%s", ft_xsum_label(p->xs.alg), p->xs_b64);
+		rc = fsetxattr(p->fd, MPU_CK_XATTR, v, (size_t)n, 0) == 0 ? 0 : -errno;
+	}
 	if (rc != 0) {
 		part_fail_errno(r, p, -rc, "cannot record part");
 		return;
@@ -559,6 +642,8 @@ static void part_finalize(ft_req_t *r, void *arg)
 		ft_warn("upload %s: directory fsync failed: %s", p->id, strerror(errno));
 	part_release(p);
 	ft_resp_headerf(r, "ETag", "\"%s\"", p->hex);
+	if (p->xs_b64[0])
+		ft_resp_header(r, ft_xsum_header(p->xs.alg), p->xs_b64);
 	ft_resp_json(r, 200,
 		     json_pack("{s:i, s:s, s:I}", "part", p->part, "etag", p->hex, "size", (json_int_t)p->received));
 }
@@ -579,6 +664,8 @@ static int part_on_data(ft_req_t *r, void *arg, const void *buf, size_t len)
 		return -1;
 	}
 	ft_cksum_update(&p->md5, buf, len);
+	if (p->xs_live)
+		ft_xsum_update(&p->xs, buf, len);
 	p->received += len;
 	return 0;
 }
@@ -610,7 +697,46 @@ static void part_on_end(ft_req_t *r, void *arg, int err)
 	}
 	ft_cksum_final(&p->md5, p->hex);
 	p->md5_live = 0;
+	if (p->xs_live) {
+		p->xs_live = 0;
+		if (ft_xsum_final(&p->xs, p->xs_b64) != 0)
+			p->xs_b64[0] = '\0';
+	}
 	ft_req_defer(r, part_finalize, p);
+}
+
+/*
+ * The S3 checksum of a part: the upload's algorithm, else the one the part came with
+ * (Ais-S3-Checksum); a part with another algorithm than the upload's is refused. 0, or -1 after
+ * responding.
+ */
+static int part_checksum_start(ft_req_t *r, part_t *p, const mpu_meta_t *m)
+{
+	const char *given = ft_req_header(r, "Ais-S3-Checksum");
+	ft_xsum_alg_t up = ft_xsum_from_label(m->ck_alg), alg = ft_xsum_from_label(given);
+
+	if (given != NULL && alg == FT_XSUM_NONE) {
+		part_release(p);
+		mpu_error(r, 400, "InvalidRequest", "unknown Ais-S3-Checksum \"%.32s\"", given);
+		return -1;
+	}
+	if (up != FT_XSUM_NONE && alg != FT_XSUM_NONE && alg != up) {
+		part_release(p);
+		mpu_error(r, 400, "InvalidRequest",
+			  "Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum Type: %s",
+			  ft_xsum_label(up), ft_xsum_label(alg));
+		return -1;
+	}
+	if (up != FT_XSUM_NONE)
+		alg = up;
+	if (alg == FT_XSUM_NONE)
+		return 0;
+	if (ft_xsum_init(&p->xs, alg) != 0) {
+		part_fail_errno(r, p, ENOMEM, "checksum");
+		return -1;
+	}
+	p->xs_live = 1;
+	return 0;
 }
 
 /* Loop thread: checks, then streams the body into a work file. */
@@ -664,6 +790,8 @@ static void upload_part(ft_req_t *r, tgt_obj_t *o, const char *id)
 		return;
 	}
 	p->md5_live = 1;
+	if (part_checksum_start(r, p, &m) != 0)
+		return;
 	ft_req_read_body(r, part_on_data, part_on_end, p);
 }
 

@@ -5,11 +5,13 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include "base/xsum.h"
 #include "target.h"
 
 #define MPU_DIR ".mpu"
 #define MPU_META "meta.json"
 #define MPU_XATTR "user.ft.mpu"
+#define MPU_CK_XATTR "user.ft.mpuck" /* a part's S3 checksum: "<ALG>:<base64>" */
 #define MPU_ID_MIN 16
 #define MPU_ID_MAX 128
 #define MPU_PARTS_MAX 10000
@@ -33,6 +35,9 @@ typedef struct {
 	int64_t bucket_created;
 	char content_type[FT_LOM_CTYPE_MAX]; /* the object's metadata, given at start ("" = none) */
 	char user_meta[FT_LOM_UMETA_MAX];
+	char hdrs[FT_LOM_HDRS_MAX]; /* the object's standard headers (Cache-Control, ...) */
+	char ck_alg[16];            /* x-amz-checksum-algorithm given at start ("" = none) */
+	char ck_type[16];           /* COMPOSITE or FULL_OBJECT when ck_alg is set */
 } mpu_meta_t;
 
 /* One completion in progress (in its request's memory), linked under mpu_lock. */
@@ -53,6 +58,9 @@ typedef struct {
 	ft_cksum_type_t cksum_type;
 	char cksum[FT_CKSUM_HEX_MAX];
 	char version[FT_LOM_VERSION_MAX];
+	char xsum_alg[16];              /* the object's S3 checksum: algorithm ("" = none), */
+	char xsum[FT_XSUM_B64_MAX + 8]; /* value ("...-N" for COMPOSITE) */
+	char xsum_type[16];             /* and type */
 } completed_t;
 
 /* t->mpu: this target's multipart state. */
@@ -76,6 +84,8 @@ int mpu_etag_normalize(const char *in, char out[MD5_HEX]);
  * part is damaged).
  */
 int mpu_part_open(int dir_fd, int part, char md5hex[MD5_HEX], uint64_t *size);
+/* A part's S3 checksum ("<ALG>:<base64>") into out; 0, or -1 when it has none. */
+int mpu_part_checksum(int fd, char *out, size_t cap);
 /* Whether .mpu/<id> is still the directory dir_fd refers to (not aborted or completed). Under mpu_lock. */
 int mpu_upload_present(const tgt_mountpath_t *mp, const char *id, int dir_fd);
 /* Moves .mpu/<id> into .work as "rm.*" for the janitor. Under mpu_lock. 0 or -errno. */

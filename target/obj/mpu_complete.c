@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,18 +18,25 @@
 #include "base/codec.h"
 #include "base/fdio.h"
 #include "base/log.h"
+#include "base/xsum.h"
 #include "cluster/bmd.h"
 #include "cluster/hrw.h"
+#include "core/cond.h"
 #include "core/lom.h"
 #include "http/util.h"
 #include "obj/mpu.h"
 #include "protect/protect.h"
 #include "target.h"
 
+/* complete_publish's answers when a condition of the write does not hold (If-Match: no object; any other). */
+#define RC_COND_ABSENT (-100001)
+#define RC_COND_FAILED (-100002)
+
 typedef struct {
 	int part;
-	char etag[MD5_HEX]; /* as the client listed it, normalized */
-	uint64_t size;      /* from the stored record */
+	char etag[MD5_HEX];       /* as the client listed it, normalized */
+	uint64_t size;            /* from the stored record */
+	char ck[FT_XSUM_B64_MAX]; /* the part's S3 checksum as the client listed it, "" if not */
 } want_t;
 
 typedef struct {
@@ -51,6 +59,14 @@ typedef struct {
 	ft_lom_t lom;
 	char etag[FT_LOM_ETAG_MAX]; /* "<md5 hex>-N" */
 	char perr[256];             /* why tgt_protect_local/remote failed */
+	/* S3 checksum (the upload's algorithm, c->meta.ck_alg): */
+	ft_xsum_alg_t xalg;
+	bool xfull;   /* FULL_OBJECT: over the data; else COMPOSITE: over the parts' digests */
+	ft_xsum_t xs; /* running */
+	int xs_live;
+	const char *xwant;                    /* the value the request expects (request memory), NULL if none */
+	char xsum[FT_XSUM_B64_MAX + 8];       /* the result ("...-N" for COMPOSITE) */
+	const char *if_match, *if_none_match; /* conditions of the write (request memory) */
 } complete_t;
 
 static void complete_release(complete_t *c)
@@ -74,6 +90,10 @@ static void complete_release(complete_t *c)
 	if (c->md5s_live) {
 		ft_cksum_abort(&c->md5s);
 		c->md5s_live = 0;
+	}
+	if (c->xs_live) {
+		ft_xsum_abort(&c->xs);
+		c->xs_live = 0;
 	}
 	free(c->buf);
 	c->buf = NULL;
@@ -118,6 +138,7 @@ static int complete_parse(ft_req_t *r, complete_t *c, const char *body, size_t l
 	}
 	digest_live = 1;
 	c->want = ft_req_alloc(r, n * sizeof(*c->want));
+	memset(c->want, 0, n * sizeof(*c->want));
 	c->n = (int)n;
 	for (size_t i = 0; i < n; i++) {
 		json_t *e = json_array_get(parts, i);
@@ -130,6 +151,9 @@ static int complete_parse(ft_req_t *r, complete_t *c, const char *body, size_t l
 			goto out;
 		}
 		c->want[i].part = (int)pn;
+		const char *ck = json_string_value(json_object_get(e, "checksum"));
+		if (ck != NULL && strlen(ck) < sizeof(c->want[i].ck))
+			strcpy(c->want[i].ck, ck);
 		if (mpu_etag_normalize(etag, c->want[i].etag) != 0) {
 			mpu_error(r, 400, "InvalidPart", "part %d: ETag \"%.64s\" does not match the stored part",
 				  (int)pn, etag);
@@ -141,6 +165,12 @@ static int complete_parse(ft_req_t *r, complete_t *c, const char *body, size_t l
 	}
 	ft_cksum_final(&digest, c->list_md5);
 	digest_live = 0;
+	const char *xw = json_string_value(json_object_get(j, "checksum"));
+	if (xw != NULL) {
+		char *copy = ft_req_alloc(r, strlen(xw) + 1);
+		strcpy(copy, xw);
+		c->xwant = copy;
+	}
 	rc = 0;
 out:
 	if (digest_live)
@@ -171,6 +201,17 @@ static void complete_mark(complete_t *c)
 	pthread_mutex_unlock(&c->o->t->mpu->lock);
 }
 
+/* The S3 checksum of c into e (none when the upload has none). */
+static void completed_xsum(const complete_t *c, completed_t *e)
+{
+	e->xsum_alg[0] = e->xsum[0] = e->xsum_type[0] = '\0';
+	if (!c->xsum[0])
+		return;
+	snprintf(e->xsum_alg, sizeof(e->xsum_alg), "%s", ft_xsum_label(c->xalg));
+	snprintf(e->xsum, sizeof(e->xsum), "%s", c->xsum);
+	snprintf(e->xsum_type, sizeof(e->xsum_type), "%s", c->xfull ? "FULL_OBJECT" : "COMPOSITE");
+}
+
 /* Remembers a successful completion. Under mpu_lock. */
 static void recent_add(const complete_t *c)
 {
@@ -188,6 +229,7 @@ static void recent_add(const complete_t *c)
 	e->cksum_type = c->lom.cksum_type;
 	memcpy(e->cksum, c->lom.cksum, sizeof(e->cksum));
 	memcpy(e->version, c->lom.version, sizeof(e->version));
+	completed_xsum(c, e);
 }
 
 /* Finds the completion of this upload with this part list; 0 and *out filled, or -1. */
@@ -215,10 +257,53 @@ static void complete_respond(ft_req_t *r, const completed_t *e)
 	ft_resp_header(r, "Ais-Checksum-Value", e->cksum);
 	ft_resp_header(r, "Ais-Version", e->version);
 	ft_resp_headerf(r, "ETag", "\"%s\"", e->etag);
-	ft_resp_json(r, 200,
-		     json_pack("{s:s, s:s, s:I, s:i, s:s, s:s, s:s}", "upload_id", e->id, "etag", e->etag, "size",
-			       (json_int_t)e->size, "parts", e->parts, "checksum_type", ft_cksum_name(e->cksum_type),
-			       "checksum", e->cksum, "version", e->version));
+	json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:s, s:s, s:s}", "upload_id", e->id, "etag", e->etag, "size",
+			      (json_int_t)e->size, "parts", e->parts, "checksum_type", ft_cksum_name(e->cksum_type),
+			      "checksum", e->cksum, "version", e->version);
+	if (j != NULL && e->xsum_alg[0])
+		json_object_set_new(
+			j, "s3_checksum",
+			json_pack("{s:s, s:s, s:s}", "algorithm", e->xsum_alg, "value", e->xsum, "type", e->xsum_type));
+	ft_resp_json(r, 200, j);
+}
+
+/*
+ * The S3 checksum of part w (fd): the one the client listed must be the stored one; with the
+ * upload's algorithm set every part has one of it, and a COMPOSITE checksum takes in its digest.
+ * 0, or -1 after releasing c and responding.
+ */
+static int part_xsum_check(ft_req_t *r, complete_t *c, const want_t *w, int fd)
+{
+	char stored[64], want_label[16] = "";
+	const char *colon = NULL;
+	unsigned char raw[FT_XSUM_RAW_MAX + 4];
+
+	if (mpu_part_checksum(fd, stored, sizeof(stored)) == 0)
+		colon = strchr(stored, ':');
+	if (w->ck[0] && (colon == NULL || strcmp(colon + 1, w->ck) != 0)) {
+		complete_release(c);
+		mpu_error(r, 400, "InvalidPart", "part %d: the checksum listed does not match the stored part's",
+			  w->part);
+		return -1;
+	}
+	if (c->xalg == FT_XSUM_NONE)
+		return 0;
+	snprintf(want_label, sizeof(want_label), "%s:", ft_xsum_label(c->xalg));
+	if (colon == NULL || strncmp(stored, want_label, strlen(want_label)) != 0) {
+		complete_release(c);
+		mpu_error(r, 400, "InvalidPart", "part %d has no %s checksum", w->part, ft_xsum_label(c->xalg));
+		return -1;
+	}
+	if (!c->xfull) {
+		long n = ft_base64_decode(colon + 1, strlen(colon + 1), raw, sizeof(raw));
+		if (n != (long)ft_xsum_digest_len(c->xalg)) {
+			complete_release(c);
+			mpu_error(r, 400, "InvalidPart", "part %d: its stored checksum is damaged", w->part);
+			return -1;
+		}
+		ft_xsum_update(&c->xs, raw, (size_t)n);
+	}
+	return 0;
 }
 
 /*
@@ -246,7 +331,10 @@ static int complete_check_parts(ft_req_t *r, complete_t *c)
 				  "part %d cannot be used: %s", w->part, fd == -EBADMSG ? "damaged" : strerror(-fd));
 			return -1;
 		}
+		int ckrc = part_xsum_check(r, c, w, fd);
 		close(fd);
+		if (ckrc != 0)
+			return -1;
 		if (strcmp(md5hex, w->etag) != 0) {
 			complete_release(c);
 			mpu_error(r, 400, "InvalidPart", "part %d: ETag \"%s\" does not match the stored part", w->part,
@@ -287,6 +375,8 @@ static int append_part(complete_t *c, int in, uint64_t len)
 		if (n == 0)
 			return -ENODATA; /* shorter than its record */
 		ft_cksum_update(&c->ck, c->buf, (size_t)n);
+		if (c->xs_live && c->xfull)
+			ft_xsum_update(&c->xs, c->buf, (size_t)n);
 		loff_t in_off = off, end = off + n;
 		while (in_off < end) {
 			ssize_t k = copy_file_range(in, &in_off, c->fd, NULL, (size_t)(end - in_off), 0);
@@ -349,7 +439,8 @@ static void lom_set_etag(ft_lom_t *lom, const char etag[FT_LOM_ETAG_MAX])
 
 /*
  * Metadata, rename into place and retirement of the upload directory, serialized with PUTs of
- * the same name (versions) and with bucket removal. Returns 0, -ESTALE (bucket gone), -ENOENT
+ * the same name (versions) and with bucket removal; the request's If-Match / If-None-Match are
+ * checked under the name lock first (RC_COND_*). Returns 0, -ESTALE (bucket gone), -ENOENT
  * (upload aborted meanwhile), -EPIPE (stored, the redundancy failed: c->perr says why), or
  * another -errno. The EC slices go out after the name lock is released (protect/protect.h).
  */
@@ -360,6 +451,11 @@ static int complete_publish(complete_t *c)
 	int rc, fd = -1;
 
 	tgt_name_lock(o);
+	tgt_cond_t cond = tgt_write_precondition(o, c->if_match, c->if_none_match);
+	if (cond != TGT_COND_OK) {
+		tgt_name_unlock(o);
+		return cond == TGT_COND_ABSENT ? RC_COND_ABSENT : RC_COND_FAILED;
+	}
 	tgt_next_version(o, c->lom.version, sizeof(c->lom.version));
 	rc = ft_lom_fset(c->fd, &c->lom);
 	if (rc == 0) {
@@ -393,7 +489,13 @@ static void complete_fail(ft_req_t *r, complete_t *c, int rc, int bad_part)
 	const tgt_obj_t *o = c->o;
 
 	complete_release(c);
-	if (rc == -EBADMSG)
+	if (rc == RC_COND_ABSENT)
+		mpu_error(r, 404, "NoSuchKey", "\"%s/%s\" does not exist (If-Match): nothing stored", o->bucket,
+			  o->obj);
+	else if (rc == RC_COND_FAILED)
+		mpu_error(r, 412, "PreconditionFailed", "\"%s/%s\": a precondition (%s) does not hold: nothing stored",
+			  o->bucket, o->obj, c->if_none_match ? "If-None-Match" : "If-Match");
+	else if (rc == -EBADMSG)
 		mpu_error(r, 400, "InvalidPart",
 			  "part %d changed or was damaged while completing \"%s/%s\"; nothing stored", bad_part,
 			  o->bucket, o->obj);
@@ -415,6 +517,63 @@ static void complete_fail(ft_req_t *r, complete_t *c, int rc, int bad_part)
 			  o->bucket, o->obj, c->perr);
 	else
 		mpu_error(r, 500, "InternalError", "completing \"%s/%s\": %s", o->bucket, o->obj, strerror(-rc));
+}
+
+/*
+ * The object's S3 checksum once the data is joined: FULL_OBJECT over the bytes, COMPOSITE over the
+ * parts' digests with "-<parts>"; checked against the value the request expects (BadDigest,
+ * nothing stored). 0, or -1 after responding.
+ */
+static int xsum_finish(ft_req_t *r, complete_t *c)
+{
+	if (!c->xs_live) {
+		if (c->xwant != NULL) {
+			complete_release(c);
+			mpu_error(r, 400, "InvalidRequest",
+				  "the upload was created without a checksum algorithm: no checksum to compare");
+			return -1;
+		}
+		return 0;
+	}
+	c->xs_live = 0;
+	if (ft_xsum_final(&c->xs, c->xsum) != 0) {
+		complete_fail(r, c, -ENOMEM, 0);
+		return -1;
+	}
+	if (!c->xfull) {
+		size_t len = strlen(c->xsum);
+		snprintf(c->xsum + len, sizeof(c->xsum) - len, "-%d", c->n);
+	}
+	if (c->xwant != NULL && strcmp(c->xwant, c->xsum) != 0) {
+		complete_release(c);
+		mpu_error(r, 400, "BadDigest", "The %s you specified did not match the calculated checksum (%s)",
+			  ft_xsum_header(c->xalg), c->xsum);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The part layout kept with the object (GET/HEAD by partNumber): runs of equal sizes,
+ * "<size>*<count>,...", in part order; "#<parts>" when it does not fit.
+ */
+static void parts_layout(const complete_t *c, char *out, size_t cap)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < c->n;) {
+		int k = 1;
+		while (i + k < c->n && c->want[i + k].size == c->want[i].size)
+			k++;
+		int w = snprintf(out + used, cap - used, "%s%" PRIu64 "*%d", used ? "," : "", c->want[i].size, k);
+		if (w < 0 || (size_t)w >= cap - used) {
+			snprintf(out, cap, "#%d", c->n);
+			return;
+		}
+		used += (size_t)w;
+		i += k;
+	}
 }
 
 /* Worker: concatenate, verify the size, publish. */
@@ -466,9 +625,19 @@ static void complete_data(ft_req_t *r, complete_t *c)
 		complete_fail(r, c, rc, bad_part);
 		return;
 	}
+	if (xsum_finish(r, c) != 0)
+		return;
 	memset(&c->lom, 0, sizeof(c->lom));
 	memcpy(c->lom.content_type, c->meta.content_type, sizeof(c->lom.content_type));
 	memcpy(c->lom.user_meta, c->meta.user_meta, sizeof(c->lom.user_meta));
+	memcpy(c->lom.hdrs, c->meta.hdrs, sizeof(c->lom.hdrs));
+	parts_layout(c, c->lom.parts, sizeof(c->lom.parts));
+	if (c->xsum[0] &&
+	    (tgt_meta_hdr_add(&c->lom, ft_xsum_header(c->xalg), c->xsum) != 0 ||
+	     tgt_meta_hdr_add(&c->lom, "x-amz-checksum-type", c->xfull ? "FULL_OBJECT" : "COMPOSITE") != 0)) {
+		complete_fail(r, c, -E2BIG, 0);
+		return;
+	}
 	c->lom.size = c->total;
 	c->lom.cksum_type = ck_type;
 	ft_cksum_final(&c->ck, c->lom.cksum);
@@ -496,8 +665,27 @@ static void complete_data(ft_req_t *r, complete_t *c)
 		e.cksum_type = c->lom.cksum_type;
 		memcpy(e.cksum, c->lom.cksum, sizeof(e.cksum));
 		memcpy(e.version, c->lom.version, sizeof(e.version));
+		completed_xsum(c, &e);
 	}
 	complete_respond(r, &e);
+}
+
+/*
+ * A part listed twice in a row with the same ETag counts once (a client that retried an upload of
+ * it lists it again); listed twice with different ETags, one of them is not the stored part and the
+ * check of the parts refuses it.
+ */
+static void drop_repeated_parts(complete_t *c)
+{
+	int k = 0;
+
+	for (int i = 0; i < c->n; i++) {
+		if (k > 0 && c->want[i].part == c->want[k - 1].part &&
+		    strcmp(c->want[i].etag, c->want[k - 1].etag) == 0)
+			continue;
+		c->want[k++] = c->want[i];
+	}
+	c->n = k;
 }
 
 /* Worker: parse, find the upload, check order, parts and sizes; then the data phase. */
@@ -522,14 +710,26 @@ static void complete_run(ft_req_t *r, void *arg)
 		mpu_upload_open_failed(r, o, c->id, rc);
 		return;
 	}
+	drop_repeated_parts(c);
 	for (int i = 1; i < c->n; i++) {
-		if (c->want[i].part <= c->want[i - 1].part) {
+		/* equal numbers left here have different ETags: the part check refuses one (InvalidPart) */
+		if (c->want[i].part < c->want[i - 1].part) {
 			complete_release(c);
 			mpu_error(r, 400, "InvalidPartOrder",
 				  "the part list is not in ascending order: part %d follows part %d", c->want[i].part,
 				  c->want[i - 1].part);
 			return;
 		}
+	}
+	c->xalg = ft_xsum_from_label(c->meta.ck_alg);
+	c->xfull = strcmp(c->meta.ck_type, "FULL_OBJECT") == 0;
+	if (c->xalg != FT_XSUM_NONE) {
+		if (ft_xsum_init(&c->xs, c->xalg) != 0) {
+			complete_release(c);
+			mpu_error(r, 500, "InternalError", "complete: out of memory");
+			return;
+		}
+		c->xs_live = 1;
 	}
 	if (complete_check_parts(r, c) != 0)
 		return;
@@ -556,6 +756,12 @@ void mpu_complete_upload(ft_req_t *r, tgt_obj_t *o, const char *id)
 	memset(c, 0, sizeof(*c));
 	c->o = o;
 	c->id = id;
+	c->if_match = ft_req_header(r, "If-Match");
+	c->if_none_match = ft_req_header(r, "If-None-Match");
+	if (c->if_none_match != NULL && strcmp(c->if_none_match, "*") != 0) {
+		mpu_error(r, 501, "NotImplemented", "a completion takes only \"If-None-Match: *\"");
+		return;
+	}
 	c->updir = c->fd = -1;
 	ft_req_on_done(r, complete_done_hook, c);
 	ft_req_read_body_all(r, MPU_COMPLETE_BODY_MAX, complete_body, c);

@@ -11,6 +11,7 @@
 
 #include "base/fdio.h"
 #include "base/log.h"
+#include "base/xsum.h"
 #include "cluster/bmd.h"
 #include "cluster/hrw.h"
 #include "core/cond.h"
@@ -35,6 +36,11 @@
  * With the query "etag=md5" (the proxy's S3 PUTs) the MD5 of the body is computed while it
  * streams, beside the bucket's checksum (or as it, for an MD5 bucket), and kept in the metadata as
  * the object's ETag: S3 clients compare ETags with MD5s.
+ *
+ * S3 CHECKSUMS
+ * With "Ais-S3-Checksum: <CRC32|CRC32C|CRC64NVME|SHA1|SHA256>" (the proxy's PUTs whose client gave an
+ * x-amz-checksum-*, which the proxy checks) that checksum is computed too and kept in the metadata
+ * (x-amz-checksum-<alg> and x-amz-checksum-type FULL_OBJECT), served back on GET and HEAD.
  *
  * CONDITIONAL WRITES
  * "If-None-Match: *" (create only) and "If-Match: <etag>" (replace only that version) are checked
@@ -77,6 +83,9 @@ typedef struct {
 	const char *if_match;      /* conditions (request memory), NULL for none */
 	const char *if_none_match; /* "*" */
 	char hex[FT_CKSUM_HEX_MAX];
+	ft_xsum_t xs; /* Ais-S3-Checksum asked */
+	int xs_live;
+	char xs_b64[FT_XSUM_B64_MAX]; /* its value once received, "" if none */
 } put_t;
 
 static void put_release(put_t *p)
@@ -88,6 +97,10 @@ static void put_release(put_t *p)
 	if (p->md5_live) {
 		ft_cksum_abort(&p->md5);
 		p->md5_live = 0;
+	}
+	if (p->xs_live) {
+		ft_xsum_abort(&p->xs);
+		p->xs_live = 0;
 	}
 	tgt_work_drop(p->o->mp, &p->fd, p->work);
 }
@@ -170,6 +183,10 @@ static void respond_stored(ft_req_t *r, put_t *p, const ft_lom_t *lom)
 	if (lom->version[0])
 		ft_resp_header(r, "Ais-Version", lom->version);
 	ft_resp_headerf(r, "ETag", "\"%s\"", lom->etag[0] ? lom->etag : lom->cksum);
+	if (p->xs_b64[0]) {
+		ft_resp_header(r, ft_xsum_header(p->xs.alg), p->xs_b64);
+		ft_resp_header(r, "x-amz-checksum-type", "FULL_OBJECT");
+	}
 	ft_resp_bytes(r, 200, NULL, NULL, 0);
 }
 
@@ -274,6 +291,13 @@ static void finalize(ft_req_t *r, void *arg)
 	lom.atime_ns = lom.mtime_ns = ft_now_ns();
 	if (p->want_etag)
 		snprintf(lom.etag, sizeof(lom.etag), "%s", p->md5_hex);
+	if (p->xs_b64[0] && (tgt_meta_hdr_add(&lom, ft_xsum_header(p->xs.alg), p->xs_b64) != 0 ||
+			     tgt_meta_hdr_add(&lom, "x-amz-checksum-type", "FULL_OBJECT") != 0)) {
+		put_release(p);
+		ft_resp_error(r, 400, "object \"%s/%s\": the standard headers leave no room for the checksum",
+			      o->bucket, o->obj);
+		return;
+	}
 	if (tgt_is_remote(o)) {
 		finalize_remote(r, p, &lom);
 		return;
@@ -301,6 +325,8 @@ static int on_data(ft_req_t *r, void *arg, const void *buf, size_t len)
 	ft_cksum_update(&p->ck, buf, len);
 	if (p->md5_live)
 		ft_cksum_update(&p->md5, buf, len);
+	if (p->xs_live)
+		ft_xsum_update(&p->xs, buf, len);
 	p->received += len;
 	return 0;
 }
@@ -337,6 +363,11 @@ static void on_end(ft_req_t *r, void *arg, int err)
 		p->md5_live = 0;
 	} else if (p->want_md5) {
 		memcpy(p->md5_hex, p->hex, sizeof(p->md5_hex)); /* the bucket's checksum is the MD5 */
+	}
+	if (p->xs_live) {
+		p->xs_live = 0;
+		if (ft_xsum_final(&p->xs, p->xs_b64) != 0)
+			p->xs_b64[0] = '\0';
 	}
 	ft_req_defer(r, finalize, p);
 }
@@ -386,6 +417,12 @@ void tgt_put(ft_req_t *r, tgt_obj_t *o)
 			      o->bucket, o->obj);
 		return;
 	}
+	const char *xs = ft_req_header(r, "Ais-S3-Checksum");
+	ft_xsum_alg_t xs_alg = ft_xsum_from_label(xs);
+	if (xs != NULL && xs_alg == FT_XSUM_NONE) {
+		ft_resp_error(r, 400, "unknown Ais-S3-Checksum \"%s\" (CRC32, CRC32C, CRC64NVME, SHA1 or SHA256)", xs);
+		return;
+	}
 	if (precheck(r, o) != 0)
 		return;
 	ft_lom_t meta; /* validated now, stored by finalize */
@@ -420,6 +457,13 @@ void tgt_put(ft_req_t *r, tgt_obj_t *o)
 			return;
 		}
 		p->md5_live = 1;
+	}
+	if (xs_alg != FT_XSUM_NONE) {
+		if (ft_xsum_init(&p->xs, xs_alg) != 0) {
+			fail_errno(r, p, ENOMEM, "checksum");
+			return;
+		}
+		p->xs_live = 1;
 	}
 	ft_req_on_done(r, put_done_hook, p);
 	ft_req_read_body(r, on_data, on_end, p);

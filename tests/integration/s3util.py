@@ -277,10 +277,29 @@ def put_trailer(cluster, path, data, name, value, signed=False, headers=None, ch
     return session().put(url, data=body, headers=h, timeout=60)
 
 
+_CRC64NVME_TABLE = []
+
+
+def crc64nvme(data):
+    """CRC-64/NVME of data (check value of b"123456789": 0xae8b14860a799888)."""
+    if not _CRC64NVME_TABLE:
+        for i in range(256):
+            c = i
+            for _ in range(8):
+                c = (c >> 1) ^ 0x9A6C9329AC4BC9B5 if c & 1 else c >> 1
+            _CRC64NVME_TABLE.append(c)
+    crc = 0xFFFFFFFFFFFFFFFF
+    for b in data:
+        crc = _CRC64NVME_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFFFFFFFFFF
+
+
 def checksum_b64(alg, data):
-    """S3's x-amz-checksum-<alg> value of data (crc32, crc32c, sha1, sha256)."""
+    """S3's x-amz-checksum-<alg> value of data (crc32, crc32c, crc64nvme, sha1, sha256)."""
     import base64
     import zlib
+    if alg == "crc64nvme":
+        return base64.b64encode(crc64nvme(data).to_bytes(8, "big")).decode()
     if alg == "crc32":
         return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
     if alg == "crc32c":

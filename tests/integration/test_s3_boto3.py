@@ -63,7 +63,8 @@ def test_bucket_lifecycle(s3):
     assert listed[name]["CreationDate"] >= before
     assert s3.head_bucket(Bucket=name)["ResponseMetadata"]["HTTPStatusCode"] == 200
     assert s3.get_bucket_location(Bucket=name).get("LocationConstraint") is None  # us-east-1
-    expect_error("BucketAlreadyOwnedByYou", s3.create_bucket, Bucket=name, status=409)
+    # recreating one's own bucket: 200 in us-east-1, as S3 answers there
+    assert s3.create_bucket(Bucket=name)["ResponseMetadata"]["HTTPStatusCode"] == 200
     s3.delete_bucket(Bucket=name)
     assert name not in {b["Name"] for b in s3.list_buckets()["Buckets"]}
     expect_error("404", s3.head_bucket, Bucket=name)  # HEAD: status only, no body
@@ -504,7 +505,6 @@ def test_not_implemented(s3, bucket):
     for call, kw in [(s3.put_bucket_versioning, {"VersioningConfiguration": {"Status": "Enabled"}}),
                      (s3.put_bucket_policy, {"Policy": "{}"}),
                      (s3.put_bucket_tagging, {"Tagging": {"TagSet": [{"Key": "a", "Value": "b"}]}}),
-                     (s3.list_object_versions, {}),
                      (s3.put_bucket_acl, {"ACL": "public-read"})]:
         expect_error("NotImplemented", call, Bucket=bucket, status=501, **kw)
     expect_error("NotImplemented", s3.put_object_tagging, Bucket=bucket, Key="o",

@@ -110,3 +110,120 @@ def test_native_put_conditions(cluster, api, s3, bucket):
     api.put(bucket, "missing", b"x", headers={"If-Match": etag}, expect=404)
     assert api.get(bucket, "n").content == b"three"
     assert api.get(bucket, "missing").status_code == 404
+
+
+def op_client(cluster, op, headers):
+    """A boto3 client that adds headers to every request of operation op before signing it."""
+    c = s3util.client(cluster)
+
+    def add(request, **_):
+        for k, v in headers.items():
+            request.headers[k] = v
+    c.meta.events.register("before-sign.s3.%s" % op, add)
+    return c
+
+
+def err_of(fn, **kw):
+    with pytest.raises(ClientError) as ei:
+        fn(**kw)
+    return s3util.error_code(ei.value), ei.value.response["ResponseMetadata"]["HTTPStatusCode"]
+
+
+def complete_one(s3, bucket, key, body, client=None):
+    """An upload of key with one part, completed through client (s3 when None)."""
+    up = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    etag = s3.upload_part(Bucket=bucket, Key=key, UploadId=up, PartNumber=1, Body=body)["ETag"]
+    return up, lambda: (client or s3).complete_multipart_upload(
+        Bucket=bucket, Key=key, UploadId=up, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+
+
+def test_complete_multipart_conditions(cluster, s3, bucket):
+    inm = op_client(cluster, "CompleteMultipartUpload", {"If-None-Match": "*"})
+    _, done = complete_one(s3, bucket, "m", b"first", inm)
+    done()
+    up, done = complete_one(s3, bucket, "m", b"second", inm)
+    assert err_of(done) == ("PreconditionFailed", 412)
+    assert s3.get_object(Bucket=bucket, Key="m")["Body"].read() == b"first"
+    # the upload stays: completed without the condition it replaces the object
+    s3.list_parts(Bucket=bucket, Key="m", UploadId=up)
+    etag = s3.head_object(Bucket=bucket, Key="m")["ETag"]
+    _, done = complete_one(s3, bucket, "m", b"third", op_client(cluster, "CompleteMultipartUpload",
+                                                                 {"If-Match": '"0123456789abcdef0123456789abcdef"'}))
+    assert err_of(done) == ("PreconditionFailed", 412)
+    _, done = complete_one(s3, bucket, "m", b"third", op_client(cluster, "CompleteMultipartUpload",
+                                                                 {"If-Match": etag}))
+    done()
+    assert s3.get_object(Bucket=bucket, Key="m")["Body"].read() == b"third"
+    _, done = complete_one(s3, bucket, "absent", b"x", op_client(cluster, "CompleteMultipartUpload",
+                                                                  {"If-Match": etag}))
+    assert err_of(done) == ("NoSuchKey", 404)
+
+
+def test_racing_conditional_completions(cluster, s3, bucket):
+    """Two uploads of one key completed at once with If-None-Match: *: exactly one wins."""
+    inm = op_client(cluster, "CompleteMultipartUpload", {"If-None-Match": "*"})
+    for rnd in range(6):
+        key = "mrace-%d" % rnd
+        dones = [complete_one(s3, bucket, key, b"body-%d" % i, inm)[1] for i in range(2)]
+        barrier = threading.Barrier(2)
+
+        def one(i):
+            barrier.wait()
+            try:
+                dones[i]()
+                return 200
+            except ClientError as e:
+                return e.response["ResponseMetadata"]["HTTPStatusCode"]
+
+        with ThreadPoolExecutor(2) as ex:
+            results = sorted(ex.map(one, range(2)))
+        assert results in ([200, 409], [200, 412]), results
+
+
+def test_copy_object_conditions(cluster, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="src", Body=b"source")
+    s3.put_object(Bucket=bucket, Key="dst", Body=b"old")
+    inm = op_client(cluster, "CopyObject", {"If-None-Match": "*"})
+    src = {"Bucket": bucket, "Key": "src"}
+    assert err_of(inm.copy_object, Bucket=bucket, Key="dst", CopySource=src) == ("PreconditionFailed", 412)
+    assert s3.get_object(Bucket=bucket, Key="dst")["Body"].read() == b"old"
+    inm.copy_object(Bucket=bucket, Key="new", CopySource=src)
+    assert s3.get_object(Bucket=bucket, Key="new")["Body"].read() == b"source"
+    etag = s3.head_object(Bucket=bucket, Key="dst")["ETag"]
+    im = op_client(cluster, "CopyObject", {"If-Match": etag})
+    im.copy_object(Bucket=bucket, Key="dst", CopySource=src)
+    assert s3.get_object(Bucket=bucket, Key="dst")["Body"].read() == b"source"
+    assert err_of(im.copy_object, Bucket=bucket, Key="dst", CopySource=src) == ("PreconditionFailed", 412)
+    assert err_of(im.copy_object, Bucket=bucket, Key="nope", CopySource=src) == ("NoSuchKey", 404)
+
+
+def test_delete_if_match(cluster, s3, bucket):
+    etag = s3.put_object(Bucket=bucket, Key="d", Body=b"v1")["ETag"]
+    s3.put_object(Bucket=bucket, Key="d", Body=b"v2")
+    stale = op_client(cluster, "DeleteObject", {"If-Match": etag})
+    assert err_of(stale.delete_object, Bucket=bucket, Key="d") == ("PreconditionFailed", 412)
+    assert s3.get_object(Bucket=bucket, Key="d")["Body"].read() == b"v2"
+    cur = s3.head_object(Bucket=bucket, Key="d")["ETag"]
+    r = op_client(cluster, "DeleteObject", {"If-Match": cur}).delete_object(Bucket=bucket, Key="d")
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="d")
+    # no such key: 204, as any delete of a missing key
+    r = op_client(cluster, "DeleteObject", {"If-Match": cur}).delete_object(Bucket=bucket, Key="d")
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
+
+
+def test_native_get_head_conditions(cluster, api, bucket):
+    """GET and HEAD conditions on the native API (the S3 ones: test_s3_boto3.test_conditional_get)."""
+    api.put(bucket, "g", b"data")
+    h = api.head(bucket, "g").headers
+    etag, lm = h["ETag"], h["Last-Modified"]
+    for method in (api.get, api.head):
+        assert method(bucket, "g", headers={"If-Match": etag}).status_code == 200
+        assert method(bucket, "g", headers={"If-Match": '"other"'}).status_code == 412
+        assert method(bucket, "g", headers={"If-None-Match": etag}).status_code == 304
+        assert method(bucket, "g", headers={"If-None-Match": '"other"'}).status_code == 200
+        assert method(bucket, "g", headers={"If-Modified-Since": lm}).status_code == 304
+        assert method(bucket, "g", headers={"If-Modified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}).status_code == 200
+        assert method(bucket, "g", headers={"If-Unmodified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}).status_code == 412
+        assert method(bucket, "g", headers={"If-Unmodified-Since": lm}).status_code == 200

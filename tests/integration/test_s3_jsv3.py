@@ -25,10 +25,10 @@ NODE_MODULES = peers.PEERS_DIR / "node_modules"
 
 @pytest.fixture(scope="module")
 def sdk():
-    if not (NODE_MODULES / "@aws-sdk" / "client-s3").is_dir() or not (
-            NODE_MODULES / ".ft-lock.sha256").is_file():
+    pkgs = [NODE_MODULES / "@aws-sdk" / p for p in ("client-s3", "lib-storage", "s3-request-presigner")]
+    if not all(p.is_dir() for p in pkgs) or not (NODE_MODULES / ".ft-lock.sha256").is_file():
         peers.ensure_installed()
-    assert (NODE_MODULES / "@aws-sdk" / "client-s3").is_dir()
+    assert all(p.is_dir() for p in pkgs)
 
 
 s3 = s3util.client_fixture()
@@ -109,3 +109,46 @@ def test_lib_storage_upload(cluster, sdk, bucket):
         assert r["ok"], r
         g = js(cluster, "get", bucket=bucket, key=key)
         assert (g["size"], g["md5"]) == (size, r["md5"]), g
+
+
+def test_lib_storage_multipart_response_checksums(cluster, sdk, s3, bucket):
+    """lib-storage multipart with CRC32: COMPOSITE by default (GET returns "...-N", which the SDK
+    does not validate), FULL_OBJECT on request (GET returns the whole object's CRC32, which the SDK
+    validates as it reads)."""
+    size = 11 * 1024 * 1024 + 5
+    r = js(cluster, "upload", bucket=bucket, key="comp", size=size, seed=9, checksum="CRC32")
+    assert r["ok"], r
+    g = js(cluster, "get", bucket=bucket, key="comp")
+    assert g["ok"] and g["md5"] == r["md5"], g
+    assert g["seen"].get("content_sha256") is not None
+    assert g["crc32"].endswith("-3") and g["checksum_type"] == "COMPOSITE", g
+    r = js(cluster, "upload", bucket=bucket, key="full", size=size, seed=9, checksum="CRC32",
+           checksum_type="FULL_OBJECT")
+    assert r["ok"], r
+    body = s3.get_object(Bucket=bucket, Key="full")["Body"].read()
+    want = base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+    g = js(cluster, "get", bucket=bucket, key="full")
+    assert g["ok"] and g["crc32"] == want and g["checksum_type"] == "FULL_OBJECT", g
+    # a single PutObject: its CRC32 comes back and is validated
+    js(cluster, "put-bytes", bucket=bucket, key="one", size=70000, seed=2)
+    g = js(cluster, "get", bucket=bucket, key="one")
+    assert g["ok"] and g["crc32"] and g["checksum_type"] == "FULL_OBJECT", g
+
+
+def test_presigned_urls(cluster, sdk, s3, bucket):
+    r = js(cluster, "presign-put", bucket=bucket, key="pre", size=200 * 1024, seed=4)
+    assert r["ok"], r
+    assert "X-Amz-Signature=" in r["url"]
+    g = js(cluster, "presign-get", bucket=bucket, key="pre")
+    assert g["ok"] and (g["size"], g["md5"]) == (200 * 1024, r["md5"]), g
+    # a tampered URL is refused
+    bad = js(cluster, "presign-get", bucket=bucket, key="absent")
+    assert (bad["ok"], bad["status"]) == (False, 404), bad
+
+
+def test_non_ascii_metadata(cluster, sdk, bucket):
+    meta = {"note": "caf\u00e9 cr\u00e8me", "plain": "ascii"}
+    r = js(cluster, "put-meta", bucket=bucket, key="m", size=10, meta=meta)
+    assert r["ok"], r
+    g = js(cluster, "get-meta", bucket=bucket, key="m")
+    assert g["ok"] and g["meta"] == meta, g

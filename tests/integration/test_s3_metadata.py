@@ -168,3 +168,53 @@ def test_empty_metadata_value_is_kept(s3, bucket):
     assert s3.head_object(Bucket=bucket, Key="k")["Metadata"] == {"empty": "", "full": "v"}
     s3.copy_object(Bucket=bucket, Key="k2", CopySource={"Bucket": bucket, "Key": "k"})
     assert s3.head_object(Bucket=bucket, Key="k2")["Metadata"] == {"empty": "", "full": "v"}
+
+
+STD = {"CacheControl": "max-age=3600, public", "ContentDisposition": 'attachment; filename="a b.bin"',
+       "ContentEncoding": "gzip", "ContentLanguage": "de-CH", "Expires": "Wed, 21 Oct 2037 07:28:00 GMT"}
+
+
+def std_of(resp):
+    out = {k: resp.get(k) for k in STD}
+    if out["Expires"] is not None:  # botocore parses it into a datetime
+        out["Expires"] = resp["ResponseMetadata"]["HTTPHeaders"]["expires"]
+    return out
+
+
+def test_standard_headers_kept(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="std", Body=b"x" * 100, **STD)
+    assert std_of(s3.head_object(Bucket=bucket, Key="std")) == STD
+    assert std_of(s3.get_object(Bucket=bucket, Key="std")) == STD
+    # a response-* override replaces the stored one, not adds a second
+    g = s3.get_object(Bucket=bucket, Key="std", ResponseCacheControl="no-store")
+    assert g["CacheControl"] == "no-store"
+    # CopyObject COPY keeps them, REPLACE takes the request's; an overwrite without them keeps none
+    s3.copy_object(Bucket=bucket, Key="std2", CopySource={"Bucket": bucket, "Key": "std"})
+    assert std_of(s3.head_object(Bucket=bucket, Key="std2")) == STD
+    s3.copy_object(Bucket=bucket, Key="std3", CopySource={"Bucket": bucket, "Key": "std"},
+                   MetadataDirective="REPLACE", CacheControl="no-cache")
+    h = s3.head_object(Bucket=bucket, Key="std3")
+    assert h["CacheControl"] == "no-cache" and h.get("ContentEncoding") is None
+    s3.put_object(Bucket=bucket, Key="std", Body=b"y")
+    assert std_of(s3.head_object(Bucket=bucket, Key="std")) == dict.fromkeys(STD)
+
+
+def test_standard_headers_multipart(s3, bucket):
+    up = s3.create_multipart_upload(Bucket=bucket, Key="mstd", **STD)["UploadId"]
+    r = s3.upload_part(Bucket=bucket, Key="mstd", UploadId=up, PartNumber=1, Body=b"z" * 10)
+    s3.complete_multipart_upload(Bucket=bucket, Key="mstd", UploadId=up,
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": r["ETag"]}]})
+    assert std_of(s3.head_object(Bucket=bucket, Key="mstd")) == STD
+
+
+def test_aws_chunked_is_not_a_content_encoding(cluster, s3, bucket):
+    r = s3util.put_aws_chunked(cluster, "/%s/ch" % bucket, b"q" * 1000)
+    assert r.status_code == 200, r.text
+    assert s3.head_object(Bucket=bucket, Key="ch").get("ContentEncoding") is None
+
+
+def test_standard_headers_too_large_refused(cluster, s3, bucket):
+    r = s3util.signed_request(cluster, "PUT", "/%s/big" % bucket, body=b"1", headers={"Cache-Control": "a" * 700})
+    assert r.status_code == 400 and s3util.xml_error(r)[0] == "InvalidArgument", r.text
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="big")

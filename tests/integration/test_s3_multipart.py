@@ -420,7 +420,8 @@ def test_s3_complete_errors(cluster, s3):
     assert complete([wrong] + listed[1:]) == ("InvalidPart", 400)
     assert complete([listed[0], dict(listed[2], PartNumber=7)]) == ("InvalidPart", 400)
     assert complete([listed[1], listed[0], listed[2]]) == ("InvalidPartOrder", 400)
-    assert complete([listed[0], listed[0]]) == ("InvalidPartOrder", 400)
+    # a part listed twice with different ETags: one of them is not the stored part
+    assert complete([listed[0], dict(listed[0], ETag=md5q(b"else"))]) == ("InvalidPart", 400)
     assert complete(listed) == ("EntityTooSmall", 400)
     assert complete(listed, upload_id="NoSuchUploadIdAtAll0123") == ("NoSuchUpload", 404)
     with pytest.raises(ClientError) as ei:
@@ -706,3 +707,81 @@ def test_s3_expired_uploads_are_swept(make_cluster):
     wait_until(start_d, 30, what="the restarted target to start uploads")
     wait_until(lambda: not any(p.endswith("/" + c) for p in mpu_dirs(h)), 10,
                what="the swept upload's parts to be deleted")
+
+
+def test_s3_overlapping_part_uploads_last_wins(cluster, s3):
+    """Two uploads of one part number at once: one entry listed, the one that finished last; a
+    Complete naming it once or twice succeeds, with the other's ETag it is InvalidPart."""
+    b = s3_bucket(s3)
+    uid = s3.create_multipart_upload(Bucket=b, Key="k")["UploadId"]
+    bodies = [os.urandom(PART), os.urandom(PART)]
+    barrier = threading.Barrier(2)
+    done = {}
+    lock = threading.Lock()
+
+    def one(i):
+        c = s3util.client(cluster)
+        barrier.wait()
+        etag = c.upload_part(Bucket=b, Key="k", UploadId=uid, PartNumber=1, Body=bodies[i])["ETag"]
+        with lock:
+            done[i] = (etag, time.monotonic())
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    parts = s3.list_parts(Bucket=b, Key="k", UploadId=uid)["Parts"]
+    assert len(parts) == 1
+    winner = [i for i in range(2) if done[i][0] == parts[0]["ETag"]]
+    assert len(winner) == 1
+    w, other = winner[0], 1 - winner[0]
+    tail = b"tail"
+    e2 = s3.upload_part(Bucket=b, Key="k", UploadId=uid, PartNumber=2, Body=tail)["ETag"]
+    with pytest.raises(ClientError) as ei:
+        s3.complete_multipart_upload(Bucket=b, Key="k", UploadId=uid, MultipartUpload={
+            "Parts": [{"PartNumber": 1, "ETag": done[other][0]}, {"PartNumber": 2, "ETag": e2}]})
+    assert error_code(ei) == "InvalidPart"
+    r = s3.complete_multipart_upload(Bucket=b, Key="k", UploadId=uid, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": done[w][0]}, {"PartNumber": 1, "ETag": done[w][0]},
+                  {"PartNumber": 2, "ETag": e2}]})
+    assert r["ETag"] == mpu_etag([bodies[w], tail])
+    assert s3.get_object(Bucket=b, Key="k")["Body"].read() == bodies[w] + tail
+
+
+def test_s3_get_and_head_by_part_number(cluster, s3):
+    b = s3_bucket(s3)
+    parts = [os.urandom(PART), os.urandom(PART), os.urandom(1234)]
+    uid = s3.create_multipart_upload(Bucket=b, Key="m")["UploadId"]
+    listed = upload_parts(s3, b, "m", uid, parts)
+    s3.complete_multipart_upload(Bucket=b, Key="m", UploadId=uid, MultipartUpload={"Parts": listed})
+    whole = b"".join(parts)
+    etag = s3.head_object(Bucket=b, Key="m")["ETag"]
+    off = 0
+    for n, p in enumerate(parts, 1):
+        g = s3.get_object(Bucket=b, Key="m", PartNumber=n)
+        assert g["ResponseMetadata"]["HTTPStatusCode"] == 206
+        assert g["Body"].read() == p and g["PartsCount"] == 3 and g["ETag"] == etag
+        assert g["ContentRange"] == "bytes %d-%d/%d" % (off, off + len(p) - 1, len(whole))
+        h = s3.head_object(Bucket=b, Key="m", PartNumber=n)
+        assert h["ContentLength"] == len(p) and h["PartsCount"] == 3
+        off += len(p)
+    for bad in (4, 10000):
+        with pytest.raises(ClientError) as ei:
+            s3.get_object(Bucket=b, Key="m", PartNumber=bad)
+        assert error_code(ei) == "InvalidPartNumber" and http_status(ei) == 416
+    # an object stored whole is its one part 1
+    s3.put_object(Bucket=b, Key="w", Body=b"whole")
+    g = s3.get_object(Bucket=b, Key="w", PartNumber=1)
+    assert g["Body"].read() == b"whole"
+    with pytest.raises(ClientError) as ei:
+        s3.get_object(Bucket=b, Key="w", PartNumber=2)
+    assert error_code(ei) == "InvalidPartNumber"
+    # bad part numbers, a Range with it
+    for q in ("0", "10001", "x"):
+        r = s3util.signed_request(cluster, "GET", "/%s/m?partNumber=%s" % (b, q))
+        assert r.status_code == 400 and s3util.xml_error(r)[0] == "InvalidArgument", r.text
+    r = s3util.signed_request(cluster, "GET", "/%s/m?partNumber=1" % b, headers={"Range": "bytes=0-1"})
+    assert r.status_code == 400 and s3util.xml_error(r)[0] == "InvalidRequest", r.text
+    for k in ("m", "w"):
+        s3.delete_object(Bucket=b, Key=k)

@@ -76,6 +76,8 @@ static void sample(ft_lom_t *m)
 	m->cksum_type = FT_CKSUM_XXHASH;
 	snprintf(m->cksum, sizeof(m->cksum), "44bc2cf5ad770999");
 	snprintf(m->version, sizeof(m->version), "17");
+	snprintf(m->hdrs, sizeof(m->hdrs), "cache-control:max-age=60\nx-amz-checksum-crc32:y/Q5Jg==\n");
+	snprintf(m->parts, sizeof(m->parts), "5242880*3,17");
 }
 
 static void assert_lom_equal(const ft_lom_t *a, const ft_lom_t *b)
@@ -86,6 +88,8 @@ static void assert_lom_equal(const ft_lom_t *a, const ft_lom_t *b)
 	assert_int_equal(a->cksum_type, b->cksum_type);
 	assert_string_equal(a->cksum, b->cksum);
 	assert_string_equal(a->version, b->version);
+	assert_string_equal(a->hdrs, b->hdrs);
+	assert_string_equal(a->parts, b->parts);
 }
 
 static void test_round_trip(void **state)
@@ -143,6 +147,9 @@ static void test_encode_limits(void **state)
 	assert_int_equal(ft_lom_encode(&m, buf, sizeof(buf)), -1);
 	sample(&m);
 	memset(m.cksum, 'a', sizeof(m.cksum));
+	assert_int_equal(ft_lom_encode(&m, buf, sizeof(buf)), -1);
+	sample(&m);
+	memset(m.hdrs, 'h', sizeof(m.hdrs));
 	assert_int_equal(ft_lom_encode(&m, buf, sizeof(buf)), -1);
 	sample(&m);
 	m.cksum_type = (ft_cksum_type_t)9;

@@ -17,7 +17,7 @@
 
 #include "auth/sigv4.h"
 #include "base/codec.h"
-#include "s3/checksum.h"
+#include "base/xsum.h"
 #include "s3/chunked.h"
 #include "s3/sigv4.h"
 
@@ -1865,70 +1865,101 @@ static void test_chunked_signed_trailer(void **state)
 /* ---- x-amz-checksum-* ---- */
 
 /* The checksum of s fed in pieces of step bytes (0: at once). */
-static void ck_of(px_s3_ck_alg_t alg, const char *s, size_t step, char out[PX_S3_CK_B64_MAX])
+static void ck_of(ft_xsum_alg_t alg, const char *s, size_t step, char out[FT_XSUM_B64_MAX])
 {
-	px_s3_ck_t c;
+	ft_xsum_t c;
 	size_t n = strlen(s), off = 0;
 
-	assert_int_equal(px_s3_ck_init(&c, alg), 0);
+	assert_int_equal(ft_xsum_init(&c, alg), 0);
 	while (off < n) {
 		size_t k = step == 0 || step > n - off ? n - off : step;
-		px_s3_ck_update(&c, s + off, k);
+		ft_xsum_update(&c, s + off, k);
 		off += k;
 	}
-	assert_int_equal(px_s3_ck_final(&c, out), 0);
+	assert_int_equal(ft_xsum_final(&c, out), 0);
 }
 
 static void test_checksums(void **state)
 {
 	static const struct {
-		px_s3_ck_alg_t alg;
+		ft_xsum_alg_t alg;
 		const char *in, *b64;
 	} vec[] = {
-		{PX_S3_CK_CRC32, "123456789", "y/Q5Jg=="},  /* CRC-32 check value 0xcbf43926 */
-		{PX_S3_CK_CRC32C, "123456789", "4waSgw=="}, /* CRC-32C check value 0xe3069283 */
-		{PX_S3_CK_SHA1, "abc", "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="},
-		{PX_S3_CK_SHA256, "abc", "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0="},
-		{PX_S3_CK_CRC32, "", "AAAAAA=="},
-		{PX_S3_CK_CRC32, "hello world", "DUoRhQ=="},
+		{FT_XSUM_CRC32, "123456789", "y/Q5Jg=="},  /* CRC-32 check value 0xcbf43926 */
+		{FT_XSUM_CRC32C, "123456789", "4waSgw=="}, /* CRC-32C check value 0xe3069283 */
+		{FT_XSUM_SHA1, "abc", "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="},
+		{FT_XSUM_SHA256, "abc", "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0="},
+		{FT_XSUM_CRC32, "", "AAAAAA=="},
+		{FT_XSUM_CRC32, "hello world", "DUoRhQ=="},
+		/* CRC-64/NVME check value 0xae8b14860a799888 */
+		{FT_XSUM_CRC64NVME, "123456789", "rosUhgp5mIg="},
+		{FT_XSUM_CRC64NVME, "", "AAAAAAAAAAA="},
+		/* longer than one 8-byte step, fed in odd pieces */
+		{FT_XSUM_CRC64NVME, "The quick brown fox jumps over the lazy dog", NULL},
 	};
-	char out[PX_S3_CK_B64_MAX];
-	px_s3_ck_t c;
+	char out[FT_XSUM_B64_MAX];
+	ft_xsum_t c;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
-		for (size_t step = 0; step < 4; step++) {
+		char first[FT_XSUM_B64_MAX];
+		ck_of(vec[i].alg, vec[i].in, 0, first);
+		for (size_t step = 0; step < 12; step++) {
 			ck_of(vec[i].alg, vec[i].in, step, out);
-			assert_string_equal(out, vec[i].b64);
+			assert_string_equal(out, vec[i].b64 != NULL ? vec[i].b64 : first);
 		}
-		assert_true(px_s3_ck_value_ok(vec[i].alg, vec[i].b64));
+		assert_true(ft_xsum_value_ok(vec[i].alg, out));
 	}
-	assert_int_equal(px_s3_ck_from_name("X-Amz-Checksum-CRC32"), PX_S3_CK_CRC32);
-	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-crc32c"), PX_S3_CK_CRC32C);
-	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-crc64nvme"), PX_S3_CK_CRC64NVME);
-	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-sha1"), PX_S3_CK_SHA1);
-	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-sha256"), PX_S3_CK_SHA256);
-	assert_int_equal(px_s3_ck_from_name("x-amz-checksum-md5"), PX_S3_CK_NONE);
-	assert_int_equal(px_s3_ck_from_name(NULL), PX_S3_CK_NONE);
-	assert_string_equal(px_s3_ck_label(PX_S3_CK_SHA256), "SHA256");
+	assert_int_equal(ft_xsum_from_name("X-Amz-Checksum-CRC32"), FT_XSUM_CRC32);
+	assert_int_equal(ft_xsum_from_name("x-amz-checksum-crc32c"), FT_XSUM_CRC32C);
+	assert_int_equal(ft_xsum_from_name("x-amz-checksum-crc64nvme"), FT_XSUM_CRC64NVME);
+	assert_int_equal(ft_xsum_from_name("x-amz-checksum-sha1"), FT_XSUM_SHA1);
+	assert_int_equal(ft_xsum_from_name("x-amz-checksum-sha256"), FT_XSUM_SHA256);
+	assert_int_equal(ft_xsum_from_name("x-amz-checksum-md5"), FT_XSUM_NONE);
+	assert_int_equal(ft_xsum_from_name(NULL), FT_XSUM_NONE);
+	assert_string_equal(ft_xsum_label(FT_XSUM_SHA256), "SHA256");
 	/* Values: one digest's base64, exactly. */
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC32, "y/Q5Jg="));
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC32, "y/Q5Jg==AAAA"));
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC32, "y/Q5J!=="));
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_SHA1, "y/Q5Jg=="));
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_SHA256, "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="));
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC64NVME, "AAAAAAAAAAA="));
-	assert_false(px_s3_ck_value_ok(PX_S3_CK_CRC32, NULL));
-	/* CRC64NVME and NONE are not computed; abort releases a SHA state. */
-	assert_int_equal(px_s3_ck_init(&c, PX_S3_CK_CRC64NVME), -1);
-	assert_int_equal(px_s3_ck_init(&c, PX_S3_CK_NONE), -1);
-	assert_int_equal(px_s3_ck_init(&c, PX_S3_CK_SHA256), 0);
-	px_s3_ck_update(&c, "x", 1);
-	px_s3_ck_abort(&c);
-	px_s3_ck_abort(&c);
+	assert_false(ft_xsum_value_ok(FT_XSUM_CRC32, "y/Q5Jg="));
+	assert_false(ft_xsum_value_ok(FT_XSUM_CRC32, "y/Q5Jg==AAAA"));
+	assert_false(ft_xsum_value_ok(FT_XSUM_CRC32, "y/Q5J!=="));
+	assert_false(ft_xsum_value_ok(FT_XSUM_SHA1, "y/Q5Jg=="));
+	assert_false(ft_xsum_value_ok(FT_XSUM_SHA256, "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="));
+	assert_true(ft_xsum_value_ok(FT_XSUM_CRC64NVME, "AAAAAAAAAAA="));
+	assert_false(ft_xsum_value_ok(FT_XSUM_CRC64NVME, "y/Q5Jg=="));
+	assert_int_equal(ft_crc64nvme(0, "123456789", 9), 0xae8b14860a799888ull);
+	assert_int_equal(ft_crc64nvme(ft_crc64nvme(0, "1234", 4), "56789", 5), 0xae8b14860a799888ull);
+	assert_int_equal(ft_xsum_from_label("crc64nvme"), FT_XSUM_CRC64NVME);
+	assert_int_equal(ft_xsum_from_label("MD5"), FT_XSUM_NONE);
+	assert_int_equal(ft_xsum_digest_len(FT_XSUM_SHA1), 20);
+	assert_false(ft_xsum_value_ok(FT_XSUM_CRC32, NULL));
+	/* NONE is not computed; abort releases a SHA state. */
+	assert_int_equal(ft_xsum_init(&c, FT_XSUM_NONE), -1);
+	assert_int_equal(ft_xsum_init(&c, FT_XSUM_SHA256), 0);
+	ft_xsum_update(&c, "x", 1);
+	ft_xsum_abort(&c);
+	ft_xsum_abort(&c);
 }
 
 /* ---- small pieces ---- */
+
+/* A header value that is not UTF-8 is canonicalized as Latin-1 recoded to UTF-8 (what the JavaScript SDK signed). */
+static void test_latin1_header_value(void **state)
+{
+	ft_sigv4_header_t h1[] = {{"host", "h"}, {"x-amz-meta-note", "caf\xe9"}};
+	ft_sigv4_header_t h2[] = {{"host", "h"}, {"x-amz-meta-note", "caf\xc3\xa9"}};
+	ft_sigv4_request_t a = {.method = "PUT", .path = "/b/k", .query = "", .headers = h1, .n_headers = 2};
+	ft_sigv4_request_t b = a;
+	ft_strbuf_t ca = {0}, cb = {0};
+
+	(void)state;
+	b.headers = h2;
+	assert_int_equal(ft_sigv4_canonical_request(&ca, &a, "host;x-amz-meta-note", 0, "UNSIGNED-PAYLOAD"), 0);
+	assert_int_equal(ft_sigv4_canonical_request(&cb, &b, "host;x-amz-meta-note", 0, "UNSIGNED-PAYLOAD"), 0);
+	assert_string_equal(ca.p, cb.p);
+	assert_non_null(strstr(ca.p, "x-amz-meta-note:caf\xc3\xa9\n"));
+	ft_strbuf_free(&ca);
+	ft_strbuf_free(&cb);
+}
 
 static void test_sha256_and_names(void **state)
 {
@@ -2156,6 +2187,7 @@ int main(void)
 		cmocka_unit_test(test_chunked_unsigned_trailer),
 		cmocka_unit_test(test_chunked_signed_trailer),
 		cmocka_unit_test(test_checksums),
+		cmocka_unit_test(test_latin1_header_value),
 		cmocka_unit_test(test_sha256_and_names),
 	};
 	const struct CMUnitTest external[] = {

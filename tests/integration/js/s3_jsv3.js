@@ -3,11 +3,13 @@
 // Usage: node s3_jsv3.js OP '{"endpoint": ..., "access": ..., "secret": ..., "bucket": ..., "key": ..., ...}'
 // OP: put-stream (a Readable body: the SDK sends STREAMING-UNSIGNED-PAYLOAD-TRAILER with a CRC32
 // trailer), put-bytes, get, put-if-none-match, put-checksum (a given x-amz-checksum-crc32),
-// upload (lib-storage's Upload of `size` bytes, multipart above 5 MiB).
+// upload (lib-storage's Upload of `size` bytes, multipart above 5 MiB; `checksum` and `checksum_type` for
+// its ChecksumAlgorithm and ChecksumType), presign-get and presign-put (a URL from
+// @aws-sdk/s3-request-presigner, then fetched), put-meta / get-meta (user metadata).
 // The result: {"ok": true, ...} or {"ok": false, "name": <S3 error code>, "status": <HTTP status>}.
 const { Readable } = require("stream");
 const crypto = require("crypto");
-const { S3Client, PutObjectCommand, GetObjectCommand } = require("@aws-sdk/client-s3");
+const { S3Client, PutObjectCommand, GetObjectCommand, HeadObjectCommand } = require("@aws-sdk/client-s3");
 
 function pattern(size, seed) {
 	const out = Buffer.alloc(size);
@@ -67,14 +69,38 @@ async function main() {
 	case "get": {
 		r = await client.send(new GetObjectCommand(base));
 		const body = Buffer.from(await r.Body.transformToByteArray());
-		return { ok: true, size: body.length, md5: md5(body), etag: r.ETag };
+		// the SDK validated the body against a full-object checksum it was sent (it throws otherwise)
+		return { ok: true, size: body.length, md5: md5(body), etag: r.ETag, seen, crc32: r.ChecksumCRC32,
+			 checksum_type: r.ChecksumType };
 	}
 	case "upload": {
 		const { Upload } = require("@aws-sdk/lib-storage");
-		const up = new Upload({ client, params: { ...base, Body: Readable.from([data]) } });
+		const params = { ...base, Body: Readable.from([data]) };
+		if (a.checksum)
+			params.ChecksumAlgorithm = a.checksum;
+		if (a.checksum_type)
+			params.ChecksumType = a.checksum_type;
+		const up = new Upload({ client, params });
 		r = await up.done();
-		return { ok: true, etag: r.ETag, md5: md5(data) };
+		return { ok: true, etag: r.ETag, md5: md5(data), crc32: r.ChecksumCRC32 };
 	}
+	case "presign-get":
+	case "presign-put": {
+		const { getSignedUrl } = require("@aws-sdk/s3-request-presigner");
+		const put = op === "presign-put";
+		const cmd = put ? new PutObjectCommand(base) : new GetObjectCommand(base);
+		const url = await getSignedUrl(client, cmd, { expiresIn: a.expires || 600 });
+		const res = await fetch(url, put ? { method: "PUT", body: data } : {});
+		const body = Buffer.from(await res.arrayBuffer());
+		return { ok: res.status === 200, status: res.status, md5: md5(put ? data : body), size: body.length,
+			 url, text: res.status === 200 ? "" : body.toString() };
+	}
+	case "put-meta":
+		r = await client.send(new PutObjectCommand({ ...base, Body: data, Metadata: a.meta }));
+		return { ok: true, etag: r.ETag };
+	case "get-meta":
+		r = await client.send(new HeadObjectCommand(base));
+		return { ok: true, meta: r.Metadata };
 	default:
 		throw new Error("unknown op " + op);
 	}

@@ -20,7 +20,8 @@
  * others, which pulls an object it lacks from the flagged target (rebalance_pull.c). Maintenance
  * moves nothing; decommission makes every target rebalance, and the flagged one sends all it holds
  * away. A thread then waits until the target lists nothing in any bucket of the BMD, removes it
- * from the map and asks it to shut down (POST /v1/daemon). Until then its objects stay readable.
+ * from the map, starts ec-encode on the EC buckets (the slices it held are re-created from the
+ * moved objects) and asks it to shut down (POST /v1/daemon). Until then its objects stay readable.
  */
 
 #define MAINT_POLL_MS 200
@@ -120,6 +121,43 @@ typedef struct {
 	char id[FT_ID_MAX];
 } drain_t;
 
+/*
+ * The slices and EC replicas the decommissioned target held are re-created for the new map: an
+ * ec-encode job (jobs.c) on every target for each EC bucket. Failures are logged.
+ */
+static void ec_reencode(const char *sid)
+{
+	ft_smap_t *m = ft_smap_current();
+	ft_bmd_t *b = ft_bmd_current();
+
+	for (int i = 0; m != NULL && b != NULL && i < b->n; i++) {
+		const ft_bucket_t *bk = &b->buckets[i];
+		char id[FT_ID_MAX + 48];
+		if (bk->ec_data == 0)
+			continue;
+		snprintf(id, sizeof(id), "decommission-%s-%lld-%d", sid, (long long)m->version, i);
+		json_t *msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", "ec-encode", "provider", bk->provider,
+					"bucket", bk->name);
+		for (int k = 0; msg != NULL && k < m->n_targets; k++) {
+			char url[FT_URL_MAX + 16], err[256] = "";
+			long status = 0;
+			json_t *resp = NULL;
+			snprintf(url, sizeof(url), "%s/v1/jobs", m->targets[k].control_url);
+			if (ft_client_json("POST", url, msg, MAINT_ASK_MS, &status, &resp, err, sizeof(err)) != 0 ||
+			    status != 200)
+				ft_warn("decommission %s: ec-encode of %s on %s failed (HTTP %ld %s)", sid, bk->name,
+					m->targets[k].id, status, err);
+			json_decref(resp);
+		}
+		if (msg != NULL)
+			ft_info("decommission %s: job %s re-creates the slices of %s/%s", sid, id, bk->provider,
+				bk->name);
+		json_decref(msg);
+	}
+	ft_bmd_put(b);
+	ft_smap_put(m);
+}
+
 /* Waits until the target is empty, then removes it from the map and asks it to shut down. */
 static void *drain_main(void *arg)
 {
@@ -155,6 +193,7 @@ static void *drain_main(void *arg)
 	ft_smap_put(m);
 	if (n == NULL || px_cluster_remove(d->px, d->id, "decommissioned") != 0)
 		goto out;
+	ec_reencode(d->id);
 	char url[FT_URL_MAX + 32], err[256];
 	long status = 0;
 	json_t *body = json_pack("{s:s}", "action", "shutdown"), *resp = NULL;

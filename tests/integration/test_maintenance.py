@@ -114,6 +114,7 @@ def test_maintenance_keeps_reads_and_takes_no_new_objects(make_cluster):
     assert not fail, fail[:5]
     assert ok > 0
     assert not (held(victim, b) & set(new)), "a new object landed on the target in maintenance"
+    assert before <= held(victim, b), "the target in maintenance lost objects (it hands out copies only)"
     for name, digest in list(new.items()) + list(objs.items()):
         r = api.get(b, name)
         assert r.status_code == 200 and md5(r.content) == digest, name
@@ -123,6 +124,10 @@ def test_maintenance_keeps_reads_and_takes_no_new_objects(make_cluster):
     # Out of maintenance the target owns its share again: the objects written meanwhile come back to it.
     mine = {n for n in new if h.index_of_url(api.owner(b, n)) == h.index_of_url(victim["public_url"])}
     wait_until(lambda: mine <= held(victim, b), timeout=30, what="the new objects to reach their owner")
+    # and the copies other targets got of its objects while it was in maintenance are gone again.
+    others = [t for t in h.targets() if t["id"] != victim["id"]]
+    wait_until(lambda: not any(held(t, b) & before for t in others), timeout=30,
+               what="the copies made during maintenance to be dropped")
     for name, digest in list(new.items()) + list(objs.items()):
         r = api.get(b, name)
         assert r.status_code == 200 and md5(r.content) == digest, name
@@ -196,3 +201,53 @@ def test_mountpaths_through_the_proxy(make_cluster, tmp_path):
     r = s.post(url, params={"sid": sid}, json={"action": "detach", "path": str(extra)}, timeout=60)
     assert r.status_code in (200, 202), r.text
     assert_json_error(s.post(url, params={"sid": sid}, json={"action": "attach"}, timeout=10), 400)
+
+
+def ec_files(h, indexes):
+    n = 0
+    for i in indexes:
+        for mp in h.mountpaths(i):
+            for _, _, files in os.walk(os.path.join(mp, ".ec")):
+                n += len(files)
+    return n
+
+
+def test_decommission_ec_bucket_keeps_its_redundancy(make_cluster):
+    # EC 1+1 on 4 targets: the decommissioned target's objects move away, the slices it held are re-created on the
+    # 3 left, so losing one more target afterwards still loses nothing.
+    h = make_cluster(targets=4, mountpaths=1)
+    api = Api(h.url, session())
+    b = unique("mntec").lower().replace("_", "-")
+    api.create_bucket(b)
+    r = session().post(h.url + "/v1/buckets/" + b, timeout=30,
+                       json={"action": "set-bprops", "value": {"ec": {"data_slices": 1, "parity_slices": 1}}})
+    assert r.status_code == 200, r.text
+    objs = {}
+    for i in range(24):
+        data = os.urandom(2000 + 1013 * i)
+        api.put(b, "o%03d" % i, data)
+        objs["o%03d" % i] = md5(data)
+    victim = h.targets()[0]
+    vidx = h.index_of_url(victim["public_url"])
+    readers = Readers(h, b, objs)
+    try:
+        h.c.targets[vidx].expected_dead = True
+        r = action(h, "decommission", victim["id"])
+        assert r.status_code == 202, r.text
+        wait_until(lambda: victim["id"] not in [t["id"] for t in h.smap()["targets"]], timeout=60,
+                   what="the decommissioned target to leave the map")
+    finally:
+        ok, fail = readers.stop()
+    print("\ndecommission (EC 1+1): GETs ok %d failed %d" % (ok, len(fail)))
+    assert not fail, fail[:5]
+    left = [i for i in range(4) if i != vidx]
+    wait_until(lambda: ec_files(h, left) >= 2 * len(objs), timeout=60, what="the slices to be re-created")
+    # One more target lost: every object still reads (rebuilt from the slices left).
+    other = left[0]
+    oid = h.c.targets[other].id
+    h.kill_target(other, "KILL")
+    wait_until(lambda: oid not in [t["id"] for t in h.smap()["targets"]], timeout=10,
+               what="the killed target to leave the map")
+    for name, digest in objs.items():
+        r = api.get(b, name)
+        assert r.status_code == 200 and md5(r.content) == digest, name

@@ -158,6 +158,15 @@ static void ec_reencode(const char *sid)
 	ft_smap_put(m);
 }
 
+/* Whether the proxy is shutting down (the drain thread then leaves its work to the next start). */
+static bool proxy_stopping(px_t *px)
+{
+	pthread_mutex_lock(&px->stop_lock);
+	bool stopping = px->stopping;
+	pthread_mutex_unlock(&px->stop_lock);
+	return stopping;
+}
+
 /* Waits until the target is empty, then removes it from the map and asks it to shut down. */
 static void *drain_main(void *arg)
 {
@@ -175,6 +184,8 @@ static void *drain_main(void *arg)
 		}
 		node = *n;
 		ft_smap_put(m);
+		if (proxy_stopping(d->px))
+			goto out;
 		int e = target_empty(&node);
 		if (e == 1 || (e < 0 && ++unreachable >= 25))
 			break;
@@ -191,7 +202,7 @@ static void *drain_main(void *arg)
 	if (n != NULL)
 		node = *n;
 	ft_smap_put(m);
-	if (n == NULL || px_cluster_remove(d->px, d->id, "decommissioned") != 0)
+	if (n == NULL || proxy_stopping(d->px) || px_cluster_remove(d->px, d->id, "decommissioned") != 0)
 		goto out;
 	ec_reencode(d->id);
 	char url[FT_URL_MAX + 32], err[256];

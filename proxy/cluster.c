@@ -280,7 +280,10 @@ static ft_smap_t *join_map(px_t *px, const ft_smap_t *cur, const ft_node_t *n)
 			seen_remove(px, id);
 		}
 	}
-	if (ft_smap_add(m, n) != 0) {
+	ft_node_t joined = *n;
+	const ft_node_t *old = ft_smap_find(cur, n->id);
+	joined.flags = old != NULL ? old->flags : 0; /* maintenance outlives a restart */
+	if (ft_smap_add(m, &joined) != 0) {
 		ft_smap_put(m);
 		return NULL;
 	}

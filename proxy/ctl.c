@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Control-port dispatcher of the proxy: join, keepalive, cluster documents, health. */
+/* Control-port dispatcher of the proxy: join, keepalive, cluster documents and actions, health. */
 #include "proxy.h"
 
 #include <string.h>
@@ -59,8 +59,12 @@ void px_ctl_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	} else if (strcmp(req->path, "/v1/cluster") == 0) {
 		if (get)
 			cluster_get(req, resp);
+		else if (strcmp(req->method, "PUT") == 0)
+			px_maint_cluster_put(px, req, resp);
 		else
-			ft_ctl_error(resp, 405, "%s %s: use GET", req->method, req->path);
+			ft_ctl_error(resp, 405, "%s %s: use GET, PUT", req->method, req->path);
+	} else if (strcmp(req->path, "/v1/cluster/mountpaths") == 0) {
+		px_maint_mountpaths(px, req, resp);
 	} else if (strcmp(req->path, "/v1/health") == 0) {
 		if (get) {
 			resp->status = 200;

@@ -117,6 +117,12 @@ int px_metasync_node(const ft_node_t *node, const ft_smap_t *smap, const ft_bmd_
 
 /* ---- ctl.c: control-port dispatcher ---- */
 void px_ctl_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+
+/* ---- maint.c ---- */
+/* PUT /v1/cluster {"action": "start-maintenance" | "stop-maintenance" | "decommission", "value": {"sid": ID}}. */
+void px_maint_cluster_put(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+/* GET|POST /v1/cluster/mountpaths?sid=ID: relayed to target ID's /v1/mountpaths. */
+void px_maint_mountpaths(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 /* {"status":"ok","role":"proxy","id":...} (new reference). */
 json_t *px_health_json(const px_t *px);
 /* The document for what=smap|bmd (new reference), NULL for another word. */

@@ -2,9 +2,11 @@
 /* Target cluster membership: join and keepalive thread, metadata installs, control-port dispatcher. */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "cluster/bmd.h"
@@ -136,13 +138,13 @@ static int install_bmd(tgt_t *t, const json_t *j, char *err, size_t errlen)
 	return 0;
 }
 
-/* Whether the two maps list different targets (by id); a first map (old NULL) counts as a change. */
+/* Whether the two maps list different targets (by id or flags); a first map (old NULL) counts as a change. */
 static int targets_differ(const ft_smap_t *old, const ft_smap_t *nm)
 {
 	if (!old || old->n_targets != nm->n_targets)
 		return 1;
 	for (int i = 0; i < nm->n_targets; i++) /* both sorted by id */
-		if (strcmp(old->targets[i].id, nm->targets[i].id) != 0)
+		if (strcmp(old->targets[i].id, nm->targets[i].id) != 0 || old->targets[i].flags != nm->targets[i].flags)
 			return 1;
 	return 0;
 }
@@ -344,6 +346,26 @@ static void metasync(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	resp->json = json_pack("{s:I, s:I}", "smap_version", (json_int_t)sv, "bmd_version", (json_int_t)bv);
 }
 
+/*
+ * POST /v1/daemon {"action":"shutdown"}: the proxy ends a decommissioned target. The answer goes
+ * out first; the SIGTERM reaches main's sigwait, which stops the daemon as on any SIGTERM.
+ */
+static void daemon_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+{
+	json_t *msg = req->body ? json_loadb(req->body, req->body_len, 0, NULL) : NULL;
+	const char *action = json_string_value(json_object_get(msg, "action"));
+
+	if (!action || strcmp(action, "shutdown") != 0) {
+		ft_ctl_error(resp, 400, "expected {\"action\": \"shutdown\"}");
+	} else {
+		ft_info("shutdown requested over the control port");
+		resp->status = 200;
+		resp->json = json_pack("{s:s, s:s}", "id", t->id, "result", "shutting down");
+		kill(getpid(), SIGTERM);
+	}
+	json_decref(msg);
+}
+
 void tgt_control_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	tgt_t *t = ctx;
@@ -382,6 +404,12 @@ void tgt_control_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 	} else if (strcmp(req->path, "/v1/hints") == 0) {
 		tgt_hint_ctl(t, req, resp); /* intra-cluster: the proxy installs each target's share of an order hint */
 		return;
+	} else if (strcmp(req->path, "/v1/daemon") == 0) {
+		want = "POST";
+		if (strcmp(req->method, "POST") == 0) {
+			daemon_action(t, req, resp);
+			return;
+		}
 	} else if (strcmp(req->path, "/v1/mpu") == 0) {
 		want = "GET";
 		if (strcmp(req->method, "GET") == 0) {

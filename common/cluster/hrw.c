@@ -46,6 +46,11 @@ uint64_t ft_hrw_name_hash(const char *provider, const char *bucket, const char *
 	return XXH64_digest(&st);
 }
 
+uint64_t ft_hrw_score(uint64_t name_hash, uint64_t digest)
+{
+	return mix64(name_hash ^ digest);
+}
+
 /* Ties (practically impossible) go to the lowest index, so every node agrees. */
 int ft_hrw_pick(uint64_t name_hash, const uint64_t *digests, int n)
 {
@@ -53,7 +58,7 @@ int ft_hrw_pick(uint64_t name_hash, const uint64_t *digests, int n)
 	uint64_t best_score = 0;
 
 	for (int i = 0; i < n; i++) {
-		uint64_t s = mix64(name_hash ^ digests[i]);
+		uint64_t s = ft_hrw_score(name_hash, digests[i]);
 		if (best < 0 || s > best_score) {
 			best = i;
 			best_score = s;

@@ -193,9 +193,19 @@ const ft_node_t *ft_smap_find(const ft_smap_t *m, const char *id)
 
 const ft_node_t *ft_smap_owner_hash(const ft_smap_t *m, uint64_t name_hash)
 {
-	if (m->n_targets == 0)
-		return NULL;
-	return &m->targets[ft_hrw_pick(name_hash, m->target_digests, m->n_targets)];
+	int best = -1;
+	uint64_t best_score = 0;
+
+	for (int i = 0; i < m->n_targets; i++) {
+		uint64_t s = ft_hrw_score(name_hash, m->target_digests[i]);
+		if (m->targets[i].flags == 0 && (best < 0 || s > best_score)) {
+			best = i;
+			best_score = s;
+		}
+	}
+	if (best < 0 && m->n_targets > 0) /* every target flagged: placement as if none were */
+		best = ft_hrw_pick(name_hash, m->target_digests, m->n_targets);
+	return best < 0 ? NULL : &m->targets[best];
 }
 
 const ft_node_t *ft_smap_owner(const ft_smap_t *m, const char *provider, const char *bucket, const char *obj,
@@ -213,6 +223,11 @@ static json_t *nodes_to_json(const ft_node_t *list, int n)
 	for (int i = 0; i < n; i++) {
 		json_t *o = json_pack("{s:s, s:s, s:s}", "id", list[i].id, "public_url", list[i].public_url,
 				      "control_url", list[i].control_url);
+		if (o != NULL && list[i].flags != 0 &&
+		    json_object_set_new(o, "flags", json_integer((json_int_t)list[i].flags)) != 0) {
+			json_decref(o);
+			o = NULL;
+		}
 		if (o == NULL || json_array_append_new(a, o) != 0) {
 			json_decref(a);
 			return NULL;
@@ -297,6 +312,12 @@ static int nodes_from_json(ft_smap_t *m, const json_t *j, const char *key, ft_no
 		    get_string(o, "public_url", n.public_url, sizeof(n.public_url), 0, what, err, errlen) != 0 ||
 		    get_string(o, "control_url", n.control_url, sizeof(n.control_url), 0, what, err, errlen) != 0)
 			return -1;
+		const json_t *flags = json_object_get(o, "flags");
+		if (flags != NULL &&
+		    (!json_is_integer(flags) || json_integer_value(flags) < 0 ||
+		     json_integer_value(flags) > (json_int_t)(FT_NODE_MAINTENANCE | FT_NODE_DECOMMISSION)))
+			return fail(err, errlen, "smap: %s: \"flags\" must be an integer in 0..3", what);
+		n.flags = flags != NULL ? (unsigned)json_integer_value(flags) : 0;
 		if (ft_smap_find(m, n.id) != NULL)
 			return fail(err, errlen, "smap: duplicate node id \"%s\"", n.id);
 		if (ft_smap_add(m, &n) != 0)

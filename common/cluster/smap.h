@@ -9,9 +9,14 @@
 
 typedef enum { FT_NODE_PROXY = 0, FT_NODE_TARGET = 1 } ft_node_type_t;
 
+/* Node flags (JSON "flags", a bit set; absent when 0). A flagged target gets no new objects. */
+#define FT_NODE_MAINTENANCE 0x1u  /* in maintenance: its objects stay, reads of them are still served */
+#define FT_NODE_DECOMMISSION 0x2u /* being decommissioned: rebalance moves its objects away */
+
 typedef struct {
 	char id[FT_ID_MAX];
 	ft_node_type_t type;
+	unsigned flags;               /* FT_NODE_MAINTENANCE | FT_NODE_DECOMMISSION */
 	char public_url[FT_URL_MAX];  /* http://host:port of the public (io_uring) port */
 	char control_url[FT_URL_MAX]; /* http://host:port of the control (libmicrohttpd) port */
 	uint64_t digest;              /* ft_hrw_digest(id), filled by the codec */
@@ -20,7 +25,8 @@ typedef struct {
 /*
  * An immutable snapshot once installed; shared by reference count.
  * JSON: {"version": N, "uuid": "...", "primary": "<proxy id>",
- *        "proxies": [{"id","public_url","control_url"}...], "targets": [...]}
+ *        "proxies": [{"id","public_url","control_url"}...], "targets": [...]}; a node with flags
+ *        also has "flags": N.
  * Targets are kept sorted by id.
  */
 typedef struct {
@@ -43,7 +49,11 @@ int ft_smap_add(ft_smap_t *m, const ft_node_t *n);
 /* Removes a node by id; returns 0, or -1 if absent. */
 int ft_smap_remove(ft_smap_t *m, const char *id);
 const ft_node_t *ft_smap_find(const ft_smap_t *m, const char *id);
-/* HRW owner of an object (by its ft_hrw_name_hash in the _hash form); NULL when the map has no targets. */
+/*
+ * HRW owner of an object (by its ft_hrw_name_hash in the _hash form) among the targets without flags
+ * (all targets when every one is flagged); NULL when the map has no targets. target_digests still
+ * lists every target: code that ranks all holders (EC slices, pulls, listing) sees flagged ones too.
+ */
 const ft_node_t *ft_smap_owner_hash(const ft_smap_t *m, uint64_t name_hash);
 const ft_node_t *ft_smap_owner(const ft_smap_t *m, const char *provider, const char *bucket, const char *obj,
 			       size_t obj_len);

@@ -176,8 +176,11 @@ int tgt_rebalance_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 	const ft_node_t *owner = smap ? ft_smap_owner(smap, o->provider, o->bucket, o->obj, o->obj_len) : NULL;
 	int rc;
 
+	const ft_node_t *self = smap ? ft_smap_find(smap, t->id) : NULL;
+
 	*bytes = 0;
-	if (!owner) {
+	/* In maintenance (not decommissioning) this target keeps what it holds: nothing moves for it. */
+	if (!owner || (self && self->flags == FT_NODE_MAINTENANCE && strcmp(owner->id, t->id) != 0)) {
 		rc = 1;
 	} else if (strcmp(owner->id, t->id) != 0) {
 		rc = rb_send_move(o, owner->control_url, smap->version, bytes, err, cap);

@@ -101,6 +101,8 @@ size_t rb_walk_count(tgt_t *t, const tgt_mountpath_t *mp);
 char *rb_obj_url(const char *base, const char *what, const tgt_obj_t *o, const char *extra);
 /* Moves o (on o->mp) to the target at dest_url. 0 when moved, 1 when o is not here, -1 with err. */
 int rb_send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *bytes, char *err, size_t cap);
+/* Like rb_send_move, but keeps the local copy (a target in maintenance serving a pull). */
+int rb_send_copy(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *bytes, char *err, size_t cap);
 void rb_send_for_peer(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
 /* ---- rebalance_recv.c ---- */

@@ -21,7 +21,7 @@
 
 /* ---- pull: a GET missed on the owner ---- */
 
-/* Whether remote targets may still hold objects this one owns (a map change not long ago). */
+/* Whether remote targets may still hold objects this one owns (a map change not long ago, a flagged target). */
 static int pull_window_open(tgt_t *t)
 {
 	tgt_rebalance_t *rb = t->rebalance;
@@ -30,6 +30,11 @@ static int pull_window_open(tgt_t *t)
 	int open = rb->last_change_ns > 0 && ft_now_ns() - rb->last_change_ns < RB_PULL_WINDOW_NS;
 	open = open || atomic_load(&rb->state) == ST_RUNNING;
 	pthread_mutex_unlock(&rb->lock);
+	/* A target in maintenance or being decommissioned holds objects others own now. */
+	ft_smap_t *m = ft_smap_current();
+	for (int i = 0; m && !open && i < m->n_targets; i++)
+		open = m->targets[i].flags != 0;
+	ft_smap_put(m);
 	return open;
 }
 

@@ -245,10 +245,11 @@ out:
 }
 
 /*
- * Moves o (on o->mp) to the target at dest_url: sends it, then deletes the local copy (and its
- * mirror copies) if it is still the version sent. 0 when moved, 1 when o is not here, -1 with err.
+ * Sends o (on o->mp) to the target at dest_url; unless keep, then deletes the local copy (and its
+ * mirror copies) if it is still the version sent. 0 when sent, 1 when o is not here, -1 with err.
  */
-int rb_send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *bytes, char *err, size_t cap)
+static int send_object(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int keep, int64_t *bytes, char *err,
+		       size_t cap)
 {
 	tgt_t *t = o->t;
 	tgt_hold_t hold;
@@ -283,6 +284,11 @@ int rb_send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *by
 		close(fd);
 		if (lrc != 0)
 			break;
+		if (keep) {
+			*bytes = (int64_t)lom.size;
+			rc = 0;
+			break;
+		}
 		/* Delivered: remove this copy unless a PUT replaced it meanwhile (then send again). */
 		tgt_name_lock(o);
 		int same = rb_lom_at(o->mp, o->rel, &now, &ino) == 0 && ino == st.st_ino && same_version(&now, &lom);
@@ -304,7 +310,17 @@ int rb_send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *by
 	return rc;
 }
 
-/* POST /v1/rebalance/send?...&to=ID&url=CTL&smap=V: move an object to the target asking for it. */
+int rb_send_move(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *bytes, char *err, size_t cap)
+{
+	return send_object(o, dest_url, smap_v, 0, bytes, err, cap);
+}
+
+int rb_send_copy(tgt_obj_t *o, const char *dest_url, int64_t smap_v, int64_t *bytes, char *err, size_t cap)
+{
+	return send_object(o, dest_url, smap_v, 1, bytes, err, cap);
+}
+
+/* POST /v1/rebalance/send?...&to=ID&url=CTL&smap=V: move (copy, when in maintenance) an object to the target asking for it. */
 void rb_send_for_peer(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	const char *to = ft_ctl_query(req, "to"), *url = ft_ctl_query(req, "url");
@@ -352,7 +368,13 @@ void rb_send_for_peer(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	if (rb_ownership_conflict(t, &o, peer_v, 0, resp))
 		return;
 	o.mp = found;
-	int rc = rb_send_move(&o, dest, peer_v, &bytes, err, sizeof(err));
+	/* In maintenance (not decommissioning) this target keeps what it holds and hands out copies. */
+	m = ft_smap_current();
+	const ft_node_t *self = m ? ft_smap_find(m, t->id) : NULL;
+	int keep = self && self->flags == FT_NODE_MAINTENANCE;
+	ft_smap_put(m);
+	int rc = keep ? rb_send_copy(&o, dest, peer_v, &bytes, err, sizeof(err))
+		      : rb_send_move(&o, dest, peer_v, &bytes, err, sizeof(err));
 	if (rc == 1) {
 		ft_ctl_error(resp, 404, "object %s/%s is not on target %s", o.bucket, o.obj, t->id);
 	} else if (rc < 0) {

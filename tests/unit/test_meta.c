@@ -58,6 +58,50 @@ static void assert_targets_sorted(const ft_smap_t *m)
 
 /* ---- Smap ---- */
 
+/* A flagged target gets no objects, keeps its flags through the codec, and is placed again once unflagged. */
+static void test_smap_flags(void **state)
+{
+	ft_smap_t *m = sample_smap(), *back;
+	char err[256], name[32];
+	int owned = 0;
+
+	(void)state;
+	m->targets[1].flags = FT_NODE_MAINTENANCE;
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "o%d", i);
+		const ft_node_t *o = ft_smap_owner(m, "ais", "b", name, strlen(name));
+		assert_non_null(o);
+		assert_string_not_equal(o->id, "t2");
+		/* Unflagged targets keep the objects they own in the full map. */
+		m->targets[1].flags = 0;
+		const ft_node_t *full = ft_smap_owner(m, "ais", "b", name, strlen(name));
+		m->targets[1].flags = FT_NODE_MAINTENANCE;
+		if (strcmp(full->id, "t2") != 0)
+			assert_string_equal(full->id, o->id);
+		else
+			owned++;
+	}
+	assert_true(owned > 0);
+	json_t *j = ft_smap_to_json(m);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(j, "targets"), 1), "flags")),
+			 FT_NODE_MAINTENANCE);
+	assert_null(json_object_get(json_array_get(json_object_get(j, "targets"), 0), "flags"));
+	back = ft_smap_from_json(j, err, sizeof(err));
+	assert_non_null(back);
+	assert_int_equal(back->targets[1].flags, FT_NODE_MAINTENANCE);
+	assert_int_equal(back->targets[0].flags, 0);
+	ft_smap_put(back);
+	json_object_set_new(json_array_get(json_object_get(j, "targets"), 1), "flags", json_integer(9));
+	assert_null(ft_smap_from_json(j, err, sizeof(err)));
+	assert_non_null(strstr(err, "flags"));
+	json_decref(j);
+	/* Every target flagged: placement as if none were. */
+	for (int i = 0; i < m->n_targets; i++)
+		m->targets[i].flags = FT_NODE_MAINTENANCE;
+	assert_non_null(ft_smap_owner(m, "ais", "b", "x", 1));
+	ft_smap_put(m);
+}
+
 static void test_smap_edit(void **state)
 {
 	ft_smap_t *m;
@@ -683,12 +727,13 @@ static void test_bmd_install(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_smap_edit),         cmocka_unit_test(test_smap_clone),
-		cmocka_unit_test(test_smap_round_trip),   cmocka_unit_test(test_smap_from_doc),
-		cmocka_unit_test(test_smap_bad_json),     cmocka_unit_test(test_smap_install),
-		cmocka_unit_test(test_smap_install_race), cmocka_unit_test(test_bmd_edit),
-		cmocka_unit_test(test_bmd_round_trip),    cmocka_unit_test(test_bmd_bad_json),
-		cmocka_unit_test(test_bmd_props),         cmocka_unit_test(test_bmd_install),
+		cmocka_unit_test(test_smap_edit),     cmocka_unit_test(test_smap_flags),
+		cmocka_unit_test(test_smap_clone),    cmocka_unit_test(test_smap_round_trip),
+		cmocka_unit_test(test_smap_from_doc), cmocka_unit_test(test_smap_bad_json),
+		cmocka_unit_test(test_smap_install),  cmocka_unit_test(test_smap_install_race),
+		cmocka_unit_test(test_bmd_edit),      cmocka_unit_test(test_bmd_round_trip),
+		cmocka_unit_test(test_bmd_bad_json),  cmocka_unit_test(test_bmd_props),
+		cmocka_unit_test(test_bmd_install),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

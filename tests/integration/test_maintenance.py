@@ -1,0 +1,253 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Target maintenance and decommission through the proxy (PUT /v1/cluster on its control port), and the mountpath
+REST of a target relayed by the proxy: reads keep working (native and S3, failures counted), no new object lands on a
+target in maintenance, a decommissioned target ends up empty and out of the map; bad input gets a 4xx JSON error."""
+import hashlib
+import os
+import threading
+import time
+
+import s3util
+from ftutil import Api, assert_json_error, session, unique, wait_until
+
+N_OBJECTS = 40
+
+
+def md5(b):
+    return hashlib.md5(b).hexdigest()
+
+
+def action(h, act, sid):
+    return session().put(h.c.proxy.control_url + "/v1/cluster", json={"action": act, "value": {"sid": sid}},
+                         timeout=30)
+
+
+def held(target, bucket):
+    """Names the target lists in bucket (its control port)."""
+    r = session().get(target["control_url"] + "/v1/list",
+                      params={"provider": "ais", "bucket": bucket, "pagesize": 10000}, timeout=30)
+    assert r.status_code == 200, r.text
+    return {e["name"] for e in r.json()["entries"]}
+
+
+def fill(h, api, n=N_OBJECTS):
+    b = unique("mnt").lower().replace("_", "-")
+    api.create_bucket(b)
+    objs = {}
+    for i in range(n):
+        data = os.urandom(1000 + 997 * i)
+        api.put(b, "o%03d" % i, data)
+        objs["o%03d" % i] = md5(data)
+    return b, objs
+
+
+class Readers:
+    """Native and S3 GET loops over objs until stop(); every failure counted."""
+
+    def __init__(self, h, b, objs):
+        self.h, self.b, self.objs = h, b, objs
+        self.lock = threading.Lock()
+        self.ev = threading.Event()
+        self.fail, self.ok = [], [0]
+        self.threads = [threading.Thread(target=self.native), threading.Thread(target=self.s3)]
+        for t in self.threads:
+            t.start()
+
+    def note(self, name, ok, why):
+        with self.lock:
+            if ok:
+                self.ok[0] += 1
+            else:
+                self.fail.append((name, why))
+
+    def native(self):
+        s = session()
+        while not self.ev.is_set():
+            for name, digest in sorted(self.objs.items()):
+                try:
+                    r = s.get("%s/v1/objects/%s/%s" % (self.h.url, self.b, name), timeout=30)
+                    self.note(name, r.status_code == 200 and md5(r.content) == digest, "native %d" % r.status_code)
+                except Exception as e:  # noqa: BLE001 - any failure counts
+                    self.note(name, False, repr(e)[:200])
+                    s = session()
+
+    def s3(self):
+        c = s3util.client(self.h, read_timeout=30)
+        while not self.ev.is_set():
+            for name, digest in sorted(self.objs.items()):
+                try:
+                    body = c.get_object(Bucket=self.b, Key=name)["Body"].read()
+                    self.note(name, md5(body) == digest, "s3 wrong bytes")
+                except Exception as e:  # noqa: BLE001
+                    self.note(name, False, repr(e)[:200])
+
+    def stop(self):
+        self.ev.set()
+        for t in self.threads:
+            t.join(60)
+        return self.ok[0], self.fail
+
+
+def test_maintenance_keeps_reads_and_takes_no_new_objects(make_cluster):
+    h = make_cluster(targets=3, mountpaths=1)
+    api = Api(h.url, session())
+    b, objs = fill(h, api)
+    victim = h.targets()[0]
+    before = held(victim, b)
+    assert before, "the victim holds none of the objects"
+    readers = Readers(h, b, objs)
+    try:
+        time.sleep(0.5)
+        r = action(h, "start-maintenance", victim["id"])
+        assert r.status_code == 200, r.text
+        flagged = [t for t in h.smap()["targets"] if t["id"] == victim["id"]]
+        assert flagged and flagged[0].get("flags") == 1, h.smap()
+        new = {}
+        for i in range(30):
+            data = os.urandom(500 + i)
+            api.put(b, "new%03d" % i, data)
+            new["new%03d" % i] = md5(data)
+        time.sleep(2.0)
+    finally:
+        ok, fail = readers.stop()
+    print("\nmaintenance: GETs ok %d failed %d" % (ok, len(fail)))
+    assert not fail, fail[:5]
+    assert ok > 0
+    assert not (held(victim, b) & set(new)), "a new object landed on the target in maintenance"
+    assert before <= held(victim, b), "the target in maintenance lost objects (it hands out copies only)"
+    for name, digest in list(new.items()) + list(objs.items()):
+        r = api.get(b, name)
+        assert r.status_code == 200 and md5(r.content) == digest, name
+    r = action(h, "stop-maintenance", victim["id"])
+    assert r.status_code == 200, r.text
+    assert all("flags" not in t for t in h.smap()["targets"])
+    # Out of maintenance the target owns its share again: the objects written meanwhile come back to it.
+    mine = {n for n in new if h.index_of_url(api.owner(b, n)) == h.index_of_url(victim["public_url"])}
+    wait_until(lambda: mine <= held(victim, b), timeout=30, what="the new objects to reach their owner")
+    # and the copies other targets got of its objects while it was in maintenance are gone again.
+    others = [t for t in h.targets() if t["id"] != victim["id"]]
+    wait_until(lambda: not any(held(t, b) & before for t in others), timeout=30,
+               what="the copies made during maintenance to be dropped")
+    for name, digest in list(new.items()) + list(objs.items()):
+        r = api.get(b, name)
+        assert r.status_code == 200 and md5(r.content) == digest, name
+
+
+def test_decommission_moves_everything_then_leaves(make_cluster):
+    h = make_cluster(targets=3, mountpaths=1)
+    api = Api(h.url, session())
+    b, objs = fill(h, api)
+    victim = h.targets()[0]
+    vidx = h.index_of_url(victim["public_url"])
+    assert held(victim, b)
+    readers = Readers(h, b, objs)
+    try:
+        time.sleep(0.5)
+        h.c.targets[vidx].expected_dead = True  # it shuts down when asked, at the end
+        r = action(h, "decommission", victim["id"])
+        assert r.status_code == 202, r.text
+        wait_until(lambda: victim["id"] not in [t["id"] for t in h.smap()["targets"]], timeout=60,
+                   what="the decommissioned target to leave the map")
+        time.sleep(1.0)
+    finally:
+        ok, fail = readers.stop()
+    print("\ndecommission: GETs ok %d failed %d" % (ok, len(fail)))
+    assert not fail, fail[:5]
+    assert ok > 0
+    wait_until(lambda: not h.c.targets[vidx].alive(), timeout=20, what="the decommissioned target to exit")
+    for t in h.targets():
+        assert held(t, b) <= set(objs)
+    together = set()
+    for t in h.targets():
+        together |= held(t, b)
+    assert together == set(objs)
+    for name, digest in objs.items():
+        r = api.get(b, name)
+        assert r.status_code == 200 and md5(r.content) == digest, name
+
+
+def test_bad_input(make_cluster):
+    h = make_cluster(targets=2, mountpaths=1)
+    url = h.c.proxy.control_url + "/v1/cluster"
+    s = session()
+    assert_json_error(action(h, "start-maintenance", "no-such-target"), 404, "no-such-target")
+    assert_json_error(action(h, "decommission", "no-such-target"), 404)
+    assert_json_error(s.put(url, json={"action": "start-maintenance"}, timeout=10), 400, "sid")
+    assert_json_error(s.put(url, json={"action": "reboot", "value": {"sid": "x"}}, timeout=10), 400, "unknown")
+    assert_json_error(s.put(url, data=b"not json", timeout=10), 400)
+    ids = [t["id"] for t in h.targets()]
+    assert action(h, "start-maintenance", ids[0]).status_code == 200
+    # The last target without maintenance can be neither put in maintenance nor decommissioned.
+    assert_json_error(action(h, "start-maintenance", ids[1]), 409, "last")
+    assert_json_error(action(h, "decommission", ids[1]), 409, "last")
+    assert action(h, "stop-maintenance", ids[0]).status_code == 200
+    assert_json_error(s.get(h.c.proxy.control_url + "/v1/cluster/mountpaths", timeout=10), 400, "sid")
+    assert_json_error(s.get(h.c.proxy.control_url + "/v1/cluster/mountpaths", params={"sid": "nope"}, timeout=10),
+                      404)
+
+
+def test_mountpaths_through_the_proxy(make_cluster, tmp_path):
+    h = make_cluster(targets=2, mountpaths=1)
+    sid = h.targets()[0]["id"]
+    url = h.c.proxy.control_url + "/v1/cluster/mountpaths"
+    s = session()
+    r = s.get(url, params={"sid": sid}, timeout=10)
+    assert r.status_code == 200, r.text
+    extra = tmp_path / "extra-mp"
+    extra.mkdir()
+    r = s.post(url, params={"sid": sid}, json={"action": "attach", "path": str(extra)}, timeout=60)
+    assert r.status_code == 200, r.text
+    assert str(extra) in s.get(url, params={"sid": sid}, timeout=10).text
+    r = s.post(url, params={"sid": sid}, json={"action": "detach", "path": str(extra)}, timeout=60)
+    assert r.status_code in (200, 202), r.text
+    assert_json_error(s.post(url, params={"sid": sid}, json={"action": "attach"}, timeout=10), 400)
+
+
+def ec_files(h, indexes):
+    n = 0
+    for i in indexes:
+        for mp in h.mountpaths(i):
+            for _, _, files in os.walk(os.path.join(mp, ".ec")):
+                n += len(files)
+    return n
+
+
+def test_decommission_ec_bucket_keeps_its_redundancy(make_cluster):
+    # EC 1+1 on 4 targets: the decommissioned target's objects move away, the slices it held are re-created on the
+    # 3 left, so losing one more target afterwards still loses nothing.
+    h = make_cluster(targets=4, mountpaths=1)
+    api = Api(h.url, session())
+    b = unique("mntec").lower().replace("_", "-")
+    api.create_bucket(b)
+    r = session().post(h.url + "/v1/buckets/" + b, timeout=30,
+                       json={"action": "set-bprops", "value": {"ec": {"data_slices": 1, "parity_slices": 1}}})
+    assert r.status_code == 200, r.text
+    objs = {}
+    for i in range(24):
+        data = os.urandom(2000 + 1013 * i)
+        api.put(b, "o%03d" % i, data)
+        objs["o%03d" % i] = md5(data)
+    victim = h.targets()[0]
+    vidx = h.index_of_url(victim["public_url"])
+    readers = Readers(h, b, objs)
+    try:
+        h.c.targets[vidx].expected_dead = True
+        r = action(h, "decommission", victim["id"])
+        assert r.status_code == 202, r.text
+        wait_until(lambda: victim["id"] not in [t["id"] for t in h.smap()["targets"]], timeout=60,
+                   what="the decommissioned target to leave the map")
+    finally:
+        ok, fail = readers.stop()
+    print("\ndecommission (EC 1+1): GETs ok %d failed %d" % (ok, len(fail)))
+    assert not fail, fail[:5]
+    left = [i for i in range(4) if i != vidx]
+    wait_until(lambda: ec_files(h, left) >= 2 * len(objs), timeout=60, what="the slices to be re-created")
+    # One more target lost: every object still reads (rebuilt from the slices left).
+    other = left[0]
+    oid = h.c.targets[other].id
+    h.kill_target(other, "KILL")
+    wait_until(lambda: oid not in [t["id"] for t in h.smap()["targets"]], timeout=10,
+               what="the killed target to leave the map")
+    for name, digest in objs.items():
+        r = api.get(b, name)
+        assert r.status_code == 200 and md5(r.content) == digest, name

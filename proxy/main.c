@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
 #include "base/log.h"
 #include "rpc/client.h"
 #include "s3/s3.h"
@@ -40,6 +41,12 @@ static void usage(FILE *f)
 		   "  --s3_root BOOL         serve the S3 API at / as well as /s3 (default false)\n"
 		   "  --s3_domain DOMAIN     virtual-host style S3 for Host <bucket>.DOMAIN\n"
 		   "  --s3_region REGION     region the S3 API reports (default us-east-1)\n"
+		   "  --auth BOOL           require credentials on the public port (default false)\n"
+		   "  --auth_keys FILE      identity store: access keys with roles (default: the s3_keys file)\n"
+		   "  --cluster_secret FILE the cluster secret (signs tokens, redirects, the control plane)\n"
+		   "  --insecure            allow a non-loopback bind with auth off\n"
+		   "  --auth_anonymous_metrics BOOL  /metrics and /v1/daemon without credentials\n"
+		   "  --token_ttl_max N     longest token lifetime in seconds (default 604800)\n"
 		   "  --proxy_url, --mountpath, --sync, --reserve_bytes, --http_*: accepted, used by targets\n"
 		   "  --help                 this text\n");
 }
@@ -160,6 +167,8 @@ static int px_start(px_t *px, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the fan-out threads");
 		return -1;
 	}
+	if (ft_auth_init(c, true, err, errlen) != 0)
+		return -1;
 	if (px_cluster_init(px, err, errlen) != 0)
 		return -1;
 	if (s3_start(px, err, errlen) != 0)
@@ -205,6 +214,7 @@ static void px_stop(px_t *px)
 	px_s3_fini(px->s3);
 	px->s3 = NULL;
 	px_cluster_free(px);
+	ft_auth_fini();
 }
 
 static bool wants_help(int argc, char **argv)

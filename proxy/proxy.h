@@ -113,6 +113,16 @@ void px_route(ft_req_t *r, void *ctx);
  */
 int px_provider(ft_req_t *r, const char **provider);
 
+/* ---- auth.c: the native API's authentication (docs/security.md) ---- */
+/*
+ * Whether r may go on: true when auth is off, the endpoint is open, or the caller's credentials
+ * (Bearer token or SigV4) carry the role the endpoint table (common/auth/policy.c) asks for on the
+ * bucket; false after answering 401 or 403. Loop thread, no I/O.
+ */
+bool px_auth_request(px_t *px, ft_req_t *r, const char *path, size_t len);
+/* POST /v1/tokens: a token for a key pair of the identity store. */
+void px_tokens(px_t *px, ft_req_t *r);
+
 /* ---- buckets.c ---- */
 void px_buckets_list(px_t *px, ft_req_t *r);
 void px_bucket_create(px_t *px, ft_req_t *r, const char *bucket);

@@ -185,6 +185,8 @@ void px_route(ft_req_t *r, void *ctx)
 
 	if (px_s3_route(px->s3, r)) /* /s3/..., and / or virtual hosts when configured */
 		return;
+	if (!px_auth_request(px, r, path, len)) /* the endpoint table's role (auth.c); 401/403 answered */
+		return;
 	if (under(path, len, "/v1/objects"))
 		objects(px, r, path, len);
 	else if (under(path, len, "/v1/buckets"))
@@ -193,6 +195,8 @@ void px_route(ft_req_t *r, void *ctx)
 		px_jobs_route(px, r, path, len);
 	else if (len == strlen("/v1/health") && memcmp(path, "/v1/health", len) == 0)
 		health(px, r);
+	else if (len == strlen("/v1/tokens") && memcmp(path, "/v1/tokens", len) == 0)
+		px_tokens(px, r);
 	else if (len == strlen("/v1/cluster") && memcmp(path, "/v1/cluster", len) == 0)
 		cluster(r);
 	else

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
 #include "base/config.h"
 #include "base/log.h"
 #include "http/http.h"
@@ -215,6 +216,7 @@ static void shutdown_all(tgt_t *t)
 	tgt_ec_fini(t);
 	tgt_mountpaths_close(t);
 	ft_config_free(&t->cfg);
+	ft_auth_fini();
 }
 
 static int has_help(int argc, char **argv)
@@ -260,6 +262,8 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (ft_auth_init(&t->cfg, false, err, sizeof(err)) != 0)
+		goto fail;
 	if (resolve_id(t, err, sizeof(err)) != 0 || tgt_mountpaths_open(t, err, sizeof(err)) != 0)
 		goto fail;
 	if (ft_client_global_init() != 0) {

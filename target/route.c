@@ -117,6 +117,7 @@ static int check_owner(ft_req_t *r, tgt_t *t, tgt_obj_t *o)
 	char *loc = ft_req_alloc(r, ulen + tlen + 1);
 	memcpy(loc, owner->public_url, ulen);
 	memcpy(loc + ulen, target, tlen + 1);
+	loc = tgt_auth_sign_redirect(r, o, loc); /* a request authorized by its token: the URL carries it on */
 	ft_resp_redirect(r, 307, loc);
 out:
 	ft_smap_put(smap);
@@ -137,7 +138,8 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 	tgt_obj_t *o = ft_req_alloc(r, sizeof(*o));
 	memset(o, 0, sizeof(*o));
 	o->t = t;
-	if (check_provider(r, o) != 0 || check_names(r, o, bucket, obj, obj_len) != 0 || check_owner(r, t, o) != 0)
+	if (check_provider(r, o) != 0 || tgt_auth_object(r, o->provider, bucket, obj, obj_len) != 0 ||
+	    check_names(r, o, bucket, obj, obj_len) != 0 || check_owner(r, t, o) != 0)
 		return;
 	if (tgt_is_remote(o) && m == FT_HTTP_DELETE && !mpu && tgt_evict_wanted(r)) {
 		tgt_evict_object(r, o); /* jobs.c: the cached copy only */

@@ -85,6 +85,12 @@ static const config_key_t config_keys[] = {
 	{"hint_max_bytes", KIND_INT64, offsetof(ft_config_t, hint_max_bytes), 0, 0, INT64_MAX},
 	INT(hint_max_names, 1, 100000000),
 	INT(hint_prefetch_inflight, 0, 16),
+	BOOL(auth),
+	STR(auth_keys, KIND_STR),
+	STR(cluster_secret, KIND_STR),
+	BOOL(insecure),
+	BOOL(auth_anonymous_metrics),
+	INT(token_ttl_max, 60, 31536000),
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -131,6 +137,7 @@ void ft_config_defaults(ft_config_t *c)
 	c->hint_max_bytes = 32 << 20;
 	c->hint_max_names = 1000000;
 	c->hint_prefetch_inflight = 4;
+	c->token_ttl_max = 7 * 24 * 3600;
 }
 
 void ft_config_free(ft_config_t *c)
@@ -338,6 +345,13 @@ out:
 	return rc;
 }
 
+static bool is_bool_key(const char *name)
+{
+	const config_key_t *k = find_key(name);
+
+	return k != NULL && k->kind == KIND_BOOL;
+}
+
 /*
  * Reads the flag at argv[*i] into name (with '-' turned into '_') and *value, and advances *i past
  * it. Returns 0, or -1 with a message.
@@ -364,6 +378,8 @@ static int next_flag(int argc, char **argv, int *i, char *name, size_t namecap, 
 		return fail(err, errlen, "command line: unknown key \"--%s\"", name);
 	if (eq != NULL) {
 		*value = eq + 1;
+	} else if (is_bool_key(name) && (*i + 1 >= argc || strncmp(argv[*i + 1], "--", 2) == 0)) {
+		*value = "true"; /* a bare boolean flag: --insecure */
 	} else {
 		if (*i + 1 >= argc)
 			return fail(err, errlen, "command line: key \"%s\" needs a value", name);

@@ -65,6 +65,13 @@ typedef struct {
 	int64_t hint_max_bytes; /* target: memory for all hints it holds; an install past it is 413; default 32 MiB */
 	int hint_max_names;     /* proxy: names in one order-hint request; more is 413; default 1000000 */
 	int hint_prefetch_inflight; /* target: staging fetches in flight under hints, 0 = none; default 4 */
+	/* Authentication (docs/security.md) */
+	int auth;                         /* bool: the public ports need credentials, default false */
+	char auth_keys[FT_PATH_MAX];      /* proxy: identity store (JSON); "" = the s3_keys file */
+	char cluster_secret[FT_PATH_MAX]; /* file with the cluster secret; signs the control plane; "" = none */
+	int insecure;                     /* bool: allow a non-loopback bind with auth off (loudly), default false */
+	int auth_anonymous_metrics;       /* bool: /metrics and /v1/daemon without credentials, default false */
+	int token_ttl_max;                /* proxy: longest token lifetime in seconds, default 604800 (7 days) */
 } ft_config_t;
 
 /* Fills defaults. */

@@ -15,10 +15,30 @@ import requests
 TIMEOUT = 30  # seconds for any single HTTP exchange
 
 
-def session():
-    """A requests session that never goes through an environment proxy."""
+def find_token(state_dir=None):
+    """The access token to send: FT_TOKEN from the environment, else the file `token` at the top of
+    state_dir (or of FT_STATE_DIR), else None (a cluster with authentication off)."""
+    tok = os.environ.get("FT_TOKEN", "").strip()
+    if tok:
+        return tok
+    d = state_dir or os.environ.get("FT_STATE_DIR")
+    if d:
+        try:
+            with open(os.path.join(d, "token")) as f:
+                return f.read().strip() or None
+        except OSError:
+            pass
+    return None
+
+
+def session(token=None):
+    """A requests session that never goes through an environment proxy and sends the access token
+    (token; None: find_token(); "": none) when there is one."""
     s = requests.Session()
     s.trust_env = False
+    tok = find_token() if token is None else token
+    if tok:
+        s.headers["Authorization"] = "Bearer " + tok
     return s
 
 
@@ -106,9 +126,9 @@ def cksum_hex(kind, data):
 class Api:
     """Native API calls against one proxy URL with one session (not thread-safe: one per thread)."""
 
-    def __init__(self, url, sess=None):
+    def __init__(self, url, sess=None, token=None):
         self.url = url.rstrip("/")
-        self.s = sess or session()
+        self.s = sess or session(token)
 
     def create_bucket(self, bucket, cksum=None, expect=200):
         body = {"action": "create-bck"}

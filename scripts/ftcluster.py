@@ -711,6 +711,17 @@ class Cluster:
         return "\n".join(out)
 
 
+def print_auth_help(cluster, out):
+    """How to use the admin token of a cluster with authentication on."""
+    o = cluster.url + "/v1/objects/demo/hello.txt"
+    print("Authentication is on. Admin token (valid %d days) in %s:"
+          % (TOKEN_TTL // 86400, os.path.join(cluster.dir, TOKEN_FILE)), file=out)
+    print("  export FT_TOKEN=%s" % cluster.token, file=out)
+    print("  curl -L -H \"Authorization: Bearer $FT_TOKEN\" %s" % o, file=out)
+    print("A new token: POST %s/v1/tokens {\"access_key\": ..., \"secret_key\": ...} (keys in %s)"
+          % (cluster.url, os.path.join(cluster.dir, S3_KEYS_FILE)), file=out)
+
+
 def run_foreground(cluster, out=sys.stdout):
     """`make run`: starts the cluster, prints how to use it, waits for Ctrl-C or SIGTERM, stops.
     Returns the exit status (1 when a daemon died on its own)."""
@@ -731,10 +742,13 @@ def run_foreground(cluster, out=sys.stdout):
         print("FastTier is up: 1 proxy, %d targets x %d mountpaths, state in %s"
               % (cluster.n_targets, cluster.n_mountpaths, cluster.dir), file=out)
         print("Endpoint: %s   (logs: %s/logs/)" % (url, cluster.dir), file=out)
+        auth = ' -H "Authorization: Bearer $FT_TOKEN"' if cluster.auth else ""
+        if cluster.auth:
+            print_auth_help(cluster, out)
         print("Try:", file=out)
-        print("  curl -X POST -d '{\"action\":\"create-bck\"}' %s" % b, file=out)
-        print("  curl -L -X PUT --data-binary 'hello, FastTier' %s" % o, file=out)
-        print("  curl -L %s" % o, file=out)
+        print("  curl%s -X POST -d '{\"action\":\"create-bck\"}' %s" % (auth, b), file=out)
+        print("  curl%s -L -X PUT --data-binary 'hello, FastTier' %s" % (auth, o), file=out)
+        print("  curl%s -L %s" % (auth, o), file=out)
         access, secret = cluster.s3_keys()
         print("S3 endpoint: %s/s3   region us-east-1   keys in %s" % (url, os.path.join(cluster.dir, S3_KEYS_FILE)),
               file=out)

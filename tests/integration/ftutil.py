@@ -238,7 +238,7 @@ def wait_until(fn, timeout, interval=0.05, what="condition"):
 def wait_job(where, job_id, timeout=60):
     """Polls GET /v1/jobs/job_id on where.url (a cluster handle or an Api) until the job's state is no longer
     "running"; returns its last status (a dict). Every poll must answer 200; AssertionError after timeout seconds."""
-    s = session()
+    s = session(getattr(where, "token", None))
     st = {}
 
     def done():
@@ -251,10 +251,10 @@ def wait_job(where, job_id, timeout=60):
     return st
 
 
-def create_remote(url, bucket, provider, backend, expect=200):
+def create_remote(url, bucket, provider, backend, expect=200, token=None):
     """Creates the remote bucket provider://bucket with the given backend settings; asserts the status; returns the
     response."""
-    r = session().post("%s/v1/buckets/%s?provider=%s" % (url, bucket, provider),
+    r = session(token).post("%s/v1/buckets/%s?provider=%s" % (url, bucket, provider),
                        json={"action": "create-bck", "value": {"backend": backend}}, timeout=TIMEOUT)
     assert r.status_code == expect, r.text
     return r

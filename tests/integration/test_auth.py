@@ -296,3 +296,49 @@ def test_insecure_flag_is_loud(tmp_path):
         proc.terminate()
         out = proc.communicate(timeout=10)[0]
     assert b"INSECURE" in out
+
+
+# ---- existing flows with auth on: a prefetch job, ft-loader ----
+import peers  # noqa: E402
+from ftutil import create_remote, wait_job  # noqa: E402
+
+origin = peers.nginx_origin_fixture()
+
+
+def test_prefetch_job_with_auth_on(acluster, origin):
+    b = unique("authjob")
+    create_remote(acluster.url, b, "ht", {"endpoint": origin.url}, token=acluster.token)
+    names = ["%s-%d" % (b, i) for i in range(5)]
+    for n in names:
+        p = origin.root / n
+        p.write_bytes(n.encode() * 10)
+        p.chmod(0o644)
+    s = session(token=acluster.token)
+    u = "%s/v1/buckets/%s?provider=ht" % (acluster.url, b)
+    assert_json_error(session(token="").post(u, json={"action": "prefetch-listrange",
+                                                      "value": {"objnames": names}}, timeout=30), 401)
+    r = s.post(u, json={"action": "prefetch-listrange", "value": {"objnames": names}}, timeout=30)
+    assert r.status_code == 200, r.text
+    st = wait_job(acluster, r.json()["job_id"])
+    assert st["state"] == "finished", st
+    got = s.get("%s/v1/objects/%s/%s?provider=ht" % (acluster.url, b, names[0]), timeout=30)
+    assert got.status_code == 200 and got.content == names[0].encode() * 10
+    assert s.delete(u, timeout=30).status_code == 200
+
+
+def test_loader_picks_up_the_token(acluster, tmp_path):
+    import urllib.parse
+    b = unique("authload")
+    Api(acluster.url, token=acluster.token).create_bucket(b)
+    u = urllib.parse.urlsplit(acluster.url)
+    base = [os.path.join(FT_BIN, "ft-loader"), "-ip", u.hostname, "-port", str(u.port), "-bucket", b,
+            "-pctput", "100", "-maxputs", "20", "-minsize", "1KiB", "-maxsize", "1KiB", "-numworkers", "4"]
+    env = {k: v for k, v in os.environ.items() if k not in ("FT_TOKEN", "FT_STATE_DIR")}
+    p = subprocess.run(base, capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode != 0  # without a token every request is refused
+    env["FT_STATE_DIR"] = acluster.c.dir
+    for extra in ([], ["-direct"]):
+        p = subprocess.run(base + extra, capture_output=True, text=True, timeout=120, env=env)
+        assert p.returncode == 0, p.stdout + p.stderr
+    names = [e["name"] for e in Api(acluster.url, token=acluster.token).list_all(b)[0]]
+    assert len(names) == 40

@@ -101,8 +101,11 @@ int px_metasync_node(const ft_node_t *node, const ft_smap_t *smap, const ft_bmd_
 void px_ctl_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 /* {"status":"ok","role":"proxy","id":...} (new reference). */
 json_t *px_health_json(const px_t *px);
-/* The document for what=smap|bmd (new reference), NULL for another word. */
-json_t *px_cluster_doc(const char *what);
+/*
+ * The document for what=smap|bmd (new reference), NULL for another word. public_port: the BMD
+ * without backend secrets (else with them sealed, for members).
+ */
+json_t *px_cluster_doc(const char *what, bool public_port);
 
 /* ---- route.c: public-port dispatcher ---- */
 void px_route(ft_req_t *r, void *ctx);

@@ -66,7 +66,7 @@ static void cluster(ft_req_t *r)
 		ft_resp_error(r, 400, "missing query parameter \"what\" (smap|bmd)");
 		return;
 	}
-	doc = px_cluster_doc(what);
+	doc = px_cluster_doc(what, true);
 	if (doc == NULL) {
 		ft_resp_error(r, 400, "unknown what=\"%s\" (expected smap|bmd)", what);
 		return;

@@ -436,3 +436,76 @@ def test_data_protection_traffic_is_signed(make_cluster):
         assert api.get(b, n).content == d
     for name in ["proxy"] + ["t%d" % i for i in range(4)]:
         assert "ctl: refused" not in log_text(h, name), name
+
+
+# ---- backend secrets: never on a public port, in a log or an error; sealed in the BMD ----
+def test_planted_backend_secret_never_leaks(acluster):
+    import boto3
+    from botocore.config import Config
+    peers.ensure_installed()
+    p = peers.start_s3rver(peers.scratch_dir())
+    planted = "PLANTED-" + secrets.token_hex(12)
+    wrong = "WRONG-" + secrets.token_hex(12)
+    answers = []
+    s = session(token=acluster.token)
+
+    def keep(r):
+        answers.append(r.text + json.dumps(dict(r.headers)))
+        return r
+
+    try:
+        s3 = boto3.client("s3", endpoint_url=p.url, aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER",
+                          region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
+        s3.put_object(Bucket=p.bucket, Key="k/one", Body=b"remote-bytes")
+        good, bad = unique("sec"), unique("secbad")
+        # good: the real key pair plus a planted session token (signed along, ignored by s3rver)
+        backend = {"bucket": p.bucket, "endpoint": p.url, "addressing": "path", "region": "us-east-1",
+                   "access_key": "S3RVER", "secret_key": "S3RVER", "session_token": planted}
+        keep(create_remote(acluster.url, good, "aws", backend, token=acluster.token))
+        # bad: a planted wrong secret key: every backend call fails, and its errors must not quote it
+        keep(create_remote(acluster.url, bad, "aws", dict(backend, access_key="NOPE", secret_key=wrong,
+                                                          session_token=wrong), token=acluster.token))
+        u = acluster.url
+        r = keep(s.get("%s/v1/objects/%s/k/one?provider=aws" % (u, good), timeout=30))
+        assert r.status_code == 200 and r.content == b"remote-bytes", r.text
+        keep(s.put("%s/v1/objects/%s/k/two?provider=aws" % (u, good), data=b"written-through", timeout=30))
+        keep(s.get("%s/v1/buckets/%s?provider=aws" % (u, good), timeout=30))
+        keep(s.head("%s/v1/buckets/%s?provider=aws" % (u, good), timeout=30))
+        keep(s.get("%s/v1/objects/%s/k/one?provider=aws" % (u, bad), timeout=30))
+        keep(s.put("%s/v1/objects/%s/k/x?provider=aws" % (u, bad), data=b"x", timeout=30))
+        keep(s.get("%s/v1/buckets/%s?provider=aws" % (u, bad), timeout=30))
+        r = keep(s.post("%s/v1/buckets/%s?provider=aws" % (u, bad), timeout=30,
+                        json={"action": "prefetch-listrange", "value": {"objnames": ["k/one"]}}))
+        if r.status_code == 200:
+            keep(s.get("%s/v1/jobs/%s" % (u, wait_job(acluster, r.json()["job_id"])["id"]), timeout=30))
+        bmd = keep(s.get(u + "/v1/cluster?what=bmd", timeout=30)).json()
+        names = {b["name"]: b for b in bmd["buckets"]}
+        assert "secret_key" not in names[good].get("backend", {}) and "session_token" not in names[good]["backend"]
+        keep(s.get(u + "/v1/buckets/", timeout=30))
+        for t in acluster.c.targets:  # the targets' public ports
+            keep(s.get("%s/v1/objects/%s/k/one?provider=aws" % (t.public_url, bad), timeout=30,
+                       allow_redirects=False))
+        # at rest: sealed in bmd.json, and still opens after a restart
+        with open(os.path.join(acluster.c.proxy.state_dir, "bmd.json")) as f:
+            at_rest = f.read()
+        assert "enc:v1:" in at_rest
+        restart_proxy(acluster)
+        r = keep(s.get("%s/v1/objects/%s/k/two?provider=aws" % (u, good), timeout=30))
+        assert r.status_code == 200 and r.content == b"written-through", r.text
+        for sec in (planted, wrong):
+            for a in answers:
+                assert sec not in a, a[:500]
+            assert sec not in at_rest
+            for name in os.listdir(os.path.join(acluster.c.dir, "logs")):
+                with open(os.path.join(acluster.c.dir, "logs", name), errors="replace") as f:
+                    assert sec not in f.read(), "secret in log " + name
+            for node in acluster.c.nodes:  # no state file of any node holds it in clear
+                for root, _, files in os.walk(node.state_dir):
+                    for fn in files:
+                        if fn.endswith(".json"):
+                            with open(os.path.join(root, fn), errors="replace") as f:
+                                assert sec not in f.read(), os.path.join(root, fn)
+        for b in (good, bad):
+            s.delete("%s/v1/buckets/%s?provider=aws" % (u, b), timeout=30)
+    finally:
+        p.stop()

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ft-loader HTTP/1.1 client pieces: incremental response parser, request head writer, URL escaping. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +45,40 @@ void ld_buf_escape(ld_buf_t *b, const char *s, size_t n, bool keep_slash)
 	}
 }
 
+/* ---- access token ---- */
+static char bearer[4200]; /* "Authorization: Bearer <token>\r\n", or "" */
+
+int ld_token_load(char *err, size_t errlen)
+{
+	const char *env = getenv("FT_TOKEN"), *dir = getenv("FT_STATE_DIR");
+	char tok[4100] = "", path[4096];
+	size_t n;
+
+	if (env != NULL && env[0] != '\0') {
+		snprintf(tok, sizeof(tok), "%s", env);
+	} else if (dir != NULL && dir[0] != '\0') {
+		snprintf(path, sizeof(path), "%s/token", dir);
+		FILE *f = fopen(path, "r");
+		if (f == NULL) {
+			snprintf(err, errlen, "FT_STATE_DIR: cannot read %s: %s", path, strerror(errno));
+			return -1;
+		}
+		n = fread(tok, 1, sizeof(tok) - 1, f);
+		tok[n] = '\0';
+		fclose(f);
+	}
+	n = strlen(tok);
+	while (n > 0 && (tok[n - 1] == '\n' || tok[n - 1] == '\r' || tok[n - 1] == ' '))
+		tok[--n] = '\0';
+	if (strpbrk(tok, "\r\n") != NULL) {
+		snprintf(err, errlen, "the access token holds a line break");
+		return -1;
+	}
+	if (n > 0)
+		snprintf(bearer, sizeof(bearer), "Authorization: Bearer %s\r\n", tok);
+	return 0;
+}
+
 /* ---- request head ---- */
 int ld_req_write(ld_buf_t *b, const ld_reqspec_t *rs)
 {
@@ -71,6 +107,8 @@ int ld_req_write(ld_buf_t *b, const ld_reqspec_t *rs)
 		ld_buf_str(b, "Expect: 100-continue\r\n");
 	if (rs->s3_sign && ld_s3_sign_headers(b, rs) != 0)
 		return -1;
+	if (!rs->s3_sign && bearer[0] != '\0')
+		ld_buf_str(b, bearer);
 	ld_buf_add(b, "\r\n", 2);
 	return b->overflow ? -1 : 0;
 }

@@ -211,6 +211,13 @@ typedef struct {
 	bool overflow;
 } ld_buf_t;
 void ld_buf_add(ld_buf_t *b, const char *s, size_t n);
+/*
+ * The access token every native request carries ("Authorization: Bearer"): FT_TOKEN from the
+ * environment, else the file `token` at the top of FT_STATE_DIR (what `ft-cluster start` writes);
+ * none when neither is set. Call once before any request; returns 0, or -1 with err when
+ * FT_STATE_DIR's token cannot be read.
+ */
+int ld_token_load(char *err, size_t errlen);
 void ld_buf_str(ld_buf_t *b, const char *s);
 void ld_buf_u64(ld_buf_t *b, uint64_t v);
 /* Percent-encodes s into b: everything but unreserved (and '/' when keep_slash). */

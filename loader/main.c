@@ -193,6 +193,10 @@ int main(int argc, char **argv)
 		return rc > 0 ? 0 : 2;
 	ld_objs_set_loaderid(o.loaderid);
 	ld_opstats_reset(&cleaned);
+	if (ld_token_load(err, sizeof(err)) != 0) {
+		fprintf(stderr, "ft-loader: %s\n", err);
+		goto out;
+	}
 	if (o.direct && (smap = ld_fetch_smap(&o, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "ft-loader: -direct: %s\n", err);
 		goto out;

@@ -9,7 +9,7 @@ json_t *px_health_json(const px_t *px)
 	return json_pack("{s:s,s:s,s:s}", "status", "ok", "role", "proxy", "id", px->id);
 }
 
-json_t *px_cluster_doc(const char *what)
+json_t *px_cluster_doc(const char *what, bool public_port)
 {
 	json_t *j = NULL;
 
@@ -19,7 +19,7 @@ json_t *px_cluster_doc(const char *what)
 		ft_smap_put(m);
 	} else if (strcmp(what, "bmd") == 0) {
 		ft_bmd_t *b = ft_bmd_current();
-		j = ft_bmd_to_json(b);
+		j = public_port ? ft_bmd_to_json_public(b) : ft_bmd_to_json(b); /* never a secret on a public port */
 		ft_bmd_put(b);
 	}
 	return j;
@@ -33,7 +33,7 @@ static void cluster_get(const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		ft_ctl_error(resp, 400, "missing query parameter \"what\" (smap|bmd)");
 		return;
 	}
-	resp->json = px_cluster_doc(what);
+	resp->json = px_cluster_doc(what, false);
 	if (resp->json == NULL)
 		ft_ctl_error(resp, 400, "unknown what=\"%s\" (expected smap|bmd)", what);
 	else

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/auth.h"
+#include "auth/urlsig.h"
 #include "base/codec.h"
 #include "base/log.h"
 #include "base/names.h"
@@ -117,6 +119,9 @@ static int names_from_object(const px_t *px, const hint_req_t *h, const ft_smap_
 	ft_strbuf_addf(&url, "%s/v1/objects/%s/", owner->public_url, h->bucket);
 	ft_pct_encode_buf(&url, obj, strlen(obj), FT_PCT_KEEP_SLASH);
 	ft_strbuf_addf(&url, "?provider=%s", h->provider);
+	if (ft_auth()->enabled)
+		ft_urlsig_append(&url, true, ft_auth()->url_key, "GET", h->provider, h->bucket, obj, strlen(obj),
+				 time(NULL));
 	if (url.failed || ft_client_get_bytes(url.p, HINT_TIMEOUT_MS, &status, &body, err, sizeof(err)) != 0) {
 		snprintf(why, cap, "url_list_object \"%s\": %s", obj, url.failed ? "out of memory" : err);
 		st = 502;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "rpc/client.h"
@@ -44,6 +45,12 @@ static void usage(FILE *f)
 		   "  --s3_root BOOL         serve the S3 API at / as well as /s3 (default false)\n"
 		   "  --s3_domain DOMAIN     virtual-host style S3 for Host <bucket>.DOMAIN\n"
 		   "  --s3_region REGION     region the S3 API reports (default us-east-1)\n"
+		   "  --auth BOOL           require credentials on the public port (default false)\n"
+		   "  --auth_keys FILE      identity store: access keys with roles (default: the s3_keys file)\n"
+		   "  --cluster_secret FILE the cluster secret (signs tokens, redirects, the control plane)\n"
+		   "  --insecure            allow a non-loopback bind with auth off\n"
+		   "  --auth_anonymous_metrics BOOL  /metrics and /v1/daemon without credentials\n"
+		   "  --token_ttl_max N     longest token lifetime in seconds (default 604800)\n"
 		   "  --proxy_url, --mountpath, --sync, --reserve_bytes, --http_*: accepted, used by targets\n"
 		   "  --check-config         parse the flags and the config file, check them, print OK and exit\n"
 		   "                         (binds nothing, writes nothing; exit 2 on an error)\n"
@@ -182,6 +189,8 @@ static int px_start(px_t *px, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the fan-out threads");
 		return -1;
 	}
+	if (ft_auth_init(c, true, err, errlen) != 0)
+		return -1;
 	if (px_cluster_init(px, err, errlen) != 0)
 		return -1;
 	if (s3_start(px, err, errlen) != 0)
@@ -228,6 +237,7 @@ static void px_stop(px_t *px)
 	px_s3_fini(px->s3);
 	px->s3 = NULL;
 	px_cluster_free(px);
+	ft_auth_fini();
 }
 
 static bool wants_help(int argc, char **argv)
@@ -243,10 +253,12 @@ static int check_config(px_t *px)
 {
 	char err[2048] = "";
 
-	if (px_derive(px, err, sizeof(err)) != 0 || px_s3_keys_check(&px->cfg, err, sizeof(err)) != 0) {
+	/* the cluster secret, the identity store (S3 keys among it) and the bind rule, as startup reads them */
+	if (px_derive(px, err, sizeof(err)) != 0 || ft_auth_init(&px->cfg, true, err, sizeof(err)) != 0) {
 		fprintf(stderr, "ft-proxy: %s\n", err);
 		return 2;
 	}
+	ft_auth_fini();
 	printf("OK ft-proxy id=%s public=%s control=%s\n", px->id, px->public_url, px->control_url);
 	return 0;
 }

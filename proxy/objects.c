@@ -4,6 +4,10 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+#include "auth/auth.h"
+#include "auth/urlsig.h"
 
 /* The path-and-query part of a request target (an absolute-form target loses scheme and authority). */
 static const char *origin_form(const char *target)
@@ -41,9 +45,20 @@ void px_object_redirect_provider(px_t *px, ft_req_t *r, const char *provider, co
 	}
 	/* The raw target keeps the client's exact encoding of the path and the query. */
 	const char *target = origin_form(ft_req_target(r));
-	size_t n = strlen(owner->public_url) + strlen(target) + 1;
-	char *location = ft_req_alloc(r, n);
-	snprintf(location, n, "%s%s", owner->public_url, target);
+	ft_strbuf_t loc = {0};
+	ft_strbuf_addf(&loc, "%s%s", owner->public_url, target);
+	/* Clients drop Authorization on a redirect to another port: the URL carries its own, short-lived. */
+	if (ft_auth()->enabled)
+		ft_urlsig_append(&loc, strchr(target, '?') != NULL, ft_auth()->url_key, ft_req_method_name(r), provider,
+				 bucket, obj, obj_len, time(NULL));
+	if (loc.failed) {
+		ft_strbuf_free(&loc);
+		ft_resp_error(r, 500, "out of memory");
+		goto out;
+	}
+	char *location = ft_req_alloc(r, loc.len + 1);
+	memcpy(location, loc.p, loc.len + 1);
+	ft_strbuf_free(&loc);
 	ft_resp_redirect(r, 307, location);
 out:
 	ft_smap_put(smap);

@@ -125,8 +125,11 @@ void px_maint_cluster_put(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 void px_maint_mountpaths(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 /* {"status":"ok","role":"proxy","id":...} (new reference). */
 json_t *px_health_json(const px_t *px);
-/* The document for what=smap|bmd (new reference), NULL for another word. */
-json_t *px_cluster_doc(const char *what);
+/*
+ * The document for what=smap|bmd (new reference), NULL for another word. public_port: the BMD
+ * without backend secrets (else with them sealed, for members).
+ */
+json_t *px_cluster_doc(const char *what, bool public_port);
 
 /* ---- route.c: public-port dispatcher ---- */
 void px_route(ft_req_t *r, void *ctx);
@@ -138,6 +141,16 @@ void px_batch(px_t *px, ft_req_t *r);
  * otherwise responds 400 and returns -1. Handlers that do not serve remote buckets answer 501.
  */
 int px_provider(ft_req_t *r, const char **provider);
+
+/* ---- auth.c: the native API's authentication (docs/security.md) ---- */
+/*
+ * Whether r may go on: true when auth is off, the endpoint is open, or the caller's credentials
+ * (Bearer token or SigV4) carry the role the endpoint table (common/auth/policy.c) asks for on the
+ * bucket; false after answering 401 or 403. Loop thread, no I/O.
+ */
+bool px_auth_request(px_t *px, ft_req_t *r, const char *path, size_t len);
+/* POST /v1/tokens: a token for a key pair of the identity store. */
+void px_tokens(px_t *px, ft_req_t *r);
 
 /* ---- buckets.c ---- */
 void px_buckets_list(px_t *px, ft_req_t *r);

@@ -69,7 +69,7 @@ static void cluster(px_t *px, ft_req_t *r)
 		ft_resp_error(r, 400, "missing query parameter \"what\" (smap|bmd)");
 		return;
 	}
-	doc = px_cluster_doc(what);
+	doc = px_cluster_doc(what, true);
 	if (doc == NULL) {
 		ft_resp_error(r, 400, "unknown what=\"%s\" (expected smap|bmd)", what);
 		return;
@@ -190,9 +190,15 @@ void px_route(ft_req_t *r, void *ctx)
 	size_t len;
 	const char *path = ft_req_path(r, &len);
 
-	if (ft_metrics_route(r)) /* before S3, which may be served at / */
+	/* /metrics before S3, which may be served at /; the endpoint table's role first (auth.c) */
+	if (len == strlen(FT_METRICS_PATH) && memcmp(path, FT_METRICS_PATH, len) == 0 &&
+	    !px_auth_request(px, r, path, len))
+		return;
+	if (ft_metrics_route(r))
 		return;
 	if (px_s3_route(px->s3, r)) /* /s3/..., and / or virtual hosts when configured */
+		return;
+	if (!px_auth_request(px, r, path, len)) /* the endpoint table's role (auth.c); 401/403 answered */
 		return;
 	if (under(path, len, "/v1/objects"))
 		objects(px, r, path, len);
@@ -204,6 +210,8 @@ void px_route(ft_req_t *r, void *ctx)
 		px_batch(px, r); /* batch.c: GetBatch */
 	else if (len == strlen("/v1/health") && memcmp(path, "/v1/health", len) == 0)
 		health(px, r);
+	else if (len == strlen("/v1/tokens") && memcmp(path, "/v1/tokens", len) == 0)
+		px_tokens(px, r);
 	else if (len == strlen("/v1/cluster") && memcmp(path, "/v1/cluster", len) == 0)
 		cluster(px, r);
 	else if (len == strlen("/v1/daemon") && memcmp(path, "/v1/daemon", len) == 0)

@@ -7,7 +7,11 @@ A cluster lives in one directory DIR:
   DIR/logs/<name>.log   stdout+stderr of each node (appended across restarts)
   DIR/proxy/            the proxy's state dir
   DIR/t<i>/             target i's state dir (node.id), with mountpaths DIR/t<i>/mp<j>
-  DIR/s3keys.json       the S3 access key pair the proxy accepts (generated once, mode 0600)
+  DIR/s3keys.json       the identity store: an admin access key pair for the native and S3 APIs
+                        (generated once, mode 0600)
+  DIR/cluster.secret    with auth on: the cluster secret (generated once, mode 0600), copied into
+                        every node's state dir; it signs tokens, redirects and the control plane
+  DIR/token             with auth on: an admin token (POST /v1/tokens with the key pair), mode 0600
 
 The proxy gets public port PORT and control port PORT+1; every target gets the next two free
 ports after that (checked by binding). Daemons run in their own session, so a Ctrl-C in the
@@ -17,6 +21,8 @@ The same Cluster class serves the command line (scripts/ft-cluster) and the inte
 (tests/integration/conftest.py), so both start daemons the same way. Standard library only.
 """
 
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -74,6 +80,58 @@ def ensure_s3_keys(directory):
     return path, access, secret
 
 
+SECRET_FILE = "cluster.secret"
+TOKEN_FILE = "token"
+TOKEN_TTL = 7 * 24 * 3600
+
+
+def write_private(path, text):
+    """Writes text to path through a temp file created with mode 0600."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def ensure_cluster_secret(directory):
+    """DIR/cluster.secret: 64 random hex digits, created when missing (mode 0600). Returns it."""
+    path = os.path.join(directory, SECRET_FILE)
+    try:
+        with open(path) as f:
+            secret = f.read().strip()
+        if len(secret) >= 32:
+            return secret
+    except OSError:
+        pass
+    secret = secrets.token_hex(32)
+    write_private(path, secret + "\n")
+    return secret
+
+
+def read_token(directory):
+    """The token in DIR/token, or None."""
+    try:
+        with open(os.path.join(directory, TOKEN_FILE)) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def ctl_headers(secret, method, target, body=b""):
+    """Headers that authenticate one control-port request with the cluster secret (the scheme of
+    common/rpc/client.c: HMAC-SHA256 over method, request target, time, nonce and body hash)."""
+    key = hmac.new(secret.encode(), b"fasttier ctl v1", hashlib.sha256).digest()
+    ts = str(int(time.time()))
+    nonce = secrets.token_hex(16)
+    msg = "ft-ctl-v1\n%s\n%s\n%s\n%s\n%s" % (method, target, ts, nonce,
+                                               hashlib.sha256(body or b"").hexdigest())
+    sig = hmac.new(key, msg.encode(), hashlib.sha256).hexdigest()
+    return {"Ft-Time": ts, "Ft-Nonce": nonce, "Ft-Signature": sig}
+
+
 def repo_root():
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -109,12 +167,19 @@ def next_free_port(host, start, taken=()):
     raise ClusterError("no free port at or above %d on %s" % (start, host))
 
 
-def http_json(method, url, body=None, timeout=2.0):
-    """One HTTP exchange. Returns (status, parsed JSON or None). Raises OSError when unreachable."""
+def http_json(method, url, body=None, timeout=2.0, headers=None, secret=None):
+    """One HTTP exchange. Returns (status, parsed JSON or None). Raises OSError when unreachable.
+    headers: extra request headers; secret: sign it as a control-port request."""
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method)
     if data is not None:
         req.add_header("Content-Type", "application/json")
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    if secret:
+        target = url[url.index("/", url.index("://") + 3):]
+        for k, v in ctl_headers(secret, method, target, data).items():
+            req.add_header(k, v)
     try:
         with _OPENER.open(req, timeout=timeout) as resp:
             status, raw = resp.status, resp.read()
@@ -299,7 +364,8 @@ class Cluster:
     """A local cluster: one proxy and N targets under one directory."""
 
     def __init__(self, directory, port, targets=3, mountpaths=2, bindir=None, keepalive_ms=None,
-                 host="127.0.0.1", proxy_args=(), target_args=(), env=None, public_host=None):
+                 host="127.0.0.1", proxy_args=(), target_args=(), env=None, public_host=None,
+                 auth=False):
         self.dir = os.path.abspath(directory)
         self.port = int(port)
         self.n_targets = int(targets)
@@ -310,6 +376,7 @@ class Cluster:
         self.public_host = public_host or host    # advertised in URLs (map, redirects)
         self.proxy_args = list(proxy_args)
         self.target_args = list(target_args)
+        self.auth = bool(auth)                    # public ports need credentials; control plane signed
         self.env = self._daemon_env(env)
         self.proxy = None
         self.targets = []
@@ -342,7 +409,7 @@ class Cluster:
         os.makedirs(self.dir, exist_ok=True)
         state = {"host": self.host, "public_host": self.public_host, "port": self.port, "url": self.url, "bindir": self.bindir,
                  "targets_expected": self.n_targets, "mountpaths": self.n_mountpaths,
-                 "keepalive_ms": self.keepalive_ms,
+                 "keepalive_ms": self.keepalive_ms, "auth": self.auth,
                  "proxy": self.proxy.to_json() if self.proxy else None,
                  "targets": [t.to_json() for t in self.targets]}
         tmp = self.state_file + ".tmp"
@@ -364,7 +431,7 @@ class Cluster:
             raise ClusterError("%s is corrupt: %s" % (path, e)) from None
         c = cls(directory, st["port"], st.get("targets_expected", len(st["targets"])),
                 st.get("mountpaths", 2), st.get("bindir"), st.get("keepalive_ms"), st["host"],
-                public_host=st.get("public_host"))
+                public_host=st.get("public_host"), auth=st.get("auth", False))
         c.proxy = Node.from_json(st["proxy"], c.public_host) if st.get("proxy") else None
         c.targets = [Node.from_json(t, c.public_host) for t in st["targets"]]
         return c
@@ -375,6 +442,10 @@ class Cluster:
                 "--control_port", str(control_port), "--state_dir", state_dir]
         if self.public_host != self.host:
             args += ["--public_host", self.public_host]
+        if self.auth:  # each node gets its own copy of the secret, as a real deployment would
+            node_secret = os.path.join(state_dir, SECRET_FILE)
+            write_private(node_secret, ensure_cluster_secret(self.dir) + "\n")
+            args += ["--auth", "true", "--cluster_secret", node_secret]
         return args
 
     def _plan(self):
@@ -436,6 +507,11 @@ class Cluster:
                 raise ClusterError("a cluster is already running in %s (pids %s); stop it first"
                                    % (self.dir, ", ".join(str(n.pid) for n in old.running())))
         self._plan()
+        if self.auth:  # a token of an earlier run may be signed with another secret: get a new one
+            try:
+                os.unlink(os.path.join(self.dir, TOKEN_FILE))
+            except OSError:
+                pass
         try:
             self.proxy.spawn(self.env)
             for t in self.targets:
@@ -449,6 +525,32 @@ class Cluster:
             raise ClusterError(msg) from None
         return self.url
 
+    # ---- credentials ----
+    @property
+    def secret(self):
+        """The cluster secret (auth on), else None."""
+        return ensure_cluster_secret(self.dir) if self.auth else None
+
+    @property
+    def token(self):
+        """The admin token in DIR/token (auth on), else None."""
+        return read_token(self.dir) if self.auth else None
+
+    def auth_headers(self):
+        tok = self.token
+        return {"Authorization": "Bearer " + tok} if tok else {}
+
+    def issue_token(self, ttl=TOKEN_TTL, timeout=2.0):
+        """POSTs the admin key pair to /v1/tokens and writes the token to DIR/token (0600)."""
+        access, secret = self.s3_keys()
+        status, body = http_json("POST", self.url + "/v1/tokens",
+                                 {"access_key": access, "secret_key": secret, "ttl": ttl},
+                                 timeout=timeout)
+        if status != 200 or not isinstance(body, dict) or "token" not in body:
+            raise ClusterError("POST /v1/tokens answered %s: %s" % (status, body))
+        write_private(os.path.join(self.dir, TOKEN_FILE), body["token"] + "\n")
+        return body["token"]
+
     def s3_keys(self):
         """(access_key, secret) of DIR/s3keys.json, the pair the proxy was started with."""
         _, access, secret = ensure_s3_keys(self.dir)
@@ -457,8 +559,11 @@ class Cluster:
     def smap(self, timeout=2.0):
         """The proxy's cluster map, or None when it does not answer with one."""
         try:
-            status, body = http_json("GET", self.url + "/v1/cluster?what=smap", timeout=timeout)
-        except OSError:
+            if self.auth and read_token(self.dir) is None:
+                self.issue_token(timeout=timeout)
+            status, body = http_json("GET", self.url + "/v1/cluster?what=smap", timeout=timeout,
+                                     headers=self.auth_headers())
+        except (OSError, ClusterError):
             return None
         if status != 200 or not isinstance(body, dict):
             return None
@@ -511,7 +616,8 @@ class Cluster:
         if node.kind != "target":
             return True
         try:
-            status, body = http_json("POST", node.control_url + "/v1/metasync", {}, timeout=1.0)
+            status, body = http_json("POST", node.control_url + "/v1/metasync", {}, timeout=1.0,
+                                     secret=self.secret)
         except OSError:
             return False
         if status != 200 or not isinstance(body, dict):
@@ -605,6 +711,17 @@ class Cluster:
         return "\n".join(out)
 
 
+def print_auth_help(cluster, out):
+    """How to use the admin token of a cluster with authentication on."""
+    o = cluster.url + "/v1/objects/demo/hello.txt"
+    print("Authentication is on. Admin token (valid %d days) in %s:"
+          % (TOKEN_TTL // 86400, os.path.join(cluster.dir, TOKEN_FILE)), file=out)
+    print("  export FT_TOKEN=%s" % cluster.token, file=out)
+    print("  curl -L -H \"Authorization: Bearer $FT_TOKEN\" %s" % o, file=out)
+    print("A new token: POST %s/v1/tokens {\"access_key\": ..., \"secret_key\": ...} (keys in %s)"
+          % (cluster.url, os.path.join(cluster.dir, S3_KEYS_FILE)), file=out)
+
+
 def run_foreground(cluster, out=sys.stdout):
     """`make run`: starts the cluster, prints how to use it, waits for Ctrl-C or SIGTERM, stops.
     Returns the exit status (1 when a daemon died on its own)."""
@@ -625,10 +742,13 @@ def run_foreground(cluster, out=sys.stdout):
         print("FastTier is up: 1 proxy, %d targets x %d mountpaths, state in %s"
               % (cluster.n_targets, cluster.n_mountpaths, cluster.dir), file=out)
         print("Endpoint: %s   (logs: %s/logs/)" % (url, cluster.dir), file=out)
+        auth = ' -H "Authorization: Bearer $FT_TOKEN"' if cluster.auth else ""
+        if cluster.auth:
+            print_auth_help(cluster, out)
         print("Try:", file=out)
-        print("  curl -X POST -d '{\"action\":\"create-bck\"}' %s" % b, file=out)
-        print("  curl -L -X PUT --data-binary 'hello, FastTier' %s" % o, file=out)
-        print("  curl -L %s" % o, file=out)
+        print("  curl%s -X POST -d '{\"action\":\"create-bck\"}' %s" % (auth, b), file=out)
+        print("  curl%s -L -X PUT --data-binary 'hello, FastTier' %s" % (auth, o), file=out)
+        print("  curl%s -L %s" % (auth, o), file=out)
         access, secret = cluster.s3_keys()
         print("S3 endpoint: %s/s3   region us-east-1   keys in %s" % (url, os.path.join(cluster.dir, S3_KEYS_FILE)),
               file=out)

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
 #include "base/config.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -37,38 +38,42 @@ static void errf(char *err, size_t errlen, const char *fmt, ...)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ft-target [--config FILE] [--key value | --key=value]...\n"
-		   "Storage target of a FastTier cluster: serves objects on the public port, joins the proxy.\n"
-		   "\n"
-		   "  --id ID               node id (default: <state_dir>/node.id, generated on first start)\n"
-		   "  --bind ADDR           listen address of both ports (default 127.0.0.1)\n"
-		   "  --public_port N       public (client) port (default 51080)\n"
-		   "  --public_host HOST    advertised public host (default: bind)\n"
-		   "  --control_port N      control (intra-cluster) port (default public_port+1)\n"
-		   "  --control_host HOST   advertised control host (default: public_host)\n"
-		   "  --proxy_url URL       control URL of the primary proxy, e.g. http://127.0.0.1:51081\n"
-		   "  --state_dir DIR       node state (id file), default .\n"
-		   "  --mountpath DIR       object storage directory (repeat for several)\n"
-		   "  --log_level L         debug|info|warn|error (default info)\n"
-		   "  --log-format F        text|json: one JSON object a line (default text)\n"
-		   "  --loop_threads N      public-port loop threads (0 = CPUs)\n"
-		   "  --worker_threads N    worker pool size (default 64)\n"
-		   "  --keepalive_ms N      keepalive interval (default 2000)\n"
-		   "  --sync P              none|data|full (default none)\n"
-		   "  --reserve_bytes N     free space kept on each mountpath (default 64 MiB)\n"
-		   "  --lru_high_pct N, --lru_low_pct N  eviction watermarks, %% of a mountpath (default 90, 75)\n"
-		   "  --lru_quota_bytes N   per-mountpath capacity for the watermarks (default 0: the filesystem's)\n"
-		   "  --lru_interval_ms N   how often usage is checked (default 10000)\n"
-		   "  --hint_max_bytes N    memory for the epoch order hints held here (default 32 MiB)\n"
-		   "  --hint_prefetch_inflight N  objects staged ahead at once under hints, 0 = none (default 4)\n"
-		   "  --job_expiry_s N      a finished job stays listed this long (default 3600)\n"
-		   "  --shard_max_decoded_bytes N  bytes one shard read may decode (default 1 GiB)\n"
-		   "  --http_max_header_bytes N, --http_max_headers N, --http_idle_timeout_ms N,\n"
-		   "  --http_header_timeout_ms N, --http_body_timeout_ms N\n"
-		   "  --config FILE         JSON file with the same keys (flags win)\n"
-		   "  --check-config        parse the flags and the config file, check them, print OK and exit\n"
-		   "                        (binds nothing, writes nothing; exit 2 on an error)\n"
-		   "  --help                this text\n");
+	fprintf(f,
+		"usage: ft-target [--config FILE] [--key value | --key=value]...\n"
+		"Storage target of a FastTier cluster: serves objects on the public port, joins the proxy.\n"
+		"\n"
+		"  --id ID               node id (default: <state_dir>/node.id, generated on first start)\n"
+		"  --bind ADDR           listen address of both ports (default 127.0.0.1)\n"
+		"  --public_port N       public (client) port (default 51080)\n"
+		"  --public_host HOST    advertised public host (default: bind)\n"
+		"  --control_port N      control (intra-cluster) port (default public_port+1)\n"
+		"  --control_host HOST   advertised control host (default: public_host)\n"
+		"  --proxy_url URL       control URL of the primary proxy, e.g. http://127.0.0.1:51081\n"
+		"  --state_dir DIR       node state (id file), default .\n"
+		"  --mountpath DIR       object storage directory (repeat for several)\n"
+		"  --log_level L         debug|info|warn|error (default info)\n"
+		"  --log-format F        text|json: one JSON object a line (default text)\n"
+		"  --loop_threads N      public-port loop threads (0 = CPUs)\n"
+		"  --worker_threads N    worker pool size (default 64)\n"
+		"  --keepalive_ms N      keepalive interval (default 2000)\n"
+		"  --sync P              none|data|full (default none)\n"
+		"  --reserve_bytes N     free space kept on each mountpath (default 64 MiB)\n"
+		"  --lru_high_pct N, --lru_low_pct N  eviction watermarks, %% of a mountpath (default 90, 75)\n"
+		"  --lru_quota_bytes N   per-mountpath capacity for the watermarks (default 0: the filesystem's)\n"
+		"  --lru_interval_ms N   how often usage is checked (default 10000)\n"
+		"  --hint_max_bytes N    memory for the epoch order hints held here (default 32 MiB)\n"
+		"  --hint_prefetch_inflight N  objects staged ahead at once under hints, 0 = none (default 4)\n"
+		"  --job_expiry_s N      a finished job stays listed this long (default 3600)\n"
+		"  --shard_max_decoded_bytes N  bytes one shard read may decode (default 1 GiB)\n"
+		"  --http_max_header_bytes N, --http_max_headers N, --http_idle_timeout_ms N,\n"
+		"  --http_header_timeout_ms N, --http_body_timeout_ms N\n"
+		"  --config FILE         JSON file with the same keys (flags win)\n"
+		"  --auth BOOL           require a token or a signed URL on the public port (default false)\n"
+		"  --cluster_secret FILE the cluster secret (verifies tokens and redirects, signs the control plane)\n"
+		"  --insecure            allow a non-loopback bind with auth off\n"
+		"  --check-config        parse the flags and the config file, check them, print OK and exit\n"
+		"                        (binds nothing, writes nothing; exit 2 on an error)\n"
+		"  --help                this text\n");
 }
 
 static int id_valid(const char *id)
@@ -222,6 +227,7 @@ static void shutdown_all(tgt_t *t)
 	tgt_ec_fini(t);
 	tgt_mountpaths_close(t);
 	ft_config_free(&t->cfg);
+	ft_auth_fini();
 }
 
 /* --check-config: what startup would refuse, found without binding, joining or writing anything. Exit status. */
@@ -240,6 +246,12 @@ static int check_config(tgt_t *t)
 		fprintf(stderr, "ft-target: %s\n", why);
 		return 2;
 	}
+	char err[512] = ""; /* the cluster secret and the bind rule, as startup reads them */
+	if (ft_auth_init(&t->cfg, false, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ft-target: %s\n", err);
+		return 2;
+	}
+	ft_auth_fini();
 	printf("OK ft-target id=%s public=%s control=%s proxy=%s mountpaths=%d\n",
 	       t->cfg.id[0] ? t->cfg.id : "(state_dir)", t->public_url, t->control_url, url[0] ? url : "(none)",
 	       t->cfg.n_mountpaths);
@@ -297,6 +309,8 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (ft_auth_init(&t->cfg, false, err, sizeof(err)) != 0)
+		goto fail;
 	if (resolve_id(t, err, sizeof(err)) != 0 || tgt_mountpaths_open(t, err, sizeof(err)) != 0)
 		goto fail;
 	if (ft_client_global_init() != 0) {

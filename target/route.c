@@ -118,6 +118,7 @@ static int check_owner(ft_req_t *r, tgt_t *t, tgt_obj_t *o)
 	char *loc = ft_req_alloc(r, ulen + tlen + 1);
 	memcpy(loc, owner->public_url, ulen);
 	memcpy(loc + ulen, target, tlen + 1);
+	loc = tgt_auth_sign_redirect(r, o, loc); /* a request authorized by its token: the URL carries it on */
 	ft_resp_redirect(r, 307, loc);
 out:
 	ft_smap_put(smap);
@@ -138,7 +139,8 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 	tgt_obj_t *o = ft_req_alloc(r, sizeof(*o));
 	memset(o, 0, sizeof(*o));
 	o->t = t;
-	if (check_provider(r, o) != 0 || check_names(r, o, bucket, obj, obj_len) != 0 || check_owner(r, t, o) != 0)
+	if (check_provider(r, o) != 0 || tgt_auth_object(r, o->provider, bucket, obj, obj_len) != 0 ||
+	    check_names(r, o, bucket, obj, obj_len) != 0 || check_owner(r, t, o) != 0)
 		return;
 	if (tgt_is_remote(o) && m == FT_HTTP_DELETE && !mpu && tgt_evict_wanted(r)) {
 		tgt_evict_object(r, o); /* jobs.c: the cached copy only */
@@ -197,10 +199,14 @@ void tgt_route_public(ft_req_t *r, void *ctx)
 		health(r, t);
 		return;
 	}
-	if (ft_metrics_route(r))
+	if (len == strlen(FT_METRICS_PATH) && memcmp(path, FT_METRICS_PATH, len) == 0) {
+		if (tgt_auth_endpoint(r, path, len) == 0)
+			ft_metrics_route(r);
 		return;
+	}
 	if (len == strlen("/v1/batch") && memcmp(path, "/v1/batch", len) == 0) {
-		tgt_batch(r, t); /* shard/batch.c */
+		if (tgt_auth_endpoint(r, path, len) == 0)
+			tgt_batch(r, t); /* shard/batch.c */
 		return;
 	}
 	if (ft_path_split(r, path, len, OBJECTS_PREFIX, &bucket, &obj, &obj_len) == 0) {

@@ -31,6 +31,26 @@
  */
 typedef int (*tgt_job_fn)(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 
+/* ---- auth.c: public-port authorization (docs/security.md) ---- */
+/*
+ * With auth on, an object request needs a valid signed URL (the proxy's redirect, bound to the
+ * method, provider, bucket and object) or a Bearer token whose role allows it; 0 to go on, or -1
+ * after answering 401/403. With auth off, 0.
+ */
+/*
+ * With auth on, the endpoint table's role for a public path other than objects (/metrics, /v1/batch):
+ * a Bearer token whose key is not limited to buckets (a batch names any bucket). 0, or -1 after
+ * answering 401/403.
+ */
+int tgt_auth_endpoint(ft_req_t *r, const char *path, size_t len);
+int tgt_auth_object(ft_req_t *r, const char *provider, const char *bucket, const char *obj, size_t obj_len);
+/*
+ * The Location for a redirect of an authorized object request to its owner: loc itself when auth
+ * is off or the URL is already signed, else loc with a signature for this method and object
+ * (request memory).
+ */
+char *tgt_auth_sign_redirect(ft_req_t *r, const tgt_obj_t *o, char *loc);
+
 /* ---- route.c: public port ---- */
 /* ft_handler_fn of the public server; ctx is the tgt_t. */
 void tgt_route_public(ft_req_t *r, void *ctx);

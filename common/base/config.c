@@ -90,6 +90,12 @@ static const config_key_t config_keys[] = {
 	INT(probe_interval_ms, 0, 60000),
 	INT(job_expiry_s, 1, 31536000),
 	{"shard_max_decoded_bytes", KIND_INT64, offsetof(ft_config_t, shard_max_decoded_bytes), 0, 1, INT64_MAX},
+	BOOL(auth),
+	STR(auth_keys, KIND_STR),
+	STR(cluster_secret, KIND_STR),
+	BOOL(insecure),
+	BOOL(auth_anonymous_metrics),
+	INT(token_ttl_max, 60, 31536000),
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -139,6 +145,7 @@ void ft_config_defaults(ft_config_t *c)
 	c->probe_interval_ms = 250;
 	c->job_expiry_s = 3600;
 	c->shard_max_decoded_bytes = (int64_t)1 << 30;
+	c->token_ttl_max = 7 * 24 * 3600;
 }
 
 int ft_config_take_flag(int *argc, char **argv, const char *flag)
@@ -366,6 +373,13 @@ out:
 	return rc;
 }
 
+static bool is_bool_key(const char *name)
+{
+	const config_key_t *k = find_key(name);
+
+	return k != NULL && k->kind == KIND_BOOL;
+}
+
 /*
  * Reads the flag at argv[*i] into name (with '-' turned into '_') and *value, and advances *i past
  * it. Returns 0, or -1 with a message.
@@ -392,6 +406,8 @@ static int next_flag(int argc, char **argv, int *i, char *name, size_t namecap, 
 		return fail(err, errlen, "command line: unknown key \"--%s\"", name);
 	if (eq != NULL) {
 		*value = eq + 1;
+	} else if (is_bool_key(name) && (*i + 1 >= argc || strncmp(argv[*i + 1], "--", 2) == 0)) {
+		*value = "true"; /* a bare boolean flag: --insecure */
 	} else {
 		if (*i + 1 >= argc)
 			return fail(err, errlen, "command line: key \"%s\" needs a value", name);

@@ -70,6 +70,13 @@ typedef struct {
 	int job_expiry_s;           /* target: a finished job stays listed this long, default 3600 (docs/jobs.md) */
 	/* Shards (docs/shards.md) */
 	int64_t shard_max_decoded_bytes; /* target: bytes one shard read may decode (bombs); default 1 GiB */
+	/* Authentication (docs/security.md) */
+	int auth;                         /* bool: the public ports need credentials, default false */
+	char auth_keys[FT_PATH_MAX];      /* proxy: identity store (JSON); "" = the s3_keys file */
+	char cluster_secret[FT_PATH_MAX]; /* file with the cluster secret; signs the control plane; "" = none */
+	int insecure;                     /* bool: allow a non-loopback bind with auth off (loudly), default false */
+	int auth_anonymous_metrics;       /* bool: /metrics and /v1/daemon without credentials, default false */
+	int token_ttl_max;                /* proxy: longest token lifetime in seconds, default 604800 (7 days) */
 } ft_config_t;
 
 /* Fills defaults. */

@@ -10,6 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
+#include "auth/auth.h"
+#include "auth/seal.h"
 #include "base/codec.h"
 
 /*
@@ -166,10 +170,49 @@ const ft_bucket_t *ft_bmd_find(const ft_bmd_t *b, const char *provider, const ch
 	return i >= 0 ? &b->buckets[i] : NULL;
 }
 
-/* The bucket as JSON; the backend properties with or without the secret ones. NULL on allocation failure. */
-static json_t *bucket_json(const ft_bucket_t *bucket, int with_secrets)
+static const char *const secret_keys[] = {"secret_key", "session_token", "account_key", "sas"};
+#define N_SECRET_KEYS (sizeof(secret_keys) / sizeof(secret_keys[0]))
+
+typedef enum {
+	SECRETS_DROP = 0, /* public form: no secrets at all */
+	SECRETS_SEALED,   /* sealed with the cluster key when there is one (auth/seal.h), else as they are */
+} secrets_mode_t;
+
+/* The additional data a sealed secret is bound to: "provider/bucket/field". */
+static void seal_aad(const ft_bucket_t *bucket, const char *field, char *out, size_t cap)
 {
-	static const char *const secrets[] = {"secret_key", "session_token", "account_key", "sas"};
+	snprintf(out, cap, "%s/%s/%s", bucket->provider, bucket->name, field);
+}
+
+/* Replaces the secret members of be by their sealed form; 0 or -1. */
+static int seal_secrets(const ft_bucket_t *bucket, json_t *be)
+{
+	const ft_auth_t *a = ft_auth();
+	char aad[FT_BUCKET_NAME_MAX + 64];
+
+	if (!a->have_secret)
+		return 0;
+	for (size_t i = 0; i < N_SECRET_KEYS; i++) {
+		const char *v = json_string_value(json_object_get(be, secret_keys[i]));
+		if (v == NULL || v[0] == '\0' || ft_seal_is_sealed(v))
+			continue;
+		seal_aad(bucket, secret_keys[i], aad, sizeof(aad));
+		char *sealed = ft_seal(a->seal_key, aad, v);
+		if (sealed == NULL || json_object_set_new(be, secret_keys[i], json_string(sealed)) != 0) {
+			free(sealed);
+			return -1;
+		}
+		free(sealed);
+	}
+	return 0;
+}
+
+/* Opens the sealed secret members of bk->backend in place; 0, or -1 with err (never the value). */
+static int open_secrets(ft_bucket_t *bk, const char *what, char *err, size_t errlen);
+
+/* The bucket as JSON, its backend secrets as mode says. NULL on allocation failure. */
+static json_t *bucket_json(const ft_bucket_t *bucket, secrets_mode_t mode)
+{
 	json_t *j = json_pack(
 		"{s:s, s:s, s:s, s:I, s:{s:i}, s:{s:i, s:i, s:I}, s:b}", "name", bucket->name, "provider",
 		bucket->provider, "checksum", ft_cksum_name(bucket->cksum), "created", (json_int_t)bucket->created_ns,
@@ -184,18 +227,21 @@ static json_t *bucket_json(const ft_bucket_t *bucket, int with_secrets)
 		json_decref(j);
 		return NULL;
 	}
-	for (size_t i = 0; !with_secrets && i < sizeof(secrets) / sizeof(secrets[0]); i++)
-		json_object_del(be, secrets[i]);
+	for (size_t i = 0; mode == SECRETS_DROP && i < N_SECRET_KEYS; i++)
+		json_object_del(be, secret_keys[i]);
+	if (mode == SECRETS_SEALED && seal_secrets(bucket, be) != 0) {
+		json_decref(j);
+		return NULL;
+	}
 	return j;
 }
 
 json_t *ft_bucket_to_json(const ft_bucket_t *bucket)
 {
-	return bucket_json(bucket, 0);
+	return bucket_json(bucket, SECRETS_DROP);
 }
 
-/* NULL on allocation failure. */
-json_t *ft_bmd_to_json(const ft_bmd_t *b)
+static json_t *bmd_json(const ft_bmd_t *b, secrets_mode_t mode)
 {
 	json_t *j = json_pack("{s:I, s:s}", "version", (json_int_t)b->version, "uuid", b->uuid);
 	json_t *a = json_array();
@@ -203,7 +249,7 @@ json_t *ft_bmd_to_json(const ft_bmd_t *b)
 	if (j == NULL || a == NULL)
 		goto fail;
 	for (int i = 0; i < b->n; i++) {
-		if (json_array_append_new(a, bucket_json(&b->buckets[i], 1)) != 0)
+		if (json_array_append_new(a, bucket_json(&b->buckets[i], mode)) != 0)
 			goto fail;
 	}
 	if (json_object_set_new(j, "buckets", a) != 0) {
@@ -215,6 +261,17 @@ fail:
 	json_decref(a);
 	json_decref(j);
 	return NULL;
+}
+
+/* NULL on allocation failure. */
+json_t *ft_bmd_to_json(const ft_bmd_t *b)
+{
+	return bmd_json(b, SECRETS_SEALED);
+}
+
+json_t *ft_bmd_to_json_public(const ft_bmd_t *b)
+{
+	return bmd_json(b, SECRETS_DROP);
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -285,6 +342,39 @@ static int bucket_from_json(ft_bucket_t *bk, const json_t *o, const char *what, 
 			return fail(err, errlen, "bmd: %s: \"backend\" must be an object", what);
 		bk->backend = json_deep_copy(be); /* the caller's reference: dropped after ft_bmd_add */
 		if (bk->backend == NULL)
+			return fail(err, errlen, "bmd: out of memory");
+		if (open_secrets(bk, what, err, errlen) != 0) {
+			json_decref(bk->backend);
+			bk->backend = NULL;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int open_secrets(ft_bucket_t *bk, const char *what, char *err, size_t errlen)
+{
+	const ft_auth_t *a = ft_auth();
+	char aad[FT_BUCKET_NAME_MAX + 64];
+
+	for (size_t i = 0; i < N_SECRET_KEYS; i++) {
+		const char *v = json_string_value(json_object_get(bk->backend, secret_keys[i]));
+		if (!ft_seal_is_sealed(v))
+			continue;
+		if (!a->have_secret)
+			return fail(err, errlen, "bmd: %s: backend \"%s\" is sealed and no cluster secret is loaded",
+				    what, secret_keys[i]);
+		seal_aad(bk, secret_keys[i], aad, sizeof(aad));
+		char *plain = ft_unseal(a->seal_key, aad, v);
+		if (plain == NULL)
+			return fail(err, errlen,
+				    "bmd: %s: backend \"%s\" does not open with this cluster secret (another "
+				    "cluster's, or changed)",
+				    what, secret_keys[i]);
+		int rc = json_object_set_new(bk->backend, secret_keys[i], json_string(plain));
+		OPENSSL_cleanse(plain, strlen(plain));
+		free(plain);
+		if (rc != 0)
 			return fail(err, errlen, "bmd: out of memory");
 	}
 	return 0;

@@ -55,7 +55,14 @@ int ft_bmd_add(ft_bmd_t *b, const ft_bucket_t *bucket);
 /* Removes; returns 0, or -1 if absent. */
 int ft_bmd_remove(ft_bmd_t *b, const char *provider, const char *name);
 const ft_bucket_t *ft_bmd_find(const ft_bmd_t *b, const char *provider, const char *name);
+/*
+ * The whole document, for the control plane and bmd.json: backend secrets sealed with the cluster
+ * key (auth/seal.h; AES-256-GCM bound to provider/bucket/field) when a cluster secret is loaded.
+ * ft_bmd_from_json opens them again (and fails when they do not open).
+ */
 json_t *ft_bmd_to_json(const ft_bmd_t *b);
+/* The public form (public ports): no backend secrets at all. */
+json_t *ft_bmd_to_json_public(const ft_bmd_t *b);
 
 /* Bounds of the data protection properties (docs/data-protection.md). */
 #define FT_MIRROR_COPIES_MAX 16

@@ -11,7 +11,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include <time.h>
+
 #include <curl/curl.h>
+
+#include "auth/auth.h"
+#include "auth/reqsig.h"
 
 /*
  * DESIGN
@@ -127,8 +132,38 @@ static bool header_add(struct curl_slist **l, const char *line)
 	return true;
 }
 
-/* The request's header list (caller frees), NULL when out of memory. */
-static struct curl_slist *request_headers(const char *const *extra, bool json_body)
+/* The request target of url: what follows "scheme://authority" ("/" when nothing does). */
+static const char *url_target(const char *url)
+{
+	const char *p = strstr(url, "://");
+	const char *slash = p != NULL ? strchr(p + 3, '/') : NULL;
+
+	return slash != NULL ? slash : "/";
+}
+
+int ft_client_sign_headers(struct curl_slist **l, const char *method, const char *url, const void *body, size_t len)
+{
+	const ft_auth_t *a = ft_auth();
+	ft_reqsig_t sig;
+	char line[128];
+
+	if (!a->have_secret)
+		return 0;
+	if (ft_reqsig_sign(a->ctl_key, method, url_target(url), body, len, time(NULL), &sig) != 0)
+		return -1;
+	snprintf(line, sizeof(line), "%s: %s", FT_REQSIG_HEADER_TIME, sig.time);
+	if (!header_add(l, line))
+		return -1;
+	snprintf(line, sizeof(line), "%s: %s", FT_REQSIG_HEADER_NONCE, sig.nonce);
+	if (!header_add(l, line))
+		return -1;
+	snprintf(line, sizeof(line), "%s: %s", FT_REQSIG_HEADER_SIG, sig.sig);
+	return header_add(l, line) ? 0 : -1;
+}
+
+/* The request's header list, signed for the control plane (caller frees), NULL when out of memory. */
+static struct curl_slist *request_headers(const char *method, const char *url, const char *const *extra, bool json_body,
+					  const void *body, size_t len)
 {
 	struct curl_slist *l = NULL;
 	bool ok = header_add(&l, "Expect:"); /* no "100 Continue" round trip */
@@ -141,6 +176,8 @@ static struct curl_slist *request_headers(const char *const *extra, bool json_bo
 	/* Without a body curl would label an empty POST as a form: say nothing instead. */
 	if (ok && !typed)
 		ok = header_add(&l, json_body ? "Content-Type: application/json" : "Content-Type:");
+	if (ok)
+		ok = ft_client_sign_headers(&l, method, url, body, len) == 0;
 	if (!ok) {
 		curl_slist_free_all(l);
 		return NULL;
@@ -171,7 +208,7 @@ static int client_send(const char *method, const char *url, const char *const *e
 		snprintf(err, errlen, "%s %s: cannot initialize libcurl", method, url);
 		goto out;
 	}
-	headers = request_headers(extra, json_body);
+	headers = request_headers(method, url, extra, json_body, body, len);
 	if (headers == NULL) {
 		snprintf(err, errlen, "%s %s: out of memory", method, url);
 		goto out;

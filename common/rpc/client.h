@@ -9,6 +9,16 @@
 
 #include "base/strbuf.h"
 
+struct curl_slist;
+
+/*
+ * Adds the control-plane signature headers (auth/reqsig.h: cluster key, time, nonce, body hash) for
+ * method, url and body (len bytes, NULL for none) to *l; nothing when no cluster secret is loaded.
+ * Every call of this client signs itself; code that drives libcurl directly to a control port
+ * calls this. Returns 0, -1 when out of memory.
+ */
+int ft_client_sign_headers(struct curl_slist **l, const char *method, const char *url, const void *body, size_t len);
+
 /* Call once per process before any thread uses the client. */
 int ft_client_global_init(void);
 /*

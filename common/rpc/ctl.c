@@ -14,6 +14,11 @@
 
 #include <microhttpd.h>
 
+#include <arpa/inet.h>
+#include <time.h>
+
+#include "auth/auth.h"
+#include "auth/reqsig.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 
@@ -23,6 +28,11 @@
  * ctl_conn_t), once per chunk of body (appended), and once more with no data when the body is
  * complete (we call the handler and queue its JSON, or the file range it chose: ft_ctl_send_fd). A body over FT_CTL_MAX_BODY gets 413: at once
  * when Content-Length says so, otherwise after the excess has been read and dropped.
+ * With a cluster secret loaded (auth/auth.h) every request must carry a valid signature
+ * (auth/reqsig.h) over its method, raw request target (captured by the URI log callback, before
+ * libmicrohttpd decodes it), time, nonce and whole body; it is checked once the body is in, before
+ * the handler runs, so every control endpoint is covered here. A refused request gets 401 and a
+ * warning in the log naming the peer.
  * Everything libmicrohttpd wants to say goes through ft_log (it never prints by itself); the last
  * message is kept so that a failed start can report why (e.g. the port is in use).
  */
@@ -30,13 +40,15 @@
 #define CTL_DEFAULT_THREADS 4
 #define CTL_CONN_TIMEOUT_S 120
 #define CTL_HTTP_TOO_LARGE 413
+#define CTL_REPLAY_SLOTS (1u << 17) /* nonces of about 4000 requests/s over the replay window */
 
 struct ft_ctl {
 	struct MHD_Daemon *daemon;
 	ft_ctl_handler_fn fn;
 	void *ctx;
 	pthread_mutex_t log_lock;
-	char last_log[256]; /* guarded by log_lock */
+	char last_log[256];  /* guarded by log_lock */
+	ft_replay_t *replay; /* signed requests seen (with a cluster secret) */
 };
 
 /* Per-request state, owned by libmicrohttpd's con_cls slot; freed in on_completed(). */
@@ -44,6 +56,8 @@ typedef struct {
 	ft_strbuf_t body; /* NUL-terminated; p stays NULL for an empty body */
 	bool too_big;
 	bool responded;
+	bool started; /* on_request has seen the headers */
+	char *uri;    /* the raw request target, as signed */
 } ctl_conn_t;
 
 static void mhd_logger(void *cls, const char *fmt, va_list ap)
@@ -147,6 +161,49 @@ static int append_body(ctl_conn_t *cc, const char *data, size_t n)
 	return cc->body.failed ? -1 : 0;
 }
 
+static void peer_name(struct MHD_Connection *conn, char *out, size_t cap)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci != NULL ? ci->client_addr : NULL;
+	char host[INET6_ADDRSTRLEN] = "?";
+	int port = 0;
+
+	if (sa != NULL && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		port = ntohs(a->sin_port);
+	} else if (sa != NULL && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		port = ntohs(a->sin6_port);
+	}
+	snprintf(out, cap, "%s:%d", host, port);
+}
+
+/* With a cluster secret: whether the request is signed, fresh and new; false after logging why. */
+static bool request_signed(ft_ctl_t *s, struct MHD_Connection *conn, const char *method, ctl_conn_t *cc,
+			   const char **why)
+{
+	const ft_auth_t *a = ft_auth();
+	ft_reqsig_result_t r;
+	char peer[64];
+
+	if (!a->have_secret)
+		return true;
+	r = ft_reqsig_verify(a->ctl_key, method, cc->uri != NULL ? cc->uri : "", cc->body.p, cc->body.len,
+			     MHD_lookup_connection_value(conn, MHD_HEADER_KIND, FT_REQSIG_HEADER_TIME),
+			     MHD_lookup_connection_value(conn, MHD_HEADER_KIND, FT_REQSIG_HEADER_NONCE),
+			     MHD_lookup_connection_value(conn, MHD_HEADER_KIND, FT_REQSIG_HEADER_SIG), time(NULL),
+			     s->replay);
+	if (r == FT_REQSIG_OK)
+		return true;
+	peer_name(conn, peer, sizeof(peer));
+	ft_warn("ctl: refused %s %.200s from %s: %s", method, cc->uri != NULL ? cc->uri : "?", peer,
+		ft_reqsig_strerror(r));
+	*why = ft_reqsig_strerror(r);
+	return false;
+}
+
 static enum MHD_Result call_handler(ft_ctl_t *s, struct MHD_Connection *conn, const char *url, const char *method,
 				    ctl_conn_t *cc)
 {
@@ -158,7 +215,10 @@ static enum MHD_Result call_handler(ft_ctl_t *s, struct MHD_Connection *conn, co
 		.conn = conn,
 	};
 	ft_ctl_resp_t resp = {.status = MHD_HTTP_OK, .json = NULL};
+	const char *why = NULL;
 
+	if (!request_signed(s, conn, method, cc, &why))
+		return send_error(conn, MHD_HTTP_UNAUTHORIZED, why);
 	s->fn(s->ctx, &req, &resp);
 	if (resp.file_set) {
 		json_decref(resp.json);
@@ -175,11 +235,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	ctl_conn_t *cc = *con_cls;
 
 	(void)version;
-	if (cc == NULL) {
-		cc = calloc(1, sizeof(*cc));
-		if (cc == NULL)
-			return MHD_NO;
-		*con_cls = cc;
+	if (cc == NULL || !cc->started) {
+		if (cc == NULL) {
+			cc = calloc(1, sizeof(*cc));
+			if (cc == NULL)
+				return MHD_NO;
+			*con_cls = cc;
+		}
+		cc->started = true;
 		if (declared_too_big(conn)) {
 			/* Answered before the body is read; libmicrohttpd then closes the connection. */
 			cc->too_big = true;
@@ -212,8 +275,21 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (cc == NULL)
 		return;
 	ft_strbuf_free(&cc->body);
+	free(cc->uri);
 	free(cc);
 	*con_cls = NULL;
+}
+
+/* The first callback of a request: keeps the raw request target (the signed form) in a new ctl_conn_t. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	ctl_conn_t *cc = calloc(1, sizeof(*cc));
+
+	(void)cls;
+	(void)conn;
+	if (cc != NULL)
+		cc->uri = strdup(uri != NULL ? uri : "");
+	return cc;
 }
 
 /* The first address of bind (NULL or "" = any); libmicrohttpd derives the length from the family. */
@@ -258,6 +334,12 @@ ft_ctl_t *ft_ctl_start(const char *bind, int port, int threads, ft_ctl_handler_f
 		return NULL;
 	}
 	pthread_mutex_init(&s->log_lock, NULL);
+	if (ft_auth()->have_secret && (s->replay = ft_replay_new(CTL_REPLAY_SLOTS)) == NULL) {
+		snprintf(err, errlen, "control port: out of memory");
+		pthread_mutex_destroy(&s->log_lock);
+		free(s);
+		return NULL;
+	}
 	s->fn = fn;
 	s->ctx = ctx;
 	if (threads <= 0)
@@ -270,11 +352,12 @@ ft_ctl_t *ft_ctl_start(const char *bind, int port, int threads, ft_ctl_handler_f
 				     mhd_logger, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads, MHD_OPTION_CONNECTION_TIMEOUT,
 				     (unsigned int)CTL_CONN_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-				     MHD_OPTION_END);
+				     MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_END);
 	if (s->daemon == NULL) {
 		snprintf(err, errlen, "control port %s:%d: %s", bind, port,
 			 s->last_log[0] != '\0' ? s->last_log : "cannot start libmicrohttpd");
 		pthread_mutex_destroy(&s->log_lock);
+		ft_replay_free(s->replay);
 		free(s);
 		return NULL;
 	}
@@ -287,6 +370,7 @@ void ft_ctl_stop(ft_ctl_t *s)
 		return;
 	MHD_stop_daemon(s->daemon);
 	pthread_mutex_destroy(&s->log_lock);
+	ft_replay_free(s->replay);
 	free(s);
 }
 

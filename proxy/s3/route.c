@@ -15,6 +15,8 @@
 
 #include <curl/curl.h>
 
+#include "auth/auth.h"
+#include "auth/urlsig.h"
 #include "base/cksum.h"
 #include "base/codec.h"
 #include "base/log.h"
@@ -48,7 +50,6 @@
 
 struct px_s3 {
 	px_s3_host_t host; /* what the daemon lends the front end */
-	json_t *keys;      /* {"ACCESS_KEY": "SECRET"}; read-only after init */
 	bool key_ready;    /* curl_key created */
 	pthread_key_t curl_key;
 };
@@ -92,62 +93,16 @@ static void curl_handle_destroy(void *h)
 	curl_easy_cleanup(h);
 }
 
-/* Reads and checks the keys file: the keys (new reference), or NULL with err filled. */
-static json_t *keys_read(const char *path, char *err, size_t errlen)
-{
-	json_error_t jerr;
-	const char *k;
-	json_t *keys, *v;
-
-	keys = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-	if (keys == NULL) {
-		snprintf(err, errlen, "s3_keys %s: %s", path, jerr.text);
-		return NULL;
-	}
-	if (!json_is_object(keys)) {
-		snprintf(err, errlen, "s3_keys %s: expected a JSON object {\"ACCESS_KEY\": \"SECRET\", ...}", path);
-		json_decref(keys);
-		return NULL;
-	}
-	json_object_foreach(keys, k, v) {
-		if (!json_is_string(v) || json_string_length(v) == 0 || k[0] == '\0') {
-			snprintf(err, errlen, "s3_keys %s: key \"%s\": the secret must be a non-empty string", path, k);
-			json_decref(keys);
-			return NULL;
-		}
-	}
-	return keys;
-}
-
-int px_s3_keys_check(const ft_config_t *c, char *err, size_t errlen)
-{
-	json_t *keys;
-
-	if (c->s3_keys[0] == '\0')
-		return 0;
-	keys = keys_read(c->s3_keys, err, errlen);
-	if (keys == NULL)
-		return -1;
-	json_decref(keys);
-	return 0;
-}
-
-/* Loads the keys file into s->keys (none when s3_keys is empty). 0, or -1 with err filled. */
-static int load_keys(struct px_s3 *s, char *err, size_t errlen)
+/* The keys are the identity store's (common/auth: auth_keys, else s3_keys), loaded at start. */
+static void report_keys(const struct px_s3 *s)
 {
 	const ft_config_t *c = s->host.cfg;
+	size_t n = ft_ident_count(ft_auth()->ids);
 
-	if (c->s3_keys[0] == '\0') {
-		if (!c->s3_anonymous)
-			ft_warn("s3: no s3_keys and s3_anonymous off: every S3 request will be refused");
-		return 0;
-	}
-	s->keys = keys_read(c->s3_keys, err, errlen);
-	if (s->keys == NULL)
-		return -1;
-	ft_info("s3: %zu access key(s) from %s%s", json_object_size(s->keys), c->s3_keys,
-		c->s3_anonymous ? "; anonymous access on" : "");
-	return 0;
+	if (n == 0 && !c->s3_anonymous)
+		ft_warn("s3: no access keys and s3_anonymous off: every S3 request will be refused");
+	else
+		ft_info("s3: %zu access key(s)%s", n, c->s3_anonymous ? "; anonymous access on" : "");
 }
 
 px_s3_t *px_s3_init(const px_s3_host_t *host, char *err, size_t errlen)
@@ -166,8 +121,7 @@ px_s3_t *px_s3_init(const px_s3_host_t *host, char *err, size_t errlen)
 	}
 	s->key_ready = true;
 	curl_owner = s;
-	if (load_keys(s, err, errlen) != 0)
-		goto fail;
+	report_keys(s);
 	return s;
 fail:
 	px_s3_fini(s);
@@ -181,15 +135,47 @@ void px_s3_fini(px_s3_t *s)
 	curl_owner = NULL;
 	if (s->key_ready)
 		pthread_key_delete(s->curl_key);
-	json_decref(s->keys);
 	free(s);
 }
 
 static const char *secret_of(void *ctx, const char *access_key)
 {
-	const struct px_s3 *s = ctx;
+	ft_ident_t id;
 
-	return s->keys != NULL ? json_string_value(json_object_get(s->keys, access_key)) : NULL;
+	(void)ctx;
+	return ft_ident_find(ft_auth()->ids, access_key, &id) == 0 ? id.secret : NULL;
+}
+
+/*
+ * The role an S3 request needs, as the native API's table gives it (common/auth/policy.c):
+ * reads are readonly, writes readwrite, deleting a bucket admin.
+ */
+static ft_role_t s3_need(const px_s3_req_t *q)
+{
+	ft_method_t m = ft_req_method(q->r);
+
+	if (m == FT_HTTP_GET || m == FT_HTTP_HEAD)
+		return FT_ROLE_READONLY;
+	if (m == FT_HTTP_DELETE && q->bucket[0] != '\0' && q->key_len == 0)
+		return FT_ROLE_ADMIN;
+	return FT_ROLE_READWRITE;
+}
+
+/* Whether the signed request's key may do it (role and bucket grants of the identity store). */
+static bool s3_allowed(const px_s3_req_t *q)
+{
+	ft_principal_t p;
+	ft_ident_t id;
+	bool ok;
+
+	if (q->anonymous)
+		return true;
+	if (ft_ident_find(ft_auth()->ids, q->auth.access_key, &id) != 0)
+		return false;
+	ft_ident_principal(&id, &p);
+	ok = ft_principal_allows(&p, s3_need(q), q->bucket);
+	ft_principal_clear(&p);
+	return ok;
 }
 
 /* ---- curl ---- */
@@ -395,9 +381,16 @@ char *px_s3_owner_url_id(const char *bucket, const char *key, size_t key_len, co
 	ek = ft_pct_encode_dup(key, key_len, FT_PCT_KEEP_SLASH);
 	if (eb == NULL || ek == NULL)
 		goto out;
-	if (asprintf(&url, "%s/v1/objects/%s/%s%s%s", owner->public_url, eb, ek, query != NULL && query[0] ? "?" : "",
-		     query != NULL ? query : "") < 0)
-		url = NULL;
+	ft_strbuf_t b = {0};
+	ft_strbuf_addf(&b, "%s/v1/objects/%s/%s%s%s", owner->public_url, eb, ek, query != NULL && query[0] ? "?" : "",
+		       query != NULL ? query : "");
+	/* The proxy speaks for a client it authenticated: a URL any method may use (never leaves the cluster). */
+	if (ft_auth()->enabled)
+		ft_urlsig_append(&b, query != NULL && query[0], ft_auth()->url_key, FT_URLSIG_ANY_METHOD, "ais", bucket,
+				 key, key_len, time(NULL));
+	if (b.failed)
+		ft_strbuf_free(&b);
+	url = b.p;
 out:
 	free(ek);
 	free(eb);
@@ -1591,6 +1584,10 @@ bool px_s3_route(px_s3_t *s, ft_req_t *r)
 	make_request_id(q->request_id);
 	q->resource = resource_of(q);
 	e = authenticate(q, &msg);
+	if (e == PX_S3_OK && !s3_allowed(q)) {
+		e = PX_S3_ACCESS_DENIED;
+		msg = "the access key's role or bucket grants do not allow this request";
+	}
 	if (e != PX_S3_OK) {
 		ft_debug("s3 %s %s from %s: %s (%s)", ft_req_method_name(r), q->resource, ft_req_peer(r),
 			 px_s3_err_code(e), msg ? msg : "");

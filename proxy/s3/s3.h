@@ -170,8 +170,6 @@ typedef struct px_s3_req {
 
 /* Starts the front end for host (copied) and loads its keys file (s3_keys); NULL with err filled. */
 px_s3_t *px_s3_init(const px_s3_host_t *host, char *err, size_t errlen);
-/* Checks c's s3_keys file as px_s3_init would load it (--check-config). 0, or -1 with err filled. */
-int px_s3_keys_check(const ft_config_t *c, char *err, size_t errlen);
 /* Releases s (NULL: nothing); no request may be in progress. */
 void px_s3_fini(px_s3_t *s);
 

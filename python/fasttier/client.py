@@ -7,6 +7,7 @@ are checked before anything is sent, with the same limits the proxy applies (doc
 hints"), so a bad call fails at once with a ValueError or TypeError naming the argument.
 """
 import json
+import os
 import re
 import urllib.parse
 
@@ -59,16 +60,35 @@ def _check_names(names):
     return out
 
 
+def find_token(state_dir=None):
+    """The access token of a cluster with authentication on: FT_TOKEN from the environment, else the
+    file `token` at the top of state_dir (or of FT_STATE_DIR, as `ft-cluster start` writes it), else
+    None."""
+    tok = os.environ.get("FT_TOKEN", "").strip()
+    if tok:
+        return tok
+    d = state_dir or os.environ.get("FT_STATE_DIR")
+    if d:
+        try:
+            with open(os.path.join(d, "token")) as f:
+                return f.read().strip() or None
+        except OSError:
+            pass
+    return None
+
+
 class Client:
     """A FastTier proxy at url ("http://host:port"). timeout: seconds per request; session: a
-    requests.Session to use (one is made otherwise)."""
+    requests.Session to use (one is made otherwise); token: the access token sent as
+    "Authorization: Bearer" (default: find_token())."""
 
-    def __init__(self, url, timeout=DEFAULT_TIMEOUT, session=None):
+    def __init__(self, url, timeout=DEFAULT_TIMEOUT, session=None, token=None):
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError("url must be http://host:port of a FastTier proxy, not %r" % (url,))
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.session = session or requests.Session()
+        self.token = token if token is not None else find_token()
 
     def __repr__(self):
         return "fasttier.Client(%r)" % self.url
@@ -100,9 +120,11 @@ class Client:
 
     def _json(self, method, url, body):
         what = "%s %s" % (method, url)
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
         try:
-            resp = self.session.request(method, url, data=body.encode(),
-                                        headers={"Content-Type": "application/json"}, timeout=self.timeout)
+            resp = self.session.request(method, url, data=body.encode(), headers=headers, timeout=self.timeout)
         except requests.RequestException as e:
             raise FastTierError(what, None, str(e)) from None
         if resp.status_code != 200:

@@ -110,6 +110,11 @@ int ft_ec_xfer_get(const char *url, int idle_ms, ft_ec_sink_fn sink, void *arg, 
 	}
 	err[0] = '\0';
 	hdrs = curl_slist_append(hdrs, "Expect:");
+	if (ft_client_sign_headers(&hdrs, "GET", url, NULL, 0) != 0) { /* the control plane is signed */
+		curl_slist_free_all(hdrs);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	curl_easy_setopt(g.h, CURLOPT_URL, url);
 	curl_easy_setopt(g.h, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(g.h, CURLOPT_HTTPHEADER, hdrs);

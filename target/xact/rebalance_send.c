@@ -107,6 +107,10 @@ static int http_put(tgt_rebalance_t *rb, const char *url, const void *body, size
 	}
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
 	hdrs = curl_slist_append(hdrs, "Expect:");
+	if (ft_client_sign_headers(&hdrs, "PUT", url, body, len) != 0) { /* the control plane is signed */
+		snprintf(msg, cap, "out of memory");
+		goto out;
+	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);

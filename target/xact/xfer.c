@@ -8,8 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
+#include "auth/jwt.h"
 #include "base/codec.h"
 
 /*
@@ -24,6 +27,7 @@
 
 #define XFER_CONNECT_MS 10000L
 #define XFER_LOW_SPEED_S 60L /* a transfer that moves under 1 byte/s this long is cut */
+#define XFER_TOKEN_S 600     /* lifetime of the cluster token a request to an owner carries (auth on) */
 
 int tgt_xfer_obj_url(char *buf, size_t cap, const char *base, const char *provider, const char *bucket,
 		     const char *name)
@@ -181,6 +185,29 @@ static void answer_error(const sink_t *s, const char *what, long status, char *e
 	}
 }
 
+/*
+ * With auth on, "Authorization: Bearer" with a short-lived admin token of the cluster appended to l:
+ * only for requests to an owner's public port, never to a download's origin.
+ */
+static struct curl_slist *cluster_auth(struct curl_slist *l)
+{
+	const ft_auth_t *a = ft_auth();
+	ft_principal_t p = {.sub = "cluster", .role = FT_ROLE_ADMIN};
+	time_t now = time(NULL);
+	char *tok, *line;
+
+	if (!a->enabled || (tok = ft_jwt_issue(a->jwt_key, &p, now, now + XFER_TOKEN_S)) == NULL)
+		return l;
+	line = malloc(strlen(tok) + sizeof("Authorization: Bearer "));
+	if (line != NULL) {
+		sprintf(line, "Authorization: Bearer %s", tok);
+		l = curl_slist_append(l, line);
+		free(line);
+	}
+	free(tok);
+	return l;
+}
+
 int tgt_xfer_head(const char *url, tgt_xfer_head_t *h, char *err, size_t cap)
 {
 	CURL *c = curl_easy_init();
@@ -195,7 +222,9 @@ int tgt_xfer_head(const char *url, tgt_xfer_head_t *h, char *err, size_t cap)
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
+	struct curl_slist *hdrs = cluster_auth(NULL);
 	setup(c, url, errbuf, &sink, h);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 60000L);
 	if (perform(c, "HEAD", url, errbuf, &status, err, cap) == 0) {
@@ -206,6 +235,7 @@ int tgt_xfer_head(const char *url, tgt_xfer_head_t *h, char *err, size_t cap)
 		else
 			snprintf(err, cap, "HEAD of the destination: %ld", status);
 	}
+	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(c);
 	return rc;
 }
@@ -245,7 +275,7 @@ int tgt_xfer_put(const char *url, int fd, int64_t size, const ft_lom_t *lom, tgt
 	char errbuf[CURL_ERROR_SIZE] = "";
 	sink_t sink = {.fd = -1};
 	source_t src = {.fd = fd, .size = size};
-	struct curl_slist *hdrs = meta_headers(lom, NULL);
+	struct curl_slist *hdrs = cluster_auth(meta_headers(lom, NULL));
 	long status = 0;
 	int rc = -1;
 
@@ -290,7 +320,9 @@ int tgt_xfer_delete(const char *url, char *err, size_t cap)
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
+	struct curl_slist *hdrs = cluster_auth(NULL);
 	setup(c, url, errbuf, &sink, NULL);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 60000L);
 	if (perform(c, "DELETE", url, errbuf, &status, err, cap) == 0) {
@@ -299,6 +331,7 @@ int tgt_xfer_delete(const char *url, char *err, size_t cap)
 		else
 			answer_error(&sink, "DELETE of the destination", status, err, cap);
 	}
+	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(c);
 	return rc;
 }

@@ -65,7 +65,8 @@ class ClusterHandle:
         self.url = url
         self.c = cluster
         self.offsets = {}
-        self.api = Api(url)
+        self.token = cluster.token if cluster is not None else None  # auth on: an admin token
+        self.api = Api(url, token=self.token)
 
     @property
     def local(self):
@@ -173,13 +174,15 @@ def _free_base():
 
 
 def start_cluster(tmp_dir, targets=3, mountpaths=2, keepalive_ms=None, target_args=(),
-                  proxy_args=(), public_host=None):
-    """Starts a local cluster in tmp_dir; retries on other ports if one was taken meanwhile."""
+                  proxy_args=(), public_host=None, auth=False):
+    """Starts a local cluster in tmp_dir; retries on other ports if one was taken meanwhile.
+    auth=True: authentication on (cluster secret, admin token in h.c.token; docs/security.md)."""
     last = None
     for attempt in range(3):
         d = os.path.join(str(tmp_dir), "c%d" % attempt)
         c = ftcluster.Cluster(d, _free_base(), targets, mountpaths, FT_BIN, keepalive_ms,
-                              "127.0.0.1", proxy_args, target_args, public_host=public_host)
+                              "127.0.0.1", proxy_args, target_args, public_host=public_host,
+                              auth=auth)
         try:
             c.start(timeout=START_TIMEOUT)
         except ftcluster.ClusterError as e:
@@ -256,7 +259,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture
 def make_cluster(tmp_path_factory, request):
     """Factory: make_cluster(targets=3, mountpaths=2, keepalive_ms=None, target_args=(),
-    proxy_args=(), public_host=None) starts a private local cluster for this test; skips under
+    proxy_args=(), public_host=None, auth=False) starts a private local cluster for this test; skips under
     FT_CLUSTER_URL."""
     started = []
 

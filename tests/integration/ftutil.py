@@ -15,10 +15,30 @@ import requests
 TIMEOUT = 30  # seconds for any single HTTP exchange
 
 
-def session():
-    """A requests session that never goes through an environment proxy."""
+def find_token(state_dir=None):
+    """The access token to send: FT_TOKEN from the environment, else the file `token` at the top of
+    state_dir (or of FT_STATE_DIR), else None (a cluster with authentication off)."""
+    tok = os.environ.get("FT_TOKEN", "").strip()
+    if tok:
+        return tok
+    d = state_dir or os.environ.get("FT_STATE_DIR")
+    if d:
+        try:
+            with open(os.path.join(d, "token")) as f:
+                return f.read().strip() or None
+        except OSError:
+            pass
+    return None
+
+
+def session(token=None):
+    """A requests session that never goes through an environment proxy and sends the access token
+    (token; None: find_token(); "": none) when there is one."""
     s = requests.Session()
     s.trust_env = False
+    tok = find_token() if token is None else token
+    if tok:
+        s.headers["Authorization"] = "Bearer " + tok
     return s
 
 
@@ -106,9 +126,9 @@ def cksum_hex(kind, data):
 class Api:
     """Native API calls against one proxy URL with one session (not thread-safe: one per thread)."""
 
-    def __init__(self, url, sess=None):
+    def __init__(self, url, sess=None, token=None):
         self.url = url.rstrip("/")
-        self.s = sess or session()
+        self.s = sess or session(token)
 
     def create_bucket(self, bucket, cksum=None, expect=200):
         body = {"action": "create-bck"}
@@ -218,7 +238,7 @@ def wait_until(fn, timeout, interval=0.05, what="condition"):
 def wait_job(where, job_id, timeout=60):
     """Polls GET /v1/jobs/job_id on where.url (a cluster handle or an Api) until the job's state is no longer
     "running"; returns its last status (a dict). Every poll must answer 200; AssertionError after timeout seconds."""
-    s = session()
+    s = session(getattr(where, "token", None))
     st = {}
 
     def done():
@@ -231,10 +251,10 @@ def wait_job(where, job_id, timeout=60):
     return st
 
 
-def create_remote(url, bucket, provider, backend, expect=200):
+def create_remote(url, bucket, provider, backend, expect=200, token=None):
     """Creates the remote bucket provider://bucket with the given backend settings; asserts the status; returns the
     response."""
-    r = session().post("%s/v1/buckets/%s?provider=%s" % (url, bucket, provider),
+    r = session(token).post("%s/v1/buckets/%s?provider=%s" % (url, bucket, provider),
                        json={"action": "create-bck", "value": {"backend": backend}}, timeout=TIMEOUT)
     assert r.status_code == expect, r.text
     return r

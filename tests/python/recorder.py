@@ -16,6 +16,7 @@ import pytest
 class Recorder:
     def __init__(self):
         self.requests = []    # (method, path, parsed JSON body or raw bytes)
+        self.authorization = []  # the Authorization header of each request (None when absent)
         self.replies = []     # (status, body dict) to answer with, in turn; then the default
         self.lock = threading.Lock()
         self.server = None
@@ -45,6 +46,7 @@ def _handler(rec):
                 body = raw
             with rec.lock:
                 rec.requests.append(("POST", self.path, body))
+                rec.authorization.append(self.headers.get("Authorization"))
                 reply = rec.replies.pop(0) if rec.replies else None
             if reply is None:
                 value = body.get("value", {}) if isinstance(body, dict) else {}

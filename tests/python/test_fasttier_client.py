@@ -167,3 +167,17 @@ def test_no_torch_at_import():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={"PYTHONPATH": fasttier.__path__[0].rsplit("/", 1)[0]})
     assert p.returncode == 0, p.stderr
+
+
+def test_client_sends_the_token_from_the_environment_or_the_state_dir(recorder, monkeypatch, tmp_path):
+    monkeypatch.delenv("FT_TOKEN", raising=False)
+    monkeypatch.delenv("FT_STATE_DIR", raising=False)
+    fasttier.Client(recorder.url).post_order_hint("b", ["x"], 0)
+    monkeypatch.setenv("FT_TOKEN", "from-env")
+    fasttier.Client(recorder.url).post_order_hint("b", ["x"], 1)
+    fasttier.Client(recorder.url, token="explicit").post_order_hint("b", ["x"], 2)
+    monkeypatch.delenv("FT_TOKEN")
+    (tmp_path / "token").write_text("from-state-dir\n")
+    monkeypatch.setenv("FT_STATE_DIR", str(tmp_path))
+    fasttier.Client(recorder.url).post_order_hint("b", ["x"], 3)
+    assert recorder.authorization == [None, "Bearer from-env", "Bearer explicit", "Bearer from-state-dir"]

@@ -226,6 +226,22 @@ void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len);
 int px_expand_template(const char *tpl, size_t max, json_t *arr, const char **why);
 
 /* ---- jobs_copy.c: copy-bck, copy-listrange and download (docs/jobs.md) ---- */
+/* A copy job as asked, decoded from FastTier's value or from AIStore's (aiswire.c); strings borrowed. */
+typedef struct {
+	const char *to_provider; /* NULL or "" for ais; checked and made canonical by px_copy_submit */
+	const char *to_bucket;
+	const char *prefix;     /* NULL: not given (copy-bck copies the whole bucket) */
+	const char *template;   /* copy-listrange only, or NULL */
+	const json_t *objnames; /* copy-listrange only, or NULL */
+	bool dry_run, latest, sync, force;
+} px_copy_t;
+/*
+ * The one path of a copy job: checks c for action (copy-bck or copy-listrange; 400), defers the
+ * job (an absent ais destination is created on the worker) and answers {"job_id"}, or the bare
+ * job id as text when bare_id.
+ */
+void px_copy_submit(px_t *px, ft_req_t *r, const char *action, const char *provider, const char *bucket,
+		    const px_copy_t *c, bool bare_id);
 /*
  * Called by px_jobs_action for actions it does not know: when action is copy-bck, copy-listrange
  * or download, checks value (400), defers the job and returns true; otherwise false untouched.

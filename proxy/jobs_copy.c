@@ -81,7 +81,7 @@ static int copy_prepare(px_t *px, ft_req_t *r, json_t *msg)
 	int rc = -1;
 
 	if (src == NULL) {
-		ft_resp_error(r, 404, "bucket %s/%s does not exist", provider, bucket);
+		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", provider, bucket);
 		goto out;
 	}
 	if (ft_bmd_find(bmd, tp, tb) != NULL) {
@@ -89,12 +89,14 @@ static int copy_prepare(px_t *px, ft_req_t *r, json_t *msg)
 		goto out;
 	}
 	if (strcmp(tp, "ais") != 0) {
-		ft_resp_error(r, 404, "destination bucket %s/%s does not exist (create it with its backend first)", tp,
+		ft_resp_error(r, 404,
+			      "destination bucket \"%s://%s\" does not exist (create it with its backend first)", tp,
 			      tb);
 		goto out;
 	}
 	if (json_is_true(json_object_get(msg, "dry_run"))) {
-		ft_resp_error(r, 404, "destination bucket %s/%s does not exist (a dry run does not create it)", tp, tb);
+		ft_resp_error(r, 404, "destination bucket \"%s://%s\" does not exist (a dry run does not create it)",
+			      tp, tb);
 		goto out;
 	}
 	ft_bucket_t like = *src;

@@ -257,7 +257,7 @@ bool px_copy_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
  */
 bool px_hints_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len);
 
-/* ---- aiswire.c, aiswire_jobs.c, aiswire_mpu.c: AIStore's wire shapes over the operations above ---- */
+/* ---- aiswire.c, aiswire_copy.c, aiswire_jobs.c, aiswire_mpu.c: AIStore's wire shapes over the operations above ---- */
 /* Whether an action message is AIStore's (its ActMsg always carries "name"): answers then take AIStore's shape. */
 bool px_ais_actmsg(const json_t *msg);
 /* ns since the epoch as AIStore's JSON time (RFC 3339, UTC); 0 or less: Go's zero time. */
@@ -268,6 +268,11 @@ void px_ais_time(int64_t ns, char *out, size_t cap);
  * Handles it and returns true; otherwise returns false untouched.
  */
 bool px_ais_bucket(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
+/*
+ * POST /v1/buckets/B?bck_to=...: AIStore's copy-bck decoded into px_copy_submit (answers the bare
+ * job id), move-bck and etl-bck answered 501; returns true. Any other request: false untouched.
+ */
+bool px_ais_bck_to(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
 /*
  * Whether a bucket DELETE's action message (parsed) is AIStore's evict-remote-bck without
  * keep_bck_md=true: AIStore then forgets the bucket, which is FastTier's destroy-bck of it.

@@ -418,14 +418,7 @@ bool px_ais_bucket(px_t *px, ft_req_t *r, const char *provider, const char *buck
 		summ_start(px, r, provider, bucket, NULL, ft_req_query(r, "uuid"), true);
 		return true;
 	}
-	if (m == FT_HTTP_POST && ft_req_query(r, "bck_to") != NULL) {
-		ft_resp_error(r, 501,
-			      "copying bucket %s://%s to %s (copy-bck, etl-bck, move-bck) is not built yet "
-			      "(the copy job is coming)",
-			      provider, bucket, ft_req_query(r, "bck_to"));
-		return true;
-	}
-	return false;
+	return px_ais_bck_to(px, r, provider, bucket);
 }
 
 /* ---- DELETE /v1/buckets/B with AIStore's actions ---- */

@@ -22,7 +22,7 @@ static const struct {
 	const char *ft, *ais;
 } kinds[] = {
 	{"prefetch", "prefetch-listrange"}, {"evict", "evict-listrange"},   {"evict-bucket", "evict-remote-bck"},
-	{"mirror", "make-n-copies"},        {"delete", "delete-listrange"},
+	{"mirror", "make-n-copies"},        {"delete", "delete-listrange"}, {"copy", "copy-bck"},
 };
 
 static const char *ais_kind(const char *ft)

@@ -40,21 +40,15 @@ static int known(const char *key, const char *const *keys, size_t n)
 	return 0;
 }
 
-/* The destination {"name","provider"} into msg; 0, or -1 after responding 400. */
-static int copy_to(ft_req_t *r, const json_t *to, const char *provider, const char *bucket, json_t *msg)
+/* The destination of c into msg, its provider canonical; 0, or -1 after responding 400. */
+static int copy_to(ft_req_t *r, const px_copy_t *c, const char *provider, const char *bucket, json_t *msg)
 {
-	const char *name = json_string_value(json_object_get(to, "name"));
-	const char *p = json_string_value(json_object_get(to, "provider"));
+	const char *p = c->to_provider;
 	const char *why = NULL;
 	ft_backend_provider_t bp;
 
-	if (!json_is_object(to) || name == NULL) {
-		ft_resp_error(r, 400,
-			      "copy needs \"to\": {\"name\": \"<bucket>\", \"provider\": \"ais|aws|gcp|azure|ht\"}");
-		return -1;
-	}
-	if (ft_name_check_bucket(name, &why) != 0) {
-		ft_resp_error(r, 400, "bad destination bucket name \"%s\": %s", name, why);
+	if (ft_name_check_bucket(c->to_bucket, &why) != 0) {
+		ft_resp_error(r, 400, "bad destination bucket name \"%s\": %s", c->to_bucket, why);
 		return -1;
 	}
 	if (p == NULL || p[0] == '\0' || strcmp(p, "ais") == 0)
@@ -65,12 +59,12 @@ static int copy_to(ft_req_t *r, const json_t *to, const char *provider, const ch
 		ft_resp_error(r, 400, "unknown destination provider \"%s\" (ais, aws, gcp, azure or ht)", p);
 		return -1;
 	}
-	if (strcmp(p, provider) == 0 && strcmp(name, bucket) == 0) {
+	if (strcmp(p, provider) == 0 && strcmp(c->to_bucket, bucket) == 0) {
 		ft_resp_error(r, 400, "cannot copy bucket %s/%s onto itself", provider, bucket);
 		return -1;
 	}
 	json_object_set_new(msg, "to_provider", json_string(p));
-	json_object_set_new(msg, "to_bucket", json_string(name));
+	json_object_set_new(msg, "to_bucket", json_string(c->to_bucket));
 	return 0;
 }
 
@@ -87,7 +81,7 @@ static int copy_prepare(px_t *px, ft_req_t *r, json_t *msg)
 	int rc = -1;
 
 	if (src == NULL) {
-		ft_resp_error(r, 404, "bucket %s/%s does not exist", provider, bucket);
+		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", provider, bucket);
 		goto out;
 	}
 	if (ft_bmd_find(bmd, tp, tb) != NULL) {
@@ -95,12 +89,14 @@ static int copy_prepare(px_t *px, ft_req_t *r, json_t *msg)
 		goto out;
 	}
 	if (strcmp(tp, "ais") != 0) {
-		ft_resp_error(r, 404, "destination bucket %s/%s does not exist (create it with its backend first)", tp,
+		ft_resp_error(r, 404,
+			      "destination bucket \"%s://%s\" does not exist (create it with its backend first)", tp,
 			      tb);
 		goto out;
 	}
 	if (json_is_true(json_object_get(msg, "dry_run"))) {
-		ft_resp_error(r, 404, "destination bucket %s/%s does not exist (a dry run does not create it)", tp, tb);
+		ft_resp_error(r, 404, "destination bucket \"%s://%s\" does not exist (a dry run does not create it)",
+			      tp, tb);
 		goto out;
 	}
 	ft_bucket_t like = *src;
@@ -117,11 +113,86 @@ out:
 	return rc;
 }
 
-/* copy-bck, copy-listrange: the message for the targets into msg; 0, or -1 after responding 400. */
-static int copy_value(ft_req_t *r, const char *action, const char *provider, const char *bucket, const json_t *value,
-		      json_t *msg)
+/* The targets' message of copy c into msg (flags, destination, names); 0, or -1 after responding 400. */
+static int copy_message(ft_req_t *r, const char *action, const char *provider, const char *bucket, const px_copy_t *c,
+			json_t *msg)
 {
 	int listrange = strcmp(action, "copy-listrange") == 0;
+	json_t *names = json_object();
+	int rc;
+
+	json_object_set_new(msg, "dry_run", json_boolean(c->dry_run));
+	json_object_set_new(msg, "latest", json_boolean(c->latest));
+	json_object_set_new(msg, "sync", json_boolean(c->sync));
+	json_object_set_new(msg, "force", json_boolean(c->force));
+	if (copy_to(r, c, provider, bucket, msg) != 0) {
+		json_decref(names);
+		return -1;
+	}
+	if (c->objnames != NULL)
+		json_object_set(names, "objnames", (json_t *)c->objnames);
+	if (c->template != NULL)
+		json_object_set_new(names, "template", json_string(c->template));
+	if (c->prefix != NULL || (!listrange && c->objnames == NULL && c->template == NULL))
+		json_object_set_new(names, "prefix", json_string(c->prefix != NULL ? c->prefix : ""));
+	rc = px_jobs_value_names(r, "ais", "copy", names, msg); /* "ais": copy by prefix lists any provider */
+	json_decref(names);
+	if (rc != 0)
+		return -1;
+	if (c->sync && json_object_get(msg, "prefix") == NULL) {
+		ft_resp_error(r, 400, "%s: sync needs a prefix (or copy-bck): with a list of names nothing is gone",
+			      action);
+		return -1;
+	}
+	if (strcmp(provider, "ht") == 0 && json_object_get(msg, "prefix") != NULL) {
+		ft_resp_error(r, 400,
+			      "an ht bucket cannot be listed, so it cannot be copied by prefix; use objnames or "
+			      "template");
+		return -1;
+	}
+	return 0;
+}
+
+void px_copy_submit(px_t *px, ft_req_t *r, const char *action, const char *provider, const char *bucket,
+		    const px_copy_t *c, bool bare_id)
+{
+	char id[48];
+	json_t *msg;
+
+	px_jobs_new_id(id, sizeof(id));
+	msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", "copy", "provider", provider, "bucket", bucket);
+	if (msg == NULL) {
+		ft_resp_error(r, 500, "out of memory");
+		return;
+	}
+	if (copy_message(r, action, provider, bucket, c, msg) != 0) {
+		json_decref(msg);
+		return;
+	}
+	px_jobs_submit(px, r, msg, copy_prepare, bare_id);
+}
+
+/* A string field of FastTier's copy value into *out (absent: unchanged); 0, or -1 after responding 400. */
+static int value_string(ft_req_t *r, const char *action, const json_t *value, const char *key, const char **out)
+{
+	const json_t *v = json_object_get(value, key);
+
+	if (v == NULL)
+		return 0;
+	if (!json_is_string(v)) {
+		ft_resp_error(r, 400, "%s: \"%s\" must be a string", action, key);
+		return -1;
+	}
+	*out = json_string_value(v);
+	return 0;
+}
+
+/* FastTier's copy-bck, copy-listrange value into *c (strings borrowed from value); 0, or -1 after responding 400. */
+static int copy_value(ft_req_t *r, const char *action, const json_t *value, px_copy_t *c)
+{
+	int listrange = strcmp(action, "copy-listrange") == 0;
+	bool *flags[] = {&c->dry_run, &c->latest, &c->sync, &c->force};
+	const json_t *to = json_object_get(value, "to");
 	const char *key;
 	json_t *v;
 
@@ -137,38 +208,26 @@ static int copy_value(ft_req_t *r, const char *action, const char *provider, con
 				      action, key, listrange ? "objnames, template, " : "");
 			return -1;
 		}
-		if (known(key, flag_keys, sizeof(flag_keys) / sizeof(flag_keys[0]))) {
-			if (!json_is_boolean(v)) {
-				ft_resp_error(r, 400, "%s: \"%s\" must be true or false", action, key);
-				return -1;
-			}
-			json_object_set(msg, key, v);
+	}
+	for (size_t i = 0; i < sizeof(flag_keys) / sizeof(flag_keys[0]); i++) {
+		v = json_object_get(value, flag_keys[i]);
+		if (v != NULL && !json_is_boolean(v)) {
+			ft_resp_error(r, 400, "%s: \"%s\" must be true or false", action, flag_keys[i]);
+			return -1;
 		}
+		*flags[i] = json_is_true(v);
 	}
-	if (copy_to(r, json_object_get(value, "to"), provider, bucket, msg) != 0)
-		return -1;
-	json_t *names = json_object();
-	const char *nk[] = {"objnames", "template", "prefix"};
-	for (size_t i = 0; i < 3; i++)
-		if (json_object_get(value, nk[i]) != NULL)
-			json_object_set(names, nk[i], json_object_get(value, nk[i]));
-	if (!listrange && json_object_get(names, "prefix") == NULL)
-		json_object_set_new(names, "prefix", json_string(""));
-	int rc = px_jobs_value_names(r, "ais", "copy", names, msg); /* "ais": copy by prefix lists any provider */
-	json_decref(names);
-	if (rc != 0)
-		return -1;
-	if (json_is_true(json_object_get(msg, "sync")) && json_object_get(msg, "prefix") == NULL) {
-		ft_resp_error(r, 400, "%s: sync needs a prefix (or copy-bck): with a list of names nothing is gone",
-			      action);
-		return -1;
-	}
-	if (strcmp(provider, "ht") == 0 && json_object_get(msg, "prefix") != NULL) {
+	c->to_bucket = json_string_value(json_object_get(to, "name"));
+	if (!json_is_object(to) || c->to_bucket == NULL) {
 		ft_resp_error(r, 400,
-			      "an ht bucket cannot be listed, so it cannot be copied by prefix; use objnames or "
-			      "template");
+			      "copy needs \"to\": {\"name\": \"<bucket>\", \"provider\": \"ais|aws|gcp|azure|ht\"}");
 		return -1;
 	}
+	c->to_provider = json_string_value(json_object_get(to, "provider"));
+	c->objnames = json_object_get(value, "objnames");
+	if (value_string(r, action, value, "prefix", &c->prefix) != 0 ||
+	    value_string(r, action, value, "template", &c->template) != 0)
+		return -1;
 	return 0;
 }
 
@@ -351,25 +410,24 @@ bool px_copy_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 	int copy = action != NULL && (strcmp(action, "copy-bck") == 0 || strcmp(action, "copy-listrange") == 0);
 	int download = action != NULL && strcmp(action, "download") == 0;
 	px_job_prepare_fn prepare = NULL;
+	px_copy_t c = {0};
 	char id[48];
 	json_t *msg;
 
-	if (!copy && !download)
+	if (copy) {
+		if (copy_value(r, action, value, &c) == 0)
+			px_copy_submit(px, r, action, provider, bucket, &c, false);
+		return true;
+	}
+	if (!download)
 		return false;
 	px_jobs_new_id(id, sizeof(id));
-	msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", copy ? "copy" : "download", "provider", provider,
-			"bucket", bucket);
+	msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", "download", "provider", provider, "bucket", bucket);
 	if (msg == NULL) {
 		ft_resp_error(r, 500, "out of memory");
 		return true;
 	}
-	if (copy) {
-		if (copy_value(r, action, provider, bucket, value, msg) != 0) {
-			json_decref(msg);
-			return true;
-		}
-		prepare = copy_prepare;
-	} else if (download_value(r, value, msg, &prepare) != 0) {
+	if (download_value(r, value, msg, &prepare) != 0) {
 		json_decref(msg);
 		return true;
 	}

@@ -248,6 +248,22 @@ void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len);
 int px_expand_template(const char *tpl, size_t max, json_t *arr, const char **why);
 
 /* ---- jobs_copy.c: copy-bck, copy-listrange and download (docs/jobs.md) ---- */
+/* A copy job as asked, decoded from FastTier's value or from AIStore's (aiswire.c); strings borrowed. */
+typedef struct {
+	const char *to_provider; /* NULL or "" for ais; checked and made canonical by px_copy_submit */
+	const char *to_bucket;
+	const char *prefix;     /* NULL: not given (copy-bck copies the whole bucket) */
+	const char *template;   /* copy-listrange only, or NULL */
+	const json_t *objnames; /* copy-listrange only, or NULL */
+	bool dry_run, latest, sync, force;
+} px_copy_t;
+/*
+ * The one path of a copy job: checks c for action (copy-bck or copy-listrange; 400), defers the
+ * job (an absent ais destination is created on the worker) and answers {"job_id"}, or the bare
+ * job id as text when bare_id.
+ */
+void px_copy_submit(px_t *px, ft_req_t *r, const char *action, const char *provider, const char *bucket,
+		    const px_copy_t *c, bool bare_id);
 /*
  * Called by px_jobs_action for actions it does not know: when action is copy-bck, copy-listrange
  * or download, checks value (400), defers the job and returns true; otherwise false untouched.
@@ -263,7 +279,7 @@ bool px_copy_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
  */
 bool px_hints_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len);
 
-/* ---- aiswire.c, aiswire_jobs.c, aiswire_mpu.c: AIStore's wire shapes over the operations above ---- */
+/* ---- aiswire.c, aiswire_copy.c, aiswire_jobs.c, aiswire_mpu.c: AIStore's wire shapes over the operations above ---- */
 /* Whether an action message is AIStore's (its ActMsg always carries "name"): answers then take AIStore's shape. */
 bool px_ais_actmsg(const json_t *msg);
 /* ns since the epoch as AIStore's JSON time (RFC 3339, UTC); 0 or less: Go's zero time. */
@@ -274,6 +290,11 @@ void px_ais_time(int64_t ns, char *out, size_t cap);
  * Handles it and returns true; otherwise returns false untouched.
  */
 bool px_ais_bucket(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
+/*
+ * POST /v1/buckets/B?bck_to=...: AIStore's copy-bck decoded into px_copy_submit (answers the bare
+ * job id), move-bck and etl-bck answered 501; returns true. Any other request: false untouched.
+ */
+bool px_ais_bck_to(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
 /*
  * Whether a bucket DELETE's action message (parsed) is AIStore's evict-remote-bck without
  * keep_bck_md=true: AIStore then forgets the bucket, which is FastTier's destroy-bck of it.

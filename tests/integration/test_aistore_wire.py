@@ -332,11 +332,15 @@ def test_archpath_reads_one_member(cluster, bucket):
 
 
 def test_not_built_yet_is_501(cluster, bucket):
-    # Bucket.copy(): POST ?bck_to=<provider>/@#/<name>/ with copy-bck
-    value = {"prefix": "", "prepend": "", "dry_run": False, "force": False, "latest-ver": False, "synchronize": False}
-    r = requests.post(bucket_url(cluster, bucket), params={"bck_to": "ais/@#/other/"}, json=act("copy-bck", value),
+    # Bucket.rename(): POST ?bck_to= with move-bck and no value; Bucket.transform(): etl-bck
+    r = requests.post(bucket_url(cluster, bucket), params={"bck_to": "ais/@#/other/"}, json=act("move-bck"),
                       timeout=TIMEOUT)
-    assert r.status_code == 501 and "copy" in r.json()["message"], r.text
+    assert r.status_code == 501 and "move-bck" in r.json()["message"], r.text
+    value = {**copy_msg(), "id": "my-etl", "request_timeout": "5m", "pipeline": None}
+    r = requests.post(bucket_url(cluster, bucket), params={"bck_to": "ais/@#/other/"}, json=act("etl-bck", value),
+                      timeout=TIMEOUT)
+    assert r.status_code == 501 and "etl-bck" in r.json()["message"], r.text
+    assert requests.head(bucket_url(cluster, "other"), timeout=TIMEOUT).status_code == 404
 
 
 # ---- jobs ----
@@ -468,3 +472,109 @@ def test_delete_listrange(cluster, bucket):
                         timeout=TIMEOUT)
     assert r.status_code == 404 and sdk_error_class(r) == "ErrBckNotFound", r.text
     assert list_all(cluster, bucket) == names[3:10]
+
+
+# ---- copy-bck ----
+def copy_msg(prefix="", prepend="", dry_run=False, force=False, latest=False, sync=False, ext=None, num_workers=0):
+    """Bucket.copy()'s value: TCBckMsg.as_dict() (ext, num-workers only when set) over CopyBckMsg.as_dict()."""
+    v = {}
+    if ext:
+        v["ext"] = ext
+    if num_workers:
+        v["num-workers"] = num_workers
+    v.update({"prefix": prefix, "prepend": prepend, "dry_run": dry_run, "force": force, "latest-ver": latest,
+              "synchronize": sync})
+    return v
+
+
+def sdk_copy(cluster, src, dst, value, dst_provider="ais"):
+    """Bucket.copy(): POST /v1/buckets/SRC, the source's qparam plus bck_to=BucketModel.get_path()."""
+    params = {"provider": "ais", "bck_to": f"{dst_provider}/@#/{dst}/"}
+    return requests.post(f"{cluster.url}/v1/buckets/{src}", params=params, headers=UA, json=act("copy-bck", value),
+                         timeout=TIMEOUT)
+
+
+@pytest.fixture
+def dst(cluster):
+    b = unique("aisw-dst")
+    yield b
+    requests.delete(bucket_url(cluster, b), headers=UA, json=act("destroy-bck"), timeout=TIMEOUT)
+
+
+def test_copy_bck(cluster, bucket, dst):
+    data = {f"c/obj-{i}": (f"copy {i} " * (50 + i)).encode() for i in range(8)}
+    for n, d in data.items():
+        put(cluster, bucket, n, d)
+    put(cluster, bucket, "other/x", b"not copied")
+    # a dry run writes nothing and cannot create the destination
+    r = sdk_copy(cluster, bucket, dst, copy_msg(prefix="c/", dry_run=True))
+    assert r.status_code == 404 and "does not exist" in r.json()["message"], r.text
+    # the copy by prefix: the answer is the bare job id; Job.wait() sees AIStore's kind
+    r = sdk_copy(cluster, bucket, dst, copy_msg(prefix="c/", num_workers=4))
+    assert r.status_code == 200 and re.fullmatch(r"[A-Za-z0-9-]+", r.text), r.text
+    job_id = r.text
+    kind, status = wait_done(cluster, job_id)
+    assert kind == "copy-bck" and status["uuid"] == job_id and status["err"] == "" and not status["aborted"], status
+    snaps = cluster_query(cluster, "qryxstats", job_args(job_id)).json()
+    assert sum(int(s["stats"]["loc-objs"]) for v in snaps.values() for s in v) == len(data), snaps
+    assert list_all(cluster, dst) == sorted(data)
+    for n, d in data.items():
+        r = requests.get(obj_url(cluster, dst, n), timeout=TIMEOUT)
+        assert r.status_code == 200 and r.content == d, n
+    r = cluster_query(cluster, "status_all", {"kind": "copy-bck", "node": "", "show_active": False})
+    assert r.status_code == 200 and job_id in {s["uuid"] for s in r.json()}, r.text
+    # synchronize: a source object gone is removed from the destination; coer is what the job always does
+    assert requests.delete(obj_url(cluster, bucket, "c/obj-0"), timeout=TIMEOUT).status_code == 200
+    value = {**copy_msg(prefix="c/", sync=True), "coer": True}
+    r = sdk_copy(cluster, bucket, dst, value)
+    assert r.status_code == 200, r.text
+    _, status = wait_done(cluster, r.text)
+    assert status["err"] == "", status
+    assert list_all(cluster, dst) == sorted(data)[1:]
+    # the whole bucket (prefix "") into the now existing destination
+    r = sdk_copy(cluster, bucket, dst, copy_msg())
+    assert r.status_code == 200, r.text
+    wait_done(cluster, r.text)
+    assert list_all(cluster, dst) == sorted(data)[1:] + ["other/x"]
+
+
+@pytest.mark.parametrize("value, bck_to, status, word", [
+    (copy_msg(prepend="p-"), None, 501, "prepend"),
+    (copy_msg(ext={"jpg": "txt"}), None, 501, "ext"),
+    ({**copy_msg(), "id": "my-etl"}, None, 501, "ETL"),
+    ({**copy_msg(), "non-recurs": True}, None, 400, "non-recurs"),
+    ({**copy_msg(), "latest-ver": "yes"}, None, 400, "latest-ver"),
+    ([1, 2], None, 400, "value"),
+    (copy_msg(), "ais/@uuid#ns/x/", 501, "namespace"),
+    (copy_msg(), "ais", 400, "bck_to"),
+    (copy_msg(), "ais/@#/", 400, "bck_to"),
+    (copy_msg(), "ais/@#/a/b/", 400, "bck_to"),
+    (copy_msg(), "ais/@#/bad name/", 400, "bucket name"),
+    (copy_msg(), "nope/@#/x/", 400, "provider"),
+    (copy_msg(), "SELF", 400, "onto itself"),
+])
+def test_copy_bck_refused(cluster, bucket, dst, value, bck_to, status, word):
+    put(cluster, bucket, "a", b"a")
+    bck_to = bck_to or f"ais/@#/{dst}/"
+    bck_to = f"ais/@#/{bucket}/" if bck_to == "SELF" else bck_to
+    r = requests.post(bucket_url(cluster, bucket), params={"bck_to": bck_to}, json=act("copy-bck", value),
+                      timeout=TIMEOUT)
+    assert r.status_code == status and word in r.json()["message"], r.text
+    assert r.json()["status"] == status
+    assert requests.head(bucket_url(cluster, dst), timeout=TIMEOUT).status_code == 404
+
+
+def test_copy_bck_bad_requests(cluster, bucket, dst):
+    to = {"bck_to": f"ais/@#/{dst}/"}
+    r = requests.post(bucket_url(cluster, bucket), params=to, data=b"{", timeout=TIMEOUT)
+    assert r.status_code == 400 and "action" in r.json()["message"], r.text
+    r = requests.post(bucket_url(cluster, bucket), params=to, json=act("make-n-copies"), timeout=TIMEOUT)
+    assert r.status_code == 400 and "bck_to" in r.json()["message"], r.text
+    # an absent source is AIStore's ErrBckNotFound
+    r = sdk_copy(cluster, unique("aisw-none"), dst, copy_msg())
+    assert r.status_code == 404 and sdk_error_class(r) == "ErrBckNotFound", r.text
+    # FastTier's own copy-bck on the same bucket still answers {"job_id"}
+    r = requests.post(bucket_url(cluster, bucket), json={"action": "copy-bck", "value": {"to": {"name": dst}}},
+                      timeout=TIMEOUT)
+    assert r.status_code == 200 and r.json()["job_id"], r.text
+    wait_done(cluster, r.json()["job_id"])

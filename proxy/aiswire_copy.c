@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* AIStore's copy-bck (POST /v1/buckets/SRC?bck_to=...) decoded into FastTier's copy job; move-bck, etl-bck refused. */
+#include "proxy.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "http/util.h"
+
+/*
+ * DESIGN
+ * AIStore names the destination in the query, bck_to=<provider>/@<uuid>#<namespace>/<name>/
+ * ("@#" is the global namespace, the only one FastTier has), and sends the flags as the value of
+ * its ActMsg: {prefix, prepend, dry_run, force, latest-ver, synchronize} plus, when set, ext,
+ * num-workers, coer, and an ETL's id, request_timeout, pipeline. This file only decodes them into
+ * a px_copy_t and hands it to px_copy_submit, the native copy's one path; the answer is the bare
+ * job id, as AIStore's. What FastTier cannot do (prepend, ext, an ETL, a namespace) is refused
+ * with 501 rather than dropped; num-workers only tunes speed and is ignored, coer is what the
+ * copy job always does (an object's error is counted, the job goes on).
+ */
+
+static void bck_to_body(ft_req_t *r, void *arg, char *body, size_t len, int err);
+static int bck_to_parse(ft_req_t *r, const char *s, char *provider, size_t pcap, char *name, size_t ncap);
+static int copy_decode(ft_req_t *r, const json_t *value, px_copy_t *c);
+
+typedef struct {
+	px_t *px;
+	const char *provider, *bucket; /* request-owned copies */
+} bck_to_t;
+
+bool px_ais_bck_to(px_t *px, ft_req_t *r, const char *provider, const char *bucket)
+{
+	bck_to_t *b;
+
+	if (ft_req_method(r) != FT_HTTP_POST || ft_req_query(r, "bck_to") == NULL)
+		return false;
+	b = ft_req_alloc(r, sizeof(*b));
+	b->px = px;
+	b->provider = ft_req_strdup(r, provider);
+	b->bucket = ft_req_strdup(r, bucket);
+	ft_req_read_body_all(r, PX_BODY_MAX, bck_to_body, b);
+	return true;
+}
+
+/* The ActMsg of a POST with bck_to: copy-bck goes to the copy job, move-bck and etl-bck are refused. */
+static void bck_to_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
+{
+	bck_to_t *b = arg;
+	json_t *in = NULL;
+	const char *action;
+	char to_provider[16], to_bucket[FT_BUCKET_NAME_MAX + 1];
+	px_copy_t c = {0};
+
+	if (err != 0) {
+		ft_resp_error(r, 400, "cannot read the request body (error %d)", err);
+		return;
+	}
+	in = len > 0 ? json_loadb(body, len, 0, NULL) : NULL;
+	action = json_string_value(json_object_get(in, "action"));
+	if (action == NULL) {
+		ft_resp_error(r, 400, "bck_to needs an action message {\"action\": \"copy-bck\", \"value\": {...}}");
+	} else if (strcmp(action, "move-bck") == 0) {
+		ft_resp_error(r, 501,
+			      "renaming bucket %s://%s (move-bck) is not built: FastTier has no bucket rename; copy it "
+			      "(copy-bck) and destroy the source",
+			      b->provider, b->bucket);
+	} else if (strcmp(action, "etl-bck") == 0) {
+		ft_resp_error(r, 501, "transforming bucket %s://%s (etl-bck) is not built: FastTier runs no ETL",
+			      b->provider, b->bucket);
+	} else if (strcmp(action, "copy-bck") != 0) {
+		ft_resp_error(r, 400, "unknown action \"%s\" with bck_to (expected copy-bck, move-bck or etl-bck)",
+			      action);
+	} else if (bck_to_parse(r, ft_req_query(r, "bck_to"), to_provider, sizeof(to_provider), to_bucket,
+				sizeof(to_bucket)) == 0 &&
+		   copy_decode(r, json_object_get(in, "value"), &c) == 0) {
+		c.to_provider = to_provider;
+		c.to_bucket = to_bucket;
+		px_copy_submit(b->px, r, "copy-bck", b->provider, b->bucket, &c, true);
+	}
+	json_decref(in); /* px_copy_submit keeps no pointer into in or the buffers above */
+}
+
+/* bck_to "<provider>/@#/<name>/" (the trailing '/' optional) into provider and name; 0, or -1 after responding. */
+static int bck_to_parse(ft_req_t *r, const char *s, char *provider, size_t pcap, char *name, size_t ncap)
+{
+	const char *slash = strchr(s, '/'), *ns, *n, *end;
+
+	if (slash == NULL || slash == s || (size_t)(slash - s) >= pcap)
+		goto bad;
+	snprintf(provider, pcap, "%.*s", (int)(slash - s), s);
+	ns = slash + 1;
+	n = ns;
+	if (ns[0] == '@') {
+		const char *nsend = strchr(ns, '/');
+		if (nsend == NULL)
+			goto bad;
+		if (nsend - ns != 2 || ns[1] != '#') {
+			ft_resp_error(r, 501, "bck_to \"%s\": namespaces are not supported (only the global \"@#\")",
+				      s);
+			return -1;
+		}
+		n = nsend + 1;
+	}
+	end = n + strcspn(n, "/");
+	if (end == n || (end[0] == '/' && end[1] != '\0') || (size_t)(end - n) >= ncap)
+		goto bad;
+	snprintf(name, ncap, "%.*s", (int)(end - n), n);
+	return 0;
+bad:
+	ft_resp_error(r, 400, "bad bck_to \"%s\" (expected <provider>/@#/<bucket>/, e.g. ais/@#/photos-bak/)", s);
+	return -1;
+}
+
+/* AIStore's TCBckMsg value keys with what FastTier does with them. */
+typedef enum { K_PREFIX, K_FLAG, K_EMPTY_STRING, K_EMPTY_OBJECT, K_NUM_WORKERS, K_COER, K_ETL } key_use_t;
+
+static const struct {
+	const char *key;
+	key_use_t use;
+} copy_keys[] = {
+	{"prefix", K_PREFIX},       {"dry_run", K_FLAG},
+	{"force", K_FLAG},          {"latest-ver", K_FLAG},
+	{"synchronize", K_FLAG},    {"prepend", K_EMPTY_STRING},
+	{"ext", K_EMPTY_OBJECT},    {"num-workers", K_NUM_WORKERS},
+	{"coer", K_COER},           {"id", K_ETL},
+	{"request_timeout", K_ETL}, {"pipeline", K_ETL},
+};
+
+/* The flag of c a boolean key sets. */
+static bool *copy_flag(px_copy_t *c, const char *key)
+{
+	if (strcmp(key, "dry_run") == 0)
+		return &c->dry_run;
+	if (strcmp(key, "force") == 0)
+		return &c->force;
+	if (strcmp(key, "latest-ver") == 0)
+		return &c->latest;
+	return &c->sync;
+}
+
+/* One key of the value into c; 0, or -1 after responding 400 (bad type, unknown) or 501 (not supported). */
+static int copy_key(ft_req_t *r, const char *key, const json_t *v, px_copy_t *c)
+{
+	size_t i = 0;
+
+	while (i < sizeof(copy_keys) / sizeof(copy_keys[0]) && strcmp(copy_keys[i].key, key) != 0)
+		i++;
+	if (i == sizeof(copy_keys) / sizeof(copy_keys[0])) {
+		ft_resp_error(r, 400,
+			      "copy-bck: unknown field \"%s\" (known: prefix, prepend, dry_run, force, latest-ver, "
+			      "synchronize, ext, num-workers, coer)",
+			      key);
+		return -1;
+	}
+	switch (copy_keys[i].use) {
+	case K_PREFIX:
+		if (!json_is_string(v))
+			break;
+		c->prefix = json_string_value(v);
+		return 0;
+	case K_FLAG:
+	case K_COER:
+		if (!json_is_boolean(v))
+			break;
+		if (copy_keys[i].use == K_FLAG)
+			*copy_flag(c, key) = json_is_true(v);
+		return 0;
+	case K_EMPTY_STRING:
+		if (!json_is_string(v))
+			break;
+		if (json_string_length(v) > 0) {
+			ft_resp_error(r, 501, "copy-bck: \"prepend\" (renaming the copies) is not supported");
+			return -1;
+		}
+		return 0;
+	case K_EMPTY_OBJECT:
+		if (!json_is_object(v) && !json_is_null(v))
+			break;
+		if (json_object_size(v) > 0) {
+			ft_resp_error(r, 501, "copy-bck: \"ext\" (changing the copies' extensions) is not supported");
+			return -1;
+		}
+		return 0;
+	case K_NUM_WORKERS:
+		if (!json_is_integer(v))
+			break;
+		return 0; /* a speed hint: FastTier's copy job sizes its own workers */
+	case K_ETL:
+		if (json_is_null(v) || (json_is_string(v) && json_string_length(v) == 0))
+			return 0;
+		ft_resp_error(r, 501, "copy-bck: \"%s\" belongs to an ETL transform (etl-bck), which is not built",
+			      key);
+		return -1;
+	}
+	ft_resp_error(r, 400, "copy-bck: \"%s\" has the wrong type", key);
+	return -1;
+}
+
+/* AIStore's copy-bck value into c (strings borrowed from value); 0, or -1 after responding. */
+static int copy_decode(ft_req_t *r, const json_t *value, px_copy_t *c)
+{
+	const char *key;
+	json_t *v;
+
+	if (value == NULL || json_is_null(value))
+		return 0;
+	if (!json_is_object(value)) {
+		ft_resp_error(r, 400, "copy-bck: the value must be an object (AIStore's TCBckMsg)");
+		return -1;
+	}
+	json_object_foreach((json_t *)value, key, v) {
+		if (copy_key(r, key, v, c) != 0)
+			return -1;
+	}
+	return 0;
+}

@@ -21,7 +21,7 @@ FROM debian:12-slim
 # The libraries the binaries link (tests/integration/test_k8s.py checks this list against their NEEDED entries).
 RUN apt-get update -qq \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-       liburing2 libmicrohttpd12 libcurl4 libssl3 libjansson4 libisal2 libxxhash0 libarchive13 ca-certificates \
+       liburing2 libmicrohttpd12 libcurl4 libssl3 libjansson4 libisal2 libxxhash0 libarchive13 libmsgpackc2 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd -g 10001 fasttier && useradd -u 10001 -g 10001 -M -d /var/lib/fasttier -s /usr/sbin/nologin fasttier \
     && mkdir -p /var/lib/fasttier /data && chown fasttier:fasttier /var/lib/fasttier /data

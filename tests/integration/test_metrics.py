@@ -208,7 +208,7 @@ def test_job_and_eviction_metrics(make_cluster, origin):
     wait_until(rebalanced, 30, interval=0.2, what="the rebalance to move objects and end")
     hb = unique("metlru")
     create_remote(c.url, hb, "ht", {"endpoint": origin.url})
-    for i in range(12):
+    for i in range(24):  # 12 MiB over two targets: past the 4 MiB quota's high mark on each, however they split
         name = unique("ev") + ".bin"
         put_origin(origin, name, os.urandom(mib // 2))
         r = session().get(obj_url(c.url, hb, name), timeout=30)

@@ -118,7 +118,8 @@ typedef enum {
 	PX_S3_STYLE_VHOST,    /* Host: <bucket>.<s3_domain>, path /<key> */
 } px_s3_style_t;
 
-typedef struct px_s3_body px_s3_body_t; /* body reader state (route.c) */
+#define PX_S3_BODY_BUF (64 * 1024)      /* bytes one body read (body.c) or relay to a target moves at most */
+typedef struct px_s3_body px_s3_body_t; /* body reader state (body.c) */
 
 /*
  * What the S3 front end needs from the daemon that serves it, filled in by that daemon (the proxy:
@@ -156,12 +157,12 @@ typedef struct px_s3_req {
 	char bucket[FT_BUCKET_NAME_MAX + 1]; /* "" for service requests (ListBuckets) */
 	const char *key;                     /* decoded object key, NUL-terminated; "" for bucket requests */
 	size_t key_len;
-	const char *resource;                  /* "/<bucket>/<key>" for error bodies */
-	char request_id[17];                   /* 16 hex digits, sent as x-amz-request-id */
-	bool anonymous;                        /* unsigned request accepted because s3_anonymous is set */
-	ft_sigv4_auth_t auth;                  /* valid when !anonymous */
-	const char *content_sha256;            /* x-amz-content-sha256 as sent (header form), or NULL */
-	px_s3_body_t *body;                    /* body reader, set up by route.c before a handler that reads a body */
+	const char *resource;       /* "/<bucket>/<key>" for error bodies */
+	char request_id[17];        /* 16 hex digits, sent as x-amz-request-id */
+	bool anonymous;             /* unsigned request accepted because s3_anonymous is set */
+	ft_sigv4_auth_t auth;       /* valid when !anonymous */
+	const char *content_sha256; /* x-amz-content-sha256 as sent (header form), or NULL */
+	px_s3_body_t *body;         /* body reader, set up by px_s3_body_prepare before a handler that reads a body */
 	void (*deferred)(struct px_s3_req *q); /* px_s3_defer's function */
 	void *op;                              /* the handler's own per-request state */
 } px_s3_req_t;
@@ -182,6 +183,13 @@ bool px_s3_route(px_s3_t *s, ft_req_t *r);
 /* Runs fn(q) on the worker pool. */
 void px_s3_defer(px_s3_req_t *q, void (*fn)(px_s3_req_t *q));
 
+/*
+ * Sets up q's body reader from its headers (body.c; the route calls it before a handler that reads a
+ * body): PX_S3_OK, or the error with *msg.
+ */
+px_s3_err_t px_s3_body_prepare(px_s3_req_t *q, const char **msg);
+/* Whether x-amz-content-sha256 holds a hex SHA-256 or an aws-chunked form the body reader knows. */
+bool px_s3_payload_hash_known(const char *sha);
 /*
  * Worker thread only. Reads up to cap verified payload bytes. Returns the count (> 0), 0 at the
  * end of a fully verified body, or -e for a px_s3_err_t e (SignatureDoesNotMatch for a bad chunk

@@ -314,27 +314,6 @@ int ft_sigv4_is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-/* Whether v is valid UTF-8. */
-static int utf8_valid(const char *v)
-{
-	const unsigned char *p = (const unsigned char *)v;
-
-	while (p && *p) {
-		int n = *p < 0x80             ? 0
-			: (*p & 0xe0) == 0xc0 ? 1
-			: (*p & 0xf0) == 0xe0 ? 2
-			: (*p & 0xf8) == 0xf0 ? 3
-					      : -1;
-		if (n < 0 || (n == 1 && *p < 0xc2))
-			return 0;
-		p++;
-		for (int i = 0; i < n; i++, p++)
-			if ((*p & 0xc0) != 0x80)
-				return 0;
-	}
-	return 1;
-}
-
 /*
  * Appends v trimmed, with every inner run of whitespace folded to one space. A value that is not
  * UTF-8 is taken as Latin-1 and recoded to UTF-8: the JavaScript SDK signs a header's text as
@@ -342,7 +321,7 @@ static int utf8_valid(const char *v)
  */
 static void add_header_value(ft_strbuf_t *b, const char *v)
 {
-	int pending_space = 0, started = 0, latin1 = !utf8_valid(v);
+	int pending_space = 0, started = 0, latin1 = v != NULL && !ft_utf8_valid(v, NULL);
 
 	for (; v && *v; v++) {
 		if (ft_sigv4_is_space(*v)) {

@@ -505,3 +505,27 @@ int ft_date_parse_iso8601(const char *s, int64_t *ns)
 	*ns = (int64_t)t * NS_PER_S + frac;
 	return 0;
 }
+
+bool ft_utf8_valid(const char *s, bool *non_ascii)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	bool high = false;
+
+	while (*p) {
+		int n = *p < 0x80             ? 0
+			: (*p & 0xe0) == 0xc0 ? 1
+			: (*p & 0xf0) == 0xe0 ? 2
+			: (*p & 0xf8) == 0xf0 ? 3
+					      : -1;
+		if (n < 0 || (n == 1 && *p < 0xc2))
+			return false;
+		high = high || n > 0;
+		p++;
+		for (int i = 0; i < n; i++, p++)
+			if ((*p & 0xc0) != 0x80)
+				return false;
+	}
+	if (non_ascii != NULL)
+		*non_ascii = high;
+	return true;
+}

@@ -123,4 +123,7 @@ int ft_date_parse_exact(const char *s, unsigned forms, time_t *t);
  */
 int ft_date_parse_iso8601(const char *s, int64_t *ns);
 
+/* Whether s (NUL-terminated) is valid UTF-8; *non_ascii (may be NULL) says whether it holds a byte above 0x7f. */
+bool ft_utf8_valid(const char *s, bool *non_ascii);
+
 #endif

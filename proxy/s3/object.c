@@ -244,24 +244,9 @@ static const struct {
  */
 static bool needs_rfc2047(const char *v)
 {
-	const unsigned char *p = (const unsigned char *)v;
-	bool high = false;
+	bool high;
 
-	while (*p) {
-		int n = *p < 0x80             ? 0
-			: (*p & 0xe0) == 0xc0 ? 1
-			: (*p & 0xf0) == 0xe0 ? 2
-			: (*p & 0xf8) == 0xf0 ? 3
-					      : -1;
-		if (n < 0 || (n == 1 && *p < 0xc2))
-			return false;
-		high = high || n > 0;
-		p++;
-		for (int i = 0; i < n; i++, p++)
-			if ((*p & 0xc0) != 0x80)
-				return false;
-	}
-	return high;
+	return ft_utf8_valid(v, &high) && high;
 }
 
 /* Sends the user metadata header name with value RFC 2047 encoded. */

@@ -442,6 +442,21 @@ static void test_date_parse_exact(void **state)
 	assert_int_equal(ft_date_parse_exact("Wed, 31 Dec 1969 23:59:59 GMT", FT_DATE_HTTP, &t), -1);
 }
 
+static void test_utf8_valid(void **state)
+{
+	bool high = true;
+
+	(void)state;
+	assert_true(ft_utf8_valid("plain", &high));
+	assert_false(high);
+	assert_true(ft_utf8_valid("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", &high));
+	assert_true(high);
+	assert_false(ft_utf8_valid("caf\xe9", NULL));      /* Latin-1 */
+	assert_false(ft_utf8_valid("\xc0\xaf", NULL));     /* overlong */
+	assert_false(ft_utf8_valid("\xe2\x82", NULL));     /* cut sequence */
+	assert_false(ft_utf8_valid("\xf8\x88\x80", NULL)); /* no such lead byte */
+}
+
 static void test_date_iso8601(void **state)
 {
 	const int64_t base = (int64_t)RFC_EXAMPLE * 1000000000LL;
@@ -498,6 +513,7 @@ int main(void)
 		cmocka_unit_test(test_date_parse),
 		cmocka_unit_test(test_date_parse_exact),
 		cmocka_unit_test(test_date_iso8601),
+		cmocka_unit_test(test_utf8_valid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

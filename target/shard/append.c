@@ -150,43 +150,6 @@ static int build_tar(append_t *a, int old_fd, const ft_lom_t *old)
 	return rc;
 }
 
-static la_ssize_t write_cb(struct archive *w, void *arg, const void *buf, size_t len)
-{
-	int rc = ft_write_all(*(int *)arg, buf, len);
-
-	if (rc != 0) {
-		archive_set_error(w, -rc, "write: %s", strerror(-rc));
-		return -1;
-	}
-	return (la_ssize_t)len;
-}
-
-/* A libarchive writer of fmt over fd. NULL on failure. */
-static struct archive *writer(tgt_shard_fmt_t fmt, int *fd)
-{
-	struct archive *w = archive_write_new();
-	int ok;
-
-	if (w == NULL)
-		return NULL;
-	if (fmt == TGT_SHARD_ZIP) {
-		ok = archive_write_set_format_zip(w) == ARCHIVE_OK &&
-		     archive_write_set_options(w, "zip:compression=store") == ARCHIVE_OK;
-	} else {
-		ok = archive_write_set_format_pax_restricted(w) == ARCHIVE_OK &&
-		     (fmt == TGT_SHARD_TGZ ? archive_write_add_filter_gzip(w) : archive_write_add_filter_lz4(w)) ==
-			     ARCHIVE_OK;
-	}
-	if (ok)
-		ok = archive_write_set_bytes_in_last_block(w, 1) == ARCHIVE_OK &&
-		     archive_write_open2(w, fd, NULL, write_cb, NULL, NULL) == ARCHIVE_OK;
-	if (!ok) {
-		archive_write_free(w);
-		return NULL;
-	}
-	return w;
-}
-
 /* Copies the data of the reader's current entry (or the body fd when r == NULL) into w. 0 or -errno. */
 static int copy_data(append_t *a, struct archive *r, struct archive *w, uint64_t *decoded)
 {
@@ -230,7 +193,7 @@ static int copy_data(append_t *a, struct archive *r, struct archive *w, uint64_t
 /* Compressed formats: every old member but one of the same name, re-encoded, then the new member. */
 static int build_reencoded(append_t *a, int old_fd)
 {
-	struct archive *w = writer(a->fmt, &a->new_fd), *r = NULL;
+	struct archive *w = tgt_shard_writer_new(a->fmt, &a->new_fd), *r = NULL;
 	struct archive_entry *e;
 	uint64_t decoded = 0;
 	int rc = 0;
@@ -273,19 +236,12 @@ static int build_reencoded(append_t *a, int old_fd)
 		}
 	}
 	if (rc == 0) {
-		e = archive_entry_new();
-		archive_entry_set_pathname(e, a->archpath);
-		archive_entry_set_size(e, (la_int64_t)a->body_size);
-		archive_entry_set_filetype(e, AE_IFREG);
-		archive_entry_set_perm(e, 0644);
-		archive_entry_set_mtime(e, ft_now_ns() / 1000000000, 0);
-		if (archive_write_header(w, e) < ARCHIVE_WARN) {
+		if (tgt_shard_writer_header(w, a->archpath, a->body_size, ft_now_ns() / 1000000000) != 0) {
 			snprintf(a->err, sizeof(a->err), "encoding: %s", archive_error_string(w));
 			rc = -EIO;
 		} else {
 			rc = copy_data(a, NULL, w, &decoded);
 		}
-		archive_entry_free(e);
 	}
 	if (rc == 0 && archive_write_close(w) != ARCHIVE_OK) {
 		snprintf(a->err, sizeof(a->err), "encoding: %s", archive_error_string(w));

@@ -125,6 +125,13 @@ int tgt_shard_dec_seek(tgt_shard_dec_t *d, const tgt_shard_member_t *m);
 const char *tgt_shard_dec_error(const tgt_shard_dec_t *d);
 void tgt_shard_dec_close(tgt_shard_dec_t *d);
 
+/* ---- writer.c: libarchive writing of a shard ---- */
+struct archive;
+/* A writer of fmt appending to *fd (not taken; must stay valid until freed). NULL on failure. */
+struct archive *tgt_shard_writer_new(tgt_shard_fmt_t fmt, int *fd);
+/* The header of a regular member of size bytes; its data follows with archive_write_data. 0 or -1 (see archive_error_string). */
+int tgt_shard_writer_header(struct archive *w, const char *name, uint64_t size, int64_t mtime_s);
+
 /* ---- read.c ---- */
 /* The error answer for an index or decode failure rc of o's shard (422 corrupt or over the limit, 500 else). */
 void tgt_shard_fail(ft_req_t *r, const tgt_obj_t *o, int rc, const char *err);

@@ -20,8 +20,12 @@
  * {"id","kind","provider","bucket"} plus "objnames" or "prefix" to every target of the current
  * Smap (each target keeps the names it owns, or lists the prefix itself); status and abort ask
  * every target of the current Smap for that id and add up the answers. So a proxy restart loses
- * nothing, a target that left takes its part of the status with it (documented), and jobs a
- * target starts on its own (rebalance) show up like any other.
+ * nothing, and jobs a target starts on its own (rebalance) show up like any other.
+ * The message names the job's targets ("members", the Smap at submit) and every part repeats
+ * them: a member absent from the Smap or not answering is "missing". A job with a missing member
+ * reads "running" until job_missing_grace_s (default 120) after the other parts ended (a restarted target answers again well within
+ * it, from its journal while its resume waits), then "incomplete": never "finished" without
+ * every part.
  */
 
 #define JOB_TIMEOUT_MS 10000
@@ -104,6 +108,10 @@ static void submit_work(ft_req_t *r, void *arg)
 	}
 	if (s->prepare != NULL && s->prepare(s->px, r, s->msg) != 0)
 		goto out;
+	json_t *members = json_array();
+	for (int i = 0; i < smap->n_targets; i++)
+		json_array_append_new(members, json_string(smap->targets[i].id));
+	json_object_set_new(s->msg, "members", members);
 	if (fanout(s->px, &f) != 0) {
 		ft_resp_error(r, 500, "out of memory");
 		goto out;
@@ -403,6 +411,8 @@ static json_t *job_fold(json_t *agg, const json_t *part)
 		if (json_is_boolean(json_object_get(part, "dry_run")))
 			json_object_set(agg, "dry_run", json_object_get(part, "dry_run"));
 	}
+	if (json_object_get(agg, "members") == NULL && json_is_array(json_object_get(part, "members")))
+		json_object_set(agg, "members", json_object_get(part, "members"));
 	add_int(agg, "skipped", part);
 	add_int(agg, "rate", part);
 	json_t *inflight = json_object_get(part, "inflight");
@@ -452,9 +462,47 @@ static json_t *job_fold(json_t *agg, const json_t *part)
 	return agg;
 }
 
-/* A job seen by no target has end 0; one still running reports end 0 as well. */
-static void job_finish_doc(json_t *agg)
+/*
+ * The job's members that did not answer (answered: node id -> true) become parts of state
+ * "missing"; while any is, a job the others ended reads running (within the grace) or incomplete.
+ */
+static void job_missing(json_t *agg, const json_t *answered, int grace_s)
 {
+	json_t *members = json_object_get(agg, "members"), *missing = json_array();
+	size_t i;
+	json_t *m;
+
+	json_array_foreach(members, i, m) {
+		const char *id = json_string_value(m);
+		if (id == NULL || json_object_get(answered, id) != NULL)
+			continue;
+		json_array_append(missing, m);
+		json_array_append_new(json_object_get(agg, "targets"),
+				      json_pack("{s:s, s:s}", "node", id, "state", "missing"));
+	}
+	const char *st = json_string_value(json_object_get(agg, "state"));
+	if (json_array_size(missing) > 0 && strcmp(st, "running") != 0 && strcmp(st, "aborted") != 0) {
+		int64_t since = ft_now_ns() - json_integer_value(json_object_get(agg, "end"));
+		if (since < (int64_t)grace_s * 1000000000LL) {
+			json_object_set_new(agg, "state", json_string("running"));
+		} else {
+			json_object_set_new(agg, "state", json_string("incomplete"));
+			json_array_append_new(
+				json_object_get(agg, "error_samples"),
+				json_string(
+					"a target of the job never reported its part (it left the cluster or does not answer): see missing"));
+		}
+	}
+	if (json_array_size(missing) > 0)
+		json_object_set_new(agg, "missing", missing);
+	else
+		json_decref(missing);
+}
+
+/* Completes a folded job: its missing members; a job still running reports end 0. */
+static void job_finish_doc(json_t *agg, const json_t *answered, int grace_s)
+{
+	job_missing(agg, answered, grace_s);
 	if (strcmp(json_string_value(json_object_get(agg, "state")), "running") == 0)
 		json_object_set_new(agg, "end", json_integer(0));
 }
@@ -463,6 +511,7 @@ int px_jobs_query(px_t *px, const char *id, bool del, json_t **out, int *status,
 {
 	ft_smap_t *smap = ft_smap_current();
 	fanout_t f = {.smap = smap, .method = del ? "DELETE" : "GET"};
+	json_t *answered = json_object(); /* targets that answered: 200 or 404 */
 	int rc = -1;
 
 	*out = NULL;
@@ -478,6 +527,10 @@ int px_jobs_query(px_t *px, const char *id, bool del, json_t **out, int *status,
 		goto done;
 	}
 	for (int i = 0; i < smap->n_targets; i++) {
+		if (f.status[i] == 200 || f.status[i] == 404)
+			json_object_set_new(answered, smap->targets[i].id, json_true());
+		else if (f.status[i] == 0 && !del)
+			continue; /* not answering: its part is missing (see job_missing) */
 		if (f.status[i] == 0 || (f.status[i] != 200 && f.status[i] != 404)) {
 			*status = 502;
 			snprintf(why, cap, "target %s: %s", smap->targets[i].id,
@@ -494,7 +547,7 @@ int px_jobs_query(px_t *px, const char *id, bool del, json_t **out, int *status,
 			snprintf(why, cap, "no job %s", id);
 			goto done;
 		}
-		job_finish_doc(*out);
+		job_finish_doc(*out, answered, px->cfg.job_missing_grace_s);
 		rc = 0;
 		goto done;
 	}
@@ -515,12 +568,13 @@ int px_jobs_query(px_t *px, const char *id, bool del, json_t **out, int *status,
 	const char *key;
 	json_t *val;
 	json_object_foreach(byid, key, val) {
-		job_finish_doc(val);
+		job_finish_doc(val, answered, px->cfg.job_missing_grace_s);
 		json_array_append(*out, val);
 	}
 	json_decref(byid);
 	rc = 0;
 done:
+	json_decref(answered);
 	fanout_free(&f);
 	ft_smap_put(smap);
 	return rc;

@@ -40,6 +40,8 @@ static void usage(FILE *f)
 		   "  --keepalive_ms N       target keepalive interval; 3 missed = removed (default 2000)\n"
 		   "  --probe_interval_ms N  connect probes of every target; refused, or 3 unanswered, = removed\n"
 		   "                         from the map at once (default 250; 0 = keepalives only)\n"
+		   "  --job_missing_grace_s N  a job whose target does not answer reads running this long after\n"
+		   "                         the other targets ended, then incomplete (default 120)\n"
 		   "  --s3_keys FILE         S3 access keys: JSON {\"ACCESS_KEY\": \"SECRET\", ...}\n"
 		   "  --s3_anonymous BOOL    accept unsigned S3 requests (default false)\n"
 		   "  --s3_root BOOL         serve the S3 API at / as well as /s3 (default false)\n"

@@ -46,6 +46,9 @@
  * A job the proxy sent keeps a journal (journal.c): its message, and a line per object done. It
  * is removed when the job ends; a target that stops keeps it, and at the next start
  * tgt_jobs_resume runs the job again under its id, skipping the objects done and counting them.
+ * Until then (the resume waits for the map and bucket metadata of the join) the journals read at
+ * start stand for their jobs: status answers "running" with the objects done so far, so the
+ * proxy never reads a job as finished without this target's part, and DELETE drops the journal.
  *
  * LOCKING
  * jobs_lock (the table) is taken before a run's locks; the run's threads never take jobs_lock.
@@ -94,7 +97,7 @@ typedef struct job {
 	tgt_run_t *run;                         /* created by job_launch */
 	tgt_copy_t copy;                        /* JOB_COPY */
 	json_t *urls;                           /* JOB_DOWNLOAD: object name -> URL */
-	json_t *msg;                            /* the proxy's message, for the journal; NULL for local jobs */
+	json_t *members;                        /* the proxy's "members" (the job's targets); NULL for local jobs */
 	json_t *done;                           /* resumed: object name -> bytes, done before the restart */
 	tgt_journal_t *journal;                 /* closed by job_done (or job_free) */
 	tgt_download_slot_t slots[JOB_THREADS]; /* JOB_DOWNLOAD: objects in flight */
@@ -108,6 +111,7 @@ struct tgt_jobs {
 	atomic_int stopping; /* read by the runs' done: the daemon stops, journals stay for the resume */
 	pthread_t resumer;   /* tgt_jobs_resume's thread */
 	int resumer_started;
+	json_t *pending; /* guarded by lock: id -> {"msg","done"} of journals not resumed yet */
 };
 
 /* Frees j (its run joined first, when started). */
@@ -121,7 +125,7 @@ static void job_free(job_t *j)
 	free(j->prefix);
 	json_decref(j->names);
 	json_decref(j->urls);
-	json_decref(j->msg);
+	json_decref(j->members);
 	json_decref(j->done);
 	ft_bmd_put(j->bmd);
 	ft_smap_put(j->smap);
@@ -437,6 +441,8 @@ static json_t *job_json(job_t *j)
 	}
 	if (doc != NULL && j->prefix != NULL)
 		json_object_set_new(doc, "prefix", json_string(j->prefix));
+	if (doc != NULL && j->members != NULL)
+		json_object_set(doc, "members", j->members);
 	if (doc != NULL && j->kind == JOB_COPY) {
 		json_object_set_new(
 			doc, "to",
@@ -625,6 +631,8 @@ static job_t *job_parse(tgt_t *t, const json_t *msg, ft_ctl_resp_t *resp)
 	}
 	j->bmd = ft_bmd_current();
 	j->smap = ft_smap_current();
+	if (json_is_array(json_object_get(msg, "members")))
+		j->members = json_incref(json_object_get(msg, "members"));
 	const ft_bucket_t *b = j->bmd != NULL ? ft_bmd_find(j->bmd, provider, bucket) : NULL;
 	if (b == NULL || j->smap == NULL) {
 		ft_ctl_error(resp, 404, "bucket %s/%s is not known to target %s", provider, bucket, t->id);
@@ -761,6 +769,48 @@ out:
 	json_decref(msg);
 }
 
+/* ---- journals waiting for their resume ---- */
+
+/* tgt_journal_load's callback at start: keeps msg and done under the job's id in pending. */
+static void pending_add(void *arg, const json_t *msg, const json_t *done)
+{
+	const char *id = json_string_value(json_object_get(msg, "id"));
+
+	if (id != NULL)
+		json_object_set_new(arg, id, json_pack("{s:O, s:O}", "msg", msg, "done", done));
+}
+
+/* The status of a journaled job not resumed yet: running, with the objects done before the restart. */
+static json_t *pending_json(tgt_t *t, const char *id, const json_t *p)
+{
+	const json_t *msg = json_object_get(p, "msg"), *done = json_object_get(p, "done");
+	json_int_t bytes = 0;
+	const char *name;
+	json_t *v;
+
+	json_object_foreach((json_t *)done, name, v)
+		bytes += json_integer_value(v);
+	json_t *doc = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:[], s:b}", "id", id, "node",
+				t->id, "state", "running", "objects", (json_int_t)json_object_size(done), "bytes",
+				bytes, "errors", (json_int_t)0, "skipped", (json_int_t)0, "total", (json_int_t)0,
+				"start", (json_int_t)0, "end", (json_int_t)0, "error_samples", "resuming", 1);
+	static const char *const copied[] = {"kind", "provider", "bucket", "prefix", "members"};
+	for (size_t i = 0; doc != NULL && i < sizeof(copied) / sizeof(copied[0]); i++)
+		if (json_object_get(msg, copied[i]) != NULL)
+			json_object_set(doc, copied[i], json_object_get(msg, copied[i]));
+	return doc;
+}
+
+/* DELETE of a journaled job not resumed yet (jobs_lock held): its journal goes, doc reads aborted. */
+static void pending_drop(tgt_t *t, const char *id, json_t *doc)
+{
+	tgt_journal_close(tgt_journal_reopen(t->cfg.state_dir, id), 1);
+	json_object_del(t->jobs->pending, id);
+	json_object_set_new(doc, "state", json_string("aborted"));
+	json_object_set_new(doc, "end", json_integer(ft_now_ns()));
+	ft_info("job %s: aborted before its resume; journal removed", id);
+}
+
 /* Aborts j's run: workers stop before their next object, the collector before its next step. */
 static void job_abort(job_t *j)
 {
@@ -788,6 +838,10 @@ void tgt_jobs_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 			pthread_mutex_lock(&t->jobs->lock);
 			for (job_t *j = t->jobs->list; j != NULL; j = j->next)
 				json_array_append_new(list, job_json(j));
+			const char *pid;
+			json_t *p;
+			json_object_foreach(t->jobs->pending, pid, p)
+				json_array_append_new(list, pending_json(t, pid, p));
 			pthread_mutex_unlock(&t->jobs->lock);
 			resp->status = 200;
 			resp->json = list;
@@ -802,14 +856,20 @@ void tgt_jobs_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	}
 	pthread_mutex_lock(&t->jobs->lock);
 	job_t *j = job_find(t->jobs, id);
+	json_t *p = j == NULL ? json_object_get(t->jobs->pending, id) : NULL;
 	if (j != NULL) {
 		if (del)
 			job_abort(j);
 		resp->status = 200;
 		resp->json = job_json(j);
+	} else if (p != NULL) {
+		resp->status = 200;
+		resp->json = pending_json(t, id, p);
+		if (del)
+			pending_drop(t, id, resp->json);
 	}
 	pthread_mutex_unlock(&t->jobs->lock);
-	if (j == NULL)
+	if (j == NULL && p == NULL)
 		ft_ctl_error(resp, 404, "no job %s on target %s", id, t->id);
 }
 
@@ -821,6 +881,10 @@ int tgt_jobs_init(tgt_t *t)
 		return -1;
 	pthread_mutex_init(&js->lock, NULL);
 	t->jobs = js;
+	js->pending = json_object();
+	if (js->pending == NULL)
+		return -1;
+	tgt_journal_load(t->cfg.state_dir, pending_add, js->pending);
 	return 0;
 }
 
@@ -855,6 +919,7 @@ void tgt_jobs_free(tgt_t *t)
 	if (t->jobs == NULL)
 		return;
 	pthread_mutex_destroy(&t->jobs->lock);
+	json_decref(t->jobs->pending);
 	free(t->jobs);
 	t->jobs = NULL;
 }
@@ -862,35 +927,55 @@ void tgt_jobs_free(tgt_t *t)
 /* ---- resume after a restart ---- */
 
 /* One journal found at start: the job again under its id, its objects done skipped and counted. */
-static void resume_one(void *arg, const json_t *msg, const json_t *done)
+static void resume_one(tgt_t *t, const json_t *msg, const json_t *done)
 {
-	tgt_t *t = arg;
 	ft_ctl_resp_t resp = {0};
 	const char *id = json_string_value(json_object_get(msg, "id"));
-	job_t *j = id != NULL ? job_parse(t, msg, &resp) : NULL;
+	job_t *j = job_parse(t, msg, &resp);
 	int rc = -1;
 
 	if (j != NULL) {
 		j->done = json_deep_copy(done);
 		j->journal = tgt_journal_reopen(t->cfg.state_dir, id);
-		pthread_mutex_lock(&t->jobs->lock);
-		rc = job_launch(j);
-		pthread_mutex_unlock(&t->jobs->lock);
 	}
+	pthread_mutex_lock(&t->jobs->lock);
+	int dropped = json_object_get(t->jobs->pending, id) == NULL; /* aborted meanwhile */
+	if (j != NULL && !dropped)
+		rc = job_launch(j);
+	json_object_del(t->jobs->pending, id); /* from now on the job answers, or nothing does */
+	pthread_mutex_unlock(&t->jobs->lock);
 	if (rc == 0) {
 		ft_info("job %s (%s): resumed after a restart, %zu objects done before", id, j->kind_name,
 			json_object_size(done));
 		return;
 	}
-	ft_warn("job %s: cannot be resumed (%s); its journal is removed", id ? id : "(no id)",
-		resp.json != NULL ? json_string_value(json_object_get(resp.json, "message")) : "jobs closed");
+	if (!dropped)
+		ft_warn("job %s: cannot be resumed (%s); its journal is removed", id,
+			resp.json != NULL ? json_string_value(json_object_get(resp.json, "message")) : "jobs closed");
 	json_decref(resp.json);
 	if (j != NULL) {
 		tgt_journal_close(j->journal, 1);
 		j->journal = NULL;
 		job_free(j);
-	} else if (id != NULL) {
+	} else {
 		tgt_journal_close(tgt_journal_reopen(t->cfg.state_dir, id), 1);
+	}
+}
+
+/* Resumes the journals still pending, one at a time (a DELETE may drop one meanwhile). */
+static void resume_pending(tgt_t *t)
+{
+	for (;;) {
+		pthread_mutex_lock(&t->jobs->lock);
+		void *it = json_object_iter(t->jobs->pending);
+		json_t *p = it != NULL ? json_incref(json_object_iter_value(it)) : NULL;
+		pthread_mutex_unlock(&t->jobs->lock);
+		if (p == NULL || atomic_load(&t->jobs->stopping)) {
+			json_decref(p);
+			return;
+		}
+		resume_one(t, json_object_get(p, "msg"), json_object_get(p, "done"));
+		json_decref(p);
 	}
 }
 
@@ -908,7 +993,7 @@ static void *resume_main(void *arg)
 		ft_bmd_put(bmd);
 		ft_smap_put(smap);
 		if (ready) {
-			tgt_journal_load(t->cfg.state_dir, resume_one, t);
+			resume_pending(t);
 			return NULL;
 		}
 		usleep(100 * 1000);

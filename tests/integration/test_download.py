@@ -183,8 +183,6 @@ def job_doc(api, jid):
     return r.json() if r.status_code == 200 else None
 
 
-@pytest.mark.xfail(strict=False, reason="known bug (#14): after a SIGKILL and restart, the restarted target's part is at "
-                   "times missing from the job's status, so the job reads finished with fewer objects; under repair")
 def test_resume_after_target_kill(make_cluster, flaky):
     c = make_cluster()
     api = Api(c.url)
@@ -212,3 +210,38 @@ def test_resume_after_target_kill(make_cluster, flaky):
     assert flaky.fetched("/slow/") <= n + 4, flaky.fetched("/slow/")
     for i in range(n):
         assert api.get(b, f"r{i:03d}").content == f"body of r{i:03d}".encode()
+
+
+def test_target_gone_for_good_reads_incomplete(make_cluster, flaky):
+    """A target killed mid-job and never restarted: the job reads running (its part missing) while the
+    others work and for the grace after they end, then incomplete; never finished without that part."""
+    c = make_cluster(proxy_args=["--job_missing_grace_s", "3"])
+    api = Api(c.url)
+    b = unique("dl")
+    api.create_bucket(b)
+    flaky.delay = 0.2
+    n = 60
+    jid = download(api, b, {"urls": [f"{flaky.url}/slow/g{i:03d}" for i in range(n)]}).json()["job_id"]
+    victim_id = c.targets()[0]["id"]
+    victim = c.index_of_url(c.targets()[0]["public_url"])
+    wait_until(lambda: any(p["node"] == victim_id and p.get("objects", 0) >= 1
+                           for p in (job_doc(api, jid) or {}).get("targets", [])), 30, what="the victim has started")
+    c.kill_target(victim, "KILL")
+    # every poll answers 200 even while the killed target is still in the map and refuses connections
+    seen_missing = []
+
+    def ended():
+        d = job_doc(api, jid)
+        assert d is not None
+        if d["state"] == "running" and victim_id in d.get("missing", []):
+            seen_missing.append(d)
+        return d["state"] != "running"
+    wait_until(ended, 60, interval=0.1, what="the job ends")
+    st = job_doc(api, jid)
+    assert st["state"] == "incomplete", st
+    assert st["missing"] == [victim_id], st
+    assert any(p["node"] == victim_id and p["state"] == "missing" for p in st["targets"]), st
+    assert st["objects"] < n and any("never reported its part" in e for e in st["error_samples"]), st
+    # it read running, with the part missing, before the grace ran out
+    assert seen_missing, "the job never showed the missing part while running"
+    assert all(p["state"] in ("finished", "missing") for p in st["targets"]), st

@@ -29,7 +29,8 @@
 /*
  * DESIGN
  * Placement: the targets of the current map in HRW order for the object's name, the owner first;
- * slice i (or replica i) goes to the i-th target after the owner. An object of at least the
+ * slice i (or replica i) goes to the i-th target after the owner. Targets in maintenance (or being
+ * decommissioned) come last in that order, so they take no new slices while others can. An object of at least the
  * bucket's objsize_limit is cut into D data + P parity slices (common/ec.c); a smaller one is
  * copied whole to P targets. D+P (or P) other targets must exist, else the PUT fails.
  *
@@ -82,39 +83,48 @@ static atomic_ulong ec_counter;
 /* ---- placement ---- */
 
 /*
- * The targets of m in HRW order for o, self left out, into out[m->n_targets]. Returns how many
- * (-1 on allocation failure).
+ * The targets of m in HRW order for o, self left out, into out[m->n_targets]: those without flags
+ * first, then those in maintenance or being decommissioned (used only when too few others exist).
+ * Returns how many (-1 on allocation failure).
  */
 static int ec_order(const tgt_t *t, const ft_smap_t *m, const tgt_obj_t *o, ec_node_t *out)
 {
 	uint64_t h = o->hash;
 	uint64_t *dg = malloc(sizeof(*dg) * (size_t)(m->n_targets + 1));
 	int *idx = malloc(sizeof(*idx) * (size_t)(m->n_targets + 1));
-	int left = m->n_targets, n = 0;
+	int *order = malloc(sizeof(*order) * (size_t)(m->n_targets + 1));
+	int left = m->n_targets, n = 0, k;
 
-	if (dg == NULL || idx == NULL) {
+	if (dg == NULL || idx == NULL || order == NULL) {
 		free(dg);
 		free(idx);
+		free(order);
 		return -1;
 	}
 	for (int i = 0; i < left; i++) {
 		dg[i] = m->target_digests[i];
 		idx[i] = i;
 	}
-	while (left > 0) {
-		int k = ft_hrw_pick(h, dg, left);
-		const ft_node_t *node = &m->targets[idx[k]];
-		if (strcmp(node->id, t->id) != 0) {
+	for (k = 0; left > 0; k++) {
+		int p = ft_hrw_pick(h, dg, left);
+		order[k] = idx[p];
+		memmove(dg + p, dg + p + 1, sizeof(*dg) * (size_t)(left - p - 1));
+		memmove(idx + p, idx + p + 1, sizeof(*idx) * (size_t)(left - p - 1));
+		left--;
+	}
+	for (int flagged = 0; flagged <= 1; flagged++) {
+		for (int i = 0; i < m->n_targets; i++) {
+			const ft_node_t *node = &m->targets[order[i]];
+			if ((node->flags != 0) != flagged || strcmp(node->id, t->id) == 0)
+				continue;
 			snprintf(out[n].id, sizeof(out[n].id), "%s", node->id);
 			snprintf(out[n].url, sizeof(out[n].url), "%s", node->control_url);
 			n++;
 		}
-		memmove(dg + k, dg + k + 1, sizeof(*dg) * (size_t)(left - k - 1));
-		memmove(idx + k, idx + k + 1, sizeof(*idx) * (size_t)(left - k - 1));
-		left--;
 	}
 	free(dg);
 	free(idx);
+	free(order);
 	return n;
 }
 

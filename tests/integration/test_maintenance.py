@@ -251,3 +251,31 @@ def test_decommission_ec_bucket_keeps_its_redundancy(make_cluster):
     for name, digest in objs.items():
         r = api.get(b, name)
         assert r.status_code == 200 and md5(r.content) == digest, name
+
+
+def test_maintenance_takes_no_new_ec_slices(make_cluster):
+    # EC 1+1 on 4 targets: while one is in maintenance, the owner's two slices of each new object go to the
+    # other two (with 3 targets they could not: a flagged target is used only when too few others exist).
+    h = make_cluster(targets=4, mountpaths=1)
+    api = Api(h.url, session())
+    b = unique("mntecs").lower().replace("_", "-")
+    api.create_bucket(b)
+    r = session().post(h.url + "/v1/buckets/" + b, timeout=30,
+                       json={"action": "set-bprops", "value": {"ec": {"data_slices": 1, "parity_slices": 1}}})
+    assert r.status_code == 200, r.text
+    victim = h.targets()[0]
+    vidx = h.index_of_url(victim["public_url"])
+    assert action(h, "start-maintenance", victim["id"]).status_code == 200
+    before = ec_files(h, [vidx])
+    objs = {}
+    for i in range(24):
+        data = os.urandom(3000 + 1013 * i)
+        api.put(b, "n%03d" % i, data)
+        objs["n%03d" % i] = md5(data)
+    assert ec_files(h, [vidx]) == before, "a target in maintenance received slices of new objects"
+    others = [i for i in range(4) if i != vidx]
+    assert ec_files(h, others) >= 2 * len(objs)
+    assert action(h, "stop-maintenance", victim["id"]).status_code == 200
+    for name, digest in objs.items():
+        r = api.get(b, name)
+        assert r.status_code == 200 and md5(r.content) == digest, name

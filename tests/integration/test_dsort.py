@@ -249,3 +249,22 @@ def test_dsort_bad_input(api, buckets):
     for value, status, text in cases:
         assert_json_error(start(api, src, value, expect=status), status, text)
     assert api.list_all(dst)[0] == []
+
+
+def test_dsort_cli(cluster, api, buckets):
+    from test_cli import ft
+    src, dst = buckets
+    digests = fill(api, src, n_shards=2, seed=11)
+    rc, out, err = ft(cluster, "job", "start", "dsort", src, dst, "--template", "shard-{000..001}.tar",
+                      "--output-template", "cli-{000..999}.tgz", "--shard-size", "8000", "--order", "shuffle",
+                      "--seed", "3", "--wait")
+    assert rc == 0, err
+    assert out.startswith("job j-") and "finished" in out, out
+    rc, out, _ = ft(cluster, "job", "show", out.split()[1])
+    assert rc == 0 and "KIND:     dsort" in out and f"TO:       ais://{dst}" in out, out
+    check_records(outputs(api, dst), digests, 8000)
+    rc, _, err = ft(cluster, "job", "start", "dsort", src, dst, "--template", "shard-{000..001}.tar")
+    assert rc == 2 and "--output-template" in err
+    rc, _, err = ft(cluster, "job", "start", "dsort", src, dst, "--template", "nope-{0..1}.tar",
+                    "--output-template", "o-{0..9}.tar", "--shard-size", "10")
+    assert rc != 0 and "does not exist" in err, err

@@ -29,6 +29,7 @@
 #define DSORT_NAMES_MAX 100000
 #define DSORT_LIST_PAGE 10000
 #define DSORT_TIMEOUT_MS 60000
+#define DSORT_MSG_MAX (15u << 20) /* the plan travels in the job message: below the control-port body limit */
 
 static const char *const dsort_keys[] = {"template",   "prefix", "to",         "output_template",
 					 "shard_size", "order",  "order_file", "seed"};
@@ -582,6 +583,14 @@ static int dsort_prepare(px_t *px, ft_req_t *r, json_t *msg)
 		st = pack(recs, n, spec, msg, why, sizeof(why));
 	if (st == 0)
 		json_object_set(msg, "inputs", inputs);
+	size_t len = st == 0 ? json_dumpb(msg, NULL, 0, JSON_COMPACT) : 0;
+	if (len > DSORT_MSG_MAX) {
+		snprintf(why, sizeof(why),
+			 "the plan of %zu records is %zu bytes, over the %u the job message carries: reshard in "
+			 "parts (by prefix or template)",
+			 n, len, DSORT_MSG_MAX);
+		st = 413;
+	}
 	if (members == NULL)
 		snprintf(why, sizeof(why), "out of memory");
 	if (st != 0)

@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "auth/auth.h"
+#include "auth/urlsig.h"
 #include "base/codec.h"
 #include "base/log.h"
 #include "base/names.h"
@@ -422,6 +425,8 @@ static int read_order(const ft_smap_t *smap, const char *bucket, const char *obj
 	ft_strbuf_addf(&url, "%s/v1/objects/%s/", owner->public_url, bucket);
 	ft_pct_encode_buf(&url, obj, strlen(obj), FT_PCT_KEEP_SLASH);
 	ft_strbuf_addf(&url, "?provider=ais");
+	if (ft_auth()->enabled)
+		ft_urlsig_append(&url, true, ft_auth()->url_key, "GET", "ais", bucket, obj, strlen(obj), time(NULL));
 	if (url.failed || ft_client_get_bytes(url.p, DSORT_TIMEOUT_MS, &status, &body, err, sizeof(err)) != 0) {
 		snprintf(why, cap, "order_file \"%s\": %s", obj, url.failed ? "out of memory" : err);
 		st = 502;

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
+#include "auth/urlsig.h"
 #include "base/codec.h"
 #include "base/log.h"
 #include "cluster/bmd.h"
@@ -119,26 +121,31 @@ int tgt_dsort_to_bidx(const tgt_dsort_t *d)
 	return d->to_bidx;
 }
 
-/* The URL of member of input shard shard on its owner in smap; 0, or -1 with err. */
-static int member_url(char *buf, size_t cap, const ft_smap_t *smap, const char *provider, const char *bucket,
-		      const char *shard, const char *member, char *err, size_t ecap)
+/*
+ * The URL of member of input shard shard on its owner in smap into u (signed like a proxy's
+ * redirect when auth is on, so the owner's public port lets it in); 0, or -1 with err.
+ */
+static int member_url(ft_strbuf_t *u, const ft_smap_t *smap, const char *provider, const char *bucket,
+		      const char *shard, const char *member, char *err, size_t cap)
 {
 	const ft_node_t *owner = ft_smap_owner(smap, provider, bucket, shard, strlen(shard));
-	char *enc = ft_pct_encode_dup(member, strlen(member), 0);
-	size_t n;
-	int rc = -1;
 
-	if (owner == NULL || enc == NULL) {
-		snprintf(err, ecap, "%s", owner == NULL ? "the cluster map has no targets" : "out of memory");
-	} else if (tgt_xfer_obj_url(buf, cap, owner->public_url, provider, bucket, shard) != 0 ||
-		   (n = strlen(buf)) + strlen(enc) + sizeof("&archpath=") > cap) {
-		snprintf(err, ecap, "%s/%s: name too long for a URL", shard, member);
-	} else {
-		snprintf(buf + n, cap - n, "&archpath=%s", enc);
-		rc = 0;
+	if (owner == NULL) {
+		snprintf(err, cap, "the cluster map has no targets");
+		return -1;
 	}
-	free(enc);
-	return rc;
+	ft_strbuf_addf(u, "%s/v1/objects/%s/", owner->public_url, bucket);
+	ft_pct_encode_buf(u, shard, strlen(shard), FT_PCT_KEEP_SLASH);
+	ft_strbuf_addf(u, "?provider=%s&archpath=", provider);
+	ft_pct_encode_buf(u, member, strlen(member), 0);
+	if (ft_auth()->enabled)
+		ft_urlsig_append(u, true, ft_auth()->url_key, "GET", provider, bucket, shard, strlen(shard),
+				 time(NULL));
+	if (u->failed) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 /* Copies size bytes of fd (from offset 0) into the writer's current member; 0, or -1 with err. */
@@ -167,13 +174,18 @@ static int add_member(const tgt_dsort_t *d, const ft_smap_t *smap, const char *p
 	const char *shard = json_string_value(json_array_get(d->inputs, json_integer_value(json_array_get(rec, 0))));
 	const char *member = json_string_value(json_array_get(rec, 1));
 	int64_t size = json_integer_value(json_array_get(rec, 2)), got = 0;
-	char url[TGT_XFER_URL_MAX], why[300];
+	ft_strbuf_t url = {0};
+	char why[300];
 	long status = 0;
-	int retry = 0;
+	int retry = 0, rc;
 
-	if (member_url(url, sizeof(url), smap, provider, bucket, shard, member, err, cap) != 0)
+	if (member_url(&url, smap, provider, bucket, shard, member, err, cap) != 0) {
+		ft_strbuf_free(&url);
 		return -1;
-	if (tgt_xfer_fetch(url, scratch, NULL, &got, &status, &retry, why, sizeof(why)) != 0) {
+	}
+	rc = tgt_xfer_fetch(url.p, scratch, NULL, &got, &status, &retry, why, sizeof(why));
+	ft_strbuf_free(&url);
+	if (rc != 0) {
 		snprintf(err, cap, "%s/%s: %s", shard, member,
 			 status == 404   ? "no such input shard or member"
 			 : status == 422 ? "input shard is corrupt"

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
+#include "core/replica.h"
 #include "shard/shard.h"
 #include "xact/xfer.h"
 
@@ -148,14 +149,14 @@ static int member_url(ft_strbuf_t *u, const ft_smap_t *smap, const char *provide
 	return 0;
 }
 
-/* Copies size bytes of fd (from offset 0) into the writer's current member; 0, or -1 with err. */
-static int copy_member(struct archive *w, int fd, int64_t size, char *buf, char *err, size_t cap)
+/* Copies size bytes of fd from offset base into the writer's current member; 0, or -1 with err. */
+static int copy_member(struct archive *w, int fd, int64_t base, int64_t size, char *buf, char *err, size_t cap)
 {
 	for (int64_t off = 0; off < size;) {
 		size_t want = size - off < DSORT_BUF ? (size_t)(size - off) : DSORT_BUF;
-		ssize_t n = pread(fd, buf, want, off);
+		ssize_t n = pread(fd, buf, want, base + off);
 		if (n <= 0) {
-			snprintf(err, cap, "reading the member's work file: %s", n < 0 ? strerror(errno) : "short");
+			snprintf(err, cap, "reading the member: %s", n < 0 ? strerror(errno) : "short");
 			return -1;
 		}
 		if (archive_write_data(w, buf, (size_t)n) != n) {
@@ -167,18 +168,57 @@ static int copy_member(struct archive *w, int fd, int64_t size, char *buf, char 
 	return 0;
 }
 
-/* One member: fetched into scratch, then written into w. 0, or -1 with err. */
-static int add_member(const tgt_dsort_t *d, const ft_smap_t *smap, const char *provider, const char *bucket,
-		      const json_t *rec, struct archive *w, int scratch, char *buf, char *err, size_t cap)
+/*
+ * A member of an input shard stored here whose data has an offset (TAR, a stored ZIP member):
+ * written into w straight from the shard file, through the cached member index. 0 done, 1 not
+ * readable that way (fetch it instead), -1 with err (after its header was written).
+ */
+static int local_member(tgt_t *t, const ft_bucket_t *src, const char *shard, const char *member, int64_t size,
+			struct archive *w, char *buf, char *err, size_t cap)
+{
+	tgt_shard_fmt_t fmt = tgt_shard_fmt_of_name(shard);
+	tgt_shard_index_t *ix = NULL;
+	tgt_obj_t so;
+	ft_lom_t lom;
+	int fd = -1, rc = 1;
+
+	if ((fmt != TGT_SHARD_TAR && fmt != TGT_SHARD_ZIP) || tgt_obj_init(&so, t, src, shard, strlen(shard)) != 0)
+		return 1;
+	tgt_replica_t main_copy = {.mp_index = (int)(so.mp - t->mountpaths), .copy = false};
+	if (tgt_replica_open(&so, &main_copy, false, &fd, &lom, NULL) != TGT_REPLICA_OK)
+		return 1;
+	if (tgt_shard_index_get(&so, fd, &lom, fmt, true, &ix, err, cap) == 0) {
+		const tgt_shard_member_t *m = tgt_shard_index_find(ix, member);
+		if (m != NULL && m->off >= 0 && (int64_t)m->size == size) {
+			rc = -1;
+			if (tgt_shard_writer_header(w, member, (uint64_t)size, (int64_t)time(NULL)) != 0)
+				snprintf(err, cap, "%s: member header: %s", member, archive_error_string(w));
+			else
+				rc = copy_member(w, fd, m->off, size, buf, err, cap);
+		}
+		tgt_shard_index_put(t, ix);
+	}
+	close(fd);
+	return rc;
+}
+
+/* One member: read here when its shard is stored here, else fetched into scratch; then written into w. 0, or -1 with err. */
+static int add_member(const tgt_dsort_t *d, const ft_smap_t *smap, tgt_t *t, const ft_bucket_t *src, const json_t *rec,
+		      struct archive *w, int scratch, char *buf, char *err, size_t cap)
 {
 	const char *shard = json_string_value(json_array_get(d->inputs, json_integer_value(json_array_get(rec, 0))));
 	const char *member = json_string_value(json_array_get(rec, 1));
+	const char *provider = src->provider, *bucket = src->name;
 	int64_t size = json_integer_value(json_array_get(rec, 2)), got = 0;
+	const ft_node_t *owner = ft_smap_owner(smap, provider, bucket, shard, strlen(shard));
 	ft_strbuf_t url = {0};
 	char why[300];
 	long status = 0;
 	int retry = 0, rc;
 
+	if (owner != NULL && strcmp(owner->id, t->id) == 0 &&
+	    (rc = local_member(t, src, shard, member, size, w, buf, err, cap)) != 1)
+		return rc;
 	if (member_url(&url, smap, provider, bucket, shard, member, err, cap) != 0) {
 		ft_strbuf_free(&url);
 		return -1;
@@ -201,13 +241,12 @@ static int add_member(const tgt_dsort_t *d, const ft_smap_t *smap, const char *p
 		snprintf(err, cap, "%s: member header: %s", member, archive_error_string(w));
 		return -1;
 	}
-	return copy_member(w, scratch, size, buf, err, cap);
+	return copy_member(w, scratch, 0, size, buf, err, cap);
 }
 
 /* Writes the records of recs into the work file out; 0 with *bytes, -1 with err. */
-static int build(const tgt_dsort_t *d, const ft_smap_t *smap, const char *provider, const char *bucket,
-		 tgt_shard_fmt_t fmt, const json_t *recs, int out, int scratch, const tgt_run_t *run, int64_t *bytes,
-		 char *err, size_t cap)
+static int build(const tgt_dsort_t *d, const ft_smap_t *smap, tgt_t *t, const ft_bucket_t *src, tgt_shard_fmt_t fmt,
+		 const json_t *recs, int out, int scratch, const tgt_run_t *run, int64_t *bytes, char *err, size_t cap)
 {
 	struct archive *w = tgt_shard_writer_new(fmt, &out);
 	char *buf = malloc(DSORT_BUF);
@@ -223,7 +262,7 @@ static int build(const tgt_dsort_t *d, const ft_smap_t *smap, const char *provid
 			goto out;
 		}
 		const json_t *rec = json_array_get(recs, i);
-		if (add_member(d, smap, provider, bucket, rec, w, scratch, buf, err, cap) != 0)
+		if (add_member(d, smap, t, src, rec, w, scratch, buf, err, cap) != 0)
 			goto out;
 		*bytes += json_integer_value(json_array_get(rec, 2));
 	}
@@ -239,8 +278,8 @@ out:
 	return rc;
 }
 
-int tgt_dsort_obj(const tgt_dsort_t *d, const ft_smap_t *smap, const char *src_provider, const char *src_bucket,
-		  tgt_obj_t *o, const tgt_run_t *run, int64_t *bytes, char *err, size_t cap)
+int tgt_dsort_obj(const tgt_dsort_t *d, const ft_smap_t *smap, const ft_bucket_t *src, tgt_obj_t *o,
+		  const tgt_run_t *run, int64_t *bytes, char *err, size_t cap)
 {
 	const json_t *recs = json_object_get(d->outputs, o->obj);
 	tgt_shard_fmt_t fmt = tgt_shard_fmt_of_name(o->obj);
@@ -264,7 +303,7 @@ int tgt_dsort_obj(const tgt_dsort_t *d, const ft_smap_t *smap, const char *src_p
 		snprintf(err, cap, "work file: %s", strerror(errno));
 		goto out;
 	}
-	if (build(d, smap, src_provider, src_bucket, fmt, recs, out, scratch, run, bytes, err, cap) != 0)
+	if (build(d, smap, o->t, src, fmt, recs, out, scratch, run, bytes, err, cap) != 0)
 		goto out;
 	if (fstat(out, &st) != 0) {
 		snprintf(err, cap, "work file: %s", strerror(errno));

@@ -22,13 +22,14 @@ void tgt_dsort_free(tgt_dsort_t *d);
 const char *tgt_dsort_to_bucket(const tgt_dsort_t *d);
 int tgt_dsort_to_bidx(const tgt_dsort_t *d);
 /*
- * Builds output shard o (owned here): every member of its records fetched from its input shard's
- * owner (src_provider/src_bucket in smap) into an unnamed work file, written in order through the
- * shard writer into a second work file, which is then PUT through this target's public port. Stops
- * with "aborted" when run is aborted. 0 with *bytes (the members' bytes), -1 with err.
+ * Builds output shard o (owned here): every member of its records read from its input shard (of
+ * bucket src) when this target stores it uncompressed, else fetched from the shard's owner in smap
+ * into an unnamed work file; written in order through the shard writer into a second work file,
+ * which is then PUT through this target's public port. Stops with "aborted" when run is aborted.
+ * 0 with *bytes (the members' bytes), -1 with err.
  */
-int tgt_dsort_obj(const tgt_dsort_t *d, const ft_smap_t *smap, const char *src_provider, const char *src_bucket,
-		  tgt_obj_t *o, const tgt_run_t *run, int64_t *bytes, char *err, size_t cap);
+int tgt_dsort_obj(const tgt_dsort_t *d, const ft_smap_t *smap, const ft_bucket_t *src, tgt_obj_t *o,
+		  const tgt_run_t *run, int64_t *bytes, char *err, size_t cap);
 /* Removes every output shard of the plan that this target (t, in smap) owns: an aborted or failed part. */
 void tgt_dsort_cleanup(const tgt_dsort_t *d, tgt_t *t, const ft_smap_t *smap);
 

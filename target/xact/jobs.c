@@ -270,7 +270,7 @@ static int job_item(job_t *j, const tgt_run_item_t *it, int64_t *bytes, char *er
 	case JOB_DOWNLOAD:
 		return download_step(j, it, &o, bytes, err, cap);
 	case JOB_DSORT:
-		return tgt_dsort_obj(j->dsort, j->smap, j->provider, j->bucket, &o, j->run, bytes, err, cap);
+		return tgt_dsort_obj(j->dsort, j->smap, &j->bmd->buckets[j->bidx], &o, j->run, bytes, err, cap);
 	case JOB_LOCAL:
 		if (!still_there(&o))
 			return 1; /* deleted since the walk */

@@ -43,7 +43,9 @@
  * backend's listing) or a local job (ais source: the stored objects); with sync the collector
  * then adds the destination's stored objects (items of the destination bucket index), which the
  * step checks against the source. Download jobs (download.c) take the names the proxy derived
- * from the URLs, each with its URL.
+ * from the URLs, each with its URL. Dsort jobs (dsort.c) take the output shards of the proxy's plan
+ * that they own in the output bucket; a part that ends aborted or with errors removes its outputs
+ * in the run's ending hook, before its end shows.
  * A job the proxy sent keeps a journal (journal.c): its message, and a line per object done. It
  * is removed when the job ends; a target that stops keeps it, and at the next start
  * tgt_jobs_resume runs the job again under its id, skipping the objects done and counting them.

@@ -86,6 +86,14 @@ tgt_dsort_t *tgt_dsort_parse(const json_t *msg, const ft_bmd_t *bmd, int *status
 			return NULL;
 		}
 	}
+	const json_t *names = json_object_get(msg, "objnames");
+	for (size_t i = 0; i < json_array_size(names); i++) {
+		const char *name = json_string_value(json_array_get(names, i));
+		if (name == NULL || json_object_get(outputs, name) == NULL) {
+			snprintf(why, cap, "dsort objnames[%zu] is not an output of the plan", i);
+			return NULL;
+		}
+	}
 	if ((b = ft_bmd_find(bmd, "ais", to)) == NULL) {
 		*status = 404;
 		snprintf(why, cap, "dsort output bucket ais/%s is not known", to);

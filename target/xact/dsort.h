@@ -13,7 +13,8 @@ typedef struct tgt_dsort tgt_dsort_t;
 
 /*
  * Reads the plan of a dsort job message: "to_bucket" (an ais bucket of bmd), "inputs" (the input
- * shard names) and "outputs" (output shard name -> [[input index, member, size], ...]). NULL with
+ * shard names) and "outputs" (output shard name -> [[input index, member, size], ...]), every name
+ * of "objnames" one of the outputs. NULL with
  * why and *status (400 malformed, 404 the output bucket is not in bmd, 500 out of memory).
  */
 tgt_dsort_t *tgt_dsort_parse(const json_t *msg, const ft_bmd_t *bmd, int *status, char *why, size_t cap);

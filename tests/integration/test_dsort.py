@@ -10,6 +10,7 @@ import time
 import zipfile
 
 import pytest
+import requests
 
 from ftutil import TIMEOUT, assert_json_error, unique, wait_job
 
@@ -289,3 +290,25 @@ def test_dsort_with_auth_on(make_cluster):
     out = {k: v for k, v in outputs(api, src).items() if k.startswith("z-")}
     check_records(out, digests, SHARD_SIZE)
     assert key_order(out) == keys
+
+
+def test_dsort_member_failure_fails_the_part_and_removes_its_outputs(cluster, api, buckets):
+    """A plan whose member no longer matches (sent to the targets' control ports as the proxy would): the output
+    fails with the reason, and the part that owns it leaves no output."""
+    from ftutil import ctl
+    src, dst = buckets
+    fill(api, src, n_shards=1, seed=13)
+    jid = unique("j-dsbad").replace("_", "-")
+    msg = {"id": jid, "kind": "dsort", "provider": "ais", "bucket": src, "to_bucket": dst,
+           "objnames": ["bad-0.tar", "bad-1.tar"], "inputs": ["shard-000.tar"],
+           "outputs": {"bad-0.tar": [[0, "s00-000.jpg", 1]], "bad-1.tar": [[0, "s00-000.nope", 5]]}}
+    for t in cluster.targets():
+        ctl("POST", t["control_url"], "/v1/jobs", msg)
+    st = wait_job(api, jid)
+    assert st["errors"] == 2 and st["objects"] == 0, st
+    samples = " ".join(st["error_samples"])
+    assert "the plan said 1" in samples and "no such input shard or member" in samples, samples
+    assert api.list_all(dst)[0] == []
+    for t in cluster.targets():
+        assert_json_error(requests.post(t["control_url"] + "/v1/jobs", json=dict(msg, id=jid + "x", outputs={}),
+                                        timeout=TIMEOUT), 400, "not an output of the plan")

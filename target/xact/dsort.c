@@ -37,6 +37,7 @@
  */
 
 #define DSORT_BUF (256 * 1024)
+#define DSORT_ATTEMPTS 4 /* a member GET failing on a connection error, 408, 429 or 5xx: again after 0.25, 0.5, 1 s */
 
 struct tgt_dsort {
 	json_t *inputs;  /* array of input shard names */
@@ -210,9 +211,30 @@ static int local_member(tgt_t *t, const ft_bucket_t *src, const char *shard, con
 	return rc;
 }
 
+/* GETs url into scratch, again on errors worth it (tgt_xfer_fetch's retry) unless run is aborted meanwhile. */
+static int fetch(const char *url, int scratch, const tgt_run_t *run, int64_t *got, long *status, char *why, size_t cap)
+{
+	int retry = 0;
+
+	for (int i = 0; i < DSORT_ATTEMPTS; i++) {
+		for (int ms = 0; i > 0 && ms < (250 << (i - 1)); ms += 50) {
+			if (run != NULL && tgt_run_aborted(run)) {
+				snprintf(why, cap, "aborted");
+				return -1;
+			}
+			nanosleep(&(struct timespec){.tv_nsec = 50 * 1000000L}, NULL);
+		}
+		if (tgt_xfer_fetch(url, scratch, NULL, got, status, &retry, why, cap) == 0)
+			return 0;
+		if (!retry)
+			return -1;
+	}
+	return -1;
+}
+
 /* One member: read here when its shard is stored here, else fetched into scratch; then written into w. 0, or -1 with err. */
 static int add_member(const tgt_dsort_t *d, const ft_smap_t *smap, tgt_t *t, const ft_bucket_t *src, const json_t *rec,
-		      struct archive *w, int scratch, char *buf, char *err, size_t cap)
+		      struct archive *w, int scratch, const tgt_run_t *run, char *buf, char *err, size_t cap)
 {
 	const char *shard = json_string_value(json_array_get(d->inputs, json_integer_value(json_array_get(rec, 0))));
 	const char *member = json_string_value(json_array_get(rec, 1));
@@ -222,7 +244,7 @@ static int add_member(const tgt_dsort_t *d, const ft_smap_t *smap, tgt_t *t, con
 	ft_strbuf_t url = {0};
 	char why[300];
 	long status = 0;
-	int retry = 0, rc;
+	int rc;
 
 	if (owner != NULL && strcmp(owner->id, t->id) == 0 &&
 	    (rc = local_member(t, src, shard, member, size, w, buf, err, cap)) != 1)
@@ -231,7 +253,7 @@ static int add_member(const tgt_dsort_t *d, const ft_smap_t *smap, tgt_t *t, con
 		ft_strbuf_free(&url);
 		return -1;
 	}
-	rc = tgt_xfer_fetch(url.p, scratch, NULL, &got, &status, &retry, why, sizeof(why));
+	rc = fetch(url.p, scratch, run, &got, &status, why, sizeof(why));
 	ft_strbuf_free(&url);
 	if (rc != 0) {
 		snprintf(err, cap, "%s/%s: %s", shard, member,
@@ -270,7 +292,7 @@ static int build(const tgt_dsort_t *d, const ft_smap_t *smap, tgt_t *t, const ft
 			goto out;
 		}
 		const json_t *rec = json_array_get(recs, i);
-		if (add_member(d, smap, t, src, rec, w, scratch, buf, err, cap) != 0)
+		if (add_member(d, smap, t, src, rec, w, scratch, run, buf, err, cap) != 0)
 			goto out;
 		*bytes += json_integer_value(json_array_get(rec, 2));
 	}

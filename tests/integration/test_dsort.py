@@ -61,6 +61,8 @@ def fill(api, bucket, n_shards=6, samples=8, ext=".tar", seed=1):
                 digests[f"{key}.{e}"] = hashlib.sha256(data).hexdigest()
         name = f"shard-{s:03d}{ext}"
         body = make_zip(members) if ext == ".zip" else make_tar(members, "w:gz" if ext == ".tgz" else "w")
+        if ext == ".tar.lz4":
+            body = subprocess.run(["lz4", "-c"], input=body, capture_output=True, check=True).stdout
         api.put(bucket, name, body)
     return digests
 
@@ -190,7 +192,8 @@ def test_dsort_order_file_json_and_csv(api, buckets):
     assert key_order(out) == list(reversed(keys[3:])) + sorted(keys[:3])
 
 
-@pytest.mark.parametrize("ext_in,ext_out", [(".tgz", ".zip"), (".zip", ".tar.lz4"), (".tar", ".tgz")])
+@pytest.mark.parametrize("ext_in,ext_out", [(".tgz", ".zip"), (".zip", ".tar.lz4"), (".tar", ".tgz"),
+                                            (".tar.lz4", ".tar")])
 def test_dsort_formats(api, buckets, ext_in, ext_out):
     src, dst = buckets
     digests = fill(api, src, n_shards=3, ext=ext_in, seed=4)

@@ -16,6 +16,8 @@ USAGE
   bench/run.py --only shards       only the shard rows (bench/shards.py: archpath GETs of 16 KiB members
                                    of a 1 GiB TAR against GETs of 16 KiB objects; GetBatch of 1,000 x
                                    16 KiB against 1,000 GETs with 32 in flight)
+  bench/run.py --only dsort        only the dsort row (bench/dsort.py: a reshard of 64 MiB of TAR shards,
+                                   2 GiB with --dsort-full, against tar -xf, find | sort, tar -cf -T)
   bench/run.py --only hints        only the epoch hints rows (bench/hints.py: 3 epochs of a seeded
                                    random order over a remote bucket 1.5x the cache, with order hints
                                    against plain LRU, origin rate-limited in a network namespace):
@@ -69,6 +71,7 @@ import peers  # noqa: E402
 import hints  # noqa: E402
 import protect  # noqa: E402
 import shards  # noqa: E402
+import dsort  # noqa: E402
 import report  # noqa: E402
 import sysprobe  # noqa: E402
 
@@ -928,6 +931,8 @@ class Bench:
                 return self.run_only(self.bench_cold)
             if a.only == "shards":
                 return self.run_only(lambda: (shards.bench_shards(self), shards.bench_batch(self)))
+            if a.only == "dsort":
+                return self.run_only(lambda: dsort.bench_dsort(self))
             self.warm_up()
             pairs = self.bench_get()
             self.bench_loader_vs_wrk(pairs)
@@ -939,6 +944,7 @@ class Bench:
             self.bench_perf()
             shards.bench_shards(self)
             shards.bench_batch(self)
+            dsort.bench_dsort(self)
             protect.bench_protect(self, ftcluster)
             hints.bench_hints(self, a.hints_rate, a.hints_rounds)
             machine["loadavg_end"] = sysprobe.loadavg()
@@ -951,7 +957,7 @@ class Bench:
                      "loader": self.loader.path if self.loader else None,
                      "command": "make bench" if os.environ.get("MAKELEVEL") else " ".join(sys.argv)}
             order = ["Warm GET 8 MiB", "Warm GET 1 MiB", "Warm GET 128 KiB", "Warm GET 16 KiB",
-                     "Shard member GET", "GetBatch", "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "ft-loader vs wrk", "Target RSS"]
+                     "Shard member GET", "GetBatch", "dsort", "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "ft-loader vs wrk", "Target RSS"]
             self.rows.sort(key=lambda r: next((i for i, o in enumerate(order)
                                                if r.title.startswith(o)), len(order)))
             text = report.table_text(self.rows)
@@ -987,12 +993,14 @@ def parse_args(argv):
     p.add_argument("--keep", action="store_true", help="keep <build>/bench-run (cluster, nginx, logs)")
     p.add_argument("--hold", action="store_true",
                    help="start the cluster and nginx, write <build>/bench-run/hold.json, wait for Ctrl-C")
-    p.add_argument("--only", choices=["cold", "protect", "hints", "shards"],
+    p.add_argument("--dsort-full", action="store_true",
+                   help="the dsort row over 2 GiB of shards (default 64 MiB, about a minute)")
+    p.add_argument("--only", choices=["cold", "protect", "hints", "shards", "dsort"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
                    "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
                    "hints = the epoch hints rows (order hints vs LRU over a rate-limited origin), shards = the "
                    "shard rows (archpath GETs of 16 KiB members of a 1 GiB TAR vs 16 KiB objects; GetBatch of "
-                   "1,000 x 16 KiB vs single GETs)")
+                   "1,000 x 16 KiB vs single GETs), dsort = the dsort row (bench/dsort.py)")
     p.add_argument("--hints-rate", default=hints.RATE,
                    help="bandwidth of the epoch hints rows' origin (tc htb rate, default %s)" % hints.RATE)
     p.add_argument("--hints-rounds", type=int, default=hints.ROUNDS,

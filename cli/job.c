@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ft job: start prefetch|evict|copy|download, ls, show, wait (progress), stop. */
+/* ft job: start prefetch|evict|copy|download|dsort, ls, show, wait (progress), stop. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +84,36 @@ static int post_job(ft_cli_t *c, const cli_bucket_t *b, const char *action, json
 	return rc;
 }
 
+/* ft job start dsort SRC DST ...: the dsort value (taken) from the options (docs/jobs.md "dsort"). */
+static int start_dsort(ft_cli_t *c, json_t *value)
+{
+	const char *t = cli_opt(c, "template"), *p = cli_opt(c, "prefix"), *out = cli_opt(c, "output-template");
+	const char *order = cli_opt(c, "order"), *file = cli_opt(c, "order-file");
+	long size = cli_opt_int(c, "shard-size", -1, 1, 1L << 40), seed = cli_opt_int(c, "seed", 0, 0, 1L << 62);
+	cli_bucket_t b, to;
+
+	if (c->n_args != 5 || cli_bucket_parse(c->args[3], &b) != 0 || cli_bucket_parse(c->args[4], &to) != 0) {
+		json_decref(value);
+		return cli_fail(FT_EXIT_USAGE, "job start dsort needs SRC and DST buckets (ft job start --help)");
+	}
+	if ((t != NULL) == (p != NULL) || out == NULL || size < 1 || seed < 0) {
+		json_decref(value);
+		return cli_fail(FT_EXIT_USAGE,
+				"dsort needs --template or --prefix, --output-template and --shard-size");
+	}
+	json_object_set_new(value, t != NULL ? "template" : "prefix", json_string(t != NULL ? t : p));
+	json_object_set_new(value, "to", json_pack("{s:s}", "name", to.name));
+	json_object_set_new(value, "output_template", json_string(out));
+	json_object_set_new(value, "shard_size", json_integer(size));
+	if (order != NULL)
+		json_object_set_new(value, "order", json_string(order));
+	if (cli_opt(c, "seed") != NULL)
+		json_object_set_new(value, "seed", json_integer(seed));
+	if (file != NULL)
+		json_object_set_new(value, "order_file", json_string(file));
+	return post_job(c, &b, "dsort", value);
+}
+
 static int start(ft_cli_t *c)
 {
 	const char *kind = c->n_args > 2 ? c->args[2] : "";
@@ -132,8 +162,11 @@ static int start(ft_cli_t *c)
 			}
 			return post_job(c, &b, "download", value);
 		}
+	} else if (strcmp(kind, "dsort") == 0) {
+		return start_dsort(c, value);
 	} else {
-		rc = cli_fail(FT_EXIT_USAGE, "job start needs prefetch, evict, copy or download (ft job start --help)");
+		rc = cli_fail(FT_EXIT_USAGE,
+			      "job start needs prefetch, evict, copy, download or dsort (ft job start --help)");
 	}
 	json_decref(value);
 	return rc;

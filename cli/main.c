@@ -19,9 +19,11 @@
 #define DEFAULT_ENDPOINT "http://localhost:51080"
 
 /* Options that take a value (the others are flags). */
-static const char *const valued[] = {"endpoint", "token",    "set",      "provider", "workers",  "prefix",
-				     "template", "to",       "objnames", "urls",     "url-list", "output",
-				     "o",        "checksum", "backend",  "timeout",  "limit",    "interval"};
+static const char *const valued[] = {"endpoint", "token",    "set",       "provider",        "workers",
+				     "prefix",   "template", "to",        "objnames",        "urls",
+				     "url-list", "output",   "o",         "checksum",        "backend",
+				     "timeout",  "limit",    "interval",  "output-template", "shard-size",
+				     "order",    "seed",     "order-file"};
 
 static const struct {
 	const char *cmd, *text;
@@ -31,7 +33,7 @@ static const struct {
 	 "Commands:\n"
 	 "  bucket ls|create|rm|props     buckets of the cluster\n"
 	 "  object ls|put|get|rm|cat      objects (put and get of a directory with -r)\n"
-	 "  job start|ls|show|wait|stop   batch jobs: prefetch, evict, copy, download\n"
+	 "  job start|ls|show|wait|stop   batch jobs: prefetch, evict, copy, download, dsort\n"
 	 "  cluster show                  the cluster map and each node's state\n\n"
 	 "Global options:\n"
 	 "  --endpoint URL   proxy URL (env FT_ENDPOINT, ~/.config/ft/config.json; default " DEFAULT_ENDPOINT ")\n"
@@ -73,21 +75,26 @@ static const struct {
 	 "object under the prefix into DIR (names become paths).\n"},
 	{"object rm", "Usage: ft object rm BUCKET/NAME...\nDeletes objects.\n"},
 	{"object cat", "Usage: ft object cat BUCKET/NAME\nWrites the object to stdout.\n"},
-	{"job", "Usage: ft job start|ls|show|wait|stop ...\n"
-		"  ft job start prefetch|evict BUCKET (--objnames a,b | --template T | --prefix P) [--wait]\n"
-		"  ft job start copy SRC DST [--prefix P | --objnames a,b | --template T] [--dry-run] [--latest]\n"
-		"                            [--sync] [--force] [--wait]\n"
-		"  ft job start download BUCKET (URL... | --template URL | --url-list OBJECT) [--wait]\n"
-		"  ft job ls                 jobs the cluster knows\n"
-		"  ft job show ID            one job, per target\n"
-		"  ft job wait ID            a progress bar until it ends (exit 1 when it failed or had errors)\n"
-		"  ft job stop ID            abort\n"},
+	{"job",
+	 "Usage: ft job start|ls|show|wait|stop ...\n"
+	 "  ft job start prefetch|evict BUCKET (--objnames a,b | --template T | --prefix P) [--wait]\n"
+	 "  ft job start copy SRC DST [--prefix P | --objnames a,b | --template T] [--dry-run] [--latest]\n"
+	 "                            [--sync] [--force] [--wait]\n"
+	 "  ft job start download BUCKET (URL... | --template URL | --url-list OBJECT) [--wait]\n"
+	 "  ft job start dsort SRC DST (--template T | --prefix P) --output-template T --shard-size BYTES\n"
+	 "                             [--order alphanumeric|shuffle|file] [--seed N] [--order-file OBJ] [--wait]\n"
+	 "  ft job ls                 jobs the cluster knows\n"
+	 "  ft job show ID            one job, per target\n"
+	 "  ft job wait ID            a progress bar until it ends (exit 1 when it failed or had errors)\n"
+	 "  ft job stop ID            abort\n"},
 	{"job start",
 	 "Usage: ft job start KIND ... [--wait]\n"
 	 "  prefetch BUCKET (--objnames a,b | --template 'x-{000..099}' | --prefix P)\n"
 	 "  evict BUCKET (--objnames a,b | --template T | --prefix P)\n"
 	 "  copy SRC DST [--prefix P | --objnames a,b | --template T] [--dry-run] [--latest] [--sync] [--force]\n"
 	 "  download BUCKET (URL... | --template 'http://h/f-{00..99}.tar' | --url-list OBJECT)\n"
+	 "  dsort SRC DST (--template 'in-{000..099}.tar' | --prefix P) --output-template 'out-{0000..0999}.tar'\n"
+	 "        --shard-size BYTES [--order alphanumeric|shuffle|file] [--seed N] [--order-file OBJECT]\n"
 	 "Prints the job id; with --wait shows its progress until it ends.\n"},
 	{"job ls", "Usage: ft job ls [--json]\nLists the jobs: id, kind, bucket, state, objects, bytes, errors.\n"},
 	{"job show", "Usage: ft job show ID [--json]\nShows a job and each target's part.\n"},

@@ -328,6 +328,10 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 	json_t *msg = NULL;
 	char id[48];
 
+	if (a < 0 && px_dsort_action(px, r, provider, bucket, action, value)) {
+		json_decref(in);
+		return true;
+	}
 	if (a < 0 && px_copy_action(px, r, provider, bucket, action, value)) {
 		json_decref(in);
 		return true;

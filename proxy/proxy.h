@@ -271,6 +271,15 @@ void px_copy_submit(px_t *px, ft_req_t *r, const char *action, const char *provi
 bool px_copy_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *action,
 		    const json_t *value);
 
+/* ---- jobs_dsort.c: dsort, resharding (docs/jobs.md "dsort") ---- */
+/*
+ * Called by px_jobs_action for actions it does not know: when action is dsort, checks value (400,
+ * 404), defers the plan (listed, ordered and packed on the worker) and the fan-out, and returns
+ * true; otherwise false untouched.
+ */
+bool px_dsort_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *action,
+		     const json_t *value);
+
 /* ---- hints.c: epoch order hints (docs/epoch-hints.md) ---- */
 /*
  * A bucket POST body (loop thread): when its action is order-hint, or it is over PX_BODY_MAX (only

@@ -19,6 +19,7 @@
 #include "protect/mirror.h"
 #include "target.h"
 #include "xact/copy.h"
+#include "xact/dsort.h"
 #include "xact/journal.h"
 #include "xact/runner.h"
 
@@ -42,7 +43,9 @@
  * backend's listing) or a local job (ais source: the stored objects); with sync the collector
  * then adds the destination's stored objects (items of the destination bucket index), which the
  * step checks against the source. Download jobs (download.c) take the names the proxy derived
- * from the URLs, each with its URL.
+ * from the URLs, each with its URL. Dsort jobs (dsort.c) take the output shards of the proxy's plan
+ * that they own in the output bucket; a part that ends aborted or with errors removes its outputs
+ * in the run's ending hook, before its end shows.
  * A job the proxy sent keeps a journal (journal.c): its message, and a line per object done. It
  * is removed when the job ends; a target that stops keeps it, and at the next start
  * tgt_jobs_resume runs the job again under its id, skipping the objects done and counting them.
@@ -62,7 +65,7 @@
 #define JOB_RESUME_WAIT_S 60 /* how long a restarted target waits for its bucket metadata to resume jobs */
 #define DOWNLOAD_ATTEMPTS 4
 
-enum { JOB_PREFETCH = 0, JOB_EVICT, JOB_EVICT_BUCKET, JOB_DELETE, JOB_LOCAL, JOB_COPY, JOB_DOWNLOAD };
+enum { JOB_PREFETCH = 0, JOB_EVICT, JOB_EVICT_BUCKET, JOB_DELETE, JOB_LOCAL, JOB_COPY, JOB_DOWNLOAD, JOB_DSORT };
 enum { SRC_NAMES = 0, SRC_BACKEND, SRC_LOCAL };
 static const char *const state_names[] = {[TGT_RUN_RUNNING] = "running",
 					  [TGT_RUN_FINISHED] = "finished",
@@ -97,6 +100,7 @@ typedef struct job {
 	tgt_run_t *run;                         /* created by job_launch */
 	tgt_copy_t copy;                        /* JOB_COPY */
 	json_t *urls;                           /* JOB_DOWNLOAD: object name -> URL */
+	tgt_dsort_t *dsort;                     /* JOB_DSORT: the plan (items: its output shards owned here) */
 	json_t *members;                        /* the proxy's "members" (the job's targets); NULL for local jobs */
 	json_t *done;                           /* resumed: object name -> bytes, done before the restart */
 	tgt_journal_t *journal;                 /* closed by job_done (or job_free) */
@@ -125,6 +129,7 @@ static void job_free(job_t *j)
 	free(j->prefix);
 	json_decref(j->names);
 	json_decref(j->urls);
+	tgt_dsort_free(j->dsort);
 	json_decref(j->members);
 	json_decref(j->done);
 	ft_bmd_put(j->bmd);
@@ -270,6 +275,8 @@ static int job_item(job_t *j, const tgt_run_item_t *it, int64_t *bytes, char *er
 		return tgt_copy_obj(&j->copy, j->smap, &o, bytes, err, cap);
 	case JOB_DOWNLOAD:
 		return download_step(j, it, &o, bytes, err, cap);
+	case JOB_DSORT:
+		return tgt_dsort_obj(j->dsort, j->smap, &j->bmd->buckets[j->bidx], &o, j->run, bytes, err, cap);
 	case JOB_LOCAL:
 		if (!still_there(&o))
 			return 1; /* deleted since the walk */
@@ -301,6 +308,16 @@ static void job_done(tgt_run_t *r, void *arg)
 	/* A job that ended has nothing to resume; one cut by the daemon's stop resumes at its start. */
 	tgt_journal_close(j->journal, !atomic_load(&j->t->jobs->stopping));
 	j->journal = NULL;
+}
+
+/* A dsort's part that ends aborted, failed or with errors removes its outputs before the end shows. */
+static void dsort_ending(tgt_run_t *r, int state, void *arg)
+{
+	job_t *j = arg;
+
+	if (!atomic_load(&j->t->jobs->stopping) &&
+	    (state != TGT_RUN_FINISHED || atomic_load(&tgt_run_stats(r)->errors) > 0))
+		tgt_dsort_cleanup(j->dsort, j->t, j->smap);
 }
 
 /* Adds an item unless a resumed job did it before the restart (counted by the preset). 0 or -1 (OOM). */
@@ -449,6 +466,9 @@ static json_t *job_json(job_t *j)
 			json_pack("{s:s, s:s}", "provider", j->copy.to_provider, "bucket", j->copy.to_bucket));
 		json_object_set_new(doc, "dry_run", json_boolean(j->copy.dry_run));
 	}
+	if (doc != NULL && j->kind == JOB_DSORT)
+		json_object_set_new(
+			doc, "to", json_pack("{s:s, s:s}", "provider", "ais", "bucket", tgt_dsort_to_bucket(j->dsort)));
 	if (doc != NULL && j->kind == JOB_DOWNLOAD) {
 		json_t *inflight = json_array();
 		for (int i = 0; i < JOB_THREADS; i++) {
@@ -485,15 +505,19 @@ static int job_names(job_t *j, json_t *arr, const char **why)
 	return 0;
 }
 
-/* Adds the names of j->names this target owns in j->smap to the run; 0 or -1 (out of memory). */
+/* Adds the names of j->names this target owns in j->smap to the run (dsort: outputs); 0 or -1 (out of memory). */
 static int add_names(job_t *j)
 {
+	const char *provider = j->dsort != NULL ? "ais" : j->provider;
+	const char *bucket = j->dsort != NULL ? tgt_dsort_to_bucket(j->dsort) : j->bucket;
+	int bidx = j->dsort != NULL ? tgt_dsort_to_bidx(j->dsort) : j->bidx;
+
 	for (size_t i = 0; i < json_array_size(j->names); i++) {
 		const char *name = json_string_value(json_array_get(j->names, i));
-		const ft_node_t *owner = ft_smap_owner(j->smap, j->provider, j->bucket, name, strlen(name));
+		const ft_node_t *owner = ft_smap_owner(j->smap, provider, bucket, name, strlen(name));
 		if (owner == NULL || strcmp(owner->id, j->t->id) != 0)
 			continue;
-		if (job_add(j, name, &(tgt_run_item_t){.bucket = j->bidx}) != 0)
+		if (job_add(j, name, &(tgt_run_item_t){.bucket = bidx}) != 0)
 			return -1;
 	}
 	return 0;
@@ -522,6 +546,8 @@ static int parse_kind(job_t *j, const char *kind)
 		j->kind = JOB_COPY;
 	else if (strcmp(kind, "download") == 0)
 		j->kind = JOB_DOWNLOAD;
+	else if (strcmp(kind, "dsort") == 0)
+		j->kind = JOB_DSORT;
 	else if ((j->fn = local_kind(kind)) != NULL)
 		j->kind = JOB_LOCAL;
 	else
@@ -583,8 +609,8 @@ static int parse_source(job_t *j, const json_t *msg, ft_ctl_resp_t *resp)
 		ft_ctl_error(resp, 400, "job message needs either an objnames array or a prefix");
 		return -1;
 	}
-	if (prefix != NULL && j->kind == JOB_DOWNLOAD) {
-		ft_ctl_error(resp, 400, "a download job needs objnames and urls");
+	if (prefix != NULL && (j->kind == JOB_DOWNLOAD || j->kind == JOB_DSORT)) {
+		ft_ctl_error(resp, 400, "a %s job needs objnames", j->kind_name);
 		return -1;
 	}
 	if (prefix != NULL) {
@@ -639,14 +665,15 @@ static job_t *job_parse(tgt_t *t, const json_t *msg, ft_ctl_resp_t *resp)
 		goto fail;
 	}
 	if (parse_kind(j, kind) != 0) {
-		ft_ctl_error(resp, 400,
-			     "unknown job kind \"%s\" (prefetch, evict, evict-bucket, delete, copy, download, mirror, "
-			     "ec-encode, scrub)",
-			     kind);
+		ft_ctl_error(
+			resp, 400,
+			"unknown job kind \"%s\" (prefetch, evict, evict-bucket, delete, copy, download, dsort, mirror, "
+			"ec-encode, scrub)",
+			kind);
 		goto fail;
 	}
 	if (j->kind != JOB_LOCAL && j->kind != JOB_DELETE && j->kind != JOB_COPY && j->kind != JOB_DOWNLOAD &&
-	    strcmp(provider, "ais") == 0) {
+	    j->kind != JOB_DSORT && strcmp(provider, "ais") == 0) {
 		ft_ctl_error(resp, 400, "%s works on remote buckets only", kind);
 		goto fail;
 	}
@@ -657,6 +684,14 @@ static job_t *job_parse(tgt_t *t, const json_t *msg, ft_ctl_resp_t *resp)
 		int rc = tgt_copy_parse(&j->copy, msg, j->bmd, provider, bucket, why, sizeof(why));
 		if (rc != 0) {
 			ft_ctl_error(resp, rc == -2 ? 404 : 400, "%s", why);
+			goto fail;
+		}
+	}
+	if (j->kind == JOB_DSORT) {
+		char why[300];
+		int st;
+		if ((j->dsort = tgt_dsort_parse(msg, j->bmd, &st, why, sizeof(why))) == NULL) {
+			ft_ctl_error(resp, st, "%s", why);
 			goto fail;
 		}
 	}
@@ -686,6 +721,7 @@ static int job_launch(job_t *j)
 		c.body = evict_bucket_body;
 	} else {
 		c.step = job_step;
+		c.ending = j->kind == JOB_DSORT ? dsort_ending : NULL;
 		c.collect = j->src == SRC_NAMES && !(j->kind == JOB_COPY && j->copy.sync) ? NULL : job_collect;
 	}
 	j->run = tgt_run_new(&c);

@@ -208,6 +208,8 @@ static void leave(tgt_run_t *r)
 	if (!last)
 		return;
 	int st = failed ? TGT_RUN_FAILED : atomic_load(&r->abort) && left ? TGT_RUN_ABORTED : TGT_RUN_FINISHED;
+	if (r->conf.ending)
+		r->conf.ending(r, st, r->conf.arg);
 	atomic_store(&r->end_ns, ft_now_ns());
 	atomic_store(&r->state, st);
 	ft_metric_add(FT_M_JOBS_RUNNING, r->metric_kind, 0, (uint64_t)-1);

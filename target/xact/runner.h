@@ -58,6 +58,11 @@ typedef struct {
 	void (*label)(const tgt_run_item_t *it, void *arg, char *buf, size_t cap);
 	/* Instead of items: the whole run on its one thread (collect, step and threads unused). */
 	void (*body)(tgt_run_t *r, void *arg);
+	/*
+	 * Optional: called once by the last thread to leave with the final state it is about to set
+	 * (the run still reads running meanwhile): clean-up that must be over when the end shows.
+	 */
+	void (*ending)(tgt_run_t *r, int state, void *arg);
 	/* Optional: called once by the last thread to leave, after the final state is set. */
 	void (*done)(tgt_run_t *r, void *arg);
 	void *arg;

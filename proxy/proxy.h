@@ -123,6 +123,14 @@ void px_ctl_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 void px_maint_cluster_put(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 /* GET|POST /v1/cluster/mountpaths?sid=ID: relayed to target ID's /v1/mountpaths. */
 void px_maint_mountpaths(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+/*
+ * The same on the public port (the endpoint table gives them the admin role). px_maint_public_put:
+ * PUT /v1/cluster whose body msg (raw: body, len) names a maintenance action: true when it took r
+ * (a worker answers), false for another action (AIStore's job stop, aiswire_jobs.c).
+ */
+bool px_maint_public_put(px_t *px, ft_req_t *r, const json_t *msg, const char *body, size_t len);
+/* GET|POST /v1/cluster/mountpaths?sid=ID on the public port. */
+void px_maint_public_mountpaths(px_t *px, ft_req_t *r);
 /* {"status":"ok","role":"proxy","id":...} (new reference). */
 json_t *px_health_json(const px_t *px);
 /*

@@ -2,6 +2,7 @@
 # Canned ACLs (private, public-read) on buckets and objects: S3 and native API, anonymous reads of public data only.
 import json
 import os
+import subprocess
 
 import pytest
 from botocore import UNSIGNED
@@ -359,6 +360,29 @@ def test_acls_survive_restarts(pcluster, s3, anon):
     assert [o["Key"] for o in anon.list_objects_v2(Bucket=pub)["Contents"]] == ["a"]
     cleanup(s3, pub)
     cleanup(s3, priv)
+
+
+def curl(*args):
+    p = subprocess.run(["curl", "-sS", "--noproxy", "*", "-w", "\n%{http_code}"] + list(args), capture_output=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    body, _, code = p.stdout.rpartition(b"\n")
+    return int(code), body
+
+
+def test_curl_reads_public_data_only(pcluster, s3):
+    b = make_bucket(s3)
+    s3.put_object(Bucket=b, Key="open.txt", Body=b"hello, world", ACL="public-read")
+    s3.put_object(Bucket=b, Key="closed.txt", Body=b"not for you")
+    assert curl("-L", native_url(pcluster, b, "open.txt")) == (200, b"hello, world")
+    assert curl(s3_url(pcluster, b, "open.txt")) == (200, b"hello, world")
+    code, body = curl("-L", native_url(pcluster, b, "closed.txt"))
+    assert code == 401 and b"authentication required" in body
+    code, body = curl(s3_url(pcluster, b, "closed.txt"))
+    assert code == 403 and b"<Code>AccessDenied</Code>" in body
+    code, _ = curl("-L", "-X", "PUT", "--data-binary", "x", native_url(pcluster, b, "open.txt"))
+    assert code == 401
+    cleanup(s3, b)
 
 
 # ---- public access off (the default) ----

@@ -248,7 +248,8 @@ static void query_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 		ft_resp_error(r, 400, "malformed JSON: %s", jerr.text);
 		return;
 	}
-	if (query_decode(r, q, j) == 0)
+	/* PUT /v1/cluster: maintenance actions go to maint.c, the rest (job stop) stays here */
+	if ((q->kind != Q_STOP || !px_maint_public_put(q->px, r, j, body, len)) && query_decode(r, q, j) == 0)
 		ft_req_defer(r, query_work, q);
 	json_decref(j);
 }

@@ -110,9 +110,11 @@ bool px_auth_request(px_t *px, ft_req_t *r, const char *path, size_t len)
 	if (rule->kind == FT_POLICY_OPEN || rule->kind == FT_POLICY_OWN ||
 	    (rule->kind == FT_POLICY_OPEN_IF && a->anonymous_metrics))
 		return true;
+	ft_policy_bucket(rule, path, len, bucket, sizeof(bucket));
+	if (px_acl_anonymous(r) && px_acl_anonymous_ok(r, rule->path, bucket))
+		return true; /* public-read data (acl.c) */
 	if (authenticate(r, &p) != 0)
 		return false;
-	ft_policy_bucket(rule, path, len, bucket, sizeof(bucket));
 	ok = ft_principal_allows(&p, rule->role, bucket);
 	if (!ok) {
 		ft_info("auth: %s %s by %s (%s) refused: needs %s%s%s", ft_req_method_name(r), ft_req_path(r, NULL),

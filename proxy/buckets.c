@@ -409,6 +409,19 @@ out:
 	return rc;
 }
 
+int px_bucket_set_acl(px_t *px, const char *provider, const char *bucket, bool public_read)
+{
+	bucket_op_t op = {.px = px, .provider = provider};
+
+	snprintf(op.bucket, sizeof(op.bucket), "%s", bucket);
+	op.set = json_pack("{s:s}", "acl", public_read ? "public-read" : "private");
+	if (op.set == NULL)
+		return -EIO;
+	int rc = setprops_do(&op);
+	json_decref(op.set);
+	return rc == -ENOENT ? rc : rc != 0 ? -EIO : 0;
+}
+
 static void setprops_work(ft_req_t *r, void *arg)
 {
 	bucket_op_t *op = arg;
@@ -430,7 +443,7 @@ static void setprops_work(ft_req_t *r, void *arg)
  */
 static void setprops_start(ft_req_t *r, bucket_op_t *op, const char *body, size_t len)
 {
-	static const char *const settable[] = {"mirror", "ec", "checksum_validate_warm_get"};
+	static const char *const settable[] = {"mirror", "ec", "checksum_validate_warm_get", "acl"};
 	json_t *msg = action_message(r, body, len, "set-bprops", false);
 	const char *key;
 	json_t *v;
@@ -451,11 +464,13 @@ static void setprops_start(ft_req_t *r, bucket_op_t *op, const char *body, size_
 		if (i == sizeof(settable) / sizeof(settable[0])) {
 			ft_resp_error(r, 400,
 				      "set-bprops: property \"%s\" cannot be changed (settable: mirror, ec, "
-				      "checksum_validate_warm_get)",
+				      "checksum_validate_warm_get, acl)",
 				      key);
 			goto out;
 		}
 	}
+	if (px_acl_refused(r, json_string_value(json_object_get(value, "acl")))) /* acl.c: allow_public_read */
+		goto out;
 	/* Types and bounds are checked by the worker, merged with the current values. */
 	op->set = json_incref(value);
 	ft_req_on_done(r, op_done, op);

@@ -153,6 +153,11 @@ static int s3_bucket_destroy(void *ctx, const char *bucket)
 	return px_bucket_destroy_do(ctx, bucket);
 }
 
+static int s3_bucket_set_acl(void *ctx, const char *bucket, bool public_read)
+{
+	return px_bucket_set_acl(ctx, "ais", bucket, public_read);
+}
+
 static int s3_list_page(void *ctx, const char *bucket, const char *prefix, const char *token, int pagesize,
 			json_t **entries, bool *more, int *status, char *why, size_t cap)
 {
@@ -172,6 +177,7 @@ static int s3_start(px_t *px, char *err, size_t errlen)
 		.ctx = px,
 		.bucket_create = s3_bucket_create,
 		.bucket_destroy = s3_bucket_destroy,
+		.bucket_set_acl = s3_bucket_set_acl,
 		.list_page = s3_list_page,
 		.target_unreachable = s3_target_unreachable,
 	};

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Target maintenance and decommission (PUT /v1/cluster on the control port) and the mountpath relay. */
+/* Target maintenance and decommission (PUT /v1/cluster), and the mountpath relay: control port, and public port for admins. */
 #include "proxy.h"
 
 #include <pthread.h>
@@ -297,13 +297,20 @@ out:
 	json_decref(j);
 }
 
+static void mountpaths_do(px_t *px, const ft_ctl_req_t *req, const char *sid, ft_ctl_resp_t *resp);
+
 /*
  * /v1/cluster/mountpaths?sid=ID: GET lists, POST {"action":"attach"|"detach","path":...} changes
  * the mountpaths of target ID; relayed to its control port, its answer returned as it is.
  */
 void px_maint_mountpaths(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
-	const char *sid = ft_ctl_query(req, "sid");
+	mountpaths_do(px, req, ft_ctl_query(req, "sid"), resp);
+}
+
+/* The mountpath relay for target sid (req's method and body). */
+static void mountpaths_do(px_t *px, const ft_ctl_req_t *req, const char *sid, ft_ctl_resp_t *resp)
+{
 	ft_smap_t *m = ft_smap_current();
 	const ft_node_t *n = m && sid ? ft_smap_find(m, sid) : NULL;
 	json_t *body = NULL, *answer = NULL;
@@ -341,4 +348,87 @@ out:
 	json_decref(answer);
 	json_decref(body);
 	ft_smap_put(m);
+}
+
+/* ---- the same on the public port (admin role: common/auth/policy.c) ---- */
+
+/* One public-port request, answered by a worker through the control-port handlers above. */
+typedef struct {
+	px_t *px;
+	const char *sid; /* mountpaths only */
+	ft_ctl_req_t req;
+} public_op_t;
+
+static void public_answer(ft_req_t *r, ft_ctl_resp_t *resp)
+{
+	ft_resp_json(r, resp->status != 0 ? resp->status : 200, resp->json);
+}
+
+static void public_put_work(ft_req_t *r, void *arg)
+{
+	public_op_t *op = arg;
+	ft_ctl_resp_t resp = {.status = 200};
+
+	px_maint_cluster_put(op->px, &op->req, &resp);
+	public_answer(r, &resp);
+}
+
+bool px_maint_public_put(px_t *px, ft_req_t *r, const json_t *msg, const char *body, size_t len)
+{
+	static const char *const actions[] = {"start-maintenance", "stop-maintenance", "decommission",
+					      "decommission-node"};
+	const char *action = json_string_value(json_object_get(msg, "action"));
+	size_t i = 0;
+
+	while (action != NULL && i < sizeof(actions) / sizeof(actions[0]) && strcmp(action, actions[i]) != 0)
+		i++;
+	if (action == NULL || i == sizeof(actions) / sizeof(actions[0]))
+		return false;
+	public_op_t *op = ft_req_alloc(r, sizeof(*op));
+	char *copy = ft_req_alloc(r, len + 1);
+	memcpy(copy, body, len);
+	copy[len] = '\0';
+	*op = (public_op_t){.px = px, .req = {.method = "PUT", .path = "/v1/cluster", .body = copy, .body_len = len}};
+	ft_info("maintenance: %s requested on the public port from %s", action, ft_req_peer(r));
+	ft_req_defer(r, public_put_work, op);
+	return true;
+}
+
+static void public_mountpaths_work(ft_req_t *r, void *arg)
+{
+	public_op_t *op = arg;
+	ft_ctl_resp_t resp = {.status = 200};
+
+	mountpaths_do(op->px, &op->req, op->sid, &resp);
+	public_answer(r, &resp);
+}
+
+static void public_mountpaths_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
+{
+	public_op_t *op = arg;
+
+	if (err != 0) {
+		ft_resp_error(r, 400, "cannot read the request body (error %d)", err);
+		return;
+	}
+	char *copy = ft_req_alloc(r, len + 1);
+	memcpy(copy, body, len);
+	copy[len] = '\0';
+	op->req.body = len > 0 ? copy : NULL;
+	op->req.body_len = len;
+	ft_req_defer(r, public_mountpaths_work, op);
+}
+
+void px_maint_public_mountpaths(px_t *px, ft_req_t *r)
+{
+	public_op_t *op = ft_req_alloc(r, sizeof(*op));
+	const char *sid = ft_req_query(r, "sid");
+
+	*op = (public_op_t){.px = px,
+			    .sid = sid != NULL ? ft_req_strdup(r, sid) : NULL,
+			    .req = {.method = ft_req_method_name(r), .path = "/v1/cluster/mountpaths"}};
+	if (ft_req_method(r) == FT_HTTP_POST)
+		ft_req_read_body_all(r, 64 * 1024, public_mountpaths_body, op);
+	else
+		ft_req_defer(r, public_mountpaths_work, op);
 }

@@ -47,8 +47,11 @@ void px_object_redirect_provider(px_t *px, ft_req_t *r, const char *provider, co
 	const char *target = origin_form(ft_req_target(r));
 	ft_strbuf_t loc = {0};
 	ft_strbuf_addf(&loc, "%s%s", owner->public_url, target);
-	/* Clients drop Authorization on a redirect to another port: the URL carries its own, short-lived. */
-	if (ft_auth()->enabled)
+	/*
+	 * Clients drop Authorization on a redirect to another port: the URL carries its own, short-lived.
+	 * An anonymous read (public data, acl.c) goes unsigned: its target decides on the object's ACL.
+	 */
+	if (ft_auth()->enabled && !px_acl_anonymous(r))
 		ft_urlsig_append(&loc, strchr(target, '?') != NULL, ft_auth()->url_key, ft_req_method_name(r), provider,
 				 bucket, obj, obj_len, time(NULL));
 	if (loc.failed) {

@@ -123,6 +123,14 @@ void px_ctl_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 void px_maint_cluster_put(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 /* GET|POST /v1/cluster/mountpaths?sid=ID: relayed to target ID's /v1/mountpaths. */
 void px_maint_mountpaths(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+/*
+ * The same on the public port (the endpoint table gives them the admin role). px_maint_public_put:
+ * PUT /v1/cluster whose body msg (raw: body, len) names a maintenance action: true when it took r
+ * (a worker answers), false for another action (AIStore's job stop, aiswire_jobs.c).
+ */
+bool px_maint_public_put(px_t *px, ft_req_t *r, const json_t *msg, const char *body, size_t len);
+/* GET|POST /v1/cluster/mountpaths?sid=ID on the public port. */
+void px_maint_public_mountpaths(px_t *px, ft_req_t *r);
 /* {"status":"ok","role":"proxy","id":...} (new reference). */
 json_t *px_health_json(const px_t *px);
 /*
@@ -178,6 +186,20 @@ int px_bucket_create_do(px_t *px, const char *bucket, ft_cksum_type_t cksum);
  */
 int px_bucket_create_like(px_t *px, const char *name, const ft_bucket_t *like, char *why, size_t cap);
 int px_bucket_destroy_do(px_t *px, const char *bucket);
+/* Sets the canned ACL of a bucket (a new BMD, pushed). Blocking: a worker. 0, -ENOENT or -EIO. */
+int px_bucket_set_acl(px_t *px, const char *provider, const char *bucket, bool public_read);
+
+/* ---- acl.c: anonymous reads of public-read data on the native API (docs/acl.md) ---- */
+/* Whether r carries no credentials at all (no Authorization header, no presigned query). */
+bool px_acl_anonymous(ft_req_t *r);
+/*
+ * Whether an anonymous r may go on under the endpoint table's rule (auth.c asks): public access on
+ * (allow_public_read), GET or HEAD, and an object (its target decides on the object's ACL) or a
+ * bucket whose ACL is public-read (HEAD, or a listing without a body).
+ */
+bool px_acl_anonymous_ok(ft_req_t *r, const char *rule_path, const char *bucket);
+/* Whether acl (may be NULL) is a value to refuse: public-read with public access off; true after answering 403. */
+bool px_acl_refused(ft_req_t *r, const char *acl);
 
 /* ---- list.c ---- */
 /* Sends one listing page: entries (borrowed; the targets' entry objects) and the next token ("" at the end). */

@@ -214,6 +214,8 @@ void px_route(ft_req_t *r, void *ctx)
 		px_tokens(px, r);
 	else if (len == strlen("/v1/cluster") && memcmp(path, "/v1/cluster", len) == 0)
 		cluster(px, r);
+	else if (len == strlen("/v1/cluster/mountpaths") && memcmp(path, "/v1/cluster/mountpaths", len) == 0)
+		px_maint_public_mountpaths(px, r); /* maint.c (admin) */
 	else if (len == strlen("/v1/daemon") && memcmp(path, "/v1/daemon", len) == 0)
 		px_ais_daemon(px, r);
 	else

@@ -22,6 +22,28 @@ static ft_role_t object_role(ft_req_t *r)
 	return ft_policy_find(ft_req_method_name(r), "/v1/objects/", strlen("/v1/objects/"))->role;
 }
 
+/* GET or HEAD of an object, not a multipart call. */
+static bool plain_read(ft_req_t *r)
+{
+	ft_method_t m = ft_req_method(r);
+
+	return (m == FT_HTTP_GET || m == FT_HTTP_HEAD) && ft_req_query(r, "mpu") == NULL;
+}
+
+/*
+ * ft_anon=1: the proxy relays an anonymous S3 read (unsigned, whatever auth is): 1 to serve it as
+ * public data only, or -1 after answering 401 when public access is off or it is no plain read.
+ */
+static int marked_anonymous(ft_req_t *r, const char *bucket)
+{
+	if (ft_auth()->public_read && plain_read(r))
+		return 1;
+	ft_info("auth: anonymous %s %s from %s refused: public access is off or not a read", ft_req_method_name(r),
+		bucket, ft_req_peer(r));
+	unauthorized(r, "authentication required: anonymous access is only for GET/HEAD of public-read data");
+	return -1;
+}
+
 int tgt_auth_object(ft_req_t *r, const char *provider, const char *bucket, const char *obj, size_t obj_len)
 {
 	const ft_auth_t *a = ft_auth();
@@ -31,12 +53,16 @@ int tgt_auth_object(ft_req_t *r, const char *provider, const char *bucket, const
 	ft_principal_t p;
 	int rc;
 
+	if (ft_req_query(r, "ft_anon") != NULL)
+		return marked_anonymous(r, bucket);
 	if (!a->enabled)
 		return 0;
 	u = ft_urlsig_check(a->url_key, ft_req_query(r, "ft_exp"), ft_req_query(r, "ft_sig"), ft_req_method_name(r),
 			    provider, bucket, obj, obj_len, now);
 	if (u == FT_URLSIG_OK)
 		return 0;
+	if (u == FT_URLSIG_NONE && ft_req_header(r, "Authorization") == NULL && a->public_read && plain_read(r))
+		return 1; /* anonymous: public-read data only (obj/acl.c decides) */
 	if (u != FT_URLSIG_NONE)
 		why = u == FT_URLSIG_EXPIRED ? "the signed URL expired: ask the proxy again"
 					     : "the signed URL does not match this request";
@@ -87,8 +113,8 @@ char *tgt_auth_sign_redirect(ft_req_t *r, const tgt_obj_t *o, char *loc)
 	ft_strbuf_t b = {0};
 	char *out;
 
-	if (!a->enabled || ft_req_query(r, "ft_sig") != NULL)
-		return loc;
+	if (!a->enabled || o->anonymous || ft_req_query(r, "ft_sig") != NULL)
+		return loc; /* an anonymous read is passed on as it came: unsigned */
 	ft_strbuf_addf(&b, "%s", loc);
 	ft_urlsig_append(&b, strchr(loc, '?') != NULL, a->url_key, ft_req_method_name(r), o->provider, o->bucket,
 			 o->obj, o->obj_len, time(NULL));

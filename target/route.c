@@ -139,8 +139,9 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 	tgt_obj_t *o = ft_req_alloc(r, sizeof(*o));
 	memset(o, 0, sizeof(*o));
 	o->t = t;
-	if (check_provider(r, o) != 0 || tgt_auth_object(r, o->provider, bucket, obj, obj_len) != 0 ||
-	    check_names(r, o, bucket, obj, obj_len) != 0 || check_owner(r, t, o) != 0)
+	if (check_provider(r, o) != 0 || (o->anonymous = tgt_auth_object(r, o->provider, bucket, obj, obj_len)) < 0 ||
+	    check_names(r, o, bucket, obj, obj_len) != 0 || check_owner(r, t, o) != 0 ||
+	    tgt_acl_anonymous_gate(r, o) != 0)
 		return;
 	if (tgt_is_remote(o) && m == FT_HTTP_DELETE && !mpu && tgt_evict_wanted(r)) {
 		tgt_evict_object(r, o); /* jobs.c: the cached copy only */
@@ -164,6 +165,10 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 	}
 	if (mpu) {
 		tgt_mpu_handle(r, o);
+		return;
+	}
+	if (m == FT_HTTP_PUT && ft_req_query(r, "acl") != NULL) {
+		tgt_acl_put(r, o); /* obj/acl.c */
 		return;
 	}
 	if (m != FT_HTTP_DELETE && tgt_shard_wanted(r)) { /* members of a shard (shard/) */

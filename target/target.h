@@ -35,7 +35,8 @@ typedef int (*tgt_job_fn)(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 /*
  * With auth on, an object request needs a valid signed URL (the proxy's redirect, bound to the
  * method, provider, bucket and object) or a Bearer token whose role allows it; 0 to go on, or -1
- * after answering 401/403. With auth off, 0.
+ * after answering 401/403. With auth off, 0. 1: an anonymous GET/HEAD with public access on (or
+ * one the proxy marked ft_anon=1), to serve only if public-read (obj/acl.c).
  */
 /*
  * With auth on, the endpoint table's role for a public path other than objects (/metrics, /v1/batch):
@@ -50,6 +51,16 @@ int tgt_auth_object(ft_req_t *r, const char *provider, const char *bucket, const
  * (request memory).
  */
 char *tgt_auth_sign_redirect(ft_req_t *r, const tgt_obj_t *o, char *loc);
+
+/* ---- obj/acl.c: object ACLs (docs/acl.md) ---- */
+/* PUT /v1/objects/B/O?acl=private|public-read: sets the object's canned ACL (every replica). */
+void tgt_acl_put(ft_req_t *r, tgt_obj_t *o);
+/* An anonymous read that only a local copy may answer (not a cold GET, not a shard member) unless the bucket is public: 0, or -1 after answering 401. */
+int tgt_acl_anonymous_gate(ft_req_t *r, tgt_obj_t *o);
+/* Whether an anonymous read of o with metadata lom (NULL: unknown) must be refused. */
+bool tgt_acl_denies(const tgt_obj_t *o, const ft_lom_t *lom);
+/* Answers the refusal of an anonymous read: 401, the same whether the object exists or not. */
+void tgt_acl_deny(ft_req_t *r, const tgt_obj_t *o);
 
 /* ---- route.c: public port ---- */
 /* ft_handler_fn of the public server; ctx is the tgt_t. */

@@ -133,6 +133,7 @@ int ft_auth_init(const ft_config_t *c, bool with_ids, char *err, size_t errlen)
 	memset(&state, 0, sizeof(state));
 	state.enabled = c->auth != 0;
 	state.anonymous_metrics = c->auth_anonymous_metrics != 0;
+	state.public_read = c->allow_public_read != 0;
 	state.token_ttl_max = c->token_ttl_max;
 	if (!state.enabled && !ft_auth_is_loopback(c->bind)) {
 		if (!c->insecure) {

@@ -20,6 +20,7 @@ typedef struct {
 	bool enabled;           /* public ports need credentials (key "auth") */
 	bool have_secret;       /* a cluster secret is loaded: the keys below are set, the control plane is signed */
 	bool anonymous_metrics; /* /metrics and /v1/daemon without credentials */
+	bool public_read;       /* public-read ACLs may be set and are honoured (key "allow_public_read") */
 	int token_ttl_max;
 	uint8_t jwt_key[FT_AUTH_KEY_LEN];  /* signs access tokens */
 	uint8_t url_key[FT_AUTH_KEY_LEN];  /* signs redirect URLs */

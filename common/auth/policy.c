@@ -21,6 +21,9 @@ static const ft_policy_rule_t table[] = {
 	{"/v1/jobs/", "GET HEAD", FT_POLICY_ROLE, FT_ROLE_READONLY, false},
 	{"/v1/jobs/", "POST PUT DELETE", FT_POLICY_ROLE, FT_ROLE_READWRITE, false},
 	{"/v1/cluster", "GET HEAD", FT_POLICY_ROLE, FT_ROLE_READONLY, false},
+	{"/v1/cluster", "PUT", FT_POLICY_ROLE, FT_ROLE_ADMIN,
+	 false}, /* maintenance, decommission (AIStore's job stop) */
+	{"/v1/cluster/mountpaths", "GET POST", FT_POLICY_ROLE, FT_ROLE_ADMIN, false},
 	{"/v1/batch", "POST", FT_POLICY_ROLE, FT_ROLE_READONLY, false}, /* targets: keys not limited to buckets */
 	{"/v1/daemon", "GET HEAD", FT_POLICY_OPEN_IF, FT_ROLE_READONLY, false},
 	{"/metrics", "GET HEAD", FT_POLICY_OPEN_IF, FT_ROLE_READONLY, false},

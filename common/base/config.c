@@ -96,6 +96,7 @@ static const config_key_t config_keys[] = {
 	STR(cluster_secret, KIND_STR),
 	BOOL(insecure),
 	BOOL(auth_anonymous_metrics),
+	BOOL(allow_public_read),
 	INT(token_ttl_max, 60, 31536000),
 };
 

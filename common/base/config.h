@@ -77,6 +77,7 @@ typedef struct {
 	char cluster_secret[FT_PATH_MAX]; /* file with the cluster secret; signs the control plane; "" = none */
 	int insecure;                     /* bool: allow a non-loopback bind with auth off (loudly), default false */
 	int auth_anonymous_metrics;       /* bool: /metrics and /v1/daemon without credentials, default false */
+	int allow_public_read;            /* bool: public-read ACLs may be set and are honoured, default false */
 	int token_ttl_max;                /* proxy: longest token lifetime in seconds, default 604800 (7 days) */
 } ft_config_t;
 

@@ -113,7 +113,8 @@ static int props_valid(const ft_bucket_t *bk)
 	return bk->mirror_copies >= 0 && bk->mirror_copies <= FT_MIRROR_COPIES_MAX && bk->ec_data >= 0 &&
 	       bk->ec_data <= FT_EC_SLICES_MAX && bk->ec_parity >= 0 && bk->ec_parity <= FT_EC_SLICES_MAX &&
 	       (bk->ec_data == 0) == (bk->ec_parity == 0) && bk->ec_objsize_limit >= 0 &&
-	       (bk->validate_warm_get == 0 || bk->validate_warm_get == 1);
+	       (bk->validate_warm_get == 0 || bk->validate_warm_get == 1) &&
+	       (bk->public_read == 0 || bk->public_read == 1);
 }
 
 static int bucket_valid(const ft_bucket_t *bk)
@@ -220,6 +221,10 @@ static json_t *bucket_json(const ft_bucket_t *bucket, secrets_mode_t mode)
 		bucket->ec_data, "parity_slices", bucket->ec_parity, "objsize_limit",
 		(json_int_t)bucket->ec_objsize_limit, "checksum_validate_warm_get", bucket->validate_warm_get != 0);
 
+	if (j != NULL && bucket->public_read && json_object_set_new(j, "acl", json_string("public-read")) != 0) {
+		json_decref(j);
+		return NULL;
+	}
 	if (j == NULL || bucket->backend == NULL)
 		return j;
 	json_t *be = json_deep_copy(bucket->backend);
@@ -413,6 +418,19 @@ static int known_keys(const json_t *o, const char *section, const char *const *k
 	return 0;
 }
 
+/* The bucket's canned ACL from acl (NULL: unchanged); 0, or -1 with err. */
+static int acl_apply(ft_bucket_t *bk, const json_t *acl, char *err, size_t errlen)
+{
+	const char *v = json_string_value(acl);
+
+	if (acl == NULL)
+		return 0;
+	if (v == NULL || (strcmp(v, "private") != 0 && strcmp(v, "public-read") != 0))
+		return fail(err, errlen, "\"acl\" must be \"private\" or \"public-read\"");
+	bk->public_read = strcmp(v, "public-read") == 0;
+	return 0;
+}
+
 int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_t errlen)
 {
 	static const char *const mirror_keys[] = {"copies"};
@@ -460,7 +478,7 @@ int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_
 			return fail(err, errlen, "\"checksum_validate_warm_get\" must be true or false");
 		bk->validate_warm_get = json_is_true(vwg);
 	}
-	return 0;
+	return acl_apply(bk, json_object_get(props, "acl"), err, errlen);
 }
 
 ft_bmd_t *ft_bmd_from_json(const json_t *j, char *err, size_t errlen)

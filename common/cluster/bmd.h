@@ -30,6 +30,8 @@ typedef struct {
 	int ec_data, ec_parity;   /* erasure coding D+P slices on other targets; 0 = off */
 	int64_t ec_objsize_limit; /* objects smaller than this are replicated ec_parity times, not sliced */
 	int validate_warm_get;    /* verify the checksum of every warm GET */
+	/* canned ACL (docs/acl.md): 1 = "public-read" (anonymous GET/HEAD/list), 0 = "private"; JSON "acl" */
+	int public_read;
 } ft_bucket_t;
 
 /*
@@ -37,7 +39,7 @@ typedef struct {
  * JSON: {"version": N, "uuid": "...", "buckets": [{"name","provider","checksum":"xxhash|md5","created": ns,
  *       "backend": {...} (remote buckets only, with secrets), "mirror": {"copies": N},
  *       "ec": {"data_slices": D, "parity_slices": P, "objsize_limit": B},
- *       "checksum_validate_warm_get": bool}...]}
+ *       "checksum_validate_warm_get": bool, "acl": "public-read" (written only when set)}...]}
  * The protection members are always written (copies at least 1) and optional when read (absent = 0).
  */
 typedef struct {
@@ -69,7 +71,8 @@ json_t *ft_bmd_to_json_public(const ft_bmd_t *b);
 #define FT_EC_SLICES_MAX 32
 /*
  * Applies the data protection properties present in props (an object with any of "mirror",
- * "ec", "checksum_validate_warm_get", in the bucket JSON's format) to bk; absent keys and absent
+ * "ec", "checksum_validate_warm_get", in the bucket JSON's format) and its "acl" ("private" or
+ * "public-read") to bk; absent keys and absent
  * members of "mirror"/"ec" keep bk's values. Checks types and bounds: copies 1..16; data_slices
  * and parity_slices 0..32, both 0 (off) or both >= 1; objsize_limit >= 0. Other keys of props are
  * left to the caller. 0, or -1 with err filled (bk then partly changed: apply to a copy).

@@ -20,7 +20,7 @@
  * target then hashes each object once instead of twice.
  */
 
-#define OWNER_ID "fasttier"
+#define OWNER_ID PX_S3_OWNER_ID
 #define CREATE_BODY_MAX (64 * 1024)
 
 static void owner_xml(px_xml_t *x)
@@ -245,6 +245,10 @@ static void create_work(px_s3_req_t *q)
 		px_s3_error(q, PX_S3_INTERNAL, "cannot update the bucket metadata");
 		return;
 	}
+	if (rc == 0 && q->acl == PX_S3_ACL_PUBLIC_READ && q->host->bucket_set_acl(q->host->ctx, q->bucket, true) != 0) {
+		px_s3_error(q, PX_S3_INTERNAL, "the bucket was created, but its ACL could not be set");
+		return;
+	}
 	ft_resp_headerf(q->r, "Location", "/%s", q->bucket);
 	px_s3_send_empty(q, 200);
 }
@@ -257,7 +261,8 @@ void px_s3_bucket_create(px_s3_req_t *q)
 		px_s3_error(q, PX_S3_INVALID_BUCKET_NAME, "%s", why);
 		return;
 	}
-	px_s3_defer(q, create_work);
+	if (px_s3_acl_header(q))
+		px_s3_defer(q, create_work);
 }
 
 /* ---- HeadBucket, GetBucketLocation ---- */
@@ -342,8 +347,8 @@ static const probe_t probes[] = {
 	{"publicAccessBlock", NULL, PX_S3_NO_PUBLIC_ACCESS_BLOCK},
 };
 
-/* The owner has FULL_CONTROL and nobody else has anything: S3's default ("private") ACL. */
-void px_s3_send_acl(px_s3_req_t *q)
+/* The owner has FULL_CONTROL ("private"); public-read adds READ for AllUsers. */
+void px_s3_send_acl(px_s3_req_t *q, bool public_read)
 {
 	px_xml_t x;
 
@@ -359,6 +364,14 @@ void px_s3_send_acl(px_s3_req_t *q)
 	px_xml_close(&x, "Grantee");
 	px_xml_elem(&x, "Permission", "FULL_CONTROL");
 	px_xml_close(&x, "Grant");
+	if (public_read) {
+		px_xml_open(&x, "Grant");
+		px_xml_open(&x, "Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"Group\"");
+		px_xml_elem(&x, "URI", "http://acs.amazonaws.com/groups/global/AllUsers");
+		px_xml_close(&x, "Grantee");
+		px_xml_elem(&x, "Permission", "READ");
+		px_xml_close(&x, "Grant");
+	}
 	px_xml_close(&x, "AccessControlList");
 	px_xml_close(&x, "AccessControlPolicy");
 	px_s3_send_xml(q, 200, &x);
@@ -380,8 +393,8 @@ void px_s3_bucket_subresource(px_s3_req_t *q, const char *sub)
 {
 	ft_method_t m = ft_req_method(q->r);
 
-	if (m == FT_HTTP_GET && strcmp(sub, "acl") == 0) {
-		px_s3_send_acl(q);
+	if ((m == FT_HTTP_GET || m == FT_HTTP_PUT) && strcmp(sub, "acl") == 0) {
+		px_s3_bucket_acl(q); /* acl.c */
 		return;
 	}
 	if (m == FT_HTTP_GET && strcmp(sub, "requestPayment") == 0) {

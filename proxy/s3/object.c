@@ -448,6 +448,24 @@ static const char *archpath_query(px_s3_req_t *q)
 	return out;
 }
 
+/* The owner's URL for a GET/HEAD: signed, or for an anonymous read of public data unsigned and marked (acl.c). */
+static char *get_url(px_s3_req_t *q, const char *query, char *id)
+{
+	char *url, *both;
+
+	if (!q->public_anon)
+		return px_s3_owner_url_id(q->bucket, q->key, q->key_len, query, id);
+	if (query == NULL || query[0] == '\0')
+		return px_s3_owner_url_unsigned(q->bucket, q->key, q->key_len, "ft_anon=1", id);
+	both = malloc(strlen(query) + sizeof("&ft_anon=1"));
+	if (both == NULL)
+		return NULL;
+	sprintf(both, "%s&ft_anon=1", query);
+	url = px_s3_owner_url_unsigned(q->bucket, q->key, q->key_len, both, id);
+	free(both);
+	return url;
+}
+
 static void get_work(px_s3_req_t *q)
 {
 	get_ctx_t c = {.q = q, .head = ft_req_method(q->r) == FT_HTTP_HEAD, .t = {.length = -1}};
@@ -458,7 +476,7 @@ static void get_work(px_s3_req_t *q)
 	if (part != NULL)
 		snprintf(part_query, sizeof(part_query), "s3part=%s", part); /* checked: 1..10000 */
 	const char *query = part != NULL ? part_query : archpath_query(q);
-	char *url = px_s3_owner_url_id(q->bucket, q->key, q->key_len, query, id);
+	char *url = get_url(q, query, id);
 	CURL *h = px_s3_curl();
 	CURLcode rc;
 	int attempt = 0;
@@ -490,7 +508,7 @@ again:
 			goto out;
 		if (unreachable && get_retry(q, id, attempt++)) {
 			free(url);
-			url = px_s3_owner_url_id(q->bucket, q->key, q->key_len, query, id);
+			url = get_url(q, query, id);
 			if (url == NULL) {
 				px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "no target to serve the object");
 				goto out;
@@ -511,7 +529,7 @@ again:
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	if (!c.started && rc == CURLE_COULDNT_CONNECT && get_retry(q, id, attempt++)) {
 		free(url);
-		url = px_s3_owner_url_id(q->bucket, q->key, q->key_len, query, id);
+		url = get_url(q, query, id);
 		if (url == NULL) {
 			px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "no target to serve the object");
 			goto out;
@@ -974,6 +992,8 @@ static void copy_put_headers(copy_t *c)
 			put_header(c, line);
 		}
 	}
+	if (px_s3_acl_line(c->q) != NULL && !c->from->replace) /* REPLACE: among the meta lines */
+		put_header(c, px_s3_acl_line(c->q));
 	if (c->from->replace) {
 		for (int i = 0; c->from->meta[i] != NULL; i++)
 			put_header(c, c->from->meta[i]);
@@ -1513,8 +1533,8 @@ void px_s3_object_subresource(px_s3_req_t *q, const char *sub)
 
 	if (m == FT_HTTP_GET && strcmp(sub, "attributes") == 0) {
 		object_attributes(q);
-	} else if (m == FT_HTTP_GET && strcmp(sub, "acl") == 0) {
-		px_s3_send_acl(q);
+	} else if ((m == FT_HTTP_GET || m == FT_HTTP_PUT) && strcmp(sub, "acl") == 0) {
+		px_s3_object_acl(q); /* acl.c */
 	} else if (m == FT_HTTP_GET && strcmp(sub, "tagging") == 0) {
 		px_xml_t x;
 		px_xml_init(&x);

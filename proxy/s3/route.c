@@ -239,6 +239,10 @@ void px_s3_error_from_target(px_s3_req_t *q, const px_s3_target_reply_t *reply)
 	case 400:
 		e = PX_S3_INVALID_ARGUMENT;
 		break;
+	case 401: /* an anonymous read of data that is not public (target/obj/acl.c) */
+	case 403:
+		e = PX_S3_ACCESS_DENIED;
+		break;
 	case 404:
 		e = strstr(m, "bucket") != NULL && strstr(m, "does not exist") != NULL && strstr(m, "object") == NULL
 			    ? PX_S3_NO_SUCH_BUCKET
@@ -329,7 +333,19 @@ char *px_s3_owner_url(const char *bucket, const char *key, size_t key_len, const
 	return px_s3_owner_url_id(bucket, key, key_len, query, id);
 }
 
+static char *owner_url(const char *bucket, const char *key, size_t key_len, const char *query, char *id, bool sign);
+
 char *px_s3_owner_url_id(const char *bucket, const char *key, size_t key_len, const char *query, char *id)
+{
+	return owner_url(bucket, key, key_len, query, id, true);
+}
+
+char *px_s3_owner_url_unsigned(const char *bucket, const char *key, size_t key_len, const char *query, char *id)
+{
+	return owner_url(bucket, key, key_len, query, id, false);
+}
+
+static char *owner_url(const char *bucket, const char *key, size_t key_len, const char *query, char *id, bool sign)
 {
 	ft_smap_t *smap = ft_smap_current();
 	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, "ais", bucket, key, key_len) : NULL;
@@ -347,7 +363,7 @@ char *px_s3_owner_url_id(const char *bucket, const char *key, size_t key_len, co
 	ft_strbuf_addf(&b, "%s/v1/objects/%s/%s%s%s", owner->public_url, eb, ek, query != NULL && query[0] ? "?" : "",
 		       query != NULL ? query : "");
 	/* The proxy speaks for a client it authenticated: a URL any method may use (never leaves the cluster). */
-	if (ft_auth()->enabled)
+	if (sign && ft_auth()->enabled)
 		ft_urlsig_append(&b, query != NULL && query[0], ft_auth()->url_key, FT_URLSIG_ANY_METHOD, "ais", bucket,
 				 key, key_len, time(NULL));
 	if (b.failed)
@@ -470,6 +486,8 @@ px_s3_err_t px_s3_meta_lines(px_s3_req_t *q, const char ***lines)
 		snprintf(line, len, "%s: %s", ck[i], val);
 		v[k++] = line;
 	}
+	if (px_s3_acl_line(q) != NULL) /* checked by px_s3_acl_header (acl.c) */
+		v[k++] = px_s3_acl_line(q);
 	v[k] = NULL;
 	*lines = v;
 	return PX_S3_OK;
@@ -887,6 +905,14 @@ static px_s3_err_t authenticate(px_s3_req_t *q, const char **msg)
 	return auth_error(res, presigned, msg);
 }
 
+/* Whether r carries no signature at all (neither SigV4 nor SigV2, header or query). */
+static bool unsigned_request(ft_req_t *r)
+{
+	return ft_req_header(r, "Authorization") == NULL && ft_req_query(r, "X-Amz-Signature") == NULL &&
+	       ft_req_query(r, "X-Amz-Algorithm") == NULL && ft_req_query(r, "Signature") == NULL &&
+	       ft_req_query(r, "AWSAccessKeyId") == NULL;
+}
+
 /* ---- dispatch ---- */
 
 /* Bucket subresources answered by px_s3_bucket_subresource (probes of configuration). */
@@ -974,6 +1000,10 @@ static void dispatch_bucket(px_s3_req_t *q)
 			px_s3_bucket_create(q);
 		return;
 	}
+	if (q->public_anon && sub != NULL && strcmp(sub, "versions") != 0) {
+		px_s3_error(q, PX_S3_ACCESS_DENIED, "anonymous requests may only read public-read data");
+		return;
+	}
 	if (!bucket_exists(q))
 		return;
 	switch (m) {
@@ -1007,6 +1037,8 @@ static void dispatch_bucket(px_s3_req_t *q)
 		}
 		return;
 	case FT_HTTP_PUT:
+		if (sub != NULL && strcmp(sub, "acl") == 0 && !body_ok(q))
+			return;
 		px_s3_bucket_subresource(q, sub);
 		return;
 	default:
@@ -1061,10 +1093,11 @@ static void dispatch_object(px_s3_req_t *q)
 		return;
 	case FT_HTTP_PUT:
 		if (sub != NULL) {
-			px_s3_object_subresource(q, sub);
+			if (strcmp(sub, "acl") != 0 || body_ok(q))
+				px_s3_object_subresource(q, sub);
 			return;
 		}
-		if (!body_ok(q))
+		if (!body_ok(q) || (upload == NULL && ft_req_query(r, "partNumber") == NULL && !px_s3_acl_header(q)))
 			return;
 		if (upload != NULL || ft_req_query(r, "partNumber") != NULL)
 			px_s3_multipart(q, PX_S3_MPU_UPLOAD_PART);
@@ -1084,9 +1117,10 @@ static void dispatch_object(px_s3_req_t *q)
 	case FT_HTTP_POST:
 		if (!body_ok(q))
 			return;
-		if (ft_req_query(r, "uploads") != NULL)
-			px_s3_multipart(q, PX_S3_MPU_CREATE);
-		else if (upload != NULL)
+		if (ft_req_query(r, "uploads") != NULL) {
+			if (px_s3_acl_header(q))
+				px_s3_multipart(q, PX_S3_MPU_CREATE);
+		} else if (upload != NULL)
 			px_s3_multipart(q, PX_S3_MPU_COMPLETE);
 		else
 			px_s3_error(q, PX_S3_NOT_IMPLEMENTED,
@@ -1116,6 +1150,10 @@ bool px_s3_route(px_s3_t *s, ft_req_t *r)
 	make_request_id(q->request_id);
 	q->resource = resource_of(q);
 	e = authenticate(q, &msg);
+	if (e == PX_S3_ACCESS_DENIED && unsigned_request(r) && px_s3_acl_anonymous_ok(q)) {
+		q->public_anon = q->anonymous = true; /* public-read data only (acl.c) */
+		e = PX_S3_OK;
+	}
 	if (e == PX_S3_OK && !s3_allowed(q)) {
 		e = PX_S3_ACCESS_DENIED;
 		msg = "the access key's role or bucket grants do not allow this request";

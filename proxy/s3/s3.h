@@ -134,6 +134,8 @@ typedef struct {
 	int (*bucket_create)(void *ctx, const char *bucket, ft_cksum_type_t cksum);
 	/* Destroys bucket: 0, -ENOENT, or -EIO. */
 	int (*bucket_destroy)(void *ctx, const char *bucket);
+	/* Sets bucket's canned ACL (public-read or private): 0, -ENOENT, or -EIO. */
+	int (*bucket_set_acl)(void *ctx, const char *bucket, bool public_read);
 	/*
 	 * One merged listing page of bucket: names starting with prefix, after token, at most pagesize;
 	 * 0 with *entries (a JSON array, caller owns) and *more, or -1 with *status and why.
@@ -149,6 +151,10 @@ typedef struct {
 
 typedef struct px_s3 px_s3_t; /* the front end's state (route.c) */
 
+/* Canned ACLs (acl.c). */
+enum { PX_S3_ACL_NONE = 0, PX_S3_ACL_PRIVATE, PX_S3_ACL_PUBLIC_READ };
+#define PX_S3_OWNER_ID "fasttier" /* the one owner of every bucket and object */
+
 typedef struct px_s3_req {
 	const px_s3_host_t *host;
 	px_s3_t *s3;
@@ -160,6 +166,8 @@ typedef struct px_s3_req {
 	const char *resource;       /* "/<bucket>/<key>" for error bodies */
 	char request_id[17];        /* 16 hex digits, sent as x-amz-request-id */
 	bool anonymous;             /* unsigned request accepted because s3_anonymous is set */
+	bool public_anon;           /* unsigned read of public-read data (acl.c): relayed unsigned, marked ft_anon */
+	int acl;                    /* the x-amz-acl asked for (PX_S3_ACL_*), once px_s3_acl_header checked it */
 	ft_sigv4_auth_t auth;       /* valid when !anonymous */
 	const char *content_sha256; /* x-amz-content-sha256 as sent (header form), or NULL */
 	px_s3_body_t *body;         /* body reader, set up by px_s3_body_prepare before a handler that reads a body */
@@ -217,6 +225,8 @@ px_s3_err_t px_s3_body_all(px_s3_req_t *q, size_t max, char **body, size_t *len)
 char *px_s3_owner_url(const char *bucket, const char *key, size_t key_len, const char *query);
 /* px_s3_owner_url, and the owner's id into id (FT_ID_MAX bytes; "" when there is none). */
 char *px_s3_owner_url_id(const char *bucket, const char *key, size_t key_len, const char *query, char *id);
+/* The same without the signature: an anonymous read of public data, which the target decides on (acl.c). */
+char *px_s3_owner_url_unsigned(const char *bucket, const char *key, size_t key_len, const char *query, char *id);
 
 /*
  * The calling worker's libcurl easy handle (a CURL *), reset, kept per thread so connections to
@@ -380,8 +390,8 @@ void px_s3_bucket_delete(px_s3_req_t *q);
 void px_s3_bucket_location(px_s3_req_t *q);
 /* GET/PUT/DELETE of a bucket subresource (?versioning, ?acl, ?policy, ...): "unset" answers or 501. */
 void px_s3_bucket_subresource(px_s3_req_t *q, const char *sub);
-/* The default ACL document (the owner has FULL_CONTROL), for GET ?acl of buckets and objects. */
-void px_s3_send_acl(px_s3_req_t *q);
+/* The ACL document of GET ?acl: the owner has FULL_CONTROL, and with public_read AllUsers READ. */
+void px_s3_send_acl(px_s3_req_t *q, bool public_read);
 /* S3 bucket name rules (3..63 of [a-z0-9.-], ...): 0, or -1 with *why. */
 int px_s3_check_bucket_name(const char *name, const char **why);
 
@@ -408,6 +418,17 @@ void px_s3_object_delete(px_s3_req_t *q);
 void px_s3_delete_objects(px_s3_req_t *q);
 /* GET/PUT/DELETE of an object subresource (?acl, ?tagging, ...). */
 void px_s3_object_subresource(px_s3_req_t *q, const char *sub);
+
+/* ---- acl.c: canned ACLs (docs/acl.md) ---- */
+/* Loop thread: checks x-amz-acl (and refuses x-amz-grant-*) into q->acl; false after answering (501, 403). */
+bool px_s3_acl_header(px_s3_req_t *q);
+/* The header line that carries q->acl to a target ("x-amz-acl: public-read"), or NULL (private). */
+const char *px_s3_acl_line(const px_s3_req_t *q);
+/* Whether an unsigned q may go on as a read of public-read data (allow_public_read on). */
+bool px_s3_acl_anonymous_ok(px_s3_req_t *q);
+/* GET/PUT ?acl of a bucket and of an object (PUT: its body reader is prepared). */
+void px_s3_bucket_acl(px_s3_req_t *q);
+void px_s3_object_acl(px_s3_req_t *q);
 
 /* ---- multipart.c (route.c routes to it) ---- */
 typedef enum {

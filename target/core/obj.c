@@ -15,6 +15,7 @@ void tgt_obj_props(tgt_obj_t *o, const ft_bucket_t *b)
 	o->ec_parity = b->ec_parity;
 	o->ec_objsize_limit = b->ec_objsize_limit;
 	o->validate_warm_get = b->validate_warm_get;
+	o->public_read = b->public_read;
 }
 
 int tgt_obj_name(tgt_obj_t *o, const char *obj, size_t len)

@@ -29,6 +29,9 @@ typedef struct {
 	int ec_data, ec_parity;
 	int64_t ec_objsize_limit;
 	int validate_warm_get;
+	int public_read; /* the bucket's canned ACL is public-read */
+	/* an anonymous read (public-read data only): never signs a redirect; needs public_read or the object's ACL */
+	int anonymous;
 } tgt_obj_t;
 
 /* Copies b's created time, checksum type and protection properties into o. */

@@ -10,6 +10,8 @@
 
 #include "core/objmeta.h"
 
+#include "core/acl.h"
+
 #define UMETA_PREFIX "x-amz-meta-"
 
 /* The standard headers S3 keeps with an object (lowercase, as stored). */
@@ -84,7 +86,7 @@ static int std_from_req(ft_req_t *r, ft_lom_t *lom, char *err, size_t cap)
 			 sizeof(lom->hdrs) - 200);
 		return -1;
 	}
-	return 0;
+	return tgt_acl_from_req(r, lom, err, cap); /* x-amz-acl: kept with the standard headers (core/acl.h) */
 }
 
 int tgt_meta_from_req(ft_req_t *r, ft_lom_t *lom, char *err, size_t cap)

@@ -157,6 +157,11 @@ static void serve(ft_req_t *r, tgt_obj_t *o, int fd, const ft_lom_t *lom, int mp
 {
 	uint64_t off = 0, len = 0;
 
+	if (tgt_acl_denies(o, lom)) { /* an anonymous read of an object that is not public (acl.c) */
+		close(fd);
+		tgt_acl_deny(r, o);
+		return;
+	}
 	tgt_lru_touch(o);
 	int cond = check_conditions(r, lom);
 	if (cond == 304) {
@@ -293,6 +298,11 @@ static void recover(ft_req_t *r, void *arg)
 	tgt_replica_t reps[FT_MAX_MOUNTPATHS];
 	int n = tgt_mirror_replicas(o, reps), fd = -1;
 	bool verify = o->validate_warm_get && ft_req_method(r) != FT_HTTP_HEAD;
+
+	if (tgt_acl_denies(o, NULL)) { /* anonymous: never say whether a private object exists */
+		tgt_acl_deny(r, o);
+		return;
+	}
 	ft_lom_t lom;
 	tgt_heal_t h, again;
 	char err[600] = "";

@@ -505,7 +505,7 @@ def test_not_implemented(s3, bucket):
     for call, kw in [(s3.put_bucket_versioning, {"VersioningConfiguration": {"Status": "Enabled"}}),
                      (s3.put_bucket_policy, {"Policy": "{}"}),
                      (s3.put_bucket_tagging, {"Tagging": {"TagSet": [{"Key": "a", "Value": "b"}]}}),
-                     (s3.put_bucket_acl, {"ACL": "public-read"})]:
+                     (s3.put_bucket_acl, {"ACL": "public-read-write"})]:  # private and public-read: test_s3_acl.py
         expect_error("NotImplemented", call, Bucket=bucket, status=501, **kw)
     expect_error("NotImplemented", s3.put_object_tagging, Bucket=bucket, Key="o",
                  Tagging={"TagSet": [{"Key": "a", "Value": "b"}]}, status=501)

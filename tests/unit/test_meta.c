@@ -695,6 +695,50 @@ static void test_bmd_props(void **state)
 	ft_bmd_put(b);
 }
 
+/* The canned ACL: "acl" applied, written only when public-read, read back; other values refused. */
+static void test_bmd_acl(void **state)
+{
+	ft_bmd_t *b = ft_bmd_new(), *r;
+	ft_bucket_t bk = bucket("ais", "pub", FT_CKSUM_MD5, 1);
+	char err[200] = "";
+	json_t *props, *j;
+
+	(void)state;
+	props = json_loads("{\"acl\":\"public-read\"}", 0, NULL);
+	assert_int_equal(ft_bucket_props_apply(&bk, props, err, sizeof(err)), 0);
+	json_decref(props);
+	assert_int_equal(bk.public_read, 1);
+	j = ft_bucket_to_json(&bk);
+	assert_string_equal(json_string_value(json_object_get(j, "acl")), "public-read");
+	json_decref(j);
+	assert_int_equal(ft_bmd_add(b, &bk), 0);
+	bk = bucket("ais", "priv", FT_CKSUM_MD5, 1);
+	assert_int_equal(ft_bmd_add(b, &bk), 0);
+	j = ft_bmd_to_json(b);
+	r = ft_bmd_from_json(j, err, sizeof(err));
+	json_decref(j);
+	assert_non_null(r);
+	assert_int_equal(ft_bmd_find(r, "ais", "pub")->public_read, 1);
+	assert_int_equal(ft_bmd_find(r, "ais", "priv")->public_read, 0);
+	j = ft_bucket_to_json(ft_bmd_find(r, "ais", "priv"));
+	assert_null(json_object_get(j, "acl")); /* private is the absence */
+	json_decref(j);
+	static const char *const bad[] = {"{\"acl\":\"public-read-write\"}", "{\"acl\":1}", "{\"acl\":\"\"}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		props = json_loads(bad[i], 0, NULL);
+		assert_int_equal(ft_bucket_props_apply(&bk, props, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "public-read"));
+		json_decref(props);
+	}
+	props = json_loads("{\"acl\":\"private\"}", 0, NULL);
+	bk.public_read = 1;
+	assert_int_equal(ft_bucket_props_apply(&bk, props, err, sizeof(err)), 0);
+	assert_int_equal(bk.public_read, 0);
+	json_decref(props);
+	ft_bmd_put(r);
+	ft_bmd_put(b);
+}
+
 static ft_bmd_t *bmd_version(int64_t v)
 {
 	ft_bmd_t *b = ft_bmd_new();
@@ -733,7 +777,7 @@ int main(void)
 		cmocka_unit_test(test_smap_install),  cmocka_unit_test(test_smap_install_race),
 		cmocka_unit_test(test_bmd_edit),      cmocka_unit_test(test_bmd_round_trip),
 		cmocka_unit_test(test_bmd_bad_json),  cmocka_unit_test(test_bmd_props),
-		cmocka_unit_test(test_bmd_install),
+		cmocka_unit_test(test_bmd_install),   cmocka_unit_test(test_bmd_acl),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

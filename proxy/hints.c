@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth/auth.h"
-#include "auth/urlsig.h"
 #include "base/codec.h"
 #include "base/log.h"
 #include "base/names.h"
@@ -106,30 +104,9 @@ static void shares_free(shares_t *s, int n)
 static int names_from_object(const px_t *px, const hint_req_t *h, const ft_smap_t *smap, const char *obj, json_t *out,
 			     char *why, size_t cap)
 {
-	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, h->provider, h->bucket, obj, strlen(obj)) : NULL;
-	ft_strbuf_t body = {0}, url = {0};
-	char err[256];
-	long status = 0;
-	int st = 0;
+	ft_strbuf_t body = {0};
+	int st = px_object_read(smap, h->provider, h->bucket, obj, "url_list_object", HINT_TIMEOUT_MS, &body, why, cap);
 
-	if (owner == NULL) {
-		snprintf(why, cap, "the cluster map has no targets");
-		return 503;
-	}
-	ft_strbuf_addf(&url, "%s/v1/objects/%s/", owner->public_url, h->bucket);
-	ft_pct_encode_buf(&url, obj, strlen(obj), FT_PCT_KEEP_SLASH);
-	ft_strbuf_addf(&url, "?provider=%s", h->provider);
-	if (ft_auth()->enabled)
-		ft_urlsig_append(&url, true, ft_auth()->url_key, "GET", h->provider, h->bucket, obj, strlen(obj),
-				 time(NULL));
-	if (url.failed || ft_client_get_bytes(url.p, HINT_TIMEOUT_MS, &status, &body, err, sizeof(err)) != 0) {
-		snprintf(why, cap, "url_list_object \"%s\": %s", obj, url.failed ? "out of memory" : err);
-		st = 502;
-	} else if (status != 200) {
-		snprintf(why, cap, "url_list_object \"%s\": %s (status %ld)", obj,
-			 status == 404 ? "no such object in the bucket" : "cannot be read", status);
-		st = status == 404 ? 404 : 502;
-	}
 	for (size_t at = 0; st == 0 && at < body.len;) {
 		const char *line = body.p + at, *nl = memchr(line, '\n', body.len - at);
 		size_t n = nl != NULL ? (size_t)(nl - line) : body.len - at;
@@ -148,7 +125,6 @@ static int names_from_object(const px_t *px, const hint_req_t *h, const ft_smap_
 			st = 400;
 		}
 	}
-	ft_strbuf_free(&url);
 	ft_strbuf_free(&body);
 	return st;
 }

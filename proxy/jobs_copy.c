@@ -309,33 +309,15 @@ static int download_prepare(px_t *px, ft_req_t *r, json_t *msg)
 	const char *bucket = json_string_value(json_object_get(msg, "bucket"));
 	const char *obj = json_string_value(json_object_get(msg, "url_list_object"));
 	ft_smap_t *smap = ft_smap_current();
-	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, provider, bucket, obj, strlen(obj)) : NULL;
-	ft_strbuf_t body = {0}, url = {0};
+	ft_strbuf_t body = {0};
 	json_t *urls = json_array();
-	char err[256], why[1400];
-	long status = 0;
-	int st = 0;
+	char why[1400];
+	int st;
 
 	(void)px;
-	if (owner == NULL) {
-		snprintf(why, sizeof(why), "the cluster map has no targets");
-		st = 503;
+	st = px_object_read(smap, provider, bucket, obj, "url_list_object", LIST_TIMEOUT_MS, &body, why, sizeof(why));
+	if (st != 0)
 		goto out;
-	}
-	ft_strbuf_addf(&url, "%s/v1/objects/%s/", owner->public_url, bucket);
-	ft_pct_encode_buf(&url, obj, strlen(obj), FT_PCT_KEEP_SLASH);
-	ft_strbuf_addf(&url, "?provider=%s", provider);
-	if (url.failed || ft_client_get_bytes(url.p, LIST_TIMEOUT_MS, &status, &body, err, sizeof(err)) != 0) {
-		snprintf(why, sizeof(why), "url_list_object \"%s\": %s", obj, url.failed ? "out of memory" : err);
-		st = 502;
-		goto out;
-	}
-	if (status != 200) {
-		snprintf(why, sizeof(why), "url_list_object \"%s\": %s (status %ld)", obj,
-			 status == 404 ? "no such object in the bucket" : "cannot be read", status);
-		st = status == 404 ? 404 : 502;
-		goto out;
-	}
 	for (size_t at = 0; at < body.len;) {
 		const char *line = body.p + at, *nl = memchr(line, '\n', body.len - at);
 		size_t n = nl != NULL ? (size_t)(nl - line) : body.len - at;
@@ -351,7 +333,6 @@ out:
 	if (st != 0)
 		ft_resp_error(r, st, "download: %s", why);
 	json_decref(urls);
-	ft_strbuf_free(&url);
 	ft_strbuf_free(&body);
 	ft_smap_put(smap);
 	return st == 0 ? 0 : -1;

@@ -6,10 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "auth/auth.h"
-#include "auth/urlsig.h"
 #include "base/codec.h"
 #include "base/log.h"
 #include "base/names.h"
@@ -412,29 +409,10 @@ static void shuffle(rec_t *recs, size_t n, uint64_t seed)
  */
 static int read_order(const ft_smap_t *smap, const char *bucket, const char *obj, json_t *pos, char *why, size_t cap)
 {
-	const ft_node_t *owner = ft_smap_owner(smap, "ais", bucket, obj, strlen(obj));
-	ft_strbuf_t body = {0}, url = {0};
-	long status = 0;
-	char err[256];
-	int st = 0;
+	ft_strbuf_t body = {0};
+	int st = px_object_read(smap, "ais", bucket, obj, "order_file", DSORT_TIMEOUT_MS, &body, why, cap);
 
-	if (owner == NULL) {
-		snprintf(why, cap, "the cluster map has no targets");
-		return 503;
-	}
-	ft_strbuf_addf(&url, "%s/v1/objects/%s/", owner->public_url, bucket);
-	ft_pct_encode_buf(&url, obj, strlen(obj), FT_PCT_KEEP_SLASH);
-	ft_strbuf_addf(&url, "?provider=ais");
-	if (ft_auth()->enabled)
-		ft_urlsig_append(&url, true, ft_auth()->url_key, "GET", "ais", bucket, obj, strlen(obj), time(NULL));
-	if (url.failed || ft_client_get_bytes(url.p, DSORT_TIMEOUT_MS, &status, &body, err, sizeof(err)) != 0) {
-		snprintf(why, cap, "order_file \"%s\": %s", obj, url.failed ? "out of memory" : err);
-		st = 502;
-	} else if (status != 200) {
-		snprintf(why, cap, "order_file \"%s\": %s (status %ld)", obj,
-			 status == 404 ? "no such object in the bucket" : "cannot be read", status);
-		st = status == 404 ? 404 : 502;
-	} else {
+	if (st == 0) {
 		json_t *doc = json_loadb(body.p, body.len, 0, NULL);
 		if (json_is_array(doc)) {
 			for (size_t i = 0; i < json_array_size(doc); i++)
@@ -471,7 +449,6 @@ static int read_order(const ft_smap_t *smap, const char *bucket, const char *obj
 			st = 400;
 		}
 	}
-	ft_strbuf_free(&url);
 	ft_strbuf_free(&body);
 	return st;
 }

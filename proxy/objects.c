@@ -8,6 +8,8 @@
 
 #include "auth/auth.h"
 #include "auth/urlsig.h"
+#include "base/codec.h"
+#include "rpc/client.h"
 
 /* The path-and-query part of a request target (an absolute-form target loses scheme and authority). */
 static const char *origin_form(const char *target)
@@ -66,4 +68,34 @@ void px_object_redirect_provider(px_t *px, ft_req_t *r, const char *provider, co
 out:
 	ft_smap_put(smap);
 	ft_bmd_put(bmd);
+}
+
+int px_object_read(const ft_smap_t *smap, const char *provider, const char *bucket, const char *obj, const char *what,
+		   long timeout_ms, ft_strbuf_t *body, char *why, size_t cap)
+{
+	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, provider, bucket, obj, strlen(obj)) : NULL;
+	ft_strbuf_t url = {0};
+	char err[256];
+	long status = 0;
+	int st = 0;
+
+	if (owner == NULL) {
+		snprintf(why, cap, "the cluster map has no targets");
+		return 503;
+	}
+	ft_strbuf_addf(&url, "%s/v1/objects/%s/", owner->public_url, bucket);
+	ft_pct_encode_buf(&url, obj, strlen(obj), FT_PCT_KEEP_SLASH);
+	ft_strbuf_addf(&url, "?provider=%s", provider);
+	if (ft_auth()->enabled)
+		ft_urlsig_append(&url, true, ft_auth()->url_key, "GET", provider, bucket, obj, strlen(obj), time(NULL));
+	if (url.failed || ft_client_get_bytes(url.p, timeout_ms, &status, body, err, sizeof(err)) != 0) {
+		snprintf(why, cap, "%s \"%s\": %s", what, obj, url.failed ? "out of memory" : err);
+		st = 502;
+	} else if (status != 200) {
+		snprintf(why, cap, "%s \"%s\": %s (status %ld)", what, obj,
+			 status == 404 ? "no such object in the bucket" : "cannot be read", status);
+		st = status == 404 ? 404 : 502;
+	}
+	ft_strbuf_free(&url);
+	return st;
 }

@@ -23,6 +23,7 @@
 
 #include "base/config.h"
 #include "base/fanout.h"
+#include "base/strbuf.h"
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
 #include "http/http.h"
@@ -346,5 +347,12 @@ void px_object_redirect(px_t *px, ft_req_t *r, const char *bucket, const char *o
 /* The same for a bucket of provider (canonical name from px_provider). */
 void px_object_redirect_provider(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *obj,
 				 size_t obj_len);
+/*
+ * Worker: reads object obj of provider/bucket whole from its owner in smap (a signed URL when
+ * authentication is on) into body (the caller frees it). 0, or the status to answer with why set,
+ * "<what> \"obj\": <reason>" (404 no such object, 502 unreadable, 503 no targets).
+ */
+int px_object_read(const ft_smap_t *smap, const char *provider, const char *bucket, const char *obj, const char *what,
+		   long timeout_ms, ft_strbuf_t *body, char *why, size_t cap);
 
 #endif

@@ -119,6 +119,22 @@ def test_download_url_list_object(api, bucket, origin):
                       "no such object")
 
 
+
+def test_download_url_list_object_with_auth(make_cluster, origin):
+    # with authentication on, the proxy reads the URL list from its owner through a signed URL
+    h = make_cluster(targets=2, mountpaths=1, auth=True)
+    api = Api(h.url, token=h.token)
+    bucket = unique("dlauth")
+    api.create_bucket(bucket)
+    names = [f"{bucket}-a-{i}.bin" for i in range(3)]
+    for n in names:
+        put_origin(origin, n, n.encode() * 7)
+    api.put(bucket, "urls.txt", "\n".join(f"{origin.url}/{n}" for n in names).encode())
+    st = wait_job(h, download(api, bucket, {"url_list_object": "urls.txt"}).json()["job_id"])
+    assert st["objects"] == 3 and st["errors"] == 0, st
+    for n in names:
+        assert api.get(bucket, n).content == n.encode() * 7
+
 def test_download_retries_and_errors(api, bucket, flaky):
     urls = [f"{flaky.url}/fail/2/a.bin", f"{flaky.url}/fail/9/b.bin", f"{flaky.url}/gone/c.bin",
             f"{flaky.url}/fail/0/d.bin"]

@@ -3,6 +3,7 @@
 import http.server
 import json
 import os
+import subprocess
 import threading
 import time
 
@@ -152,6 +153,7 @@ def test_offline_copy_with_etl(api, bucket, upper):
     try:
         st = copy(api, bucket, dst, upper)
         assert st["state"] == "finished" and st["objects"] == 12 and st["errors"] == 0, st
+        assert st["to"] == {"provider": "ais", "bucket": dst, "etl": upper}, st
         for k, v in data.items():
             r = api.get(dst, k)
             assert r.status_code == 200 and r.content == v.upper(), k
@@ -313,3 +315,53 @@ def test_registering_needs_admin(make_cluster):
     admin.put(b, "o", b"lower")
     r = session(token=rw).get("%s/v1/objects/%s/o?etl=upper" % (h.url, b), timeout=TIMEOUT)
     assert r.status_code == 200 and r.content == b"LOWER", r.text
+
+
+FT = os.path.join(os.environ.get("FT_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin")), "ft")
+
+
+def ft(cluster, *args):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("FT_")}
+    e["HOME"] = "/nonexistent"
+    e["FT_ENDPOINT"] = cluster.url
+    p = subprocess.run([FT, *args], env=e, capture_output=True, timeout=120)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace"), p.stdout
+
+
+@pytest.mark.parametrize("cmd", [["etl"], ["etl", "init"], ["etl", "ls"], ["etl", "show"], ["etl", "rm"]])
+def test_cli_help(cluster, cmd):
+    rc, out, err, _ = ft(cluster, *cmd, "--help")
+    assert rc == 0 and out.startswith("Usage: ft"), (cmd, out, err)
+
+
+def test_cli_etl_and_transform_job(cluster, api, bucket):
+    name = unique("cli")
+    rc, out, err, _ = ft(cluster, "etl", "init", name, "--timeout", "9000", "--", "tr", "a-z", "A-Z")
+    assert rc == 0 and out.strip() == name, err
+    rc, out, err, _ = ft(cluster, "etl", "init", name, "--", "cat")
+    assert rc == 1 and "409" in err and "already exists" in err, err
+    rc, out, err, _ = ft(cluster, "etl", "ls")
+    assert rc == 0 and name in out and "tr a-z A-Z" in out and "9000 ms" in out, out
+    rc, out, err, _ = ft(cluster, "etl", "show", name, "--json")
+    assert rc == 0 and json.loads(out)["command"] == ["tr", "a-z", "A-Z"], out
+    api.put(bucket, "t/one", b"make me loud")
+    rc, out, err, raw = ft(cluster, "object", "cat", bucket + "/t/one", "--etl", name)
+    assert rc == 0 and raw == b"MAKE ME LOUD", err
+    rc, out, err, _ = ft(cluster, "object", "cat", bucket + "/t/one", "--etl", "no-such-etl")
+    assert rc == 1 and "404" in err, err
+    dst = unique("clidst")
+    try:
+        rc, out, err, _ = ft(cluster, "job", "start", "transform", bucket, dst, "--prefix", "t/")
+        assert rc == 2 and "--etl" in err, err
+        rc, out, err, _ = ft(cluster, "job", "start", "transform", bucket, dst, "--etl", name, "--prefix", "t/",
+                             "--wait")
+        assert rc == 0, (out, err)
+        assert api.get(dst, "t/one").content == b"MAKE ME LOUD"
+    finally:
+        api.destroy_bucket(dst, expect=None)
+    rc, out, err, _ = ft(cluster, "etl", "rm", name)
+    assert rc == 0, err
+    rc, out, err, _ = ft(cluster, "etl", "rm", name)
+    assert rc == 1 and "404" in err, err
+    rc, out, err, _ = ft(cluster, "etl", "init", "x", "--url", "ftp://nope")
+    assert rc == 1 and "400" in err, err

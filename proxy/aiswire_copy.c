@@ -188,7 +188,7 @@ static int copy_key(ft_req_t *r, const char *key, const json_t *v, px_copy_t *c)
 	case K_ETL:
 		if (json_is_null(v) || (json_is_string(v) && json_string_length(v) == 0))
 			return 0;
-		ft_resp_error(r, 501, "copy-bck: \"%s\" belongs to AIStore's etl-bck, not built (use \"etl\")", key);
+		ft_resp_error(r, 501, "copy-bck: \"%s\" belongs to an ETL transform (etl-bck): use \"etl\"", key);
 		return -1;
 	}
 	ft_resp_error(r, 400, "copy-bck: \"%s\" has the wrong type", key);

@@ -116,6 +116,7 @@ int cli_bucket(ft_cli_t *c);
 int cli_object(ft_cli_t *c);
 int cli_job(ft_cli_t *c);
 int cli_cluster(ft_cli_t *c);
+int cli_etl(ft_cli_t *c);
 /* Waits for job id with a progress display; the job's final document in *out (may be NULL). */
 int cli_job_wait(ft_cli_t *c, const char *id, json_t **out);
 

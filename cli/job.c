@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ft job: start prefetch|evict|copy|download|dsort, ls, show, wait (progress), stop. */
+/* ft job: start prefetch|evict|copy|transform|download|dsort, ls, show, wait (progress), stop. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,11 +127,17 @@ static int start(ft_cli_t *c)
 		else if ((rc = names_value(c, value, false)) == FT_EXIT_OK)
 			return post_job(c, &b, strcmp(kind, "prefetch") == 0 ? "prefetch-listrange" : "evict-listrange",
 					value);
-	} else if (strcmp(kind, "copy") == 0) {
+	} else if (strcmp(kind, "copy") == 0 || strcmp(kind, "transform") == 0) {
 		cli_bucket_t to;
+		const char *etl = cli_opt(c, "etl");
 		if (c->n_args != 5 || cli_bucket_parse(c->args[3], &b) != 0 || cli_bucket_parse(c->args[4], &to) != 0)
-			rc = cli_fail(FT_EXIT_USAGE, "job start copy needs SRC and DST buckets (ft job start --help)");
+			rc = cli_fail(FT_EXIT_USAGE, "job start %s needs SRC and DST buckets (ft job start --help)",
+				      kind);
+		else if (etl == NULL && strcmp(kind, "transform") == 0)
+			rc = cli_fail(FT_EXIT_USAGE, "job start transform needs --etl NAME (ft etl ls)");
 		else if ((rc = names_value(c, value, true)) == FT_EXIT_OK) {
+			if (etl != NULL)
+				json_object_set_new(value, "etl", json_string(etl));
 			static const char *const flags[] = {"dry-run", "latest", "sync", "force"};
 			for (int i = 0; i < 4; i++)
 				if (cli_flag(c, flags[i]))
@@ -165,8 +171,9 @@ static int start(ft_cli_t *c)
 	} else if (strcmp(kind, "dsort") == 0) {
 		return start_dsort(c, value);
 	} else {
-		rc = cli_fail(FT_EXIT_USAGE,
-			      "job start needs prefetch, evict, copy, download or dsort (ft job start --help)");
+		rc = cli_fail(
+			FT_EXIT_USAGE,
+			"job start needs prefetch, evict, copy, transform, download or dsort (ft job start --help)");
 	}
 	json_decref(value);
 	return rc;

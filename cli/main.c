@@ -19,11 +19,11 @@
 #define DEFAULT_ENDPOINT "http://localhost:51080"
 
 /* Options that take a value (the others are flags). */
-static const char *const valued[] = {"endpoint", "token",    "set",       "provider",        "workers",
-				     "prefix",   "template", "to",        "objnames",        "urls",
-				     "url-list", "output",   "o",         "checksum",        "backend",
-				     "timeout",  "limit",    "interval",  "output-template", "shard-size",
-				     "order",    "seed",     "order-file"};
+static const char *const valued[] = {
+	"endpoint", "token",      "set",   "provider", "workers",         "prefix",     "template",
+	"to",       "objnames",   "urls",  "url-list", "output",          "o",          "checksum",
+	"backend",  "timeout",    "limit", "interval", "output-template", "shard-size", "order",
+	"seed",     "order-file", "etl",   "url",      "max-output",      "procs"};
 
 static const struct {
 	const char *cmd, *text;
@@ -33,7 +33,8 @@ static const struct {
 	 "Commands:\n"
 	 "  bucket ls|create|rm|props     buckets of the cluster\n"
 	 "  object ls|put|get|rm|cat      objects (put and get of a directory with -r)\n"
-	 "  job start|ls|show|wait|stop   batch jobs: prefetch, evict, copy, download, dsort\n"
+	 "  job start|ls|show|wait|stop   batch jobs: prefetch, evict, copy, transform, download, dsort\n"
+	 "  etl init|ls|show|rm           transformers (ETL) for GET ?etl= and transform jobs\n"
 	 "  cluster show                  the cluster map and each node's state\n\n"
 	 "Global options:\n"
 	 "  --endpoint URL   proxy URL (env FT_ENDPOINT, ~/.config/ft/config.json; default " DEFAULT_ENDPOINT ")\n"
@@ -60,7 +61,7 @@ static const struct {
 		   "  ft object put FILE|DIR BUCKET[/NAME] [-r] [--workers N]\n"
 		   "  ft object get BUCKET/NAME|BUCKET [DEST] [-r] [--prefix P] [--workers N]\n"
 		   "  ft object rm BUCKET/NAME...\n"
-		   "  ft object cat BUCKET/NAME\n"},
+		   "  ft object cat BUCKET/NAME [--etl NAME]\n"},
 	{"object ls",
 	 "Usage: ft object ls BUCKET [--prefix P] [--limit N] [--json]\nLists the objects: name, size, version.\n"},
 	{"object put",
@@ -74,12 +75,14 @@ static const struct {
 	 "Downloads one object (to FILE, default the name's last segment; - for stdout), or with -r every\n"
 	 "object under the prefix into DIR (names become paths).\n"},
 	{"object rm", "Usage: ft object rm BUCKET/NAME...\nDeletes objects.\n"},
-	{"object cat", "Usage: ft object cat BUCKET/NAME\nWrites the object to stdout.\n"},
+	{"object cat", "Usage: ft object cat BUCKET/NAME [--etl NAME]\n"
+		       "Writes the object to stdout (with --etl: through that transformer, ft etl ls).\n"},
 	{"job",
 	 "Usage: ft job start|ls|show|wait|stop ...\n"
 	 "  ft job start prefetch|evict BUCKET (--objnames a,b | --template T | --prefix P) [--wait]\n"
 	 "  ft job start copy SRC DST [--prefix P | --objnames a,b | --template T] [--dry-run] [--latest]\n"
-	 "                            [--sync] [--force] [--wait]\n"
+	 "                            [--sync] [--force] [--etl NAME] [--wait]\n"
+	 "  ft job start transform SRC DST --etl NAME [--prefix P | --objnames a,b | --template T] [--wait]\n"
 	 "  ft job start download BUCKET (URL... | --template URL | --url-list OBJECT) [--wait]\n"
 	 "  ft job start dsort SRC DST (--template T | --prefix P) --output-template T --shard-size BYTES\n"
 	 "                             [--order alphanumeric|shuffle|file] [--seed N] [--order-file OBJ] [--wait]\n"
@@ -92,6 +95,8 @@ static const struct {
 	 "  prefetch BUCKET (--objnames a,b | --template 'x-{000..099}' | --prefix P)\n"
 	 "  evict BUCKET (--objnames a,b | --template T | --prefix P)\n"
 	 "  copy SRC DST [--prefix P | --objnames a,b | --template T] [--dry-run] [--latest] [--sync] [--force]\n"
+	 "       [--etl NAME]\n"
+	 "  transform SRC DST --etl NAME [--prefix P | --objnames a,b | --template T]  (a copy through NAME)\n"
 	 "  download BUCKET (URL... | --template 'http://h/f-{00..99}.tar' | --url-list OBJECT)\n"
 	 "  dsort SRC DST (--template 'in-{000..099}.tar' | --prefix P) --output-template 'out-{0000..0999}.tar'\n"
 	 "        --shard-size BYTES [--order alphanumeric|shuffle|file] [--seed N] [--order-file OBJECT]\n"
@@ -102,6 +107,21 @@ static const struct {
 		     "Shows the job's progress (objects, bytes, rate, ETA) until it ends: a bar on a terminal, a line\n"
 		     "every few seconds otherwise. Exit 0 finished without errors, 1 otherwise.\n"},
 	{"job stop", "Usage: ft job stop ID\nAborts the job on every target.\n"},
+	{"etl", "Usage: ft etl init|ls|show|rm ...\n"
+		"  ft etl init NAME [--] ARGV...   register a command (stdin: the object, stdout: the result)\n"
+		"  ft etl init NAME --url URL      register a transformer server (POSTed each object)\n"
+		"  ft etl ls                       list the transformers\n"
+		"  ft etl show NAME                one transformer\n"
+		"  ft etl rm NAME...               remove transformers\n"},
+	{"etl init", "Usage: ft etl init NAME [--timeout MS] [--max-output BYTES] [--procs N] [--] ARGV...\n"
+		     "       ft etl init NAME --url URL [--timeout MS] [--max-output BYTES] [--procs N]\n"
+		     "Registers a transformer (admin). A command runs once per object, without a shell; put '--'\n"
+		     "before an ARGV with options: ft etl init upper -- tr a-z A-Z. Defaults: --timeout 30000,\n"
+		     "--max-output 268435456, --procs 4 (at once per target). Use: ft object cat B/O --etl NAME,\n"
+		     "curl '.../v1/objects/B/O?etl=NAME', ft job start transform SRC DST --etl NAME.\n"},
+	{"etl ls", "Usage: ft etl ls [--json]\nLists the transformers: name, kind, what runs, limits.\n"},
+	{"etl show", "Usage: ft etl show NAME [--json]\nShows one transformer.\n"},
+	{"etl rm", "Usage: ft etl rm NAME...\nRemoves transformers (admin).\n"},
 	{"cluster", "Usage: ft cluster show [--json]\n"},
 	{"cluster show", "Usage: ft cluster show [--json]\n"
 			 "Shows the cluster map: proxies and targets, their URLs, state and mountpaths.\n"},
@@ -315,5 +335,8 @@ int main(int argc, char **argv)
 		return cli_job(&c);
 	if (strcmp(c.args[0], "cluster") == 0)
 		return cli_cluster(&c);
-	return cli_fail(FT_EXIT_USAGE, "unknown command \"%s\" (bucket, object, job, cluster; ft --help)", c.args[0]);
+	if (strcmp(c.args[0], "etl") == 0)
+		return cli_etl(&c);
+	return cli_fail(FT_EXIT_USAGE, "unknown command \"%s\" (bucket, object, job, etl, cluster; ft --help)",
+			c.args[0]);
 }

@@ -406,6 +406,11 @@ static int object_cat(ft_cli_t *c)
 	if (split(c->args[2], &b, &name, true) != 0)
 		return FT_EXIT_USAGE;
 	cli_obj_path(path, sizeof(path), &b, name);
+	if (cli_opt(c, "etl") != NULL) { /* through a transformer (docs/etl.md) */
+		size_t n = strlen(path);
+		snprintf(path + n, sizeof(path) - n, "&etl=");
+		cli_encode(cli_opt(c, "etl"), path + n + 5, sizeof(path) - n - 5, false);
+	}
 	if (cli_get_to(path, stdout, NULL, &r) != 0 || r.status != 200)
 		rc = cli_resp_fail(&r, c->args[2]);
 	fflush(stdout);

@@ -65,7 +65,7 @@ static void bck_to_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 			      "(copy-bck) and destroy the source",
 			      b->provider, b->bucket);
 	} else if (strcmp(action, "etl-bck") == 0) {
-		ft_resp_error(r, 501, "transforming bucket %s://%s (etl-bck) is not built: FastTier runs no ETL",
+		ft_resp_error(r, 501, "transforming bucket %s://%s (etl-bck) is not built: use copy-bck with \"etl\"",
 			      b->provider, b->bucket);
 	} else if (strcmp(action, "copy-bck") != 0) {
 		ft_resp_error(r, 400, "unknown action \"%s\" with bck_to (expected copy-bck, move-bck or etl-bck)",
@@ -188,8 +188,7 @@ static int copy_key(ft_req_t *r, const char *key, const json_t *v, px_copy_t *c)
 	case K_ETL:
 		if (json_is_null(v) || (json_is_string(v) && json_string_length(v) == 0))
 			return 0;
-		ft_resp_error(r, 501, "copy-bck: \"%s\" belongs to an ETL transform (etl-bck), which is not built",
-			      key);
+		ft_resp_error(r, 501, "copy-bck: \"%s\" belongs to an ETL transform (etl-bck): use \"etl\"", key);
 		return -1;
 	}
 	ft_resp_error(r, 400, "copy-bck: \"%s\" has the wrong type", key);

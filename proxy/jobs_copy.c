@@ -28,7 +28,8 @@
 #define COPY_NAMES_MAX 100000
 #define LIST_TIMEOUT_MS 30000
 
-static const char *const copy_keys[] = {"to", "prefix", "objnames", "template", "dry_run", "latest", "sync", "force"};
+static const char *const copy_keys[] = {"to",     "prefix", "objnames", "template", "dry_run",
+					"latest", "sync",   "force",    "etl"};
 static const char *const flag_keys[] = {"dry_run", "latest", "sync", "force"};
 
 /* Whether key is one of keys[0..n). */
@@ -129,6 +130,13 @@ static int copy_message(ft_req_t *r, const char *action, const char *provider, c
 		json_decref(names);
 		return -1;
 	}
+	if (c->etl != NULL && !px_etl_known(c->etl)) {
+		ft_resp_error(r, 404, "etl \"%s\" does not exist (register it with POST /v1/etl)", c->etl);
+		json_decref(names);
+		return -1;
+	}
+	if (c->etl != NULL)
+		json_object_set_new(msg, "etl", json_string(c->etl));
 	if (c->objnames != NULL)
 		json_object_set(names, "objnames", (json_t *)c->objnames);
 	if (c->template != NULL)
@@ -203,9 +211,10 @@ static int copy_value(ft_req_t *r, const char *action, const json_t *value, px_c
 	json_object_foreach((json_t *)value, key, v) {
 		if (!known(key, copy_keys, sizeof(copy_keys) / sizeof(copy_keys[0])) ||
 		    (!listrange && (strcmp(key, "objnames") == 0 || strcmp(key, "template") == 0))) {
-			ft_resp_error(r, 400,
-				      "%s: unknown field \"%s\" (known: to, %sprefix, dry_run, latest, sync, force)",
-				      action, key, listrange ? "objnames, template, " : "");
+			ft_resp_error(
+				r, 400,
+				"%s: unknown field \"%s\" (known: to, %sprefix, dry_run, latest, sync, force, etl)",
+				action, key, listrange ? "objnames, template, " : "");
 			return -1;
 		}
 	}
@@ -226,7 +235,8 @@ static int copy_value(ft_req_t *r, const char *action, const json_t *value, px_c
 	c->to_provider = json_string_value(json_object_get(to, "provider"));
 	c->objnames = json_object_get(value, "objnames");
 	if (value_string(r, action, value, "prefix", &c->prefix) != 0 ||
-	    value_string(r, action, value, "template", &c->template) != 0)
+	    value_string(r, action, value, "template", &c->template) != 0 ||
+	    value_string(r, action, value, "etl", &c->etl) != 0)
 		return -1;
 	return 0;
 }

@@ -279,6 +279,7 @@ typedef struct {
 	const char *template;   /* copy-listrange only, or NULL */
 	const json_t *objnames; /* copy-listrange only, or NULL */
 	bool dry_run, latest, sync, force;
+	const char *etl; /* NULL, or a transformer of the registry (etl.c) each object goes through */
 } px_copy_t;
 /*
  * The one path of a copy job: checks c for action (copy-bck or copy-listrange; 400), defers the
@@ -302,6 +303,11 @@ bool px_copy_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
  */
 bool px_dsort_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *action,
 		     const json_t *value);
+/* ---- etl.c: the transformer registry, kept in the BMD (docs/etl.md) ---- */
+/* /v1/etl (POST registers, GET lists) and /v1/etl/NAME (GET shows, DELETE removes). */
+void px_etl_route(px_t *px, ft_req_t *r, const char *path, size_t len);
+/* Whether the current BMD has transformer name. */
+bool px_etl_known(const char *name);
 
 /* ---- hints.c: epoch order hints (docs/epoch-hints.md) ---- */
 /*

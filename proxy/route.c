@@ -206,6 +206,8 @@ void px_route(ft_req_t *r, void *ctx)
 		buckets(px, r, path, len);
 	else if (under(path, len, "/v1/jobs"))
 		px_jobs_route(px, r, path, len);
+	else if (under(path, len, "/v1/etl"))
+		px_etl_route(px, r, path, len); /* etl.c: the transformer registry */
 	else if (len == strlen("/v1/batch") && memcmp(path, "/v1/batch", len) == 0)
 		px_batch(px, r); /* batch.c: GetBatch */
 	else if (len == strlen("/v1/health") && memcmp(path, "/v1/health", len) == 0)

@@ -178,6 +178,10 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 			tgt_shard_get(r, o);
 		return;
 	}
+	if (m == FT_HTTP_GET && ft_req_query(r, "etl") != NULL) { /* through a transformer (obj/etl_get.c) */
+		tgt_etl_get(r, o);
+		return;
+	}
 	switch (m) {
 	case FT_HTTP_PUT:
 		tgt_put(r, o);

@@ -117,6 +117,30 @@ void tgt_mpu_fini(tgt_t *t);
 /* GET /v1/mpu on the control port: this target's uploads of a bucket. */
 void tgt_mpu_list(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
+/* ---- xact/etl.c, obj/etl_get.c: transformers (docs/etl.md) ---- */
+typedef enum {
+	TGT_ETL_OK,
+	TGT_ETL_UNKNOWN,  /* no such transformer in the BMD (404) */
+	TGT_ETL_FAILED,   /* non-zero exit, signal, not runnable, HTTP error of a server (502) */
+	TGT_ETL_TIMEOUT,  /* over its timeout_ms (504) */
+	TGT_ETL_TOO_BIG,  /* output over its max_output (502) */
+	TGT_ETL_INTERNAL, /* work file, memory (500) */
+} tgt_etl_rc_t;
+/*
+ * Runs transformer name of the current BMD over in_size bytes of in_fd (from offset 0) and writes
+ * its output to out_fd from offset 0 (*out_size bytes). Blocking (waits for one of the
+ * transformer's process slots on this target). On any rc but TGT_ETL_OK, err says why and out_fd
+ * holds garbage the caller must drop.
+ */
+tgt_etl_rc_t tgt_etl_transform(const char *name, int in_fd, int64_t in_size, int out_fd, int64_t *out_size, char *err,
+			       size_t cap);
+const char *tgt_etl_strerror(tgt_etl_rc_t rc);
+int tgt_etl_http_status(tgt_etl_rc_t rc);
+/* Whether the current BMD has transformer name. */
+bool tgt_etl_known(const char *name);
+/* A GET carrying ?etl=NAME: the object transformed, buffered whole in a work file first (makes the response call). */
+void tgt_etl_get(ft_req_t *r, tgt_obj_t *o);
+
 /* ---- shard/: members of TAR, TGZ, ZIP and TAR.LZ4 shards (docs/shards.md) ---- */
 /* Whether an object request addresses members: archpath (GET, HEAD, PUT) or archregx (GET). */
 bool tgt_shard_wanted(ft_req_t *r);

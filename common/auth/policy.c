@@ -20,6 +20,8 @@ static const ft_policy_rule_t table[] = {
 	{"/v1/buckets/", "DELETE", FT_POLICY_ROLE, FT_ROLE_ADMIN, true},
 	{"/v1/jobs/", "GET HEAD", FT_POLICY_ROLE, FT_ROLE_READONLY, false},
 	{"/v1/jobs/", "POST PUT DELETE", FT_POLICY_ROLE, FT_ROLE_READWRITE, false},
+	{"/v1/etl/", "GET HEAD", FT_POLICY_ROLE, FT_ROLE_READONLY, false},
+	{"/v1/etl/", "POST DELETE", FT_POLICY_ROLE, FT_ROLE_ADMIN, false}, /* a transformer runs programs on targets */
 	{"/v1/cluster", "GET HEAD", FT_POLICY_ROLE, FT_ROLE_READONLY, false},
 	{"/v1/cluster", "PUT", FT_POLICY_ROLE, FT_ROLE_ADMIN,
 	 false}, /* maintenance, decommission (AIStore's job stop) */

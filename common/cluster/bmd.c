@@ -33,6 +33,7 @@ static void bmd_free(ft_bmd_t *b)
 {
 	for (int i = 0; i < b->n; i++)
 		json_decref(b->buckets[i].backend);
+	json_decref(b->etl);
 	free(b->buckets);
 	free(b);
 }
@@ -57,9 +58,14 @@ ft_bmd_t *ft_bmd_clone(const ft_bmd_t *b)
 	c->version = b->version;
 	memcpy(c->uuid, b->uuid, sizeof(c->uuid));
 	c->refs = 1;
+	if (b->etl != NULL && (c->etl = json_deep_copy(b->etl)) == NULL) {
+		free(c);
+		return NULL;
+	}
 	if (b->n > 0) {
 		c->buckets = malloc((size_t)b->n * sizeof(ft_bucket_t));
 		if (c->buckets == NULL) {
+			json_decref(c->etl);
 			free(c);
 			return NULL;
 		}
@@ -261,6 +267,9 @@ static json_t *bmd_json(const ft_bmd_t *b, secrets_mode_t mode)
 		a = NULL; /* set_new released it */
 		goto fail;
 	}
+	a = NULL;
+	if (json_object_size(b->etl) > 0 && json_object_set_new(j, "etl", json_deep_copy(b->etl)) != 0)
+		goto fail;
 	return j;
 fail:
 	json_decref(a);
@@ -516,6 +525,17 @@ ft_bmd_t *ft_bmd_from_json(const json_t *j, char *err, size_t errlen)
 	if (!json_is_array(a)) {
 		fail(err, errlen, "bmd: \"buckets\" must be an array");
 		goto fail;
+	}
+	v = json_object_get(j, "etl");
+	if (v != NULL && !json_is_null(v)) {
+		if (!json_is_object(v)) {
+			fail(err, errlen, "bmd: \"etl\" must be an object");
+			goto fail;
+		}
+		if ((b->etl = json_deep_copy(v)) == NULL) {
+			fail(err, errlen, "bmd: out of memory");
+			goto fail;
+		}
 	}
 	json_array_foreach(a, i, o) {
 		ft_bucket_t bk;

@@ -39,7 +39,8 @@ typedef struct {
  * JSON: {"version": N, "uuid": "...", "buckets": [{"name","provider","checksum":"xxhash|md5","created": ns,
  *       "backend": {...} (remote buckets only, with secrets), "mirror": {"copies": N},
  *       "ec": {"data_slices": D, "parity_slices": P, "objsize_limit": B},
- *       "checksum_validate_warm_get": bool, "acl": "public-read" (written only when set)}...]}
+ *       "checksum_validate_warm_get": bool, "acl": "public-read" (written only when set)}...],
+ *   "etl": {"NAME": {...}} (optional)}
  * The protection members are always written (copies at least 1) and optional when read (absent = 0).
  */
 typedef struct {
@@ -47,7 +48,13 @@ typedef struct {
 	char uuid[40];
 	int n;
 	ft_bucket_t *buckets; /* sorted by provider, then name */
-	int refs;             /* atomic */
+	/*
+	 * Transformers (ETL) by name, {"NAME": {"name", "command": [...] | "url", "timeout_ms",
+	 * "max_output", "procs"}}, as the proxy checked them (docs/etl.md); NULL or empty = none. Owned
+	 * like a bucket's backend: deep-copied by ft_bmd_clone, never shared between versions; read only.
+	 */
+	json_t *etl;
+	int refs; /* atomic */
 } ft_bmd_t;
 
 ft_bmd_t *ft_bmd_new(void);

@@ -466,6 +466,20 @@ static char *get_url(px_s3_req_t *q, const char *query, char *id)
 	return url;
 }
 
+/* "etl=<name>" when the GET asks for the object through a transformer (docs/etl.md), else NULL; request memory. */
+static const char *etl_query(px_s3_req_t *q)
+{
+	const char *name = ft_req_query(q->r, "etl");
+	char *enc, *out;
+
+	if (name == NULL || (enc = ft_pct_encode_dup(name, strlen(name), 0)) == NULL)
+		return NULL;
+	out = ft_req_alloc(q->r, strlen(enc) + sizeof("etl="));
+	sprintf(out, "etl=%s", enc);
+	free(enc);
+	return out;
+}
+
 static void get_work(px_s3_req_t *q)
 {
 	get_ctx_t c = {.q = q, .head = ft_req_method(q->r) == FT_HTTP_HEAD, .t = {.length = -1}};
@@ -476,6 +490,8 @@ static void get_work(px_s3_req_t *q)
 	if (part != NULL)
 		snprintf(part_query, sizeof(part_query), "s3part=%s", part); /* checked: 1..10000 */
 	const char *query = part != NULL ? part_query : archpath_query(q);
+	if (query == NULL && !c.head)
+		query = etl_query(q);
 	char *url = get_url(q, query, id);
 	CURL *h = px_s3_curl();
 	CURLcode rc;

@@ -55,6 +55,14 @@ int tgt_copy_parse(tgt_copy_t *c, const json_t *msg, const ft_bmd_t *bmd, const 
 		return -2;
 	}
 	c->to_bidx = (int)(b - bmd->buckets);
+	const char *etl = json_string_value(json_object_get(msg, "etl"));
+	if (etl != NULL) {
+		if (strlen(etl) >= sizeof(c->etl) || json_object_get(bmd->etl, etl) == NULL) {
+			snprintf(why, cap, "etl \"%s\" does not exist", etl);
+			return -2;
+		}
+		snprintf(c->etl, sizeof(c->etl), "%s", etl);
+	}
 	return 0;
 }
 
@@ -147,6 +155,37 @@ static int dest_url(const tgt_copy_t *c, const ft_smap_t *smap, const char *name
 	return 0;
 }
 
+/*
+ * Transformer c->etl over the source (fd, lom) into a work file of o's mountpath, then, only when
+ * it succeeded, the whole output PUT to url. 0 with *bytes (the output's size), -1 with err.
+ */
+static int copy_transformed(const tgt_copy_t *c, tgt_obj_t *o, int fd, const ft_lom_t *lom, const char *url,
+			    int64_t *bytes, char *err, size_t cap)
+{
+	char why[600];
+	tgt_xfer_head_t h;
+	int64_t size = 0;
+	tgt_etl_rc_t rc;
+	int out = openat(o->mp->work_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (out < 0) {
+		snprintf(err, cap, "work file: %s", strerror(errno));
+		return -1;
+	}
+	rc = tgt_etl_transform(c->etl, fd, (int64_t)lom->size, out, &size, why, sizeof(why));
+	if (rc != TGT_ETL_OK) {
+		snprintf(err, cap, "etl %s: %s", c->etl, why);
+		close(out);
+		return -1;
+	}
+	rc = tgt_xfer_put(url, out, size, lom, &h, err, cap) == 0 ? TGT_ETL_OK : TGT_ETL_FAILED;
+	close(out);
+	if (rc != TGT_ETL_OK)
+		return -1;
+	*bytes = size;
+	return 0;
+}
+
 int tgt_copy_obj(const tgt_copy_t *c, const ft_smap_t *smap, tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 {
 	char url[TGT_XFER_URL_MAX];
@@ -168,7 +207,11 @@ int tgt_copy_obj(const tgt_copy_t *c, const ft_smap_t *smap, tgt_obj_t *o, int64
 	fd = open_source(o, &lom, &st, err, cap);
 	if (fd < 0)
 		return -1;
-	if (!c->force) {
+	if (c->etl[0] != '\0' && !c->dry_run) {
+		rc = copy_transformed(c, o, fd, &lom, url, bytes, err, cap);
+		goto out;
+	}
+	if (!c->force && c->etl[0] == '\0') {
 		int found = tgt_xfer_head(url, &h, err, cap);
 		if (found < 0)
 			goto out;

@@ -16,19 +16,22 @@ typedef struct {
 	char to_bucket[FT_BUCKET_NAME_MAX + 1];
 	int to_bidx; /* the destination's index in the job's BMD */
 	bool dry_run, latest, sync, force;
+	char etl[FT_BUCKET_NAME_MAX + 1]; /* "" or the transformer each object goes through (etl.c) */
 } tgt_copy_t;
 
 /*
- * Reads "to_provider", "to_bucket", "dry_run", "latest", "sync", "force" of msg; the destination
- * must be in bmd and differ from the source provider/bucket. 0; -1 with why (400); -2 when the
- * destination is not in bmd (404).
+ * Reads "to_provider", "to_bucket", "dry_run", "latest", "sync", "force", "etl" of msg; the
+ * destination (and the transformer) must be in bmd and differ from the source provider/bucket.
+ * 0; -1 with why (400); -2 when the destination or the transformer is not in bmd (404).
  */
 int tgt_copy_parse(tgt_copy_t *c, const json_t *msg, const ft_bmd_t *bmd, const char *provider, const char *bucket,
 		   char *why, size_t cap);
 /*
  * Copies source object o (owned or stored here; a remote one is fetched into the cache first) to
  * the destination's owner in smap, with its Content-Type and user metadata; the owner's checksum of
- * the copy must match the source's when both buckets use the same type. 0 copied (*bytes), 1 the
+ * the copy must match the source's when both buckets use the same type. With a transformer, its
+ * output (complete, from a work file) is what the owner stores, always sent (no HEAD, no checksum
+ * comparison). 0 copied (*bytes), 1 the
  * destination holds the same object already (or, dry run, would be copied: *bytes), -1 with err.
  */
 int tgt_copy_obj(const tgt_copy_t *c, const ft_smap_t *smap, tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);

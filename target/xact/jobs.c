@@ -461,9 +461,10 @@ static json_t *job_json(job_t *j)
 	if (doc != NULL && j->members != NULL)
 		json_object_set(doc, "members", j->members);
 	if (doc != NULL && j->kind == JOB_COPY) {
-		json_object_set_new(
-			doc, "to",
-			json_pack("{s:s, s:s}", "provider", j->copy.to_provider, "bucket", j->copy.to_bucket));
+		json_t *to = json_pack("{s:s, s:s}", "provider", j->copy.to_provider, "bucket", j->copy.to_bucket);
+		if (to != NULL && j->copy.etl[0] != '\0') /* a transform: each object goes through it (docs/etl.md) */
+			json_object_set_new(to, "etl", json_string(j->copy.etl));
+		json_object_set_new(doc, "to", to);
 		json_object_set_new(doc, "dry_run", json_boolean(j->copy.dry_run));
 	}
 	if (doc != NULL && j->kind == JOB_DSORT)

@@ -558,6 +558,7 @@ static void test_bmd_bad_json(void **state)
 		"{\"version\":3,\"uuid\":\"u\",\"buckets\":[{\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\"}]}",
 		"{\"version\":3,\"uuid\":\"u\",\"buckets\":[{\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"md5\","
 		"\"created\":1},{\"name\":\"b\",\"provider\":\"ais\",\"checksum\":\"xxhash\",\"created\":2}]}",
+		"{\"version\":3,\"uuid\":\"u\",\"buckets\":[],\"etl\":[]}",
 	};
 	const char *good = "{\"version\":3,\"uuid\":\"u\",\"buckets\":[{\"name\":\"b\",\"provider\":\"ais\","
 			   "\"checksum\":\"md5\",\"created\":1},{\"name\":\"b\",\"provider\":\"aws\","
@@ -582,6 +583,31 @@ static void test_bmd_bad_json(void **state)
 	json_decref(j);
 	assert_non_null(b);
 	assert_int_equal(b->n, 2);
+	ft_bmd_put(b);
+}
+
+/* The transformer registry ("etl"): kept by clone and the JSON round trip, absent when empty. */
+static void test_bmd_etl(void **state)
+{
+	ft_bmd_t *b = sample_bmd(), *c, *r;
+	char err[256];
+	json_t *j;
+
+	(void)state;
+	j = ft_bmd_to_json(b);
+	assert_null(json_object_get(j, "etl"));
+	json_decref(j);
+	b->etl = json_pack("{s:{s:s, s:[s]}}", "upper", "name", "upper", "command", "cat");
+	c = ft_bmd_clone(b);
+	assert_non_null(c);
+	assert_true(c->etl != b->etl && json_equal(c->etl, b->etl));
+	j = ft_bmd_to_json_public(c);
+	r = ft_bmd_from_json(j, err, sizeof(err));
+	json_decref(j);
+	assert_non_null(r);
+	assert_true(json_equal(r->etl, b->etl));
+	ft_bmd_put(r);
+	ft_bmd_put(c);
 	ft_bmd_put(b);
 }
 
@@ -776,8 +802,9 @@ int main(void)
 		cmocka_unit_test(test_smap_from_doc), cmocka_unit_test(test_smap_bad_json),
 		cmocka_unit_test(test_smap_install),  cmocka_unit_test(test_smap_install_race),
 		cmocka_unit_test(test_bmd_edit),      cmocka_unit_test(test_bmd_round_trip),
-		cmocka_unit_test(test_bmd_bad_json),  cmocka_unit_test(test_bmd_props),
-		cmocka_unit_test(test_bmd_install),   cmocka_unit_test(test_bmd_acl),
+		cmocka_unit_test(test_bmd_bad_json),  cmocka_unit_test(test_bmd_etl),
+		cmocka_unit_test(test_bmd_props),     cmocka_unit_test(test_bmd_install),
+		cmocka_unit_test(test_bmd_acl),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,8 +35,8 @@ class Load:
     200), GET an acknowledged one and check its content. A proxy that refuses a connection is dropped from that
     client's list; every failed request is counted with the time and the proxy it went to."""
 
-    def __init__(self, token, bucket, proxies, acked):
-        self.token, self.bucket = token, bucket
+    def __init__(self, token, bucket, proxies, acked, tag):
+        self.token, self.bucket, self.tag = token, bucket, tag  # tag: names new to this load (never overwritten)
         self.proxies = list(proxies)
         self.acked = acked  # name -> md5, shared with the checks
         self.lock = threading.Lock()
@@ -66,7 +66,7 @@ class Load:
 
     def _one(self, s, url, rnd, i, n):
         if rnd.random() < 0.5 or not self.acked:
-            name = "w%d-%06d" % (i, n)
+            name = "%s-w%d-%06d" % (self.tag, i, n)
             data = os.urandom(rnd.choice([100, 4000, 60000]))
             r = s.put(url + obj_path(self.bucket, name), data=data, allow_redirects=False, timeout=TIMEOUT)
             if r.status_code != 307:
@@ -167,7 +167,7 @@ def test_primary_sigkill_and_etcd_outage(make_cluster):
                10, what="every proxy knows the bucket")
 
     acked = {}
-    load = Load(h.token, b, urls, acked)
+    load = Load(h.token, b, urls, acked, "a")
     load.start()
     time.sleep(3)
 
@@ -222,7 +222,7 @@ def test_primary_sigkill_and_etcd_outage(make_cluster):
     assert r.status_code == 200, r.text
 
     # ---- SIGKILL of etcd for 10 s ----
-    load = Load(h.token, b, [p.public_url for p in rest], acked)
+    load = Load(h.token, b, [p.public_url for p in rest], acked, "b")
     load.start()
     time.sleep(1)
     t_down = time.monotonic()

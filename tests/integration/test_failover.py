@@ -149,6 +149,33 @@ def check_acked(h, url, bucket, acked):
     return bad
 
 
+def check_follower_refusals(h, primary, follower):
+    """What a follower refuses and how: S3 bucket creation (503 ServiceUnavailable), a target's keepalive and join
+    (503 naming the primary's control URL, which targets follow), a join with a bad role (400), a malformed
+    metasync (400); and the control plane stays signed between proxies (unsigned: refused)."""
+    import botocore.exceptions
+    import s3util
+    s3 = s3util.client(h, url=follower.public_url + "/s3")
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3.create_bucket(Bucket=s3util.bucket_name("fos3"))
+    assert s3util.error_code(e.value) == "ServiceUnavailable"
+    for path, body in (("/v1/cluster/keepalive", {"id": h.c.targets[0].id, "smap_version": 0}),
+                       ("/v1/cluster/join", {"id": "t-x", "public_url": "http://127.0.0.1:9",
+                                             "control_url": "http://127.0.0.1:9"})):
+        st, j = ftcluster.http_json("POST", follower.control_url + path, body, timeout=5, secret=h.c.secret)
+        assert st == 503 and j["primary_url"] == primary.control_url, (path, st, j)
+        assert "not the primary" in j["message"]
+    st, j = ftcluster.http_json("POST", primary.control_url + "/v1/cluster/join",
+                                {"id": "x", "role": "client", "public_url": "http://a:1", "control_url": "http://a:2"},
+                                timeout=5, secret=h.c.secret)
+    assert st == 400 and "role" in j["message"], j
+    st, j = ftcluster.http_json("POST", follower.control_url + "/v1/metasync", {"smap": {"version": "x"}},
+                                timeout=5, secret=h.c.secret)
+    assert st == 400, j
+    st, _ = ftcluster.http_json("POST", follower.control_url + "/v1/metasync", {}, timeout=5)
+    assert st in (401, 403), st
+
+
 def test_primary_sigkill_and_etcd_outage(make_cluster):
     h = make_cluster(targets=4, mountpaths=1, proxies=3, lease_ttl=LEASE_TTL, auth=True)
     c = h.c
@@ -163,6 +190,7 @@ def test_primary_sigkill_and_etcd_outage(make_cluster):
     assert_json_error(create_bucket(h, follower.public_url, b), 503, "not the primary")
     r = create_bucket(h, old.public_url, b)
     assert r.status_code == 200, r.text
+    check_follower_refusals(h, old, follower)
     wait_until(lambda: all(session(h.token).head(u + "/v1/buckets/" + b, timeout=5).status_code == 200 for u in urls),
                10, what="every proxy knows the bucket")
 

@@ -445,7 +445,8 @@ int px_cluster_remove(px_t *px, const char *id, const char *why)
 	m->version = cur->version + 1;
 	if (px_persist_smap(px, m) != 0)
 		goto unlock;
-	ft_warn("target %s %s: removed from the cluster map (v%lld, %d targets)", id, why, (long long)m->version,
+	ft_warn("%s %s %s: removed from the cluster map (v%lld, %d targets)",
+		ft_smap_find(cur, id)->type == FT_NODE_PROXY ? "proxy" : "target", id, why, (long long)m->version,
 		m->n_targets);
 	seen_remove(px, id);
 	ft_smap_get(m);

@@ -25,6 +25,8 @@
  *   old primary from the proxies; a live one joins again), commits, installs, pushes to every node;
  * - the key is another's: follow: read smap/bmd and install what is newer; join the primary (as a
  *   proxy) when the map does not list this proxy.
+ * Every proxy also puts "proxies/<id>" with its lease; the primary takes a proxy whose key is gone (its
+ * lease expired: dead or cut off for a TTL) out of the map, checking every PX_PROXY_CHECK_MS.
  * A commit (px_persist_smap/bmd in this mode) is one txn: "mod_revision(doc) == the revision this
  * proxy last read or wrote AND lease(primary) == my lease -> put doc". A proxy whose lease expired,
  * or that lost the key to another, or that missed a write, can never commit: fencing is in etcd.
@@ -37,6 +39,7 @@
 #define PX_ETCD_COMMIT_MS 2000 /* one commit */
 #define PX_ETCD_START_MS 15000 /* startup waits this long for etcd and a first map */
 #define PX_PROXY_JOIN_MS 1000  /* a follower not in the map asks the primary at most this often */
+#define PX_PROXY_CHECK_MS 1000 /* the primary looks for proxies without a lease this often */
 
 static int64_t ttl_ms(const px_t *px)
 {
@@ -349,6 +352,46 @@ static int grant(px_t *px)
 	return 0;
 }
 
+/* Puts "proxies/<id>" with this proxy's lease (a txn without compares), once per lease. */
+static void presence(px_t *px)
+{
+	char key[FT_PATH_MAX + 16 + FT_ID_MAX], err[512] = "";
+
+	if (px->presence_lease == px->lease || px->lease == 0)
+		return;
+	snprintf(key, sizeof(key), "%s%s", px->etcd_key_proxies, px->id);
+	if (ft_etcd_put_if(px->cfg.etcd, NULL, 0, key, px->control_url, strlen(px->control_url), px->lease,
+			   PX_ETCD_CALL_MS, NULL, err, sizeof(err)) == 0)
+		px->presence_lease = px->lease;
+	else
+		ft_debug("etcd: %s", err);
+}
+
+/* The primary: proxies of the map whose "proxies/<id>" key is gone leave the map. */
+static void drop_dead_proxies(px_t *px)
+{
+	int64_t now = ft_mono_ms();
+	ft_smap_t *m;
+
+	if (now - px->proxy_check_ms < PX_PROXY_CHECK_MS || !px_is_primary(px))
+		return;
+	px->proxy_check_ms = now;
+	m = ft_smap_current();
+	for (int i = 0; m != NULL && i < m->n_proxies; i++) {
+		char key[FT_PATH_MAX + 16 + FT_ID_MAX], err[512] = "";
+		ft_etcd_kv_t kv;
+		const char *id = m->proxies[i].id;
+		if (strcmp(id, px->id) == 0)
+			continue;
+		snprintf(key, sizeof(key), "%s%s", px->etcd_key_proxies, id);
+		int rc = ft_etcd_get(px->cfg.etcd, key, PX_ETCD_CALL_MS, &kv, err, sizeof(err));
+		free(kv.value);
+		if (rc == 1)
+			px_cluster_remove(px, id, "has no etcd lease any more");
+	}
+	ft_smap_put(m);
+}
+
 /* Renews the lease when a third of the TTL has passed; a lease etcd no longer knows is replaced. */
 static void renew(px_t *px)
 {
@@ -409,6 +452,7 @@ static void tick(px_t *px)
 	json_error_t jerr;
 
 	renew(px);
+	presence(px);
 	int rc = ft_etcd_get(px->cfg.etcd, px->etcd_key_primary, PX_ETCD_CALL_MS, &kv, err, sizeof(err));
 	if (rc < 0) {
 		ft_debug("etcd: %s", err);
@@ -425,6 +469,8 @@ static void tick(px_t *px)
 		if (!__atomic_load_n(&px->primary, __ATOMIC_SEQ_CST) ||
 		    __atomic_load_n(&px->etcd_resync, __ATOMIC_SEQ_CST))
 			takeover(px);
+		else
+			drop_dead_proxies(px);
 	} else {
 		if (__atomic_load_n(&px->primary, __ATOMIC_SEQ_CST))
 			ft_warn("the primary key belongs to another proxy now: following");
@@ -471,6 +517,7 @@ int px_primary_init(px_t *px, char *err, size_t errlen)
 	snprintf(px->etcd_key_primary, sizeof(px->etcd_key_primary), "%.*s/primary", (int)n, p);
 	snprintf(px->etcd_key_smap, sizeof(px->etcd_key_smap), "%.*s/smap", (int)n, p);
 	snprintf(px->etcd_key_bmd, sizeof(px->etcd_key_bmd), "%.*s/bmd", (int)n, p);
+	snprintf(px->etcd_key_proxies, sizeof(px->etcd_key_proxies), "%.*s/proxies/", (int)n, p);
 	while (grant(px) != 0) {
 		if (ft_mono_ms() >= deadline) {
 			snprintf(err, errlen, "etcd at %s: no lease after %d s", px->cfg.etcd, PX_ETCD_START_MS / 1000);
@@ -480,6 +527,7 @@ int px_primary_init(px_t *px, char *err, size_t errlen)
 		nanosleep(&ts, NULL);
 	}
 	px->lease_sent_ms = ft_mono_ms();
+	presence(px);
 	for (;;) {
 		tick(px);
 		ft_smap_t *m = ft_smap_current();

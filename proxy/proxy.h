@@ -75,6 +75,9 @@ typedef struct px {
 	char etcd_key_primary[FT_PATH_MAX + 16];
 	char etcd_key_smap[FT_PATH_MAX + 16];
 	char etcd_key_bmd[FT_PATH_MAX + 16];
+	char etcd_key_proxies[FT_PATH_MAX + 16]; /* "<prefix>/proxies/": one key per live proxy, with its lease */
+	int64_t presence_lease;                  /* the lease this proxy's key was put with (elector thread) */
+	int64_t proxy_check_ms;                  /* the primary's last look at the proxies' keys (elector thread) */
 
 	ft_ctl_t *ctl;
 	ft_httpd_t *httpd;

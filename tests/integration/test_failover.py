@@ -4,7 +4,8 @@ SIGKILL of the primary: another proxy is primary within the lease TTL, no acknow
 the same map, and the failed client requests are counted (the goal: only those in flight on the killed proxy; a
 client drops a proxy that refuses connections, as any client with a list of endpoints does). Then SIGKILL of etcd for
 10 s: the data path keeps serving, bucket creation fails with a clear 503 JSON error, and works again once etcd is
-back. The killed proxy, restarted, follows the new primary. The figures measured are printed (pytest -s shows them)."""
+back. The killed proxy, restarted, follows the new primary; killed again (a follower now), it leaves the map once
+its lease is gone. The figures measured are printed (pytest -s shows them)."""
 import hashlib
 import os
 import random
@@ -309,6 +310,18 @@ def test_primary_sigkill_and_etcd_outage(make_cluster):
     rest.append(old)
     wait_until(consistent, 10, what="every node, the restarted proxy too, holds the same map")
     assert create_bucket(h, old.public_url, unique("fo4")).status_code == 503  # a follower now
+
+    # a follower SIGKILLed leaves the map once its lease is gone
+    t_kill = time.monotonic()
+    old.expected_dead = True
+    old.signal(signal.SIGKILL)
+    assert old.wait_dead(5)
+    rest.remove(old)
+    wait_until(lambda: not rejoined(), 20, what="the killed follower out of the map")
+    gone_s = time.monotonic() - t_kill
+    print("a SIGKILLed follower left the map after %.2f s" % gone_s)
+    assert gone_s <= FAILOVER_BOUND_S + 1.0
+    wait_until(consistent, 10, what="every node holds the map without the killed follower")
 
 
 def test_single_proxy_has_no_etcd(cluster):

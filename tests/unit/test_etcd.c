@@ -55,6 +55,11 @@ static void test_txn_body(void **state)
 	put = json_object_get(json_array_get(json_object_get(t, "success"), 0), "request_put");
 	assert_string_equal(json_string_value(json_object_get(put, "lease")), "99");
 	json_decref(t);
+
+	/* no compares: an unconditional put (a proxy's presence key) */
+	t = ft_etcd_txn_body(NULL, 0, "/p/proxies/p1", "u", 1, 5);
+	assert_int_equal(json_array_size(json_object_get(t, "compare")), 0);
+	json_decref(t);
 }
 
 static void test_int(void **state)

@@ -320,7 +320,8 @@ static void follow(px_t *px, const json_t *primary_doc)
 	ft_smap_t *m = ft_smap_current();
 	const char *ctl = json_string_value(json_object_get(primary_doc, "control_url"));
 	int64_t now = ft_mono_ms();
-	if (m != NULL && ft_smap_find(m, px->id) == NULL && ctl != NULL &&
+	/* joins only with its presence key in place, else the primary would drop it again at once */
+	if (m != NULL && ft_smap_find(m, px->id) == NULL && ctl != NULL && px->presence_lease == px->lease &&
 	    now - px->proxy_join_ms >= PX_PROXY_JOIN_MS) {
 		px->proxy_join_ms = now;
 		join_primary(px, ctl);

@@ -209,9 +209,9 @@ static int create_do(px_t *px, const char *provider, const char *name, ft_cksum_
 	ft_smap_put(smap);
 	smap = NULL;
 	b = next_bmd(cur);
-	if (b == NULL || ft_bmd_add(b, &bucket) != 0 || px_persist_bmd(px, b) != 0) {
+	if (b == NULL || ft_bmd_add(b, &bucket) != 0 || (rc = px_persist_bmd(px, b)) != 0) {
 		pthread_mutex_unlock(&px->meta_lock);
-		rc = -EIO;
+		rc = rc == -EAGAIN ? -EAGAIN : -EIO;
 		goto out;
 	}
 	ft_bmd_get(b);
@@ -241,6 +241,23 @@ int px_bucket_create_like(px_t *px, const char *name, const ft_bucket_t *like, c
 	return create_do(px, "ais", name, like->cksum, NULL, like, why, cap);
 }
 
+/* 503 for a metadata change this proxy cannot commit now (several proxies: docs/multi-proxy.md). */
+static void px_resp_not_primary(ft_req_t *r, px_t *px)
+{
+	ft_smap_t *m = ft_smap_current();
+	const ft_node_t *p = m != NULL && m->primary[0] ? ft_smap_find(m, m->primary) : NULL;
+
+	if (px_was_primary(px))
+		ft_resp_error(r, 503,
+			      "cannot change the bucket metadata now: the metadata store (etcd) cannot be "
+			      "reached; try again");
+	else
+		ft_resp_error(r, 503, "cannot change the bucket metadata here: this proxy is not the primary%s%s",
+			      p != NULL ? "; send it to the primary at " : " (an election is under way); try again",
+			      p != NULL ? p->public_url : "");
+	ft_smap_put(m);
+}
+
 /* Worker thread: adds the bucket to a new BMD, persists, installs, pushes, then responds. */
 static void create_work(ft_req_t *r, void *arg)
 {
@@ -252,6 +269,8 @@ static void create_work(ft_req_t *r, void *arg)
 		ft_resp_error(r, 409, "bucket \"%s://%s\" already exists", op->provider, op->bucket);
 	else if (rc == -ERANGE)
 		ft_resp_error(r, 400, "bucket \"%s\": %s", op->bucket, op->why);
+	else if (rc == -EAGAIN)
+		px_resp_not_primary(r, op->px);
 	else if (rc != 0)
 		ft_resp_error(r, 500, "cannot update the bucket metadata");
 	else
@@ -383,10 +402,11 @@ static int setprops_do(bucket_op_t *op)
 		goto unlock;
 	}
 	b = next_bmd(cur);
-	rc = b == NULL || ft_bmd_remove(b, op->provider, op->bucket) != 0 || ft_bmd_add(b, &bucket) != 0 ||
-			     px_persist_bmd(px, b) != 0
+	rc = b == NULL || ft_bmd_remove(b, op->provider, op->bucket) != 0 || ft_bmd_add(b, &bucket) != 0
 		     ? -EIO
-		     : 0;
+		     : px_persist_bmd(px, b);
+	if (rc != 0 && rc != -EAGAIN)
+		rc = -EIO;
 	if (rc != 0)
 		goto unlock;
 	ft_bmd_get(b);
@@ -431,6 +451,8 @@ static void setprops_work(ft_req_t *r, void *arg)
 		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", op->provider, op->bucket);
 	else if (rc == -EINVAL || rc == -ERANGE)
 		ft_resp_error(r, 400, "set-bprops of bucket \"%s\": %s", op->bucket, op->why);
+	else if (rc == -EAGAIN)
+		px_resp_not_primary(r, op->px);
 	else if (rc != 0)
 		ft_resp_error(r, 500, "cannot update the bucket metadata");
 	else
@@ -518,9 +540,9 @@ static int destroy_do(px_t *px, const char *provider, const char *name)
 		goto out;
 	}
 	b = next_bmd(cur);
-	if (b == NULL || ft_bmd_remove(b, provider, name) != 0 || px_persist_bmd(px, b) != 0) {
+	if (b == NULL || ft_bmd_remove(b, provider, name) != 0 || (rc = px_persist_bmd(px, b)) != 0) {
 		pthread_mutex_unlock(&px->meta_lock);
-		rc = -EIO;
+		rc = rc == -EAGAIN ? -EAGAIN : -EIO;
 		goto out;
 	}
 	ft_bmd_get(b);
@@ -549,6 +571,8 @@ static void destroy_work(ft_req_t *r, void *arg)
 
 	if (rc == -ENOENT)
 		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", op->provider, op->bucket);
+	else if (rc == -EAGAIN)
+		px_resp_not_primary(r, op->px);
 	else if (rc != 0)
 		ft_resp_error(r, 500, "cannot update the bucket metadata");
 	else

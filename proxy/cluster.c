@@ -54,6 +54,16 @@ static void seen_remove(px_t *px, const char *id)
 		*s = px->seen[--px->n_seen];
 }
 
+void px_cluster_reset_seen(px_t *px, const ft_smap_t *m)
+{
+	int64_t now = ft_mono_ms();
+
+	px->n_seen = 0;
+	for (int i = 0; i < m->n_targets; i++)
+		if (seen_set(px, m->targets[i].id, now) != 0)
+			ft_error("out of memory recording %s", m->targets[i].id); /* it then drops out and re-joins */
+}
+
 void px_cluster_free(px_t *px)
 {
 	free(px->seen);
@@ -220,7 +230,12 @@ static int join_node(const ft_ctl_req_t *req, ft_ctl_resp_t *resp, ft_node_t *n)
 	if (j == NULL)
 		return -1;
 	memset(n, 0, sizeof(*n));
-	n->type = FT_NODE_TARGET;
+	const char *role = json_string_value(json_object_get(j, "role"));
+	if (role != NULL && strcmp(role, "proxy") != 0 && strcmp(role, "target") != 0) {
+		ft_ctl_error(resp, 400, "join: \"role\" must be \"target\" or \"proxy\"");
+		goto out;
+	}
+	n->type = role != NULL && strcmp(role, "proxy") == 0 ? FT_NODE_PROXY : FT_NODE_TARGET;
 	if (get_str(j, "id", n->id, sizeof(n->id)) != 0) {
 		ft_ctl_error(resp, 400, "join: \"id\" must be a non-empty string shorter than %d bytes", FT_ID_MAX);
 		goto out;
@@ -253,7 +268,7 @@ static bool join_changes(const ft_smap_t *cur, const ft_node_t *n)
 
 	if (old == NULL || !same_node(old, n))
 		return true;
-	for (int i = 0; i < cur->n_targets; i++) {
+	for (int i = 0; n->type == FT_NODE_TARGET && i < cur->n_targets; i++) {
 		const ft_node_t *t = &cur->targets[i];
 		if (strcmp(t->id, n->id) != 0 &&
 		    (strcmp(t->public_url, n->public_url) == 0 || strcmp(t->control_url, n->control_url) == 0))
@@ -269,7 +284,7 @@ static ft_smap_t *join_map(px_t *px, const ft_smap_t *cur, const ft_node_t *n)
 
 	if (m == NULL)
 		return NULL;
-	for (int i = m->n_targets - 1; i >= 0; i--) {
+	for (int i = n->type == FT_NODE_TARGET ? m->n_targets - 1 : -1; i >= 0; i--) {
 		const ft_node_t *t = &m->targets[i];
 		if (strcmp(t->id, n->id) != 0 &&
 		    (strcmp(t->public_url, n->public_url) == 0 || strcmp(t->control_url, n->control_url) == 0)) {
@@ -300,21 +315,30 @@ void px_cluster_join(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 
 	if (join_node(req, resp, &n) != 0)
 		return;
+	if (!px_was_primary(px)) {
+		px_primary_not_primary(px, resp, "join");
+		return;
+	}
 	pthread_mutex_lock(&px->meta_lock);
 	cur = ft_smap_current();
 	const ft_node_t *old = ft_smap_find(cur, n.id);
-	if (old != NULL && old->type != FT_NODE_TARGET) {
+	if (old != NULL && old->type != n.type) {
 		pthread_mutex_unlock(&px->meta_lock);
-		ft_ctl_error(resp, 409, "join: id \"%s\" belongs to a proxy", n.id);
+		ft_ctl_error(resp, 409, "join: id \"%s\" belongs to a %s", n.id,
+			     old->type == FT_NODE_PROXY ? "proxy" : "target");
 		goto out;
 	}
 	changed = join_changes(cur, &n);
 	bmd = ft_bmd_current();
 	if (changed) {
 		m = join_map(px, cur, &n);
-		if (m == NULL || px_persist_smap(px, m) != 0) {
+		int prc = m != NULL ? px_persist_smap(px, m) : -1;
+		if (prc != 0) {
 			pthread_mutex_unlock(&px->meta_lock);
-			ft_ctl_error(resp, 500, "join: cannot update the cluster map");
+			if (prc == -EAGAIN)
+				px_primary_not_primary(px, resp, "join");
+			else
+				ft_ctl_error(resp, 500, "join: cannot update the cluster map");
 			goto out;
 		}
 		/*
@@ -330,13 +354,14 @@ void px_cluster_join(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		m = cur;
 		ft_smap_get(m);
 	}
-	if (seen_set(px, n.id, ft_mono_ms()) != 0)
+	if (n.type == FT_NODE_TARGET && seen_set(px, n.id, ft_mono_ms()) != 0)
 		ft_error("join: out of memory recording %s", n.id); /* it then drops out and re-joins */
 	pthread_mutex_unlock(&px->meta_lock);
 
 	if (changed) {
-		ft_info("target %s joined (%s, control %s): cluster map v%lld, %d targets", n.id, n.public_url,
-			n.control_url, (long long)m->version, m->n_targets);
+		ft_info("%s %s joined (%s, control %s): cluster map v%lld, %d targets",
+			n.type == FT_NODE_PROXY ? "proxy" : "target", n.id, n.public_url, n.control_url,
+			(long long)m->version, m->n_targets);
 		px_metasync(px, m, bmd, true, false, n.id);
 	}
 	resp->status = 200;
@@ -371,6 +396,10 @@ void px_cluster_keepalive(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 	int64_t smap_version = sv != NULL ? (int64_t)json_integer_value(sv) : -1;
 	int64_t bmd_version = bv != NULL ? (int64_t)json_integer_value(bv) : -1;
 
+	if (!px_was_primary(px)) { /* a primary cut off from etcd still answers: it only reads */
+		px_primary_not_primary(px, resp, "keepalive");
+		goto out;
+	}
 	pthread_mutex_lock(&px->meta_lock);
 	smap = ft_smap_current();
 	const ft_node_t *n = ft_smap_find(smap, id);
@@ -402,6 +431,8 @@ int px_cluster_remove(px_t *px, const char *id, const char *why)
 	ft_smap_t *cur, *m = NULL;
 	int rc = -1;
 
+	if (!px_is_primary(px))
+		return -1;
 	pthread_mutex_lock(&px->meta_lock);
 	cur = ft_smap_current();
 	if (ft_smap_find(cur, id) == NULL) {
@@ -414,7 +445,8 @@ int px_cluster_remove(px_t *px, const char *id, const char *why)
 	m->version = cur->version + 1;
 	if (px_persist_smap(px, m) != 0)
 		goto unlock;
-	ft_warn("target %s %s: removed from the cluster map (v%lld, %d targets)", id, why, (long long)m->version,
+	ft_warn("%s %s %s: removed from the cluster map (v%lld, %d targets)",
+		ft_smap_find(cur, id)->type == FT_NODE_PROXY ? "proxy" : "target", id, why, (long long)m->version,
 		m->n_targets);
 	seen_remove(px, id);
 	ft_smap_get(m);
@@ -439,6 +471,8 @@ static void remove_silent(px_t *px)
 	ft_smap_t *cur, *m = NULL;
 	int n_stale = 0;
 
+	if (!px_is_primary(px))
+		return;
 	pthread_mutex_lock(&px->meta_lock);
 	cur = ft_smap_current();
 	for (int i = 0; i < cur->n_targets; i++) {
@@ -531,4 +565,39 @@ void px_checker_stop(px_t *px)
 	pthread_mutex_unlock(&px->stop_lock);
 	pthread_join(px->checker, NULL);
 	px->checker_started = false;
+}
+
+/* ---- documents pushed to a proxy that is not the primary ---- */
+
+void px_cluster_metasync(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+{
+	json_t *j = parse_body(req, resp);
+	char why[256];
+
+	if (j == NULL)
+		return;
+	if (!px_was_primary(px)) { /* the primary's own documents come from its commits only */
+		json_t *bj = json_object_get(j, "bmd"), *sj = json_object_get(j, "smap");
+		ft_bmd_t *b = bj != NULL ? ft_bmd_from_json(bj, why, sizeof(why)) : NULL;
+		ft_smap_t *m = sj != NULL ? ft_smap_from_json(sj, why, sizeof(why)) : NULL;
+		if ((bj != NULL && b == NULL) || (sj != NULL && m == NULL)) {
+			ft_bmd_put(b);
+			ft_smap_put(m);
+			ft_ctl_error(resp, 400, "metasync: invalid document: %s", why);
+			json_decref(j);
+			return;
+		}
+		if (b != NULL)
+			ft_bmd_install(b);
+		if (m != NULL)
+			ft_smap_install(m);
+	}
+	json_decref(j);
+	ft_smap_t *m = ft_smap_current();
+	ft_bmd_t *b = ft_bmd_current();
+	resp->status = 200;
+	resp->json = json_pack("{s:I,s:I}", "smap_version", (json_int_t)(m ? m->version : 0), "bmd_version",
+			       (json_int_t)(b ? b->version : 0));
+	ft_bmd_put(b);
+	ft_smap_put(m);
 }

@@ -6,7 +6,8 @@
 
 json_t *px_health_json(const px_t *px)
 {
-	return json_pack("{s:s,s:s,s:s}", "status", "ok", "role", "proxy", "id", px->id);
+	return json_pack("{s:s,s:s,s:s,s:b}", "status", "ok", "role", "proxy", "id", px->id, "primary",
+			 px_is_primary(px));
 }
 
 json_t *px_cluster_doc(const char *what, bool public_port)
@@ -63,6 +64,11 @@ void px_ctl_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 			px_maint_cluster_put(px, req, resp);
 		else
 			ft_ctl_error(resp, 405, "%s %s: use GET, PUT", req->method, req->path);
+	} else if (strcmp(req->path, "/v1/metasync") == 0) {
+		if (post)
+			px_cluster_metasync(px, req, resp);
+		else
+			ft_ctl_error(resp, 405, "%s %s: use POST", req->method, req->path);
 	} else if (strcmp(req->path, "/v1/cluster/mountpaths") == 0) {
 		px_maint_mountpaths(px, req, resp);
 	} else if (strcmp(req->path, "/v1/health") == 0) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -38,10 +39,15 @@
  *
  * A target that answers the connect is alive, whatever its public port did: no probe ever takes out
  * a target that accepts connections.
+ *
+ * Several proxies (docs/multi-proxy.md): only the primary probes and takes targets out; a relay on
+ * another proxy that cannot connect waits (up to PX_FOLLOWER_WAIT_MS) for the primary's new map to
+ * arrive without the target, then retries as above.
  */
 
 #define PX_PROBE_MISSES 3
-#define PX_PROBE_CONFIRM_MS 300 /* px_target_unreachable's own probe */
+#define PX_PROBE_CONFIRM_MS 300  /* px_target_unreachable's own probe */
+#define PX_FOLLOWER_WAIT_MS 2000 /* several proxies: how long a follower waits for the primary to drop a target */
 
 enum { PROBE_ALIVE = 0, PROBE_REFUSED, PROBE_SILENT };
 
@@ -128,9 +134,32 @@ static void probe_all(probe_t *p, int n, int timeout_ms)
 	free(pf);
 }
 
+/*
+ * A proxy that is not the primary cannot change the map (docs/multi-proxy.md): it waits for the primary's probes to
+ * take id out and push the new map, up to PX_FOLLOWER_WAIT_MS. 0 when id left the map meanwhile.
+ */
+static int wait_removed(const char *id)
+{
+	int64_t deadline = ft_mono_ms() + PX_FOLLOWER_WAIT_MS;
+
+	for (;;) {
+		ft_smap_t *m = ft_smap_current();
+		bool in = m != NULL && ft_smap_find(m, id) != NULL;
+		ft_smap_put(m);
+		if (!in)
+			return 0;
+		if (ft_mono_ms() >= deadline)
+			return -1;
+		struct timespec ts = {.tv_nsec = 50 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* Takes id out of the map under down_lock (see DESIGN). 0 when it is out (now or already). */
 static int take_out(px_t *px, const char *id, const char *why)
 {
+	if (!px_is_primary(px))
+		return wait_removed(id);
 	int rc = px_cluster_remove(px, id, why);
 
 	if (rc == 0)
@@ -233,7 +262,8 @@ static void *prober_main(void *arg)
 	while (!px->stopping) {
 		pthread_mutex_unlock(&px->stop_lock);
 		int64_t start = ft_mono_ms();
-		probe_round(px, &probes, &cap, &misses, &ids, &n_ids);
+		if (px_is_primary(px)) /* only the primary changes the map (docs/multi-proxy.md) */
+			probe_round(px, &probes, &cap, &misses, &ids, &n_ids);
 		int64_t wait = interval - (ft_mono_ms() - start);
 		pthread_mutex_lock(&px->stop_lock);
 		if (wait > 0 && !px->stopping) {

@@ -33,6 +33,11 @@ static void usage(FILE *f)
 		   "  --control_port N       intra-cluster port (default public_port+1)\n"
 		   "  --control_host HOST    advertised host of the control port (default = public_host)\n"
 		   "  --state_dir DIR        where smap.json and bmd.json are kept (default .)\n"
+		   "  --etcd URL             etcd client URL: several proxies, the primary elected there and\n"
+		   "                         Smap/BMD kept there (default none: one proxy, state in state_dir)\n"
+		   "  --etcd_prefix PREFIX   prefix of the cluster's etcd keys (default /fasttier)\n"
+		   "  --lease_ttl_s N        TTL of the primary's etcd lease: a dead primary is replaced\n"
+		   "                         within about this long (default 3)\n"
 		   "  --log_level LEVEL      debug|info|warn|error (default info)\n"
 		   "  --log-format FORMAT    text|json: one JSON object a line (default text)\n"
 		   "  --loop_threads N       public-port io_uring loops (0 = CPUs)\n"
@@ -199,7 +204,7 @@ static int px_start(px_t *px, char *err, size_t errlen)
 	}
 	if (ft_auth_init(c, true, err, errlen) != 0)
 		return -1;
-	if (px_cluster_init(px, err, errlen) != 0)
+	if ((c->etcd[0] != '\0' ? px_primary_init(px, err, errlen) : px_cluster_init(px, err, errlen)) != 0)
 		return -1;
 	if (s3_start(px, err, errlen) != 0)
 		return -1;
@@ -222,8 +227,8 @@ static int px_start(px_t *px, char *err, size_t errlen)
 	px->httpd = ft_httpd_start(&o, err, errlen);
 	if (px->httpd == NULL)
 		return -1;
-	if (px_checker_start(px) != 0 || px_prober_start(px) != 0) {
-		snprintf(err, errlen, "cannot start the keepalive checker or the target prober");
+	if (px_checker_start(px) != 0 || px_prober_start(px) != 0 || px_primary_start(px) != 0) {
+		snprintf(err, errlen, "cannot start the keepalive checker, the target prober or the elector");
 		return -1;
 	}
 	return 0;
@@ -232,6 +237,7 @@ static int px_start(px_t *px, char *err, size_t errlen)
 /* Stops whatever px_start started, in reverse order; safe after a partial start. */
 static void px_stop(px_t *px)
 {
+	px_primary_stop(px);
 	px_prober_stop(px);
 	px_checker_stop(px);
 	if (px->httpd != NULL)

@@ -2,6 +2,7 @@
 /* Target maintenance and decommission (PUT /v1/cluster), and the mountpath relay: control port, and public port for admins. */
 #include "proxy.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,9 +71,13 @@ static int set_flags(px_t *px, const char *id, unsigned flags, char *why, size_t
 	}
 	m->targets[n - cur->targets].flags = flags;
 	m->version = cur->version + 1;
-	if (px_persist_smap(px, m) != 0) {
-		snprintf(why, cap, "cannot persist the cluster map");
-		status = 500;
+	int prc = px_persist_smap(px, m);
+	if (prc != 0) {
+		snprintf(why, cap, "%s",
+			 prc == -EAGAIN ? "this proxy cannot commit the cluster map now (not the "
+					  "primary, or etcd unreachable): try again"
+					: "cannot persist the cluster map");
+		status = prc == -EAGAIN ? 503 : 500;
 		ft_smap_put(m);
 		m = NULL;
 		goto unlock;

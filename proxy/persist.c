@@ -95,6 +95,8 @@ int px_persist_load(const char *path, json_t **out, char *err, size_t errlen)
 
 int px_persist_smap(px_t *px, const ft_smap_t *m)
 {
+	if (px->cfg.etcd[0] != '\0')
+		return px_primary_commit_smap(px, m) == 0 ? 0 : -EAGAIN;
 	json_t *j = ft_smap_to_json(m);
 	int rc = j != NULL ? px_persist_save(px->smap_path, j) : -ENOMEM;
 
@@ -109,6 +111,8 @@ int px_persist_smap(px_t *px, const ft_smap_t *m)
 
 int px_persist_bmd(px_t *px, const ft_bmd_t *b)
 {
+	if (px->cfg.etcd[0] != '\0')
+		return px_primary_commit_bmd(px, b) == 0 ? 0 : -EAGAIN;
 	json_t *j = ft_bmd_to_json(b);
 	int rc = j != NULL ? px_persist_save(px->bmd_path, j) : -ENOMEM;
 

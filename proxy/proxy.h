@@ -63,6 +63,23 @@ typedef struct px {
 	pthread_cond_t stop_cond; /* CLOCK_MONOTONIC */
 	bool stopping;
 
+	/* primary.c: several proxies on etcd (cfg.etcd set); the rest of the daemon asks px_is_primary */
+	pthread_t elector;
+	bool elector_started;
+	bool primary;              /* holds the primary key (atomic) */
+	int64_t lease;             /* this proxy's etcd lease, 0 = none (written under meta_lock) */
+	int64_t lease_ok_ms;       /* ft_mono_ms() when the last renewal etcd confirmed was sent (atomic) */
+	int64_t lease_sent_ms;     /* the last renewal sent (elector thread) */
+	int64_t smap_rev, bmd_rev; /* etcd mod_revision of the documents last read or committed (meta_lock) */
+	bool etcd_resync;          /* a commit failed: re-read before the next (atomic) */
+	int64_t proxy_join_ms;     /* last join of the primary as a proxy (elector thread) */
+	char etcd_key_primary[FT_PATH_MAX + 16];
+	char etcd_key_smap[FT_PATH_MAX + 16];
+	char etcd_key_bmd[FT_PATH_MAX + 16];
+	char etcd_key_proxies[FT_PATH_MAX + 16]; /* "<prefix>/proxies/": one key per live proxy, with its lease */
+	int64_t presence_lease;                  /* the lease this proxy's key was put with (elector thread) */
+	int64_t proxy_check_ms;                  /* the primary's last look at the proxies' keys (elector thread) */
+
 	ft_ctl_t *ctl;
 	ft_httpd_t *httpd;
 	struct px_s3 *s3; /* the S3 front end (s3/s3.h), started with what it needs from here (main.c) */
@@ -73,9 +90,28 @@ typedef struct px {
 int px_persist_save(const char *path, const json_t *j);
 /* Loads path: 0 and *out set; 1 when the file does not exist; -1 (err filled) when unreadable or corrupt. */
 int px_persist_load(const char *path, json_t **out, char *err, size_t errlen);
-/* Persist the documents to smap.json / bmd.json; 0, or -1 (logged) on failure. */
+/*
+ * Persist the documents to smap.json / bmd.json, or with etcd commit them there (primary.c); 0, -1 (logged)
+ * on failure, -EAGAIN when this proxy may not commit (not the primary, or etcd unreachable).
+ */
 int px_persist_smap(px_t *px, const ft_smap_t *m);
 int px_persist_bmd(px_t *px, const ft_bmd_t *b);
+
+/* ---- primary.c: several proxies with the primary elected on etcd (docs/multi-proxy.md) ---- */
+/* Whether this proxy may commit metadata now: always with no etcd; else it holds the primary key and its lease is fresh. */
+bool px_is_primary(const px_t *px);
+/* Whether this proxy holds (or held until it lost etcd) the primary key; always true with no etcd. */
+bool px_was_primary(const px_t *px);
+/* Startup with etcd: lease, campaign, then the documents (as primary: taken over; else read). 0, -1 with err. */
+int px_primary_init(px_t *px, char *err, size_t errlen);
+/* The elector thread (nothing with no etcd); stop revokes the lease so another proxy takes over at once. */
+int px_primary_start(px_t *px);
+void px_primary_stop(px_t *px);
+/* Fenced compare-and-swap commits of the documents to etcd (meta_lock held): 0, -EAGAIN (not the primary). */
+int px_primary_commit_smap(px_t *px, const ft_smap_t *m);
+int px_primary_commit_bmd(px_t *px, const ft_bmd_t *b);
+/* A 503 for a control-port request only the primary serves, naming the primary and its URLs when known. */
+void px_primary_not_primary(px_t *px, ft_ctl_resp_t *resp, const char *what);
 
 /* ---- cluster.c: the primary's map: state at start, join, keepalive, silent targets ---- */
 /* Loads or creates the Smap (with this proxy as primary) and BMD, persists and installs them. */
@@ -92,6 +128,10 @@ void px_checker_stop(px_t *px);
 int px_cluster_remove(px_t *px, const char *id, const char *why);
 /* Frees the last-seen table. */
 void px_cluster_free(px_t *px);
+/* A new primary: every target of m counts as heard from now (meta_lock held). */
+void px_cluster_reset_seen(px_t *px, const ft_smap_t *m);
+/* POST /v1/metasync on a proxy that is not the primary: installs what is newer. */
+void px_cluster_metasync(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
 /* ---- health.c: dead targets out of the map within about a second ---- */
 /* The probe thread (not started when probe_interval_ms is 0); stop before px_checker_stop. */

@@ -14,7 +14,12 @@ A cluster lives in one directory DIR:
   DIR/token             with auth on: an admin token (POST /v1/tokens with the key pair), mode 0600
 
 The proxy gets public port PORT and control port PORT+1; every target gets the next two free
-ports after that (checked by binding). Daemons run in their own session, so a Ctrl-C in the
+ports after that (checked by binding).
+
+With proxies > 1 (docs/multi-proxy.md) the launcher also runs etcd (data in DIR/etcd, client and
+peer ports the next free ones, log DIR/logs/etcd.log); every proxy gets --etcd, proxy 0 keeps PORT
+(the cluster URL), proxies 1.. are p1, p2, ... on further free ports with state DIR/p<i>/, and every
+target's --proxy_url lists all proxies' control URLs. Daemons run in their own session, so a Ctrl-C in the
 terminal reaches only the launcher, which then stops them in order.
 
 The same Cluster class serves the command line (scripts/ft-cluster) and the integration tests
@@ -42,6 +47,7 @@ SANITIZER_MARKERS = (
 )
 
 DEFAULT_START_TIMEOUT = 30.0
+ETCD_BIN = os.environ.get("FT_ETCD") or "/usr/bin/etcd"
 DEFAULT_STOP_TIMEOUT = 10.0
 
 # Direct connections only: a proxy from the environment must never sit between us and loopback.
@@ -365,7 +371,7 @@ class Cluster:
 
     def __init__(self, directory, port, targets=3, mountpaths=2, bindir=None, keepalive_ms=None,
                  host="127.0.0.1", proxy_args=(), target_args=(), env=None, public_host=None,
-                 auth=False):
+                 auth=False, proxies=1, lease_ttl=None):
         self.dir = os.path.abspath(directory)
         self.port = int(port)
         self.n_targets = int(targets)
@@ -378,10 +384,14 @@ class Cluster:
         self.target_args = list(target_args)
         self.auth = bool(auth)                    # public ports need credentials; control plane signed
         self.env = self._daemon_env(env)
-        self.proxy = None
+        self.n_proxies = int(proxies)
+        self.lease_ttl = lease_ttl                # --lease_ttl_s of every proxy (None: the default)
+        self.proxy = None                         # proxy 0 (the cluster URL's)
+        self.proxies = []                         # every proxy, proxy 0 first
+        self.etcd = None                          # with several proxies: the etcd node
         self.targets = []
-        if self.n_targets < 0 or self.n_mountpaths < 1:
-            raise ClusterError("need targets >= 0 and mountpaths >= 1")
+        if self.n_targets < 0 or self.n_mountpaths < 1 or self.n_proxies < 1:
+            raise ClusterError("need targets >= 0, mountpaths >= 1 and proxies >= 1")
 
     # ---- paths and state ----
     @property
@@ -394,7 +404,12 @@ class Cluster:
 
     @property
     def nodes(self):
-        return ([self.proxy] if self.proxy else []) + self.targets
+        return ([self.etcd] if self.etcd else []) + (self.proxies or ([self.proxy] if self.proxy else [])) \
+            + self.targets
+
+    @property
+    def etcd_url(self):
+        return "http://%s:%d" % (self.host, self.etcd.public_port) if self.etcd else None
 
     def _daemon_env(self, env):
         e = dict(os.environ if env is None else env)
@@ -411,6 +426,8 @@ class Cluster:
                  "targets_expected": self.n_targets, "mountpaths": self.n_mountpaths,
                  "keepalive_ms": self.keepalive_ms, "auth": self.auth,
                  "proxy": self.proxy.to_json() if self.proxy else None,
+                 "proxies": [p.to_json() for p in self.proxies[1:]],
+                 "etcd": self.etcd.to_json() if self.etcd else None, "lease_ttl": self.lease_ttl,
                  "targets": [t.to_json() for t in self.targets]}
         tmp = self.state_file + ".tmp"
         with open(tmp, "w") as f:
@@ -431,8 +448,12 @@ class Cluster:
             raise ClusterError("%s is corrupt: %s" % (path, e)) from None
         c = cls(directory, st["port"], st.get("targets_expected", len(st["targets"])),
                 st.get("mountpaths", 2), st.get("bindir"), st.get("keepalive_ms"), st["host"],
-                public_host=st.get("public_host"), auth=st.get("auth", False))
+                public_host=st.get("public_host"), auth=st.get("auth", False),
+                proxies=1 + len(st.get("proxies", [])), lease_ttl=st.get("lease_ttl"))
         c.proxy = Node.from_json(st["proxy"], c.public_host) if st.get("proxy") else None
+        c.proxies = ([c.proxy] if c.proxy else []) + [Node.from_json(p, c.public_host)
+                                                      for p in st.get("proxies", [])]
+        c.etcd = Node.from_json(st["etcd"], c.host) if st.get("etcd") else None
         c.targets = [Node.from_json(t, c.public_host) for t in st["targets"]]
         return c
 
@@ -459,19 +480,49 @@ class Cluster:
             if not port_free(self.host, p):
                 raise ClusterError("port %d on %s is in use" % (p, self.host))
         logs = os.path.join(self.dir, "logs")
-        pdir = os.path.join(self.dir, "proxy")
-        argv = [os.path.join(self.bindir, "ft-proxy")]
-        argv += self._common_args(self.port, self.port + 1, pdir)
-        keys_path, _, _ = ensure_s3_keys(self.dir)
-        argv += ["--s3_keys", keys_path]
-        if self.keepalive_ms:  # the proxy judges silence by the same interval
-            argv += ["--keepalive_ms", str(int(self.keepalive_ms))]
-        argv += self.proxy_args
-        self.proxy = Node("proxy", "proxy", argv, self.port, self.port + 1, pdir,
-                          os.path.join(logs, "proxy.log"), self.public_host)
-        self.targets = []
         taken = {self.port, self.port + 1}
         nxt = self.port + 2
+        self.etcd = None
+        if self.n_proxies > 1:
+            if not os.access(ETCD_BIN, os.X_OK):
+                raise ClusterError("%s not found: several proxies need etcd (Debian etcd-server)" % ETCD_BIN)
+            cport = next_free_port(self.host, nxt, taken)
+            pport = next_free_port(self.host, cport + 1, taken | {cport})
+            taken.update((cport, pport))
+            nxt = pport + 1
+            edir = os.path.join(self.dir, "etcd")
+            curl, purl = "http://%s:%d" % (self.host, cport), "http://%s:%d" % (self.host, pport)
+            argv = [ETCD_BIN, "--name", "ft", "--data-dir", edir, "--listen-client-urls", curl,
+                    "--advertise-client-urls", curl, "--listen-peer-urls", purl,
+                    "--initial-advertise-peer-urls", purl, "--initial-cluster", "ft=" + purl,
+                    "--log-level", "warn"]
+            self.etcd = Node("etcd", "etcd", argv, cport, pport, edir, os.path.join(logs, "etcd.log"),
+                             self.host)
+        keys_path, _, _ = ensure_s3_keys(self.dir)
+        self.proxies = []
+        for i in range(self.n_proxies):
+            if i == 0:
+                pub, ctl, name, pdir = self.port, self.port + 1, "proxy", os.path.join(self.dir, "proxy")
+            else:
+                pub = next_free_port(self.host, nxt, taken)
+                ctl = next_free_port(self.host, pub + 1, taken | {pub})
+                taken.update((pub, ctl))
+                nxt = ctl + 1
+                name, pdir = "p%d" % i, os.path.join(self.dir, "p%d" % i)
+            argv = [os.path.join(self.bindir, "ft-proxy")]
+            argv += self._common_args(pub, ctl, pdir)
+            argv += ["--s3_keys", keys_path]
+            if self.keepalive_ms:  # the proxy judges silence by the same interval
+                argv += ["--keepalive_ms", str(int(self.keepalive_ms))]
+            if self.etcd:
+                argv += ["--etcd", self.etcd_url]
+                if self.lease_ttl:
+                    argv += ["--lease_ttl_s", str(int(self.lease_ttl))]
+            argv += self.proxy_args
+            self.proxies.append(Node(name, "proxy", argv, pub, ctl, pdir, os.path.join(logs, name + ".log"),
+                                     self.public_host))
+        self.proxy = self.proxies[0]
+        self.targets = []
         for i in range(self.n_targets):
             pub = next_free_port(self.host, nxt, taken)
             ctl = next_free_port(self.host, pub + 1, taken)
@@ -481,7 +532,7 @@ class Cluster:
             mps = [os.path.join(tdir, "mp%d" % j) for j in range(self.n_mountpaths)]
             argv = [os.path.join(self.bindir, "ft-target")]
             argv += self._common_args(pub, ctl, tdir)
-            argv += ["--proxy_url", self.proxy.control_url]
+            argv += ["--proxy_url", self.proxy_urls()]
             for mp in mps:
                 argv += ["--mountpath", mp]
             if self.keepalive_ms:
@@ -489,6 +540,25 @@ class Cluster:
             argv += self.target_args
             self.targets.append(Node("t%d" % i, "target", argv, pub, ctl, tdir,
                                      os.path.join(logs, "t%d.log" % i), self.public_host, mps))
+
+    def proxy_urls(self):
+        """What targets get as --proxy_url: every proxy's control URL, comma-separated."""
+        return ",".join(p.control_url for p in (self.proxies or [self.proxy]))
+
+    def wait_etcd(self, timeout=10.0):
+        """Waits until etcd answers /health."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._check_alive()
+            try:
+                status, body = http_json("GET", self.etcd_url + "/health", timeout=1.0)
+                if status == 200 and isinstance(body, dict) and body.get("health") == "true":
+                    return
+            except OSError:
+                pass
+            if time.monotonic() >= deadline:
+                raise ClusterError("etcd at %s not healthy after %.0f s" % (self.etcd_url, timeout))
+            time.sleep(0.05)
 
     def running(self):
         """Nodes whose process is alive."""
@@ -513,7 +583,12 @@ class Cluster:
             except OSError:
                 pass
         try:
-            self.proxy.spawn(self.env)
+            if self.etcd:
+                self.etcd.spawn(self.env)
+                self.save()
+                self.wait_etcd()
+            for p in self.proxies:
+                p.spawn(self.env)
             for t in self.targets:
                 t.spawn(self.env)
             self.save()
@@ -561,13 +636,25 @@ class Cluster:
         try:
             if self.auth and read_token(self.dir) is None:
                 self.issue_token(timeout=timeout)
-            status, body = http_json("GET", self.url + "/v1/cluster?what=smap", timeout=timeout,
-                                     headers=self.auth_headers())
         except (OSError, ClusterError):
             return None
-        if status != 200 or not isinstance(body, dict):
-            return None
-        return body
+        for url in self._proxy_urls_alive():
+            try:
+                status, body = http_json("GET", url + "/v1/cluster?what=smap", timeout=timeout,
+                                         headers=self.auth_headers())
+            except OSError:
+                continue
+            if status == 200 and isinstance(body, dict):
+                return body
+        return None
+
+    def _proxy_urls_alive(self):
+        """Public URLs of the proxies to ask: the cluster URL first, then the other live proxies."""
+        urls = [self.url]
+        for p in self.proxies[1:]:
+            if not p.expected_dead and p.pid is not None:
+                urls.append(p.public_url)
+        return urls
 
     def _check_alive(self):
         for n in self.nodes:
@@ -581,8 +668,9 @@ class Cluster:
             if by_url.get(t.public_url):
                 t.id = by_url[t.public_url]
         for p in smap.get("proxies", []):
-            if p.get("public_url") == self.proxy.public_url:
-                self.proxy.id = p.get("id")
+            for node in self.proxies or [self.proxy]:
+                if p.get("public_url") == node.public_url:
+                    node.id = p.get("id")
 
     def wait_ready(self, timeout=DEFAULT_START_TIMEOUT, nodes=None):
         """Waits until the map lists exactly the running targets with their public URLs and each
@@ -610,9 +698,19 @@ class Cluster:
             time.sleep(0.05)
 
     def _synced(self, node, smap):
-        """A target answers a metadata-free /v1/metasync with the versions it holds: it has
+        """A proxy is synced when the map lists it and it holds the same version.
+        A target answers a metadata-free /v1/metasync with the versions it holds: it has
         joined once it holds the proxy's map. A target that refuses the empty probe (non-200)
         is taken as synced; the map listing it then has to do."""
+        if node.kind == "proxy" and self.etcd is not None:
+            if node.public_url not in [p.get("public_url") for p in smap.get("proxies", [])]:
+                return False
+            try:
+                status, body = http_json("GET", node.public_url + "/v1/cluster?what=smap", timeout=1.0,
+                                         headers=self.auth_headers())
+            except OSError:
+                return False
+            return status == 200 and isinstance(body, dict) and body.get("version") == smap.get("version")
         if node.kind != "target":
             return True
         try:
@@ -625,6 +723,8 @@ class Cluster:
         return body.get("smap_version", -1) >= smap.get("version", 0)
 
     def _healthy(self, node):
+        if node.kind == "etcd":
+            return True
         try:
             status, _ = http_json("GET", node.public_url + "/v1/health", timeout=1.0)
         except OSError:
@@ -636,16 +736,20 @@ class Cluster:
         the nodes that were running: the exit status, or 'killed' when SIGKILL was needed."""
         result = {}
         live = self.running()
-        for n in live:
-            n.signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        for n in live:
-            if n.wait_dead(max(0.0, deadline - time.monotonic())):
-                result[n.name] = n.returncode
-            else:
-                n.signal(signal.SIGKILL)
-                n.wait_dead(5)
-                result[n.name] = "killed"
+        # etcd last: the proxies hand their leases back on the way out
+        for group in ([n for n in live if n.kind != "etcd"], [n for n in live if n.kind == "etcd"]):
+            for n in group:
+                n.signal(signal.SIGTERM)
+            for n in group:
+                if n.wait_dead(max(0.0, deadline - time.monotonic())):
+                    # etcd ends by re-raising SIGTERM: that is its clean exit
+                    clean = n.kind == "etcd" and n.returncode == -signal.SIGTERM
+                    result[n.name] = 0 if clean else n.returncode
+                else:
+                    n.signal(signal.SIGKILL)
+                    n.wait_dead(5)
+                    result[n.name] = "killed"
         for n in self.nodes:
             n.expected_dead = True
         if os.path.isdir(self.dir):
@@ -739,8 +843,12 @@ def run_foreground(cluster, out=sys.stdout):
             return 0
         b = url + "/v1/buckets/demo"
         o = url + "/v1/objects/demo/hello.txt"
-        print("FastTier is up: 1 proxy, %d targets x %d mountpaths, state in %s"
-              % (cluster.n_targets, cluster.n_mountpaths, cluster.dir), file=out)
+        print("FastTier is up: %d prox%s, %d targets x %d mountpaths, state in %s"
+              % (cluster.n_proxies, "y" if cluster.n_proxies == 1 else "ies", cluster.n_targets,
+                 cluster.n_mountpaths, cluster.dir), file=out)
+        if cluster.etcd:
+            print("Proxies: %s   etcd: %s" % (", ".join(p.public_url for p in cluster.proxies),
+                                             cluster.etcd_url), file=out)
         print("Endpoint: %s   (logs: %s/logs/)" % (url, cluster.dir), file=out)
         auth = ' -H "Authorization: Bearer $FT_TOKEN"' if cluster.auth else ""
         if cluster.auth:

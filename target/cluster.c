@@ -24,6 +24,12 @@
  * newer version. Installs are serialized so that each one is compared with its predecessor:
  * buckets that disappear (or were re-created, a new "created" stamp) are retired on every mountpath;
  * a map whose set of targets changed starts a rebalance (rebalance.c).
+ *
+ * Several proxies (docs/multi-proxy.md): proxy_url may list several control URLs, comma-separated.
+ * Joins and keepalives go to the primary the current map names; a proxy that is not the primary
+ * answers 503 naming it ("primary_url"), which the next attempt uses; when the proxy tried does not
+ * answer, the next attempt (after JOIN_RETRY_MS) tries the next candidate: the map's other proxies,
+ * then the configured URLs. A keepalive that fails is retried after JOIN_RETRY_MS, not a full interval.
  */
 
 #define JOIN_RETRY_MS 500
@@ -37,6 +43,10 @@ struct tgt_cluster {
 	pthread_cond_t cond;
 	int stop;
 	pthread_mutex_t install_lock; /* serializes BMD and Smap installs + comparison */
+	/* cluster thread only: where joins and keepalives go */
+	char hint[FT_URL_MAX]; /* a proxy's 503 named this primary */
+	int rot;               /* failed attempts in a row: which candidate to try */
+	char used[FT_URL_MAX]; /* the URL of the last attempt */
 };
 
 int tgt_cluster_init(tgt_t *t)
@@ -185,13 +195,71 @@ static int apply_docs(tgt_t *t, const json_t *msg, char *err, size_t errlen)
 	return 0;
 }
 
-/* Builds "<proxy_url><path>" without doubling the slash. */
-static void proxy_endpoint(const tgt_t *t, const char *path, char *url, size_t cap)
+/* Appends base (n bytes, trailing slashes dropped) to the candidates when new and non-empty. */
+static void add_candidate(char (*cand)[FT_URL_MAX], int *n, int cap, const char *base, size_t len)
 {
-	size_t n = strlen(t->cfg.proxy_url);
-	while (n > 0 && t->cfg.proxy_url[n - 1] == '/')
-		n--;
-	snprintf(url, cap, "%.*s%s", (int)n, t->cfg.proxy_url, path);
+	while (len > 0 && (base[len - 1] == '/' || base[len - 1] == ' '))
+		len--;
+	while (len > 0 && base[0] == ' ') {
+		base++;
+		len--;
+	}
+	if (len == 0 || len >= FT_URL_MAX || *n >= cap)
+		return;
+	for (int i = 0; i < *n; i++)
+		if (strlen(cand[i]) == len && strncmp(cand[i], base, len) == 0)
+			return;
+	memcpy(cand[*n], base, len);
+	cand[*n][len] = '\0';
+	(*n)++;
+}
+
+#define MAX_CANDIDATES 16
+
+/* Builds "<proxy control URL><path>" for the next attempt: the hint, the map's primary, its other proxies, proxy_url. */
+static void proxy_endpoint(tgt_t *t, const char *path, char *url, size_t cap)
+{
+	tgt_cluster_t *c = t->cluster;
+	char cand[MAX_CANDIDATES][FT_URL_MAX];
+	int n = 0;
+	ft_smap_t *m = ft_smap_current();
+
+	add_candidate(cand, &n, MAX_CANDIDATES, c->hint, strlen(c->hint));
+	if (m != NULL) {
+		const ft_node_t *p = m->primary[0] ? ft_smap_find(m, m->primary) : NULL;
+		if (p != NULL)
+			add_candidate(cand, &n, MAX_CANDIDATES, p->control_url, strlen(p->control_url));
+		for (int i = 0; i < m->n_proxies; i++)
+			add_candidate(cand, &n, MAX_CANDIDATES, m->proxies[i].control_url,
+				      strlen(m->proxies[i].control_url));
+	}
+	ft_smap_put(m);
+	for (const char *s = t->cfg.proxy_url; *s != '\0';) {
+		const char *e = strchr(s, ',');
+		size_t len = e != NULL ? (size_t)(e - s) : strlen(s);
+		add_candidate(cand, &n, MAX_CANDIDATES, s, len);
+		s += len + (e != NULL);
+	}
+	snprintf(c->used, sizeof(c->used), "%s", n > 0 ? cand[c->rot % n] : "");
+	snprintf(url, cap, "%s%s", c->used, path);
+}
+
+/* After an attempt: a 503 naming the primary points the next one there; any failure moves to the next candidate. */
+static void attempt_done(tgt_t *t, bool ok, const json_t *resp)
+{
+	tgt_cluster_t *c = t->cluster;
+	const char *primary = json_string_value(json_object_get(resp, "primary_url"));
+
+	if (ok) {
+		c->rot = 0;
+		c->hint[0] = '\0';
+	} else if (primary != NULL && strcmp(primary, c->used) != 0) {
+		snprintf(c->hint, sizeof(c->hint), "%s", primary);
+		c->rot = 0;
+	} else {
+		c->hint[0] = '\0';
+		c->rot++;
+	}
 }
 
 /* One join attempt; returns 0 once joined. *failures counts attempts since the last success (for logging). */
@@ -217,10 +285,11 @@ static int join_once(tgt_t *t, int *failures)
 		goto out;
 	rc = 0;
 out:
+	attempt_done(t, rc == 0, resp);
 	if (rc == 0) {
 		int64_t sv, bv;
 		current_versions(&sv, &bv);
-		ft_info("joined the cluster at %s as %s (Smap v%lld, BMD v%lld)", t->cfg.proxy_url, t->id,
+		ft_info("joined the cluster at %s as %s (Smap v%lld, BMD v%lld)", t->cluster->used, t->id,
 			(long long)sv, (long long)bv);
 		*failures = 0;
 	} else if ((*failures)++ % 20 == 0) {
@@ -251,7 +320,7 @@ static int keepalive_once(tgt_t *t)
 		goto out;
 	}
 	if (status == 404) {
-		ft_warn("proxy %s does not know %s any more: joining again", t->cfg.proxy_url, t->id);
+		ft_warn("proxy %s does not know %s any more: joining again", t->cluster->used, t->id);
 		rc = 1;
 		goto out;
 	}
@@ -263,6 +332,7 @@ static int keepalive_once(tgt_t *t)
 		ft_warn("keepalive %s: bad metadata in reply: %s", url, err);
 	rc = 0;
 out:
+	attempt_done(t, rc >= 0, resp);
 	json_decref(resp);
 	json_decref(body);
 	return rc;
@@ -279,11 +349,10 @@ static void *cluster_main(void *arg)
 		if (!joined) {
 			joined = join_once(t, &failures) == 0;
 			pause = joined ? interval : JOIN_RETRY_MS;
-		} else if (keepalive_once(t) == 1) {
-			joined = 0;
-			pause = 0;
 		} else {
-			pause = interval;
+			int rc = keepalive_once(t);
+			joined = rc != 1;
+			pause = rc == 0 ? interval : rc == 1 ? 0 : JOIN_RETRY_MS;
 		}
 	} while (!wait_ms(c, pause));
 	return NULL;

@@ -98,6 +98,9 @@ static const config_key_t config_keys[] = {
 	BOOL(auth_anonymous_metrics),
 	BOOL(allow_public_read),
 	INT(token_ttl_max, 60, 31536000),
+	STR(etcd, KIND_STR),
+	STR(etcd_prefix, KIND_STR_NONEMPTY),
+	INT(lease_ttl_s, 1, 600),
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -128,6 +131,8 @@ void ft_config_defaults(ft_config_t *c)
 	c->loop_threads = 0;
 	c->worker_threads = 64;
 	c->keepalive_ms = 2000;
+	snprintf(c->etcd_prefix, sizeof(c->etcd_prefix), "/fasttier");
+	c->lease_ttl_s = 3;
 	c->sync = FT_SYNC_NONE;
 	c->reserve_bytes = 64 << 20;
 	c->mpu_expire_hours = 7 * 24;

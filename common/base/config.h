@@ -79,6 +79,10 @@ typedef struct {
 	int auth_anonymous_metrics;       /* bool: /metrics and /v1/daemon without credentials, default false */
 	int allow_public_read;            /* bool: public-read ACLs may be set and are honoured, default false */
 	int token_ttl_max;                /* proxy: longest token lifetime in seconds, default 604800 (7 days) */
+	/* Several proxies (docs/multi-proxy.md) */
+	char etcd[FT_URL_MAX]; /* proxy: etcd client URL (http://host:port); "" = one proxy, state in state_dir */
+	char etcd_prefix[FT_PATH_MAX]; /* proxy: key prefix of the cluster's keys in etcd, default "/fasttier" */
+	int lease_ttl_s;               /* proxy: TTL of the primary's etcd lease in seconds, default 3 */
 } ft_config_t;
 
 /* Fills defaults. */

@@ -241,6 +241,10 @@ static void create_work(px_s3_req_t *q)
 		return;
 	}
 	/* In us-east-1 S3 answers 200 to recreating a bucket one owns (and changes nothing). */
+	if (rc == -EAGAIN) {
+		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "cannot change the bucket metadata now: try again");
+		return;
+	}
 	if (rc != 0 && rc != -EEXIST) {
 		px_s3_error(q, PX_S3_INTERNAL, "cannot update the bucket metadata");
 		return;
@@ -309,6 +313,8 @@ static void delete_work(px_s3_req_t *q)
 	int rc = q->host->bucket_destroy(q->host->ctx, q->bucket);
 	if (rc == -ENOENT)
 		px_s3_error(q, PX_S3_NO_SUCH_BUCKET, NULL);
+	else if (rc == -EAGAIN)
+		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "cannot change the bucket metadata now: try again");
 	else if (rc != 0)
 		px_s3_error(q, PX_S3_INTERNAL, "cannot update the bucket metadata");
 	else

@@ -129,7 +129,7 @@ class ClusterHandle:
         n_mp = c.n_mountpaths if mountpaths is None else mountpaths
         mps = [os.path.join(tdir, "mp%d" % j) for j in range(n_mp)]
         argv = [os.path.join(c.bindir, "ft-target")] + c._common_args(pub, ctl, tdir)
-        argv += ["--proxy_url", c.proxy.control_url]
+        argv += ["--proxy_url", c.proxy_urls()]
         for mp in mps:
             argv += ["--mountpath", mp]
         if c.keepalive_ms:
@@ -174,15 +174,16 @@ def _free_base():
 
 
 def start_cluster(tmp_dir, targets=3, mountpaths=2, keepalive_ms=None, target_args=(),
-                  proxy_args=(), public_host=None, auth=False):
+                  proxy_args=(), public_host=None, auth=False, proxies=1, lease_ttl=None):
     """Starts a local cluster in tmp_dir; retries on other ports if one was taken meanwhile.
-    auth=True: authentication on (cluster secret, admin token in h.c.token; docs/security.md)."""
+    auth=True: authentication on (cluster secret, admin token in h.c.token; docs/security.md).
+    proxies > 1: that many proxies and a local etcd (docs/multi-proxy.md), lease_ttl their lease TTL."""
     last = None
     for attempt in range(3):
         d = os.path.join(str(tmp_dir), "c%d" % attempt)
         c = ftcluster.Cluster(d, _free_base(), targets, mountpaths, FT_BIN, keepalive_ms,
                               "127.0.0.1", proxy_args, target_args, public_host=public_host,
-                              auth=auth)
+                              auth=auth, proxies=proxies, lease_ttl=lease_ttl)
         try:
             c.start(timeout=START_TIMEOUT)
         except ftcluster.ClusterError as e:
@@ -259,7 +260,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture
 def make_cluster(tmp_path_factory, request):
     """Factory: make_cluster(targets=3, mountpaths=2, keepalive_ms=None, target_args=(),
-    proxy_args=(), public_host=None, auth=False) starts a private local cluster for this test; skips under
+    proxy_args=(), public_host=None, auth=False, proxies=1, lease_ttl=None) starts a private local cluster for this test; skips under
     FT_CLUSTER_URL."""
     started = []
 

@@ -56,7 +56,7 @@ def test_shape(rendered):
     overlay, docs = rendered
     sts = by_kind(docs, "StatefulSet")
     assert set(sts) == {"ft-proxy", "ft-target"}
-    # One proxy in both: several need the etcd election the binaries do not have yet (docs/kubernetes.md).
+    # One proxy in both: several need an etcd endpoint, which the overlays do not run (docs/kubernetes.md).
     assert sts["ft-proxy"]["spec"]["replicas"] == 1
     assert sts["ft-target"]["spec"]["replicas"] == (3 if overlay == "dev" else 4)
     services = by_kind(docs, "Service")

@@ -96,6 +96,10 @@ static const config_key_t config_keys[] = {
 	BOOL(insecure),
 	BOOL(auth_anonymous_metrics),
 	INT(token_ttl_max, 60, 31536000),
+	STR(tls_cert, KIND_STR),
+	STR(tls_key, KIND_STR),
+	STR(tls_client_ca, KIND_STR),
+	STR(tls_ca, KIND_STR),
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))

@@ -77,6 +77,11 @@ typedef struct {
 	int insecure;                     /* bool: allow a non-loopback bind with auth off (loudly), default false */
 	int auth_anonymous_metrics;       /* bool: /metrics and /v1/daemon without credentials, default false */
 	int token_ttl_max;                /* proxy: longest token lifetime in seconds, default 604800 (7 days) */
+	/* TLS on the public port (docs/security.md) */
+	char tls_cert[FT_PATH_MAX];      /* PEM certificate chain: the public port speaks HTTPS; "" = plain HTTP */
+	char tls_key[FT_PATH_MAX];       /* PEM private key of tls_cert */
+	char tls_client_ca[FT_PATH_MAX]; /* PEM CA: clients of the public port must present a certificate it signed */
+	char tls_ca[FT_PATH_MAX];        /* PEM CA trusted (besides the system's) for https URLs of other nodes */
 } ft_config_t;
 
 /* Fills defaults. */

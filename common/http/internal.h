@@ -416,8 +416,12 @@ void http_tls_send(conn_t *c, const void *p, size_t n);
  */
 bool http_tls_on_recv(conn_t *c, int *res);
 bool http_tls_on_send(conn_t *c, int *res);
-/* send(2) and sendfile(2) / splice(2) (pipe) on a non-blocking socket, through TLS: bytes, or -1 with errno. */
-ssize_t http_tls_write_now(conn_t *c, const void *p, size_t n);
+/*
+ * send(2) of a file response's head, whose file bytes follow with http_tls_sendfile (the head may
+ * be staged to go out with them), and sendfile(2) / splice(2) (pipe) on a non-blocking socket, through
+ * TLS: bytes, or -1 with errno.
+ */
+ssize_t http_tls_write_head(conn_t *c, const void *p, size_t n);
 ssize_t http_tls_sendfile(conn_t *c, int fd, off_t *off, size_t n, bool pipe);
 
 #endif

@@ -145,7 +145,7 @@ static void file_send(conn_t *c)
 
 	while (c->send_off < r->out_len) {
 		if (c->tls != NULL)
-			n = http_tls_write_now(c, r->out + c->send_off, r->out_len - c->send_off);
+			n = http_tls_write_head(c, r->out + c->send_off, r->out_len - c->send_off);
 		else
 			n = send(c->fd, r->out + c->send_off, r->out_len - c->send_off,
 				 MSG_NOSIGNAL | MSG_DONTWAIT | MSG_MORE);

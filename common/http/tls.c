@@ -38,7 +38,9 @@
  *   to the socket as on a plain connection (the kernel encrypts; no copy through user memory).
  *   Without it, up to TLS_STAGE bytes are read into a per-connection staging buffer and written
  *   with SSL_write; bytes staged but not yet written stay there until the socket takes them, and the
- *   caller (which asks again with the same offset after EAGAIN) is told of them then.
+ *   caller (which asks again with the same offset after EAGAIN) is told of them then. The head of a
+ *   file response (ft_resp_file) is staged in front of the first file bytes, so it shares their
+ *   records and write instead of costing a record and a write of its own.
  * Every call is on the connection's loop thread.
  */
 
@@ -55,6 +57,7 @@ struct http_tls_conn {
 	size_t send_n;
 	unsigned char *stage; /* TLS_STAGE bytes, malloc'd on the first file body */
 	size_t stage_len;     /* staged bytes not yet written */
+	size_t stage_head;    /* of which a response head, at the front (not counted as file bytes) */
 };
 
 static atomic_bool ktls_reported;
@@ -122,6 +125,7 @@ static SSL_CTX *ctx_build(const ft_httpd_opts_t *o, char *err, size_t errlen)
 	SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_session_id_context(ctx, sid, sizeof(sid) - 1);
+	SSL_CTX_set_read_ahead(ctx, 1); /* one read(2) per socket wake-up, not one per record header and body */
 	if (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) != 1)
 		return ctx_fail(ctx, "tls_cert", o->tls_cert, err, errlen);
 	if (SSL_CTX_use_PrivateKey_file(ctx, o->tls_key, SSL_FILETYPE_PEM) != 1 &&
@@ -401,9 +405,23 @@ bool http_tls_on_send(conn_t *c, int *res)
 	return true;
 }
 
-ssize_t http_tls_write_now(conn_t *c, const void *p, size_t n)
+/* The staging buffer (allocated on first use); false when out of memory. */
+static bool stage_get(http_tls_conn_t *t)
 {
-	return tls_write(c, p, n);
+	if (t->stage == NULL)
+		t->stage = malloc(TLS_STAGE);
+	return t->stage != NULL;
+}
+
+ssize_t http_tls_write_head(conn_t *c, const void *p, size_t n)
+{
+	http_tls_conn_t *t = c->tls;
+
+	if (t->ktls_tx || t->stage_len != 0 || n > TLS_STAGE / 4 || !stage_get(t))
+		return tls_write(c, p, n);
+	memcpy(t->stage, p, n);
+	t->stage_len = t->stage_head = n;
+	return (ssize_t)n;
 }
 
 ssize_t http_tls_sendfile(conn_t *c, int fd, off_t *off, size_t n, bool pipe)
@@ -416,23 +434,25 @@ ssize_t http_tls_sendfile(conn_t *c, int fd, off_t *off, size_t n, bool pipe)
 			return splice(fd, NULL, c->fd, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		return sendfile(c->fd, fd, off, n);
 	}
-	if (t->stage_len == 0) {
-		if (t->stage == NULL && (t->stage = malloc(TLS_STAGE)) == NULL) {
+	if (t->stage_len == t->stage_head) { /* nothing staged but perhaps the head: read file bytes after it */
+		size_t room = TLS_STAGE - t->stage_head, want = n < room ? n : room;
+
+		if (!stage_get(t)) {
 			errno = ENOMEM;
 			return -1;
 		}
 		do
-			k = pipe ? read(fd, t->stage, n < TLS_STAGE ? n : TLS_STAGE)
-				 : pread(fd, t->stage, n < TLS_STAGE ? n : TLS_STAGE, *off);
+			k = pipe ? read(fd, t->stage + t->stage_head, want)
+				 : pread(fd, t->stage + t->stage_head, want, *off);
 		while (k < 0 && errno == EINTR);
 		if (k <= 0)
 			return k; /* 0: the file ended early; -1: errno (EAGAIN: an empty pipe) */
-		t->stage_len = (size_t)k;
+		t->stage_len += (size_t)k;
 	}
-	k = tls_write(c, t->stage, t->stage_len);
-	if (k < 0)
+	if (tls_write(c, t->stage, t->stage_len) < 0)
 		return -1;
-	t->stage_len = 0;
+	k = (ssize_t)(t->stage_len - t->stage_head);
+	t->stage_len = t->stage_head = 0;
 	if (!pipe)
 		*off += k;
 	return k;

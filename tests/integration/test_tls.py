@@ -9,6 +9,9 @@ import sys
 import time
 import uuid
 
+import http.server
+import threading
+
 import boto3
 import pytest
 import requests
@@ -180,6 +183,45 @@ def test_garbage_and_stalled_handshakes_do_not_hurt_others(tcluster, s, bucket):
     for c in stalled:
         c.close()
     assert s.get(url, timeout=TIMEOUT).content == body
+
+
+class _Origin(http.server.SimpleHTTPRequestHandler):
+    served = []
+
+    def do_GET(self):
+        _Origin.served.append(self.path)
+        return super().do_GET()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_https_backend_is_verified_by_default(tcluster, s, tmp_path):
+    """An ht:// origin over HTTPS with a certificate no system CA signed: the cold GET fails, nothing is fetched
+    (tls_ca is for the cluster's own public ports; backends keep libcurl's verification with the system CAs)."""
+    (tmp_path / "obj").write_bytes(b"secret-origin-bytes")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tlsdir = os.path.join(tcluster.c.dir, "tls")
+    ctx.load_cert_chain(os.path.join(tlsdir, "server.pem"), os.path.join(tlsdir, "server.key"))
+    handler = lambda *a, **k: _Origin(*a, directory=str(tmp_path), **k)  # noqa: E731
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    try:
+        b = "tlsorigin-" + uuid.uuid4().hex[:8]
+        r = s.post("%s/v1/buckets/%s?provider=ht" % (tcluster.url, b),
+                   json={"action": "create-bck",
+                         "value": {"backend": {"endpoint": "https://127.0.0.1:%d" % srv.server_address[1]}}},
+                   timeout=TIMEOUT)
+        assert r.status_code == 200, r.text
+        r = s.get("%s/v1/objects/%s/obj?provider=ht" % (tcluster.url, b), timeout=TIMEOUT)
+        assert r.status_code >= 400 and b"secret-origin-bytes" not in r.content, (r.status_code, r.text)
+        assert _Origin.served == []
+        assert r.status_code == 502 and "certificate" in r.json()["message"], r.text
+    finally:
+        srv.shutdown()
+        srv.server_close()
 
 
 # ---- daemons started by hand: client certificates, bad flags ----

@@ -29,8 +29,9 @@
  * connection's state machine (conn.c, resp.c, stream.c) is the same for both.
  *
  * - recv: SSL_read into the read buffer where the recv would have written. The handshake happens in
- *   the first SSL_read. When OpenSSL already holds bytes (SSL_has_pending) the arm is a NOP, since
- *   the socket may never become readable again for them.
+ *   the first SSL_read. When OpenSSL already holds bytes (SSL_has_pending: read-ahead may have taken
+ *   several records in one read) the arm is a NOP, since the socket may never become readable again
+ *   for them; but not after an SSL_read that wanted more (the bytes held are a partial record).
  * - send: SSL_write of the whole piece at once (no partial writes): done at once -> a NOP completes
  *   with n; the socket full -> POLLOUT, then SSL_write again with the same buffer and length, as
  *   OpenSSL requires. The caller keeps the buffer until the completion, as it does for a ring send.
@@ -51,6 +52,7 @@ struct http_tls_conn {
 	bool ready;         /* handshake done */
 	bool ktls_tx;       /* the kernel encrypts what is written to the socket */
 	bool rd_want_write; /* the last SSL_read needs the socket writable */
+	bool rd_starved;    /* the last SSL_read wanted more bytes: what OpenSSL buffered is a partial record */
 	bool wr_want_read;  /* the last SSL_write needs the socket readable */
 	int send_res;       /* what the pending TAG_SEND completion reports when it is a NOP */
 	const void *send_p; /* an SSL_write waiting for POLLOUT: buffer and length to repeat */
@@ -254,7 +256,8 @@ void http_tls_recv_arm(conn_t *c)
 {
 	http_tls_conn_t *t = c->tls;
 
-	arm(c, TAG_RECV, t->rd_want_write ? POLLOUT : POLLIN, SSL_has_pending(t->ssl) == 1);
+	/* buffered bytes answer at once, unless they are a record still incomplete (a NOP would spin) */
+	arm(c, TAG_RECV, t->rd_want_write ? POLLOUT : POLLIN, !t->rd_starved && SSL_has_pending(t->ssl) == 1);
 }
 
 /* A plain HTTP request on the TLS port: a plain 400 saying so, then whatever else came is dropped. */
@@ -305,7 +308,7 @@ bool http_tls_on_recv(conn_t *c, int *res)
 	if (!t->ready && SSL_is_init_finished(t->ssl))
 		on_handshake(c);
 	if (rc > 0) {
-		t->rd_want_write = false;
+		t->rd_want_write = t->rd_starved = false;
 		*res = rc;
 		return true;
 	}
@@ -313,6 +316,7 @@ bool http_tls_on_recv(conn_t *c, int *res)
 	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
 		/* a partial record, a handshake step or a ticket: wait again; the operation stays in flight */
 		t->rd_want_write = e == SSL_ERROR_WANT_WRITE;
+		t->rd_starved = true;
 		c->refs++;
 		http_tls_recv_arm(c);
 		return false;

@@ -17,7 +17,7 @@ WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Werror
 # each program adds its own folder ("target.h", "core/lom.h", "s3/s3.h").
 CPPFLAGS += -D_GNU_SOURCE -Icommon -I.
 ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS) -pthread -MMD -MP
-LDLIBS := -luring -lmicrohttpd -lcurl -lcrypto -ljansson -lxxhash -lisal -larchive -lmsgpackc -lpthread
+LDLIBS := -luring -lmicrohttpd -lcurl -lssl -lcrypto -ljansson -lxxhash -lisal -larchive -lmsgpackc -lpthread
 
 ifeq ($(SANITIZER),address)
 ALL_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

@@ -22,6 +22,9 @@ USAGE
                                    random order over a remote bucket 1.5x the cache, with order hints
                                    against plain LRU, origin rate-limited in a network namespace):
                                    prints their table and the load, writes no report
+  bench/run.py --only tls          only the TLS rows (bench/tls.py: warm GETs of 8 MiB and 128 KiB over
+                                   HTTPS from a TLS target of a cluster of its own against nginx over
+                                   HTTPS with the same certificate): prints their table, writes no report
 
 DESIGN
 Everything runs on this machine, on free loopback ports, under <build>/bench-run (wiped at start;
@@ -72,6 +75,7 @@ import hints  # noqa: E402
 import protect  # noqa: E402
 import shards  # noqa: E402
 import dsort  # noqa: E402
+import tls  # noqa: E402
 import report  # noqa: E402
 import sysprobe  # noqa: E402
 
@@ -921,6 +925,9 @@ class Bench:
             if a.only == "protect":
                 self.setup_own_cluster_only()
                 return self.run_only(lambda: protect.bench_protect(self, ftcluster))
+            if a.only == "tls":
+                self.setup_own_cluster_only()
+                return self.run_only(lambda: tls.bench_tls(self, ftcluster))
             if a.only == "hints":
                 self.setup_own_cluster_only()
                 return self.run_only(lambda: hints.bench_hints(self, a.hints_rate, a.hints_rounds))
@@ -945,6 +952,7 @@ class Bench:
             shards.bench_shards(self)
             shards.bench_batch(self)
             dsort.bench_dsort(self)
+            tls.bench_tls(self, ftcluster)
             protect.bench_protect(self, ftcluster)
             hints.bench_hints(self, a.hints_rate, a.hints_rounds)
             machine["loadavg_end"] = sysprobe.loadavg()
@@ -995,12 +1003,13 @@ def parse_args(argv):
                    help="start the cluster and nginx, write <build>/bench-run/hold.json, wait for Ctrl-C")
     p.add_argument("--dsort-full", action="store_true",
                    help="the dsort row over 2 GiB of shards (default 64 MiB, about a minute)")
-    p.add_argument("--only", choices=["cold", "protect", "hints", "shards", "dsort"],
+    p.add_argument("--only", choices=["cold", "protect", "hints", "shards", "dsort", "tls"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
                    "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
                    "hints = the epoch hints rows (order hints vs LRU over a rate-limited origin), shards = the "
                    "shard rows (archpath GETs of 16 KiB members of a 1 GiB TAR vs 16 KiB objects; GetBatch of "
-                   "1,000 x 16 KiB vs single GETs), dsort = the dsort row (bench/dsort.py)")
+                   "1,000 x 16 KiB vs single GETs), dsort = the dsort row (bench/dsort.py), tls = the TLS rows (warm "
+                   "GET 8 MiB and 128 KiB over HTTPS vs nginx over HTTPS, same certificate)")
     p.add_argument("--hints-rate", default=hints.RATE,
                    help="bandwidth of the epoch hints rows' origin (tc htb rate, default %s)" % hints.RATE)
     p.add_argument("--hints-rounds", type=int, default=hints.ROUNDS,
@@ -1011,7 +1020,7 @@ def parse_args(argv):
         a.rounds, a.seconds, a.no_perf, a.rss_seconds = 1, 2, True, 2
     if a.rounds < 1 or a.seconds < 1 or a.hints_rounds < 1:
         p.error("--rounds, --seconds and --hints-rounds must be >= 1")
-    if a.hold and a.only in ("protect", "hints"):
+    if a.hold and a.only in ("protect", "hints", "tls"):
         p.error("--hold is not supported with --only %s (its cluster lives only for its runs)" % a.only)
     return a
 

@@ -13,6 +13,7 @@
 #include "auth/auth.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "http/tlsconf.h"
 #include "rpc/client.h"
 #include "s3/s3.h"
 
@@ -56,6 +57,9 @@ static void usage(FILE *f)
 		   "  --auth_keys FILE      identity store: access keys with roles (default: the s3_keys file)\n"
 		   "  --cluster_secret FILE the cluster secret (signs tokens, redirects, the control plane)\n"
 		   "  --insecure            allow a non-loopback bind with auth off\n"
+		   "  --tls_cert FILE --tls_key FILE  serve the public port over HTTPS (PEM chain and key)\n"
+		   "  --tls_client_ca FILE  require client certificates signed by this CA on the public port\n"
+		   "  --tls_ca FILE         CA trusted (besides the system's) for https URLs of targets\n"
 		   "  --auth_anonymous_metrics BOOL  /metrics and /v1/daemon without credentials\n"
 		   "  --token_ttl_max N     longest token lifetime in seconds (default 604800)\n"
 		   "  --proxy_url, --mountpath, --sync, --reserve_bytes, --http_*: accepted, used by targets\n"
@@ -64,12 +68,12 @@ static void usage(FILE *f)
 		   "  --help                 this text\n");
 }
 
-/* "http://host:port", with brackets around an IPv6 literal. */
-static void node_url(char *dst, size_t cap, const char *host, int port)
+/* "http://host:port" ("https://" with tls), with brackets around an IPv6 literal. */
+static void node_url(char *dst, size_t cap, const char *host, int port, bool tls)
 {
 	bool v6 = strchr(host, ':') != NULL && host[0] != '[';
 
-	snprintf(dst, cap, "http://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+	snprintf(dst, cap, "%s://%s%s%s:%d", tls ? "https" : "http", v6 ? "[" : "", host, v6 ? "]" : "", port);
 }
 
 /* Creates dir and its parents (like mkdir -p). Returns 0 or -errno. */
@@ -100,8 +104,8 @@ static int px_derive(px_t *px, char *err, size_t errlen)
 		snprintf(px->id, sizeof(px->id), "%s", c->id);
 	else
 		snprintf(px->id, sizeof(px->id), "p-%d", c->public_port);
-	node_url(px->public_url, sizeof(px->public_url), c->public_host, c->public_port);
-	node_url(px->control_url, sizeof(px->control_url), c->control_host, c->control_port);
+	node_url(px->public_url, sizeof(px->public_url), c->public_host, c->public_port, c->tls_cert[0] != '\0');
+	node_url(px->control_url, sizeof(px->control_url), c->control_host, c->control_port, false);
 	if (c->keepalive_ms <= 0) {
 		snprintf(err, errlen, "keepalive_ms must be positive");
 		return -1;
@@ -221,6 +225,9 @@ static int px_start(px_t *px, char *err, size_t errlen)
 		.idle_timeout_ms = c->http_idle_timeout_ms,
 		.header_timeout_ms = c->http_header_timeout_ms,
 		.body_timeout_ms = c->http_body_timeout_ms,
+		.tls_cert = c->tls_cert,
+		.tls_key = c->tls_key,
+		.tls_client_ca = c->tls_client_ca,
 		.handler = px_route,
 		.ctx = px,
 	};
@@ -268,7 +275,8 @@ static int check_config(px_t *px)
 	char err[2048] = "";
 
 	/* the cluster secret, the identity store (S3 keys among it) and the bind rule, as startup reads them */
-	if (px_derive(px, err, sizeof(err)) != 0 || ft_auth_init(&px->cfg, true, err, sizeof(err)) != 0) {
+	if (px_derive(px, err, sizeof(err)) != 0 || ft_auth_init(&px->cfg, true, err, sizeof(err)) != 0 ||
+	    ft_tls_config_check(&px->cfg, err, sizeof(err)) != 0) {
 		fprintf(stderr, "ft-proxy: %s\n", err);
 		return 2;
 	}
@@ -310,7 +318,8 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	px_init_sync(&px);
-	if (px_setup(&px, err, sizeof(err)) != 0 || ft_client_global_init() != 0) {
+	if (px_setup(&px, err, sizeof(err)) != 0 || ft_client_global_init() != 0 ||
+	    ft_tls_config_check(&px.cfg, err, sizeof(err)) != 0) {
 		ft_error("startup: %s", err[0] ? err : "cannot initialize the HTTP client");
 		goto out;
 	}

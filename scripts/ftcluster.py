@@ -12,6 +12,9 @@ A cluster lives in one directory DIR:
   DIR/cluster.secret    with auth on: the cluster secret (generated once, mode 0600), copied into
                         every node's state dir; it signs tokens, redirects and the control plane
   DIR/token             with auth on: an admin token (POST /v1/tokens with the key pair), mode 0600
+  DIR/tls/              with tls on: a self-signed CA (ca.pem, ca.key) and one server certificate for the
+                        advertised host (server.pem, server.key), made once with the openssl CLI; every
+                        public port serves it and every node trusts ca.pem for the others' https URLs
 
 The proxy gets public port PORT and control port PORT+1; every target gets the next two free
 ports after that (checked by binding).
@@ -52,6 +55,57 @@ DEFAULT_STOP_TIMEOUT = 10.0
 
 # Direct connections only: a proxy from the environment must never sit between us and loopback.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+_TLS_CAS = set()  # CA files trusted by http_json besides the system's (clusters started with tls)
+
+
+def trust_ca(path):
+    """Makes http_json trust the CA certificates in path (PEM) for https URLs, besides the system's."""
+    global _OPENER
+    import ssl
+
+    _TLS_CAS.add(os.path.abspath(path))
+    ctx = ssl.create_default_context()
+    for ca in sorted(_TLS_CAS):
+        ctx.load_verify_locations(cafile=ca)
+    _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                          urllib.request.HTTPSHandler(context=ctx))
+
+
+def ensure_tls(directory, hosts):
+    """DIR/tls/{ca.pem,ca.key,server.pem,server.key}: a self-signed CA and a server certificate for hosts
+    (names or IP literals, also localhost and 127.0.0.1), made with the openssl CLI unless there. Returns
+    (ca, cert, key) paths."""
+    d = os.path.join(directory, "tls")
+    ca, ca_key = os.path.join(d, "ca.pem"), os.path.join(d, "ca.key")
+    cert, key = os.path.join(d, "server.pem"), os.path.join(d, "server.key")
+    if all(os.path.exists(p) for p in (ca, ca_key, cert, key)):
+        return ca, cert, key
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    names = []
+    for h in list(hosts) + ["localhost", "127.0.0.1"]:
+        h = h.strip("[]")
+        entry = ("IP:" if h.replace(".", "").isdigit() or ":" in h else "DNS:") + h
+        if entry not in names:
+            names.append(entry)
+    ext = os.path.join(d, "server.ext")
+    with open(ext, "w") as f:
+        f.write("basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+                "extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=%s\n" % ",".join(names))
+    steps = [
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", ca_key, "-out", ca, "-days", "825", "-subj", "/CN=FastTier cluster CA"],
+        ["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", key, "-out", os.path.join(d, "server.csr"), "-subj", "/CN=%s" % hosts[0]],
+        ["openssl", "x509", "-req", "-in", os.path.join(d, "server.csr"), "-CA", ca, "-CAkey", ca_key,
+         "-CAcreateserial", "-out", cert, "-days", "825", "-extfile", ext],
+    ]
+    for argv in steps:
+        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            raise ClusterError("%s failed:\n%s" % (" ".join(argv[:3]), r.stdout))
+    for p in (ca_key, key):
+        os.chmod(p, 0o600)
+    return ca, cert, key
 
 
 class ClusterError(Exception):
@@ -264,8 +318,9 @@ class Node:
     """One daemon process: how to start it, where it listens, and its process if running."""
 
     def __init__(self, name, kind, argv, public_port, control_port, state_dir, log, host,
-                 mountpaths=()):
+                 mountpaths=(), scheme="http"):
         self.name = name
+        self.scheme = scheme              # of the public port: "https" in a cluster started with tls
         self.kind = kind                  # "proxy" | "target"
         self.argv = list(argv)
         self.public_port = public_port
@@ -282,7 +337,7 @@ class Node:
 
     @property
     def public_url(self):
-        return "http://%s:%d" % (self.host, self.public_port)
+        return "%s://%s:%d" % (self.scheme, self.host, self.public_port)
 
     @property
     def control_url(self):
@@ -293,12 +348,12 @@ class Node:
                 "pid": self.pid, "public_port": self.public_port,
                 "control_port": self.control_port, "public_url": self.public_url,
                 "control_url": self.control_url, "state_dir": self.state_dir,
-                "mountpaths": self.mountpaths, "log": self.log}
+                "mountpaths": self.mountpaths, "log": self.log, "scheme": self.scheme}
 
     @classmethod
     def from_json(cls, j, host):
         n = cls(j["name"], j["kind"], j["argv"], j["public_port"], j["control_port"],
-                j["state_dir"], j["log"], host, j.get("mountpaths", []))
+                j["state_dir"], j["log"], host, j.get("mountpaths", []), j.get("scheme", "http"))
         n.id = j.get("id")
         n.pid = j.get("pid")
         return n
@@ -371,7 +426,7 @@ class Cluster:
 
     def __init__(self, directory, port, targets=3, mountpaths=2, bindir=None, keepalive_ms=None,
                  host="127.0.0.1", proxy_args=(), target_args=(), env=None, public_host=None,
-                 auth=False, proxies=1, lease_ttl=None):
+                 auth=False, proxies=1, lease_ttl=None, tls=False):
         self.dir = os.path.abspath(directory)
         self.port = int(port)
         self.n_targets = int(targets)
@@ -383,6 +438,9 @@ class Cluster:
         self.proxy_args = list(proxy_args)
         self.target_args = list(target_args)
         self.auth = bool(auth)                    # public ports need credentials; control plane signed
+        self.tls = bool(tls)                      # public ports speak HTTPS (DIR/tls/)
+        if self.tls and os.path.exists(os.path.join(self.dir, "tls", "ca.pem")):
+            trust_ca(os.path.join(self.dir, "tls", "ca.pem"))  # a cluster loaded from its directory
         self.env = self._daemon_env(env)
         self.n_proxies = int(proxies)
         self.lease_ttl = lease_ttl                # --lease_ttl_s of every proxy (None: the default)
@@ -400,7 +458,16 @@ class Cluster:
 
     @property
     def url(self):
-        return "http://%s:%d" % (self.public_host, self.port)
+        return "%s://%s:%d" % (self.scheme, self.public_host, self.port)
+
+    @property
+    def scheme(self):
+        return "https" if self.tls else "http"
+
+    @property
+    def ca_file(self):
+        """The CA that signed the public ports' certificate (tls on), else None."""
+        return os.path.join(self.dir, "tls", "ca.pem") if self.tls else None
 
     @property
     def nodes(self):
@@ -424,7 +491,7 @@ class Cluster:
         os.makedirs(self.dir, exist_ok=True)
         state = {"host": self.host, "public_host": self.public_host, "port": self.port, "url": self.url, "bindir": self.bindir,
                  "targets_expected": self.n_targets, "mountpaths": self.n_mountpaths,
-                 "keepalive_ms": self.keepalive_ms, "auth": self.auth,
+                 "keepalive_ms": self.keepalive_ms, "auth": self.auth, "tls": self.tls,
                  "proxy": self.proxy.to_json() if self.proxy else None,
                  "proxies": [p.to_json() for p in self.proxies[1:]],
                  "etcd": self.etcd.to_json() if self.etcd else None, "lease_ttl": self.lease_ttl,
@@ -449,7 +516,7 @@ class Cluster:
         c = cls(directory, st["port"], st.get("targets_expected", len(st["targets"])),
                 st.get("mountpaths", 2), st.get("bindir"), st.get("keepalive_ms"), st["host"],
                 public_host=st.get("public_host"), auth=st.get("auth", False),
-                proxies=1 + len(st.get("proxies", [])), lease_ttl=st.get("lease_ttl"))
+                proxies=1 + len(st.get("proxies", [])), lease_ttl=st.get("lease_ttl"), tls=st.get("tls", False))
         c.proxy = Node.from_json(st["proxy"], c.public_host) if st.get("proxy") else None
         c.proxies = ([c.proxy] if c.proxy else []) + [Node.from_json(p, c.public_host)
                                                       for p in st.get("proxies", [])]
@@ -467,6 +534,10 @@ class Cluster:
             node_secret = os.path.join(state_dir, SECRET_FILE)
             write_private(node_secret, ensure_cluster_secret(self.dir) + "\n")
             args += ["--auth", "true", "--cluster_secret", node_secret]
+        if self.tls:
+            ca, cert, key = ensure_tls(self.dir, [self.public_host])
+            trust_ca(ca)
+            args += ["--tls_cert", cert, "--tls_key", key, "--tls_ca", ca]
         return args
 
     def _plan(self):
@@ -520,7 +591,7 @@ class Cluster:
                     argv += ["--lease_ttl_s", str(int(self.lease_ttl))]
             argv += self.proxy_args
             self.proxies.append(Node(name, "proxy", argv, pub, ctl, pdir, os.path.join(logs, name + ".log"),
-                                     self.public_host))
+                                     self.public_host, scheme=self.scheme))
         self.proxy = self.proxies[0]
         self.targets = []
         for i in range(self.n_targets):
@@ -539,7 +610,8 @@ class Cluster:
                 argv += ["--keepalive_ms", str(int(self.keepalive_ms))]
             argv += self.target_args
             self.targets.append(Node("t%d" % i, "target", argv, pub, ctl, tdir,
-                                     os.path.join(logs, "t%d.log" % i), self.public_host, mps))
+                                     os.path.join(logs, "t%d.log" % i), self.public_host, mps,
+                                     scheme=self.scheme))
 
     def proxy_urls(self):
         """What targets get as --proxy_url: every proxy's control URL, comma-separated."""
@@ -821,7 +893,8 @@ def print_auth_help(cluster, out):
     print("Authentication is on. Admin token (valid %d days) in %s:"
           % (TOKEN_TTL // 86400, os.path.join(cluster.dir, TOKEN_FILE)), file=out)
     print("  export FT_TOKEN=%s" % cluster.token, file=out)
-    print("  curl -L -H \"Authorization: Bearer $FT_TOKEN\" %s" % o, file=out)
+    cacert = " --cacert %s" % cluster.ca_file if cluster.tls else ""
+    print("  curl -L%s -H \"Authorization: Bearer $FT_TOKEN\" %s" % (cacert, o), file=out)
     print("A new token: POST %s/v1/tokens {\"access_key\": ..., \"secret_key\": ...} (keys in %s)"
           % (cluster.url, os.path.join(cluster.dir, S3_KEYS_FILE)), file=out)
 

@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "http/http.h"
+#include "http/tlsconf.h"
 #include "rpc/client.h"
 #include "rpc/ctl.h"
 #include "target.h"
@@ -72,6 +73,9 @@ static void usage(FILE *f)
 		"  --auth BOOL           require a token or a signed URL on the public port (default false)\n"
 		"  --cluster_secret FILE the cluster secret (verifies tokens and redirects, signs the control plane)\n"
 		"  --insecure            allow a non-loopback bind with auth off\n"
+		"  --tls_cert FILE --tls_key FILE  serve the public port over HTTPS (PEM chain and key)\n"
+		"  --tls_client_ca FILE  require client certificates signed by this CA on the public port\n"
+		"  --tls_ca FILE         CA trusted (besides the system's) for https URLs of other nodes\n"
 		"  --check-config        parse the flags and the config file, check them, print OK and exit\n"
 		"                        (binds nothing, writes nothing; exit 2 on an error)\n"
 		"  --help                this text\n");
@@ -197,6 +201,9 @@ static int start_servers(tgt_t *t, char *err, size_t errlen)
 	o.idle_timeout_ms = t->cfg.http_idle_timeout_ms;
 	o.header_timeout_ms = t->cfg.http_header_timeout_ms;
 	o.body_timeout_ms = t->cfg.http_body_timeout_ms;
+	o.tls_cert = t->cfg.tls_cert;
+	o.tls_key = t->cfg.tls_key;
+	o.tls_client_ca = t->cfg.tls_client_ca;
 	o.handler = tgt_route_public;
 	o.ctx = t;
 	t->httpd = ft_httpd_start(&o, err, errlen);
@@ -248,7 +255,8 @@ static int check_config(tgt_t *t)
 		return 2;
 	}
 	char err[512] = ""; /* the cluster secret and the bind rule, as startup reads them */
-	if (ft_auth_init(&t->cfg, false, err, sizeof(err)) != 0) {
+	if (ft_auth_init(&t->cfg, false, err, sizeof(err)) != 0 ||
+	    ft_tls_config_check(&t->cfg, err, sizeof(err)) != 0) {
 		fprintf(stderr, "ft-target: %s\n", err);
 		return 2;
 	}
@@ -289,8 +297,8 @@ int main(int argc, char **argv)
 	ft_log_init("ft-target", t->cfg.log_level);
 	ft_log_set_format(t->cfg.log_format);
 	ft_metrics_set_role(FT_M_ROLE_TARGET);
-	if (snprintf(t->public_url, sizeof(t->public_url), "http://%s:%d", t->cfg.public_host, t->cfg.public_port) >=
-		    (int)sizeof(t->public_url) ||
+	if (snprintf(t->public_url, sizeof(t->public_url), "%s://%s:%d", t->cfg.tls_cert[0] ? "https" : "http",
+		     t->cfg.public_host, t->cfg.public_port) >= (int)sizeof(t->public_url) ||
 	    snprintf(t->control_url, sizeof(t->control_url), "http://%s:%d", t->cfg.control_host,
 		     t->cfg.control_port) >= (int)sizeof(t->control_url)) {
 		fprintf(stderr, "ft-target: public_host or control_host too long\n");
@@ -310,7 +318,7 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (ft_auth_init(&t->cfg, false, err, sizeof(err)) != 0)
+	if (ft_auth_init(&t->cfg, false, err, sizeof(err)) != 0 || ft_tls_config_check(&t->cfg, err, sizeof(err)) != 0)
 		goto fail;
 	if (resolve_id(t, err, sizeof(err)) != 0 || tgt_mountpaths_open(t, err, sizeof(err)) != 0)
 		goto fail;

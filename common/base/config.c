@@ -101,6 +101,10 @@ static const config_key_t config_keys[] = {
 	STR(etcd, KIND_STR),
 	STR(etcd_prefix, KIND_STR_NONEMPTY),
 	INT(lease_ttl_s, 1, 600),
+	STR(tls_cert, KIND_STR),
+	STR(tls_key, KIND_STR),
+	STR(tls_client_ca, KIND_STR),
+	STR(tls_ca, KIND_STR),
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))

@@ -83,6 +83,11 @@ typedef struct {
 	char etcd[FT_URL_MAX]; /* proxy: etcd client URL (http://host:port); "" = one proxy, state in state_dir */
 	char etcd_prefix[FT_PATH_MAX]; /* proxy: key prefix of the cluster's keys in etcd, default "/fasttier" */
 	int lease_ttl_s;               /* proxy: TTL of the primary's etcd lease in seconds, default 3 */
+	/* TLS on the public port (docs/security.md) */
+	char tls_cert[FT_PATH_MAX];      /* PEM certificate chain: the public port speaks HTTPS; "" = plain HTTP */
+	char tls_key[FT_PATH_MAX];       /* PEM private key of tls_cert */
+	char tls_client_ca[FT_PATH_MAX]; /* PEM CA: clients of the public port must present a certificate it signed */
+	char tls_ca[FT_PATH_MAX];        /* PEM CA trusted (besides the system's) for https URLs of other nodes */
 } ft_config_t;
 
 /* Fills defaults. */

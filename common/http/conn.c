@@ -47,6 +47,7 @@ static void conn_free(conn_t *c)
 		c->next->prev = c->prev;
 	L->nconns--;
 	ft_metric_add(FT_M_HTTP_OPEN_CONNECTIONS, 0, 0, (uint64_t)-1);
+	http_tls_conn_free(c);
 	close(c->fd);
 	http_arena_reset(&c->req.arena);
 	pthread_cond_destroy(&c->scv);
@@ -71,6 +72,7 @@ void http_conn_close(conn_t *c)
 
 	if (c->closed)
 		return;
+	http_tls_close_notify(c);
 	c->closed = true;
 	shutdown(c->fd, SHUT_RDWR);
 	if (c->recv_inflight || c->send_inflight || c->poll_inflight) {
@@ -114,22 +116,31 @@ void http_recv_arm(conn_t *c)
 	}
 	if (c->end == c->cap)
 		return; /* callers make room first */
-	sqe = http_get_sqe(c->L);
-	io_uring_prep_recv(sqe, c->fd, c->buf + c->end, c->cap - c->end, 0);
-	io_uring_sqe_set_data64(sqe, http_ud(c, TAG_RECV));
+	if (c->tls != NULL) {
+		http_tls_recv_arm(c);
+	} else {
+		sqe = http_get_sqe(c->L);
+		io_uring_prep_recv(sqe, c->fd, c->buf + c->end, c->cap - c->end, 0);
+		io_uring_sqe_set_data64(sqe, http_ud(c, TAG_RECV));
+	}
 	c->recv_inflight = true;
 	c->refs++;
 }
 
 void http_ring_send(conn_t *c, const void *p, size_t n, bool interim)
 {
-	struct io_uring_sqe *sqe = http_get_sqe(c->L);
+	struct io_uring_sqe *sqe;
 
-	io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
-	io_uring_sqe_set_data64(sqe, http_ud(c, TAG_SEND));
 	c->send_inflight = true;
 	c->interim = interim;
 	c->refs++;
+	if (c->tls != NULL) {
+		http_tls_send(c, p, n);
+		return;
+	}
+	sqe = http_get_sqe(c->L);
+	io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
+	io_uring_sqe_set_data64(sqe, http_ud(c, TAG_SEND));
 }
 
 void http_poll_out(conn_t *c)
@@ -200,6 +211,7 @@ static void close_after_response(conn_t *c, bool linger)
 		return;
 	}
 	c->phase = PH_LINGER;
+	http_tls_close_notify(c);
 	shutdown(c->fd, SHUT_WR);
 	c->linger_until = L->now + LINGER_MS;
 	c->start = c->end = 0;
@@ -525,6 +537,15 @@ void http_conn_new(loop_t *L, int fd)
 	c->phase = PH_HEAD;
 	c->idle_since = L->now;
 	format_peer(fd, c->peer, sizeof(c->peer));
+	if (L->s->tls_ctx != NULL && http_tls_conn_new(c) != 0) {
+		ft_warn("http: no memory for a TLS connection");
+		pthread_cond_destroy(&c->scv);
+		pthread_mutex_destroy(&c->smu);
+		free(c->buf);
+		free(c);
+		close(fd);
+		return;
+	}
 	req_clear(&c->req, c);
 	c->next = L->conns;
 	if (L->conns != NULL)

@@ -46,19 +46,26 @@ typedef void (*ft_handler_fn)(ft_req_t *r, void *ctx);
 typedef struct {
 	const char *bind; /* address to listen on */
 	int port;
-	int threads;           /* loop threads; <= 0 = number of CPUs */
-	int workers;           /* worker pool threads for ft_req_defer; <= 0 = 64 (see blocking streams) */
-	int max_header_bytes;  /* request line + headers; larger -> 431 and close */
-	int max_headers;       /* more -> 431 and close */
-	int idle_timeout_ms;   /* keep-alive connection with no request */
-	int header_timeout_ms; /* from first byte to end of the head -> 408 and close */
-	int body_timeout_ms;   /* longest gap between body bytes -> body error ETIMEDOUT */
-	ft_handler_fn handler; /* called for every request on a loop thread */
+	int threads;               /* loop threads; <= 0 = number of CPUs */
+	int workers;               /* worker pool threads for ft_req_defer; <= 0 = 64 (see blocking streams) */
+	int max_header_bytes;      /* request line + headers; larger -> 431 and close */
+	int max_headers;           /* more -> 431 and close */
+	int idle_timeout_ms;       /* keep-alive connection with no request */
+	int header_timeout_ms;     /* from first byte to end of the head -> 408 and close */
+	int body_timeout_ms;       /* longest gap between body bytes -> body error ETIMEDOUT */
+	const char *tls_cert;      /* PEM certificate chain: the port speaks HTTPS; NULL or "" = plain HTTP */
+	const char *tls_key;       /* PEM private key of tls_cert */
+	const char *tls_client_ca; /* PEM CA(s): clients must present a certificate it signed; NULL = not asked */
+	ft_handler_fn handler;     /* called for every request on a loop thread */
 	void *ctx;
 } ft_httpd_opts_t;
 
 /* Binds, starts the loop threads and the worker pool. NULL and err filled on failure. */
 ft_httpd_t *ft_httpd_start(const ft_httpd_opts_t *o, char *err, size_t errlen);
+/* True when o asks for TLS (any of the tls_* options set). */
+int ft_httpd_opts_tls(const ft_httpd_opts_t *o);
+/* Loads o's certificate, key and client CA as ft_httpd_start would, binding nothing. 0, or -1 with err. */
+int ft_httpd_tls_check(const ft_httpd_opts_t *o, char *err, size_t errlen);
 /* Stops accepting, closes connections, joins threads, frees. */
 void ft_httpd_stop(ft_httpd_t *s);
 /* The bound TCP port (useful with port 0 = an ephemeral port). */

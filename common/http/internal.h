@@ -117,6 +117,8 @@ enum {
 
 typedef struct loop loop_t;
 typedef struct conn conn_t;
+typedef struct http_tls_conn http_tls_conn_t; /* tls.c */
+struct ssl_ctx_st;
 
 /* ---- per-request arena ---- */
 
@@ -242,6 +244,7 @@ struct conn {
 	char peer[64];
 	pthread_mutex_t smu; /* blocking streams of the request (r->sh) */
 	pthread_cond_t scv;
+	http_tls_conn_t *tls; /* NULL on a plain connection */
 	ft_req_t req;
 };
 
@@ -273,6 +276,7 @@ struct ft_httpd {
 	int nloops;
 	loop_t *loops;
 	ft_workpool_t *pool;
+	struct ssl_ctx_st *tls_ctx; /* NULL: plain HTTP */
 	atomic_bool stopping;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -392,5 +396,32 @@ void http_stream_send_more(conn_t *c);
 void http_stream_on_send(conn_t *c, int res);
 /* True (and logs) on a loop thread, where what would block. */
 bool http_on_loop_thread(const char *what);
+
+/* ---- tls.c ---- */
+
+/* s->tls_ctx from s->o's certificate flags (NULL without them). 0, or -1 with err filled. */
+int http_tls_ctx_init(ft_httpd_t *s, char *err, size_t errlen);
+void http_tls_ctx_free(ft_httpd_t *s);
+/* c->tls for a connection of a TLS server. 0, -1 when out of memory. */
+int http_tls_conn_new(conn_t *c);
+void http_tls_conn_free(conn_t *c);
+/* A TLS close_notify, best effort, before the write side is shut. */
+void http_tls_close_notify(conn_t *c);
+/* http_recv_arm / http_ring_send of a TLS connection: the readiness wait under the same tag (see tls.c). */
+void http_tls_recv_arm(conn_t *c);
+void http_tls_send(conn_t *c, const void *p, size_t n);
+/*
+ * The ring's completion of a TLS connection's TAG_RECV / TAG_SEND: true with *res set as a plain
+ * recv / send would have (bytes, 0, -errno); false when it waits again (the operation stays in flight).
+ */
+bool http_tls_on_recv(conn_t *c, int *res);
+bool http_tls_on_send(conn_t *c, int *res);
+/*
+ * send(2) of a file response's head, whose file bytes follow with http_tls_sendfile (the head may
+ * be staged to go out with them), and sendfile(2) / splice(2) (pipe) on a non-blocking socket, through
+ * TLS: bytes, or -1 with errno.
+ */
+ssize_t http_tls_write_head(conn_t *c, const void *p, size_t n);
+ssize_t http_tls_sendfile(conn_t *c, int fd, off_t *off, size_t n, bool pipe);
 
 #endif

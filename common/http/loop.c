@@ -224,11 +224,13 @@ static void handle_cqe(loop_t *L, uint64_t data, int res, unsigned flags)
 		on_timer(L);
 		break;
 	case TAG_RECV:
-		http_on_recv(c, res);
+		if (c->tls == NULL || http_tls_on_recv(c, &res))
+			http_on_recv(c, res);
 		http_conn_unref(c);
 		break;
 	case TAG_SEND:
-		http_on_send(c, res);
+		if (c->tls == NULL || http_tls_on_send(c, &res))
+			http_on_send(c, res);
 		http_conn_unref(c);
 		break;
 	case TAG_POLL:
@@ -444,6 +446,7 @@ static void free_server(ft_httpd_t *s)
 		free(L->hdrs);
 	}
 	ft_workpool_destroy(s->pool);
+	http_tls_ctx_free(s);
 	while (s->ring_free != NULL) {
 		void *p = s->ring_free;
 
@@ -509,6 +512,8 @@ ft_httpd_t *ft_httpd_start(const ft_httpd_opts_t *o, char *err, size_t errlen)
 		if (L->hdrs == NULL)
 			http_oom();
 	}
+	if (http_tls_ctx_init(s, err, errlen) != 0)
+		goto fail;
 	s->pool = ft_workpool_create(s->o.workers, "ft-http-w");
 	if (s->pool == NULL) {
 		snprintf(err, errlen, "cannot start worker threads");

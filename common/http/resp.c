@@ -144,7 +144,11 @@ static void file_send(conn_t *c)
 	ssize_t n;
 
 	while (c->send_off < r->out_len) {
-		n = send(c->fd, r->out + c->send_off, r->out_len - c->send_off, MSG_NOSIGNAL | MSG_DONTWAIT | MSG_MORE);
+		if (c->tls != NULL)
+			n = http_tls_write_head(c, r->out + c->send_off, r->out_len - c->send_off);
+		else
+			n = send(c->fd, r->out + c->send_off, r->out_len - c->send_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT | MSG_MORE);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -160,7 +164,10 @@ static void file_send(conn_t *c)
 	}
 	while (r->file_left > 0) {
 		want = r->file_left > (1u << 30) ? (1u << 30) : (size_t)r->file_left;
-		n = sendfile(c->fd, r->file_fd, &r->file_off, want);
+		if (c->tls != NULL)
+			n = http_tls_sendfile(c, r->file_fd, &r->file_off, want, false);
+		else
+			n = sendfile(c->fd, r->file_fd, &r->file_off, want);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -150,7 +150,9 @@ static bool stream_send_file(conn_t *c)
 		 * one that goes after them (the caller sends the ring first). */
 		if (f_len == 0 || ring > 0)
 			return true;
-		if (pipe)
+		if (c->tls != NULL)
+			k = http_tls_sendfile(c, fd, &off, f_len > (1u << 30) ? (1u << 30) : (size_t)f_len, pipe);
+		else if (pipe)
 			k = splice(fd, NULL, c->fd, NULL, f_len > (1u << 30) ? (1u << 30) : (size_t)f_len,
 				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		else

@@ -4,6 +4,7 @@
 #include "base/metrics.h"
 #include "base/strbuf.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,6 +15,10 @@
 #include <time.h>
 
 #include <curl/curl.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "auth/auth.h"
 #include "auth/reqsig.h"
@@ -62,6 +67,60 @@ static void client_init_once(void)
 		return;
 	atexit(client_atexit);
 	client_init_rc = 0;
+}
+
+/* ---- trust for https URLs of other nodes ---- */
+
+static STACK_OF(X509) * tls_ca_certs; /* set once at startup, read-only after */
+
+int ft_client_set_tls_ca(const char *path, char *err, size_t errlen)
+{
+	STACK_OF(X509) *certs = NULL;
+	X509 *x;
+	FILE *f;
+
+	if (path == NULL || path[0] == '\0')
+		return 0;
+	f = fopen(path, "r");
+	if (f == NULL) {
+		snprintf(err, errlen, "tls_ca %s: %s", path, strerror(errno));
+		return -1;
+	}
+	certs = sk_X509_new_null();
+	while (certs != NULL && (x = PEM_read_X509(f, NULL, NULL, NULL)) != NULL)
+		if (sk_X509_push(certs, x) == 0)
+			X509_free(x);
+	fclose(f);
+	ERR_clear_error(); /* the end of the file reads as an error */
+	if (certs == NULL || sk_X509_num(certs) == 0) {
+		sk_X509_pop_free(certs, X509_free);
+		snprintf(err, errlen, "tls_ca %s: no PEM certificate in it", path);
+		return -1;
+	}
+	sk_X509_pop_free(tls_ca_certs, X509_free);
+	tls_ca_certs = certs;
+	return 0;
+}
+
+/* libcurl's hook on each new TLS context: adds the cluster CA to the system's trust store. */
+static CURLcode add_tls_ca(CURL *h, void *sslctx, void *arg)
+{
+	X509_STORE *store = SSL_CTX_get_cert_store((SSL_CTX *)sslctx);
+	int i;
+
+	(void)h;
+	(void)arg;
+	for (i = 0; i < sk_X509_num(tls_ca_certs); i++)
+		X509_STORE_add_cert(store, sk_X509_value(tls_ca_certs, i)); /* a duplicate is fine */
+	ERR_clear_error();
+	return CURLE_OK;
+}
+
+void ft_client_tls_apply(void *curl)
+{
+	if (tls_ca_certs == NULL || curl == NULL)
+		return;
+	curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, add_tls_ca);
 }
 
 /* Returns 0, -1 if libcurl cannot be initialized. Safe to call more than once. */
@@ -208,6 +267,7 @@ static int client_send(const char *method, const char *url, const char *const *e
 		snprintf(err, errlen, "%s %s: cannot initialize libcurl", method, url);
 		goto out;
 	}
+	ft_client_tls_apply(h);
 	headers = request_headers(method, url, extra, json_body, body, len);
 	if (headers == NULL) {
 		snprintf(err, errlen, "%s %s: out of memory", method, url);

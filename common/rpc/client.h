@@ -19,6 +19,15 @@ struct curl_slist;
  */
 int ft_client_sign_headers(struct curl_slist **l, const char *method, const char *url, const void *body, size_t len);
 
+/*
+ * Trusts the CA certificates of the PEM file path, besides the system's, for https URLs (the public
+ * ports of other nodes of a TLS cluster); "" or NULL trusts only the system's. Call before any
+ * transfer starts. Returns 0, or -1 with err filled (unreadable file, no certificate in it).
+ */
+int ft_client_set_tls_ca(const char *path, char *err, size_t errlen);
+/* Applies that trust to a libcurl easy handle (CURL *), after its curl_easy_init or curl_easy_reset. */
+void ft_client_tls_apply(void *curl);
+
 /* Call once per process before any thread uses the client. */
 int ft_client_global_init(void);
 /*

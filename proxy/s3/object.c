@@ -1218,6 +1218,8 @@ static void copy_to(px_s3_req_t *q, const char *put_url, bool part)
 	c.ring = malloc(COPY_RING);
 	c.get = curl_easy_init();
 	c.put = curl_easy_init();
+	ft_client_tls_apply(c.get);
+	ft_client_tls_apply(c.put);
 	if (get_url == NULL || put_url == NULL) {
 		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "no targets in the cluster map");
 		goto out;

@@ -160,6 +160,7 @@ void *px_s3_curl(void)
 		}
 	}
 	curl_easy_reset(h);
+	ft_client_tls_apply(h);
 	return h;
 }
 

@@ -55,6 +55,7 @@ static CURL *get_handle(void)
 	CURL *h = pthread_getspecific(get_key);
 	if (h) {
 		curl_easy_reset(h); /* keeps the connections */
+		ft_client_tls_apply(h);
 		return h;
 	}
 	h = curl_easy_init();
@@ -62,6 +63,7 @@ static CURL *get_handle(void)
 		curl_easy_cleanup(h);
 		h = NULL;
 	}
+	ft_client_tls_apply(h);
 	return h;
 }
 

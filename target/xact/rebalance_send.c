@@ -82,6 +82,7 @@ static CURL *thread_curl(void)
 	CURL *h = pthread_getspecific(curl_key);
 	if (h) {
 		curl_easy_reset(h); /* keeps the connections */
+		ft_client_tls_apply(h);
 		return h;
 	}
 	h = curl_easy_init();
@@ -89,6 +90,7 @@ static CURL *thread_curl(void)
 		curl_easy_cleanup(h);
 		h = NULL;
 	}
+	ft_client_tls_apply(h);
 	return h;
 }
 

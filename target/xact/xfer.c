@@ -14,6 +14,7 @@
 #include "auth/auth.h"
 #include "auth/jwt.h"
 #include "base/codec.h"
+#include "rpc/client.h"
 
 /*
  * DESIGN
@@ -149,6 +150,7 @@ static void setup(CURL *h, const char *url, char *errbuf, sink_t *sink, tgt_xfer
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_PROXY, "");
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	ft_client_tls_apply(h);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, XFER_CONNECT_MS);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, XFER_LOW_SPEED_S);

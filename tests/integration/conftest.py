@@ -67,6 +67,8 @@ class ClusterHandle:
         self.offsets = {}
         self.token = cluster.token if cluster is not None else None  # auth on: an admin token
         self.api = Api(url, token=self.token)
+        if cluster is not None and cluster.tls:
+            self.api.s.verify = cluster.ca_file  # HTTPS public ports: verify against the cluster's CA
 
     @property
     def local(self):
@@ -136,7 +138,8 @@ class ClusterHandle:
             argv += ["--keepalive_ms", str(int(c.keepalive_ms))]
         argv += c.target_args
         node = ftcluster.Node("t%d" % i, "target", argv, pub, ctl, tdir,
-                              os.path.join(c.dir, "logs", "t%d.log" % i), c.public_host, mps)
+                              os.path.join(c.dir, "logs", "t%d.log" % i), c.public_host, mps,
+                              scheme=c.scheme)
         c.targets.append(node)
         node.spawn(c.env)
         c.save()
@@ -174,16 +177,17 @@ def _free_base():
 
 
 def start_cluster(tmp_dir, targets=3, mountpaths=2, keepalive_ms=None, target_args=(),
-                  proxy_args=(), public_host=None, auth=False, proxies=1, lease_ttl=None):
+                  proxy_args=(), public_host=None, auth=False, proxies=1, lease_ttl=None, tls=False):
     """Starts a local cluster in tmp_dir; retries on other ports if one was taken meanwhile.
     auth=True: authentication on (cluster secret, admin token in h.c.token; docs/security.md).
-    proxies > 1: that many proxies and a local etcd (docs/multi-proxy.md), lease_ttl their lease TTL."""
+    proxies > 1: that many proxies and a local etcd (docs/multi-proxy.md), lease_ttl their lease TTL.
+    tls=True: HTTPS public ports (CA in h.c.ca_file)."""
     last = None
     for attempt in range(3):
         d = os.path.join(str(tmp_dir), "c%d" % attempt)
         c = ftcluster.Cluster(d, _free_base(), targets, mountpaths, FT_BIN, keepalive_ms,
                               "127.0.0.1", proxy_args, target_args, public_host=public_host,
-                              auth=auth, proxies=proxies, lease_ttl=lease_ttl)
+                              auth=auth, proxies=proxies, lease_ttl=lease_ttl, tls=tls)
         try:
             c.start(timeout=START_TIMEOUT)
         except ftcluster.ClusterError as e:

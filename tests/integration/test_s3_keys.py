@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 
 import peers
 import s3util
-from ftutil import Api, ctl, session, unique, wait_until
+from ftutil import Api, ctl, session, unique, wait_job, wait_until
 
 s3 = s3util.client_fixture()
 bucket = s3util.bucket_fixture("keys")
@@ -313,3 +313,33 @@ def test_rebalance_keeps_them_readable(make_cluster):
     for k in keys:
         assert c.get_object(Bucket=b, Key=k)["Body"].read() == _body(k), k
     assert _list_all(c, b)[0] == _utf8_sorted(keys)
+
+
+# ---- jobs and mirror copies see the real names ----
+
+def test_copy_job_and_mirror_copies(cluster, s3):
+    api = Api(cluster.url, session())
+    src, dst = unique("ksrc"), unique("kdst")
+    r = api.s.post(api.url + "/v1/buckets/" + src, json={"action": "create-bck", "value": {"mirror": {"copies": 2}}})
+    assert r.status_code == 200, r.text
+    keys = ["c/", "c//d", "/c", "c/../d", "..", "e/" + LONG_SEG, "plain/x"]
+    _put_all(s3, src, keys)
+    r = api.s.post(api.url + "/v1/buckets/" + src, json={"action": "copy-bck", "value": {"to": {"name": dst}}})
+    assert r.status_code == 200, r.text
+    st = wait_job(api, r.json()["job_id"])
+    assert st["state"] == "finished" and st.get("errors", 0) == 0, st
+    assert _list_all(s3, dst)[0] == _utf8_sorted(keys)
+    for k in keys:
+        assert s3.get_object(Bucket=dst, Key=k)["Body"].read() == _body(k), k
+    if not cluster.local:
+        return
+    # every hashed main copy has its mirror copy under .copies, named by the same xattr
+    named = {}
+    for mp in cluster.all_mountpaths():
+        for top in (os.path.join(mp, "ais", src), os.path.join(mp, ".copies", "ais", src)):
+            for dirpath, _, files in os.walk(top):
+                for f in files:
+                    if len(f) == 64:
+                        name = os.getxattr(os.path.join(dirpath, f), "user.ft.name").decode()
+                        named[name] = named.get(name, 0) + 1
+    assert named == {k: 2 for k in keys if k != "plain/x"}

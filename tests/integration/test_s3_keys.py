@@ -343,3 +343,40 @@ def test_copy_job_and_mirror_copies(cluster, s3):
                         name = os.getxattr(os.path.join(dirpath, f), "user.ft.name").decode()
                         named[name] = named.get(name, 0) + 1
     assert named == {k: 2 for k in keys if k != "plain/x"}
+
+
+def _hashed_rel(name):
+    h = hashlib.sha256(name.encode()).hexdigest()
+    return os.path.join(".ft-keys", h[:2], h)
+
+
+def test_ec_slices_and_restore(make_cluster):
+    """EC over hashed names: slices and replicas are kept under the hashed path on the other
+    targets; a lost main copy is restored from them, under its hashed name with its real name."""
+    h = make_cluster(targets=4, mountpaths=1)
+    api = Api(h.url, session())
+    c = s3util.client(h)
+    b = s3util.bucket_name("keysec")
+    c.create_bucket(Bucket=b)
+    r = api.s.post(h.url + "/v1/buckets/" + b, json={"action": "set-bprops", "value": {
+        "ec": {"data_slices": 2, "parity_slices": 1, "objsize_limit": 50_000}}})
+    assert r.status_code == 200, r.text
+    want = api.bmd()["version"]
+    for t in h.targets():
+        wait_until(lambda: session().post(t["control_url"] + "/v1/metasync", json={}).json()["bmd_version"] >= want,
+                   timeout=10, what="BMD v%d" % want)
+    objs = {"big/../" + LONG_SEG: os.urandom(120_001), "small//": os.urandom(999), "/lead/": os.urandom(70_000)}
+    for k, data in objs.items():
+        c.put_object(Bucket=b, Key=k, Body=data)
+    for k, data in objs.items():
+        rel = _hashed_rel(k)
+        slices = [os.path.join(mp, ".ec", "ais", b, rel) for t in h.c.targets for mp in t.mountpaths]
+        assert len([p for p in slices if os.path.isfile(p)]) == (1 if len(data) < 50_000 else 3), k
+        mains = [os.path.join(mp, "ais", b, rel) for t in h.c.targets for mp in t.mountpaths]
+        mains = [p for p in mains if os.path.isfile(p)]
+        assert len(mains) == 1, (k, mains)
+        os.remove(mains[0])
+        assert c.get_object(Bucket=b, Key=k)["Body"].read() == data, k
+        assert os.path.isfile(mains[0]), "%s not restored on its owner" % k
+        assert os.getxattr(mains[0], "user.ft.name").decode() == k
+    assert _list_all(c, b)[0] == _utf8_sorted(objs)

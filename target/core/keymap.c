@@ -58,6 +58,8 @@ int tgt_key_path(char *buf, size_t cap, const char *name, size_t len)
 	char hex[TGT_KEY_HEX + 1];
 	int n;
 
+	if (len > FT_OBJ_NAME_MAX)
+		return -1;
 	if (!tgt_key_hashed(name, len)) {
 		if (len >= cap)
 			return -1;

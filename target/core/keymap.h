@@ -17,7 +17,8 @@
  * The xattr is set on the work file before the publishing rename (core/publish.c), so the name is
  * there whenever the file is. Walkers (listing, jobs, rebalance, LRU, EC) read the name back from
  * the xattr and take it only when it hashes to the file name; a reader opening a hashed file
- * checks that its xattr names the object asked for (two names hashing alike: the xattr decides).
+ * checks that its xattr names the object asked for, and a publish never replaces a hashed file
+ * that names another object (two names hashing alike: the xattr decides).
  */
 
 #define TGT_KEYS_DIR ".ft-keys"      /* in a bucket directory: the hashed names */
@@ -30,7 +31,8 @@
 bool tgt_key_hashed(const char *name, size_t len);
 /*
  * The path of name[0..len) relative to its bucket directory: the name itself, or
- * ".ft-keys/<hh>/<hex>" when tgt_key_hashed. 0, or -1 when it does not fit in cap.
+ * ".ft-keys/<hh>/<hex>" when tgt_key_hashed. 0, or -1 when it does not fit in cap or the name is
+ * longer than FT_OBJ_NAME_MAX.
  */
 int tgt_key_path(char *buf, size_t cap, const char *name, size_t len);
 /* Writes the object name held by the hashed file fd (its xattr) into name[cap]; length, or -1 when absent. */

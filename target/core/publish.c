@@ -2,6 +2,7 @@
 /* Publishing an object version: the next version number, the "bucket still exists" check, the rename into place. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,13 +46,26 @@ int tgt_bucket_alive(const tgt_obj_t *o)
 	return alive;
 }
 
-/* A name that is no path: its hashed file carries the name (core/keymap.h), set before the rename. 0 or -errno. */
+/*
+ * A name that is no path: its hashed file carries the name (core/keymap.h), set before the rename.
+ * A file there that names another object (two names with one SHA-256) is never replaced: -EEXIST.
+ * 0 or -errno.
+ */
 static int name_xattr(const tgt_obj_t *o, const char *work, ft_sync_policy_t sync)
 {
 	int rc, fd;
 
 	if (o->obj == NULL || !tgt_key_hashed(o->obj, o->obj_len))
 		return 0;
+	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0) {
+		bool other = !tgt_key_holds(fd, o->obj, o->obj_len);
+		close(fd);
+		if (other) {
+			ft_warn("object %s/%s: %s holds another name: not replaced", o->bucket, o->obj, o->rel);
+			return -EEXIST;
+		}
+	}
 	fd = openat(o->mp->work_fd, work, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

@@ -220,12 +220,39 @@ static size_t encode_byte(unsigned char c, char *out, unsigned flags)
 	return 3;
 }
 
+/*
+ * With FT_PCT_KEEP_SLASH, whether s[i] is a dot of a "." or ".." segment: encoded as %2E, so that no
+ * client library or server on the way removes it as a dot segment (RFC 3986 5.2.4).
+ */
+static bool dot_segment(const char *s, size_t n, size_t i, unsigned flags)
+{
+	size_t a = i, z = i;
+
+	if (!(flags & FT_PCT_KEEP_SLASH) || s[i] != '.')
+		return false;
+	while (a > 0 && s[a - 1] == '.')
+		a--;
+	while (z < n && s[z] == '.')
+		z++;
+	return z - a <= 2 && (a == 0 || s[a - 1] == '/') && (z == n || s[z] == '/');
+}
+
+/* Writes s[i] encoded at out; returns 1 or 3. */
+static size_t encode_at(const char *s, size_t n, size_t i, char *out, unsigned flags)
+{
+	if (dot_segment(s, n, i, flags)) {
+		memcpy(out, "%2E", 3);
+		return 3;
+	}
+	return encode_byte((unsigned char)s[i], out, flags);
+}
+
 size_t ft_pct_encode(const char *s, size_t n, char *out, unsigned flags)
 {
 	size_t o = 0;
 
 	for (size_t i = 0; i < n; i++)
-		o += encode_byte((unsigned char)s[i], out + o, flags);
+		o += encode_at(s, n, i, out + o, flags);
 	out[o] = '\0';
 	return o;
 }
@@ -235,7 +262,7 @@ void ft_pct_encode_buf(ft_strbuf_t *b, const char *s, size_t n, unsigned flags)
 	for (size_t i = 0; i < n; i++) {
 		char esc[3];
 
-		ft_strbuf_add(b, esc, encode_byte((unsigned char)s[i], esc, flags));
+		ft_strbuf_add(b, esc, encode_at(s, n, i, esc, flags));
 	}
 }
 
@@ -506,18 +533,18 @@ int ft_date_parse_iso8601(const char *s, int64_t *ns)
 	return 0;
 }
 
-bool ft_utf8_valid(const char *s, bool *non_ascii)
+bool ft_utf8_valid_n(const char *s, size_t len, bool *non_ascii)
 {
-	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
 	bool high = false;
 
-	while (*p) {
+	while (p < end) {
 		int n = *p < 0x80             ? 0
 			: (*p & 0xe0) == 0xc0 ? 1
 			: (*p & 0xf0) == 0xe0 ? 2
 			: (*p & 0xf8) == 0xf0 ? 3
 					      : -1;
-		if (n < 0 || (n == 1 && *p < 0xc2))
+		if (n < 0 || (n == 1 && *p < 0xc2) || end - p <= n)
 			return false;
 		high = high || n > 0;
 		p++;
@@ -528,4 +555,9 @@ bool ft_utf8_valid(const char *s, bool *non_ascii)
 	if (non_ascii != NULL)
 		*non_ascii = high;
 	return true;
+}
+
+bool ft_utf8_valid(const char *s, bool *non_ascii)
+{
+	return ft_utf8_valid_n(s, strlen(s), non_ascii);
 }

@@ -58,7 +58,8 @@ long ft_base64url_decode(const char *in, size_t n, void *out, size_t cap);
  * %XX, uppercase hex; '/' too unless FT_PCT_KEEP_SLASH. Decoding turns %XX (either case) into its
  * byte; a '%' without two hex digits after it is an error with FT_PCT_STRICT, else a plain '%'.
  */
-#define FT_PCT_KEEP_SLASH 0x1 /* encode: '/' stays (a path); else it is %2F (a path segment, a query value) */
+/* encode: '/' stays (a path; the dots of a "." or ".." segment become %2E); else it is %2F (a segment, a query value) */
+#define FT_PCT_KEEP_SLASH 0x1
 #define FT_PCT_PLUS_SPACE 0x2 /* decode: '+' is a space (form and query encoding); else a plus */
 #define FT_PCT_STRICT 0x4     /* decode: a '%' without two hex digits fails */
 
@@ -125,5 +126,7 @@ int ft_date_parse_iso8601(const char *s, int64_t *ns);
 
 /* Whether s (NUL-terminated) is valid UTF-8; *non_ascii (may be NULL) says whether it holds a byte above 0x7f. */
 bool ft_utf8_valid(const char *s, bool *non_ascii);
+/* The same for s[0..len) (a NUL byte there is a valid one-byte character). */
+bool ft_utf8_valid_n(const char *s, size_t len, bool *non_ascii);
 
 #endif

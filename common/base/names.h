@@ -10,9 +10,9 @@
 #define FT_JOB_NAME_MAX 64 /* a hint job's name, NUL included */
 
 /*
- * Object names: 1..1024 bytes, no NUL, no leading '/', no empty segment ("a//b", trailing '/'),
- * no "." or ".." segment, every segment <= 255 bytes (a file name on disk).
- * Returns 0, or -1 and sets *why to a static message for the client.
+ * Object names, as S3 keys: 1..1024 bytes of valid UTF-8 without NUL. '/', "//", a leading or
+ * trailing '/', "." and ".." segments and long segments are plain characters (never a path:
+ * target/core/keymap.h). Returns 0, or -1 and sets *why to a static message for the client.
  */
 int ft_name_check_object(const char *name, size_t len, const char **why);
 /* Bucket names: 1..64 bytes of [A-Za-z0-9._-], not starting with '.' or '-'. Same contract. */

@@ -16,6 +16,7 @@
 #include "base/fdio.h"
 #include "base/log.h"
 #include "cluster/hrw.h"
+#include "core/keymap.h"
 #include "core/mountpath.h"
 #include "core/namelock.h"
 
@@ -441,9 +442,12 @@ const tgt_mountpath_t *tgt_mountpath_pick(const tgt_t *t, const char *provider, 
 
 int tgt_rel_path(char *buf, size_t cap, const char *provider, const char *bucket, const char *obj)
 {
-	int n = obj ? snprintf(buf, cap, "%s/%s/%s", provider, bucket, obj)
-		    : snprintf(buf, cap, "%s/%s", provider, bucket);
-	return n < 0 || (size_t)n >= cap ? -1 : 0;
+	int n = snprintf(buf, cap, obj ? "%s/%s/" : "%s/%s", provider, bucket);
+
+	if (n < 0 || (size_t)n >= cap)
+		return -1;
+	/* a name that is no path gets its hashed file name (core/keymap.h) */
+	return obj ? tgt_key_path(buf + n, cap - (size_t)n, obj, strlen(obj)) : 0;
 }
 
 int tgt_mountpath_avail(const tgt_mountpath_t *mp, int64_t reserve, uint64_t *avail)

@@ -16,7 +16,10 @@ const tgt_mountpath_t *tgt_mountpath_pick(const tgt_t *t, const char *provider, 
 					  size_t obj_len);
 /* The same for a name hash already computed (ft_hrw_name_hash, tgt_obj_t.hash). */
 const tgt_mountpath_t *tgt_mountpath_pick_hash(const tgt_t *t, uint64_t name_hash);
-/* Writes "<provider>/<bucket>[/<obj>]" (obj may be NULL); 0, or -1 if it does not fit. */
+/*
+ * Writes "<provider>/<bucket>[/<obj>]" (obj may be NULL), or "<provider>/<bucket>/.ft-keys/<hh>/<hex>"
+ * for a name that is no path (core/keymap.h); 0, or -1 if it does not fit.
+ */
 int tgt_rel_path(char *buf, size_t cap, const char *provider, const char *bucket, const char *obj);
 /* Bytes a new object may still take on mp: free space minus reserve (0 if below). 0, or -errno. */
 int tgt_mountpath_avail(const tgt_mountpath_t *mp, int64_t reserve, uint64_t *avail);

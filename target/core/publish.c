@@ -2,6 +2,7 @@
 /* Publishing an object version: the next version number, the "bucket still exists" check, the rename into place. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "base/log.h"
 #include "cluster/bmd.h"
+#include "core/keymap.h"
 #include "core/lom.h"
 #include "core/mountpath.h"
 #include "core/namelock.h"
@@ -44,10 +46,44 @@ int tgt_bucket_alive(const tgt_obj_t *o)
 	return alive;
 }
 
+/*
+ * A name that is no path: its hashed file carries the name (core/keymap.h), set before the rename.
+ * A file there that names another object (two names with one SHA-256) is never replaced: -EEXIST.
+ * 0 or -errno.
+ */
+static int name_xattr(const tgt_obj_t *o, const char *work, ft_sync_policy_t sync)
+{
+	int rc, fd;
+
+	if (o->obj == NULL || !tgt_key_hashed(o->obj, o->obj_len))
+		return 0;
+	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0) {
+		bool other = !tgt_key_holds(fd, o->obj, o->obj_len);
+		close(fd);
+		if (other) {
+			ft_warn("object %s/%s: %s holds another name: not replaced", o->bucket, o->obj, o->rel);
+			return -EEXIST;
+		}
+	}
+	fd = openat(o->mp->work_fd, work, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = tgt_key_fset(fd, o->obj, o->obj_len);
+	if (rc == 0 && sync == FT_SYNC_FULL && fsync(fd) != 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
 int tgt_publish_rename(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
 {
 	const tgt_mountpath_t *mp = o->mp;
-	int rc = -ENOENT;
+	int rc = name_xattr(o, work, sync);
+
+	if (rc != 0)
+		return rc;
+	rc = -ENOENT;
 
 	for (int attempt = 0; attempt < PUBLISH_ATTEMPTS && rc == -ENOENT; attempt++) {
 		const char *leaf = NULL;

@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "cluster/hrw.h"
+#include "core/keymap.h"
 #include "core/mountpath.h"
 #include "core/publish.h"
 #include "core/replica.h"
@@ -165,7 +166,9 @@ tgt_replica_state_t tgt_replica_open(const tgt_obj_t *o, const tgt_replica_t *rp
 		s = TGT_REPLICA_IO;
 		goto fail;
 	}
-	if (!S_ISREG(st.st_mode)) {
+	/* a hashed file name holds the object its name xattr names, no other (core/keymap.h) */
+	if (!S_ISREG(st.st_mode) ||
+	    (o->obj && tgt_key_hashed(o->obj, o->obj_len) && !tgt_key_holds(*fd, o->obj, o->obj_len))) {
 		s = TGT_REPLICA_ABSENT;
 		goto fail;
 	}

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/names.h"
 #include "cloud/backend.h"
+#include "core/keymap.h"
 #include "core/lom.h"
 #include "obj/listwalk.h"
 #include "target.h"
@@ -25,6 +26,8 @@
  * and a call finding a different generation rebuilds. A page is then two binary searches plus
  * one metadata read per returned entry. The walk uses openat/fdopendir/readdir with d_type and one
  * name buffer and opens no file, so a rebuild stays cheap while PUTs keep invalidating it.
+ * Names that are no path (core/keymap.h) come from the xattrs of "<bucket>/.ft-keys/" (one open
+ * each) and sort with the others by their real names.
  * A regular file counts as an object only with valid metadata matching its size; that is checked
  * when a page reaches it (an invalid one is logged once per snapshot and skipped).
  * Remote buckets (the cached objects) are listed exactly as GET sees them: a name counts only on
@@ -189,6 +192,8 @@ static void walk(int fd, char *name, size_t len, int mp, collect_t *c)
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		size_t leaf_len = strlen(de->d_name), sep = len ? 1 : 0;
+		if (len == 0 && strcmp(de->d_name, TGT_KEYS_DIR) == 0)
+			continue; /* hashed names: key_push */
 		if (len + sep + leaf_len > FT_OBJ_NAME_MAX) {
 			c->strays++;
 			continue;
@@ -219,6 +224,25 @@ static void walk(int fd, char *name, size_t len, int mp, collect_t *c)
 	closedir(d);
 }
 
+typedef struct {
+	collect_t *c;
+	int mp;
+} key_arg_t;
+
+/* A tgt_key_walk_fn: a hashed object's real name joins the walk. */
+static int key_push(void *arg, int dfd, const char *leaf, const char *name, size_t len)
+{
+	key_arg_t *k = arg;
+
+	(void)dfd;
+	(void)leaf;
+	if (push(k->c, name, len, k->mp) != 0) {
+		k->c->oom = 1;
+		return 1;
+	}
+	return 0;
+}
+
 static int ent_cmp(const void *a, const void *b)
 {
 	const list_ent_t *x = *(list_ent_t *const *)a, *y = *(list_ent_t *const *)b;
@@ -239,6 +263,8 @@ static int snap_build(tgt_t *t, bucket_list_t *b)
 		int fd = openat(t->mountpaths[i].root_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue; /* nothing stored there yet */
+		key_arg_t k = {.c = &c, .mp = i};
+		tgt_key_walk(fd, key_push, &k);
 		name[0] = '\0';
 		walk(fd, name, 0, i, &c);
 	}

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "cluster/hrw.h"
+#include "core/keymap.h"
 #include "core/lom.h"
 #include "http/util.h"
 #include "target.h"
@@ -54,6 +55,8 @@ typedef struct {
 typedef struct {
 	char *rel;
 	uint64_t size;
+	uint64_t h; /* name hash (the name lock's), valid when named */
+	int named;
 	tgt_hint_rank_t rank; /* at: the newest access (ns); next: next use under the live hints, -1 none */
 } victim_t;
 
@@ -107,11 +110,13 @@ void tgt_lru_touch(const tgt_obj_t *o)
 
 /*
  * Splits "<provider>/<bucket>/<obj>" into buf (TGT_REL_MAX bytes; *bucket points into it, the
- * provider is buf) and hashes it like tgt_lru_touch. -1 if malformed.
+ * provider is buf) and hashes it like tgt_lru_touch: the object name is the path's, or for a hashed
+ * file (core/keymap.h) the one its xattr holds (read from fd). -1 if malformed.
  */
-static int rel_split(const char *rel, char *buf, const char **bucket, uint64_t *h)
+static int rel_split(const char *rel, int fd, char *buf, const char **bucket, uint64_t *h)
 {
-	char *b, *obj;
+	char *b, *obj, name[FT_OBJ_NAME_MAX + 1];
+	long n;
 
 	if (snprintf(buf, TGT_REL_MAX, "%s", rel) >= TGT_REL_MAX)
 		return -1;
@@ -124,16 +129,14 @@ static int rel_split(const char *rel, char *buf, const char **bucket, uint64_t *
 		return -1;
 	*obj++ = '\0';
 	*bucket = b;
-	*h = ft_hrw_name_hash(buf, b, obj, strlen(obj));
+	if (strncmp(obj, TGT_KEYS_DIR "/", sizeof(TGT_KEYS_DIR)) != 0) {
+		*h = ft_hrw_name_hash(buf, b, obj, strlen(obj));
+		return 0;
+	}
+	if ((n = tgt_key_fget(fd, name, sizeof(name))) < 0)
+		return -1;
+	*h = ft_hrw_name_hash(buf, b, name, (size_t)n);
 	return 0;
-}
-
-static int rel_hash(const char *rel, uint64_t *h)
-{
-	char buf[TGT_REL_MAX];
-	const char *bucket;
-
-	return rel_split(rel, buf, &bucket, h);
 }
 
 /* ---- walking a mountpath ---- */
@@ -164,7 +167,10 @@ static void walk_add(walk_t *w, const char *rel, int fd, uint64_t size)
 	v->size = size;
 	v->rank.at = ft_lom_fget(fd, &lom) == 0 ? lom.atime_ns : 0;
 	v->rank.next = -1;
-	if (rel_split(rel, buf, &bucket, &h) == 0) {
+	v->named = 0;
+	if (rel_split(rel, fd, buf, &bucket, &h) == 0) {
+		v->h = h;
+		v->named = 1;
 		int64_t at = recent_get(w->lru, h);
 		if (at > v->rank.at)
 			v->rank.at = at;
@@ -303,7 +309,7 @@ static uint64_t evict_one(tgt_t *t, const tgt_mountpath_t *mp, const victim_t *v
 	uint64_t h, freed = 0;
 	struct stat st;
 
-	if (rel_hash(v->rel, &h) != 0 || recent_get(t->lru, h) > v->rank.at)
+	if (!v->named || recent_get(t->lru, (h = v->h)) > v->rank.at)
 		return 0;
 	tgt_name_lock_hash(t, h);
 	if (fstatat(mp->root_fd, v->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&

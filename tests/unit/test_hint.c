@@ -152,7 +152,8 @@ static void test_store_bad_input(void **state)
 	assert_int_equal(install(f, "ht", "b", "j", 1, 0, NOW), 400);
 	assert_int_equal(install(f, "ht", "b", "j", 1, TGT_HINT_TTL_MAX + 1, NOW), 400);
 	free(f->names[1]);
-	f->names[1] = strdup("../escape");
+	f->names[1] = strdup("bad\xff"
+			     "utf-8"); /* "../escape" is a name like any other */
 	assert_int_equal(install(f, "ht", "b", "j", 1, 10, NOW), 400);
 }
 

@@ -44,28 +44,42 @@ static void test_object_valid(void **state)
 	assert_true(obj_ok("\x01\x7f"));
 }
 
+/* S3 keys: '/', "//", "." and ".." are plain characters (the target never takes them as a path). */
 static void test_object_dots(void **state)
 {
 	(void)state;
-	assert_false(obj_ok("."));
-	assert_false(obj_ok(".."));
-	assert_false(obj_ok("../a"));
-	assert_false(obj_ok("a/../b"));
-	assert_false(obj_ok("a/.."));
-	assert_false(obj_ok("./a"));
-	assert_false(obj_ok("a/./b"));
-	assert_false(obj_ok("a/."));
+	assert_true(obj_ok("."));
+	assert_true(obj_ok(".."));
+	assert_true(obj_ok("../a"));
+	assert_true(obj_ok("a/../b"));
+	assert_true(obj_ok("a/.."));
+	assert_true(obj_ok("./a"));
+	assert_true(obj_ok("a/./b"));
+	assert_true(obj_ok("a/."));
 }
 
 static void test_object_slashes(void **state)
 {
 	(void)state;
-	assert_false(obj_ok("/a"));
-	assert_false(obj_ok("/"));
-	assert_false(obj_ok("a//b"));
-	assert_false(obj_ok("a/"));
-	assert_false(obj_ok("a/b/"));
-	assert_false(obj_ok("//"));
+	assert_true(obj_ok("/a"));
+	assert_true(obj_ok("/"));
+	assert_true(obj_ok("a//b"));
+	assert_true(obj_ok("a/"));
+	assert_true(obj_ok("a/b/"));
+	assert_true(obj_ok("//"));
+}
+
+/* Keys are UTF-8: a stray continuation byte, a truncated sequence or an overlong lead is refused. */
+static void test_object_utf8(void **state)
+{
+	(void)state;
+	assert_true(obj_ok("caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80"));
+	assert_false(obj_ok("a\xff"
+			    "b"));
+	assert_false(obj_ok("a\x80"));
+	assert_false(obj_ok("\xc3"));
+	assert_false(obj_ok("x\xe2\x82"));
+	assert_false(obj_ok("\xc0\xaf"));
 }
 
 static void test_object_empty_and_nul(void **state)
@@ -83,7 +97,7 @@ static void test_object_empty_and_nul(void **state)
 	/* The length given is authoritative: the same bytes without the NUL are fine. */
 	assert_int_equal(ft_name_check_object("a\0b", 1, &why), 0);
 	/* why may be NULL. */
-	assert_int_equal(ft_name_check_object("..", 2, NULL), -1);
+	assert_int_equal(ft_name_check_object("", 0, NULL), -1);
 }
 
 /* Builds a name of total length len made of segments of seg bytes separated by '/'. */
@@ -99,7 +113,7 @@ static void test_object_lengths(void **state)
 	char buf[FT_OBJ_NAME_MAX + 2];
 
 	(void)state;
-	/* 1024 bytes exactly is fine; 1025 is not (segments of 100 keep the segment rule out of it). */
+	/* 1024 bytes exactly is fine; 1025 is not. */
 	fill_segments(buf, 1024, 100);
 	assert_int_not_equal(buf[1023], '/');
 	assert_true(obj_ok(buf));
@@ -107,22 +121,17 @@ static void test_object_lengths(void **state)
 	assert_int_not_equal(buf[1024], '/');
 	assert_false(obj_ok(buf));
 
-	/* A segment of 255 bytes is fine; 256 is not, wherever it is. */
-	memset(buf, 'y', 255);
-	buf[255] = '\0';
+	/* A segment longer than a file name (255 bytes) is fine too: the target hashes such names. */
+	memset(buf, 'y', 300);
+	buf[300] = '\0';
 	assert_true(obj_ok(buf));
-	memset(buf, 'y', 256);
-	buf[256] = '\0';
-	assert_false(obj_ok(buf));
-	memcpy(buf, "a/", 2);
-	memset(buf + 2, 'y', 255);
-	buf[257] = '\0';
+	/* 1,024 bytes of two-byte characters is fine; one more byte is not. */
+	for (size_t i = 0; i < 1024; i += 2)
+		memcpy(buf + i, "\xc3\xa9", 2);
+	buf[1024] = '\0';
 	assert_true(obj_ok(buf));
-	memset(buf + 2, 'y', 256);
-	buf[258] = '\0';
-	assert_false(obj_ok(buf));
-	memset(buf, 'y', 256);
-	memcpy(buf + 256, "/a", 3);
+	buf[1024] = 'z';
+	buf[1025] = '\0';
 	assert_false(obj_ok(buf));
 }
 
@@ -189,10 +198,15 @@ static void test_job(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_object_valid),   cmocka_unit_test(test_object_dots),
-		cmocka_unit_test(test_object_slashes), cmocka_unit_test(test_object_empty_and_nul),
-		cmocka_unit_test(test_object_lengths), cmocka_unit_test(test_bucket),
-		cmocka_unit_test(test_provider),       cmocka_unit_test(test_job),
+		cmocka_unit_test(test_object_valid),
+		cmocka_unit_test(test_object_dots),
+		cmocka_unit_test(test_object_slashes),
+		cmocka_unit_test(test_object_utf8),
+		cmocka_unit_test(test_object_empty_and_nul),
+		cmocka_unit_test(test_object_lengths),
+		cmocka_unit_test(test_bucket),
+		cmocka_unit_test(test_provider),
+		cmocka_unit_test(test_job),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

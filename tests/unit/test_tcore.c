@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cluster/hrw.h"
+#include "core/keymap.h"
 #include "core/lom.h"
 #include "core/mountpath.h"
 #include "core/namelock.h"
@@ -96,7 +97,7 @@ static void test_obj_identity(void **state)
 	assert_true(o.hash == ft_hrw_name_hash("ais", "photos", "a/b.jpg", 7));
 	assert_ptr_equal(o.mp, tgt_mountpath_pick(&f->t, "ais", "photos", "a/b.jpg", 7));
 
-	/* a name whose path cannot fit is refused */
+	/* a name longer than any object name is refused */
 	size_t len = TGT_REL_MAX;
 	char *long_name = malloc(len + 1);
 	memset(long_name, 'x', len);
@@ -229,6 +230,37 @@ static void test_publish(void **state)
 	tgt_work_drop(child.mp, &(int){-1}, work);
 }
 
+/* A name that is no path: published under its hashed file name, named by its xattr; never over another name. */
+static void test_publish_hashed(void **state)
+{
+	fixture_t *f = *state;
+	tgt_obj_t o, other;
+	char work[64], name[FT_OBJ_NAME_MAX + 1];
+
+	tgt_obj_init(&o, &f->t, &f->b, "a//../b/", 8);
+	assert_string_equal(o.rel,
+			    "ais/photos/.ft-keys/77/77121c93c7522db1c1b87fb1fa3559f25a25003f3bea70b7060d6e7962652208");
+	make_work(&o, "hello", "1", work);
+	assert_int_equal(tgt_publish_rename(&o, work, FT_SYNC_NONE), 0);
+	int fd = openat(o.mp->root_fd, o.rel, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(tgt_key_fget(fd, name, sizeof(name)), 8);
+	assert_string_equal(name, "a//../b/");
+	close(fd);
+	assert_int_not_equal(faccessat(o.mp->root_fd, "ais/b", F_OK, 0), 0); /* nothing outside */
+
+	/* two names, one file name (forced here): the file keeps the name it has */
+	tgt_obj_init(&other, &f->t, &f->b, "x/", 2);
+	other.mp = o.mp;
+	memcpy(other.rel, o.rel, sizeof(o.rel));
+	make_work(&other, "other", "1", work);
+	assert_int_equal(tgt_publish_rename(&other, work, FT_SYNC_NONE), -EEXIST);
+	tgt_work_drop(other.mp, &(int){-1}, work);
+	fd = openat(o.mp->root_fd, o.rel, O_RDONLY);
+	assert_true(fd >= 0 && tgt_key_holds(fd, "a//../b/", 8));
+	close(fd);
+}
+
 static void test_publish_bucket_gone(void **state)
 {
 	fixture_t *f = *state;
@@ -285,6 +317,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_holds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_name_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_publish, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_publish_hashed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_publish_bucket_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replicas, setup, teardown),
 	};

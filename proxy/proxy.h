@@ -271,6 +271,14 @@ void px_copy_submit(px_t *px, ft_req_t *r, const char *action, const char *provi
 bool px_copy_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *action,
 		    const json_t *value);
 
+/* ---- jobs_archive.c: the archive action (docs/archive.md) ---- */
+/*
+ * Called by px_jobs_action for actions it does not know: when action is archive, checks value
+ * (400, 404), defers the job (a prefix listed on the worker) and returns true; else false untouched.
+ */
+bool px_archive_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *action,
+		       const json_t *value);
+
 /* ---- hints.c: epoch order hints (docs/epoch-hints.md) ---- */
 /*
  * A bucket POST body (loop thread): when its action is order-hint, or it is over PX_BODY_MAX (only

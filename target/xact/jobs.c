@@ -18,6 +18,7 @@
 #include "obj/listwalk.h"
 #include "protect/mirror.h"
 #include "target.h"
+#include "xact/archive.h"
 #include "xact/copy.h"
 #include "xact/journal.h"
 #include "xact/runner.h"
@@ -59,7 +60,7 @@
 #define JOB_RESUME_WAIT_S 60 /* how long a restarted target waits for its bucket metadata to resume jobs */
 #define DOWNLOAD_ATTEMPTS 4
 
-enum { JOB_PREFETCH = 0, JOB_EVICT, JOB_EVICT_BUCKET, JOB_DELETE, JOB_LOCAL, JOB_COPY, JOB_DOWNLOAD };
+enum { JOB_PREFETCH = 0, JOB_EVICT, JOB_EVICT_BUCKET, JOB_DELETE, JOB_LOCAL, JOB_COPY, JOB_DOWNLOAD, JOB_ARCHIVE };
 enum { SRC_NAMES = 0, SRC_BACKEND, SRC_LOCAL };
 static const char *const state_names[] = {[TGT_RUN_RUNNING] = "running",
 					  [TGT_RUN_FINISHED] = "finished",
@@ -98,6 +99,7 @@ typedef struct job {
 	json_t *done;                           /* resumed: object name -> bytes, done before the restart */
 	tgt_journal_t *journal;                 /* closed by job_done (or job_free) */
 	tgt_download_slot_t slots[JOB_THREADS]; /* JOB_DOWNLOAD: objects in flight */
+	tgt_archive_t *archive;                 /* JOB_ARCHIVE (archive.c) */
 } job_t;
 
 /* t->jobs: this target's job table. */
@@ -123,6 +125,7 @@ static void job_free(job_t *j)
 	json_decref(j->urls);
 	json_decref(j->msg);
 	json_decref(j->done);
+	tgt_archive_free(j->archive);
 	ft_bmd_put(j->bmd);
 	ft_smap_put(j->smap);
 	free(j);
@@ -426,6 +429,14 @@ static void evict_bucket_body(tgt_run_t *r, void *arg)
 	atomic_store(&tgt_run_stats(r)->objects, n > 0 ? n : 0); /* trees (one per mountpath) retired */
 }
 
+/* archive: the packing, on the run's one thread (archive.c). */
+static void archive_body(tgt_run_t *r, void *arg)
+{
+	job_t *j = arg;
+
+	tgt_archive_run(j->archive, j->t, j->smap, r);
+}
+
 /* This target's job document (new reference); jobs_lock held (j stays alive). */
 static json_t *job_json(job_t *j)
 {
@@ -443,6 +454,8 @@ static json_t *job_json(job_t *j)
 			json_pack("{s:s, s:s}", "provider", j->copy.to_provider, "bucket", j->copy.to_bucket));
 		json_object_set_new(doc, "dry_run", json_boolean(j->copy.dry_run));
 	}
+	if (doc != NULL && j->kind == JOB_ARCHIVE)
+		tgt_archive_json(j->archive, doc);
 	if (doc != NULL && j->kind == JOB_DOWNLOAD) {
 		json_t *inflight = json_array();
 		for (int i = 0; i < JOB_THREADS; i++) {
@@ -516,6 +529,8 @@ static int parse_kind(job_t *j, const char *kind)
 		j->kind = JOB_COPY;
 	else if (strcmp(kind, "download") == 0)
 		j->kind = JOB_DOWNLOAD;
+	else if (strcmp(kind, "archive") == 0)
+		j->kind = JOB_ARCHIVE;
 	else if ((j->fn = local_kind(kind)) != NULL)
 		j->kind = JOB_LOCAL;
 	else
@@ -565,6 +580,9 @@ static int parse_source(job_t *j, const json_t *msg, ft_ctl_resp_t *resp)
 		return 0;
 	case JOB_LOCAL:
 		j->src = SRC_LOCAL;
+		return 0;
+	case JOB_ARCHIVE:
+		j->src = SRC_NAMES; /* no items: archive_body */
 		return 0;
 	default:
 		break;
@@ -631,14 +649,15 @@ static job_t *job_parse(tgt_t *t, const json_t *msg, ft_ctl_resp_t *resp)
 		goto fail;
 	}
 	if (parse_kind(j, kind) != 0) {
-		ft_ctl_error(resp, 400,
-			     "unknown job kind \"%s\" (prefetch, evict, evict-bucket, delete, copy, download, mirror, "
-			     "ec-encode, scrub)",
-			     kind);
+		ft_ctl_error(
+			resp, 400,
+			"unknown job kind \"%s\" (prefetch, evict, evict-bucket, delete, copy, download, archive, mirror, "
+			"ec-encode, scrub)",
+			kind);
 		goto fail;
 	}
 	if (j->kind != JOB_LOCAL && j->kind != JOB_DELETE && j->kind != JOB_COPY && j->kind != JOB_DOWNLOAD &&
-	    strcmp(provider, "ais") == 0) {
+	    j->kind != JOB_ARCHIVE && strcmp(provider, "ais") == 0) {
 		ft_ctl_error(resp, 400, "%s works on remote buckets only", kind);
 		goto fail;
 	}
@@ -649,6 +668,15 @@ static job_t *job_parse(tgt_t *t, const json_t *msg, ft_ctl_resp_t *resp)
 		int rc = tgt_copy_parse(&j->copy, msg, j->bmd, provider, bucket, why, sizeof(why));
 		if (rc != 0) {
 			ft_ctl_error(resp, rc == -2 ? 404 : 400, "%s", why);
+			goto fail;
+		}
+	}
+	if (j->kind == JOB_ARCHIVE) {
+		char why[600];
+		int st;
+		j->archive = tgt_archive_parse(msg, j->bmd, &st, why, sizeof(why));
+		if (j->archive == NULL) {
+			ft_ctl_error(resp, st, "archive: %s", why);
 			goto fail;
 		}
 	}
@@ -676,6 +704,8 @@ static int job_launch(job_t *j)
 		return -EEXIST;
 	if (j->kind == JOB_EVICT_BUCKET) {
 		c.body = evict_bucket_body;
+	} else if (j->kind == JOB_ARCHIVE) {
+		c.body = archive_body;
 	} else {
 		c.step = job_step;
 		c.collect = j->src == SRC_NAMES && !(j->kind == JOB_COPY && j->copy.sync) ? NULL : job_collect;

@@ -19,9 +19,9 @@
 #define DEFAULT_ENDPOINT "http://localhost:51080"
 
 /* Options that take a value (the others are flags). */
-static const char *const valued[] = {"endpoint", "token",    "set",      "provider", "workers",  "prefix",
-				     "template", "to",       "objnames", "urls",     "url-list", "output",
-				     "o",        "checksum", "backend",  "timeout",  "limit",    "interval"};
+static const char *const valued[] = {"endpoint", "token",    "set",   "provider", "workers", "prefix",    "template",
+				     "to",       "objnames", "urls",  "url-list", "output",  "o",         "checksum",
+				     "backend",  "timeout",  "limit", "interval", "format",  "shard-size"};
 
 static const struct {
 	const char *cmd, *text;
@@ -31,7 +31,7 @@ static const struct {
 	 "Commands:\n"
 	 "  bucket ls|create|rm|props     buckets of the cluster\n"
 	 "  object ls|put|get|rm|cat      objects (put and get of a directory with -r)\n"
-	 "  job start|ls|show|wait|stop   batch jobs: prefetch, evict, copy, download\n"
+	 "  job start|ls|show|wait|stop   batch jobs: prefetch, evict, copy, download, archive\n"
 	 "  cluster show                  the cluster map and each node's state\n\n"
 	 "Global options:\n"
 	 "  --endpoint URL   proxy URL (env FT_ENDPOINT, ~/.config/ft/config.json; default " DEFAULT_ENDPOINT ")\n"
@@ -78,6 +78,9 @@ static const struct {
 		"  ft job start copy SRC DST [--prefix P | --objnames a,b | --template T] [--dry-run] [--latest]\n"
 		"                            [--sync] [--force] [--wait]\n"
 		"  ft job start download BUCKET (URL... | --template URL | --url-list OBJECT) [--wait]\n"
+		"  ft job start archive BUCKET ARCHNAME (--objnames a,b | --template T | --prefix P) [--to DST]\n"
+		"                            [--format .tar] [--shard-size BYTES] [--include-src-bucket]\n"
+		"                            [--continue-on-error] [--wait]\n"
 		"  ft job ls                 jobs the cluster knows\n"
 		"  ft job show ID            one job, per target\n"
 		"  ft job wait ID            a progress bar until it ends (exit 1 when it failed or had errors)\n"
@@ -88,6 +91,9 @@ static const struct {
 	 "  evict BUCKET (--objnames a,b | --template T | --prefix P)\n"
 	 "  copy SRC DST [--prefix P | --objnames a,b | --template T] [--dry-run] [--latest] [--sync] [--force]\n"
 	 "  download BUCKET (URL... | --template 'http://h/f-{00..99}.tar' | --url-list OBJECT)\n"
+	 "  archive BUCKET ARCHNAME (--objnames a,b | --template T | --prefix P) [--to DST] [--format F]\n"
+	 "          [--shard-size BYTES] [--include-src-bucket] [--continue-on-error]\n"
+	 "          (with --shard-size, ARCHNAME 'out-{0000..}.tar' names the shards; see docs/archive.md)\n"
 	 "Prints the job id; with --wait shows its progress until it ends.\n"},
 	{"job ls", "Usage: ft job ls [--json]\nLists the jobs: id, kind, bucket, state, objects, bytes, errors.\n"},
 	{"job show", "Usage: ft job show ID [--json]\nShows a job and each target's part.\n"},

@@ -16,9 +16,9 @@ def action(api, bucket, value, expect=200):
     return r
 
 
-def run(api, bucket, value, state="finished"):
+def run(api, bucket, value, state="finished", where=None):
     jid = action(api, bucket, value).json()["job_id"]
-    st = wait_job(api, jid)
+    st = wait_job(where or api, jid)
     assert st["state"] == state, st
     return st
 
@@ -175,3 +175,71 @@ def test_archive_bad_input(api, bucket, value, status, words):
 
 def test_archive_unknown_source_bucket(api):
     assert_json_error(action(api, unique("nob"), {"objnames": ["a"], "archname": "x.tar"}, expect=404), 404)
+
+
+def test_archive_from_the_cli(cluster, api, bucket):
+    import subprocess
+
+    ft = os.path.join(os.environ.get("FT_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin")),
+                      "ft")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FT_")}
+    env.update(HOME="/nonexistent", FT_ENDPOINT=cluster.url)
+
+    def cli(*args):
+        p = subprocess.run([ft, *args], env=env, capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout, p.stderr
+
+    data = fill(api, bucket, 8, prefix="c/")
+    rc, out, err = cli("job", "start", "archive", bucket, "cli-{00..}.tar", "--prefix", "c/", "--shard-size", "4000",
+                       "--wait")
+    assert rc == 0 and "finished, 16 objects" in out, (out, err)
+    got = {}
+    for e in api.list_all(bucket, prefix="cli-")[0]:
+        got.update(untar(api.get(bucket, e["name"]).content))
+    assert got == data
+    rc, _, err = cli("job", "start", "archive", bucket, "x.tar")
+    assert rc == 2 and "name the objects" in err
+    rc, _, err = cli("job", "start", "archive", bucket, "x.tar", "--prefix", "c/", "--shard-size", "lots")
+    assert rc == 2 and "--shard-size" in err
+    rc, _, err = cli("job", "start", "archive", bucket, "x.bin", "--prefix", "c/")
+    assert rc != 0 and "archive extension" in err
+
+
+def test_archive_into_mirrored_bucket_is_protected(cluster, api, bucket):
+    cluster.require_local("it looks at the mirror copies on disk")
+    dst = unique("archmir")
+    r = api.s.post(api.url + "/v1/buckets/" + dst, json={"action": "create-bck", "value": {"mirror": {"copies": 2}}},
+                   timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    try:
+        data = fill(api, bucket, 5)
+        st = run(api, bucket, {"objnames": sorted(data), "to_bucket": dst, "archname": "m.tar"})
+        assert st["to"] == {"provider": "ais", "bucket": dst} and st["shards"] == ["m.tar"], st
+        whole = api.get(dst, "m.tar").content
+        assert untar(whole) == data
+        copies = []
+        for mp in cluster.all_mountpaths():
+            for p in (os.path.join(mp, "ais", dst, "m.tar"), os.path.join(mp, ".copies", "ais", dst, "m.tar")):
+                if os.path.isfile(p):
+                    copies.append(open(p, "rb").read())
+        assert len(copies) == 2 and all(c == whole for c in copies)
+    finally:
+        api.destroy_bucket(dst, expect=None)
+
+
+def test_archive_with_authentication_on(make_cluster):
+    from ftutil import Api
+
+    h = make_cluster(targets=3, mountpaths=1, auth=True)
+    api = Api(h.url, token=h.token)
+    b = unique("archauth")
+    api.create_bucket(b)
+    data = fill(api, b, 6)  # spread over the 3 targets: the packer GETs from the others with the cluster token
+    st = run(api, b, {"prefix": "ds/", "archname": "a.tar"}, where=h)
+    assert st["objects"] == len(data) and st["errors"] == 0, st
+    assert untar(api.get(b, "a.tar").content) == data
+    anon = Api(h.url, token="")
+    r = anon.s.post(f"{h.url}/v1/buckets/{b}", json={"action": "archive", "value": {"prefix": "ds/",
+                                                                                     "archname": "b.tar"}},
+                    timeout=TIMEOUT)
+    assert r.status_code in (401, 403), r.text

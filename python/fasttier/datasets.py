@@ -67,9 +67,73 @@ def _tar_members(fileobj):
                 yield m.name, t.extractfile(m).read()
 
 
-def samples_of_tar(fileobj, shard=""):
-    """The samples of a TAR (or TGZ) stream, as ShardDataset yields them."""
-    return _group(_tar_members(fileobj), shard)
+def _exact(f, n):
+    b = f.read(n)
+    if len(b) != n:
+        raise EOFError("the TAR ends inside a record (%d of %d bytes)" % (len(b), n))
+    return b
+
+
+def _octal(field):
+    if field[0] & 0x80:  # GNU base-256
+        return int.from_bytes(field[1:], "big")
+    text = field.split(b"\0", 1)[0].strip()
+    return int(text, 8) if text else 0
+
+
+def _pax(data):
+    """The records of a PAX extended header ("<len> key=value\n" ...) as a dict of str."""
+    out, at = {}, 0
+    while at < len(data):
+        sp = data.index(b" ", at)
+        n = int(data[at:sp])
+        key, _, value = data[sp + 1:at + n - 1].partition(b"=")
+        out[key.decode()] = value.decode("utf-8", "surrogateescape")
+        at += n
+    return out
+
+
+def _tar_members_plain(f):
+    """(name, bytes) of every regular member of an uncompressed TAR stream, by a header walk that
+    checks each header's checksum: the python tarfile module's stream mode costs several times more
+    per member. ustar, GNU long names and PAX path/size records."""
+    long_name, pax = None, {}
+    while True:
+        hdr = _exact(f, 512)
+        if hdr.count(0) == 512:
+            return
+        if _octal(hdr[148:156]) != sum(hdr[:148]) + 256 + sum(hdr[156:]):
+            raise tarfile.ReadError("bad TAR header checksum")
+        kind, size = hdr[156:157], _octal(hdr[124:136])
+        if "size" in pax:
+            size = int(pax["size"])
+        data = _exact(f, size)
+        if size % 512:
+            _exact(f, 512 - size % 512)
+        if kind == b"x":
+            pax = _pax(data)
+            continue
+        if kind == b"L":
+            long_name = data.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+            continue
+        if kind in (b"0", b"\0", b"7"):
+            name = hdr[:100].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+            if hdr[257:262] == b"ustar" and hdr[345] != 0:
+                name = hdr[345:500].split(b"\0", 1)[0].decode("utf-8", "surrogateescape") + "/" + name
+            name = pax.get("path") or long_name or name
+            yield name, data
+        long_name, pax = None, {}
+
+
+def samples_of_tar(fileobj, shard="", compressed=None):
+    """The samples of a TAR (or, compressed=True or a gzip magic when None, TGZ) stream, as
+    ShardDataset yields them."""
+    if compressed is None:
+        fileobj = fileobj if hasattr(fileobj, "peek") else io.BufferedReader(fileobj, 1 << 20)
+        compressed = fileobj.peek(2)[:2] == b"\x1f\x8b"
+    if compressed:
+        return _group(_tar_members(fileobj), shard)
+    return _group(_tar_members_plain(fileobj), shard)
 
 
 def _rank_world(rank, world_size):
@@ -139,8 +203,9 @@ class ShardDataset(torch.utils.data.IterableDataset):
                     members = [(i.filename, z.read(i)) for i in z.infolist() if not i.is_dir()]
                 yield from _group(members, shard)
             else:
-                yield from samples_of_tar(resp.raw, shard)
-        except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as e:
+                raw = io.BufferedReader(resp.raw, 1 << 20)
+                yield from samples_of_tar(raw, shard, compressed=shard.lower().endswith((".tgz", ".gz")))
+        except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
             raise FastTierError("GET %s/%s" % (self.bucket, shard), 200, "not a readable shard: %s" % e) from None
         finally:
             resp.close()

@@ -519,8 +519,12 @@ void tgt_archive_run(tgt_archive_t *a, tgt_t *t, const ft_smap_t *smap, tgt_run_
 	if (src == NULL || p.buf == NULL || p.mp == NULL) {
 		tgt_run_error(r, a->archname, p.mp == NULL ? "no mountpath" : "out of memory");
 		tgt_run_body_fail(r);
-	} else if (pack_all(&p, src, n) < 0) {
-		tgt_run_body_fail(r);
+	} else {
+		int rc = pack_all(&p, src, n);
+		if (rc < 0)
+			tgt_run_body_fail(r);
+		else if (rc > 0)
+			tgt_run_body_cut(r); /* aborted: the shard being written is dropped */
 	}
 	shard_drop(&p);
 	free(p.buf);

@@ -359,6 +359,13 @@ void tgt_run_body_fail(tgt_run_t *r)
 	pthread_mutex_unlock(&r->mu);
 }
 
+void tgt_run_body_cut(tgt_run_t *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->cut = 1;
+	pthread_mutex_unlock(&r->mu);
+}
+
 /* rate, objects_rate and eta_s of doc, over this run's time (the preset counts left out). */
 static void progress_json(tgt_run_t *r, json_t *doc, size_t total, int collecting)
 {

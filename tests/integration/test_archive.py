@@ -243,3 +243,17 @@ def test_archive_with_authentication_on(make_cluster):
                                                                                      "archname": "b.tar"}},
                     timeout=TIMEOUT)
     assert r.status_code in (401, 403), r.text
+
+
+def test_archive_abort_publishes_nothing(api, bucket):
+    for i in range(300):
+        api.put(bucket, "ab/%04d.bin" % i, b"%d" % i)
+    jid = action(api, bucket, {"prefix": "ab/", "archname": "aborted.tar"}).json()["job_id"]
+    r = api.s.delete(f"{api.url}/v1/jobs/{jid}", timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    st = wait_job(api, jid)
+    assert st["state"] in ("aborted", "finished"), st
+    if st["state"] == "aborted":  # stopped before the end: no shard, not even a partial one
+        assert st["objects"] < 300 and api.head(bucket, "aborted.tar").status_code == 404, st
+    else:  # too fast to be stopped on this machine: whole
+        assert len(untar(api.get(bucket, "aborted.tar").content)) == 300

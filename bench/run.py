@@ -15,7 +15,9 @@ USAGE
                                    prints their table and the load, writes no report
   bench/run.py --only shards       only the shard rows (bench/shards.py: archpath GETs of 16 KiB members
                                    of a 1 GiB TAR against GETs of 16 KiB objects; GetBatch of 1,000 x
-                                   16 KiB against 1,000 GETs with 32 in flight)
+                                   16 KiB against 1,000 GETs with 32 in flight; a torch DataLoader, 4
+                                   workers, over shards through FastTier against the same samples as
+                                   local files)
   bench/run.py --only dsort        only the dsort row (bench/dsort.py: a reshard of 64 MiB of TAR shards,
                                    2 GiB with --dsort-full, against tar -xf, find | sort, tar -cf -T)
   bench/run.py --only hints        only the epoch hints rows (bench/hints.py: 3 epochs of a seeded
@@ -937,7 +939,8 @@ class Bench:
             if a.only == "cold":
                 return self.run_only(self.bench_cold)
             if a.only == "shards":
-                return self.run_only(lambda: (shards.bench_shards(self), shards.bench_batch(self)))
+                return self.run_only(lambda: (shards.bench_shards(self), shards.bench_batch(self),
+                                              shards.bench_dataloader(self)))
             if a.only == "dsort":
                 return self.run_only(lambda: dsort.bench_dsort(self))
             self.warm_up()
@@ -951,6 +954,7 @@ class Bench:
             self.bench_perf()
             shards.bench_shards(self)
             shards.bench_batch(self)
+            shards.bench_dataloader(self)
             dsort.bench_dsort(self)
             tls.bench_tls(self, ftcluster)
             protect.bench_protect(self, ftcluster)
@@ -965,7 +969,7 @@ class Bench:
                      "loader": self.loader.path if self.loader else None,
                      "command": "make bench" if os.environ.get("MAKELEVEL") else " ".join(sys.argv)}
             order = ["Warm GET 8 MiB", "Warm GET 1 MiB", "Warm GET 128 KiB", "Warm GET 16 KiB",
-                     "Shard member GET", "GetBatch", "dsort", "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "ft-loader vs wrk", "Target RSS"]
+                     "Shard member GET", "GetBatch", "PyTorch DataLoader", "dsort", "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "ft-loader vs wrk", "Target RSS"]
             self.rows.sort(key=lambda r: next((i for i, o in enumerate(order)
                                                if r.title.startswith(o)), len(order)))
             text = report.table_text(self.rows)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# `make bench` rows of shards: archpath GETs of members of a 1 GiB TAR vs GETs of objects; GetBatch vs single GETs.
+# `make bench` rows of shards: archpath GETs vs object GETs; GetBatch vs single GETs; a torch DataLoader on shards vs files.
 """
 DESIGN
 On the main bench cluster (one target), one TAR of SHARD_BYTES (1 GiB; 64 MiB with --quick) made of
@@ -14,6 +14,14 @@ GetBatch row: A is one POST /v1/batch of the 1,000 16 KiB objects of the warm GE
 proxy, following its 307, the whole TAR read), B is ft-loader reading the same 1,000 objects once
 each with 32 requests in flight straight to the target (-epochs 1 -uniquegets). Both report
 objects per second of wall time; target ratio 2.0.
+
+PyTorch DataLoader row: DL_SAMPLES samples of 16 KiB (DL_QUICK with --quick) in DL_SHARDS TARs of one member
+per sample, PUT through the proxy, and the same samples as files in DL_SHARDS directories of the work directory
+(both warm: on the target's disk and in the page cache). A is fasttier.ShardDataset over the proxy (every worker
+streams whole shards: one GET each, 307 followed), B an IterableDataset reading the files, each worker taking the
+same directories as A's worker takes shards; both through torch's DataLoader with DL_WORKERS workers and
+batch_size=None, one epoch per run, samples per second of wall time (worker start included on both sides),
+every sample's size checked. Target ratio 0.8.
 """
 import http.client
 import io
@@ -22,9 +30,12 @@ import os
 import tarfile
 import time
 import urllib.parse
+import warnings
 
 import loadgen
 import report
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MEMBER = 16 * 1024
 SHARD_BYTES, QUICK_BYTES = 1 << 30, 64 << 20
@@ -32,6 +43,8 @@ BUCKET, SHARD = "bench-shards", "big.tar"
 TITLE = "Shard member GET 16 KiB"
 BATCH_TITLE = "GetBatch 1,000 x 16 KiB"
 BATCH_INFLIGHT = 32
+DL_TITLE = "PyTorch DataLoader 16 KiB samples"
+DL_BUCKET, DL_SAMPLES, DL_QUICK, DL_SHARDS, DL_WORKERS = "bench-dl", 20000, 8000, 32, 4
 
 
 def _request(url, method, path, body=None, length=None):
@@ -145,3 +158,103 @@ def bench_batch(b):
                             lambda: b.loader.run_once_direct(b.cluster.port, plain.bucket, plain.ft_names,
                                                              plain.size, BATCH_INFLIGHT, log=b.runlog), "rps"))
     b.rows.append(report.Row(BATCH_TITLE, desc, "GetBatch", "single GETs", "rps", 2.0, pairs=pairs))
+
+
+# ---- a torch DataLoader on shards vs on local files ----
+
+def _dl_shard_bytes(shard, per):
+    buf = io.BytesIO()
+    payload = bytearray(os.urandom(MEMBER))
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        for i in range(per):
+            payload[:8] = (shard * per + i).to_bytes(8, "little")
+            ti = tarfile.TarInfo("s%02d/%06d.jpg" % (shard, shard * per + i))
+            ti.size = MEMBER
+            t.addfile(ti, io.BytesIO(bytes(payload)))
+    return buf.getvalue()
+
+
+def _dl_load(b, total):
+    """The shards PUT through the proxy and the same samples as files; (shard names, files dir)."""
+    st, _, body = _request(b.cluster.url, "POST", "/v1/buckets/" + DL_BUCKET, '{"action":"create-bck"}')
+    if st != 200:
+        raise b.Error("create bucket %s: %d %r" % (DL_BUCKET, st, body[:200]))
+    per = total // DL_SHARDS
+    local = os.path.join(b.workdir, "dl-files")
+    names = []
+    for s in range(DL_SHARDS):
+        data = _dl_shard_bytes(s, per)
+        name = "train-%04d.tar" % s
+        st, loc, body = _request(b.cluster.url, "PUT", "/v1/objects/%s/%s" % (DL_BUCKET, name), b"", 0)
+        if st == 307 and loc:
+            u = urllib.parse.urlsplit(loc)
+            st, _, body = _request("%s://%s" % (u.scheme, u.netloc), "PUT", u.path + "?" + u.query, data, len(data))
+        if st != 200:
+            raise b.Error("PUT %s: %d %r" % (name, st, body[:200]))
+        names.append(name)
+        with tarfile.open(fileobj=io.BytesIO(data)) as t:
+            for m in t.getmembers():
+                path = os.path.join(local, m.name)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as f:
+                    f.write(t.extractfile(m).read())
+    return names, local, per * DL_SHARDS
+
+
+def _dl_epoch(torch_data, ds, want, what):
+    n = bad = 0
+    with warnings.catch_warnings():  # "4 workers on 2 CPUs": the row's setting, said in its title
+        warnings.simplefilter("ignore", UserWarning)
+        loader = torch_data.DataLoader(ds, batch_size=None, num_workers=DL_WORKERS)
+        t0 = time.monotonic()
+        for s in loader:
+            n += 1
+            bad += len(s["jpg"]) != MEMBER
+        seconds = time.monotonic() - t0
+    return loadgen.Result(what, n, seconds, bad + abs(want - n), MEMBER,
+                          detail="%d samples of %d, %d of a wrong size" % (n, want, bad))
+
+
+def _dl_files_dataset(torch_data, local):
+    class Files(torch_data.IterableDataset):
+        """The samples as files, one directory per shard, dealt over the workers as the shards are."""
+
+        def __iter__(self):
+            info = torch_data.get_worker_info()
+            wid, nw = (info.id, info.num_workers) if info is not None else (0, 1)
+            for d in sorted(os.listdir(local))[wid::nw]:
+                for f in sorted(os.listdir(os.path.join(local, d))):
+                    with open(os.path.join(local, d, f), "rb") as fh:
+                        yield {"__key__": d + "/" + f.split(".")[0], "jpg": fh.read()}
+
+    return Files()
+
+
+def bench_dataloader(b):
+    """Appends the DataLoader row to b.rows."""
+    a = b.args
+    desc = ("torch DataLoader, %d workers, batch_size=None, 1 epoch: fasttier.ShardDataset over %d TARs via the "
+            "proxy (A) vs the same samples as local files (B)" % (DL_WORKERS, DL_SHARDS))
+    try:
+        import sys
+        import torch.utils.data as torch_data
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        import fasttier
+    except ImportError as e:
+        b.rows.append(report.Row(DL_TITLE, desc, "ShardDataset", "local files", "rps", 0.8,
+                                 skipped="torch or fasttier cannot be imported: %s" % e))
+        return
+    names, local, total = _dl_load(b, DL_QUICK if a.quick else DL_SAMPLES)
+    shard_ds = fasttier.ShardDataset(fasttier.Client(b.cluster.url, token=""), DL_BUCKET, shards=names)
+    files_ds = _dl_files_dataset(torch_data, local)
+    for ds, what in ((shard_ds, "ShardDataset"), (files_ds, "files")):  # warm-up, and a check of both
+        r = _dl_epoch(torch_data, ds, total, what)
+        if r.errors:
+            raise b.Error("DataLoader warm-up (%s): %s" % (what, r.detail))
+    pairs = []
+    for rnd in range(a.rounds):
+        pairs.append(b.pair("DataLoader", "16 KiB", "torch", rnd,
+                            lambda: _dl_epoch(torch_data, shard_ds, total, "ShardDataset"),
+                            lambda: _dl_epoch(torch_data, files_ds, total, "files"), "rps"))
+    b.rows.append(report.Row(DL_TITLE, desc + ", %d samples" % total, "ShardDataset", "local files", "rps", 0.8,
+                             pairs=pairs))

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ft job: start prefetch|evict|copy|transform|download|dsort, ls, show, wait (progress), stop. */
+/* ft job: start prefetch|evict|copy|transform|download|dsort|archive, ls, show, wait (progress), stop. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +114,31 @@ static int start_dsort(ft_cli_t *c, json_t *value)
 	return post_job(c, &b, "dsort", value);
 }
 
+/* archive BUCKET ARCHNAME: the names and options into value; 0, or an exit code. */
+static int archive_value(ft_cli_t *c, json_t *value)
+{
+	const char *to = cli_opt(c, "to"), *fmt = cli_opt(c, "format");
+	long size = cli_opt_int(c, "shard-size", 0, 1, 1L << 40);
+	int rc = names_value(c, value, false);
+
+	if (rc != FT_EXIT_OK)
+		return rc;
+	if (size < 0)
+		return FT_EXIT_USAGE;
+	json_object_set_new(value, "archname", json_string(c->args[4]));
+	if (to != NULL)
+		json_object_set_new(value, "to_bucket", json_string(to));
+	if (fmt != NULL)
+		json_object_set_new(value, "format", json_string(fmt));
+	if (size > 0)
+		json_object_set_new(value, "shard_size", json_integer(size));
+	if (cli_flag(c, "include-src-bucket"))
+		json_object_set_new(value, "include_src_bucket_name", json_true());
+	if (cli_flag(c, "continue-on-error"))
+		json_object_set_new(value, "continue_on_error", json_true());
+	return FT_EXIT_OK;
+}
+
 static int start(ft_cli_t *c)
 {
 	const char *kind = c->n_args > 2 ? c->args[2] : "";
@@ -170,10 +195,16 @@ static int start(ft_cli_t *c)
 		}
 	} else if (strcmp(kind, "dsort") == 0) {
 		return start_dsort(c, value);
+	} else if (strcmp(kind, "archive") == 0) {
+		if (c->n_args != 5 || cli_bucket_parse(c->args[3], &b) != 0)
+			rc = cli_fail(FT_EXIT_USAGE,
+				      "job start archive needs BUCKET and ARCHNAME (ft job start --help)");
+		else if ((rc = archive_value(c, value)) == FT_EXIT_OK)
+			return post_job(c, &b, "archive", value);
 	} else {
-		rc = cli_fail(
-			FT_EXIT_USAGE,
-			"job start needs prefetch, evict, copy, transform, download or dsort (ft job start --help)");
+		rc = cli_fail(FT_EXIT_USAGE,
+			      "job start needs prefetch, evict, copy, transform, download, dsort or archive "
+			      "(ft job start --help)");
 	}
 	json_decref(value);
 	return rc;

@@ -23,7 +23,7 @@ static const char *const valued[] = {
 	"endpoint", "token",      "set",   "provider", "workers",         "prefix",     "template",
 	"to",       "objnames",   "urls",  "url-list", "output",          "o",          "checksum",
 	"backend",  "timeout",    "limit", "interval", "output-template", "shard-size", "order",
-	"seed",     "order-file", "etl",   "url",      "max-output",      "procs"};
+	"seed",     "order-file", "etl",   "url",      "max-output",      "procs",      "format"};
 
 static const struct {
 	const char *cmd, *text;
@@ -33,7 +33,7 @@ static const struct {
 	 "Commands:\n"
 	 "  bucket ls|create|rm|props     buckets of the cluster\n"
 	 "  object ls|put|get|rm|cat      objects (put and get of a directory with -r)\n"
-	 "  job start|ls|show|wait|stop   batch jobs: prefetch, evict, copy, transform, download, dsort\n"
+	 "  job start|ls|show|wait|stop   batch jobs: prefetch, evict, copy, transform, download, dsort, archive\n"
 	 "  etl init|ls|show|rm           transformers (ETL) for GET ?etl= and transform jobs\n"
 	 "  cluster show                  the cluster map and each node's state\n\n"
 	 "Global options:\n"
@@ -86,6 +86,9 @@ static const struct {
 	 "  ft job start download BUCKET (URL... | --template URL | --url-list OBJECT) [--wait]\n"
 	 "  ft job start dsort SRC DST (--template T | --prefix P) --output-template T --shard-size BYTES\n"
 	 "                             [--order alphanumeric|shuffle|file] [--seed N] [--order-file OBJ] [--wait]\n"
+	 "  ft job start archive BUCKET ARCHNAME (--objnames a,b | --template T | --prefix P) [--to DST]\n"
+	 "                            [--format .tar] [--shard-size BYTES] [--include-src-bucket]\n"
+	 "                            [--continue-on-error] [--wait]\n"
 	 "  ft job ls                 jobs the cluster knows\n"
 	 "  ft job show ID            one job, per target\n"
 	 "  ft job wait ID            a progress bar until it ends (exit 1 when it failed or had errors)\n"
@@ -100,6 +103,9 @@ static const struct {
 	 "  download BUCKET (URL... | --template 'http://h/f-{00..99}.tar' | --url-list OBJECT)\n"
 	 "  dsort SRC DST (--template 'in-{000..099}.tar' | --prefix P) --output-template 'out-{0000..0999}.tar'\n"
 	 "        --shard-size BYTES [--order alphanumeric|shuffle|file] [--seed N] [--order-file OBJECT]\n"
+	 "  archive BUCKET ARCHNAME (--objnames a,b | --template T | --prefix P) [--to DST] [--format F]\n"
+	 "          [--shard-size BYTES] [--include-src-bucket] [--continue-on-error]\n"
+	 "          (with --shard-size, ARCHNAME 'out-{0000..}.tar' names the shards; see docs/archive.md)\n"
 	 "Prints the job id; with --wait shows its progress until it ends.\n"},
 	{"job ls", "Usage: ft job ls [--json]\nLists the jobs: id, kind, bucket, state, objects, bytes, errors.\n"},
 	{"job show", "Usage: ft job show ID [--json]\nShows a job and each target's part.\n"},

@@ -332,7 +332,8 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 		json_decref(in);
 		return true;
 	}
-	if (a < 0 && px_copy_action(px, r, provider, bucket, action, value)) {
+	if (a < 0 && (px_copy_action(px, r, provider, bucket, action, value) ||
+		      px_archive_action(px, r, provider, bucket, action, value))) {
 		json_decref(in);
 		return true;
 	}
@@ -414,9 +415,13 @@ static json_t *job_fold(json_t *agg, const json_t *part)
 			json_object_set(agg, "to", json_object_get(part, "to"));
 		if (json_is_boolean(json_object_get(part, "dry_run")))
 			json_object_set(agg, "dry_run", json_object_get(part, "dry_run"));
+		if (json_is_string(json_object_get(part, "archname"))) /* archive: the packer names its shards */
+			json_object_set_new(agg, "archname", json_deep_copy(json_object_get(part, "archname")));
 	}
 	if (json_object_get(agg, "members") == NULL && json_is_array(json_object_get(part, "members")))
 		json_object_set(agg, "members", json_object_get(part, "members"));
+	if (json_array_size(json_object_get(part, "shards")) > 0)
+		json_object_set(agg, "shards", json_object_get(part, "shards"));
 	add_int(agg, "skipped", part);
 	add_int(agg, "rate", part);
 	json_t *inflight = json_object_get(part, "inflight");

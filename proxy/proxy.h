@@ -348,6 +348,13 @@ bool px_dsort_action(px_t *px, ft_req_t *r, const char *provider, const char *bu
 void px_etl_route(px_t *px, ft_req_t *r, const char *path, size_t len);
 /* Whether the current BMD has transformer name. */
 bool px_etl_known(const char *name);
+/* ---- jobs_archive.c: the archive action (docs/archive.md) ---- */
+/*
+ * Called by px_jobs_action for actions it does not know: when action is archive, checks value
+ * (400, 404), defers the job (a prefix listed on the worker) and returns true; else false untouched.
+ */
+bool px_archive_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *action,
+		       const json_t *value);
 
 /* ---- hints.c: epoch order hints (docs/epoch-hints.md) ---- */
 /*

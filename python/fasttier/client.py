@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# The HTTP client of a FastTier cluster's proxy: order hints (POST /v1/buckets/B {"action":"order-hint"}).
+# The HTTP client of a FastTier cluster's proxy: order hints, object and shard reads, listings, GetBatch.
 """
 Client(url) talks to one proxy. Every failure is a FastTierError whose message names the request and
 says what went wrong: the proxy's JSON error message and status, or the transport error. Arguments
@@ -117,6 +117,80 @@ class Client:
                                                  urllib.parse.quote(provider, safe=""))
         body = json.dumps({"action": "order-hint", "value": value}, separators=(",", ":"))
         return self._json("POST", url, body)
+
+    def bucket_url(self, bucket, provider="ais", **query):
+        """The bucket's URL, query parameters added (None values left out)."""
+        q = {"provider": provider}
+        q.update((k, v) for k, v in query.items() if v is not None)
+        return "%s/v1/buckets/%s?%s" % (self.url, urllib.parse.quote(bucket, safe=""), urllib.parse.urlencode(q))
+
+    def object_url(self, bucket, name, provider="ais", **query):
+        """The object's URL (the proxy redirects to its owner), query parameters added (None left out)."""
+        q = {"provider": provider}
+        q.update((k, v) for k, v in query.items() if v is not None)
+        return "%s/v1/objects/%s/%s?%s" % (self.url, urllib.parse.quote(bucket, safe=""),
+                                           urllib.parse.quote(name, safe="/"), urllib.parse.urlencode(q))
+
+    def list_objects(self, bucket, prefix=None, provider="ais", archive=False, pagesize=None):
+        """Every entry ({"name", "size", ...}) of the bucket under prefix, following the pages;
+        archive=True lists the members of shards as "shard/member" too."""
+        entries, token = [], None
+        while True:
+            url = self.bucket_url(bucket, provider, prefix=prefix, continuation_token=token,
+                                  archive="true" if archive else None,
+                                  pagesize=str(pagesize) if pagesize else None)
+            page = self._request("GET", url).json()
+            entries.extend(page.get("entries") or [])
+            token = page.get("continuation_token") or None
+            if not token:
+                return entries
+
+    def get(self, bucket, name, provider="ais", archpath=None, stream=False):
+        """GET of an object (or, with archpath, of a member of a shard): the requests.Response,
+        streamed when stream is true (read resp.raw, then close it). Raises FastTierError when the
+        answer is not 200."""
+        return self._request("GET", self.object_url(bucket, name, provider, archpath=archpath), stream=stream)
+
+    def get_batch(self, items, continue_on_error=False, stream=True):
+        """POST /v1/batch: items is a list of {"bucket", "objname"[, "provider", "archpath", "start",
+        "length"]}; the answer is one TAR stream with a member per item, in that order (the
+        requests.Response, streamed by default). A missing item fails it (404), or with
+        continue_on_error is an empty member "__404__/<bucket>/<objname>[/<archpath>]"."""
+        if not items:
+            raise ValueError("a batch needs at least one item")
+        body = json.dumps({"in": list(items), "continue_on_error": bool(continue_on_error)},
+                          separators=(",", ":")).encode()
+        # The proxy redirects (307) to the assembling target; requests would drop the token on the way
+        # (another port), and a batch's Location is not signed: follow it here, token kept.
+        url = "%s/v1/batch" % self.url
+        for _ in range(3):
+            resp = self._request("POST", url, body, stream=stream, redirect=False)
+            if resp.status_code != 307:
+                return resp
+            url = urllib.parse.urljoin(url, resp.headers.get("Location", ""))
+            resp.close()
+        raise FastTierError("POST %s" % url, 307, "too many redirects")
+
+    def session_for_worker(self):
+        """A copy of this client with its own requests.Session (one per DataLoader worker process)."""
+        return Client(self.url, timeout=self.timeout, token=self.token or "")
+
+    def _request(self, method, url, body=None, stream=False, redirect=True):
+        what = "%s %s" % (method, url)
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
+        try:
+            resp = self.session.request(method, url, data=body, headers=headers, timeout=self.timeout, stream=stream,
+                                        allow_redirects=redirect)
+        except requests.RequestException as e:
+            raise FastTierError(what, None, str(e)) from None
+        if resp.status_code != 200 and not (resp.status_code == 307 and not redirect):
+            try:
+                raise FastTierError(what, resp.status_code, _error_message(resp))
+            finally:
+                resp.close()
+        return resp
 
     def _json(self, method, url, body):
         what = "%s %s" % (method, url)

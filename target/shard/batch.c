@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
+#include "auth/urlsig.h"
 #include "base/codec.h"
 #include "base/fdio.h"
 #include "base/log.h"
@@ -117,6 +120,25 @@ static int emit(ft_req_t *r, batch_t *b, const void *p, size_t len)
 	return 0;
 }
 
+/* With auth on, url (taken) signed for a GET of the item, as a redirect is; NULL on allocation failure. */
+static char *sign_url(const item_t *it, char *url)
+{
+	const ft_auth_t *a = ft_auth();
+	ft_strbuf_t b = {0};
+
+	if (!a->enabled)
+		return url;
+	ft_strbuf_addf(&b, "%s", url);
+	ft_urlsig_append(&b, true, a->url_key, "GET", it->provider, it->bucket, it->objname, strlen(it->objname),
+			 time(NULL));
+	free(url);
+	if (b.failed) {
+		ft_strbuf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}
+
 /* The owner's URL of a remote item; NULL on allocation failure. */
 static char *item_url(const item_t *it)
 {
@@ -132,7 +154,7 @@ static char *item_url(const item_t *it)
 	free(eb);
 	free(eo);
 	free(ea);
-	return url;
+	return url != NULL ? sign_url(it, url) : NULL;
 }
 
 /* Parses and checks the request. 0, or -1 with why (a 400). */

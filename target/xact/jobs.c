@@ -18,6 +18,7 @@
 #include "obj/listwalk.h"
 #include "protect/mirror.h"
 #include "target.h"
+#include "xact/archive.h"
 #include "xact/copy.h"
 #include "xact/dsort.h"
 #include "xact/journal.h"
@@ -65,7 +66,17 @@
 #define JOB_RESUME_WAIT_S 60 /* how long a restarted target waits for its bucket metadata to resume jobs */
 #define DOWNLOAD_ATTEMPTS 4
 
-enum { JOB_PREFETCH = 0, JOB_EVICT, JOB_EVICT_BUCKET, JOB_DELETE, JOB_LOCAL, JOB_COPY, JOB_DOWNLOAD, JOB_DSORT };
+enum {
+	JOB_PREFETCH = 0,
+	JOB_EVICT,
+	JOB_EVICT_BUCKET,
+	JOB_DELETE,
+	JOB_LOCAL,
+	JOB_COPY,
+	JOB_DOWNLOAD,
+	JOB_DSORT,
+	JOB_ARCHIVE
+};
 enum { SRC_NAMES = 0, SRC_BACKEND, SRC_LOCAL };
 static const char *const state_names[] = {[TGT_RUN_RUNNING] = "running",
 					  [TGT_RUN_FINISHED] = "finished",
@@ -105,6 +116,7 @@ typedef struct job {
 	json_t *done;                           /* resumed: object name -> bytes, done before the restart */
 	tgt_journal_t *journal;                 /* closed by job_done (or job_free) */
 	tgt_download_slot_t slots[JOB_THREADS]; /* JOB_DOWNLOAD: objects in flight */
+	tgt_archive_t *archive;                 /* JOB_ARCHIVE (archive.c) */
 } job_t;
 
 /* t->jobs: this target's job table. */
@@ -132,6 +144,7 @@ static void job_free(job_t *j)
 	tgt_dsort_free(j->dsort);
 	json_decref(j->members);
 	json_decref(j->done);
+	tgt_archive_free(j->archive);
 	ft_bmd_put(j->bmd);
 	ft_smap_put(j->smap);
 	free(j);
@@ -447,6 +460,14 @@ static void evict_bucket_body(tgt_run_t *r, void *arg)
 	atomic_store(&tgt_run_stats(r)->objects, n > 0 ? n : 0); /* trees (one per mountpath) retired */
 }
 
+/* archive: the packing, on the run's one thread (archive.c). */
+static void archive_body(tgt_run_t *r, void *arg)
+{
+	job_t *j = arg;
+
+	tgt_archive_run(j->archive, j->t, j->smap, r);
+}
+
 /* This target's job document (new reference); jobs_lock held (j stays alive). */
 static json_t *job_json(job_t *j)
 {
@@ -470,6 +491,8 @@ static json_t *job_json(job_t *j)
 	if (doc != NULL && j->kind == JOB_DSORT)
 		json_object_set_new(
 			doc, "to", json_pack("{s:s, s:s}", "provider", "ais", "bucket", tgt_dsort_to_bucket(j->dsort)));
+	if (doc != NULL && j->kind == JOB_ARCHIVE)
+		tgt_archive_json(j->archive, doc);
 	if (doc != NULL && j->kind == JOB_DOWNLOAD) {
 		json_t *inflight = json_array();
 		for (int i = 0; i < JOB_THREADS; i++) {
@@ -549,6 +572,8 @@ static int parse_kind(job_t *j, const char *kind)
 		j->kind = JOB_DOWNLOAD;
 	else if (strcmp(kind, "dsort") == 0)
 		j->kind = JOB_DSORT;
+	else if (strcmp(kind, "archive") == 0)
+		j->kind = JOB_ARCHIVE;
 	else if ((j->fn = local_kind(kind)) != NULL)
 		j->kind = JOB_LOCAL;
 	else
@@ -598,6 +623,9 @@ static int parse_source(job_t *j, const json_t *msg, ft_ctl_resp_t *resp)
 		return 0;
 	case JOB_LOCAL:
 		j->src = SRC_LOCAL;
+		return 0;
+	case JOB_ARCHIVE:
+		j->src = SRC_NAMES; /* no items: archive_body */
 		return 0;
 	default:
 		break;
@@ -668,13 +696,13 @@ static job_t *job_parse(tgt_t *t, const json_t *msg, ft_ctl_resp_t *resp)
 	if (parse_kind(j, kind) != 0) {
 		ft_ctl_error(
 			resp, 400,
-			"unknown job kind \"%s\" (prefetch, evict, evict-bucket, delete, copy, download, dsort, mirror, "
+			"unknown job kind \"%s\" (prefetch, evict, evict-bucket, delete, copy, download, dsort, archive, mirror, "
 			"ec-encode, scrub)",
 			kind);
 		goto fail;
 	}
 	if (j->kind != JOB_LOCAL && j->kind != JOB_DELETE && j->kind != JOB_COPY && j->kind != JOB_DOWNLOAD &&
-	    j->kind != JOB_DSORT && strcmp(provider, "ais") == 0) {
+	    j->kind != JOB_DSORT && j->kind != JOB_ARCHIVE && strcmp(provider, "ais") == 0) {
 		ft_ctl_error(resp, 400, "%s works on remote buckets only", kind);
 		goto fail;
 	}
@@ -693,6 +721,15 @@ static job_t *job_parse(tgt_t *t, const json_t *msg, ft_ctl_resp_t *resp)
 		int st;
 		if ((j->dsort = tgt_dsort_parse(msg, j->bmd, &st, why, sizeof(why))) == NULL) {
 			ft_ctl_error(resp, st, "%s", why);
+			goto fail;
+		}
+	}
+	if (j->kind == JOB_ARCHIVE) {
+		char why[600];
+		int st;
+		j->archive = tgt_archive_parse(msg, j->bmd, &st, why, sizeof(why));
+		if (j->archive == NULL) {
+			ft_ctl_error(resp, st, "archive: %s", why);
 			goto fail;
 		}
 	}
@@ -720,6 +757,8 @@ static int job_launch(job_t *j)
 		return -EEXIST;
 	if (j->kind == JOB_EVICT_BUCKET) {
 		c.body = evict_bucket_body;
+	} else if (j->kind == JOB_ARCHIVE) {
+		c.body = archive_body;
 	} else {
 		c.step = job_step;
 		c.ending = j->kind == JOB_DSORT ? dsort_ending : NULL;

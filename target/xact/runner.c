@@ -54,6 +54,7 @@ struct tgt_run {
 	int n_threads;
 	int joined;
 	int64_t preset_objects, preset_bytes; /* done before a restart: in the counts, not in the rate */
+	atomic_llong body_total;              /* a body's own count of what it has to do (in total) */
 };
 
 /* ---- stats ---- */
@@ -348,6 +349,25 @@ void tgt_run_preset(tgt_run_t *r, int64_t objects, int64_t bytes)
 	atomic_fetch_add(&r->conf.stats->bytes, bytes);
 }
 
+void tgt_run_body_total(tgt_run_t *r, int64_t n)
+{
+	atomic_store(&r->body_total, n);
+}
+
+void tgt_run_body_fail(tgt_run_t *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->failed = 1;
+	pthread_mutex_unlock(&r->mu);
+}
+
+void tgt_run_body_cut(tgt_run_t *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->cut = 1;
+	pthread_mutex_unlock(&r->mu);
+}
+
 /* rate, objects_rate and eta_s of doc, over this run's time (the preset counts left out). */
 static void progress_json(tgt_run_t *r, json_t *doc, size_t total, int collecting)
 {
@@ -378,7 +398,7 @@ json_t *tgt_run_json(tgt_run_t *r, const char *node)
 	tgt_run_stats_t *s = r->conf.stats;
 
 	pthread_mutex_lock(&r->mu);
-	size_t total = r->n_items + (size_t)r->preset_objects;
+	size_t total = r->n_items + (size_t)r->preset_objects + (size_t)atomic_load(&r->body_total);
 	int collecting = r->conf.collect && !r->collected;
 	pthread_mutex_unlock(&r->mu);
 	json_t *doc =

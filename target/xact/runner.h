@@ -96,6 +96,12 @@ int tgt_run_state(const tgt_run_t *r);
  * counters and objects to the total, left out of the rate. Before the start.
  */
 void tgt_run_preset(tgt_run_t *r, int64_t objects, int64_t bytes);
+/* A body's total (the run's "total": what it has to do; items count themselves). */
+void tgt_run_body_total(tgt_run_t *r, int64_t n);
+/* A body's failure: the run ends "failed" (tell why with tgt_run_error). */
+void tgt_run_body_fail(tgt_run_t *r);
+/* A body that stopped early on abort: the run ends "aborted". */
+void tgt_run_body_cut(tgt_run_t *r);
 /*
  * The run's status document (new reference): id, node, kind, state, counts (objects, bytes,
  * errors, skipped), total, start, end, error_samples, and the progress: rate (bytes/s),

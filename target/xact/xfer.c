@@ -338,9 +338,11 @@ int tgt_xfer_delete(const char *url, char *err, size_t cap)
 	return rc;
 }
 
-int tgt_xfer_fetch(const char *url, int fd, atomic_llong *progress, int64_t *bytes, long *status, int *retry, char *err,
-		   size_t cap)
+/* GET url into fd; auth: with the cluster's token (a target's own port), else none (any server). */
+static int fetch(const char *url, int fd, atomic_llong *progress, int64_t *bytes, long *status, int *retry, char *err,
+		 size_t cap, int auth)
 {
+	struct curl_slist *hdrs = auth ? cluster_auth(NULL) : NULL;
 	CURL *c = curl_easy_init();
 	char errbuf[CURL_ERROR_SIZE] = "";
 	sink_t sink = {.fd = fd, .progress = progress};
@@ -351,9 +353,12 @@ int tgt_xfer_fetch(const char *url, int fd, atomic_llong *progress, int64_t *byt
 	*bytes = 0;
 	if (c == NULL) {
 		snprintf(err, cap, "out of memory");
+		curl_slist_free_all(hdrs);
 		return -1;
 	}
 	setup(c, url, errbuf, &sink, NULL);
+	if (hdrs != NULL)
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
 	curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -379,6 +384,20 @@ int tgt_xfer_fetch(const char *url, int fd, atomic_llong *progress, int64_t *byt
 	*bytes = sink.written;
 	rc = 0;
 out:
+	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(c);
 	return rc;
+}
+
+int tgt_xfer_fetch(const char *url, int fd, atomic_llong *progress, int64_t *bytes, long *status, int *retry, char *err,
+		   size_t cap)
+{
+	return fetch(url, fd, progress, bytes, status, retry, err, cap, 0);
+}
+
+int tgt_xfer_get(const char *url, int fd, int64_t *bytes, long *status, char *err, size_t cap)
+{
+	int retry;
+
+	return fetch(url, fd, NULL, bytes, status, &retry, err, cap, 1);
 }

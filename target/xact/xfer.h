@@ -42,5 +42,7 @@ int tgt_xfer_delete(const char *url, char *err, size_t cap);
  */
 int tgt_xfer_fetch(const char *url, int fd, atomic_llong *progress, int64_t *bytes, long *status, int *retry, char *err,
 		   size_t cap);
+/* GETs url on a node of the cluster (its token sent when auth is on) into fd, as tgt_xfer_fetch. */
+int tgt_xfer_get(const char *url, int fd, int64_t *bytes, long *status, char *err, size_t cap);
 
 #endif

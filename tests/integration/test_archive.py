@@ -163,7 +163,7 @@ def test_archive_rerun_replaces_shard(api, bucket):
     ({"objnames": ["a"], "archname": "x-{ab..}.tar", "shard_size": 10}, 400, "template"),
     ({"objnames": ["a"], "archname": "x.tar", "continue_on_error": "yes"}, 400, "true or false"),
     ({"objnames": [], "archname": "x.tar"}, 400, "empty"),
-    ({"objnames": ["../a"], "archname": "x.tar"}, 400, "objnames"),
+    ({"objnames": ["k" * 1025], "archname": "x.tar"}, 400, "objnames"),  # over S3's 1,024-byte key limit
     ({"objnames": ["a"], "template": "b{0..1}", "archname": "x.tar"}, 400, "one of"),
     ({"objnames": ["a"], "archname": "x.tar", "to_bucket": "no-such-bucket-zz"}, 404, "does not exist"),
     ({"prefix": "none-here/", "archname": "x.tar"}, 404, "no objects"),

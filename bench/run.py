@@ -16,6 +16,7 @@ USAGE
   bench/run.py --only shards       only the shard rows (bench/shards.py: archpath GETs of 16 KiB members
                                    of a 1 GiB TAR against GETs of 16 KiB objects; GetBatch of 1,000 x
                                    16 KiB against 1,000 GETs with 32 in flight)
+  bench/run.py --only batch        only the GetBatch row (the 16 KiB objects only, no 1 GiB TAR)
   bench/run.py --only hints        only the epoch hints rows (bench/hints.py: 3 epochs of a seeded
                                    random order over a remote bucket 1.5x the cache, with order hints
                                    against plain LRU, origin rate-limited in a network namespace):
@@ -230,8 +231,8 @@ class Bench:
         log("bench: cluster up: proxy %s, target %s (pid %d)" % (self.cluster.url,
                                                                 self.target.public_url,
                                                                 self.target.pid))
-        self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES
-                     if a.only != "cold" or s[0] == "8 MiB"]
+        keep = {"cold": "8 MiB", "batch": "16 KiB"}.get(a.only)
+        self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES if keep is None or s[0] == keep]
         self.create_objects()
         taken = {self.cluster.port, self.cluster.port + 1} | {
             p for t in self.cluster.targets for p in (t.public_port, t.control_port)}
@@ -928,6 +929,8 @@ class Bench:
                 return self.run_only(self.bench_cold)
             if a.only == "shards":
                 return self.run_only(lambda: (shards.bench_shards(self), shards.bench_batch(self)))
+            if a.only == "batch":
+                return self.run_only(lambda: shards.bench_batch(self))
             self.warm_up()
             pairs = self.bench_get()
             self.bench_loader_vs_wrk(pairs)
@@ -987,12 +990,12 @@ def parse_args(argv):
     p.add_argument("--keep", action="store_true", help="keep <build>/bench-run (cluster, nginx, logs)")
     p.add_argument("--hold", action="store_true",
                    help="start the cluster and nginx, write <build>/bench-run/hold.json, wait for Ctrl-C")
-    p.add_argument("--only", choices=["cold", "protect", "hints", "shards"],
+    p.add_argument("--only", choices=["cold", "protect", "hints", "shards", "batch"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
                    "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
                    "hints = the epoch hints rows (order hints vs LRU over a rate-limited origin), shards = the "
                    "shard rows (archpath GETs of 16 KiB members of a 1 GiB TAR vs 16 KiB objects; GetBatch of "
-                   "1,000 x 16 KiB vs single GETs)")
+                   "1,000 x 16 KiB vs single GETs), batch = the GetBatch row alone")
     p.add_argument("--hints-rate", default=hints.RATE,
                    help="bandwidth of the epoch hints rows' origin (tc htb rate, default %s)" % hints.RATE)
     p.add_argument("--hints-rounds", type=int, default=hints.ROUNDS,

@@ -85,6 +85,21 @@ def test_parts_merge_in_order(bcluster, api, bucket):
     assert untar(r.content) == [(n, b"") for n, _ in want[:4]]
 
 
+def test_proxy_plans_the_owner_of_most_items(bcluster, api, bucket):
+    """The proxy sends the batch to the target owning most of its items (the first item's owner on a tie)."""
+    one = owned(api, bcluster, bucket, "p", 0, 2)
+    many = owned(api, bcluster, bucket, "q", 1, 3)
+    for n in one + many:
+        api.put(bucket, n, n.encode())
+    for items, want in (([one[0]] + many, 1), ([one[0], many[0]], 0), (one + many[:1], 0)):
+        body = {"in": [{"bucket": bucket, "objname": n} for n in items]}
+        r = api.s.post(api.url + "/v1/batch", json=body, allow_redirects=False, timeout=TIMEOUT)
+        assert r.status_code == 307, r.text
+        assert bcluster.index_of_url(r.headers["Location"]) == want, (items, r.headers["Location"])
+        r = api.s.post(api.url + "/v1/batch", json=body, timeout=TIMEOUT)
+        assert [d for _, d in untar(r.content)] == [n.encode() for n in items]
+
+
 def vm_hwm(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -139,3 +154,4 @@ def test_owner_killed_mid_batch(bcluster, big, bucket):
     bcluster.restart_target(1)
     r = post(bcluster, 0, {"in": body["in"][:2]})
     assert r.status_code == 200 and untar(r.content)[1][1] == bytes([0]) * MIB
+

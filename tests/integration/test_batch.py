@@ -154,4 +154,3 @@ def test_owner_killed_mid_batch(bcluster, big, bucket):
     bcluster.restart_target(1)
     r = post(bcluster, 0, {"in": body["in"][:2]})
     assert r.status_code == 200 and untar(r.content)[1][1] == bytes([0]) * MIB
-

@@ -46,6 +46,8 @@
 #define SMALL_MAX (64 * 1024)
 #define OUT_MAX (256 * 1024)
 #define PART_ERR_MAX 512 /* bytes of an error member's text read */
+/* Local items are opened (and, up to SMALL_MAX, read) WINDOW at a time in parallel on the fan-out threads. */
+#define WINDOW 16
 
 typedef struct {
 	const char *provider, *bucket, *objname, *archpath; /* borrowed from the parsed body */
@@ -54,6 +56,15 @@ typedef struct {
 	int pull;                                           /* remote: index into b->pulls */
 	size_t part_index;                                  /* remote: its index in the owner's part */
 } item_t;
+
+/* What resolving an item found: the open file and range (local), or its size (remote). */
+typedef struct {
+	int state; /* 1 there, 0 missing, -errno (err says why) */
+	int fd;    /* the file (-1: none) */
+	uint64_t off, len;
+	uint8_t *copy; /* the len bytes read ahead (in b->ahead_buf), NULL: send them from fd */
+	char err[200];
+} found_t;
 
 typedef struct {
 	const ft_node_t *owner;
@@ -77,16 +88,12 @@ typedef struct {
 	bool started; /* the 200 and its stream began (with the first bytes handed to the server) */
 	uint8_t *out; /* OUT_MAX bytes of the stream not handed to the server yet (fewer, larger writes) */
 	size_t out_len;
-	int fail_status; /* the answer when the batch fails before the stream started */
+	int fail_status;    /* the answer when the batch fails before the stream started */
+	found_t *ahead;     /* WINDOW items from ahead_from resolved ahead (local ones) */
+	uint8_t *ahead_buf; /* WINDOW x SMALL_MAX: their bytes read ahead */
+	size_t ahead_from, ahead_to;
 	char err[PART_ERR_MAX + 64];
 } batch_t;
-
-/* What resolving an item found: the open file and range (local), or its size (remote). */
-typedef struct {
-	int state; /* 1 there, 0 missing, -errno (b->err says why) */
-	int fd;    /* local: the file (-1: none) */
-	uint64_t off, len;
-} found_t;
 
 static void batch_free(void *arg)
 {
@@ -95,6 +102,11 @@ static void batch_free(void *arg)
 	for (size_t i = 0; i < b->npulls; i++)
 		tgt_batch_pull_free(b->pulls[i].p);
 	free(b->pulls);
+	for (size_t j = 0; b->ahead != NULL && j < b->ahead_to - b->ahead_from; j++)
+		if (b->ahead[j].fd >= 0)
+			close(b->ahead[j].fd);
+	free(b->ahead);
+	free(b->ahead_buf);
 	free(b->v);
 	free(b->hdr);
 	free(b->out);
@@ -352,7 +364,7 @@ static int send_local_data(ft_req_t *r, batch_t *b, int fd, uint64_t off, uint64
 	return rc == 0 ? 0 : -EIO;
 }
 
-/* Resolves an item owned here: f's file, offset and length (fd open when f->state is 1), b->err on errors. */
+/* Resolves an item owned here: f's file, offset and length (fd open when f->state is 1), f->err on errors. */
 static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 {
 	ft_bmd_t *bmd = ft_bmd_current();
@@ -378,12 +390,12 @@ static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 		tgt_shard_index_t *ix = NULL;
 		const tgt_shard_member_t *m = NULL;
 		if (fmt == TGT_SHARD_NONE) {
-			snprintf(b->err, sizeof(b->err), "\"%s\" is not an archive", it->objname);
+			snprintf(f->err, sizeof(f->err), "\"%s\" is not an archive", it->objname);
 			rc = -EINVAL;
-		} else if ((rc = tgt_shard_index_get(&o, fd, &lom, fmt, true, &ix, b->err, sizeof(b->err))) == 0) {
+		} else if ((rc = tgt_shard_index_get(&o, fd, &lom, fmt, true, &ix, f->err, sizeof(f->err))) == 0) {
 			m = tgt_shard_index_find(ix, it->archpath);
 			if (m != NULL && m->off < 0) {
-				snprintf(b->err, sizeof(b->err), "a compressed member: read it with GET ?archpath=");
+				snprintf(f->err, sizeof(f->err), "a compressed member: read it with GET ?archpath=");
 				rc = -ENOTSUP;
 			} else if (m != NULL) {
 				base = (uint64_t)m->off;
@@ -398,7 +410,7 @@ static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 		}
 	}
 	if (item_range(it, size, &f->off, &f->len) != 0) {
-		snprintf(b->err, sizeof(b->err), "start %" PRIu64 " past the end (%" PRIu64 " bytes)", it->start, size);
+		snprintf(f->err, sizeof(f->err), "start %" PRIu64 " past the end (%" PRIu64 " bytes)", it->start, size);
 		close(fd);
 		f->state = -ERANGE;
 		return;
@@ -406,6 +418,60 @@ static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 	f->off += base;
 	f->fd = fd;
 	f->state = 1;
+}
+
+/* Fan-out thread: resolves local item ahead_from + j, and reads it when small. */
+static void ahead_one(void *arg, int j)
+{
+	batch_t *b = arg;
+	const item_t *it = &b->v[b->ahead_from + (size_t)j];
+	found_t *f = &b->ahead[j];
+	uint8_t *buf = b->ahead_buf + (size_t)j * SMALL_MAX;
+
+	*f = (found_t){.state = -EIO, .fd = -1};
+	if (it->owner != NULL)
+		return;
+	resolve_local(b, it, f);
+	if (f->state != 1 || b->only_names || f->len > SMALL_MAX)
+		return;
+	int rc = ft_pread_all(f->fd, buf, (size_t)f->len, (off_t)f->off);
+	close(f->fd);
+	f->fd = -1;
+	if (rc != 0) {
+		snprintf(f->err, sizeof(f->err), "read: %s", rc == -1 ? "short file" : strerror(-rc));
+		f->state = -EIO;
+	} else {
+		f->copy = buf;
+	}
+}
+
+/* What resolving local item i found: the next WINDOW items are resolved in parallel when i is past the last. */
+static found_t *local_found(batch_t *b, size_t i)
+{
+	if (i >= b->ahead_to) {
+		for (size_t j = 0; j < b->ahead_to - b->ahead_from; j++)
+			if (b->ahead[j].fd >= 0)
+				close(b->ahead[j].fd);
+		b->ahead_from = i;
+		b->ahead_to = i + WINDOW < b->n ? i + WINDOW : b->n;
+		ft_fanout_run(b->t->fanout, ahead_one, b, (int)(b->ahead_to - b->ahead_from));
+	}
+	return &b->ahead[i - b->ahead_from];
+}
+
+/* Sends a local item's bytes: the copy read ahead, or from its file (taken). 0 or -errno (b->err). */
+static int send_found(ft_req_t *r, batch_t *b, found_t *f, uint64_t len)
+{
+	int rc = 0, fd = f->fd;
+
+	f->fd = -1;
+	if (f->copy != NULL && len > 0)
+		rc = emit(r, b, f->copy, (size_t)len);
+	else if (len > 0)
+		return send_local_data(r, b, fd, f->off, len);
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }
 
 /*
@@ -432,20 +498,18 @@ static int item_failed(ft_req_t *r, batch_t *b, size_t i, const item_t *it, int 
 static int send_local(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 {
 	char name[3 * TGT_SHARD_NAME_MAX + 16];
-	found_t f;
+	found_t *f = local_found(b, i);
 	int rc;
 
-	resolve_local(b, it, &f);
-	if (f.state != 1)
-		return item_failed(r, b, i, it, f.state);
-	uint64_t len = b->only_names ? 0 : f.len;
-	item_name(it, false, name, sizeof(name));
-	if ((rc = send_header(r, b, name, len)) == 0 && len > 0) {
-		rc = send_local_data(r, b, f.fd, f.off, len);
-		f.fd = -1;
+	if (f->state != 1) {
+		snprintf(b->err, sizeof(b->err), "%s", f->err);
+		return item_failed(r, b, i, it, f->state);
 	}
-	if (f.fd >= 0)
-		close(f.fd);
+	uint64_t len = b->only_names ? 0 : f->len;
+	item_name(it, false, name, sizeof(name));
+	rc = send_header(r, b, name, len);
+	if (rc == 0)
+		rc = send_found(r, b, f, len);
 	return rc == 0 ? send_padding(r, b, len) : rc;
 }
 
@@ -508,29 +572,24 @@ static int send_remote(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 static int send_part_item(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 {
 	char name[48];
-	found_t f = {.state = -EIO, .fd = -1};
+	found_t *f = local_found(b, i);
 	int status, rc;
 
 	if (it->owner != NULL)
-		snprintf(b->err, sizeof(b->err), "not owned by %s (the cluster map changed)", b->t->id);
-	else
-		resolve_local(b, it, &f);
-	status = f.state == 1 ? 200 : f.state == 0 ? 404 : f.state == -ERANGE ? 416 : it->owner ? 503 : 500;
+		snprintf(f->err, sizeof(f->err), "not owned by %s (the cluster map changed)", b->t->id);
+	status = f->state == 1 ? 200 : f->state == 0 ? 404 : f->state == -ERANGE ? 416 : it->owner ? 503 : 500;
 	snprintf(name, sizeof(name), "%zu.%d", i, status);
 	if (status != 200) {
-		size_t len = status == 404 ? 0 : strnlen(b->err, PART_ERR_MAX);
+		size_t len = status == 404 ? 0 : strnlen(f->err, sizeof(f->err));
 		rc = send_header(r, b, name, len);
 		if (rc == 0 && len)
-			rc = emit(r, b, b->err, len);
+			rc = emit(r, b, f->err, len);
 		return rc == 0 ? send_padding(r, b, len) : rc;
 	}
-	uint64_t len = b->only_names ? 0 : f.len;
-	if ((rc = send_header(r, b, name, len)) == 0 && len > 0) {
-		rc = send_local_data(r, b, f.fd, f.off, len);
-		f.fd = -1;
-	}
-	if (f.fd >= 0)
-		close(f.fd);
+	uint64_t len = b->only_names ? 0 : f->len;
+	rc = send_header(r, b, name, len);
+	if (rc == 0)
+		rc = send_found(r, b, f, len);
 	return rc == 0 ? send_padding(r, b, len) : rc;
 }
 
@@ -556,7 +615,9 @@ static void batch_work(ft_req_t *r, void *arg)
 	b->hdr_cap = tgt_tar_header_max(3 * TGT_SHARD_NAME_MAX + 16);
 	b->hdr = malloc(b->hdr_cap);
 	b->out = malloc(OUT_MAX);
-	if (b->hdr == NULL || b->out == NULL) {
+	b->ahead = calloc(WINDOW, sizeof(*b->ahead));
+	b->ahead_buf = malloc(WINDOW * SMALL_MAX);
+	if (b->hdr == NULL || b->out == NULL || b->ahead == NULL || b->ahead_buf == NULL) {
 		ft_resp_error(r, 500, "out of memory");
 		return;
 	}

@@ -24,13 +24,14 @@
  * "<index in the part>.<status>" (200: the bytes; 404: empty; another status: the error's text).
  * A part is read by a thread of its own into a ring of TGT_BATCH_PULL_RING bytes (batch_pull.c)
  * while the assembler walks the items in order: an item owned here is opened and sent (up to
- * SMALL_MAX read straight into the output buffer, larger ones with sendfile(2)); a remote one is
+ * SMALL_MAX read ahead, WINDOW at a time in parallel on the fan-out threads, and copied to the
+ * output buffer, larger ones sent with sendfile(2)); a remote one is
  * copied from its owner's ring to the output as it arrives. As each part follows the global
  * order, the walk is a merge; every owner streams from the start, in parallel with the others
  * and with the assembler, held back only by TCP when its ring is full.
- * Memory: one ring per remote owner plus the OUT_MAX output buffer (and the HTTP server's bounded
- * unsent queue): owners x 1 MiB + 256 KiB, whatever the items' sizes and count; no item is ever
- * held whole. The item table costs ~100 bytes an item (at most ITEMS_MAX).
+ * Memory: one ring per remote owner, the OUT_MAX output buffer, WINDOW x SMALL_MAX read ahead
+ * (and the HTTP server's bounded unsent queue): owners x 1 MiB + 1.25 MiB, whatever the items'
+ * sizes and count; no item is ever held whole. The item table costs ~100 bytes an item (at most ITEMS_MAX).
  * Errors: the 200 and the stream start with the first OUT_MAX bytes handed to the server (or the
  * first sendfile), so a missing item (or a failed owner) met before that fails the request cleanly
  * (404, 416, 502); one met later cuts the stream (the chunked answer is never completed: no TAR

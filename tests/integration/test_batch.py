@@ -154,3 +154,23 @@ def test_owner_killed_mid_batch(bcluster, big, bucket):
     bcluster.restart_target(1)
     r = post(bcluster, 0, {"in": body["in"][:2]})
     assert r.status_code == 200 and untar(r.content)[1][1] == bytes([0]) * MIB
+
+
+def test_parts_with_auth(make_cluster):
+    """With auth on, the assembler's part requests carry the cluster token: a batch spanning both targets is whole."""
+    h = make_cluster(targets=2, mountpaths=1, auth=True)
+    api = Api(h.url, token=h.token)
+    b = unique("gba")
+    api.create_bucket(b)
+    names = owned(api, h, b, "a", 0, 2) + owned(api, h, b, "b", 1, 2)
+    for n in names:
+        api.put(b, n, n.encode() * 100)
+    body = {"in": [{"bucket": b, "objname": n} for n in names]}
+    r = api.s.post(h.url + "/v1/batch", json=body, allow_redirects=False, timeout=TIMEOUT)
+    assert r.status_code == 307, r.text
+    r = api.s.post(r.headers["Location"], json=body, timeout=TIMEOUT)  # requests drops the token on a redirect
+    assert r.status_code == 200, r.text[:300]
+    assert untar(r.content) == [("%s/%s" % (b, n), n.encode() * 100) for n in names]
+    assert_json_error(session(token="").post(h.c.targets[1].public_url + "/v1/batch?part=true",
+                                             json={"in": [{"bucket": b, "objname": names[2]}]}, timeout=TIMEOUT),
+                      401, "authentication")

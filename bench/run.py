@@ -20,6 +20,7 @@ USAGE
                                    local files)
   bench/run.py --only dsort        only the dsort row (bench/dsort.py: a reshard of 64 MiB of TAR shards,
                                    2 GiB with --dsort-full, against tar -xf, find | sort, tar -cf -T)
+  bench/run.py --only batch        only the GetBatch row (the 16 KiB objects only, no 1 GiB TAR)
   bench/run.py --only hints        only the epoch hints rows (bench/hints.py: 3 epochs of a seeded
                                    random order over a remote bucket 1.5x the cache, with order hints
                                    against plain LRU, origin rate-limited in a network namespace):
@@ -239,8 +240,8 @@ class Bench:
         log("bench: cluster up: proxy %s, target %s (pid %d)" % (self.cluster.url,
                                                                 self.target.public_url,
                                                                 self.target.pid))
-        self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES
-                     if a.only != "cold" or s[0] == "8 MiB"]
+        keep = {"cold": "8 MiB", "batch": "16 KiB"}.get(a.only)
+        self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES if keep is None or s[0] == keep]
         self.create_objects()
         taken = {self.cluster.port, self.cluster.port + 1} | {
             p for t in self.cluster.targets for p in (t.public_port, t.control_port)}
@@ -943,6 +944,8 @@ class Bench:
                                               shards.bench_dataloader(self)))
             if a.only == "dsort":
                 return self.run_only(lambda: dsort.bench_dsort(self))
+            if a.only == "batch":
+                return self.run_only(lambda: shards.bench_batch(self))
             self.warm_up()
             pairs = self.bench_get()
             self.bench_loader_vs_wrk(pairs)
@@ -1007,13 +1010,14 @@ def parse_args(argv):
                    help="start the cluster and nginx, write <build>/bench-run/hold.json, wait for Ctrl-C")
     p.add_argument("--dsort-full", action="store_true",
                    help="the dsort row over 2 GiB of shards (default 64 MiB, about a minute)")
-    p.add_argument("--only", choices=["cold", "protect", "hints", "shards", "dsort", "tls"],
+    p.add_argument("--only", choices=["cold", "protect", "hints", "shards", "dsort", "tls", "batch"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
                    "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
                    "hints = the epoch hints rows (order hints vs LRU over a rate-limited origin), shards = the "
                    "shard rows (archpath GETs of 16 KiB members of a 1 GiB TAR vs 16 KiB objects; GetBatch of "
                    "1,000 x 16 KiB vs single GETs), dsort = the dsort row (bench/dsort.py), tls = the TLS rows (warm "
-                   "GET 8 MiB and 128 KiB over HTTPS vs nginx over HTTPS, same certificate)")
+                   "GET 8 MiB and 128 KiB over HTTPS vs nginx over HTTPS, same certificate), batch = the GetBatch "
+                   "row alone")
     p.add_argument("--hints-rate", default=hints.RATE,
                    help="bandwidth of the epoch hints rows' origin (tc htb rate, default %s)" % hints.RATE)
     p.add_argument("--hints-rounds", type=int, default=hints.ROUNDS,

@@ -5,62 +5,73 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "auth/auth.h"
-#include "auth/urlsig.h"
 #include "base/codec.h"
 #include "base/fdio.h"
 #include "base/log.h"
 #include "core/replica.h"
 #include "http/util.h"
-#include "rpc/client.h"
 #include "shard/shard.h"
 
 /*
  * DESIGN
- * The proxy redirects the request to the owner of its first item, which assembles the answer: a
- * chunked TAR stream, one member per item in the order asked. Items are taken in windows of
- * WINDOW, resolved in parallel on the fan-out threads: the items other targets own are fetched
- * (GET on the owner's public port, archpath passed on), those owned here are opened and, up to
- * SMALL_MAX, read; then the window's items are sent in order, larger local ones with sendfile(2)
- * from their files, the rest through one output buffer (OUT_MAX) in large writes. Memory: at most
- * WINDOW remote items at once, each at most ITEM_MAX (larger ones are an error), so the bound is
- * WINDOW x ITEM_MAX (16 x 64 MiB) and in practice WINDOW item sizes plus OUT_MAX.
- * Every window is resolved (local files opened, remote items fetched) before any of it is sent,
- * so a missing item of the first window fails the request with a clean 404; one found missing
- * later cuts the stream (never completed). With continue_on_error it becomes an empty member
+ * The proxy sends the request to the target owning most of its items, which assembles the
+ * answer: a chunked TAR stream, one member per item in the order asked. At the start it sends, to
+ * every other target owning items, ONE sub-request (POST /v1/batch?part=true, with the cluster
+ * token) naming that target's items in their global order; each answers a "part": a TAR stream of
+ * only those items, read there from its own disk (range applied), one member per item named
+ * "<index in the part>.<status>" (200: the bytes; 404: empty; another status: the error's text).
+ * A part is read by a thread of its own into a ring of TGT_BATCH_PULL_RING bytes (batch_pull.c)
+ * while the assembler walks the items in order: an item owned here is opened and sent (up to
+ * SMALL_MAX read ahead, WINDOW at a time in parallel on the fan-out threads, and copied to the
+ * output buffer, larger ones sent with sendfile(2)); a remote one is
+ * copied from its owner's ring to the output as it arrives. As each part follows the global
+ * order, the walk is a merge; every owner streams from the start, in parallel with the others
+ * and with the assembler, held back only by TCP when its ring is full.
+ * Memory: one ring per remote owner, the OUT_MAX output buffer, WINDOW x SMALL_MAX read ahead
+ * (and the HTTP server's bounded unsent queue): owners x 1 MiB + 1.25 MiB, whatever the items'
+ * sizes and count; no item is ever held whole. The item table costs ~100 bytes an item (at most ITEMS_MAX).
+ * Errors: the 200 and the stream start with the first OUT_MAX bytes handed to the server (or the
+ * first sendfile), so a missing item (or a failed owner) met before that fails the request cleanly
+ * (404, 416, 502); one met later cuts the stream (the chunked answer is never completed: no TAR
+ * that looks whole). With continue_on_error a missing item becomes an empty member
  * "__404__/<bucket>/<name>". start/length select a byte range of the item (of the member with
- * archpath); a remote item's range is cut from the whole item fetched. Members of compressed shards
- * owned here are not served in a batch (GET ?archpath= decodes them).
+ * archpath). Members of compressed shards are not served in a batch (GET ?archpath= decodes them).
  */
 
 #define BODY_MAX (4u << 20)
 #define ITEMS_MAX 100000
-#define WINDOW 16
-#define ITEM_MAX ((uint64_t)64 << 20)
-#define FETCH_TIMEOUT_MS 60000
-/*
- * Local items up to SMALL_MAX go out as copies read in parallel (pread on the fan-out threads): a
- * sendfile range with another fd waits until the previous file's bytes left, one loop round trip
- * per item, which small items cannot afford; larger ones use sendfile.
- */
+/* Local items up to SMALL_MAX are copied into the output buffer: a sendfile range with another fd
+ * waits until the previous file's bytes left, one loop round trip per item; larger ones use sendfile. */
 #define SMALL_MAX (64 * 1024)
 #define OUT_MAX (256 * 1024)
+#define PART_ERR_MAX 512 /* bytes of an error member's text read */
+/* Local items are opened (and, up to SMALL_MAX, read) WINDOW at a time in parallel on the fan-out threads. */
+#define WINDOW 16
 
 typedef struct {
 	const char *provider, *bucket, *objname, *archpath; /* borrowed from the parsed body */
 	uint64_t start, length;                             /* length 0: to the end */
 	const ft_node_t *owner;                             /* NULL: here */
-	char *url;                                          /* remote: the owner's URL (owned) */
-	ft_strbuf_t body;                                   /* remote: the fetched bytes */
-	long status;
-	int state;         /* resolved: 1 there, 0 missing, -errno (err) */
-	int fd;            /* local: the file to send from (-1 once handed on) */
-	uint64_t off, len; /* what to send: of the file (local) or of body (remote) */
-	char err[200];
+	int pull;                                           /* remote: index into b->pulls */
+	size_t part_index;                                  /* remote: its index in the owner's part */
 } item_t;
+
+/* What resolving an item found: the open file and range (local), or its size (remote). */
+typedef struct {
+	int state; /* 1 there, 0 missing, -errno (err says why) */
+	int fd;    /* the file (-1: none) */
+	uint64_t off, len;
+	uint8_t *copy; /* the len bytes read ahead (in b->ahead_buf), NULL: send them from fd */
+	char err[200];
+} found_t;
+
+typedef struct {
+	const ft_node_t *owner;
+	tgt_batch_pull_t *p;
+	size_t n; /* items */
+} pull_t;
 
 typedef struct {
 	tgt_t *t;
@@ -68,25 +79,35 @@ typedef struct {
 	item_t *v;
 	size_t n;
 	bool continue_on_error, only_names;
+	bool part; /* ?part=true: a sub-request of an assembling target, every item local */
 	ft_smap_t *smap;
+	pull_t *pulls;
+	size_t npulls;
 	uint8_t *hdr;
 	size_t hdr_cap;
 	int prev_fd;  /* kept open until the next file is queued (the stream's fd number must change) */
-	bool started; /* the 200 and its stream began (with the first member sent) */
+	bool started; /* the 200 and its stream began (with the first bytes handed to the server) */
 	uint8_t *out; /* OUT_MAX bytes of the stream not handed to the server yet (fewer, larger writes) */
 	size_t out_len;
+	int fail_status;    /* the answer when the batch fails before the stream started */
+	found_t *ahead;     /* WINDOW items from ahead_from resolved ahead (local ones) */
+	uint8_t *ahead_buf; /* WINDOW x SMALL_MAX: their bytes read ahead */
+	size_t ahead_from, ahead_to;
+	char err[PART_ERR_MAX + 64];
 } batch_t;
 
 static void batch_free(void *arg)
 {
 	batch_t *b = arg;
 
-	for (size_t i = 0; i < b->n; i++) {
-		free(b->v[i].url);
-		ft_strbuf_free(&b->v[i].body);
-		if (b->v[i].fd >= 0)
-			close(b->v[i].fd);
-	}
+	for (size_t i = 0; i < b->npulls; i++)
+		tgt_batch_pull_free(b->pulls[i].p);
+	free(b->pulls);
+	for (size_t j = 0; b->ahead != NULL && j < b->ahead_to - b->ahead_from; j++)
+		if (b->ahead[j].fd >= 0)
+			close(b->ahead[j].fd);
+	free(b->ahead);
+	free(b->ahead_buf);
 	free(b->v);
 	free(b->hdr);
 	free(b->out);
@@ -96,11 +117,17 @@ static void batch_free(void *arg)
 	json_decref(b->doc);
 }
 
-/* Hands the buffered bytes to the server. 0 or -errno. */
+/* Hands the buffered bytes to the server, starting the 200 stream first. 0 or -errno. */
 static int flush(ft_req_t *r, batch_t *b)
 {
-	int rc = b->out_len ? ft_resp_stream_write(r, b->out, b->out_len) : 0;
+	int rc = 0;
 
+	if (!b->started) {
+		rc = ft_resp_stream_start(r, 200, "application/x-tar", -1);
+		b->started = true;
+	}
+	if (rc == 0 && b->out_len)
+		rc = ft_resp_stream_write(r, b->out, b->out_len);
 	b->out_len = 0;
 	return rc;
 }
@@ -118,43 +145,6 @@ static int emit(ft_req_t *r, batch_t *b, const void *p, size_t len)
 	memcpy(b->out + b->out_len, p, len);
 	b->out_len += len;
 	return 0;
-}
-
-/* With auth on, url (taken) signed for a GET of the item, as a redirect is; NULL on allocation failure. */
-static char *sign_url(const item_t *it, char *url)
-{
-	const ft_auth_t *a = ft_auth();
-	ft_strbuf_t b = {0};
-
-	if (!a->enabled)
-		return url;
-	ft_strbuf_addf(&b, "%s", url);
-	ft_urlsig_append(&b, true, a->url_key, "GET", it->provider, it->bucket, it->objname, strlen(it->objname),
-			 time(NULL));
-	free(url);
-	if (b.failed) {
-		ft_strbuf_free(&b);
-		return NULL;
-	}
-	return b.p;
-}
-
-/* The owner's URL of a remote item; NULL on allocation failure. */
-static char *item_url(const item_t *it)
-{
-	char *eb = ft_pct_encode_dup(it->bucket, strlen(it->bucket), 0);
-	char *eo = ft_pct_encode_dup(it->objname, strlen(it->objname), FT_PCT_KEEP_SLASH);
-	char *ea = it->archpath ? ft_pct_encode_dup(it->archpath, strlen(it->archpath), 0) : NULL;
-	char *url = NULL;
-
-	if (eb && eo && (ea || !it->archpath) &&
-	    asprintf(&url, "%s/v1/objects/%s/%s?provider=%s%s%s", it->owner->public_url, eb, eo, it->provider,
-		     ea ? "&archpath=" : "", ea ? ea : "") < 0)
-		url = NULL;
-	free(eb);
-	free(eo);
-	free(ea);
-	return url != NULL ? sign_url(it, url) : NULL;
 }
 
 /* Parses and checks the request. 0, or -1 with why (a 400). */
@@ -207,14 +197,31 @@ static int parse(batch_t *b, const char *body, size_t len, char *why, size_t cap
 				 w ? ": " : "", w ? w : "");
 			return -1;
 		}
-		it->fd = -1;
 		it->start = s ? (uint64_t)json_integer_value(s) : 0;
 		it->length = l ? (uint64_t)json_integer_value(l) : 0;
+		it->pull = -1;
 	}
 	return 0;
 }
 
-/* Places every item: here or on its owner (and its URL). 0, or -1 with why. */
+/* The pull of owner o (added when new): its index, or -1 when out of memory. */
+static int pull_of(batch_t *b, const ft_node_t *o)
+{
+	for (size_t k = 0; k < b->npulls; k++)
+		if (b->pulls[k].owner == o)
+			return (int)k;
+	pull_t *np = realloc(b->pulls, (b->npulls + 1) * sizeof(*np));
+	if (np == NULL)
+		return -1;
+	b->pulls = np;
+	b->pulls[b->npulls] = (pull_t){.owner = o};
+	return (int)b->npulls++;
+}
+
+/*
+ * Places every item: here, or on its owner (whose part it joins, in order). In a part every item
+ * is expected here: one that is not keeps its owner and is answered 503. 0, or -1 with why.
+ */
 static int place(batch_t *b, char *why, size_t cap)
 {
 	b->smap = ft_smap_current();
@@ -232,10 +239,63 @@ static int place(batch_t *b, char *why, size_t cap)
 		if (strcmp(o->id, b->t->id) == 0)
 			continue;
 		it->owner = o;
-		if ((it->url = item_url(it)) == NULL) {
+		if (b->part)
+			continue;
+		if ((it->pull = pull_of(b, o)) < 0) {
 			snprintf(why, cap, "out of memory");
 			return -1;
 		}
+		it->part_index = b->pulls[it->pull].n++;
+	}
+	return 0;
+}
+
+/* The body of the part request to pull k's owner: its items in order. NULL when out of memory. */
+static char *part_body(const batch_t *b, size_t k)
+{
+	json_t *doc = json_object(), *in = json_array();
+	char *out = NULL;
+
+	if (doc == NULL || in == NULL || json_object_set_new(doc, "in", in) != 0) {
+		json_decref(in);
+		goto out;
+	}
+	json_object_set_new(doc, "only_names", json_boolean(b->only_names));
+	for (size_t i = 0; i < b->n; i++) {
+		const item_t *it = &b->v[i];
+		if (it->pull != (int)k)
+			continue;
+		json_t *e = json_pack("{s:s, s:s, s:s}", "provider", it->provider, "bucket", it->bucket, "objname",
+				      it->objname);
+		if (e == NULL || json_array_append_new(in, e) != 0)
+			goto out;
+		if (it->archpath)
+			json_object_set_new(e, "archpath", json_string(it->archpath));
+		if (it->start)
+			json_object_set_new(e, "start", json_integer((json_int_t)it->start));
+		if (it->length)
+			json_object_set_new(e, "length", json_integer((json_int_t)it->length));
+	}
+	out = json_dumps(doc, JSON_COMPACT);
+out:
+	json_decref(doc);
+	return out;
+}
+
+/* Starts every owner's part. 0, or -1 with b->err. */
+static int start_pulls(batch_t *b)
+{
+	for (size_t k = 0; k < b->npulls; k++) {
+		const ft_node_t *o = b->pulls[k].owner;
+		char *body = part_body(b, k), url[FT_URL_MAX + 32];
+		if (body == NULL) {
+			snprintf(b->err, sizeof(b->err), "out of memory");
+			return -1;
+		}
+		snprintf(url, sizeof(url), "%s/v1/batch?part=true", o->public_url);
+		b->pulls[k].p = tgt_batch_pull_start(o->id, url, body, strlen(body), b->err, sizeof(b->err));
+		if (b->pulls[k].p == NULL)
+			return -1;
 	}
 	return 0;
 }
@@ -257,16 +317,10 @@ static int item_range(const item_t *it, uint64_t size, uint64_t *off, uint64_t *
 	return 0;
 }
 
-static int send_header(ft_req_t *r, batch_t *b, const item_t *it, bool missing, uint64_t size)
+static int send_header(ft_req_t *r, batch_t *b, const char *name, uint64_t size)
 {
-	char name[TGT_SHARD_NAME_MAX + 1];
-
-	item_name(it, missing, name, sizeof(name));
-	if (!b->started) {
-		ft_resp_stream_start(r, 200, "application/x-tar", -1);
-		b->started = true;
-	}
 	ssize_t h = tgt_tar_header(name, size, ft_now_ns() / 1000000000, b->hdr, b->hdr_cap);
+
 	return h < 0 ? -EINVAL : emit(r, b, b->hdr, (size_t)h);
 }
 
@@ -291,8 +345,28 @@ static int send_file(ft_req_t *r, batch_t *b, int fd, uint64_t off, uint64_t len
 	return rc;
 }
 
-/* Resolves an item owned here: its file, offset and length (fd kept open in the item). Sets it->state. */
-static void resolve_local(batch_t *b, item_t *it)
+/*
+ * Sends len bytes of a local item's file (taken) at off: up to SMALL_MAX read straight into the
+ * output buffer, larger with sendfile. 0 or -errno (b->err set on a read error).
+ */
+static int send_local_data(ft_req_t *r, batch_t *b, int fd, uint64_t off, uint64_t len)
+{
+	int rc = 0;
+
+	if (len > SMALL_MAX)
+		return send_file(r, b, fd, off, len);
+	if (b->out_len + len > OUT_MAX)
+		rc = flush(r, b);
+	if (rc == 0 && (rc = ft_pread_all(fd, b->out + b->out_len, (size_t)len, (off_t)off)) != 0)
+		snprintf(b->err, sizeof(b->err), "read: %s", rc == -1 ? "short file" : strerror(-rc));
+	else if (rc == 0)
+		b->out_len += (size_t)len;
+	close(fd);
+	return rc == 0 ? 0 : -EIO;
+}
+
+/* Resolves an item owned here: f's file, offset and length (fd open when f->state is 1), f->err on errors. */
+static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 {
 	ft_bmd_t *bmd = ft_bmd_current();
 	const ft_bucket_t *bk = bmd ? ft_bmd_find(bmd, it->provider, it->bucket) : NULL;
@@ -302,7 +376,7 @@ static void resolve_local(batch_t *b, item_t *it)
 	uint64_t base = 0, size;
 	int fd = -1, rc = 0;
 
-	it->state = 0;
+	*f = (found_t){.state = 0, .fd = -1};
 	if (bk == NULL || tgt_obj_init(&o, b->t, bk, it->objname, strlen(it->objname)) != 0) {
 		ft_bmd_put(bmd);
 		return;
@@ -317,12 +391,12 @@ static void resolve_local(batch_t *b, item_t *it)
 		tgt_shard_index_t *ix = NULL;
 		const tgt_shard_member_t *m = NULL;
 		if (fmt == TGT_SHARD_NONE) {
-			snprintf(it->err, sizeof(it->err), "\"%s\" is not an archive", it->objname);
+			snprintf(f->err, sizeof(f->err), "\"%s\" is not an archive", it->objname);
 			rc = -EINVAL;
-		} else if ((rc = tgt_shard_index_get(&o, fd, &lom, fmt, true, &ix, it->err, sizeof(it->err))) == 0) {
+		} else if ((rc = tgt_shard_index_get(&o, fd, &lom, fmt, true, &ix, f->err, sizeof(f->err))) == 0) {
 			m = tgt_shard_index_find(ix, it->archpath);
 			if (m != NULL && m->off < 0) {
-				snprintf(it->err, sizeof(it->err), "a compressed member: read it with GET ?archpath=");
+				snprintf(f->err, sizeof(f->err), "a compressed member: read it with GET ?archpath=");
 				rc = -ENOTSUP;
 			} else if (m != NULL) {
 				base = (uint64_t)m->off;
@@ -332,157 +406,235 @@ static void resolve_local(batch_t *b, item_t *it)
 		}
 		if (rc != 0 || m == NULL) {
 			close(fd);
-			it->state = rc;
+			f->state = rc;
 			return;
 		}
 	}
-	if (item_range(it, size, &it->off, &it->len) != 0) {
-		snprintf(it->err, sizeof(it->err), "start %" PRIu64 " past the end (%" PRIu64 " bytes)", it->start,
-			 size);
+	if (item_range(it, size, &f->off, &f->len) != 0) {
+		snprintf(f->err, sizeof(f->err), "start %" PRIu64 " past the end (%" PRIu64 " bytes)", it->start, size);
 		close(fd);
-		it->state = -ERANGE;
+		f->state = -ERANGE;
 		return;
 	}
-	it->off += base;
-	it->fd = fd;
-	it->state = 1;
+	f->off += base;
+	f->fd = fd;
+	f->state = 1;
 }
 
-/* Resolves a fetched item. Sets it->state. */
-static void resolve_remote(item_t *it)
+/* Fan-out thread: resolves local item ahead_from + j, and reads it when small. */
+static void ahead_one(void *arg, int j)
 {
-	if (it->status == 404) {
-		it->state = 0;
-	} else if (it->status != 200 || it->body.failed) {
-		if (!it->err[0])
-			snprintf(it->err, sizeof(it->err), "%s answered %ld", it->owner->id, it->status);
-		it->state = -EIO;
-	} else if (item_range(it, it->body.len, &it->off, &it->len) != 0) {
-		snprintf(it->err, sizeof(it->err), "start past the end");
-		it->state = -ERANGE;
+	batch_t *b = arg;
+	const item_t *it = &b->v[b->ahead_from + (size_t)j];
+	found_t *f = &b->ahead[j];
+	uint8_t *buf = b->ahead_buf + (size_t)j * SMALL_MAX;
+
+	*f = (found_t){.state = -EIO, .fd = -1};
+	if (it->owner != NULL)
+		return;
+	resolve_local(b, it, f);
+	if (f->state != 1 || b->only_names || f->len > SMALL_MAX)
+		return;
+	int rc = ft_pread_all(f->fd, buf, (size_t)f->len, (off_t)f->off);
+	close(f->fd);
+	f->fd = -1;
+	if (rc != 0) {
+		snprintf(f->err, sizeof(f->err), "read: %s", rc == -1 ? "short file" : strerror(-rc));
+		f->state = -EIO;
 	} else {
-		it->state = 1;
+		f->copy = buf;
 	}
 }
 
-/* A window's job for a fan-out thread. */
-typedef struct {
-	batch_t *b;
-	item_t *it;
-} job_t;
+/* What resolving local item i found: the next WINDOW items are resolved in parallel when i is past the last. */
+static found_t *local_found(batch_t *b, size_t i)
+{
+	if (i >= b->ahead_to) {
+		for (size_t j = 0; j < b->ahead_to - b->ahead_from; j++)
+			if (b->ahead[j].fd >= 0)
+				close(b->ahead[j].fd);
+		b->ahead_from = i;
+		b->ahead_to = i + WINDOW < b->n ? i + WINDOW : b->n;
+		ft_fanout_run(b->t->fanout, ahead_one, b, (int)(b->ahead_to - b->ahead_from));
+	}
+	return &b->ahead[i - b->ahead_from];
+}
+
+/* Sends a local item's bytes: the copy read ahead, or from its file (taken). 0 or -errno (b->err). */
+static int send_found(ft_req_t *r, batch_t *b, found_t *f, uint64_t len)
+{
+	int rc = 0, fd = f->fd;
+
+	f->fd = -1;
+	if (f->copy != NULL && len > 0)
+		rc = emit(r, b, f->copy, (size_t)len);
+	else if (len > 0)
+		return send_local_data(r, b, fd, f->off, len);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
 
 /*
- * Fan-out thread: resolves one item of the window: a remote one fetched from its owner, a local
- * one opened (and read, when small: the copies of a window are made in parallel too).
+ * An item that is not there (state 0) or failed (b->err says why): with continue_on_error a
+ * missing one becomes an empty "__404__/" member (0); else the batch fails: -EIO with the answer's
+ * status and message in b.
  */
-static void resolve_one(void *arg, int i)
+static int item_failed(ft_req_t *r, batch_t *b, size_t i, const item_t *it, int state)
 {
-	job_t *j = &((job_t *)arg)[i];
-	item_t *it = j->it;
+	char name[3 * TGT_SHARD_NAME_MAX + 16], why[256];
 
-	if (it->owner != NULL) {
-		if (ft_client_get_bytes(it->url, FETCH_TIMEOUT_MS, &it->status, &it->body, it->err, sizeof(it->err)) !=
-		    0)
-			it->status = 0;
-		resolve_remote(it);
-		return;
+	if (state == 0 && b->continue_on_error) {
+		item_name(it, true, name, sizeof(name));
+		return send_header(r, b, name, 0);
 	}
-	resolve_local(j->b, it);
-	if (it->state != 1 || it->len > SMALL_MAX || j->b->only_names)
-		return;
-	int rc = ft_strbuf_reserve(&it->body, (size_t)it->len);
+	b->fail_status = state == 0 ? 404 : state == -ERANGE ? 416 : 502;
+	snprintf(why, sizeof(why), "%.255s", state == 0 ? "does not exist" : b->err);
+	snprintf(b->err, sizeof(b->err), "batch item %zu (%s/%s%s%s): %s", i, it->bucket, it->objname,
+		 it->archpath ? "/" : "", it->archpath ? it->archpath : "", why);
+	return -EIO;
+}
+
+/* Sends an item owned here. 0 or -errno (b->err says why). */
+static int send_local(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
+{
+	char name[3 * TGT_SHARD_NAME_MAX + 16];
+	found_t *f = local_found(b, i);
+	int rc;
+
+	if (f->state != 1) {
+		snprintf(b->err, sizeof(b->err), "%s", f->err);
+		return item_failed(r, b, i, it, f->state);
+	}
+	uint64_t len = b->only_names ? 0 : f->len;
+	item_name(it, false, name, sizeof(name));
+	rc = send_header(r, b, name, len);
 	if (rc == 0)
-		rc = ft_pread_all(it->fd, it->body.p, (size_t)it->len, (off_t)it->off);
-	if (rc == 0) {
-		it->body.len = (size_t)it->len;
-		it->off = 0; /* now of the copy */
-	} else {
-		snprintf(it->err, sizeof(it->err), "read: %s", rc == -1 ? "out of memory" : strerror(-rc));
-		it->state = -EIO;
-	}
-	close(it->fd);
-	it->fd = -1;
+		rc = send_found(r, b, f, len);
+	return rc == 0 ? send_padding(r, b, len) : rc;
 }
 
-static void resolve_window(batch_t *b, size_t from, size_t to)
+/* Copies len bytes of pull p into the stream through the output buffer. 0 or -errno (b->err). */
+static int copy_pulled(ft_req_t *r, batch_t *b, tgt_batch_pull_t *p, uint64_t len)
 {
-	job_t jobs[WINDOW];
-	int n = 0;
-
-	for (size_t i = from; i < to; i++)
-		jobs[n++] = (job_t){.b = b, .it = &b->v[i]};
-	ft_fanout_run(b->t->fanout, resolve_one, jobs, n);
-}
-
-/* Sends a resolved item (state 1), or its __404__ member. 0 or -errno (the stream is cut). */
-static int send_item(ft_req_t *r, batch_t *b, item_t *it)
-{
-	uint64_t len = b->only_names || it->state != 1 ? 0 : it->len;
-	int rc = send_header(r, b, it, it->state != 1, len);
-
-	if (rc == 0 && len > 0) {
-		if (it->fd < 0) { /* fetched, or a small local item read by resolve_one */
-			rc = emit(r, b, it->body.p + it->off, len);
-		} else {
-			rc = send_file(r, b, it->fd, it->off, len);
-			it->fd = -1; /* send_file keeps it */
+	while (len > 0) {
+		if (b->out_len == OUT_MAX) {
+			int rc = flush(r, b);
+			if (rc != 0)
+				return rc;
 		}
+		size_t k = OUT_MAX - b->out_len;
+		if (k > len)
+			k = (size_t)len;
+		if (tgt_batch_pull_read(p, b->out + b->out_len, k, b->err, sizeof(b->err)) != 0)
+			return -EIO;
+		b->out_len += k;
+		len -= k;
 	}
+	return 0;
+}
+
+/* Sends the next member of an item's owner's part, checked to be that item's. 0 or -errno (b->err). */
+static int send_remote(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
+{
+	tgt_batch_pull_t *p = b->pulls[it->pull].p;
+	char name[3 * TGT_SHARD_NAME_MAX + 16], msg[PART_ERR_MAX + 512];
+	uint64_t size;
+	size_t idx;
+	int status, rc;
+
+	b->fail_status = 502;
+	if (tgt_batch_pull_member(p, &idx, &status, &size, b->err, sizeof(b->err)) != 0)
+		return -EIO;
+	size_t pad = (size_t)((512 - size % 512) % 512);
+	if (idx != it->part_index || (status != 200 && size > PART_ERR_MAX)) {
+		snprintf(b->err, sizeof(b->err), "the part from %s is out of step (member %zu, expected %zu)",
+			 b->pulls[it->pull].owner->id, idx, it->part_index);
+		return -EIO;
+	}
+	if (status != 200) {
+		if (tgt_batch_pull_read(p, msg, (size_t)size + pad, b->err, sizeof(b->err)) != 0)
+			return -EIO;
+		snprintf(b->err, sizeof(b->err), "%s: %.*s", b->pulls[it->pull].owner->id, (int)size, msg);
+		return item_failed(r, b, i, it, status == 404 ? 0 : status == 416 ? -ERANGE : -EIO);
+	}
+	item_name(it, false, name, sizeof(name));
+	if ((rc = send_header(r, b, name, size)) != 0 || (rc = copy_pulled(r, b, p, size)) != 0)
+		return rc;
+	if (pad && tgt_batch_pull_read(p, msg, pad, b->err, sizeof(b->err)) != 0)
+		return -EIO;
+	return send_padding(r, b, size);
+}
+
+/*
+ * Part mode: item i as member "<i>.<status>": 200 with its bytes, 404 empty, another status with
+ * the error's text. 0 or -errno.
+ */
+static int send_part_item(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
+{
+	char name[48];
+	found_t *f = local_found(b, i);
+	int status, rc;
+
+	if (it->owner != NULL)
+		snprintf(f->err, sizeof(f->err), "not owned by %s (the cluster map changed)", b->t->id);
+	status = f->state == 1 ? 200 : f->state == 0 ? 404 : f->state == -ERANGE ? 416 : it->owner ? 503 : 500;
+	snprintf(name, sizeof(name), "%zu.%d", i, status);
+	if (status != 200) {
+		size_t len = status == 404 ? 0 : strnlen(f->err, sizeof(f->err));
+		rc = send_header(r, b, name, len);
+		if (rc == 0 && len)
+			rc = emit(r, b, f->err, len);
+		return rc == 0 ? send_padding(r, b, len) : rc;
+	}
+	uint64_t len = b->only_names ? 0 : f->len;
+	rc = send_header(r, b, name, len);
 	if (rc == 0)
-		rc = send_padding(r, b, len);
-	ft_strbuf_free(&it->body);
-	return rc;
+		rc = send_found(r, b, f, len);
+	return rc == 0 ? send_padding(r, b, len) : rc;
+}
+
+/* Ends the answer: the stream's end, or (nothing sent yet) a clean error. */
+static void finish(ft_req_t *r, batch_t *b, int rc)
+{
+	if (rc == 0) {
+		ft_resp_stream_end(r, 0);
+	} else if (!b->started) {
+		ft_resp_error(r, b->fail_status ? b->fail_status : 500, "%s", b->err[0] ? b->err : strerror(-rc));
+	} else {
+		ft_warn("batch: %s; the TAR stream is cut", b->err[0] ? b->err : strerror(-rc));
+		ft_resp_stream_end(r, rc);
+	}
 }
 
 static void batch_work(ft_req_t *r, void *arg)
 {
+	static const uint8_t eof[1024];
 	batch_t *b = arg;
 	int rc = 0;
 
-	b->hdr_cap = tgt_tar_header_max(3 * TGT_SHARD_NAME_MAX);
+	b->hdr_cap = tgt_tar_header_max(3 * TGT_SHARD_NAME_MAX + 16);
 	b->hdr = malloc(b->hdr_cap);
 	b->out = malloc(OUT_MAX);
-	if (b->hdr == NULL || b->out == NULL) {
+	b->ahead = calloc(WINDOW, sizeof(*b->ahead));
+	b->ahead_buf = malloc(WINDOW * SMALL_MAX);
+	if (b->hdr == NULL || b->out == NULL || b->ahead == NULL || b->ahead_buf == NULL) {
 		ft_resp_error(r, 500, "out of memory");
 		return;
 	}
-	for (size_t from = 0; from < b->n && rc == 0; from += WINDOW) {
-		size_t to = from + WINDOW < b->n ? from + WINDOW : b->n;
-		resolve_window(b, from, to);
-		/* the whole window is resolved before any of it is sent: a failure before the stream began is a clean error */
-		for (size_t i = from; i < to; i++) {
-			item_t *it = &b->v[i];
-			if (it->state == 1 || (it->state == 0 && b->continue_on_error))
-				continue;
-			if (!b->started) {
-				ft_resp_error(r,
-					      it->state == 0         ? 404
-					      : it->state == -ERANGE ? 416
-								     : 502,
-					      "batch item %zu (%s/%s%s%s): %s", i, it->bucket, it->objname,
-					      it->archpath ? "/" : "", it->archpath ? it->archpath : "",
-					      it->state == 0 ? "does not exist" : it->err);
-				return;
-			}
-			ft_warn("batch: item %zu (%s/%s): %s; the TAR stream is cut", i, it->bucket, it->objname,
-				it->state == 0 ? "does not exist" : it->err);
-			rc = -EIO;
-			break;
-		}
-		for (size_t i = from; i < to && rc == 0; i++)
-			rc = send_item(r, b, &b->v[i]);
+	if (start_pulls(b) != 0) {
+		b->fail_status = 500;
+		rc = -EIO;
 	}
-	if (rc == 0) {
-		static const uint8_t eof[1024];
-		if (!b->started) {
-			ft_resp_stream_start(r, 200, "application/x-tar", -1);
-			b->started = true;
-		}
-		rc = emit(r, b, eof, sizeof(eof));
-		if (rc == 0)
-			rc = flush(r, b);
+	for (size_t i = 0; i < b->n && rc == 0; i++) {
+		const item_t *it = &b->v[i];
+		rc = b->part     ? send_part_item(r, b, i, it)
+		     : it->owner ? send_remote(r, b, i, it)
+				 : send_local(r, b, i, it);
 	}
-	ft_resp_stream_end(r, rc);
+	if (rc == 0 && (rc = emit(r, b, eof, sizeof(eof))) == 0)
+		rc = flush(r, b);
+	finish(r, b, rc);
 }
 
 static void on_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
@@ -504,10 +656,12 @@ static void on_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 void tgt_batch(ft_req_t *r, tgt_t *t)
 {
 	batch_t *b = ft_req_alloc(r, sizeof(*b));
+	const char *part = ft_req_query(r, "part");
 
 	memset(b, 0, sizeof(*b));
 	b->t = t;
 	b->prev_fd = -1;
+	b->part = part != NULL && strcmp(part, "true") == 0;
 	if (ft_req_method(r) != FT_HTTP_POST) {
 		ft_resp_header(r, "Allow", "POST");
 		ft_resp_error(r, 405, "method %s not allowed on /v1/batch", ft_req_method_name(r));

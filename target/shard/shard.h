@@ -145,4 +145,20 @@ int tgt_shard_open(ft_req_t *r, tgt_obj_t *o, bool worker, int *fd, ft_lom_t *lo
 /* Worker: GET ...?archregx=&archmode=: the matching members as one TAR stream. */
 void tgt_shard_select(ft_req_t *r, tgt_obj_t *o, tgt_shard_fmt_t fmt);
 
+/* ---- batch_pull.c: GetBatch's streamed part from one owner target ---- */
+#define TGT_BATCH_PULL_RING ((size_t)1 << 20) /* bytes of an owner's part held at most */
+typedef struct tgt_batch_pull tgt_batch_pull_t;
+/*
+ * Starts POSTing body (len bytes of JSON, taken) to url (an owner's /v1/batch?part=true) with the
+ * cluster token, on a thread of its own. NULL with err (body freed).
+ */
+tgt_batch_pull_t *tgt_batch_pull_start(const char *owner, const char *url, char *body, size_t len, char *err,
+				       size_t cap);
+/* The next len bytes of the part, blocking: 0, or -EIO with err (the owner failed or the part ended early). */
+int tgt_batch_pull_read(tgt_batch_pull_t *p, void *buf, size_t len, char *err, size_t cap);
+/* The next member's header: the item's index in the part, its status and its size. 0, or -EIO with err. */
+int tgt_batch_pull_member(tgt_batch_pull_t *p, size_t *index, int *status, uint64_t *size, char *err, size_t cap);
+/* Cancels the exchange when still running, joins its thread and frees p (NULL: nothing). */
+void tgt_batch_pull_free(tgt_batch_pull_t *p);
+
 #endif

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* GetBatch's pull from one owner target: its items' part (POST /v1/batch?part=true) read into a bounded ring. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "auth/auth.h"
+#include "auth/jwt.h"
+#include "base/strbuf.h"
+#include "shard/shard.h"
+
+/*
+ * DESIGN
+ * One thread per owner runs one libcurl POST and copies the answer's bytes into a ring of
+ * TGT_BATCH_PULL_RING bytes; the write callback blocks while the ring is full, so the owner is
+ * held back by TCP (never buffered here) when the assembler is slower. The assembler takes bytes
+ * out in order (tgt_batch_pull_read). The thread owns the curl handle; the ring, the state and
+ * the error are shared under mu. When the exchange ends, badly or not, done is set: a reader that
+ * finds the ring empty then gets the error (or "ended early"), so a cut owner stream is never
+ * taken for a short one. Cancelling (free) wakes the callback, and the progress callback aborts
+ * an exchange waiting on the network.
+ */
+
+#define TOKEN_S 600       /* lifetime of the cluster token of a pull */
+#define CONNECT_MS 10000L /* connecting to the owner */
+#define STALL_S 300L      /* an owner sending nothing for this long fails the pull */
+#define ERRBODY_MAX 512   /* bytes of a non-200 answer kept for the error */
+#define CURL_BUF (128 * 1024)
+
+struct tgt_batch_pull {
+	pthread_t th;
+	bool th_live; /* th runs (join it) */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	CURL *curl;
+	struct curl_slist *hdrs;
+	char *url, *body; /* owned */
+	size_t body_len;
+	uint8_t *ring;
+	size_t head, fill; /* under mu: read position, bytes held */
+	bool done, cancel; /* under mu */
+	bool failed;       /* under mu: the exchange failed (err says why) */
+	char err[256];     /* under mu once done */
+	ft_strbuf_t errbody;
+	char owner[64];
+};
+
+/* Appends "Authorization: Bearer <cluster token>" when auth is on (the owner's /v1/batch needs one). */
+static struct curl_slist *cluster_auth(struct curl_slist *l)
+{
+	const ft_auth_t *a = ft_auth();
+	ft_principal_t p = {.sub = "cluster", .role = FT_ROLE_ADMIN};
+	time_t now = time(NULL);
+	char *tok, *line;
+
+	if (!a->enabled || (tok = ft_jwt_issue(a->jwt_key, &p, now, now + TOKEN_S)) == NULL)
+		return l;
+	if (asprintf(&line, "Authorization: Bearer %s", tok) >= 0) {
+		l = curl_slist_append(l, line);
+		free(line);
+	}
+	free(tok);
+	return l;
+}
+
+/* curl write callback (the pull's thread): into the ring, waiting while it is full. */
+static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
+{
+	tgt_batch_pull_t *p = arg;
+	size_t n = size * nmemb, left = n;
+	long status = 0;
+
+	curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (status != 200) {
+		if (p->errbody.len < ERRBODY_MAX)
+			ft_strbuf_add(&p->errbody, data, n < ERRBODY_MAX ? n : ERRBODY_MAX);
+		return n;
+	}
+	pthread_mutex_lock(&p->mu);
+	while (left > 0) {
+		while (p->fill == TGT_BATCH_PULL_RING && !p->cancel)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (p->cancel)
+			break;
+		size_t tail = (p->head + p->fill) % TGT_BATCH_PULL_RING;
+		size_t k = TGT_BATCH_PULL_RING - p->fill;
+		if (k > TGT_BATCH_PULL_RING - tail)
+			k = TGT_BATCH_PULL_RING - tail;
+		if (k > left)
+			k = left;
+		memcpy(p->ring + tail, data, k);
+		data += k;
+		left -= k;
+		p->fill += k;
+		pthread_cond_broadcast(&p->cv);
+	}
+	bool cancel = p->cancel;
+	pthread_mutex_unlock(&p->mu);
+	return cancel ? 0 : n;
+}
+
+/* curl progress callback: nonzero aborts the exchange once the pull is cancelled. */
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	tgt_batch_pull_t *p = arg;
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	pthread_mutex_lock(&p->mu);
+	bool cancel = p->cancel;
+	pthread_mutex_unlock(&p->mu);
+	return cancel;
+}
+
+static void *pull_main(void *arg)
+{
+	tgt_batch_pull_t *p = arg;
+	char errbuf[CURL_ERROR_SIZE] = "";
+	long status = 0;
+	CURLcode cc = curl_easy_perform(p->curl);
+
+	curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
+	pthread_mutex_lock(&p->mu);
+	if (cc != CURLE_OK) {
+		snprintf(errbuf, sizeof(errbuf), "%s", curl_easy_strerror(cc));
+		snprintf(p->err, sizeof(p->err), "the part from %s failed: %s", p->owner, errbuf);
+		p->failed = true;
+	} else if (status != 200) {
+		int k = (int)(p->errbody.len < 160 ? p->errbody.len : 160);
+		snprintf(p->err, sizeof(p->err), "the part from %s: %ld %.*s", p->owner, status, k,
+			 p->errbody.p ? p->errbody.p : "");
+		p->failed = true;
+	}
+	p->done = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* Sets up p's curl handle for the POST. 0, or -1 when out of memory. */
+static int pull_setup(tgt_batch_pull_t *p)
+{
+	p->curl = curl_easy_init();
+	p->hdrs = cluster_auth(curl_slist_append(NULL, "Content-Type: application/json"));
+	if (p->curl == NULL || p->hdrs == NULL)
+		return -1;
+	curl_easy_setopt(p->curl, CURLOPT_URL, p->url);
+	curl_easy_setopt(p->curl, CURLOPT_POST, 1L);
+	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, p->body);
+	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)p->body_len);
+	curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, p->hdrs);
+	curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, p);
+	curl_easy_setopt(p->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(p->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(p->curl, CURLOPT_XFERINFODATA, p);
+	curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_MS);
+	curl_easy_setopt(p->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(p->curl, CURLOPT_LOW_SPEED_TIME, STALL_S);
+	curl_easy_setopt(p->curl, CURLOPT_BUFFERSIZE, (long)CURL_BUF);
+	curl_easy_setopt(p->curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(p->curl, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
+	return 0;
+}
+
+tgt_batch_pull_t *tgt_batch_pull_start(const char *owner, const char *url, char *body, size_t len, char *err,
+				       size_t cap)
+{
+	tgt_batch_pull_t *p = calloc(1, sizeof(*p));
+
+	if (p == NULL) {
+		free(body);
+		snprintf(err, cap, "out of memory");
+		return NULL;
+	}
+	p->body = body;
+	p->body_len = len;
+	snprintf(p->owner, sizeof(p->owner), "%s", owner);
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	p->url = strdup(url);
+	p->ring = malloc(TGT_BATCH_PULL_RING);
+	if (p->url == NULL || p->ring == NULL || pull_setup(p) != 0) {
+		snprintf(err, cap, "out of memory");
+		goto fail;
+	}
+	if (pthread_create(&p->th, NULL, pull_main, p) != 0) {
+		snprintf(err, cap, "cannot start a thread for the part from %s", owner);
+		goto fail;
+	}
+	p->th_live = true;
+	return p;
+fail:
+	tgt_batch_pull_free(p);
+	return NULL;
+}
+
+int tgt_batch_pull_read(tgt_batch_pull_t *p, void *buf, size_t len, char *err, size_t cap)
+{
+	uint8_t *out = buf;
+	int rc = 0;
+
+	pthread_mutex_lock(&p->mu);
+	while (len > 0) {
+		while (p->fill == 0 && !p->done)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (p->fill == 0) {
+			snprintf(err, cap, "%s", p->failed ? p->err : "the part ended early");
+			rc = -EIO;
+			break;
+		}
+		size_t k = p->fill < len ? p->fill : len;
+		if (k > TGT_BATCH_PULL_RING - p->head)
+			k = TGT_BATCH_PULL_RING - p->head;
+		memcpy(out, p->ring + p->head, k);
+		out += k;
+		len -= k;
+		p->head = (p->head + k) % TGT_BATCH_PULL_RING;
+		p->fill -= k;
+		pthread_cond_broadcast(&p->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+/* The value of an octal TAR field; UINT64_MAX when it is not one. */
+static uint64_t octal(const uint8_t *f, size_t n)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+
+	while (i < n && f[i] == ' ')
+		i++;
+	if (i == n || f[i] < '0' || f[i] > '7')
+		return UINT64_MAX;
+	for (; i < n && f[i] >= '0' && f[i] <= '7'; i++)
+		v = v * 8 + (uint64_t)(f[i] - '0');
+	return i == n || f[i] == 0 || f[i] == ' ' ? v : UINT64_MAX;
+}
+
+int tgt_batch_pull_member(tgt_batch_pull_t *p, size_t *index, int *status, uint64_t *size, char *err, size_t cap)
+{
+	uint8_t h[512];
+	unsigned long long idx;
+	int st, used = 0;
+	uint64_t sum = 0;
+
+	if (tgt_batch_pull_read(p, h, sizeof(h), err, cap) != 0)
+		return -EIO;
+	for (size_t i = 0; i < sizeof(h); i++)
+		sum += i >= 148 && i < 156 ? ' ' : h[i];
+	*size = octal(h + 124, 12);
+	if (octal(h + 148, 8) != sum || *size == UINT64_MAX || memcmp(h + 257, "ustar", 5) != 0 ||
+	    memchr(h, 0, 100) == NULL || sscanf((const char *)h, "%llu.%d%n", &idx, &st, &used) != 2 || h[used] != 0) {
+		snprintf(err, cap, "the part from %s is not a batch part (bad member header)", p->owner);
+		return -EIO;
+	}
+	*index = (size_t)idx;
+	*status = st;
+	return 0;
+}
+
+void tgt_batch_pull_free(tgt_batch_pull_t *p)
+{
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->cancel = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	if (p->th_live)
+		pthread_join(p->th, NULL);
+	if (p->curl != NULL)
+		curl_easy_cleanup(p->curl);
+	curl_slist_free_all(p->hdrs);
+	ft_strbuf_free(&p->errbody);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	free(p->ring);
+	free(p->url);
+	free(p->body);
+	free(p);
+}

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: Apache-2.0
+# GetBatch across targets: owners' parts streamed and merged in order, ranges and errors of remote items, memory, a killed owner.
+import io
+import os
+import tarfile
+
+import pytest
+import requests
+
+from conftest import module_cluster
+from ftutil import TIMEOUT, Api, assert_json_error, session, unique
+
+bcluster = module_cluster("batch", "it reads a target's memory and kills one", targets=2, mountpaths=1)
+
+MIB = 1 << 20
+RING = MIB  # TGT_BATCH_PULL_RING: bytes of one owner's part the assembler holds
+
+
+@pytest.fixture(scope="module")
+def api(bcluster):
+    return Api(bcluster.url, session())
+
+
+@pytest.fixture(scope="module")
+def bucket(api):
+    b = unique("gb")
+    api.create_bucket(b)
+    return b
+
+
+def owned(api, h, bucket, prefix, index, count):
+    """count object names starting with prefix owned by target index."""
+    out, i = [], 0
+    while len(out) < count:
+        name = "%s%05d" % (prefix, i)
+        if h.index_of_url(api.owner(bucket, name)) == index:
+            out.append(name)
+        i += 1
+    return out
+
+
+def untar(body):
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:") as t:
+        return [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
+
+
+def post(h, index, body, **kw):
+    """POST /v1/batch straight to target index: that target assembles."""
+    return requests.post(h.c.targets[index].public_url + "/v1/batch", json=body, timeout=TIMEOUT, **kw)
+
+
+def test_parts_merge_in_order(bcluster, api, bucket):
+    """Items of the other target (sizes around TAR blocks, one larger than the ring, ranges) interleave
+    with local ones (copied and sendfile'd) in the order asked."""
+    sizes = [0, 1, 511, 512, 513, 3 * RING + 7, 100 * 1024]
+    remote = owned(api, bcluster, bucket, "r", 1, len(sizes) + 1)
+    local = owned(api, bcluster, bucket, "l", 0, 3)
+    data = {}
+    for name, size in zip(remote, sizes + [4000]):
+        data[name] = os.urandom(size)
+    for name, size in zip(local, [16 * 1024, 200 * 1024, 10]):
+        data[name] = os.urandom(size)
+    for name, d in data.items():
+        api.put(bucket, name, d)
+    order = [local[0], remote[0], local[1], remote[1], local[2]] + remote[2:]
+    items = [{"bucket": bucket, "objname": n} for n in order]
+    want = [("%s/%s" % (bucket, n), data[n]) for n in order]
+    items.append({"bucket": bucket, "objname": remote[-1], "start": 100, "length": 1000})
+    want.append(("%s/%s" % (bucket, remote[-1]), data[remote[-1]][100:1100]))
+    r = post(bcluster, 0, {"in": items})
+    assert r.status_code == 200, r.text[:300]
+    assert untar(r.content) == want
+
+    # a remote item missing: 404 before the stream starts, or a __404__/ member in its place
+    gone = {"bucket": bucket, "objname": owned(api, bcluster, bucket, "nope", 1, 1)[0]}
+    assert_json_error(post(bcluster, 0, {"in": [items[0], gone, items[1]]}), 404, "does not exist")
+    r = post(bcluster, 0, {"in": [items[0], gone, items[1]], "continue_on_error": True})
+    assert r.status_code == 200
+    assert untar(r.content) == [want[0], ("__404__/%s/%s" % (bucket, gone["objname"]), b""), want[1]]
+    # a remote range past the end: 416 with the owner's reason
+    past = {"bucket": bucket, "objname": remote[2], "start": 10000}
+    assert_json_error(post(bcluster, 0, {"in": [past, items[0]]}), 416, "past the end")
+    # only_names: the parts carry empty members
+    r = post(bcluster, 0, {"in": items[:4], "only_names": True})
+    assert untar(r.content) == [(n, b"") for n, _ in want[:4]]
+
+
+def test_proxy_plans_the_owner_of_most_items(bcluster, api, bucket):
+    """The proxy sends the batch to the target owning most of its items (the first item's owner on a tie)."""
+    one = owned(api, bcluster, bucket, "p", 0, 2)
+    many = owned(api, bcluster, bucket, "q", 1, 3)
+    for n in one + many:
+        api.put(bucket, n, n.encode())
+    for items, want in (([one[0]] + many, 1), ([one[0], many[0]], 0), (one + many[:1], 0)):
+        body = {"in": [{"bucket": bucket, "objname": n} for n in items]}
+        r = api.s.post(api.url + "/v1/batch", json=body, allow_redirects=False, timeout=TIMEOUT)
+        assert r.status_code == 307, r.text
+        assert bcluster.index_of_url(r.headers["Location"]) == want, (items, r.headers["Location"])
+        r = api.s.post(api.url + "/v1/batch", json=body, timeout=TIMEOUT)
+        assert [d for _, d in untar(r.content)] == [n.encode() for n in items]
+
+
+def vm_hwm(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM for %d" % pid)
+
+
+@pytest.fixture(scope="module")
+def big(api, bcluster, bucket):
+    """64 objects of 1 MiB owned by target 1, and one small object of target 0 to lead a batch."""
+    names = owned(api, bcluster, bucket, "big", 1, 64)
+    for i, n in enumerate(names):
+        api.put(bucket, n, bytes([i]) * MIB)
+    lead = owned(api, bcluster, bucket, "lead", 0, 1)[0]
+    api.put(bucket, lead, b"lead")
+    return lead, names
+
+
+def test_memory_bound(bcluster, big, bucket):
+    """The assembler never holds the batch: 64 MiB from the other target raise its peak RSS by far less than
+    the batch (owners x the ring + the output buffers)."""
+    lead, names = big
+    pid = bcluster.c.targets[0].pid
+    body = {"in": [{"bucket": bucket, "objname": n} for n in [lead] + names]}
+    post(bcluster, 0, {"in": body["in"][:3]}).raise_for_status()  # threads, rings, curl: warm
+    before = vm_hwm(pid)
+    total = 0
+    with post(bcluster, 0, body, stream=True) as r:
+        assert r.status_code == 200
+        for piece in r.iter_content(256 * 1024):
+            total += len(piece)
+    assert total > 64 * MIB
+    grown = vm_hwm(pid) - before
+    assert grown < 16 * MIB, "the assembler's peak RSS grew by %d MiB for a 64 MiB batch" % (grown >> 20)
+
+
+def test_owner_killed_mid_batch(bcluster, big, bucket):
+    """An owner killed while its part streams: the answer is cut (no last chunk), never a short TAR that
+    looks whole; the assembler lives on."""
+    lead, names = big
+    body = {"in": [{"bucket": bucket, "objname": n} for n in [lead] + names]}
+    got = 0
+    with pytest.raises((requests.exceptions.ChunkedEncodingError, requests.exceptions.ConnectionError)):
+        with post(bcluster, 0, body, stream=True) as r:
+            assert r.status_code == 200
+            for piece in r.iter_content(64 * 1024):
+                got += len(piece)
+                if got >= MIB and bcluster.c.targets[1].alive():
+                    bcluster.kill_target(1)
+    assert got < 64 * MIB
+    bcluster.restart_target(1)
+    r = post(bcluster, 0, {"in": body["in"][:2]})
+    assert r.status_code == 200 and untar(r.content)[1][1] == bytes([0]) * MIB
+
+
+def test_parts_with_auth(make_cluster):
+    """With auth on, the assembler's part requests carry the cluster token: a batch spanning both targets is whole."""
+    h = make_cluster(targets=2, mountpaths=1, auth=True)
+    api = Api(h.url, token=h.token)
+    b = unique("gba")
+    api.create_bucket(b)
+    names = owned(api, h, b, "a", 0, 2) + owned(api, h, b, "b", 1, 2)
+    for n in names:
+        api.put(b, n, n.encode() * 100)
+    body = {"in": [{"bucket": b, "objname": n} for n in names]}
+    r = api.s.post(h.url + "/v1/batch", json=body, allow_redirects=False, timeout=TIMEOUT)
+    assert r.status_code == 307, r.text
+    r = api.s.post(r.headers["Location"], json=body, timeout=TIMEOUT)  # requests drops the token on a redirect
+    assert r.status_code == 200, r.text[:300]
+    assert untar(r.content) == [("%s/%s" % (b, n), n.encode() * 100) for n in names]
+    assert_json_error(session(token="").post(h.c.targets[1].public_url + "/v1/batch?part=true",
+                                             json={"in": [{"bucket": b, "objname": names[2]}]}, timeout=TIMEOUT),
+                      401, "authentication")

@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """Kubernetes manifests, offline: both overlays render with `kubectl kustomize`, yamllint passes, every rendered
 container command line is accepted by the built binaries (`--check-config`), the config files name the volumes the
-pods mount, and the Dockerfile's runtime packages cover the libraries the binaries link."""
+pods mount, prod's three proxies share its etcd and the targets list all three, and the Dockerfile's runtime packages
+cover the libraries the binaries link."""
 import base64
+import copy
 import json
 import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -17,6 +19,8 @@ from conftest import FT_BIN, ROOT
 
 K8S = ROOT / "k8s"
 OVERLAYS = ["dev", "prod"]
+PROXIES = {"dev": 1, "prod": 3}
+TARGETS = {"dev": 3, "prod": 4}
 # Values the kubelet would put in the containers' environment ($(VAR) in args).
 FAKE_ENV = {"POD_IP": "10.1.2.3"}
 
@@ -39,6 +43,12 @@ def by_kind(docs, kind):
     return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
 
 
+def arg(container, flag):
+    """The value after flag in the container's args, or None."""
+    args = container.get("args", [])
+    return args[args.index(flag) + 1] if flag in args else None
+
+
 @pytest.fixture(scope="module", params=OVERLAYS)
 def rendered(request):
     return request.param, render(request.param)
@@ -55,10 +65,10 @@ def test_yamllint_passes():
 def test_shape(rendered):
     overlay, docs = rendered
     sts = by_kind(docs, "StatefulSet")
-    assert set(sts) == {"ft-proxy", "ft-target"}
-    # One proxy in both: several need an etcd endpoint, which the overlays do not run (docs/kubernetes.md).
-    assert sts["ft-proxy"]["spec"]["replicas"] == 1
-    assert sts["ft-target"]["spec"]["replicas"] == (3 if overlay == "dev" else 4)
+    # dev: one proxy, no etcd; prod: three proxies on its own etcd (docs/kubernetes.md).
+    assert set(sts) == ({"ft-proxy", "ft-target"} | ({"ft-etcd"} if overlay == "prod" else set()))
+    assert sts["ft-proxy"]["spec"]["replicas"] == PROXIES[overlay]
+    assert sts["ft-target"]["spec"]["replicas"] == TARGETS[overlay]
     services = by_kind(docs, "Service")
     assert services["ft-proxy-headless"]["spec"]["clusterIP"] == "None"
     assert services["ft-target"]["spec"]["clusterIP"] == "None"
@@ -71,14 +81,15 @@ def test_shape(rendered):
         for c in pod["containers"]:
             ports = {p["name"] for p in c["ports"]}
             for probe in ("readinessProbe", "livenessProbe"):
-                assert c[probe]["httpGet"]["path"] == "/v1/health", (name, probe)
+                assert c[probe]["httpGet"]["path"] == ("/health" if name == "ft-etcd" else "/v1/health"), (name, probe)
                 assert c[probe]["httpGet"]["port"] in ports
             assert c["resources"]["requests"]["cpu"] and c["resources"]["requests"]["memory"]
     for s in services.values():
         assert any(s["spec"]["selector"].items() <= st["spec"]["template"]["metadata"]["labels"].items()
                    for st in sts.values()), s["metadata"]["name"]
     pdbs = by_kind(docs, "PodDisruptionBudget")
-    assert set(pdbs) == {"ft-proxy", "ft-target"} and pdbs["ft-target"]["spec"]["maxUnavailable"] == 1
+    assert set(pdbs) == {"ft-proxy", "ft-target"}
+    assert pdbs["ft-target"]["spec"]["maxUnavailable"] == 1 and pdbs["ft-proxy"]["spec"]["maxUnavailable"] == 1
     anti = sts["ft-target"]["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
     if overlay == "prod":
         assert anti["requiredDuringSchedulingIgnoredDuringExecution"]
@@ -139,6 +150,8 @@ def command_line(container, sts_name, mounts):
 def test_rendered_commands_pass_check_config(rendered, tmp_path):
     overlay, docs = rendered
     for name, sts in by_kind(docs, "StatefulSet").items():
+        if name == "ft-etcd":
+            continue  # not a FastTier binary: test_etcd_flags_are_known checks its flags
         pod = sts["spec"]["template"]["spec"]
         mounts = volume_files(docs, pod, tmp_path / name)
         for c in pod["containers"]:
@@ -165,12 +178,104 @@ def test_config_mountpaths_are_mounted(rendered):
     assert len(set(mounted[mp] for mp in cfg["mountpaths"])) == len(cfg["mountpaths"])
 
 
-def test_proxy_url_names_the_proxy_pod(rendered):
-    _, docs = rendered
+def proxy_topology_problems(docs):
+    """What is wrong with how the proxies find etcd and the targets find the proxies; [] when nothing is.
+
+    Targets list every proxy pod's control URL by its stable DNS name; with more than one proxy every proxy names
+    the same etcd, through the headless Service of the etcd StatefulSet, at its client port."""
+    problems = []
     sts = by_kind(docs, "StatefulSet")
-    args = sts["ft-target"]["spec"]["template"]["spec"]["containers"][0]["args"]
-    url = args[args.index("--proxy_url") + 1]
-    assert url == "http://ft-proxy-0.%s:51081" % sts["ft-proxy"]["spec"]["serviceName"]
+    services = by_kind(docs, "Service")
+    proxy = sts["ft-proxy"]
+    n = proxy["spec"]["replicas"]
+    pc = proxy["spec"]["template"]["spec"]["containers"][0]
+    control = next(p["containerPort"] for p in pc["ports"] if p["name"] == "control")
+    want = ",".join("http://ft-proxy-%d.%s:%d" % (i, proxy["spec"]["serviceName"], control) for i in range(n))
+    got = arg(sts["ft-target"]["spec"]["template"]["spec"]["containers"][0], "--proxy_url")
+    if got != want:
+        problems.append("targets' --proxy_url %r, want %r" % (got, want))
+    etcd_url = arg(pc, "--etcd")
+    if n > 1 and etcd_url is None:
+        problems.append("%d proxies without --etcd" % n)
+    if etcd_url is None:
+        if "ft-etcd" in sts:
+            problems.append("an etcd StatefulSet no proxy uses")
+        return problems
+    etcd = sts.get("ft-etcd")
+    if etcd is None:
+        return problems + ["--etcd %s but no etcd StatefulSet" % etcd_url]
+    u = urlsplit(etcd_url)
+    svc_name = etcd["spec"]["serviceName"]
+    svc = services.get(svc_name)
+    if u.scheme != "http" or u.hostname not in (svc_name, "ft-etcd-0.%s" % svc_name):
+        problems.append("--etcd %s does not name the etcd Service %s" % (etcd_url, svc_name))
+    if svc is None or svc["spec"].get("clusterIP") != "None":
+        problems.append("etcd Service %s missing or not headless" % svc_name)
+    elif not svc["spec"]["selector"].items() <= etcd["spec"]["template"]["metadata"]["labels"].items():
+        problems.append("etcd Service %s does not select the etcd pods" % svc_name)
+    elif u.port not in [p["port"] for p in svc["spec"]["ports"] if p["name"] == "client"]:
+        problems.append("--etcd port %s is not the etcd Service's client port" % u.port)
+    members = arg(etcd["spec"]["template"]["spec"]["containers"][0], "--initial-cluster") or ""
+    if sorted(m.split("=", 1)[0] for m in members.split(",")) != \
+            ["ft-etcd-%d" % i for i in range(etcd["spec"]["replicas"])]:
+        problems.append("--initial-cluster %r does not list the %d etcd pods" % (members, etcd["spec"]["replicas"]))
+    return problems
+
+
+def test_proxies_find_etcd_and_targets_find_every_proxy(rendered):
+    overlay, docs = rendered
+    assert proxy_topology_problems(docs) == []
+    proxy = by_kind(docs, "StatefulSet")["ft-proxy"]
+    has_etcd = arg(proxy["spec"]["template"]["spec"]["containers"][0], "--etcd") is not None
+    assert has_etcd == (overlay == "prod")
+
+
+def mutate(docs, kind, name, fn):
+    docs = copy.deepcopy(docs)
+    fn(by_kind(docs, kind)[name])
+    return docs
+
+
+def set_arg(flag, value):
+    def fn(sts):
+        args = sts["spec"]["template"]["spec"]["containers"][0]["args"]
+        if value is None:
+            del args[args.index(flag):args.index(flag) + 2]
+        else:
+            args[args.index(flag) + 1] = value
+    return fn
+
+
+@pytest.mark.parametrize("kind, name, fn, why", [
+    ("StatefulSet", "ft-proxy", lambda s: s["spec"].update(replicas=4), "targets' --proxy_url"),
+    ("StatefulSet", "ft-target", set_arg("--proxy_url", "http://ft-proxy-0.ft-proxy-headless:51081"),
+     "targets' --proxy_url"),
+    ("StatefulSet", "ft-proxy", set_arg("--etcd", None), "3 proxies without --etcd"),
+    ("StatefulSet", "ft-proxy", set_arg("--etcd", "http://etcd:2379"), "does not name the etcd Service"),
+    ("StatefulSet", "ft-proxy", set_arg("--etcd", "http://ft-etcd:2380"), "not the etcd Service's client port"),
+    ("Service", "ft-etcd", lambda s: s["spec"]["selector"].update({"app.kubernetes.io/name": "x"}),
+     "does not select the etcd pods"),
+    ("StatefulSet", "ft-etcd", lambda s: s["spec"].update(replicas=3), "does not list the 3 etcd pods"),
+])
+def test_proxy_topology_check_catches_drift(kind, name, fn, why):
+    problems = proxy_topology_problems(mutate(render("prod"), kind, name, fn))
+    assert any(why in p for p in problems), problems
+
+
+def test_etcd_flags_are_known():
+    """Every flag of the rendered etcd command is one etcd 3.4 takes (Debian's etcd-server, the release of the
+    image)."""
+    etcd = shutil.which("etcd")
+    if etcd is None:
+        pytest.skip("etcd is not installed (scripts/deps.sh installs Debian's etcd-server)")
+    version = subprocess.run([etcd, "--version"], capture_output=True, text=True, timeout=30).stdout
+    helptext = subprocess.run([etcd, "--help"], capture_output=True, text=True, timeout=30)
+    known = set(re.findall(r"^\s+(--[a-z0-9-]+)", helptext.stdout + helptext.stderr, re.M))
+    c = by_kind(render("prod"), "StatefulSet")["ft-etcd"]["spec"]["template"]["spec"]["containers"][0]
+    minor = re.search(r"etcd Version: (\d+\.\d+)\.", version).group(1)
+    assert re.fullmatch(r"quay\.io/coreos/etcd:v%s\.\d+" % re.escape(minor), c["image"]), (c["image"], minor)
+    flags = [a.split("=", 1)[0] for a in c["args"] if a.startswith("--")]
+    assert flags and set(flags) <= known, set(flags) - known
 
 
 def needed_packages(binary):

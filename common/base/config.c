@@ -29,6 +29,8 @@ typedef enum {
 	KIND_SYNC,
 	KIND_MOUNTPATHS, /* JSON array; `--mountpath` (or `--mountpaths`) once per directory */
 	KIND_BOOL,       /* int 0/1: JSON true/false, text true|false|1|0|yes|no */
+	KIND_URLS,       /* char array: "" or http(s)://host[:port][/path] URLs, comma-separated */
+	KIND_HTTP_URL,   /* char array: "" or one http://host[:port] URL */
 } key_kind_t;
 
 typedef struct {
@@ -59,7 +61,7 @@ static const config_key_t config_keys[] = {
 	STR(public_host, KIND_STR),
 	INT(control_port, 1, 65535),
 	STR(control_host, KIND_STR),
-	STR(proxy_url, KIND_STR),
+	STR(proxy_url, KIND_URLS),
 	STR(state_dir, KIND_STR_NONEMPTY),
 	{"mountpaths", KIND_MOUNTPATHS, 0, 0, 0, 0},
 	{"log_level", KIND_LOG_LEVEL, 0, 0, 0, 0},
@@ -98,7 +100,7 @@ static const config_key_t config_keys[] = {
 	BOOL(auth_anonymous_metrics),
 	BOOL(allow_public_read),
 	INT(token_ttl_max, 60, 31536000),
-	STR(etcd, KIND_STR),
+	STR(etcd, KIND_HTTP_URL),
 	STR(etcd_prefix, KIND_STR_NONEMPTY),
 	INT(lease_ttl_s, 1, 600),
 	STR(tls_cert, KIND_STR),
@@ -244,6 +246,35 @@ static int add_mountpath(ft_config_t *c, const char *dir, const load_state_t *st
 	return 0;
 }
 
+/* Whether s[0..n) is scheme://host... with a non-empty host, the scheme http (or https when allowed). */
+static bool url_ok(const char *s, size_t n, bool https_ok)
+{
+	size_t p = n >= 7 && strncmp(s, "http://", 7) == 0                ? 7
+		   : https_ok && n >= 8 && strncmp(s, "https://", 8) == 0 ? 8
+									  : 0;
+
+	return p > 0 && p < n && s[p] != '/' && s[p] != ':' && memchr(s, ' ', n) == NULL && memchr(s, ',', n) == NULL;
+}
+
+/* KIND_URLS and KIND_HTTP_URL: every URL of v well formed (v may be empty). */
+static int urls_check(const config_key_t *k, const char *v, load_state_t *st, char *err, size_t errlen)
+{
+	bool list = k->kind == KIND_URLS;
+
+	for (const char *p = v; *p != '\0';) {
+		size_t n = list ? strcspn(p, ",") : strlen(p);
+		if (!url_ok(p, n, list))
+			return fail(err, errlen, "%s: key \"%s\": %s, got \"%s\"", st->where, k->name,
+				    list ? "must be http:// or https:// URLs, comma-separated"
+					 : "must be one http:// URL",
+				    v);
+		p += n;
+		if (*p == ',' && *++p == '\0')
+			return fail(err, errlen, "%s: key \"%s\": ends in a comma", st->where, k->name);
+	}
+	return 0;
+}
+
 /* Applies one scalar value given as text (a flag, or a JSON value already type-checked). */
 static int set_text(ft_config_t *c, const config_key_t *k, const char *v, load_state_t *st, char *err, size_t errlen)
 {
@@ -254,6 +285,11 @@ static int set_text(ft_config_t *c, const config_key_t *k, const char *v, load_s
 	case KIND_STR_NONEMPTY:
 		if (v[0] == '\0')
 			return fail(err, errlen, "%s: key \"%s\": must not be empty", st->where, k->name);
+		/* fall through */
+	case KIND_URLS:
+	case KIND_HTTP_URL:
+		if ((k->kind == KIND_URLS || k->kind == KIND_HTTP_URL) && urls_check(k, v, st, err, errlen) != 0)
+			return -1;
 		/* fall through */
 	case KIND_STR:
 		if (strlen(v) >= k->size)

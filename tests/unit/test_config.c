@@ -273,6 +273,28 @@ static void test_bad_values(void **state)
 	ft_config_free(&c);
 }
 
+static void test_urls(void **state)
+{
+	ft_config_t c;
+
+	(void)state;
+	load_fails(ARGV("--proxy_url", "localhost:51081"), "proxy_url");
+	load_fails(ARGV("--proxy_url", "http://a:1,b:1"), "proxy_url");
+	load_fails(ARGV("--proxy_url", "http://a:1,"), "comma");
+	load_fails(ARGV("--proxy_url", "http://"), "proxy_url");
+	load_fails(ARGV("--proxy_url", "http://a:1,,http://b:1"), "proxy_url");
+	load_fails(ARGV("--etcd", "127.0.0.1:2379"), "etcd");
+	load_fails(ARGV("--etcd", "https://e:2379"), "etcd");
+	load_fails(ARGV("--etcd", "http://a:1,http://b:1"), "etcd");
+	load_ok(&c, ARGV("--proxy_url", "http://a:1,https://b:2/x", "--etcd", "http://e:2379"));
+	assert_string_equal(c.proxy_url, "http://a:1,https://b:2/x");
+	assert_string_equal(c.etcd, "http://e:2379");
+	ft_config_free(&c);
+	load_ok(&c, ARGV("--proxy_url", ""));
+	assert_string_equal(c.proxy_url, "");
+	ft_config_free(&c);
+}
+
 static void test_log_format_and_take_flag(void **state)
 {
 	char a0[] = "ft", a1[] = "--check-config", a2[] = "--log-format", a3[] = "json", a4[] = "--check-config";
@@ -334,6 +356,7 @@ int main(void)
 		cmocka_unit_test(test_mountpath_flags),
 		cmocka_unit_test(test_derived_ports),
 		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_urls),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_log_format_and_take_flag),
 	};

@@ -248,8 +248,6 @@ static int check_config(tgt_t *t)
 		why = "invalid --id: use 1..63 of [A-Za-z0-9._-]";
 	else if (t->cfg.n_mountpaths == 0)
 		why = "no mountpath configured (--mountpath DIR)";
-	else if (url[0] != '\0' && strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-		why = "proxy_url must start with http:// or https://";
 	if (why != NULL) {
 		fprintf(stderr, "ft-target: %s\n", why);
 		return 2;

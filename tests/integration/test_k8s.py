@@ -314,7 +314,7 @@ def test_dockerfile_runtime_packages_cover_the_binaries():
 
 @pytest.mark.parametrize("argv, why", [
     (["ft-target", "--proxy_url", "http://p:1"], "no mountpath configured"),
-    (["ft-target", "--mountpath", "/d", "--proxy_url", "p:1"], "proxy_url must start with http://"),
+    (["ft-target", "--mountpath", "/d", "--proxy_url", "p:1"], '"proxy_url": must be http://'),
     (["ft-target", "--mountpath", "/d", "--id", "bad id"], "invalid --id"),
     (["ft-proxy", "--s3_keys", "/nonexistent/keys.json"], "s3_keys /nonexistent/keys.json"),
     (["ft-proxy", "--public_port", "9000", "--control_port", "9000"], "equals public_port 9000"),

@@ -132,6 +132,7 @@ FUZZ_EXTRA_fuzz_lom := target/core/lom.c
 FUZZ_EXTRA_fuzz_aws_chunked := proxy/s3/chunked.c proxy/s3/sigv4.c
 FUZZ_EXTRA_fuzz_shard_walk := target/shard/tar.c target/shard/zip.c
 FUZZ_EXTRA_fuzz_sigv4 := proxy/s3/sigv4.c
+FUZZ_EXTRA_fuzz_template := proxy/template.c
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(CLOUD_SRC) $$(FUZZ_EXTRA_$$*)
 	@mkdir -p $(dir $@)

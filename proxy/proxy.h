@@ -304,11 +304,6 @@ void px_jobs_new_id(char *id, size_t cap);
 int px_jobs_value_names(ft_req_t *r, const char *provider, const char *kind, const json_t *value, json_t *msg);
 /* GET /v1/jobs, GET|DELETE /v1/jobs/<id>: asks every target and adds up their parts. */
 void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len);
-/*
- * Expands "pre{A..B}post" (A and B decimal; zero padded to A's width when A and B have the same
- * width) into arr (names not checked). 0; -1 malformed, -2 more than max names; why set.
- */
-int px_expand_template(const char *tpl, size_t max, json_t *arr, const char **why);
 
 /* ---- jobs_copy.c: copy-bck, copy-listrange and download (docs/jobs.md) ---- */
 /* A copy job as asked, decoded from FastTier's value or from AIStore's (aiswire.c); strings borrowed. */
@@ -394,6 +389,13 @@ bool px_ais_cluster(px_t *px, ft_req_t *r, const char *what);
 /* AIStore's multipart (mpt-upload, ?uploadId parts, complete, abort); true when handled. */
 bool px_ais_object_mpu(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *obj,
 		       size_t obj_len);
+
+/* ---- template.c ---- */
+/*
+ * Expands "pre{A..B}post" (A and B decimal; zero padded to A's width when A and B have the same
+ * width) into arr (names not checked). 0; -1 malformed, -2 more than max names; why set.
+ */
+int px_expand_template(const char *tpl, size_t max, json_t *arr, const char **why);
 
 /* ---- objects.c ---- */
 void px_object_redirect(px_t *px, ft_req_t *r, const char *bucket, const char *obj, size_t obj_len);

@@ -526,25 +526,30 @@ static void *checker_main(void *arg)
 
 	if (tick_ms < 10)
 		tick_ms = 10;
+	while (!px_stop_wait(px, tick_ms))
+		remove_silent(px);
+	return NULL;
+}
+
+bool px_stop_wait(px_t *px, int64_t ms)
+{
+	bool stopping;
+
 	pthread_mutex_lock(&px->stop_lock);
-	while (!px->stopping) {
+	if (!px->stopping && ms > 0) {
 		struct timespec t;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		t.tv_sec += tick_ms / 1000;
-		t.tv_nsec += (tick_ms % 1000) * 1000000L;
+		t.tv_sec += ms / 1000;
+		t.tv_nsec += (ms % 1000) * 1000000L;
 		if (t.tv_nsec >= 1000000000L) {
 			t.tv_sec++;
 			t.tv_nsec -= 1000000000L;
 		}
 		pthread_cond_timedwait(&px->stop_cond, &px->stop_lock, &t);
-		if (px->stopping)
-			break;
-		pthread_mutex_unlock(&px->stop_lock);
-		remove_silent(px);
-		pthread_mutex_lock(&px->stop_lock);
 	}
+	stopping = px->stopping;
 	pthread_mutex_unlock(&px->stop_lock);
-	return NULL;
+	return stopping;
 }
 
 int px_checker_start(px_t *px)

@@ -258,27 +258,12 @@ static void *prober_main(void *arg)
 	char(*ids)[FT_ID_MAX] = NULL;
 	int64_t interval = px->cfg.probe_interval_ms;
 
-	pthread_mutex_lock(&px->stop_lock);
-	while (!px->stopping) {
-		pthread_mutex_unlock(&px->stop_lock);
+	for (int64_t wait = 0; !px_stop_wait(px, wait);) {
 		int64_t start = ft_mono_ms();
 		if (px_is_primary(px)) /* only the primary changes the map (docs/multi-proxy.md) */
 			probe_round(px, &probes, &cap, &misses, &ids, &n_ids);
-		int64_t wait = interval - (ft_mono_ms() - start);
-		pthread_mutex_lock(&px->stop_lock);
-		if (wait > 0 && !px->stopping) {
-			struct timespec t;
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			t.tv_sec += wait / 1000;
-			t.tv_nsec += (wait % 1000) * 1000000L;
-			if (t.tv_nsec >= 1000000000L) {
-				t.tv_sec++;
-				t.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&px->stop_cond, &px->stop_lock, &t);
-		}
+		wait = interval - (ft_mono_ms() - start);
 	}
-	pthread_mutex_unlock(&px->stop_lock);
 	free(probes);
 	free(misses);
 	free(ids);

@@ -487,23 +487,8 @@ static void *elector_main(void *arg)
 {
 	px_t *px = arg;
 
-	pthread_mutex_lock(&px->stop_lock);
-	while (!px->stopping) {
-		struct timespec t;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		t.tv_nsec += PX_ELECT_TICK_MS * 1000000L;
-		if (t.tv_nsec >= 1000000000L) {
-			t.tv_sec++;
-			t.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&px->stop_cond, &px->stop_lock, &t);
-		if (px->stopping)
-			break;
-		pthread_mutex_unlock(&px->stop_lock);
+	while (!px_stop_wait(px, PX_ELECT_TICK_MS))
 		tick(px);
-		pthread_mutex_lock(&px->stop_lock);
-	}
-	pthread_mutex_unlock(&px->stop_lock);
 	return NULL;
 }
 

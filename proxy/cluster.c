@@ -108,11 +108,7 @@ static ft_smap_t *initial_smap(px_t *px, char *err, size_t errlen)
 			return NULL;
 		}
 	}
-	ft_node_t self = {.type = FT_NODE_PROXY, .digest = ft_hrw_digest(px->id)};
-	snprintf(self.id, sizeof(self.id), "%s", px->id);
-	snprintf(self.public_url, sizeof(self.public_url), "%s", px->public_url);
-	snprintf(self.control_url, sizeof(self.control_url), "%s", px->control_url);
-	if (ft_smap_add(m, &self) != 0) {
+	if (px_smap_add_self(px, m) != 0) {
 		snprintf(err, errlen, "out of memory");
 		ft_smap_put(m);
 		return NULL;
@@ -529,6 +525,16 @@ static void *checker_main(void *arg)
 	while (!px_stop_wait(px, tick_ms))
 		remove_silent(px);
 	return NULL;
+}
+
+int px_smap_add_self(const px_t *px, ft_smap_t *m)
+{
+	ft_node_t self = {.type = FT_NODE_PROXY, .digest = ft_hrw_digest(px->id)};
+
+	snprintf(self.id, sizeof(self.id), "%s", px->id);
+	snprintf(self.public_url, sizeof(self.public_url), "%s", px->public_url);
+	snprintf(self.control_url, sizeof(self.control_url), "%s", px->control_url);
+	return ft_smap_add(m, &self);
 }
 
 bool px_stop_wait(px_t *px, int64_t ms)

@@ -184,11 +184,7 @@ static ft_smap_t *takeover_map(px_t *px, json_t *sj, char *err, size_t errlen)
 		goto out;
 	if (m->primary[0] != '\0' && strcmp(m->primary, px->id) != 0)
 		ft_smap_remove(m, m->primary);
-	ft_node_t self = {.type = FT_NODE_PROXY, .digest = ft_hrw_digest(px->id)};
-	snprintf(self.id, sizeof(self.id), "%s", px->id);
-	snprintf(self.public_url, sizeof(self.public_url), "%s", px->public_url);
-	snprintf(self.control_url, sizeof(self.control_url), "%s", px->control_url);
-	if (ft_smap_add(m, &self) != 0) {
+	if (px_smap_add_self(px, m) != 0) {
 		snprintf(err, errlen, "out of memory");
 		ft_smap_put(m);
 		m = NULL;

@@ -120,6 +120,8 @@ void px_cluster_join(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 void px_cluster_keepalive(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 /* The thread that removes targets not heard from for 3 keepalive intervals. */
 int px_checker_start(px_t *px);
+/* Adds this proxy (id, public and control URL) to m. 0, or -1 as ft_smap_add. */
+int px_smap_add_self(const px_t *px, ft_smap_t *m);
 /* Waits up to ms (none when ms <= 0) or until the daemon stops; whether it stops. */
 bool px_stop_wait(px_t *px, int64_t ms);
 void px_checker_stop(px_t *px);

@@ -21,8 +21,10 @@
  * others, which pulls an object it lacks from the flagged target (rebalance_pull.c). Maintenance
  * moves nothing; decommission makes every target rebalance, and the flagged one sends all it holds
  * away. A thread then waits until the target lists nothing in any bucket of the BMD, removes it
- * from the map, starts ec-encode on the EC buckets (the slices it held are re-created from the
- * moved objects) and asks it to shut down (POST /v1/daemon). Until then its objects stay readable.
+ * from the map and asks it to shut down (POST /v1/daemon); until then its objects stay readable.
+ * Last, it runs ec-encode on every EC bucket (the slices it held are re-created from the moved
+ * objects), follows every target's part to its end and runs it again where a part failed. A target
+ * taken out as dead before it was empty gets the same ec-encode runs.
  */
 
 #define MAINT_POLL_MS 200
@@ -126,53 +128,122 @@ typedef struct {
 	char id[FT_ID_MAX];
 } drain_t;
 
+#define MAINT_EC_ROUNDS 3 /* ec-encode runs on a bucket until every target's part ended clean */
+
+/* Starts job msg on target n: whether it runs (a 409 means it exists: it runs already). */
+static bool ec_job_start(const ft_node_t *n, const json_t *msg, const char *sid)
+{
+	char url[FT_URL_MAX + 16], err[256] = "";
+	long status = 0;
+	json_t *resp = NULL;
+
+	snprintf(url, sizeof(url), "%s/v1/jobs", n->control_url);
+	int rc = ft_client_json("POST", url, msg, MAINT_ASK_MS, &status, &resp, err, sizeof(err));
+	json_decref(resp);
+	if (rc == 0 && (status == 200 || status == 409))
+		return true;
+	ft_warn("decommission %s: ec-encode on %s not started (HTTP %ld %s)", sid, n->id, status, err);
+	return false;
+}
+
+/*
+ * Follows job id on target n until it ends: true when it finished with no error. A target that
+ * cannot be asked for MAINT_ASK_MS counts as a failed part.
+ */
+static bool ec_job_clean(px_t *px, const ft_node_t *n, const char *id, const char *sid)
+{
+	char url[FT_URL_MAX + FT_ID_MAX + 96], err[256] = "";
+	int64_t start = ft_mono_ms(), heard = start;
+
+	snprintf(url, sizeof(url), "%s/v1/jobs/%s", n->control_url, id);
+	while (ft_mono_ms() - start < MAINT_DRAIN_LIMIT_MS) {
+		long status = 0;
+		json_t *resp = NULL;
+		if (ft_client_json("GET", url, NULL, MAINT_ASK_MS, &status, &resp, err, sizeof(err)) == 0 &&
+		    status == 200) {
+			const char *state = json_string_value(json_object_get(resp, "state"));
+			json_int_t errors = json_integer_value(json_object_get(resp, "errors"));
+			bool running = state == NULL || strcmp(state, "running") == 0;
+			bool clean = !running && strcmp(state, "finished") == 0 && errors == 0;
+			if (!running && !clean)
+				ft_warn("decommission %s: ec-encode on %s: %s with %lld errors", sid, n->id, state,
+					(long long)errors);
+			heard = ft_mono_ms();
+			json_decref(resp);
+			if (!running)
+				return clean;
+		} else {
+			json_decref(resp);
+			if (ft_mono_ms() - heard > MAINT_ASK_MS) {
+				ft_warn("decommission %s: ec-encode on %s: no status (HTTP %ld %s)", sid, n->id, status,
+					err);
+				return false;
+			}
+		}
+		if (px_stop_wait(px, MAINT_POLL_MS))
+			return false;
+	}
+	return false;
+}
+
+/* One ec-encode run over bucket bk on every target of m, followed to its end: whether all parts ended clean. */
+static bool ec_reencode_round(px_t *px, const ft_smap_t *m, const ft_bucket_t *bk, const char *id, const char *sid)
+{
+	json_t *msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", "ec-encode", "provider", bk->provider,
+				"bucket", bk->name);
+	bool *started = calloc((size_t)m->n_targets + 1, sizeof(*started)), clean = msg != NULL && started != NULL;
+
+	for (int k = 0; clean && k < m->n_targets && !px_stop_wait(px, 0); k++)
+		started[k] = ec_job_start(&m->targets[k], msg, sid);
+	for (int k = 0; clean && k < m->n_targets; k++)
+		if (!started[k] || !ec_job_clean(px, &m->targets[k], id, sid))
+			clean = false;
+	free(started);
+	json_decref(msg);
+	return clean;
+}
+
 /*
  * The slices and EC replicas the decommissioned target held are re-created for the new map: an
- * ec-encode job (jobs.c) on every target for each EC bucket. Failures are logged.
+ * ec-encode job (jobs.c) on every target for each EC bucket, followed to its end; a bucket where
+ * a part could not start, or ended with errors, gets another run (up to MAINT_EC_ROUNDS).
  */
-static void ec_reencode(const char *sid)
+static void ec_reencode(px_t *px, const char *sid)
 {
 	ft_smap_t *m = ft_smap_current();
 	ft_bmd_t *b = ft_bmd_current();
 
 	for (int i = 0; m != NULL && b != NULL && i < b->n; i++) {
 		const ft_bucket_t *bk = &b->buckets[i];
-		char id[FT_ID_MAX + 48];
+		char id[FT_ID_MAX + 64];
+		bool clean = false;
 		if (bk->ec_data == 0)
 			continue;
-		snprintf(id, sizeof(id), "decommission-%s-%lld-%d", sid, (long long)m->version, i);
-		json_t *msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", "ec-encode", "provider", bk->provider,
-					"bucket", bk->name);
-		for (int k = 0; msg != NULL && k < m->n_targets; k++) {
-			char url[FT_URL_MAX + 16], err[256] = "";
-			long status = 0;
-			json_t *resp = NULL;
-			snprintf(url, sizeof(url), "%s/v1/jobs", m->targets[k].control_url);
-			if (ft_client_json("POST", url, msg, MAINT_ASK_MS, &status, &resp, err, sizeof(err)) != 0 ||
-			    status != 200)
-				ft_warn("decommission %s: ec-encode of %s on %s failed (HTTP %ld %s)", sid, bk->name,
-					m->targets[k].id, status, err);
-			json_decref(resp);
-		}
-		if (msg != NULL)
+		for (int round = 1; !clean && round <= MAINT_EC_ROUNDS && !px_stop_wait(px, round > 1 ? 1000 : 0);
+		     round++) {
+			snprintf(id, sizeof(id), "decommission-%s-%lld-%d-%d", sid, (long long)m->version, i, round);
 			ft_info("decommission %s: job %s re-creates the slices of %s/%s", sid, id, bk->provider,
 				bk->name);
-		json_decref(msg);
+			clean = ec_reencode_round(px, m, bk, id, sid);
+		}
+		if (clean)
+			ft_info("decommission %s: job %s ended clean on every target", sid, id);
+		else if (px_stop_wait(px, 0))
+			ft_warn("decommission %s: stopping before the slices of %s/%s were all re-created", sid,
+				bk->provider, bk->name);
+		else if (!clean)
+			ft_error("decommission %s: the slices of %s/%s are not all re-created; a scrub or an ec-encode "
+				 "job of the bucket completes them",
+				 sid, bk->provider, bk->name);
 	}
 	ft_bmd_put(b);
 	ft_smap_put(m);
 }
 
-/* Whether the proxy is shutting down (the drain thread then leaves its work to the next start). */
-static bool proxy_stopping(px_t *px)
-{
-	pthread_mutex_lock(&px->stop_lock);
-	bool stopping = px->stopping;
-	pthread_mutex_unlock(&px->stop_lock);
-	return stopping;
-}
-
-/* Waits until the target is empty, then removes it from the map and asks it to shut down. */
+/*
+ * Waits until the target is empty, then removes it from the map, asks it to shut down and has the
+ * EC slices it held re-created.
+ */
 static void *drain_main(void *arg)
 {
 	drain_t *d = arg;
@@ -183,13 +254,19 @@ static void *drain_main(void *arg)
 		ft_smap_t *m = ft_smap_current();
 		const ft_node_t *n = m ? ft_smap_find(m, d->id) : NULL;
 		ft_node_t node;
-		if (n == NULL || !(n->flags & FT_NODE_DECOMMISSION)) {
+		if (n == NULL) { /* taken out as dead meanwhile: what it held goes on being protected */
 			ft_smap_put(m);
-			goto out; /* gone already (found dead), or a new proxy state */
+			ft_warn("decommission %s: left the cluster map before it was empty", d->id);
+			ec_reencode(d->px, d->id);
+			goto out;
+		}
+		if (!(n->flags & FT_NODE_DECOMMISSION)) {
+			ft_smap_put(m);
+			goto out; /* maintenance stopped, or a new proxy state */
 		}
 		node = *n;
 		ft_smap_put(m);
-		if (proxy_stopping(d->px))
+		if (px_stop_wait(d->px, 0))
 			goto out;
 		int e = target_empty(&node);
 		if (e == 1 || (e < 0 && ++unreachable >= 25))
@@ -207,9 +284,8 @@ static void *drain_main(void *arg)
 	if (n != NULL)
 		node = *n;
 	ft_smap_put(m);
-	if (n == NULL || proxy_stopping(d->px) || px_cluster_remove(d->px, d->id, "decommissioned") != 0)
+	if (n == NULL || px_stop_wait(d->px, 0) || px_cluster_remove(d->px, d->id, "decommissioned") != 0)
 		goto out;
-	ec_reencode(d->id);
 	char url[FT_URL_MAX + 32], err[256];
 	long status = 0;
 	json_t *body = json_pack("{s:s}", "action", "shutdown"), *resp = NULL;
@@ -218,9 +294,24 @@ static void *drain_main(void *arg)
 		ft_warn("decommission %s: the shutdown request failed (%s, HTTP %ld)", d->id, err, status);
 	json_decref(body);
 	json_decref(resp);
+	ec_reencode(d->px, d->id);
 out:
+	pthread_mutex_lock(&d->px->stop_lock);
+	d->px->drains--;
+	pthread_cond_broadcast(&d->px->stop_cond);
+	pthread_mutex_unlock(&d->px->stop_lock);
 	free(d);
 	return NULL;
+}
+
+void px_maint_stop(px_t *px)
+{
+	pthread_mutex_lock(&px->stop_lock);
+	px->stopping = true;
+	pthread_cond_broadcast(&px->stop_cond);
+	while (px->drains > 0)
+		pthread_cond_wait(&px->stop_cond, &px->stop_lock);
+	pthread_mutex_unlock(&px->stop_lock);
 }
 
 static int start_drain(px_t *px, const char *id)
@@ -234,10 +325,21 @@ static int start_drain(px_t *px, const char *id)
 		return -1;
 	d->px = px;
 	snprintf(d->id, sizeof(d->id), "%s", id);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&th, &attr, drain_main, d);
-	pthread_attr_destroy(&attr);
+	pthread_mutex_lock(&px->stop_lock);
+	rc = px->stopping ? -1 : 0;
+	px->drains += rc == 0;
+	pthread_mutex_unlock(&px->stop_lock);
+	if (rc == 0) {
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		rc = pthread_create(&th, &attr, drain_main, d);
+		pthread_attr_destroy(&attr);
+		if (rc != 0) {
+			pthread_mutex_lock(&px->stop_lock);
+			px->drains--;
+			pthread_mutex_unlock(&px->stop_lock);
+		}
+	}
 	if (rc != 0) {
 		free(d);
 		return -1;

@@ -62,6 +62,7 @@ typedef struct px {
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond; /* CLOCK_MONOTONIC */
 	bool stopping;
+	int drains; /* maint.c's decommission threads running (stop_lock) */
 
 	/* primary.c: several proxies on etcd (cfg.etcd set); the rest of the daemon asks px_is_primary */
 	pthread_t elector;
@@ -174,6 +175,8 @@ void px_maint_mountpaths(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
  * (a worker answers), false for another action (AIStore's job stop, aiswire_jobs.c).
  */
 bool px_maint_public_put(px_t *px, ft_req_t *r, const json_t *msg, const char *body, size_t len);
+/* Stops the decommission threads: they end their current request and leave the rest; waits for them. */
+void px_maint_stop(px_t *px);
 /* GET|POST /v1/cluster/mountpaths?sid=ID on the public port. */
 void px_maint_public_mountpaths(px_t *px, ft_req_t *r);
 /* {"status":"ok","role":"proxy","id":...} (new reference). */

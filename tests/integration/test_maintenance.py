@@ -212,6 +212,16 @@ def ec_files(h, indexes):
     return n
 
 
+def decommission_lines(h):
+    """The lines of every node's log about the decommission and EC, for a failure's message."""
+    out = []
+    for path in h.c.log_paths():
+        with open(path, errors="replace") as f:
+            out += ["%s: %s" % (os.path.basename(path), line.rstrip()) for line in f
+                    if "decommission" in line or " ec" in line or "rebalance" in line]
+    return "\n".join(out[-80:])
+
+
 def test_decommission_ec_bucket_keeps_its_redundancy(make_cluster):
     # EC 1+1 on 4 targets: the decommissioned target's objects move away, the slices it held are re-created on the
     # 3 left, so losing one more target afterwards still loses nothing.
@@ -241,13 +251,51 @@ def test_decommission_ec_bucket_keeps_its_redundancy(make_cluster):
     print("\ndecommission (EC 1+1): GETs ok %d failed %d" % (ok, len(fail)))
     assert not fail, fail[:5]
     left = [i for i in range(4) if i != vidx]
-    wait_until(lambda: ec_files(h, left) >= 2 * len(objs), timeout=60, what="the slices to be re-created")
+    try:
+        wait_until(lambda: ec_files(h, left) >= 2 * len(objs), timeout=60, what="the slices to be re-created")
+    except AssertionError as e:
+        raise AssertionError("%s; EC files per target %s; the logs say:\n%s" % (
+            e, [ec_files(h, [i]) for i in left], decommission_lines(h))) from None
     # One more target lost: every object still reads (rebuilt from the slices left).
     other = left[0]
     oid = h.c.targets[other].id
     h.kill_target(other, "KILL")
     wait_until(lambda: oid not in [t["id"] for t in h.smap()["targets"]], timeout=10,
                what="the killed target to leave the map")
+    for name, digest in objs.items():
+        r = api.get(b, name)
+        assert r.status_code == 200 and md5(r.content) == digest, name
+
+
+def test_decommission_says_when_slices_cannot_be_recreated(make_cluster):
+    # EC 2+1 needs 3 targets besides an object's owner: with 3 left after the decommission, the ec-encode runs
+    # fail, are run again (3 rounds in all) and the proxy says so. The objects stay readable.
+    h = make_cluster(targets=4, mountpaths=1)
+    api = Api(h.url, session())
+    b = unique("mntec3").lower().replace("_", "-")
+    api.create_bucket(b)
+    r = session().post(h.url + "/v1/buckets/" + b, timeout=30,
+                       json={"action": "set-bprops", "value": {"ec": {"data_slices": 2, "parity_slices": 1}}})
+    assert r.status_code == 200, r.text
+    objs = {}
+    for i in range(6):
+        data = os.urandom(5000 + 777 * i)
+        api.put(b, "o%d" % i, data)
+        objs["o%d" % i] = md5(data)
+    victim = h.targets()[0]
+    h.c.targets[h.index_of_url(victim["public_url"])].expected_dead = True
+    assert action(h, "decommission", victim["id"]).status_code == 202
+    wait_until(lambda: victim["id"] not in [t["id"] for t in h.smap()["targets"]], timeout=60,
+               what="the decommissioned target to leave the map")
+
+    def said():
+        with open(h.c.proxy.log, errors="replace") as f:
+            text = f.read()
+        return "are not all re-created" in text and text
+
+    text = wait_until(said, timeout=60, what="the proxy to say the slices are not all re-created")
+    for rnd in (1, 2, 3):
+        assert "-%d re-creates the slices of ais/%s" % (rnd, b) in text
     for name, digest in objs.items():
         r = api.get(b, name)
         assert r.status_code == 200 and md5(r.content) == digest, name

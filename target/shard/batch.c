@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/codec.h"
@@ -24,8 +25,9 @@
  * "<index in the part>.<status>" (200: the bytes; 404: empty; another status: the error's text).
  * A part is read by a thread of its own into a ring of TGT_BATCH_PULL_RING bytes (batch_pull.c)
  * while the assembler walks the items in order: an item owned here is opened and sent (up to
- * SMALL_MAX read ahead, WINDOW at a time in parallel on the fan-out threads, and copied to the
- * output buffer, larger ones sent with sendfile(2)); a remote one is
+ * SMALL_MAX copied to the output buffer, larger ones sent with sendfile(2)); small items are read
+ * in line from the page cache (RWF_NOWAIT) until one needs the disk, then WINDOW at a time in
+ * parallel on the fan-out threads, so disk reads overlap; a remote one is
  * copied from its owner's ring to the output as it arrives. As each part follows the global
  * order, the walk is a merge; every owner streams from the start, in parallel with the others
  * and with the assembler, held back only by TCP when its ring is full.
@@ -93,6 +95,7 @@ typedef struct {
 	found_t *ahead;     /* WINDOW items from ahead_from resolved ahead (local ones) */
 	uint8_t *ahead_buf; /* WINDOW x SMALL_MAX: their bytes read ahead */
 	size_t ahead_from, ahead_to;
+	bool disk_seen; /* a local item needed the disk: from then on items are read ahead in parallel */
 	char err[PART_ERR_MAX + 64];
 } batch_t;
 
@@ -421,24 +424,47 @@ static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 	f->state = 1;
 }
 
-/* Fan-out thread: resolves local item ahead_from + j, and reads it when small. */
-static void ahead_one(void *arg, int j)
+/*
+ * Reads len bytes of fd at off only from the page cache (RWF_NOWAIT): 0, -EAGAIN when some are
+ * not cached (nothing waited for the disk), another -errno, or -1 when the file is short.
+ */
+static int pread_cached(int fd, uint8_t *buf, size_t len, off_t off)
 {
-	batch_t *b = arg;
-	const item_t *it = &b->v[b->ahead_from + (size_t)j];
-	found_t *f = &b->ahead[j];
-	uint8_t *buf = b->ahead_buf + (size_t)j * SMALL_MAX;
+	size_t done = 0;
 
+	while (done < len) {
+		struct iovec iov = {.iov_base = buf + done, .iov_len = len - done};
+		ssize_t n = preadv2(fd, &iov, 1, off + (off_t)done, RWF_NOWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN || errno == EOPNOTSUPP ? -EAGAIN : -errno;
+		if (n == 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Resolves local item it into f and reads it into buf when small: from the page cache only when
+ * cached_only (f->state -EAGAIN, nothing kept open, when a page is not there).
+ */
+static void resolve_read(batch_t *b, const item_t *it, found_t *f, uint8_t *buf, bool cached_only)
+{
 	*f = (found_t){.state = -EIO, .fd = -1};
 	if (it->owner != NULL)
 		return;
 	resolve_local(b, it, f);
 	if (f->state != 1 || b->only_names || f->len > SMALL_MAX)
 		return;
-	int rc = ft_pread_all(f->fd, buf, (size_t)f->len, (off_t)f->off);
+	int rc = cached_only ? pread_cached(f->fd, buf, (size_t)f->len, (off_t)f->off)
+			     : ft_pread_all(f->fd, buf, (size_t)f->len, (off_t)f->off);
 	close(f->fd);
 	f->fd = -1;
-	if (rc != 0) {
+	if (rc == -EAGAIN) {
+		f->state = -EAGAIN;
+	} else if (rc != 0) {
 		snprintf(f->err, sizeof(f->err), "read: %s", rc == -1 ? "short file" : strerror(-rc));
 		f->state = -EIO;
 	} else {
@@ -446,18 +472,47 @@ static void ahead_one(void *arg, int j)
 	}
 }
 
-/* What resolving local item i found: the next WINDOW items are resolved in parallel when i is past the last. */
+/* Fan-out thread: resolves local item ahead_from + j, and reads it when small. */
+static void ahead_one(void *arg, int j)
+{
+	batch_t *b = arg;
+
+	resolve_read(b, &b->v[b->ahead_from + (size_t)j], &b->ahead[j], b->ahead_buf + (size_t)j * SMALL_MAX, false);
+}
+
+/* Closes what the items resolved ahead still hold open. */
+static void ahead_close(batch_t *b)
+{
+	for (size_t j = 0; j < b->ahead_to - b->ahead_from; j++)
+		if (b->ahead[j].fd >= 0)
+			close(b->ahead[j].fd);
+	b->ahead_from = b->ahead_to = 0;
+}
+
+/*
+ * What resolving local item i found. While items come from the page cache, each is resolved and
+ * read here, when reached: the fan-out's hand-offs cost more than such a read. The first one
+ * that needs the disk switches the batch to read-ahead: the next WINDOW items are resolved (and
+ * read) in parallel on the fan-out threads when i is past the last, so disk reads overlap.
+ */
 static found_t *local_found(batch_t *b, size_t i)
 {
-	if (i >= b->ahead_to) {
-		for (size_t j = 0; j < b->ahead_to - b->ahead_from; j++)
-			if (b->ahead[j].fd >= 0)
-				close(b->ahead[j].fd);
-		b->ahead_from = i;
-		b->ahead_to = i + WINDOW < b->n ? i + WINDOW : b->n;
-		ft_fanout_run(b->t->fanout, ahead_one, b, (int)(b->ahead_to - b->ahead_from));
+	if (i >= b->ahead_from && i < b->ahead_to)
+		return &b->ahead[i - b->ahead_from];
+	ahead_close(b);
+	if (!b->disk_seen) {
+		resolve_read(b, &b->v[i], &b->ahead[0], b->ahead_buf, true);
+		if (b->ahead[0].state != -EAGAIN) {
+			b->ahead_from = i;
+			b->ahead_to = i + 1;
+			return &b->ahead[0];
+		}
+		b->disk_seen = true;
 	}
-	return &b->ahead[i - b->ahead_from];
+	b->ahead_from = i;
+	b->ahead_to = i + WINDOW < b->n ? i + WINDOW : b->n;
+	ft_fanout_run(b->t->fanout, ahead_one, b, (int)(b->ahead_to - b->ahead_from));
+	return &b->ahead[0];
 }
 
 /* Sends a local item's bytes: the copy read ahead, or from its file (taken). 0 or -errno (b->err). */

@@ -100,6 +100,45 @@ def test_proxy_plans_the_owner_of_most_items(bcluster, api, bucket):
         assert [d for _, d in untar(r.content)] == [n.encode() for n in items]
 
 
+def drop_cache(h, index, bucket, name):
+    """Evicts an object's file from the page cache (synced first, so its pages are clean)."""
+    for mp in h.mountpaths(index):
+        path = os.path.join(mp, "ais", bucket, name)
+        if os.path.exists(path):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+            return
+    raise AssertionError("no file of %s/%s on target %d" % (bucket, name, index))
+
+
+def test_local_items_from_cache_and_disk(bcluster, api, bucket):
+    """Local items read from the page cache in line and, after the first one that needs the disk, read ahead in
+    parallel: the bytes are the same either way, in order, with ranges and a missing item."""
+    names = owned(api, bcluster, bucket, "c", 0, 40)
+    data = {n: os.urandom(1000 + 997 * i) for i, n in enumerate(names)}
+    for n, d in data.items():
+        api.put(bucket, n, d)
+    for n in names[10:30:3]:
+        drop_cache(bcluster, 0, bucket, n)
+    items = [{"bucket": bucket, "objname": n} for n in names]
+    items.insert(20, {"bucket": bucket, "objname": names[25], "start": 7, "length": 100})
+    r = post(bcluster, 0, {"in": items})
+    assert r.status_code == 200, r.text[:300]
+    want = [("%s/%s" % (bucket, n), data[n]) for n in names]
+    want.insert(20, ("%s/%s" % (bucket, names[25]), data[names[25]][7:107]))
+    assert untar(r.content) == want
+    for n in names[:6]:
+        drop_cache(bcluster, 0, bucket, n)
+    gone = {"bucket": bucket, "objname": owned(api, bcluster, bucket, "cgone", 0, 1)[0]}
+    r = post(bcluster, 0, {"in": items[:3] + [gone] + items[3:6], "continue_on_error": True})
+    assert r.status_code == 200
+    assert untar(r.content) == want[:3] + [("__404__/%s/%s" % (bucket, gone["objname"]), b"")] + want[3:6]
+
+
 def vm_hwm(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:

@@ -374,10 +374,12 @@ void rb_send_for_peer(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	if (rb_ownership_conflict(t, &o, peer_v, 0, resp))
 		return;
 	o.mp = found;
-	/* In maintenance (not decommissioning) this target keeps what it holds and hands out copies. */
+	/* In maintenance (not decommissioning) this target keeps what it holds and hands out copies; so it does
+	 * while its map is older than the asker's: the newer map may flag it in maintenance, and its own walk
+	 * moves the object (or keeps it) once that map arrives. */
 	m = ft_smap_current();
 	const ft_node_t *self = m ? ft_smap_find(m, t->id) : NULL;
-	int keep = self && self->flags == FT_NODE_MAINTENANCE;
+	int keep = (self && self->flags == FT_NODE_MAINTENANCE) || !m || m->version < peer_v;
 	ft_smap_put(m);
 	int rc = keep ? rb_send_copy(&o, dest, peer_v, &bytes, err, sizeof(err))
 		      : rb_send_move(&o, dest, peer_v, &bytes, err, sizeof(err));

@@ -133,6 +133,23 @@ def test_maintenance_keeps_reads_and_takes_no_new_objects(make_cluster):
         assert r.status_code == 200 and md5(r.content) == digest, name
 
 
+def test_a_target_behind_the_askers_map_hands_out_a_copy(make_cluster):
+    """A peer whose map is newer asks the owner for an object (a rebalance pull): the newer map may put the owner in
+    maintenance, so the owner sends a copy and keeps its own until its map says otherwise."""
+    h = make_cluster(targets=2, mountpaths=1)
+    api = Api(h.url, session())
+    b, _ = fill(h, api, n=4)
+    owner, other = h.targets()[0], h.targets()[1]
+    name = sorted(held(owner, b))[0]
+    version = h.smap()["version"]
+    r = session().post(owner["control_url"] + "/v1/rebalance/send",
+                       params={"provider": "ais", "bucket": b, "obj": name, "to": other["id"], "smap": version + 5},
+                       timeout=30)
+    assert r.status_code == 200, r.text
+    assert name in held(owner, b), "the owner gave its object away on a map it has not seen"
+    assert name in held(other, b)
+
+
 def test_decommission_moves_everything_then_leaves(make_cluster):
     h = make_cluster(targets=3, mountpaths=1)
     api = Api(h.url, session())

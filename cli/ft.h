@@ -24,6 +24,7 @@ enum {
 typedef struct {
 	const char *endpoint; /* no trailing '/' */
 	const char *token;    /* NULL: no Authorization header */
+	const char *cacert;   /* PEM CA bundle for https endpoints; NULL: the system's */
 	bool json;
 	bool help;
 	int n_args;

@@ -19,11 +19,13 @@
 
 static char endpoint[1024];
 static char auth[4200];
+static char cacert[1024]; /* "": the system's CAs */
 
 void cli_http_init(const ft_cli_t *c)
 {
 	curl_global_init(CURL_GLOBAL_ALL);
 	snprintf(endpoint, sizeof(endpoint), "%s", c->endpoint);
+	snprintf(cacert, sizeof(cacert), "%s", c->cacert != NULL ? c->cacert : "");
 	auth[0] = '\0';
 	if (c->token != NULL)
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", c->token);
@@ -158,6 +160,8 @@ static int perform(const char *method, const char *path, const char *json_body, 
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	if (cacert[0])
+		curl_easy_setopt(h, CURLOPT_CAINFO, cacert);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
 	curl_easy_setopt(h, CURLOPT_UNRESTRICTED_AUTH, 1L);

@@ -12,6 +12,7 @@
  * "ft <group> <verb> [args] [--options]" as kubectl and ais spell it. Options may come anywhere
  * after the program name; "--" ends them. The endpoint and token come from --endpoint/--token,
  * else FT_ENDPOINT/FT_TOKEN, else ~/.config/ft/config.json ({"endpoint": ..., "token": ...}),
+ * (the CA bundle for https the same way: --cacert, FT_CACERT, "cacert"),
  * else http://localhost:51080. Every command has --help; output is a table (or a few lines) by
  * default and JSON with --json.
  */
@@ -19,11 +20,12 @@
 #define DEFAULT_ENDPOINT "http://localhost:51080"
 
 /* Options that take a value (the others are flags). */
-static const char *const valued[] = {
-	"endpoint", "token",      "set",   "provider", "workers",         "prefix",     "template",
-	"to",       "objnames",   "urls",  "url-list", "output",          "o",          "checksum",
-	"backend",  "timeout",    "limit", "interval", "output-template", "shard-size", "order",
-	"seed",     "order-file", "etl",   "url",      "max-output",      "procs",      "format"};
+static const char *const valued[] = {"endpoint",   "token",      "cacert",   "set",        "provider",
+				     "workers",    "prefix",     "template", "to",         "objnames",
+				     "urls",       "url-list",   "output",   "o",          "checksum",
+				     "backend",    "timeout",    "limit",    "interval",   "output-template",
+				     "shard-size", "order",      "seed",     "order-file", "etl",
+				     "url",        "max-output", "procs",    "format"};
 
 static const struct {
 	const char *cmd, *text;
@@ -39,6 +41,8 @@ static const struct {
 	 "Global options:\n"
 	 "  --endpoint URL   proxy URL (env FT_ENDPOINT, ~/.config/ft/config.json; default " DEFAULT_ENDPOINT ")\n"
 	 "  --token T        bearer token sent as Authorization (env FT_TOKEN, config \"token\")\n"
+	 "  --cacert FILE    CA bundle (PEM) for an https endpoint instead of the system's (env FT_CACERT,\n"
+	 "                   config \"cacert\")\n"
 	 "  --json           machine-readable output\n"
 	 "  --help           help of any command (ft bucket --help, ft job start --help)\n\n"
 	 "Buckets: NAME or ais://NAME; s3://, gs://, az://, ht:// name remote buckets.\n"
@@ -260,18 +264,21 @@ static int parse(ft_cli_t *c, int argc, char **argv)
 	return 0;
 }
 
-/* Endpoint and token: flags, then the environment, then ~/.config/ft/config.json. */
+/* Endpoint, token and CA bundle: flags, then the environment, then ~/.config/ft/config.json. */
 static void settings(ft_cli_t *c)
 {
-	static char endpoint[1024], token[4096];
-	const char *home = getenv("HOME"), *e = cli_opt(c, "endpoint"), *t = cli_opt(c, "token");
+	static char endpoint[1024], token[4096], cacert[1024];
+	const char *home = getenv("HOME"), *e = cli_opt(c, "endpoint"), *t = cli_opt(c, "token"),
+		   *ca = cli_opt(c, "cacert");
 	json_t *cfg = NULL;
 
 	if (e == NULL)
 		e = getenv("FT_ENDPOINT");
 	if (t == NULL)
 		t = getenv("FT_TOKEN");
-	if ((e == NULL || t == NULL) && home != NULL) {
+	if (ca == NULL)
+		ca = getenv("FT_CACERT");
+	if ((e == NULL || t == NULL || ca == NULL) && home != NULL) {
 		char path[1024];
 		snprintf(path, sizeof(path), "%s/.config/ft/config.json", home);
 		cfg = json_load_file(path, 0, NULL);
@@ -279,6 +286,12 @@ static void settings(ft_cli_t *c)
 			e = json_string_value(json_object_get(cfg, "endpoint"));
 		if (t == NULL)
 			t = json_string_value(json_object_get(cfg, "token"));
+		if (ca == NULL)
+			ca = json_string_value(json_object_get(cfg, "cacert"));
+	}
+	if (ca != NULL && *ca) {
+		snprintf(cacert, sizeof(cacert), "%s", ca);
+		c->cacert = cacert;
 	}
 	snprintf(endpoint, sizeof(endpoint), "%s", e != NULL && *e ? e : DEFAULT_ENDPOINT);
 	for (size_t n = strlen(endpoint); n > 0 && endpoint[n - 1] == '/'; n--)

@@ -127,6 +127,26 @@ def test_s3_boto3_over_https(tcluster, ca):
     cli.delete_bucket(Bucket=b)
 
 
+def test_ft_cli_verifies_with_cacert(tcluster, ca, bucket, tmp_path):
+    """ft takes the cluster's CA with --cacert (or FT_CACERT) and refuses the endpoint without it."""
+    ft = os.path.join(FT_BIN, "ft")
+    env = {k: v for k, v in os.environ.items() if k not in ("FT_CACERT", "FT_TOKEN", "FT_ENDPOINT")}
+    env["HOME"] = str(tmp_path)
+    base = [ft, "--endpoint", tcluster.url, "--token", tcluster.c.token or ""]
+    r = subprocess.run(base + ["--cacert", ca, "bucket", "ls"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert bucket in r.stdout
+    r = subprocess.run(base + ["bucket", "ls"], env=dict(env, FT_CACERT=ca), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and bucket in r.stdout, r.stderr
+    r = subprocess.run(base + ["bucket", "ls"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
+    assert "certificate" in r.stderr.lower(), r.stderr
+    r = subprocess.run(base + ["--cacert", str(tmp_path / "missing.pem"), "bucket", "ls"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3 and r.stderr.strip(), (r.returncode, r.stderr)
+
+
 def host_port(url):
     hp = url.split("://", 1)[1]
     host, port = hp.rsplit(":", 1)

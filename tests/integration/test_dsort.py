@@ -11,7 +11,7 @@ import zipfile
 import pytest
 import requests
 
-from ftutil import TIMEOUT, assert_json_error, unique, wait_job
+from ftutil import TIMEOUT, assert_json_error, unique, wait_job, wait_until
 
 SHARD_SIZE = 20000
 
@@ -312,3 +312,50 @@ def test_dsort_member_failure_fails_the_part_and_removes_its_outputs(cluster, ap
     for t in cluster.targets():
         assert_json_error(requests.post(t["control_url"] + "/v1/jobs", json=dict(msg, id=jid + "x", outputs={}),
                                         timeout=TIMEOUT), 400, "not an output of the plan")
+
+
+def _plan_on_every_target(cluster, api, src, dst, jid, extra_members=()):
+    """A dsort plan of 8 one-record outputs sent to every target's control port as the proxy would, with the job's
+    members (the targets and extra_members); waits until every target's part has finished. Returns the outputs."""
+    from ftutil import ctl
+    shard = read_shard("shard-000.tar", api.get(src, "shard-000.tar").content)
+    outs = {"ab-%d.tar" % i: [[0, m, len(d)]] for i, (m, d) in enumerate(shard[:8])}
+    ids = [t["id"] for t in cluster.targets()]
+    msg = {"id": jid, "kind": "dsort", "provider": "ais", "bucket": src, "to_bucket": dst, "objnames": sorted(outs),
+           "inputs": ["shard-000.tar"], "outputs": outs, "members": ids + list(extra_members)}
+    for t in cluster.targets():
+        ctl("POST", t["control_url"], "/v1/jobs", msg)
+    for t in cluster.targets():
+        wait_until(lambda: ctl("GET", t["control_url"], "/v1/jobs/" + jid)["state"] == "finished", 30,
+                   what="the part of %s to finish" % t["id"])
+    assert sorted(e["name"] for e in api.list_all(dst)[0]) == sorted(outs)
+    return outs
+
+
+def test_dsort_abort_removes_the_outputs_of_parts_that_finished(cluster, api, buckets):
+    """An abort while the job still runs somewhere (here a member that has not reported: the job reads running for
+    job_missing_grace_s) removes the outputs of the parts that already finished too: nothing of the job is left."""
+    src, dst = buckets
+    fill(api, src, n_shards=1, seed=14)
+    jid = unique("j-dswd").replace("_", "-")
+    _plan_on_every_target(cluster, api, src, dst, jid, extra_members=["t-not-reported"])
+    st = api.s.get(f"{api.url}/v1/jobs/{jid}", timeout=TIMEOUT).json()
+    assert st["state"] == "running", st
+    r = api.s.delete(f"{api.url}/v1/jobs/{jid}", timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert r.json()["state"] == "aborted", r.json()
+    assert api.list_all(dst)[0] == []
+    st = api.s.get(f"{api.url}/v1/jobs/{jid}", timeout=TIMEOUT).json()
+    assert st["state"] == "aborted" and all(p["state"] in ("aborted", "missing") for p in st["targets"]), st
+
+
+def test_dsort_abort_after_the_end_keeps_the_outputs(cluster, api, buckets):
+    """Aborting a dsort that finished everywhere changes nothing: its outputs stay."""
+    src, dst = buckets
+    fill(api, src, n_shards=1, seed=15)
+    jid = unique("j-dsend").replace("_", "-")
+    outs = _plan_on_every_target(cluster, api, src, dst, jid)
+    r = api.s.delete(f"{api.url}/v1/jobs/{jid}", timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert r.json()["state"] == "finished", r.json()
+    assert sorted(e["name"] for e in api.list_all(dst)[0]) == sorted(outs)

@@ -359,3 +359,34 @@ def test_dsort_abort_after_the_end_keeps_the_outputs(cluster, api, buckets):
     assert r.status_code == 200, r.text
     assert r.json()["state"] == "finished", r.json()
     assert sorted(e["name"] for e in api.list_all(dst)[0]) == sorted(outs)
+
+
+def test_dsort_resumes_after_a_target_kill(make_cluster):
+    """SIGKILL of the target in the middle of its part, then a restart: the part resumes from its journal (outputs
+    done are skipped and counted), the job finishes, and every record is there once, intact, sizes kept."""
+    from ftutil import Api, ctl
+    h = make_cluster(targets=1, mountpaths=1)
+    api = Api(h.url)
+    src, dst = unique("dsrin"), unique("dsrout")
+    api.create_bucket(src)
+    api.create_bucket(dst)
+    digests = fill(api, src, n_shards=24, samples=60, seed=16)
+    jid = start(api, src, {"template": "shard-{000..023}.tar", "to": {"name": dst},
+                           "output_template": "r-{00000..99999}.tar", "shard_size": 3000}).json()["job_id"]
+    target = h.targets()[0]
+    seen = {}
+
+    def some_done():
+        doc = ctl("GET", target["control_url"], "/v1/jobs/" + jid)
+        seen.update(doc)
+        return doc["state"] != "running" or doc["objects"] >= 20
+    wait_until(some_done, 60, interval=0.02, what="the part to write some outputs")
+    print("\nkilled at %d of %d outputs" % (seen["objects"], seen["total"]))
+    assert seen["state"] == "running" and seen["objects"] < seen["total"], seen
+    h.kill_target(0, "KILL")
+    h.restart_target(0)
+    st = wait_job(api, jid, timeout=180)
+    assert st["state"] == "finished" and st["errors"] == 0, st
+    assert st["objects"] == st["total"] == seen["total"], st
+    check_records(outputs(api, dst), digests, 3000)
+    assert h.work_files() == []

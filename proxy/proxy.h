@@ -236,6 +236,20 @@ int px_bucket_create_like(px_t *px, const char *name, const ft_bucket_t *like, c
 int px_bucket_destroy_do(px_t *px, const char *bucket);
 /* Sets the canned ACL of a bucket (a new BMD, pushed). Blocking: a worker. 0, -ENOENT or -EIO. */
 int px_bucket_set_acl(px_t *px, const char *provider, const char *bucket, bool public_read);
+/* The primary's side of a follower's bucket change ({"op": "create"|"destroy"|"setprops", ...}): as the *_do. */
+int px_bucket_meta_apply(px_t *px, const json_t *op, char *why, size_t cap);
+
+/* ---- metafwd.c: a follower's bucket metadata changes, made by the primary (docs/multi-proxy.md) ---- */
+/* Whether this proxy sends its metadata changes to the primary (several proxies, and it is not the primary). */
+bool px_meta_follower(const px_t *px);
+/*
+ * Has the primary make op (stolen; NULL: out of memory) and waits until this proxy's BMD holds it.
+ * Blocking: a worker. The primary's outcome (0 or a -errno of the operation, why filled), or -EAGAIN
+ * when no primary can make it now (why says why).
+ */
+int px_meta_forward(px_t *px, json_t *op, char *why, size_t cap);
+/* POST /v1/meta on the control port: a follower's operation, made here when this proxy is the primary. */
+void px_meta_handle(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
 /* ---- acl.c: anonymous reads of public-read data on the native API (docs/acl.md) ---- */
 /* Whether r carries no credentials at all (no Authorization header, no presigned query). */
@@ -350,6 +364,8 @@ bool px_dsort_action(px_t *px, ft_req_t *r, const char *provider, const char *bu
 void px_etl_route(px_t *px, ft_req_t *r, const char *path, size_t len);
 /* Whether the current BMD has transformer name. */
 bool px_etl_known(const char *name);
+/* The primary's side of a follower's registry change ({"op": "etl-set", "name", "spec"} or "etl-rm"). */
+int px_etl_meta_apply(px_t *px, const json_t *op, char *why, size_t cap);
 /* ---- jobs_archive.c: the archive action (docs/archive.md) ---- */
 /*
  * Called by px_jobs_action for actions it does not know: when action is archive, checks value

@@ -252,6 +252,11 @@ json_t *ft_bucket_to_json(const ft_bucket_t *bucket)
 	return bucket_json(bucket, SECRETS_DROP);
 }
 
+json_t *ft_bucket_to_json_sealed(const ft_bucket_t *bucket)
+{
+	return bucket_json(bucket, SECRETS_SEALED);
+}
+
 static json_t *bmd_json(const ft_bmd_t *b, secrets_mode_t mode)
 {
 	json_t *j = json_pack("{s:I, s:s}", "version", (json_int_t)b->version, "uuid", b->uuid);
@@ -364,6 +369,11 @@ static int bucket_from_json(ft_bucket_t *bk, const json_t *o, const char *what, 
 		}
 	}
 	return 0;
+}
+
+int ft_bucket_from_json(ft_bucket_t *bk, const json_t *o, char *err, size_t errlen)
+{
+	return bucket_from_json(bk, o, "bucket", err, errlen);
 }
 
 static int open_secrets(ft_bucket_t *bk, const char *what, char *err, size_t errlen)

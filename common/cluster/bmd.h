@@ -87,6 +87,10 @@ json_t *ft_bmd_to_json_public(const ft_bmd_t *b);
 int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_t errlen);
 /* Public form: the backend properties without secrets (secret_key, session_token, account_key, sas). */
 json_t *ft_bucket_to_json(const ft_bucket_t *bucket);
+/* One bucket with its backend secrets sealed, as in ft_bmd_to_json (a change sent to the primary proxy). */
+json_t *ft_bucket_to_json_sealed(const ft_bucket_t *bucket);
+/* Reads such a bucket back (secrets opened); bk->backend is the caller's reference. 0, or -1 with err. */
+int ft_bucket_from_json(ft_bucket_t *bk, const json_t *o, char *err, size_t errlen);
 ft_bmd_t *ft_bmd_from_json(const json_t *j, char *err, size_t errlen);
 
 void ft_bmd_get(ft_bmd_t *b);

@@ -6,6 +6,7 @@ import json
 import random
 import subprocess
 import tarfile
+import time
 import zipfile
 
 import pytest
@@ -388,5 +389,39 @@ def test_dsort_resumes_after_a_target_kill(make_cluster):
     st = wait_job(api, jid, timeout=180)
     assert st["state"] == "finished" and st["errors"] == 0, st
     assert st["objects"] == st["total"] == seen["total"], st
+    check_records(outputs(api, dst), digests, 3000)
+    assert h.work_files() == []
+
+
+def test_dsort_survives_the_restart_of_a_target_others_read_from(make_cluster):
+    """Two targets: SIGKILL of one in the middle of the job, restarted 4 s later. Its part resumes from its journal,
+    and the other target's outputs that need members from it wait for it to answer again instead of failing: the job
+    finishes with every record once, intact."""
+    from ftutil import Api, ctl
+    h = make_cluster(targets=2, mountpaths=1)
+    api = Api(h.url)
+    src, dst = unique("dsr2in"), unique("dsr2out")
+    api.create_bucket(src)
+    api.create_bucket(dst)
+    digests = fill(api, src, n_shards=24, samples=60, seed=17)
+    jid = start(api, src, {"template": "shard-{000..023}.tar", "to": {"name": dst},
+                           "output_template": "q-{00000..99999}.tar", "shard_size": 3000}).json()["job_id"]
+    victim = h.targets()[1]
+    index = h.index_of_url(victim["public_url"])
+    seen = {}
+
+    def some_done():
+        doc = ctl("GET", victim["control_url"], "/v1/jobs/" + jid)
+        seen.update(doc)
+        return doc["state"] != "running" or doc["objects"] >= 10
+    wait_until(some_done, 60, interval=0.02, what="the victim's part to write some outputs")
+    print("\nkilled at %d of %d outputs of the victim" % (seen["objects"], seen["total"]))
+    assert seen["state"] == "running" and seen["objects"] < seen["total"], seen
+    h.kill_target(index, "KILL")
+    time.sleep(4)  # away longer than the few quick retries of a failing member GET
+    h.restart_target(index)
+    st = wait_job(api, jid, timeout=240)
+    assert st["state"] == "finished" and st["errors"] == 0, st
+    assert st["objects"] == st["total"], st
     check_records(outputs(api, dst), digests, 3000)
     assert h.work_files() == []

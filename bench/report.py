@@ -447,6 +447,16 @@ def write_markdown(path, rows, machine, setup, raw, perf, png_name, plot_status,
         "(in the notes). Read rate: reads/s of each of epochs 2 and 3 (the inverse of the wall time; goal wall time "
         "<= 0.7x LRU's, so >= 1.43x). Hit rate: 1 - origin GETs (its access log) / reads over epochs 2-3 (goal >= "
         "1.5x), with bench/hintsim.py's LRU and MIN rates for the same order and cache size beside it.",
+        "- Copy row (bench/copybck.py): a cluster of its own, 1 proxy + 3 targets x 1 mountpath (directories of "
+        "the build tree: one filesystem), 2,048 objects of 1 MiB (2 GiB; 256 with --quick) PUT through the proxy into "
+        "`bench-copy-src`, warm in the page cache. A: one `copy-bck` job into a fresh bucket, from the POST to the "
+        "job's end (`GET /v1/jobs/ID` polled every 20 ms), checked afterwards (objects and bytes of every object, no "
+        "error, nothing skipped). B: `cp -r <mountpath>/ais/bench-copy-src <dir>` for each target's mountpath, one "
+        "after the other: the very files the job copies, to directories beside the mountpaths (no xattrs, no "
+        "checksum, no network), file count and bytes checked. After every run, untimed: the destination is removed "
+        "(bucket destroyed and its retired trees deleted, or `rm -rf`) and `sync -f` writes the dirty pages back. "
+        "Objects/s and MiB/s of wall time; the notes give CPU seconds per GiB of the targets (/proc/<pid>/stat) and "
+        "of cp (rusage).",
         "- RSS rows: VmRSS of the target from /proc, sampled every 50 ms while wrk holds 256 "
         "connections; the conns figure is the peak of established connections on the port in "
         "/proc/net/tcp (a few from the previous run may still be closing); nginx's figure sums "

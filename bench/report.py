@@ -457,6 +457,14 @@ def write_markdown(path, rows, machine, setup, raw, perf, png_name, plot_status,
         "(bucket destroyed and its retired trees deleted, or `rm -rf`) and `sync -f` writes the dirty pages back. "
         "Objects/s and MiB/s of wall time; the notes give CPU seconds per GiB of the targets (/proc/<pid>/stat) and "
         "of cp (rusage).",
+        "- DataLoader S3 rows (bench/dataloader.py): a cluster of its own, 1 proxy + 1 target; 10,000 samples of "
+        "16 KiB and 2,000 of 128 KiB, one object each, PUT through the proxy. A: a map-style torch Dataset whose "
+        "`__getitem__` is Debian's boto3 `get_object(...)[\"Body\"].read()` on `<proxy>/s3` (path style, the "
+        "cluster's S3 key pair, one client per worker process, one attempt); B: the same Dataset reading the very "
+        "object files the target stores with `open().read()`. Both: `DataLoader(num_workers=4, batch_size=32, "
+        "shuffle=True)` with the same seeded order, one epoch per run (worker start included), every sample's size "
+        "and leading index checked; samples/s of wall time. The notes give CPU ms per sample of proxy + target "
+        "(/proc/<pid>/stat) and of the DataLoader's processes (rusage).",
         "- RSS rows: VmRSS of the target from /proc, sampled every 50 ms while wrk holds 256 "
         "connections; the conns figure is the peak of established connections on the port in "
         "/proc/net/tcp (a few from the previous run may still be closing); nginx's figure sums "

@@ -409,6 +409,10 @@ def write_markdown(path, rows, machine, setup, raw, perf, png_name, plot_status,
                                   "over the same files on nginx; -numworkers %d."
                                   % (setup["loader"], setup["conns"]) if setup["loader"]
                                   else "not run: ft-loader was not built when this report was written."),
+        "- ft-loader vs wrk back to back (bench/loadercmp.py): each round ft-loader `-url-list` then wrk, both with "
+        "%d connections over the 16 KiB objects on nginx, one right after the other (the \"ft-loader vs wrk\" rows "
+        "above pair runs of the warm GET rounds that are two runs apart); the notes give each client's CPU "
+        "microseconds per request from getrusage of the client process." % setup["conns"],
         "- GET from disk rows: ft-loader reads every object once (`-epochs 1 -uniquegets`, 8 in "
         "flight) right after the harness evicted the object files from the page cache "
         "(`fdatasync` + `POSIX_FADV_DONTNEED`, checked with `mincore`), before each side's run.",

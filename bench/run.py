@@ -27,6 +27,8 @@ USAGE
                                    4 workers, boto3 GETs of 10,000 x 16 KiB and 2,000 x 128 KiB samples
                                    through the proxy's /s3 against the same files read locally, on a
                                    1-target cluster of its own): prints their table, writes no report
+  bench/run.py --only loader       only ft-loader against wrk on nginx at 16 KiB, back to back, with
+                                   each client's CPU per request (bench/loadercmp.py)
   bench/run.py --only batch        only the GetBatch row (the 16 KiB objects only, no 1 GiB TAR)
   bench/run.py --only hints        only the epoch hints rows (bench/hints.py: 3 epochs of a seeded
                                    random order over a remote bucket 1.5x the cache, with order hints
@@ -87,6 +89,7 @@ import shards  # noqa: E402
 import dsort  # noqa: E402
 import copybck  # noqa: E402
 import dataloader  # noqa: E402
+import loadercmp  # noqa: E402
 import tls  # noqa: E402
 import report  # noqa: E402
 import sysprobe  # noqa: E402
@@ -249,7 +252,7 @@ class Bench:
         log("bench: cluster up: proxy %s, target %s (pid %d)" % (self.cluster.url,
                                                                 self.target.public_url,
                                                                 self.target.pid))
-        keep = {"cold": "8 MiB", "batch": "16 KiB"}.get(a.only)
+        keep = {"cold": "8 MiB", "batch": "16 KiB", "loader": "16 KiB"}.get(a.only)
         self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES if keep is None or s[0] == keep]
         self.create_objects()
         taken = {self.cluster.port, self.cluster.port + 1} | {
@@ -961,9 +964,12 @@ class Bench:
                 return self.run_only(lambda: dsort.bench_dsort(self))
             if a.only == "batch":
                 return self.run_only(lambda: shards.bench_batch(self))
+            if a.only == "loader":
+                return self.run_only(lambda: loadercmp.bench_loader_vs_wrk(self))
             self.warm_up()
             pairs = self.bench_get()
             self.bench_loader_vs_wrk(pairs)
+            loadercmp.bench_loader_vs_wrk(self)
             self.bench_disk()
             self.bench_cold()
             self.bench_put()
@@ -1028,7 +1034,7 @@ def parse_args(argv):
     p.add_argument("--dsort-full", action="store_true",
                    help="the dsort row over 2 GiB of shards (default 64 MiB, about a minute)")
     p.add_argument("--only", choices=["cold", "protect", "hints", "shards", "dsort", "tls", "batch", "copy",
-                                           "dataloader"],
+                                           "dataloader", "loader"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
                    "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
                    "hints = the epoch hints rows (order hints vs LRU over a rate-limited origin), shards = the "
@@ -1036,7 +1042,8 @@ def parse_args(argv):
                    "1,000 x 16 KiB vs single GETs), dsort = the dsort row (bench/dsort.py), tls = the TLS rows (warm "
                    "GET 8 MiB and 128 KiB over HTTPS vs nginx over HTTPS, same certificate), batch = the GetBatch "
                    "row alone, copy = the copy-bck row (bench/copybck.py), dataloader = the DataLoader rows over "
-                   "S3 (bench/dataloader.py)")
+                   "S3 (bench/dataloader.py), loader = ft-loader vs wrk on nginx at 16 KiB, back to back, with "
+                   "client CPU per request (bench/loadercmp.py)")
     p.add_argument("--hints-rate", default=hints.RATE,
                    help="bandwidth of the epoch hints rows' origin (tc htb rate, default %s)" % hints.RATE)
     p.add_argument("--hints-rounds", type=int, default=hints.ROUNDS,

@@ -453,7 +453,7 @@ def write_markdown(path, rows, machine, setup, raw, perf, png_name, plot_status,
         "1.5x), with bench/hintsim.py's LRU and MIN rates for the same order and cache size beside it.",
         "- Copy row (bench/copybck.py): a cluster of its own, 1 proxy + 3 targets x 1 mountpath (directories of "
         "the build tree: one filesystem), 2,048 objects of 1 MiB (2 GiB; 256 with --quick) PUT through the proxy into "
-        "`bench-copy-src`, warm in the page cache. A: one `copy-bck` job into a fresh bucket, from the POST to the "
+        "`bench-copy-src`, warm in the page cache; one pair of runs before the rounds is not counted. A: one `copy-bck` job into a fresh bucket, from the POST to the "
         "job's end (`GET /v1/jobs/ID` polled every 20 ms), checked afterwards (objects and bytes of every object, no "
         "error, nothing skipped). B: `cp -r <mountpath>/ais/bench-copy-src <dir>` for each target's mountpath, one "
         "after the other: the very files the job copies, to directories beside the mountpaths (no xattrs, no "

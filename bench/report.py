@@ -297,6 +297,8 @@ def missed_markdown(rows, perf):
         elif r.title.startswith("ft-loader vs wrk"):
             line += (" A client comparison (both drive the same nginx): the loader's own cost, "
                      "see loader/ and docs/loader.md; the servers are not involved.")
+            if r.notes:
+                line += " " + r.notes
         elif r.notes:
             line += " " + r.notes
         elif cr is None:
@@ -315,6 +317,12 @@ def missed_markdown(rows, perf):
                      "ft-loader row of the same size is the one to judge the server by.")
         out.append(line)
     return "\n".join(out) if out else "None: every measured row met its target (by the median ratio)."
+
+
+def notes_markdown(rows):
+    """Every row's notes (CPU splits and the like), also of rows without a target."""
+    out = ["- **%s**: %s" % (r.title, r.notes) for r in rows if r.notes]
+    return "\n".join(out) if out else "None."
 
 
 # ---------------------------------------------------------------- markdown
@@ -489,6 +497,7 @@ def write_markdown(path, rows, machine, setup, raw, perf, png_name, plot_status,
     except OSError:
         lines += ["## Data path", "", "(bench/datapath.md is missing)", ""]
     lines += ["### Targets missed in this run", "", missed_markdown(rows, perf), ""]
+    lines += ["### Notes of the rows in this run", "", notes_markdown(rows), ""]
     lines += ["### Counters from this run", ""]
     if perf:
         lines += ["`perf stat -p <server pids>` (nginx: its workers) over one wrk -c32 run per case "

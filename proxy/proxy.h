@@ -239,6 +239,20 @@ int px_bucket_set_acl(px_t *px, const char *provider, const char *bucket, bool p
 /* The primary's side of a follower's bucket change ({"op": "create"|"destroy"|"setprops", ...}): as the *_do. */
 int px_bucket_meta_apply(px_t *px, const json_t *op, char *why, size_t cap);
 
+/* ---- textlist.c: lists jobs read from objects of a bucket ---- */
+/*
+ * Appends the lines of p[0..len) to out as strings, one a line ("\n" or "\r\n"; empty lines
+ * skipped). 0; -E2BIG when more than max; -EILSEQ when a line is not UTF-8 text (a NUL byte
+ * counts as not); -ENOMEM. *line_no: the line (from 1) that failed, or the last one read.
+ */
+int px_text_lines(const char *p, size_t len, size_t max, json_t *out, size_t *line_no);
+/*
+ * dsort's order file into pos (key -> position): a JSON array of keys, a JSON object key -> number,
+ * or text/CSV with the key as the first field (up to ',' or a tab) of each line. A key listed
+ * twice keeps its first position. 0, or -ENOENT when it lists no key.
+ */
+int px_order_parse(const char *p, size_t len, json_t *pos);
+
 /* ---- metafwd.c: a follower's bucket metadata changes, made by the primary (docs/multi-proxy.md) ---- */
 /* Whether this proxy sends its metadata changes to the primary (several proxies, and it is not the primary). */
 bool px_meta_follower(const px_t *px);

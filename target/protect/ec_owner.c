@@ -365,6 +365,12 @@ static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_
 		snprintf(err, cap, "unsupported EC geometry %d+%d (1 <= D, 1 <= P, D+P <= %d)", d, p, FT_EC_MAX_SLICES);
 		goto out;
 	}
+	if (count < n && o->mirror_targets) {
+		snprintf(err, cap,
+			 "mirror.copies %d (scope \"targets\") needs %d other targets, the cluster map has %d", p + 1,
+			 n, count);
+		goto out;
+	}
 	if (count < n) {
 		snprintf(err, cap,
 			 "EC %d+%d of a %" PRIu64 "-byte object needs %d other targets, the cluster map has %d", d, p,

@@ -202,3 +202,55 @@ def test_mirror_job_makes_copies_of_older_objects(make_cluster):
     r = post_bucket(api, b, "make-n-copies")
     st = wait_job(h, r.json()["job_id"], timeout=120)
     assert st["state"] == "finished" and st["errors"] == 0 and st["objects"] == 0, st
+
+
+def cluster_action(h, act, sid):
+    return session().put(h.c.proxy.control_url + "/v1/cluster", json={"action": act, "value": {"sid": sid}},
+                         timeout=30)
+
+
+def placed(h, api, b, objs, indexes, n_copies):
+    """Whether every object of objs has its main copy on its owner and at least n_copies-1 copies with its bytes on
+    other targets among indexes (copies placed for an earlier map stay where they are: a new owner finds them)."""
+    for n, data in objs.items():
+        o = h.index_of_url(api.owner(b, n))
+        held = holders(h, b, n, [i for i in indexes if i != o])
+        if not files(h, o, "", b, n) or sum(v.endswith(data) for v in held.values()) < n_copies - 1:
+            return False
+    return True
+
+
+def test_maintenance_takes_no_copies_and_decommission_recreates_them(make_cluster):
+    h = make_cluster(targets=4, mountpaths=1)
+    api = Api(h.url, session())
+    b = name_of("mtm")
+    r = post_bucket(api, b, "create-bck", {"mirror": {"copies": 2, "scope": "targets"}})
+    assert r.status_code == 200, r.text
+    # A target in maintenance takes neither objects nor copies while the others can.
+    flagged = 3
+    assert cluster_action(h, "start-maintenance", h.c.targets[flagged].id).status_code == 200
+    objs = {}
+    for k in range(16):
+        n = "m%02d" % k
+        objs[n] = os.urandom(2000 + k)
+        api.put(b, n, objs[n])
+    for n in objs:
+        assert not files(h, flagged, "", b, n) and not holders(h, b, n, [flagged]), n
+    assert placed(h, api, b, objs, range(3), 2)
+    assert cluster_action(h, "stop-maintenance", h.c.targets[flagged].id).status_code == 200
+    wait_until(lambda: placed(h, api, b, objs, range(4), 2), timeout=60,
+               what="the objects and their copies placed for the map with all 4 targets")
+
+    # Decommission: the leaving target's objects move away, and the copies it held are re-created on the others.
+    victim = 0
+    held_by_victim = [n for n in objs if holders(h, b, n, [victim])]
+    assert held_by_victim, "the victim holds no copy"
+    h.c.targets[victim].expected_dead = True  # it shuts down when asked, at the end
+    r = cluster_action(h, "decommission", h.c.targets[victim].id)
+    assert r.status_code == 202, r.text
+    wait_out(h, victim)
+    wait_until(lambda: placed(h, api, b, objs, [1, 2, 3], 2), timeout=60,
+               what="every object with its copy on the 3 targets left")
+    for n, data in objs.items():
+        r = api.get(b, n)
+        assert r.status_code == 200 and r.content == data, n

@@ -142,7 +142,8 @@ bad:
 
 /*
  * Cluster-wide bounds of b's protection properties that need the Smap: EC needs D+P targets
- * besides the object's owner, mirror.scope "targets" one target for each copy. 0, or -1 with why filled (the request answers 400).
+ * besides the object's owner, mirror.scope "targets" one target for each copy. 0, or -1 with why
+ * filled (the request answers 400).
  */
 static int props_fit_cluster(const ft_bucket_t *b, const ft_smap_t *smap, char *why, size_t cap)
 {

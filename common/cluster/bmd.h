@@ -23,7 +23,8 @@ typedef struct {
 	json_t *backend;
 	/*
 	 * Data protection (docs/data-protection.md); set at create-bck or with set-bprops, all 0 = off.
-	 * JSON: "mirror": {"copies": N, "scope": "mountpaths"|"targets"}, "ec": {"data_slices": D, "parity_slices": P, "objsize_limit": B},
+	 * JSON: "mirror": {"copies": N, "scope": "mountpaths"|"targets"},
+	 * "ec": {"data_slices": D, "parity_slices": P, "objsize_limit": B},
 	 * "checksum_validate_warm_get": bool (kept beside "checksum").
 	 */
 	int mirror_copies;        /* copies of every object; 0 or 1 = just the one */

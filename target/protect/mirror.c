@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* N-way mirroring: copies on distinct mountpaths of an object's owner (at PUT, removal, the "mirror" job), or on targets. */
+/* N-way mirroring: copies on distinct mountpaths of an object's owner (PUT, DELETE, the "mirror" job) or on targets. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -67,10 +67,6 @@ int tgt_mirror_delete(const tgt_obj_t *o)
 }
 
 /*
- * Makes the copies mirror.copies asks for from a verified main copy and removes those it no longer
- * asks for. 0 when something was written or removed, 1 when all was in place.
- */
-/*
  * The "mirror" job of a bucket with its copies on targets: the copies left on this target's
  * mountpaths (an earlier scope) go; the replicas on the other targets are checked and re-created.
  */
@@ -86,6 +82,10 @@ static int mirror_job_targets(tgt_obj_t *o, int64_t *bytes, char *err, size_t ca
 	return rc == 1 && removed > 0 ? 0 : rc;
 }
 
+/*
+ * Makes the copies mirror.copies asks for from a verified main copy and removes those it no longer
+ * asks for. 0 when something was written or removed, 1 when all was in place.
+ */
 int tgt_mirror_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 {
 	tgt_replica_t reps[FT_MAX_MOUNTPATHS];

@@ -8,6 +8,7 @@ import os
 
 import s3util
 from ftutil import TIMEOUT, Api, assert_json_error, bucket_path, session, unique, wait_job, wait_until
+from test_cli import ft
 
 
 def name_of(prefix):
@@ -90,6 +91,13 @@ def test_props_fit_the_cluster(make_cluster):
     # Back to the default scope: written without "scope", as for a bucket that never had it.
     assert post_bucket(api, b, "set-bprops", {"mirror": {"scope": "mountpaths"}}).status_code == 200
     assert bucket_props(api, b)["mirror"] == {"copies": 3}
+    # The CLI sets it as any other property.
+    c = name_of("mtc")
+    assert post_bucket(api, c, "create-bck").status_code == 200
+    rc, out, err = ft(h, "bucket", "props", c, "--set", "mirror.copies=2", "--set", "mirror.scope=targets", "--json",
+                      env={"FT_TOKEN": h.token} if h.token else None)
+    assert rc == 0, err
+    assert json.loads(out)["mirror"] == {"copies": 2, "scope": "targets"}
 
 
 def test_copies_on_targets_overwrite_delete_and_two_dead_targets(make_cluster):

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Mirror copies on other targets (mirror.scope "targets"): the copies on the targets after the owner, made before the
 PUT is answered, replaced by an overwrite, removed by a DELETE (also one of an object whose owner is dead), read by
-the new owner when the owner dies (two dead targets with 3 copies), made for older objects by the mirror job, and
-the properties refused with a 400 when the cluster cannot hold them."""
+the new owner when the owner dies (two dead targets with 3 copies), made for older objects by the mirror job, kept
+off a target in maintenance, re-created when a target is decommissioned, and the properties refused with a 400 when
+the cluster cannot hold them."""
 import json
 import os
 

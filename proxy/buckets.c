@@ -142,7 +142,8 @@ bad:
 
 /*
  * Cluster-wide bounds of b's protection properties that need the Smap: EC needs D+P targets
- * besides the object's owner. 0, or -1 with why filled (the request answers 400).
+ * besides the object's owner, mirror.scope "targets" one target for each copy. 0, or -1 with why
+ * filled (the request answers 400).
  */
 static int props_fit_cluster(const ft_bucket_t *b, const ft_smap_t *smap, char *why, size_t cap)
 {
@@ -154,6 +155,13 @@ static int props_fit_cluster(const ft_bucket_t *b, const ft_smap_t *smap, char *
 			"ec with %d data + %d parity slices needs at least %d targets (one more than D+P); the cluster "
 			"has %d",
 			b->ec_data, b->ec_parity, b->ec_data + b->ec_parity + 1, n);
+		return -1;
+	}
+	if (ft_bucket_mirror_targets(b) && b->mirror_copies > n) {
+		snprintf(why, cap,
+			 "mirror with %d copies on distinct targets (scope \"targets\") needs at least %d targets; the "
+			 "cluster has %d",
+			 b->mirror_copies, b->mirror_copies, n);
 		return -1;
 	}
 	return 0;
@@ -188,6 +196,7 @@ static int create_do(px_t *px, const char *provider, const char *name, ft_cksum_
 	snprintf(bucket.provider, sizeof(bucket.provider), "%s", provider);
 	if (props != NULL) {
 		bucket.mirror_copies = props->mirror_copies;
+		bucket.mirror_scope = props->mirror_scope;
 		bucket.ec_data = props->ec_data;
 		bucket.ec_parity = props->ec_parity;
 		bucket.ec_objsize_limit = props->ec_objsize_limit;
@@ -425,8 +434,9 @@ static int setprops_do(bucket_op_t *op)
 	smap = ft_smap_current();
 	pthread_mutex_unlock(&px->meta_lock);
 
-	ft_info("bucket %s/%s: mirror.copies=%d ec=%d+%d (objsize_limit %lld) validate_warm_get=%d: bucket metadata v%lld",
-		op->provider, op->bucket, bucket.mirror_copies > 1 ? bucket.mirror_copies : 1, bucket.ec_data,
+	ft_info("bucket %s/%s: mirror.copies=%d scope=%s ec=%d+%d (objsize_limit %lld) validate_warm_get=%d: bucket metadata v%lld",
+		op->provider, op->bucket, bucket.mirror_copies > 1 ? bucket.mirror_copies : 1,
+		bucket.mirror_scope == FT_MIRROR_SCOPE_TARGETS ? "targets" : "mountpaths", bucket.ec_data,
 		bucket.ec_parity, (long long)bucket.ec_objsize_limit, bucket.validate_warm_get, (long long)b->version);
 	px_metasync(px, smap, b, false, true, NULL);
 	goto out;

@@ -217,7 +217,7 @@ static void ec_reencode(px_t *px, const char *sid)
 		const ft_bucket_t *bk = &b->buckets[i];
 		char id[FT_ID_MAX + 64];
 		bool clean = false;
-		if (bk->ec_data == 0)
+		if (bk->ec_data == 0 && !ft_bucket_mirror_targets(bk)) /* mirror copies on targets: EC's replicas */
 			continue;
 		for (int round = 1; !clean && round <= MAINT_EC_ROUNDS && !px_stop_wait(px, round > 1 ? 1000 : 0);
 		     round++) {

@@ -253,8 +253,10 @@ int tgt_ec_put_fd(const tgt_obj_t *o, int fd, const ft_lom_t *lom, char *err, si
 /* Starts the fan-out threads EC sends slices on (t->fanout); 0 or -1. tgt_ec_fini stops them (NULL is fine). */
 int tgt_ec_init(tgt_t *t);
 void tgt_ec_fini(tgt_t *t);
-/* After o's main copy was deleted: asks the holders to drop its slices/replicas. */
+/* After o's main copy was deleted: asks the holders to drop its slices/replicas, on a worker later. */
 void tgt_ec_delete(const tgt_obj_t *o);
+/* The same, blocking until every target of the map answered (worker or job thread); how many dropped one. */
+int tgt_ec_delete_now(const tgt_obj_t *o);
 /*
  * Rebuilds o's main copy here from the slices or replicas other targets hold, and publishes it.
  * Blocking (worker thread). 0 when restored (the caller reopens it), -ENOENT when no holder knows

@@ -52,8 +52,10 @@
  * published like a PUT (name lock, then the publish lock shared). Missing slices are then re-created
  * for the current map, after the put lock is released.
  *
- * Delete: runs on the worker pool after the response (the DELETE is on a loop thread); holders
- * drop only slices stored before the delete (query "before"), so a PUT right after survives.
+ * Delete: before the DELETE is answered (tgt_ec_delete_now, on a worker: a GET right after must not
+ * rebuild the object from slices not yet dropped), or after it on the worker pool (tgt_ec_delete,
+ * from a loop thread); holders drop only slices stored before the delete (query "before"), so a PUT
+ * right after survives.
  *
  * Job "ec-encode" and the scrub (tgt_ec_job_obj, tgt_ec_check; also POST /v1/ec/encode for one
  * object): the stored version is opened under the put lock; without it, the survey above tells
@@ -361,6 +363,12 @@ static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_
 	}
 	if (!ft_ec_geometry_ok(d, p)) {
 		snprintf(err, cap, "unsupported EC geometry %d+%d (1 <= D, 1 <= P, D+P <= %d)", d, p, FT_EC_MAX_SLICES);
+		goto out;
+	}
+	if (count < n && o->mirror_targets) {
+		snprintf(err, cap,
+			 "mirror.copies %d (scope \"targets\") needs %d other targets, the cluster map has %d", p + 1,
+			 n, count);
 		goto out;
 	}
 	if (count < n) {
@@ -923,11 +931,11 @@ typedef struct {
 	char label[TGT_REL_MAX];
 } ec_delete_t;
 
-static void ec_delete_work(void *arg)
+/* Asks every target of the current map to drop d's slices stored before d->before; how many dropped one. */
+static int ec_delete_run(const ec_delete_t *d)
 {
-	ec_delete_t *d = arg;
 	char url[EC_URL_MAX], err[256];
-	int count = 0;
+	int count = 0, dropped = 0;
 	ec_node_t *nodes = ec_all_nodes(&count);
 
 	for (int i = 0; i < count; i++) {
@@ -937,30 +945,58 @@ static void ec_delete_work(void *arg)
 			ft_warn("ec: %s: slices on %s not deleted: %s", d->label, nodes[i].id, err);
 		else if (status != 200 && status != 404)
 			ft_warn("ec: %s: slices on %s not deleted: HTTP %ld", d->label, nodes[i].id, status);
+		else
+			dropped += status == 200;
 	}
 	free(nodes);
-	free(d->names);
+	return dropped;
+}
+
+static void ec_delete_free(ec_delete_t *d)
+{
+	if (d != NULL)
+		free(d->names);
 	free(d);
 }
 
-void tgt_ec_delete(const tgt_obj_t *o)
+static void ec_delete_work(void *arg)
 {
-	ec_delete_t *d;
+	ec_delete_run(arg);
+	ec_delete_free(arg);
+}
 
-	if (o->ec_data <= 0)
-		return;
-	d = calloc(1, sizeof(*d));
+/* The request to drop o's slices stored until now; NULL (logged) on allocation failure. */
+static ec_delete_t *ec_delete_new(const tgt_obj_t *o)
+{
+	ec_delete_t *d = calloc(1, sizeof(*d));
+
 	if (d)
 		d->names = ec_name_query(o->provider, o->bucket, o->obj);
 	if (!d || !d->names) {
 		ft_warn("ec: %s: slices not deleted: out of memory", o->rel);
-		if (d)
-			free(d);
-		return;
+		ec_delete_free(d);
+		return NULL;
 	}
 	d->before = ft_now_ns();
 	snprintf(d->label, sizeof(d->label), "%s", o->rel);
-	ft_httpd_defer(o->t->httpd, ec_delete_work, d); /* tgt_delete runs on a loop thread */
+	return d;
+}
+
+void tgt_ec_delete(const tgt_obj_t *o)
+{
+	ec_delete_t *d = o->ec_data > 0 ? ec_delete_new(o) : NULL;
+
+	if (d)
+		ft_httpd_defer(o->t->httpd, ec_delete_work, d); /* called on a loop thread */
+}
+
+int tgt_ec_delete_now(const tgt_obj_t *o)
+{
+	ec_delete_t *d = o->ec_data > 0 ? ec_delete_new(o) : NULL;
+	int dropped = d ? ec_delete_run(d) : 0;
+
+	ec_delete_free(d);
+	return dropped;
 }
 
 /*

@@ -36,8 +36,8 @@
  *
  * PUT: after the main copy was published, outside the name's put lock (put.c; from an fd opened
  * on the published version under it: a newer PUT may replace the object meanwhile), the slices are
- * encoded into anonymous files (in memory up to EC_MEMFD_MAX for the whole set, else O_TMPFILE on
- * the object's mountpath) and POSTed to the holders' control ports at once, on the target's fan-out
+ * encoded in memory up to EC_MEMFD_MAX for the whole set (ec_send.c), else into O_TMPFILE files on
+ * the object's mountpath, and POSTed to the holders' control ports at once, on the target's fan-out
  * threads (base/fanout.h; /v1/ec/slice, in chunks below the control port's body limit). The PUT is acknowledged only
  * when every holder confirmed its slice stored (synced per the sync policy): an acknowledged
  * object survives the loss of any P targets, the owner included. A holder down, or too few
@@ -67,11 +67,6 @@
  * O_TMPFILE or memfd (or unlinked at once), so nothing is left behind on failure (the holders
  * remove an interrupted transfer's work file: ec_holder.c).
  */
-
-typedef struct {
-	char id[FT_ID_MAX];
-	char url[FT_URL_MAX]; /* control URL */
-} ec_node_t;
 
 /* What one target holds of an object. */
 typedef struct {
@@ -188,13 +183,6 @@ static int ec_tmpfile(const tgt_mountpath_t *mp)
 		return -errno;
 	unlinkat(mp->work_fd, name, 0);
 	return fd;
-}
-
-/* Small slices are encoded in memory (an anonymous memfd) rather than on the mountpath; fd or -errno. */
-static int ec_memfd(void)
-{
-	int fd = memfd_create("ft-ec-slice", MFD_CLOEXEC);
-	return fd >= 0 ? fd : -errno;
 }
 
 int ec_sync(const tgt_t *t, int fd)
@@ -393,9 +381,15 @@ static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_
 		rc = ec_send_all(o->t->fanout, holders, m, fds, NULL, n, err, cap);
 		goto out;
 	}
+	m->data = d;
+	m->parity = p;
+	m->slice_size = ft_ec_slice_size(lom->size, d);
+	if (m->slice_size * (uint64_t)n <= EC_MEMFD_MAX) { /* in memory: ec_send.c */
+		rc = ec_send_mem(o->t->fanout, holders, m, fd, err, cap);
+		goto out;
+	}
 	for (ntmp = 0; ntmp < n; ntmp++) {
-		tmp[ntmp] =
-			ft_ec_slice_size(lom->size, d) * (uint64_t)n <= EC_MEMFD_MAX ? ec_memfd() : ec_tmpfile(o->mp);
+		tmp[ntmp] = ec_tmpfile(o->mp);
 		if (tmp[ntmp] < 0) {
 			snprintf(err, cap, "mountpath %s: cannot create a work file: %s", o->mp->path,
 				 strerror(-tmp[ntmp]));
@@ -406,9 +400,6 @@ static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_
 	}
 	if (ft_ec_encode(fd, lom->size, d, p, io, ck, err, cap) != 0)
 		goto out;
-	m->data = d;
-	m->parity = p;
-	m->slice_size = ft_ec_slice_size(lom->size, d);
 	rc = ec_send_all(o->t->fanout, holders, m, tmp, ck, n, err, cap);
 out:
 	for (int i = 0; i < ntmp; i++)

@@ -62,7 +62,7 @@ typedef struct px {
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond; /* CLOCK_MONOTONIC */
 	bool stopping;
-	int drains; /* maint.c's decommission threads running (stop_lock) */
+	int drains; /* px_task_t threads running: decommissions, restores (stop_lock) */
 
 	/* primary.c: several proxies on etcd (cfg.etcd set); the rest of the daemon asks px_is_primary */
 	pthread_t elector;
@@ -175,8 +175,22 @@ void px_maint_mountpaths(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
  * (a worker answers), false for another action (AIStore's job stop, aiswire_jobs.c).
  */
 bool px_maint_public_put(px_t *px, ft_req_t *r, const json_t *msg, const char *body, size_t len);
-/* Stops the decommission threads: they end their current request and leave the rest; waits for them. */
+/* Stops the decommission and restore threads: they end their current request and leave the rest; waits for them. */
 void px_maint_stop(px_t *px);
+/* A detached thread of the proxy about node id (a decommission, a restore), counted so px_maint_stop waits for it. */
+typedef struct {
+	px_t *px;
+	char id[FT_ID_MAX];
+} px_task_t;
+/* Runs fn with a new px_task_t, which fn ends with px_task_end. 0, or -1 (stopping, no memory, no thread). */
+int px_task_start(px_t *px, const char *id, void *(*fn)(void *));
+void px_task_end(px_task_t *d);
+
+/* ---- reprotect.c: slices and copies re-created after a target left the map ---- */
+/* ec-encode runs on every target for each bucket with slices or copies on targets, followed to their end; blocking. */
+void px_reprotect(px_t *px, const char *kind, const char *sid);
+/* Target id was taken out as dead: px_reprotect in restore_after_s unless it joins again (a thread of its own). */
+void px_reprotect_after_loss(px_t *px, const char *id);
 /* GET|POST /v1/cluster/mountpaths?sid=ID on the public port. */
 void px_maint_public_mountpaths(px_t *px, ft_req_t *r);
 /* {"status":"ok","role":"proxy","id":...} (new reference). */

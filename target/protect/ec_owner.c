@@ -994,6 +994,30 @@ int tgt_ec_delete_now(const tgt_obj_t *o)
  * POST /v1/ec/encode?provider&bucket&obj: the "ec-encode" job's action on one object stored here
  * (slices made or re-created when any is missing or corrupt). {"encoded": bool, "bytes": N}.
  */
+int ec_restore_if_missing(tgt_obj_t *o, bool *restored, char *err, size_t cap)
+{
+	bool present = faccessat(o->mp->root_fd, o->rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	int rc = present ? 0 : tgt_ec_restore(o, err, cap);
+
+	*restored = rc == 0 && !present;
+	return rc;
+}
+
+/* ?restore=only: the main copy rebuilt from what the holders keep when it is missing here, nothing else. */
+static void ec_ctl_restore_only(tgt_obj_t *o, ft_ctl_resp_t *resp)
+{
+	char err[512] = "";
+	bool restored = false;
+	int rc = ec_restore_if_missing(o, &restored, err, sizeof(err));
+
+	if (rc != 0) {
+		ft_ctl_error(resp, rc == -ENOENT ? 404 : 500, "restore of \"%s/%s\": %s", o->bucket, o->obj, err);
+		return;
+	}
+	resp->status = 200;
+	resp->json = json_pack("{s:b}", "restored", restored);
+}
+
 void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	tgt_obj_t *o = calloc(1, sizeof(*o));
@@ -1015,6 +1039,11 @@ void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		goto out;
 	}
 	tgt_obj_init(o, t, b, n.obj, strlen(n.obj)); /* fits: ec_ctl_names checked */
+	const char *restore = ft_ctl_query(req, "restore");
+	if (restore != NULL && strcmp(restore, "only") == 0) { /* a holder after a loss (ec_held.c) */
+		ec_ctl_restore_only(o, resp);
+		goto out;
+	}
 	int rc = tgt_ec_job_obj(o, &bytes, err, sizeof(err));
 	if (rc < 0) {
 		ft_ctl_error(resp,

@@ -312,7 +312,7 @@ def test_decommission_says_when_slices_cannot_be_recreated(make_cluster):
 
     text = wait_until(said, timeout=60, what="the proxy to say the slices are not all re-created")
     for rnd in (1, 2, 3):
-        assert "-%d re-creates the slices of ais/%s" % (rnd, b) in text
+        assert "-%d re-creates the slices and copies of ais/%s" % (rnd, b) in text
     for name, digest in objs.items():
         r = api.get(b, name)
         assert r.status_code == 200 and md5(r.content) == digest, name

@@ -263,3 +263,54 @@ def test_maintenance_takes_no_copies_and_decommission_recreates_them(make_cluste
     for n, data in objs.items():
         r = api.get(b, n)
         assert r.status_code == 200 and r.content == data, n
+
+
+def test_copies_a_dead_target_held_are_recreated_after_restore_after_s(make_cluster):
+    """A target SIGKILLed for good: once restore_after_s has passed without it joining again, the primary has every
+    copy it held re-created on the targets left, so a second dead target later loses nothing (with 2 copies and no
+    re-creation, the objects whose two copies were on those two targets would be gone)."""
+    h = make_cluster(targets=4, mountpaths=1, proxy_args=["--restore_after_s", "1"])
+    api = Api(h.url, session())
+    b = name_of("mtres")
+    assert post_bucket(api, b, "create-bck", {"mirror": {"copies": 2, "scope": "targets"}}).status_code == 200
+    data = {"o%03d" % i: os.urandom(3000 + i) for i in range(60)}
+    for n, d in data.items():
+        api.put(b, n, d)
+    first = h.c.targets[1]
+    first.expected_dead = True
+    h.kill_target(1, "KILL")
+    wait_out(h, 1)
+
+    def restored():
+        with open(h.c.proxy.log, errors="replace") as f:
+            log = f.read()
+        assert "restore %s: the slices and copies of ais/%s are not all re-created" % (first.id, b) not in log
+        return "restore %s: job restore-%s" % (first.id, first.id) in log and "ended clean on every target" in log
+    wait_until(restored, 60, interval=0.2, what="the copies of the dead target re-created")
+    h.c.targets[2].expected_dead = True
+    h.kill_target(2, "KILL")
+    wait_out(h, 2)
+    s3 = s3util.client(h)
+    for n, d in data.items():
+        assert s3.get_object(Bucket=b, Key=n)["Body"].read() == d, n
+
+
+def test_a_target_back_in_time_is_not_restored(make_cluster):
+    """A target that joins again before restore_after_s: nothing is re-created, and the log says so."""
+    h = make_cluster(targets=3, mountpaths=1, proxy_args=["--restore_after_s", "3"])
+    api = Api(h.url, session())
+    b = name_of("mtback")
+    assert post_bucket(api, b, "create-bck", {"mirror": {"copies": 2, "scope": "targets"}}).status_code == 200
+    api.put(b, "o", b"x" * 5000)
+    tid = h.c.targets[1].id
+    h.kill_target(1, "KILL")
+    wait_out(h, 1)
+    h.restart_target(1)
+
+    def said():
+        with open(h.c.proxy.log, errors="replace") as f:
+            return "restore %s: the target is back in the cluster map" % tid in f.read()
+    wait_until(said, 30, interval=0.2, what="the proxy to see the target back")
+    with open(h.c.proxy.log, errors="replace") as f:
+        assert "job restore-%s" % tid not in f.read()
+    assert api.get(b, "o").content == b"x" * 5000

@@ -24,7 +24,7 @@
  * waits restore_after_s (default 300 s, 0: never) and runs it only if the target has not joined
  * again by then; meanwhile the objects stay readable (GETs rebuild from what is left) with one
  * copy or slice fewer. A restore first has every target walk what it holds of the bucket and ask
- * the owners of those objects to rebuild a main copy they lack (target/protect/ec_held.c: the
+ * the owners of those objects to rebuild a main copy they lack (target/xact/held.c: the
  * objects the lost target owned), so the ec-encode runs then cover them too. A proxy that stops,
  * or stops being the primary, drops a wait.
  */
@@ -149,7 +149,7 @@ void px_reprotect(px_t *px, const char *kind, const char *sid)
 		if (strcmp(kind, "restore") == 0) { /* the objects the lost target owned: main copies first */
 			held_t h = {.m = m, .bk = bk, .what = what};
 			for (int k = 0; k < m->n_targets && !px_stop_wait(px, 0);
-			     k++) /* one at a time: see ec_held.c */
+			     k++) /* one at a time: see target/xact/held.c */
 				held_one(&h, k);
 		}
 		for (int round = 1; !clean && round <= REPROTECT_ROUNDS && !px_stop_wait(px, round > 1 ? 1000 : 0);

@@ -263,6 +263,10 @@ int tgt_ec_delete_now(const tgt_obj_t *o);
  * o (or the bucket has no EC), another -errno with err on failure.
  */
 int tgt_ec_restore(tgt_obj_t *o, char *err, size_t cap);
+/* tgt_ec_restore only when the main copy is missing here (*restored says whether it was). 0, or -errno with err. */
+int tgt_ec_restore_missing(tgt_obj_t *o, bool *restored, char *err, size_t cap);
+/* POST /v1/ec/held?provider&bucket (xact/held.c): owners of what is held here rebuild a main copy they lack. */
+void tgt_ec_held_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 /*
  * Scrub of o's slices or replicas on the other targets: verifies every one and re-creates those
  * missing or damaged. 0 all good (or no EC), 1 some re-created, -1 with err.

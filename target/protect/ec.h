@@ -38,10 +38,6 @@ typedef struct {
 int ec_sync(const tgt_t *t, int fd);
 /* POST /v1/ec/encode: the "ec-encode" job's action on one object stored here. */
 void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
-/* The main copy of o rebuilt from slices or copies when it is missing here (*restored says so). 0, or -errno with err. */
-int ec_restore_if_missing(tgt_obj_t *o, bool *restored, char *err, size_t cap);
-/* POST /v1/ec/held?provider&bucket (ec_held.c): owners of what is held here asked to restore their main copy. */
-void ec_ctl_held(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
 /* ---- ec_send.c ---- */
 /*

@@ -518,13 +518,6 @@ void tgt_ec_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 			ft_ctl_error(resp, 405, "method %s not allowed on %s (use POST)", req->method, req->path);
 		return;
 	}
-	if (strcmp(req->path, "/v1/ec/held") == 0) {
-		if (strcmp(req->method, "POST") == 0)
-			ec_ctl_held(t, req, resp);
-		else
-			ft_ctl_error(resp, 405, "method %s not allowed on %s (use POST)", req->method, req->path);
-		return;
-	}
 	if (strcmp(req->path, "/v1/ec/meta") == 0) {
 		if (get)
 			ec_ctl_meta(t, req, resp);

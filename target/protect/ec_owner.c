@@ -994,7 +994,7 @@ int tgt_ec_delete_now(const tgt_obj_t *o)
  * POST /v1/ec/encode?provider&bucket&obj: the "ec-encode" job's action on one object stored here
  * (slices made or re-created when any is missing or corrupt). {"encoded": bool, "bytes": N}.
  */
-int ec_restore_if_missing(tgt_obj_t *o, bool *restored, char *err, size_t cap)
+int tgt_ec_restore_missing(tgt_obj_t *o, bool *restored, char *err, size_t cap)
 {
 	bool present = faccessat(o->mp->root_fd, o->rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	int rc = present ? 0 : tgt_ec_restore(o, err, cap);
@@ -1008,7 +1008,7 @@ static void ec_ctl_restore_only(tgt_obj_t *o, ft_ctl_resp_t *resp)
 {
 	char err[512] = "";
 	bool restored = false;
-	int rc = ec_restore_if_missing(o, &restored, err, sizeof(err));
+	int rc = tgt_ec_restore_missing(o, &restored, err, sizeof(err));
 
 	if (rc != 0) {
 		ft_ctl_error(resp, rc == -ENOENT ? 404 : 500, "restore of \"%s/%s\": %s", o->bucket, o->obj, err);
@@ -1040,7 +1040,7 @@ void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	}
 	tgt_obj_init(o, t, b, n.obj, strlen(n.obj)); /* fits: ec_ctl_names checked */
 	const char *restore = ft_ctl_query(req, "restore");
-	if (restore != NULL && strcmp(restore, "only") == 0) { /* a holder after a loss (ec_held.c) */
+	if (restore != NULL && strcmp(restore, "only") == 0) { /* a holder after a loss (xact/held.c) */
 		ec_ctl_restore_only(o, resp);
 		goto out;
 	}

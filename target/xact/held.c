@@ -7,7 +7,6 @@
 #include "base/codec.h"
 #include "base/log.h"
 #include "cluster/smap.h"
-#include "protect/ec.h"
 #include "rpc/client.h"
 #include "target.h"
 #include "xact/runner.h"
@@ -45,7 +44,7 @@ static void held_mine(held_t *h, const char *name, size_t len)
 	bool restored = false;
 
 	if (o == NULL || tgt_obj_init(o, h->t, h->bucket, name, len) != 0 ||
-	    ec_restore_if_missing(o, &restored, err, sizeof(err)) != 0) {
+	    tgt_ec_restore_missing(o, &restored, err, sizeof(err)) != 0) {
 		h->failed++;
 		ft_warn("ec held: %s/%s: not restored here: %s", h->bucket->name, name, o ? err : "out of memory");
 	}
@@ -95,7 +94,7 @@ static int held_visit(void *arg, const tgt_mountpath_t *mp, int bucket, const ch
 	return 0;
 }
 
-void ec_ctl_held(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
+void tgt_ec_held_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	const char *p = ft_ctl_query(req, "provider"), *b = ft_ctl_query(req, "bucket");
 	ft_bmd_t *bmd = ft_bmd_current();

@@ -138,8 +138,8 @@ def test_a_target_behind_the_askers_map_hands_out_a_copy(make_cluster):
     maintenance, so the owner sends a copy and keeps its own until its map says otherwise."""
     h = make_cluster(targets=2, mountpaths=1)
     api = Api(h.url, session())
-    b, _ = fill(h, api, n=4)
-    owner, other = h.targets()[0], h.targets()[1]
+    b, _ = fill(h, api, n=12)
+    owner, other = sorted(h.targets(), key=lambda t: -len(held(t, b)))  # the one holding more (at least 6)
     name = sorted(held(owner, b))[0]
     version = h.smap()["version"]
     r = session().post(owner["control_url"] + "/v1/rebalance/send",

@@ -152,15 +152,54 @@ class NsOrigin:
             self.proc.wait(5)
 
 
+def _task_clock_start(pid):
+    """perf stat -e task-clock on pid until stopped (_task_clock_stop), or None without perf."""
+    if not os.access(sysprobe.PERF, os.X_OK):
+        return None
+    try:
+        return subprocess.Popen([sysprobe.PERF, "stat", "-x,", "-e", "task-clock", "-p", str(pid)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    except OSError:
+        return None
+
+
+def _task_clock_stop(perf):
+    """The CPU seconds perf counted, or None."""
+    if perf is None:
+        return None
+    perf.send_signal(signal.SIGINT)
+    try:
+        _, err = perf.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        perf.kill()
+        perf.communicate()
+        return None
+    for line in err.splitlines():
+        parts = line.split(",")
+        if len(parts) > 2 and parts[2].startswith("task-clock"):
+            try:
+                return float(parts[0]) / 1000.0
+            except ValueError:
+                return None
+    return None
+
+
 def _cpu_run(b, origin, into, run):
-    """run() (one ft-loader pass); appends (target, origin nginx) CPU seconds per GiB to into."""
+    """run() (one ft-loader pass); appends (target, origin nginx, target by perf or None) CPU seconds per
+    GiB to into: /proc/<pid>/stat of the target and the origin's workers, and perf stat -e task-clock of
+    the target."""
     pids = origin.worker_pids()
+    perf = _task_clock_start(b.target.pid)
+    time.sleep(0.2)  # perf attached before the load starts
     t0, n0 = sysprobe.proc_cpu_seconds([b.target.pid]), sysprobe.proc_cpu_seconds(pids)
-    r = run()
-    t1, n1 = sysprobe.proc_cpu_seconds([b.target.pid]), sysprobe.proc_cpu_seconds(pids)
+    try:
+        r = run()
+    finally:
+        t1, n1 = sysprobe.proc_cpu_seconds([b.target.pid]), sysprobe.proc_cpu_seconds(pids)
+        clock = _task_clock_stop(perf)
     if r.requests and not r.errors:
         gib = r.requests * r.object_size / float(1 << 30)
-        into.append(((t1 - t0) / gib, (n1 - n0) / gib))
+        into.append(((t1 - t0) / gib, (n1 - n0) / gib, clock / gib if clock is not None else None))
     return r
 
 
@@ -182,12 +221,12 @@ def _rounds(b, origin, s, names, urls):
 
 def _note(rate, cpu):
     def med(side, i):
-        xs = sorted(x[i] for x in cpu[side])
-        return xs[len(xs) // 2] if xs else float("nan")
+        xs = sorted(x[i] for x in cpu[side] if x[i] is not None)
+        return "%.2f" % xs[len(xs) // 2] if xs else "-"
     return ("origin nginx in a network namespace behind a veth pair shaped to %s each way (tc htb); CPU "
-            "seconds per GiB delivered (medians, /proc/<pid>/stat): through the cluster target %.2f + "
-            "origin nginx %.2f; straight from the origin nginx %.2f"
-            % (rate, med("A", 0), med("A", 1), med("B", 1)))
+            "seconds per GiB delivered (medians): through the cluster target %s (perf stat -e task-clock; "
+            "%s by /proc/<pid>/stat) + origin nginx %s; straight from the origin nginx %s"
+            % (rate, med("A", 2), med("A", 0), med("A", 1), med("B", 1)))
 
 
 def bench_coldnet(b, rate=RATE):

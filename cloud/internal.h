@@ -167,6 +167,12 @@ void ft_be_xfer_free(ft_be_xfer_t *x);
  */
 ft_backend_err_t ft_be_plain_start(ft_be_xfer_t *x, ft_backend_error_t *err, int *fallback);
 ft_backend_err_t ft_be_plain_read(ft_be_xfer_t *x, void *buf, size_t cap, size_t *got, ft_backend_error_t *err);
+/*
+ * ft_be_plain_read into fd at off (pwrite's sense) by splice(2), socket to pipe to file: no copy
+ * in user space. A failed write to fd sets *fd_errno and kills x (FT_BACKEND_ECANCELED).
+ */
+ft_backend_err_t ft_be_plain_splice(ft_be_xfer_t *x, int fd, int64_t off, size_t cap, size_t *got, int *fd_errno,
+				    ft_backend_error_t *err);
 void ft_be_plain_free(ft_be_xfer_t *x);
 void ft_be_plain_cleanup(void);
 

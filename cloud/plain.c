@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Backend GETs over plain http:// on sockets of our own: bodies received straight into the caller's buffer, one wakeup per chunk, idle connections pooled. */
+/* Backend GETs over plain http:// on sockets of our own: bodies received straight into the caller's buffer or spliced to a file, one wakeup per chunk, idle connections pooled. */
 #include "cloud/internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -31,6 +32,10 @@
  * much; then it takes what is there (an origin that sends in dribs, or pauses, still has every
  * byte passed on at once, and the stall timeout counts from there as before).
  *
+ * ft_be_plain_splice moves body bytes to a file instead, splice(2) from the socket to a pipe of the
+ * connection's (PIPE_BYTES) and from there to the file: the socket buffers' pages are handed
+ * over, and the only copy is the file write's, into the page cache.
+ *
  * Scope: GET without a request body. The response is HTTP/1.x with a Content-Length, or a body
  * delimited by the connection's close. A chunked response (Transfer-Encoding) is not decoded
  * here: its connection is closed and the engine sends the request again through libcurl
@@ -49,7 +54,8 @@
 #define POOL_MAX 16
 #define HEAD_MAX (16 << 10) /* response status line and headers */
 #define POLL_SLICE_MS 250
-#define GATHER_MS 50 /* how long a read waits for a whole read's worth before taking what is there */
+#define PIPE_BYTES (1 << 20) /* ft_be_plain_splice: the most one call moves (the default pipe-max-size) */
+#define GATHER_MS 50         /* how long a read waits for a whole read's worth before taking what is there */
 
 struct ft_be_plain {
 	int fd;
@@ -61,6 +67,8 @@ struct ft_be_plain {
 	int lowat;             /* the socket's SO_RCVLOWAT */
 	int keep;              /* reusable once the body is read to its end */
 	int eof;
+	int pipe_rd, pipe_wr; /* ft_be_plain_splice's pipe, -1 until first used; empty between calls */
+	size_t pipe_cap;
 	ft_be_plain_t *next; /* on the idle list */
 };
 
@@ -82,6 +90,10 @@ static void conn_free(ft_be_plain_t *p)
 		return;
 	if (p->fd >= 0)
 		close(p->fd);
+	if (p->pipe_rd >= 0) {
+		close(p->pipe_rd);
+		close(p->pipe_wr);
+	}
 	free(p->head);
 	free(p);
 }
@@ -243,7 +255,7 @@ static ft_be_plain_t *conn_open(ft_be_xfer_t *x, ft_backend_error_t *err)
 		die(x, FT_BACKEND_ENOMEM, err, "out of memory");
 		return NULL;
 	}
-	p->fd = -1;
+	p->fd = p->pipe_rd = p->pipe_wr = -1;
 	snprintf(p->key, sizeof(p->key), "%s", x->host);
 	p->lowat = 1;
 	p->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -533,9 +545,65 @@ static void set_lowat(ft_be_plain_t *p, int want)
 		p->lowat = want;
 }
 
+/*
+ * Body bytes to ask the socket for (cap cut at what is left), with the low-water mark set for
+ * them; *gather says whether the wait holds out for all of them. 0: the body is complete.
+ */
+static size_t body_plan(ft_be_plain_t *p, size_t cap, int *gather)
+{
+	if (p->eof || p->left == 0) {
+		p->eof = 1;
+		return 0;
+	}
+	if (p->left > 0 && (int64_t)cap > p->left)
+		cap = (size_t)p->left;
+	*gather = p->left > 0 && cap > 1;
+	set_lowat(p, *gather ? (int)(cap < (1u << 30) ? cap : (1u << 30)) : 1);
+	return cap;
+}
+
+/* Waits until the socket is readable: briefly for the low-water mark, then for any byte. OK or the failure. */
+static ft_backend_err_t body_wait(ft_be_xfer_t *x, ft_be_plain_t *p, int *gather, ft_backend_error_t *err)
+{
+	for (;;) {
+		int w = wait_fd(x, p->fd, POLLIN, *gather ? GATHER_MS : x->backend->cfg.stall_timeout_ms);
+
+		if (w < 0)
+			return die(x, FT_BACKEND_ECANCELED, err, "canceled");
+		if (w > 0)
+			return FT_BACKEND_OK;
+		if (!*gather)
+			return die(x, FT_BACKEND_ETIMEDOUT, err, "no progress for %d ms",
+				   x->backend->cfg.stall_timeout_ms);
+		*gather = 0; /* take what is there */
+		set_lowat(p, 1);
+	}
+}
+
+/* The socket's end (n == 0) or error (n < 0) while body bytes were wanted: the end of a close-delimited body, or the failure. */
+static ft_backend_err_t body_end(ft_be_xfer_t *x, ft_be_plain_t *p, ssize_t n, ft_backend_error_t *err)
+{
+	if (n < 0)
+		return die(x, FT_BACKEND_ETRUNCATED, err, "receiving the body: %s", strerror(errno));
+	if (p->left < 0) {
+		p->eof = 1;
+		return FT_BACKEND_OK;
+	}
+	return die(x, FT_BACKEND_ETRUNCATED, err, "connection closed with %lld body bytes missing", (long long)p->left);
+}
+
+static void body_got(ft_be_xfer_t *x, ft_be_plain_t *p, size_t n)
+{
+	if (p->left > 0)
+		p->left -= (int64_t)n;
+	x->body_bytes += (int64_t)n;
+}
+
 ft_backend_err_t ft_be_plain_read(ft_be_xfer_t *x, void *buf, size_t cap, size_t *got, ft_backend_error_t *err)
 {
 	ft_be_plain_t *p = x->plain;
+	int gather = 0;
+	ft_backend_err_t rc;
 
 	*got = 0;
 	if (p->len > 0) {
@@ -548,46 +616,109 @@ ft_backend_err_t ft_be_plain_read(ft_be_xfer_t *x, void *buf, size_t cap, size_t
 		*got = n;
 		return FT_BACKEND_OK;
 	}
-	if (p->eof || p->left == 0) {
-		p->eof = 1;
+	cap = body_plan(p, cap, &gather);
+	if (cap == 0)
 		return FT_BACKEND_OK;
-	}
-	if (p->left > 0 && (int64_t)cap > p->left)
-		cap = (size_t)p->left;
-	/* A whole read's worth first (briefly: an origin sending in dribs gets its bytes passed on). */
-	int gather = p->left > 0 && cap > 1;
-	set_lowat(p, gather ? (int)(cap < (1u << 30) ? cap : (1u << 30)) : 1);
 	for (;;) {
-		int w = wait_fd(x, p->fd, POLLIN, gather ? GATHER_MS : x->backend->cfg.stall_timeout_ms);
-
-		if (w < 0)
-			return die(x, FT_BACKEND_ECANCELED, err, "canceled");
-		if (w == 0 && gather) {
-			gather = 0;
-			set_lowat(p, 1);
-			continue;
-		}
-		if (w == 0)
-			return die(x, FT_BACKEND_ETIMEDOUT, err, "no progress for %d ms",
-				   x->backend->cfg.stall_timeout_ms);
+		if ((rc = body_wait(x, p, &gather, err)) != FT_BACKEND_OK)
+			return rc;
 		ssize_t n = recv(p->fd, buf, cap, MSG_DONTWAIT);
 		if (n > 0) {
-			if (p->left > 0)
-				p->left -= n;
-			x->body_bytes += n;
+			body_got(x, p, (size_t)n);
 			*got = (size_t)n;
 			return FT_BACKEND_OK;
 		}
-		if (n == 0) {
-			if (p->left < 0) { /* the close delimits the body */
-				p->eof = 1;
-				return FT_BACKEND_OK;
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			return body_end(x, p, n, err);
+	}
+}
+
+/* The connection's pipe (created on first use, PIPE_BYTES when the system allows); 0 or -errno. */
+static int pipe_ready(ft_be_plain_t *p)
+{
+	int fds[2];
+
+	if (p->pipe_rd >= 0)
+		return 0;
+	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+		return -errno;
+	p->pipe_rd = fds[0];
+	p->pipe_wr = fds[1];
+	int sz = fcntl(p->pipe_wr, F_SETPIPE_SZ, PIPE_BYTES);
+	if (sz <= 0)
+		sz = fcntl(p->pipe_wr, F_GETPIPE_SZ);
+	p->pipe_cap = sz > 0 ? (size_t)sz : 65536;
+	return 0;
+}
+
+/* Moves n bytes from the pipe to fd at off; 0 or -errno (a short write without an error is -EIO). */
+static int pipe_drain(ft_be_plain_t *p, int fd, int64_t off, size_t n)
+{
+	loff_t o = (loff_t)off;
+
+	while (n > 0) {
+		ssize_t m = splice(p->pipe_rd, NULL, fd, &o, n, SPLICE_F_MOVE);
+
+		if (m < 0 && errno == EINTR)
+			continue;
+		if (m <= 0)
+			return m < 0 ? -errno : -EIO;
+		n -= (size_t)m;
+	}
+	return 0;
+}
+
+ft_backend_err_t ft_be_plain_splice(ft_be_xfer_t *x, int fd, int64_t off, size_t cap, size_t *got, int *fd_errno,
+				    ft_backend_error_t *err)
+{
+	ft_be_plain_t *p = x->plain;
+	int gather = 0, e;
+	ft_backend_err_t rc;
+
+	*got = 0;
+	*fd_errno = 0;
+	if (p->len > 0) { /* body bytes that came with the head */
+		size_t n = p->len < cap ? p->len : cap;
+
+		for (size_t done = 0; done < n;) {
+			ssize_t w = pwrite(fd, p->head + p->off + done, n - done, (off_t)(off + (int64_t)done));
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				*fd_errno = w < 0 ? errno : EIO;
+				return die(x, FT_BACKEND_ECANCELED, err, "writing the body: %s", strerror(*fd_errno));
 			}
-			return die(x, FT_BACKEND_ETRUNCATED, err, "connection closed with %lld body bytes missing",
-				   (long long)p->left);
+			done += (size_t)w;
 		}
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return die(x, FT_BACKEND_ETRUNCATED, err, "receiving the body: %s", strerror(errno));
+		p->off += n;
+		p->len -= n;
+		x->body_bytes += (int64_t)n;
+		*got = n;
+		return FT_BACKEND_OK;
+	}
+	if ((e = pipe_ready(p)) != 0) {
+		*fd_errno = -e;
+		return die(x, FT_BACKEND_ECANCELED, err, "cannot make a pipe: %s", strerror(-e));
+	}
+	cap = body_plan(p, cap < p->pipe_cap ? cap : p->pipe_cap, &gather);
+	if (cap == 0)
+		return FT_BACKEND_OK;
+	for (;;) {
+		if ((rc = body_wait(x, p, &gather, err)) != FT_BACKEND_OK)
+			return rc;
+		ssize_t n = splice(p->fd, NULL, p->pipe_wr, NULL, cap, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			if ((e = pipe_drain(p, fd, off, (size_t)n)) != 0) {
+				*fd_errno = -e;
+				return die(x, FT_BACKEND_ECANCELED, err, "writing the body: %s", strerror(-e));
+			}
+			body_got(x, p, (size_t)n);
+			*got = (size_t)n;
+			return FT_BACKEND_OK;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			return body_end(x, p, n, err);
 	}
 }
 

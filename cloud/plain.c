@@ -66,6 +66,7 @@ struct ft_be_plain {
 	int64_t left;          /* body bytes still on the socket; -1 until the close */
 	int lowat;             /* the socket's SO_RCVLOWAT */
 	int keep;              /* reusable once the body is read to its end */
+	int http10;            /* the response is HTTP/1.0 */
 	int eof;
 	int pipe_rd, pipe_wr; /* ft_be_plain_splice's pipe, -1 until first used; empty between calls */
 	size_t pipe_cap;
@@ -436,6 +437,7 @@ static ft_backend_err_t read_head(ft_be_xfer_t *x, ft_be_plain_t *p, ft_backend_
 			return die(x, FT_BACKEND_ECONNECT, err, "connection lost before the response: %s",
 				   n == 0 ? "closed by the origin" : strerror(errno));
 		}
+		p->http10 = p->head[7] == '0';
 		switch (parse_head(x, p->head, end)) {
 		case -1:
 			return die(x, FT_BACKEND_EPROTO, err, "malformed response head");
@@ -463,7 +465,9 @@ static int plan_body(ft_be_xfer_t *x, ft_be_plain_t *p)
 
 	if (te != NULL && strcasecmp(te, "identity") != 0)
 		return 1;
-	p->keep = conn == NULL || strcasecmp(conn, "close") != 0;
+	/* HTTP/1.1 keeps the connection unless told otherwise; HTTP/1.0 only when told to. */
+	p->keep = p->http10 ? conn != NULL && strcasecmp(conn, "keep-alive") == 0
+			    : conn == NULL || strcasecmp(conn, "close") != 0;
 	if (x->status == 204 || x->status == 304)
 		cl = 0;
 	if (cl < 0) {

@@ -1379,6 +1379,31 @@ static void test_keepalive(void **state)
 	fake_stop(f);
 }
 
+/* An ht GET on a pooled connection the origin drops under the request is sent again on a new one. */
+static void test_plain_stale_connection(void **state)
+{
+	fake_t *f = fake_start(FAKE_DROP_SECOND);
+	ft_backend_t *b = open_at(FT_BACKEND_HT, f->port, 2000);
+
+	(void)state;
+	for (int k = 0; k < 3; k++) {
+		ft_backend_error_t err = {0};
+		ft_backend_reader_t *r = NULL;
+		uint8_t *data;
+		size_t n;
+
+		expect_err(ft_backend_get(b, "o", NULL, &r, &err), FT_BACKEND_OK, "get");
+		expect_err(read_all(r, 4096, &data, &n), FT_BACKEND_OK, "read");
+		assert_true(n > 0 && memcmp(data, "{\"size\"", 7) == 0);
+		free(data);
+		ft_backend_reader_close(r);
+	}
+	/* Each second request on a connection was dropped: 1st new, 2nd resent on a new one, 3rd dropped again. */
+	assert_int_equal(fake_connections(f), 3);
+	ft_backend_close(b);
+	fake_stop(f);
+}
+
 /* Splices r to its end or first error into fd from offset 0; *len gets the bytes moved, *werr the write errno. */
 static ft_backend_err_t splice_all(ft_backend_reader_t *r, int fd, size_t chunk, size_t *len, int *werr)
 {
@@ -2169,6 +2194,7 @@ int main(void)
 		cmocka_unit_test(test_verify),
 		cmocka_unit_test(test_keepalive),
 		cmocka_unit_test(test_read_to_fd),
+		cmocka_unit_test(test_plain_stale_connection),
 		cmocka_unit_test(test_request_shape),
 		cmocka_unit_test(test_gcp_oauth),
 	};

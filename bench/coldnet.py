@@ -79,12 +79,22 @@ class ShapedLink:
     """A network namespace reached from the host over a veth pair shaped to rate in both directions."""
 
     def __init__(self, rate):
-        n = os.getpid() % 250
         self.ns = "ftcoldnet%d" % os.getpid()
         self.host_if, self.ns_if = "ftcn%dh" % os.getpid(), "ftcn%dn" % os.getpid()
-        self.host_addr, self.ns_addr = "10.213.%d.1" % n, "10.213.%d.2" % n
+        self.host_addr = self.ns_addr = None
         self.rate = rate
         self.made = False
+
+    @staticmethod
+    def free_subnet():
+        """A 10.213.N.0/30 no interface of the host has an address in (another run's link), or None."""
+        p = subprocess.run([IP, "-4", "-o", "addr", "show"], capture_output=True, text=True)
+        used = {line.split()[3].rsplit(".", 1)[0] for line in p.stdout.splitlines() if len(line.split()) > 3}
+        for k in range(250):
+            n = (os.getpid() + k) % 250
+            if "10.213.%d" % n not in used:
+                return n
+        return None
 
     def exec_argv(self):
         return [IP, "netns", "exec", self.ns]
@@ -93,6 +103,10 @@ class ShapedLink:
         for tool in (IP, TC):
             if not os.access(tool, os.X_OK):
                 raise NetError("%s is missing" % tool)
+        n = self.free_subnet()
+        if n is None:
+            raise NetError("every 10.213.N.0/30 is taken by other links")
+        self.host_addr, self.ns_addr = "10.213.%d.1" % n, "10.213.%d.2" % n
         _run([IP, "netns", "add", self.ns])
         self.made = True
         ns = self.exec_argv()

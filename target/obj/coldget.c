@@ -39,12 +39,12 @@
  * checksummed through a read-only mapping of the work file right after each read lands: a byte is
  * copied once (socket buffers to page cache) and read once (the checksum, still in the CPU cache).
  * Otherwise it is read into our buffer (one copy from the socket, another inside libcurl for
- * providers on it), written with pwrite (a copy) and checksummed from the buffer. Only after the end of body was verified (size, and
- * MD5/CRC32C where the backend states one) is the work file renamed into place with its
- * metadata; the flight then turns DONE. On any failure it turns FAILED, the work file is removed
- * and every response is aborted (ft_resp_stream_end with an error). To make sure no client can
- * mistake a cut body for a whole one, every response holds back the last byte of its window
- * until the flight is DONE.
+ * providers on it), written with pwrite (a copy) and checksummed from the buffer. Only after the
+ * end of body was verified (size, and MD5/CRC32C where the backend states one) is the work file
+ * renamed into place with its metadata; the flight then turns DONE. On any failure it turns
+ * FAILED, the work file is removed and every response is aborted (ft_resp_stream_end with an
+ * error). To make sure no client can mistake a cut body for a whole one, every response holds
+ * back the last byte of its window until the flight is DONE.
  * Range GETs of a cold object fetch (or join the fetch of) the whole object, so it gets cached,
  * and serve their window from it.
  * A flight is removed from the table only after the rename (or the failure, or when a write

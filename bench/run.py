@@ -1064,7 +1064,7 @@ def parse_args(argv):
         a.rounds, a.seconds, a.no_perf, a.rss_seconds = 1, 2, True, 2
     if a.rounds < 1 or a.seconds < 1 or a.hints_rounds < 1:
         p.error("--rounds, --seconds and --hints-rounds must be >= 1")
-    if a.hold and a.only in ("protect", "hints", "tls", "copy", "dataloader"):
+    if a.hold and a.only in ("protect", "hints", "tls", "copy", "dataloader", "coldnet"):
         p.error("--hold is not supported with --only %s (its cluster lives only for its runs)" % a.only)
     return a
 

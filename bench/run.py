@@ -29,6 +29,9 @@ USAGE
                                    1-target cluster of its own): prints their table, writes no report
   bench/run.py --only loader       only ft-loader against wrk on nginx at 16 KiB, back to back, with
                                    each client's CPU per request (bench/loadercmp.py)
+  bench/run.py --only coldnet      only the cold GET row with a network-bound origin (bench/coldnet.py: the
+                                   origin nginx in a network namespace behind a veth pair shaped to 2 Gbit/s,
+                                   cold GETs through the cluster against the client reading it directly)
   bench/run.py --only batch        only the GetBatch row (the 16 KiB objects only, no 1 GiB TAR)
   bench/run.py --only hints        only the epoch hints rows (bench/hints.py: 3 epochs of a seeded
                                    random order over a remote bucket 1.5x the cache, with order hints
@@ -91,6 +94,7 @@ import copybck  # noqa: E402
 import dataloader  # noqa: E402
 import loadercmp  # noqa: E402
 import tls  # noqa: E402
+import coldnet  # noqa: E402
 import report  # noqa: E402
 import sysprobe  # noqa: E402
 
@@ -252,7 +256,7 @@ class Bench:
         log("bench: cluster up: proxy %s, target %s (pid %d)" % (self.cluster.url,
                                                                 self.target.public_url,
                                                                 self.target.pid))
-        keep = {"cold": "8 MiB", "batch": "16 KiB", "loader": "16 KiB"}.get(a.only)
+        keep = {"cold": "8 MiB", "coldnet": "8 MiB", "batch": "16 KiB", "loader": "16 KiB"}.get(a.only)
         self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES if keep is None or s[0] == keep]
         self.create_objects()
         taken = {self.cluster.port, self.cluster.port + 1} | {
@@ -957,6 +961,8 @@ class Bench:
                 return self.hold()
             if a.only == "cold":
                 return self.run_only(self.bench_cold)
+            if a.only == "coldnet":
+                return self.run_only(lambda: coldnet.bench_coldnet(self, a.coldnet_rate))
             if a.only == "shards":
                 return self.run_only(lambda: (shards.bench_shards(self), shards.bench_batch(self),
                                               shards.bench_dataloader(self)))
@@ -972,6 +978,7 @@ class Bench:
             loadercmp.bench_loader_vs_wrk(self)
             self.bench_disk()
             self.bench_cold()
+            coldnet.bench_coldnet(self, a.coldnet_rate)
             self.bench_put()
             self.bench_s3()
             self.bench_rss()
@@ -1033,8 +1040,8 @@ def parse_args(argv):
                    help="start the cluster and nginx, write <build>/bench-run/hold.json, wait for Ctrl-C")
     p.add_argument("--dsort-full", action="store_true",
                    help="the dsort row over 2 GiB of shards (default 64 MiB, about a minute)")
-    p.add_argument("--only", choices=["cold", "protect", "hints", "shards", "dsort", "tls", "batch", "copy",
-                                           "dataloader", "loader"],
+    p.add_argument("--only", choices=["cold", "coldnet", "protect", "hints", "shards", "dsort", "tls", "batch",
+                                      "copy", "dataloader", "loader"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
                    "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
                    "hints = the epoch hints rows (order hints vs LRU over a rate-limited origin), shards = the "
@@ -1043,7 +1050,10 @@ def parse_args(argv):
                    "GET 8 MiB and 128 KiB over HTTPS vs nginx over HTTPS, same certificate), batch = the GetBatch "
                    "row alone, copy = the copy-bck row (bench/copybck.py), dataloader = the DataLoader rows over "
                    "S3 (bench/dataloader.py), loader = ft-loader vs wrk on nginx at 16 KiB, back to back, with "
-                   "client CPU per request (bench/loadercmp.py)")
+                   "client CPU per request (bench/loadercmp.py), coldnet = the cold GET row with the origin in a "
+                   "network namespace behind a rate-limited veth pair (bench/coldnet.py)")
+    p.add_argument("--coldnet-rate", default=coldnet.RATE,
+                   help="bandwidth of the coldnet row's link to the origin (tc htb rate, default %s)" % coldnet.RATE)
     p.add_argument("--hints-rate", default=hints.RATE,
                    help="bandwidth of the epoch hints rows' origin (tc htb rate, default %s)" % hints.RATE)
     p.add_argument("--hints-rounds", type=int, default=hints.ROUNDS,
@@ -1054,7 +1064,7 @@ def parse_args(argv):
         a.rounds, a.seconds, a.no_perf, a.rss_seconds = 1, 2, True, 2
     if a.rounds < 1 or a.seconds < 1 or a.hints_rounds < 1:
         p.error("--rounds, --seconds and --hints-rounds must be >= 1")
-    if a.hold and a.only in ("protect", "hints", "tls", "copy", "dataloader"):
+    if a.hold and a.only in ("protect", "hints", "tls", "copy", "dataloader", "coldnet"):
         p.error("--hold is not supported with --only %s (its cluster lives only for its runs)" % a.only)
     return a
 

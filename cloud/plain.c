@@ -2,6 +2,8 @@
 /* Backend GETs over plain http:// on sockets of our own: bodies received straight into the caller's buffer or spliced to a file, one wakeup per chunk, idle connections pooled. */
 #include "cloud/internal.h"
 
+#include "http/parse.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -12,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,6 +68,8 @@ struct ft_be_plain {
 	int lowat;             /* the socket's SO_RCVLOWAT */
 	int keep;              /* reusable once the body is read to its end */
 	int http10;            /* the response is HTTP/1.0 */
+	int chunked;           /* Transfer-Encoding: chunked (the engine asks libcurl then) */
+	int64_t clen;          /* Content-Length, -1 without one */
 	int eof;
 	int pipe_rd, pipe_wr; /* ft_be_plain_splice's pipe, -1 until first used; empty between calls */
 	size_t pipe_cap;
@@ -328,16 +331,6 @@ static int build_request(const ft_be_xfer_t *x, ft_strbuf_t *req)
 	return req->failed ? -1 : 0;
 }
 
-static void trim(const char **s, size_t *n)
-{
-	while (*n > 0 && (**s == ' ' || **s == '\t')) {
-		(*s)++;
-		(*n)--;
-	}
-	while (*n > 0 && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t' || (*s)[*n - 1] == '\r'))
-		(*n)--;
-}
-
 static void resp_headers_clear(ft_be_xfer_t *x)
 {
 	for (int i = 0; i < x->n_rhdr; i++) {
@@ -347,77 +340,44 @@ static void resp_headers_clear(ft_be_xfer_t *x)
 	x->n_rhdr = 0;
 }
 
-/* Parses the head in p->head[0, end) into x (status, headers). 0, or -1 (malformed), -2 (out of memory). */
-static int parse_head(ft_be_xfer_t *x, const char *h, size_t end)
+/* Copies the parsed headers into x (strings of its own). 0, or -1 out of memory. */
+static int keep_headers(ft_be_xfer_t *x, const ft_hp_header_t *h, size_t n)
 {
-	const char *line = h, *stop = h + end;
-
 	resp_headers_clear(x);
-	if (end < 12 || strncmp(h, "HTTP/1.", 7) != 0 || h[8] != ' ')
-		return -1;
-	x->status = strtol(h + 9, NULL, 10);
-	if (x->status < 100 || x->status > 999)
-		return -1;
-	line = memchr(h, '\n', end);
-	if (line == NULL)
-		return -1;
-	line++;
-	while (line < stop) {
-		const char *eol = memchr(line, '\n', (size_t)(stop - line));
-		const char *colon, *name = line, *value;
-		size_t name_len, value_len;
-
-		if (eol == NULL)
-			eol = stop;
-		colon = memchr(line, ':', (size_t)(eol - line));
-		if (colon != NULL && x->n_rhdr < FT_BE_MAX_RESP_HEADERS) {
-			name_len = (size_t)(colon - line);
-			value = colon + 1;
-			value_len = (size_t)(eol - value);
-			trim(&name, &name_len);
-			trim(&value, &value_len);
-			x->rhdr[x->n_rhdr].name = strndup(name, name_len);
-			x->rhdr[x->n_rhdr].value = strndup(value, value_len);
-			if (x->rhdr[x->n_rhdr].name == NULL || x->rhdr[x->n_rhdr].value == NULL) {
-				free(x->rhdr[x->n_rhdr].name);
-				free(x->rhdr[x->n_rhdr].value);
-				return -2;
-			}
-			x->n_rhdr++;
-		}
-		line = eol + 1;
+	for (size_t i = 0; i < n; i++) {
+		x->rhdr[i].name = strndup(h[i].name, h[i].name_len);
+		x->rhdr[i].value = strndup(h[i].value, h[i].value_len);
+		x->n_rhdr = (int)i + 1;
+		if (x->rhdr[i].name == NULL || x->rhdr[i].value == NULL)
+			return -1;
 	}
 	return 0;
 }
 
-/* Where the head ends (just past the blank line) in buf[0, len), or 0 when not yet there. */
-static size_t head_end(const char *buf, size_t len)
-{
-	for (size_t i = 3; i < len; i++)
-		if (buf[i] == '\n' && ((buf[i - 1] == '\r' && buf[i - 2] == '\n') || buf[i - 1] == '\n'))
-			return i + 1;
-	return 0;
-}
-
 /*
- * Receives the final response head (1xx heads skipped) within the stall budget. OK, or the failure
- * (x dead). *none: the connection closed before any byte of a response (a stale reused connection).
+ * Receives the final response head (1xx heads skipped) within the stall budget and parses it with
+ * the server's own response-head parser (http/parse.h, under libFuzzer). OK, or the failure (x
+ * dead). *none: the connection closed before any byte of a response (a stale reused connection).
+ * *odd: a head that parser does not take (a transfer coding other than chunked, say), which the
+ * engine then asks libcurl for.
  */
-static ft_backend_err_t read_head(ft_be_xfer_t *x, ft_be_plain_t *p, ft_backend_error_t *err, int *none)
+static ft_backend_err_t read_head(ft_be_xfer_t *x, ft_be_plain_t *p, ft_backend_error_t *err, int *none, int *odd)
 {
 	const ft_backend_config_t *cfg = &x->backend->cfg;
 	int64_t budget = (int64_t)cfg->stall_timeout_ms + cfg->connect_timeout_ms;
-	size_t have = 0, end;
+	ft_hp_header_t hdrs[FT_BE_MAX_RESP_HEADERS];
+	ft_hp_resp_head_t rh;
+	ft_hp_result_t r;
+	size_t have = 0;
 	int any = 0;
 
 	*none = 0;
+	*odd = 0;
 	for (;;) {
-		while ((end = head_end(p->head, have)) == 0) {
-			ssize_t n;
+		while ((r = ft_hp_parse_resp_head(p->head, have, HEAD_MAX, hdrs, FT_BE_MAX_RESP_HEADERS, &rh)) ==
+		       FT_HP_AGAIN) {
+			ssize_t n = recv(p->fd, p->head + have, HEAD_MAX - have, MSG_DONTWAIT);
 
-			if (have == HEAD_MAX)
-				return die(x, FT_BACKEND_EPROTO, err, "response head longer than %d bytes", HEAD_MAX);
-			n = recv(p->fd, p->head + have, HEAD_MAX - have, MSG_DONTWAIT);
 			if (n > 0) {
 				have += (size_t)n;
 				any = 1;
@@ -437,15 +397,22 @@ static ft_backend_err_t read_head(ft_be_xfer_t *x, ft_be_plain_t *p, ft_backend_
 			return die(x, FT_BACKEND_ECONNECT, err, "connection lost before the response: %s",
 				   n == 0 ? "closed by the origin" : strerror(errno));
 		}
-		p->http10 = p->head[7] == '0';
-		switch (parse_head(x, p->head, end)) {
-		case -1:
-			return die(x, FT_BACKEND_EPROTO, err, "malformed response head");
-		case -2:
-			return die(x, FT_BACKEND_ENOMEM, err, "out of memory");
+		if (r != FT_HP_DONE) {
+			*odd = r == FT_HP_BAD;
+			return die(x, FT_BACKEND_EPROTO, err, "%s",
+				   r == FT_HP_TOO_LARGE ? "response head longer than 16 KiB or with too many headers"
+				   : r == FT_HP_VERSION ? "not an HTTP/1.x response"
+							: "malformed response head");
 		}
-		memmove(p->head, p->head + end, have - end);
-		have -= end;
+		x->status = rh.status;
+		if (keep_headers(x, hdrs, rh.nheaders) != 0)
+			return die(x, FT_BACKEND_ENOMEM, err, "out of memory");
+		p->http10 = rh.version_minor == 0;
+		p->keep = rh.keep_alive;
+		p->chunked = rh.chunked;
+		p->clen = rh.content_length;
+		memmove(p->head, p->head + rh.head_len, have - rh.head_len);
+		have -= rh.head_len;
 		if (x->status >= 200)
 			break;
 		budget = cfg->stall_timeout_ms; /* 1xx: the final head follows */
@@ -459,15 +426,10 @@ static ft_backend_err_t read_head(ft_be_xfer_t *x, ft_be_plain_t *p, ft_backend_
 /* Body framing from the head: 1 when the body is chunked (not handled here), else 0 with p->left set. */
 static int plan_body(ft_be_xfer_t *x, ft_be_plain_t *p)
 {
-	const char *te = ft_be_xfer_resp_header(x, "Transfer-Encoding");
-	const char *conn = ft_be_xfer_resp_header(x, "Connection");
-	int64_t cl = ft_be_xfer_content_length(x);
+	int64_t cl = p->clen;
 
-	if (te != NULL && strcasecmp(te, "identity") != 0)
+	if (p->chunked)
 		return 1;
-	/* HTTP/1.1 keeps the connection unless told otherwise; HTTP/1.0 only when told to. */
-	p->keep = p->http10 ? conn != NULL && strcasecmp(conn, "keep-alive") == 0
-			    : conn == NULL || strcasecmp(conn, "close") != 0;
 	if (x->status == 204 || x->status == 304)
 		cl = 0;
 	if (cl < 0) {
@@ -487,7 +449,7 @@ ft_backend_err_t ft_be_plain_start(ft_be_xfer_t *x, ft_backend_error_t *err, int
 {
 	ft_strbuf_t req = {0};
 	ft_backend_err_t rc = FT_BACKEND_OK;
-	int none = 0;
+	int none = 0, odd = 0;
 
 	*fallback = 0;
 	if (build_request(x, &req) != 0) {
@@ -504,7 +466,7 @@ ft_backend_err_t ft_be_plain_start(ft_be_xfer_t *x, ft_backend_error_t *err, int
 		x->plain = p;
 		int s = send_all(x, p->fd, req.p, req.len, x->backend->cfg.stall_timeout_ms);
 		if (s == 0) {
-			rc = read_head(x, p, err, &none);
+			rc = read_head(x, p, err, &none, &odd);
 		} else {
 			none = s != -ECANCELED && s != -ETIMEDOUT;
 			rc = die(x,
@@ -522,6 +484,15 @@ ft_backend_err_t ft_be_plain_start(ft_be_xfer_t *x, ft_backend_error_t *err, int
 		resp_headers_clear(x);
 	}
 	ft_strbuf_free(&req);
+	if (rc != FT_BACKEND_OK && odd) { /* a head the strict parser refused: libcurl has the last word */
+		conn_free(x->plain);
+		x->plain = NULL;
+		x->dead = FT_BACKEND_OK;
+		x->status = 0;
+		resp_headers_clear(x);
+		*fallback = 1;
+		return FT_BACKEND_OK;
+	}
 	if (rc != FT_BACKEND_OK)
 		return rc;
 	x->connected = 1;

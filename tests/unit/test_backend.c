@@ -1404,6 +1404,34 @@ static void test_plain_stale_connection(void **state)
 	fake_stop(f);
 }
 
+/* A head the strict parser refuses (white space before a header's colon) is asked again through libcurl, which takes it. */
+static void test_plain_odd_head_falls_back(void **state)
+{
+	fake_t *f = fake_start(FAKE_BODY);
+	ft_backend_t *b = open_at(FT_BACKEND_HT, f->port, 2000);
+	ft_backend_error_t err = {0};
+	ft_backend_reader_t *r = NULL;
+	uint8_t *data, *want;
+	size_t n;
+
+	(void)state;
+	f->body_len = 5000;
+	f->extra_headers = "X-Odd : spaced before the colon\r\n";
+	want = malloc(f->body_len);
+	fill_pattern(want, 0, f->body_len);
+	expect_err(ft_backend_get(b, "o", NULL, &r, &err), FT_BACKEND_OK, "get");
+	assert_false(ft_backend_reader_splices(r)); /* libcurl's reader */
+	expect_err(read_all(r, 4096, &data, &n), FT_BACKEND_OK, "read");
+	assert_int_equal(n, f->body_len);
+	assert_memory_equal(data, want, n);
+	free(data);
+	free(want);
+	ft_backend_reader_close(r);
+	assert_int_equal(fake_connections(f), 2); /* ours, refused; then libcurl's */
+	ft_backend_close(b);
+	fake_stop(f);
+}
+
 /* Splices r to its end or first error into fd from offset 0; *len gets the bytes moved, *werr the write errno. */
 static ft_backend_err_t splice_all(ft_backend_reader_t *r, int fd, size_t chunk, size_t *len, int *werr)
 {
@@ -2195,6 +2223,7 @@ int main(void)
 		cmocka_unit_test(test_keepalive),
 		cmocka_unit_test(test_read_to_fd),
 		cmocka_unit_test(test_plain_stale_connection),
+		cmocka_unit_test(test_plain_odd_head_falls_back),
 		cmocka_unit_test(test_request_shape),
 		cmocka_unit_test(test_gcp_oauth),
 	};

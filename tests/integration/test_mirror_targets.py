@@ -297,7 +297,7 @@ def test_copies_a_dead_target_held_are_recreated_after_restore_after_s(make_clus
 
 def test_a_target_back_in_time_is_not_restored(make_cluster):
     """A target that joins again before restore_after_s: nothing is re-created, and the log says so."""
-    h = make_cluster(targets=3, mountpaths=1, proxy_args=["--restore_after_s", "3"])
+    h = make_cluster(targets=3, mountpaths=1, proxy_args=["--restore_after_s", "8"])  # room for a slow restart
     api = Api(h.url, session())
     b = name_of("mtback")
     assert post_bucket(api, b, "create-bck", {"mirror": {"copies": 2, "scope": "targets"}}).status_code == 200
@@ -310,7 +310,7 @@ def test_a_target_back_in_time_is_not_restored(make_cluster):
     def said():
         with open(h.c.proxy.log, errors="replace") as f:
             return "restore %s: the target is back in the cluster map" % tid in f.read()
-    wait_until(said, 30, interval=0.2, what="the proxy to see the target back")
+    wait_until(said, 40, interval=0.2, what="the proxy to see the target back")
     with open(h.c.proxy.log, errors="replace") as f:
         assert "job restore-%s" % tid not in f.read()
     assert api.get(b, "o").content == b"x" * 5000

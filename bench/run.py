@@ -21,6 +21,9 @@ USAGE
   bench/run.py --only dsort        only the dsort row (bench/dsort.py: a reshard of 64 MiB of TAR shards,
                                    2 GiB with --dsort-full, against tar -xf, find | sort, tar -cf -T)
   bench/run.py --only batch        only the GetBatch row (the 16 KiB objects only, no 1 GiB TAR)
+  bench/run.py --only s3relay      only the S3 relay rows (bench/s3relay.py: presigned S3 GETs of 16 KiB,
+                                   128 KiB and 8 MiB through the proxy, and nginx proxy_pass with upstream
+                                   keep-alive, against nginx serving the same files)
   bench/run.py --only hints        only the epoch hints rows (bench/hints.py: 3 epochs of a seeded
                                    random order over a remote bucket 1.5x the cache, with order hints
                                    against plain LRU, origin rate-limited in a network namespace):
@@ -79,6 +82,7 @@ import protect  # noqa: E402
 import shards  # noqa: E402
 import dsort  # noqa: E402
 import tls  # noqa: E402
+import s3relay  # noqa: E402
 import report  # noqa: E402
 import sysprobe  # noqa: E402
 
@@ -946,6 +950,8 @@ class Bench:
                 return self.run_only(lambda: dsort.bench_dsort(self))
             if a.only == "batch":
                 return self.run_only(lambda: shards.bench_batch(self))
+            if a.only == "s3relay":
+                return self.run_only(lambda: s3relay.bench_s3relay(self))
             self.warm_up()
             pairs = self.bench_get()
             self.bench_loader_vs_wrk(pairs)
@@ -953,6 +959,7 @@ class Bench:
             self.bench_cold()
             self.bench_put()
             self.bench_s3()
+            s3relay.bench_s3relay(self)
             self.bench_rss()
             self.bench_perf()
             shards.bench_shards(self)
@@ -972,7 +979,7 @@ class Bench:
                      "loader": self.loader.path if self.loader else None,
                      "command": "make bench" if os.environ.get("MAKELEVEL") else " ".join(sys.argv)}
             order = ["Warm GET 8 MiB", "Warm GET 1 MiB", "Warm GET 128 KiB", "Warm GET 16 KiB",
-                     "Shard member GET", "GetBatch", "PyTorch DataLoader", "dsort", "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "ft-loader vs wrk", "Target RSS"]
+                     "Shard member GET", "GetBatch", "PyTorch DataLoader", "dsort", "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "S3 relay GET", "nginx proxy_pass GET", "ft-loader vs wrk", "Target RSS"]
             self.rows.sort(key=lambda r: next((i for i, o in enumerate(order)
                                                if r.title.startswith(o)), len(order)))
             text = report.table_text(self.rows)
@@ -1010,14 +1017,15 @@ def parse_args(argv):
                    help="start the cluster and nginx, write <build>/bench-run/hold.json, wait for Ctrl-C")
     p.add_argument("--dsort-full", action="store_true",
                    help="the dsort row over 2 GiB of shards (default 64 MiB, about a minute)")
-    p.add_argument("--only", choices=["cold", "protect", "hints", "shards", "dsort", "tls", "batch"],
+    p.add_argument("--only", choices=["cold", "protect", "hints", "shards", "dsort", "tls", "batch", "s3relay"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
                    "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
                    "hints = the epoch hints rows (order hints vs LRU over a rate-limited origin), shards = the "
                    "shard rows (archpath GETs of 16 KiB members of a 1 GiB TAR vs 16 KiB objects; GetBatch of "
                    "1,000 x 16 KiB vs single GETs), dsort = the dsort row (bench/dsort.py), tls = the TLS rows (warm "
                    "GET 8 MiB and 128 KiB over HTTPS vs nginx over HTTPS, same certificate), batch = the GetBatch "
-                   "row alone")
+                   "row alone, s3relay = the S3 relay rows (bench/s3relay.py: presigned S3 GETs through the proxy "
+                   "and nginx proxy_pass vs nginx direct)")
     p.add_argument("--hints-rate", default=hints.RATE,
                    help="bandwidth of the epoch hints rows' origin (tc htb rate, default %s)" % hints.RATE)
     p.add_argument("--hints-rounds", type=int, default=hints.ROUNDS,

@@ -8,7 +8,7 @@
  * route.c takes a public-port request when it is an S3 request (path style under /s3, the root when
  * s3_root is set, virtual-host style for Host <bucket>.<s3_domain>), builds a px_s3_req_t,
  * verifies its SigV4 signature (header or presigned form) on the loop thread, and dispatches by
- * method and subresource to bucket.c, list.c, object.c or multipart.c. Everything
+ * method and subresource to bucket.c, list.c, get.c, object.c, copy.c or multipart.c. Everything
  * that talks to a target runs on a worker (px_s3_defer); object data is relayed through the
  * proxy (no redirect: S3 clients do not follow 307s): GET bodies spliced from the target's
  * socket by relay.c's client, everything else with libcurl.
@@ -399,10 +399,10 @@ int px_s3_check_bucket_name(const char *name, const char **why);
 #define PX_S3_LIST_VERSIONS 3                         /* ListObjectVersions: every object once, version id null */
 void px_s3_list_objects(px_s3_req_t *q, int version); /* 1: ListObjects, 2: ListObjectsV2, PX_S3_LIST_VERSIONS */
 
-/* ---- object.c ---- */
-void px_s3_object_get(px_s3_req_t *q); /* GET and HEAD */
+/* ---- get.c, object.c, copy.c (their shared internals: object.h) ---- */
+void px_s3_object_get(px_s3_req_t *q); /* GET and HEAD (get.c) */
 void px_s3_object_put(px_s3_req_t *q);
-void px_s3_object_copy(px_s3_req_t *q);
+void px_s3_object_copy(px_s3_req_t *q); /* CopyObject, UploadPartCopy (copy.c) */
 /*
  * Loop thread: parses and checks x-amz-copy-source (the source bucket exists, the key is a
  * storable name) and, for UploadPartCopy (part), x-amz-copy-source-range; keeps the source in

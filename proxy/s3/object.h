@@ -54,4 +54,16 @@ void px_s3_error_reply(const char *body, size_t len, px_s3_target_reply_t *reply
 /* px_s3_meta_lines, answering its error (object.c): 0, or -1 after responding. */
 int px_s3_meta_lines_or_error(px_s3_req_t *q, const char ***lines);
 
+/*
+ * Relay loop thread (get.c): answers q from the target's whole answer in buf: a head of head_len
+ * bytes, then its body up to len (a 200/206 object body, an error body, or none).
+ */
+void px_s3_get_answer(px_s3_req_t *q, const char *buf, size_t head_len, size_t len);
+/*
+ * Relay loop thread (get.c): q goes on a worker, with the connection fd (blocking; -1 for none:
+ * the worker asks again) to hostport and the len bytes buf (malloc'd, taken; a whole response
+ * head first) already read from it.
+ */
+void px_s3_get_handoff(px_s3_req_t *q, int fd, const char *hostport, char *buf, size_t len);
+
 #endif

@@ -50,6 +50,7 @@
 #define RLOOP_EVENTS 64
 #define RLOOP_HOSTPORT 272
 #define RLOOP_BACK_MAX 64 /* connections given back by workers, waiting for their loop */
+#define RLOOP_BUFS_MAX 64 /* RLOOP_BUF0 buffers a loop keeps for its next jobs */
 
 typedef enum { ST_CONNECTING = 0, ST_SENDING, ST_READING } rjob_stage_t;
 
@@ -86,6 +87,8 @@ typedef struct {
 	rjob_t *active;
 	rloop_idle_t idle[RLOOP_IDLE_MAX];
 	int nidle;
+	char *bufs[RLOOP_BUFS_MAX]; /* free job buffers of RLOOP_BUF0 bytes: no malloc, no page faults per GET */
+	int nbufs;
 	int64_t last_sweep_ns;
 } rloop_t;
 
@@ -174,10 +177,19 @@ static int dial(const char *hostport)
 
 /* ---- jobs ---- */
 
-static void job_free(rjob_t *j)
+/* A RLOOP_BUF0 buffer for a job of L, or NULL. */
+static char *buf_take(rloop_t *L)
 {
+	return L->nbufs > 0 ? L->bufs[--L->nbufs] : malloc(RLOOP_BUF0);
+}
+
+static void job_free(rloop_t *L, rjob_t *j)
+{
+	if (j->buf != NULL && j->cap == RLOOP_BUF0 && L->nbufs < RLOOP_BUFS_MAX)
+		L->bufs[L->nbufs++] = j->buf;
+	else
+		free(j->buf);
 	free(j->req);
-	free(j->buf);
 	free(j);
 }
 
@@ -221,7 +233,7 @@ static void job_handoff(rloop_t *L, rjob_t *j, bool with_conn)
 	px_s3_get_handoff(j->q, fd, j->hostport, fd >= 0 ? j->buf : NULL, fd >= 0 ? j->len : 0);
 	if (fd >= 0)
 		j->buf = NULL; /* the worker's now */
-	job_free(j);
+	job_free(L, j);
 }
 
 /* Ends j with its whole answer in j->buf: q answered here, the connection kept when it can carry another. */
@@ -235,7 +247,7 @@ static void job_answer(rloop_t *L, rjob_t *j)
 		idle_give(L, fd, j->hostport);
 	else
 		close(fd);
-	job_free(j);
+	job_free(L, j);
 }
 
 /* Connects j (a kept connection when there is one) and registers it. False when no connection could be started. */
@@ -430,7 +442,9 @@ static void take_queue(rloop_t *L)
 			L->active->prev = j;
 		L->active = j;
 		j->deadline_ns = ft_now_ns() + (int64_t)PX_S3_RELAY_TIMEOUT_MS * 1000000;
-		if (!job_connect(L, j, false))
+		j->buf = buf_take(L);
+		j->cap = RLOOP_BUF0;
+		if (j->buf == NULL || !job_connect(L, j, false))
 			job_handoff(L, j, false);
 	}
 }
@@ -453,7 +467,7 @@ static void sweep(rloop_t *L)
 		close(job_detach_fd(L, j));
 		active_unlink(L, j);
 		px_s3_error(j->q, PX_S3_SERVICE_UNAVAILABLE, "the target holding the object did not answer");
-		job_free(j);
+		job_free(L, j);
 	}
 }
 
@@ -523,6 +537,8 @@ void px_s3_rloop_stop(void)
 			close(L->idle[k].fd);
 		for (int k = 0; k < atomic_load(&L->nback); k++)
 			close(L->back[k].fd);
+		while (L->nbufs > 0)
+			free(L->bufs[--L->nbufs]);
 		close(L->ep);
 		close(L->evfd);
 		pthread_mutex_destroy(&L->mu);
@@ -542,13 +558,6 @@ bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, char *req, size_t 
 		free(req);
 		return false;
 	}
-	j->buf = malloc(RLOOP_BUF0);
-	if (j->buf == NULL) {
-		free(j);
-		free(req);
-		return false;
-	}
-	j->cap = RLOOP_BUF0;
 	j->q = q;
 	j->req = req;
 	j->req_len = len;

@@ -33,6 +33,9 @@ USAGE
                                    origin nginx in a network namespace behind a veth pair shaped to 2 Gbit/s,
                                    cold GETs through the cluster against the client reading it directly)
   bench/run.py --only batch        only the GetBatch row (the 16 KiB objects only, no 1 GiB TAR)
+  bench/run.py --only s3relay      only the S3 relay rows (bench/s3relay.py: presigned S3 GETs of 16 KiB,
+                                   128 KiB and 8 MiB through the proxy, and nginx proxy_pass with upstream
+                                   keep-alive, against nginx serving the same files)
   bench/run.py --only hints        only the epoch hints rows (bench/hints.py: 3 epochs of a seeded
                                    random order over a remote bucket 1.5x the cache, with order hints
                                    against plain LRU, origin rate-limited in a network namespace):
@@ -95,6 +98,7 @@ import dataloader  # noqa: E402
 import loadercmp  # noqa: E402
 import tls  # noqa: E402
 import coldnet  # noqa: E402
+import s3relay  # noqa: E402
 import report  # noqa: E402
 import sysprobe  # noqa: E402
 
@@ -972,6 +976,8 @@ class Bench:
                 return self.run_only(lambda: shards.bench_batch(self))
             if a.only == "loader":
                 return self.run_only(lambda: loadercmp.bench_loader_vs_wrk(self))
+            if a.only == "s3relay":
+                return self.run_only(lambda: s3relay.bench_s3relay(self))
             self.warm_up()
             pairs = self.bench_get()
             self.bench_loader_vs_wrk(pairs)
@@ -981,6 +987,7 @@ class Bench:
             coldnet.bench_coldnet(self, a.coldnet_rate)
             self.bench_put()
             self.bench_s3()
+            s3relay.bench_s3relay(self)
             self.bench_rss()
             self.bench_perf()
             shards.bench_shards(self)
@@ -1002,7 +1009,7 @@ class Bench:
                      "loader": self.loader.path if self.loader else None,
                      "command": "make bench" if os.environ.get("MAKELEVEL") else " ".join(sys.argv)}
             order = ["Warm GET 8 MiB", "Warm GET 1 MiB", "Warm GET 128 KiB", "Warm GET 16 KiB",
-                     "Shard member GET", "GetBatch", "PyTorch DataLoader", "dsort", "Copy bucket", "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "ft-loader vs wrk", "Target RSS"]
+                     "Shard member GET", "GetBatch", "PyTorch DataLoader", "dsort", "Copy bucket", "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "S3 relay GET", "nginx proxy_pass GET", "ft-loader vs wrk", "Target RSS"]
             self.rows.sort(key=lambda r: next((i for i, o in enumerate(order)
                                                if r.title.startswith(o)), len(order)))
             text = report.table_text(self.rows)
@@ -1041,7 +1048,7 @@ def parse_args(argv):
     p.add_argument("--dsort-full", action="store_true",
                    help="the dsort row over 2 GiB of shards (default 64 MiB, about a minute)")
     p.add_argument("--only", choices=["cold", "coldnet", "protect", "hints", "shards", "dsort", "tls", "batch",
-                                      "copy", "dataloader", "loader"],
+                                      "copy", "dataloader", "loader", "s3relay"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
                    "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
                    "hints = the epoch hints rows (order hints vs LRU over a rate-limited origin), shards = the "
@@ -1051,7 +1058,9 @@ def parse_args(argv):
                    "row alone, copy = the copy-bck row (bench/copybck.py), dataloader = the DataLoader rows over "
                    "S3 (bench/dataloader.py), loader = ft-loader vs wrk on nginx at 16 KiB, back to back, with "
                    "client CPU per request (bench/loadercmp.py), coldnet = the cold GET row with the origin in a "
-                   "network namespace behind a rate-limited veth pair (bench/coldnet.py)")
+                   "network namespace behind a rate-limited veth pair (bench/coldnet.py), s3relay = the S3 relay "
+                   "rows (bench/s3relay.py: presigned S3 GETs through the proxy and nginx proxy_pass vs nginx "
+                   "direct)")
     p.add_argument("--coldnet-rate", default=coldnet.RATE,
                    help="bandwidth of the coldnet row's link to the origin (tc htb rate, default %s)" % coldnet.RATE)
     p.add_argument("--hints-rate", default=hints.RATE,

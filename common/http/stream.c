@@ -525,19 +525,26 @@ int ft_resp_stream_sendfile(ft_req_t *r, int fd, uint64_t off, uint64_t len)
 	return rc;
 }
 
-/* One splice(2) of up to n bytes from fd into the stream's pipe; the count, or -errno as ft_resp_stream_splice. */
-static ssize_t stream_splice_in(ft_req_t *r, int fd, size_t n)
+/*
+ * One splice(2) of up to n bytes from fd into the stream's pipe; the count, -EAGAIN when the pipe
+ * is full, or -errno as ft_resp_stream_splice. The pipe side never blocks (SPLICE_F_NONBLOCK; the
+ * socket still waits up to its SO_RCVTIMEO): a socket hands over partial pages, so the pipe's slots
+ * can fill before its byte size, and a worker blocked on them would never wake once the client
+ * left (the loop stops draining the pipe, and only the worker's end of the stream releases it).
+ */
+static ssize_t stream_splice_in(ft_req_t *r, int fd, size_t n, bool pipe_empty)
 {
 	ssize_t k;
 
 	do
-		k = splice(fd, NULL, r->sp_wr, NULL, n, SPLICE_F_MOVE);
+		k = splice(fd, NULL, r->sp_wr, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 	while (k < 0 && errno == EINTR);
 	if (k > 0)
 		return k;
 	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-		return -ETIMEDOUT; /* the socket's SO_RCVTIMEO ran out */
-	return -EPIPE;             /* the source ended (or failed) before len bytes */
+		return pipe_empty ? -ETIMEDOUT
+				  : -EAGAIN; /* an empty pipe is never full: the socket's SO_RCVTIMEO ran out */
+	return -EPIPE;                       /* the source ended (or failed) before len bytes */
 }
 
 int ft_resp_stream_splice(ft_req_t *r, int fd, uint64_t len)
@@ -570,9 +577,16 @@ int ft_resp_stream_splice(ft_req_t *r, int fd, uint64_t len)
 			http_stream_wait(c);
 			continue;
 		}
+		uint64_t queued = sh->f_len;
 		pthread_mutex_unlock(&c->smu);
-		k = stream_splice_in(r, fd, len < room ? (size_t)len : room); /* blocks on fd, not on the pipe */
+		k = stream_splice_in(r, fd, len < room ? (size_t)len : room,
+				     queued == 0); /* blocks on fd, not on the pipe */
 		pthread_mutex_lock(&c->smu);
+		if (k == -EAGAIN) { /* the pipe's slots are full: once the loop sent some of it, again */
+			while (sh->f_len >= queued && !sh->gone)
+				http_stream_wait(c);
+			continue;
+		}
 		if (k < 0) {
 			r->s_bad = true; /* the body is cut: the stream must not end well */
 			pthread_mutex_unlock(&c->smu);

@@ -22,7 +22,7 @@
  * parts and builds the object (target/mpu.c, docs/api.md "Multipart upload"). The proxy makes
  * the upload id (random, URL-safe), passes CreateMultipartUpload's Content-Type and x-amz-meta-*
  * to the target's start (kept for the object), relays part bodies with px_s3_put_to (verified,
- * streamed, bounded memory) or, for UploadPartCopy, a GET of the source through object.c's copy
+ * streamed, bounded memory) or, for UploadPartCopy, a GET of the source through copy.c's copy
  * relay, turns the CompleteMultipartUpload XML into the target's JSON part list, and
  * turns the targets' JSON replies into S3 XML. Errors the target found carry their S3 code
  * ("code" in its JSON error), so the checks (InvalidPartOrder, InvalidPart, EntityTooSmall,
@@ -266,7 +266,7 @@ static void mpu_upload_part(px_s3_req_t *q)
 
 /* ---- UploadPartCopy ---- */
 
-/* The part's body is the source object (or its x-amz-copy-source-range), streamed by object.c. */
+/* The part's body is the source object (or its x-amz-copy-source-range), streamed by copy.c. */
 static void mpu_upload_part_copy(px_s3_req_t *q)
 {
 	const char *id = ft_req_query(q->r, "uploadId");

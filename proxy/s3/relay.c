@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The S3 GET relay's own HTTP/1.1 client to the targets: keep-alive connections per worker, response heads read without touching the body. */
+/* The S3 GET/HEAD relay's own HTTP/1.1 client to the targets: keep-alive connections per worker, response heads read without touching the body. */
 #include "s3/s3.h"
 
 #include <errno.h>
@@ -23,9 +23,11 @@
  * response head, with MSG_PEEK first so that not one body byte leaves the socket: the caller then
  * hands the socket to ft_resp_stream_splice, which moves the body to the client in kernel pages.
  *
- * It is deliberately small: plain http:// targets, one request at a time per connection, and no
- * redirects, chunked bodies or error bodies. Whatever it does not handle the caller sends through
- * the libcurl path, before anything went to the client (a GET may be repeated).
+ * It is deliberately small: plain http:// targets, GET and HEAD, one request at a time per
+ * connection, and no redirects or chunked bodies. A body with a Content-Length the caller either
+ * splices, or (a small object, an error answer) reads whole with px_s3_relay_read_body. Whatever
+ * it does not handle the caller sends through the libcurl path, before anything went to the
+ * client (a GET or HEAD may be repeated).
  *
  * OWNERSHIP
  * Idle connections belong to the worker thread that used them (a small thread-local cache of
@@ -191,24 +193,72 @@ static int exchange(px_s3_relay_t *rl, const char *req, size_t len)
 	return rc;
 }
 
-int px_s3_relay_get(px_s3_relay_t *rl, const char *url, const char *const *headers)
+char *px_s3_relay_request(const char *url, bool head, const char *const *headers, char *hostport, size_t cap,
+			  size_t *len)
 {
 	char host[256], port[16];
 	const char *path;
 	ft_strbuf_t b = {0};
-	int rc = -1;
 
-	memset(rl, 0, sizeof(*rl));
-	rl->fd = -1;
 	if (!split_url(url, host, sizeof(host), port, sizeof(port), &path) ||
-	    snprintf(rl->hostport, sizeof(rl->hostport), "%s:%s", host, port) >= (int)sizeof(rl->hostport))
-		return -1;
-	ft_strbuf_addf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\n", path, rl->hostport);
+	    snprintf(hostport, cap, "%s:%s", host, port) >= (int)cap)
+		return NULL;
+	ft_strbuf_addf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", head ? "HEAD" : "GET", path, hostport);
 	for (; headers != NULL && *headers != NULL; headers++)
 		ft_strbuf_addf(&b, "%s\r\n", *headers);
 	ft_strbuf_adds(&b, "\r\n");
-	if (b.failed)
-		goto out;
+	if (b.failed) {
+		ft_strbuf_free(&b);
+		return NULL;
+	}
+	*len = b.len;
+	return b.p;
+}
+
+/* A fresh px_s3_relay_t: head, hdrs and resp are filled by the exchange, so their 24 KiB are not cleared. */
+static void relay_init(px_s3_relay_t *rl)
+{
+	rl->fd = -1;
+	rl->unreachable = false;
+	rl->hostport[0] = '\0';
+	rl->adopted = false;
+}
+
+int px_s3_relay_adopt(px_s3_relay_t *rl, int fd, const char *hostport, char *buf, size_t len)
+{
+	relay_init(rl);
+	rl->fd = fd;
+	rl->adopted = true;
+	snprintf(rl->hostport, sizeof(rl->hostport), "%s", hostport);
+	if (len == 0) {
+		free(buf);
+		return read_head(rl) == 1 ? 0 : -1;
+	}
+	if (len >= sizeof(rl->head)) {
+		free(buf);
+		return -1;
+	}
+	memcpy(rl->head, buf, len);
+	free(buf);
+	if (parse_head(rl, len) != FT_HP_DONE || rl->resp.head_len != len)
+		return -1;
+	rl->head[len] = '\0';
+	return 0;
+}
+
+int px_s3_relay_get(px_s3_relay_t *rl, bool head, const char *url, const char *const *headers)
+{
+	ft_strbuf_t b = {0};
+	int rc = -1;
+
+	relay_init(rl);
+	b.p = px_s3_relay_request(url, head, headers, rl->hostport, sizeof(rl->hostport), &b.len);
+	if (b.p == NULL)
+		return -1;
+	char host[256], port[16];
+	const char *colon = strrchr(rl->hostport, ':');
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - rl->hostport), rl->hostport);
+	snprintf(port, sizeof(port), "%s", colon + 1);
 	/* A reused connection may have been closed by the target meanwhile: then once more on a new one. */
 	for (int attempt = 0; attempt < 2 && rc != 1; attempt++) {
 		bool reused = true;
@@ -236,18 +286,33 @@ int px_s3_relay_get(px_s3_relay_t *rl, const char *url, const char *const *heade
 		ft_warn("s3 relay: unreadable response head from %s", rl->hostport);
 	if (rl->unreachable)
 		ft_metric_error(FT_ME_RELAY);
-out:
 	ft_strbuf_free(&b);
 	return rc == 1 ? 0 : -1;
+}
+
+int px_s3_relay_read_body(px_s3_relay_t *rl, void *buf, size_t len)
+{
+	size_t have = 0;
+	ssize_t k;
+
+	while (have < len) {
+		k = recv(rl->fd, (char *)buf + have, len - have, MSG_WAITALL);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k == 0 ? -EPIPE : (errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno);
+		have += (size_t)k;
+	}
+	return 0;
 }
 
 void px_s3_relay_done(px_s3_relay_t *rl, bool body_read)
 {
 	if (rl->fd < 0)
 		return;
-	if (body_read && rl->resp.keep_alive)
-		idle_give(rl->fd, rl->hostport);
-	else
+	if (!body_read || !rl->resp.keep_alive)
 		close(rl->fd);
+	else if (!rl->adopted || !px_s3_rloop_give(rl->fd, rl->hostport)) /* a loop's goes back to the loops */
+		idle_give(rl->fd, rl->hostport);
 	rl->fd = -1;
 }

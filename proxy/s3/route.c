@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -40,6 +41,7 @@
 struct px_s3 {
 	px_s3_host_t host; /* what the daemon lends the front end */
 	bool key_ready;    /* curl_key created */
+	bool rloop_ready;  /* the GET relay loops run */
 	pthread_key_t curl_key;
 };
 
@@ -82,6 +84,11 @@ px_s3_t *px_s3_init(const px_s3_host_t *host, char *err, size_t errlen)
 		goto fail;
 	}
 	s->key_ready = true;
+	/* one relay loop per CPU (at most 4): small GETs relayed without a worker (relay_loop.c) */
+	if (px_s3_rloop_start((int)sysconf(_SC_NPROCESSORS_ONLN)) != 0)
+		ft_warn("s3: no GET relay loop (%s): every GET goes through a worker", strerror(errno));
+	else
+		s->rloop_ready = true;
 	curl_owner = s;
 	report_keys(s);
 	return s;
@@ -95,6 +102,8 @@ void px_s3_fini(px_s3_t *s)
 	if (s == NULL)
 		return;
 	curl_owner = NULL;
+	if (s->rloop_ready)
+		px_s3_rloop_stop();
 	if (s->key_ready)
 		pthread_key_delete(s->curl_key);
 	free(s);

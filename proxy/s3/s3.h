@@ -8,7 +8,7 @@
  * route.c takes a public-port request when it is an S3 request (path style under /s3, the root when
  * s3_root is set, virtual-host style for Host <bucket>.<s3_domain>), builds a px_s3_req_t,
  * verifies its SigV4 signature (header or presigned form) on the loop thread, and dispatches by
- * method and subresource to bucket.c, list.c, object.c or multipart.c. Everything
+ * method and subresource to bucket.c, list.c, get.c, object.c, copy.c or multipart.c. Everything
  * that talks to a target runs on a worker (px_s3_defer); object data is relayed through the
  * proxy (no redirect: S3 clients do not follow 307s): GET bodies spliced from the target's
  * socket by relay.c's client, everything else with libcurl.
@@ -236,24 +236,59 @@ void *px_s3_curl(void);
 /* Options every relay sets on a handle h: URL, no proxy, timeouts, redirects (the map changed). */
 void px_s3_curl_common(void *h, const char *url);
 
-/* ---- relay.c: the GET relay's own keep-alive client (worker threads only) ---- */
+/* ---- relay.c: the GET/HEAD relay's own keep-alive client (worker threads only) ---- */
 typedef struct {
 	int fd; /* the connection, its body unread; owned until px_s3_relay_done */
 	char hostport[272];
 	bool unreachable; /* px_s3_relay_get failed: no connection, or closed before any byte of a head */
+	bool adopted;     /* a relay loop's connection (px_s3_relay_adopt): given back to the loops when done */
 	char head[PX_S3_TARGET_HEAD_MAX];              /* the response head as received, NUL-terminated */
 	ft_hp_resp_head_t resp;                        /* status, length, framing, keep-alive; points into head */
 	ft_hp_header_t hdrs[PX_S3_TARGET_HEADERS_MAX]; /* its resp.nheaders headers */
 } px_s3_relay_t;
 /*
- * Sends "GET <url>" (plain http:// only) with the extra header lines (NULL-terminated, may be NULL)
- * on a kept-alive or new connection and reads the response head, leaving every body byte in the
- * socket rl->fd. 0 = head read (then px_s3_relay_done is owed), -1 = no usable answer (nothing to
- * release; the caller may try another way, as the target saw at most a GET).
+ * Sends "GET <url>" (or HEAD; plain http:// only) with the extra header lines (NULL-terminated,
+ * may be NULL) on a kept-alive or new connection and reads the response head, leaving every body
+ * byte in the socket rl->fd. 0 = head read (then px_s3_relay_done is owed), -1 = no usable answer
+ * (nothing to release; the caller may try another way, as the target saw at most a GET or HEAD).
  */
-int px_s3_relay_get(px_s3_relay_t *rl, const char *url, const char *const *headers);
+int px_s3_relay_get(px_s3_relay_t *rl, bool head, const char *url, const char *const *headers);
+/*
+ * The request text of px_s3_relay_get (malloc'd, *len bytes; caller frees) and the "host:port" of
+ * url into hostport (cap bytes); NULL when url is not a plain http:// one.
+ */
+char *px_s3_relay_request(const char *url, bool head, const char *const *headers, char *hostport, size_t cap,
+			  size_t *len);
+/*
+ * Takes over a connection (fd, blocking) on which the relay loop sent a request and read either
+ * exactly the response head (len bytes of buf) or nothing (len 0: the head is read here); buf
+ * (malloc'd or NULL) is freed. The body is still all in the socket. 0, or -1 when no head could be
+ * had (fd is then still owed px_s3_relay_done).
+ */
+int px_s3_relay_adopt(px_s3_relay_t *rl, int fd, const char *hostport, char *buf, size_t len);
+/*
+ * Reads exactly len body bytes of the answer into buf (blocking, each read bounded by the relay's
+ * timeout). 0, or -EPIPE (the target closed first), -ETIMEDOUT, -errno: the body is then cut and
+ * the connection must not be reused (px_s3_relay_done(rl, false)).
+ */
+int px_s3_relay_read_body(px_s3_relay_t *rl, void *buf, size_t len);
 /* Ends the exchange: the connection is kept for reuse when body_read (the whole body was consumed), else closed. */
 void px_s3_relay_done(px_s3_relay_t *rl, bool body_read);
+
+/* ---- relay_loop.c: the GET relay's event loop (see its DESIGN) ---- */
+#define PX_S3_RLOOP_SMALL (64 * 1024) /* bodies up to this size are answered by the relay loop in one call */
+/* Starts threads relay loops (at most 4): 0, or -1 with none running. */
+int px_s3_rloop_start(int threads);
+/* Stops them once their requests are answered (the HTTP server stopped first); idle connections closed. */
+void px_s3_rloop_stop(void);
+/*
+ * Any thread: hands q's GET (the request text req of len bytes, malloc'd and taken) for the target
+ * at hostport to a relay loop, which answers q or hands it to a worker (get.c). False when no loop
+ * runs (req freed; q is still the caller's).
+ */
+bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, char *req, size_t len);
+/* Any thread: a kept-alive connection to hostport (its last answer read whole) goes to a relay loop's idle pool; false when none takes it (fd still the caller's). */
+bool px_s3_rloop_give(int fd, const char *hostport);
 
 /* The S3 error named by code ("NoSuchUpload"), or PX_S3_OK when the table has no such code. */
 px_s3_err_t px_s3_err_of_code(const char *code);
@@ -399,10 +434,10 @@ int px_s3_check_bucket_name(const char *name, const char **why);
 #define PX_S3_LIST_VERSIONS 3                         /* ListObjectVersions: every object once, version id null */
 void px_s3_list_objects(px_s3_req_t *q, int version); /* 1: ListObjects, 2: ListObjectsV2, PX_S3_LIST_VERSIONS */
 
-/* ---- object.c ---- */
-void px_s3_object_get(px_s3_req_t *q); /* GET and HEAD */
+/* ---- get.c, object.c, copy.c (their shared internals: object.h) ---- */
+void px_s3_object_get(px_s3_req_t *q); /* GET and HEAD (get.c) */
 void px_s3_object_put(px_s3_req_t *q);
-void px_s3_object_copy(px_s3_req_t *q);
+void px_s3_object_copy(px_s3_req_t *q); /* CopyObject, UploadPartCopy (copy.c) */
 /*
  * Loop thread: parses and checks x-amz-copy-source (the source bucket exists, the key is a
  * storable name) and, for UploadPartCopy (part), x-amz-copy-source-range; keeps the source in

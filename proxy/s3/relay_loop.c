@@ -1,0 +1,596 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The S3 GET relay's event loop: GETs exchanged with the targets on non-blocking keep-alive connections, small answers given without a worker. */
+#include "s3/object.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "http/util.h"
+
+/*
+ * DESIGN
+ * A GET relayed by a worker costs the proxy three thread switches per request (the hand-over to
+ * the worker, its blocking wait for the target, the hand-back to the loop thread): at 16 KiB that
+ * is most of its CPU. Here a few relay threads, each an epoll loop, carry the GETs instead: the
+ * loop thread that parsed the request submits it (px_s3_rloop_submit), a relay thread sends it on
+ * a kept-alive connection of its own and reads the answer as it comes. A 200/206 whose body is at
+ * most PX_S3_RLOOP_SMALL, and a small error answer, is answered from here in one response call
+ * (px_s3_get_answer). The head is only peeked at until it is whole, so anything else - a large
+ * body, a redirect, a chunked answer - goes on a worker with the connection, its head read and its
+ * body untouched in the socket (px_s3_get_handoff), and the worker splices it as before. A
+ * connection that failed before a whole answer goes to a worker with none, which asks again (and
+ * retries on a new owner when the target is dead). Nothing reaches the client from here except one
+ * whole answer, so every fallback may repeat the GET.
+ *
+ * OWNERSHIP
+ * A submitted job (rjob_t, malloc'd) belongs to its relay thread until it is answered (then freed
+ * here) or handed off (its buffer and connection then belong to the worker). Idle connections
+ * belong to the relay thread that last used them (RLOOP_IDLE_MAX per thread, oldest closed first);
+ * a worker gives a connection it took over back to the loops once its answer was read whole
+ * (px_s3_rloop_give).
+ */
+
+#define RLOOP_THREADS_MAX 4
+#define RLOOP_IDLE_MAX 256
+#define RLOOP_BUF0 (32 * 1024) /* first buffer of a job: a head and a 16 KiB body (> PX_S3_TARGET_HEAD_MAX) */
+#define RLOOP_EVENTS 64
+#define RLOOP_HOSTPORT 272
+#define RLOOP_BACK_MAX 64 /* connections given back by workers, waiting for their loop */
+#define RLOOP_BUFS_MAX 64 /* RLOOP_BUF0 buffers a loop keeps for its next jobs */
+
+typedef enum { ST_CONNECTING = 0, ST_SENDING, ST_READING } rjob_stage_t;
+
+typedef struct rjob {
+	struct rjob *next, *prev; /* the thread's active list (or the submission queue: next only) */
+	px_s3_req_t *q;
+	char hostport[RLOOP_HOSTPORT];
+	char *req; /* the request text, malloc'd */
+	size_t req_len, req_sent;
+	int fd;
+	bool reused;  /* fd came from the idle pool: a close before any byte means stale, not dead */
+	bool retried; /* already once on a new connection */
+	rjob_stage_t stage;
+	char *buf; /* what the target sent so far */
+	size_t len, cap;
+	size_t head_len; /* > 0 once the head parsed */
+	size_t want;     /* head_len + body length, once known */
+	bool keep_alive;
+	int64_t deadline_ns;
+} rjob_t;
+
+typedef struct {
+	int fd;
+	char hostport[RLOOP_HOSTPORT];
+} rloop_idle_t;
+
+typedef struct {
+	pthread_t tid;
+	int ep, evfd;
+	pthread_mutex_t mu;
+	rjob_t *queue;                     /* submitted, not yet taken (under mu) */
+	rloop_idle_t back[RLOOP_BACK_MAX]; /* connections workers gave back (under mu) */
+	atomic_int nback;
+	rjob_t *active;
+	rloop_idle_t idle[RLOOP_IDLE_MAX];
+	int nidle;
+	char *bufs[RLOOP_BUFS_MAX]; /* free job buffers of RLOOP_BUF0 bytes: no malloc, no page faults per GET */
+	int nbufs;
+	int64_t last_sweep_ns;
+} rloop_t;
+
+static rloop_t loops[RLOOP_THREADS_MAX];
+static int nloops;
+static atomic_uint next_loop; /* round-robin of submissions */
+static atomic_uint next_back; /* round-robin of connections given back (its own: never in step with the submissions) */
+static atomic_bool stopping;
+
+/* ---- connections ---- */
+
+static void idle_give(rloop_t *L, int fd, const char *hostport);
+
+/* Moves the connections workers gave back (px_s3_rloop_give) into L's idle pool. */
+static void take_back(rloop_t *L)
+{
+	rloop_idle_t back[RLOOP_BACK_MAX];
+	int n;
+
+	if (atomic_load(&L->nback) == 0)
+		return;
+	pthread_mutex_lock(&L->mu);
+	n = atomic_load(&L->nback);
+	memcpy(back, L->back, (size_t)n * sizeof(back[0]));
+	atomic_store(&L->nback, 0);
+	pthread_mutex_unlock(&L->mu);
+	for (int i = 0; i < n; i++)
+		idle_give(L, back[i].fd, back[i].hostport);
+}
+
+static int idle_take(rloop_t *L, const char *hostport)
+{
+	take_back(L);
+	for (int i = L->nidle - 1; i >= 0; i--) {
+		if (strcmp(L->idle[i].hostport, hostport) != 0)
+			continue;
+		int fd = L->idle[i].fd;
+		memmove(&L->idle[i], &L->idle[i + 1], (size_t)(L->nidle - i - 1) * sizeof(L->idle[0]));
+		L->nidle--;
+		return fd;
+	}
+	return -1;
+}
+
+static void idle_give(rloop_t *L, int fd, const char *hostport)
+{
+	if (L->nidle == RLOOP_IDLE_MAX) {
+		close(L->idle[0].fd);
+		memmove(&L->idle[0], &L->idle[1], (size_t)(RLOOP_IDLE_MAX - 1) * sizeof(L->idle[0]));
+		L->nidle--;
+	}
+	L->idle[L->nidle].fd = fd;
+	snprintf(L->idle[L->nidle].hostport, sizeof(L->idle[0].hostport), "%s", hostport);
+	L->nidle++;
+}
+
+/* A non-blocking connect to hostport ("host:port", numeric port) started; the fd, or -1. */
+static int dial(const char *hostport)
+{
+	char host[256];
+	const char *colon = strrchr(hostport, ':');
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai = NULL;
+	struct timeval tv = {.tv_sec = PX_S3_RELAY_TIMEOUT_MS / 1000};
+	int fd, one = 1;
+
+	if (colon == NULL || (size_t)(colon - hostport) >= sizeof(host))
+		return -1;
+	memcpy(host, hostport, (size_t)(colon - hostport));
+	host[colon - hostport] = '\0';
+	if (getaddrinfo(host, colon + 1, &hints, &ai) != 0)
+		return -1;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	if (fd < 0)
+		return -1;
+	/* the timeouts count once a worker takes the connection over in blocking mode */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+/* ---- jobs ---- */
+
+/* A RLOOP_BUF0 buffer for a job of L, or NULL. */
+static char *buf_take(rloop_t *L)
+{
+	return L->nbufs > 0 ? L->bufs[--L->nbufs] : malloc(RLOOP_BUF0);
+}
+
+static void job_free(rloop_t *L, rjob_t *j)
+{
+	if (j->buf != NULL && j->cap == RLOOP_BUF0 && L->nbufs < RLOOP_BUFS_MAX)
+		L->bufs[L->nbufs++] = j->buf;
+	else
+		free(j->buf);
+	free(j->req);
+	free(j);
+}
+
+static void active_unlink(rloop_t *L, rjob_t *j)
+{
+	if (j->prev != NULL)
+		j->prev->next = j->next;
+	else
+		L->active = j->next;
+	if (j->next != NULL)
+		j->next->prev = j->prev;
+	j->next = j->prev = NULL;
+}
+
+/* Takes j's connection out of the loop: -1 when it had none. */
+static int job_detach_fd(rloop_t *L, rjob_t *j)
+{
+	int fd = j->fd;
+
+	if (fd >= 0)
+		epoll_ctl(L->ep, EPOLL_CTL_DEL, fd, NULL);
+	j->fd = -1;
+	return fd;
+}
+
+/*
+ * Ends j: q goes to a worker with the connection (fd >= 0, switched to blocking) and the response
+ * head read from it (j->len bytes: 0 when still unread), or with none.
+ */
+static void job_handoff(rloop_t *L, rjob_t *j, bool with_conn)
+{
+	int fd = job_detach_fd(L, j);
+
+	active_unlink(L, j);
+	if (!with_conn && fd >= 0) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	px_s3_get_handoff(j->q, fd, j->hostport, fd >= 0 ? j->buf : NULL, fd >= 0 ? j->len : 0);
+	if (fd >= 0)
+		j->buf = NULL; /* the worker's now */
+	job_free(L, j);
+}
+
+/* Ends j with its whole answer in j->buf: q answered here, the connection kept when it can carry another. */
+static void job_answer(rloop_t *L, rjob_t *j)
+{
+	int fd = job_detach_fd(L, j);
+
+	active_unlink(L, j);
+	px_s3_get_answer(j->q, j->buf, j->head_len, j->want);
+	if (j->keep_alive && j->len == j->want && !atomic_load(&stopping))
+		idle_give(L, fd, j->hostport);
+	else
+		close(fd);
+	job_free(L, j);
+}
+
+/* Connects j (a kept connection when there is one) and registers it. False when no connection could be started. */
+static bool job_connect(rloop_t *L, rjob_t *j, bool fresh)
+{
+	struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = j};
+
+	j->fd = fresh ? -1 : idle_take(L, j->hostport);
+	j->reused = j->fd >= 0;
+	j->stage = ST_SENDING;
+	if (j->fd < 0) {
+		j->fd = dial(j->hostport);
+		j->stage = ST_CONNECTING;
+	}
+	if (j->fd < 0)
+		return false;
+	j->req_sent = 0;
+	j->len = j->head_len = j->want = 0;
+
+	if (j->stage == ST_SENDING) {
+		/* a kept connection: the request normally goes out at once, without a round through epoll */
+		ssize_t k = send(j->fd, j->req, j->req_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k > 0)
+			j->req_sent = (size_t)k;
+		if (j->req_sent == j->req_len) {
+			j->stage = ST_READING;
+			ev.events = EPOLLIN;
+		}
+	}
+	if (epoll_ctl(L->ep, EPOLL_CTL_ADD, j->fd, &ev) != 0) {
+		close(j->fd);
+		j->fd = -1;
+		return false;
+	}
+	return true;
+}
+
+/* The connection of j ended or failed before its answer was whole: again on a new one, or to a worker. */
+static void job_broken(rloop_t *L, rjob_t *j)
+{
+	if (j->reused && j->len == 0 && !j->retried) {
+		/* a kept connection the target closed meanwhile: once more on a new one */
+		ft_debug("s3 relay: the kept connection to %s was closed; on a new one", j->hostport);
+		close(job_detach_fd(L, j));
+		j->retried = true;
+		if (job_connect(L, j, true))
+			return;
+	}
+	job_handoff(L, j, false); /* nothing went to the client: the worker asks again */
+}
+
+/*
+ * After the head parsed: whether the answer is one this loop gives whole (a body, or an error
+ * body, of at most PX_S3_RLOOP_SMALL with a Content-Length). Sets j->want and grows the buffer.
+ */
+static bool job_small(rjob_t *j, const ft_hp_resp_head_t *h)
+{
+	bool bodyless = h->status == 304 || h->status == 204;
+
+	if (h->chunked || h->status < 200 || (h->status >= 300 && h->status < 400 && h->status != 304))
+		return false;
+	if (!bodyless && (h->content_length < 0 || h->content_length > PX_S3_RLOOP_SMALL))
+		return false;
+	j->want = h->head_len + (bodyless ? 0 : (size_t)h->content_length);
+	j->keep_alive = h->keep_alive;
+	if (j->want > j->cap) {
+		char *nb = realloc(j->buf, j->want);
+		if (nb == NULL)
+			return false;
+		j->buf = nb;
+		j->cap = j->want;
+	}
+	return true;
+}
+
+/*
+ * Until the head is whole it is only peeked at, so that no body byte of an answer a worker takes
+ * over leaves the socket (the worker then splices the body, or reads the head itself when it came
+ * in pieces). 1 = the head parsed (j->head_len, j->want set), 0 = wait for more, -1 = j was ended.
+ */
+static int job_peek_head(rloop_t *L, rjob_t *j)
+{
+	ft_hp_header_t hdrs[PX_S3_TARGET_HEADERS_MAX];
+	ft_hp_resp_head_t h;
+	ft_hp_result_t hp;
+	ssize_t k;
+
+	do
+		k = recv(j->fd, j->buf, j->cap, MSG_PEEK | MSG_DONTWAIT);
+	while (k < 0 && errno == EINTR);
+	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	if (k <= 0) {
+		job_broken(L, j);
+		return -1;
+	}
+	hp = ft_hp_parse_resp_head(j->buf, (size_t)k, PX_S3_TARGET_HEAD_MAX, hdrs, PX_S3_TARGET_HEADERS_MAX, &h);
+	if (hp == FT_HP_AGAIN && (size_t)k < j->cap) {
+		job_handoff(L, j, true); /* a head in pieces (rare): the worker's client waits for the rest */
+		return -1;
+	}
+	if (hp != FT_HP_DONE) {
+		job_handoff(L, j, false); /* the worker's client asks again and says what is wrong */
+		return -1;
+	}
+	j->head_len = h.head_len;
+	if (!job_small(j, &h)) {
+		/* the worker takes the head (read here, it is all there) and splices the body */
+		do
+			k = recv(j->fd, j->buf, j->head_len, MSG_DONTWAIT);
+		while (k < 0 && errno == EINTR);
+		j->len = k > 0 ? (size_t)k : 0;
+		job_handoff(L, j, j->len == j->head_len);
+		return -1;
+	}
+	return 1;
+}
+
+/* Reads what the target sent; answers, hands off, or waits for more. */
+static void job_read(rloop_t *L, rjob_t *j)
+{
+	if (j->head_len == 0) {
+		int rc = job_peek_head(L, j);
+		if (rc <= 0)
+			return;
+	}
+	while (j->len < j->want) {
+		ssize_t k = recv(j->fd, j->buf + j->len, j->want - j->len, MSG_DONTWAIT);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return; /* more later */
+		if (k <= 0) {
+			job_handoff(L, j, false); /* cut before the client saw any of it: a worker asks again */
+			return;
+		}
+		j->len += (size_t)k;
+	}
+	job_answer(L, j);
+}
+
+static void job_event(rloop_t *L, rjob_t *j, uint32_t events)
+{
+	if (j->stage == ST_CONNECTING) {
+		int err = 0;
+		socklen_t el = sizeof(err);
+
+		getsockopt(j->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+		if (err != 0 || (events & (EPOLLERR | EPOLLHUP))) {
+			job_handoff(L, j, false); /* refused: the worker's own connect decides about a retry */
+			return;
+		}
+		j->stage = ST_SENDING;
+	}
+	if (j->stage == ST_SENDING) {
+		ssize_t k = send(j->fd, j->req + j->req_sent, j->req_len - j->req_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return;
+		if (k <= 0) {
+			job_broken(L, j);
+			return;
+		}
+		j->req_sent += (size_t)k;
+		if (j->req_sent < j->req_len)
+			return;
+		j->stage = ST_READING;
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
+		epoll_ctl(L->ep, EPOLL_CTL_MOD, j->fd, &ev);
+	}
+	job_read(L, j);
+}
+
+/* Starts the jobs submitted to L. */
+static void take_queue(rloop_t *L)
+{
+	uint64_t v;
+	rjob_t *j, *next;
+
+	if (read(L->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		ft_debug("s3 relay loop: eventfd read: %s", strerror(errno));
+	pthread_mutex_lock(&L->mu);
+	j = L->queue;
+	L->queue = NULL;
+	pthread_mutex_unlock(&L->mu);
+	for (; j != NULL; j = next) {
+		next = j->next;
+		j->next = L->active;
+		j->prev = NULL;
+		if (L->active != NULL)
+			L->active->prev = j;
+		L->active = j;
+		j->deadline_ns = ft_now_ns() + (int64_t)PX_S3_RELAY_TIMEOUT_MS * 1000000;
+		j->buf = buf_take(L);
+		j->cap = RLOOP_BUF0;
+		if (j->buf == NULL || !job_connect(L, j, false))
+			job_handoff(L, j, false);
+	}
+}
+
+/* Fails the jobs whose target stayed silent past the relay timeout (checked about once a second). */
+static void sweep(rloop_t *L)
+{
+	int64_t now = ft_now_ns();
+	rjob_t *j, *next;
+
+	if (now - L->last_sweep_ns < 1000000000)
+		return;
+	L->last_sweep_ns = now;
+	for (j = L->active; j != NULL; j = next) {
+		next = j->next;
+		if (now < j->deadline_ns)
+			continue;
+		ft_warn("s3 GET %s: the target %s did not answer in %d s", j->q->resource, j->hostport,
+			PX_S3_RELAY_TIMEOUT_MS / 1000);
+		close(job_detach_fd(L, j));
+		active_unlink(L, j);
+		px_s3_error(j->q, PX_S3_SERVICE_UNAVAILABLE, "the target holding the object did not answer");
+		job_free(L, j);
+	}
+}
+
+static void *rloop_main(void *arg)
+{
+	rloop_t *L = arg;
+	struct epoll_event evs[RLOOP_EVENTS];
+
+	pthread_setname_np(pthread_self(), "ft-s3relay");
+	for (;;) {
+		int n = epoll_wait(L->ep, evs, RLOOP_EVENTS, 1000);
+
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.ptr == NULL)
+				take_queue(L);
+			else
+				job_event(L, evs[i].data.ptr, evs[i].events);
+		}
+		if (L->active != NULL)
+			sweep(L);
+		if (atomic_load(&stopping) && L->active == NULL && L->queue == NULL)
+			break;
+	}
+	return NULL;
+}
+
+/* ---- interface ---- */
+
+int px_s3_rloop_start(int threads)
+{
+	if (threads > RLOOP_THREADS_MAX)
+		threads = RLOOP_THREADS_MAX;
+	atomic_store(&stopping, false);
+	for (nloops = 0; nloops < threads; nloops++) {
+		rloop_t *L = &loops[nloops];
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+
+		memset(L, 0, sizeof(*L));
+		pthread_mutex_init(&L->mu, NULL);
+		L->ep = epoll_create1(EPOLL_CLOEXEC);
+		L->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (L->ep < 0 || L->evfd < 0 || epoll_ctl(L->ep, EPOLL_CTL_ADD, L->evfd, &ev) != 0 ||
+		    pthread_create(&L->tid, NULL, rloop_main, L) != 0) {
+			if (L->ep >= 0)
+				close(L->ep);
+			if (L->evfd >= 0)
+				close(L->evfd);
+			pthread_mutex_destroy(&L->mu);
+			px_s3_rloop_stop();
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void px_s3_rloop_stop(void)
+{
+	atomic_store(&stopping, true);
+	for (int i = 0; i < nloops; i++) {
+		rloop_t *L = &loops[i];
+		uint64_t one = 1;
+
+		if (write(L->evfd, &one, sizeof(one)) < 0)
+			ft_debug("s3 relay loop: eventfd write: %s", strerror(errno));
+		pthread_join(L->tid, NULL);
+		for (int k = 0; k < L->nidle; k++)
+			close(L->idle[k].fd);
+		for (int k = 0; k < atomic_load(&L->nback); k++)
+			close(L->back[k].fd);
+		while (L->nbufs > 0)
+			free(L->bufs[--L->nbufs]);
+		close(L->ep);
+		close(L->evfd);
+		pthread_mutex_destroy(&L->mu);
+	}
+	nloops = 0;
+}
+
+bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, char *req, size_t len)
+{
+	rjob_t *j;
+	rloop_t *L;
+	uint64_t one = 1;
+	bool wake;
+
+	if (nloops == 0 || atomic_load(&stopping) || strlen(hostport) >= RLOOP_HOSTPORT ||
+	    (j = calloc(1, sizeof(*j))) == NULL) {
+		free(req);
+		return false;
+	}
+	j->q = q;
+	j->req = req;
+	j->req_len = len;
+	j->fd = -1;
+	snprintf(j->hostport, sizeof(j->hostport), "%s", hostport);
+	L = &loops[atomic_fetch_add(&next_loop, 1) % (unsigned)nloops];
+	pthread_mutex_lock(&L->mu);
+	wake = L->queue == NULL; /* a non-empty queue already has its wake-up pending */
+	j->next = L->queue;
+	L->queue = j;
+	pthread_mutex_unlock(&L->mu);
+	if (wake && write(L->evfd, &one, sizeof(one)) < 0)
+		ft_debug("s3 relay loop: eventfd write: %s", strerror(errno));
+	return true;
+}
+
+bool px_s3_rloop_give(int fd, const char *hostport)
+{
+	rloop_t *L;
+	bool taken = false;
+
+	if (nloops == 0 || atomic_load(&stopping) || strlen(hostport) >= RLOOP_HOSTPORT)
+		return false;
+	L = &loops[atomic_fetch_add(&next_back, 1) % (unsigned)nloops];
+	pthread_mutex_lock(&L->mu);
+	int n = atomic_load(&L->nback);
+	if (n < RLOOP_BACK_MAX) {
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		L->back[n].fd = fd;
+		snprintf(L->back[n].hostport, sizeof(L->back[n].hostport), "%s", hostport);
+		atomic_store(&L->nback, n + 1);
+		taken = true;
+	}
+	pthread_mutex_unlock(&L->mu);
+	return taken;
+}

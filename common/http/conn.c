@@ -194,6 +194,7 @@ void http_finish_request(conn_t *c)
 	http_stream_buf_give(c->L->s, r->s_ring);
 	http_arena_reset(&r->arena);
 	req_clear(r, c);
+	c->req_gen++; /* a file read still in flight no longer belongs to the request */
 	c->linger = false;
 	http_conn_unref(c);
 }

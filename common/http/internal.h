@@ -92,7 +92,7 @@
 #define ARENA_INLINE 4096
 #define STREAM_BUF (256 * 1024) /* each ring of a blocking stream */
 
-enum { TAG_NONE = 0, TAG_ACCEPT, TAG_EVENT, TAG_TIMER, TAG_RECV, TAG_SEND, TAG_POLL };
+enum { TAG_NONE = 0, TAG_ACCEPT, TAG_EVENT, TAG_TIMER, TAG_RECV, TAG_SEND, TAG_POLL, TAG_READ };
 #define TAG_MASK 7u
 
 enum { PH_HEAD = 0, PH_HANDLER, PH_SENDING, PH_LINGER };
@@ -205,6 +205,10 @@ struct ft_req {
 	int file_fd;
 	off_t file_off;
 	uint64_t file_left;
+	off_t file_end; /* file_off + file_left as the response started */
+	off_t res_end;  /* [file_off, res_end) is in the page cache (pagecache.c) */
+	bool file_wait; /* the send waits for a ring read of the file (pagecache.c) */
+	int file_err;   /* errno of a failed ring read: the response is cut */
 	/* defer and hand-over */
 	ft_work_t work;
 	void (*defer_fn)(ft_req_t *r, void *arg);
@@ -245,6 +249,11 @@ struct conn {
 	pthread_mutex_t smu; /* blocking streams of the request (r->sh) */
 	pthread_cond_t scv;
 	http_tls_conn_t *tls; /* NULL on a plain connection */
+	/* the ring read of a file body in flight (pagecache.c); it may outlive its request */
+	bool rd_inflight;
+	unsigned req_gen, rd_gen; /* requests finished on c; req_gen when the read was submitted */
+	off_t rd_off;
+	uint64_t rd_len;
 	ft_req_t req;
 };
 
@@ -267,7 +276,8 @@ struct loop {
 	atomic_bool stop_req;
 	bool stopping, accept_armed, accept_retry;
 	int64_t now;
-	int init_rc; /* ring setup result, 1 = pending */
+	int init_rc;     /* ring setup result, 1 = pending */
+	void *file_sink; /* where ring reads of file bodies land, unread (pagecache.c); freed at the loop's end */
 };
 
 struct ft_httpd {
@@ -376,6 +386,20 @@ void http_resp_commit(ft_req_t *r);
 /* status, or 500 when it is not a final status. */
 int http_clamp_status(int status);
 bool http_status_has_body(int status);
+
+/* Resumes a file body that waited for a ring read (pagecache.c calls it). */
+void http_file_resume(conn_t *c);
+
+/* ---- pagecache.c ---- */
+
+/*
+ * Bytes of r's file body from r->file_off that are in the page cache, so sendfile(2) sends them
+ * without waiting for the disk (> 0); or 0 while a ring read brings them in (r->file_wait is set and
+ * the read's completion calls http_file_resume). Reads ahead of the send offset as it goes.
+ */
+uint64_t http_file_ready(conn_t *c);
+/* The ring's completion of a file read on c (TAG_READ). */
+void http_on_file_read(conn_t *c, int res);
 
 /* ---- stream.c ---- */
 

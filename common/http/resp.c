@@ -136,10 +136,15 @@ void http_send_continue(conn_t *c)
 
 /* ---- sending ---- */
 
-/* Header with MSG_MORE, then sendfile(2); polls the ring for POLLOUT when the socket is full. */
+/*
+ * Header with MSG_MORE, then sendfile(2) of the bytes that are in the page cache (pagecache.c reads
+ * the others in through the ring first, so the loop never waits for the disk); polls the ring for
+ * POLLOUT when the socket is full.
+ */
 static void file_send(conn_t *c)
 {
 	ft_req_t *r = &c->req;
+	uint64_t ready;
 	size_t want;
 	ssize_t n;
 
@@ -163,7 +168,17 @@ static void file_send(conn_t *c)
 		r->m_sent += (uint64_t)n;
 	}
 	while (r->file_left > 0) {
-		want = r->file_left > (1u << 30) ? (1u << 30) : (size_t)r->file_left;
+		if (r->file_err != 0) {
+			ft_warn("http: reading the file for %s: %s; closing", c->peer, strerror(r->file_err));
+			http_response_done(c, false);
+			return;
+		}
+		ready = http_file_ready(c);
+		if (ready == 0)
+			return; /* a ring read brings the next bytes in; its completion resumes here */
+		if (ready > r->file_left)
+			ready = r->file_left;
+		want = ready > (1u << 30) ? (1u << 30) : (size_t)ready;
 		if (c->tls != NULL)
 			n = http_tls_sendfile(c, r->file_fd, &r->file_off, want, false);
 		else
@@ -191,6 +206,15 @@ static void file_send(conn_t *c)
 		c->send_since = c->L->now;
 	}
 	http_response_done(c, true);
+}
+
+void http_file_resume(conn_t *c)
+{
+	if (c->closed) {
+		http_response_done(c, false);
+		return;
+	}
+	file_send(c);
 }
 
 static void send_more(conn_t *c)
@@ -498,8 +522,9 @@ void ft_resp_file(ft_req_t *r, int status, const char *content_type, int fd, off
 	r->out_len = hl;
 	if (r->method != FT_HTTP_HEAD && http_status_has_body(status) && len > 0) {
 		r->file_fd = fd;
-		r->file_off = off;
+		r->file_off = r->res_end = off;
 		r->file_left = len;
+		r->file_end = off + (off_t)len;
 	} else {
 		close(fd);
 	}

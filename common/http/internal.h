@@ -205,10 +205,14 @@ struct ft_req {
 	int file_fd;
 	off_t file_off;
 	uint64_t file_left;
-	off_t file_end; /* file_off + file_left as the response started */
-	off_t res_end;  /* [file_off, res_end) is in the page cache (pagecache.c) */
-	bool file_wait; /* the send waits for a ring read of the file (pagecache.c) */
-	int file_err;   /* errno of a failed ring read: the response is cut */
+	off_t res_end;  /* [file_off, res_end) is in the page cache (filesend.c) */
+	bool file_wait; /* the body waits for a splice into the pipe (filesend.c) */
+	int file_err;   /* errno of a failed splice into the pipe: the body is cut */
+	int fp_rd,
+		fp_wr;   /* the body's pipe, made on the first byte not in the page cache; http_finish_request closes */
+	size_t fp_cap;   /* the pipe's size */
+	uint64_t fp_len; /* file bytes from file_off in the pipe */
+	bool fp_short;   /* a splice into the pipe met the end of the file */
 	/* defer and hand-over */
 	ft_work_t work;
 	void (*defer_fn)(ft_req_t *r, void *arg);
@@ -249,10 +253,9 @@ struct conn {
 	pthread_mutex_t smu; /* blocking streams of the request (r->sh) */
 	pthread_cond_t scv;
 	http_tls_conn_t *tls; /* NULL on a plain connection */
-	/* the ring read of a file body in flight (pagecache.c); it may outlive its request */
+	/* the ring's splice of a file body into its pipe, in flight (filesend.c); it may outlive its request */
 	bool rd_inflight;
-	unsigned req_gen, rd_gen; /* requests finished on c; req_gen when the read was submitted */
-	off_t rd_off;
+	unsigned req_gen, rd_gen; /* requests finished on c; req_gen when the splice was submitted */
 	uint64_t rd_len;
 	ft_req_t req;
 };
@@ -276,8 +279,7 @@ struct loop {
 	atomic_bool stop_req;
 	bool stopping, accept_armed, accept_retry;
 	int64_t now;
-	int init_rc;     /* ring setup result, 1 = pending */
-	void *file_sink; /* where ring reads of file bodies land, unread (pagecache.c); freed at the loop's end */
+	int init_rc; /* ring setup result, 1 = pending */
 };
 
 struct ft_httpd {
@@ -387,18 +389,25 @@ void http_resp_commit(ft_req_t *r);
 int http_clamp_status(int status);
 bool http_status_has_body(int status);
 
-/* Resumes a file body that waited for a ring read (pagecache.c calls it). */
+/* Resumes a file body that waited for a splice into its pipe (filesend.c calls it). */
 void http_file_resume(conn_t *c);
 
-/* ---- pagecache.c ---- */
+/* ---- filesend.c ---- */
 
+/* What http_file_body_send left to do. */
+enum {
+	FILE_DONE = 0, /* the body is out */
+	FILE_WAIT,     /* a splice into the pipe is in flight: its completion calls http_file_resume */
+	FILE_POLL,     /* the socket is full: the caller arms POLLOUT */
+	FILE_CUT,      /* the file failed or ended early, or the client is gone: close without the rest */
+};
 /*
- * Bytes of r's file body from r->file_off that are in the page cache, so sendfile(2) sends them
- * without waiting for the disk (> 0); or 0 while a ring read brings them in (r->file_wait is set and
- * the read's completion calls http_file_resume). Reads ahead of the send offset as it goes.
+ * Sends r's file body (file_fd from file_off, file_left bytes) until it is out or has to wait, never
+ * waiting for the disk on the loop thread: bytes in the page cache by sendfile(2), the others through
+ * the request's pipe, filled by an io_uring splice (see DESIGN in filesend.c).
  */
-uint64_t http_file_ready(conn_t *c);
-/* The ring's completion of a file read on c (TAG_READ). */
+int http_file_body_send(conn_t *c);
+/* The ring's completion of a splice into a file body's pipe on c (TAG_READ). */
 void http_on_file_read(conn_t *c, int res);
 
 /* ---- stream.c ---- */

@@ -317,8 +317,6 @@ static void *loop_main(void *arg)
 			handle_cqe(L, batch[i].data, batch[i].res, batch[i].flags);
 	}
 	io_uring_queue_exit(&L->ring);
-	free(L->file_sink);
-	L->file_sink = NULL;
 	return NULL;
 }
 

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -137,15 +136,13 @@ void http_send_continue(conn_t *c)
 /* ---- sending ---- */
 
 /*
- * Header with MSG_MORE, then sendfile(2) of the bytes that are in the page cache (pagecache.c reads
- * the others in through the ring first, so the loop never waits for the disk); polls the ring for
- * POLLOUT when the socket is full.
+ * Header with MSG_MORE, then the file body (filesend.c: sendfile(2) of the bytes in the page cache,
+ * an io_uring splice through a pipe for the others, so the loop never waits for the disk); polls the
+ * ring for POLLOUT when the socket is full.
  */
 static void file_send(conn_t *c)
 {
 	ft_req_t *r = &c->req;
-	uint64_t ready;
-	size_t want;
 	ssize_t n;
 
 	while (c->send_off < r->out_len) {
@@ -167,45 +164,19 @@ static void file_send(conn_t *c)
 		c->send_off += (size_t)n;
 		r->m_sent += (uint64_t)n;
 	}
-	while (r->file_left > 0) {
-		if (r->file_err != 0) {
-			ft_warn("http: reading the file for %s: %s; closing", c->peer, strerror(r->file_err));
-			http_response_done(c, false);
-			return;
-		}
-		ready = http_file_ready(c);
-		if (ready == 0)
-			return; /* a ring read brings the next bytes in; its completion resumes here */
-		if (ready > r->file_left)
-			ready = r->file_left;
-		want = ready > (1u << 30) ? (1u << 30) : (size_t)ready;
-		if (c->tls != NULL)
-			n = http_tls_sendfile(c, r->file_fd, &r->file_off, want, false);
-		else
-			n = sendfile(c->fd, r->file_fd, &r->file_off, want);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN && !c->closed) {
-				http_poll_out(c);
-				return;
-			}
-			if (errno != EPIPE && errno != ECONNRESET)
-				ft_warn("http: sendfile to %s: %s", c->peer, strerror(errno));
-			http_response_done(c, false);
-			return;
-		}
-		if (n == 0) {
-			ft_warn("http: file for %s ended %llu bytes early; closing", c->peer,
-				(unsigned long long)r->file_left);
-			http_response_done(c, false);
-			return;
-		}
-		r->file_left -= (uint64_t)n;
-		r->m_sent += (uint64_t)n;
-		c->send_since = c->L->now;
+	switch (http_file_body_send(c)) {
+	case FILE_DONE:
+		http_response_done(c, true);
+		break;
+	case FILE_POLL:
+		http_poll_out(c);
+		break;
+	case FILE_CUT:
+		http_response_done(c, false);
+		break;
+	default:
+		break; /* FILE_WAIT: the splice's completion resumes */
 	}
-	http_response_done(c, true);
 }
 
 void http_file_resume(conn_t *c)
@@ -524,7 +495,6 @@ void ft_resp_file(ft_req_t *r, int status, const char *content_type, int fd, off
 		r->file_fd = fd;
 		r->file_off = r->res_end = off;
 		r->file_left = len;
-		r->file_end = off + (off_t)len;
 	} else {
 		close(fd);
 	}

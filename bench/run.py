@@ -25,6 +25,9 @@ USAGE
                                    random order over a remote bucket 1.5x the cache, with order hints
                                    against plain LRU, origin rate-limited in a network namespace):
                                    prints their table and the load, writes no report
+  bench/run.py --only pagecache    only the GET from disk rows and the page-cache miss row (bench/pagecache.py:
+                                   p99 of cached 16 KiB GETs, alone and while 8 clients read uncached 8 MiB
+                                   objects, FastTier and nginx): prints their table, writes no report
   bench/run.py --only tls          only the TLS rows (bench/tls.py: warm GETs of 8 MiB and 128 KiB over
                                    HTTPS from a TLS target of a cluster of its own against nginx over
                                    HTTPS with the same certificate): prints their table, writes no report
@@ -79,6 +82,7 @@ import protect  # noqa: E402
 import shards  # noqa: E402
 import dsort  # noqa: E402
 import tls  # noqa: E402
+import pagecache  # noqa: E402
 import report  # noqa: E402
 import sysprobe  # noqa: E402
 
@@ -240,8 +244,8 @@ class Bench:
         log("bench: cluster up: proxy %s, target %s (pid %d)" % (self.cluster.url,
                                                                 self.target.public_url,
                                                                 self.target.pid))
-        keep = {"cold": "8 MiB", "batch": "16 KiB"}.get(a.only)
-        self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES if keep is None or s[0] == keep]
+        keep = {"cold": ["8 MiB"], "batch": ["16 KiB"], "pagecache": ["16 KiB", "128 KiB", "8 MiB"]}.get(a.only)
+        self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES if keep is None or s[0] in keep]
         self.create_objects()
         taken = {self.cluster.port, self.cluster.port + 1} | {
             p for t in self.cluster.targets for p in (t.public_port, t.control_port)}
@@ -946,10 +950,13 @@ class Bench:
                 return self.run_only(lambda: dsort.bench_dsort(self))
             if a.only == "batch":
                 return self.run_only(lambda: shards.bench_batch(self))
+            if a.only == "pagecache":
+                return self.run_only(lambda: (self.bench_disk(), pagecache.bench_pagecache(self)))
             self.warm_up()
             pairs = self.bench_get()
             self.bench_loader_vs_wrk(pairs)
             self.bench_disk()
+            pagecache.bench_pagecache(self)
             self.bench_cold()
             self.bench_put()
             self.bench_s3()
@@ -972,7 +979,7 @@ class Bench:
                      "loader": self.loader.path if self.loader else None,
                      "command": "make bench" if os.environ.get("MAKELEVEL") else " ".join(sys.argv)}
             order = ["Warm GET 8 MiB", "Warm GET 1 MiB", "Warm GET 128 KiB", "Warm GET 16 KiB",
-                     "Shard member GET", "GetBatch", "PyTorch DataLoader", "dsort", "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "ft-loader vs wrk", "Target RSS"]
+                     "Shard member GET", "GetBatch", "PyTorch DataLoader", "dsort", "GET from disk", "Cached GET 16 KiB p99", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "ft-loader vs wrk", "Target RSS"]
             self.rows.sort(key=lambda r: next((i for i, o in enumerate(order)
                                                if r.title.startswith(o)), len(order)))
             text = report.table_text(self.rows)
@@ -1010,14 +1017,15 @@ def parse_args(argv):
                    help="start the cluster and nginx, write <build>/bench-run/hold.json, wait for Ctrl-C")
     p.add_argument("--dsort-full", action="store_true",
                    help="the dsort row over 2 GiB of shards (default 64 MiB, about a minute)")
-    p.add_argument("--only", choices=["cold", "protect", "hints", "shards", "dsort", "tls", "batch"],
+    p.add_argument("--only", choices=["cold", "protect", "hints", "shards", "dsort", "tls", "batch", "pagecache"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
                    "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
                    "hints = the epoch hints rows (order hints vs LRU over a rate-limited origin), shards = the "
                    "shard rows (archpath GETs of 16 KiB members of a 1 GiB TAR vs 16 KiB objects; GetBatch of "
                    "1,000 x 16 KiB vs single GETs), dsort = the dsort row (bench/dsort.py), tls = the TLS rows (warm "
                    "GET 8 MiB and 128 KiB over HTTPS vs nginx over HTTPS, same certificate), batch = the GetBatch "
-                   "row alone")
+                   "row alone, pagecache = the GET from disk rows and the p99 of cached 16 KiB GETs during uncached "
+                   "8 MiB reads (bench/pagecache.py)")
     p.add_argument("--hints-rate", default=hints.RATE,
                    help="bandwidth of the epoch hints rows' origin (tc htb rate, default %s)" % hints.RATE)
     p.add_argument("--hints-rounds", type=int, default=hints.ROUNDS,

@@ -34,9 +34,10 @@
  *   user memory. At most one splice into the pipe is in flight (c->rd_*) and it asks only for the room
  *   the pipe has, so it never waits for the pipe; the next one starts as soon as half the pipe is free
  *   (not for every send: each costs a trip to an io-wq thread), so the disk and the socket work side
- *   by side. A splice is not started when the bytes it would fetch are resident already (the kernel's
- *   read-ahead, started by the previous splice, often brought them in): once the pipe runs dry with
- *   nothing in flight, the residency check decides again, and resident bytes go back to sendfile.
+ *   by side. Once on this way, a response stays on it to its end: a residency check in the middle
+ *   would trust pages that the kernel's read-ahead has only started to read (cachestat counts them,
+ *   and the probe of the last byte can find that page read while others are not yet), and sendfile
+ *   would wait for them.
  * - Both ways read the file as it is at that moment, so a file that shrinks under the response ends
  *   it early: sendfile returns 0, or a splice into the pipe returns 0; the connection is then
  *   closed, never a short body left looking whole. A splice that fails (EIO) cuts it the same way.
@@ -66,6 +67,11 @@ struct cachestat {
 };
 
 static atomic_bool no_cachestat; /* cachestat(2) failed with ENOSYS / EPERM: probes only */
+
+void http_file_residency_probes_only(bool on)
+{
+	atomic_store(&no_cachestat, on);
+}
 
 /* True when the byte at pos can be read without waiting for the disk. */
 static bool probe_byte(int fd, off_t pos)
@@ -155,8 +161,6 @@ static void pipe_fill(conn_t *c)
 	room = r->fp_cap - r->fp_len;
 	if (room < r->fp_cap / 2 && room < left)
 		return; /* one splice per half a pipe at least: each costs a trip to an io-wq thread */
-	if (r->fp_len > 0 && resident(r->file_fd, (off_t)off, left < CHECK_WIN ? left : CHECK_WIN))
-		return; /* read-ahead brought the next bytes in: sendfile takes over once the pipe is out */
 	sqe = http_get_sqe(c->L);
 	io_uring_prep_splice(sqe, r->file_fd, (int64_t)off, r->fp_wr, -1, (unsigned)(left < room ? left : room), 0);
 	io_uring_sqe_set_data64(sqe, http_ud(c, TAG_READ));

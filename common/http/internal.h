@@ -409,6 +409,8 @@ enum {
 int http_file_body_send(conn_t *c);
 /* The ring's completion of a splice into a file body's pipe on c (TAG_READ). */
 void http_on_file_read(conn_t *c, int res);
+/* Residency by RWF_NOWAIT probes alone, as where cachestat(2) is missing (on = true), or cachestat again (tests). */
+void http_file_residency_probes_only(bool on);
 
 /* ---- stream.c ---- */
 

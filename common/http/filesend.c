@@ -237,7 +237,9 @@ int http_file_body_send(conn_t *c)
 				continue;
 			}
 			pipe_fill(c);
-			r->file_wait = true; /* the fill's completion (or an older one's) resumes */
+			if (!c->rd_inflight)
+				return FILE_CUT; /* nothing would resume the body (the connection is closed) */
+			r->file_wait = true;     /* the fill's completion (or an older one's) resumes */
 			return FILE_WAIT;
 		}
 		n = send_some(c, from_pipe, ready < r->file_left ? (size_t)ready : (size_t)r->file_left);

@@ -31,13 +31,14 @@
  *   splices the file into it (IORING_OP_SPLICE, which the kernel runs on its io-wq threads, so the
  *   disk wait is theirs) and the loop splices the pipe into the socket (non-blocking, POLLOUT when it
  *   is full), as for a stream from a socket. The pages move by reference all the way: no copy through
- *   user memory. At most one splice into the pipe is in flight (c->rd_*) and it asks only for the room
- *   the pipe has, so it never waits for the pipe; the next one starts as soon as half the pipe is free
- *   (not for every send: each costs a trip to an io-wq thread), so the disk and the socket work side
- *   by side. Once on this way, a response stays on it to its end: a residency check in the middle
- *   would trust pages that the kernel's read-ahead has only started to read (cachestat counts them,
- *   and the probe of the last byte can find that page read while others are not yet), and sendfile
- *   would wait for them.
+ *   user memory. At most one splice into the pipe is in flight (c->rd_*), and only into an empty
+ *   pipe, for all its room; the loop sends from the pipe only while none is in flight: the splice
+ *   into the pipe holds the pipe's lock for as long as it waits for the disk, so a splice out of it
+ *   meanwhile would wait for the disk too. The kernel's read-ahead keeps reading the file while the
+ *   pipe is sent, so the next fill mostly finds its pages on the way. Once on this way, a response
+ *   stays on it to its end: a residency check in the middle would trust pages that read-ahead has
+ *   only started to read (cachestat counts them, and the probe of the last byte can find that page
+ *   read while others are not yet), and sendfile would wait for them.
  * - Both ways read the file as it is at that moment, so a file that shrinks under the response ends
  *   it early: sendfile returns 0, or a splice into the pipe returns 0; the connection is then
  *   closed, never a short body left looking whole. A splice that fails (EIO) cuts it the same way.
@@ -158,9 +159,9 @@ static void pipe_fill(conn_t *c)
 
 	if (c->rd_inflight || c->closed || r->fp_short || r->file_err != 0 || left == 0)
 		return;
-	room = r->fp_cap - r->fp_len;
-	if (room < r->fp_cap / 2 && room < left)
-		return; /* one splice per half a pipe at least: each costs a trip to an io-wq thread */
+	if (r->fp_len > 0)
+		return; /* only into an empty pipe: see DESIGN (the pipe's lock) */
+	room = r->fp_cap;
 	sqe = http_get_sqe(c->L);
 	io_uring_prep_splice(sqe, r->file_fd, (int64_t)off, r->fp_wr, -1, (unsigned)(left < room ? left : room), 0);
 	io_uring_sqe_set_data64(sqe, http_ud(c, TAG_READ));
@@ -221,11 +222,11 @@ int http_file_body_send(conn_t *c)
 			return FILE_CUT;
 		}
 		from_pipe = r->fp_len > 0;
-		if (from_pipe) {
-			ready = r->fp_len;
-		} else if (c->rd_inflight && c->rd_gen == c->req_gen) {
-			r->file_wait = true; /* the pipe is being filled */
+		if (c->rd_inflight && c->rd_gen == c->req_gen) {
+			r->file_wait = true; /* the pipe is being filled: its lock is held until the read is done */
 			return FILE_WAIT;
+		} else if (from_pipe) {
+			ready = r->fp_len;
 		} else if (r->fp_short) {
 			ft_warn("http: file for %s ended %llu bytes early; closing", c->peer,
 				(unsigned long long)r->file_left);

@@ -70,7 +70,9 @@ def run_wrk(base_url, paths_file, object_size, seconds, conns, threads, method="
     errors = j["connect"] + j["read"] + j["write"] + j["status"] + j["timeout"]
     detail = "connect %d read %d write %d status %d timeout %d" % (
         j["connect"], j["read"], j["write"], j["status"], j["timeout"])
-    return Result("wrk", j["requests"], j["duration_us"] / 1e6, errors, object_size, detail)
+    res = Result("wrk", j["requests"], j["duration_us"] / 1e6, errors, object_size, detail)
+    res.p99_us = j.get("lat_p99_us")  # wrk's latency percentile, for the rows about latency
+    return res
 
 
 def find_loader(bindir):

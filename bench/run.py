@@ -40,6 +40,9 @@ USAGE
                                    random order over a remote bucket 1.5x the cache, with order hints
                                    against plain LRU, origin rate-limited in a network namespace):
                                    prints their table and the load, writes no report
+  bench/run.py --only pagecache    only the GET from disk rows and the page-cache miss row (bench/pagecache.py:
+                                   p99 of cached 16 KiB GETs, alone and while 8 clients read uncached 8 MiB
+                                   objects, FastTier and nginx): prints their table, writes no report
   bench/run.py --only tls          only the TLS rows (bench/tls.py: warm GETs of 8 MiB and 128 KiB over
                                    HTTPS from a TLS target of a cluster of its own against nginx over
                                    HTTPS with the same certificate): prints their table, writes no report
@@ -99,6 +102,7 @@ import loadercmp  # noqa: E402
 import tls  # noqa: E402
 import coldnet  # noqa: E402
 import s3relay  # noqa: E402
+import pagecache  # noqa: E402
 import report  # noqa: E402
 import sysprobe  # noqa: E402
 
@@ -260,8 +264,9 @@ class Bench:
         log("bench: cluster up: proxy %s, target %s (pid %d)" % (self.cluster.url,
                                                                 self.target.public_url,
                                                                 self.target.pid))
-        keep = {"cold": "8 MiB", "coldnet": "8 MiB", "batch": "16 KiB", "loader": "16 KiB"}.get(a.only)
-        self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES if keep is None or s[0] == keep]
+        keep = {"cold": ["8 MiB"], "coldnet": ["8 MiB"], "batch": ["16 KiB"], "loader": ["16 KiB"],
+                "pagecache": ["16 KiB", "128 KiB", "8 MiB"]}.get(a.only)
+        self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES if keep is None or s[0] in keep]
         self.create_objects()
         taken = {self.cluster.port, self.cluster.port + 1} | {
             p for t in self.cluster.targets for p in (t.public_port, t.control_port)}
@@ -978,11 +983,14 @@ class Bench:
                 return self.run_only(lambda: loadercmp.bench_loader_vs_wrk(self))
             if a.only == "s3relay":
                 return self.run_only(lambda: s3relay.bench_s3relay(self))
+            if a.only == "pagecache":
+                return self.run_only(lambda: (self.bench_disk(), pagecache.bench_pagecache(self)))
             self.warm_up()
             pairs = self.bench_get()
             self.bench_loader_vs_wrk(pairs)
             loadercmp.bench_loader_vs_wrk(self)
             self.bench_disk()
+            pagecache.bench_pagecache(self)
             self.bench_cold()
             coldnet.bench_coldnet(self, a.coldnet_rate)
             self.bench_put()
@@ -1009,7 +1017,7 @@ class Bench:
                      "loader": self.loader.path if self.loader else None,
                      "command": "make bench" if os.environ.get("MAKELEVEL") else " ".join(sys.argv)}
             order = ["Warm GET 8 MiB", "Warm GET 1 MiB", "Warm GET 128 KiB", "Warm GET 16 KiB",
-                     "Shard member GET", "GetBatch", "PyTorch DataLoader", "dsort", "Copy bucket", "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "S3 relay GET", "nginx proxy_pass GET", "ft-loader vs wrk", "Target RSS"]
+                     "Shard member GET", "GetBatch", "PyTorch DataLoader", "dsort", "Copy bucket", "GET from disk", "Cached GET 16 KiB p99", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "S3 relay GET", "nginx proxy_pass GET", "ft-loader vs wrk", "Target RSS"]
             self.rows.sort(key=lambda r: next((i for i, o in enumerate(order)
                                                if r.title.startswith(o)), len(order)))
             text = report.table_text(self.rows)
@@ -1048,7 +1056,7 @@ def parse_args(argv):
     p.add_argument("--dsort-full", action="store_true",
                    help="the dsort row over 2 GiB of shards (default 64 MiB, about a minute)")
     p.add_argument("--only", choices=["cold", "coldnet", "protect", "hints", "shards", "dsort", "tls", "batch",
-                                      "copy", "dataloader", "loader", "s3relay"],
+                                      "copy", "dataloader", "loader", "s3relay", "pagecache"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
                    "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
                    "hints = the epoch hints rows (order hints vs LRU over a rate-limited origin), shards = the "
@@ -1060,7 +1068,8 @@ def parse_args(argv):
                    "client CPU per request (bench/loadercmp.py), coldnet = the cold GET row with the origin in a "
                    "network namespace behind a rate-limited veth pair (bench/coldnet.py), s3relay = the S3 relay "
                    "rows (bench/s3relay.py: presigned S3 GETs through the proxy and nginx proxy_pass vs nginx "
-                   "direct)")
+                   "direct), pagecache = the GET from disk rows and the p99 of cached 16 KiB GETs during "
+                   "uncached 8 MiB reads (bench/pagecache.py)")
     p.add_argument("--coldnet-rate", default=coldnet.RATE,
                    help="bandwidth of the coldnet row's link to the origin (tc htb rate, default %s)" % coldnet.RATE)
     p.add_argument("--hints-rate", default=hints.RATE,

@@ -27,7 +27,7 @@ static void req_clear(ft_req_t *r, conn_t *c)
 {
 	memset(r, 0, offsetof(ft_req_t, arena));
 	r->c = c;
-	r->file_fd = -1;
+	r->file_fd = r->fp_rd = r->fp_wr = -1;
 	r->sf_fd = r->sf_src = r->sp_wr = -1;
 	r->method_name = "";
 	r->query = "";
@@ -185,6 +185,10 @@ void http_finish_request(conn_t *c)
 		h->fn(h->arg);
 	if (r->file_fd >= 0)
 		close(r->file_fd);
+	if (r->fp_rd >= 0) {
+		close(r->fp_rd);
+		close(r->fp_wr);
+	}
 	if (r->sf_fd >= 0)
 		close(r->sf_fd);
 	if (r->sp_wr >= 0)
@@ -194,6 +198,7 @@ void http_finish_request(conn_t *c)
 	http_stream_buf_give(c->L->s, r->s_ring);
 	http_arena_reset(&r->arena);
 	req_clear(r, c);
+	c->req_gen++; /* a splice into a file body's pipe still in flight no longer belongs to the request */
 	c->linger = false;
 	http_conn_unref(c);
 }

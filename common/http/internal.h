@@ -92,7 +92,7 @@
 #define ARENA_INLINE 4096
 #define STREAM_BUF (256 * 1024) /* each ring of a blocking stream */
 
-enum { TAG_NONE = 0, TAG_ACCEPT, TAG_EVENT, TAG_TIMER, TAG_RECV, TAG_SEND, TAG_POLL };
+enum { TAG_NONE = 0, TAG_ACCEPT, TAG_EVENT, TAG_TIMER, TAG_RECV, TAG_SEND, TAG_POLL, TAG_READ };
 #define TAG_MASK 7u
 
 enum { PH_HEAD = 0, PH_HANDLER, PH_SENDING, PH_LINGER };
@@ -205,6 +205,14 @@ struct ft_req {
 	int file_fd;
 	off_t file_off;
 	uint64_t file_left;
+	off_t res_end;  /* [file_off, res_end) is in the page cache (filesend.c) */
+	bool file_wait; /* the body waits for a splice into the pipe (filesend.c) */
+	int file_err;   /* errno of a failed splice into the pipe: the body is cut */
+	int fp_rd,
+		fp_wr;   /* the body's pipe, made on the first byte not in the page cache; http_finish_request closes */
+	size_t fp_cap;   /* the pipe's size */
+	uint64_t fp_len; /* file bytes from file_off in the pipe */
+	bool fp_short;   /* a splice into the pipe met the end of the file */
 	/* defer and hand-over */
 	ft_work_t work;
 	void (*defer_fn)(ft_req_t *r, void *arg);
@@ -245,6 +253,10 @@ struct conn {
 	pthread_mutex_t smu; /* blocking streams of the request (r->sh) */
 	pthread_cond_t scv;
 	http_tls_conn_t *tls; /* NULL on a plain connection */
+	/* the ring's splice of a file body into its pipe, in flight (filesend.c); it may outlive its request */
+	bool rd_inflight;
+	unsigned req_gen, rd_gen; /* requests finished on c; req_gen when the splice was submitted */
+	uint64_t rd_len;
 	ft_req_t req;
 };
 
@@ -376,6 +388,29 @@ void http_resp_commit(ft_req_t *r);
 /* status, or 500 when it is not a final status. */
 int http_clamp_status(int status);
 bool http_status_has_body(int status);
+
+/* Resumes a file body that waited for a splice into its pipe (filesend.c calls it). */
+void http_file_resume(conn_t *c);
+
+/* ---- filesend.c ---- */
+
+/* What http_file_body_send left to do. */
+enum {
+	FILE_DONE = 0, /* the body is out */
+	FILE_WAIT,     /* a splice into the pipe is in flight: its completion calls http_file_resume */
+	FILE_POLL,     /* the socket is full: the caller arms POLLOUT */
+	FILE_CUT,      /* the file failed or ended early, or the client is gone: close without the rest */
+};
+/*
+ * Sends r's file body (file_fd from file_off, file_left bytes) until it is out or has to wait, never
+ * waiting for the disk on the loop thread: bytes in the page cache by sendfile(2), the others through
+ * the request's pipe, filled by an io_uring splice (see DESIGN in filesend.c).
+ */
+int http_file_body_send(conn_t *c);
+/* The ring's completion of a splice into a file body's pipe on c (TAG_READ). */
+void http_on_file_read(conn_t *c, int res);
+/* Residency by RWF_NOWAIT probes alone, as where cachestat(2) is missing (on = true), or cachestat again (tests). */
+void http_file_residency_probes_only(bool on);
 
 /* ---- stream.c ---- */
 

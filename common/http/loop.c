@@ -237,6 +237,10 @@ static void handle_cqe(loop_t *L, uint64_t data, int res, unsigned flags)
 		http_on_poll(c);
 		http_conn_unref(c);
 		break;
+	case TAG_READ:
+		http_on_file_read(c, res);
+		http_conn_unref(c);
+		break;
 	default:
 		break;
 	}

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,11 +135,14 @@ void http_send_continue(conn_t *c)
 
 /* ---- sending ---- */
 
-/* Header with MSG_MORE, then sendfile(2); polls the ring for POLLOUT when the socket is full. */
+/*
+ * Header with MSG_MORE, then the file body (filesend.c: sendfile(2) of the bytes in the page cache,
+ * an io_uring splice through a pipe for the others, so the loop never waits for the disk); polls the
+ * ring for POLLOUT when the socket is full.
+ */
 static void file_send(conn_t *c)
 {
 	ft_req_t *r = &c->req;
-	size_t want;
 	ssize_t n;
 
 	while (c->send_off < r->out_len) {
@@ -162,35 +164,28 @@ static void file_send(conn_t *c)
 		c->send_off += (size_t)n;
 		r->m_sent += (uint64_t)n;
 	}
-	while (r->file_left > 0) {
-		want = r->file_left > (1u << 30) ? (1u << 30) : (size_t)r->file_left;
-		if (c->tls != NULL)
-			n = http_tls_sendfile(c, r->file_fd, &r->file_off, want, false);
-		else
-			n = sendfile(c->fd, r->file_fd, &r->file_off, want);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN && !c->closed) {
-				http_poll_out(c);
-				return;
-			}
-			if (errno != EPIPE && errno != ECONNRESET)
-				ft_warn("http: sendfile to %s: %s", c->peer, strerror(errno));
-			http_response_done(c, false);
-			return;
-		}
-		if (n == 0) {
-			ft_warn("http: file for %s ended %llu bytes early; closing", c->peer,
-				(unsigned long long)r->file_left);
-			http_response_done(c, false);
-			return;
-		}
-		r->file_left -= (uint64_t)n;
-		r->m_sent += (uint64_t)n;
-		c->send_since = c->L->now;
+	switch (http_file_body_send(c)) {
+	case FILE_DONE:
+		http_response_done(c, true);
+		break;
+	case FILE_POLL:
+		http_poll_out(c);
+		break;
+	case FILE_CUT:
+		http_response_done(c, false);
+		break;
+	default:
+		break; /* FILE_WAIT: the splice's completion resumes */
 	}
-	http_response_done(c, true);
+}
+
+void http_file_resume(conn_t *c)
+{
+	if (c->closed) {
+		http_response_done(c, false);
+		return;
+	}
+	file_send(c);
 }
 
 static void send_more(conn_t *c)
@@ -498,7 +493,7 @@ void ft_resp_file(ft_req_t *r, int status, const char *content_type, int fd, off
 	r->out_len = hl;
 	if (r->method != FT_HTTP_HEAD && http_status_has_body(status) && len > 0) {
 		r->file_fd = fd;
-		r->file_off = off;
+		r->file_off = r->res_end = off;
 		r->file_left = len;
 	} else {
 		close(fd);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "http/http.h"
+#include "http/internal.h" /* http_file_residency_probes_only */
 
 #define FILE_SIZE (5 * 1024 * 1024)
 
@@ -1102,13 +1103,84 @@ static void test_file(void **state)
 	cli_close(&c);
 }
 
-static void test_file_short(void **state)
+/* Drops the test file's pages from the page cache, so the next reads of it come from the disk. */
+static void evict_file(void)
+{
+	int fd = open(file_path, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fsync(fd), 0);
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	close(fd);
+}
+
+/* Pages [off, off + len) of the test file back in the page cache. */
+static void warm_file(off_t off, size_t len)
+{
+	char *buf = malloc(len);
+	int fd = open(file_path, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0 && buf != NULL);
+	assert_int_equal(pread(fd, buf, len, off), (ssize_t)len);
+	close(fd);
+	free(buf);
+}
+
+/*
+ * GETs of the file, whole and in ranges, each after an eviction, then with one MiB in the middle cached
+ * (a range that starts there goes from sendfile to the pipe): the same bytes.
+ */
+static void file_gets_evicted(void)
+{
+	static const struct {
+		uint64_t off, len;
+	} ranges[] = {{0, FILE_SIZE},       {4097, 3 * 1024 * 1024 + 5}, {FILE_SIZE - 1, 1},
+		      {1024 * 1024 - 1, 2}, {123, 2 * 1024 * 1024},      {1024 * 1024 + 100, 2 * 1024 * 1024}};
+	cli_t c;
+	resp_t r;
+	char target[128];
+	size_t i;
+	int warm;
+
+	cli_open(&c);
+	for (warm = 0; warm < 2; warm++) {
+		for (i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+			evict_file();
+			if (warm)
+				warm_file(1024 * 1024, 1024 * 1024); /* one MiB in the middle is cached */
+			snprintf(target, sizeof(target), "/file?off=%llu&len=%llu", (unsigned long long)ranges[i].off,
+				 (unsigned long long)ranges[i].len);
+			get(&c, target, &r);
+			assert_int_equal(r.status, ranges[i].len < FILE_SIZE ? 206 : 200);
+			assert_int_equal(r.body_len, ranges[i].len);
+			assert_memory_equal(r.body, file_data + ranges[i].off, ranges[i].len);
+			resp_free(&r);
+		}
+	}
+	cli_close(&c);
+}
+
+static void test_file_evicted(void **state)
+{
+	(void)state;
+	file_gets_evicted();
+}
+
+/* The same with residency decided by RWF_NOWAIT probes alone, as on a kernel without cachestat(2). */
+static void test_file_evicted_probes_only(void **state)
+{
+	(void)state;
+	http_file_residency_probes_only(true);
+	file_gets_evicted();
+	http_file_residency_probes_only(false);
+}
+
+static void file_short(void)
 {
 	cli_t c;
 	resp_t r;
 	size_t total;
 
-	(void)state;
 	cli_open(&c);
 	cli_sends(&c, "GET /file-short HTTP/1.1\r\nHost: t\r\n\r\n");
 	assert_int_equal(cli_read(&c, &r, true), 0);
@@ -1127,6 +1199,20 @@ static void test_file_short(void **state)
 	assert_int_equal(total, FILE_SIZE);
 	resp_free(&r);
 	cli_close(&c);
+}
+
+static void test_file_short(void **state)
+{
+	(void)state;
+	file_short();
+}
+
+/* A file shorter than its response, not in the page cache: the pipe's way meets the end and cuts too. */
+static void test_file_short_evicted(void **state)
+{
+	(void)state;
+	evict_file();
+	file_short();
 }
 
 static void test_limits_431(void **state)
@@ -2458,6 +2544,9 @@ int main(void)
 		cmocka_unit_test(test_defer_client_gone),
 		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_file_short),
+		cmocka_unit_test(test_file_evicted),
+		cmocka_unit_test(test_file_evicted_probes_only),
+		cmocka_unit_test(test_file_short_evicted),
 		cmocka_unit_test(test_limits_431),
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_http10),

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* File bodies: sendfile(2) of the bytes in the page cache, and an io_uring splice through a pipe for the rest. */
+#include "http/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "base/log.h"
+
+/*
+ * DESIGN
+ * sendfile(2) on a non-blocking socket never waits for the socket, but it does wait for the disk:
+ * a page that is not in the page cache is read while the loop thread sits in the call, and every
+ * other connection of that loop waits with it. So the bytes of a file body take one of two ways:
+ *
+ * - Resident bytes go by sendfile(2), as before. Residency: cachestat(2) counts the pages of a range
+ *   that are in the cache, and a 1-byte preadv2(RWF_NOWAIT) of the range's last byte checks that the
+ *   last page is not still being read (cachestat counts a page under read-ahead I/O as cached, and
+ *   sendfile would wait for it; read-ahead runs front to back, so a readable last page means the range
+ *   is). r->res_end remembers how far the bytes were found resident, so one check covers many
+ *   sendfile calls. Where cachestat(2) is missing (kernels before 6.5: ENOSYS; or filtered: EPERM),
+ *   RWF_NOWAIT probes of the first and the last byte decide instead: a cheaper guess that can miss a
+ *   hole in the middle (sendfile then waits for that one read, as it always did).
+ * - From the first byte that is not resident, the body goes through the request's pipe: the ring
+ *   splices the file into it (IORING_OP_SPLICE, which the kernel runs on its io-wq threads, so the
+ *   disk wait is theirs) and the loop splices the pipe into the socket (non-blocking, POLLOUT when it
+ *   is full), as for a stream from a socket. The pages move by reference all the way: no copy through
+ *   user memory. At most one splice into the pipe is in flight (c->rd_*), and only into an empty
+ *   pipe, for all its room; the loop sends from the pipe only while none is in flight: the splice
+ *   into the pipe holds the pipe's lock for as long as it waits for the disk, so a splice out of it
+ *   meanwhile would wait for the disk too. The kernel's read-ahead keeps reading the file while the
+ *   pipe is sent, so the next fill mostly finds its pages on the way. Once on this way, a response
+ *   stays on it to its end: a residency check in the middle would trust pages that read-ahead has
+ *   only started to read (cachestat counts them, and the probe of the last byte can find that page
+ *   read while others are not yet), and sendfile would wait for them.
+ * - Both ways read the file as it is at that moment, so a file that shrinks under the response ends
+ *   it early: sendfile returns 0, or a splice into the pipe returns 0; the connection is then
+ *   closed, never a short body left looking whole. A splice that fails (EIO) cuts it the same way.
+ * - A splice into the pipe may outlive its request when the response ends early (the ring holds the
+ *   pipe and the file until it completes); c->rd_gen tells the completion whether it still belongs to
+ *   the request being sent.
+ * - TLS: http_tls_sendfile sends both ways (kernel TLS: sendfile / splice; else through its staging
+ *   buffer, reading the file or the pipe), and only ever asks for bytes that are resident or in the pipe.
+ * Every call is on the connection's loop thread.
+ */
+
+#define PIPE_CAP (4 * 1024 * 1024)   /* the pipe's size (F_SETPIPE_SZ), when the kernel grants it */
+#define PIPE_CAP_USER (1024 * 1024)  /* else this, pipe-max-size's default (above it needs CAP_SYS_RESOURCE) */
+#define CHECK_MAX (16 * 1024 * 1024) /* one residency check covers at most this */
+#define CHECK_WIN (1024 * 1024)      /* the check after a larger one failed */
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451 /* the same number on every architecture */
+#endif
+
+struct cachestat_range {
+	uint64_t off, len;
+};
+
+struct cachestat {
+	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+static atomic_bool no_cachestat; /* cachestat(2) failed with ENOSYS / EPERM: probes only */
+
+void http_file_residency_probes_only(bool on)
+{
+	atomic_store(&no_cachestat, on);
+}
+
+/* True when the byte at pos can be read without waiting for the disk. */
+static bool probe_byte(int fd, off_t pos)
+{
+	char b;
+	struct iovec iov = {.iov_base = &b, .iov_len = 1};
+	ssize_t n;
+
+	do
+		n = preadv2(fd, &iov, 1, pos, RWF_NOWAIT);
+	while (n < 0 && errno == EINTR);
+	return n == 1;
+}
+
+/* True when [off, off + len) is in the page cache and readable now (len > 0). */
+static bool resident(int fd, off_t off, uint64_t len)
+{
+	struct cachestat_range cr = {.off = (uint64_t)off, .len = len};
+	struct cachestat cs;
+	long page = sysconf(_SC_PAGESIZE);
+	off_t last = off + (off_t)len - 1;
+
+	if (!atomic_load_explicit(&no_cachestat, memory_order_relaxed)) {
+		if (syscall(__NR_cachestat, fd, &cr, &cs, 0) == 0)
+			return cs.nr_cache >= (uint64_t)(last / page - off / page + 1) && probe_byte(fd, last);
+		if (errno != ENOSYS && errno != EPERM)
+			return false; /* EBADF, EOPNOTSUPP (no page cache): the pipe's way finds out */
+		if (!atomic_exchange(&no_cachestat, true))
+			ft_info("http: cachestat(2) unavailable (%s): page-cache residency by RWF_NOWAIT probes",
+				strerror(errno));
+	}
+	return probe_byte(fd, off) && probe_byte(fd, last);
+}
+
+/* Resident bytes from r->file_off (0: the next byte is not resident). */
+static uint64_t resident_ahead(ft_req_t *r)
+{
+	uint64_t left, len;
+
+	if (r->res_end > r->file_off)
+		return (uint64_t)(r->res_end - r->file_off);
+	left = r->file_left;
+	len = left < CHECK_MAX ? left : CHECK_MAX;
+	if (!resident(r->file_fd, r->file_off, len)) {
+		if (len <= CHECK_WIN || !resident(r->file_fd, r->file_off, CHECK_WIN))
+			return 0;
+		len = CHECK_WIN;
+	}
+	r->res_end = r->file_off + (off_t)len;
+	return len;
+}
+
+/* The request's pipe, made on first use (non-blocking read end; as large as granted, up to PIPE_CAP). 0, or -errno. */
+static int pipe_open(ft_req_t *r)
+{
+	int p[2], cap;
+
+	if (r->fp_rd >= 0)
+		return 0;
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -errno;
+	cap = fcntl(p[1], F_SETPIPE_SZ, PIPE_CAP);
+	if (cap < 0)
+		cap = fcntl(p[1], F_SETPIPE_SZ, PIPE_CAP_USER);
+	if (cap < 0)
+		cap = fcntl(p[1], F_GETPIPE_SZ);
+	if (cap <= 0 || fcntl(p[0], F_SETFL, O_NONBLOCK) != 0) {
+		close(p[0]);
+		close(p[1]);
+		return -EIO;
+	}
+	r->fp_rd = p[0];
+	r->fp_wr = p[1];
+	r->fp_cap = (size_t)cap;
+	return 0;
+}
+
+/* Starts the ring's splice of the file bytes after the pipe's into the pipe's room, when none is in flight. */
+static void pipe_fill(conn_t *c)
+{
+	ft_req_t *r = &c->req;
+	struct io_uring_sqe *sqe;
+	uint64_t off = (uint64_t)r->file_off + r->fp_len, left = r->file_left - r->fp_len, room;
+
+	if (c->rd_inflight || c->closed || r->fp_short || r->file_err != 0 || left == 0)
+		return;
+	if (r->fp_len > 0)
+		return; /* only into an empty pipe: see DESIGN (the pipe's lock) */
+	room = r->fp_cap;
+	sqe = http_get_sqe(c->L);
+	io_uring_prep_splice(sqe, r->file_fd, (int64_t)off, r->fp_wr, -1, (unsigned)(left < room ? left : room), 0);
+	io_uring_sqe_set_data64(sqe, http_ud(c, TAG_READ));
+	c->rd_inflight = true;
+	c->rd_gen = c->req_gen;
+	c->rd_len = left < room ? left : room;
+	c->refs++;
+}
+
+void http_on_file_read(conn_t *c, int res)
+{
+	ft_req_t *r = &c->req;
+	bool ours = c->rd_gen == c->req_gen && c->phase == PH_SENDING && r->file_left > 0;
+
+	c->rd_inflight = false;
+	if (ours) {
+		if (res < 0) {
+			r->file_err = -res;
+		} else {
+			r->fp_len += (uint64_t)res;
+			if (res == 0)
+				r->fp_short = true; /* the file ended early: the body is cut once the pipe is out */
+			pipe_fill(c);
+		}
+	}
+	if (r->file_wait && c->phase == PH_SENDING) {
+		r->file_wait = false;
+		http_file_resume(c);
+	}
+}
+
+/* One send of up to n bytes of the body from the pipe (from_pipe) or the file: bytes, or -1 with errno. */
+static ssize_t send_some(conn_t *c, bool from_pipe, size_t n)
+{
+	ft_req_t *r = &c->req;
+	off_t off = r->file_off;
+
+	if (n > (1u << 30))
+		n = 1u << 30;
+	if (c->tls != NULL)
+		return http_tls_sendfile(c, from_pipe ? r->fp_rd : r->file_fd, &off, n, from_pipe);
+	if (from_pipe)
+		return splice(r->fp_rd, NULL, c->fd, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	return sendfile(c->fd, r->file_fd, &off, n);
+}
+
+int http_file_body_send(conn_t *c)
+{
+	ft_req_t *r = &c->req;
+	uint64_t ready;
+	bool from_pipe;
+	ssize_t n;
+	int rc;
+
+	while (r->file_left > 0) {
+		if (r->file_err != 0) {
+			ft_warn("http: reading the file for %s: %s; closing", c->peer, strerror(r->file_err));
+			return FILE_CUT;
+		}
+		from_pipe = r->fp_len > 0;
+		if (c->rd_inflight && c->rd_gen == c->req_gen) {
+			r->file_wait = true; /* the pipe is being filled: its lock is held until the read is done */
+			return FILE_WAIT;
+		} else if (from_pipe) {
+			ready = r->fp_len;
+		} else if (r->fp_short) {
+			ft_warn("http: file for %s ended %llu bytes early; closing", c->peer,
+				(unsigned long long)r->file_left);
+			return FILE_CUT;
+		} else if ((ready = resident_ahead(r)) == 0) {
+			rc = pipe_open(r);
+			if (rc != 0) {
+				r->file_err = -rc;
+				continue;
+			}
+			pipe_fill(c);
+			if (!c->rd_inflight)
+				return FILE_CUT; /* nothing would resume the body (the connection is closed) */
+			r->file_wait = true;     /* the fill's completion (or an older one's) resumes */
+			return FILE_WAIT;
+		}
+		n = send_some(c, from_pipe, ready < r->file_left ? (size_t)ready : (size_t)r->file_left);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN && !c->closed)
+				return FILE_POLL;
+			if (errno != EPIPE && errno != ECONNRESET)
+				ft_warn("http: %s to %s: %s", from_pipe ? "splice" : "sendfile", c->peer,
+					strerror(errno));
+			return FILE_CUT;
+		}
+		if (n == 0) {
+			ft_warn("http: file for %s ended %llu bytes early; closing", c->peer,
+				(unsigned long long)r->file_left);
+			return FILE_CUT;
+		}
+		r->file_off += n;
+		r->file_left -= (uint64_t)n;
+		r->m_sent += (uint64_t)n;
+		c->send_since = c->L->now;
+		if (from_pipe) {
+			r->fp_len -= (uint64_t)n;
+			pipe_fill(c);
+		}
+	}
+	return FILE_DONE;
+}

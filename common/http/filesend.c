@@ -74,6 +74,8 @@ void http_file_residency_probes_only(bool on)
 	atomic_store(&no_cachestat, on);
 }
 
+#define SMALL_RANGE (64 * 1024)
+
 /* True when the byte at pos can be read without waiting for the disk. */
 static bool probe_byte(int fd, off_t pos)
 {
@@ -87,7 +89,12 @@ static bool probe_byte(int fd, off_t pos)
 	return n == 1;
 }
 
-/* True when [off, off + len) is in the page cache and readable now (len > 0). */
+/*
+ * True when [off, off + len) is in the page cache and readable now (len > 0). A range of at most
+ * SMALL_RANGE (a small object, one read-ahead window) is judged by cachestat alone: a page it
+ * counts may still be under read-ahead, which costs one short wait on the loop, where the probe
+ * (a 1-byte read through the whole read path) would cost every warm GET about a microsecond.
+ */
 static bool resident(int fd, off_t off, uint64_t len)
 {
 	struct cachestat_range cr = {.off = (uint64_t)off, .len = len};
@@ -97,7 +104,8 @@ static bool resident(int fd, off_t off, uint64_t len)
 
 	if (!atomic_load_explicit(&no_cachestat, memory_order_relaxed)) {
 		if (syscall(__NR_cachestat, fd, &cr, &cs, 0) == 0)
-			return cs.nr_cache >= (uint64_t)(last / page - off / page + 1) && probe_byte(fd, last);
+			return cs.nr_cache >= (uint64_t)(last / page - off / page + 1) &&
+			       (len <= SMALL_RANGE || probe_byte(fd, last));
 		if (errno != ENOSYS && errno != EPERM)
 			return false; /* EBADF, EOPNOTSUPP (no page cache): the pipe's way finds out */
 		if (!atomic_exchange(&no_cachestat, true))

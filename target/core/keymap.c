@@ -53,24 +53,28 @@ static int key_hex(const char *name, size_t len, char *hex)
 	return 0;
 }
 
-int tgt_key_path(char *buf, size_t cap, const char *name, size_t len)
+int tgt_key_path_hashed(char *buf, size_t cap, const char *name, size_t len)
 {
 	char hex[TGT_KEY_HEX + 1];
 	int n;
 
-	if (len > FT_OBJ_NAME_MAX)
-		return -1;
-	if (!tgt_key_hashed(name, len)) {
-		if (len >= cap)
-			return -1;
-		memcpy(buf, name, len);
-		buf[len] = '\0';
-		return 0;
-	}
-	if (key_hex(name, len, hex) != 0)
+	if (len > FT_OBJ_NAME_MAX || key_hex(name, len, hex) != 0)
 		return -1;
 	n = snprintf(buf, cap, "%s/%.2s/%s", TGT_KEYS_DIR, hex, hex);
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int tgt_key_path(char *buf, size_t cap, const char *name, size_t len)
+{
+	if (len > FT_OBJ_NAME_MAX)
+		return -1;
+	if (tgt_key_hashed(name, len))
+		return tgt_key_path_hashed(buf, cap, name, len);
+	if (len >= cap)
+		return -1;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	return 0;
 }
 
 long tgt_key_fget(int fd, char *name, size_t cap)
@@ -98,7 +102,7 @@ long tgt_key_read(int dfd, const char *leaf, char *name, size_t cap)
 		return -1;
 	n = tgt_key_fget(fd, name, cap);
 	close(fd);
-	if (n < 0 || !tgt_key_hashed(name, (size_t)n) || key_hex(name, (size_t)n, hex) != 0 || strcmp(hex, leaf) != 0)
+	if (n < 0 || key_hex(name, (size_t)n, hex) != 0 || strcmp(hex, leaf) != 0)
 		return -1;
 	return n;
 }

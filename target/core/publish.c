@@ -55,7 +55,7 @@ static int name_xattr(const tgt_obj_t *o, const char *work, ft_sync_policy_t syn
 {
 	int rc, fd;
 
-	if (o->obj == NULL || !tgt_key_hashed(o->obj, o->obj_len))
+	if (o->obj == NULL || !o->keyed)
 		return 0;
 	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd >= 0) {
@@ -76,14 +76,11 @@ static int name_xattr(const tgt_obj_t *o, const char *work, ft_sync_policy_t syn
 	return rc;
 }
 
-int tgt_publish_rename(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
+/* Renames work over o->rel (parents created). 0 or -errno; work[0] cleared once renamed. */
+static int rename_into(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
 {
 	const tgt_mountpath_t *mp = o->mp;
-	int rc = name_xattr(o, work, sync);
-
-	if (rc != 0)
-		return rc;
-	rc = -ENOENT;
+	int rc = -ENOENT;
 
 	for (int attempt = 0; attempt < PUBLISH_ATTEMPTS && rc == -ENOENT; attempt++) {
 		const char *leaf = NULL;
@@ -106,7 +103,44 @@ int tgt_publish_rename(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
 	return rc;
 }
 
-int tgt_publish(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
+/*
+ * After a version went to the name's path: an older one left in its hashed file (the path was
+ * taken when that was written, and a write that looked before it was freed raced past) must not
+ * come back when this one is deleted.
+ */
+static void drop_hashed(const tgt_obj_t *o)
+{
+	char hashed[TGT_REL_MAX];
+
+	if (o->obj != NULL && tgt_obj_rel_hashed(o, hashed, sizeof(hashed)) == 0 &&
+	    unlinkat(o->mp->root_fd, hashed, 0) == 0)
+		tgt_parent_prune(o->mp, hashed);
+}
+
+int tgt_publish_rename(tgt_obj_t *o, char *work, ft_sync_policy_t sync)
+{
+	int rc = name_xattr(o, work, sync);
+
+	if (rc != 0)
+		return rc;
+	rc = rename_into(o, work, sync);
+	if (rc == 0 && !o->keyed && o->obj != NULL)
+		drop_hashed(o);
+	/*
+	 * The path is taken: a component is another object ("a" for "a/b") or the name is a directory
+	 * of others ("a/b" stored before "a"). The name goes to its hashed file (core/keymap.h).
+	 */
+	if ((rc == -ENOTDIR || rc == -EISDIR || rc == -ENOTEMPTY) && !o->keyed && o->obj != NULL) {
+		if (tgt_obj_key(o) != 0)
+			return rc;
+		rc = name_xattr(o, work, sync);
+		if (rc == 0)
+			rc = rename_into(o, work, sync);
+	}
+	return rc;
+}
+
+int tgt_publish(tgt_obj_t *o, char *work, ft_sync_policy_t sync)
 {
 	tgt_publish_lock_shared(o->t);
 	int rc = tgt_bucket_alive(o) ? tgt_publish_rename(o, work, sync) : -ESTALE;

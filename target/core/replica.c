@@ -167,8 +167,7 @@ tgt_replica_state_t tgt_replica_open(const tgt_obj_t *o, const tgt_replica_t *rp
 		goto fail;
 	}
 	/* a hashed file name holds the object its name xattr names, no other (core/keymap.h) */
-	if (!S_ISREG(st.st_mode) ||
-	    (o->obj && tgt_key_hashed(o->obj, o->obj_len) && !tgt_key_holds(*fd, o->obj, o->obj_len))) {
+	if (!S_ISREG(st.st_mode) || (o->obj && o->keyed && !tgt_key_holds(*fd, o->obj, o->obj_len))) {
 		s = TGT_REPLICA_ABSENT;
 		goto fail;
 	}

@@ -74,6 +74,7 @@ static int delete_remote_do(tgt_obj_t *o, int *status, char *msg, size_t cap)
 /* Unlinks the main copy: 0 or errno. */
 static int unlink_main(tgt_obj_t *o)
 {
+	tgt_obj_locate(o); /* where the name is now: its path, or its hashed file (core/keymap.h) */
 	return unlinkat(o->mp->root_fd, o->rel, 0) == 0 ? 0 : errno;
 }
 

@@ -1,0 +1,270 @@
+# SPDX-License-Identifier: Apache-2.0
+# A key that is both an object and a "directory" of others ("a", "a/b", "a/b/c") through S3, the native API and jobs.
+"""
+S3 keys are flat: "a" and "a/b" are two objects. On disk "a/b" wants "a" to be a directory, so
+whichever of the two finds its path taken is stored under its hashed file name with the real name
+in an xattr (target/core/keymap.h, docs/s3.md "How object names are stored"). These tests PUT
+such families in every order and check GET, HEAD, DELETE, listings (delimiter, prefix, paging),
+the native API, a copy job, prefetch and evict of a remote bucket, and a rebalance. The module's
+cluster has one target with one mountpath, so every family really shares a directory tree.
+"""
+import hashlib
+import itertools
+import os
+
+import pytest
+from botocore.exceptions import ClientError
+
+import peers
+import s3util
+from conftest import module_cluster
+from ftutil import TIMEOUT, Api, create_remote, session, unique, wait_job, wait_until
+
+cluster = module_cluster("keypaths", "it looks at the target's mountpath", targets=1, mountpaths=1)
+s3 = s3util.client_fixture()
+bucket = s3util.bucket_fixture("kpath")
+
+FAMILY = ["a", "a/b", "a/b/c"]
+
+
+def _body(key):
+    return ("body of %r " % key).encode() * (1 + len(key) % 5)
+
+
+def _list_all(c, b, **kw):
+    keys, prefixes, pages = [], [], 0
+    for p in c.get_paginator("list_objects_v2").paginate(Bucket=b, **kw):
+        pages += 1
+        keys += [o["Key"] for o in p.get("Contents", [])]
+        prefixes += [x["Prefix"] for x in p.get("CommonPrefixes", [])]
+    return keys, prefixes, pages
+
+
+def _hashed_files(cluster, provider, b):
+    """{real name: path} of the hashed files of bucket b on every mountpath."""
+    out = {}
+    for mp in cluster.all_mountpaths():
+        top = os.path.join(mp, provider, b, ".ft-keys")
+        for dirpath, _, files in os.walk(top):
+            for f in files:
+                p = os.path.join(dirpath, f)
+                name = os.getxattr(p, "user.ft.name").decode()
+                assert f == hashlib.sha256(name.encode()).hexdigest()
+                out[name] = p
+    return out
+
+
+def _assert_family(c, b, keys):
+    for k in keys:
+        assert c.get_object(Bucket=b, Key=k)["Body"].read() == _body(k), k
+        assert c.head_object(Bucket=b, Key=k)["ContentLength"] == len(_body(k)), k
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=lambda o: "".join(map(str, o)))
+def test_every_put_order(cluster, s3, bucket, order):
+    keys = [FAMILY[i] for i in order]
+    for k in keys:
+        s3.put_object(Bucket=bucket, Key=k, Body=_body(k))
+    _assert_family(s3, bucket, FAMILY)
+    assert _list_all(s3, bucket)[0] == FAMILY
+    # exactly one place per name: two of the three are in the way of each other, so at least one
+    # (and never all: the first PUT finds its path free) is a hashed file
+    hashed = _hashed_files(cluster, "ais", bucket)
+    assert 1 <= len(hashed) <= 2 and set(hashed) < set(FAMILY), hashed
+    top = os.path.join(cluster.all_mountpaths()[0], "ais", bucket)
+    for k in FAMILY:
+        plain = os.path.isfile(os.path.join(top, k))
+        assert plain != (k in hashed), k
+
+
+def test_overwrite_head_and_delete_each(s3, bucket):
+    for k in ("a/b", "a", "a/b/c"):
+        s3.put_object(Bucket=bucket, Key=k, Body=_body(k))
+    # overwriting a name whose path is taken keeps it where it is, new bytes
+    s3.put_object(Bucket=bucket, Key="a", Body=b"second version of a")
+    assert s3.get_object(Bucket=bucket, Key="a")["Body"].read() == b"second version of a"
+    r = s3.get_object(Bucket=bucket, Key="a/b", Range="bytes=2-9")
+    assert r["Body"].read() == _body("a/b")[2:10]
+    # deleting the "directory" object leaves what is below it
+    s3.delete_object(Bucket=bucket, Key="a")
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=bucket, Key="a")
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    _assert_family(s3, bucket, ["a/b", "a/b/c"])
+    assert _list_all(s3, bucket)[0] == ["a/b", "a/b/c"]
+    # and back again; then the middle one goes
+    s3.put_object(Bucket=bucket, Key="a", Body=_body("a"))
+    s3.delete_object(Bucket=bucket, Key="a/b")
+    _assert_family(s3, bucket, ["a", "a/b/c"])
+    with pytest.raises(ClientError):
+        s3.get_object(Bucket=bucket, Key="a/b")
+    assert _list_all(s3, bucket)[0] == ["a", "a/b/c"]
+    # the deepest goes, the directories it needed are pruned, "a/b" can be a plain file again
+    s3.delete_object(Bucket=bucket, Key="a/b/c")
+    s3.put_object(Bucket=bucket, Key="a/b", Body=_body("a/b"))
+    _assert_family(s3, bucket, ["a", "a/b"])
+    assert _list_all(s3, bucket)[0] == ["a", "a/b"]
+    s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "a"}, {"Key": "a/b"}]})
+    assert _list_all(s3, bucket)[0] == []
+
+
+def test_listing_delimiter_prefix_paging(s3, bucket):
+    keys = ["a", "a/b", "a/b/c", "a/x", "ab", "d/", "d/e", "d/e/f", "z"]
+    for k in reversed(keys):
+        s3.put_object(Bucket=bucket, Key=k, Body=_body(k))
+    assert _list_all(s3, bucket)[0] == keys
+    # "a" is a key and "a/" a common prefix at once
+    got, prefixes, _ = _list_all(s3, bucket, Delimiter="/")
+    assert got == ["a", "ab", "z"] and prefixes == ["a/", "d/"]
+    got, prefixes, _ = _list_all(s3, bucket, Prefix="a/", Delimiter="/")
+    assert got == ["a/b", "a/x"] and prefixes == ["a/b/"]
+    got, prefixes, _ = _list_all(s3, bucket, Prefix="a/b", Delimiter="/")
+    assert got == ["a/b"] and prefixes == ["a/b/"]
+    got, prefixes, _ = _list_all(s3, bucket, Prefix="d/", Delimiter="/")
+    assert got == ["d/", "d/e"] and prefixes == ["d/e/"]
+    assert _list_all(s3, bucket, Prefix="a")[0] == ["a", "a/b", "a/b/c", "a/x", "ab"]
+    # one key a page, with and without a delimiter
+    got, _, pages = _list_all(s3, bucket, PaginationConfig={"PageSize": 1})
+    assert got == keys and pages == len(keys)
+    got, prefixes, pages = _list_all(s3, bucket, Delimiter="/", PaginationConfig={"PageSize": 1})
+    assert got == ["a", "ab", "z"] and prefixes == ["a/", "d/"] and pages == 5
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, StartAfter="a")["Contents"]] == keys[1:]
+    assert [o["Key"] for o in s3.list_objects(Bucket=bucket, Marker="a/b")["Contents"]] == keys[2:]
+
+
+def test_native_api(cluster, s3):
+    api = Api(cluster.url, session())
+    b = unique("kpn")
+    api.create_bucket(b)
+    names = ["x/y/z", "x", "x/y", "x/w"]
+    for n in names:
+        api.put(b, n, _body(n))
+    for n in names:
+        r = api.get(b, n)
+        assert r.status_code == 200 and r.content == _body(n), n
+        r = api.head(b, n)
+        assert r.status_code == 200 and int(r.headers["Content-Length"]) == len(_body(n)), n
+    entries, _ = api.list_all(b, pagesize=1)
+    assert [e["name"] for e in entries] == sorted(names)
+    assert [e["size"] for e in entries] == [len(_body(n)) for n in sorted(names)]
+    assert [e["name"] for e in api.list_all(b, prefix="x/y")[0]] == ["x/y", "x/y/z"]
+    # the same objects through S3
+    assert _list_all(s3, b)[0] == sorted(names)
+    assert s3.get_object(Bucket=b, Key="x")["Body"].read() == _body("x")
+    r = api.delete(b, "x/y")
+    assert r.status_code == 200, r.text
+    assert api.get(b, "x/y").status_code == 404
+    for n in ("x", "x/y/z", "x/w"):
+        assert api.get(b, n).content == _body(n), n
+    for n in ("x", "x/y/z", "x/w"):
+        assert api.delete(b, n).status_code == 200, n
+    assert api.list_all(b)[0] == []
+    api.destroy_bucket(b)
+
+
+def test_copy_job(cluster, s3):
+    api = Api(cluster.url, session())
+    src, dst = unique("kpsrc"), unique("kpdst")
+    api.create_bucket(src)
+    keys = ["p/q", "p", "p/q/r", "s", "s/t"]
+    for k in keys:
+        s3.put_object(Bucket=src, Key=k, Body=_body(k))
+    r = api.s.post(api.url + "/v1/buckets/" + src, json={"action": "copy-bck", "value": {"to": {"name": dst}}})
+    assert r.status_code == 200, r.text
+    st = wait_job(api, r.json()["job_id"])
+    assert st["state"] == "finished" and st.get("errors", 0) == 0 and st["objects"] == len(keys), st
+    assert _list_all(s3, dst)[0] == sorted(keys)
+    _assert_family(s3, dst, keys)
+
+
+# ---- prefetch and evict of a remote bucket (s3rver keeps "a" and "a/b" side by side) ----
+@pytest.fixture(scope="module")
+def s3peer():
+    peers.ensure_installed()
+    p = peers.start_s3rver(peers.scratch_dir())
+    try:
+        yield p
+    finally:
+        p.stop()
+
+
+def test_prefetch_and_evict(cluster, s3peer):
+    import boto3
+    import requests
+    from botocore.config import Config
+    origin = boto3.client("s3", endpoint_url=s3peer.url, aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER",
+                          region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
+    b = unique("kpr")
+    create_remote(cluster.url, b, "aws", {"bucket": s3peer.bucket, "endpoint": s3peer.url, "addressing": "path",
+                                          "region": "us-east-1", "access_key": "S3RVER", "secret_key": "S3RVER"})
+    pre = b + "/"
+    keys = [pre + k for k in ("m", "m/n", "m/n/o", "q/r", "q")]
+    for k in keys:
+        origin.put_object(Bucket=s3peer.bucket, Key=k, Body=_body(k))
+    url = "%s/v1/buckets/%s?provider=aws" % (cluster.url, b)
+
+    def job(action, value):
+        r = requests.post(url, json={"action": action, "value": value}, timeout=TIMEOUT)
+        assert r.status_code == 200, r.text
+        return wait_job(cluster, r.json()["job_id"])
+
+    st = job("prefetch-listrange", {"prefix": pre})
+    assert st["state"] == "finished" and st["objects"] == len(keys) and st["errors"] == 0, st
+    cached = _hashed_files(cluster, "aws", b)
+    assert 1 <= len(cached) < len(keys), cached  # some of them found their path taken
+    # served from the cache: the origin's copies go, the cached ones stay readable
+    for k in keys:
+        origin.delete_object(Bucket=s3peer.bucket, Key=k)
+    for k in keys:
+        r = requests.get("%s/v1/objects/%s/%s?provider=aws" % (cluster.url, b, k), timeout=TIMEOUT)
+        assert r.status_code == 200 and r.content == _body(k), k
+    st = job("evict-listrange", {"objnames": [pre + "m", pre + "m/n/o", pre + "q"]})
+    assert st["state"] == "finished" and st["objects"] == 3, st
+    left = set(_hashed_files(cluster, "aws", b))
+    top = os.path.join(cluster.all_mountpaths()[0], "aws", b)
+    for k in keys:
+        here = k in left or os.path.isfile(os.path.join(top, k))
+        assert here == (k in (pre + "m/n", pre + "q/r")), k
+    requests.delete(url, timeout=TIMEOUT)
+
+
+# ---- a rebalance moves every one of them by its real name ----
+def test_rebalance_keeps_them(make_cluster):
+    h = make_cluster(targets=1, mountpaths=1)
+    c = s3util.client(h)
+    b = s3util.bucket_name("kprb")
+    c.create_bucket(Bucket=b)
+    keys = []
+    for i in range(16):
+        fam = ["f%02d" % i, "f%02d/g" % i, "f%02d/g/h" % i]
+        keys += fam
+        for k in (fam if i % 2 else reversed(fam)):
+            c.put_object(Bucket=b, Key=k, Body=_body(k))
+    assert len(_hashed_files(h, "ais", b)) >= 16
+    version = h.smap()["version"]
+    h.add_target()
+    api = Api(h.url, session())
+
+    def finished():
+        for t in h.targets():
+            st = session().get(t["control_url"] + "/v1/rebalance", timeout=TIMEOUT).json()
+            if st.get("job"):
+                st = dict(session().get(t["control_url"] + "/v1/jobs/" + st["job"], timeout=TIMEOUT).json(),
+                          id=st["id"])
+            if not st["id"].startswith("rebalance-") or int(st["id"].split("-")[1]) <= version:
+                return False
+            if st["state"] != "finished":
+                return False
+            assert st["errors"] == 0, st
+        return True
+
+    wait_until(finished, 120, 0.2, "rebalance finished everywhere")
+    # the new target holds some of them, hashed ones among them
+    new_top = os.path.join(h.c.targets[-1].mountpaths[0], "ais", b)
+    on_new = [os.path.relpath(os.path.join(d, f), new_top) for d, _, fs in os.walk(new_top) for f in fs]
+    assert any(f.startswith(".ft-keys/") for f in on_new), on_new
+    assert any(not f.startswith(".ft-keys/") for f in on_new), on_new
+    for k in keys:
+        assert c.get_object(Bucket=b, Key=k)["Body"].read() == _body(k), k
+    assert _list_all(c, b)[0] == sorted(keys)
+    assert [e["name"] for e in api.list_all(b)[0]] == sorted(keys)

@@ -104,17 +104,25 @@ static int rename_into(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
 }
 
 /*
- * After a version went to the name's path: an older one left in its hashed file (the path was
- * taken when that was written, and a write that looked before it was freed raced past) must not
- * come back when this one is deleted.
+ * After a version went to one of the name's two places (its path, its hashed file): an older one
+ * in the other must not come back when this one is deleted. It is there after a write raced the
+ * delete that freed the path, or in a copies directory (core/replica.c), where a mirror copy
+ * follows its main copy's place while the other place may be the free one. unlink(2) never
+ * removes a directory, so a path taken by other names' directories stays.
  */
-static void drop_hashed(const tgt_obj_t *o)
+static void drop_other(const tgt_obj_t *o)
 {
-	char hashed[TGT_REL_MAX];
+	char other[TGT_REL_MAX];
+	int rc;
 
-	if (o->obj != NULL && tgt_obj_rel_hashed(o, hashed, sizeof(hashed)) == 0 &&
-	    unlinkat(o->mp->root_fd, hashed, 0) == 0)
-		tgt_parent_prune(o->mp, hashed);
+	if (o->obj == NULL || (o->keyed && tgt_key_hashed(o->obj, o->obj_len)))
+		return;
+	if (o->keyed)
+		rc = tgt_rel_path(other, sizeof(other), o->provider, o->bucket, o->obj);
+	else
+		rc = tgt_obj_rel_hashed(o, other, sizeof(other));
+	if (rc == 0 && unlinkat(o->mp->root_fd, other, 0) == 0)
+		tgt_parent_prune(o->mp, other);
 }
 
 int tgt_publish_rename(tgt_obj_t *o, char *work, ft_sync_policy_t sync)
@@ -124,8 +132,6 @@ int tgt_publish_rename(tgt_obj_t *o, char *work, ft_sync_policy_t sync)
 	if (rc != 0)
 		return rc;
 	rc = rename_into(o, work, sync);
-	if (rc == 0 && !o->keyed && o->obj != NULL)
-		drop_hashed(o);
 	/*
 	 * The path is taken: a component is another object ("a" for "a/b") or the name is a directory
 	 * of others ("a/b" stored before "a"). The name goes to its hashed file (core/keymap.h).
@@ -137,6 +143,8 @@ int tgt_publish_rename(tgt_obj_t *o, char *work, ft_sync_policy_t sync)
 		if (rc == 0)
 			rc = rename_into(o, work, sync);
 	}
+	if (rc == 0)
+		drop_other(o);
 	return rc;
 }
 

@@ -710,6 +710,14 @@ out:
 	return rc;
 }
 
+/* Whether o's main copy is a file at o->rel (a directory there is other names' path: core/keymap.h). */
+static bool ec_main_present(const tgt_obj_t *o)
+{
+	struct stat st;
+
+	return fstatat(o->mp->root_fd, o->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
 /*
  * Publishes the work file (named work in o->mp's .work, metadata set) under the name's put lock,
  * unless a main copy appeared meanwhile; then, without the lock, re-creates the slices the current
@@ -722,9 +730,7 @@ static int ec_publish(tgt_obj_t *o, char *work, const ft_lom_t *lom, const ec_ca
 	int rc, fd;
 
 	tgt_name_lock(o);
-	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0) { /* a PUT or another restore was first */
-		close(fd);
+	if (ec_main_present(o)) { /* a PUT or another restore was first */
 		tgt_name_unlock(o);
 		return 0;
 	}
@@ -775,7 +781,7 @@ int tgt_ec_restore(tgt_obj_t *o, char *err, size_t cap)
 	}
 	/* Concurrent GETs of one lost object: one restores, the others find it done. */
 	tgt_name_hold(o, TGT_HOLD_RESTORE, &hold);
-	if (faccessat(o->mp->root_fd, o->rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+	if (ec_main_present(o))
 		rc = 0;
 	else
 		rc = ec_restore_locked(o, err, cap);

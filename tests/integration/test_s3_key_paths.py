@@ -268,3 +268,97 @@ def test_rebalance_keeps_them(make_cluster):
         assert c.get_object(Bucket=b, Key=k)["Body"].read() == _body(k), k
     assert _list_all(c, b)[0] == sorted(keys)
     assert [e["name"] for e in api.list_all(b)[0]] == sorted(keys)
+
+
+# ---- mirror copies and EC slices of such families ----
+def _main_files(h, b, key):
+    """The main copies of key in bucket b: its path or its hashed file (named by its xattr)."""
+    h256 = hashlib.sha256(key.encode()).hexdigest()
+    out = []
+    for mp in h.all_mountpaths():
+        for p in (os.path.join(mp, "ais", b, key), os.path.join(mp, "ais", b, ".ft-keys", h256[:2], h256)):
+            if os.path.isfile(p) and (".ft-keys" not in p or os.getxattr(p, "user.ft.name").decode() == key):
+                out.append(p)
+    return out
+
+
+def _families(n):
+    keys = []
+    for i in range(n):
+        fam = ["r%02d" % i, "r%02d/s" % i, "r%02d/s/t" % i]
+        keys.append(fam if i % 2 else fam[::-1])
+    return keys
+
+
+def test_mirror_copies(make_cluster):
+    h = make_cluster(targets=1, mountpaths=3)
+    api = Api(h.url, session())
+    c = s3util.client(h)
+    b = unique("kpm")
+    r = api.s.post(api.url + "/v1/buckets/" + b, json={"action": "create-bck", "value": {"mirror": {"copies": 2}}})
+    assert r.status_code == 200, r.text
+    fams = _families(8)
+    for fam in fams:
+        for k in fam:
+            c.put_object(Bucket=b, Key=k, Body=_body(k))
+    keys = sorted(k for fam in fams for k in fam)
+    # every name has its main copy and one mirror copy, each in one place on its mountpath
+    copies = {}
+    for mp in h.all_mountpaths():
+        top = os.path.join(mp, ".copies", "ais", b)
+        for dirpath, _, files in os.walk(top):
+            for f in files:
+                p = os.path.join(dirpath, f)
+                rel = os.path.relpath(p, top)
+                name = os.getxattr(p, "user.ft.name").decode() if rel.startswith(".ft-keys/") else rel
+                copies[name] = copies.get(name, 0) + 1
+    assert copies == {k: 1 for k in keys}
+    # a lost main copy is served from its mirror copy
+    for k in keys:
+        mains = _main_files(h, b, k)
+        assert len(mains) == 1, (k, mains)
+        os.remove(mains[0])
+    for k in keys:
+        assert c.get_object(Bucket=b, Key=k)["Body"].read() == _body(k), k
+    assert _list_all(c, b)[0] == keys
+    for k in keys:
+        c.delete_object(Bucket=b, Key=k)
+    assert _list_all(c, b)[0] == []
+    for mp in h.all_mountpaths():
+        left = [f for _, _, fs in os.walk(os.path.join(mp, ".copies", "ais", b)) for f in fs]
+        assert left == [], left
+
+
+def test_ec_slices_and_restore(make_cluster):
+    h = make_cluster(targets=4, mountpaths=1)
+    api = Api(h.url, session())
+    c = s3util.client(h)
+    b = s3util.bucket_name("kpec")
+    c.create_bucket(Bucket=b)
+    r = api.s.post(h.url + "/v1/buckets/" + b, json={"action": "set-bprops", "value": {
+        "ec": {"data_slices": 2, "parity_slices": 1, "objsize_limit": 1000}}})
+    assert r.status_code == 200, r.text
+    want = api.bmd()["version"]
+    for t in h.targets():
+        wait_until(lambda: session().post(t["control_url"] + "/v1/metasync", json={}).json()["bmd_version"] >= want,
+                   timeout=10, what="BMD v%d" % want)
+    data = {}
+    for i, fam in enumerate(_families(6)):
+        for j, k in enumerate(fam):
+            data[k] = os.urandom(500 if (i + j) % 2 else 5000)  # replicas and slices
+            c.put_object(Bucket=b, Key=k, Body=data[k])
+    for k in data:
+        mains = _main_files(h, b, k)
+        assert len(mains) == 1, (k, mains)
+        os.remove(mains[0])
+    for k, d in data.items():
+        assert c.get_object(Bucket=b, Key=k)["Body"].read() == d, k
+        assert len(_main_files(h, b, k)) == 1, "%s not restored" % k
+    assert _list_all(c, b)[0] == sorted(data)
+    for k in data:
+        c.delete_object(Bucket=b, Key=k)
+    slices = [f for t in h.c.targets for mp in t.mountpaths
+              for _, _, fs in os.walk(os.path.join(mp, ".ec", "ais", b)) for f in fs]
+    wait_until(lambda: not [f for t in h.c.targets for mp in t.mountpaths
+                            for _, _, fs in os.walk(os.path.join(mp, ".ec", "ais", b)) for f in fs],
+               10, what="every slice deleted (%d left at first)" % len(slices))

@@ -22,12 +22,21 @@ void tgt_obj_props(tgt_obj_t *o, const ft_bucket_t *b)
 	o->public_read = b->public_read;
 }
 
-int tgt_obj_name(tgt_obj_t *o, const char *obj, size_t len)
+int tgt_obj_name_unlocated(tgt_obj_t *o, const char *obj, size_t len)
 {
 	o->obj = obj;
 	o->obj_len = len;
 	o->hash = ft_hrw_name_hash(o->provider, o->bucket, obj, len);
 	o->mp = tgt_mountpath_pick_hash(o->t, o->hash);
+	o->keyed = tgt_key_hashed(obj, len);
+	o->located = o->keyed; /* a name that is no path has one place */
+	return tgt_rel_path(o->rel, sizeof(o->rel), o->provider, o->bucket, obj);
+}
+
+int tgt_obj_name(tgt_obj_t *o, const char *obj, size_t len)
+{
+	if (tgt_obj_name_unlocated(o, obj, len) != 0)
+		return -1;
 	return tgt_obj_locate(o);
 }
 
@@ -54,6 +63,7 @@ int tgt_obj_locate(tgt_obj_t *o)
 	struct stat st;
 
 	o->keyed = 0;
+	o->located = 1;
 	if (o->obj == NULL || tgt_key_hashed(o->obj, o->obj_len)) {
 		o->keyed = o->obj != NULL;
 		return tgt_rel_path(o->rel, sizeof(o->rel), o->provider, o->bucket, o->obj);

@@ -25,6 +25,7 @@ typedef struct {
 	uint64_t hash;         /* ft_hrw_name_hash of provider, bucket, obj: set by tgt_obj_name, never recomputed */
 	char rel[TGT_REL_MAX]; /* "<provider>/<bucket>/<obj>" relative to mp->root_fd */
 	int keyed;             /* rel is the hashed file of the name (core/keymap.h), not its path */
+	int located;           /* rel was looked up (tgt_obj_locate); 0 only after tgt_obj_name_unlocated */
 	/* the bucket's data protection properties (common/bmd.h), copied by tgt_obj_props */
 	int mirror_copies;
 	int ec_data, ec_parity;
@@ -43,6 +44,12 @@ void tgt_obj_props(tgt_obj_t *o, const ft_bucket_t *b);
  * o->provider and o->bucket are set. 0, or -1 when the path does not fit (the name is too long).
  */
 int tgt_obj_name(tgt_obj_t *o, const char *obj, size_t len);
+/*
+ * tgt_obj_name without the lookup: o->rel is the name's path (or, for a name that is no path, its
+ * hashed file) and o->located 0 when that may be wrong. For a GET or HEAD whose open of o->rel is
+ * the lookup (obj/get.c): the caller runs tgt_obj_locate before anything else uses o->rel. 0 or -1.
+ */
+int tgt_obj_name_unlocated(tgt_obj_t *o, const char *obj, size_t len);
 /*
  * Sets o->rel and o->keyed for o's name on o->mp (after a caller moved o->mp): the name's path,
  * unless that is no file there and the name's hashed file is (the path was taken by another

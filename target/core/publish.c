@@ -103,14 +103,7 @@ static int rename_into(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
 	return rc;
 }
 
-/*
- * After a version went to one of the name's two places (its path, its hashed file): an older one
- * in the other must not come back when this one is deleted. It is there after a write raced the
- * delete that freed the path, or in a copies directory (core/replica.c), where a mirror copy
- * follows its main copy's place while the other place may be the free one. unlink(2) never
- * removes a directory, so a path taken by other names' directories stays.
- */
-static void drop_other(const tgt_obj_t *o)
+void tgt_publish_drop_other(const tgt_obj_t *o)
 {
 	char other[TGT_REL_MAX];
 	int rc;
@@ -144,7 +137,7 @@ int tgt_publish_rename(tgt_obj_t *o, char *work, ft_sync_policy_t sync)
 			rc = rename_into(o, work, sync);
 	}
 	if (rc == 0)
-		drop_other(o);
+		tgt_publish_drop_other(o);
 	return rc;
 }
 

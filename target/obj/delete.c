@@ -103,6 +103,7 @@ static int unlink_rest(tgt_obj_t *o, int e, int *status, char *msg, size_t cap)
 	}
 	tgt_list_bump(o->t, o->provider, o->bucket);
 	tgt_parent_prune(o->mp, o->rel);
+	tgt_publish_drop_other(o);
 	tgt_mirror_delete(o);
 	tgt_ec_delete(o);
 	return 0;

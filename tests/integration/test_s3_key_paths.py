@@ -362,3 +362,35 @@ def test_ec_slices_and_restore(make_cluster):
     wait_until(lambda: not [f for t in h.c.targets for mp in t.mountpaths
                             for _, _, fs in os.walk(os.path.join(mp, ".ec", "ais", b)) for f in fs],
                10, what="every slice deleted (%d left at first)" % len(slices))
+
+
+# ---- a version left in the other place (a crash between a publish and its cleanup) ----
+def test_stale_version_in_the_other_place(cluster, s3, bucket, tmp_path):
+    """A name found both at its path and in its hashed file (as a crash between the rename that
+    publishes one and the unlink of the other leaves it): the path wins for GET and listing, a PUT
+    at the path and a DELETE remove the other, so the older version never comes back."""
+    import shutil
+    s3.put_object(Bucket=bucket, Key="u/v", Body=b"an older version")
+    top = os.path.join(cluster.all_mountpaths()[0], "ais", bucket)
+    saved = str(tmp_path / "old")
+    shutil.copy2(os.path.join(top, "u", "v"), saved)  # data and metadata xattrs
+    h = hashlib.sha256(b"u/v").hexdigest()
+    stale = os.path.join(top, ".ft-keys", h[:2], h)
+
+    def plant():
+        os.makedirs(os.path.dirname(stale), exist_ok=True)
+        shutil.copy2(saved, stale)
+        os.setxattr(stale, "user.ft.name", b"u/v")
+
+    plant()
+    s3.put_object(Bucket=bucket, Key="u/v", Body=b"new version")
+    assert not os.path.exists(stale), "a PUT at the path drops the hashed copy"
+    plant()
+    assert s3.get_object(Bucket=bucket, Key="u/v")["Body"].read() == b"new version"
+    assert [o["Size"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == [len(b"new version")]
+    s3.delete_object(Bucket=bucket, Key="u/v")
+    assert not os.path.exists(stale)
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="u/v")
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    assert _list_all(s3, bucket)[0] == []

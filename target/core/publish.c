@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -47,9 +48,9 @@ int tgt_bucket_alive(const tgt_obj_t *o)
 }
 
 /*
- * A name that is no path: its hashed file carries the name (core/keymap.h), set before the rename.
- * A file there that names another object (two names with one SHA-256) is never replaced: -EEXIST.
- * 0 or -errno.
+ * A name in its hashed file carries the name (core/keymap.h), set before the rename. A file there
+ * that names another object (two names with one SHA-256) is never replaced: -EEXIST; a directory
+ * there (made by hand) is -EISDIR. 0 or -errno.
  */
 static int name_xattr(const tgt_obj_t *o, const char *work, ft_sync_policy_t sync)
 {
@@ -59,8 +60,12 @@ static int name_xattr(const tgt_obj_t *o, const char *work, ft_sync_policy_t syn
 		return 0;
 	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd >= 0) {
-		bool other = !tgt_key_holds(fd, o->obj, o->obj_len);
+		struct stat st;
+		bool dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+		bool other = !dir && !tgt_key_holds(fd, o->obj, o->obj_len);
 		close(fd);
+		if (dir)
+			return -EISDIR;
 		if (other) {
 			ft_warn("object %s/%s: %s holds another name: not replaced", o->bucket, o->obj, o->rel);
 			return -EEXIST;

@@ -394,3 +394,26 @@ def test_stale_version_in_the_other_place(cluster, s3, bucket, tmp_path):
         s3.get_object(Bucket=bucket, Key="u/v")
     assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
     assert _list_all(s3, bucket)[0] == []
+
+
+def test_both_places_blocked(cluster, s3, bucket):
+    """The fault left: a name whose path is taken and whose hashed file is a directory (put there by
+    hand) is refused with 409, nothing stored, nothing left in the work directory."""
+    api = Api(cluster.url, session())
+    s3.put_object(Bucket=bucket, Key="g", Body=b"g")
+    h = hashlib.sha256(b"g/h").hexdigest()
+    blocker = os.path.join(cluster.all_mountpaths()[0], "ais", bucket, ".ft-keys", h[:2], h)
+    os.makedirs(os.path.join(blocker, "x"))
+    r = api.put(bucket, "g/h", b"under g", expect=409)
+    assert r.json()["status"] == 409 and "hashed file" in r.json()["message"], r.text
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="g/h", Body=b"under g")
+    assert s3util.error_code(e.value) == "InvalidArgument"
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert api.get(bucket, "g/h").status_code == 404
+    assert _list_all(s3, bucket)[0] == ["g"]
+    assert cluster.work_files() == []
+    os.rmdir(os.path.join(blocker, "x"))
+    os.rmdir(blocker)
+    s3.put_object(Bucket=bucket, Key="g/h", Body=b"under g")
+    assert s3.get_object(Bucket=bucket, Key="g/h")["Body"].read() == b"under g"

@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -36,6 +38,23 @@ bool tgt_key_hashed(const char *name, size_t len)
 	return false;
 }
 
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+static EVP_MD *sha256_md; /* fetched once: EVP_sha256() costs a provider lookup per digest (3x the hash) */
+
+/* At exit, before OpenSSL's own cleanup (registered earlier, so run later). */
+static void sha256_free(void)
+{
+	EVP_MD_free(sha256_md);
+	sha256_md = NULL;
+}
+
+static void sha256_fetch(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+	if (sha256_md != NULL)
+		atexit(sha256_free);
+}
+
 /* The lowercase hex SHA-256 of name[0..len) into hex[TGT_KEY_HEX + 1]. 0 or -1. */
 static int key_hex(const char *name, size_t len, char *hex)
 {
@@ -43,7 +62,9 @@ static int key_hex(const char *name, size_t len, char *hex)
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 
-	if (EVP_Digest(name, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen * 2 != TGT_KEY_HEX)
+	pthread_once(&sha256_once, sha256_fetch);
+	if (EVP_Digest(name, len, md, &mdlen, sha256_md ? sha256_md : EVP_sha256(), NULL) != 1 ||
+	    mdlen * 2 != TGT_KEY_HEX)
 		return -1;
 	for (unsigned int i = 0; i < mdlen; i++) {
 		hex[2 * i] = digits[md[i] >> 4];

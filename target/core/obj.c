@@ -81,12 +81,19 @@ int tgt_obj_locate(tgt_obj_t *o)
 	return 0;
 }
 
-int tgt_obj_init(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const char *obj, size_t len)
+int tgt_obj_init_unlocated(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const char *obj, size_t len)
 {
 	memset(o, 0, sizeof(*o));
 	o->t = t;
 	snprintf(o->provider, sizeof(o->provider), "%s", b->provider);
 	snprintf(o->bucket, sizeof(o->bucket), "%s", b->name);
 	tgt_obj_props(o, b);
-	return tgt_obj_name(o, obj, len);
+	return tgt_obj_name_unlocated(o, obj, len);
+}
+
+int tgt_obj_init(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const char *obj, size_t len)
+{
+	if (tgt_obj_init_unlocated(o, t, b, obj, len) != 0)
+		return -1;
+	return tgt_obj_locate(o);
 }

@@ -62,5 +62,7 @@ int tgt_obj_key(tgt_obj_t *o);
 int tgt_obj_rel_hashed(const tgt_obj_t *o, char *buf, size_t cap);
 /* All of o at once: zeroed, node t, bucket b (names, properties), then tgt_obj_name. 0 or -1 (name too long). */
 int tgt_obj_init(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const char *obj, size_t len);
+/* The same with tgt_obj_name_unlocated: for a read whose open of o->rel is the lookup. */
+int tgt_obj_init_unlocated(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const char *obj, size_t len);
 
 #endif

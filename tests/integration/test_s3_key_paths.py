@@ -417,3 +417,21 @@ def test_both_places_blocked(cluster, s3, bucket):
     os.rmdir(blocker)
     s3.put_object(Bucket=bucket, Key="g/h", Body=b"under g")
     assert s3.get_object(Bucket=bucket, Key="g/h")["Body"].read() == b"under g"
+
+
+def test_get_batch(cluster, s3, bucket):
+    """GetBatch reads each of a family (its open is its lookup: the path, else the hashed file)."""
+    import io
+    import tarfile
+    import requests
+    keys = ["w/x/y", "w", "w/x"]
+    for k in keys:
+        s3.put_object(Bucket=bucket, Key=k, Body=_body(k))
+    items = [{"bucket": bucket, "objname": k} for k in sorted(keys)]
+    items.append({"bucket": bucket, "objname": "w", "start": 2, "length": 5})
+    r = requests.post(cluster.c.targets[0].public_url + "/v1/batch", json={"in": items}, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text[:300]
+    with tarfile.open(fileobj=io.BytesIO(r.content), mode="r:") as t:
+        got = [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
+    want = [("%s/%s" % (bucket, k), _body(k)) for k in sorted(keys)] + [("%s/w" % bucket, _body("w")[2:7])]
+    assert got == want

@@ -131,15 +131,15 @@ static int copy_rel_other(const tgt_obj_t *o, char *buf, size_t cap, bool *keyed
 	return tgt_rel_path(buf, cap, o->provider, o->bucket, o->obj);
 }
 
-/* Opens rel on mp when it is a file: fd, or -1 with errno (EISDIR for a directory). */
-static int open_file(const tgt_mountpath_t *mp, const char *rel)
+/* Opens rel on mp and stats it: fd (*st set), or -1 with errno. */
+static int open_stat(const tgt_mountpath_t *mp, const char *rel, struct stat *st)
 {
-	struct stat st;
 	int fd = openat(mp->root_fd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (fd >= 0 && fstat(fd, st) != 0) {
+		int e = errno;
 		close(fd);
-		errno = EISDIR;
+		errno = e == ENOENT ? EIO : e;
 		return -1;
 	}
 	return fd;
@@ -193,18 +193,17 @@ tgt_replica_state_t tgt_replica_open(const tgt_obj_t *o, const tgt_replica_t *rp
 	bool keyed = o->keyed;
 
 	replica_rel(o, rp, rel, sizeof(rel));
-	*fd = open_file(replica_mp(o, rp), rel);
+	*fd = open_stat(replica_mp(o, rp), rel, &st);
+	/* a mirror copy not at its main copy's place: in the other one (copy_rel_other) */
 	size_t pre = sizeof(TGT_COPIES_DIR);
-	if (*fd < 0 && rp->copy && (errno == ENOENT || errno == ENOTDIR || errno == EISDIR) &&
-	    copy_rel_other(o, rel + pre, sizeof(rel) - pre, &keyed) == 0)
-		*fd = open_file(replica_mp(o, rp), rel);
-	if (*fd < 0)
-		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EISDIR ? TGT_REPLICA_ABSENT
-												: TGT_REPLICA_IO;
-	if (fstat(*fd, &st) != 0) {
-		s = TGT_REPLICA_IO;
-		goto fail;
+	if (rp->copy && (*fd < 0 ? errno == ENOENT || errno == ENOTDIR : S_ISDIR(st.st_mode)) &&
+	    copy_rel_other(o, rel + pre, sizeof(rel) - pre, &keyed) == 0) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = open_stat(replica_mp(o, rp), rel, &st);
 	}
+	if (*fd < 0)
+		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? TGT_REPLICA_ABSENT : TGT_REPLICA_IO;
 	/* a hashed file name holds the object its name xattr names, no other (core/keymap.h) */
 	if (!S_ISREG(st.st_mode) || (o->obj && keyed && !tgt_key_holds(*fd, o->obj, o->obj_len))) {
 		s = TGT_REPLICA_ABSENT;

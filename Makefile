@@ -133,6 +133,7 @@ FUZZ_EXTRA_fuzz_aws_chunked := proxy/s3/chunked.c proxy/s3/sigv4.c
 FUZZ_EXTRA_fuzz_shard_walk := target/shard/tar.c target/shard/zip.c
 FUZZ_EXTRA_fuzz_sigv4 := proxy/s3/sigv4.c
 FUZZ_EXTRA_fuzz_template := proxy/template.c
+FUZZ_EXTRA_fuzz_job_lists := proxy/textlist.c
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(CLOUD_SRC) $$(FUZZ_EXTRA_$$*)
 	@mkdir -p $(dir $@)

@@ -13,9 +13,12 @@ fill up; the harness then waits until every target holds the new bucket metadata
 retired trees ("rm.*" in <mountpath>/.work), so that neither the metadata push nor the deletion shares
 the cores with the next run.
 
-These rows have no target ratio: they show what the redundancy costs on this machine (every byte
-written twice for mirror 2, 1.5 times plus the slicing and the transfer of two slices to other targets
-for EC 2+1), not a goal.
+Goals (issue 16): mirror 2 >= 0.8x and EC 2+1 >= 0.5x of no redundancy. What the redundancy costs:
+every byte written twice and one more file per object for mirror 2; for EC 2+1 the slicing, 1.5 times
+the bytes sent to three other targets, written and checksummed there, and three more files per object.
+On a loaded machine the runs are bound by CPU, so each row also notes the targets' CPU per PUT
+(user + system time of the 4 target processes over each run, /proc/<pid>/stat; median over rounds,
+A and B): the ratio of those is the cost the throughput ratio follows, with less noise.
 
 OWNERSHIP
 bench_protect owns its cluster (under <workdir>/protect): it is stopped before returning, whatever
@@ -24,10 +27,12 @@ happens (errors, SIGTERM through SystemExit, Ctrl-C).
 import http.client
 import json
 import os
+import statistics
 import time
 
 import loadgen
 import report
+import sysprobe
 
 PUT_SIZE = 1 << 20
 TARGETS, MOUNTPATHS = 4, 2
@@ -35,6 +40,7 @@ BUCKETS = {"none": {}, "mirror": {"mirror": {"copies": 2}},
            "ec": {"ec": {"data_slices": 2, "parity_slices": 1, "objsize_limit": 0}}}
 KINDS = [("mirror", "mirror 2", "Data protection: PUT 1 MiB, mirror 2"),
          ("ec", "EC 2+1", "Data protection: PUT 1 MiB, EC 2+1")]
+GOALS = {"mirror": 0.8, "ec": 0.5}   # A/B rate ratio, issue 16
 # Where the redundancy of an object of bucket B lives on a mountpath, and how many files per object
 # (docs/data-protection.md): one extra copy under .copies/ for mirror 2 (two mountpaths per target),
 # D+P = 3 slices under .ec/ (on targets other than the owner) for EC 2+1.
@@ -159,8 +165,30 @@ def _redundancy_check(kind, seen):
 
 
 def _rows_skipped(b, why, desc):
-    for _, a_name, title in KINDS:
-        b.rows.append(report.Row(title, desc, a_name, B_NAME, "rps", None, skipped=why))
+    for kind, a_name, title in KINDS:
+        b.rows.append(report.Row(title, desc, a_name, B_NAME, "rps", GOALS[kind], skipped=why))
+
+
+def _cpu_measured(cl, into, run):
+    """run() (one ft-loader run); appends the targets' CPU milliseconds per PUT to into when it had
+    no errors. Returns run()'s result."""
+    pids = [t.pid for t in cl.targets]
+    t0 = sysprobe.proc_cpu_seconds(pids)
+    r = run()
+    t1 = sysprobe.proc_cpu_seconds(pids)
+    if r.requests and not r.errors:
+        into.append(1000.0 * (t1 - t0) / r.requests)
+    return r
+
+
+def _cpu_note(cpu):
+    """The row's CPU evidence (medians over its runs), or None without figures for both sides."""
+    if not cpu["A"] or not cpu["B"]:
+        return None
+    a, b = statistics.median(cpu["A"]), statistics.median(cpu["B"])
+    return ("Targets' CPU per PUT (median over rounds): %.2f ms protected, %.2f ms without redundancy: "
+            "%.2fx the cost (inverse %.2fx, what the rate ratio tends to where the targets' CPU is the "
+            "bottleneck)." % (a, b, a / b, b / a))
 
 
 def bench_protect(b, ftcluster):
@@ -175,6 +203,7 @@ def bench_protect(b, ftcluster):
     cl = None
     pairs = {kind: [] for kind, _, _ in KINDS}
     seen = {kind: [] for kind, _, _ in KINDS}
+    cpu = {kind: {"A": [], "B": []} for kind, _, _ in KINDS}   # targets' CPU ms per PUT, per run
     why = None
     try:
         base = b.pick_ports(2 + 2 * TARGETS)
@@ -188,15 +217,18 @@ def bench_protect(b, ftcluster):
             _check_props(cl, name)
         _settle(cl)
 
-        def put(name):
-            return lambda: b.loader.run_put_native(cl.port, _bucket(name), PUT_SIZE, a.seconds, a.conns,
-                                                   log=b.runlog)
+        def put(name, into=None):
+            """The PUT run into pb-<name>; with into, it also appends the targets' CPU per PUT there."""
+            def run():
+                return b.loader.run_put_native(cl.port, _bucket(name), PUT_SIZE, a.seconds, a.conns,
+                                               log=b.runlog)
+            return run if into is None else (lambda: _cpu_measured(cl, into, run))
 
         def put_checked(kind):
             """A: the PUTs into the protected bucket, then the count of its objects and of their
             redundancy files (an acknowledged PUT has all of them)."""
             def run():
-                r = put(kind)()
+                r = put(kind, cpu[kind]["A"])()
                 if not r.errors:
                     seen[kind].append((r.requests, _files(cl, "", _bucket(kind)),
                                        _files(cl, EXTRA[kind][0], _bucket(kind))))
@@ -207,8 +239,11 @@ def bench_protect(b, ftcluster):
 
         for rnd in range(a.rounds):
             for kind, a_name, _ in KINDS:
-                pairs[kind].append(b.pair("protect", a_name, "ft-loader", rnd, put_checked(kind), put("none"),
-                                          "rps"))
+                pairs[kind].append(b.pair("protect", a_name, "ft-loader", rnd, put_checked(kind),
+                                          put("none", cpu[kind]["B"]), "rps"))
+                _log("[%s] protect: %s: targets' CPU per PUT: A %s ms, B %s ms"
+                     % (b.elapsed(), kind, "%.2f" % cpu[kind]["A"][-1] if cpu[kind]["A"] else "-",
+                        "%.2f" % cpu[kind]["B"][-1] if cpu[kind]["B"] else "-"))
                 _recreate(cl, kind)
                 _recreate(cl, "none")
                 _settle(cl)
@@ -222,7 +257,8 @@ def bench_protect(b, ftcluster):
             if bad:
                 _log("bench: protect: unclean exits of cluster nodes: %s (logs in %s/logs)" % (bad, cl.dir))
     for kind, a_name, title in KINDS:
-        row = report.Row(title, desc, a_name, B_NAME, "rps", None, pairs=pairs[kind])
+        row = report.Row(title, desc, a_name, B_NAME, "rps", GOALS[kind], pairs=pairs[kind])
+        row.notes = _cpu_note(cpu[kind])
         if why and not row.good_pairs():
             row.skipped = why
         elif why:

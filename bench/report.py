@@ -297,6 +297,8 @@ def missed_markdown(rows, perf):
         elif r.title.startswith("ft-loader vs wrk"):
             line += (" A client comparison (both drive the same nginx): the loader's own cost, "
                      "see loader/ and docs/loader.md; the servers are not involved.")
+            if r.notes:
+                line += " " + r.notes
         elif r.notes:
             line += " " + r.notes
         elif cr is None:
@@ -315,6 +317,12 @@ def missed_markdown(rows, perf):
                      "ft-loader row of the same size is the one to judge the server by.")
         out.append(line)
     return "\n".join(out) if out else "None: every measured row met its target (by the median ratio)."
+
+
+def notes_markdown(rows):
+    """Every row's notes (CPU splits and the like), also of rows without a target."""
+    out = ["- **%s**: %s" % (r.title, r.notes) for r in rows if r.notes]
+    return "\n".join(out) if out else "None."
 
 
 # ---------------------------------------------------------------- markdown
@@ -409,6 +417,10 @@ def write_markdown(path, rows, machine, setup, raw, perf, png_name, plot_status,
                                   "over the same files on nginx; -numworkers %d."
                                   % (setup["loader"], setup["conns"]) if setup["loader"]
                                   else "not run: ft-loader was not built when this report was written."),
+        "- ft-loader vs wrk back to back (bench/loadercmp.py): each round ft-loader `-url-list` then wrk, both with "
+        "%d connections over the 16 KiB objects on nginx, one right after the other (the \"ft-loader vs wrk\" rows "
+        "above pair runs of the warm GET rounds that are two runs apart); the notes give each client's CPU "
+        "microseconds per request from getrusage of the client process." % setup["conns"],
         "- GET from disk rows: ft-loader reads every object once (`-epochs 1 -uniquegets`, 8 in "
         "flight) right after the harness evicted the object files from the page cache "
         "(`fdatasync` + `POSIX_FADV_DONTNEED`, checked with `mincore`), before each side's run.",
@@ -447,6 +459,24 @@ def write_markdown(path, rows, machine, setup, raw, perf, png_name, plot_status,
         "(in the notes). Read rate: reads/s of each of epochs 2 and 3 (the inverse of the wall time; goal wall time "
         "<= 0.7x LRU's, so >= 1.43x). Hit rate: 1 - origin GETs (its access log) / reads over epochs 2-3 (goal >= "
         "1.5x), with bench/hintsim.py's LRU and MIN rates for the same order and cache size beside it.",
+        "- Copy row (bench/copybck.py): a cluster of its own, 1 proxy + 3 targets x 1 mountpath (directories of "
+        "the build tree: one filesystem), 2,048 objects of 1 MiB (2 GiB; 256 with --quick) PUT through the proxy into "
+        "`bench-copy-src`, warm in the page cache; one pair of runs before the rounds is not counted. A: one `copy-bck` job into a fresh bucket, from the POST to the "
+        "job's end (`GET /v1/jobs/ID` polled every 20 ms), checked afterwards (objects and bytes of every object, no "
+        "error, nothing skipped). B: `cp -r <mountpath>/ais/bench-copy-src <dir>` for each target's mountpath, one "
+        "after the other: the very files the job copies, to directories beside the mountpaths (no xattrs, no "
+        "checksum, no network), file count and bytes checked. After every run, untimed: the destination is removed "
+        "(bucket destroyed and its retired trees deleted, or `rm -rf`) and `sync -f` writes the dirty pages back. "
+        "Objects/s and MiB/s of wall time; the notes give CPU seconds per GiB of the targets (/proc/<pid>/stat) and "
+        "of cp (rusage).",
+        "- DataLoader S3 rows (bench/dataloader.py): a cluster of its own, 1 proxy + 1 target; 10,000 samples of "
+        "16 KiB and 2,000 of 128 KiB, one object each, PUT through the proxy. A: a map-style torch Dataset whose "
+        "`__getitem__` is Debian's boto3 `get_object(...)[\"Body\"].read()` on `<proxy>/s3` (path style, the "
+        "cluster's S3 key pair, one client per worker process, one attempt); B: the same Dataset reading the very "
+        "object files the target stores with `open().read()`. Both: `DataLoader(num_workers=4, batch_size=32, "
+        "shuffle=True)` with the same seeded order, one epoch per run (worker start included), every sample's size "
+        "and leading index checked; samples/s of wall time. The notes give CPU ms per sample of proxy + target "
+        "(/proc/<pid>/stat) and of the DataLoader's processes (rusage).",
         "- RSS rows: VmRSS of the target from /proc, sampled every 50 ms while wrk holds 256 "
         "connections; the conns figure is the peak of established connections on the port in "
         "/proc/net/tcp (a few from the previous run may still be closing); nginx's figure sums "
@@ -467,6 +497,7 @@ def write_markdown(path, rows, machine, setup, raw, perf, png_name, plot_status,
     except OSError:
         lines += ["## Data path", "", "(bench/datapath.md is missing)", ""]
     lines += ["### Targets missed in this run", "", missed_markdown(rows, perf), ""]
+    lines += ["### Notes of the rows in this run", "", notes_markdown(rows), ""]
     lines += ["### Counters from this run", ""]
     if perf:
         lines += ["`perf stat -p <server pids>` (nginx: its workers) over one wrk -c32 run per case "

@@ -20,6 +20,18 @@ USAGE
                                    local files)
   bench/run.py --only dsort        only the dsort row (bench/dsort.py: a reshard of 64 MiB of TAR shards,
                                    2 GiB with --dsort-full, against tar -xf, find | sort, tar -cf -T)
+  bench/run.py --only copy         only the copy row (bench/copybck.py: one copy-bck job of 2,048 x 1 MiB
+                                   on a 3-target cluster of its own against cp -r of the same files on
+                                   the same disk): prints its table and the load, writes no report
+  bench/run.py --only dataloader   only the DataLoader S3 rows (bench/dataloader.py: a torch DataLoader,
+                                   4 workers, boto3 GETs of 10,000 x 16 KiB and 2,000 x 128 KiB samples
+                                   through the proxy's /s3 against the same files read locally, on a
+                                   1-target cluster of its own): prints their table, writes no report
+  bench/run.py --only loader       only ft-loader against wrk on nginx at 16 KiB, back to back, with
+                                   each client's CPU per request (bench/loadercmp.py)
+  bench/run.py --only coldnet      only the cold GET row with a network-bound origin (bench/coldnet.py: the
+                                   origin nginx in a network namespace behind a veth pair shaped to 2 Gbit/s,
+                                   cold GETs through the cluster against the client reading it directly)
   bench/run.py --only batch        only the GetBatch row (the 16 KiB objects only, no 1 GiB TAR)
   bench/run.py --only hints        only the epoch hints rows (bench/hints.py: 3 epochs of a seeded
                                    random order over a remote bucket 1.5x the cache, with order hints
@@ -78,7 +90,11 @@ import hints  # noqa: E402
 import protect  # noqa: E402
 import shards  # noqa: E402
 import dsort  # noqa: E402
+import copybck  # noqa: E402
+import dataloader  # noqa: E402
+import loadercmp  # noqa: E402
 import tls  # noqa: E402
+import coldnet  # noqa: E402
 import report  # noqa: E402
 import sysprobe  # noqa: E402
 
@@ -240,7 +256,7 @@ class Bench:
         log("bench: cluster up: proxy %s, target %s (pid %d)" % (self.cluster.url,
                                                                 self.target.public_url,
                                                                 self.target.pid))
-        keep = {"cold": "8 MiB", "batch": "16 KiB"}.get(a.only)
+        keep = {"cold": "8 MiB", "coldnet": "8 MiB", "batch": "16 KiB", "loader": "16 KiB"}.get(a.only)
         self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES if keep is None or s[0] == keep]
         self.create_objects()
         taken = {self.cluster.port, self.cluster.port + 1} | {
@@ -931,6 +947,12 @@ class Bench:
             if a.only == "tls":
                 self.setup_own_cluster_only()
                 return self.run_only(lambda: tls.bench_tls(self, ftcluster))
+            if a.only == "copy":
+                self.setup_own_cluster_only()
+                return self.run_only(lambda: copybck.bench_copy(self, ftcluster))
+            if a.only == "dataloader":
+                self.setup_own_cluster_only()
+                return self.run_only(lambda: dataloader.bench_dataloader(self, ftcluster))
             if a.only == "hints":
                 self.setup_own_cluster_only()
                 return self.run_only(lambda: hints.bench_hints(self, a.hints_rate, a.hints_rounds))
@@ -939,6 +961,8 @@ class Bench:
                 return self.hold()
             if a.only == "cold":
                 return self.run_only(self.bench_cold)
+            if a.only == "coldnet":
+                return self.run_only(lambda: coldnet.bench_coldnet(self, a.coldnet_rate))
             if a.only == "shards":
                 return self.run_only(lambda: (shards.bench_shards(self), shards.bench_batch(self),
                                               shards.bench_dataloader(self)))
@@ -946,11 +970,15 @@ class Bench:
                 return self.run_only(lambda: dsort.bench_dsort(self))
             if a.only == "batch":
                 return self.run_only(lambda: shards.bench_batch(self))
+            if a.only == "loader":
+                return self.run_only(lambda: loadercmp.bench_loader_vs_wrk(self))
             self.warm_up()
             pairs = self.bench_get()
             self.bench_loader_vs_wrk(pairs)
+            loadercmp.bench_loader_vs_wrk(self)
             self.bench_disk()
             self.bench_cold()
+            coldnet.bench_coldnet(self, a.coldnet_rate)
             self.bench_put()
             self.bench_s3()
             self.bench_rss()
@@ -959,6 +987,8 @@ class Bench:
             shards.bench_batch(self)
             shards.bench_dataloader(self)
             dsort.bench_dsort(self)
+            copybck.bench_copy(self, ftcluster)
+            dataloader.bench_dataloader(self, ftcluster)
             tls.bench_tls(self, ftcluster)
             protect.bench_protect(self, ftcluster)
             hints.bench_hints(self, a.hints_rate, a.hints_rounds)
@@ -972,7 +1002,7 @@ class Bench:
                      "loader": self.loader.path if self.loader else None,
                      "command": "make bench" if os.environ.get("MAKELEVEL") else " ".join(sys.argv)}
             order = ["Warm GET 8 MiB", "Warm GET 1 MiB", "Warm GET 128 KiB", "Warm GET 16 KiB",
-                     "Shard member GET", "GetBatch", "PyTorch DataLoader", "dsort", "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "ft-loader vs wrk", "Target RSS"]
+                     "Shard member GET", "GetBatch", "PyTorch DataLoader", "dsort", "Copy bucket", "GET from disk", "Cold GET 8 MiB", "PUT 1 MiB", "Data protection", "Epoch hints", "S3 GET", "ft-loader vs wrk", "Target RSS"]
             self.rows.sort(key=lambda r: next((i for i, o in enumerate(order)
                                                if r.title.startswith(o)), len(order)))
             text = report.table_text(self.rows)
@@ -1010,14 +1040,20 @@ def parse_args(argv):
                    help="start the cluster and nginx, write <build>/bench-run/hold.json, wait for Ctrl-C")
     p.add_argument("--dsort-full", action="store_true",
                    help="the dsort row over 2 GiB of shards (default 64 MiB, about a minute)")
-    p.add_argument("--only", choices=["cold", "protect", "hints", "shards", "dsort", "tls", "batch"],
+    p.add_argument("--only", choices=["cold", "coldnet", "protect", "hints", "shards", "dsort", "tls", "batch",
+                                      "copy", "dataloader", "loader"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
                    "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
                    "hints = the epoch hints rows (order hints vs LRU over a rate-limited origin), shards = the "
                    "shard rows (archpath GETs of 16 KiB members of a 1 GiB TAR vs 16 KiB objects; GetBatch of "
                    "1,000 x 16 KiB vs single GETs), dsort = the dsort row (bench/dsort.py), tls = the TLS rows (warm "
                    "GET 8 MiB and 128 KiB over HTTPS vs nginx over HTTPS, same certificate), batch = the GetBatch "
-                   "row alone")
+                   "row alone, copy = the copy-bck row (bench/copybck.py), dataloader = the DataLoader rows over "
+                   "S3 (bench/dataloader.py), loader = ft-loader vs wrk on nginx at 16 KiB, back to back, with "
+                   "client CPU per request (bench/loadercmp.py), coldnet = the cold GET row with the origin in a "
+                   "network namespace behind a rate-limited veth pair (bench/coldnet.py)")
+    p.add_argument("--coldnet-rate", default=coldnet.RATE,
+                   help="bandwidth of the coldnet row's link to the origin (tc htb rate, default %s)" % coldnet.RATE)
     p.add_argument("--hints-rate", default=hints.RATE,
                    help="bandwidth of the epoch hints rows' origin (tc htb rate, default %s)" % hints.RATE)
     p.add_argument("--hints-rounds", type=int, default=hints.ROUNDS,
@@ -1028,7 +1064,7 @@ def parse_args(argv):
         a.rounds, a.seconds, a.no_perf, a.rss_seconds = 1, 2, True, 2
     if a.rounds < 1 or a.seconds < 1 or a.hints_rounds < 1:
         p.error("--rounds, --seconds and --hints-rounds must be >= 1")
-    if a.hold and a.only in ("protect", "hints", "tls"):
+    if a.hold and a.only in ("protect", "hints", "tls", "copy", "dataloader", "coldnet"):
         p.error("--hold is not supported with --only %s (its cluster lives only for its runs)" % a.only)
     return a
 

@@ -704,6 +704,46 @@ ft_backend_err_t ft_backend_read(ft_backend_reader_t *r, void *buf, size_t cap, 
 	return FT_BACKEND_OK;
 }
 
+int ft_backend_reader_splices(const ft_backend_reader_t *r)
+{
+	return r->x->plain != NULL && !r->verify_md5 && !r->verify_crc && r->skip == 0 && !r->cut;
+}
+
+ft_backend_err_t ft_backend_read_to_fd(ft_backend_reader_t *r, int fd, int64_t off, size_t cap, size_t *got,
+				       int *fd_errno)
+{
+	ft_backend_error_t e = {0};
+	ft_backend_err_t rc;
+
+	*got = 0;
+	*fd_errno = 0;
+	if (r->error.code != FT_BACKEND_OK)
+		return r->error.code;
+	if (r->eof)
+		return FT_BACKEND_OK;
+	if (!ft_backend_reader_splices(r))
+		return reader_fail(r, FT_BACKEND_EREQUEST, NULL, "backend: this read cannot go to a file directly");
+	if (cap == 0)
+		return reader_fail(r, FT_BACKEND_EREQUEST, NULL, "backend: read with an empty buffer");
+	if (r->want >= 0 && r->delivered >= r->want)
+		return reader_finish(r);
+	if (r->want >= 0 && (int64_t)cap > r->want - r->delivered)
+		cap = (size_t)(r->want - r->delivered);
+	rc = ft_be_plain_splice(r->x, fd, off, cap, got, fd_errno, &e);
+	if (rc != FT_BACKEND_OK)
+		return reader_fail(r, rc, &e, "read failed");
+	if (*got == 0) {
+		if (r->want >= 0 && r->delivered < r->want)
+			return reader_fail(r, FT_BACKEND_ETRUNCATED, NULL,
+					   "%s GET %s: body ended after %lld of %lld bytes",
+					   ft_backend_provider_name(r->backend->cfg.provider), r->x->what,
+					   (long long)r->delivered, (long long)r->want);
+		return reader_end(r);
+	}
+	r->delivered += (int64_t)*got;
+	return FT_BACKEND_OK;
+}
+
 void ft_backend_reader_close(ft_backend_reader_t *r)
 {
 	if (r == NULL)

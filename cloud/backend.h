@@ -200,6 +200,19 @@ int64_t ft_backend_reader_length(const ft_backend_reader_t *r);
  * error is final: later calls return it again (details in ft_backend_reader_error).
  */
 ft_backend_err_t ft_backend_read(ft_backend_reader_t *r, void *buf, size_t cap, size_t *got);
+/*
+ * Whether r can hand its bytes to a file without passing them through user space
+ * (ft_backend_read_to_fd): an ht GET from an http:// origin, whole body as sent, nothing to verify.
+ */
+int ft_backend_reader_splices(const ft_backend_reader_t *r);
+/*
+ * ft_backend_read for a reader that splices: up to cap bytes written to fd at offset off (fd's file
+ * position untouched) straight from the socket (splice(2) through a pipe). *fd_errno is 0, or the
+ * errno of a failed write to fd (then the reader fails with FT_BACKEND_ECANCELED: the caller's
+ * side, not the backend's). A reader that does not splice fails with FT_BACKEND_EREQUEST.
+ */
+ft_backend_err_t ft_backend_read_to_fd(ft_backend_reader_t *r, int fd, int64_t off, size_t cap, size_t *got,
+				       int *fd_errno);
 /* Makes the current or next read fail with FT_BACKEND_ECANCELED. Any thread; r must stay open meanwhile. */
 void ft_backend_cancel(ft_backend_reader_t *r);
 const ft_backend_error_t *ft_backend_reader_error(const ft_backend_reader_t *r);

@@ -13,6 +13,7 @@
  * Range is handled by the reader (it skips and cuts). Redirects are not followed: a 3xx is
  * reported as a refused request naming the Location, so a moved origin is visible in logs.
  * An ETag is used for revalidation as is; it is never taken for an MD5.
+ * GETs from an http:// origin run on the transfer engine's own sockets (plain.c), not libcurl.
  */
 
 typedef struct {
@@ -88,6 +89,7 @@ static ft_backend_err_t ht_get(ft_backend_t *b, ft_be_xfer_t *x, const char *nam
 
 	if (request(b, x, "GET", name) != 0 || ft_be_add_range(x, o) != 0 || ft_be_add_if_match(x, o) != 0)
 		return ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "ht GET %s: cannot build the request", name);
+	x->plain_ok = 1; /* an http:// origin's body goes straight into the reader's buffer (plain.c) */
 	rc = run(x, err);
 	if (rc == FT_BACKEND_OK)
 		meta_from_headers(x, meta);

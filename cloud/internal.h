@@ -74,6 +74,7 @@ typedef struct {
 } ft_be_header_t;
 
 typedef struct ft_be_handle ft_be_handle_t;
+typedef struct ft_be_plain ft_be_plain_t;
 
 /*
  * One HTTP exchange. Built by a provider (method, URL parts, headers, optional upload body),
@@ -121,6 +122,9 @@ typedef struct {
 	uint64_t progress;     /* bumped by every byte moved either way */
 	atomic_int cancel;
 	char curl_err[CURL_ERROR_SIZE];
+	/* plain.c: a GET the provider allows on a socket of our own (http:// only), and that socket */
+	int plain_ok;
+	ft_be_plain_t *plain;
 } ft_be_xfer_t;
 
 /* A transfer on a pooled handle; NULL on allocation failure. */
@@ -152,6 +156,25 @@ int64_t ft_be_xfer_content_length(const ft_be_xfer_t *x);
 void ft_be_xfer_cancel(ft_be_xfer_t *x);
 /* Releases x; the connection returns to the pool when the exchange was complete. NULL is a no-op. */
 void ft_be_xfer_free(ft_be_xfer_t *x);
+
+/*
+ * plain.c, for the engine only: a GET (no body) to an http:// origin on a socket of our own.
+ * ft_be_plain_start sends it and reads the response head into x (status, headers) as
+ * ft_be_xfer_start does; *fallback = 1 (x back as it was) when the response is one plain.c does not
+ * read (chunked): the engine then sends the request through libcurl. ft_be_plain_read is
+ * ft_be_xfer_read for such a transfer; ft_be_plain_free releases (or pools) its connection;
+ * ft_be_plain_cleanup closes the idle ones.
+ */
+ft_backend_err_t ft_be_plain_start(ft_be_xfer_t *x, ft_backend_error_t *err, int *fallback);
+ft_backend_err_t ft_be_plain_read(ft_be_xfer_t *x, void *buf, size_t cap, size_t *got, ft_backend_error_t *err);
+/*
+ * ft_be_plain_read into fd at off (pwrite's sense) by splice(2), socket to pipe to file: no copy
+ * in user space. A failed write to fd sets *fd_errno and kills x (FT_BACKEND_ECANCELED).
+ */
+ft_backend_err_t ft_be_plain_splice(ft_be_xfer_t *x, int fd, int64_t off, size_t cap, size_t *got, int *fd_errno,
+				    ft_backend_error_t *err);
+void ft_be_plain_free(ft_be_xfer_t *x);
+void ft_be_plain_cleanup(void);
 
 /*
  * Fills err for a non-2xx response: maps the status (and the provider's error code, e.g.

@@ -122,6 +122,7 @@ void ft_backend_global_cleanup(void)
 	pool_head = NULL;
 	pool_count = 0;
 	pthread_mutex_unlock(&pool_lock);
+	ft_be_plain_cleanup();
 	while (h != NULL) {
 		ft_be_handle_t *next = h->next;
 
@@ -570,7 +571,16 @@ ft_backend_err_t ft_be_xfer_start(ft_be_xfer_t *x, ft_backend_error_t *err)
 	CURL *h = x->handle->easy;
 	ft_backend_err_t rc;
 
-	if (x->oom || x->origin == NULL || build_slist(x) != 0)
+	if (x->oom || x->origin == NULL)
+		return xfer_die(x, FT_BACKEND_ENOMEM, err, "out of memory building the request");
+	if (x->plain_ok && x->src == NULL && strcmp(x->method, "GET") == 0 && strncmp(x->origin, "http://", 7) == 0) {
+		int fallback = 0;
+
+		rc = ft_be_plain_start(x, err, &fallback);
+		if (!fallback)
+			return rc;
+	}
+	if (build_slist(x) != 0)
 		return xfer_die(x, FT_BACKEND_ENOMEM, err, "out of memory building the request");
 	ft_strbuf_addf(&url, "%s%s%s%s", x->origin, x->path, x->query[0] != '\0' ? "?" : "", x->query);
 	x->stage = malloc(STAGE_BYTES);
@@ -630,6 +640,8 @@ ft_backend_err_t ft_be_xfer_read(ft_be_xfer_t *x, void *buf, size_t cap, size_t 
 	if (x->dead != FT_BACKEND_OK)
 		return ft_be_fail(err, x->dead, x->status, "%s %s %s: %s", prov_name(x), x->op, x->what,
 				  ft_backend_strerror(x->dead));
+	if (x->plain != NULL)
+		return ft_be_plain_read(x, buf, cap, got, err);
 	if (!x->started)
 		return xfer_die(x, FT_BACKEND_EPROTO, err, "read before start");
 	if (x->stage_len > 0) {
@@ -732,6 +744,7 @@ void ft_be_xfer_free(ft_be_xfer_t *x)
 {
 	if (x == NULL)
 		return;
+	ft_be_plain_free(x);
 	if (x->added)
 		curl_multi_remove_handle(x->handle->multi, x->handle->easy);
 	if (x->done && x->result == CURLE_OK && x->dead == FT_BACKEND_OK)

@@ -68,8 +68,9 @@ struct worker {
 	conn_t *c;
 	ld_task_t task;
 	int host;
-	char name[LD_NAME_MAX + 1];
+	const char *name; /* the object's own name (borrowed from the list), or name_buf */
 	size_t name_len;
+	char name_buf[LD_NAME_MAX + 1]; /* a generated name */
 	char path[LD_PATH_MAX + 1];
 	char head[LD_REQ_MAX];
 	size_t head_len, head_off;
@@ -624,14 +625,20 @@ static void start_task(worker_t *w)
 		L->active--;
 		return;
 	}
-	w->start_ns = ld_mono_ns();
+	w->start_ns = L->now; /* read just before by the caller */
 	w->redirects = 0;
 	w->retried = false;
 	w->fresh = false;
-	if (w->task.op == LD_GET || (o->api == LD_API_URLS && w->task.obj != NULL))
-		w->name_len = ld_obj_name(w->task.obj, w->name, sizeof(w->name));
-	else
-		w->name_len = ld_seq_name(w->task.seq, w->name, sizeof(w->name));
+	if ((w->task.op == LD_GET || (o->api == LD_API_URLS && w->task.obj != NULL)) && w->task.obj->name != NULL) {
+		w->name = w->task.obj->name; /* no copy per request */
+		w->name_len = strlen(w->name);
+	} else if (w->task.op == LD_GET || (o->api == LD_API_URLS && w->task.obj != NULL)) {
+		w->name_len = ld_obj_name(w->task.obj, w->name_buf, sizeof(w->name_buf));
+		w->name = w->name_buf;
+	} else {
+		w->name_len = ld_seq_name(w->task.seq, w->name_buf, sizeof(w->name_buf));
+		w->name = w->name_buf;
+	}
 	w->verify = o->verifyhash && w->task.op == LD_GET && o->readoff == 0 && o->readlen == 0;
 	if (ld_route(o, w->task.obj, w->name, w->name_len, &w->host, &pb, err, sizeof(err)) != 0) {
 		fail(w, err);

@@ -315,6 +315,10 @@ static int validate(ld_opts_t *o, bool min_set, bool max_set, bool duration_set)
 		fprintf(stderr, "ft-loader: -direct works with the native API only\n");
 		return -1;
 	}
+	if (strncasecmp(o->ip, "https://", 8) == 0 || strncasecmp(o->s3endpoint, "https://", 8) == 0) {
+		fprintf(stderr, "ft-loader: speaks plain HTTP only (no TLS); for an https cluster use wrk or curl\n");
+		return -1;
+	}
 	if (o->pctput > 100) {
 		fprintf(stderr, "ft-loader: -pctput must be 0..100\n");
 		return -1;

@@ -142,7 +142,8 @@ bad:
 
 /*
  * Cluster-wide bounds of b's protection properties that need the Smap: EC needs D+P targets
- * besides the object's owner. 0, or -1 with why filled (the request answers 400).
+ * besides the object's owner, mirror.scope "targets" one target for each copy. 0, or -1 with why
+ * filled (the request answers 400).
  */
 static int props_fit_cluster(const ft_bucket_t *b, const ft_smap_t *smap, char *why, size_t cap)
 {
@@ -154,6 +155,13 @@ static int props_fit_cluster(const ft_bucket_t *b, const ft_smap_t *smap, char *
 			"ec with %d data + %d parity slices needs at least %d targets (one more than D+P); the cluster "
 			"has %d",
 			b->ec_data, b->ec_parity, b->ec_data + b->ec_parity + 1, n);
+		return -1;
+	}
+	if (ft_bucket_mirror_targets(b) && b->mirror_copies > n) {
+		snprintf(why, cap,
+			 "mirror with %d copies on distinct targets (scope \"targets\") needs at least %d targets; the "
+			 "cluster has %d",
+			 b->mirror_copies, b->mirror_copies, n);
 		return -1;
 	}
 	return 0;
@@ -188,11 +196,16 @@ static int create_do(px_t *px, const char *provider, const char *name, ft_cksum_
 	snprintf(bucket.provider, sizeof(bucket.provider), "%s", provider);
 	if (props != NULL) {
 		bucket.mirror_copies = props->mirror_copies;
+		bucket.mirror_scope = props->mirror_scope;
 		bucket.ec_data = props->ec_data;
 		bucket.ec_parity = props->ec_parity;
 		bucket.ec_objsize_limit = props->ec_objsize_limit;
 		bucket.validate_warm_get = props->validate_warm_get;
 	}
+	if (px_meta_follower(px))
+		return px_meta_forward(
+			px, json_pack("{s:s, s:o}", "op", "create", "bucket", ft_bucket_to_json_sealed(&bucket)), why,
+			cap);
 	pthread_mutex_lock(&px->meta_lock);
 	cur = ft_bmd_current();
 	if (ft_bmd_find(cur, provider, name) != NULL) {
@@ -241,7 +254,7 @@ int px_bucket_create_like(px_t *px, const char *name, const ft_bucket_t *like, c
 	return create_do(px, "ais", name, like->cksum, NULL, like, why, cap);
 }
 
-/* 503 for a metadata change this proxy cannot commit now (several proxies: docs/multi-proxy.md). */
+/* 503 for a metadata change that cannot be committed now (several proxies: docs/multi-proxy.md). */
 static void px_resp_not_primary(ft_req_t *r, px_t *px)
 {
 	ft_smap_t *m = ft_smap_current();
@@ -252,9 +265,10 @@ static void px_resp_not_primary(ft_req_t *r, px_t *px)
 			      "cannot change the bucket metadata now: the metadata store (etcd) cannot be "
 			      "reached; try again");
 	else
-		ft_resp_error(r, 503, "cannot change the bucket metadata here: this proxy is not the primary%s%s",
-			      p != NULL ? "; send it to the primary at " : " (an election is under way); try again",
-			      p != NULL ? p->public_url : "");
+		ft_resp_error(r, 503, "cannot change the bucket metadata now: %s; try again",
+			      p != NULL ? "the primary proxy cannot make the change (etcd unreachable, or the primary "
+					  "changing)"
+					: "no primary proxy is known (an election is under way)");
 	ft_smap_put(m);
 }
 
@@ -383,6 +397,11 @@ static int setprops_do(bucket_op_t *op)
 	ft_bucket_t bucket;
 	int rc = 0;
 
+	if (px_meta_follower(px))
+		return px_meta_forward(px,
+				       json_pack("{s:s, s:s, s:s, s:O}", "op", "setprops", "provider", op->provider,
+						 "bucket", op->bucket, "set", op->set),
+				       op->why, sizeof(op->why));
 	pthread_mutex_lock(&px->meta_lock);
 	cur = ft_bmd_current();
 	const ft_bucket_t *found = cur != NULL ? ft_bmd_find(cur, op->provider, op->bucket) : NULL;
@@ -415,8 +434,9 @@ static int setprops_do(bucket_op_t *op)
 	smap = ft_smap_current();
 	pthread_mutex_unlock(&px->meta_lock);
 
-	ft_info("bucket %s/%s: mirror.copies=%d ec=%d+%d (objsize_limit %lld) validate_warm_get=%d: bucket metadata v%lld",
-		op->provider, op->bucket, bucket.mirror_copies > 1 ? bucket.mirror_copies : 1, bucket.ec_data,
+	ft_info("bucket %s/%s: mirror.copies=%d scope=%s ec=%d+%d (objsize_limit %lld) validate_warm_get=%d: bucket metadata v%lld",
+		op->provider, op->bucket, bucket.mirror_copies > 1 ? bucket.mirror_copies : 1,
+		bucket.mirror_scope == FT_MIRROR_SCOPE_TARGETS ? "targets" : "mountpaths", bucket.ec_data,
 		bucket.ec_parity, (long long)bucket.ec_objsize_limit, bucket.validate_warm_get, (long long)b->version);
 	px_metasync(px, smap, b, false, true, NULL);
 	goto out;
@@ -532,6 +552,12 @@ static int destroy_do(px_t *px, const char *provider, const char *name)
 	ft_smap_t *smap = NULL;
 	int rc = 0;
 
+	if (px_meta_follower(px)) {
+		char why[256];
+		return px_meta_forward(
+			px, json_pack("{s:s, s:s, s:s}", "op", "destroy", "provider", provider, "bucket", name), why,
+			sizeof(why));
+	}
 	pthread_mutex_lock(&px->meta_lock);
 	cur = ft_bmd_current();
 	if (ft_bmd_find(cur, provider, name) == NULL) {
@@ -631,4 +657,37 @@ void px_bucket_destroy_remote(px_t *px, ft_req_t *r, const char *provider, const
 		ft_req_defer(r, destroy_work, op);
 	else
 		ft_req_read_body_all(r, PX_BODY_MAX, destroy_body, op);
+}
+
+/* The primary's side of px_meta_forward for buckets: "create" (a sealed bucket), "destroy", "setprops". */
+int px_bucket_meta_apply(px_t *px, const json_t *op, char *why, size_t cap)
+{
+	const char *name = json_string_value(json_object_get(op, "op")),
+		   *provider = json_string_value(json_object_get(op, "provider")),
+		   *bucket = json_string_value(json_object_get(op, "bucket"));
+	int rc;
+
+	if (strcmp(name, "create") == 0) {
+		ft_bucket_t bk;
+		if (ft_bucket_from_json(&bk, json_object_get(op, "bucket"), why, cap) != 0)
+			return -EINVAL;
+		rc = create_do(px, bk.provider, bk.name, bk.cksum, bk.backend, &bk, why, cap);
+		json_decref(bk.backend);
+		return rc;
+	}
+	if (provider == NULL || bucket == NULL || strlen(bucket) > FT_BUCKET_NAME_MAX) {
+		snprintf(why, cap, "metadata operation %s needs \"provider\" and \"bucket\"", name);
+		return -EINVAL;
+	}
+	if (strcmp(name, "destroy") == 0)
+		return destroy_do(px, provider, bucket);
+	if (strcmp(name, "setprops") == 0 && json_is_object(json_object_get(op, "set"))) {
+		bucket_op_t bo = {.px = px, .provider = provider, .set = json_object_get(op, "set")};
+		snprintf(bo.bucket, sizeof(bo.bucket), "%s", bucket);
+		rc = setprops_do(&bo);
+		snprintf(why, cap, "%s", bo.why);
+		return rc;
+	}
+	snprintf(why, cap, "unknown metadata operation %s", name);
+	return -EINVAL;
 }

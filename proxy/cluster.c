@@ -510,6 +510,9 @@ unlock:
 	if (m != NULL) {
 		ft_info("cluster map v%lld: %d targets", (long long)m->version, m->n_targets);
 		px_metasync(px, m, NULL, true, false, NULL);
+		for (int i = 0; i < cur->n_targets; i++)
+			if (ft_smap_find(m, cur->targets[i].id) == NULL)
+				px_reprotect_after_loss(px, cur->targets[i].id);
 		ft_smap_put(m);
 	}
 	ft_smap_put(cur);

@@ -69,6 +69,11 @@ void px_ctl_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 			px_cluster_metasync(px, req, resp);
 		else
 			ft_ctl_error(resp, 405, "%s %s: use POST", req->method, req->path);
+	} else if (strcmp(req->path, "/v1/meta") == 0) {
+		if (post)
+			px_meta_handle(px, req, resp);
+		else
+			ft_ctl_error(resp, 405, "%s %s: use POST", req->method, req->path);
 	} else if (strcmp(req->path, "/v1/cluster/mountpaths") == 0) {
 		px_maint_mountpaths(px, req, resp);
 	} else if (strcmp(req->path, "/v1/health") == 0) {

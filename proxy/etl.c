@@ -141,6 +141,13 @@ static int registry_change(px_t *px, const char *name, const json_t *spec)
 	ft_smap_t *smap = NULL;
 	int rc = 0;
 
+	if (px_meta_follower(px)) {
+		char why[256];
+		json_t *op = spec != NULL ? json_pack("{s:s, s:s, s:O}", "op", "etl-set", "name", name, "spec", spec)
+					  : json_pack("{s:s, s:s}", "op", "etl-rm", "name", name);
+		rc = px_meta_forward(px, op, why, sizeof(why));
+		return rc == -EAGAIN ? -EIO : rc;
+	}
 	pthread_mutex_lock(&px->meta_lock);
 	cur = ft_bmd_current();
 	bool have = cur != NULL && json_object_get(cur->etl, name) != NULL;
@@ -300,4 +307,18 @@ bool px_etl_known(const char *name)
 
 	ft_bmd_put(bmd);
 	return known;
+}
+
+int px_etl_meta_apply(px_t *px, const json_t *op, char *why, size_t cap)
+{
+	const char *kind = json_string_value(json_object_get(op, "op")),
+		   *name = json_string_value(json_object_get(op, "name"));
+	const json_t *spec = json_object_get(op, "spec");
+
+	if (name == NULL || (strcmp(kind, "etl-set") == 0 && !json_is_object(spec)) ||
+	    (strcmp(kind, "etl-set") != 0 && strcmp(kind, "etl-rm") != 0)) {
+		snprintf(why, cap, "bad etl operation %s", kind);
+		return -EINVAL;
+	}
+	return registry_change(px, name, strcmp(kind, "etl-set") == 0 ? spec : NULL);
 }

@@ -162,8 +162,10 @@ static int take_out(px_t *px, const char *id, const char *why)
 		return wait_removed(id);
 	int rc = px_cluster_remove(px, id, why);
 
-	if (rc == 0)
+	if (rc == 0) {
 		ft_metric_inc(FT_M_TARGET_DOWN_REPORTS);
+		px_reprotect_after_loss(px, id);
+	}
 	return rc >= 0 ? 0 : -1;
 }
 

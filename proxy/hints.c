@@ -2,6 +2,7 @@
 /* Order hints at the proxy: checks an order-hint bucket action, splits its names by HRW owner, installs each share. */
 #include "proxy.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,24 +107,19 @@ static int names_from_object(const px_t *px, const hint_req_t *h, const ft_smap_
 {
 	ft_strbuf_t body = {0};
 	int st = px_object_read(smap, h->provider, h->bucket, obj, "url_list_object", HINT_TIMEOUT_MS, &body, why, cap);
+	size_t line = 0;
+	int rc = st == 0 ? px_text_lines(body.p, body.len, (size_t)px->cfg.hint_max_names, out, &line) : 0;
 
-	for (size_t at = 0; st == 0 && at < body.len;) {
-		const char *line = body.p + at, *nl = memchr(line, '\n', body.len - at);
-		size_t n = nl != NULL ? (size_t)(nl - line) : body.len - at;
-		at += n + (nl != NULL);
-		if (n > 0 && line[n - 1] == '\r')
-			n--;
-		if (n == 0)
-			continue;
-		if (json_array_size(out) >= (size_t)px->cfg.hint_max_names) {
-			snprintf(why, cap, "url_list_object \"%s\": more than hint_max_names %d names", obj,
-				 px->cfg.hint_max_names);
-			st = 413;
-		} else if (json_array_append_new(out, json_stringn(line, n)) != 0) {
-			snprintf(why, cap, "url_list_object \"%s\": line %zu is not UTF-8 text", obj,
-				 json_array_size(out) + 1);
-			st = 400;
-		}
+	if (rc == -E2BIG) {
+		snprintf(why, cap, "url_list_object \"%s\": more than hint_max_names %d names", obj,
+			 px->cfg.hint_max_names);
+		st = 413;
+	} else if (rc == -EILSEQ) {
+		snprintf(why, cap, "url_list_object \"%s\": line %zu is not UTF-8 text", obj, line);
+		st = 400;
+	} else if (rc != 0) {
+		snprintf(why, cap, "out of memory");
+		st = 500;
 	}
 	ft_strbuf_free(&body);
 	return st;

@@ -472,6 +472,24 @@ static void job_finish_doc(json_t *agg, const json_t *answered, int grace_s)
 		json_object_set_new(agg, "end", json_integer(0));
 }
 
+/* Whether job id is a dsort that some target still runs: aborting it then removes the outputs of the parts that
+ * finished too, so an aborted dsort leaves no output (docs/jobs.md). */
+static bool dsort_running(px_t *px, const char *id)
+{
+	json_t *doc = NULL;
+	int status;
+	char why[256];
+	bool yes = false;
+
+	if (px_jobs_query(px, id, false, &doc, &status, why, sizeof(why)) == 0) {
+		const char *kind = json_string_value(json_object_get(doc, "kind")),
+			   *state = json_string_value(json_object_get(doc, "state"));
+		yes = kind != NULL && state != NULL && strcmp(kind, "dsort") == 0 && strcmp(state, "running") == 0;
+	}
+	json_decref(doc);
+	return yes;
+}
+
 int px_jobs_query(px_t *px, const char *id, bool del, json_t **out, int *status, char *why, size_t cap)
 {
 	ft_smap_t *smap = ft_smap_current();
@@ -486,7 +504,8 @@ int px_jobs_query(px_t *px, const char *id, bool del, json_t **out, int *status,
 		snprintf(why, cap, "the cluster map has no targets");
 		goto done;
 	}
-	snprintf(f.path, sizeof(f.path), "/v1/jobs%s%s", id[0] ? "/" : "", id);
+	snprintf(f.path, sizeof(f.path), "/v1/jobs%s%s%s", id[0] ? "/" : "", id,
+		 del && id[0] && dsort_running(px, id) ? "?outputs=remove" : "");
 	if (fanout(px, &f) != 0) {
 		snprintf(why, cap, "out of memory");
 		goto done;

@@ -3,6 +3,7 @@
 #include "proxy.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,14 +329,15 @@ static int download_prepare(px_t *px, ft_req_t *r, json_t *msg)
 	st = px_object_read(smap, provider, bucket, obj, "url_list_object", LIST_TIMEOUT_MS, &body, why, sizeof(why));
 	if (st != 0)
 		goto out;
-	for (size_t at = 0; at < body.len;) {
-		const char *line = body.p + at, *nl = memchr(line, '\n', body.len - at);
-		size_t n = nl != NULL ? (size_t)(nl - line) : body.len - at;
-		at += n + (nl != NULL);
-		if (n > 0 && line[n - 1] == '\r')
-			n--;
-		if (n > 0)
-			json_array_append_new(urls, json_stringn(line, n));
+	size_t line = 0;
+	int rc = px_text_lines(body.p, body.len, SIZE_MAX, urls, &line);
+	if (rc != 0) {
+		snprintf(why, sizeof(why), "url_list_object \"%s\": %s", obj,
+			 rc == -EILSEQ ? "a line is not UTF-8 text" : "out of memory");
+		if (rc == -EILSEQ)
+			snprintf(why + strlen(why), sizeof(why) - strlen(why), " (line %zu)", line);
+		st = rc == -EILSEQ ? 400 : 500;
+		goto out;
 	}
 	json_object_del(msg, "url_list_object");
 	st = add_urls(urls, msg, why, sizeof(why));

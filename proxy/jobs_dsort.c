@@ -412,42 +412,9 @@ static int read_order(const ft_smap_t *smap, const char *bucket, const char *obj
 	ft_strbuf_t body = {0};
 	int st = px_object_read(smap, "ais", bucket, obj, "order_file", DSORT_TIMEOUT_MS, &body, why, cap);
 
-	if (st == 0) {
-		json_t *doc = json_loadb(body.p, body.len, 0, NULL);
-		if (json_is_array(doc)) {
-			for (size_t i = 0; i < json_array_size(doc); i++)
-				if (json_is_string(json_array_get(doc, i)))
-					json_object_set_new(pos, json_string_value(json_array_get(doc, i)),
-							    json_integer((json_int_t)i));
-		} else if (json_is_object(doc)) {
-			const char *k;
-			json_t *v;
-			json_object_foreach(doc, k, v) {
-				if (json_is_number(v))
-					json_object_set_new(pos, k, json_integer((json_int_t)json_number_value(v)));
-			}
-		} else {
-			json_int_t line = 0;
-			for (size_t at = 0; at < body.len;) {
-				const char *p = body.p + at, *nl = memchr(p, '\n', body.len - at);
-				size_t len = nl != NULL ? (size_t)(nl - p) : body.len - at;
-				size_t f = strcspn(p, ",\t\r\n");
-				at += len + (nl != NULL);
-				if (f > len)
-					f = len;
-				if (f > 0) {
-					char *k = strndup(p, f);
-					if (k != NULL && json_object_get(pos, k) == NULL)
-						json_object_set_new(pos, k, json_integer(line++));
-					free(k);
-				}
-			}
-		}
-		json_decref(doc);
-		if (json_object_size(pos) == 0) {
-			snprintf(why, cap, "order_file \"%s\" lists no keys", obj);
-			st = 400;
-		}
+	if (st == 0 && px_order_parse(body.p, body.len, pos) != 0) {
+		snprintf(why, cap, "order_file \"%s\" lists no keys", obj);
+		st = 400;
 	}
 	ft_strbuf_free(&body);
 	return st;

@@ -123,130 +123,13 @@ static int target_empty(const ft_node_t *n)
 	return rc;
 }
 
-typedef struct {
-	px_t *px;
-	char id[FT_ID_MAX];
-} drain_t;
-
-#define MAINT_EC_ROUNDS 3 /* ec-encode runs on a bucket until every target's part ended clean */
-
-/* Starts job msg on target n: whether it runs (a 409 means it exists: it runs already). */
-static bool ec_job_start(const ft_node_t *n, const json_t *msg, const char *sid)
-{
-	char url[FT_URL_MAX + 16], err[256] = "";
-	long status = 0;
-	json_t *resp = NULL;
-
-	snprintf(url, sizeof(url), "%s/v1/jobs", n->control_url);
-	int rc = ft_client_json("POST", url, msg, MAINT_ASK_MS, &status, &resp, err, sizeof(err));
-	json_decref(resp);
-	if (rc == 0 && (status == 200 || status == 409))
-		return true;
-	ft_warn("decommission %s: ec-encode on %s not started (HTTP %ld %s)", sid, n->id, status, err);
-	return false;
-}
-
-/*
- * Follows job id on target n until it ends: true when it finished with no error. A target that
- * cannot be asked for MAINT_ASK_MS counts as a failed part.
- */
-static bool ec_job_clean(px_t *px, const ft_node_t *n, const char *id, const char *sid)
-{
-	char url[FT_URL_MAX + FT_ID_MAX + 96], err[256] = "";
-	int64_t start = ft_mono_ms(), heard = start;
-
-	snprintf(url, sizeof(url), "%s/v1/jobs/%s", n->control_url, id);
-	while (ft_mono_ms() - start < MAINT_DRAIN_LIMIT_MS) {
-		long status = 0;
-		json_t *resp = NULL;
-		if (ft_client_json("GET", url, NULL, MAINT_ASK_MS, &status, &resp, err, sizeof(err)) == 0 &&
-		    status == 200) {
-			const char *state = json_string_value(json_object_get(resp, "state"));
-			json_int_t errors = json_integer_value(json_object_get(resp, "errors"));
-			bool running = state == NULL || strcmp(state, "running") == 0;
-			bool clean = !running && strcmp(state, "finished") == 0 && errors == 0;
-			if (!running && !clean)
-				ft_warn("decommission %s: ec-encode on %s: %s with %lld errors", sid, n->id, state,
-					(long long)errors);
-			heard = ft_mono_ms();
-			json_decref(resp);
-			if (!running)
-				return clean;
-		} else {
-			json_decref(resp);
-			if (ft_mono_ms() - heard > MAINT_ASK_MS) {
-				ft_warn("decommission %s: ec-encode on %s: no status (HTTP %ld %s)", sid, n->id, status,
-					err);
-				return false;
-			}
-		}
-		if (px_stop_wait(px, MAINT_POLL_MS))
-			return false;
-	}
-	return false;
-}
-
-/* One ec-encode run over bucket bk on every target of m, followed to its end: whether all parts ended clean. */
-static bool ec_reencode_round(px_t *px, const ft_smap_t *m, const ft_bucket_t *bk, const char *id, const char *sid)
-{
-	json_t *msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", "ec-encode", "provider", bk->provider,
-				"bucket", bk->name);
-	bool *started = calloc((size_t)m->n_targets + 1, sizeof(*started)), clean = msg != NULL && started != NULL;
-
-	for (int k = 0; clean && k < m->n_targets && !px_stop_wait(px, 0); k++)
-		started[k] = ec_job_start(&m->targets[k], msg, sid);
-	for (int k = 0; clean && k < m->n_targets; k++)
-		if (!started[k] || !ec_job_clean(px, &m->targets[k], id, sid))
-			clean = false;
-	free(started);
-	json_decref(msg);
-	return clean;
-}
-
-/*
- * The slices and EC replicas the decommissioned target held are re-created for the new map: an
- * ec-encode job (jobs.c) on every target for each EC bucket, followed to its end; a bucket where
- * a part could not start, or ended with errors, gets another run (up to MAINT_EC_ROUNDS).
- */
-static void ec_reencode(px_t *px, const char *sid)
-{
-	ft_smap_t *m = ft_smap_current();
-	ft_bmd_t *b = ft_bmd_current();
-
-	for (int i = 0; m != NULL && b != NULL && i < b->n; i++) {
-		const ft_bucket_t *bk = &b->buckets[i];
-		char id[FT_ID_MAX + 64];
-		bool clean = false;
-		if (bk->ec_data == 0)
-			continue;
-		for (int round = 1; !clean && round <= MAINT_EC_ROUNDS && !px_stop_wait(px, round > 1 ? 1000 : 0);
-		     round++) {
-			snprintf(id, sizeof(id), "decommission-%s-%lld-%d-%d", sid, (long long)m->version, i, round);
-			ft_info("decommission %s: job %s re-creates the slices of %s/%s", sid, id, bk->provider,
-				bk->name);
-			clean = ec_reencode_round(px, m, bk, id, sid);
-		}
-		if (clean)
-			ft_info("decommission %s: job %s ended clean on every target", sid, id);
-		else if (px_stop_wait(px, 0))
-			ft_warn("decommission %s: stopping before the slices of %s/%s were all re-created", sid,
-				bk->provider, bk->name);
-		else if (!clean)
-			ft_error("decommission %s: the slices of %s/%s are not all re-created; a scrub or an ec-encode "
-				 "job of the bucket completes them",
-				 sid, bk->provider, bk->name);
-	}
-	ft_bmd_put(b);
-	ft_smap_put(m);
-}
-
 /*
  * Waits until the target is empty, then removes it from the map, asks it to shut down and has the
  * EC slices it held re-created.
  */
 static void *drain_main(void *arg)
 {
-	drain_t *d = arg;
+	px_task_t *d = arg;
 	int64_t start = ft_mono_ms();
 	int unreachable = 0;
 
@@ -257,7 +140,7 @@ static void *drain_main(void *arg)
 		if (n == NULL) { /* taken out as dead meanwhile: what it held goes on being protected */
 			ft_smap_put(m);
 			ft_warn("decommission %s: left the cluster map before it was empty", d->id);
-			ec_reencode(d->px, d->id);
+			px_reprotect(d->px, "decommission", d->id);
 			goto out;
 		}
 		if (!(n->flags & FT_NODE_DECOMMISSION)) {
@@ -294,13 +177,9 @@ static void *drain_main(void *arg)
 		ft_warn("decommission %s: the shutdown request failed (%s, HTTP %ld)", d->id, err, status);
 	json_decref(body);
 	json_decref(resp);
-	ec_reencode(d->px, d->id);
+	px_reprotect(d->px, "decommission", d->id);
 out:
-	pthread_mutex_lock(&d->px->stop_lock);
-	d->px->drains--;
-	pthread_cond_broadcast(&d->px->stop_cond);
-	pthread_mutex_unlock(&d->px->stop_lock);
-	free(d);
+	px_task_end(d);
 	return NULL;
 }
 
@@ -314,9 +193,9 @@ void px_maint_stop(px_t *px)
 	pthread_mutex_unlock(&px->stop_lock);
 }
 
-static int start_drain(px_t *px, const char *id)
+int px_task_start(px_t *px, const char *id, void *(*fn)(void *))
 {
-	drain_t *d = calloc(1, sizeof(*d));
+	px_task_t *d = calloc(1, sizeof(*d));
 	pthread_attr_t attr;
 	pthread_t th;
 	int rc;
@@ -332,7 +211,7 @@ static int start_drain(px_t *px, const char *id)
 	if (rc == 0) {
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		rc = pthread_create(&th, &attr, drain_main, d);
+		rc = pthread_create(&th, &attr, fn, d);
 		pthread_attr_destroy(&attr);
 		if (rc != 0) {
 			pthread_mutex_lock(&px->stop_lock);
@@ -345,6 +224,17 @@ static int start_drain(px_t *px, const char *id)
 		return -1;
 	}
 	return 0;
+}
+
+void px_task_end(px_task_t *d)
+{
+	px_t *px = d->px;
+
+	free(d);
+	pthread_mutex_lock(&px->stop_lock);
+	px->drains--;
+	pthread_cond_broadcast(&px->stop_cond);
+	pthread_mutex_unlock(&px->stop_lock);
 }
 
 /* The "sid" of {"action": A, "value": {"sid": ID}}; NULL with a 400 in resp when missing. */
@@ -394,7 +284,7 @@ void px_maint_cluster_put(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 		ft_ctl_error(resp, st, "%s: %s", action, why);
 		goto out;
 	}
-	if ((flags & FT_NODE_DECOMMISSION) && start_drain(px, sid) != 0) {
+	if ((flags & FT_NODE_DECOMMISSION) && px_task_start(px, sid, drain_main) != 0) {
 		ft_ctl_error(resp, 500, "%s: cannot start the drain thread", action);
 		goto out;
 	}

@@ -62,7 +62,7 @@ typedef struct px {
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond; /* CLOCK_MONOTONIC */
 	bool stopping;
-	int drains; /* maint.c's decommission threads running (stop_lock) */
+	int drains; /* px_task_t threads running: decommissions, restores (stop_lock) */
 
 	/* primary.c: several proxies on etcd (cfg.etcd set); the rest of the daemon asks px_is_primary */
 	pthread_t elector;
@@ -175,8 +175,22 @@ void px_maint_mountpaths(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
  * (a worker answers), false for another action (AIStore's job stop, aiswire_jobs.c).
  */
 bool px_maint_public_put(px_t *px, ft_req_t *r, const json_t *msg, const char *body, size_t len);
-/* Stops the decommission threads: they end their current request and leave the rest; waits for them. */
+/* Stops the decommission and restore threads: they end their current request and leave the rest; waits for them. */
 void px_maint_stop(px_t *px);
+/* A detached thread of the proxy about node id (a decommission, a restore), counted so px_maint_stop waits for it. */
+typedef struct {
+	px_t *px;
+	char id[FT_ID_MAX];
+} px_task_t;
+/* Runs fn with a new px_task_t, which fn ends with px_task_end. 0, or -1 (stopping, no memory, no thread). */
+int px_task_start(px_t *px, const char *id, void *(*fn)(void *));
+void px_task_end(px_task_t *d);
+
+/* ---- reprotect.c: slices and copies re-created after a target left the map ---- */
+/* ec-encode runs on every target for each bucket with slices or copies on targets, followed to their end; blocking. */
+void px_reprotect(px_t *px, const char *kind, const char *sid);
+/* Target id was taken out as dead: px_reprotect in restore_after_s unless it joins again (a thread of its own). */
+void px_reprotect_after_loss(px_t *px, const char *id);
 /* GET|POST /v1/cluster/mountpaths?sid=ID on the public port. */
 void px_maint_public_mountpaths(px_t *px, ft_req_t *r);
 /* {"status":"ok","role":"proxy","id":...} (new reference). */
@@ -236,6 +250,34 @@ int px_bucket_create_like(px_t *px, const char *name, const ft_bucket_t *like, c
 int px_bucket_destroy_do(px_t *px, const char *bucket);
 /* Sets the canned ACL of a bucket (a new BMD, pushed). Blocking: a worker. 0, -ENOENT or -EIO. */
 int px_bucket_set_acl(px_t *px, const char *provider, const char *bucket, bool public_read);
+/* The primary's side of a follower's bucket change ({"op": "create"|"destroy"|"setprops", ...}): as the *_do. */
+int px_bucket_meta_apply(px_t *px, const json_t *op, char *why, size_t cap);
+
+/* ---- textlist.c: lists jobs read from objects of a bucket ---- */
+/*
+ * Appends the lines of p[0..len) to out as strings, one a line ("\n" or "\r\n"; empty lines
+ * skipped). 0; -E2BIG when more than max; -EILSEQ when a line is not UTF-8 text (a NUL byte
+ * counts as not); -ENOMEM. *line_no: the line (from 1) that failed, or the last one read.
+ */
+int px_text_lines(const char *p, size_t len, size_t max, json_t *out, size_t *line_no);
+/*
+ * dsort's order file into pos (key -> position): a JSON array of keys, a JSON object key -> number,
+ * or text/CSV with the key as the first field (up to ',' or a tab) of each line. A key listed
+ * twice keeps its first position. 0, or -ENOENT when it lists no key.
+ */
+int px_order_parse(const char *p, size_t len, json_t *pos);
+
+/* ---- metafwd.c: a follower's bucket metadata changes, made by the primary (docs/multi-proxy.md) ---- */
+/* Whether this proxy sends its metadata changes to the primary (several proxies, and it is not the primary). */
+bool px_meta_follower(const px_t *px);
+/*
+ * Has the primary make op (stolen; NULL: out of memory) and waits until this proxy's BMD holds it.
+ * Blocking: a worker. The primary's outcome (0 or a -errno of the operation, why filled), or -EAGAIN
+ * when no primary can make it now (why says why).
+ */
+int px_meta_forward(px_t *px, json_t *op, char *why, size_t cap);
+/* POST /v1/meta on the control port: a follower's operation, made here when this proxy is the primary. */
+void px_meta_handle(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
 /* ---- acl.c: anonymous reads of public-read data on the native API (docs/acl.md) ---- */
 /* Whether r carries no credentials at all (no Authorization header, no presigned query). */
@@ -350,6 +392,8 @@ bool px_dsort_action(px_t *px, ft_req_t *r, const char *provider, const char *bu
 void px_etl_route(px_t *px, ft_req_t *r, const char *path, size_t len);
 /* Whether the current BMD has transformer name. */
 bool px_etl_known(const char *name);
+/* The primary's side of a follower's registry change ({"op": "etl-set", "name", "spec"} or "etl-rm"). */
+int px_etl_meta_apply(px_t *px, const json_t *op, char *why, size_t cap);
 /* ---- jobs_archive.c: the archive action (docs/archive.md) ---- */
 /*
  * Called by px_jobs_action for actions it does not know: when action is archive, checks value

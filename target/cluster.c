@@ -463,6 +463,12 @@ void tgt_control_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 	} else if (strncmp(req->path, "/v1/jobs", 8) == 0 && (req->path[8] == '\0' || req->path[8] == '/')) {
 		tgt_jobs_handle(t, req, resp);
 		return;
+	} else if (strcmp(req->path, "/v1/ec/held") == 0) {
+		if (strcmp(req->method, "POST") == 0)
+			tgt_ec_held_ctl(t, req, resp);
+		else
+			ft_ctl_error(resp, 405, "method %s not allowed on %s (use POST)", req->method, req->path);
+		return;
 	} else if (strncmp(req->path, "/v1/ec", 6) == 0 && (req->path[6] == '\0' || req->path[6] == '/')) {
 		tgt_ec_ctl(t, req, resp);
 		return;

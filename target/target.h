@@ -253,14 +253,20 @@ int tgt_ec_put_fd(const tgt_obj_t *o, int fd, const ft_lom_t *lom, char *err, si
 /* Starts the fan-out threads EC sends slices on (t->fanout); 0 or -1. tgt_ec_fini stops them (NULL is fine). */
 int tgt_ec_init(tgt_t *t);
 void tgt_ec_fini(tgt_t *t);
-/* After o's main copy was deleted: asks the holders to drop its slices/replicas. */
+/* After o's main copy was deleted: asks the holders to drop its slices/replicas, on a worker later. */
 void tgt_ec_delete(const tgt_obj_t *o);
+/* The same, blocking until every target of the map answered (worker or job thread); how many dropped one. */
+int tgt_ec_delete_now(const tgt_obj_t *o);
 /*
  * Rebuilds o's main copy here from the slices or replicas other targets hold, and publishes it.
  * Blocking (worker thread). 0 when restored (the caller reopens it), -ENOENT when no holder knows
  * o (or the bucket has no EC), another -errno with err on failure.
  */
 int tgt_ec_restore(tgt_obj_t *o, char *err, size_t cap);
+/* tgt_ec_restore only when the main copy is missing here (*restored says whether it was). 0, or -errno with err. */
+int tgt_ec_restore_missing(tgt_obj_t *o, bool *restored, char *err, size_t cap);
+/* POST /v1/ec/held?provider&bucket (xact/held.c): owners of what is held here rebuild a main copy they lack. */
+void tgt_ec_held_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 /*
  * Scrub of o's slices or replicas on the other targets: verifies every one and re-creates those
  * missing or damaged. 0 all good (or no EC), 1 some re-created, -1 with err.

@@ -116,7 +116,9 @@ static int bucket_search(const ft_bmd_t *b, const char *provider, const char *na
 /* The protection properties within their bounds (see ft_bucket_props_apply); 0 copies = 1. */
 static int props_valid(const ft_bucket_t *bk)
 {
-	return bk->mirror_copies >= 0 && bk->mirror_copies <= FT_MIRROR_COPIES_MAX && bk->ec_data >= 0 &&
+	return bk->mirror_copies >= 0 && bk->mirror_copies <= FT_MIRROR_COPIES_MAX &&
+	       (bk->mirror_scope == FT_MIRROR_SCOPE_MOUNTPATHS || bk->mirror_scope == FT_MIRROR_SCOPE_TARGETS) &&
+	       !(ft_bucket_mirror_targets(bk) && bk->ec_data > 0) && bk->ec_data >= 0 &&
 	       bk->ec_data <= FT_EC_SLICES_MAX && bk->ec_parity >= 0 && bk->ec_parity <= FT_EC_SLICES_MAX &&
 	       (bk->ec_data == 0) == (bk->ec_parity == 0) && bk->ec_objsize_limit >= 0 &&
 	       (bk->validate_warm_get == 0 || bk->validate_warm_get == 1) &&
@@ -227,6 +229,12 @@ static json_t *bucket_json(const ft_bucket_t *bucket, secrets_mode_t mode)
 		bucket->ec_data, "parity_slices", bucket->ec_parity, "objsize_limit",
 		(json_int_t)bucket->ec_objsize_limit, "checksum_validate_warm_get", bucket->validate_warm_get != 0);
 
+	json_t *mirror = j != NULL ? json_object_get(j, "mirror") : NULL;
+	if (mirror != NULL && bucket->mirror_scope == FT_MIRROR_SCOPE_TARGETS &&
+	    json_object_set_new(mirror, "scope", json_string("targets")) != 0) {
+		json_decref(j);
+		return NULL;
+	}
 	if (j != NULL && bucket->public_read && json_object_set_new(j, "acl", json_string("public-read")) != 0) {
 		json_decref(j);
 		return NULL;
@@ -250,6 +258,11 @@ static json_t *bucket_json(const ft_bucket_t *bucket, secrets_mode_t mode)
 json_t *ft_bucket_to_json(const ft_bucket_t *bucket)
 {
 	return bucket_json(bucket, SECRETS_DROP);
+}
+
+json_t *ft_bucket_to_json_sealed(const ft_bucket_t *bucket)
+{
+	return bucket_json(bucket, SECRETS_SEALED);
 }
 
 static json_t *bmd_json(const ft_bmd_t *b, secrets_mode_t mode)
@@ -366,6 +379,11 @@ static int bucket_from_json(ft_bucket_t *bk, const json_t *o, const char *what, 
 	return 0;
 }
 
+int ft_bucket_from_json(ft_bucket_t *bk, const json_t *o, char *err, size_t errlen)
+{
+	return bucket_from_json(bk, o, "bucket", err, errlen);
+}
+
 static int open_secrets(ft_bucket_t *bk, const char *what, char *err, size_t errlen)
 {
 	const ft_auth_t *a = ft_auth();
@@ -440,9 +458,27 @@ static int acl_apply(ft_bucket_t *bk, const json_t *acl, char *err, size_t errle
 	return 0;
 }
 
+int ft_bucket_mirror_targets(const ft_bucket_t *bk)
+{
+	return bk->mirror_scope == FT_MIRROR_SCOPE_TARGETS && bk->mirror_copies > 1;
+}
+
+/* mirror.scope from v (NULL: unchanged); 0, or -1 with err. */
+static int scope_apply(ft_bucket_t *bk, const json_t *v, char *err, size_t errlen)
+{
+	const char *s = json_string_value(v);
+
+	if (v == NULL)
+		return 0;
+	if (s == NULL || (strcmp(s, "mountpaths") != 0 && strcmp(s, "targets") != 0))
+		return fail(err, errlen, "\"mirror.scope\" must be \"mountpaths\" or \"targets\"");
+	bk->mirror_scope = strcmp(s, "targets") == 0 ? FT_MIRROR_SCOPE_TARGETS : FT_MIRROR_SCOPE_MOUNTPATHS;
+	return 0;
+}
+
 int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_t errlen)
 {
-	static const char *const mirror_keys[] = {"copies"};
+	static const char *const mirror_keys[] = {"copies", "scope"};
 	static const char *const ec_keys[] = {"data_slices", "parity_slices", "objsize_limit"};
 	const json_t *mirror = json_object_get(props, "mirror");
 	const json_t *ec = json_object_get(props, "ec");
@@ -451,13 +487,15 @@ int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_
 
 	if (mirror != NULL) {
 		if (!json_is_object(mirror))
-			return fail(err, errlen, "\"mirror\" must be an object {\"copies\": N}");
-		if (known_keys(mirror, "mirror", mirror_keys, 1, err, errlen) != 0)
+			return fail(err, errlen, "\"mirror\" must be an object {\"copies\": N, \"scope\": S}");
+		if (known_keys(mirror, "mirror", mirror_keys, 2, err, errlen) != 0)
 			return -1;
 		v = bk->mirror_copies;
 		if (get_int(mirror, "copies", 1, FT_MIRROR_COPIES_MAX, &v, err, errlen) != 0)
 			return -1;
 		bk->mirror_copies = (int)v;
+		if (scope_apply(bk, json_object_get(mirror, "scope"), err, errlen) != 0)
+			return -1;
 	}
 	if (ec != NULL) {
 		if (!json_is_object(ec))
@@ -487,6 +525,10 @@ int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_
 			return fail(err, errlen, "\"checksum_validate_warm_get\" must be true or false");
 		bk->validate_warm_get = json_is_true(vwg);
 	}
+	if (ft_bucket_mirror_targets(bk) && bk->ec_data > 0)
+		return fail(err, errlen,
+			    "\"mirror.scope\": \"targets\" and \"ec\" cannot be combined (EC already keeps whole "
+			    "replicas on other targets for objects below ec.objsize_limit): turn one off");
 	return acl_apply(bk, json_object_get(props, "acl"), err, errlen);
 }
 

@@ -23,10 +23,12 @@ typedef struct {
 	json_t *backend;
 	/*
 	 * Data protection (docs/data-protection.md); set at create-bck or with set-bprops, all 0 = off.
-	 * JSON: "mirror": {"copies": N}, "ec": {"data_slices": D, "parity_slices": P, "objsize_limit": B},
+	 * JSON: "mirror": {"copies": N, "scope": "mountpaths"|"targets"},
+	 * "ec": {"data_slices": D, "parity_slices": P, "objsize_limit": B},
 	 * "checksum_validate_warm_get": bool (kept beside "checksum").
 	 */
-	int mirror_copies;        /* copies on distinct mountpaths of the owner; 0 or 1 = just the one */
+	int mirror_copies;        /* copies of every object; 0 or 1 = just the one */
+	int mirror_scope;         /* where the extra copies live: FT_MIRROR_SCOPE_MOUNTPATHS or _TARGETS */
 	int ec_data, ec_parity;   /* erasure coding D+P slices on other targets; 0 = off */
 	int64_t ec_objsize_limit; /* objects smaller than this are replicated ec_parity times, not sliced */
 	int validate_warm_get;    /* verify the checksum of every warm GET */
@@ -75,18 +77,30 @@ json_t *ft_bmd_to_json_public(const ft_bmd_t *b);
 
 /* Bounds of the data protection properties (docs/data-protection.md). */
 #define FT_MIRROR_COPIES_MAX 16
+/*
+ * mirror.scope: the extra copies on other mountpaths of the owner (the default, AIStore's meaning),
+ * or on the next targets in the object's HRW order (whole replicas, as EC keeps for small objects).
+ */
+enum { FT_MIRROR_SCOPE_MOUNTPATHS = 0, FT_MIRROR_SCOPE_TARGETS = 1 };
+/* Whether bk keeps copies on other targets (mirror.scope "targets" with copies >= 2). */
+int ft_bucket_mirror_targets(const ft_bucket_t *bk);
 #define FT_EC_SLICES_MAX 32
 /*
  * Applies the data protection properties present in props (an object with any of "mirror",
  * "ec", "checksum_validate_warm_get", in the bucket JSON's format) and its "acl" ("private" or
  * "public-read") to bk; absent keys and absent
- * members of "mirror"/"ec" keep bk's values. Checks types and bounds: copies 1..16; data_slices
+ * members of "mirror"/"ec" keep bk's values. Checks types and bounds: copies 1..16; scope
+ * "mountpaths" or "targets" (not with ec: EC keeps its own replicas on other targets); data_slices
  * and parity_slices 0..32, both 0 (off) or both >= 1; objsize_limit >= 0. Other keys of props are
  * left to the caller. 0, or -1 with err filled (bk then partly changed: apply to a copy).
  */
 int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_t errlen);
 /* Public form: the backend properties without secrets (secret_key, session_token, account_key, sas). */
 json_t *ft_bucket_to_json(const ft_bucket_t *bucket);
+/* One bucket with its backend secrets sealed, as in ft_bmd_to_json (a change sent to the primary proxy). */
+json_t *ft_bucket_to_json_sealed(const ft_bucket_t *bucket);
+/* Reads such a bucket back (secrets opened); bk->backend is the caller's reference. 0, or -1 with err. */
+int ft_bucket_from_json(ft_bucket_t *bk, const json_t *o, char *err, size_t errlen);
 ft_bmd_t *ft_bmd_from_json(const json_t *j, char *err, size_t errlen);
 
 void ft_bmd_get(ft_bmd_t *b);

@@ -135,20 +135,26 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, int status, const
 	return send_json(conn, status, json_pack("{s:i, s:s}", "status", status, "message", message));
 }
 
-static bool declared_too_big(struct MHD_Connection *conn)
+/* The request's Content-Length, 0 when absent or malformed. */
+static unsigned long long declared_length(struct MHD_Connection *conn)
 {
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	char *end;
 	unsigned long long n;
 
 	if (cl == NULL)
-		return false;
+		return 0;
 	n = strtoull(cl, &end, 10);
-	return end != cl && n > FT_CTL_MAX_BODY;
+	return end != cl ? n : 0;
+}
+
+static bool declared_too_big(struct MHD_Connection *conn)
+{
+	return declared_length(conn) > FT_CTL_MAX_BODY;
 }
 
 /* Appends a body chunk; returns -1 on allocation failure. Past the limit, drops the body. */
-static int append_body(ctl_conn_t *cc, const char *data, size_t n)
+static int append_body(struct MHD_Connection *conn, ctl_conn_t *cc, const char *data, size_t n)
 {
 	if (cc->too_big)
 		return 0;
@@ -156,6 +162,11 @@ static int append_body(ctl_conn_t *cc, const char *data, size_t n)
 		cc->too_big = true;
 		ft_strbuf_free(&cc->body);
 		return 0;
+	}
+	if (cc->body.cap == 0) { /* room for the declared body at once: no copies as it grows (EC slices) */
+		unsigned long long declared = declared_length(conn);
+		if (declared > n && declared <= FT_CTL_MAX_BODY)
+			ft_strbuf_reserve(&cc->body, (size_t)declared);
 	}
 	ft_strbuf_add(&cc->body, data, n);
 	return cc->body.failed ? -1 : 0;
@@ -252,7 +263,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (*upload_data_size > 0) {
-		if (append_body(cc, upload_data, *upload_data_size) != 0)
+		if (append_body(conn, cc, upload_data, *upload_data_size) != 0)
 			return MHD_NO;
 		*upload_data_size = 0;
 		return MHD_YES;

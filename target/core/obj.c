@@ -2,6 +2,7 @@
 /* An object's identity on this target: its bucket's properties, its name hash (computed once), its mountpath and path. */
 #include "core/obj.h"
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,9 +16,16 @@ void tgt_obj_props(tgt_obj_t *o, const ft_bucket_t *b)
 	o->cksum = b->cksum;
 	o->bucket_created = b->created_ns;
 	o->mirror_copies = b->mirror_copies;
+	o->mirror_targets = ft_bucket_mirror_targets(b);
 	o->ec_data = b->ec_data;
 	o->ec_parity = b->ec_parity;
 	o->ec_objsize_limit = b->ec_objsize_limit;
+	if (o->mirror_targets) { /* the copies are EC's whole replicas, on the targets after the owner */
+		o->mirror_copies = 1;
+		o->ec_data = 1;
+		o->ec_parity = b->mirror_copies - 1;
+		o->ec_objsize_limit = INT64_MAX;
+	}
 	o->validate_warm_get = b->validate_warm_get;
 	o->public_read = b->public_read;
 }

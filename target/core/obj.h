@@ -26,8 +26,14 @@ typedef struct {
 	char rel[TGT_REL_MAX]; /* "<provider>/<bucket>/<obj>" relative to mp->root_fd */
 	int keyed;             /* rel is the hashed file of the name (core/keymap.h), not its path */
 	int located;           /* rel was looked up (tgt_obj_locate); 0 only after tgt_obj_name_unlocated */
-	/* the bucket's data protection properties (common/bmd.h), copied by tgt_obj_props */
+	/*
+	 * the bucket's data protection properties (common/bmd.h), copied by tgt_obj_props.
+	 * mirror_copies: copies on the owner's mountpaths. ec_*: redundancy on other targets, made by
+	 * protect/ec_owner.c: the bucket's EC, or for mirror.scope "targets" with N copies, 1 + (N-1)
+	 * with every object below the limit: N-1 whole replicas on the next targets (mirror_targets set).
+	 */
 	int mirror_copies;
+	int mirror_targets;
 	int ec_data, ec_parity;
 	int64_t ec_objsize_limit;
 	int validate_warm_get;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,14 +33,18 @@
  * counter and queues the new range of the work file to its own client. Later requests join:
  * they queue the ranges already in the work file and wait on the flight's condvar for more.
  * Every client is served from the work file with ft_resp_stream_sendfile (sendfile(2) from the
- * page cache on the loop thread): past the backend read (the socket into libcurl's buffer, that
- * into ours) a byte is copied once more, by the pwrite, and read once, by the checksum; no copy
- * is made per client. Only after the end of body was verified (size, and
- * MD5/CRC32C where the backend states one) is the work file renamed into place with its
- * metadata; the flight then turns DONE. On any failure it turns FAILED, the work file is removed
- * and every response is aborted (ft_resp_stream_end with an error). To make sure no client can
- * mistake a cut body for a whole one, every response holds back the last byte of its window
- * until the flight is DONE.
+ * page cache on the loop thread); no copy is made per client. Where the backend can hand its
+ * socket's bytes to a file (ft_backend_reader_splices: an ht GET from an http:// origin) and the
+ * size is known, the body is spliced socket -> pipe -> work file in reads of up to SPLICE_CHUNK and
+ * checksummed through a read-only mapping of the work file right after each read lands: a byte is
+ * copied once (socket buffers to page cache) and read once (the checksum, still in the CPU cache).
+ * Otherwise it is read into our buffer (one copy from the socket, another inside libcurl for
+ * providers on it), written with pwrite (a copy) and checksummed from the buffer. Only after the
+ * end of body was verified (size, and MD5/CRC32C where the backend states one) is the work file
+ * renamed into place with its metadata; the flight then turns DONE. On any failure it turns
+ * FAILED, the work file is removed and every response is aborted (ft_resp_stream_end with an
+ * error). To make sure no client can mistake a cut body for a whole one, every response holds
+ * back the last byte of its window until the flight is DONE.
  * Range GETs of a cold object fetch (or join the fetch of) the whole object, so it gets cached,
  * and serve their window from it.
  * A flight is removed from the table only after the rename (or the failure, or when a write
@@ -71,6 +76,11 @@
  * are well under 1% of the bytes' cost, so a larger buffer would only cost memory.
  */
 #define CHUNK (256 * 1024)
+/*
+ * A spliced read (body_spliced) moves up to this (the backend's pipe holds as much): no buffer of
+ * ours, and per-read costs (wakeups, the flight's lock, a send queued per client) a quarter of CHUNK's.
+ */
+#define SPLICE_CHUNK (1024 * 1024)
 
 enum { FL_RUNNING = 0, FL_DONE, FL_FAILED };
 
@@ -513,8 +523,7 @@ static int fetch_open(fetch_t *x)
 		return -1;
 	}
 	x->ck_type = o->cksum == FT_CKSUM_NONE ? FT_CKSUM_XXHASH : o->cksum;
-	x->buf = malloc(CHUNK);
-	if (x->buf == NULL || ft_cksum_init(&x->ck, x->ck_type) != 0) {
+	if (ft_cksum_init(&x->ck, x->ck_type) != 0) {
 		fetch_fail(x, 500, "out of memory");
 		return -1;
 	}
@@ -556,39 +565,104 @@ static int fetch_open(fetch_t *x)
 	return 0;
 }
 
-/* Pulls the body into the work file and the flight, streaming to the fetcher's client. 0 or -1 (failed). */
-static int fetch_body(fetch_t *x)
+/* got more bytes are at x->pos in the work file (and in the checksum): to the flight and the client. */
+static void fetch_landed(fetch_t *x, size_t got)
 {
+	pthread_mutex_lock(&x->f->mu);
+	x->f->written += (int64_t)got;
+	pthread_cond_broadcast(&x->f->cond);
+	pthread_mutex_unlock(&x->f->mu);
+	ft_metric_add(FT_M_COLDGET_BYTES, ft_metric_label_index(FT_M_COLDGET_BYTES, x->o->provider), 0, got);
+	sink_data(&x->sink, x->pos, got);
+	x->pos += got;
+}
+
+static void fetch_read_failed(fetch_t *x, ft_backend_err_t code)
+{
+	fetch_fail(x, ft_backend_http_status(code), "%s/%s: after %" PRIu64 " bytes: %s", x->o->bucket, x->o->obj,
+		   x->pos, ft_backend_reader_error(x->rd)->msg);
+}
+
+static void fetch_write_failed(fetch_t *x, int e)
+{
+	fetch_fail(x, e == ENOSPC || e == EDQUOT ? 507 : 500, "write: %s", strerror(e));
+}
+
+/* The body through our buffer: read, pwrite, checksum. 0 or -1 (failed). */
+static int body_copied(fetch_t *x)
+{
+	if (x->buf == NULL && (x->buf = malloc(CHUNK)) == NULL) {
+		fetch_fail(x, 500, "out of memory");
+		return -1;
+	}
 	for (;;) {
 		size_t got = 0;
 		ft_backend_err_t code = ft_backend_read(x->rd, x->buf, CHUNK, &got);
 		if (code != FT_BACKEND_OK) {
-			fetch_fail(x, ft_backend_http_status(code), "%s/%s: after %" PRIu64 " bytes: %s", x->o->bucket,
-				   x->o->obj, x->pos, ft_backend_reader_error(x->rd)->msg);
+			fetch_read_failed(x, code);
 			return -1;
 		}
 		if (got == 0)
-			break;
+			return 0;
 		for (size_t done = 0; done < got;) {
 			ssize_t n = pwrite(x->fd, x->buf + done, got - done, (off_t)(x->pos + done));
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0) {
-				int e = n < 0 ? errno : EIO;
-				fetch_fail(x, e == ENOSPC || e == EDQUOT ? 507 : 500, "write: %s", strerror(e));
+				fetch_write_failed(x, n < 0 ? errno : EIO);
 				return -1;
 			}
 			done += (size_t)n;
 		}
 		ft_cksum_update(&x->ck, x->buf, got);
-		pthread_mutex_lock(&x->f->mu);
-		x->f->written += (int64_t)got;
-		pthread_cond_broadcast(&x->f->cond);
-		pthread_mutex_unlock(&x->f->mu);
-		ft_metric_add(FT_M_COLDGET_BYTES, ft_metric_label_index(FT_M_COLDGET_BYTES, x->o->provider), 0, got);
-		sink_data(&x->sink, x->pos, got);
-		x->pos += got;
+		fetch_landed(x, got);
 	}
+}
+
+/*
+ * The body spliced from the backend's socket into the work file, each range checksummed where it
+ * landed, through map (the work file mapped read-only): the bytes are copied once, from the socket
+ * buffers into the page cache, and read once more by the checksum while still in the CPU cache;
+ * none passes through user space. 0 or -1 (failed).
+ */
+static int body_spliced(fetch_t *x, const unsigned char *map)
+{
+	for (;;) {
+		size_t got = 0;
+		int werr = 0;
+		ft_backend_err_t code = ft_backend_read_to_fd(x->rd, x->fd, (int64_t)x->pos, SPLICE_CHUNK, &got, &werr);
+		if (werr != 0) {
+			fetch_write_failed(x, werr);
+			return -1;
+		}
+		if (code != FT_BACKEND_OK) {
+			fetch_read_failed(x, code);
+			return -1;
+		}
+		if (got == 0)
+			return 0;
+		ft_cksum_update(&x->ck, map + x->pos, got);
+		fetch_landed(x, got);
+	}
+}
+
+/* Pulls the body into the work file and the flight, streaming to the fetcher's client. 0 or -1 (failed). */
+static int fetch_body(fetch_t *x)
+{
+	unsigned char *map = NULL;
+	int rc;
+
+	/* Spliced where the backend can, and the size is known (the mapping covers the whole object). */
+	if (x->size > 0 && ft_backend_reader_splices(x->rd)) {
+		map = mmap(NULL, (size_t)x->size, PROT_READ, MAP_SHARED, x->f->fd, 0);
+		if (map == MAP_FAILED)
+			map = NULL;
+	}
+	rc = map != NULL ? body_spliced(x, map) : body_copied(x);
+	if (map != NULL)
+		munmap(map, (size_t)x->size);
+	if (rc != 0)
+		return -1;
 	if (x->size >= 0 && (int64_t)x->pos != x->size) {
 		fetch_fail(x, 502, "%s/%s: got %" PRIu64 " bytes, the backend declared %" PRId64, x->o->bucket,
 			   x->o->obj, x->pos, x->size);

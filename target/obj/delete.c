@@ -79,17 +79,25 @@ static int unlink_main(tgt_obj_t *o)
 }
 
 /*
- * After unlink_main gave e: the mirror copies and EC slices go too. 0 (deleted), 1 (no such object,
- * *status 404) or -1 (*status, msg). Takes the name lock (tgt_mirror_delete): never call it holding it.
+ * After unlink_main gave e: the mirror copies and EC slices go too, the slices and replicas on other
+ * targets before it returns (blocking for a bucket that has them: a worker). 0 (deleted), 1 (no such
+ * object, *status 404) or -1 (*status, msg). Takes the name lock (tgt_mirror_delete): never call it
+ * holding it.
  */
 static int unlink_rest(tgt_obj_t *o, int e, int *status, char *msg, size_t cap)
 {
 	if (e != 0) {
-		/* A lost main copy whose mirror copies remain is still an object: delete those. */
-		if (e == ENOENT && tgt_mirror_delete(o) > 0) {
-			tgt_list_bump(o->t, o->provider, o->bucket);
-			tgt_ec_delete(o);
-			return 0;
+		/*
+		 * A lost main copy whose mirror copies, slices or replicas remain is still an object (a
+		 * GET would rebuild it: a new owner after its owner died): delete those.
+		 */
+		if (e == ENOENT) {
+			int local = tgt_mirror_delete(o);
+			if (local + tgt_ec_delete_now(o) > 0) {
+				if (local > 0)
+					tgt_list_bump(o->t, o->provider, o->bucket);
+				return 0;
+			}
 		}
 		/* EISDIR: the name is a directory of other objects, not an object. */
 		if (e == ENOENT || e == ENOTDIR || e == EISDIR) {
@@ -105,7 +113,7 @@ static int unlink_rest(tgt_obj_t *o, int e, int *status, char *msg, size_t cap)
 	tgt_parent_prune(o->mp, o->rel);
 	tgt_publish_drop_other(o);
 	tgt_mirror_delete(o);
-	tgt_ec_delete(o);
+	tgt_ec_delete_now(o);
 	return 0;
 }
 
@@ -133,7 +141,8 @@ static void respond(ft_req_t *r, tgt_obj_t *o)
 		ft_resp_error(r, status, "%s", msg);
 }
 
-static void delete_remote(ft_req_t *r, void *arg)
+/* Worker: a DELETE that blocks (a remote bucket's backend, the copies on other targets). */
+static void delete_blocking(ft_req_t *r, void *arg)
 {
 	respond(r, arg);
 }
@@ -173,11 +182,13 @@ void tgt_delete(ft_req_t *r, tgt_obj_t *o)
 		return;
 	}
 	if (tgt_is_remote(o)) {
-		ft_req_defer(r, delete_remote, o); /* blocks on the backend */
+		ft_req_defer(r, delete_blocking, o); /* blocks on the backend */
 		return;
 	}
 	if (cond)
 		ft_req_defer(r, delete_conditional, o); /* the name lock may wait */
+	else if (o->ec_data > 0)
+		ft_req_defer(r, delete_blocking, o); /* the copies on other targets go before the answer */
 	else
 		respond(r, o);
 }

@@ -34,7 +34,8 @@
  * operations for the in-flight counter, no system call.
  * Everything that blocks runs on a worker (ft_req_defer): the checksum of a warm GET when the
  * bucket asks for it (checksum_validate_warm_get), and recovery when the main copy is missing or
- * damaged: repair from a good mirror copy (mirror.c), else restore from EC slices (ec.c), else
+ * damaged: repair from a good mirror copy (mirror.c), else restore from EC slices or from whole
+ * replicas on other targets (EC's, or the mirror copies of mirror.scope "targets": ec_owner.c), else
  * fetch from the previous owner (rebalance.c). A damaged object is never served: it answers 500
  * with a JSON error, is logged, and counted (tgt_integrity_json); nothing found anywhere is 404.
  */
@@ -259,7 +260,8 @@ static void respond_lost(ft_req_t *r, tgt_obj_t *o, const tgt_heal_t *h, const c
 }
 
 /*
- * Worker: rebuilds o's main copy from EC slices, else from its previous owner. 0 when one of them
+ * Worker: rebuilds o's main copy from EC slices or replicas (also the mirror copies of a bucket with
+ * mirror.scope "targets": EC's replicas, core/obj.c), else from its previous owner. 0 when one of them
  * published it; else -errno with err filled (empty when neither knew the object).
  */
 static int restore_remote(tgt_obj_t *o, char *err, size_t cap)
@@ -268,7 +270,8 @@ static int restore_remote(tgt_obj_t *o, char *err, size_t cap)
 	int rc = tgt_ec_restore(o, why, sizeof(why));
 
 	if (rc == 0) {
-		ft_warn("object %s/%s: main copy restored from erasure-coded slices", o->bucket, o->obj);
+		ft_warn("object %s/%s: main copy restored from %s on other targets", o->bucket, o->obj,
+			o->mirror_targets ? "mirror copies" : "erasure-coded slices or replicas");
 		return 0;
 	}
 	if (rc != -ENOENT)

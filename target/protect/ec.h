@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Internal header of erasure coding (ec_owner.c, ec_holder.c): limits, slice names, shared helpers. */
+/* Internal header of erasure coding (ec_owner.c, ec_send.c, ec_holder.c): limits, slice names, shared helpers. */
 #ifndef TGT_PROTECT_EC_H
 #define TGT_PROTECT_EC_H
 
+#include "base/fanout.h"
+#include "protect/ec_codec.h"
 #include "rpc/ctl.h"
 #include "target.h"
 
@@ -16,6 +18,12 @@
 #define EC_REL_MAX (sizeof(TGT_EC_DIR) + TGT_REL_MAX)
 /* control URL, path, the name query (object name percent-encoded: up to 3 bytes per byte), the rest */
 #define EC_URL_MAX (FT_URL_MAX + 3 * FT_OBJ_NAME_MAX + FT_BUCKET_NAME_MAX + 256)
+
+/* A target that holds (or is to hold) a slice. */
+typedef struct {
+	char id[FT_ID_MAX];
+	char url[FT_URL_MAX]; /* control URL */
+} ec_node_t;
 
 typedef struct {
 	char provider[TGT_PROVIDER_MAX];
@@ -31,6 +39,14 @@ typedef struct {
 int ec_sync(const tgt_t *t, int fd);
 /* POST /v1/ec/encode: the "ec-encode" job's action on one object stored here. */
 void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+
+/* ---- ec_send.c ---- */
+/*
+ * Encodes the object open at fd (base: its slice metadata, idx and slice_cksum aside; D+P slices
+ * of at most EC_MEMFD_MAX in all) in memory and POSTs slice i to holders[i], all at once on
+ * fanout. 0 once every holder stored its slice, or -1 with err (the first failure in slice order).
+ */
+int ec_send_mem(ft_fanout_t *fanout, const ec_node_t *holders, const ft_ec_meta_t *base, int fd, char *err, size_t cap);
 
 /* ---- ec_holder.c ---- */
 /* provider, bucket, obj of the query, validated. 0, or -1 after answering 400. */

@@ -253,6 +253,20 @@ out:
 	return rc;
 }
 
+int ft_ec_slice_verify_mem(const uint8_t *buf, size_t len, ft_ec_meta_t *m, size_t *hdr_len)
+{
+	char hex[FT_CKSUM_HEX_MAX];
+	ft_cksum_t ck;
+
+	if (ft_ec_hdr_decode(m, buf, len, hdr_len) != 0 || (uint64_t)len != *hdr_len + m->slice_size)
+		return -EBADMSG;
+	if (ft_cksum_init(&ck, FT_CKSUM_XXHASH) != 0)
+		return -ENOMEM;
+	ft_cksum_update(&ck, buf + *hdr_len, (size_t)m->slice_size);
+	ft_cksum_final(&ck, hex);
+	return strcmp(hex, m->slice_cksum) == 0 ? 0 : -EBADMSG;
+}
+
 /* ---- coding ---- */
 
 typedef struct {
@@ -349,6 +363,53 @@ int ft_ec_encode(int src_fd, uint64_t size, int d, int p, const ft_ec_io_t *out,
 	}
 	for (int i = 0; i < n; i++)
 		ft_cksum_final(&w->ck[i], cksum[i]);
+	rc = 0;
+out:
+	work_free(w);
+	return rc;
+}
+
+int ft_ec_encode_mem(int src_fd, uint64_t size, int d, int p, uint8_t *const *slices, char (*cksum)[FT_CKSUM_HEX_MAX],
+		     char *err, size_t cap)
+{
+	uint64_t s = ft_ec_slice_size(size, d);
+	int n = d + p, rc = -1;
+	ec_work_t *w = NULL;
+
+	if (!ft_ec_geometry_ok(d, p) || (w = calloc(1, sizeof(*w))) == NULL) {
+		snprintf(err, cap, ft_ec_geometry_ok(d, p) ? "out of memory" : "unsupported EC geometry %d+%d", d, p);
+		goto out;
+	}
+	for (int i = 0; i < d; i++) {
+		int e = read_data_stripe(src_fd, size, s, i, 0, (size_t)s, slices[i]);
+		if (e != 0) {
+			snprintf(err, cap, "read object at %" PRIu64 ": %s", (uint64_t)i * s,
+				 e == -EIO ? "file shorter than its size" : strerror(-e));
+			goto out;
+		}
+	}
+	gf_gen_cauchy1_matrix(w->matrix, n, d);
+	ec_init_tables(d, p, w->matrix + d * d, w->tables);
+	/* isa-l takes an int length: stripes of EC_CHUNK keep any s in range */
+	for (uint64_t off = 0; off < s; off += EC_CHUNK) {
+		uint8_t *in[FT_EC_MAX_SLICES], *out[FT_EC_MAX_SLICES];
+		for (int i = 0; i < d; i++)
+			in[i] = slices[i] + off;
+		for (int j = 0; j < p; j++)
+			out[j] = slices[d + j] + off;
+		ec_encode_data((int)stripe_len(s, off), d, p, w->tables, in, out);
+	}
+	for (; w->live < n; w->live++) {
+		if (ft_cksum_init(&w->ck[w->live], FT_CKSUM_XXHASH) != 0) {
+			snprintf(err, cap, "out of memory");
+			goto out;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		ft_cksum_update(&w->ck[i], slices[i], (size_t)s);
+		ft_cksum_final(&w->ck[i], cksum[i]);
+	}
+	w->live = 0;
 	rc = 0;
 out:
 	work_free(w);

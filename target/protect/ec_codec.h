@@ -65,6 +65,11 @@ int ft_ec_hdr_decode(ft_ec_meta_t *m, const uint8_t *buf, size_t len, size_t *hd
  * corrupt or truncated slice, another -errno for an I/O error.
  */
 int ft_ec_slice_verify(int fd, ft_ec_meta_t *m, size_t *hdr_len);
+/*
+ * ft_ec_slice_verify for a slice in memory (len bytes at buf: framed header, then payload).
+ * Returns 0 with m and *hdr_len filled, -EBADMSG when corrupt or of the wrong length, -ENOMEM.
+ */
+int ft_ec_slice_verify_mem(const uint8_t *buf, size_t len, ft_ec_meta_t *m, size_t *hdr_len);
 /* xxhash64 hex of len bytes of fd at off; 0, -EIO when the file is shorter, -errno. */
 int ft_ec_range_cksum(int fd, off_t off, uint64_t len, char hex[FT_CKSUM_HEX_MAX]);
 
@@ -75,6 +80,14 @@ int ft_ec_range_cksum(int fd, off_t off, uint64_t len, char hex[FT_CKSUM_HEX_MAX
  */
 int ft_ec_encode(int src_fd, uint64_t size, int d, int p, const ft_ec_io_t *out, char (*cksum)[FT_CKSUM_HEX_MAX],
 		 char *err, size_t cap);
+/*
+ * ft_ec_encode into memory: data slice i is read from src_fd into slices[i] (zeros past the
+ * object's end), parity slice j computed into slices[d + j]; each buffer holds
+ * ft_ec_slice_size(size, d) bytes (the caller's). cksum[i] gets the xxhash64 hex of slice i.
+ * Returns 0, or -1 with err filled.
+ */
+int ft_ec_encode_mem(int src_fd, uint64_t size, int d, int p, uint8_t *const *slices, char (*cksum)[FT_CKSUM_HEX_MAX],
+		     char *err, size_t cap);
 /*
  * Rebuilds from the present payloads in[0..d+p) (fd < 0: absent; at least d present, each one
  * already verified): the object's size bytes into out_fd at offset 0 (out_fd < 0: not wanted), and

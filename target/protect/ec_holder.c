@@ -153,19 +153,35 @@ static int ec_slice_rename(const ec_name_t *n, const char *rel, const char *work
 	return rc;
 }
 
+/* The slice's object name in the work file's name xattr, for a slice at a hashed path: walkers of .ec read it. */
+static int ec_slice_name(const ec_name_t *n, const char *work)
+{
+	int fd = openat(n->mp->work_fd, work, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int rc = fd < 0 ? -errno : tgt_key_fset(fd, n->obj, strlen(n->obj));
+
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
 /*
  * Moves the verified work file to n->rel on n->mp, or to n->krel when that path is taken (a
  * component is another object's slice, or the name a directory of others). 0 or -errno.
  */
 static int ec_slice_commit(ec_name_t *n, const char *work, ft_sync_policy_t sync)
 {
-	int rc = ec_slice_rename(n, n->rel, work, sync);
+	int rc = n->krel[0] ? 0 : ec_slice_name(n, work); /* a name that is no path: n->rel is hashed */
+
+	if (rc == 0)
+		rc = ec_slice_rename(n, n->rel, work, sync);
 
 	if (rc == 0 && n->krel[0] && strcmp(n->rel, n->krel) != 0 && unlinkat(n->mp->root_fd, n->krel, 0) == 0)
 		tgt_parent_prune(n->mp, n->krel); /* an older slice left at the hashed path */
 	if ((rc == -ENOTDIR || rc == -EISDIR || rc == -ENOTEMPTY) && n->krel[0] && strcmp(n->rel, n->krel) != 0) {
 		memcpy(n->rel, n->krel, strlen(n->krel) + 1);
-		rc = ec_slice_rename(n, n->rel, work, sync);
+		rc = ec_slice_name(n, work);
+		if (rc == 0)
+			rc = ec_slice_rename(n, n->rel, work, sync);
 	}
 	return rc;
 }
@@ -247,13 +263,15 @@ static int ec_held(const tgt_t *t, const ec_name_t *n, ft_ec_meta_t *m)
 }
 
 /*
- * Last chunk in: verify the whole slice and move it into place, unless the slice held here is of a
- * newer version of the object (the owner's fan-outs run without its name lock: a later PUT's may
- * arrive first); then the incoming one is dropped and the answer is still 200 ("kept": the newer
- * one stays). The check and the rename are under the name lock here (local I/O
- * only). Answers; the caller removes work.
+ * Last chunk in: verify the whole slice (verified: a slice that came in one chunk and was checked
+ * in memory before it was written, NULL: read it back from fd) and move it into place, unless the
+ * slice held here is of a newer version of the object (the owner's fan-outs run without its name
+ * lock: a later PUT's may arrive first); then the incoming one is dropped and the answer is still
+ * 200 ("kept": the newer one stays). The check and the rename are under the name lock here (local
+ * I/O only). Answers; the caller removes work.
  */
-static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, ft_ctl_resp_t *resp)
+static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_ec_meta_t *verified,
+			  ft_ctl_resp_t *resp)
 {
 	ft_ec_meta_t *m = malloc(sizeof(*m));
 	size_t hlen;
@@ -264,7 +282,9 @@ static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, ft_c
 		return;
 	}
 	rc = ec_sync(t, fd);
-	if (rc == 0)
+	if (rc == 0 && verified != NULL)
+		*m = *verified;
+	else if (rc == 0)
 		rc = ft_ec_slice_verify(fd, m, &hlen);
 	if (rc != 0) {
 		ft_ctl_error(resp, rc == -EBADMSG ? 400 : 500, "slice of \"%s/%s\" %s", n->bucket, n->obj,
@@ -313,6 +333,46 @@ out:
 	free(m);
 }
 
+/*
+ * A slice in one chunk (the common case: every slice up to EC_XFER_CHUNK): checked in memory
+ * first, so a corrupt one never touches the disk and a good one is not read back; then written to
+ * its work file and committed.
+ */
+static void ec_ctl_slice_whole(tgt_t *t, ec_name_t *n, const ft_ctl_req_t *req, const char *xfer, ft_ctl_resp_t *resp)
+{
+	ft_ec_meta_t *m = malloc(sizeof(*m));
+	char work[64];
+	size_t hlen;
+	int fd = -1, rc;
+
+	if (m == NULL) {
+		ft_ctl_error(resp, 500, "out of memory");
+		return;
+	}
+	rc = ft_ec_slice_verify_mem((const uint8_t *)req->body, req->body_len, m, &hlen);
+	if (rc != 0) {
+		ft_ctl_error(resp, rc == -EBADMSG ? 400 : 500, "slice of \"%s/%s\" %s", n->bucket, n->obj,
+			     rc == -EBADMSG ? "is corrupt (bad header, length or checksum)" : strerror(-rc));
+		goto out;
+	}
+	snprintf(work, sizeof(work), "ec.%s", xfer);
+	fd = openat(n->mp->work_fd, work, O_RDWR | O_CLOEXEC | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		ft_ctl_error(resp, 500, "POST %s: transfer %s: %s", req->path, xfer, strerror(errno));
+		goto out;
+	}
+	rc = ft_write_all(fd, req->body, req->body_len);
+	if (rc != 0)
+		ft_ctl_error(resp, rc == -ENOSPC ? 507 : 500, "POST %s: write: %s", req->path, strerror(-rc));
+	else
+		ec_ctl_commit(t, n, fd, work, m, resp);
+	close(fd);
+	unlinkat(n->mp->work_fd, work, 0); /* gone already once committed */
+	ec_sweep_stale(t);
+out:
+	free(m);
+}
+
 /* POST /v1/ec/slice?provider&bucket&obj&xfer&off&total: one chunk of a slice transfer. */
 static void ec_ctl_slice_post(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
@@ -332,6 +392,10 @@ static void ec_ctl_slice_post(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *
 	if (off > total || req->body_len > total - off || (req->body_len == 0 && off < total)) {
 		ft_ctl_error(resp, 400, "POST %s: chunk [%" PRIu64 ", +%zu) outside the %" PRIu64 "-byte slice",
 			     req->path, off, req->body_len, total);
+		return;
+	}
+	if (off == 0 && req->body_len == total) {
+		ec_ctl_slice_whole(t, &n, req, xfer, resp);
 		return;
 	}
 	snprintf(work, sizeof(work), "ec.%s", xfer);
@@ -358,7 +422,7 @@ static void ec_ctl_slice_post(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *
 		resp->json = json_pack("{s:I}", "received", (json_int_t)(off + req->body_len));
 		return;
 	}
-	ec_ctl_commit(t, &n, fd, work, resp);
+	ec_ctl_commit(t, &n, fd, work, NULL, resp);
 	ec_sweep_stale(t);
 fail:
 	close(fd);

@@ -36,8 +36,8 @@
  *
  * PUT: after the main copy was published, outside the name's put lock (put.c; from an fd opened
  * on the published version under it: a newer PUT may replace the object meanwhile), the slices are
- * encoded into anonymous files (in memory up to EC_MEMFD_MAX for the whole set, else O_TMPFILE on
- * the object's mountpath) and POSTed to the holders' control ports at once, on the target's fan-out
+ * encoded in memory up to EC_MEMFD_MAX for the whole set (ec_send.c), else into O_TMPFILE files on
+ * the object's mountpath, and POSTed to the holders' control ports at once, on the target's fan-out
  * threads (base/fanout.h; /v1/ec/slice, in chunks below the control port's body limit). The PUT is acknowledged only
  * when every holder confirmed its slice stored (synced per the sync policy): an acknowledged
  * object survives the loss of any P targets, the owner included. A holder down, or too few
@@ -52,8 +52,10 @@
  * published like a PUT (name lock, then the publish lock shared). Missing slices are then re-created
  * for the current map, after the put lock is released.
  *
- * Delete: runs on the worker pool after the response (the DELETE is on a loop thread); holders
- * drop only slices stored before the delete (query "before"), so a PUT right after survives.
+ * Delete: before the DELETE is answered (tgt_ec_delete_now, on a worker: a GET right after must not
+ * rebuild the object from slices not yet dropped), or after it on the worker pool (tgt_ec_delete,
+ * from a loop thread); holders drop only slices stored before the delete (query "before"), so a PUT
+ * right after survives.
  *
  * Job "ec-encode" and the scrub (tgt_ec_job_obj, tgt_ec_check; also POST /v1/ec/encode for one
  * object): the stored version is opened under the put lock; without it, the survey above tells
@@ -65,11 +67,6 @@
  * O_TMPFILE or memfd (or unlinked at once), so nothing is left behind on failure (the holders
  * remove an interrupted transfer's work file: ec_holder.c).
  */
-
-typedef struct {
-	char id[FT_ID_MAX];
-	char url[FT_URL_MAX]; /* control URL */
-} ec_node_t;
 
 /* What one target holds of an object. */
 typedef struct {
@@ -186,13 +183,6 @@ static int ec_tmpfile(const tgt_mountpath_t *mp)
 		return -errno;
 	unlinkat(mp->work_fd, name, 0);
 	return fd;
-}
-
-/* Small slices are encoded in memory (an anonymous memfd) rather than on the mountpath; fd or -errno. */
-static int ec_memfd(void)
-{
-	int fd = memfd_create("ft-ec-slice", MFD_CLOEXEC);
-	return fd >= 0 ? fd : -errno;
 }
 
 int ec_sync(const tgt_t *t, int fd)
@@ -363,6 +353,12 @@ static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_
 		snprintf(err, cap, "unsupported EC geometry %d+%d (1 <= D, 1 <= P, D+P <= %d)", d, p, FT_EC_MAX_SLICES);
 		goto out;
 	}
+	if (count < n && o->mirror_targets) {
+		snprintf(err, cap,
+			 "mirror.copies %d (scope \"targets\") needs %d other targets, the cluster map has %d", p + 1,
+			 n, count);
+		goto out;
+	}
 	if (count < n) {
 		snprintf(err, cap,
 			 "EC %d+%d of a %" PRIu64 "-byte object needs %d other targets, the cluster map has %d", d, p,
@@ -385,9 +381,15 @@ static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_
 		rc = ec_send_all(o->t->fanout, holders, m, fds, NULL, n, err, cap);
 		goto out;
 	}
+	m->data = d;
+	m->parity = p;
+	m->slice_size = ft_ec_slice_size(lom->size, d);
+	if (m->slice_size * (uint64_t)n <= EC_MEMFD_MAX) { /* in memory: ec_send.c */
+		rc = ec_send_mem(o->t->fanout, holders, m, fd, err, cap);
+		goto out;
+	}
 	for (ntmp = 0; ntmp < n; ntmp++) {
-		tmp[ntmp] =
-			ft_ec_slice_size(lom->size, d) * (uint64_t)n <= EC_MEMFD_MAX ? ec_memfd() : ec_tmpfile(o->mp);
+		tmp[ntmp] = ec_tmpfile(o->mp);
 		if (tmp[ntmp] < 0) {
 			snprintf(err, cap, "mountpath %s: cannot create a work file: %s", o->mp->path,
 				 strerror(-tmp[ntmp]));
@@ -398,9 +400,6 @@ static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_
 	}
 	if (ft_ec_encode(fd, lom->size, d, p, io, ck, err, cap) != 0)
 		goto out;
-	m->data = d;
-	m->parity = p;
-	m->slice_size = ft_ec_slice_size(lom->size, d);
 	rc = ec_send_all(o->t->fanout, holders, m, tmp, ck, n, err, cap);
 out:
 	for (int i = 0; i < ntmp; i++)
@@ -929,11 +928,11 @@ typedef struct {
 	char label[TGT_REL_MAX];
 } ec_delete_t;
 
-static void ec_delete_work(void *arg)
+/* Asks every target of the current map to drop d's slices stored before d->before; how many dropped one. */
+static int ec_delete_run(const ec_delete_t *d)
 {
-	ec_delete_t *d = arg;
 	char url[EC_URL_MAX], err[256];
-	int count = 0;
+	int count = 0, dropped = 0;
 	ec_node_t *nodes = ec_all_nodes(&count);
 
 	for (int i = 0; i < count; i++) {
@@ -943,36 +942,88 @@ static void ec_delete_work(void *arg)
 			ft_warn("ec: %s: slices on %s not deleted: %s", d->label, nodes[i].id, err);
 		else if (status != 200 && status != 404)
 			ft_warn("ec: %s: slices on %s not deleted: HTTP %ld", d->label, nodes[i].id, status);
+		else
+			dropped += status == 200;
 	}
 	free(nodes);
-	free(d->names);
+	return dropped;
+}
+
+static void ec_delete_free(ec_delete_t *d)
+{
+	if (d != NULL)
+		free(d->names);
 	free(d);
 }
 
-void tgt_ec_delete(const tgt_obj_t *o)
+static void ec_delete_work(void *arg)
 {
-	ec_delete_t *d;
+	ec_delete_run(arg);
+	ec_delete_free(arg);
+}
 
-	if (o->ec_data <= 0)
-		return;
-	d = calloc(1, sizeof(*d));
+/* The request to drop o's slices stored until now; NULL (logged) on allocation failure. */
+static ec_delete_t *ec_delete_new(const tgt_obj_t *o)
+{
+	ec_delete_t *d = calloc(1, sizeof(*d));
+
 	if (d)
 		d->names = ec_name_query(o->provider, o->bucket, o->obj);
 	if (!d || !d->names) {
 		ft_warn("ec: %s: slices not deleted: out of memory", o->rel);
-		if (d)
-			free(d);
-		return;
+		ec_delete_free(d);
+		return NULL;
 	}
 	d->before = ft_now_ns();
 	snprintf(d->label, sizeof(d->label), "%s", o->rel);
-	ft_httpd_defer(o->t->httpd, ec_delete_work, d); /* tgt_delete runs on a loop thread */
+	return d;
+}
+
+void tgt_ec_delete(const tgt_obj_t *o)
+{
+	ec_delete_t *d = o->ec_data > 0 ? ec_delete_new(o) : NULL;
+
+	if (d)
+		ft_httpd_defer(o->t->httpd, ec_delete_work, d); /* called on a loop thread */
+}
+
+int tgt_ec_delete_now(const tgt_obj_t *o)
+{
+	ec_delete_t *d = o->ec_data > 0 ? ec_delete_new(o) : NULL;
+	int dropped = d ? ec_delete_run(d) : 0;
+
+	ec_delete_free(d);
+	return dropped;
 }
 
 /*
  * POST /v1/ec/encode?provider&bucket&obj: the "ec-encode" job's action on one object stored here
  * (slices made or re-created when any is missing or corrupt). {"encoded": bool, "bytes": N}.
  */
+int tgt_ec_restore_missing(tgt_obj_t *o, bool *restored, char *err, size_t cap)
+{
+	bool present = ec_main_present(o); /* a directory at o->rel is other names' path */
+	int rc = present ? 0 : tgt_ec_restore(o, err, cap);
+
+	*restored = rc == 0 && !present;
+	return rc;
+}
+
+/* ?restore=only: the main copy rebuilt from what the holders keep when it is missing here, nothing else. */
+static void ec_ctl_restore_only(tgt_obj_t *o, ft_ctl_resp_t *resp)
+{
+	char err[512] = "";
+	bool restored = false;
+	int rc = tgt_ec_restore_missing(o, &restored, err, sizeof(err));
+
+	if (rc != 0) {
+		ft_ctl_error(resp, rc == -ENOENT ? 404 : 500, "restore of \"%s/%s\": %s", o->bucket, o->obj, err);
+		return;
+	}
+	resp->status = 200;
+	resp->json = json_pack("{s:b}", "restored", restored);
+}
+
 void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	tgt_obj_t *o = calloc(1, sizeof(*o));
@@ -994,6 +1045,11 @@ void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		goto out;
 	}
 	tgt_obj_init(o, t, b, n.obj, strlen(n.obj)); /* fits: ec_ctl_names checked */
+	const char *restore = ft_ctl_query(req, "restore");
+	if (restore != NULL && strcmp(restore, "only") == 0) { /* a holder after a loss (xact/held.c) */
+		ec_ctl_restore_only(o, resp);
+		goto out;
+	}
 	int rc = tgt_ec_job_obj(o, &bytes, err, sizeof(err));
 	if (rc < 0) {
 		ft_ctl_error(resp,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* N-way mirroring on distinct mountpaths of an object's owner: copies at PUT, their removal, the "mirror" job. */
+/* N-way mirroring: copies on distinct mountpaths of an object's owner (PUT, DELETE, the "mirror" job) or on targets. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -14,6 +14,11 @@
  * DESIGN
  * The copies' placement, checks and writes are core/replica.c's; this file decides when they are
  * made (a PUT, the "mirror" job) and removed (a DELETE, a lower mirror.copies).
+ *
+ * mirror.scope "targets": the copies are whole replicas on the targets after the owner in the
+ * object's HRW order, made, checked, served to a new owner and removed by protect/ec_owner.c, the
+ * way EC keeps its replicas of small objects (core/obj.c maps the setting onto EC's 1+(N-1) with
+ * every object replicated). This file only answers the "mirror" job for such a bucket.
  */
 
 int tgt_mirror_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap)
@@ -62,6 +67,22 @@ int tgt_mirror_delete(const tgt_obj_t *o)
 }
 
 /*
+ * The "mirror" job of a bucket with its copies on targets: the copies left on this target's
+ * mountpaths (an earlier scope) go; the replicas on the other targets are checked and re-created.
+ */
+static int mirror_job_targets(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
+{
+	int removed = 0, rc;
+
+	tgt_name_lock(o);
+	for (int i = 0; i < o->t->n_mountpaths; i++)
+		removed += tgt_replica_remove(o, i);
+	tgt_name_unlock(o);
+	rc = tgt_ec_job_obj(o, bytes, err, cap);
+	return rc == 1 && removed > 0 ? 0 : rc;
+}
+
+/*
  * Makes the copies mirror.copies asks for from a verified main copy and removes those it no longer
  * asks for. 0 when something was written or removed, 1 when all was in place.
  */
@@ -70,8 +91,11 @@ int tgt_mirror_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 	tgt_replica_t reps[FT_MAX_MOUNTPATHS];
 	bool wanted[FT_MAX_MOUNTPATHS] = {false};
 	ft_lom_t lom, clom;
-	int n = tgt_mirror_replicas(o, reps), fd, cfd, rc = 1;
+	int n, fd, cfd, rc = 1;
 
+	if (o->mirror_targets)
+		return mirror_job_targets(o, bytes, err, cap);
+	n = tgt_mirror_replicas(o, reps);
 	tgt_name_lock(o);
 	tgt_replica_state_t s = tgt_replica_open(o, &reps[0], true, &fd, &lom, bytes);
 	if (s != TGT_REPLICA_OK) {

@@ -13,7 +13,7 @@
 int tgt_mirror_put(const tgt_obj_t *o, const ft_lom_t *lom, char *err, size_t cap);
 /* After o's main copy was deleted (or found missing): removes its extra copies; returns how many. */
 int tgt_mirror_delete(const tgt_obj_t *o);
-/* Job "mirror": makes the missing copies of one object. */
+/* Job "mirror": makes the missing copies of one object (on the mountpaths or the targets its bucket's scope names). */
 int tgt_mirror_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 
 #endif

@@ -5,6 +5,7 @@
 #include <archive.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
 #include "core/replica.h"
+#include "http/util.h"
 #include "shard/shard.h"
 #include "xact/xfer.h"
 
@@ -37,7 +39,9 @@
  */
 
 #define DSORT_BUF (256 * 1024)
-#define DSORT_ATTEMPTS 4 /* a member GET failing on a connection error, 408, 429 or 5xx: again after 0.25, 0.5, 1 s */
+#define DSORT_ATTEMPTS 4 /* a member GET failing with 408, 429 or 5xx: again after 0.25, 0.5, 1 s */
+/* ... failing to connect, or with 503 (its target restarting): again every second up to this long */
+#define DSORT_OWNER_WAIT_MS 60000
 
 struct tgt_dsort {
 	json_t *inputs;  /* array of input shard names */
@@ -211,13 +215,19 @@ static int local_member(tgt_t *t, const ft_bucket_t *src, const char *shard, con
 	return rc;
 }
 
-/* GETs url into scratch, again on errors worth it (tgt_xfer_fetch's retry) unless run is aborted meanwhile. */
+/*
+ * GETs url into scratch, again on errors worth it (tgt_xfer_fetch's retry) unless run is aborted
+ * meanwhile: a few times over about 2 s, and for as long as DSORT_OWNER_WAIT_MS while the member's
+ * target cannot be reached or answers 503 (it restarts, and its own part resumes from its journal).
+ */
 static int fetch(const char *url, int scratch, const tgt_run_t *run, int64_t *got, long *status, char *why, size_t cap)
 {
+	int64_t first_fail = 0;
 	int retry = 0;
 
-	for (int i = 0; i < DSORT_ATTEMPTS; i++) {
-		for (int ms = 0; i > 0 && ms < (250 << (i - 1)); ms += 50) {
+	for (int i = 0;; i++) {
+		int pause = i == 0 ? 0 : i < 3 ? 250 << (i - 1) : 1000;
+		for (int ms = 0; ms < pause; ms += 50) {
 			if (run != NULL && tgt_run_aborted(run)) {
 				snprintf(why, cap, "aborted");
 				return -1;
@@ -228,8 +238,12 @@ static int fetch(const char *url, int scratch, const tgt_run_t *run, int64_t *go
 			return 0;
 		if (!retry)
 			return -1;
+		if (first_fail == 0)
+			first_fail = ft_mono_ms();
+		bool away = *status == 0 || *status == 503;
+		if (away ? ft_mono_ms() - first_fail >= DSORT_OWNER_WAIT_MS : i + 1 >= DSORT_ATTEMPTS)
+			return -1;
 	}
-	return -1;
 }
 
 /* One member: read here when its shard is stored here, else fetched into scratch; then written into w. 0, or -1 with err. */

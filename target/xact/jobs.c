@@ -46,7 +46,8 @@
  * step checks against the source. Download jobs (download.c) take the names the proxy derived
  * from the URLs, each with its URL. Dsort jobs (dsort.c) take the output shards of the proxy's plan
  * that they own in the output bucket; a part that ends aborted or with errors removes its outputs
- * in the run's ending hook, before its end shows.
+ * in the run's ending hook, before its end shows, and a part that finished does when the whole job
+ * is aborted while others still run (DELETE ?outputs=remove from the proxy).
  * A job the proxy sent keeps a journal (journal.c): its message, and a line per object done. It
  * is removed when the job ends; a target that stops keeps it, and at the next start
  * tgt_jobs_resume runs the job again under its id, skipping the objects done and counting them.
@@ -117,6 +118,7 @@ typedef struct job {
 	tgt_journal_t *journal;                 /* closed by job_done (or job_free) */
 	tgt_download_slot_t slots[JOB_THREADS]; /* JOB_DOWNLOAD: objects in flight */
 	tgt_archive_t *archive;                 /* JOB_ARCHIVE (archive.c) */
+	int withdrawn;                          /* JOB_DSORT, under jobs_lock: a finished part's outputs removed */
 } job_t;
 
 /* t->jobs: this target's job table. */
@@ -493,6 +495,8 @@ static json_t *job_json(job_t *j)
 	if (doc != NULL && j->kind == JOB_DSORT)
 		json_object_set_new(
 			doc, "to", json_pack("{s:s, s:s}", "provider", "ais", "bucket", tgt_dsort_to_bucket(j->dsort)));
+	if (doc != NULL && j->withdrawn)
+		json_object_set_new(doc, "state", json_string("aborted"));
 	if (doc != NULL && j->kind == JOB_ARCHIVE)
 		tgt_archive_json(j->archive, doc);
 	if (doc != NULL && j->kind == JOB_DOWNLOAD) {
@@ -896,7 +900,23 @@ static void job_abort(job_t *j)
 		tgt_run_abort(j->run);
 }
 
-/* GET /v1/jobs, GET|DELETE /v1/jobs/<id> on the control port. */
+/*
+ * DELETE ?outputs=remove: the proxy aborts a dsort that still runs elsewhere. A part that finished
+ * here removes its outputs too, as an aborted part does, and reads aborted from then on; so an
+ * aborted dsort leaves no output on any target. jobs_lock held (the removals are DELETEs on this
+ * target's own public port, which never takes it).
+ */
+static void dsort_withdraw(job_t *j)
+{
+	if (j->kind != JOB_DSORT || j->withdrawn || j->run == NULL || tgt_run_state(j->run) != TGT_RUN_FINISHED ||
+	    atomic_load(&tgt_run_stats(j->run)->errors) > 0)
+		return;
+	tgt_dsort_cleanup(j->dsort, j->t, j->smap);
+	j->withdrawn = 1;
+	ft_info("job %s: finished here but aborted as a whole; its outputs on this target removed", j->id);
+}
+
+/* GET /v1/jobs, GET|DELETE /v1/jobs/<id>[?outputs=remove] on the control port. */
 void tgt_jobs_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	const char *id = req->path + strlen("/v1/jobs");
@@ -938,6 +958,8 @@ void tgt_jobs_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	if (j != NULL) {
 		if (del)
 			job_abort(j);
+		if (del && ft_ctl_query(req, "outputs") != NULL && strcmp(ft_ctl_query(req, "outputs"), "remove") == 0)
+			dsort_withdraw(j);
 		resp->status = 200;
 		resp->json = job_json(j);
 	} else if (p != NULL) {

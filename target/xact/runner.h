@@ -139,5 +139,7 @@ typedef int (*tgt_walk_fn)(void *arg, const tgt_mountpath_t *mp, int bucket, con
  * first, on the calling thread. 0 when complete, 1 when fn stopped it.
  */
 int tgt_walk_objects(const tgt_mountpath_t *mp, const ft_bmd_t *bmd, tgt_walk_fn fn, void *arg);
+/* The same over "<mp>/.ec/<provider>/<bucket>/": the EC slices, replicas and mirror copies held for other owners. */
+int tgt_walk_held(const tgt_mountpath_t *mp, const ft_bmd_t *bmd, tgt_walk_fn fn, void *arg);
 
 #endif

@@ -74,16 +74,18 @@ static int walk_key(void *arg, int dfd, const char *leaf, const char *name, size
 	return w->fn(w->arg, w->mp, w->bucket, name, len) != 0;
 }
 
-int tgt_walk_objects(const tgt_mountpath_t *mp, const ft_bmd_t *bmd, tgt_walk_fn fn, void *arg)
+/* tgt_walk_objects under top ("" for the objects, TGT_EC_DIR for what is held for other owners). */
+static int walk_tree(const tgt_mountpath_t *mp, const ft_bmd_t *bmd, const char *top, tgt_walk_fn fn, void *arg)
 {
-	char rel[TGT_REL_MAX], name[FT_OBJ_NAME_MAX + 1];
+	char rel[TGT_REL_MAX], path[TGT_REL_MAX + 8], name[FT_OBJ_NAME_MAX + 1];
 	walker_t w = {.mp = mp, .fn = fn, .arg = arg};
 
 	for (int b = 0; b < bmd->n; b++) {
 		const ft_bucket_t *bk = &bmd->buckets[b];
 		if (tgt_rel_path(rel, sizeof(rel), bk->provider, bk->name, NULL) != 0)
 			continue;
-		int fd = openat(mp->root_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		snprintf(path, sizeof(path), "%s%s%s", top, top[0] ? "/" : "", rel);
+		int fd = openat(mp->root_fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		name[0] = '\0';
@@ -96,6 +98,16 @@ int tgt_walk_objects(const tgt_mountpath_t *mp, const ft_bmd_t *bmd, tgt_walk_fn
 			return 1;
 	}
 	return 0;
+}
+
+int tgt_walk_objects(const tgt_mountpath_t *mp, const ft_bmd_t *bmd, tgt_walk_fn fn, void *arg)
+{
+	return walk_tree(mp, bmd, "", fn, arg);
+}
+
+int tgt_walk_held(const tgt_mountpath_t *mp, const ft_bmd_t *bmd, tgt_walk_fn fn, void *arg)
+{
+	return walk_tree(mp, bmd, TGT_EC_DIR, fn, arg);
 }
 
 /* ---- the rebalance walk: a run of runner.c over the misplaced objects ---- */

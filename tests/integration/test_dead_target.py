@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Reads that survive a dead target: SIGKILL of a target under S3 and native GET load, for an EC 2+1 bucket (slices)
-and an EC bucket whose objects are below objsize_limit (whole replicas on other targets). The proxy's probes take the
-dead target out of the map within about a second, and the S3 relay retries a failed connection at once on the
-object's new owner, which rebuilds the object: no S3 GET fails; native GETs fail only inside the detection window."""
+"""Reads that survive a dead target: SIGKILL of a target under S3 and native GET load, for an EC 2+1 bucket (slices),
+an EC bucket whose objects are below objsize_limit (whole replicas on other targets) and a mirrored bucket whose
+copies live on other targets (mirror.scope "targets"). The proxy's probes take the dead target out of the map within
+about a second, and the S3 relay retries a failed connection at once on the object's new owner, which rebuilds the
+object: no S3 GET fails; native GETs fail only inside the detection window. A mirrored bucket with its copies on the
+owner's mountpaths (the default scope) waits for its owner."""
 import hashlib
 import os
 import random
@@ -32,18 +34,24 @@ def scrape_value(url, name):
     return 0.0
 
 
-@pytest.mark.parametrize("limit", [0, 1 << 20], ids=["ec-slices", "ec-replicas"])
-def test_sigkill_target_under_get_load(make_cluster, limit):
+PROTECTION = {
+    "ec-slices": {"ec": {"data_slices": 2, "parity_slices": 1, "objsize_limit": 0}},
+    "ec-replicas": {"ec": {"data_slices": 2, "parity_slices": 1, "objsize_limit": 1 << 20}},
+    "mirror-targets": {"mirror": {"copies": 2, "scope": "targets"}},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PROTECTION))
+def test_sigkill_target_under_get_load(make_cluster, kind):
     h = make_cluster(targets=4, mountpaths=1)
     api = Api(h.url, session())
     b = unique("dead")
     b = b.lower().replace("_", "-")
     api.create_bucket(b)
     r = session().post(h.url + "/v1/buckets/" + b, timeout=30,
-                       json={"action": "set-bprops",
-                             "value": {"ec": {"data_slices": 2, "parity_slices": 1, "objsize_limit": limit}}})
+                       json={"action": "set-bprops", "value": PROTECTION[kind]})
     assert r.status_code == 200, r.text
-    rnd = random.Random(limit)
+    rnd = random.Random(kind)
     objs = {}
     for i in range(N_OBJECTS):
         data = os.urandom(rnd.choice(SIZES))
@@ -113,9 +121,9 @@ def test_sigkill_target_under_get_load(make_cluster, limit):
         for t in threads:
             t.join(60)
     late = [f for f in native_fail if f[0] - t_kill > WINDOW_S]
-    print("\nlimit=%d: victim out of the map %.3f s after SIGKILL; S3 GETs ok %d failed %d; native GETs ok %d, "
+    print("\n%s: victim out of the map %.3f s after SIGKILL; S3 GETs ok %d failed %d; native GETs ok %d, "
           "failed %d (all within %.2f s of the kill: %s)" % (
-              limit, t_out, s3_ok[0], len(s3_fail), native_ok[0], len(native_fail),
+              kind, t_out, s3_ok[0], len(s3_fail), native_ok[0], len(native_fail),
               max([f[0] - t_kill for f in native_fail], default=0.0), not late))
     assert not wrong, "wrong bytes served for %s" % wrong[:5]
     assert t_out < 1.0 + 0.5, "the dead target stayed in the map %.2f s" % t_out
@@ -157,8 +165,9 @@ def test_probes_off_keeps_keepalive_detection(make_cluster):
 
 
 def test_mirrored_bucket_waits_for_its_owner(make_cluster):
-    # mirror.copies keeps every copy on the owner's own mountpaths: with the owner dead its objects cannot be read
-    # (an error, never wrong bytes); once it is back they are.
+    # mirror.copies with the default scope ("mountpaths") keeps every copy on the owner's own mountpaths: it survives
+    # a lost disk, not a lost target. With the owner dead its objects cannot be read (an error, never wrong bytes),
+    # and no other target holds a copy to rebuild from; once the owner is back they are readable again.
     h = make_cluster(targets=3, mountpaths=2)
     api = Api(h.url, session())
     b = unique("mirr").lower().replace("_", "-")
@@ -170,6 +179,15 @@ def test_mirrored_bucket_waits_for_its_owner(make_cluster):
         api.put(b, n, d)
     owned = [n for n in objs if h.index_of_url(api.owner(b, n)) == 0]
     assert owned
+    # Both copies on the owner's two mountpaths, nothing anywhere else.
+    for n in owned:
+        mine = [mp for mp in h.mountpaths(0) for top in ("", ".copies")
+                if os.path.exists(os.path.join(mp, top, "ais", b, n))]
+        assert len(mine) == 2, (n, mine)
+        for i in (1, 2):
+            for mp in h.mountpaths(i):
+                for top in ("", ".copies", ".ec"):
+                    assert not os.path.exists(os.path.join(mp, top, "ais", b, n)), (n, mp, top)
     vid = h.c.targets[0].id
     h.kill_target(0, "KILL")
     wait_until(lambda: vid not in [t["id"] for t in h.smap()["targets"]], timeout=10, what="the victim out")

@@ -117,6 +117,9 @@ def test_download_url_list_object(api, bucket, origin):
         assert api.get(bucket, n).content == n.encode() * 10
     assert_json_error(download(api, bucket, {"url_list_object": "lists/none.txt"}, expect=404), 404,
                       "no such object")
+    # a line that is not UTF-8 text is refused, never skipped
+    api.put(bucket, "lists/bad.txt", f"{origin.url}/{names[0]}\n".encode() + b"http://h/\xff\xfe.bin\n")
+    assert_json_error(download(api, bucket, {"url_list_object": "lists/bad.txt"}, expect=400), 400, "line 2")
 
 
 

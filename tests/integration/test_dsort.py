@@ -6,12 +6,13 @@ import json
 import random
 import subprocess
 import tarfile
+import time
 import zipfile
 
 import pytest
 import requests
 
-from ftutil import TIMEOUT, assert_json_error, unique, wait_job
+from ftutil import TIMEOUT, assert_json_error, unique, wait_job, wait_until
 
 SHARD_SIZE = 20000
 
@@ -312,3 +313,115 @@ def test_dsort_member_failure_fails_the_part_and_removes_its_outputs(cluster, ap
     for t in cluster.targets():
         assert_json_error(requests.post(t["control_url"] + "/v1/jobs", json=dict(msg, id=jid + "x", outputs={}),
                                         timeout=TIMEOUT), 400, "not an output of the plan")
+
+
+def _plan_on_every_target(cluster, api, src, dst, jid, extra_members=()):
+    """A dsort plan of 8 one-record outputs sent to every target's control port as the proxy would, with the job's
+    members (the targets and extra_members); waits until every target's part has finished. Returns the outputs."""
+    from ftutil import ctl
+    shard = read_shard("shard-000.tar", api.get(src, "shard-000.tar").content)
+    outs = {"ab-%d.tar" % i: [[0, m, len(d)]] for i, (m, d) in enumerate(shard[:8])}
+    ids = [t["id"] for t in cluster.targets()]
+    msg = {"id": jid, "kind": "dsort", "provider": "ais", "bucket": src, "to_bucket": dst, "objnames": sorted(outs),
+           "inputs": ["shard-000.tar"], "outputs": outs, "members": ids + list(extra_members)}
+    for t in cluster.targets():
+        ctl("POST", t["control_url"], "/v1/jobs", msg)
+    for t in cluster.targets():
+        wait_until(lambda: ctl("GET", t["control_url"], "/v1/jobs/" + jid)["state"] == "finished", 30,
+                   what="the part of %s to finish" % t["id"])
+    assert sorted(e["name"] for e in api.list_all(dst)[0]) == sorted(outs)
+    return outs
+
+
+def test_dsort_abort_removes_the_outputs_of_parts_that_finished(cluster, api, buckets):
+    """An abort while the job still runs somewhere (here a member that has not reported: the job reads running for
+    job_missing_grace_s) removes the outputs of the parts that already finished too: nothing of the job is left."""
+    src, dst = buckets
+    fill(api, src, n_shards=1, seed=14)
+    jid = unique("j-dswd").replace("_", "-")
+    _plan_on_every_target(cluster, api, src, dst, jid, extra_members=["t-not-reported"])
+    st = api.s.get(f"{api.url}/v1/jobs/{jid}", timeout=TIMEOUT).json()
+    assert st["state"] == "running", st
+    r = api.s.delete(f"{api.url}/v1/jobs/{jid}", timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert r.json()["state"] == "aborted", r.json()
+    assert api.list_all(dst)[0] == []
+    st = api.s.get(f"{api.url}/v1/jobs/{jid}", timeout=TIMEOUT).json()
+    assert st["state"] == "aborted" and all(p["state"] in ("aborted", "missing") for p in st["targets"]), st
+
+
+def test_dsort_abort_after_the_end_keeps_the_outputs(cluster, api, buckets):
+    """Aborting a dsort that finished everywhere changes nothing: its outputs stay."""
+    src, dst = buckets
+    fill(api, src, n_shards=1, seed=15)
+    jid = unique("j-dsend").replace("_", "-")
+    outs = _plan_on_every_target(cluster, api, src, dst, jid)
+    r = api.s.delete(f"{api.url}/v1/jobs/{jid}", timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert r.json()["state"] == "finished", r.json()
+    assert sorted(e["name"] for e in api.list_all(dst)[0]) == sorted(outs)
+
+
+def test_dsort_resumes_after_a_target_kill(make_cluster):
+    """SIGKILL of the target in the middle of its part, then a restart: the part resumes from its journal (outputs
+    done are skipped and counted), the job finishes, and every record is there once, intact, sizes kept."""
+    from ftutil import Api, ctl
+    h = make_cluster(targets=1, mountpaths=1)
+    api = Api(h.url)
+    src, dst = unique("dsrin"), unique("dsrout")
+    api.create_bucket(src)
+    api.create_bucket(dst)
+    digests = fill(api, src, n_shards=24, samples=60, seed=16)
+    jid = start(api, src, {"template": "shard-{000..023}.tar", "to": {"name": dst},
+                           "output_template": "r-{00000..99999}.tar", "shard_size": 3000}).json()["job_id"]
+    target = h.targets()[0]
+    seen = {}
+
+    def some_done():
+        doc = ctl("GET", target["control_url"], "/v1/jobs/" + jid)
+        seen.update(doc)
+        return doc["state"] != "running" or doc["objects"] >= 20
+    wait_until(some_done, 60, interval=0.02, what="the part to write some outputs")
+    print("\nkilled at %d of %d outputs" % (seen["objects"], seen["total"]))
+    assert seen["state"] == "running" and seen["objects"] < seen["total"], seen
+    h.kill_target(0, "KILL")
+    h.restart_target(0)
+    st = wait_job(api, jid, timeout=180)
+    assert st["state"] == "finished" and st["errors"] == 0, st
+    assert st["objects"] == st["total"] == seen["total"], st
+    check_records(outputs(api, dst), digests, 3000)
+    assert h.work_files() == []
+
+
+def test_dsort_survives_the_restart_of_a_target_others_read_from(make_cluster):
+    """Two targets: SIGKILL of one in the middle of the job, restarted 4 s later. Its part resumes from its journal,
+    and the other target's outputs that need members from it wait for it to answer again instead of failing: the job
+    finishes with every record once, intact."""
+    from ftutil import Api, ctl
+    h = make_cluster(targets=2, mountpaths=1)
+    api = Api(h.url)
+    src, dst = unique("dsr2in"), unique("dsr2out")
+    api.create_bucket(src)
+    api.create_bucket(dst)
+    digests = fill(api, src, n_shards=24, samples=60, seed=17)
+    jid = start(api, src, {"template": "shard-{000..023}.tar", "to": {"name": dst},
+                           "output_template": "q-{00000..99999}.tar", "shard_size": 3000}).json()["job_id"]
+    victim = h.targets()[1]
+    index = h.index_of_url(victim["public_url"])
+    seen = {}
+
+    def some_done():
+        doc = ctl("GET", victim["control_url"], "/v1/jobs/" + jid)
+        seen.update(doc)
+        return doc["state"] != "running" or doc["objects"] >= 10
+    wait_until(some_done, 60, interval=0.02, what="the victim's part to write some outputs")
+    print("\nkilled at %d of %d outputs of the victim" % (seen["objects"], seen["total"]))
+    assert seen["state"] == "running" and seen["objects"] < seen["total"], seen
+    h.kill_target(index, "KILL")
+    time.sleep(4)  # away longer than the few quick retries of a failing member GET
+    h.restart_target(index)
+    st = wait_job(api, jid, timeout=240)
+    assert st["state"] == "finished" and st["errors"] == 0, st
+    assert st["objects"] == st["total"], st
+    check_records(outputs(api, dst), digests, 3000)
+    assert h.work_files() == []

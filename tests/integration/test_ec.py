@@ -170,6 +170,44 @@ def test_late_slice_of_an_older_version_is_dropped(make_cluster):
     assert h.work_files() == []
 
 
+def test_corrupt_slice_post_refused(make_cluster):
+    # A slice that arrives in one chunk is checked in memory before it is written; one in several
+    # chunks once the last is in. Either way a corrupt one gets 400 and leaves nothing: the slice
+    # held stays as it was and no work file is left.
+    h, api, b = ec_cluster(make_cluster)
+    api.put(b, "x", os.urandom(300_001))
+    held = slice_files(h, b, "x")
+    i, path = sorted(held.items())[0]
+    with open(path, "rb") as f:
+        good = f.read()
+    bad = bytearray(good)
+    bad[-7] ^= 0x5A
+    s = session()
+    url = h.c.targets[i].control_url + "/v1/ec/slice"
+
+    def post(xfer, off, chunk):
+        return s.post(url, params={"provider": "ais", "bucket": b, "obj": "x", "xfer": "%016x" % xfer,
+                                   "off": off, "total": len(bad)},
+                      data=bytes(chunk), headers={"Content-Type": "application/octet-stream"}, timeout=TIMEOUT)
+
+    r = post(0xc0de1, 0, bad)
+    assert_json_error(r, 400, "corrupt")
+    half = len(bad) // 2
+    r = post(0xc0de2, 0, bad[:half])
+    assert r.status_code == 200 and r.json().get("received") == half, (r.status_code, r.text)
+    assert_json_error(post(0xc0de2, half, bad[half:]), 400, "corrupt")
+    with open(path, "rb") as f:
+        assert f.read() == good, "a refused slice replaced the one held"
+    assert h.work_files() == []
+    # the good slice, sent again in one chunk, is taken
+    r = s.post(url, params={"provider": "ais", "bucket": b, "obj": "x", "xfer": "%016x" % 0xc0de3, "off": 0,
+                            "total": len(good)},
+               data=good, headers={"Content-Type": "application/octet-stream"}, timeout=TIMEOUT)
+    assert r.status_code == 200 and r.json().get("idx") is not None, (r.status_code, r.text)
+    with open(path, "rb") as f:
+        assert f.read() == good
+
+
 def test_put_fails_without_enough_targets(make_cluster):
     # 2+2 needs 4 targets besides the owner: refused when set on a 4-target cluster
     h, api, b = ec_cluster(make_cluster, data=2, parity=1, limit=0)

@@ -104,6 +104,9 @@ def test_help_documents_every_flag():
     bad = subprocess.run([LOADER, "-bucket", "x", "-minsize", "12parsecs"], capture_output=True, text=True,
                          timeout=30)
     assert bad.returncode == 2 and "minsize" in bad.stderr
+    for flag, url in (("-ip", "https://127.0.0.1"), ("-s3endpoint", "https://127.0.0.1:1/s3")):
+        bad = subprocess.run([LOADER, "-bucket", "x", flag, url], capture_output=True, text=True, timeout=30)
+        assert bad.returncode == 2 and "plain HTTP only" in bad.stderr, (flag, bad.returncode, bad.stderr)
 
 
 def test_maxputs_exact_and_listing_matches(cluster, api, bucket, tmp_path):

@@ -1379,6 +1379,123 @@ static void test_keepalive(void **state)
 	fake_stop(f);
 }
 
+/* An ht GET on a pooled connection the origin drops under the request is sent again on a new one. */
+static void test_plain_stale_connection(void **state)
+{
+	fake_t *f = fake_start(FAKE_DROP_SECOND);
+	ft_backend_t *b = open_at(FT_BACKEND_HT, f->port, 2000);
+
+	(void)state;
+	for (int k = 0; k < 3; k++) {
+		ft_backend_error_t err = {0};
+		ft_backend_reader_t *r = NULL;
+		uint8_t *data;
+		size_t n;
+
+		expect_err(ft_backend_get(b, "o", NULL, &r, &err), FT_BACKEND_OK, "get");
+		expect_err(read_all(r, 4096, &data, &n), FT_BACKEND_OK, "read");
+		assert_true(n > 0 && memcmp(data, "{\"size\"", 7) == 0);
+		free(data);
+		ft_backend_reader_close(r);
+	}
+	/* Each second request on a connection was dropped: 1st new, 2nd resent on a new one, 3rd dropped again. */
+	assert_int_equal(fake_connections(f), 3);
+	ft_backend_close(b);
+	fake_stop(f);
+}
+
+/* Splices r to its end or first error into fd from offset 0; *len gets the bytes moved, *werr the write errno. */
+static ft_backend_err_t splice_all(ft_backend_reader_t *r, int fd, size_t chunk, size_t *len, int *werr)
+{
+	ft_backend_err_t rc;
+
+	*len = 0;
+	for (;;) {
+		size_t got;
+
+		rc = ft_backend_read_to_fd(r, fd, (int64_t)*len, chunk, &got, werr);
+		if (rc != FT_BACKEND_OK || got == 0)
+			return rc;
+		*len += got;
+	}
+}
+
+/* An ht read from an http:// origin goes to a file without a user-space copy; faults still say which side failed. */
+static void test_read_to_fd(void **state)
+{
+	char path[] = "/tmp/ft-test-splice-XXXXXX";
+	int fd = mkstemp(path), werr = 0;
+	size_t n = 0;
+
+	(void)state;
+	assert_true(fd >= 0);
+	unlink(path);
+	{
+		fake_t *f = fake_start(FAKE_BODY);
+		ft_backend_t *b = open_at(FT_BACKEND_HT, f->port, 2000);
+		ft_backend_error_t err = {0};
+		ft_backend_reader_t *r = NULL;
+		uint8_t *want, *got;
+
+		f->body_len = (3 << 20) + 12345; /* more than one pipe's worth, and a tail */
+		want = malloc(f->body_len);
+		got = malloc(f->body_len);
+		fill_pattern(want, 0, f->body_len);
+		for (int k = 0; k < 2; k++) { /* the second one on the pooled connection */
+			expect_err(ft_backend_get(b, "o", NULL, &r, &err), FT_BACKEND_OK, "get");
+			assert_true(ft_backend_reader_splices(r));
+			expect_err(splice_all(r, fd, 1 << 20, &n, &werr), FT_BACKEND_OK, "read to fd");
+			assert_int_equal(werr, 0);
+			assert_int_equal(n, f->body_len);
+			assert_int_equal(pread(fd, got, f->body_len, 0), (ssize_t)f->body_len);
+			assert_memory_equal(got, want, f->body_len);
+			ft_backend_reader_close(r);
+			assert_int_equal(ftruncate(fd, 0), 0);
+		}
+		assert_int_equal(fake_connections(f), 1);
+		/* A range the origin ignores is cut by the reader: no splicing there. */
+		{
+			ft_backend_get_opts_t o = {.offset = 10, .length = 100};
+
+			f->honor_range = 0;
+			expect_err(ft_backend_get(b, "o", &o, &r, &err), FT_BACKEND_OK, "range get");
+			assert_false(ft_backend_reader_splices(r));
+			expect_err(ft_backend_read_to_fd(r, fd, 0, 4096, &n, &werr), FT_BACKEND_EREQUEST, "refused");
+			ft_backend_reader_close(r);
+		}
+		/* A file that cannot be written: the caller's side, named by its errno. */
+		{
+			int ro = open("/dev/null", O_RDONLY);
+
+			expect_err(ft_backend_get(b, "o", NULL, &r, &err), FT_BACKEND_OK, "get");
+			expect_err(splice_all(r, ro, 1 << 20, &n, &werr), FT_BACKEND_ECANCELED, "unwritable file");
+			assert_true(werr != 0);
+			ft_backend_reader_close(r);
+			close(ro);
+		}
+		free(want);
+		free(got);
+		ft_backend_close(b);
+		fake_stop(f);
+	}
+	{
+		fake_t *f = fake_start(FAKE_CLOSE_BODY);
+		ft_backend_t *b = open_at(FT_BACKEND_HT, f->port, 2000);
+		ft_backend_error_t err = {0};
+		ft_backend_reader_t *r = NULL;
+
+		f->body_len = 1 << 20;
+		expect_err(ft_backend_get(b, "o", NULL, &r, &err), FT_BACKEND_OK, "get");
+		expect_err(splice_all(r, fd, 1 << 20, &n, &werr), FT_BACKEND_ETRUNCATED, "cut body");
+		assert_int_equal(werr, 0);
+		assert_int_equal(n, f->body_len / 2);
+		ft_backend_reader_close(r);
+		ft_backend_close(b);
+		fake_stop(f);
+	}
+	close(fd);
+}
+
 static const char *sigv4_secret(void *ctx, const char *access_key)
 {
 	(void)ctx;
@@ -2076,6 +2193,8 @@ int main(void)
 		cmocka_unit_test(test_ranges),
 		cmocka_unit_test(test_verify),
 		cmocka_unit_test(test_keepalive),
+		cmocka_unit_test(test_read_to_fd),
+		cmocka_unit_test(test_plain_stale_connection),
 		cmocka_unit_test(test_request_shape),
 		cmocka_unit_test(test_gcp_oauth),
 	};

@@ -192,6 +192,20 @@ static void encode_all(const uint8_t *data, size_t size, int d, int p, int *fds,
 			assert_int_equal(orig[i][k], at < size ? data[at] : 0);
 		}
 	}
+	/* the in-memory encoder (the PUT path) gives the same slices and checksums */
+	uint8_t *mem[FT_EC_MAX_SLICES];
+	char mck[FT_EC_MAX_SLICES][FT_CKSUM_HEX_MAX];
+	for (int i = 0; i < d + p; i++) {
+		mem[i] = malloc(s + 1);
+		assert_non_null(mem[i]);
+		memset(mem[i], 0xA5, s + 1); /* padding must be written, not left */
+	}
+	assert_int_equal(ft_ec_encode_mem(src, size, d, p, mem, mck, err, sizeof(err)), 0);
+	for (int i = 0; i < d + p; i++) {
+		assert_memory_equal(mem[i], orig[i], s);
+		assert_string_equal(mck[i], ck[i]);
+		free(mem[i]);
+	}
 	close(src);
 }
 
@@ -388,9 +402,53 @@ static void test_short_source_is_an_error(void **state)
 	assert_non_null(strstr(err, "shorter"));
 	assert_int_equal(ft_ec_encode(src, 100, 0, 1, out, ck, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "unsupported"));
+	uint8_t b0[500], b1[500], b2[500], *mem[3] = {b0, b1, b2};
+	err[0] = '\0';
+	assert_int_equal(ft_ec_encode_mem(src, 1000, 2, 1, mem, ck, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "shorter"));
+	assert_int_equal(ft_ec_encode_mem(src, 100, 0, 1, mem, ck, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "unsupported"));
 	for (int i = 0; i < 3; i++)
 		close(out[i].fd);
 	close(src);
+}
+
+/* A slice in memory (header, payload): good as built; a changed payload byte, one byte less or more: corrupt. */
+static void test_slice_verify_mem(void **state)
+{
+	const size_t size = 10001;
+	uint8_t *data = random_bytes(size, 7), *buf = malloc(FT_EC_HDR_MAX + size + 1);
+	ft_ec_meta_t *m = malloc(sizeof(*m)), *got = malloc(sizeof(*got));
+	size_t hlen = 0;
+	int fd = mem_file(data, size);
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(m);
+	assert_non_null(got);
+	sample_meta(m, size, 1, 1, 0);
+	m->slice_size = size;
+	assert_int_equal(ft_ec_range_cksum(fd, 0, size, m->slice_cksum), 0);
+	int h = ft_ec_hdr_encode(m, buf, FT_EC_HDR_MAX);
+	assert_true(h > 0);
+	memcpy(buf + h, data, size);
+	assert_int_equal(ft_ec_slice_verify_mem(buf, (size_t)h + size, got, &hlen), 0);
+	assert_int_equal(hlen, (size_t)h);
+	assert_int_equal(got->slice_size, size);
+	assert_string_equal(got->slice_cksum, m->slice_cksum);
+	assert_int_equal(ft_ec_slice_verify_mem(buf, (size_t)h + size - 1, got, &hlen), -EBADMSG);
+	buf[(size_t)h + size] = 0;
+	assert_int_equal(ft_ec_slice_verify_mem(buf, (size_t)h + size + 1, got, &hlen), -EBADMSG);
+	buf[h + 5] ^= 0x40;
+	assert_int_equal(ft_ec_slice_verify_mem(buf, (size_t)h + size, got, &hlen), -EBADMSG);
+	buf[h + 5] ^= 0x40;
+	buf[3] ^= 1; /* the header's magic */
+	assert_int_equal(ft_ec_slice_verify_mem(buf, (size_t)h + size, got, &hlen), -EBADMSG);
+	close(fd);
+	free(got);
+	free(m);
+	free(buf);
+	free(data);
 }
 
 int main(void)
@@ -404,6 +462,7 @@ int main(void)
 		cmocka_unit_test(test_too_many_lost),
 		cmocka_unit_test(test_corrupt_slices_detected),
 		cmocka_unit_test(test_short_source_is_an_error),
+		cmocka_unit_test(test_slice_verify_mem),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

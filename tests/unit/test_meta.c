@@ -628,6 +628,9 @@ static void test_bmd_props(void **state)
 		"{\"ec\":{\"data_slices\":2.5,\"parity_slices\":1}}",
 		"{\"ec\":[2,1]}",
 		"{\"checksum_validate_warm_get\":1}",
+		"{\"mirror\":{\"copies\":2,\"scope\":\"disks\"}}",
+		"{\"mirror\":{\"copies\":2,\"scope\":1}}",
+		"{\"mirror\":{\"copies\":2,\"scope\":\"targets\"},\"ec\":{\"data_slices\":2,\"parity_slices\":1}}",
 	};
 	ft_bmd_t *b = ft_bmd_new(), *r;
 	ft_bucket_t bk = bucket("ais", "prot", FT_CKSUM_XXHASH, 5), *got;
@@ -721,6 +724,56 @@ static void test_bmd_props(void **state)
 	ft_bmd_put(b);
 }
 
+/* mirror.scope: "targets" applied, written only when set, read back; EC on top of it refused. */
+static void test_bmd_mirror_scope(void **state)
+{
+	ft_bmd_t *b = ft_bmd_new(), *r;
+	ft_bucket_t bk = bucket("ais", "mt", FT_CKSUM_MD5, 1), plain = bucket("ais", "mp", FT_CKSUM_MD5, 2);
+	char err[256] = "";
+	json_t *props, *j;
+
+	(void)state;
+	props = json_loads("{\"mirror\":{\"copies\":3,\"scope\":\"targets\"}}", 0, NULL);
+	assert_int_equal(ft_bucket_props_apply(&bk, props, err, sizeof(err)), 0);
+	json_decref(props);
+	assert_int_equal(bk.mirror_scope, FT_MIRROR_SCOPE_TARGETS);
+	assert_true(ft_bucket_mirror_targets(&bk));
+	j = ft_bucket_to_json(&bk);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "mirror"), "scope")), "targets");
+	json_decref(j);
+	j = ft_bucket_to_json(&plain);
+	assert_null(json_object_get(json_object_get(j, "mirror"), "scope")); /* the default is not written */
+	json_decref(j);
+	assert_int_equal(ft_bmd_add(b, &bk), 0);
+	j = ft_bmd_to_json(b);
+	r = ft_bmd_from_json(j, err, sizeof(err));
+	json_decref(j);
+	if (r == NULL)
+		fail_msg("from_json: %s", err);
+	assert_int_equal(ft_bmd_find(r, "ais", "mt")->mirror_scope, FT_MIRROR_SCOPE_TARGETS);
+	ft_bmd_put(r);
+
+	/* EC on a bucket with copies on targets, in a later change: refused, named. */
+	props = json_loads("{\"ec\":{\"data_slices\":2,\"parity_slices\":1}}", 0, NULL);
+	assert_int_equal(ft_bucket_props_apply(&bk, props, err, sizeof(err)), -1);
+	json_decref(props);
+	assert_non_null(strstr(err, "cannot be combined"));
+	/* One copy with scope "targets" is no mirroring at all: EC is fine then. */
+	bk = bucket("ais", "one", FT_CKSUM_MD5, 3);
+	props = json_loads("{\"mirror\":{\"copies\":1,\"scope\":\"targets\"},\"ec\":{\"data_slices\":2,"
+			   "\"parity_slices\":1}}",
+			   0, NULL);
+	assert_int_equal(ft_bucket_props_apply(&bk, props, err, sizeof(err)), 0);
+	json_decref(props);
+	assert_false(ft_bucket_mirror_targets(&bk));
+	/* Back to the mountpaths. */
+	props = json_loads("{\"mirror\":{\"scope\":\"mountpaths\"}}", 0, NULL);
+	assert_int_equal(ft_bucket_props_apply(&bk, props, err, sizeof(err)), 0);
+	json_decref(props);
+	assert_int_equal(bk.mirror_scope, FT_MIRROR_SCOPE_MOUNTPATHS);
+	ft_bmd_put(b);
+}
+
 /* The canned ACL: "acl" applied, written only when public-read, read back; other values refused. */
 static void test_bmd_acl(void **state)
 {
@@ -803,8 +856,8 @@ int main(void)
 		cmocka_unit_test(test_smap_install),  cmocka_unit_test(test_smap_install_race),
 		cmocka_unit_test(test_bmd_edit),      cmocka_unit_test(test_bmd_round_trip),
 		cmocka_unit_test(test_bmd_bad_json),  cmocka_unit_test(test_bmd_etl),
-		cmocka_unit_test(test_bmd_props),     cmocka_unit_test(test_bmd_install),
-		cmocka_unit_test(test_bmd_acl),
+		cmocka_unit_test(test_bmd_props),     cmocka_unit_test(test_bmd_mirror_scope),
+		cmocka_unit_test(test_bmd_install),   cmocka_unit_test(test_bmd_acl),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,7 +94,24 @@ static void test_obj_identity(void **state)
 	assert_string_equal(o.rel, "ais/photos/a/b.jpg");
 	assert_int_equal(o.bucket_created, 42);
 	assert_int_equal(o.mirror_copies, 3);
+	assert_int_equal(o.mirror_targets, 0);
+	assert_int_equal(o.ec_data, 0);
 	assert_true(o.hash == ft_hrw_name_hash("ais", "photos", "a/b.jpg", 7));
+
+	/* copies on targets: no copy on the owner's mountpaths, EC's whole replicas on 2 other targets */
+	ft_bucket_t bt = f->b;
+	bt.mirror_scope = FT_MIRROR_SCOPE_TARGETS;
+	tgt_obj_props(&o, &bt);
+	assert_int_equal(o.mirror_targets, 1);
+	assert_int_equal(o.mirror_copies, 1);
+	assert_int_equal(o.ec_data, 1);
+	assert_int_equal(o.ec_parity, 2);
+	assert_true(o.ec_objsize_limit == INT64_MAX);
+	bt.mirror_copies = 1; /* one copy: nothing anywhere else */
+	tgt_obj_props(&o, &bt);
+	assert_int_equal(o.mirror_targets, 0);
+	assert_int_equal(o.ec_data, 0);
+	tgt_obj_props(&o, &f->b);
 	assert_ptr_equal(o.mp, tgt_mountpath_pick(&f->t, "ais", "photos", "a/b.jpg", 7));
 
 	/* a name longer than any object name is refused */

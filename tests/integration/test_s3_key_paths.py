@@ -347,6 +347,17 @@ def test_ec_slices_and_restore(make_cluster):
         for j, k in enumerate(fam):
             data[k] = os.urandom(500 if (i + j) % 2 else 5000)  # replicas and slices
             c.put_object(Bucket=b, Key=k, Body=data[k])
+    # slices at hashed paths (a slice of "r00" and one of "r00/s" met on a holder) carry their names,
+    # as the walks over .ec need
+    keyed = 0
+    for t in h.c.targets:
+        for mp in t.mountpaths:
+            for dirpath, _, files in os.walk(os.path.join(mp, ".ec", "ais", b, ".ft-keys")):
+                for f in files:
+                    name = os.getxattr(os.path.join(dirpath, f), "user.ft.name").decode()
+                    assert name in data and f == hashlib.sha256(name.encode()).hexdigest(), (name, f)
+                    keyed += 1
+    assert keyed > 0, "no slice found its path taken"
     for k in data:
         mains = _main_files(h, b, k)
         assert len(mains) == 1, (k, mains)

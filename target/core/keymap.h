@@ -18,7 +18,10 @@
  * "a" when "a/b" made it a directory. Such a name goes to its hashed file too, at the publishing
  * rename that finds the path blocked (core/publish.c), and stays there until deleted; a lookup
  * takes the path when it is a file and the hashed file otherwise (core/obj.c), so a name lives
- * in one place and names that fit keep today's layout.
+ * in one place and names that fit keep today's layout. A GET, HEAD or GetBatch item looks up by
+ * its open of the path (tgt_obj_name_unlocated), so a warm read costs no more than before; a
+ * write or delete in one place removes an older version in the other (tgt_publish_drop_other).
+ * Mirror copies (.copies) and EC slices (.ec) follow the same rule in their own trees.
  * The xattr is set on the work file before the publishing rename, so the name is there whenever
  * the file is. Walkers (listing, jobs, rebalance, LRU, EC) read the name back from the xattr and
  * take it only when it hashes to the file name; a reader opening a hashed file checks that its

@@ -446,3 +446,19 @@ def test_get_batch(cluster, s3, bucket):
         got = [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
     want = [("%s/%s" % (bucket, k), _body(k)) for k in sorted(keys)] + [("%s/w" % bucket, _body("w")[2:7])]
     assert got == want
+
+
+def test_js_sdk(cluster, s3, bucket):
+    """The AWS SDK for JavaScript v3 PUTs a family deepest first and reads, lists and copies it."""
+    import test_s3_keys
+    pkg = test_s3_keys.NODE_MODULES / "@aws-sdk" / "client-s3"
+    if not pkg.is_dir() or not (test_s3_keys.NODE_MODULES / ".ft-lock.sha256").is_file():
+        peers.ensure_installed()
+    keys = ["a/b/c", "a/b", "a", "a//b", "folder/x", "folder/", "folder"]
+    r = test_s3_keys.js(cluster, bucket, keys)
+    assert r["ok"], r
+    assert r["got"] == {k: test_s3_keys._body(k).decode() for k in keys}
+    assert r["listed"] == sorted(keys, key=lambda k: k.encode())
+    assert r["folder"] == {"keys": ["folder/", "folder/x"], "prefixes": []}
+    assert r["copied"] == test_s3_keys._body("a//b").decode()
+    assert len(_hashed_files(cluster, "ais", bucket)) >= 3  # "a//b", "folder/" and the family's blocked ones

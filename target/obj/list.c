@@ -340,17 +340,17 @@ static int is_ais(const char *provider)
 	return strcmp(provider, "ais") == 0;
 }
 
-/* The path of e's file below a mountpath root: its name's path, or its hashed file. 0 or -1. */
-static int ent_rel(const bucket_list_t *b, const list_ent_t *e, char *rel, size_t cap)
+/* The path of name's file below a mountpath root: its path, or its hashed file when keyed. 0 or -1. */
+static int ent_rel(const bucket_list_t *b, const char *name, int keyed, char *rel, size_t cap)
 {
 	int n;
 
-	if (!e->keyed)
-		return tgt_rel_path(rel, cap, b->provider, b->bucket, e->name);
+	if (!keyed)
+		return tgt_rel_path(rel, cap, b->provider, b->bucket, name);
 	n = snprintf(rel, cap, "%s/%s/", b->provider, b->bucket);
 	if (n < 0 || (size_t)n >= cap)
 		return -1;
-	return tgt_key_path_hashed(rel + n, cap - (size_t)n, e->name, strlen(e->name));
+	return tgt_key_path_hashed(rel + n, cap - (size_t)n, name, strlen(name));
 }
 
 /*
@@ -363,16 +363,25 @@ static int ent_meta(tgt_t *t, const bucket_list_t *b, list_ent_t *e, ft_lom_t *l
 	char rel[TGT_REL_MAX];
 	const tgt_mountpath_t *mp = &t->mountpaths[e->mp];
 
-	if (e->bad || ent_rel(b, e, rel, sizeof(rel)) != 0)
+	char other[TGT_REL_MAX];
+	struct stat st;
+
+	if (e->bad || ent_rel(b, e->name, e->keyed, rel, sizeof(rel)) != 0)
 		return -1;
 	if (!is_ais(b->provider))
 		mp = tgt_mountpath_pick(t, b->provider, b->bucket, e->name, strlen(e->name));
 	if (obj_meta(mp, rel, lom) == 0)
 		return 0;
+	/* moved to the name's other place since the walk: a restore or a write found that one free */
+	if (!tgt_key_hashed(e->name, strlen(e->name)) && ent_rel(b, e->name, !e->keyed, other, sizeof(other)) == 0 &&
+	    obj_meta(mp, other, lom) == 0) {
+		e->keyed = !e->keyed;
+		return 0;
+	}
 	if (mp != &t->mountpaths[e->mp])
 		return -1; /* not on its HRW mountpath: not cached */
-	if (faccessat(mp->root_fd, rel, F_OK, AT_SYMLINK_NOFOLLOW) != 0)
-		return -1; /* deleted since the walk */
+	if (fstatat(mp->root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+		return -1; /* deleted since the walk (a directory there is other names' path) */
 	e->bad = 1;
 	ft_warn("bucket %s/%s: %s on %s has no valid object metadata: not listed", b->provider, b->bucket, e->name,
 		mp->path);

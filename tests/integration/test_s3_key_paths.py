@@ -313,6 +313,20 @@ def test_mirror_copies(make_cluster):
                 name = os.getxattr(p, "user.ft.name").decode() if rel.startswith(".ft-keys/") else rel
                 copies[name] = copies.get(name, 0) + 1
     assert copies == {k: 1 for k in keys}
+    # the scrub job walks them by their real names and repairs damaged main copies from the copies
+    for k in keys:
+        with open(_main_files(h, b, k)[0], "r+b") as f:
+            f.seek(3)
+            byte = f.read(1)
+            f.seek(3)
+            f.write(bytes([byte[0] ^ 0xFF]))
+    r = api.s.post(api.url + "/v1/buckets/" + b, json={"action": "scrub"}, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    st = wait_job(api, r.json()["job_id"], timeout=120)
+    assert st["state"] == "finished" and st["errors"] == 0 and st["objects"] == len(keys), st
+    for k in keys:
+        with open(_main_files(h, b, k)[0], "rb") as f:
+            assert f.read() == _body(k), k
     # a lost main copy is served from its mirror copy
     for k in keys:
         mains = _main_files(h, b, k)

@@ -75,7 +75,7 @@ static int check_names(ft_req_t *r, tgt_obj_t *o, const char *bucket, const char
 	char *copy = ft_req_alloc(r, obj_len + 1);
 	memcpy(copy, obj, obj_len);
 	copy[obj_len] = '\0';
-	if (tgt_obj_name(o, copy, obj_len) != 0) {
+	if (tgt_obj_name_unlocated(o, copy, obj_len) != 0) { /* object() looks it up */
 		ft_resp_error(r, 400, "object name too long");
 		return -1;
 	}
@@ -140,8 +140,16 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 	memset(o, 0, sizeof(*o));
 	o->t = t;
 	if (check_provider(r, o) != 0 || (o->anonymous = tgt_auth_object(r, o->provider, bucket, obj, obj_len)) < 0 ||
-	    check_names(r, o, bucket, obj, obj_len) != 0 || check_owner(r, t, o) != 0 ||
-	    tgt_acl_anonymous_gate(r, o) != 0)
+	    check_names(r, o, bucket, obj, obj_len) != 0 || check_owner(r, t, o) != 0)
+		return;
+	/*
+	 * Where the name is stored (core/keymap.h): a plain GET or HEAD finds out by opening its path
+	 * (obj/get.c), which saves a warm read a stat; every other request looks it up first.
+	 */
+	if (!(m == FT_HTTP_GET || m == FT_HTTP_HEAD) || mpu || o->anonymous || tgt_shard_wanted(r) ||
+	    ft_req_query(r, "etl") != NULL)
+		tgt_obj_locate(o);
+	if (tgt_acl_anonymous_gate(r, o) != 0)
 		return;
 	if (tgt_is_remote(o) && m == FT_HTTP_DELETE && !mpu && tgt_evict_wanted(r)) {
 		tgt_evict_object(r, o); /* jobs.c: the cached copy only */

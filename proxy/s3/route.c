@@ -266,7 +266,7 @@ void px_s3_error_from_target(px_s3_req_t *q, const px_s3_target_reply_t *reply)
 		break;
 	case 409:
 		e = PX_S3_INVALID_ARGUMENT;
-		break; /* "a/b" over an object "a", or the reverse */
+		break; /* a name neither its path nor its hashed file can hold (target/core/keymap.h) */
 	case 411:
 		e = PX_S3_MISSING_CONTENT_LENGTH;
 		break;

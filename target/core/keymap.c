@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -36,6 +38,23 @@ bool tgt_key_hashed(const char *name, size_t len)
 	return false;
 }
 
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+static EVP_MD *sha256_md; /* fetched once: EVP_sha256() costs a provider lookup per digest (3x the hash) */
+
+/* At exit, before OpenSSL's own cleanup (registered earlier, so run later). */
+static void sha256_free(void)
+{
+	EVP_MD_free(sha256_md);
+	sha256_md = NULL;
+}
+
+static void sha256_fetch(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+	if (sha256_md != NULL)
+		atexit(sha256_free);
+}
+
 /* The lowercase hex SHA-256 of name[0..len) into hex[TGT_KEY_HEX + 1]. 0 or -1. */
 static int key_hex(const char *name, size_t len, char *hex)
 {
@@ -43,7 +62,9 @@ static int key_hex(const char *name, size_t len, char *hex)
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 
-	if (EVP_Digest(name, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen * 2 != TGT_KEY_HEX)
+	pthread_once(&sha256_once, sha256_fetch);
+	if (EVP_Digest(name, len, md, &mdlen, sha256_md ? sha256_md : EVP_sha256(), NULL) != 1 ||
+	    mdlen * 2 != TGT_KEY_HEX)
 		return -1;
 	for (unsigned int i = 0; i < mdlen; i++) {
 		hex[2 * i] = digits[md[i] >> 4];
@@ -53,24 +74,28 @@ static int key_hex(const char *name, size_t len, char *hex)
 	return 0;
 }
 
-int tgt_key_path(char *buf, size_t cap, const char *name, size_t len)
+int tgt_key_path_hashed(char *buf, size_t cap, const char *name, size_t len)
 {
 	char hex[TGT_KEY_HEX + 1];
 	int n;
 
-	if (len > FT_OBJ_NAME_MAX)
-		return -1;
-	if (!tgt_key_hashed(name, len)) {
-		if (len >= cap)
-			return -1;
-		memcpy(buf, name, len);
-		buf[len] = '\0';
-		return 0;
-	}
-	if (key_hex(name, len, hex) != 0)
+	if (len > FT_OBJ_NAME_MAX || key_hex(name, len, hex) != 0)
 		return -1;
 	n = snprintf(buf, cap, "%s/%.2s/%s", TGT_KEYS_DIR, hex, hex);
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int tgt_key_path(char *buf, size_t cap, const char *name, size_t len)
+{
+	if (len > FT_OBJ_NAME_MAX)
+		return -1;
+	if (tgt_key_hashed(name, len))
+		return tgt_key_path_hashed(buf, cap, name, len);
+	if (len >= cap)
+		return -1;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	return 0;
 }
 
 long tgt_key_fget(int fd, char *name, size_t cap)
@@ -98,7 +123,7 @@ long tgt_key_read(int dfd, const char *leaf, char *name, size_t cap)
 		return -1;
 	n = tgt_key_fget(fd, name, cap);
 	close(fd);
-	if (n < 0 || !tgt_key_hashed(name, (size_t)n) || key_hex(name, (size_t)n, hex) != 0 || strcmp(hex, leaf) != 0)
+	if (n < 0 || key_hex(name, (size_t)n, hex) != 0 || strcmp(hex, leaf) != 0)
 		return -1;
 	return n;
 }

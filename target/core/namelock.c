@@ -101,7 +101,9 @@ void tgt_publish_unlock(tgt_t *t)
 /* Whether hold a is on o's name for kind. */
 static int same_hold(const tgt_hold_t *a, const tgt_obj_t *o, tgt_hold_kind_t kind)
 {
-	return a->kind == kind && a->o->hash == o->hash && strcmp(a->o->rel, o->rel) == 0;
+	return a->kind == kind && a->o->hash == o->hash && a->o->obj_len == o->obj_len &&
+	       (o->obj_len == 0 || memcmp(a->o->obj, o->obj, o->obj_len) == 0) &&
+	       strcmp(a->o->bucket, o->bucket) == 0 && strcmp(a->o->provider, o->provider) == 0;
 }
 
 void tgt_name_hold(const tgt_obj_t *o, tgt_hold_kind_t kind, tgt_hold_t *h)

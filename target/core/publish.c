@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -47,20 +48,24 @@ int tgt_bucket_alive(const tgt_obj_t *o)
 }
 
 /*
- * A name that is no path: its hashed file carries the name (core/keymap.h), set before the rename.
- * A file there that names another object (two names with one SHA-256) is never replaced: -EEXIST.
- * 0 or -errno.
+ * A name in its hashed file carries the name (core/keymap.h), set before the rename. A file there
+ * that names another object (two names with one SHA-256) is never replaced: -EEXIST; a directory
+ * there (made by hand) is -EISDIR. 0 or -errno.
  */
 static int name_xattr(const tgt_obj_t *o, const char *work, ft_sync_policy_t sync)
 {
 	int rc, fd;
 
-	if (o->obj == NULL || !tgt_key_hashed(o->obj, o->obj_len))
+	if (o->obj == NULL || !o->keyed)
 		return 0;
 	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd >= 0) {
-		bool other = !tgt_key_holds(fd, o->obj, o->obj_len);
+		struct stat st;
+		bool dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+		bool other = !dir && !tgt_key_holds(fd, o->obj, o->obj_len);
 		close(fd);
+		if (dir)
+			return -EISDIR;
 		if (other) {
 			ft_warn("object %s/%s: %s holds another name: not replaced", o->bucket, o->obj, o->rel);
 			return -EEXIST;
@@ -76,14 +81,11 @@ static int name_xattr(const tgt_obj_t *o, const char *work, ft_sync_policy_t syn
 	return rc;
 }
 
-int tgt_publish_rename(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
+/* Renames work over o->rel (parents created). 0 or -errno; work[0] cleared once renamed. */
+static int rename_into(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
 {
 	const tgt_mountpath_t *mp = o->mp;
-	int rc = name_xattr(o, work, sync);
-
-	if (rc != 0)
-		return rc;
-	rc = -ENOENT;
+	int rc = -ENOENT;
 
 	for (int attempt = 0; attempt < PUBLISH_ATTEMPTS && rc == -ENOENT; attempt++) {
 		const char *leaf = NULL;
@@ -106,7 +108,45 @@ int tgt_publish_rename(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
 	return rc;
 }
 
-int tgt_publish(const tgt_obj_t *o, char *work, ft_sync_policy_t sync)
+void tgt_publish_drop_other(const tgt_obj_t *o)
+{
+	char other[TGT_REL_MAX];
+	int rc;
+
+	if (o->obj == NULL || (o->keyed && tgt_key_hashed(o->obj, o->obj_len)))
+		return;
+	if (o->keyed)
+		rc = tgt_rel_path(other, sizeof(other), o->provider, o->bucket, o->obj);
+	else
+		rc = tgt_obj_rel_hashed(o, other, sizeof(other));
+	if (rc == 0 && unlinkat(o->mp->root_fd, other, 0) == 0)
+		tgt_parent_prune(o->mp, other);
+}
+
+int tgt_publish_rename(tgt_obj_t *o, char *work, ft_sync_policy_t sync)
+{
+	int rc = name_xattr(o, work, sync);
+
+	if (rc != 0)
+		return rc;
+	rc = rename_into(o, work, sync);
+	/*
+	 * The path is taken: a component is another object ("a" for "a/b") or the name is a directory
+	 * of others ("a/b" stored before "a"). The name goes to its hashed file (core/keymap.h).
+	 */
+	if ((rc == -ENOTDIR || rc == -EISDIR || rc == -ENOTEMPTY) && !o->keyed && o->obj != NULL) {
+		if (tgt_obj_key(o) != 0)
+			return rc;
+		rc = name_xattr(o, work, sync);
+		if (rc == 0)
+			rc = rename_into(o, work, sync);
+	}
+	if (rc == 0)
+		tgt_publish_drop_other(o);
+	return rc;
+}
+
+int tgt_publish(tgt_obj_t *o, char *work, ft_sync_policy_t sync)
 {
 	tgt_publish_lock_shared(o->t);
 	int rc = tgt_bucket_alive(o) ? tgt_publish_rename(o, work, sync) : -ESTALE;

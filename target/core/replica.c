@@ -112,6 +112,39 @@ static void replica_rel(const tgt_obj_t *o, const tgt_replica_t *rp, char *buf, 
 		snprintf(buf, cap, "%s", o->rel);
 }
 
+/*
+ * The other place of a copy of o's name below a copies directory (without the TGT_COPIES_DIR
+ * prefix): its hashed path when o->rel is the name's path, its path when o->rel is hashed because
+ * the main copy's path was taken. A copies directory on another mountpath holds other names'
+ * copies, so a copy may sit in the other place than its main copy (core/keymap.h). *keyed tells
+ * which. 0, or -1 when the name has one place only.
+ */
+static int copy_rel_other(const tgt_obj_t *o, char *buf, size_t cap, bool *keyed)
+{
+	if (o->obj == NULL)
+		return -1;
+	*keyed = !o->keyed;
+	if (!o->keyed)
+		return tgt_obj_rel_hashed(o, buf, cap);
+	if (tgt_key_hashed(o->obj, o->obj_len))
+		return -1;
+	return tgt_rel_path(buf, cap, o->provider, o->bucket, o->obj);
+}
+
+/* Opens rel on mp and stats it: fd (*st set), or -1 with errno. */
+static int open_stat(const tgt_mountpath_t *mp, const char *rel, struct stat *st)
+{
+	int fd = openat(mp->root_fd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd >= 0 && fstat(fd, st) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e == ENOENT ? EIO : e;
+		return -1;
+	}
+	return fd;
+}
+
 static const tgt_mountpath_t *replica_mp(const tgt_obj_t *o, const tgt_replica_t *rp)
 {
 	return rp->copy ? &o->t->mountpaths[rp->mp_index] : o->mp;
@@ -157,18 +190,22 @@ tgt_replica_state_t tgt_replica_open(const tgt_obj_t *o, const tgt_replica_t *rp
 	char rel[COPY_REL_MAX];
 	struct stat st;
 	tgt_replica_state_t s;
+	bool keyed = o->keyed;
 
 	replica_rel(o, rp, rel, sizeof(rel));
-	*fd = openat(replica_mp(o, rp)->root_fd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	*fd = open_stat(replica_mp(o, rp), rel, &st);
+	/* a mirror copy not at its main copy's place: in the other one (copy_rel_other) */
+	size_t pre = sizeof(TGT_COPIES_DIR);
+	if (rp->copy && (*fd < 0 ? errno == ENOENT || errno == ENOTDIR : S_ISDIR(st.st_mode)) &&
+	    copy_rel_other(o, rel + pre, sizeof(rel) - pre, &keyed) == 0) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = open_stat(replica_mp(o, rp), rel, &st);
+	}
 	if (*fd < 0)
 		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? TGT_REPLICA_ABSENT : TGT_REPLICA_IO;
-	if (fstat(*fd, &st) != 0) {
-		s = TGT_REPLICA_IO;
-		goto fail;
-	}
 	/* a hashed file name holds the object its name xattr names, no other (core/keymap.h) */
-	if (!S_ISREG(st.st_mode) ||
-	    (o->obj && tgt_key_hashed(o->obj, o->obj_len) && !tgt_key_holds(*fd, o->obj, o->obj_len))) {
+	if (!S_ISREG(st.st_mode) || (o->obj && keyed && !tgt_key_holds(*fd, o->obj, o->obj_len))) {
 		s = TGT_REPLICA_ABSENT;
 		goto fail;
 	}
@@ -421,6 +458,13 @@ int tgt_replica_remove(const tgt_obj_t *o, int i)
 	if (unlinkat(view.root_fd, o->rel, 0) == 0) {
 		removed = 1;
 		tgt_parent_prune(&view, o->rel);
+	}
+	/* the copy may be in the name's other place (copy_rel_other) */
+	char rel[TGT_REL_MAX];
+	bool keyed;
+	if (copy_rel_other(o, rel, sizeof(rel), &keyed) == 0 && unlinkat(view.root_fd, rel, 0) == 0) {
+		removed = 1;
+		tgt_parent_prune(&view, rel);
 	}
 	close(view.root_fd);
 	return removed;

@@ -211,6 +211,16 @@ void tgt_coldget_fini(tgt_t *t)
 
 /* ---- flights (fl_lock held by the caller) ---- */
 
+/*
+ * A flight's key: the name's own path (tgt_rel_path), the same for every request of the name
+ * whether o->rel is that path or the name's hashed file (core/keymap.h), which a publish may
+ * change while the flight runs.
+ */
+static const char *flight_key(const tgt_obj_t *o, char *buf, size_t cap)
+{
+	return tgt_rel_path(buf, cap, o->provider, o->bucket, o->obj) == 0 ? buf : o->rel;
+}
+
 static flight_t *flight_find(tgt_coldget_t *cg, const char *rel)
 {
 	for (flight_t *f = cg->flights; f != NULL; f = f->next)
@@ -866,6 +876,7 @@ static void head_remote(ft_req_t *r, tgt_obj_t *o)
 
 int tgt_coldget_serve(ft_req_t *r, tgt_obj_t *o)
 {
+	char key[TGT_REL_MAX];
 	int force = 0;
 
 	if (latest_ver(r) && cached(o)) {
@@ -883,7 +894,7 @@ int tgt_coldget_serve(ft_req_t *r, tgt_obj_t *o)
 		return 0;
 	}
 	pthread_mutex_lock(&o->t->coldget->fl_lock);
-	flight_t *f = flight_find(o->t->coldget, o->rel);
+	flight_t *f = flight_find(o->t->coldget, flight_key(o, key, sizeof(key)));
 	if (f != NULL) {
 		f->refs++;
 		pthread_mutex_unlock(&o->t->coldget->fl_lock);
@@ -894,7 +905,7 @@ int tgt_coldget_serve(ft_req_t *r, tgt_obj_t *o)
 		pthread_mutex_unlock(&o->t->coldget->fl_lock);
 		return 1;
 	}
-	f = flight_new(o->t->coldget, o->rel);
+	f = flight_new(o->t->coldget, flight_key(o, key, sizeof(key)));
 	pthread_mutex_unlock(&o->t->coldget->fl_lock);
 	if (f == NULL) {
 		ft_resp_error(r, 500, "out of memory");
@@ -906,8 +917,10 @@ int tgt_coldget_serve(ft_req_t *r, tgt_obj_t *o)
 
 void tgt_coldget_supersede(const tgt_obj_t *o)
 {
+	char key[TGT_REL_MAX];
+
 	pthread_mutex_lock(&o->t->coldget->fl_lock);
-	flight_t *f = flight_find(o->t->coldget, o->rel);
+	flight_t *f = flight_find(o->t->coldget, flight_key(o, key, sizeof(key)));
 	if (f != NULL) {
 		flight_unlink(f); /* requests from now on fetch anew */
 		pthread_mutex_lock(&f->mu);
@@ -935,11 +948,12 @@ static int prefetch_wait(flight_t *f, int64_t *bytes, char *err, size_t cap)
 
 int tgt_coldget_prefetch(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 {
+	char key[TGT_REL_MAX];
 	struct stat st;
 
 	*bytes = 0;
 	pthread_mutex_lock(&o->t->coldget->fl_lock);
-	flight_t *f = flight_find(o->t->coldget, o->rel);
+	flight_t *f = flight_find(o->t->coldget, flight_key(o, key, sizeof(key)));
 	if (f != NULL) {
 		f->refs++;
 		pthread_mutex_unlock(&o->t->coldget->fl_lock);
@@ -950,7 +964,7 @@ int tgt_coldget_prefetch(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 		*bytes = st.st_size;
 		return 1;
 	}
-	f = flight_new(o->t->coldget, o->rel);
+	f = flight_new(o->t->coldget, flight_key(o, key, sizeof(key)));
 	if (f != NULL)
 		f->refs++; /* ours, for the verdict after run_fetch dropped the fetcher's */
 	pthread_mutex_unlock(&o->t->coldget->fl_lock);

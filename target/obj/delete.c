@@ -74,6 +74,7 @@ static int delete_remote_do(tgt_obj_t *o, int *status, char *msg, size_t cap)
 /* Unlinks the main copy: 0 or errno. */
 static int unlink_main(tgt_obj_t *o)
 {
+	tgt_obj_locate(o); /* where the name is now: its path, or its hashed file (core/keymap.h) */
 	return unlinkat(o->mp->root_fd, o->rel, 0) == 0 ? 0 : errno;
 }
 
@@ -110,6 +111,7 @@ static int unlink_rest(tgt_obj_t *o, int e, int *status, char *msg, size_t cap)
 	}
 	tgt_list_bump(o->t, o->provider, o->bucket);
 	tgt_parent_prune(o->mp, o->rel);
+	tgt_publish_drop_other(o);
 	tgt_mirror_delete(o);
 	tgt_ec_delete_now(o);
 	return 0;

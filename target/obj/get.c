@@ -368,11 +368,21 @@ static void get_local(ft_req_t *r, tgt_obj_t *o, bool worker)
 	ft_lom_t lom;
 	int fd;
 
+	if (!o->located && o->validate_warm_get && ft_req_method(r) != FT_HTTP_HEAD)
+		tgt_obj_locate(o);
 	if (o->validate_warm_get && ft_req_method(r) != FT_HTTP_HEAD) {
 		on_worker(r, o, worker, get_validated);
 		return;
 	}
-	if (tgt_replica_open(o, &main_copy, false, &fd, &lom, NULL) != TGT_REPLICA_OK) {
+	tgt_replica_state_t s = tgt_replica_open(o, &main_copy, false, &fd, &lom, NULL);
+	if (s != TGT_REPLICA_OK && !o->located) {
+		/* not a file at its path (route.c left the lookup to this open): its hashed file, if any */
+		tgt_obj_locate(o);
+		if (o->keyed)
+			s = tgt_replica_open(o, &main_copy, false, &fd, &lom, NULL);
+	}
+	o->located = 1; /* a file at o->rel, or looked up */
+	if (s != TGT_REPLICA_OK) {
 		on_worker(r, o, worker, recover);
 		return;
 	}
@@ -393,6 +403,11 @@ static void get_remote(ft_req_t *r, void *arg)
 void tgt_get(ft_req_t *r, tgt_obj_t *o)
 {
 	bool cold = tgt_coldget_wanted(r, o); /* the one decision: remote, not cached or revalidating */
+
+	if (cold && !o->located) { /* not a file at its path: looked up, then decided again */
+		tgt_obj_locate(o);
+		cold = tgt_coldget_wanted(r, o);
+	}
 
 	if (ft_req_method(r) == FT_HTTP_GET)
 		tgt_hint_note(o, !cold); /* the hints' cursors follow the reads, cached or cold (no I/O) */

@@ -43,8 +43,9 @@
 #define PAGE_MAX 10000
 
 typedef struct {
-	uint8_t mp;  /* index of the mountpath holding it */
-	uint8_t bad; /* found without valid metadata (set under the bucket lock) */
+	uint8_t mp;    /* index of the mountpath holding it */
+	uint8_t bad;   /* found without valid metadata (set under the bucket lock) */
+	uint8_t keyed; /* found as a hashed file (core/keymap.h), not at its path */
 	char name[];
 } list_ent_t;
 
@@ -153,7 +154,7 @@ void tgt_list_forget(tgt_t *t, const char *provider, const char *bucket)
 	pthread_mutex_unlock(&b->lock);
 }
 
-static int push(collect_t *c, const char *name, size_t name_len, int mp)
+static int push(collect_t *c, const char *name, size_t name_len, int mp, int keyed)
 {
 	list_ent_t *e;
 
@@ -170,6 +171,7 @@ static int push(collect_t *c, const char *name, size_t name_len, int mp)
 		return -1;
 	e->mp = (uint8_t)mp;
 	e->bad = 0;
+	e->keyed = (uint8_t)keyed;
 	memcpy(e->name, name, name_len + 1);
 	c->v[c->n++] = e;
 	return 0;
@@ -214,7 +216,7 @@ static void walk(int fd, char *name, size_t len, int mp, collect_t *c)
 			if (sub >= 0)
 				walk(sub, name, len + sep + leaf_len, mp, c);
 		} else if (type == DT_REG) {
-			if (push(c, name, len + sep + leaf_len, mp) != 0)
+			if (push(c, name, len + sep + leaf_len, mp, 0) != 0)
 				c->oom = 1;
 		} else {
 			c->strays++;
@@ -236,7 +238,7 @@ static int key_push(void *arg, int dfd, const char *leaf, const char *name, size
 
 	(void)dfd;
 	(void)leaf;
-	if (push(k->c, name, len, k->mp) != 0) {
+	if (push(k->c, name, len, k->mp, 1) != 0) {
 		k->c->oom = 1;
 		return 1;
 	}
@@ -246,7 +248,10 @@ static int key_push(void *arg, int dfd, const char *leaf, const char *name, size
 static int ent_cmp(const void *a, const void *b)
 {
 	const list_ent_t *x = *(list_ent_t *const *)a, *y = *(list_ent_t *const *)b;
-	return strcmp(x->name, y->name);
+	int c = strcmp(x->name, y->name);
+
+	/* one name at its path and in a hashed file (a write raced a delete): the path is the object */
+	return c != 0 ? c : (int)x->keyed - (int)y->keyed;
 }
 
 /* Rebuilds b's snapshot from disk (b->lock held). 0, or -1 on allocation failure. */
@@ -335,6 +340,19 @@ static int is_ais(const char *provider)
 	return strcmp(provider, "ais") == 0;
 }
 
+/* The path of name's file below a mountpath root: its path, or its hashed file when keyed. 0 or -1. */
+static int ent_rel(const bucket_list_t *b, const char *name, int keyed, char *rel, size_t cap)
+{
+	int n;
+
+	if (!keyed)
+		return tgt_rel_path(rel, cap, b->provider, b->bucket, name);
+	n = snprintf(rel, cap, "%s/%s/", b->provider, b->bucket);
+	if (n < 0 || (size_t)n >= cap)
+		return -1;
+	return tgt_key_path_hashed(rel + n, cap - (size_t)n, name, strlen(name));
+}
+
 /*
  * Reads an entry's metadata: 0, or -1 when it is gone (deleted since the walk) or not a valid
  * object (marked bad and logged once per snapshot). A remote bucket's entry is read on its HRW
@@ -345,16 +363,25 @@ static int ent_meta(tgt_t *t, const bucket_list_t *b, list_ent_t *e, ft_lom_t *l
 	char rel[TGT_REL_MAX];
 	const tgt_mountpath_t *mp = &t->mountpaths[e->mp];
 
-	if (e->bad || tgt_rel_path(rel, sizeof(rel), b->provider, b->bucket, e->name) != 0)
+	char other[TGT_REL_MAX];
+	struct stat st;
+
+	if (e->bad || ent_rel(b, e->name, e->keyed, rel, sizeof(rel)) != 0)
 		return -1;
 	if (!is_ais(b->provider))
 		mp = tgt_mountpath_pick(t, b->provider, b->bucket, e->name, strlen(e->name));
 	if (obj_meta(mp, rel, lom) == 0)
 		return 0;
+	/* moved to the name's other place since the walk: a restore or a write found that one free */
+	if (!tgt_key_hashed(e->name, strlen(e->name)) && ent_rel(b, e->name, !e->keyed, other, sizeof(other)) == 0 &&
+	    obj_meta(mp, other, lom) == 0) {
+		e->keyed = !e->keyed;
+		return 0;
+	}
 	if (mp != &t->mountpaths[e->mp])
 		return -1; /* not on its HRW mountpath: not cached */
-	if (faccessat(mp->root_fd, rel, F_OK, AT_SYMLINK_NOFOLLOW) != 0)
-		return -1; /* deleted since the walk */
+	if (fstatat(mp->root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+		return -1; /* deleted since the walk (a directory there is other names' path) */
 	e->bad = 1;
 	ft_warn("bucket %s/%s: %s on %s has no valid object metadata: not listed", b->provider, b->bucket, e->name,
 		mp->path);

@@ -127,12 +127,9 @@ static void respond_conflict(ft_req_t *r, put_t *p, int rc)
 	const tgt_obj_t *o = p->o;
 
 	put_release(p);
-	if (rc == -ENOTDIR)
-		ft_resp_error(r, 409, "cannot store \"%s/%s\": a component of its path is an existing object",
-			      o->bucket, o->obj);
-	else
-		ft_resp_error(r, 409, "cannot store \"%s/%s\": the name is a directory of other objects", o->bucket,
-			      o->obj);
+	/* its path was taken, and so was its hashed file (core/keymap.h): a directory put there by hand */
+	ft_resp_error(r, 409, "cannot store \"%s/%s\": neither its path nor its hashed file can hold it (%s)",
+		      o->bucket, o->obj, strerror(-rc));
 }
 
 /*

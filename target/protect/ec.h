@@ -30,6 +30,7 @@ typedef struct {
 	char bucket[FT_BUCKET_NAME_MAX + 1];
 	const char *obj;
 	char rel[EC_REL_MAX];      /* ".ec/<provider>/<bucket>/<obj>" */
+	char krel[EC_REL_MAX];     /* its hashed path when its own may be taken (core/keymap.h), or "" */
 	const tgt_mountpath_t *mp; /* where it is stored */
 } ec_name_t;
 

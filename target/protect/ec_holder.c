@@ -15,6 +15,7 @@
 #include "base/fdio.h"
 #include "base/log.h"
 #include "cluster/hrw.h"
+#include "core/keymap.h"
 #include "http/util.h"
 #include "protect/ec.h"
 #include "protect/ec_codec.h"
@@ -61,6 +62,12 @@ int ec_ctl_names(const tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, e
 		ft_ctl_error(resp, 400, "%s %s: object name too long", req->method, req->path);
 		return -1;
 	}
+	/* a slice of "a" and one of "a/b" may meet on a mountpath: the second goes to its hashed path */
+	n->krel[0] = '\0';
+	size_t pre = (size_t)snprintf(n->krel, sizeof(n->krel), "%s/%s/%s/", TGT_EC_DIR, p, b);
+	if (tgt_key_hashed(n->obj, strlen(n->obj)) ||
+	    tgt_key_path_hashed(n->krel + pre, sizeof(n->krel) - pre, n->obj, strlen(n->obj)) != 0)
+		n->krel[0] = '\0';
 	n->mp = tgt_mountpath_pick(t, p, b, n->obj, strlen(n->obj));
 	return 0;
 }
@@ -78,17 +85,42 @@ int ec_ctl_u64(const ft_ctl_req_t *req, const char *key, uint64_t *out)
 	return errno == 0 && *end == '\0' ? 0 : -1;
 }
 
+/* Opens path rel on mp when it is a file; fd or -1. */
+static int open_file(const tgt_mountpath_t *mp, const char *rel)
+{
+	struct stat st;
+	int fd = openat(mp->root_fd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Opens n's slice on n->mp: at its path, else at its hashed path (then n->rel is that). fd or -1. */
+static int ec_slice_open_here(ec_name_t *n)
+{
+	int fd = open_file(n->mp, n->rel);
+
+	if (fd < 0 && n->krel[0] && strcmp(n->rel, n->krel) != 0 && (fd = open_file(n->mp, n->krel)) >= 0)
+		memcpy(n->rel, n->krel, strlen(n->krel) + 1);
+	return fd;
+}
+
 /* Opens the slice, on its mountpath or (after a mountpath change) any other; fd or -1, *mp set. */
 static int ec_slice_open(const tgt_t *t, ec_name_t *n)
 {
-	int fd = openat(n->mp->root_fd, n->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = ec_slice_open_here(n);
 
 	for (int i = 0; fd < 0 && i < t->n_mountpaths; i++) {
 		if (&t->mountpaths[i] == n->mp)
 			continue;
-		fd = openat(t->mountpaths[i].root_fd, n->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		ec_name_t at = *n;
+		at.mp = &t->mountpaths[i];
+		fd = ec_slice_open_here(&at);
 		if (fd >= 0)
-			n->mp = &t->mountpaths[i];
+			*n = at;
 	}
 	return fd;
 }
@@ -99,14 +131,14 @@ static void ec_slice_remove(const ec_name_t *n)
 		tgt_parent_prune(n->mp, n->rel);
 }
 
-/* Moves the verified work file to n->rel on n->mp. 0 or -errno. */
-static int ec_slice_commit(const ec_name_t *n, const char *work, ft_sync_policy_t sync)
+/* Moves the verified work file to rel on n->mp. 0 or -errno. */
+static int ec_slice_rename(const ec_name_t *n, const char *rel, const char *work, ft_sync_policy_t sync)
 {
 	int rc = -ENOENT;
 
 	for (int attempt = 0; attempt < EC_PUBLISH_ATTEMPTS && rc == -ENOENT; attempt++) {
 		const char *leaf = NULL;
-		int dfd = tgt_parent_open(n->mp, n->rel, &leaf);
+		int dfd = tgt_parent_open(n->mp, rel, &leaf);
 		if (dfd < 0) {
 			rc = dfd;
 			continue;
@@ -117,6 +149,39 @@ static int ec_slice_commit(const ec_name_t *n, const char *work, ft_sync_policy_
 		if (rc == 0 && sync == FT_SYNC_FULL)
 			fsync(dfd);
 		close(dfd);
+	}
+	return rc;
+}
+
+/* The slice's object name in the work file's name xattr, for a slice at a hashed path: walkers of .ec read it. */
+static int ec_slice_name(const ec_name_t *n, const char *work)
+{
+	int fd = openat(n->mp->work_fd, work, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int rc = fd < 0 ? -errno : tgt_key_fset(fd, n->obj, strlen(n->obj));
+
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/*
+ * Moves the verified work file to n->rel on n->mp, or to n->krel when that path is taken (a
+ * component is another object's slice, or the name a directory of others). 0 or -errno.
+ */
+static int ec_slice_commit(ec_name_t *n, const char *work, ft_sync_policy_t sync)
+{
+	int rc = n->krel[0] ? 0 : ec_slice_name(n, work); /* a name that is no path: n->rel is hashed */
+
+	if (rc == 0)
+		rc = ec_slice_rename(n, n->rel, work, sync);
+
+	if (rc == 0 && n->krel[0] && strcmp(n->rel, n->krel) != 0 && unlinkat(n->mp->root_fd, n->krel, 0) == 0)
+		tgt_parent_prune(n->mp, n->krel); /* an older slice left at the hashed path */
+	if ((rc == -ENOTDIR || rc == -EISDIR || rc == -ENOTEMPTY) && n->krel[0] && strcmp(n->rel, n->krel) != 0) {
+		memcpy(n->rel, n->krel, strlen(n->krel) + 1);
+		rc = ec_slice_name(n, work);
+		if (rc == 0)
+			rc = ec_slice_rename(n, n->rel, work, sync);
 	}
 	return rc;
 }
@@ -469,7 +534,7 @@ static void ec_ctl_slice_delete(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t
 		uint8_t hdr[FT_EC_HDR_MAX];
 		ft_ec_meta_t *m;
 		at.mp = &t->mountpaths[i];
-		int fd = openat(at.mp->root_fd, at.rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = ec_slice_open_here(&at);
 		if (fd < 0)
 			continue;
 		ssize_t got = pread(fd, hdr, sizeof(hdr), 0);

@@ -709,6 +709,14 @@ out:
 	return rc;
 }
 
+/* Whether o's main copy is a file at o->rel (a directory there is other names' path: core/keymap.h). */
+static bool ec_main_present(const tgt_obj_t *o)
+{
+	struct stat st;
+
+	return fstatat(o->mp->root_fd, o->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
 /*
  * Publishes the work file (named work in o->mp's .work, metadata set) under the name's put lock,
  * unless a main copy appeared meanwhile; then, without the lock, re-creates the slices the current
@@ -721,9 +729,7 @@ static int ec_publish(tgt_obj_t *o, char *work, const ft_lom_t *lom, const ec_ca
 	int rc, fd;
 
 	tgt_name_lock(o);
-	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0) { /* a PUT or another restore was first */
-		close(fd);
+	if (ec_main_present(o)) { /* a PUT or another restore was first */
 		tgt_name_unlock(o);
 		return 0;
 	}
@@ -774,7 +780,7 @@ int tgt_ec_restore(tgt_obj_t *o, char *err, size_t cap)
 	}
 	/* Concurrent GETs of one lost object: one restores, the others find it done. */
 	tgt_name_hold(o, TGT_HOLD_RESTORE, &hold);
-	if (faccessat(o->mp->root_fd, o->rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+	if (ec_main_present(o))
 		rc = 0;
 	else
 		rc = ec_restore_locked(o, err, cap);
@@ -996,7 +1002,7 @@ int tgt_ec_delete_now(const tgt_obj_t *o)
  */
 int tgt_ec_restore_missing(tgt_obj_t *o, bool *restored, char *err, size_t cap)
 {
-	bool present = faccessat(o->mp->root_fd, o->rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	bool present = ec_main_present(o); /* a directory at o->rel is other names' path */
 	int rc = present ? 0 : tgt_ec_restore(o, err, cap);
 
 	*restored = rc == 0 && !present;

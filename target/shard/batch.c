@@ -380,13 +380,17 @@ static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 	int fd = -1, rc = 0;
 
 	*f = (found_t){.state = 0, .fd = -1};
-	if (bk == NULL || tgt_obj_init(&o, b->t, bk, it->objname, strlen(it->objname)) != 0) {
+	if (bk == NULL || tgt_obj_init_unlocated(&o, b->t, bk, it->objname, strlen(it->objname)) != 0) {
 		ft_bmd_put(bmd);
 		return;
 	}
 	ft_bmd_put(bmd);
 	main_copy.mp_index = (int)(o.mp - b->t->mountpaths);
-	if (tgt_replica_open(&o, &main_copy, false, &fd, &lom, NULL) != TGT_REPLICA_OK)
+	/* the open is the lookup: at its path in the common case, else its hashed file (core/keymap.h) */
+	tgt_replica_state_t s = tgt_replica_open(&o, &main_copy, false, &fd, &lom, NULL);
+	if (s != TGT_REPLICA_OK && !o.located && tgt_obj_locate(&o) == 0 && o.keyed)
+		s = tgt_replica_open(&o, &main_copy, false, &fd, &lom, NULL);
+	if (s != TGT_REPLICA_OK)
 		return;
 	size = lom.size;
 	if (it->archpath) {

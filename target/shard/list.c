@@ -31,7 +31,7 @@ tgt_shard_list_t *tgt_shard_list_open(tgt_t *t, const char *provider, const char
 		return NULL;
 	snprintf(o.provider, sizeof(o.provider), "%s", provider);
 	snprintf(o.bucket, sizeof(o.bucket), "%s", bucket);
-	if (tgt_rel_path(o.rel, sizeof(o.rel), provider, bucket, obj) != 0)
+	if (tgt_obj_locate(&o) != 0)
 		return NULL;
 	fd = openat(mp->root_fd, o.rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)

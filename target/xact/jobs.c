@@ -181,8 +181,10 @@ static void job_obj(job_t *j, const tgt_run_item_t *it, tgt_obj_t *o)
 	const ft_bucket_t *b = &j->bmd->buckets[it->bucket];
 
 	tgt_obj_init(o, j->t, b, it->name, strlen(it->name)); /* the walk listed names that fit */
-	if (it->mp)
+	if (it->mp) {
 		o->mp = it->mp;
+		tgt_obj_locate(o); /* its path or its hashed file, on that mountpath */
+	}
 }
 
 /* Unlinks the cached copy of o under its name lock; 1 removed (*size set), 0 not cached, -errno. */

@@ -105,8 +105,10 @@ int rb_obj_init(tgt_obj_t *o, tgt_t *t, const ft_bucket_t *b, const tgt_mountpat
 {
 	int rc = tgt_obj_init(o, t, b, name, strlen(name));
 
-	if (mp != NULL)
+	if (rc == 0 && mp != NULL) {
 		o->mp = mp;
+		rc = tgt_obj_locate(o); /* its path or its hashed file, on that mountpath */
+	}
 	return rc;
 }
 

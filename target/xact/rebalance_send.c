@@ -363,9 +363,12 @@ void rb_send_for_peer(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 		found = o.mp;
 	for (int i = 0; !found && i < t->n_mountpaths; i++) {
 		int state = tgt_mountpath_slot_state(t, i);
-		if (state >= 0 && state <= 1 &&
-		    fstatat(t->mountpaths[i].root_fd, o.rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-			found = &t->mountpaths[i];
+		if (state < 0 || state > 1)
+			continue;
+		o.mp = &t->mountpaths[i];
+		tgt_obj_locate(&o); /* its path or its hashed file, on that mountpath */
+		if (fstatat(o.mp->root_fd, o.rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			found = o.mp;
 	}
 	if (!found) {
 		ft_ctl_error(resp, 404, "object %s/%s is not on target %s", o.bucket, o.obj, t->id);

@@ -4,7 +4,8 @@
 Each test runs tests/integration/js/s3_jsv3.js with node: one SDK call a run, its result as JSON.
 The SDK comes from tests/peers (package-lock.json, installed by scripts/peers-deps.sh). Its
 defaults are today's S3 defaults: a stream body goes as STREAMING-UNSIGNED-PAYLOAD-TRAILER with an
-x-amz-checksum-crc32 trailer, and every PutObject carries a CRC32.
+x-amz-checksum-crc32 trailer, and every PutObject carries a CRC32. The canned ACL test runs on a
+cluster of its own started with allow_public_read (docs/acl.md).
 """
 import base64
 import json
@@ -15,9 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import requests
 
 import peers
 import s3util
+from conftest import module_cluster
 
 SCRIPT = Path(__file__).resolve().parent / "js" / "s3_jsv3.js"
 NODE_MODULES = peers.PEERS_DIR / "node_modules"
@@ -152,3 +155,67 @@ def test_non_ascii_metadata(cluster, sdk, bucket):
     assert r["ok"], r
     g = js(cluster, "get-meta", bucket=bucket, key="m")
     assert g["ok"] and g["meta"] == meta, g
+
+
+# ---- canned ACLs (docs/acl.md): a cluster of its own with public reads allowed ----
+PUBLIC = ("--allow_public_read", "true")
+pcluster = module_cluster("jsacl", "it starts a cluster with public reads allowed", targets=1, mountpaths=1,
+                          auth=True, proxy_args=PUBLIC, target_args=PUBLIC)
+OWNER = ["CanonicalUser", "fasttier", "FULL_CONTROL"]
+ALL_USERS_READ = ["Group", "http://acs.amazonaws.com/groups/global/AllUsers", "READ"]
+
+
+def _anon(h, b, key):
+    """An anonymous GET by the JS SDK (nothing signed) and by plain HTTP: (SDK result, HTTP status)."""
+    r = js(h, "anon-get", bucket=b, key=key)
+    assert r["sent"]["authorization"] is None, r
+    plain = requests.get("%s/%s/%s" % (s3util.endpoint(h), b, key), timeout=30)
+    return r, plain.status_code
+
+
+def _assert_denied(h, b, key):
+    r, status = _anon(h, b, key)
+    assert (r["ok"], r["name"], r["status"], status) == (False, "AccessDenied", 403, 403), r
+
+
+def test_canned_acls(pcluster, sdk):
+    b = s3util.bucket_name("jsacl")
+    assert js(pcluster, "create-bucket", bucket=b)["ok"]
+    pub = js(pcluster, "put-acl", bucket=b, key="pub", size=4096, seed=3, acl="public-read")
+    priv = js(pcluster, "put-acl", bucket=b, key="priv", size=4096, seed=4, acl="private")
+    assert pub["ok"] and priv["ok"], (pub, priv)
+    g = js(pcluster, "get-object-acl", bucket=b, key="pub")
+    assert g["ok"] and g["owner"] == "fasttier" and g["grants"] == sorted([OWNER, ALL_USERS_READ]), g
+    g = js(pcluster, "get-object-acl", bucket=b, key="priv")
+    assert g["ok"] and g["grants"] == [OWNER], g
+    # an anonymous GET reads the public-read object, not the private one
+    r, status = _anon(pcluster, b, "pub")
+    assert r["ok"] and (r["size"], r["md5"], status) == (4096, pub["md5"], 200), r
+    _assert_denied(pcluster, b, "priv")
+    # PutObjectAcl turns them around
+    assert js(pcluster, "put-object-acl", bucket=b, key="pub", acl="private")["ok"]
+    assert js(pcluster, "put-object-acl", bucket=b, key="priv", acl="public-read")["ok"]
+    _assert_denied(pcluster, b, "pub")
+    r, status = _anon(pcluster, b, "priv")
+    assert r["ok"] and (r["md5"], status) == (priv["md5"], 200), r
+    # a public-read bucket makes its objects readable; a private one again does not
+    plain = js(pcluster, "put-bytes", bucket=b, key="plain", size=100, seed=5)
+    _assert_denied(pcluster, b, "plain")
+    g = js(pcluster, "get-bucket-acl", bucket=b)
+    assert g["ok"] and g["grants"] == [OWNER], g
+    assert js(pcluster, "put-bucket-acl", bucket=b, acl="public-read")["ok"]
+    g = js(pcluster, "get-bucket-acl", bucket=b)
+    assert g["ok"] and g["grants"] == sorted([OWNER, ALL_USERS_READ]), g
+    r, status = _anon(pcluster, b, "plain")
+    assert r["ok"] and (r["md5"], status) == (plain["md5"], 200), r
+    assert js(pcluster, "put-bucket-acl", bucket=b, acl="private")["ok"]
+    _assert_denied(pcluster, b, "plain")
+    # a bucket created public-read
+    b2 = s3util.bucket_name("jsacl")
+    assert js(pcluster, "create-bucket", bucket=b2, acl="public-read")["ok"]
+    assert js(pcluster, "get-bucket-acl", bucket=b2)["grants"] == sorted([OWNER, ALL_USERS_READ])
+    c = s3util.client(pcluster)
+    for bk in (b, b2):
+        for o in c.list_objects_v2(Bucket=bk).get("Contents", []):
+            c.delete_object(Bucket=bk, Key=o["Key"])
+        c.delete_bucket(Bucket=bk)

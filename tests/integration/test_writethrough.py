@@ -460,18 +460,36 @@ def test_concurrent_puts_cache_the_backends_last(cluster, fake_s3):
     assert get(cluster.url, b, name, "aws").content == last
 
 
-def test_stored_but_not_cacheable(make_cluster):
-    """One target, one mountpath: "clash" cached as a file leaves no room for "clash/inner" in the
-    cache, which the backend takes all the same: 200 with Ais-Cached: false, nothing partial kept."""
+def test_cached_under_a_cached_name(make_cluster):
+    """One target, one mountpath: "clash" cached as a file and "clash/inner" written after it are
+    both cached, the second in its hashed file (docs/s3.md). When even that place is blocked (a
+    directory put there by hand), the backend takes the object all the same: 200 with Ais-Cached:
+    false, nothing partial kept."""
     c = make_cluster(targets=1, mountpaths=1)
     with fake_bucket(c) as b:
         assert put(c.url, b, "clash", b"a file", "aws").status_code == 200
         r = put(c.url, b, "clash/inner", b"under it", "aws")
         assert r.status_code == 200, r.text
-        assert r.headers.get("Ais-Cached") == "false"
+        assert r.headers.get("Ais-Cached") != "false"
         assert FakeS3.objects["clash/inner"] == b"under it" and FakeS3.objects["clash"] == b"a file"
-        assert_not_cached(c, "aws", b, "clash/inner")
         assert len(cached(c, "aws", b, "clash")) == 1
+        h = hashlib.sha256(b"clash/inner").hexdigest()
+        keyed = [os.path.join(mp, "aws", b, ".ft-keys", h[:2], h) for mp in c.all_mountpaths()]
+        assert [os.getxattr(p, "user.ft.name") for p in keyed if os.path.isfile(p)] == [b"clash/inner"]
+        for name, data in (("clash", b"a file"), ("clash/inner", b"under it")):
+            FakeS3.objects.pop(name)  # from the cache now
+            r = get(c.url, b, name, "aws")
+            FakeS3.objects[name] = data
+            assert r.status_code == 200 and r.content == data, (name, r.status_code, r.text)
+        # blocked: "clash/deeper" cannot be a path under the file "clash", and its hashed file is a directory
+        h = hashlib.sha256(b"clash/deeper").hexdigest()
+        blocker = os.path.join(c.all_mountpaths()[0], "aws", b, ".ft-keys", h[:2], h)
+        os.makedirs(os.path.join(blocker, "x"))
+        r = put(c.url, b, "clash/deeper", b"deep", "aws")
+        assert r.status_code == 200, r.text
+        assert r.headers.get("Ais-Cached") == "false"
+        assert FakeS3.objects["clash/deeper"] == b"deep"
+        assert os.listdir(blocker) == ["x"] and c.work_files() == []
 
 
 # ---- refused ----

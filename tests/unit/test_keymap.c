@@ -82,6 +82,21 @@ static void test_path(void **state)
 	assert_int_equal(tgt_key_path(small, sizeof(small), "a/", 2), -1);
 }
 
+/* The hashed path of a name that could be a path (its path taken by another object's file or directory). */
+static void test_path_hashed(void **state)
+{
+	char buf[TGT_KEY_REL_MAX], small[TGT_KEY_REL_MAX - 1];
+
+	(void)state;
+	assert_int_equal(tgt_key_path_hashed(buf, sizeof(buf), "a/b", 3), 0);
+	assert_string_equal(buf, ".ft-keys/c1/c14cddc033f64b9dea80ea675cf280a015e672516090a5626781153dc68fea11");
+	/* a name that is no path: the same file as tgt_key_path gives */
+	assert_int_equal(tgt_key_path_hashed(buf, sizeof(buf), "a/", 2), 0);
+	assert_string_equal(buf, ".ft-keys/b3/b3dda5b674f9ce730a37dee0a33bb31efeea2335f517774f6ea133d448df2178");
+	assert_int_equal(tgt_key_path_hashed(small, sizeof(small), "a/b", 3), -1);
+	assert_int_equal(tgt_key_path_hashed(buf, sizeof(buf), "a", FT_OBJ_NAME_MAX + 1), -1);
+}
+
 typedef struct {
 	char names[4][64];
 	int n;
@@ -103,7 +118,7 @@ static int make_hashed(int bdfd, const char *name, const char *xattr_name)
 {
 	char rel[TGT_KEY_REL_MAX];
 
-	assert_int_equal(tgt_key_path(rel, sizeof(rel), name, strlen(name)), 0);
+	assert_int_equal(tgt_key_path_hashed(rel, sizeof(rel), name, strlen(name)), 0);
 	mkdirat(bdfd, TGT_KEYS_DIR, 0755);
 	char dir[sizeof(TGT_KEYS_DIR) + 3];
 	snprintf(dir, sizeof(dir), "%.*s", (int)(sizeof(TGT_KEYS_DIR) + 2), rel);
@@ -133,12 +148,18 @@ static void test_walk(void **state)
 		goto out;
 	}
 	make_hashed(bdfd, "x//y", "x//y");
+	make_hashed(bdfd, "p/q", "p/q");   /* a name whose path was taken: an object like the others */
 	make_hashed(bdfd, "b/", NULL);     /* no name: not an object */
 	make_hashed(bdfd, "c/", "other/"); /* a name that does not hash to its file: refused */
 	assert_int_equal(tgt_key_walk(bdfd, collect, &s), 0);
-	assert_int_equal(s.n, 2);
-	assert_true((strcmp(s.names[0], "a/") == 0 && strcmp(s.names[1], "x//y") == 0) ||
-		    (strcmp(s.names[1], "a/") == 0 && strcmp(s.names[0], "x//y") == 0));
+	assert_int_equal(s.n, 3);
+	int seen = 0;
+	for (int i = 0; i < s.n; i++)
+		seen |= strcmp(s.names[i], "a/") == 0     ? 1
+			: strcmp(s.names[i], "x//y") == 0 ? 2
+			: strcmp(s.names[i], "p/q") == 0  ? 4
+							  : 8;
+	assert_int_equal(seen, 7);
 out:
 	close(bdfd);
 	char cmd[sizeof(dir) + 16];
@@ -149,10 +170,8 @@ out:
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_paths_kept),
-		cmocka_unit_test(test_names_hashed),
-		cmocka_unit_test(test_path),
-		cmocka_unit_test(test_walk),
+		cmocka_unit_test(test_paths_kept),  cmocka_unit_test(test_names_hashed), cmocka_unit_test(test_path),
+		cmocka_unit_test(test_path_hashed), cmocka_unit_test(test_walk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

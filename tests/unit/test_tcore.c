@@ -238,13 +238,36 @@ static void test_publish(void **state)
 	tgt_next_version(&o, ver, sizeof(ver));
 	assert_string_equal(ver, "2");
 
-	/* "dir/obj/child": a component of its path is an object */
+	/* "dir/obj/child": a component of its path is an object, so it goes to its hashed file */
 	tgt_obj_init(&child, &f->t, &f->b, "dir/obj/child", 13);
 	child.mp = o.mp; /* same mountpath, so the conflict is on disk */
-	snprintf(child.rel, sizeof(child.rel), "ais/photos/dir/obj/child");
+	assert_int_equal(tgt_obj_locate(&child), 0);
+	assert_string_equal(child.rel, "ais/photos/dir/obj/child");
 	make_work(&child, "x", "1", work);
-	assert_int_equal(tgt_publish_rename(&child, work, FT_SYNC_NONE), -ENOTDIR);
-	tgt_work_drop(child.mp, &(int){-1}, work);
+	assert_int_equal(tgt_publish_rename(&child, work, FT_SYNC_NONE), 0);
+	assert_true(child.keyed);
+	assert_int_equal(strncmp(child.rel, "ais/photos/.ft-keys/", 20), 0);
+	int fd = openat(child.mp->root_fd, child.rel, O_RDONLY);
+	assert_true(fd >= 0 && tgt_key_holds(fd, "dir/obj/child", 13));
+	close(fd);
+	/* a lookup now finds it there; the plain object is where it was */
+	tgt_obj_t again;
+	tgt_obj_init(&again, &f->t, &f->b, "dir/obj/child", 13);
+	again.mp = o.mp;
+	assert_int_equal(tgt_obj_locate(&again), 0);
+	assert_true(again.keyed && strcmp(again.rel, child.rel) == 0);
+	assert_int_equal(tgt_obj_locate(&o), 0);
+	assert_false(o.keyed);
+
+	/* "dir": the name is a directory of others: hashed too; the objects below stay */
+	tgt_obj_t top;
+	tgt_obj_init(&top, &f->t, &f->b, "dir", 3);
+	top.mp = o.mp;
+	assert_int_equal(tgt_obj_locate(&top), 0);
+	make_work(&top, "t", "1", work);
+	assert_int_equal(tgt_publish_rename(&top, work, FT_SYNC_NONE), 0);
+	assert_true(top.keyed);
+	assert_int_equal(faccessat(o.mp->root_fd, "ais/photos/dir/obj", F_OK, 0), 0);
 }
 
 /* A name that is no path: published under its hashed file name, named by its xattr; never over another name. */

@@ -5,11 +5,24 @@
 // trailer), put-bytes, get, put-if-none-match, put-checksum (a given x-amz-checksum-crc32),
 // upload (lib-storage's Upload of `size` bytes, multipart above 5 MiB; `checksum` and `checksum_type` for
 // its ChecksumAlgorithm and ChecksumType), presign-get and presign-put (a URL from
-// @aws-sdk/s3-request-presigner, then fetched), put-meta / get-meta (user metadata).
+// @aws-sdk/s3-request-presigner, then fetched), put-meta / get-meta (user metadata), create-bucket
+// (`acl`: its canned ACL), put-acl (PutObject with the canned ACL `acl`), put-object-acl,
+// put-bucket-acl, get-object-acl / get-bucket-acl (the grants as [type, grantee, permission]),
+// anon-get (GetObject from a client that signs nothing: an anonymous request).
 // The result: {"ok": true, ...} or {"ok": false, "name": <S3 error code>, "status": <HTTP status>}.
 const { Readable } = require("stream");
 const crypto = require("crypto");
-const { S3Client, PutObjectCommand, GetObjectCommand, HeadObjectCommand } = require("@aws-sdk/client-s3");
+const {
+	S3Client,
+	PutObjectCommand,
+	GetObjectCommand,
+	HeadObjectCommand,
+	CreateBucketCommand,
+	PutObjectAclCommand,
+	PutBucketAclCommand,
+	GetObjectAclCommand,
+	GetBucketAclCommand,
+} = require("@aws-sdk/client-s3");
 
 function pattern(size, seed) {
 	const out = Buffer.alloc(size);
@@ -25,6 +38,13 @@ function pattern(size, seed) {
 
 function md5(b) {
 	return crypto.createHash("md5").update(b).digest("hex");
+}
+
+// The grants of a Get*Acl answer as [type, grantee (URI or ID), permission], sorted.
+function grants(r) {
+	return (r.Grants || [])
+		.map((g) => [g.Grantee.Type, g.Grantee.URI || g.Grantee.ID, g.Permission])
+		.sort();
 }
 
 async function main() {
@@ -101,6 +121,51 @@ async function main() {
 	case "get-meta":
 		r = await client.send(new HeadObjectCommand(base));
 		return { ok: true, meta: r.Metadata };
+	case "create-bucket":
+		r = await client.send(new CreateBucketCommand({ Bucket: a.bucket, ...(a.acl ? { ACL: a.acl } : {}) }));
+		return { ok: true, status: r.$metadata.httpStatusCode };
+	case "put-acl":
+		r = await client.send(new PutObjectCommand({ ...base, Body: data, ACL: a.acl }));
+		return { ok: true, etag: r.ETag, md5: md5(data) };
+	case "put-object-acl":
+		r = await client.send(new PutObjectAclCommand({ ...base, ACL: a.acl }));
+		return { ok: true, status: r.$metadata.httpStatusCode };
+	case "put-bucket-acl":
+		r = await client.send(new PutBucketAclCommand({ Bucket: a.bucket, ACL: a.acl }));
+		return { ok: true, status: r.$metadata.httpStatusCode };
+	case "get-object-acl":
+		r = await client.send(new GetObjectAclCommand(base));
+		return { ok: true, owner: r.Owner && r.Owner.ID, grants: grants(r) };
+	case "get-bucket-acl":
+		r = await client.send(new GetBucketAclCommand({ Bucket: a.bucket }));
+		return { ok: true, owner: r.Owner && r.Owner.ID, grants: grants(r) };
+	case "anon-get": {
+		// no credentials and a signer that leaves the request as it is: nothing identifies the caller
+		const anon = new S3Client({
+			endpoint: a.endpoint,
+			region: "us-east-1",
+			forcePathStyle: true,
+			maxAttempts: 1,
+			credentials: { accessKeyId: "", secretAccessKey: "" },
+			signer: { sign: async (request) => request },
+		});
+		const sent = {};
+		anon.middlewareStack.add(
+			(next) => async (args) => {
+				sent.authorization = (args.request.headers || {}).authorization || null;
+				return next(args);
+			},
+			{ step: "finalizeRequest", name: "ftSeeAuth", priority: "low" }
+		);
+		try {
+			r = await anon.send(new GetObjectCommand(base));
+		} catch (e) {
+			e.sent = sent;
+			throw e;
+		}
+		const body = Buffer.from(await r.Body.transformToByteArray());
+		return { ok: true, size: body.length, md5: md5(body), sent };
+	}
 	default:
 		throw new Error("unknown op " + op);
 	}
@@ -112,6 +177,8 @@ main().then(
 	},
 	(e) => {
 		const status = e.$metadata ? e.$metadata.httpStatusCode : undefined;
-		process.stdout.write(JSON.stringify({ ok: false, name: e.name || e.Code, status, message: e.message }) + "\n");
+		process.stdout.write(
+			JSON.stringify({ ok: false, name: e.name || e.Code, status, message: e.message, sent: e.sent }) + "\n"
+		);
 	}
 );

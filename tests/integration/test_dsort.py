@@ -362,51 +362,19 @@ def test_dsort_abort_after_the_end_keeps_the_outputs(cluster, api, buckets):
     assert sorted(e["name"] for e in api.list_all(dst)[0]) == sorted(outs)
 
 
-def test_dsort_resumes_after_a_target_kill(make_cluster):
-    """SIGKILL of the target in the middle of its part, then a restart: the part resumes from its journal (outputs
-    done are skipped and counted), the job finishes, and every record is there once, intact, sizes kept."""
+def _dsort_with_a_target_killed(make_cluster, targets, victim_i, away_s, seed, prefix):
+    """A dsort of 24 input shards into ~1,000 outputs on a fresh cluster; target victim_i is SIGKILLed once its
+    part has written some outputs, restarted away_s later, and the job must finish with every record once."""
     from ftutil import Api, ctl
-    h = make_cluster(targets=1, mountpaths=1)
+    h = make_cluster(targets=targets, mountpaths=1)
     api = Api(h.url)
-    src, dst = unique("dsrin"), unique("dsrout")
+    src, dst = unique(prefix + "in"), unique(prefix + "out")
     api.create_bucket(src)
     api.create_bucket(dst)
-    digests = fill(api, src, n_shards=24, samples=60, seed=16)
+    digests = fill(api, src, n_shards=24, samples=60, seed=seed)
     jid = start(api, src, {"template": "shard-{000..023}.tar", "to": {"name": dst},
                            "output_template": "r-{00000..99999}.tar", "shard_size": 3000}).json()["job_id"]
-    target = h.targets()[0]
-    seen = {}
-
-    def some_done():
-        doc = ctl("GET", target["control_url"], "/v1/jobs/" + jid)
-        seen.update(doc)
-        return doc["state"] != "running" or doc["objects"] >= 20
-    wait_until(some_done, 60, interval=0.02, what="the part to write some outputs")
-    print("\nkilled at %d of %d outputs" % (seen["objects"], seen["total"]))
-    assert seen["state"] == "running" and seen["objects"] < seen["total"], seen
-    h.kill_target(0, "KILL")
-    h.restart_target(0)
-    st = wait_job(api, jid, timeout=180)
-    assert st["state"] == "finished" and st["errors"] == 0, st
-    assert st["objects"] == st["total"] == seen["total"], st
-    check_records(outputs(api, dst), digests, 3000)
-    assert h.work_files() == []
-
-
-def test_dsort_survives_the_restart_of_a_target_others_read_from(make_cluster):
-    """Two targets: SIGKILL of one in the middle of the job, restarted 4 s later. Its part resumes from its journal,
-    and the other target's outputs that need members from it wait for it to answer again instead of failing: the job
-    finishes with every record once, intact."""
-    from ftutil import Api, ctl
-    h = make_cluster(targets=2, mountpaths=1)
-    api = Api(h.url)
-    src, dst = unique("dsr2in"), unique("dsr2out")
-    api.create_bucket(src)
-    api.create_bucket(dst)
-    digests = fill(api, src, n_shards=24, samples=60, seed=17)
-    jid = start(api, src, {"template": "shard-{000..023}.tar", "to": {"name": dst},
-                           "output_template": "q-{00000..99999}.tar", "shard_size": 3000}).json()["job_id"]
-    victim = h.targets()[1]
+    victim = h.targets()[victim_i]
     index = h.index_of_url(victim["public_url"])
     seen = {}
 
@@ -418,10 +386,23 @@ def test_dsort_survives_the_restart_of_a_target_others_read_from(make_cluster):
     print("\nkilled at %d of %d outputs of the victim" % (seen["objects"], seen["total"]))
     assert seen["state"] == "running" and seen["objects"] < seen["total"], seen
     h.kill_target(index, "KILL")
-    time.sleep(4)  # away longer than the few quick retries of a failing member GET
+    time.sleep(away_s)
     h.restart_target(index)
     st = wait_job(api, jid, timeout=240)
     assert st["state"] == "finished" and st["errors"] == 0, st
     assert st["objects"] == st["total"], st
     check_records(outputs(api, dst), digests, 3000)
     assert h.work_files() == []
+
+
+def test_dsort_resumes_after_a_target_kill(make_cluster):
+    """SIGKILL of the target in the middle of its part, then a restart: the part resumes from its journal (outputs
+    done are skipped and counted), the job finishes, and every record is there once, intact, sizes kept."""
+    _dsort_with_a_target_killed(make_cluster, targets=1, victim_i=0, away_s=0, seed=16, prefix="dsr")
+
+
+def test_dsort_survives_the_restart_of_a_target_others_read_from(make_cluster):
+    """Two targets: SIGKILL of one in the middle of the job, restarted 4 s later (longer than the few quick retries
+    of a failing member GET). Its part resumes from its journal, and the other target's outputs that need members
+    from it wait for it to answer again instead of failing: the job finishes with every record once, intact."""
+    _dsort_with_a_target_killed(make_cluster, targets=2, victim_i=1, away_s=4, seed=17, prefix="dsr2")

@@ -33,8 +33,8 @@ def md5(b):
 
 class Load:
     """GET+PUT clients, each rotating over its own list of proxies: PUT a new object (acknowledged = the target's
-    200), GET an acknowledged one and check its content. A proxy that refuses a connection is dropped from that
-    client's list; every failed request is counted with the time and the proxy it went to."""
+    200), GET an acknowledged one and check its content. A proxy that refuses or drops a connection is dropped from
+    that client's list; every failed request is counted with the time and the proxy it went to."""
 
     def __init__(self, token, bucket, proxies, acked, tag):
         self.token, self.bucket, self.tag = token, bucket, tag  # tag: names new to this load (never overwritten)
@@ -99,8 +99,8 @@ class Load:
                 why = self._one(s, url, rnd, i, n)
             except requests.ConnectionError as e:
                 why = "connection: %s" % str(e)[:160]
-                if "refused" in str(e).lower() and url in mine:
-                    mine.remove(url)  # this endpoint is gone: use the others
+                if url in mine:  # refused, or reset while the killed process is torn down: use the others
+                    mine.remove(url)
             except requests.RequestException as e:
                 why = "request: %s" % str(e)[:160]
             if why is None:

@@ -70,9 +70,7 @@ class NetError(Exception):
 
 
 def _run(argv):
-    p = subprocess.run(argv, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise NetError("%s: exit %d: %s" % (" ".join(argv), p.returncode, (p.stderr or p.stdout).strip()[:300]))
+    peers.run_checked(argv, NetError)
 
 
 class ShapedLink:
@@ -156,14 +154,7 @@ class NsOrigin:
         return peers.children(self.proc.pid) if self.proc is not None else []
 
     def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGQUIT)
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(5)
+        peers.stop_master(self.proc)
 
 
 def _task_clock_start(pid):

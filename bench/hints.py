@@ -55,6 +55,7 @@ import fasttier  # noqa: E402
 import ftcluster  # noqa: E402
 import hintsim  # noqa: E402
 import loadgen  # noqa: E402
+import peers  # noqa: E402
 import report  # noqa: E402
 
 KIB, MIB = 1024, 1024 * 1024
@@ -191,14 +192,7 @@ class Origin:
         return last
 
     def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGQUIT)
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(5)
+        peers.stop_master(self.proc)
 
 
 def wait_port(port, proc, timeout=10.0):
@@ -361,9 +355,7 @@ def free_port():
 # ---------------------------------------------------------------- the parent: namespace and rows
 
 def _run(argv):
-    p = subprocess.run(argv, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise HintsError("%s: exit %d: %s" % (" ".join(argv), p.returncode, (p.stderr or p.stdout).strip()[:300]))
+    peers.run_checked(argv, HintsError)
 
 
 def make_namespace(name, rate):

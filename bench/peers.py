@@ -134,3 +134,22 @@ class Nginx:
             # The master's own session: its process group is exactly nginx's master and workers.
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(5)
+
+
+def run_checked(argv, error):
+    """Runs argv; raises error (an exception class) naming the command, its exit code and output when it fails."""
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise error("%s: exit %d: %s" % (" ".join(argv), p.returncode, (p.stderr or p.stdout).strip()[:300]))
+
+
+def stop_master(proc):
+    """Stops an nginx master started in its own process group: SIGQUIT (graceful), SIGKILL to the group after 5 s."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGQUIT)
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)

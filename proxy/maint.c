@@ -279,6 +279,11 @@ void px_maint_cluster_put(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 	sid = action_sid(j, resp);
 	if (sid == NULL)
 		goto out;
+	if (px_meta_follower(px)) { /* the primary changes the map and runs the drain */
+		ft_info("maintenance: %s of %s sent to the primary", action, sid);
+		px_cluster_forward(px, "PUT", "/v1/cluster", j, resp);
+		goto out;
+	}
 	st = set_flags(px, sid, flags, why, sizeof(why));
 	if (st != 0) {
 		ft_ctl_error(resp, st, "%s: %s", action, why);
@@ -289,7 +294,10 @@ void px_maint_cluster_put(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 		goto out;
 	}
 	resp->status = flags & FT_NODE_DECOMMISSION ? 202 : 200;
-	resp->json = json_pack("{s:s, s:s}", "action", action, "sid", sid);
+	ft_smap_t *m = ft_smap_current();
+	resp->json = json_pack("{s:s, s:s, s:I}", "action", action, "sid", sid, "smap_version",
+			       (json_int_t)(m != NULL ? m->version : 0));
+	ft_smap_put(m);
 out:
 	json_decref(j);
 }

@@ -30,15 +30,15 @@ bool px_meta_follower(const px_t *px)
 	return px->cfg.etcd[0] != '\0' && !px_was_primary(px);
 }
 
-/* The primary's control URL from this proxy's map; 0, or -1 when none is known (or it is this proxy). */
-static int primary_url(const px_t *px, char *url, size_t cap)
+/* The primary's control URL + path from this proxy's map; 0, or -1 when none is known (or it is this proxy). */
+static int primary_url(const px_t *px, const char *path, char *url, size_t cap)
 {
 	ft_smap_t *m = ft_smap_current();
 	const ft_node_t *p = m != NULL && m->primary[0] ? ft_smap_find(m, m->primary) : NULL;
 	int rc = p != NULL && strcmp(p->id, px->id) != 0 ? 0 : -1;
 
 	if (rc == 0)
-		snprintf(url, cap, "%s/v1/meta", p->control_url);
+		snprintf(url, cap, "%s%s", p->control_url, path);
 	ft_smap_put(m);
 	return rc;
 }
@@ -69,7 +69,7 @@ int px_meta_forward(px_t *px, json_t *op, char *why, size_t cap)
 		snprintf(why, cap, "out of memory");
 		return -EIO;
 	}
-	if (primary_url(px, url, sizeof(url)) != 0) {
+	if (primary_url(px, "/v1/meta", url, sizeof(url)) != 0) {
 		snprintf(why, cap, "no primary proxy is known (an election is under way)");
 	} else if (ft_client_json("POST", url, op, META_ASK_MS, &status, &resp, err, sizeof(err)) != 0) {
 		snprintf(why, cap, "the primary proxy cannot be reached: %s", err);
@@ -121,4 +121,45 @@ void px_meta_handle(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	resp->json = json_pack("{s:i, s:s, s:I}", "rc", rc, "why", why, "version", (json_int_t)(b ? b->version : 0));
 	ft_bmd_put(b);
 	json_decref(op);
+}
+
+/* Waits until this proxy's map is at least version (or the wait ends). */
+static void see_smap_version(int64_t version)
+{
+	for (int waited = 0; waited < META_SEE_MS; waited += 20) {
+		ft_smap_t *m = ft_smap_current();
+		bool seen = m != NULL && m->version >= version;
+		ft_smap_put(m);
+		if (seen)
+			return;
+		usleep(20 * 1000);
+	}
+	ft_warn("cluster action: the primary's map v%lld is not here after %d ms; reads here may lag",
+		(long long)version, META_SEE_MS);
+}
+
+void px_cluster_forward(px_t *px, const char *method, const char *path, const json_t *body, ft_ctl_resp_t *resp)
+{
+	char url[FT_URL_MAX + 64], err[256];
+	json_t *answer = NULL;
+	long status = 0;
+
+	if (primary_url(px, path, url, sizeof(url)) != 0) {
+		ft_ctl_error(resp, 503, "no primary proxy is known (an election is under way): try again");
+		return;
+	}
+	if (ft_client_json(method, url, body, META_ASK_MS, &status, &answer, err, sizeof(err)) != 0) {
+		ft_ctl_error(resp, 503, "the primary proxy cannot be reached: %s; try again", err);
+		return;
+	}
+	if (status >= 200 && status < 300 && json_is_integer(json_object_get(answer, "smap_version")))
+		see_smap_version(json_integer_value(json_object_get(answer, "smap_version")));
+	if (!json_is_object(answer)) {
+		json_decref(answer);
+		ft_ctl_error(resp, status >= 400 ? (int)status : 502,
+			     "the primary proxy answered %ld without a JSON body", status);
+		return;
+	}
+	resp->status = (int)status;
+	resp->json = answer;
 }

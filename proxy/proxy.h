@@ -278,6 +278,13 @@ bool px_meta_follower(const px_t *px);
 int px_meta_forward(px_t *px, json_t *op, char *why, size_t cap);
 /* POST /v1/meta on the control port: a follower's operation, made here when this proxy is the primary. */
 void px_meta_handle(px_t *px, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+/*
+ * A cluster action (method path body, as on the control port) asked of a follower: sent to the
+ * primary's control port, its answer (status and JSON) put in resp; after a 2xx carrying
+ * "smap_version", waits until this proxy's map holds that version. Blocking: a worker. 503 when no
+ * primary is known or it cannot be reached.
+ */
+void px_cluster_forward(px_t *px, const char *method, const char *path, const json_t *body, ft_ctl_resp_t *resp);
 
 /* ---- acl.c: anonymous reads of public-read data on the native API (docs/acl.md) ---- */
 /* Whether r carries no credentials at all (no Authorization header, no presigned query). */

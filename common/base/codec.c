@@ -331,6 +331,23 @@ void ft_pct_recode_buf(ft_strbuf_t *b, const char *s, size_t n, unsigned flags)
 	}
 }
 
+/* ---- numbers ---- */
+
+size_t ft_u64_dec(uint64_t v, char out[FT_U64_DEC_MAX])
+{
+	char rev[FT_U64_DEC_MAX];
+	size_t n = 0, i;
+
+	do {
+		rev[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	for (i = 0; i < n; i++)
+		out[i] = rev[n - 1 - i];
+	out[n] = '\0';
+	return n;
+}
+
 /* ---- dates ---- */
 
 static const char weekdays[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
@@ -346,13 +363,43 @@ static char *put_digits(char *p, int v, int n)
 	return p + n;
 }
 
+/*
+ * UTC calendar fields of t (year, month, day, weekday, time of day) by integer arithmetic: the same
+ * as gmtime_r, without its time-zone lock (a response's Last-Modified is formatted on every GET).
+ * Days are counted in 400-year eras starting on 1 March, so a leap day is the last day of its year.
+ */
+void ft_utc_fields(int64_t t, struct tm *tm)
+{
+	int64_t days = t / 86400, secs = t % 86400, era, doe, yoe, doy, mp;
+
+	if (secs < 0) {
+		secs += 86400;
+		days--;
+	}
+	memset(tm, 0, sizeof(*tm));
+	tm->tm_hour = (int)(secs / 3600);
+	tm->tm_min = (int)(secs / 60 % 60);
+	tm->tm_sec = (int)(secs % 60);
+	tm->tm_wday = (int)((days % 7 + 11) % 7); /* 1970-01-01 was a Thursday */
+	days += 719468;                           /* days from 0000-03-01 to 1970-01-01 */
+	era = (days >= 0 ? days : days - 146096) / 146097;
+	doe = days - era * 146097;                                   /* day of the era, 0..146096 */
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* year of the era, 0..399 */
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* day of the year from 1 March */
+	mp = (5 * doy + 2) / 153;                                    /* month from March, 0..11 */
+	tm->tm_mday = (int)(doy - (153 * mp + 2) / 5 + 1);
+	tm->tm_mon = (int)(mp < 10 ? mp + 2 : mp - 10);
+	tm->tm_year = (int)(yoe + era * 400 + (mp >= 10) - 1900);
+}
+
 void ft_date_format_http(time_t t, char out[FT_DATE_HTTP_MAX])
 {
 	struct tm tm;
 	char *p = out;
 
 	out[0] = '\0';
-	if (gmtime_r(&t, &tm) == NULL || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
+	ft_utc_fields((int64_t)t, &tm);
+	if (tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
 		return;
 	memcpy(p, weekdays[tm.tm_wday % 7], 3);
 	memcpy(p + 3, ", ", 2);
@@ -377,7 +424,8 @@ void ft_date_format_amz(time_t t, char out[FT_DATE_AMZ_MAX])
 	char *p = out;
 
 	out[0] = '\0';
-	if (gmtime_r(&t, &tm) == NULL || tm.tm_year + 1900 < 1000 || tm.tm_year + 1900 > 9999)
+	ft_utc_fields((int64_t)t, &tm);
+	if (tm.tm_year + 1900 < 1000 || tm.tm_year + 1900 > 9999)
 		return;
 	p = put_digits(p, tm.tm_year + 1900, 4);
 	p = put_digits(p, tm.tm_mon + 1, 2);
@@ -391,10 +439,9 @@ void ft_date_format_amz(time_t t, char out[FT_DATE_AMZ_MAX])
 
 void ft_date_format_iso8601(int64_t ns, char *out, size_t cap)
 {
-	time_t t = (time_t)(ns / 1000000000);
 	struct tm tm;
 
-	gmtime_r(&t, &tm);
+	ft_utc_fields(ns / 1000000000, &tm);
 	snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
 		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((ns / 1000000) % 1000));
 }

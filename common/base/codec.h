@@ -88,11 +88,17 @@ void ft_pct_recode_buf(ft_strbuf_t *b, const char *s, size_t n, unsigned flags);
 
 /* ---- dates (UTC; month and day names are English whatever the locale) ---- */
 
+#define FT_U64_DEC_MAX 21 /* 18446744073709551615 and the NUL */
+/* Writes v in decimal and a NUL to out; returns the number of digits. */
+size_t ft_u64_dec(uint64_t v, char out[FT_U64_DEC_MAX]);
+
 #define FT_DATE_HTTP_MAX 30    /* "Sun, 06 Nov 1994 08:49:37 GMT" and the NUL */
 #define FT_DATE_AMZ_MAX 17     /* "19941106T084937Z" and the NUL */
 #define FT_DATE_ISO8601_MAX 25 /* "1994-11-06T08:49:37.000Z" and the NUL */
 
 /* t as an IMF-fixdate (RFC 9110's preferred HTTP-date, RFC 1123 form): "Sun, 06 Nov 1994 08:49:37 GMT"; "" past 9999. */
+/* UTC fields of t seconds since the epoch, as gmtime_r gives them (tm_yday and tm_isdst left 0). */
+void ft_utc_fields(int64_t t, struct tm *tm);
 void ft_date_format_http(time_t t, char out[FT_DATE_HTTP_MAX]);
 /* t in ISO 8601 basic form, as SigV4's x-amz-date: "19941106T084937Z"; "" outside the years 1000 to 9999. */
 void ft_date_format_amz(time_t t, char out[FT_DATE_AMZ_MAX]);

@@ -130,6 +130,8 @@ void ft_httpd_defer(ft_httpd_t *s, void (*fn)(void *arg), void *arg);
 /* Adds a response header (copied). Content-Length, Date, Server and Connection are the server's. */
 void ft_resp_header(ft_req_t *r, const char *name, const char *value);
 void ft_resp_headerf(ft_req_t *r, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Adds a header whose value is value in decimal. */
+void ft_resp_header_u64(ft_req_t *r, const char *name, uint64_t value);
 /* Sends status with a copy of body (HEAD: headers only, Content-Length = len). content_type may be NULL. */
 void ft_resp_bytes(ft_req_t *r, int status, const char *content_type, const void *body, size_t len);
 /*

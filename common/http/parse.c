@@ -6,12 +6,16 @@
 
 #include "base/codec.h"
 
-/* RFC 9110 tchar: the characters of a method or a header name. */
+/* RFC 9110 tchar: the characters of a method, a header name or any token. */
+const bool ft_hp_tchar[256] = {
+	['0' ... '9'] = true, ['A' ... 'Z'] = true, ['a' ... 'z'] = true, ['!'] = true, ['#'] = true, ['$'] = true,
+	['%'] = true,         ['&'] = true,         ['\''] = true,        ['*'] = true, ['+'] = true, ['-'] = true,
+	['.'] = true,         ['^'] = true,         ['_'] = true,         ['`'] = true, ['|'] = true, ['~'] = true,
+};
+
 static bool is_tchar(unsigned char ch)
 {
-	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
-		return true;
-	return ch != 0 && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
+	return ft_hp_tchar[ch];
 }
 
 /* A request-target byte: visible ASCII or obs-text (clients should escape, some send raw UTF-8). */

@@ -100,6 +100,9 @@ ft_hp_result_t ft_hp_parse_resp_head(const char *buf, size_t len, size_t max_byt
 /* Case-insensitive comparison of n bytes of a with the NUL-terminated b (true when equal and b has n bytes). */
 bool ft_hp_token_eq(const char *a, size_t n, const char *b);
 
+/* Whether a byte may appear in a token (RFC 9110 tchar), indexed by the byte. */
+extern const bool ft_hp_tchar[256];
+
 /* ---- chunked transfer coding ---- */
 
 typedef struct {

@@ -304,12 +304,10 @@ void http_on_poll(conn_t *c)
 
 static bool is_token(const char *s)
 {
-	size_t i;
-
 	if (*s == 0)
 		return false;
-	for (i = 0; s[i] != 0; i++)
-		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", s[i]))
+	for (; *s != 0; s++)
+		if (!ft_hp_tchar[(unsigned char)*s])
 			return false;
 	return true;
 }
@@ -322,22 +320,30 @@ static bool is_field_value(const char *s)
 	return true;
 }
 
-void ft_resp_header(ft_req_t *r, const char *name, const char *value)
+/* Whether name (nl bytes) is a header the server writes itself, in any letter case. */
+static bool server_owned(const char *name, size_t nl)
 {
-	static const char *owned[] = {"content-length", "date", "server", "connection", "transfer-encoding"};
-	size_t i, nl, vl;
-	resp_hdr_t *h;
-
-	if (!is_token(name) || !is_field_value(value)) {
-		ft_warn("http: dropping invalid response header %s", name);
-		return;
+	switch (nl) {
+	case 4:
+		return strcasecmp(name, "date") == 0;
+	case 6:
+		return strcasecmp(name, "server") == 0;
+	case 10:
+		return strcasecmp(name, "connection") == 0;
+	case 14:
+		return strcasecmp(name, "content-length") == 0;
+	case 17:
+		return strcasecmp(name, "transfer-encoding") == 0;
+	default:
+		return false;
 	}
-	for (i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
-		if (strcasecmp(name, owned[i]) == 0)
-			return;
-	nl = strlen(name);
-	vl = strlen(value);
-	h = http_arena_alloc(&r->arena, sizeof(*h));
+}
+
+/* Appends "name: value" of nl and vl bytes to r's response headers. */
+static void add_header(ft_req_t *r, const char *name, size_t nl, const char *value, size_t vl)
+{
+	resp_hdr_t *h = http_arena_alloc(&r->arena, sizeof(*h));
+
 	h->len = nl + vl + 4;
 	h->line = http_arena_alloc(&r->arena, h->len + 1);
 	memcpy(h->line, name, nl);
@@ -351,6 +357,33 @@ void ft_resp_header(ft_req_t *r, const char *name, const char *value)
 		r->rh_head = h;
 	r->rh_tail = h;
 	r->rh_bytes += h->len;
+}
+
+void ft_resp_header(ft_req_t *r, const char *name, const char *value)
+{
+	size_t nl;
+
+	if (!is_token(name) || !is_field_value(value)) {
+		ft_warn("http: dropping invalid response header %s", name);
+		return;
+	}
+	nl = strlen(name);
+	if (!server_owned(name, nl))
+		add_header(r, name, nl, value, strlen(value));
+}
+
+void ft_resp_header_u64(ft_req_t *r, const char *name, uint64_t value)
+{
+	char digits[FT_U64_DEC_MAX];
+	size_t n = ft_u64_dec(value, digits), nl;
+
+	if (!is_token(name)) {
+		ft_warn("http: dropping invalid response header %s", name);
+		return;
+	}
+	nl = strlen(name);
+	if (!server_owned(name, nl))
+		add_header(r, name, nl, digits, n);
 }
 
 void ft_resp_headerf(ft_req_t *r, const char *name, const char *fmt, ...)
@@ -389,6 +422,15 @@ static bool body_settled(ft_req_t *r, bool tentative)
 	return ok;
 }
 
+/* Copies s to out + n; returns the new length. */
+static size_t put_str(char *out, size_t n, const char *s)
+{
+	size_t l = strlen(s);
+
+	memcpy(out + n, s, l);
+	return n + l;
+}
+
 /*
  * Writes the response head into arena memory with body_room bytes spare after it; frame (FR_*)
  * says which length header it carries; decides keep-alive. Returns the buffer, *head_len its head
@@ -409,12 +451,20 @@ char *http_resp_head(ft_req_t *r, int status, const char *ctype, int frame, uint
 	cap = 256 + (ctype != NULL ? strlen(ctype) : 0) + r->rh_bytes;
 	out = http_arena_alloc(&r->arena, cap + body_room);
 	r->m_status = status;
-	n = (size_t)snprintf(out, cap, "HTTP/1.1 %d %s\r\nServer: FastTier\r\nDate: %s\r\n", status,
-			     reason_phrase(status), http_date());
-	if (frame == FR_LENGTH && http_status_has_body(status))
-		n += (size_t)snprintf(out + n, cap - n, "Content-Length: %llu\r\n", (unsigned long long)clen);
-	else if (frame == FR_CHUNKED)
-		n += (size_t)snprintf(out + n, cap - n, "Transfer-Encoding: chunked\r\n");
+	n = put_str(out, 0, "HTTP/1.1 ");
+	n += ft_u64_dec((uint64_t)status, out + n);
+	n = put_str(out, n, " ");
+	n = put_str(out, n, reason_phrase(status));
+	n = put_str(out, n, "\r\nServer: FastTier\r\nDate: ");
+	n = put_str(out, n, http_date());
+	n = put_str(out, n, "\r\n");
+	if (frame == FR_LENGTH && http_status_has_body(status)) {
+		n = put_str(out, n, "Content-Length: ");
+		n += ft_u64_dec(clen, out + n);
+		n = put_str(out, n, "\r\n");
+	} else if (frame == FR_CHUNKED) {
+		n = put_str(out, n, "Transfer-Encoding: chunked\r\n");
+	}
 	if (ctype != NULL) {
 		memcpy(out + n, "Content-Type: ", 14);
 		n += 14;

@@ -442,12 +442,18 @@ const tgt_mountpath_t *tgt_mountpath_pick(const tgt_t *t, const char *provider, 
 
 int tgt_rel_path(char *buf, size_t cap, const char *provider, const char *bucket, const char *obj)
 {
-	int n = snprintf(buf, cap, obj ? "%s/%s/" : "%s/%s", provider, bucket);
+	size_t pl = strlen(provider), bl = strlen(bucket), n = pl + 1 + bl + (obj ? 1 : 0);
 
-	if (n < 0 || (size_t)n >= cap)
+	if (n >= cap)
 		return -1;
+	memcpy(buf, provider, pl);
+	buf[pl] = '/';
+	memcpy(buf + pl + 1, bucket, bl);
+	if (obj != NULL)
+		buf[n - 1] = '/';
+	buf[n] = '\0';
 	/* a name that is no path gets its hashed file name (core/keymap.h) */
-	return obj ? tgt_key_path(buf + n, cap - (size_t)n, obj, strlen(obj)) : 0;
+	return obj ? tgt_key_path(buf + n, cap - n, obj, strlen(obj)) : 0;
 }
 
 int tgt_mountpath_avail(const tgt_mountpath_t *mp, int64_t reserve, uint64_t *avail)

@@ -72,13 +72,20 @@ static int check_conditions(ft_req_t *r, const ft_lom_t *lom)
 static void meta_headers(ft_req_t *r, const ft_lom_t *lom)
 {
 	char date[FT_DATE_HTTP_MAX];
+	const char *etag = tgt_lom_etag(lom);
+	size_t el = strlen(etag);
+	char quoted[(FT_LOM_ETAG_MAX > FT_CKSUM_HEX_MAX ? FT_LOM_ETAG_MAX : FT_CKSUM_HEX_MAX) + 2];
 
 	ft_resp_header(r, "Ais-Checksum-Type", ft_cksum_name(lom->cksum_type));
 	ft_resp_header(r, "Ais-Checksum-Value", lom->cksum);
 	ft_resp_header(r, "Ais-Version", lom->version);
-	ft_resp_headerf(r, "Ais-Atime", "%lld", (long long)lom->atime_ns);
-	if (tgt_lom_etag(lom)[0])
-		ft_resp_headerf(r, "ETag", "\"%s\"", tgt_lom_etag(lom));
+	ft_resp_header_u64(r, "Ais-Atime", lom->atime_ns > 0 ? (uint64_t)lom->atime_ns : 0);
+	if (el > 0) {
+		quoted[0] = '"';
+		memcpy(quoted + 1, etag, el);
+		memcpy(quoted + 1 + el, "\"", 2);
+		ft_resp_header(r, "ETag", quoted);
+	}
 	if (lom->mtime_ns > 0) {
 		ft_date_format_http((time_t)(lom->mtime_ns / 1000000000), date);
 		ft_resp_header(r, "Last-Modified", date);

@@ -117,3 +117,30 @@ def test_remote_bucket_secret_stays_sealed(px3):
             assert secret not in f.read(), p.log
     r = api.s.delete("%s/v1/buckets/%s?provider=aws" % (api.url, b), timeout=TIMEOUT)
     assert r.status_code == 200, r.text
+
+
+def test_maintenance_through_a_follower(px3):
+    """Cluster actions asked of a follower are made by the primary; the asking follower's own map shows them at once,
+    errors come back as the primary found them."""
+    primary, (f1, f2) = roles(px3)
+    a1, a2 = Api(f1.public_url, token=px3.token), Api(f2.public_url, token=px3.token)
+    sid = a1.smap()["targets"][0]["id"]
+
+    def flags(api):
+        return [t.get("flags", 0) for t in api.smap()["targets"] if t["id"] == sid]
+
+    r = a1.s.put(a1.url + "/v1/cluster", json={"action": "start-maintenance", "value": {"sid": sid}}, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert r.json()["sid"] == sid
+    assert flags(a1) == [1]  # on the asking follower at once
+    pa = Api(primary.public_url, token=px3.token)
+    wait_until(lambda: flags(pa) == [1] and flags(a2) == [1], 10, what="every proxy to see the maintenance flag")
+    r = a2.s.put(a2.url + "/v1/cluster", json={"action": "stop-maintenance", "value": {"sid": sid}}, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert flags(a2) == [0]
+    wait_until(lambda: flags(pa) == [0] and flags(a1) == [0], 10, what="every proxy to see the flag cleared")
+    assert_json_error(a1.s.put(a1.url + "/v1/cluster", json={"action": "start-maintenance",
+                                                            "value": {"sid": "no-such-target"}}, timeout=TIMEOUT),
+                      404, "no-such-target")
+    assert_json_error(a1.s.put(a1.url + "/v1/cluster", json={"action": "start-maintenance"}, timeout=TIMEOUT), 400,
+                      "sid")

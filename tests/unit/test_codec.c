@@ -334,6 +334,39 @@ static void test_pct_recode(void **state)
 
 /* ---- dates ---- */
 
+/* The calendar arithmetic agrees with gmtime_r: every day of 1600-2500 at a varying second, leap days and
+ * century years included, and the seconds around the epoch on both sides. */
+static void test_utc_fields(void **state)
+{
+	const int64_t first = -11676096000LL, last = 16725225600LL; /* 1600-01-01, 2500-01-01 */
+	struct tm want, got;
+	int64_t t;
+
+	(void)state;
+	for (t = first; t < last; t += 86400 + 7919) {
+		time_t tt = (time_t)t;
+
+		assert_non_null(gmtime_r(&tt, &want));
+		ft_utc_fields(t, &got);
+		assert_int_equal(got.tm_year, want.tm_year);
+		assert_int_equal(got.tm_mon, want.tm_mon);
+		assert_int_equal(got.tm_mday, want.tm_mday);
+		assert_int_equal(got.tm_wday, want.tm_wday);
+		assert_int_equal(got.tm_hour, want.tm_hour);
+		assert_int_equal(got.tm_min, want.tm_min);
+		assert_int_equal(got.tm_sec, want.tm_sec);
+	}
+	ft_utc_fields(-1, &got); /* 1969-12-31 23:59:59, a Wednesday */
+	assert_int_equal(got.tm_year, 69);
+	assert_int_equal(got.tm_mon, 11);
+	assert_int_equal(got.tm_mday, 31);
+	assert_int_equal(got.tm_wday, 3);
+	assert_int_equal(got.tm_sec, 59);
+	ft_utc_fields(951782400LL, &got); /* 2000-02-29: a leap day of a century year */
+	assert_int_equal(got.tm_mon, 1);
+	assert_int_equal(got.tm_mday, 29);
+}
+
 static void test_date_format(void **state)
 {
 	char http[FT_DATE_HTTP_MAX], amz[FT_DATE_AMZ_MAX], iso[FT_DATE_ISO8601_MAX];
@@ -518,6 +551,7 @@ int main(void)
 		cmocka_unit_test(test_pct_encode),
 		cmocka_unit_test(test_pct_decode),
 		cmocka_unit_test(test_pct_recode),
+		cmocka_unit_test(test_utc_fields),
 		cmocka_unit_test(test_date_format),
 		cmocka_unit_test(test_date_parse),
 		cmocka_unit_test(test_date_parse_exact),

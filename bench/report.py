@@ -321,7 +321,7 @@ def missed_markdown(rows, perf):
 
 def notes_markdown(rows):
     """Every row's notes (CPU splits and the like), also of rows without a target."""
-    out = ["- **%s**: %s" % (r.title, r.notes) for r in rows if r.notes]
+    out = ["- **%s** (%s): %s" % (r.title, r.client.split(",")[0], r.notes) for r in rows if r.notes]
     return "\n".join(out) if out else "None."
 
 

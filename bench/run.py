@@ -439,15 +439,48 @@ class Bench:
                 self.measured(lambda: self.run_get("wrk", side, s, seconds=1))
         log("[%s] warm-up done (1 s of wrk per size and server)" % self.elapsed())
 
+    @staticmethod
+    def cpu_per_request(into, pids, run):
+        """run() (one client run); appends the server's CPU microseconds per request (pids, from
+        /proc/<pid>/stat) to into when the run completed requests without errors. Returns run()'s result."""
+        c0 = sysprobe.proc_cpu_seconds(pids)
+        r = run()
+        c1 = sysprobe.proc_cpu_seconds(pids)
+        if r.requests and not r.errors:
+            into.append((c1 - c0) * 1e6 / r.requests)
+        return r
+
+    @staticmethod
+    def server_cpu_note(cpu, target):
+        """The warm rows' server CPU per request (medians) and what it says against the row's target
+        ratio, or None without figures for both sides."""
+        if not cpu["A"] or not cpu["B"] or statistics.median(cpu["B"]) <= 0:
+            return None
+        a, b = statistics.median(cpu["A"]), statistics.median(cpu["B"])
+        note = ("Server CPU per request (medians of %d/%d runs, /proc/<pid>/stat): target %.1f us, nginx's "
+                "workers %.1f us (%.2fx); per round: target %s, nginx %s."
+                % (len(cpu["A"]), len(cpu["B"]), a, b, a / b, " ".join("%.1f" % x for x in cpu["A"]),
+                   " ".join("%.1f" % x for x in cpu["B"])))
+        if target:
+            note += (" Within the %.2fx this target allows: a miss is scheduling on the shared cores, not the "
+                     "server's cost." % (1.0 / target) if a / b <= 1.0 / target else
+                     " More than the %.2fx this target allows: the server's own cost explains a miss." %
+                     (1.0 / target))
+        return note
+
     def bench_get(self):
         a = self.args
         pairs = {}   # (label, client) -> [(A, B)]
+        cpu = {}     # (label, client) -> {"A": [us per request], "B": [...]}
         for rnd in range(a.rounds):
             for s in self.sets:
                 for client in self.clients():
+                    c = cpu.setdefault((s.label, client), {"A": [], "B": []})
                     ra, rb = self.pair("warm GET", s.label, client, rnd,
-                                       lambda: self.run_get(client, "fasttier", s),
-                                       lambda: self.run_get(client, "nginx", s),
+                                       lambda: self.cpu_per_request(c["A"], [self.target.pid],
+                                                                    lambda: self.run_get(client, "fasttier", s)),
+                                       lambda: self.cpu_per_request(c["B"], self.nginx.worker_pids(),
+                                                                    lambda: self.run_get(client, "nginx", s)),
                                        "rps" if s.metric == "rps" else "bps")
                     pairs.setdefault((s.label, client), []).append((ra, rb))
         for s in self.sets:
@@ -460,6 +493,7 @@ class Bench:
                 self.rows.append(report.Row(title, self.client_desc(client, "get"),
                                             "FastTier target", "nginx sendfile", s.metric,
                                             s.target, pairs=pairs[(s.label, client)]))
+                self.rows[-1].notes = self.server_cpu_note(cpu[(s.label, client)], s.target)
         return pairs
 
     def client_desc(self, client, what):

@@ -37,6 +37,8 @@ static void usage(FILE *f)
 		   "  --etcd URL             etcd client URL: several proxies, the primary elected there and\n"
 		   "                         Smap/BMD kept there (default none: one proxy, state in state_dir)\n"
 		   "  --etcd_prefix PREFIX   prefix of the cluster's etcd keys (default /fasttier)\n"
+		   "  --etcd_cert FILE --etcd_key FILE  client certificate for an https etcd that asks for\n"
+		   "                         one (default: --tls_cert and --tls_key; --tls_ca verifies etcd)\n"
 		   "  --lease_ttl_s N        TTL of the primary's etcd lease: a dead primary is replaced\n"
 		   "                         within about this long (default 3)\n"
 		   "  --log_level LEVEL      debug|info|warn|error (default info)\n"

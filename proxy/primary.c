@@ -328,15 +328,14 @@ static void follow(px_t *px, const json_t *primary_doc)
 /* ---- the lease and the primary key ---- */
 
 /* A new lease; 0 or -1 (logged). */
-static int grant(px_t *px)
+/* Asks etcd for a lease: 0, or -1 with why filled (cap bytes). */
+static int grant(px_t *px, char *why, size_t cap)
 {
-	char err[512] = "";
 	int64_t lease = 0, granted = 0;
 	int64_t sent = ft_mono_ms();
 
-	if (ft_etcd_grant(px->cfg.etcd, px->cfg.lease_ttl_s, PX_ETCD_CALL_MS, &lease, &granted, err, sizeof(err)) !=
-	    0) {
-		ft_debug("lease grant: %s", err);
+	if (ft_etcd_grant(px->cfg.etcd, px->cfg.lease_ttl_s, PX_ETCD_CALL_MS, &lease, &granted, why, cap) != 0) {
+		ft_debug("lease grant: %s", why);
 		return -1;
 	}
 	if (granted != px->cfg.lease_ttl_s)
@@ -396,7 +395,7 @@ static void renew(px_t *px)
 	int64_t ttl = 0, sent = ft_mono_ms();
 
 	if (px->lease == 0) {
-		grant(px);
+		grant(px, err, sizeof(err));
 		return;
 	}
 	if (sent - px->lease_sent_ms < ttl_ms(px) / 3)
@@ -418,7 +417,7 @@ static void renew(px_t *px)
 	pthread_mutex_lock(&px->meta_lock);
 	px->lease = 0;
 	pthread_mutex_unlock(&px->meta_lock);
-	grant(px);
+	grant(px, err, sizeof(err));
 }
 
 /* Puts the primary key with this proxy's lease when nobody holds it: 0 won, 1 lost, -1 error. */
@@ -500,9 +499,12 @@ int px_primary_init(px_t *px, char *err, size_t errlen)
 	snprintf(px->etcd_key_smap, sizeof(px->etcd_key_smap), "%.*s/smap", (int)n, p);
 	snprintf(px->etcd_key_bmd, sizeof(px->etcd_key_bmd), "%.*s/bmd", (int)n, p);
 	snprintf(px->etcd_key_proxies, sizeof(px->etcd_key_proxies), "%.*s/proxies/", (int)n, p);
-	while (grant(px) != 0) {
+	char why[512] = "";
+
+	while (grant(px, why, sizeof(why)) != 0) {
 		if (ft_mono_ms() >= deadline) {
-			snprintf(err, errlen, "etcd at %s: no lease after %d s", px->cfg.etcd, PX_ETCD_START_MS / 1000);
+			snprintf(err, errlen, "etcd at %s: no lease after %d s (last: %s)", px->cfg.etcd,
+				 PX_ETCD_START_MS / 1000, why);
 			return -1;
 		}
 		struct timespec ts = {.tv_nsec = PX_ELECT_TICK_MS * 1000000L};

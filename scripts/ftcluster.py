@@ -476,7 +476,24 @@ class Cluster:
 
     @property
     def etcd_url(self):
-        return "http://%s:%d" % (self.host, self.etcd.public_port) if self.etcd else None
+        """etcd's client URL: https with tls on (it then asks every client for a certificate of the cluster CA)."""
+        if not self.etcd:
+            return None
+        return "%s://%s:%d" % ("https" if self.tls else "http", self.host, self.etcd.public_port)
+
+    def etcd_health(self):
+        """(status, JSON) of etcd's /health; with tls on over a client certificate of the cluster CA."""
+        if not self.tls:
+            return http_json("GET", self.etcd_url + "/health", timeout=1.0)
+        import ssl
+
+        ca, cert, key = ensure_tls(self.dir, [self.public_host])
+        ctx = ssl.create_default_context(cafile=ca)
+        ctx.load_cert_chain(cert, key)
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                             urllib.request.HTTPSHandler(context=ctx))
+        with opener.open(self.etcd_url + "/health", timeout=1.0) as resp:
+            return resp.status, json.loads(resp.read() or b"null")
 
     def _daemon_env(self, env):
         e = dict(os.environ if env is None else env)
@@ -562,11 +579,15 @@ class Cluster:
             taken.update((cport, pport))
             nxt = pport + 1
             edir = os.path.join(self.dir, "etcd")
-            curl, purl = "http://%s:%d" % (self.host, cport), "http://%s:%d" % (self.host, pport)
+            scheme = "https" if self.tls else "http"
+            curl, purl = "%s://%s:%d" % (scheme, self.host, cport), "http://%s:%d" % (self.host, pport)
             argv = [ETCD_BIN, "--name", "ft", "--data-dir", edir, "--listen-client-urls", curl,
                     "--advertise-client-urls", curl, "--listen-peer-urls", purl,
                     "--initial-advertise-peer-urls", purl, "--initial-cluster", "ft=" + purl,
                     "--log-level", "warn"]
+            if self.tls:  # clients must show a certificate of the cluster CA: the proxies show their own
+                ca, cert, key = ensure_tls(self.dir, [self.public_host])
+                argv += ["--cert-file", cert, "--key-file", key, "--trusted-ca-file", ca, "--client-cert-auth"]
             self.etcd = Node("etcd", "etcd", argv, cport, pport, edir, os.path.join(logs, "etcd.log"),
                              self.host)
         keys_path, _, _ = ensure_s3_keys(self.dir)
@@ -623,7 +644,7 @@ class Cluster:
         while True:
             self._check_alive()
             try:
-                status, body = http_json("GET", self.etcd_url + "/health", timeout=1.0)
+                status, body = self.etcd_health()
                 if status == 200 and isinstance(body, dict) and body.get("health") == "true":
                     return
             except OSError:

@@ -30,7 +30,7 @@ typedef enum {
 	KIND_MOUNTPATHS, /* JSON array; `--mountpath` (or `--mountpaths`) once per directory */
 	KIND_BOOL,       /* int 0/1: JSON true/false, text true|false|1|0|yes|no */
 	KIND_URLS,       /* char array: "" or http(s)://host[:port][/path] URLs, comma-separated */
-	KIND_HTTP_URL,   /* char array: "" or one http://host[:port] URL */
+	KIND_HTTP_URL,   /* char array: "" or one http:// or https://host[:port] URL */
 } key_kind_t;
 
 typedef struct {
@@ -104,6 +104,8 @@ static const config_key_t config_keys[] = {
 	STR(etcd, KIND_HTTP_URL),
 	STR(etcd_prefix, KIND_STR_NONEMPTY),
 	INT(lease_ttl_s, 1, 600),
+	STR(etcd_cert, KIND_STR),
+	STR(etcd_key, KIND_STR),
 	STR(tls_cert, KIND_STR),
 	STR(tls_key, KIND_STR),
 	STR(tls_client_ca, KIND_STR),
@@ -248,12 +250,10 @@ static int add_mountpath(ft_config_t *c, const char *dir, const load_state_t *st
 	return 0;
 }
 
-/* Whether s[0..n) is scheme://host... with a non-empty host, the scheme http (or https when allowed). */
-static bool url_ok(const char *s, size_t n, bool https_ok)
+/* Whether s[0..n) is scheme://host... with a non-empty host, the scheme http or https. */
+static bool url_ok(const char *s, size_t n)
 {
-	size_t p = n >= 7 && strncmp(s, "http://", 7) == 0                ? 7
-		   : https_ok && n >= 8 && strncmp(s, "https://", 8) == 0 ? 8
-									  : 0;
+	size_t p = n >= 7 && strncmp(s, "http://", 7) == 0 ? 7 : n >= 8 && strncmp(s, "https://", 8) == 0 ? 8 : 0;
 
 	return p > 0 && p < n && s[p] != '/' && s[p] != ':' && memchr(s, ' ', n) == NULL && memchr(s, ',', n) == NULL;
 }
@@ -265,10 +265,10 @@ static int urls_check(const config_key_t *k, const char *v, load_state_t *st, ch
 
 	for (const char *p = v; *p != '\0';) {
 		size_t n = list ? strcspn(p, ",") : strlen(p);
-		if (!url_ok(p, n, list))
+		if (!url_ok(p, n))
 			return fail(err, errlen, "%s: key \"%s\": %s, got \"%s\"", st->where, k->name,
 				    list ? "must be http:// or https:// URLs, comma-separated"
-					 : "must be one http:// URL",
+					 : "must be one http:// or https:// URL",
 				    v);
 		p += n;
 		if (*p == ',' && *++p == '\0')

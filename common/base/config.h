@@ -81,9 +81,11 @@ typedef struct {
 	int allow_public_read;            /* bool: public-read ACLs may be set and are honoured, default false */
 	int token_ttl_max;                /* proxy: longest token lifetime in seconds, default 604800 (7 days) */
 	/* Several proxies (docs/multi-proxy.md) */
-	char etcd[FT_URL_MAX]; /* proxy: etcd client URL (http://host:port); "" = one proxy, state in state_dir */
+	char etcd[FT_URL_MAX];         /* proxy: etcd client URL (http:// or https://host:port); "" = one proxy */
 	char etcd_prefix[FT_PATH_MAX]; /* proxy: key prefix of the cluster's keys in etcd, default "/fasttier" */
 	int lease_ttl_s;               /* proxy: TTL of the primary's etcd lease in seconds, default 3 */
+	char etcd_cert[FT_PATH_MAX];   /* proxy: PEM client certificate for an https etcd ("" = tls_cert) */
+	char etcd_key[FT_PATH_MAX];    /* proxy: PEM private key of etcd_cert ("" = tls_key) */
 	/* TLS on the public port (docs/security.md) */
 	char tls_cert[FT_PATH_MAX];      /* PEM certificate chain: the public port speaks HTTPS; "" = plain HTTP */
 	char tls_key[FT_PATH_MAX];       /* PEM private key of tls_cert */

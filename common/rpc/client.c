@@ -73,18 +73,20 @@ static void client_init_once(void)
 
 static STACK_OF(X509) * tls_ca_certs; /* set once at startup, read-only after */
 
-int ft_client_set_tls_ca(const char *path, char *err, size_t errlen)
-{
-	STACK_OF(X509) *certs = NULL;
-	X509 *x;
-	FILE *f;
+/* The client certificate (first of the chain), its chain and key: set once at startup, read-only after. */
+static STACK_OF(X509) * tls_client_chain;
+static EVP_PKEY *tls_client_key;
 
-	if (path == NULL || path[0] == '\0')
-		return 0;
-	f = fopen(path, "r");
+/* The PEM certificates of path (a new stack with at least one), or NULL with err filled. */
+static STACK_OF(X509) * read_certs(const char *what, const char *path, char *err, size_t errlen)
+{
+	STACK_OF(X509) * certs;
+	X509 *x;
+	FILE *f = fopen(path, "r");
+
 	if (f == NULL) {
-		snprintf(err, errlen, "tls_ca %s: %s", path, strerror(errno));
-		return -1;
+		snprintf(err, errlen, "%s %s: %s", what, path, strerror(errno));
+		return NULL;
 	}
 	certs = sk_X509_new_null();
 	while (certs != NULL && (x = PEM_read_X509(f, NULL, NULL, NULL)) != NULL)
@@ -94,33 +96,89 @@ int ft_client_set_tls_ca(const char *path, char *err, size_t errlen)
 	ERR_clear_error(); /* the end of the file reads as an error */
 	if (certs == NULL || sk_X509_num(certs) == 0) {
 		sk_X509_pop_free(certs, X509_free);
-		snprintf(err, errlen, "tls_ca %s: no PEM certificate in it", path);
-		return -1;
+		snprintf(err, errlen, "%s %s: no PEM certificate in it", what, path);
+		return NULL;
 	}
+	return certs;
+}
+
+int ft_client_set_tls_ca(const char *path, char *err, size_t errlen)
+{
+	STACK_OF(X509) * certs;
+
+	if (path == NULL || path[0] == '\0')
+		return 0;
+	certs = read_certs("tls_ca", path, err, errlen);
+	if (certs == NULL)
+		return -1;
 	sk_X509_pop_free(tls_ca_certs, X509_free);
 	tls_ca_certs = certs;
 	return 0;
 }
 
-/* libcurl's hook on each new TLS context: adds the cluster CA to the system's trust store. */
-static CURLcode add_tls_ca(CURL *h, void *sslctx, void *arg)
+int ft_client_set_tls_cert(const char *cert, const char *key, char *err, size_t errlen)
 {
-	X509_STORE *store = SSL_CTX_get_cert_store((SSL_CTX *)sslctx);
+	STACK_OF(X509) * chain;
+	EVP_PKEY *pk;
+	FILE *f;
+
+	if (cert == NULL || cert[0] == '\0')
+		return 0;
+	chain = read_certs("etcd_cert", cert, err, errlen);
+	if (chain == NULL)
+		return -1;
+	f = key != NULL && key[0] != '\0' ? fopen(key, "r") : NULL;
+	pk = f != NULL ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
+	if (f != NULL)
+		fclose(f);
+	ERR_clear_error();
+	if (pk == NULL || X509_check_private_key(sk_X509_value(chain, 0), pk) != 1) {
+		snprintf(err, errlen, "etcd_key %s: %s", key != NULL && key[0] ? key : "(none)",
+			 f == NULL    ? "cannot be read"
+			 : pk == NULL ? "no PEM private key in it"
+				      : "not the key of etcd_cert");
+		ERR_clear_error();
+		EVP_PKEY_free(pk);
+		sk_X509_pop_free(chain, X509_free);
+		return -1;
+	}
+	sk_X509_pop_free(tls_client_chain, X509_free);
+	EVP_PKEY_free(tls_client_key);
+	tls_client_chain = chain;
+	tls_client_key = pk;
+	return 0;
+}
+
+/*
+ * libcurl's hook on each new TLS context: adds the cluster CA to the system's trust store, and the
+ * client certificate for servers that ask for one (etcd with client-cert-auth).
+ */
+static CURLcode tls_ctx_hook(CURL *h, void *sslctx, void *arg)
+{
+	SSL_CTX *ctx = sslctx;
+	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
 	int i;
 
 	(void)h;
 	(void)arg;
 	for (i = 0; i < sk_X509_num(tls_ca_certs); i++)
 		X509_STORE_add_cert(store, sk_X509_value(tls_ca_certs, i)); /* a duplicate is fine */
+	if (tls_client_chain != NULL) {
+		if (SSL_CTX_use_certificate(ctx, sk_X509_value(tls_client_chain, 0)) != 1 ||
+		    SSL_CTX_use_PrivateKey(ctx, tls_client_key) != 1)
+			return CURLE_SSL_CERTPROBLEM;
+		for (i = 1; i < sk_X509_num(tls_client_chain); i++)
+			SSL_CTX_add1_chain_cert(ctx, sk_X509_value(tls_client_chain, i));
+	}
 	ERR_clear_error();
 	return CURLE_OK;
 }
 
 void ft_client_tls_apply(void *curl)
 {
-	if (tls_ca_certs == NULL || curl == NULL)
+	if ((tls_ca_certs == NULL && tls_client_chain == NULL) || curl == NULL)
 		return;
-	curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, add_tls_ca);
+	curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, tls_ctx_hook);
 }
 
 /* Returns 0, -1 if libcurl cannot be initialized. Safe to call more than once. */
@@ -267,7 +325,6 @@ static int client_send(const char *method, const char *url, const char *const *e
 		snprintf(err, errlen, "%s %s: cannot initialize libcurl", method, url);
 		goto out;
 	}
-	ft_client_tls_apply(h);
 	headers = request_headers(method, url, extra, json_body, body, len);
 	if (headers == NULL) {
 		snprintf(err, errlen, "%s %s: out of memory", method, url);
@@ -275,6 +332,7 @@ static int client_send(const char *method, const char *url, const char *const *e
 	}
 
 	curl_easy_reset(h);
+	ft_client_tls_apply(h); /* after the reset, which clears it */
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_PROXY, "");

@@ -25,6 +25,12 @@ int ft_client_sign_headers(struct curl_slist **l, const char *method, const char
  * transfer starts. Returns 0, or -1 with err filled (unreadable file, no certificate in it).
  */
 int ft_client_set_tls_ca(const char *path, char *err, size_t errlen);
+/*
+ * Presents the PEM certificate chain cert with its private key key to https servers that ask for a
+ * client certificate (etcd with client-cert-auth); "" or NULL cert presents none. Call before any
+ * transfer starts. Returns 0, or -1 with err filled (unreadable files, a key that is not cert's).
+ */
+int ft_client_set_tls_cert(const char *cert, const char *key, char *err, size_t errlen);
 /* Applies that trust to a libcurl easy handle (CURL *), after its curl_easy_init or curl_easy_reset. */
 void ft_client_tls_apply(void *curl);
 

@@ -284,11 +284,16 @@ static void test_urls(void **state)
 	load_fails(ARGV("--proxy_url", "http://"), "proxy_url");
 	load_fails(ARGV("--proxy_url", "http://a:1,,http://b:1"), "proxy_url");
 	load_fails(ARGV("--etcd", "127.0.0.1:2379"), "etcd");
-	load_fails(ARGV("--etcd", "https://e:2379"), "etcd");
+	load_fails(ARGV("--etcd", "ftp://e:2379"), "etcd");
 	load_fails(ARGV("--etcd", "http://a:1,http://b:1"), "etcd");
 	load_ok(&c, ARGV("--proxy_url", "http://a:1,https://b:2/x", "--etcd", "http://e:2379"));
 	assert_string_equal(c.proxy_url, "http://a:1,https://b:2/x");
 	assert_string_equal(c.etcd, "http://e:2379");
+	ft_config_free(&c);
+	load_ok(&c, ARGV("--etcd", "https://e:2379", "--etcd_cert", "/c.pem", "--etcd_key", "/c.key"));
+	assert_string_equal(c.etcd, "https://e:2379");
+	assert_string_equal(c.etcd_cert, "/c.pem");
+	assert_string_equal(c.etcd_key, "/c.key");
 	ft_config_free(&c);
 	load_ok(&c, ARGV("--proxy_url", ""));
 	assert_string_equal(c.proxy_url, "");

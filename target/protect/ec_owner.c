@@ -466,20 +466,44 @@ static int ec_probe(const ec_node_t *node, const tgt_obj_t *o, const char *names
 	return -1;
 }
 
+/* One survey: every target of the map asked at once (t->fanout), each answer in its own slot. */
+typedef struct {
+	const tgt_obj_t *o;
+	const char *names;
+	const ec_node_t *nodes;
+	ft_ec_meta_t *metas;
+	bool *found;
+} ec_survey_t;
+
+static void survey_one(void *arg, int i)
+{
+	ec_survey_t *s = arg;
+
+	s->found[i] = ec_probe(&s->nodes[i], s->o, s->names, &s->metas[i]) == 0;
+}
+
 /* Asks every target of the current map; returns the candidates (malloc'd, *n of them) or NULL. */
 static ec_cand_t *ec_survey(const tgt_obj_t *o, int *n)
 {
 	int count = 0;
 	ec_node_t *nodes = ec_all_nodes(&count);
 	ec_cand_t *c = nodes ? calloc((size_t)count, sizeof(*c)) : NULL;
-	char *names = ec_name_query(o->provider, o->bucket, o->obj);
+	ec_survey_t s = {.o = o, .nodes = nodes, .names = ec_name_query(o->provider, o->bucket, o->obj)};
 
 	*n = 0;
-	for (int i = 0; c && names && i < count; i++) {
-		if (ec_probe(&nodes[i], o, names, &c[*n].meta) == 0)
-			c[(*n)++].node = nodes[i];
+	s.metas = c != NULL ? calloc((size_t)count, sizeof(*s.metas)) : NULL;
+	s.found = c != NULL ? calloc((size_t)count, sizeof(*s.found)) : NULL;
+	if (s.names != NULL && s.metas != NULL && s.found != NULL) {
+		ft_fanout_run(o->t->fanout, survey_one, &s, count);
+		for (int i = 0; i < count; i++)
+			if (s.found[i]) {
+				c[*n].node = nodes[i];
+				c[(*n)++].meta = s.metas[i];
+			}
 	}
-	free(names);
+	free(s.found);
+	free(s.metas);
+	free((char *)s.names);
 	free(nodes);
 	return c;
 }
@@ -923,30 +947,43 @@ int tgt_ec_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 /* ---- delete ---- */
 
 typedef struct {
+	ft_fanout_t *fanout; /* the target's (t->fanout) */
 	char *names;
 	int64_t before;
 	char label[TGT_REL_MAX];
+	const ec_node_t *nodes; /* during ec_delete_run */
+	atomic_int dropped;
 } ec_delete_t;
 
-/* Asks every target of the current map to drop d's slices stored before d->before; how many dropped one. */
-static int ec_delete_run(const ec_delete_t *d)
+/* Asks target i of d->nodes to drop d's slices stored before d->before. */
+static void delete_one(void *arg, int i)
 {
+	ec_delete_t *d = arg;
 	char url[EC_URL_MAX], err[256];
-	int count = 0, dropped = 0;
+	long status = 0;
+
+	snprintf(url, sizeof(url), "%s/v1/ec/slice?%s&before=%" PRId64, d->nodes[i].url, d->names, d->before);
+	if (ft_client_json("DELETE", url, NULL, EC_PROBE_TIMEOUT_MS, &status, NULL, err, sizeof(err)) != 0)
+		ft_warn("ec: %s: slices on %s not deleted: %s", d->label, d->nodes[i].id, err);
+	else if (status != 200 && status != 404)
+		ft_warn("ec: %s: slices on %s not deleted: HTTP %ld", d->label, d->nodes[i].id, status);
+	else if (status == 200)
+		atomic_fetch_add(&d->dropped, 1);
+}
+
+/* Asks every target of the current map at once to drop d's slices stored before d->before; how many dropped one. */
+static int ec_delete_run(ec_delete_t *d)
+{
+	int count = 0;
 	ec_node_t *nodes = ec_all_nodes(&count);
 
-	for (int i = 0; i < count; i++) {
-		long status = 0;
-		snprintf(url, sizeof(url), "%s/v1/ec/slice?%s&before=%" PRId64, nodes[i].url, d->names, d->before);
-		if (ft_client_json("DELETE", url, NULL, EC_PROBE_TIMEOUT_MS, &status, NULL, err, sizeof(err)) != 0)
-			ft_warn("ec: %s: slices on %s not deleted: %s", d->label, nodes[i].id, err);
-		else if (status != 200 && status != 404)
-			ft_warn("ec: %s: slices on %s not deleted: HTTP %ld", d->label, nodes[i].id, status);
-		else
-			dropped += status == 200;
-	}
+	d->nodes = nodes;
+	atomic_store(&d->dropped, 0);
+	if (nodes != NULL)
+		ft_fanout_run(d->fanout, delete_one, d, count);
+	d->nodes = NULL;
 	free(nodes);
-	return dropped;
+	return atomic_load(&d->dropped);
 }
 
 static void ec_delete_free(ec_delete_t *d)
@@ -974,6 +1011,7 @@ static ec_delete_t *ec_delete_new(const tgt_obj_t *o)
 		ec_delete_free(d);
 		return NULL;
 	}
+	d->fanout = o->t->fanout;
 	d->before = ft_now_ns();
 	snprintf(d->label, sizeof(d->label), "%s", o->rel);
 	return d;

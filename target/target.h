@@ -283,7 +283,8 @@ void tgt_rebalance_smap_changed(tgt_t *t, const ft_smap_t *prev, const ft_smap_t
 /*
  * GET of an object this target owns but does not have while a rebalance may still be moving it:
  * fetches it from the target that held it before and publishes it here. Blocking (worker thread).
- * 0 when restored (the caller reopens it), -ENOENT when no one had it, another -errno with err.
+ * 0 when restored (the caller reopens it), -ENOENT when no one had it, -EHOSTUNREACH when every
+ * answer was "not here" but a target that may hold it could not be reached, another -errno with err.
  */
 int tgt_rebalance_pull(tgt_obj_t *o, char *err, size_t cap);
 /* Allocates the rebalance state (before the control server starts); 0 or -1. */

@@ -266,6 +266,17 @@ static void respond_lost(ft_req_t *r, tgt_obj_t *o, const tgt_heal_t *h, const c
 		      o->obj, why, restore_err[0] ? "; " : "", restore_err);
 }
 
+/* The 503 of an object not here whose previous holder cannot be reached: it may come back. */
+static void respond_unreachable(ft_req_t *r, tgt_obj_t *o, const char *why)
+{
+	ft_warn("object %s/%s: not here, and a target that may hold it cannot be reached (%s)", o->bucket, o->obj, why);
+	ft_resp_header(r, "Retry-After", "10");
+	ft_resp_error(r, 503,
+		      "object \"%s://%s/%s\" is not on its owner, and a target that may hold it cannot be reached "
+		      "now (%s): try again later",
+		      o->provider, o->bucket, o->obj, why);
+}
+
 /*
  * Worker: rebuilds o's main copy from EC slices or replicas (also the mirror copies of a bucket with
  * mirror.scope "targets": EC's replicas, core/obj.c), else from its previous owner. 0 when one of them
@@ -281,7 +292,9 @@ static int restore_remote(tgt_obj_t *o, char *err, size_t cap)
 			o->mirror_targets ? "mirror copies" : "erasure-coded slices or replicas");
 		return 0;
 	}
-	if (rc != -ENOENT)
+	bool used_ec = rc != -ENOENT; /* slices or replicas are known, but did not rebuild it */
+
+	if (used_ec)
 		snprintf(err, cap, "EC restore: %s", why[0] ? why : strerror(-rc));
 	why[0] = '\0';
 	rc = tgt_rebalance_pull(o, why, sizeof(why));
@@ -294,6 +307,8 @@ static int restore_remote(tgt_obj_t *o, char *err, size_t cap)
 		snprintf(err + used, cap - used, "%sfetch from the previous owner: %s", used ? "; " : "",
 			 why[0] ? why : strerror(-rc));
 	}
+	if (rc == -EHOSTUNREACH && used_ec) /* the slices' answer counts too: not only unreachable */
+		return -EIO;
 	return rc;
 }
 
@@ -322,7 +337,15 @@ static void recover(ft_req_t *r, void *arg)
 		serve(r, o, fd, &lom, reps[k].mp_index);
 		return;
 	}
-	if (restore_remote(o, err, sizeof(err)) == 0) {
+	int rc = restore_remote(o, err, sizeof(err));
+	if (rc == -EHOSTUNREACH && !h.existed) { /* nothing here; a target that may hold it is down */
+		tgt_name_lock(o);
+		tgt_replica_put_back(o, h.aside);
+		tgt_name_unlock(o);
+		respond_unreachable(r, o, err);
+		return;
+	}
+	if (rc == 0) {
 		n = tgt_mirror_replicas(o, reps); /* a pull may have found it on another mountpath: o->mp moved */
 		k = tgt_replica_heal(o, reps, n, verify, &fd, &lom, &again); /* and the mirror copies from it */
 		if (k >= 0) {

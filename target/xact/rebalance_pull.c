@@ -38,7 +38,10 @@ static int pull_window_open(tgt_t *t)
 	return open;
 }
 
-/* Asks the target at url to move o here now. 0 moved, -ENOENT not there, another -errno with err. */
+/*
+ * Asks the target at url to move o here now. 0 moved, -ENOENT not there, -EHOSTUNREACH no answer,
+ * another -errno with err.
+ */
 static int ask_send(tgt_t *t, const tgt_obj_t *o, const char *url, int64_t smap_v, char *err, size_t cap)
 {
 	char extra[FT_ID_MAX + FT_URL_MAX + 96], msg[256];
@@ -53,7 +56,7 @@ static int ask_send(tgt_t *t, const tgt_obj_t *o, const char *url, int64_t smap_
 		char *u = rb_obj_url(url, "send", o, extra);
 		if (u && ft_client_json("POST", u, NULL, RB_ASK_MS, &status, &resp, msg, sizeof(msg)) != 0) {
 			snprintf(err, cap, "%s: %s", url, msg);
-			rc = -EIO;
+			rc = -EHOSTUNREACH;
 		} else if (u) {
 			const char *m = json_string_value(json_object_get(resp, "message"));
 			rc = status == 200 ? 0 : status == 404 ? -ENOENT : -EIO;
@@ -155,8 +158,8 @@ int tgt_rebalance_pull(tgt_obj_t *o, char *err, size_t cap)
 			ft_debug("pull %s/%s from %s", o->bucket, o->obj, urls[i]);
 			return 0;
 		}
-		if (r != 0 && r != -ENOENT) {
-			snprintf(err, cap, "%s", lerr);
+		if (r != 0 && r != -ENOENT && (rc == -ENOENT || rc == -EHOSTUNREACH)) {
+			snprintf(err, cap, "%s", lerr); /* an answered error outranks an unreachable target */
 			rc = r;
 		}
 	}

@@ -150,9 +150,9 @@ def test_copies_on_targets_overwrite_delete_and_two_dead_targets(make_cluster):
     del objs[gone_after]
     assert not any(files(h, i, top, b, gone_after) for i in alive for top in ("", ".ec"))
     # Never served again. The new owner cannot ask the dead previous owner whether it holds the name (an object
-    # stored there before the copies were asked for would be): 500 saying so rather than a 404 (docs/dead-targets.md).
+    # stored there before the copies were asked for would be): 503 saying so rather than a 404 (docs/dead-targets.md).
     r = api.get(b, gone_after)
-    assert r.status_code == 404 or (r.status_code == 500 and "previous owner" in r.text), r.text
+    assert r.status_code == 404 or (r.status_code == 503 and "previous owner" in r.text), r.text
     r = api.get(b, over)
     assert r.status_code == 200 and r.content == objs[over], "the overwritten object read back wrong"
     assert h.index_of_url(api.owner(b, over)) in over_holders

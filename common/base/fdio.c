@@ -8,6 +8,15 @@
 typedef enum { FDIO_WRITE, FDIO_PWRITE, FDIO_PREAD } fdio_op_t;
 
 /*
+ * Writes go to the kernel in pieces of at most FDIO_WRITE_MAX bytes. One write(2) of a large buffer
+ * into a new file makes the page cache allocate large folios for it, and filling those cost about
+ * twice the CPU per byte of the same bytes written 64 KiB at a time (a 512 KiB write into a new
+ * ext4 file: 1.1-2.3 ms of CPU per MiB against 0.6-0.9 ms in 64 KiB writes on the bench machine);
+ * an EC holder stores every slice with one such write. The extra system calls cost far less.
+ */
+#define FDIO_WRITE_MAX ((size_t)64 << 10)
+
+/*
  * The one transfer loop behind the three calls: repeats op until len bytes have moved. buf is
  * only read by the write ops (their callers pass a const buffer). 0, -EIO when pread hits the end
  * of the file first, or -errno.
@@ -15,12 +24,13 @@ typedef enum { FDIO_WRITE, FDIO_PWRITE, FDIO_PREAD } fdio_op_t;
 static int fdio_all(fdio_op_t op, int fd, char *buf, size_t len, off_t off)
 {
 	while (len > 0) {
+		size_t w = len < FDIO_WRITE_MAX ? len : FDIO_WRITE_MAX;
 		ssize_t n;
 
 		if (op == FDIO_WRITE)
-			n = write(fd, buf, len);
+			n = write(fd, buf, w);
 		else if (op == FDIO_PWRITE)
-			n = pwrite(fd, buf, len, off);
+			n = pwrite(fd, buf, w, off);
 		else
 			n = pread(fd, buf, len, off);
 		if (n < 0 && errno == EINTR)

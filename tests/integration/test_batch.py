@@ -139,6 +139,28 @@ def test_local_items_from_cache_and_disk(bcluster, api, bucket):
     assert untar(r.content) == want[:3] + [("__404__/%s/%s" % (bucket, gone["objname"]), b"")] + want[3:6]
 
 
+def test_cached_members_written_in_place(bcluster, api, bucket):
+    """Cached local items are written with their header and padding straight into the output buffer: sizes
+    around TAR blocks and around the 64 KiB in-line limit (65537 goes by sendfile), enough of them to fill
+    the 256 KiB buffer many times, in order, here and in the other target's part."""
+    sizes = [0, 1, 511, 512, 513, 65535, 65536, 65537, 7] + [16 * 1024 + 3 * i for i in range(48)]
+    want = []
+    items = []
+    for index, prefix in ((0, "w"), (1, "x")):
+        for n, size in zip(owned(api, bcluster, bucket, prefix, index, len(sizes)), sizes):
+            d = os.urandom(size)
+            api.put(bucket, n, d)
+            want.append(("%s/%s" % (bucket, n), d))
+            items.append({"bucket": bucket, "objname": n})
+    order = [j // 2 if j % 2 == 0 else len(sizes) + j // 2 for j in range(2 * len(sizes))]
+    r = post(bcluster, 0, {"in": [items[j] for j in order]})
+    assert r.status_code == 200, r.text[:300]
+    assert untar(r.content) == [want[j] for j in order]
+    r = post(bcluster, 1, {"in": items})  # the other way round: target 1 assembles, 0 sends a part
+    assert r.status_code == 200, r.text[:300]
+    assert untar(r.content) == want
+
+
 def vm_hwm(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:

@@ -272,7 +272,8 @@ struct loop {
 	conn_t *conns;
 	int nconns;
 	conn_t *kick_head, *kick_tail;
-	ft_hp_header_t *hdrs; /* parse scratch, max_headers entries */
+	ft_hp_header_t *hdrs;     /* parse scratch, max_headers entries */
+	unsigned char *probe_buf; /* filesend.c's RWF_NOWAIT reads of small ranges, made on first use */
 	pthread_mutex_t qmu;
 	ft_req_t *qhead, *qtail;
 	bool qsignaled;

@@ -214,6 +214,63 @@ def test_cached_gets_go_on_while_an_uncached_read_waits_for_the_disk(pcluster, o
     assert hashlib.sha256(out["body"]).digest() == hashlib.sha256(data["big"]).digest()
 
 
+SLOW = 8 * KIB  # bytes/s of the small-object test's throttle: a 16 KiB read takes about 2 s
+
+
+def test_second_get_of_a_small_object_being_read_does_not_wait_on_the_loop(pcluster):
+    """An evicted 16 KiB object is being read for a first GET (its pages are in the page cache, locked
+    until the slow disk delivers them); a second GET of it arrives. cachestat(2) counts those pages, so
+    sendfile(2) would wait for the disk on the only loop thread: GETs of a cached object on a third
+    connection must all be served while both GETs of the evicted one still wait (ordering, not timing)."""
+    a = Api(pcluster.url)
+    b = "pcw-" + uuid.uuid4().hex[:8]
+    a.create_bucket(b)
+    warm, cold = os.urandom(16 * KIB), os.urandom(16 * KIB)
+    a.put(b, "warm", warm)
+    a.put(b, "cold", cold)
+    url = target_url(pcluster)
+    s = session("")
+    assert s.get(url + "/v1/objects/%s/warm" % b, timeout=TIMEOUT).content == warm
+    path = obj_file(pcluster, b, "cold")
+    thr = Throttle(path, SLOW)
+    if thr.why:
+        a.destroy_bucket(b, expect=None)
+        pytest.skip(thr.why)
+    pid = pcluster.c.targets[0].pid
+    evict(path)
+    assert cached_pages(path) in (0, None)
+    outs = [{"got": 0}, {"got": 0}]
+    ths = [threading.Thread(target=_get_stream, args=(url, "/v1/objects/%s/cold" % b, o), daemon=True)
+           for o in outs]
+    thr.start(pid)
+    try:
+        ths[0].start()
+        wait = threading.Event()
+        for _ in range(500):  # the first GET's read is under way: its pages are in the cache, not yet read
+            if cached_pages(path) or outs[0].get("done"):
+                break
+            wait.wait(0.01)
+        assert cached_pages(path) and not outs[0].get("done"), (cached_pages(path), outs[0])
+        ths[1].start()
+        wait.wait(0.2)  # the second GET reaches the loop thread
+        for i in range(SMALL_GETS):
+            r = s.get(url + "/v1/objects/%s/warm" % b, timeout=TIMEOUT)
+            assert r.status_code == 200 and r.content == warm, i
+        done = [o.get("done", False) for o in outs]
+        assert done == [False, False], (
+            "the cached GETs were served only after the evicted object's read: done %r" % done)
+        for t in ths:
+            t.join(60)
+    finally:
+        thr.stop(pid)
+        for t in ths:
+            t.join(60)
+    for o in outs:
+        assert "error" not in o, o["error"]
+        assert o["status"] == 200 and o["body"] == cold
+    a.destroy_bucket(b, expect=None)
+
+
 RANGES = [(0, 1), (0, 4096), (4095, 2), (1 * MIB - 1, 2), (1 * MIB, 1 * MIB), (123, 2 * MIB + 5000),
           (3 * MIB, 4097), (3 * MIB + 4096, 1)]
 

@@ -116,7 +116,8 @@ static bool probe_byte(int fd, off_t pos)
  * cost every warm GET about a microsecond. While some are, a page cachestat counts may be one they
  * are reading (an evicted small object that another connection is already fetching: sendfile would
  * wait for the disk with it), so the whole range is read with RWF_NOWAIT, which fails on any page
- * that is not readable yet.
+ * that is not readable yet. L is NULL on a worker thread: a small range then gets the probe of its
+ * last byte, as a larger one.
  */
 static bool resident(loop_t *L, int fd, off_t off, uint64_t len)
 {
@@ -131,6 +132,8 @@ static bool resident(loop_t *L, int fd, off_t off, uint64_t len)
 				return false;
 			if (len > SMALL_RANGE)
 				return probe_byte(fd, last);
+			if (L == NULL)
+				return probe_byte(fd, last);
 			return atomic_load_explicit(&fills_inflight, memory_order_relaxed) == 0 ||
 			       read_nowait(L, fd, off, len);
 		}
@@ -141,6 +144,29 @@ static bool resident(loop_t *L, int fd, off_t off, uint64_t len)
 				strerror(errno));
 	}
 	return probe_byte(fd, off) && probe_byte(fd, last);
+}
+
+void http_file_make_resident(int fd, uint64_t off, uint64_t len)
+{
+	off_t pos = (off_t)off;
+	ssize_t n;
+	int null_fd;
+
+	/* the probe of the first byte too for a small range (no scratch buffer here; see resident()) */
+	if (len == 0 || (resident(NULL, fd, pos, len) && (len > SMALL_RANGE || probe_byte(fd, pos))))
+		return;
+	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null_fd < 0)
+		return;
+	while (len > 0) {
+		n = sendfile(null_fd, fd, &pos, len < (1u << 30) ? (size_t)len : (1u << 30));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len -= (uint64_t)n;
+	}
+	close(null_fd);
 }
 
 /* Resident bytes from r->file_off (0: the next byte is not resident). */

@@ -9,8 +9,10 @@ them it skips, saying which is missing.
 """
 import ctypes
 import hashlib
+import io
 import os
 import socket
+import tarfile
 import threading
 import time
 import uuid
@@ -268,6 +270,64 @@ def test_second_get_of_a_small_object_being_read_does_not_wait_on_the_loop(pclus
     for o in outs:
         assert "error" not in o, o["error"]
         assert o["status"] == 200 and o["body"] == cold
+    a.destroy_bucket(b, expect=None)
+
+
+def _batch(url, bucket, names, out):
+    """GetBatch of names (followed from the proxy to the target): out["status"], out["body"], then out["done"]."""
+    try:
+        r = session("").post(url + "/v1/batch", json={"in": [{"bucket": bucket, "objname": n} for n in names]},
+                             timeout=120)
+        out["status"], out["body"] = r.status_code, r.content
+    except Exception as e:  # reported by the test
+        out["error"] = repr(e)
+    finally:
+        out["done"] = True
+
+
+def test_stream_sendfile_of_an_evicted_object_waits_on_a_worker(pcluster):
+    """GetBatch sends a large item with the worker streams' sendfile: the worker makes the range resident
+    (waiting for a disk throttled to 1 MiB/s, 4 s for the item) before the loop sends it, so the only
+    loop thread serves GETs of a cached object on another connection meanwhile (ordering, not timing)."""
+    a = Api(pcluster.url)
+    b = "pcb-" + uuid.uuid4().hex[:8]
+    a.create_bucket(b)
+    warm, item = os.urandom(16 * KIB), os.urandom(4 * MIB)
+    a.put(b, "warm", warm)
+    a.put(b, "item", item)
+    url = target_url(pcluster)
+    s = session("")
+    assert s.get(url + "/v1/objects/%s/warm" % b, timeout=TIMEOUT).content == warm
+    path = obj_file(pcluster, b, "item")
+    thr = Throttle(path, MIB)
+    if thr.why:
+        a.destroy_bucket(b, expect=None)
+        pytest.skip(thr.why)
+    pid = pcluster.c.targets[0].pid
+    evict(path)
+    out = {}
+    t = threading.Thread(target=_batch, args=(pcluster.url, b, ["item"], out), daemon=True)
+    thr.start(pid)
+    try:
+        t.start()
+        wait = threading.Event()
+        for _ in range(500):  # the item's read is under way
+            if cached_pages(path) or out.get("done"):
+                break
+            wait.wait(0.01)
+        assert cached_pages(path) and not out.get("done"), (cached_pages(path), out)
+        for i in range(SMALL_GETS):
+            r = s.get(url + "/v1/objects/%s/warm" % b, timeout=TIMEOUT)
+            assert r.status_code == 200 and r.content == warm, i
+        assert not out.get("done"), "the cached GETs were served only after the batch's item was read"
+        t.join(120)
+    finally:
+        thr.stop(pid)
+        t.join(120)
+    assert "error" not in out, out["error"]
+    assert out["status"] == 200
+    with tarfile.open(fileobj=io.BytesIO(out["body"])) as tf:
+        assert tf.extractfile(tf.getmember("%s/item" % b)).read() == item
     a.destroy_bucket(b, expect=None)
 
 

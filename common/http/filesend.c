@@ -25,9 +25,13 @@
  *   last page is not still being read (cachestat counts a page under read-ahead I/O as cached, and
  *   sendfile would wait for it; read-ahead runs front to back, so a readable last page means the range
  *   is). r->res_end remembers how far the bytes were found resident, so one check covers many
- *   sendfile calls. Where cachestat(2) is missing (kernels before 6.5: ENOSYS; or filtered: EPERM),
- *   RWF_NOWAIT probes of the first and the last byte decide instead: a cheaper guess that can miss a
- *   hole in the middle (sendfile then waits for that one read, as it always did).
+ *   sendfile calls. A range of at most SMALL_RANGE skips the probe (about a microsecond a warm GET)
+ *   while no splice into a pipe is in flight in the process; while one is, it is read whole with
+ *   RWF_NOWAIT instead (a page a pipe fill is reading, of an evicted small object that a second GET
+ *   asks for meanwhile, is counted by cachestat but not readable). Where cachestat(2) is missing
+ *   (kernels before 6.5: ENOSYS; or filtered: EPERM), RWF_NOWAIT probes of the first and the last
+ *   byte decide instead: a cheaper guess that can miss a hole in the middle (sendfile then waits for
+ *   that one read, as it always did).
  * - From the first byte that is not resident, the body goes through the request's pipe: the ring
  *   splices the file into it (IORING_OP_SPLICE, which the kernel runs on its io-wq threads, so the
  *   disk wait is theirs) and the loop splices the pipe into the socket (non-blocking, POLLOUT when it
@@ -48,7 +52,10 @@
  *   the request being sent.
  * - TLS: http_tls_sendfile sends both ways (kernel TLS: sendfile / splice; else through its staging
  *   buffer, reading the file or the pipe), and only ever asks for bytes that are resident or in the pipe.
- * Every call is on the connection's loop thread.
+ * - A worker's stream of file ranges (ft_resp_stream_sendfile) is sent by the loop with sendfile(2)
+ *   too; the worker makes each range resident first (http_file_make_resident: the same check, then
+ *   sendfile(2) to /dev/null of a range that is not), so the disk wait is the worker's.
+ * Every call but http_file_make_resident is on the connection's loop thread.
  */
 
 #define PIPE_CAP (4 * 1024 * 1024)   /* the pipe's size (F_SETPIPE_SZ), when the kernel grants it */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/syscall.h>
@@ -24,9 +25,13 @@
  *   last page is not still being read (cachestat counts a page under read-ahead I/O as cached, and
  *   sendfile would wait for it; read-ahead runs front to back, so a readable last page means the range
  *   is). r->res_end remembers how far the bytes were found resident, so one check covers many
- *   sendfile calls. Where cachestat(2) is missing (kernels before 6.5: ENOSYS; or filtered: EPERM),
- *   RWF_NOWAIT probes of the first and the last byte decide instead: a cheaper guess that can miss a
- *   hole in the middle (sendfile then waits for that one read, as it always did).
+ *   sendfile calls. A range of at most SMALL_RANGE skips the probe (about a microsecond a warm GET)
+ *   while no splice into a pipe is in flight in the process; while one is, it is read whole with
+ *   RWF_NOWAIT instead (a page a pipe fill is reading, of an evicted small object that a second GET
+ *   asks for meanwhile, is counted by cachestat but not readable). Where cachestat(2) is missing
+ *   (kernels before 6.5: ENOSYS; or filtered: EPERM), RWF_NOWAIT probes of the first and the last
+ *   byte decide instead: a cheaper guess that can miss a hole in the middle (sendfile then waits for
+ *   that one read, as it always did).
  * - From the first byte that is not resident, the body goes through the request's pipe: the ring
  *   splices the file into it (IORING_OP_SPLICE, which the kernel runs on its io-wq threads, so the
  *   disk wait is theirs) and the loop splices the pipe into the socket (non-blocking, POLLOUT when it
@@ -47,7 +52,10 @@
  *   the request being sent.
  * - TLS: http_tls_sendfile sends both ways (kernel TLS: sendfile / splice; else through its staging
  *   buffer, reading the file or the pipe), and only ever asks for bytes that are resident or in the pipe.
- * Every call is on the connection's loop thread.
+ * - A worker's stream of file ranges (ft_resp_stream_sendfile) is sent by the loop with sendfile(2)
+ *   too; the worker makes each range resident first (http_file_make_resident: the same check, then
+ *   sendfile(2) to /dev/null of a range that is not), so the disk wait is the worker's.
+ * Every call but http_file_make_resident is on the connection's loop thread.
  */
 
 #define PIPE_CAP (4 * 1024 * 1024)   /* the pipe's size (F_SETPIPE_SZ), when the kernel grants it */
@@ -76,6 +84,25 @@ void http_file_residency_probes_only(bool on)
 
 #define SMALL_RANGE (64 * 1024)
 
+/* Splices into a pipe in flight in this process: while there are some, a page cachestat counts may be under read. */
+static atomic_int fills_inflight;
+
+/* True when all of [off, off + len) reads without waiting (len <= SMALL_RANGE): one RWF_NOWAIT read into L's scratch. */
+static bool read_nowait(loop_t *L, int fd, off_t off, uint64_t len)
+{
+	struct iovec iov;
+	ssize_t n;
+
+	if (L->probe_buf == NULL && (L->probe_buf = malloc(SMALL_RANGE)) == NULL)
+		return false; /* the pipe's way then: never a wait */
+	iov.iov_base = L->probe_buf;
+	iov.iov_len = (size_t)len;
+	do
+		n = preadv2(fd, &iov, 1, off, RWF_NOWAIT);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)len;
+}
+
 /* True when the byte at pos can be read without waiting for the disk. */
 static bool probe_byte(int fd, off_t pos)
 {
@@ -91,11 +118,15 @@ static bool probe_byte(int fd, off_t pos)
 
 /*
  * True when [off, off + len) is in the page cache and readable now (len > 0). A range of at most
- * SMALL_RANGE (a small object, one read-ahead window) is judged by cachestat alone: a page it
- * counts may still be under read-ahead, which costs one short wait on the loop, where the probe
- * (a 1-byte read through the whole read path) would cost every warm GET about a microsecond.
+ * SMALL_RANGE (a small object, one read-ahead window) is judged by cachestat alone while no splice
+ * into a pipe is in flight in the process: the probe (a read through the whole read path) would
+ * cost every warm GET about a microsecond. While some are, a page cachestat counts may be one they
+ * are reading (an evicted small object that another connection is already fetching: sendfile would
+ * wait for the disk with it), so the whole range is read with RWF_NOWAIT, which fails on any page
+ * that is not readable yet. L is NULL on a worker thread: a small range then gets the probe of its
+ * last byte, as a larger one.
  */
-static bool resident(int fd, off_t off, uint64_t len)
+static bool resident(loop_t *L, int fd, off_t off, uint64_t len)
 {
 	struct cachestat_range cr = {.off = (uint64_t)off, .len = len};
 	struct cachestat cs;
@@ -103,9 +134,16 @@ static bool resident(int fd, off_t off, uint64_t len)
 	off_t last = off + (off_t)len - 1;
 
 	if (!atomic_load_explicit(&no_cachestat, memory_order_relaxed)) {
-		if (syscall(__NR_cachestat, fd, &cr, &cs, 0) == 0)
-			return cs.nr_cache >= (uint64_t)(last / page - off / page + 1) &&
-			       (len <= SMALL_RANGE || probe_byte(fd, last));
+		if (syscall(__NR_cachestat, fd, &cr, &cs, 0) == 0) {
+			if (cs.nr_cache < (uint64_t)(last / page - off / page + 1))
+				return false;
+			if (len > SMALL_RANGE)
+				return probe_byte(fd, last);
+			if (L == NULL)
+				return probe_byte(fd, last);
+			return atomic_load_explicit(&fills_inflight, memory_order_relaxed) == 0 ||
+			       read_nowait(L, fd, off, len);
+		}
 		if (errno != ENOSYS && errno != EPERM)
 			return false; /* EBADF, EOPNOTSUPP (no page cache): the pipe's way finds out */
 		if (!atomic_exchange(&no_cachestat, true))
@@ -113,6 +151,29 @@ static bool resident(int fd, off_t off, uint64_t len)
 				strerror(errno));
 	}
 	return probe_byte(fd, off) && probe_byte(fd, last);
+}
+
+void http_file_make_resident(int fd, uint64_t off, uint64_t len)
+{
+	off_t pos = (off_t)off;
+	ssize_t n;
+	int null_fd;
+
+	/* the probe of the first byte too for a small range (no scratch buffer here; see resident()) */
+	if (len == 0 || (resident(NULL, fd, pos, len) && (len > SMALL_RANGE || probe_byte(fd, pos))))
+		return;
+	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null_fd < 0)
+		return;
+	while (len > 0) {
+		n = sendfile(null_fd, fd, &pos, len < (1u << 30) ? (size_t)len : (1u << 30));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len -= (uint64_t)n;
+	}
+	close(null_fd);
 }
 
 /* Resident bytes from r->file_off (0: the next byte is not resident). */
@@ -124,8 +185,8 @@ static uint64_t resident_ahead(ft_req_t *r)
 		return (uint64_t)(r->res_end - r->file_off);
 	left = r->file_left;
 	len = left < CHECK_MAX ? left : CHECK_MAX;
-	if (!resident(r->file_fd, r->file_off, len)) {
-		if (len <= CHECK_WIN || !resident(r->file_fd, r->file_off, CHECK_WIN))
+	if (!resident(r->c->L, r->file_fd, r->file_off, len)) {
+		if (len <= CHECK_WIN || !resident(r->c->L, r->file_fd, r->file_off, CHECK_WIN))
 			return 0;
 		len = CHECK_WIN;
 	}
@@ -177,6 +238,7 @@ static void pipe_fill(conn_t *c)
 	c->rd_gen = c->req_gen;
 	c->rd_len = left < room ? left : room;
 	c->refs++;
+	atomic_fetch_add_explicit(&fills_inflight, 1, memory_order_relaxed);
 }
 
 void http_on_file_read(conn_t *c, int res)
@@ -185,6 +247,7 @@ void http_on_file_read(conn_t *c, int res)
 	bool ours = c->rd_gen == c->req_gen && c->phase == PH_SENDING && r->file_left > 0;
 
 	c->rd_inflight = false;
+	atomic_fetch_sub_explicit(&fills_inflight, 1, memory_order_relaxed);
 	if (ours) {
 		if (res < 0) {
 			r->file_err = -res;

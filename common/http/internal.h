@@ -272,7 +272,8 @@ struct loop {
 	conn_t *conns;
 	int nconns;
 	conn_t *kick_head, *kick_tail;
-	ft_hp_header_t *hdrs; /* parse scratch, max_headers entries */
+	ft_hp_header_t *hdrs;     /* parse scratch, max_headers entries */
+	unsigned char *probe_buf; /* filesend.c's RWF_NOWAIT reads of small ranges, made on first use */
 	pthread_mutex_t qmu;
 	ft_req_t *qhead, *qtail;
 	bool qsignaled;
@@ -409,6 +410,13 @@ enum {
 int http_file_body_send(conn_t *c);
 /* The ring's completion of a splice into a file body's pipe on c (TAG_READ). */
 void http_on_file_read(conn_t *c, int res);
+/*
+ * Worker thread: makes [off, off + len) of fd readable from the page cache, reading what is not there
+ * (sendfile(2) to /dev/null: the pages are read, nothing is copied), so that the loop's sendfile of a
+ * stream's file range does not wait for the disk. Best effort: a read error or an early end is left
+ * for the loop's sendfile to meet (it cuts the stream).
+ */
+void http_file_make_resident(int fd, uint64_t off, uint64_t len);
 /* Residency by RWF_NOWAIT probes alone, as where cachestat(2) is missing (on = true), or cachestat again (tests). */
 void http_file_residency_probes_only(bool on);
 

@@ -448,6 +448,7 @@ static void free_server(ft_httpd_t *s)
 			close(L->efd);
 		pthread_mutex_destroy(&L->qmu);
 		free(L->hdrs);
+		free(L->probe_buf);
 	}
 	ft_workpool_destroy(s->pool);
 	http_tls_ctx_free(s);

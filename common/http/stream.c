@@ -19,6 +19,7 @@
 #define STREAM_FILE_LOWAT (1u << 20) /* a blocked sendfile caller waits for this much room */
 #define STREAM_PIPE (256 * 1024)     /* pipe of a spliced stream: bytes queued before the worker waits */
 #define STREAM_POOL_MAX 16           /* free rings kept for reuse (STREAM_BUF each: 4 MiB at most) */
+#define STREAM_WARM_STEP (4u << 20)  /* file bytes a sendfile caller makes resident before queuing them */
 
 /* ---- stream rings ---- */
 
@@ -510,6 +511,15 @@ int ft_resp_stream_sendfile(ft_req_t *r, int fd, uint64_t off, uint64_t len)
 			continue;
 		}
 		n = len < room ? len : room;
+		if (n > STREAM_WARM_STEP)
+			n = STREAM_WARM_STEP;
+		/* the disk is waited for here, not by the loop's sendfile; meanwhile the loop only
+		 * drains what is queued, so the room (file and ring) and the contiguity checked above hold */
+		pthread_mutex_unlock(&c->smu);
+		http_file_make_resident(fd, off, n);
+		pthread_mutex_lock(&c->smu);
+		if (sh->gone)
+			break;
 		if (chunked)
 			stream_file_chunk_head(r, n);
 		if (sh->f_len == 0)

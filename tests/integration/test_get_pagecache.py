@@ -9,8 +9,10 @@ them it skips, saying which is missing.
 """
 import ctypes
 import hashlib
+import io
 import os
 import socket
+import tarfile
 import threading
 import time
 import uuid
@@ -212,6 +214,121 @@ def test_cached_gets_go_on_while_an_uncached_read_waits_for_the_disk(pcluster, o
     assert "error" not in out, out["error"]
     assert out["status"] == 200
     assert hashlib.sha256(out["body"]).digest() == hashlib.sha256(data["big"]).digest()
+
+
+SLOW = 8 * KIB  # bytes/s of the small-object test's throttle: a 16 KiB read takes about 2 s
+
+
+def test_second_get_of_a_small_object_being_read_does_not_wait_on_the_loop(pcluster):
+    """An evicted 16 KiB object is being read for a first GET (its pages are in the page cache, locked
+    until the slow disk delivers them); a second GET of it arrives. cachestat(2) counts those pages, so
+    sendfile(2) would wait for the disk on the only loop thread: GETs of a cached object on a third
+    connection must all be served while both GETs of the evicted one still wait (ordering, not timing)."""
+    a = Api(pcluster.url)
+    b = "pcw-" + uuid.uuid4().hex[:8]
+    a.create_bucket(b)
+    warm, cold = os.urandom(16 * KIB), os.urandom(16 * KIB)
+    a.put(b, "warm", warm)
+    a.put(b, "cold", cold)
+    url = target_url(pcluster)
+    s = session("")
+    assert s.get(url + "/v1/objects/%s/warm" % b, timeout=TIMEOUT).content == warm
+    path = obj_file(pcluster, b, "cold")
+    thr = Throttle(path, SLOW)
+    if thr.why:
+        a.destroy_bucket(b, expect=None)
+        pytest.skip(thr.why)
+    pid = pcluster.c.targets[0].pid
+    evict(path)
+    assert cached_pages(path) in (0, None)
+    outs = [{"got": 0}, {"got": 0}]
+    ths = [threading.Thread(target=_get_stream, args=(url, "/v1/objects/%s/cold" % b, o), daemon=True)
+           for o in outs]
+    thr.start(pid)
+    try:
+        ths[0].start()
+        wait = threading.Event()
+        for _ in range(500):  # the first GET's read is under way: its pages are in the cache, not yet read
+            if cached_pages(path) or outs[0].get("done"):
+                break
+            wait.wait(0.01)
+        assert cached_pages(path) and not outs[0].get("done"), (cached_pages(path), outs[0])
+        ths[1].start()
+        wait.wait(0.2)  # the second GET reaches the loop thread
+        for i in range(SMALL_GETS):
+            r = s.get(url + "/v1/objects/%s/warm" % b, timeout=TIMEOUT)
+            assert r.status_code == 200 and r.content == warm, i
+        done = [o.get("done", False) for o in outs]
+        assert done == [False, False], (
+            "the cached GETs were served only after the evicted object's read: done %r" % done)
+        for t in ths:
+            t.join(60)
+    finally:
+        thr.stop(pid)
+        for t in ths:
+            t.join(60)
+    for o in outs:
+        assert "error" not in o, o["error"]
+        assert o["status"] == 200 and o["body"] == cold
+    a.destroy_bucket(b, expect=None)
+
+
+def _batch(url, bucket, names, out):
+    """GetBatch of names (followed from the proxy to the target): out["status"], out["body"], then out["done"]."""
+    try:
+        r = session("").post(url + "/v1/batch", json={"in": [{"bucket": bucket, "objname": n} for n in names]},
+                             timeout=120)
+        out["status"], out["body"] = r.status_code, r.content
+    except Exception as e:  # reported by the test
+        out["error"] = repr(e)
+    finally:
+        out["done"] = True
+
+
+def test_stream_sendfile_of_an_evicted_object_waits_on_a_worker(pcluster):
+    """GetBatch sends a large item with the worker streams' sendfile: the worker makes the range resident
+    (waiting for a disk throttled to 1 MiB/s, 4 s for the item) before the loop sends it, so the only
+    loop thread serves GETs of a cached object on another connection meanwhile (ordering, not timing)."""
+    a = Api(pcluster.url)
+    b = "pcb-" + uuid.uuid4().hex[:8]
+    a.create_bucket(b)
+    warm, item = os.urandom(16 * KIB), os.urandom(4 * MIB)
+    a.put(b, "warm", warm)
+    a.put(b, "item", item)
+    url = target_url(pcluster)
+    s = session("")
+    assert s.get(url + "/v1/objects/%s/warm" % b, timeout=TIMEOUT).content == warm
+    path = obj_file(pcluster, b, "item")
+    thr = Throttle(path, MIB)
+    if thr.why:
+        a.destroy_bucket(b, expect=None)
+        pytest.skip(thr.why)
+    pid = pcluster.c.targets[0].pid
+    evict(path)
+    out = {}
+    t = threading.Thread(target=_batch, args=(pcluster.url, b, ["item"], out), daemon=True)
+    thr.start(pid)
+    try:
+        t.start()
+        wait = threading.Event()
+        for _ in range(500):  # the item's read is under way
+            if cached_pages(path) or out.get("done"):
+                break
+            wait.wait(0.01)
+        assert cached_pages(path) and not out.get("done"), (cached_pages(path), out)
+        for i in range(SMALL_GETS):
+            r = s.get(url + "/v1/objects/%s/warm" % b, timeout=TIMEOUT)
+            assert r.status_code == 200 and r.content == warm, i
+        assert not out.get("done"), "the cached GETs were served only after the batch's item was read"
+        t.join(120)
+    finally:
+        thr.stop(pid)
+        t.join(120)
+    assert "error" not in out, out["error"]
+    assert out["status"] == 200
+    with tarfile.open(fileobj=io.BytesIO(out["body"])) as tf:
+        assert tf.extractfile(tf.getmember("%s/item" % b)).read() == item
+    a.destroy_bucket(b, expect=None)
 
 
 RANGES = [(0, 1), (0, 4096), (4095, 2), (1 * MIB - 1, 2), (1 * MIB, 1 * MIB), (123, 2 * MIB + 5000),

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -26,7 +27,7 @@
 #include <unistd.h>
 
 #include "http/http.h"
-#include "http/internal.h" /* http_file_residency_probes_only */
+#include "http/internal.h" /* http_file_residency_probes_only, http_file_make_resident */
 
 #define FILE_SIZE (5 * 1024 * 1024)
 
@@ -1164,6 +1165,50 @@ static void test_file_evicted(void **state)
 {
 	(void)state;
 	file_gets_evicted();
+}
+
+/* Pages of the test file in the page cache among [off, off + len) (mincore over a read-only mapping). */
+static size_t resident_pages(int fd, off_t off, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t n = (len + (size_t)page - 1) / (size_t)page, i, count = 0;
+	unsigned char *vec = malloc(n);
+	void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, off);
+
+	assert_true(vec != NULL && map != MAP_FAILED);
+	assert_int_equal(mincore(map, len, vec), 0);
+	for (i = 0; i < n; i++)
+		count += vec[i] & 1;
+	munmap(map, len);
+	free(vec);
+	return count;
+}
+
+/*
+ * A worker's step before queuing a stream's file range: an evicted range is read into the page cache
+ * (all its pages resident afterwards), with cachestat(2) or with the probes alone; a range past the
+ * end of the file returns.
+ */
+static void test_file_make_resident(void **state)
+{
+	int fd, probes;
+	size_t want = 2 * 1024 * 1024 / (size_t)sysconf(_SC_PAGESIZE);
+
+	(void)state;
+	for (probes = 0; probes < 2; probes++) {
+		http_file_residency_probes_only(probes);
+		evict_file();
+		fd = open(file_path, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_true(resident_pages(fd, 1024 * 1024, 2 * 1024 * 1024) < want / 2);
+		http_file_make_resident(fd, 1024 * 1024, 2 * 1024 * 1024);
+		assert_int_equal(resident_pages(fd, 1024 * 1024, 2 * 1024 * 1024), want);
+		http_file_make_resident(fd, 1024 * 1024, 2 * 1024 * 1024); /* resident: nothing to read */
+		http_file_make_resident(fd, FILE_SIZE - 10, 4096);         /* past the end: returns */
+		http_file_make_resident(fd, 2 * FILE_SIZE, 4096);
+		close(fd);
+	}
+	http_file_residency_probes_only(false);
 }
 
 /* The same with residency decided by RWF_NOWAIT probes alone, as on a kernel without cachestat(2). */
@@ -2546,6 +2591,7 @@ int main(void)
 		cmocka_unit_test(test_file_short),
 		cmocka_unit_test(test_file_evicted),
 		cmocka_unit_test(test_file_evicted_probes_only),
+		cmocka_unit_test(test_file_make_resident),
 		cmocka_unit_test(test_file_short_evicted),
 		cmocka_unit_test(test_limits_431),
 		cmocka_unit_test(test_bad_requests),

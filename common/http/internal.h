@@ -161,6 +161,10 @@ struct ft_req {
 	const char *method_name;
 	char *target;
 	const char *query;
+	/* the query decoded once, on the first ft_req_query (in the arena): names[i] is name_lens[i] bytes */
+	const char **q_names, **q_values;
+	size_t *q_name_lens;
+	int q_count; /* -1 until decoded */
 	char *path;
 	size_t path_len;
 	const char **hnames, **hvalues;

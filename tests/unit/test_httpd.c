@@ -1306,6 +1306,14 @@ static void test_query_path_headers(void **state)
 	get(&c, "/query?a=1&b=x+y%20z&c&a=2&d=%zz", &r);
 	assert_string_equal(r.body, "a=1|b=x y z|c=|d=%zz|qs=a=1&b=x+y%20z&c&a=2&d=%zz");
 	resp_free(&r);
+	/* the next request on the connection decodes its own query (none of the one before is kept); a name
+	 * is compared decoded and whole: "%64" is d, "a%00" is not a */
+	get(&c, "/query?%64=7&a%00=no&b", &r);
+	assert_string_equal(r.body, "a=NULL|b=|c=NULL|d=7|qs=%64=7&a%00=no&b");
+	resp_free(&r);
+	get(&c, "/query", &r);
+	assert_string_equal(r.body, "a=NULL|b=NULL|c=NULL|d=NULL|qs=");
+	resp_free(&r);
 	get(&c, "/path/a%00b%2Fc+d?x=1", &r);
 	assert_int_equal(r.body_len, 13);
 	assert_memory_equal(r.body, "/path/a\0b/c+d", 13);

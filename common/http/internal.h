@@ -92,7 +92,8 @@
 #define ARENA_INLINE 4096
 #define STREAM_BUF (256 * 1024) /* each ring of a blocking stream */
 
-enum { TAG_NONE = 0, TAG_ACCEPT, TAG_EVENT, TAG_TIMER, TAG_RECV, TAG_SEND, TAG_POLL, TAG_READ };
+/* TAG_WATCH: an ft_httpd_watch (0 with a NULL pointer: a completion nobody waits for, e.g. a cancel) */
+enum { TAG_WATCH = 0, TAG_ACCEPT, TAG_EVENT, TAG_TIMER, TAG_RECV, TAG_SEND, TAG_POLL, TAG_READ };
 #define TAG_MASK 7u
 
 enum { PH_HEAD = 0, PH_HANDLER, PH_SENDING, PH_LINGER };
@@ -283,7 +284,8 @@ struct loop {
 	atomic_bool stop_req;
 	bool stopping, accept_armed, accept_retry;
 	int64_t now;
-	int init_rc; /* ring setup result, 1 = pending */
+	int init_rc;                /* ring setup result, 1 = pending */
+	struct http_watch *watches; /* ft_httpd_watch's, freed when the loop ends */
 };
 
 struct ft_httpd {

@@ -13,38 +13,45 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "base/log.h"
+#include "http/http.h"
 #include "http/util.h"
 
 /*
  * DESIGN
  * A GET relayed by a worker costs the proxy three thread switches per request (the hand-over to
  * the worker, its blocking wait for the target, the hand-back to the loop thread): at 16 KiB that
- * is most of its CPU. Here a few relay threads, each an epoll loop, carry the GETs instead: the
- * loop thread that parsed the request submits it (px_s3_rloop_submit), a relay thread sends it on
- * a kept-alive connection of its own and reads the answer as it comes. A 200/206 whose body is at
- * most PX_S3_RLOOP_SMALL, and a small error answer, is answered from here in one response call
- * (px_s3_get_answer). The head is only peeked at until it is whole, so anything else - a large
- * body, a redirect, a chunked answer - goes on a worker with the connection, its head read and its
- * body untouched in the socket (px_s3_get_handoff), and the worker splices it as before. A
- * connection that failed before a whole answer goes to a worker with none, which asks again (and
- * retries on a new owner when the target is dead). Nothing reaches the client from here except one
- * whole answer, so every fallback may repeat the GET.
+ * is most of its CPU. Here the HTTP server's loop threads carry the GETs themselves: each keeps a
+ * relay loop of its own (an epoll set, made on its first GET, that the loop's ring watches through
+ * ft_httpd_watch), so the loop thread that parsed and verified a request sends it to the target at
+ * once on a kept-alive connection of its own (px_s3_rloop_submit) and reads the answer as it
+ * comes, and the answer goes to the client from the same thread: no hand-over to another thread
+ * and back, no wake-up, no lock on the way. A 200/206 whose body is at most PX_S3_RLOOP_SMALL, and
+ * a small error answer, is answered in one response call (px_s3_get_answer). The head is only
+ * peeked at until it is whole, so anything else - a large body, a redirect, a chunked answer -
+ * goes on a worker with the connection, its head read and its body untouched in the socket
+ * (px_s3_get_handoff), and the worker splices it as before. A connection that failed before a
+ * whole answer goes to a worker with none, which asks again (and retries on a new owner when the
+ * target is dead). Nothing reaches the client from here except one whole answer, so every
+ * fallback may repeat the GET. A timerfd in each epoll set sweeps the jobs of a silent target
+ * once a second.
  *
  * OWNERSHIP
- * A submitted job (rjob_t, malloc'd) belongs to its relay thread until it is answered (then freed
- * here) or handed off (its buffer and connection then belong to the worker). Idle connections
- * belong to the relay thread that last used them (RLOOP_IDLE_MAX per thread, oldest closed first);
- * a worker gives a connection it took over back to the loops once its answer was read whole
- * (px_s3_rloop_give).
+ * A relay loop (rloop_t) belongs to its loop thread; it is listed in loops[] so that workers can
+ * give connections back (under its mu) and px_s3_rloop_stop can free it once the HTTP server
+ * stopped. A submitted job (rjob_t, malloc'd) belongs to its loop until it is answered (then
+ * freed here) or handed off (its buffer and connection then belong to the worker). Idle
+ * connections belong to the loop that last used them (RLOOP_IDLE_MAX per loop, oldest closed
+ * first); a worker gives a connection it took over back to the loops once its answer was read
+ * whole (px_s3_rloop_give).
  */
 
-#define RLOOP_THREADS_MAX 4
+#define RLOOP_LOOPS_MAX 64 /* loop threads with a relay loop */
 #define RLOOP_IDLE_MAX 256
 #define RLOOP_BUF0 (32 * 1024) /* first buffer of a job: a head and a 16 KiB body (> PX_S3_TARGET_HEAD_MAX) */
 #define RLOOP_EVENTS 64
@@ -78,10 +85,8 @@ typedef struct {
 } rloop_idle_t;
 
 typedef struct {
-	pthread_t tid;
-	int ep, evfd;
+	int ep, tfd; /* the epoll set (watched by the loop thread's ring), its sweep timer (data.ptr NULL) */
 	pthread_mutex_t mu;
-	rjob_t *queue;                     /* submitted, not yet taken (under mu) */
 	rloop_idle_t back[RLOOP_BACK_MAX]; /* connections workers gave back (under mu) */
 	atomic_int nback;
 	rjob_t *active;
@@ -89,14 +94,15 @@ typedef struct {
 	int nidle;
 	char *bufs[RLOOP_BUFS_MAX]; /* free job buffers of RLOOP_BUF0 bytes: no malloc, no page faults per GET */
 	int nbufs;
-	int64_t last_sweep_ns;
 } rloop_t;
 
-static rloop_t loops[RLOOP_THREADS_MAX];
+static pthread_mutex_t loops_mu = PTHREAD_MUTEX_INITIALIZER;
+static rloop_t *loops[RLOOP_LOOPS_MAX]; /* under loops_mu */
 static int nloops;
-static atomic_uint next_loop; /* round-robin of submissions */
-static atomic_uint next_back; /* round-robin of connections given back (its own: never in step with the submissions) */
-static atomic_bool stopping;
+static __thread rloop_t *my_loop;    /* this loop thread's */
+static __thread bool my_loop_failed; /* this thread cannot have one (not a loop thread, no memory) */
+static atomic_uint next_back;        /* round-robin of connections given back */
+static atomic_bool running;
 
 /* ---- connections ---- */
 
@@ -243,7 +249,7 @@ static void job_answer(rloop_t *L, rjob_t *j)
 
 	active_unlink(L, j);
 	px_s3_get_answer(j->q, j->buf, j->head_len, j->want);
-	if (j->keep_alive && j->len == j->want && !atomic_load(&stopping))
+	if (j->keep_alive && j->len == j->want && atomic_load(&running))
 		idle_give(L, fd, j->hostport);
 	else
 		close(fd);
@@ -422,42 +428,15 @@ static void job_event(rloop_t *L, rjob_t *j, uint32_t events)
 	job_read(L, j);
 }
 
-/* Starts the jobs submitted to L. */
-static void take_queue(rloop_t *L)
-{
-	uint64_t v;
-	rjob_t *j, *next;
-
-	if (read(L->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		ft_debug("s3 relay loop: eventfd read: %s", strerror(errno));
-	pthread_mutex_lock(&L->mu);
-	j = L->queue;
-	L->queue = NULL;
-	pthread_mutex_unlock(&L->mu);
-	for (; j != NULL; j = next) {
-		next = j->next;
-		j->next = L->active;
-		j->prev = NULL;
-		if (L->active != NULL)
-			L->active->prev = j;
-		L->active = j;
-		j->deadline_ns = ft_now_ns() + (int64_t)PX_S3_RELAY_TIMEOUT_MS * 1000000;
-		j->buf = buf_take(L);
-		j->cap = RLOOP_BUF0;
-		if (j->buf == NULL || !job_connect(L, j, false))
-			job_handoff(L, j, false);
-	}
-}
-
-/* Fails the jobs whose target stayed silent past the relay timeout (checked about once a second). */
+/* Fails the jobs whose target stayed silent past the relay timeout (the timer ticks once a second). */
 static void sweep(rloop_t *L)
 {
 	int64_t now = ft_now_ns();
 	rjob_t *j, *next;
+	uint64_t ticks;
 
-	if (now - L->last_sweep_ns < 1000000000)
-		return;
-	L->last_sweep_ns = now;
+	if (read(L->tfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+		ft_debug("s3 relay loop: timerfd read: %s", strerror(errno));
 	for (j = L->active; j != NULL; j = next) {
 		next = j->next;
 		if (now < j->deadline_ns)
@@ -471,89 +450,103 @@ static void sweep(rloop_t *L)
 	}
 }
 
-static void *rloop_main(void *arg)
+/* The loop thread's ring saw L's epoll set readable: runs every event there is (ft_httpd_watch). */
+static void rloop_run(void *arg)
 {
 	rloop_t *L = arg;
 	struct epoll_event evs[RLOOP_EVENTS];
+	int n;
 
-	pthread_setname_np(pthread_self(), "ft-s3relay");
-	for (;;) {
-		int n = epoll_wait(L->ep, evs, RLOOP_EVENTS, 1000);
-
+	do {
+		n = epoll_wait(L->ep, evs, RLOOP_EVENTS, 0);
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.ptr == NULL)
-				take_queue(L);
+				sweep(L);
 			else
 				job_event(L, evs[i].data.ptr, evs[i].events);
 		}
-		if (L->active != NULL)
-			sweep(L);
-		if (atomic_load(&stopping) && L->active == NULL && L->queue == NULL)
-			break;
+	} while (n == RLOOP_EVENTS);
+}
+
+static void rloop_free(rloop_t *L)
+{
+	while (L->active != NULL) { /* none once the HTTP server stopped: its requests were all answered */
+		rjob_t *j = L->active;
+
+		close(job_detach_fd(L, j));
+		active_unlink(L, j);
+		job_free(L, j);
 	}
+	for (int k = 0; k < L->nidle; k++)
+		close(L->idle[k].fd);
+	for (int k = 0; k < atomic_load(&L->nback); k++)
+		close(L->back[k].fd);
+	while (L->nbufs > 0)
+		free(L->bufs[--L->nbufs]);
+	if (L->ep >= 0)
+		close(L->ep);
+	if (L->tfd >= 0)
+		close(L->tfd);
+	pthread_mutex_destroy(&L->mu);
+	free(L);
+}
+
+/* This loop thread's relay loop, made and watched on first use; NULL off a loop thread. */
+static rloop_t *rloop_mine(void)
+{
+	struct itimerspec tick = {.it_interval = {.tv_sec = 1}, .it_value = {.tv_sec = 1}};
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	rloop_t *L;
+
+	if (my_loop != NULL || my_loop_failed)
+		return my_loop;
+	my_loop_failed = true;
+	if ((L = calloc(1, sizeof(*L))) == NULL)
+		return NULL;
+	pthread_mutex_init(&L->mu, NULL);
+	L->ep = epoll_create1(EPOLL_CLOEXEC);
+	L->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (L->ep < 0 || L->tfd < 0 || timerfd_settime(L->tfd, 0, &tick, NULL) != 0 ||
+	    epoll_ctl(L->ep, EPOLL_CTL_ADD, L->tfd, &ev) != 0)
+		goto fail;
+	pthread_mutex_lock(&loops_mu);
+	if (nloops == RLOOP_LOOPS_MAX || ft_httpd_watch(L->ep, rloop_run, L) != 0) {
+		pthread_mutex_unlock(&loops_mu);
+		goto fail;
+	}
+	loops[nloops++] = L;
+	pthread_mutex_unlock(&loops_mu);
+	my_loop = L;
+	my_loop_failed = false;
+	return L;
+fail:
+	rloop_free(L);
 	return NULL;
 }
 
 /* ---- interface ---- */
 
-int px_s3_rloop_start(int threads)
+void px_s3_rloop_start(void)
 {
-	if (threads > RLOOP_THREADS_MAX)
-		threads = RLOOP_THREADS_MAX;
-	atomic_store(&stopping, false);
-	for (nloops = 0; nloops < threads; nloops++) {
-		rloop_t *L = &loops[nloops];
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-
-		memset(L, 0, sizeof(*L));
-		pthread_mutex_init(&L->mu, NULL);
-		L->ep = epoll_create1(EPOLL_CLOEXEC);
-		L->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (L->ep < 0 || L->evfd < 0 || epoll_ctl(L->ep, EPOLL_CTL_ADD, L->evfd, &ev) != 0 ||
-		    pthread_create(&L->tid, NULL, rloop_main, L) != 0) {
-			if (L->ep >= 0)
-				close(L->ep);
-			if (L->evfd >= 0)
-				close(L->evfd);
-			pthread_mutex_destroy(&L->mu);
-			px_s3_rloop_stop();
-			return -1;
-		}
-	}
-	return 0;
+	atomic_store(&running, true);
 }
 
 void px_s3_rloop_stop(void)
 {
-	atomic_store(&stopping, true);
-	for (int i = 0; i < nloops; i++) {
-		rloop_t *L = &loops[i];
-		uint64_t one = 1;
-
-		if (write(L->evfd, &one, sizeof(one)) < 0)
-			ft_debug("s3 relay loop: eventfd write: %s", strerror(errno));
-		pthread_join(L->tid, NULL);
-		for (int k = 0; k < L->nidle; k++)
-			close(L->idle[k].fd);
-		for (int k = 0; k < atomic_load(&L->nback); k++)
-			close(L->back[k].fd);
-		while (L->nbufs > 0)
-			free(L->bufs[--L->nbufs]);
-		close(L->ep);
-		close(L->evfd);
-		pthread_mutex_destroy(&L->mu);
-	}
+	atomic_store(&running, false);
+	pthread_mutex_lock(&loops_mu);
+	for (int i = 0; i < nloops; i++)
+		rloop_free(loops[i]);
 	nloops = 0;
+	pthread_mutex_unlock(&loops_mu);
 }
 
 bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, char *req, size_t len)
 {
 	rjob_t *j;
 	rloop_t *L;
-	uint64_t one = 1;
-	bool wake;
 
-	if (nloops == 0 || atomic_load(&stopping) || strlen(hostport) >= RLOOP_HOSTPORT ||
+	if (!atomic_load(&running) || strlen(hostport) >= RLOOP_HOSTPORT || (L = rloop_mine()) == NULL ||
 	    (j = calloc(1, sizeof(*j))) == NULL) {
 		free(req);
 		return false;
@@ -563,14 +556,15 @@ bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, char *req, size_t 
 	j->req_len = len;
 	j->fd = -1;
 	snprintf(j->hostport, sizeof(j->hostport), "%s", hostport);
-	L = &loops[atomic_fetch_add(&next_loop, 1) % (unsigned)nloops];
-	pthread_mutex_lock(&L->mu);
-	wake = L->queue == NULL; /* a non-empty queue already has its wake-up pending */
-	j->next = L->queue;
-	L->queue = j;
-	pthread_mutex_unlock(&L->mu);
-	if (wake && write(L->evfd, &one, sizeof(one)) < 0)
-		ft_debug("s3 relay loop: eventfd write: %s", strerror(errno));
+	j->next = L->active;
+	if (L->active != NULL)
+		L->active->prev = j;
+	L->active = j;
+	j->deadline_ns = ft_now_ns() + (int64_t)PX_S3_RELAY_TIMEOUT_MS * 1000000;
+	j->buf = buf_take(L);
+	j->cap = RLOOP_BUF0;
+	if (j->buf == NULL || !job_connect(L, j, false))
+		job_handoff(L, j, false);
 	return true;
 }
 
@@ -579,18 +573,22 @@ bool px_s3_rloop_give(int fd, const char *hostport)
 	rloop_t *L;
 	bool taken = false;
 
-	if (nloops == 0 || atomic_load(&stopping) || strlen(hostport) >= RLOOP_HOSTPORT)
+	if (!atomic_load(&running) || strlen(hostport) >= RLOOP_HOSTPORT)
 		return false;
-	L = &loops[atomic_fetch_add(&next_back, 1) % (unsigned)nloops];
-	pthread_mutex_lock(&L->mu);
-	int n = atomic_load(&L->nback);
-	if (n < RLOOP_BACK_MAX) {
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-		L->back[n].fd = fd;
-		snprintf(L->back[n].hostport, sizeof(L->back[n].hostport), "%s", hostport);
-		atomic_store(&L->nback, n + 1);
-		taken = true;
+	pthread_mutex_lock(&loops_mu);
+	if (nloops > 0) {
+		L = loops[atomic_fetch_add(&next_back, 1) % (unsigned)nloops];
+		pthread_mutex_lock(&L->mu);
+		int n = atomic_load(&L->nback);
+		if (n < RLOOP_BACK_MAX) {
+			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+			L->back[n].fd = fd;
+			snprintf(L->back[n].hostport, sizeof(L->back[n].hostport), "%s", hostport);
+			atomic_store(&L->nback, n + 1);
+			taken = true;
+		}
+		pthread_mutex_unlock(&L->mu);
 	}
-	pthread_mutex_unlock(&L->mu);
+	pthread_mutex_unlock(&loops_mu);
 	return taken;
 }

@@ -85,7 +85,9 @@ typedef struct {
 } rloop_idle_t;
 
 typedef struct {
-	int ep, tfd; /* the epoll set (watched by the loop thread's ring), its sweep timer (data.ptr NULL) */
+	int ep, tfd;    /* the epoll set (watched by the loop thread's ring), its sweep timer */
+	rjob_t **owner; /* by fd: the job of a registered connection, NULL while idle */
+	int nowner;
 	pthread_mutex_t mu;
 	rloop_idle_t back[RLOOP_BACK_MAX]; /* connections workers gave back (under mu) */
 	atomic_int nback;
@@ -106,6 +108,32 @@ static atomic_bool running;
 
 /* ---- connections ---- */
 
+/*
+ * A connection is registered in L's epoll set once, edge-triggered for input, output and the
+ * peer's close, and stays registered while it is idle between GETs: a GET on a kept connection
+ * costs no epoll_ctl. Events come by fd; owner[fd] says whose they are (NULL: an idle one).
+ */
+static bool conn_watch(rloop_t *L, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.fd = fd};
+
+	if (fd >= L->nowner) {
+		int n = L->nowner > 0 ? L->nowner : 64;
+		rjob_t **no;
+
+		while (n <= fd)
+			n *= 2;
+		no = realloc(L->owner, (size_t)n * sizeof(*no));
+		if (no == NULL)
+			return false;
+		memset(no + L->nowner, 0, (size_t)(n - L->nowner) * sizeof(*no));
+		L->owner = no;
+		L->nowner = n;
+	}
+	L->owner[fd] = NULL;
+	return epoll_ctl(L->ep, EPOLL_CTL_ADD, fd, &ev) == 0;
+}
+
 static void idle_give(rloop_t *L, int fd, const char *hostport);
 
 /* Moves the connections workers gave back (px_s3_rloop_give) into L's idle pool. */
@@ -121,8 +149,12 @@ static void take_back(rloop_t *L)
 	memcpy(back, L->back, (size_t)n * sizeof(back[0]));
 	atomic_store(&L->nback, 0);
 	pthread_mutex_unlock(&L->mu);
-	for (int i = 0; i < n; i++)
-		idle_give(L, back[i].fd, back[i].hostport);
+	for (int i = 0; i < n; i++) {
+		if (conn_watch(L, back[i].fd))
+			idle_give(L, back[i].fd, back[i].hostport);
+		else
+			close(back[i].fd);
+	}
 }
 
 static int idle_take(rloop_t *L, const char *hostport)
@@ -139,6 +171,27 @@ static int idle_take(rloop_t *L, const char *hostport)
 	return -1;
 }
 
+/* An idle connection's event: the target closed it (or sent what nobody asked for): it goes. */
+static void idle_event(rloop_t *L, int fd, uint32_t events)
+{
+	char c;
+
+	if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+		return; /* writable: nothing to say */
+	if (!(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+	    (errno == EAGAIN || errno == EWOULDBLOCK))
+		return; /* an event of an earlier connection with this number */
+	for (int i = 0; i < L->nidle; i++) {
+		if (L->idle[i].fd != fd)
+			continue;
+		close(fd);
+		memmove(&L->idle[i], &L->idle[i + 1], (size_t)(L->nidle - i - 1) * sizeof(L->idle[0]));
+		L->nidle--;
+		return;
+	}
+}
+
+/* fd (registered, see conn_watch) joins the idle pool; the oldest idle one closes when it is full. */
 static void idle_give(rloop_t *L, int fd, const char *hostport)
 {
 	if (L->nidle == RLOOP_IDLE_MAX) {
@@ -210,13 +263,13 @@ static void active_unlink(rloop_t *L, rjob_t *j)
 	j->next = j->prev = NULL;
 }
 
-/* Takes j's connection out of the loop: -1 when it had none. */
+/* Takes j's connection from j, still registered (closing it unregisters it): -1 when it had none. */
 static int job_detach_fd(rloop_t *L, rjob_t *j)
 {
 	int fd = j->fd;
 
 	if (fd >= 0)
-		epoll_ctl(L->ep, EPOLL_CTL_DEL, fd, NULL);
+		L->owner[fd] = NULL;
 	j->fd = -1;
 	return fd;
 }
@@ -234,8 +287,10 @@ static void job_handoff(rloop_t *L, rjob_t *j, bool with_conn)
 		close(fd);
 		fd = -1;
 	}
-	if (fd >= 0)
+	if (fd >= 0) {
+		epoll_ctl(L->ep, EPOLL_CTL_DEL, fd, NULL);
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	}
 	px_s3_get_handoff(j->q, fd, j->hostport, fd >= 0 ? j->buf : NULL, fd >= 0 ? j->len : 0);
 	if (fd >= 0)
 		j->buf = NULL; /* the worker's now */
@@ -256,38 +311,58 @@ static void job_answer(rloop_t *L, rjob_t *j)
 	job_free(L, j);
 }
 
-/* Connects j (a kept connection when there is one) and registers it. False when no connection could be started. */
+static void job_broken(rloop_t *L, rjob_t *j);
+
+/* Sends what is left of j's request: 1 all sent, 0 the socket is full (an EPOLLOUT edge follows), -1 failed. */
+static int job_send(rjob_t *j)
+{
+	while (j->req_sent < j->req_len) {
+		ssize_t k = send(j->fd, j->req + j->req_sent, j->req_len - j->req_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (k <= 0)
+			return -1;
+		j->req_sent += (size_t)k;
+	}
+	return 1;
+}
+
+/*
+ * Connects j (a kept connection when there is one, its request sent at once) and owns the
+ * connection. False when no connection could be started; a kept one that fails the send is
+ * broken (job_broken), which ends or retries j: true then too.
+ */
 static bool job_connect(rloop_t *L, rjob_t *j, bool fresh)
 {
-	struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = j};
+	int sent;
 
 	j->fd = fresh ? -1 : idle_take(L, j->hostport);
 	j->reused = j->fd >= 0;
-	j->stage = ST_SENDING;
-	if (j->fd < 0) {
-		j->fd = dial(j->hostport);
-		j->stage = ST_CONNECTING;
-	}
-	if (j->fd < 0)
-		return false;
 	j->req_sent = 0;
 	j->len = j->head_len = j->want = 0;
-
-	if (j->stage == ST_SENDING) {
-		/* a kept connection: the request normally goes out at once, without a round through epoll */
-		ssize_t k = send(j->fd, j->req, j->req_len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (k > 0)
-			j->req_sent = (size_t)k;
-		if (j->req_sent == j->req_len) {
-			j->stage = ST_READING;
-			ev.events = EPOLLIN;
+	if (j->fd < 0) {
+		j->fd = dial(j->hostport);
+		if (j->fd < 0)
+			return false;
+		if (!conn_watch(L, j->fd)) {
+			close(j->fd);
+			j->fd = -1;
+			return false;
 		}
+		j->stage = ST_CONNECTING; /* the EPOLLOUT edge of the connect comes next */
+		L->owner[j->fd] = j;
+		return true;
 	}
-	if (epoll_ctl(L->ep, EPOLL_CTL_ADD, j->fd, &ev) != 0) {
-		close(j->fd);
-		j->fd = -1;
-		return false;
-	}
+	L->owner[j->fd] = j;
+	j->stage = ST_SENDING;
+	sent = job_send(j); /* a kept connection: the request normally goes out at once */
+	if (sent > 0)
+		j->stage = ST_READING;
+	else if (sent < 0)
+		job_broken(L, j);
 	return true;
 }
 
@@ -410,20 +485,13 @@ static void job_event(rloop_t *L, rjob_t *j, uint32_t events)
 		j->stage = ST_SENDING;
 	}
 	if (j->stage == ST_SENDING) {
-		ssize_t k = send(j->fd, j->req + j->req_sent, j->req_len - j->req_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+		int sent = job_send(j);
 
-		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-			return;
-		if (k <= 0) {
+		if (sent < 0)
 			job_broken(L, j);
-			return;
-		}
-		j->req_sent += (size_t)k;
-		if (j->req_sent < j->req_len)
+		if (sent <= 0)
 			return;
 		j->stage = ST_READING;
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
-		epoll_ctl(L->ep, EPOLL_CTL_MOD, j->fd, &ev);
 	}
 	job_read(L, j);
 }
@@ -460,10 +528,14 @@ static void rloop_run(void *arg)
 	do {
 		n = epoll_wait(L->ep, evs, RLOOP_EVENTS, 0);
 		for (int i = 0; i < n; i++) {
-			if (evs[i].data.ptr == NULL)
+			int fd = evs[i].data.fd;
+
+			if (fd == L->tfd)
 				sweep(L);
+			else if (fd < L->nowner && L->owner[fd] != NULL)
+				job_event(L, L->owner[fd], evs[i].events);
 			else
-				job_event(L, evs[i].data.ptr, evs[i].events);
+				idle_event(L, fd, evs[i].events);
 		}
 	} while (n == RLOOP_EVENTS);
 }
@@ -487,6 +559,7 @@ static void rloop_free(rloop_t *L)
 		close(L->ep);
 	if (L->tfd >= 0)
 		close(L->tfd);
+	free(L->owner);
 	pthread_mutex_destroy(&L->mu);
 	free(L);
 }
@@ -495,7 +568,7 @@ static void rloop_free(rloop_t *L)
 static rloop_t *rloop_mine(void)
 {
 	struct itimerspec tick = {.it_interval = {.tv_sec = 1}, .it_value = {.tv_sec = 1}};
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	struct epoll_event ev = {.events = EPOLLIN};
 	rloop_t *L;
 
 	if (my_loop != NULL || my_loop_failed)
@@ -506,6 +579,7 @@ static rloop_t *rloop_mine(void)
 	pthread_mutex_init(&L->mu, NULL);
 	L->ep = epoll_create1(EPOLL_CLOEXEC);
 	L->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	ev.data.fd = L->tfd;
 	if (L->ep < 0 || L->tfd < 0 || timerfd_settime(L->tfd, 0, &tick, NULL) != 0 ||
 	    epoll_ctl(L->ep, EPOLL_CTL_ADD, L->tfd, &ev) != 0)
 		goto fail;

@@ -54,6 +54,7 @@
 #define RLOOP_LOOPS_MAX 64 /* loop threads with a relay loop */
 #define RLOOP_IDLE_MAX 256
 #define RLOOP_BUF0 (32 * 1024) /* first buffer of a job: a head and a 16 KiB body (> PX_S3_TARGET_HEAD_MAX) */
+#define RLOOP_PEEK 2048        /* first look at a head: a peek copies, so not the body behind it as well */
 #define RLOOP_EVENTS 64
 #define RLOOP_HOSTPORT 272
 #define RLOOP_BACK_MAX 64 /* connections given back by workers, waiting for their loop */
@@ -407,7 +408,8 @@ static bool job_small(rjob_t *j, const ft_hp_resp_head_t *h)
 /*
  * Until the head is whole it is only peeked at, so that no body byte of an answer a worker takes
  * over leaves the socket (the worker then splices the body, or reads the head itself when it came
- * in pieces). 1 = the head parsed (j->head_len, j->want set), 0 = wait for more, -1 = j was ended.
+ * in pieces). A peek copies what it returns, so the first one looks at RLOOP_PEEK bytes only: a
+ * small answer's body is copied once, by the read that takes the whole answer. 1 = the head parsed (j->head_len, j->want set), 0 = wait for more, -1 = j was ended.
  */
 static int job_peek_head(rloop_t *L, rjob_t *j)
 {
@@ -416,17 +418,25 @@ static int job_peek_head(rloop_t *L, rjob_t *j)
 	ft_hp_result_t hp;
 	ssize_t k;
 
-	do
-		k = recv(j->fd, j->buf, j->cap, MSG_PEEK | MSG_DONTWAIT);
-	while (k < 0 && errno == EINTR);
-	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-		return 0;
-	if (k <= 0) {
-		job_broken(L, j);
-		return -1;
+	size_t window = j->cap < RLOOP_PEEK ? j->cap : RLOOP_PEEK;
+
+	for (;;) {
+		do
+			k = recv(j->fd, j->buf, window, MSG_PEEK | MSG_DONTWAIT);
+		while (k < 0 && errno == EINTR);
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (k <= 0) {
+			job_broken(L, j);
+			return -1;
+		}
+		hp = ft_hp_parse_resp_head(j->buf, (size_t)k, PX_S3_TARGET_HEAD_MAX, hdrs, PX_S3_TARGET_HEADERS_MAX,
+					   &h);
+		if (hp != FT_HP_AGAIN || (size_t)k < window || window == j->cap)
+			break;
+		window = j->cap; /* a head longer than the first window (rare): peek at all there is */
 	}
-	hp = ft_hp_parse_resp_head(j->buf, (size_t)k, PX_S3_TARGET_HEAD_MAX, hdrs, PX_S3_TARGET_HEADERS_MAX, &h);
-	if (hp == FT_HP_AGAIN && (size_t)k < j->cap) {
+	if (hp == FT_HP_AGAIN && (size_t)k < window) {
 		job_handoff(L, j, true); /* a head in pieces (rare): the worker's client waits for the rest */
 		return -1;
 	}

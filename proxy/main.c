@@ -3,6 +3,7 @@
 #include "proxy.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +289,23 @@ static int check_config(px_t *px)
 	return 0;
 }
 
+/*
+ * glibc gives the free top of a thread's heap back to the kernel once it passes 128 KiB, so a GET's
+ * response (head and body copied into its request's arena, ~16 KiB at 16 KiB objects) kept landing
+ * in freshly faulted pages: 0.67 page faults and a brk or madvise every ~10 GETs per request, ~5% of
+ * the proxy's CPU at 16 KiB. A heap keeps up to PX_MALLOC_TRIM free bytes instead; a fixed mmap
+ * threshold (a set trim threshold stops glibc's own adjusting of both) keeps the 128 KiB - 1 MiB
+ * buffers (stream rings, copy rings, body readers) in the heaps, as the adjusted threshold did.
+ */
+#define PX_MALLOC_TRIM (4 << 20)
+#define PX_MALLOC_MMAP (1 << 20)
+
+static void malloc_tune(void)
+{
+	mallopt(M_TRIM_THRESHOLD, PX_MALLOC_TRIM);
+	mallopt(M_MMAP_THRESHOLD, PX_MALLOC_MMAP);
+}
+
 int main(int argc, char **argv)
 {
 	static px_t px; /* large (paths, URLs): not on the stack */
@@ -311,6 +329,7 @@ int main(int argc, char **argv)
 		ft_config_free(&px.cfg);
 		return rc;
 	}
+	malloc_tune();
 	ft_log_init("ft-proxy", px.cfg.log_level);
 	ft_log_set_format(px.cfg.log_format);
 	ft_metrics_set_role(FT_M_ROLE_PROXY);

@@ -323,12 +323,23 @@ int ft_pct_decode_buf(ft_strbuf_t *b, const char *s, size_t n, unsigned flags)
 
 void ft_pct_recode_buf(ft_strbuf_t *b, const char *s, size_t n, unsigned flags)
 {
+	size_t o;
+
+	/* one reservation for the worst case (every byte escaped), then bytes written in place */
+	if (n > ((size_t)-1) / 4) {
+		b->failed = true;
+		return;
+	}
+	if (ft_strbuf_reserve(b, 3 * n) != 0)
+		return;
+	o = b->len;
 	for (size_t i = 0; i < n;) {
-		char esc[3];
 		int c = ft_pct_next(s, n, &i, flags & ~(unsigned)FT_PCT_STRICT);
 
-		ft_strbuf_add(b, esc, encode_byte((unsigned char)c, esc, flags));
+		o += encode_byte((unsigned char)c, b->p + o, flags);
 	}
+	b->len = o;
+	b->p[o] = '\0';
 }
 
 /* ---- numbers ---- */

@@ -125,6 +125,14 @@ void ft_req_read_body_all(ft_req_t *r, size_t max, ft_body_all_fn done, void *ar
 void ft_req_defer(ft_req_t *r, void (*fn)(ft_req_t *r, void *arg), void *arg);
 /* Runs fn(arg) on the worker pool, with no request attached. */
 void ft_httpd_defer(ft_httpd_t *s, void (*fn)(void *arg), void *arg);
+/*
+ * On a loop thread (in a handler, say): fn(arg) runs on this loop thread whenever fd turns readable
+ * (a multishot poll on the loop's ring), until the loop ends; fd must stay open that long. fn runs
+ * between the loop's completions, so it must not block, and should consume what made fd readable
+ * (for an epoll fd: epoll_wait with a zero timeout until it has nothing more), since only a new
+ * wake-up calls it again. Returns 0, or -1 off a loop thread or without memory.
+ */
+int ft_httpd_watch(int fd, void (*fn)(void *arg), void *arg);
 
 /* ---- response ---- */
 /* Adds a response header (copied). Content-Length, Date, Server and Connection are the server's. */

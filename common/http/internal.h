@@ -92,7 +92,8 @@
 #define ARENA_INLINE 4096
 #define STREAM_BUF (256 * 1024) /* each ring of a blocking stream */
 
-enum { TAG_NONE = 0, TAG_ACCEPT, TAG_EVENT, TAG_TIMER, TAG_RECV, TAG_SEND, TAG_POLL, TAG_READ };
+/* TAG_WATCH: an ft_httpd_watch (0 with a NULL pointer: a completion nobody waits for, e.g. a cancel) */
+enum { TAG_WATCH = 0, TAG_ACCEPT, TAG_EVENT, TAG_TIMER, TAG_RECV, TAG_SEND, TAG_POLL, TAG_READ };
 #define TAG_MASK 7u
 
 enum { PH_HEAD = 0, PH_HANDLER, PH_SENDING, PH_LINGER };
@@ -161,6 +162,10 @@ struct ft_req {
 	const char *method_name;
 	char *target;
 	const char *query;
+	/* the query decoded once, on the first ft_req_query (in the arena): names[i] is name_lens[i] bytes */
+	const char **q_names, **q_values;
+	size_t *q_name_lens;
+	int q_count; /* -1 until decoded */
 	char *path;
 	size_t path_len;
 	const char **hnames, **hvalues;
@@ -280,7 +285,8 @@ struct loop {
 	atomic_bool stop_req;
 	bool stopping, accept_armed, accept_retry;
 	int64_t now;
-	int init_rc; /* ring setup result, 1 = pending */
+	int init_rc;                /* ring setup result, 1 = pending */
+	struct http_watch *watches; /* ft_httpd_watch's, freed when the loop ends */
 };
 
 struct ft_httpd {

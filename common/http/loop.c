@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,52 @@ static void on_accept(loop_t *L, int res, unsigned flags)
 	http_conn_new(L, res);
 	if (!L->accept_armed && !L->stopping)
 		arm_accept(L);
+}
+
+/* ---- watches (ft_httpd_watch) ---- */
+
+typedef struct http_watch {
+	struct http_watch *next; /* the loop's list */
+	int fd;
+	void (*fn)(void *arg);
+	void *arg;
+} http_watch_t;
+
+static void arm_watch(loop_t *L, http_watch_t *w)
+{
+	struct io_uring_sqe *sqe = http_get_sqe(L);
+
+	io_uring_prep_poll_multishot(sqe, w->fd, POLLIN);
+	io_uring_sqe_set_data64(sqe, http_ud(w, TAG_WATCH));
+}
+
+int ft_httpd_watch(int fd, void (*fn)(void *arg), void *arg)
+{
+	loop_t *L = http_tls_loop;
+	http_watch_t *w;
+
+	if (L == NULL || (w = calloc(1, sizeof(*w))) == NULL)
+		return -1;
+	w->fd = fd;
+	w->fn = fn;
+	w->arg = arg;
+	w->next = L->watches;
+	L->watches = w;
+	arm_watch(L, w);
+	return 0;
+}
+
+/* A watched fd turned readable; a poll that ended (no IORING_CQE_F_MORE) without an error is armed again. */
+static void on_watch(loop_t *L, http_watch_t *w, int res, unsigned flags)
+{
+	if (res < 0) {
+		if (res != -ECANCELED)
+			ft_error("http: poll of a watched fd: %s; no longer watched", strerror(-res));
+		return; /* an error would repeat: not armed again */
+	}
+	w->fn(w->arg);
+	if (!(flags & IORING_CQE_F_MORE))
+		arm_watch(L, w);
 }
 
 /* Requests handed over by other threads (responses, body reads), and stop wake-ups. */
@@ -214,6 +261,10 @@ static void handle_cqe(loop_t *L, uint64_t data, int res, unsigned flags)
 	conn_t *c = p;
 
 	switch (data & TAG_MASK) {
+	case TAG_WATCH:
+		if (p != NULL)
+			on_watch(L, p, res, flags);
+		break;
 	case TAG_ACCEPT:
 		on_accept(L, res, flags);
 		break;
@@ -317,6 +368,12 @@ static void *loop_main(void *arg)
 			handle_cqe(L, batch[i].data, batch[i].res, batch[i].flags);
 	}
 	io_uring_queue_exit(&L->ring);
+	while (L->watches != NULL) {
+		http_watch_t *w = L->watches;
+
+		L->watches = w->next;
+		free(w);
+	}
 	return NULL;
 }
 

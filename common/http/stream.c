@@ -17,7 +17,7 @@
 #define CHUNK_HEAD_MAX 20            /* "%zx\r\n" of a size_t, with room to spare */
 #define STREAM_FILE_MAX (16u << 20)  /* file bytes queued but unsent before a sendfile caller waits */
 #define STREAM_FILE_LOWAT (1u << 20) /* a blocked sendfile caller waits for this much room */
-#define STREAM_PIPE (256 * 1024)     /* pipe of a spliced stream: bytes queued before the worker waits */
+#define STREAM_PIPE (1024 * 1024)    /* pipe of a spliced stream: bytes queued before the worker waits */
 #define STREAM_POOL_MAX 16           /* free rings kept for reuse (STREAM_BUF each: 4 MiB at most) */
 #define STREAM_WARM_STEP (4u << 20)  /* file bytes a sendfile caller makes resident before queuing them */
 

@@ -13,40 +13,48 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "base/log.h"
+#include "http/http.h"
 #include "http/util.h"
 
 /*
  * DESIGN
  * A GET relayed by a worker costs the proxy three thread switches per request (the hand-over to
  * the worker, its blocking wait for the target, the hand-back to the loop thread): at 16 KiB that
- * is most of its CPU. Here a few relay threads, each an epoll loop, carry the GETs instead: the
- * loop thread that parsed the request submits it (px_s3_rloop_submit), a relay thread sends it on
- * a kept-alive connection of its own and reads the answer as it comes. A 200/206 whose body is at
- * most PX_S3_RLOOP_SMALL, and a small error answer, is answered from here in one response call
- * (px_s3_get_answer). The head is only peeked at until it is whole, so anything else - a large
- * body, a redirect, a chunked answer - goes on a worker with the connection, its head read and its
- * body untouched in the socket (px_s3_get_handoff), and the worker splices it as before. A
- * connection that failed before a whole answer goes to a worker with none, which asks again (and
- * retries on a new owner when the target is dead). Nothing reaches the client from here except one
- * whole answer, so every fallback may repeat the GET.
+ * is most of its CPU. Here the HTTP server's loop threads carry the GETs themselves: each keeps a
+ * relay loop of its own (an epoll set, made on its first GET, that the loop's ring watches through
+ * ft_httpd_watch), so the loop thread that parsed and verified a request sends it to the target at
+ * once on a kept-alive connection of its own (px_s3_rloop_submit) and reads the answer as it
+ * comes, and the answer goes to the client from the same thread: no hand-over to another thread
+ * and back, no wake-up, no lock on the way. A 200/206 whose body is at most PX_S3_RLOOP_SMALL, and
+ * a small error answer, is answered in one response call (px_s3_get_answer). The head is only
+ * peeked at until it is whole, so anything else - a large body, a redirect, a chunked answer -
+ * goes on a worker with the connection, its head read and its body untouched in the socket
+ * (px_s3_get_handoff), and the worker splices it as before. A connection that failed before a
+ * whole answer goes to a worker with none, which asks again (and retries on a new owner when the
+ * target is dead). Nothing reaches the client from here except one whole answer, so every
+ * fallback may repeat the GET. A timerfd in each epoll set sweeps the jobs of a silent target
+ * once a second.
  *
  * OWNERSHIP
- * A submitted job (rjob_t, malloc'd) belongs to its relay thread until it is answered (then freed
- * here) or handed off (its buffer and connection then belong to the worker). Idle connections
- * belong to the relay thread that last used them (RLOOP_IDLE_MAX per thread, oldest closed first);
- * a worker gives a connection it took over back to the loops once its answer was read whole
- * (px_s3_rloop_give).
+ * A relay loop (rloop_t) belongs to its loop thread; it is listed in loops[] so that workers can
+ * give connections back (under its mu) and px_s3_rloop_stop can free it once the HTTP server
+ * stopped. A submitted job (rjob_t, malloc'd) belongs to its loop until it is answered (then
+ * freed here) or handed off (its buffer and connection then belong to the worker). Idle
+ * connections belong to the loop that last used them (RLOOP_IDLE_MAX per loop, oldest closed
+ * first); a worker gives a connection it took over back to the loops once its answer was read
+ * whole (px_s3_rloop_give).
  */
 
-#define RLOOP_THREADS_MAX 4
+#define RLOOP_LOOPS_MAX 64 /* loop threads with a relay loop */
 #define RLOOP_IDLE_MAX 256
 #define RLOOP_BUF0 (32 * 1024) /* first buffer of a job: a head and a 16 KiB body (> PX_S3_TARGET_HEAD_MAX) */
+#define RLOOP_PEEK 2048        /* first look at a head: a peek copies, so not the body behind it as well */
 #define RLOOP_EVENTS 64
 #define RLOOP_HOSTPORT 272
 #define RLOOP_BACK_MAX 64 /* connections given back by workers, waiting for their loop */
@@ -78,10 +86,10 @@ typedef struct {
 } rloop_idle_t;
 
 typedef struct {
-	pthread_t tid;
-	int ep, evfd;
+	int ep, tfd;    /* the epoll set (watched by the loop thread's ring), its sweep timer */
+	rjob_t **owner; /* by fd: the job of a registered connection, NULL while idle */
+	int nowner;
 	pthread_mutex_t mu;
-	rjob_t *queue;                     /* submitted, not yet taken (under mu) */
 	rloop_idle_t back[RLOOP_BACK_MAX]; /* connections workers gave back (under mu) */
 	atomic_int nback;
 	rjob_t *active;
@@ -89,16 +97,43 @@ typedef struct {
 	int nidle;
 	char *bufs[RLOOP_BUFS_MAX]; /* free job buffers of RLOOP_BUF0 bytes: no malloc, no page faults per GET */
 	int nbufs;
-	int64_t last_sweep_ns;
 } rloop_t;
 
-static rloop_t loops[RLOOP_THREADS_MAX];
+static pthread_mutex_t loops_mu = PTHREAD_MUTEX_INITIALIZER;
+static rloop_t *loops[RLOOP_LOOPS_MAX]; /* under loops_mu */
 static int nloops;
-static atomic_uint next_loop; /* round-robin of submissions */
-static atomic_uint next_back; /* round-robin of connections given back (its own: never in step with the submissions) */
-static atomic_bool stopping;
+static __thread rloop_t *my_loop;    /* this loop thread's */
+static __thread bool my_loop_failed; /* this thread cannot have one (not a loop thread, no memory) */
+static atomic_uint next_back;        /* round-robin of connections given back */
+static atomic_bool running;
 
 /* ---- connections ---- */
+
+/*
+ * A connection is registered in L's epoll set once, edge-triggered for input, output and the
+ * peer's close, and stays registered while it is idle between GETs: a GET on a kept connection
+ * costs no epoll_ctl. Events come by fd; owner[fd] says whose they are (NULL: an idle one).
+ */
+static bool conn_watch(rloop_t *L, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.fd = fd};
+
+	if (fd >= L->nowner) {
+		int n = L->nowner > 0 ? L->nowner : 64;
+		rjob_t **no;
+
+		while (n <= fd)
+			n *= 2;
+		no = realloc(L->owner, (size_t)n * sizeof(*no));
+		if (no == NULL)
+			return false;
+		memset(no + L->nowner, 0, (size_t)(n - L->nowner) * sizeof(*no));
+		L->owner = no;
+		L->nowner = n;
+	}
+	L->owner[fd] = NULL;
+	return epoll_ctl(L->ep, EPOLL_CTL_ADD, fd, &ev) == 0;
+}
 
 static void idle_give(rloop_t *L, int fd, const char *hostport);
 
@@ -115,8 +150,12 @@ static void take_back(rloop_t *L)
 	memcpy(back, L->back, (size_t)n * sizeof(back[0]));
 	atomic_store(&L->nback, 0);
 	pthread_mutex_unlock(&L->mu);
-	for (int i = 0; i < n; i++)
-		idle_give(L, back[i].fd, back[i].hostport);
+	for (int i = 0; i < n; i++) {
+		if (conn_watch(L, back[i].fd))
+			idle_give(L, back[i].fd, back[i].hostport);
+		else
+			close(back[i].fd);
+	}
 }
 
 static int idle_take(rloop_t *L, const char *hostport)
@@ -133,6 +172,27 @@ static int idle_take(rloop_t *L, const char *hostport)
 	return -1;
 }
 
+/* An idle connection's event: the target closed it (or sent what nobody asked for): it goes. */
+static void idle_event(rloop_t *L, int fd, uint32_t events)
+{
+	char c;
+
+	if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+		return; /* writable: nothing to say */
+	if (!(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+	    (errno == EAGAIN || errno == EWOULDBLOCK))
+		return; /* an event of an earlier connection with this number */
+	for (int i = 0; i < L->nidle; i++) {
+		if (L->idle[i].fd != fd)
+			continue;
+		close(fd);
+		memmove(&L->idle[i], &L->idle[i + 1], (size_t)(L->nidle - i - 1) * sizeof(L->idle[0]));
+		L->nidle--;
+		return;
+	}
+}
+
+/* fd (registered, see conn_watch) joins the idle pool; the oldest idle one closes when it is full. */
 static void idle_give(rloop_t *L, int fd, const char *hostport)
 {
 	if (L->nidle == RLOOP_IDLE_MAX) {
@@ -204,13 +264,13 @@ static void active_unlink(rloop_t *L, rjob_t *j)
 	j->next = j->prev = NULL;
 }
 
-/* Takes j's connection out of the loop: -1 when it had none. */
+/* Takes j's connection from j, still registered (closing it unregisters it): -1 when it had none. */
 static int job_detach_fd(rloop_t *L, rjob_t *j)
 {
 	int fd = j->fd;
 
 	if (fd >= 0)
-		epoll_ctl(L->ep, EPOLL_CTL_DEL, fd, NULL);
+		L->owner[fd] = NULL;
 	j->fd = -1;
 	return fd;
 }
@@ -228,8 +288,10 @@ static void job_handoff(rloop_t *L, rjob_t *j, bool with_conn)
 		close(fd);
 		fd = -1;
 	}
-	if (fd >= 0)
+	if (fd >= 0) {
+		epoll_ctl(L->ep, EPOLL_CTL_DEL, fd, NULL);
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	}
 	px_s3_get_handoff(j->q, fd, j->hostport, fd >= 0 ? j->buf : NULL, fd >= 0 ? j->len : 0);
 	if (fd >= 0)
 		j->buf = NULL; /* the worker's now */
@@ -243,45 +305,65 @@ static void job_answer(rloop_t *L, rjob_t *j)
 
 	active_unlink(L, j);
 	px_s3_get_answer(j->q, j->buf, j->head_len, j->want);
-	if (j->keep_alive && j->len == j->want && !atomic_load(&stopping))
+	if (j->keep_alive && j->len == j->want && atomic_load(&running))
 		idle_give(L, fd, j->hostport);
 	else
 		close(fd);
 	job_free(L, j);
 }
 
-/* Connects j (a kept connection when there is one) and registers it. False when no connection could be started. */
+static void job_broken(rloop_t *L, rjob_t *j);
+
+/* Sends what is left of j's request: 1 all sent, 0 the socket is full (an EPOLLOUT edge follows), -1 failed. */
+static int job_send(rjob_t *j)
+{
+	while (j->req_sent < j->req_len) {
+		ssize_t k = send(j->fd, j->req + j->req_sent, j->req_len - j->req_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (k <= 0)
+			return -1;
+		j->req_sent += (size_t)k;
+	}
+	return 1;
+}
+
+/*
+ * Connects j (a kept connection when there is one, its request sent at once) and owns the
+ * connection. False when no connection could be started; a kept one that fails the send is
+ * broken (job_broken), which ends or retries j: true then too.
+ */
 static bool job_connect(rloop_t *L, rjob_t *j, bool fresh)
 {
-	struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = j};
+	int sent;
 
 	j->fd = fresh ? -1 : idle_take(L, j->hostport);
 	j->reused = j->fd >= 0;
-	j->stage = ST_SENDING;
-	if (j->fd < 0) {
-		j->fd = dial(j->hostport);
-		j->stage = ST_CONNECTING;
-	}
-	if (j->fd < 0)
-		return false;
 	j->req_sent = 0;
 	j->len = j->head_len = j->want = 0;
-
-	if (j->stage == ST_SENDING) {
-		/* a kept connection: the request normally goes out at once, without a round through epoll */
-		ssize_t k = send(j->fd, j->req, j->req_len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (k > 0)
-			j->req_sent = (size_t)k;
-		if (j->req_sent == j->req_len) {
-			j->stage = ST_READING;
-			ev.events = EPOLLIN;
+	if (j->fd < 0) {
+		j->fd = dial(j->hostport);
+		if (j->fd < 0)
+			return false;
+		if (!conn_watch(L, j->fd)) {
+			close(j->fd);
+			j->fd = -1;
+			return false;
 		}
+		j->stage = ST_CONNECTING; /* the EPOLLOUT edge of the connect comes next */
+		L->owner[j->fd] = j;
+		return true;
 	}
-	if (epoll_ctl(L->ep, EPOLL_CTL_ADD, j->fd, &ev) != 0) {
-		close(j->fd);
-		j->fd = -1;
-		return false;
-	}
+	L->owner[j->fd] = j;
+	j->stage = ST_SENDING;
+	sent = job_send(j); /* a kept connection: the request normally goes out at once */
+	if (sent > 0)
+		j->stage = ST_READING;
+	else if (sent < 0)
+		job_broken(L, j);
 	return true;
 }
 
@@ -326,7 +408,8 @@ static bool job_small(rjob_t *j, const ft_hp_resp_head_t *h)
 /*
  * Until the head is whole it is only peeked at, so that no body byte of an answer a worker takes
  * over leaves the socket (the worker then splices the body, or reads the head itself when it came
- * in pieces). 1 = the head parsed (j->head_len, j->want set), 0 = wait for more, -1 = j was ended.
+ * in pieces). A peek copies what it returns, so the first one looks at RLOOP_PEEK bytes only: a
+ * small answer's body is copied once, by the read that takes the whole answer. 1 = the head parsed (j->head_len, j->want set), 0 = wait for more, -1 = j was ended.
  */
 static int job_peek_head(rloop_t *L, rjob_t *j)
 {
@@ -335,17 +418,25 @@ static int job_peek_head(rloop_t *L, rjob_t *j)
 	ft_hp_result_t hp;
 	ssize_t k;
 
-	do
-		k = recv(j->fd, j->buf, j->cap, MSG_PEEK | MSG_DONTWAIT);
-	while (k < 0 && errno == EINTR);
-	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-		return 0;
-	if (k <= 0) {
-		job_broken(L, j);
-		return -1;
+	size_t window = j->cap < RLOOP_PEEK ? j->cap : RLOOP_PEEK;
+
+	for (;;) {
+		do
+			k = recv(j->fd, j->buf, window, MSG_PEEK | MSG_DONTWAIT);
+		while (k < 0 && errno == EINTR);
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (k <= 0) {
+			job_broken(L, j);
+			return -1;
+		}
+		hp = ft_hp_parse_resp_head(j->buf, (size_t)k, PX_S3_TARGET_HEAD_MAX, hdrs, PX_S3_TARGET_HEADERS_MAX,
+					   &h);
+		if (hp != FT_HP_AGAIN || (size_t)k < window || window == j->cap)
+			break;
+		window = j->cap; /* a head longer than the first window (rare): peek at all there is */
 	}
-	hp = ft_hp_parse_resp_head(j->buf, (size_t)k, PX_S3_TARGET_HEAD_MAX, hdrs, PX_S3_TARGET_HEADERS_MAX, &h);
-	if (hp == FT_HP_AGAIN && (size_t)k < j->cap) {
+	if (hp == FT_HP_AGAIN && (size_t)k < window) {
 		job_handoff(L, j, true); /* a head in pieces (rare): the worker's client waits for the rest */
 		return -1;
 	}
@@ -404,60 +495,26 @@ static void job_event(rloop_t *L, rjob_t *j, uint32_t events)
 		j->stage = ST_SENDING;
 	}
 	if (j->stage == ST_SENDING) {
-		ssize_t k = send(j->fd, j->req + j->req_sent, j->req_len - j->req_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+		int sent = job_send(j);
 
-		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-			return;
-		if (k <= 0) {
+		if (sent < 0)
 			job_broken(L, j);
-			return;
-		}
-		j->req_sent += (size_t)k;
-		if (j->req_sent < j->req_len)
+		if (sent <= 0)
 			return;
 		j->stage = ST_READING;
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
-		epoll_ctl(L->ep, EPOLL_CTL_MOD, j->fd, &ev);
 	}
 	job_read(L, j);
 }
 
-/* Starts the jobs submitted to L. */
-static void take_queue(rloop_t *L)
-{
-	uint64_t v;
-	rjob_t *j, *next;
-
-	if (read(L->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		ft_debug("s3 relay loop: eventfd read: %s", strerror(errno));
-	pthread_mutex_lock(&L->mu);
-	j = L->queue;
-	L->queue = NULL;
-	pthread_mutex_unlock(&L->mu);
-	for (; j != NULL; j = next) {
-		next = j->next;
-		j->next = L->active;
-		j->prev = NULL;
-		if (L->active != NULL)
-			L->active->prev = j;
-		L->active = j;
-		j->deadline_ns = ft_now_ns() + (int64_t)PX_S3_RELAY_TIMEOUT_MS * 1000000;
-		j->buf = buf_take(L);
-		j->cap = RLOOP_BUF0;
-		if (j->buf == NULL || !job_connect(L, j, false))
-			job_handoff(L, j, false);
-	}
-}
-
-/* Fails the jobs whose target stayed silent past the relay timeout (checked about once a second). */
+/* Fails the jobs whose target stayed silent past the relay timeout (the timer ticks once a second). */
 static void sweep(rloop_t *L)
 {
 	int64_t now = ft_now_ns();
 	rjob_t *j, *next;
+	uint64_t ticks;
 
-	if (now - L->last_sweep_ns < 1000000000)
-		return;
-	L->last_sweep_ns = now;
+	if (read(L->tfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+		ft_debug("s3 relay loop: timerfd read: %s", strerror(errno));
 	for (j = L->active; j != NULL; j = next) {
 		next = j->next;
 		if (now < j->deadline_ns)
@@ -471,89 +528,109 @@ static void sweep(rloop_t *L)
 	}
 }
 
-static void *rloop_main(void *arg)
+/* The loop thread's ring saw L's epoll set readable: runs every event there is (ft_httpd_watch). */
+static void rloop_run(void *arg)
 {
 	rloop_t *L = arg;
 	struct epoll_event evs[RLOOP_EVENTS];
+	int n;
 
-	pthread_setname_np(pthread_self(), "ft-s3relay");
-	for (;;) {
-		int n = epoll_wait(L->ep, evs, RLOOP_EVENTS, 1000);
-
+	do {
+		n = epoll_wait(L->ep, evs, RLOOP_EVENTS, 0);
 		for (int i = 0; i < n; i++) {
-			if (evs[i].data.ptr == NULL)
-				take_queue(L);
+			int fd = evs[i].data.fd;
+
+			if (fd == L->tfd)
+				sweep(L);
+			else if (fd < L->nowner && L->owner[fd] != NULL)
+				job_event(L, L->owner[fd], evs[i].events);
 			else
-				job_event(L, evs[i].data.ptr, evs[i].events);
+				idle_event(L, fd, evs[i].events);
 		}
-		if (L->active != NULL)
-			sweep(L);
-		if (atomic_load(&stopping) && L->active == NULL && L->queue == NULL)
-			break;
+	} while (n == RLOOP_EVENTS);
+}
+
+static void rloop_free(rloop_t *L)
+{
+	while (L->active != NULL) { /* none once the HTTP server stopped: its requests were all answered */
+		rjob_t *j = L->active;
+
+		close(job_detach_fd(L, j));
+		active_unlink(L, j);
+		job_free(L, j);
 	}
+	for (int k = 0; k < L->nidle; k++)
+		close(L->idle[k].fd);
+	for (int k = 0; k < atomic_load(&L->nback); k++)
+		close(L->back[k].fd);
+	while (L->nbufs > 0)
+		free(L->bufs[--L->nbufs]);
+	if (L->ep >= 0)
+		close(L->ep);
+	if (L->tfd >= 0)
+		close(L->tfd);
+	free(L->owner);
+	pthread_mutex_destroy(&L->mu);
+	free(L);
+}
+
+/* This loop thread's relay loop, made and watched on first use; NULL off a loop thread. */
+static rloop_t *rloop_mine(void)
+{
+	struct itimerspec tick = {.it_interval = {.tv_sec = 1}, .it_value = {.tv_sec = 1}};
+	struct epoll_event ev = {.events = EPOLLIN};
+	rloop_t *L;
+
+	if (my_loop != NULL || my_loop_failed)
+		return my_loop;
+	my_loop_failed = true;
+	if ((L = calloc(1, sizeof(*L))) == NULL)
+		return NULL;
+	pthread_mutex_init(&L->mu, NULL);
+	L->ep = epoll_create1(EPOLL_CLOEXEC);
+	L->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	ev.data.fd = L->tfd;
+	if (L->ep < 0 || L->tfd < 0 || timerfd_settime(L->tfd, 0, &tick, NULL) != 0 ||
+	    epoll_ctl(L->ep, EPOLL_CTL_ADD, L->tfd, &ev) != 0)
+		goto fail;
+	pthread_mutex_lock(&loops_mu);
+	if (nloops == RLOOP_LOOPS_MAX || ft_httpd_watch(L->ep, rloop_run, L) != 0) {
+		pthread_mutex_unlock(&loops_mu);
+		goto fail;
+	}
+	loops[nloops++] = L;
+	pthread_mutex_unlock(&loops_mu);
+	my_loop = L;
+	my_loop_failed = false;
+	return L;
+fail:
+	rloop_free(L);
 	return NULL;
 }
 
 /* ---- interface ---- */
 
-int px_s3_rloop_start(int threads)
+void px_s3_rloop_start(void)
 {
-	if (threads > RLOOP_THREADS_MAX)
-		threads = RLOOP_THREADS_MAX;
-	atomic_store(&stopping, false);
-	for (nloops = 0; nloops < threads; nloops++) {
-		rloop_t *L = &loops[nloops];
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-
-		memset(L, 0, sizeof(*L));
-		pthread_mutex_init(&L->mu, NULL);
-		L->ep = epoll_create1(EPOLL_CLOEXEC);
-		L->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (L->ep < 0 || L->evfd < 0 || epoll_ctl(L->ep, EPOLL_CTL_ADD, L->evfd, &ev) != 0 ||
-		    pthread_create(&L->tid, NULL, rloop_main, L) != 0) {
-			if (L->ep >= 0)
-				close(L->ep);
-			if (L->evfd >= 0)
-				close(L->evfd);
-			pthread_mutex_destroy(&L->mu);
-			px_s3_rloop_stop();
-			return -1;
-		}
-	}
-	return 0;
+	atomic_store(&running, true);
 }
 
 void px_s3_rloop_stop(void)
 {
-	atomic_store(&stopping, true);
-	for (int i = 0; i < nloops; i++) {
-		rloop_t *L = &loops[i];
-		uint64_t one = 1;
-
-		if (write(L->evfd, &one, sizeof(one)) < 0)
-			ft_debug("s3 relay loop: eventfd write: %s", strerror(errno));
-		pthread_join(L->tid, NULL);
-		for (int k = 0; k < L->nidle; k++)
-			close(L->idle[k].fd);
-		for (int k = 0; k < atomic_load(&L->nback); k++)
-			close(L->back[k].fd);
-		while (L->nbufs > 0)
-			free(L->bufs[--L->nbufs]);
-		close(L->ep);
-		close(L->evfd);
-		pthread_mutex_destroy(&L->mu);
-	}
+	atomic_store(&running, false);
+	pthread_mutex_lock(&loops_mu);
+	for (int i = 0; i < nloops; i++)
+		rloop_free(loops[i]);
 	nloops = 0;
+	pthread_mutex_unlock(&loops_mu);
 }
 
 bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, char *req, size_t len)
 {
 	rjob_t *j;
 	rloop_t *L;
-	uint64_t one = 1;
-	bool wake;
 
-	if (nloops == 0 || atomic_load(&stopping) || strlen(hostport) >= RLOOP_HOSTPORT ||
+	if (!atomic_load(&running) || strlen(hostport) >= RLOOP_HOSTPORT || (L = rloop_mine()) == NULL ||
 	    (j = calloc(1, sizeof(*j))) == NULL) {
 		free(req);
 		return false;
@@ -563,14 +640,15 @@ bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, char *req, size_t 
 	j->req_len = len;
 	j->fd = -1;
 	snprintf(j->hostport, sizeof(j->hostport), "%s", hostport);
-	L = &loops[atomic_fetch_add(&next_loop, 1) % (unsigned)nloops];
-	pthread_mutex_lock(&L->mu);
-	wake = L->queue == NULL; /* a non-empty queue already has its wake-up pending */
-	j->next = L->queue;
-	L->queue = j;
-	pthread_mutex_unlock(&L->mu);
-	if (wake && write(L->evfd, &one, sizeof(one)) < 0)
-		ft_debug("s3 relay loop: eventfd write: %s", strerror(errno));
+	j->next = L->active;
+	if (L->active != NULL)
+		L->active->prev = j;
+	L->active = j;
+	j->deadline_ns = ft_now_ns() + (int64_t)PX_S3_RELAY_TIMEOUT_MS * 1000000;
+	j->buf = buf_take(L);
+	j->cap = RLOOP_BUF0;
+	if (j->buf == NULL || !job_connect(L, j, false))
+		job_handoff(L, j, false);
 	return true;
 }
 
@@ -579,18 +657,22 @@ bool px_s3_rloop_give(int fd, const char *hostport)
 	rloop_t *L;
 	bool taken = false;
 
-	if (nloops == 0 || atomic_load(&stopping) || strlen(hostport) >= RLOOP_HOSTPORT)
+	if (!atomic_load(&running) || strlen(hostport) >= RLOOP_HOSTPORT)
 		return false;
-	L = &loops[atomic_fetch_add(&next_back, 1) % (unsigned)nloops];
-	pthread_mutex_lock(&L->mu);
-	int n = atomic_load(&L->nback);
-	if (n < RLOOP_BACK_MAX) {
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-		L->back[n].fd = fd;
-		snprintf(L->back[n].hostport, sizeof(L->back[n].hostport), "%s", hostport);
-		atomic_store(&L->nback, n + 1);
-		taken = true;
+	pthread_mutex_lock(&loops_mu);
+	if (nloops > 0) {
+		L = loops[atomic_fetch_add(&next_back, 1) % (unsigned)nloops];
+		pthread_mutex_lock(&L->mu);
+		int n = atomic_load(&L->nback);
+		if (n < RLOOP_BACK_MAX) {
+			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+			L->back[n].fd = fd;
+			snprintf(L->back[n].hostport, sizeof(L->back[n].hostport), "%s", hostport);
+			atomic_store(&L->nback, n + 1);
+			taken = true;
+		}
+		pthread_mutex_unlock(&L->mu);
 	}
-	pthread_mutex_unlock(&L->mu);
+	pthread_mutex_unlock(&loops_mu);
 	return taken;
 }

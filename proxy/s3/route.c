@@ -84,11 +84,9 @@ px_s3_t *px_s3_init(const px_s3_host_t *host, char *err, size_t errlen)
 		goto fail;
 	}
 	s->key_ready = true;
-	/* one relay loop per CPU (at most 4): small GETs relayed without a worker (relay_loop.c) */
-	if (px_s3_rloop_start((int)sysconf(_SC_NPROCESSORS_ONLN)) != 0)
-		ft_warn("s3: no GET relay loop (%s): every GET goes through a worker", strerror(errno));
-	else
-		s->rloop_ready = true;
+	/* the HTTP loop threads relay GETs themselves: small ones without a worker (relay_loop.c) */
+	px_s3_rloop_start();
+	s->rloop_ready = true;
 	curl_owner = s;
 	report_keys(s);
 	return s;

@@ -277,14 +277,14 @@ void px_s3_relay_done(px_s3_relay_t *rl, bool body_read);
 
 /* ---- relay_loop.c: the GET relay's event loop (see its DESIGN) ---- */
 #define PX_S3_RLOOP_SMALL (64 * 1024) /* bodies up to this size are answered by the relay loop in one call */
-/* Starts threads relay loops (at most 4): 0, or -1 with none running. */
-int px_s3_rloop_start(int threads);
-/* Stops them once their requests are answered (the HTTP server stopped first); idle connections closed. */
+/* Lets the HTTP server's loop threads relay GETs (each makes its relay loop on its first one). */
+void px_s3_rloop_start(void);
+/* Frees the relay loops and closes their connections; the HTTP server stopped first (its loop threads ended). */
 void px_s3_rloop_stop(void);
 /*
- * Any thread: hands q's GET (the request text req of len bytes, malloc'd and taken) for the target
- * at hostport to a relay loop, which answers q or hands it to a worker (get.c). False when no loop
- * runs (req freed; q is still the caller's).
+ * A loop thread: hands q's GET (the request text req of len bytes, malloc'd and taken) for the
+ * target at hostport to this thread's relay loop, which answers q or hands it to a worker (get.c).
+ * False off a loop thread or when relaying is stopped (req freed; q is still the caller's).
  */
 bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, char *req, size_t len);
 /* Any thread: a kept-alive connection to hostport (its last answer read whole) goes to a relay loop's idle pool; false when none takes it (fd still the caller's). */

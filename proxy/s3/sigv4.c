@@ -27,44 +27,63 @@
 
 /* ---- query lookups ---- */
 
-/* Whether the query piece s[0..n), decoded, is name (no allocation: this runs on every request). */
-static int decoded_equals(const char *s, size_t n, const char *name)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		if (*name == '\0' || (char)ft_pct_next(s, n, &i, FT_PCT_PLUS_SPACE) != *name)
-			return 0;
-		name++;
-	}
-	return *name == '\0';
-}
-
 /*
- * Finds query parameter name (compared after decoding); stores the decoded value of the first
- * occurrence in val when val != NULL. Returns the number of occurrences, -1 on allocation failure.
+ * The query parameters verification reads, found in one pass over the query (each name decoded
+ * once): for each, how often it occurs and the raw value of its first occurrence.
  */
-static int query_get(const char *query, const char *name, ft_strbuf_t *val)
-{
-	int count = 0;
+enum {
+	QP_ALGORITHM = 0,
+	QP_CREDENTIAL,
+	QP_SIGNATURE,
+	QP_DATE,
+	QP_EXPIRES,
+	QP_SIGNED_HEADERS,
+	QP_V2_KEY,
+	QP_V2_SIGNATURE,
+	QP_COUNT
+};
 
+static const char *const qp_names[QP_COUNT] = {
+	[QP_ALGORITHM] = "X-Amz-Algorithm", [QP_CREDENTIAL] = "X-Amz-Credential",
+	[QP_SIGNATURE] = "X-Amz-Signature", [QP_DATE] = "X-Amz-Date",
+	[QP_EXPIRES] = "X-Amz-Expires",     [QP_SIGNED_HEADERS] = "X-Amz-SignedHeaders",
+	[QP_V2_KEY] = "AWSAccessKeyId",     [QP_V2_SIGNATURE] = "Signature",
+};
+
+typedef struct {
+	int count;
+	const char *val; /* raw, not decoded; NULL for a piece without '=' */
+	size_t val_len;
+} qparam_t;
+
+#define QP_NAME_MAX 32 /* longer than any name of qp_names */
+
+static void query_scan(const char *query, qparam_t out[QP_COUNT])
+{
+	memset(out, 0, QP_COUNT * sizeof(out[0]));
 	for (const char *p = query ? query : ""; *p;) {
 		size_t len = strcspn(p, "&");
 		const char *eq = memchr(p, '=', len);
-		size_t name_len = eq ? (size_t)(eq - p) : len;
+		size_t name_len = eq ? (size_t)(eq - p) : len, i = 0, n = 0;
+		char name[QP_NAME_MAX];
 
-		if (decoded_equals(p, name_len, name) && count++ == 0 && val != NULL) {
-			ft_strbuf_add(val, "", 0);
-			if (eq)
-				ft_pct_decode_buf(val, eq + 1, len - name_len - 1, FT_PCT_PLUS_SPACE);
-			if (val->failed)
-				return -1;
+		while (i < name_len && n < sizeof(name))
+			name[n++] = (char)ft_pct_next(p, name_len, &i, FT_PCT_PLUS_SPACE);
+		if (i == name_len) { /* whole name decoded: one of ours? */
+			for (int k = 0; k < QP_COUNT; k++) {
+				if (strlen(qp_names[k]) != n || memcmp(qp_names[k], name, n) != 0)
+					continue;
+				if (out[k].count++ == 0 && eq != NULL) {
+					out[k].val = eq + 1;
+					out[k].val_len = len - name_len - 1;
+				}
+				break;
+			}
 		}
 		p += len;
 		if (*p == '&')
 			p++;
 	}
-	return count;
 }
 
 /* ---- verification ---- */
@@ -247,32 +266,34 @@ static ft_sigv4_result_t claim_from_header(const ft_sigv4_request_t *req, const 
 }
 
 /* One required presigned parameter, exactly once, decoded into val. */
-static int query_required(const char *query, const char *name, ft_strbuf_t *val)
+static int query_required(const qparam_t *qp, ft_strbuf_t *val)
 {
-	int n = query_get(query, name, val);
-
-	return n == 1 && !val->failed && val->p != NULL ? 0 : -1;
+	if (qp->count != 1)
+		return -1;
+	ft_strbuf_add(val, "", 0);
+	if (qp->val != NULL)
+		ft_pct_decode_buf(val, qp->val, qp->val_len, FT_PCT_PLUS_SPACE);
+	return !val->failed && val->p != NULL ? 0 : -1;
 }
 
-/* Presigned form: everything from the X-Amz-* query parameters. */
-static ft_sigv4_result_t claim_from_query(const ft_sigv4_request_t *req, claim_t *c)
+/* Presigned form: everything from the X-Amz-* query parameters (qp, from query_scan). */
+static ft_sigv4_result_t claim_from_query(const qparam_t qp[QP_COUNT], claim_t *c)
 {
 	ft_strbuf_t alg = {0}, cred = {0}, date = {0}, expires = {0}, signed_headers = {0}, sig = {0};
 	ft_sigv4_result_t r = FT_SIGV4_MALFORMED;
 	char *end = NULL;
 
 	c->presigned = 1;
-	if (query_required(req->query, "X-Amz-Algorithm", &alg) != 0)
+	if (query_required(&qp[QP_ALGORITHM], &alg) != 0)
 		goto out;
 	if (strcmp(alg.p, FT_SIGV4_ALGORITHM) != 0) {
 		r = FT_SIGV4_UNSUPPORTED;
 		goto out;
 	}
-	if (query_required(req->query, "X-Amz-Credential", &cred) != 0 ||
-	    query_required(req->query, "X-Amz-Date", &date) != 0 ||
-	    query_required(req->query, "X-Amz-Expires", &expires) != 0 ||
-	    query_required(req->query, "X-Amz-SignedHeaders", &signed_headers) != 0 ||
-	    query_required(req->query, "X-Amz-Signature", &sig) != 0)
+	if (query_required(&qp[QP_CREDENTIAL], &cred) != 0 || query_required(&qp[QP_DATE], &date) != 0 ||
+	    query_required(&qp[QP_EXPIRES], &expires) != 0 ||
+	    query_required(&qp[QP_SIGNED_HEADERS], &signed_headers) != 0 ||
+	    query_required(&qp[QP_SIGNATURE], &sig) != 0)
 		goto out;
 	if (parse_credential(cred.p, cred.len, c) != 0 || ft_date_parse_exact(date.p, FT_DATE_AMZ, &c->when) != 0 ||
 	    set_signed_headers(c, signed_headers.p, signed_headers.len) != 0 ||
@@ -356,21 +377,18 @@ out:
 	return r;
 }
 
-/* Any X-Amz-Algorithm/-Credential/-Signature in the query marks a presigned request. */
-static int has_presign_params(const char *query)
-{
-	return query_get(query, "X-Amz-Algorithm", NULL) != 0 || query_get(query, "X-Amz-Credential", NULL) != 0 ||
-	       query_get(query, "X-Amz-Signature", NULL) != 0;
-}
-
 ft_sigv4_result_t ft_sigv4_verify(const ft_sigv4_request_t *req, time_t now, ft_sigv4_secret_fn secret, void *ctx,
 				  ft_sigv4_auth_t *out)
 {
 	const char *authorization = ft_sigv4_header(req, "authorization");
-	int presigned = has_presign_params(req->query);
+	qparam_t qp[QP_COUNT];
+	int presigned;
 	claim_t claim;
 	ft_sigv4_result_t r;
 
+	query_scan(req->query, qp);
+	/* any X-Amz-Algorithm/-Credential/-Signature in the query marks a presigned request */
+	presigned = qp[QP_ALGORITHM].count != 0 || qp[QP_CREDENTIAL].count != 0 || qp[QP_SIGNATURE].count != 0;
 	memset(&claim, 0, sizeof(claim));
 	if (out != NULL) {
 		memset(out, 0, sizeof(*out));
@@ -381,8 +399,8 @@ ft_sigv4_result_t ft_sigv4_verify(const ft_sigv4_request_t *req, time_t now, ft_
 	if (authorization != NULL)
 		r = claim_from_header(req, authorization, &claim);
 	else if (presigned)
-		r = claim_from_query(req, &claim);
-	else if (query_get(req->query, "AWSAccessKeyId", NULL) > 0 && query_get(req->query, "Signature", NULL) > 0)
+		r = claim_from_query(qp, &claim);
+	else if (qp[QP_V2_KEY].count > 0 && qp[QP_V2_SIGNATURE].count > 0)
 		return FT_SIGV4_UNSUPPORTED; /* SigV2 presigned URL */
 	else
 		return FT_SIGV4_ANONYMOUS;

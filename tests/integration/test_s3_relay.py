@@ -156,6 +156,32 @@ def test_answers_whole_in_turn_on_one_connection(make_cluster):
         conn.close()
 
 
+def test_long_answer_heads_relayed_whole(make_cluster):
+    """Objects whose target answer head is longer than the relay loop's first look at it (2 KiB:
+    ~1.9 KiB of user metadata and a 0.5 KiB Content-Disposition), small and larger, in turn on one
+    kept-alive connection: each body, its metadata and its headers whole."""
+    h = make_cluster(targets=1)
+    s3 = s3util.client(h)
+    b = s3util.bucket_name("relayhead")
+    s3.create_bucket(Bucket=b)
+    meta = {"m%02d" % i: ("v%02d" % i) * 20 for i in range(30)}  # 30 * (3 + 60) = 1890 bytes
+    disposition = 'attachment; filename="%s.bin"' % ("d" * 480)
+    objs = {"small": os.urandom(16 * 1024), "edge": os.urandom(62 * 1024), "mid": os.urandom(200 * 1024)}
+    for k, v in objs.items():
+        s3.put_object(Bucket=b, Key=k, Body=v, Metadata=meta, ContentDisposition=disposition)
+    u = urllib.parse.urlsplit(h.url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    try:
+        for _ in range(3):
+            for k, v in objs.items():
+                st, hd, body = raw_get(conn, presigned_get(s3, b, k))
+                assert (st, int(hd["content-length"]), body) == (200, len(v), v), k
+                assert hd["content-disposition"] == disposition, k
+                assert {n: hd.get("x-amz-meta-" + n) for n in meta} == meta, k
+    finally:
+        conn.close()
+
+
 def test_small_gets_whole_or_failed_while_a_target_dies(make_cluster):
     """Many small GETs in flight while one target is killed: every 200 carries the object's exact
     bytes (never a short or foreign body), and the other target's objects keep being served."""

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -103,6 +104,32 @@ static void defer_work(ft_req_t *r, void *arg)
 	usleep(20000);
 	ft_resp_header(r, "X-Off-Loop", pthread_equal(pthread_self(), *handler_thread) ? "0" : "1");
 	ft_resp_bytes(r, 200, "text/plain", "deferred", 8);
+}
+
+/* ---- ft_httpd_watch: an eventfd watched by the loop thread that handled /watch ---- */
+
+static int g_watch_fd = -1;
+static pthread_t g_watch_loop;      /* the thread that handled /watch */
+static atomic_int g_watch_calls;    /* watch_fn calls that consumed a write */
+static atomic_int g_watch_off_loop; /* watch_fn calls on another thread than g_watch_loop, or with another arg */
+
+static void watch_fn(void *arg)
+{
+	uint64_t v;
+
+	if (arg != &g_watch_fd || !pthread_equal(pthread_self(), g_watch_loop))
+		atomic_fetch_add(&g_watch_off_loop, 1);
+	if (read(g_watch_fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		atomic_fetch_add(&g_watch_calls, 1);
+}
+
+static void handle_watch(ft_req_t *r)
+{
+	int rc;
+
+	g_watch_loop = pthread_self();
+	rc = ft_httpd_watch(g_watch_fd, watch_fn, &g_watch_fd);
+	ft_resp_bytes(r, 200, "text/plain", rc == 0 ? "0" : "-1", rc == 0 ? 1 : 2);
 }
 
 static void gone_hook(void *arg)
@@ -531,6 +558,8 @@ static void handler(ft_req_t *r, void *ctx)
 		handle_file(r, false);
 	} else if (strcmp(path, "/file-short") == 0) {
 		handle_file(r, true);
+	} else if (strcmp(path, "/watch") == 0) {
+		handle_watch(r);
 	} else if (strcmp(path, "/query") == 0) {
 		const char *a = ft_req_query(r, "a"), *b = ft_req_query(r, "b"), *c = ft_req_query(r, "c"),
 			   *d = ft_req_query(r, "d");
@@ -1015,6 +1044,32 @@ static void test_body_reset(void **state)
 	wait_atomic(&g_end_err, -ECONNRESET, 3000);
 }
 
+/* A watched fd calls its function on the loop thread that asked, once per wake-up, for as long as the loop runs. */
+static void test_watch(void **state)
+{
+	cli_t c;
+	resp_t r;
+	uint64_t one = 1;
+
+	(void)state;
+	assert_true(g_watch_fd >= 0); /* made in setup, before the loop threads (ThreadSanitizer sees no io_uring) */
+	assert_int_equal(ft_httpd_watch(g_watch_fd, watch_fn, &g_watch_fd), -1); /* not a loop thread */
+	cli_open(&c);
+	get(&c, "/watch", &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "0");
+	resp_free(&r);
+	for (int i = 1; i <= 3; i++) { /* each write a new wake-up: the poll stays armed */
+		assert_int_equal(write(g_watch_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+		wait_atomic(&g_watch_calls, i, 3000);
+	}
+	assert_int_equal(atomic_load(&g_watch_off_loop), 0);
+	get(&c, "/query?a=1", &r); /* the loop still serves requests */
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	cli_close(&c);
+}
+
 static void test_defer(void **state)
 {
 	cli_t c;
@@ -1350,6 +1405,14 @@ static void test_query_path_headers(void **state)
 	cli_open(&c);
 	get(&c, "/query?a=1&b=x+y%20z&c&a=2&d=%zz", &r);
 	assert_string_equal(r.body, "a=1|b=x y z|c=|d=%zz|qs=a=1&b=x+y%20z&c&a=2&d=%zz");
+	resp_free(&r);
+	/* the next request on the connection decodes its own query (none of the one before is kept); a name
+	 * is compared decoded and whole: "%64" is d, "a%00" is not a */
+	get(&c, "/query?%64=7&a%00=no&b", &r);
+	assert_string_equal(r.body, "a=NULL|b=|c=NULL|d=7|qs=%64=7&a%00=no&b");
+	resp_free(&r);
+	get(&c, "/query", &r);
+	assert_string_equal(r.body, "a=NULL|b=NULL|c=NULL|d=NULL|qs=");
 	resp_free(&r);
 	get(&c, "/path/a%00b%2Fc+d?x=1", &r);
 	assert_int_equal(r.body_len, 13);
@@ -2561,6 +2624,7 @@ static int setup(void **state)
 	if (fd < 0 || write(fd, file_data, FILE_SIZE) != FILE_SIZE)
 		return -1;
 	close(fd);
+	g_watch_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	srv = start_server(10000, 10000, 10000, &srv_port);
 	return 0;
 }
@@ -2569,6 +2633,8 @@ static int teardown(void **state)
 {
 	(void)state;
 	ft_httpd_stop(srv);
+	if (g_watch_fd >= 0)
+		close(g_watch_fd); /* watched until the loops ended */
 	unlink(file_path);
 	free(file_data);
 	return 0;
@@ -2579,6 +2645,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_get_small),
 		cmocka_unit_test(test_head),
+		cmocka_unit_test(test_watch),
 		cmocka_unit_test(test_keepalive_three),
 		cmocka_unit_test(test_pipelined),
 		cmocka_unit_test(test_put_streamed),

@@ -942,6 +942,52 @@ static void test_presigned_example(void **state)
 	assert_verify(&t, date, FT_SIGV4_OK);
 }
 
+static const char *rotated_secret(void *ctx, const char *access_key)
+{
+	(void)ctx;
+	return strcmp(access_key, "AKIAIOSFODNN7EXAMPLE") == 0 ? "a/rotated/secret/for/the/same/key/id0000" : NULL;
+}
+
+/*
+ * Every request is verified in full even with its signing key cached: a bad signature after good
+ * ones, and a good one after the key id's secret changed, are refused; the query is read in one
+ * pass, so a repeated parameter and names spelled with escapes are checked there.
+ */
+static void test_presigned_after_cached_key(void **state)
+{
+	const time_t now = at(S3_DATE) + 60;
+	treq_t t;
+
+	(void)state;
+	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, S3_DATE, "86400", "host", PRESIGNED_SIG));
+	assert_verify(&t, now, FT_SIGV4_OK);
+	assert_verify(&t, now, FT_SIGV4_OK); /* the key is cached now */
+	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, S3_DATE, "86400", "host",
+					      "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d40f"));
+	assert_verify(&t, now, FT_SIGV4_MISMATCH);
+	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, S3_DATE, "86400", "host", PRESIGNED_SIG));
+	assert_int_equal(ft_sigv4_verify(&t.r, now, rotated_secret, NULL, NULL), FT_SIGV4_MISMATCH);
+	assert_verify(&t, now, FT_SIGV4_OK);
+	/* a parameter given twice is malformed, even with the same value */
+	presigned_request(&t, PRESIGNED_QUERY("AWS4-HMAC-SHA256", PS_CRED, S3_DATE, "86400", "host",
+					      PRESIGNED_SIG) "&X-Amz-Expires=86400");
+	assert_verify(&t, now, FT_SIGV4_MALFORMED);
+	/* names are compared decoded: "X-Amz-%44ate" is X-Amz-Date (then the canonical query differs) */
+	presigned_request(&t, "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" PS_CRED "&X-Amz-%44ate=" S3_DATE
+			      "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=" PRESIGNED_SIG);
+	assert_verify(&t, now, FT_SIGV4_OK);
+	presigned_request(&t, "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" PS_CRED "&X-Amz-Date%00=" S3_DATE
+			      "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=" PRESIGNED_SIG);
+	assert_verify(&t, now, FT_SIGV4_MALFORMED); /* "X-Amz-Date\0" is not X-Amz-Date: no date */
+	/* one presigned parameter alone marks the request presigned (and malformed) */
+	presigned_request(&t, "X-Amz-Signature=" PRESIGNED_SIG);
+	assert_verify(&t, now, FT_SIGV4_MALFORMED);
+	presigned_request(&t, "AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE&Signature=abc&Expires=1");
+	assert_verify(&t, now, FT_SIGV4_UNSUPPORTED);
+	presigned_request(&t, "x-amz-signature=" PRESIGNED_SIG); /* names are case-sensitive: anonymous */
+	assert_verify(&t, now, FT_SIGV4_ANONYMOUS);
+}
+
 static void test_presigned_tampering(void **state)
 {
 	const time_t now = at(S3_DATE) + 60;
@@ -2178,6 +2224,7 @@ int main(void)
 		cmocka_unit_test(test_canonical_forms),
 		cmocka_unit_test(test_presigned_example),
 		cmocka_unit_test(test_presigned_tampering),
+		cmocka_unit_test(test_presigned_after_cached_key),
 		cmocka_unit_test(test_header_parsing),
 		cmocka_unit_test(test_header_dates),
 		cmocka_unit_test(test_sign_then_verify),

@@ -219,25 +219,33 @@ def test_cached_gets_go_on_while_an_uncached_read_waits_for_the_disk(pcluster, o
 SLOW = 8 * KIB  # bytes/s of the small-object test's throttle: a 16 KiB read takes about 2 s
 
 
+def throttled_bucket(pcluster, prefix, name, size, rate):
+    """A new bucket holding a 16 KiB object "warm", read once (cached), and name (size random bytes), whose
+    mountpath's disk is to be throttled to rate bytes/s; skips the test where throttling is impossible here.
+    Returns (api, bucket, target URL, session, warm bytes, name's bytes, name's file, Throttle)."""
+    a = Api(pcluster.url)
+    b = prefix + uuid.uuid4().hex[:8]
+    a.create_bucket(b)
+    warm, data = os.urandom(16 * KIB), os.urandom(size)
+    a.put(b, "warm", warm)
+    a.put(b, name, data)
+    url = target_url(pcluster)
+    s = session("")
+    assert s.get(url + "/v1/objects/%s/warm" % b, timeout=TIMEOUT).content == warm
+    path = obj_file(pcluster, b, name)
+    thr = Throttle(path, rate)
+    if thr.why:
+        a.destroy_bucket(b, expect=None)
+        pytest.skip(thr.why)
+    return a, b, url, s, warm, data, path, thr
+
+
 def test_second_get_of_a_small_object_being_read_does_not_wait_on_the_loop(pcluster):
     """An evicted 16 KiB object is being read for a first GET (its pages are in the page cache, locked
     until the slow disk delivers them); a second GET of it arrives. cachestat(2) counts those pages, so
     sendfile(2) would wait for the disk on the only loop thread: GETs of a cached object on a third
     connection must all be served while both GETs of the evicted one still wait (ordering, not timing)."""
-    a = Api(pcluster.url)
-    b = "pcw-" + uuid.uuid4().hex[:8]
-    a.create_bucket(b)
-    warm, cold = os.urandom(16 * KIB), os.urandom(16 * KIB)
-    a.put(b, "warm", warm)
-    a.put(b, "cold", cold)
-    url = target_url(pcluster)
-    s = session("")
-    assert s.get(url + "/v1/objects/%s/warm" % b, timeout=TIMEOUT).content == warm
-    path = obj_file(pcluster, b, "cold")
-    thr = Throttle(path, SLOW)
-    if thr.why:
-        a.destroy_bucket(b, expect=None)
-        pytest.skip(thr.why)
+    a, b, url, s, warm, cold, path, thr = throttled_bucket(pcluster, "pcw-", "cold", 16 * KIB, SLOW)
     pid = pcluster.c.targets[0].pid
     evict(path)
     assert cached_pages(path) in (0, None)
@@ -289,20 +297,7 @@ def test_stream_sendfile_of_an_evicted_object_waits_on_a_worker(pcluster):
     """GetBatch sends a large item with the worker streams' sendfile: the worker makes the range resident
     (waiting for a disk throttled to 1 MiB/s, 4 s for the item) before the loop sends it, so the only
     loop thread serves GETs of a cached object on another connection meanwhile (ordering, not timing)."""
-    a = Api(pcluster.url)
-    b = "pcb-" + uuid.uuid4().hex[:8]
-    a.create_bucket(b)
-    warm, item = os.urandom(16 * KIB), os.urandom(4 * MIB)
-    a.put(b, "warm", warm)
-    a.put(b, "item", item)
-    url = target_url(pcluster)
-    s = session("")
-    assert s.get(url + "/v1/objects/%s/warm" % b, timeout=TIMEOUT).content == warm
-    path = obj_file(pcluster, b, "item")
-    thr = Throttle(path, MIB)
-    if thr.why:
-        a.destroy_bucket(b, expect=None)
-        pytest.skip(thr.why)
+    a, b, url, s, warm, item, path, thr = throttled_bucket(pcluster, "pcb-", "item", 4 * MIB, MIB)
     pid = pcluster.c.targets[0].pid
     evict(path)
     out = {}

@@ -205,12 +205,17 @@ static void idle_give(rloop_t *L, int fd, const char *hostport)
 	L->nidle++;
 }
 
-/* A non-blocking connect to hostport ("host:port", numeric port) started; the fd, or -1. */
+/*
+ * A non-blocking connect to hostport ("host:port", numeric port) started; the fd, or -1. Only a
+ * numeric address is dialed here: a name's lookup can wait on the resolver, which must not stall
+ * the loop thread, so a target advertised by name is dialed by a worker (job_handoff), whose
+ * connection comes back to the loops kept alive (px_s3_rloop_give).
+ */
 static int dial(const char *hostport)
 {
 	char host[256];
 	const char *colon = strrchr(hostport, ':');
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai = NULL;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV | AI_NUMERICHOST}, *ai = NULL;
 	struct timeval tv = {.tv_sec = PX_S3_RELAY_TIMEOUT_MS / 1000};
 	int fd, one = 1;
 

@@ -118,21 +118,27 @@ def error_code(body):
     return m.group(1).decode() if m else None
 
 
+def one_connection(make_cluster, prefix, objs, **put_args):
+    """A one-target cluster with a new bucket holding objs (PUT with put_args), and one kept-alive client
+    connection to its proxy: (s3 client, bucket, connection); the caller closes the connection."""
+    h = make_cluster(targets=1)
+    s3 = s3util.client(h)
+    b = s3util.bucket_name(prefix)
+    s3.create_bucket(Bucket=b)
+    for k, v in objs.items():
+        s3.put_object(Bucket=b, Key=k, Body=v, **put_args)
+    u = urllib.parse.urlsplit(h.url)
+    return s3, b, http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+
+
 def test_answers_whole_in_turn_on_one_connection(make_cluster):
     """Small bodies (answered by the relay loop), larger ones (handed to a worker with the bytes the
     loop read), ranges, an empty object and the target's error answers, in turn on one kept-alive
     client connection: each whole, the errors S3 XML with the target's reason."""
-    h = make_cluster(targets=1)
-    s3 = s3util.client(h)
-    b = s3util.bucket_name("relay")
-    s3.create_bucket(Bucket=b)
     objs = {"small": os.urandom(16 * 1024), "mid": os.urandom(100 * 1024), "big": os.urandom(3 * MIB),
             "empty": b""}
-    for k, v in objs.items():
-        s3.put_object(Bucket=b, Key=k, Body=v)
+    s3, b, conn = one_connection(make_cluster, "relay", objs)
     etag = s3.head_object(Bucket=b, Key="small")["ETag"]
-    u = urllib.parse.urlsplit(h.url)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
     try:
         for _ in range(3):
             for k, v in objs.items():
@@ -160,17 +166,10 @@ def test_long_answer_heads_relayed_whole(make_cluster):
     """Objects whose target answer head is longer than the relay loop's first look at it (2 KiB:
     ~1.9 KiB of user metadata and a 0.5 KiB Content-Disposition), small and larger, in turn on one
     kept-alive connection: each body, its metadata and its headers whole."""
-    h = make_cluster(targets=1)
-    s3 = s3util.client(h)
-    b = s3util.bucket_name("relayhead")
-    s3.create_bucket(Bucket=b)
     meta = {"m%02d" % i: ("v%02d" % i) * 20 for i in range(30)}  # 30 * (3 + 60) = 1890 bytes
     disposition = 'attachment; filename="%s.bin"' % ("d" * 480)
     objs = {"small": os.urandom(16 * 1024), "edge": os.urandom(62 * 1024), "mid": os.urandom(200 * 1024)}
-    for k, v in objs.items():
-        s3.put_object(Bucket=b, Key=k, Body=v, Metadata=meta, ContentDisposition=disposition)
-    u = urllib.parse.urlsplit(h.url)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    s3, b, conn = one_connection(make_cluster, "relayhead", objs, Metadata=meta, ContentDisposition=disposition)
     try:
         for _ in range(3):
             for k, v in objs.items():

@@ -32,10 +32,11 @@
  * once on a kept-alive connection of its own (px_s3_rloop_submit) and reads the answer as it
  * comes, and the answer goes to the client from the same thread: no hand-over to another thread
  * and back, no wake-up, no lock on the way. A 200/206 whose body is at most PX_S3_RLOOP_SMALL, and
- * a small error answer, is answered in one response call (px_s3_get_answer). The head is only
- * peeked at until it is whole, so anything else - a large body, a redirect, a chunked answer -
- * goes on a worker with the connection, its head read and its body untouched in the socket
- * (px_s3_get_handoff), and the worker splices it as before. A connection that failed before a
+ * a small error answer, is answered in one response call (px_s3_get_answer). The answer is read
+ * into the job's buffer from the first byte (no peek: one receive takes a small answer whole), so
+ * anything else - a large body, a redirect, a chunked answer - goes on a worker with the
+ * connection and the bytes read so far, the head and the first body bytes (px_s3_get_handoff),
+ * and the worker sends those, then splices the rest. A connection that failed before a
  * whole answer goes to a worker with none, which asks again (and retries on a new owner when the
  * target is dead). Nothing reaches the client from here except one whole answer, so every
  * fallback may repeat the GET. A timerfd in each epoll set sweeps the jobs of a silent target
@@ -54,7 +55,6 @@
 #define RLOOP_LOOPS_MAX 64 /* loop threads with a relay loop */
 #define RLOOP_IDLE_MAX 256
 #define RLOOP_BUF0 (32 * 1024) /* first buffer of a job: a head and a 16 KiB body (> PX_S3_TARGET_HEAD_MAX) */
-#define RLOOP_PEEK 2048        /* first look at a head: a peek copies, so not the body behind it as well */
 #define RLOOP_EVENTS 64
 #define RLOOP_HOSTPORT 272
 #define RLOOP_BACK_MAX 64 /* connections given back by workers, waiting for their loop */
@@ -411,23 +411,22 @@ static bool job_small(rjob_t *j, const ft_hp_resp_head_t *h)
 }
 
 /*
- * Until the head is whole it is only peeked at, so that no body byte of an answer a worker takes
- * over leaves the socket (the worker then splices the body, or reads the head itself when it came
- * in pieces). A peek copies what it returns, so the first one looks at RLOOP_PEEK bytes only: a
- * small answer's body is copied once, by the read that takes the whole answer. 1 = the head parsed (j->head_len, j->want set), 0 = wait for more, -1 = j was ended.
+ * Reads what is there into j->buf until the head is whole. A small answer then needs only the
+ * rest of its body; any other (a large body, a redirect, a chunked answer) goes to a worker with
+ * the connection and the bytes read so far, its head and maybe the first body bytes (the worker
+ * gives those before the socket's, px_s3_relay_adopt). 1 = the head parsed (j->head_len, j->want
+ * set), 0 = wait for more, -1 = j was ended.
  */
-static int job_peek_head(rloop_t *L, rjob_t *j)
+static int job_read_head(rloop_t *L, rjob_t *j)
 {
 	ft_hp_header_t hdrs[PX_S3_TARGET_HEADERS_MAX];
 	ft_hp_resp_head_t h;
 	ft_hp_result_t hp;
 	ssize_t k;
 
-	size_t window = j->cap < RLOOP_PEEK ? j->cap : RLOOP_PEEK;
-
 	for (;;) {
 		do
-			k = recv(j->fd, j->buf, window, MSG_PEEK | MSG_DONTWAIT);
+			k = recv(j->fd, j->buf + j->len, j->cap - j->len, MSG_DONTWAIT);
 		while (k < 0 && errno == EINTR);
 		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return 0;
@@ -435,15 +434,10 @@ static int job_peek_head(rloop_t *L, rjob_t *j)
 			job_broken(L, j);
 			return -1;
 		}
-		hp = ft_hp_parse_resp_head(j->buf, (size_t)k, PX_S3_TARGET_HEAD_MAX, hdrs, PX_S3_TARGET_HEADERS_MAX,
-					   &h);
-		if (hp != FT_HP_AGAIN || (size_t)k < window || window == j->cap)
+		j->len += (size_t)k;
+		hp = ft_hp_parse_resp_head(j->buf, j->len, PX_S3_TARGET_HEAD_MAX, hdrs, PX_S3_TARGET_HEADERS_MAX, &h);
+		if (hp != FT_HP_AGAIN || j->len == j->cap)
 			break;
-		window = j->cap; /* a head longer than the first window (rare): peek at all there is */
-	}
-	if (hp == FT_HP_AGAIN && (size_t)k < window) {
-		job_handoff(L, j, true); /* a head in pieces (rare): the worker's client waits for the rest */
-		return -1;
 	}
 	if (hp != FT_HP_DONE) {
 		job_handoff(L, j, false); /* the worker's client asks again and says what is wrong */
@@ -451,13 +445,14 @@ static int job_peek_head(rloop_t *L, rjob_t *j)
 	}
 	j->head_len = h.head_len;
 	if (!job_small(j, &h)) {
-		/* the worker takes the head (read here, it is all there) and splices the body */
-		do
-			k = recv(j->fd, j->buf, j->head_len, MSG_DONTWAIT);
-		while (k < 0 && errno == EINTR);
-		j->len = k > 0 ? (size_t)k : 0;
-		job_handoff(L, j, j->len == j->head_len);
+		/* the worker takes what was read (the head, maybe body bytes) and splices the rest; bytes
+		 * beyond a declared length are no answer to this request: the worker asks again */
+		job_handoff(L, j, h.content_length < 0 || j->len - j->head_len <= (uint64_t)h.content_length);
 		return -1;
+	}
+	if (j->len > j->want) { /* more than the answer (a target that misbehaves): the connection is not kept */
+		j->len = j->want;
+		j->keep_alive = false;
 	}
 	return 1;
 }
@@ -466,7 +461,7 @@ static int job_peek_head(rloop_t *L, rjob_t *j)
 static void job_read(rloop_t *L, rjob_t *j)
 {
 	if (j->head_len == 0) {
-		int rc = job_peek_head(L, j);
+		int rc = job_read_head(L, j);
 		if (rc <= 0)
 			return;
 	}

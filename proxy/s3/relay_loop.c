@@ -88,7 +88,9 @@ typedef struct {
 typedef struct {
 	int ep, tfd;    /* the epoll set (watched by the loop thread's ring), its sweep timer */
 	rjob_t **owner; /* by fd: the job of a registered connection, NULL while idle */
+	uint32_t *gen;  /* by fd: the registration its events carry (a number closed and reused is another) */
 	int nowner;
+	uint32_t next_gen;
 	pthread_mutex_t mu;
 	rloop_idle_t back[RLOOP_BACK_MAX]; /* connections workers gave back (under mu) */
 	atomic_int nback;
@@ -109,29 +111,49 @@ static atomic_bool running;
 
 /* ---- connections ---- */
 
+/* Grows L's by-fd tables to hold fd. */
+static bool tables_fit(rloop_t *L, int fd)
+{
+	int n = L->nowner > 0 ? L->nowner : 64;
+	rjob_t **no;
+	uint32_t *ng;
+
+	if (fd < L->nowner)
+		return true;
+	while (n <= fd)
+		n *= 2;
+	no = realloc(L->owner, (size_t)n * sizeof(*no));
+	if (no == NULL)
+		return false;
+	L->owner = no;
+	ng = realloc(L->gen, (size_t)n * sizeof(*ng));
+	if (ng == NULL)
+		return false;
+	L->gen = ng;
+	memset(no + L->nowner, 0, (size_t)(n - L->nowner) * sizeof(*no));
+	memset(ng + L->nowner, 0, (size_t)(n - L->nowner) * sizeof(*ng));
+	L->nowner = n;
+	return true;
+}
+
 /*
  * A connection is registered in L's epoll set once, edge-triggered for input, output and the
  * peer's close, and stays registered while it is idle between GETs: a GET on a kept connection
- * costs no epoll_ctl. Events come by fd; owner[fd] says whose they are (NULL: an idle one).
+ * costs no epoll_ctl. Events carry the fd and the registration's number (gen[fd]): an event of a
+ * connection closed within the same epoll_wait batch, whose number a new one already took, is
+ * dropped; owner[fd] says whose they are (NULL: an idle one).
  */
 static bool conn_watch(rloop_t *L, int fd)
 {
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.fd = fd};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET};
 
-	if (fd >= L->nowner) {
-		int n = L->nowner > 0 ? L->nowner : 64;
-		rjob_t **no;
-
-		while (n <= fd)
-			n *= 2;
-		no = realloc(L->owner, (size_t)n * sizeof(*no));
-		if (no == NULL)
-			return false;
-		memset(no + L->nowner, 0, (size_t)(n - L->nowner) * sizeof(*no));
-		L->owner = no;
-		L->nowner = n;
-	}
+	if (!tables_fit(L, fd))
+		return false;
 	L->owner[fd] = NULL;
+	if (++L->next_gen == 0) /* 0 is the timer's */
+		L->next_gen = 1;
+	L->gen[fd] = L->next_gen;
+	ev.data.u64 = (uint64_t)L->gen[fd] << 32 | (uint32_t)fd;
 	return epoll_ctl(L->ep, EPOLL_CTL_ADD, fd, &ev) == 0;
 }
 
@@ -538,11 +560,14 @@ static void rloop_run(void *arg)
 	do {
 		n = epoll_wait(L->ep, evs, RLOOP_EVENTS, 0);
 		for (int i = 0; i < n; i++) {
-			int fd = evs[i].data.fd;
+			int fd = (int)(uint32_t)evs[i].data.u64;
+			uint32_t gen = (uint32_t)(evs[i].data.u64 >> 32);
 
-			if (fd == L->tfd)
+			if (gen == 0 && fd == L->tfd)
 				sweep(L);
-			else if (fd < L->nowner && L->owner[fd] != NULL)
+			else if (fd >= L->nowner || L->gen[fd] != gen)
+				continue; /* a closed connection's, its number since taken by another */
+			else if (L->owner[fd] != NULL)
 				job_event(L, L->owner[fd], evs[i].events);
 			else
 				idle_event(L, fd, evs[i].events);
@@ -570,6 +595,7 @@ static void rloop_free(rloop_t *L)
 	if (L->tfd >= 0)
 		close(L->tfd);
 	free(L->owner);
+	free(L->gen);
 	pthread_mutex_destroy(&L->mu);
 	free(L);
 }
@@ -589,7 +615,7 @@ static rloop_t *rloop_mine(void)
 	pthread_mutex_init(&L->mu, NULL);
 	L->ep = epoll_create1(EPOLL_CLOEXEC);
 	L->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	ev.data.fd = L->tfd;
+	ev.data.u64 = (uint32_t)L->tfd;
 	if (L->ep < 0 || L->tfd < 0 || timerfd_settime(L->tfd, 0, &tick, NULL) != 0 ||
 	    epoll_ctl(L->ep, EPOLL_CTL_ADD, L->tfd, &ev) != 0)
 		goto fail;

@@ -938,6 +938,8 @@ class Bench:
             info["cold"] = {"bucket": COLD_BUCKET, "provider": "ht", "endpoint": self.cold_endpoint,
                             "names": self.cold_files[0], "origin_urls": self.cold_files[1],
                             "loader": self.loader.path, "workers": COLD_WORKERS, "size": s.size}
+        if self.args.only == "s3relay":
+            info["s3relay"] = s3relay.hold_info(self)
         with open(os.path.join(self.workdir, "hold.json"), "w") as f:
             json.dump(info, f, indent=1)
         log("bench: holding (Ctrl-C or SIGTERM stops): %s/hold.json\n%s"

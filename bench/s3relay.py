@@ -78,6 +78,20 @@ def presign_paths(b, keys, s, path):
             f.write(url[len(prefix):] + "\n")
 
 
+def hold_info(b):
+    """--hold --only s3relay: presigned path files per size and the proxy's pid, for hold.json."""
+    why = why_not(b)
+    if why:
+        return {"skipped": why}
+    keys = b.s3_keys()
+    info = {"proxy_pid": b.cluster.proxy.pid, "paths": {}}
+    for label, _ in SIZES:
+        s = next(x for x in b.sets if x.label == label)
+        info["paths"][label] = os.path.join(b.workdir, "paths-s3-%s.txt" % s.bucket)
+        presign_paths(b, keys, s, info["paths"][label])
+    return info
+
+
 def why_not(b):
     """Why the rows cannot run, or None."""
     if importlib.util.find_spec("boto3") is None:

@@ -106,6 +106,8 @@ typedef struct http_watch {
 	int fd;
 	void (*fn)(void *arg);
 	void *arg;
+	unsigned failed; /* polls in a row that ended with an error: armed again by the timer sweep */
+	bool armed;      /* a poll is in the ring */
 } http_watch_t;
 
 static void arm_watch(loop_t *L, http_watch_t *w)
@@ -114,6 +116,7 @@ static void arm_watch(loop_t *L, http_watch_t *w)
 
 	io_uring_prep_poll_multishot(sqe, w->fd, POLLIN);
 	io_uring_sqe_set_data64(sqe, http_ud(w, TAG_WATCH));
+	w->armed = true;
 }
 
 int ft_httpd_watch(int fd, void (*fn)(void *arg), void *arg)
@@ -132,17 +135,42 @@ int ft_httpd_watch(int fd, void (*fn)(void *arg), void *arg)
 	return 0;
 }
 
-/* A watched fd turned readable; a poll that ended (no IORING_CQE_F_MORE) without an error is armed again. */
+/*
+ * A watched fd turned readable; a poll that ended (no IORING_CQE_F_MORE) without an error is armed
+ * again at once. One that ended with an error (but the cancel at stop) is armed again by the next
+ * timer sweep, not at once (an error that repeats would spin the loop), and fn runs then too, so
+ * that whatever waits on the fd is still served, at the sweep's pace at worst.
+ */
 static void on_watch(loop_t *L, http_watch_t *w, int res, unsigned flags)
 {
+	if (!(flags & IORING_CQE_F_MORE))
+		w->armed = false;
 	if (res < 0) {
-		if (res != -ECANCELED)
-			ft_error("http: poll of a watched fd: %s; no longer watched", strerror(-res));
-		return; /* an error would repeat: not armed again */
+		if (res == -ECANCELED)
+			return;
+		if (w->failed++ == 0)
+			ft_error("http: poll of a watched fd %d: %s; polled again at every timer sweep until it works",
+				 w->fd, strerror(-res));
+		return;
+	}
+	if (w->failed > 0) {
+		ft_info("http: poll of watched fd %d works again (%u failed polls)", w->fd, w->failed);
+		w->failed = 0;
 	}
 	w->fn(w->arg);
 	if (!(flags & IORING_CQE_F_MORE))
 		arm_watch(L, w);
+}
+
+/* Timer sweep: the watches whose poll failed run and are armed again. */
+static void watches_retry(loop_t *L)
+{
+	for (http_watch_t *w = L->watches; w != NULL; w = w->next) {
+		if (w->failed == 0 || w->armed)
+			continue;
+		w->fn(w->arg);
+		arm_watch(L, w);
+	}
 }
 
 /* Requests handed over by other threads (responses, body reads), and stop wake-ups. */
@@ -181,6 +209,7 @@ static void on_timer(loop_t *L)
 	ft_httpd_t *s = L->s;
 	conn_t *c, *next;
 
+	watches_retry(L);
 	for (c = L->conns; c != NULL; c = next) {
 		next = c->next;
 		if (c->closed)

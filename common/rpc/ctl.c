@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,10 @@
  * libmicrohttpd decodes it), time, nonce and whole body; it is checked once the body is in, before
  * the handler runs, so every control endpoint is covered here. A refused request gets 401 and a
  * warning in the log naming the peer.
+ * At stop the port first stops accepting, and requests under way (an answer still streaming, such as
+ * a slice another target is fetching) get up to CTL_DRAIN_MS to finish before the connections close;
+ * idle kept-alive connections just close (a client's next request on one is retried by libcurl on a
+ * new connection, which is then refused).
  * Everything libmicrohttpd wants to say goes through ft_log (it never prints by itself); the last
  * message is kept so that a failed start can report why (e.g. the port is in use).
  */
@@ -41,6 +46,7 @@
 #define CTL_CONN_TIMEOUT_S 120
 #define CTL_HTTP_TOO_LARGE 413
 #define CTL_REPLAY_SLOTS (1u << 17) /* nonces of about 4000 requests/s over the replay window */
+#define CTL_DRAIN_MS 3000           /* at stop, how long requests under way may take to finish */
 
 struct ft_ctl {
 	struct MHD_Daemon *daemon;
@@ -49,6 +55,7 @@ struct ft_ctl {
 	pthread_mutex_t log_lock;
 	char last_log[256];  /* guarded by log_lock */
 	ft_replay_t *replay; /* signed requests seen (with a cluster secret) */
+	atomic_int inflight; /* requests begun and not completed (a ctl_conn_t each) */
 };
 
 /* Per-request state, owned by libmicrohttpd's con_cls slot; freed in on_completed(). */
@@ -251,6 +258,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			cc = calloc(1, sizeof(*cc));
 			if (cc == NULL)
 				return MHD_NO;
+			atomic_fetch_add(&s->inflight, 1);
 			*con_cls = cc;
 		}
 		cc->started = true;
@@ -278,13 +286,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode code)
 {
+	ft_ctl_t *s = cls;
 	ctl_conn_t *cc = *con_cls;
 
-	(void)cls;
 	(void)conn;
 	(void)code;
 	if (cc == NULL)
 		return;
+	atomic_fetch_sub(&s->inflight, 1);
 	ft_strbuf_free(&cc->body);
 	free(cc->uri);
 	free(cc);
@@ -294,12 +303,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 /* The first callback of a request: keeps the raw request target (the signed form) in a new ctl_conn_t. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
+	ft_ctl_t *s = cls;
 	ctl_conn_t *cc = calloc(1, sizeof(*cc));
 
-	(void)cls;
 	(void)conn;
-	if (cc != NULL)
+	if (cc != NULL) {
 		cc->uri = strdup(uri != NULL ? uri : "");
+		atomic_fetch_add(&s->inflight, 1);
+	}
 	return cc;
 }
 
@@ -330,7 +341,7 @@ ft_ctl_t *ft_ctl_start(const char *bind, int port, int threads, ft_ctl_handler_f
 		       size_t errlen)
 {
 	struct sockaddr_storage ss;
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC; /* ITC: quiesce */
 	ft_ctl_t *s;
 
 	if (port < 1 || port > 65535) {
@@ -377,9 +388,22 @@ ft_ctl_t *ft_ctl_start(const char *bind, int port, int threads, ft_ctl_handler_f
 
 void ft_ctl_stop(ft_ctl_t *s)
 {
+	MHD_socket lfd;
+	int waited = 0;
+
 	if (s == NULL)
 		return;
+	lfd = MHD_quiesce_daemon(s->daemon); /* no new connections; requests under way go on */
+	while (atomic_load(&s->inflight) > 0 && waited < CTL_DRAIN_MS) {
+		usleep(10000);
+		waited += 10;
+	}
+	if (atomic_load(&s->inflight) > 0)
+		ft_warn("control port: %d request(s) still under way after %d ms: cut at stop",
+			atomic_load(&s->inflight), CTL_DRAIN_MS);
 	MHD_stop_daemon(s->daemon);
+	if (lfd != MHD_INVALID_SOCKET)
+		close(lfd); /* ours after a quiesce, closed once the daemon's threads are gone */
 	pthread_mutex_destroy(&s->log_lock);
 	ft_replay_free(s->replay);
 	free(s);

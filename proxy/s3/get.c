@@ -239,9 +239,16 @@ static bool get_spliced(get_ctx_t *c, px_s3_relay_t *rl, const char *url)
 {
 	int err;
 
+	uint64_t pre = rl->pre_end - rl->pre_off; /* body bytes the relay loop read with the head */
+
 	start_stream(c);
-	err = c->client_err != 0 ? c->client_err
-				 : ft_resp_stream_splice(c->q->r, rl->fd, (uint64_t)rl->resp.content_length);
+	err = c->client_err;
+	if (err == 0 && pre > 0) {
+		err = ft_resp_stream_write(c->q->r, rl->pre + rl->pre_off, (size_t)pre);
+		rl->pre_off = rl->pre_end;
+	}
+	if (err == 0)
+		err = ft_resp_stream_splice(c->q->r, rl->fd, (uint64_t)rl->resp.content_length - pre);
 	if (err != 0 && err != -ECONNRESET)
 		ft_warn("s3 GET %s: relay from %s broke: %s", c->q->resource, url, strerror(-err));
 	/* A cut relay aborts the client's response: never a short body taken for a whole one. */

@@ -62,7 +62,7 @@ void px_s3_get_answer(px_s3_req_t *q, const char *buf, size_t head_len, size_t l
 /*
  * Relay loop thread (get.c): q goes on a worker, with the connection fd (blocking; -1 for none:
  * the worker asks again) to hostport and the len bytes buf (malloc'd, taken; a whole response
- * head first) already read from it.
+ * head, maybe followed by the first body bytes) already read from it.
  */
 void px_s3_get_handoff(px_s3_req_t *q, int fd, const char *hostport, char *buf, size_t len);
 

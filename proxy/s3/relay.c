@@ -222,6 +222,8 @@ static void relay_init(px_s3_relay_t *rl)
 	rl->unreachable = false;
 	rl->hostport[0] = '\0';
 	rl->adopted = false;
+	rl->pre = NULL;
+	rl->pre_off = rl->pre_end = 0;
 }
 
 int px_s3_relay_adopt(px_s3_relay_t *rl, int fd, const char *hostport, char *buf, size_t len)
@@ -234,16 +236,34 @@ int px_s3_relay_adopt(px_s3_relay_t *rl, int fd, const char *hostport, char *buf
 		free(buf);
 		return read_head(rl) == 1 ? 0 : -1;
 	}
-	if (len >= sizeof(rl->head)) {
+	size_t n = len < sizeof(rl->head) - 1 ? len : sizeof(rl->head) - 1;
+
+	memcpy(rl->head, buf, n);
+	if (parse_head(rl, n) != FT_HP_DONE) {
 		free(buf);
 		return -1;
 	}
-	memcpy(rl->head, buf, len);
-	free(buf);
-	if (parse_head(rl, len) != FT_HP_DONE || rl->resp.head_len != len)
-		return -1;
-	rl->head[len] = '\0';
+	rl->head[rl->resp.head_len] = '\0';
+	if (len > rl->resp.head_len) { /* body bytes read with the head: given before the socket's */
+		rl->pre = buf;
+		rl->pre_off = rl->resp.head_len;
+		rl->pre_end = len;
+	} else {
+		free(buf);
+	}
 	return 0;
+}
+
+size_t px_s3_relay_take_pre(px_s3_relay_t *rl, void *buf, size_t cap)
+{
+	size_t n = rl->pre_end - rl->pre_off;
+
+	if (n > cap)
+		n = cap;
+	if (n > 0)
+		memcpy(buf, rl->pre + rl->pre_off, n);
+	rl->pre_off += n;
+	return n;
 }
 
 int px_s3_relay_get(px_s3_relay_t *rl, bool head, const char *url, const char *const *headers)
@@ -292,7 +312,7 @@ int px_s3_relay_get(px_s3_relay_t *rl, bool head, const char *url, const char *c
 
 int px_s3_relay_read_body(px_s3_relay_t *rl, void *buf, size_t len)
 {
-	size_t have = 0;
+	size_t have = px_s3_relay_take_pre(rl, buf, len);
 	ssize_t k;
 
 	while (have < len) {
@@ -308,6 +328,9 @@ int px_s3_relay_read_body(px_s3_relay_t *rl, void *buf, size_t len)
 
 void px_s3_relay_done(px_s3_relay_t *rl, bool body_read)
 {
+	free(rl->pre);
+	rl->pre = NULL;
+	rl->pre_off = rl->pre_end = 0;
 	if (rl->fd < 0)
 		return;
 	if (!body_read || !rl->resp.keep_alive)

@@ -32,10 +32,11 @@
  * once on a kept-alive connection of its own (px_s3_rloop_submit) and reads the answer as it
  * comes, and the answer goes to the client from the same thread: no hand-over to another thread
  * and back, no wake-up, no lock on the way. A 200/206 whose body is at most PX_S3_RLOOP_SMALL, and
- * a small error answer, is answered in one response call (px_s3_get_answer). The head is only
- * peeked at until it is whole, so anything else - a large body, a redirect, a chunked answer -
- * goes on a worker with the connection, its head read and its body untouched in the socket
- * (px_s3_get_handoff), and the worker splices it as before. A connection that failed before a
+ * a small error answer, is answered in one response call (px_s3_get_answer). The answer is read
+ * into the job's buffer from the first byte (no peek: one receive takes a small answer whole), so
+ * anything else - a large body, a redirect, a chunked answer - goes on a worker with the
+ * connection and the bytes read so far, the head and the first body bytes (px_s3_get_handoff),
+ * and the worker sends those, then splices the rest. A connection that failed before a
  * whole answer goes to a worker with none, which asks again (and retries on a new owner when the
  * target is dead). Nothing reaches the client from here except one whole answer, so every
  * fallback may repeat the GET. A timerfd in each epoll set sweeps the jobs of a silent target
@@ -54,7 +55,6 @@
 #define RLOOP_LOOPS_MAX 64 /* loop threads with a relay loop */
 #define RLOOP_IDLE_MAX 256
 #define RLOOP_BUF0 (32 * 1024) /* first buffer of a job: a head and a 16 KiB body (> PX_S3_TARGET_HEAD_MAX) */
-#define RLOOP_PEEK 2048        /* first look at a head: a peek copies, so not the body behind it as well */
 #define RLOOP_EVENTS 64
 #define RLOOP_HOSTPORT 272
 #define RLOOP_BACK_MAX 64 /* connections given back by workers, waiting for their loop */
@@ -88,7 +88,9 @@ typedef struct {
 typedef struct {
 	int ep, tfd;    /* the epoll set (watched by the loop thread's ring), its sweep timer */
 	rjob_t **owner; /* by fd: the job of a registered connection, NULL while idle */
+	uint32_t *gen;  /* by fd: the registration its events carry (a number closed and reused is another) */
 	int nowner;
+	uint32_t next_gen;
 	pthread_mutex_t mu;
 	rloop_idle_t back[RLOOP_BACK_MAX]; /* connections workers gave back (under mu) */
 	atomic_int nback;
@@ -109,29 +111,49 @@ static atomic_bool running;
 
 /* ---- connections ---- */
 
+/* Grows L's by-fd tables to hold fd. */
+static bool tables_fit(rloop_t *L, int fd)
+{
+	int n = L->nowner > 0 ? L->nowner : 64;
+	rjob_t **no;
+	uint32_t *ng;
+
+	if (fd < L->nowner)
+		return true;
+	while (n <= fd)
+		n *= 2;
+	no = realloc(L->owner, (size_t)n * sizeof(*no));
+	if (no == NULL)
+		return false;
+	L->owner = no;
+	ng = realloc(L->gen, (size_t)n * sizeof(*ng));
+	if (ng == NULL)
+		return false;
+	L->gen = ng;
+	memset(no + L->nowner, 0, (size_t)(n - L->nowner) * sizeof(*no));
+	memset(ng + L->nowner, 0, (size_t)(n - L->nowner) * sizeof(*ng));
+	L->nowner = n;
+	return true;
+}
+
 /*
  * A connection is registered in L's epoll set once, edge-triggered for input, output and the
  * peer's close, and stays registered while it is idle between GETs: a GET on a kept connection
- * costs no epoll_ctl. Events come by fd; owner[fd] says whose they are (NULL: an idle one).
+ * costs no epoll_ctl. Events carry the fd and the registration's number (gen[fd]): an event of a
+ * connection closed within the same epoll_wait batch, whose number a new one already took, is
+ * dropped; owner[fd] says whose they are (NULL: an idle one).
  */
 static bool conn_watch(rloop_t *L, int fd)
 {
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.fd = fd};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET};
 
-	if (fd >= L->nowner) {
-		int n = L->nowner > 0 ? L->nowner : 64;
-		rjob_t **no;
-
-		while (n <= fd)
-			n *= 2;
-		no = realloc(L->owner, (size_t)n * sizeof(*no));
-		if (no == NULL)
-			return false;
-		memset(no + L->nowner, 0, (size_t)(n - L->nowner) * sizeof(*no));
-		L->owner = no;
-		L->nowner = n;
-	}
+	if (!tables_fit(L, fd))
+		return false;
 	L->owner[fd] = NULL;
+	if (++L->next_gen == 0) /* 0 is the timer's */
+		L->next_gen = 1;
+	L->gen[fd] = L->next_gen;
+	ev.data.u64 = (uint64_t)L->gen[fd] << 32 | (uint32_t)fd;
 	return epoll_ctl(L->ep, EPOLL_CTL_ADD, fd, &ev) == 0;
 }
 
@@ -411,23 +433,22 @@ static bool job_small(rjob_t *j, const ft_hp_resp_head_t *h)
 }
 
 /*
- * Until the head is whole it is only peeked at, so that no body byte of an answer a worker takes
- * over leaves the socket (the worker then splices the body, or reads the head itself when it came
- * in pieces). A peek copies what it returns, so the first one looks at RLOOP_PEEK bytes only: a
- * small answer's body is copied once, by the read that takes the whole answer. 1 = the head parsed (j->head_len, j->want set), 0 = wait for more, -1 = j was ended.
+ * Reads what is there into j->buf until the head is whole. A small answer then needs only the
+ * rest of its body; any other (a large body, a redirect, a chunked answer) goes to a worker with
+ * the connection and the bytes read so far, its head and maybe the first body bytes (the worker
+ * gives those before the socket's, px_s3_relay_adopt). 1 = the head parsed (j->head_len, j->want
+ * set), 0 = wait for more, -1 = j was ended.
  */
-static int job_peek_head(rloop_t *L, rjob_t *j)
+static int job_read_head(rloop_t *L, rjob_t *j)
 {
 	ft_hp_header_t hdrs[PX_S3_TARGET_HEADERS_MAX];
 	ft_hp_resp_head_t h;
 	ft_hp_result_t hp;
 	ssize_t k;
 
-	size_t window = j->cap < RLOOP_PEEK ? j->cap : RLOOP_PEEK;
-
 	for (;;) {
 		do
-			k = recv(j->fd, j->buf, window, MSG_PEEK | MSG_DONTWAIT);
+			k = recv(j->fd, j->buf + j->len, j->cap - j->len, MSG_DONTWAIT);
 		while (k < 0 && errno == EINTR);
 		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return 0;
@@ -435,15 +456,10 @@ static int job_peek_head(rloop_t *L, rjob_t *j)
 			job_broken(L, j);
 			return -1;
 		}
-		hp = ft_hp_parse_resp_head(j->buf, (size_t)k, PX_S3_TARGET_HEAD_MAX, hdrs, PX_S3_TARGET_HEADERS_MAX,
-					   &h);
-		if (hp != FT_HP_AGAIN || (size_t)k < window || window == j->cap)
+		j->len += (size_t)k;
+		hp = ft_hp_parse_resp_head(j->buf, j->len, PX_S3_TARGET_HEAD_MAX, hdrs, PX_S3_TARGET_HEADERS_MAX, &h);
+		if (hp != FT_HP_AGAIN || j->len == j->cap)
 			break;
-		window = j->cap; /* a head longer than the first window (rare): peek at all there is */
-	}
-	if (hp == FT_HP_AGAIN && (size_t)k < window) {
-		job_handoff(L, j, true); /* a head in pieces (rare): the worker's client waits for the rest */
-		return -1;
 	}
 	if (hp != FT_HP_DONE) {
 		job_handoff(L, j, false); /* the worker's client asks again and says what is wrong */
@@ -451,13 +467,14 @@ static int job_peek_head(rloop_t *L, rjob_t *j)
 	}
 	j->head_len = h.head_len;
 	if (!job_small(j, &h)) {
-		/* the worker takes the head (read here, it is all there) and splices the body */
-		do
-			k = recv(j->fd, j->buf, j->head_len, MSG_DONTWAIT);
-		while (k < 0 && errno == EINTR);
-		j->len = k > 0 ? (size_t)k : 0;
-		job_handoff(L, j, j->len == j->head_len);
+		/* the worker takes what was read (the head, maybe body bytes) and splices the rest; bytes
+		 * beyond a declared length are no answer to this request: the worker asks again */
+		job_handoff(L, j, h.content_length < 0 || j->len - j->head_len <= (uint64_t)h.content_length);
 		return -1;
+	}
+	if (j->len > j->want) { /* more than the answer (a target that misbehaves): the connection is not kept */
+		j->len = j->want;
+		j->keep_alive = false;
 	}
 	return 1;
 }
@@ -466,7 +483,7 @@ static int job_peek_head(rloop_t *L, rjob_t *j)
 static void job_read(rloop_t *L, rjob_t *j)
 {
 	if (j->head_len == 0) {
-		int rc = job_peek_head(L, j);
+		int rc = job_read_head(L, j);
 		if (rc <= 0)
 			return;
 	}
@@ -543,11 +560,14 @@ static void rloop_run(void *arg)
 	do {
 		n = epoll_wait(L->ep, evs, RLOOP_EVENTS, 0);
 		for (int i = 0; i < n; i++) {
-			int fd = evs[i].data.fd;
+			int fd = (int)(uint32_t)evs[i].data.u64;
+			uint32_t gen = (uint32_t)(evs[i].data.u64 >> 32);
 
-			if (fd == L->tfd)
+			if (gen == 0 && fd == L->tfd)
 				sweep(L);
-			else if (fd < L->nowner && L->owner[fd] != NULL)
+			else if (fd >= L->nowner || L->gen[fd] != gen)
+				continue; /* a closed connection's, its number since taken by another */
+			else if (L->owner[fd] != NULL)
 				job_event(L, L->owner[fd], evs[i].events);
 			else
 				idle_event(L, fd, evs[i].events);
@@ -575,6 +595,7 @@ static void rloop_free(rloop_t *L)
 	if (L->tfd >= 0)
 		close(L->tfd);
 	free(L->owner);
+	free(L->gen);
 	pthread_mutex_destroy(&L->mu);
 	free(L);
 }
@@ -594,7 +615,7 @@ static rloop_t *rloop_mine(void)
 	pthread_mutex_init(&L->mu, NULL);
 	L->ep = epoll_create1(EPOLL_CLOEXEC);
 	L->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	ev.data.fd = L->tfd;
+	ev.data.u64 = (uint32_t)L->tfd;
 	if (L->ep < 0 || L->tfd < 0 || timerfd_settime(L->tfd, 0, &tick, NULL) != 0 ||
 	    epoll_ctl(L->ep, EPOLL_CTL_ADD, L->tfd, &ev) != 0)
 		goto fail;

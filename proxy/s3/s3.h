@@ -238,10 +238,12 @@ void px_s3_curl_common(void *h, const char *url);
 
 /* ---- relay.c: the GET/HEAD relay's own keep-alive client (worker threads only) ---- */
 typedef struct {
-	int fd; /* the connection, its body unread; owned until px_s3_relay_done */
+	int fd; /* the connection, its body unread (but rl->pre); owned until px_s3_relay_done */
 	char hostport[272];
 	bool unreachable; /* px_s3_relay_get failed: no connection, or closed before any byte of a head */
 	bool adopted;     /* a relay loop's connection (px_s3_relay_adopt): given back to the loops when done */
+	char *pre;        /* body bytes the loop read after the head (pre[pre_off..pre_end)), malloc'd; read first */
+	size_t pre_off, pre_end;
 	char head[PX_S3_TARGET_HEAD_MAX];              /* the response head as received, NUL-terminated */
 	ft_hp_resp_head_t resp;                        /* status, length, framing, keep-alive; points into head */
 	ft_hp_header_t hdrs[PX_S3_TARGET_HEADERS_MAX]; /* its resp.nheaders headers */
@@ -261,11 +263,14 @@ char *px_s3_relay_request(const char *url, bool head, const char *const *headers
 			  size_t *len);
 /*
  * Takes over a connection (fd, blocking) on which the relay loop sent a request and read either
- * exactly the response head (len bytes of buf) or nothing (len 0: the head is read here); buf
- * (malloc'd or NULL) is freed. The body is still all in the socket. 0, or -1 when no head could be
- * had (fd is then still owed px_s3_relay_done).
+ * the whole response head and maybe the first body bytes after it (len bytes of buf) or nothing
+ * (len 0: the head is read here); buf (malloc'd or NULL) is taken: it keeps those body bytes
+ * (rl->pre), which px_s3_relay_take_pre and px_s3_relay_read_body give before the socket's. 0, or
+ * -1 when no head could be had (fd is then still owed px_s3_relay_done).
  */
 int px_s3_relay_adopt(px_s3_relay_t *rl, int fd, const char *hostport, char *buf, size_t len);
+/* Copies up to cap of the body bytes read with the head (rl->pre) into buf and consumes them; how many. */
+size_t px_s3_relay_take_pre(px_s3_relay_t *rl, void *buf, size_t cap);
 /*
  * Reads exactly len body bytes of the answer into buf (blocking, each read bounded by the relay's
  * timeout). 0, or -EPIPE (the target closed first), -ETIMEDOUT, -errno: the body is then cut and

@@ -9,13 +9,16 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 from urllib.parse import urlsplit
 
 import pytest
+import requests
 import yaml
 
 from conftest import FT_BIN, ROOT
+from ftutil import wait_until
 
 K8S = ROOT / "k8s"
 OVERLAYS = ["dev", "prod"]
@@ -149,6 +152,8 @@ def command_line(container, sts_name, mounts):
 
 def test_rendered_commands_pass_check_config(rendered, tmp_path):
     overlay, docs = rendered
+    if overlay == "prod":
+        docs = docs + [etcd_tls_secret()]  # applied by the operator before the overlay (docs/kubernetes.md)
     for name, sts in by_kind(docs, "StatefulSet").items():
         if name == "ft-etcd":
             continue  # not a FastTier binary: test_etcd_flags_are_known checks its flags
@@ -207,8 +212,13 @@ def proxy_topology_problems(docs):
     u = urlsplit(etcd_url)
     svc_name = etcd["spec"]["serviceName"]
     svc = services.get(svc_name)
-    if u.scheme != "http" or u.hostname not in (svc_name, "ft-etcd-0.%s" % svc_name):
+    ec = etcd["spec"]["template"]["spec"]["containers"][0]
+    served = urlsplit(arg(ec, "--listen-client-urls") or "http://").scheme
+    if u.hostname not in (svc_name, "ft-etcd-0.%s" % svc_name):
         problems.append("--etcd %s does not name the etcd Service %s" % (etcd_url, svc_name))
+    if u.scheme != served:
+        problems.append("--etcd %s is not the scheme etcd serves (%s)" % (etcd_url, served))
+    problems += etcd_tls_problems(proxy, etcd)
     if svc is None or svc["spec"].get("clusterIP") != "None":
         problems.append("etcd Service %s missing or not headless" % svc_name)
     elif not svc["spec"]["selector"].items() <= etcd["spec"]["template"]["metadata"]["labels"].items():
@@ -219,6 +229,31 @@ def proxy_topology_problems(docs):
     if sorted(m.split("=", 1)[0] for m in members.split(",")) != \
             ["ft-etcd-%d" % i for i in range(etcd["spec"]["replicas"])]:
         problems.append("--initial-cluster %r does not list the %d etcd pods" % (members, etcd["spec"]["replicas"]))
+    return problems
+
+
+def secret_of(pod, container, path):
+    """The Secret name of the volume container mounts at the directory of path, or None."""
+    mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    vol = vols.get(mounts.get(os.path.dirname(path or "")), {})
+    return vol.get("secret", {}).get("secretName")
+
+
+def etcd_tls_problems(proxy, etcd):
+    """An etcd that asks clients for a certificate: the proxies show one (--etcd_cert/--etcd_key) and verify etcd
+    (--tls_ca), all from the Secret etcd's own CA comes from."""
+    epod, ppod = etcd["spec"]["template"]["spec"], proxy["spec"]["template"]["spec"]
+    ec, pc = epod["containers"][0], ppod["containers"][0]
+    if "--client-cert-auth" not in ec.get("args", []):
+        return []
+    problems = []
+    ca_secret = secret_of(epod, ec, arg(ec, "--trusted-ca-file"))
+    for flag in ("--etcd_cert", "--etcd_key", "--tls_ca"):
+        if arg(pc, flag) is None:
+            problems.append("etcd asks for client certificates but the proxies have no %s" % flag)
+        elif secret_of(ppod, pc, arg(pc, flag)) != ca_secret:
+            problems.append("the proxies' %s is not from etcd's Secret %s" % (flag, ca_secret))
     return problems
 
 
@@ -251,8 +286,11 @@ def set_arg(flag, value):
     ("StatefulSet", "ft-target", set_arg("--proxy_url", "http://ft-proxy-0.ft-proxy-headless:51081"),
      "targets' --proxy_url"),
     ("StatefulSet", "ft-proxy", set_arg("--etcd", None), "3 proxies without --etcd"),
-    ("StatefulSet", "ft-proxy", set_arg("--etcd", "http://etcd:2379"), "does not name the etcd Service"),
-    ("StatefulSet", "ft-proxy", set_arg("--etcd", "http://ft-etcd:2380"), "not the etcd Service's client port"),
+    ("StatefulSet", "ft-proxy", set_arg("--etcd", "https://etcd:2379"), "does not name the etcd Service"),
+    ("StatefulSet", "ft-proxy", set_arg("--etcd", "https://ft-etcd:2380"), "not the etcd Service's client port"),
+    ("StatefulSet", "ft-proxy", set_arg("--etcd", "http://ft-etcd:2379"), "not the scheme etcd serves"),
+    ("StatefulSet", "ft-proxy", set_arg("--etcd_cert", None), "the proxies have no --etcd_cert"),
+    ("StatefulSet", "ft-proxy", set_arg("--tls_ca", "/etc/fasttier/secret/ca.crt"), "--tls_ca is not from"),
     ("Service", "ft-etcd", lambda s: s["spec"]["selector"].update({"app.kubernetes.io/name": "x"}),
      "does not select the etcd pods"),
     ("StatefulSet", "ft-etcd", lambda s: s["spec"].update(replicas=3), "does not list the 3 etcd pods"),
@@ -325,3 +363,94 @@ def test_check_config_refuses_bad_settings(argv, why, tmp_path):
                           text=True, timeout=30, cwd=str(tmp_path))
     assert proc.returncode == 2 and why in proc.stderr, proc.stderr
     assert not proc.stdout and not os.listdir(tmp_path)  # nothing written, not even a state file
+
+
+def etcd_tls_secret():
+    """The ft-etcd-tls Secret scripts/k8s-etcd-tls.sh prints for the prod overlay (what an operator applies)."""
+    proc = subprocess.run([str(ROOT / "scripts" / "k8s-etcd-tls.sh"), "fasttier", "3"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    assert [(d["kind"], d["metadata"]["name"], d["metadata"]["namespace"]) for d in docs] == [
+        ("Secret", "ft-etcd-tls", "fasttier")]
+    return docs[0]
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def test_prod_etcd_over_tls_works_as_rendered(tmp_path):
+    """The prod overlay's etcd and proxy command lines, run here as rendered (with the Secret the script makes,
+    the pod names and ports mapped to this machine): the proxy becomes primary on etcd over TLS with its client
+    certificate; etcd refuses a client without one, and its probe port answers /health."""
+    etcd_bin = shutil.which("etcd")
+    if etcd_bin is None:
+        pytest.skip("etcd is not installed (scripts/deps.sh installs Debian's etcd-server)")
+    docs = render("prod") + [etcd_tls_secret()]
+    sts = by_kind(docs, "StatefulSet")
+    client, peer, metrics, public, control = free_ports(5)
+    epod = sts["ft-etcd"]["spec"]["template"]["spec"]
+    emounts = volume_files(docs, epod, tmp_path / "etcd")
+    eargv = command_line(epod["containers"][0], "ft-etcd", emounts)
+    host_map = {"0.0.0.0:2379": "127.0.0.1:%d" % client, "ft-etcd-0.ft-etcd:2379": "127.0.0.1:%d" % client,
+                "0.0.0.0:2380": "127.0.0.1:%d" % peer, "ft-etcd-0.ft-etcd:2380": "127.0.0.1:%d" % peer,
+                "0.0.0.0:2381": "127.0.0.1:%d" % metrics}
+    eargv = [etcd_bin] + [re.sub("|".join(map(re.escape, host_map)), lambda m: host_map[m.group(0)], a)
+                          for a in eargv[1:]]
+    eargv[eargv.index("--data-dir") + 1] = str(tmp_path / "etcd-data")
+    ppod = sts["ft-proxy"]["spec"]["template"]["spec"]
+    pmounts = volume_files(docs, ppod, tmp_path / "proxy")
+    pargv = command_line(ppod["containers"][0], "ft-proxy", pmounts)
+    pargv[pargv.index("--etcd") + 1] = "https://127.0.0.1:%d" % client
+    pargv += ["--bind", "127.0.0.1", "--public_host", "127.0.0.1", "--control_host", "127.0.0.1",
+              "--public_port", str(public), "--control_port", str(control), "--state_dir", str(tmp_path / "p")]
+    (tmp_path / "p").mkdir()
+    procs = []
+    try:
+        with open(tmp_path / "etcd.log", "w") as elog, open(tmp_path / "proxy.log", "w") as plog:
+            procs.append(subprocess.Popen(eargv, stdout=elog, stderr=subprocess.STDOUT))
+            wait_until(lambda: http_ok("http://127.0.0.1:%d/health" % metrics), 30, what="etcd's /health")
+            procs.append(subprocess.Popen(pargv, stdout=plog, stderr=subprocess.STDOUT))
+            wait_until(lambda: primary("http://127.0.0.1:%d/v1/health" % public), 30,
+                       what="the proxy to become primary on etcd over TLS")
+        tls = tmp_path / "proxy" / "etc" / "fasttier" / "etcd-tls"
+        with pytest.raises((requests.exceptions.SSLError, requests.exceptions.ConnectionError)):
+            requests.post("https://127.0.0.1:%d/v3/kv/range" % client, json={"key": "Lw=="},
+                          verify=str(tls / "ca.crt"), timeout=10)
+        r = requests.post("https://127.0.0.1:%d/v3/kv/range" % client, json={"key": "Lw==", "range_end": "AA=="},
+                          verify=str(tls / "ca.crt"), cert=(str(tls / "client.crt"), str(tls / "client.key")),
+                          timeout=10)
+        assert r.status_code == 200 and int(r.json().get("count", 0)) > 0, r.text  # the proxy's documents
+    except BaseException:
+        for name in ("etcd.log", "proxy.log"):
+            print("---- %s\n%s" % (name, (tmp_path / name).read_text()[-3000:]))
+        raise
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def http_ok(url):
+    try:
+        return requests.get(url, timeout=2).status_code == 200
+    except requests.exceptions.RequestException:
+        return False
+
+
+def primary(url):
+    try:
+        return requests.get(url, timeout=2).json().get("primary") is True
+    except (requests.exceptions.RequestException, ValueError):
+        return False

@@ -163,9 +163,9 @@ def test_answers_whole_in_turn_on_one_connection(make_cluster):
 
 
 def test_long_answer_heads_relayed_whole(make_cluster):
-    """Objects whose target answer head is longer than the relay loop's first look at it (2 KiB:
-    ~1.9 KiB of user metadata and a 0.5 KiB Content-Disposition), small and larger, in turn on one
-    kept-alive connection: each body, its metadata and its headers whole."""
+    """Objects whose target answer head is long (~1.9 KiB of user metadata and a 0.5 KiB
+    Content-Disposition), small and larger, in turn on one kept-alive connection: each body, its
+    metadata and its headers whole."""
     meta = {"m%02d" % i: ("v%02d" % i) * 20 for i in range(30)}  # 30 * (3 + 60) = 1890 bytes
     disposition = 'attachment; filename="%s.bin"' % ("d" * 480)
     objs = {"small": os.urandom(16 * 1024), "edge": os.urandom(62 * 1024), "mid": os.urandom(200 * 1024)}

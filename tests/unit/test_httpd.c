@@ -123,6 +123,27 @@ static void watch_fn(void *arg)
 		atomic_fetch_add(&g_watch_calls, 1);
 }
 
+/* A watch whose first polls fail: an O_PATH fd (no poll), replaced by an eventfd while watched. */
+static int g_watch_bad_fd = -1;   /* open("/", O_PATH), made in setup; dup2'd onto by test_watch_retried */
+static int g_watch_good_fd = -1;  /* the eventfd that then takes its number */
+static atomic_int g_watch2_calls; /* watch2_fn calls that consumed a write */
+
+static void watch2_fn(void *arg)
+{
+	uint64_t v;
+
+	(void)arg;
+	if (read(g_watch_bad_fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		atomic_fetch_add(&g_watch2_calls, 1);
+}
+
+static void handle_watch_bad(ft_req_t *r)
+{
+	int rc = ft_httpd_watch(g_watch_bad_fd, watch2_fn, NULL);
+
+	ft_resp_bytes(r, 200, "text/plain", rc == 0 ? "0" : "-1", rc == 0 ? 1 : 2);
+}
+
 static void handle_watch(ft_req_t *r)
 {
 	int rc;
@@ -560,6 +581,8 @@ static void handler(ft_req_t *r, void *ctx)
 		handle_file(r, true);
 	} else if (strcmp(path, "/watch") == 0) {
 		handle_watch(r);
+	} else if (strcmp(path, "/watchbad") == 0) {
+		handle_watch_bad(r);
 	} else if (strcmp(path, "/query") == 0) {
 		const char *a = ft_req_query(r, "a"), *b = ft_req_query(r, "b"), *c = ft_req_query(r, "c"),
 			   *d = ft_req_query(r, "d");
@@ -1065,6 +1088,32 @@ static void test_watch(void **state)
 	}
 	assert_int_equal(atomic_load(&g_watch_off_loop), 0);
 	get(&c, "/query?a=1", &r); /* the loop still serves requests */
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	cli_close(&c);
+}
+
+/* A watch whose poll failed is polled again by the timer sweep: once its fd can be polled, it works. */
+static void test_watch_retried(void **state)
+{
+	cli_t c;
+	resp_t r;
+	uint64_t one = 1;
+
+	(void)state;
+	assert_true(g_watch_bad_fd >= 0 && g_watch_good_fd >= 0);
+	cli_open(&c);
+	get(&c, "/watchbad", &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "0");
+	resp_free(&r);
+	usleep(100000); /* its poll failed (an O_PATH fd) */
+	assert_int_equal(dup2(g_watch_good_fd, g_watch_bad_fd), g_watch_bad_fd);
+	for (int i = 1; i <= 2; i++) {
+		assert_int_equal(write(g_watch_bad_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+		wait_atomic(&g_watch2_calls, i, 3000); /* the sweep ticks every second here */
+	}
+	get(&c, "/query?a=1", &r);
 	assert_int_equal(r.status, 200);
 	resp_free(&r);
 	cli_close(&c);
@@ -2625,6 +2674,8 @@ static int setup(void **state)
 		return -1;
 	close(fd);
 	g_watch_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	g_watch_good_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	g_watch_bad_fd = open("/", O_PATH | O_CLOEXEC);
 	srv = start_server(10000, 10000, 10000, &srv_port);
 	return 0;
 }
@@ -2635,6 +2686,10 @@ static int teardown(void **state)
 	ft_httpd_stop(srv);
 	if (g_watch_fd >= 0)
 		close(g_watch_fd); /* watched until the loops ended */
+	if (g_watch_bad_fd >= 0)
+		close(g_watch_bad_fd);
+	if (g_watch_good_fd >= 0)
+		close(g_watch_good_fd);
 	unlink(file_path);
 	free(file_data);
 	return 0;
@@ -2646,6 +2701,7 @@ int main(void)
 		cmocka_unit_test(test_get_small),
 		cmocka_unit_test(test_head),
 		cmocka_unit_test(test_watch),
+		cmocka_unit_test(test_watch_retried),
 		cmocka_unit_test(test_keepalive_three),
 		cmocka_unit_test(test_pipelined),
 		cmocka_unit_test(test_put_streamed),

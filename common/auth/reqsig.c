@@ -183,8 +183,8 @@ out:
 
 /* ft_reqsig_verify with the body given as its hex sha256 (body_hex; NULL: the claim is missing). */
 static ft_reqsig_result_t verify_hashed(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target,
-				       const char *body_hex, const char *time_s, const char *nonce, const char *sig,
-				       time_t now, ft_replay_t *cache)
+					const char *body_hex, const char *time_s, const char *nonce, const char *sig,
+					time_t now, ft_replay_t *cache)
 {
 	uint8_t nonce_bin[16], got[32], want_bin[32];
 	char want[65];
@@ -224,9 +224,9 @@ ft_reqsig_result_t ft_reqsig_verify(const uint8_t key[FT_REQSIG_KEY_LEN], const 
 	return verify_hashed(key, method, target, body_hex, time_s, nonce, sig, now, cache);
 }
 
-ft_reqsig_result_t ft_reqsig_verify_hashed(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method,
-					   const char *target, const char *body_hex, const char *time_s,
-					   const char *nonce, const char *sig, time_t now, ft_replay_t *cache)
+ft_reqsig_result_t ft_reqsig_verify_hashed(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target,
+					   const char *body_hex, const char *time_s, const char *nonce, const char *sig,
+					   time_t now, ft_replay_t *cache)
 {
 	return verify_hashed(key, method, target, body_hex, time_s, nonce, sig, now, cache);
 }

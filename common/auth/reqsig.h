@@ -71,8 +71,8 @@ ft_reqsig_result_t ft_reqsig_verify(const uint8_t key[FT_REQSIG_KEY_LEN], const 
  * receiver must then hash the body as it streams and refuse it, and store nothing of it, unless
  * the digest equals body_hex.
  */
-ft_reqsig_result_t ft_reqsig_verify_hashed(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method,
-					   const char *target, const char *body_hex, const char *time_s,
-					   const char *nonce, const char *sig, time_t now, ft_replay_t *cache);
+ft_reqsig_result_t ft_reqsig_verify_hashed(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target,
+					   const char *body_hex, const char *time_s, const char *nonce, const char *sig,
+					   time_t now, ft_replay_t *cache);
 
 #endif

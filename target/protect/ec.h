@@ -72,13 +72,11 @@ typedef struct {
  * already checked) or read back and checked, then renamed into place under the name lock unless a
  * newer version is held. The caller removes work afterwards (gone when it was renamed).
  */
-void ec_slice_store(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_ec_meta_t *verified,
-		    ec_store_t *out);
+void ec_slice_store(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_ec_meta_t *verified, ec_store_t *out);
 /* Removes abandoned transfers' work files (at most once per EC_SWEEP_EVERY_S). */
 void ec_sweep_stale(const tgt_t *t);
 /* provider, bucket and obj validated into n; 0, or -1 with err. */
-int ec_names_parse(const tgt_t *t, const char *p, const char *b, const char *obj, ec_name_t *n, char *err,
-		   size_t cap);
+int ec_names_parse(const tgt_t *t, const char *p, const char *b, const char *obj, ec_name_t *n, char *err, size_t cap);
 /* provider, bucket, obj of the query, validated. 0, or -1 after answering 400. */
 int ec_ctl_names(const tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, ec_name_t *n);
 /* An unsigned query argument; 0, or -1 when absent or malformed. */

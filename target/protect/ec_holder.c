@@ -34,8 +34,7 @@
 
 /* ---- control port: the holder's side ---- */
 
-int ec_names_parse(const tgt_t *t, const char *p, const char *b, const char *obj, ec_name_t *n, char *err,
-		   size_t cap)
+int ec_names_parse(const tgt_t *t, const char *p, const char *b, const char *obj, ec_name_t *n, char *err, size_t cap)
 {
 	const char *why = NULL;
 	char rel[TGT_REL_MAX];
@@ -282,8 +281,7 @@ static int ec_held(const tgt_t *t, const ec_name_t *n, ft_ec_meta_t *m)
  * newer one stays). The check and the rename are under the name lock here (local I/O only). The
  * outcome in *out; the caller removes work.
  */
-void ec_slice_store(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_ec_meta_t *verified,
-		    ec_store_t *out)
+void ec_slice_store(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_ec_meta_t *verified, ec_store_t *out)
 {
 	ft_ec_meta_t *m = malloc(sizeof(*m));
 	size_t hlen;

@@ -186,8 +186,8 @@ static void on_end(ft_req_t *r, void *arg, int err)
 		ft_sha256_final(&x->sha, sha);
 		x->sha_live = 0;
 		if (strcmp(sha, x->body_hex) != 0) {
-			ft_warn("ec: refused slice PUT %.200s from %s: the body is not the one signed", ft_req_target(r),
-				ft_req_peer(r));
+			ft_warn("ec: refused slice PUT %.200s from %s: the body is not the one signed",
+				ft_req_target(r), ft_req_peer(r));
 			recv_fail(x, 401, "%s", "the body is not the one signed (Ft-Body-Sha256)");
 		}
 	}
@@ -242,7 +242,8 @@ void tgt_ec_slice_put(ft_req_t *r, tgt_t *t)
 	x->fd = -1;
 	if (ft_req_method(r) != FT_HTTP_PUT) {
 		ft_resp_header(r, "Allow", "PUT");
-		ft_resp_error(r, 405, "method %s not allowed on /v1/ec/slice of the public port", ft_req_method_name(r));
+		ft_resp_error(r, 405, "method %s not allowed on /v1/ec/slice of the public port",
+			      ft_req_method_name(r));
 		return;
 	}
 	if (recv_signed(r, x) != 0)
@@ -257,7 +258,8 @@ void tgt_ec_slice_put(ft_req_t *r, tgt_t *t)
 		return;
 	}
 	if (cl <= 0 || (uint64_t)cl > RECV_MAX_TOTAL) {
-		ft_resp_error(r, cl < 0 ? 411 : 400, "PUT /v1/ec/slice: a Content-Length of 1 to %llu bytes is required",
+		ft_resp_error(r, cl < 0 ? 411 : 400,
+			      "PUT /v1/ec/slice: a Content-Length of 1 to %llu bytes is required",
 			      (unsigned long long)RECV_MAX_TOTAL);
 		return;
 	}

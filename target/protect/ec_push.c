@@ -27,10 +27,11 @@
  * header, payload; no copy besides the kernel's into the socket (libcurl would copy the body into
  * its upload buffer first). The answer is a small JSON reply with a Content-Length.
  *
- * Every thread that sends (the fan-out threads and the worker running the batch) keeps one idle
- * connection per holder (up to PUSH_CONNS holders; the least recently used one is closed beyond).
- * A connection is used by one request at a time and goes back to the cache only after a complete
- * answer without "Connection: close". A request on a reused connection that fails before any byte
+ * Idle connections are pooled per holder for the whole process (up to PUSH_IDLE_PER each, for
+ * PUSH_HOLDERS holders; more are closed), so any sending thread (a fan-out thread or the worker
+ * running the batch) reuses them and the pool stays as large as the sends in flight. A connection
+ * is used by one request at a time and goes back to the pool only after a complete answer
+ * without "Connection: close". A request on a reused connection that fails before any byte
  * of the answer (the holder closed it while idle) is sent once more on a fresh connection: the
  * PUT is idempotent (a new transfer id each time, the holder keeps the newest version).
  *
@@ -39,94 +40,66 @@
  * the digest once it is in, before publishing anything.
  *
  * OWNERSHIP
- * The per-thread cache owns its sockets; it is freed (sockets closed) when its thread exits. The
- * caller keeps every buffer.
+ * The pool owns the idle sockets (kept until the process ends); a request owns its socket from
+ * pool_take (or connect) to pool_put or close. The caller keeps every buffer.
  */
 
-#define PUSH_CONNS 16
+#define PUSH_HOLDERS 64  /* holders with idle connections kept */
+#define PUSH_IDLE_PER 32 /* idle connections kept per holder */
 #define PUSH_HEAD_MAX (EC_URL_MAX + 512)
 #define PUSH_REPLY_MAX 8192
 
 typedef struct {
 	char hostport[FT_URL_MAX + 24]; /* "host:port", "" = free */
-	int fd;
-	uint64_t used; /* LRU clock */
-} push_conn_t;
+	int fds[PUSH_IDLE_PER];
+	int n;
+} push_idle_t;
 
-typedef struct {
-	push_conn_t c[PUSH_CONNS];
-	uint64_t clock;
-} push_cache_t;
+static struct {
+	pthread_mutex_t lock;
+	push_idle_t h[PUSH_HOLDERS];
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-static int cache_key_ok;
-
-static void cache_free(void *arg)
+/* Takes an idle connection to hostport out of the pool; fd or -1. */
+static int pool_take(const char *hostport)
 {
-	push_cache_t *pc = arg;
+	int fd = -1;
 
-	for (int i = 0; i < PUSH_CONNS; i++)
-		if (pc->c[i].hostport[0])
-			close(pc->c[i].fd);
-	free(pc);
-}
-
-static void cache_key_init(void)
-{
-	cache_key_ok = pthread_key_create(&cache_key, cache_free) == 0;
-}
-
-static push_cache_t *cache_get(void)
-{
-	pthread_once(&cache_once, cache_key_init);
-	if (!cache_key_ok)
-		return NULL;
-	push_cache_t *pc = pthread_getspecific(cache_key);
-	if (pc == NULL) {
-		pc = calloc(1, sizeof(*pc));
-		if (pc != NULL && pthread_setspecific(cache_key, pc) != 0) {
-			free(pc);
-			pc = NULL;
-		}
-	}
-	return pc;
-}
-
-/* Takes this thread's idle connection to hostport out of the cache; fd or -1. */
-static int cache_take(push_cache_t *pc, const char *hostport)
-{
-	for (int i = 0; pc != NULL && i < PUSH_CONNS; i++) {
-		if (pc->c[i].hostport[0] && strcmp(pc->c[i].hostport, hostport) == 0) {
-			pc->c[i].hostport[0] = '\0';
-			return pc->c[i].fd;
-		}
-	}
-	return -1;
-}
-
-/* Keeps fd idle for hostport (closes the least recently used one when full; fd itself without a cache). */
-static void cache_put(push_cache_t *pc, const char *hostport, int fd)
-{
-	int k = 0;
-
-	if (pc == NULL) {
-		close(fd);
-		return;
-	}
-	for (int i = 0; i < PUSH_CONNS; i++) {
-		if (!pc->c[i].hostport[0]) {
-			k = i;
+	pthread_mutex_lock(&pool.lock);
+	for (int i = 0; i < PUSH_HOLDERS; i++) {
+		if (pool.h[i].n > 0 && strcmp(pool.h[i].hostport, hostport) == 0) {
+			fd = pool.h[i].fds[--pool.h[i].n];
 			break;
 		}
-		if (pc->c[i].used < pc->c[k].used)
-			k = i;
 	}
-	if (pc->c[k].hostport[0])
-		close(pc->c[k].fd);
-	snprintf(pc->c[k].hostport, sizeof(pc->c[k].hostport), "%s", hostport);
-	pc->c[k].fd = fd;
-	pc->c[k].used = ++pc->clock;
+	pthread_mutex_unlock(&pool.lock);
+	return fd;
+}
+
+/* Keeps fd idle for hostport, or closes it when the pool has no room for it. */
+static void pool_put(const char *hostport, int fd)
+{
+	push_idle_t *e = NULL, *free_slot = NULL;
+
+	pthread_mutex_lock(&pool.lock);
+	for (int i = 0; i < PUSH_HOLDERS && e == NULL; i++) {
+		if (pool.h[i].hostport[0] && strcmp(pool.h[i].hostport, hostport) == 0)
+			e = &pool.h[i];
+		else if (free_slot == NULL && (!pool.h[i].hostport[0] || pool.h[i].n == 0))
+			free_slot = &pool.h[i];
+	}
+	if (e == NULL && free_slot != NULL) { /* a new holder, or one whose connections all went */
+		e = free_slot;
+		snprintf(e->hostport, sizeof(e->hostport), "%s", hostport);
+		e->n = 0;
+	}
+	if (e != NULL && e->n < PUSH_IDLE_PER) {
+		e->fds[e->n++] = fd;
+		fd = -1;
+	}
+	pthread_mutex_unlock(&pool.lock);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* "http://host:port[/...]" into host and port; 0, or -1 (https, or malformed). */
@@ -321,7 +294,6 @@ int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfe
 {
 	char host[FT_URL_MAX], port[16], hostport[FT_URL_MAX + 24];
 	char *head = malloc(PUSH_HEAD_MAX), *target = malloc(EC_URL_MAX);
-	push_cache_t *pc = cache_get();
 	int rc = -1, hl;
 
 	*status = 0;
@@ -340,8 +312,10 @@ int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfe
 		snprintf(msg, cap, "cannot build (or sign) the request");
 		goto out;
 	}
-	for (int attempt = 0; attempt < 2; attempt++) {
-		int fd = cache_take(pc, hostport), reused = fd >= 0, keep = 0, e;
+	/* pooled connections the holder closed while idle fail before any answer: each is dropped and the
+	 * next tried, then a new one (so at most PUSH_IDLE_PER + 1 tries, unless others refill the pool) */
+	for (int attempt = 0; attempt <= 2 * PUSH_IDLE_PER + 1; attempt++) {
+		int fd = attempt <= 2 * PUSH_IDLE_PER ? pool_take(hostport) : -1, reused = fd >= 0, keep = 0, e;
 		if (fd < 0 && (fd = push_connect(host, port, timeout_ms)) < 0) {
 			snprintf(msg, cap, "connect to %s: %s", hostport, strerror(-fd));
 			goto out;
@@ -353,7 +327,7 @@ int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfe
 		else if (e == -EPIPE || e == -ECONNRESET)
 			e = -EAGAIN; /* nothing of an answer: the holder closed an idle connection */
 		if (e == 0 && keep)
-			cache_put(pc, hostport, fd);
+			pool_put(hostport, fd);
 		else
 			close(fd);
 		if (e == 0) {
@@ -365,6 +339,7 @@ int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfe
 			goto out;
 		}
 	}
+	snprintf(msg, cap, "PUT to %s: every connection was reset", hostport); /* not reached: the last try is new */
 out:
 	free(target);
 	free(head);

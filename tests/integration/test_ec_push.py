@@ -4,10 +4,11 @@ import hashlib
 import os
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import ftcluster
 from ftutil import TIMEOUT, Api, assert_json_error, session, wait_until
-from test_ec import KA_MS, ec_cluster, main_files, slice_files
+from test_ec import KA_MS, ec_cluster, main_files, set_ec, slice_files
 
 
 def slice_target(b, name, xfer):
@@ -68,6 +69,38 @@ def test_put_travels_over_the_public_port(make_cluster):
     os.remove(main_files(h, owner, b, "x")[0])
     r = api.get(b, "x")
     assert r.status_code == 200 and r.content == data
+    assert h.work_files() == []
+
+
+def test_put_after_the_holders_closed_idle_connections(make_cluster):
+    # The owners pool their connections to the holders' public ports (several per holder after
+    # concurrent PUTs); a holder closes those idle for longer than its idle timeout. The next PUTs
+    # find them closed, drop them one by one and send on a new connection.
+    h = make_cluster(targets=4, mountpaths=2, keepalive_ms=KA_MS, target_args=["--http_idle_timeout_ms", "300"])
+    api = Api(h.url)
+    b = "ecidle"
+    api.create_bucket(b, cksum="md5")
+    set_ec(h, api, b, 2, 1, 0)
+    names = ["n%d" % i for i in range(15)] + ["long/" + ("\u00fc x%&?" * 5 + "/") * 15 + "end"]  # 600 bytes, escaped
+
+    def put(rnd, n):
+        r = Api(h.url).put(b, n, os.urandom(100_000 + rnd), expect=None)
+        return r.status_code, r.text
+
+    for rnd in range(3):
+        with ThreadPoolExecutor(8) as ex:
+            got = list(ex.map(lambda n: put(rnd, n), names))
+        assert all(st == 200 for st, _ in got), got
+        for n in names:
+            assert len(slice_files(h, b, n)) == 3, (rnd, n)
+        time.sleep(1.0)
+    for n in names:  # one at a time: each may meet the stale connections left in the pool
+        assert put(3, n)[0] == 200, n
+    for n in names:
+        owner = h.index_of_url(api.owner(b, n))
+        os.remove(main_files(h, owner, b, n)[0])
+        r = api.get(b, n)
+        assert r.status_code == 200 and len(r.content) == 100_003, n
     assert h.work_files() == []
 
 

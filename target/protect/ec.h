@@ -62,7 +62,7 @@ int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfe
 /* ---- ec_holder.c ---- */
 /* The outcome of storing a received slice. */
 typedef struct {
-	int status; /* 200 stored (or kept: a newer version is here), else the HTTP error */
+	int status; /* 200 stored (or kept: a newer version is here), 0 busy (nowait), else the HTTP error */
 	int kept;
 	int idx, replica;
 	char msg[2 * FT_OBJ_NAME_MAX + 512]; /* why not, when status != 200 */
@@ -70,9 +70,11 @@ typedef struct {
 /*
  * Stores the complete slice in the work file work (open at fd) on n->mp: verified (its header, when
  * already checked) or read back and checked, then renamed into place under the name lock unless a
- * newer version is held. The caller removes work afterwards (gone when it was renamed).
+ * newer version is held. The caller removes work afterwards (gone when it was renamed). With
+ * nowait the name lock is only tried: status 0 when it was taken (nothing done).
  */
-void ec_slice_store(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_ec_meta_t *verified, ec_store_t *out);
+void ec_slice_store(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_ec_meta_t *verified, int nowait,
+		    ec_store_t *out);
 /* Removes abandoned transfers' work files (at most once per EC_SWEEP_EVERY_S). */
 void ec_sweep_stale(const tgt_t *t);
 /* provider, bucket and obj validated into n; 0, or -1 with err. */

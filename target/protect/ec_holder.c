@@ -279,9 +279,11 @@ static int ec_held(const tgt_t *t, const ec_name_t *n, ft_ec_meta_t *m)
  * of a newer version of the object (the owner's fan-outs run without its name lock: a later PUT's
  * may arrive first); then the incoming one is dropped and the answer is still 200 ("kept": the
  * newer one stays). The check and the rename are under the name lock here (local I/O only). The
- * outcome in *out; the caller removes work.
+ * outcome in *out; the caller removes work. nowait (a loop thread): when the name lock is taken,
+ * nothing is done and out->status is 0; ask again from a thread that may wait.
  */
-void ec_slice_store(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_ec_meta_t *verified, ec_store_t *out)
+void ec_slice_store(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_ec_meta_t *verified, int nowait,
+		    ec_store_t *out)
 {
 	ft_ec_meta_t *m = malloc(sizeof(*m));
 	size_t hlen;
@@ -322,7 +324,13 @@ void ec_slice_store(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_e
 	ft_ec_meta_t *held = malloc(sizeof(*held));
 	int kept = 0;
 
-	tgt_name_lock_hash(t, h);
+	if (nowait && tgt_name_trylock_hash(t, h) != 0) {
+		free(held);
+		out->status = 0; /* busy: the caller asks again, from a thread that may wait */
+		goto out;
+	}
+	if (!nowait)
+		tgt_name_lock_hash(t, h);
 	if (held && ec_held(t, n, held) == 0 && held->bucket_created == m->bucket_created &&
 	    ec_newer(&held->lom, &m->lom))
 		kept = 1;
@@ -356,7 +364,7 @@ static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, cons
 {
 	ec_store_t st;
 
-	ec_slice_store(t, n, fd, work, verified, &st);
+	ec_slice_store(t, n, fd, work, verified, 0, &st);
 	if (st.status != 200) {
 		ft_ctl_error(resp, st.status, "%s", st.msg);
 		return;

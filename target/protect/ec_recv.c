@@ -35,8 +35,9 @@
  * headers, before a byte of the body is read (401); the body is hashed as it streams and a
  * digest other than the claimed one is refused (401) before anything is published.
  *
- * The publish (rename) runs on the loop thread with sync "none"; otherwise it syncs, and runs on
- * the worker pool.
+ * The publish (rename) runs on the loop thread with sync "none" when the name's lock stripe is
+ * free (tried, never waited for: a publisher may hold it through a long mirror copy); otherwise on
+ * the worker pool (which also syncs per the policy).
  *
  * OWNERSHIP
  * recv_t lives in request memory; it owns the work fd, the work file (until renamed) and the
@@ -155,22 +156,48 @@ static int on_data(ft_req_t *r, void *arg, const void *buf, size_t len)
 	return 0;
 }
 
-/* Publishes the checked slice and answers (loop thread or worker). */
+/* Answers the outcome of the publish, after releasing the transfer. */
+static void recv_respond(ft_req_t *r, recv_t *x, const ec_store_t *st)
+{
+	recv_release(x); /* the work file is gone once renamed; removed otherwise */
+	ec_sweep_stale(x->t);
+	if (st->status != 200) {
+		ft_resp_error(r, st->status, "%s", st->msg);
+		return;
+	}
+	ft_resp_json(r, 200,
+		     st->kept ? json_pack("{s:i, s:b, s:b}", "idx", st->idx, "replica", st->replica, "kept", 1)
+			      : json_pack("{s:i, s:b}", "idx", st->idx, "replica", st->replica));
+}
+
+/* Publishes the checked slice and answers, on a worker (it may wait for the name lock, and sync). */
 static void recv_publish(ft_req_t *r, void *arg)
 {
 	recv_t *x = arg;
 	ec_store_t st;
 
-	ec_slice_store(x->t, &x->n, x->fd, x->work, x->m, &st);
-	recv_release(x); /* the work file is gone once renamed; removed otherwise */
-	ec_sweep_stale(x->t);
-	if (st.status != 200) {
-		ft_resp_error(r, st.status, "%s", st.msg);
+	ec_slice_store(x->t, &x->n, x->fd, x->work, x->m, 0, &st);
+	recv_respond(r, x, &st);
+}
+
+/*
+ * On the loop thread: publishes at once when no sync is due and the name's lock stripe is free;
+ * else on a worker (a publisher may hold the stripe for long: a mirror copy of a large object).
+ */
+static void recv_publish_here(ft_req_t *r, recv_t *x)
+{
+	ec_store_t st;
+
+	if (x->t->cfg.sync != FT_SYNC_NONE) {
+		ft_req_defer(r, recv_publish, x);
 		return;
 	}
-	ft_resp_json(r, 200,
-		     st.kept ? json_pack("{s:i, s:b, s:b}", "idx", st.idx, "replica", st.replica, "kept", 1)
-			     : json_pack("{s:i, s:b}", "idx", st.idx, "replica", st.replica));
+	ec_slice_store(x->t, &x->n, x->fd, x->work, x->m, 1, &st);
+	if (st.status == 0) {
+		ft_req_defer(r, recv_publish, x);
+		return;
+	}
+	recv_respond(r, x, &st);
 }
 
 static void on_end(ft_req_t *r, void *arg, int err)
@@ -202,10 +229,7 @@ static void on_end(ft_req_t *r, void *arg, int err)
 		ft_resp_error(r, x->status, "%s", x->msg);
 		return;
 	}
-	if (x->t->cfg.sync == FT_SYNC_NONE)
-		recv_publish(r, x);
-	else
-		ft_req_defer(r, recv_publish, x);
+	recv_publish_here(r, x);
 }
 
 /* With a cluster secret: whether the headers carry a good signature over the claimed body; 0, or -1 after 401. */

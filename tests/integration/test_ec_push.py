@@ -104,6 +104,24 @@ def test_put_after_the_holders_closed_idle_connections(make_cluster):
     assert h.work_files() == []
 
 
+def test_put_with_sync_full(make_cluster):
+    # With sync "full" a holder publishes on a worker (it fsyncs the slice and its directory), not
+    # on the loop thread that received it: the PUTs are acknowledged with every slice in place.
+    h = make_cluster(targets=4, mountpaths=2, keepalive_ms=KA_MS, target_args=["--sync", "full"])
+    api = Api(h.url)
+    b = "ecsync"
+    api.create_bucket(b, cksum="md5")
+    set_ec(h, api, b, 2, 1, 0)
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(lambda i: api.put(b, "s%d" % i, os.urandom(200_000 + i), expect=None).status_code,
+                          range(12)))
+    assert got == [200] * 12, got
+    for i in range(12):
+        held = slice_files(h, b, "s%d" % i)
+        assert len(held) == 3, (i, held)
+    assert h.work_files() == []
+
+
 def test_slice_put_stores_and_refuses_corrupt(make_cluster):
     # A whole slice PUT on the public port is checked as it streams: a corrupt one (payload byte
     # flipped, or a length other than its header says) gets 400 and leaves nothing; the held slice

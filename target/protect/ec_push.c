@@ -324,6 +324,8 @@ int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfe
 		e = push_writev(fd, iov, 3);
 		if (e == 0)
 			e = push_read_reply(fd, status, &keep, msg, cap);
+		else if ((e == -EPIPE || e == -ECONNRESET) && push_read_reply(fd, status, &keep, msg, cap) == 0)
+			e = keep = 0; /* answered before reading the body (a refused signature), then closed */
 		else if (e == -EPIPE || e == -ECONNRESET)
 			e = -EAGAIN; /* nothing of an answer: the holder closed an idle connection */
 		if (e == 0 && keep)

@@ -117,7 +117,7 @@ static ssize_t recv_header(recv_t *x, const uint8_t *p, size_t len)
 	rc = ft_ec_hdr_decode(x->m, x->hdr, x->hdr_have, &x->hlen);
 	if (rc == 1 && x->hdr_have < FT_EC_HDR_MAX && x->got + take < x->total)
 		return (ssize_t)take; /* read more */
-	if (rc != 0 || x->hlen > x->hdr_have || x->total != x->hlen + x->m->slice_size)
+	if (rc != 0 || x->hlen > x->hdr_have || x->m->slice_size > x->total || x->total != x->hlen + x->m->slice_size)
 		return recv_fail(x, 400, "slice of \"%s\" is corrupt (bad header, or a length other than it says)",
 				 x->n.obj);
 	/* the bytes past the header are payload */

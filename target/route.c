@@ -14,6 +14,7 @@
 
 #define OBJECTS_PREFIX "/v1/objects"
 #define HEALTH_PATH "/v1/health"
+#define EC_SLICE_PATH "/v1/ec/slice" /* whole EC slices from other targets */
 
 static void health(ft_req_t *r, tgt_t *t)
 {
@@ -224,6 +225,10 @@ void tgt_route_public(ft_req_t *r, void *ctx)
 	if (len == strlen("/v1/batch") && memcmp(path, "/v1/batch", len) == 0) {
 		if (tgt_auth_endpoint(r, path, len) == 0)
 			tgt_batch(r, t); /* shard/batch.c */
+		return;
+	}
+	if (len == strlen(EC_SLICE_PATH) && memcmp(path, EC_SLICE_PATH, len) == 0) {
+		tgt_ec_slice_put(r, t); /* protect/ec_recv.c: signed like the control plane when auth is on */
 		return;
 	}
 	if (ft_path_split(r, path, len, OBJECTS_PREFIX, &bucket, &obj, &obj_len) == 0) {

@@ -276,6 +276,8 @@ int tgt_ec_check(tgt_obj_t *o, char *err, size_t cap);
 int tgt_ec_job_obj(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 /* Control port, paths under /v1/ec (slice transfer between targets). */
 void tgt_ec_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+/* Public port, PUT /v1/ec/slice (protect/ec_recv.c): one whole slice from another target, streamed into place. */
+void tgt_ec_slice_put(ft_req_t *r, tgt_t *t);
 
 /* ---- rebalance.c: objects follow the map; mountpath attach/detach (resilver) ---- */
 /* cluster.c, after installing a Smap whose set of targets differs from the one before. */

@@ -54,21 +54,15 @@ const char *ft_reqsig_strerror(ft_reqsig_result_t r)
 	return r >= FT_REQSIG_OK && r <= FT_REQSIG_BUSY ? messages[r] : "?";
 }
 
-static int mac_hex(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target, const char *time_s,
-		   const char *nonce, const void *body, size_t len, char out[65])
+/* The MAC of a request whose body's hex sha256 is body_hex, as hex into out; 0 or -1. */
+static int mac_hex_hashed(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target,
+			  const char *time_s, const char *nonce, const char *body_hex, char out[65])
 {
-	ft_sha256_t h;
-	char body_hex[FT_SHA256_HEX];
 	ft_strbuf_t msg = {0};
 	uint8_t mac[32];
 	unsigned int n = 32;
 	int rc = -1;
 
-	if (ft_sha256_init(&h) != 0)
-		return -1;
-	if (body != NULL && len > 0)
-		ft_sha256_update(&h, body, len);
-	ft_sha256_final(&h, body_hex);
 	ft_strbuf_addf(&msg, "ft-ctl-v1\n%s\n%s\n%s\n%s\n%s", method, target, time_s, nonce, body_hex);
 	if (!msg.failed && body_hex[0] != '\0' &&
 	    HMAC(EVP_sha256(), key, FT_REQSIG_KEY_LEN, (const unsigned char *)msg.p, msg.len, mac, &n) != NULL &&
@@ -78,6 +72,40 @@ static int mac_hex(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, con
 	}
 	ft_strbuf_free(&msg);
 	return rc;
+}
+
+int ft_reqsig_body_hex(const void *body, size_t len, char out[FT_REQSIG_BODY_HEX + 1])
+{
+	ft_sha256_t h;
+
+	if (ft_sha256_init(&h) != 0)
+		return -1;
+	if (body != NULL && len > 0)
+		ft_sha256_update(&h, body, len);
+	ft_sha256_final(&h, out);
+	return out[0] != '\0' ? 0 : -1;
+}
+
+static int mac_hex(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target, const char *time_s,
+		   const char *nonce, const void *body, size_t len, char out[65])
+{
+	char body_hex[FT_SHA256_HEX];
+
+	if (ft_reqsig_body_hex(body, len, body_hex) != 0)
+		return -1;
+	return mac_hex_hashed(key, method, target, time_s, nonce, body_hex, out);
+}
+
+int ft_reqsig_sign_hashed(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target,
+			  const char *body_hex, time_t now, ft_reqsig_t *out)
+{
+	uint8_t nonce[16];
+
+	if (RAND_bytes(nonce, sizeof(nonce)) != 1)
+		return -1;
+	ft_hex_encode(nonce, sizeof(nonce), out->nonce);
+	snprintf(out->time, sizeof(out->time), "%lld", (long long)now);
+	return mac_hex_hashed(key, method, target, out->time, out->nonce, body_hex, out->sig);
 }
 
 int ft_reqsig_sign(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target, const void *body,
@@ -153,9 +181,10 @@ out:
 	return r;
 }
 
-ft_reqsig_result_t ft_reqsig_verify(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target,
-				    const void *body, size_t len, const char *time_s, const char *nonce,
-				    const char *sig, time_t now, ft_replay_t *cache)
+/* ft_reqsig_verify with the body given as its hex sha256 (body_hex; NULL: the claim is missing). */
+static ft_reqsig_result_t verify_hashed(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target,
+					const char *body_hex, const char *time_s, const char *nonce, const char *sig,
+					time_t now, ft_replay_t *cache)
 {
 	uint8_t nonce_bin[16], got[32], want_bin[32];
 	char want[65];
@@ -164,14 +193,15 @@ ft_reqsig_result_t ft_reqsig_verify(const uint8_t key[FT_REQSIG_KEY_LEN], const 
 
 	if (time_s == NULL && nonce == NULL && sig == NULL)
 		return FT_REQSIG_MISSING;
-	if (time_s == NULL || nonce == NULL || sig == NULL || strlen(nonce) != FT_REQSIG_NONCE_HEX ||
+	if (time_s == NULL || nonce == NULL || sig == NULL || body_hex == NULL ||
+	    strlen(body_hex) != FT_REQSIG_BODY_HEX || strlen(nonce) != FT_REQSIG_NONCE_HEX ||
 	    ft_hex_decode(nonce, FT_REQSIG_NONCE_HEX, nonce_bin, sizeof(nonce_bin), 0) != 16 || strlen(sig) != 64 ||
 	    ft_hex_decode(sig, 64, got, sizeof(got), 0) != 32 || time_s[0] == '\0' || strlen(time_s) > 20)
 		return FT_REQSIG_BAD;
 	t = strtoll(time_s, &end, 10);
 	if (*end != '\0')
 		return FT_REQSIG_BAD;
-	if (mac_hex(key, method, target, time_s, nonce, body, len, want) != 0 ||
+	if (mac_hex_hashed(key, method, target, time_s, nonce, body_hex, want) != 0 ||
 	    ft_hex_decode(want, 64, want_bin, sizeof(want_bin), 0) != 32 || CRYPTO_memcmp(want_bin, got, 32) != 0)
 		return FT_REQSIG_BAD;
 	if (t < (long long)now - FT_REQSIG_WINDOW || t > (long long)now + FT_REQSIG_WINDOW)
@@ -179,4 +209,24 @@ ft_reqsig_result_t ft_reqsig_verify(const uint8_t key[FT_REQSIG_KEY_LEN], const 
 	if (cache == NULL)
 		return FT_REQSIG_OK;
 	return replay_check(cache, nonce_bin, (int64_t)t + FT_REQSIG_WINDOW + 1, (int64_t)now);
+}
+
+ft_reqsig_result_t ft_reqsig_verify(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target,
+				    const void *body, size_t len, const char *time_s, const char *nonce,
+				    const char *sig, time_t now, ft_replay_t *cache)
+{
+	char body_hex[FT_SHA256_HEX];
+
+	if (time_s == NULL && nonce == NULL && sig == NULL)
+		return FT_REQSIG_MISSING;
+	if (ft_reqsig_body_hex(body, len, body_hex) != 0)
+		return FT_REQSIG_BAD;
+	return verify_hashed(key, method, target, body_hex, time_s, nonce, sig, now, cache);
+}
+
+ft_reqsig_result_t ft_reqsig_verify_hashed(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target,
+					   const char *body_hex, const char *time_s, const char *nonce, const char *sig,
+					   time_t now, ft_replay_t *cache)
+{
+	return verify_hashed(key, method, target, body_hex, time_s, nonce, sig, now, cache);
 }

@@ -13,6 +13,8 @@
 #define FT_REQSIG_HEADER_TIME "Ft-Time"
 #define FT_REQSIG_HEADER_NONCE "Ft-Nonce"
 #define FT_REQSIG_HEADER_SIG "Ft-Signature"
+#define FT_REQSIG_HEADER_BODY "Ft-Body-Sha256" /* a streamed body's claimed hex sha256 (ft_reqsig_verify_hashed) */
+#define FT_REQSIG_BODY_HEX 64
 
 /* The three header values of a signed request. */
 typedef struct {
@@ -40,6 +42,16 @@ const char *ft_reqsig_strerror(ft_reqsig_result_t r);
 int ft_reqsig_sign(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target, const void *body,
 		   size_t len, time_t now, ft_reqsig_t *out);
 
+/* The hex sha256 of len bytes at body (NULL: none), as signed; 0 or -1. */
+int ft_reqsig_body_hex(const void *body, size_t len, char out[FT_REQSIG_BODY_HEX + 1]);
+/*
+ * ft_reqsig_sign for a body known by its hex sha256 (body_hex, as ft_reqsig_body_hex gives it):
+ * the same signature, for a sender that streams the body and sends body_hex along in
+ * FT_REQSIG_HEADER_BODY.
+ */
+int ft_reqsig_sign_hashed(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target,
+			  const char *body_hex, time_t now, ft_reqsig_t *out);
+
 typedef struct ft_replay ft_replay_t;
 /* A cache of nonces seen in the last 2 * FT_REQSIG_WINDOW seconds, with room for slots entries (a power of two). */
 ft_replay_t *ft_replay_new(size_t slots);
@@ -52,5 +64,15 @@ void ft_replay_free(ft_replay_t *c);
 ft_reqsig_result_t ft_reqsig_verify(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target,
 				    const void *body, size_t len, const char *time_s, const char *nonce,
 				    const char *sig, time_t now, ft_replay_t *cache);
+
+/*
+ * ft_reqsig_verify of a request whose body has not arrived yet, against its claimed hex sha256
+ * (body_hex, NULL when not sent: BAD): checks everything but the body, before it is read. The
+ * receiver must then hash the body as it streams and refuse it, and store nothing of it, unless
+ * the digest equals body_hex.
+ */
+ft_reqsig_result_t ft_reqsig_verify_hashed(const uint8_t key[FT_REQSIG_KEY_LEN], const char *method, const char *target,
+					   const char *body_hex, const char *time_s, const char *nonce, const char *sig,
+					   time_t now, ft_replay_t *cache);
 
 #endif

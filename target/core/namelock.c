@@ -68,6 +68,11 @@ void tgt_name_lock_hash(tgt_t *t, uint64_t name_hash)
 	pthread_mutex_lock(&t->names->stripes[name_hash % TGT_NAME_LOCKS]);
 }
 
+int tgt_name_trylock_hash(tgt_t *t, uint64_t name_hash)
+{
+	return pthread_mutex_trylock(&t->names->stripes[name_hash % TGT_NAME_LOCKS]) == 0 ? 0 : -1;
+}
+
 void tgt_name_unlock_hash(tgt_t *t, uint64_t name_hash)
 {
 	pthread_mutex_unlock(&t->names->stripes[name_hash % TGT_NAME_LOCKS]);

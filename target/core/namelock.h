@@ -51,6 +51,8 @@ void tgt_name_unlock(const tgt_obj_t *o);
 /* The same for a name known by its hash only (ft_hrw_name_hash of provider, bucket, object). */
 void tgt_name_lock_hash(tgt_t *t, uint64_t name_hash);
 void tgt_name_unlock_hash(tgt_t *t, uint64_t name_hash);
+/* tgt_name_lock_hash without waiting: 0 when taken, -1 when another thread holds the stripe (for a loop thread). */
+int tgt_name_trylock_hash(tgt_t *t, uint64_t name_hash);
 
 /* The publish lock: shared by publishers, exclusive to bucket retirement and mountpath sealing. */
 void tgt_publish_lock_shared(tgt_t *t);

@@ -23,6 +23,7 @@
 typedef struct {
 	char id[FT_ID_MAX];
 	char url[FT_URL_MAX]; /* control URL */
+	char pub[FT_URL_MAX]; /* public URL: whole slices go there (ec_push.c, ec_recv.c) */
 } ec_node_t;
 
 typedef struct {
@@ -48,7 +49,36 @@ void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
  */
 int ec_send_mem(ft_fanout_t *fanout, const ec_node_t *holders, const ft_ec_meta_t *base, int fd, char *err, size_t cap);
 
+/* ---- ec_push.c ---- */
+/*
+ * PUTs one whole slice (its framed header hdr, hlen bytes, then payload, slice_size bytes) to the
+ * public port at pub_url (http only) as "PUT /v1/ec/slice?<names>&xfer=<xfer>", on this thread's
+ * kept-alive connection to it. Returns 0 with *status the holder's answer (msg its "message" when
+ * not 200), or -1 with msg when no answer came (connection refused, reset, timed out).
+ */
+int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfer, const uint8_t *hdr, size_t hlen,
+		  const uint8_t *payload, uint64_t slice_size, int timeout_ms, long *status, char *msg, size_t cap);
+
 /* ---- ec_holder.c ---- */
+/* The outcome of storing a received slice. */
+typedef struct {
+	int status; /* 200 stored (or kept: a newer version is here), 0 busy (nowait), else the HTTP error */
+	int kept;
+	int idx, replica;
+	char msg[2 * FT_OBJ_NAME_MAX + 512]; /* why not, when status != 200 */
+} ec_store_t;
+/*
+ * Stores the complete slice in the work file work (open at fd) on n->mp: verified (its header, when
+ * already checked) or read back and checked, then renamed into place under the name lock unless a
+ * newer version is held. The caller removes work afterwards (gone when it was renamed). With
+ * nowait the name lock is only tried: status 0 when it was taken (nothing done).
+ */
+void ec_slice_store(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_ec_meta_t *verified, int nowait,
+		    ec_store_t *out);
+/* Removes abandoned transfers' work files (at most once per EC_SWEEP_EVERY_S). */
+void ec_sweep_stale(const tgt_t *t);
+/* provider, bucket and obj validated into n; 0, or -1 with err. */
+int ec_names_parse(const tgt_t *t, const char *p, const char *b, const char *obj, ec_name_t *n, char *err, size_t cap);
 /* provider, bucket, obj of the query, validated. 0, or -1 after answering 400. */
 int ec_ctl_names(const tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, ec_name_t *n);
 /* An unsigned query argument; 0, or -1 when absent or malformed. */

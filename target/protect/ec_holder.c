@@ -34,32 +34,30 @@
 
 /* ---- control port: the holder's side ---- */
 
-/* provider, bucket, obj of the query, validated. 0, or -1 after answering 400. */
-int ec_ctl_names(const tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, ec_name_t *n)
+int ec_names_parse(const tgt_t *t, const char *p, const char *b, const char *obj, ec_name_t *n, char *err, size_t cap)
 {
-	const char *p = ft_ctl_query(req, "provider"), *b = ft_ctl_query(req, "bucket");
 	const char *why = NULL;
 	char rel[TGT_REL_MAX];
 
-	n->obj = ft_ctl_query(req, "obj");
+	n->obj = obj;
 	if (!p || !b || !n->obj) {
-		ft_ctl_error(resp, 400, "%s %s: provider, bucket and obj are required", req->method, req->path);
+		snprintf(err, cap, "provider, bucket and obj are required");
 		return -1;
 	}
 	if (strlen(p) == 0 || strlen(p) >= sizeof(n->provider) ||
 	    strspn(p, "abcdefghijklmnopqrstuvwxyz") != strlen(p)) {
-		ft_ctl_error(resp, 400, "%s %s: bad provider \"%s\"", req->method, req->path, p);
+		snprintf(err, cap, "bad provider \"%s\"", p);
 		return -1;
 	}
 	if (ft_name_check_bucket(b, &why) != 0 || ft_name_check_object(n->obj, strlen(n->obj), &why) != 0) {
-		ft_ctl_error(resp, 400, "%s %s: %s", req->method, req->path, why ? why : "bad name");
+		snprintf(err, cap, "%s", why ? why : "bad name");
 		return -1;
 	}
 	snprintf(n->provider, sizeof(n->provider), "%s", p);
 	snprintf(n->bucket, sizeof(n->bucket), "%s", b);
 	if (tgt_rel_path(rel, sizeof(rel), p, b, n->obj) != 0 ||
 	    (size_t)snprintf(n->rel, sizeof(n->rel), "%s/%s", TGT_EC_DIR, rel) >= sizeof(n->rel)) {
-		ft_ctl_error(resp, 400, "%s %s: object name too long", req->method, req->path);
+		snprintf(err, cap, "object name too long");
 		return -1;
 	}
 	/* a slice of "a" and one of "a/b" may meet on a mountpath: the second goes to its hashed path */
@@ -69,6 +67,19 @@ int ec_ctl_names(const tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, e
 	    tgt_key_path_hashed(n->krel + pre, sizeof(n->krel) - pre, n->obj, strlen(n->obj)) != 0)
 		n->krel[0] = '\0';
 	n->mp = tgt_mountpath_pick(t, p, b, n->obj, strlen(n->obj));
+	return 0;
+}
+
+/* provider, bucket, obj of the query, validated. 0, or -1 after answering 400. */
+int ec_ctl_names(const tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp, ec_name_t *n)
+{
+	char why[256];
+
+	if (ec_names_parse(t, ft_ctl_query(req, "provider"), ft_ctl_query(req, "bucket"), ft_ctl_query(req, "obj"), n,
+			   why, sizeof(why)) != 0) {
+		ft_ctl_error(resp, 400, "%s %s: %s", req->method, req->path, why);
+		return -1;
+	}
 	return 0;
 }
 
@@ -201,7 +212,7 @@ static int ec_bucket_current(const ft_ec_meta_t *m)
  * Removes the work files of transfers whose sender stopped (died) mid-way: "ec.<xfer>" files in
  * mp's .work untouched for EC_XFER_STALE_S. Runs at most once per EC_SWEEP_EVERY_S per target.
  */
-static void ec_sweep_stale(const tgt_t *t)
+void ec_sweep_stale(const tgt_t *t)
 {
 	static atomic_llong last_sweep;
 	long long now = (long long)(ft_now_ns() / 1000000000LL), prev = atomic_load(&last_sweep);
@@ -263,22 +274,26 @@ static int ec_held(const tgt_t *t, const ec_name_t *n, ft_ec_meta_t *m)
 }
 
 /*
- * Last chunk in: verify the whole slice (verified: a slice that came in one chunk and was checked
- * in memory before it was written, NULL: read it back from fd) and move it into place, unless the
- * slice held here is of a newer version of the object (the owner's fan-outs run without its name
- * lock: a later PUT's may arrive first); then the incoming one is dropped and the answer is still
- * 200 ("kept": the newer one stays). The check and the rename are under the name lock here (local
- * I/O only). Answers; the caller removes work.
+ * Last byte in: verify the whole slice (verified: a slice already checked, in memory or as it
+ * streamed in, NULL: read it back from fd) and move it into place, unless the slice held here is
+ * of a newer version of the object (the owner's fan-outs run without its name lock: a later PUT's
+ * may arrive first); then the incoming one is dropped and the answer is still 200 ("kept": the
+ * newer one stays). The check and the rename are under the name lock here (local I/O only). The
+ * outcome in *out; the caller removes work. nowait (a loop thread): when the name lock is taken,
+ * nothing is done and out->status is 0; ask again from a thread that may wait.
  */
-static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_ec_meta_t *verified,
-			  ft_ctl_resp_t *resp)
+void ec_slice_store(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_ec_meta_t *verified, int nowait,
+		    ec_store_t *out)
 {
 	ft_ec_meta_t *m = malloc(sizeof(*m));
 	size_t hlen;
 	int rc;
 
+	out->status = 500;
+	out->kept = 0;
+	out->msg[0] = '\0';
 	if (m == NULL) {
-		ft_ctl_error(resp, 500, "out of memory");
+		snprintf(out->msg, sizeof(out->msg), "out of memory");
 		return;
 	}
 	rc = ec_sync(t, fd);
@@ -287,24 +302,35 @@ static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, cons
 	else if (rc == 0)
 		rc = ft_ec_slice_verify(fd, m, &hlen);
 	if (rc != 0) {
-		ft_ctl_error(resp, rc == -EBADMSG ? 400 : 500, "slice of \"%s/%s\" %s", n->bucket, n->obj,
-			     rc == -EBADMSG ? "is corrupt (bad header, length or checksum)" : strerror(-rc));
+		out->status = rc == -EBADMSG ? 400 : 500;
+		snprintf(out->msg, sizeof(out->msg), "slice of \"%s/%s\" %s", n->bucket, n->obj,
+			 rc == -EBADMSG ? "is corrupt (bad header, length or checksum)" : strerror(-rc));
 		goto out;
 	}
+	out->idx = m->idx;
+	out->replica = m->replica;
 	if (strcmp(m->provider, n->provider) != 0 || strcmp(m->bucket, n->bucket) != 0 || strcmp(m->obj, n->obj) != 0) {
-		ft_ctl_error(resp, 400, "slice header names \"%s/%s\", the query \"%s/%s\"", m->bucket, m->obj,
-			     n->bucket, n->obj);
+		out->status = 400;
+		snprintf(out->msg, sizeof(out->msg), "slice header names \"%s/%s\", the query \"%s/%s\"", m->bucket,
+			 m->obj, n->bucket, n->obj);
 		goto out;
 	}
 	if (!ec_bucket_current(m)) {
-		ft_ctl_error(resp, 404, "bucket \"%s\" (this incarnation) does not exist here", m->bucket);
+		out->status = 404;
+		snprintf(out->msg, sizeof(out->msg), "bucket \"%s\" (this incarnation) does not exist here", m->bucket);
 		goto out;
 	}
 	uint64_t h = ft_hrw_name_hash(n->provider, n->bucket, n->obj, strlen(n->obj));
 	ft_ec_meta_t *held = malloc(sizeof(*held));
 	int kept = 0;
 
-	tgt_name_lock_hash(t, h);
+	if (nowait && tgt_name_trylock_hash(t, h) != 0) {
+		free(held);
+		out->status = 0; /* busy: the caller asks again, from a thread that may wait */
+		goto out;
+	}
+	if (!nowait)
+		tgt_name_lock_hash(t, h);
 	if (held && ec_held(t, n, held) == 0 && held->bucket_created == m->bucket_created &&
 	    ec_newer(&held->lom, &m->lom))
 		kept = 1;
@@ -315,22 +341,37 @@ static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, cons
 			 m->idx, m->bucket, m->obj, m->lom.version, held->lom.version);
 	free(held);
 	if (kept) {
-		resp->status = 200;
-		resp->json = json_pack("{s:i, s:b, s:b}", "idx", m->idx, "replica", m->replica, "kept", 1);
+		out->status = 200;
+		out->kept = 1;
 		goto out;
 	}
 	if (rc != 0) {
-		ft_ctl_error(resp, rc == -ENOTDIR ? 409 : 500, "cannot store the slice of \"%s/%s\": %s", n->bucket,
-			     n->obj,
-			     rc == -ENOTDIR ? "a component of its path is another object's slice" : strerror(-rc));
+		out->status = rc == -ENOTDIR ? 409 : 500;
+		snprintf(out->msg, sizeof(out->msg), "cannot store the slice of \"%s/%s\": %s", n->bucket, n->obj,
+			 rc == -ENOTDIR ? "a component of its path is another object's slice" : strerror(-rc));
 		goto out;
 	}
 	ft_debug("ec: stored %s %d of %s/%s (%" PRIu64 " bytes)", m->replica ? "replica" : "slice", m->idx, m->bucket,
 		 m->obj, m->slice_size);
-	resp->status = 200;
-	resp->json = json_pack("{s:i, s:b}", "idx", m->idx, "replica", m->replica);
+	out->status = 200;
 out:
 	free(m);
+}
+
+/* ec_slice_store answered on the control port. */
+static void ec_ctl_commit(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_ec_meta_t *verified,
+			  ft_ctl_resp_t *resp)
+{
+	ec_store_t st;
+
+	ec_slice_store(t, n, fd, work, verified, 0, &st);
+	if (st.status != 200) {
+		ft_ctl_error(resp, st.status, "%s", st.msg);
+		return;
+	}
+	resp->status = 200;
+	resp->json = st.kept ? json_pack("{s:i, s:b, s:b}", "idx", st.idx, "replica", st.replica, "kept", 1)
+			     : json_pack("{s:i, s:b}", "idx", st.idx, "replica", st.replica);
 }
 
 /*

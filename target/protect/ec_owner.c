@@ -116,6 +116,7 @@ static int ec_order(const tgt_t *t, const ft_smap_t *m, const tgt_obj_t *o, ec_n
 				continue;
 			snprintf(out[n].id, sizeof(out[n].id), "%s", node->id);
 			snprintf(out[n].url, sizeof(out[n].url), "%s", node->control_url);
+			snprintf(out[n].pub, sizeof(out[n].pub), "%s", node->public_url);
 			n++;
 		}
 	}
@@ -135,6 +136,7 @@ static ec_node_t *ec_all_nodes(int *count)
 	for (int i = 0; out && i < m->n_targets; i++) {
 		snprintf(out[i].id, sizeof(out[i].id), "%s", m->targets[i].id);
 		snprintf(out[i].url, sizeof(out[i].url), "%s", m->targets[i].control_url);
+		snprintf(out[i].pub, sizeof(out[i].pub), "%s", m->targets[i].public_url);
 	}
 	if (out)
 		*count = m->n_targets;

@@ -107,7 +107,7 @@ typedef struct {
 	ft_ec_meta_t m;
 	uint8_t *payload; /* m.slice_size bytes, FT_EC_HDR_MAX of headroom before */
 	int rc;
-	char err[256];
+	char err[512];
 } ec_post_t;
 
 /* POSTs slice s (header written into the headroom) in chunks below the control port's body limit. */
@@ -129,6 +129,23 @@ static void ec_post_one(void *arg, int i)
 				  ((unsigned long long)getpid() << 32) ^ atomic_fetch_add(&send_counter, 1);
 
 	memcpy(s->payload - hlen, hdr, (size_t)hlen);
+	if (strncmp(s->node->pub, "http://", 7) == 0) { /* the public port, streamed in there: ec_push.c */
+		long status = 0;
+		char msg[200];
+		if (ec_push_slice(s->node->pub, s->names, xfer, body, (size_t)hlen, s->payload, s->m.slice_size,
+				  EC_TIMEOUT_MS, &status, msg, sizeof(msg)) != 0) {
+			snprintf(s->err, sizeof(s->err), "target %s did not store slice %d: %s", s->node->id, s->m.idx,
+				 msg);
+			return;
+		}
+		if (status != 200) {
+			snprintf(s->err, sizeof(s->err), "target %s did not store slice %d: HTTP %ld %s", s->node->id,
+				 s->m.idx, status, msg);
+			return;
+		}
+		s->rc = 0;
+		return;
+	}
 	for (uint64_t off = 0; off < total;) {
 		size_t len = total - off < EC_XFER_CHUNK ? (size_t)(total - off) : EC_XFER_CHUNK;
 		long status = 0;

@@ -138,13 +138,18 @@ static void ec_post_one(void *arg, int i)
 				 msg);
 			return;
 		}
-		if (status != 200) {
+		if (status == 200) {
+			s->rc = 0;
+			return;
+		}
+		if (status != 404) {
 			snprintf(s->err, sizeof(s->err), "target %s did not store slice %d: HTTP %ld %s", s->node->id,
 				 s->m.idx, status, msg);
 			return;
 		}
-		s->rc = 0;
-		return;
+		/* a holder of an older release (no such route on its public port): the control port, as before */
+		ft_debug("ec: target %s has no public slice PUT (%s): slice %d by the control port", s->node->id, msg,
+			 s->m.idx);
 	}
 	for (uint64_t off = 0; off < total;) {
 		size_t len = total - off < EC_XFER_CHUNK ? (size_t)(total - off) : EC_XFER_CHUNK;

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/metrics.h"
 #include "http/http.h"
 #include "http/internal.h" /* http_file_residency_probes_only, http_file_make_resident */
 
@@ -2021,6 +2022,40 @@ static void test_stream_slow_reader(void **state)
 	cli_close(&c);
 }
 
+/*
+ * A client that keeps up: the worker sends the stream's bytes on the socket itself while the loop
+ * is dry (no hand-off), and those bytes are counted in the response-bytes metric like the loop's.
+ */
+static void test_stream_direct_counted(void **state)
+{
+	const uint64_t N = 8ull * 1024 * 1024;
+	unsigned code = 200 / 100 - 1;
+	int64_t before = ft_metric_value(FT_M_HTTP_RESPONSE_BYTES, FT_HTTP_GET, code), grown = 0;
+	bool bad = false;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	atomic_store(&g_s_write_err, 0);
+	cli_open(&c);
+	cli_sends(&c, "GET /s/gen?size=8388608&piece=100000 HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.clen, (long long)N);
+	assert_int_equal(cli_read_cmp(&c, N, NULL, 0, &bad), N);
+	assert_false(bad);
+	resp_free(&r);
+	expect_small(&c);
+	for (int64_t t0 = now_ms(); now_ms() - t0 < 2000; usleep(2000)) { /* counted once the loop finished r */
+		grown = ft_metric_value(FT_M_HTTP_RESPONSE_BYTES, FT_HTTP_GET, code) - before;
+		if (grown >= (int64_t)N)
+			break;
+	}
+	if (grown < (int64_t)N || grown > (int64_t)N + 1024)
+		fail_msg("response bytes counted %lld for a body of %llu", (long long)grown, (unsigned long long)N);
+	assert_int_equal(atomic_load(&g_s_write_err), 0);
+	cli_close(&c);
+}
+
 /* The client goes away mid-stream: the blocked write fails within a second and r is released. */
 static void test_stream_client_gone(void **state)
 {
@@ -2673,6 +2708,7 @@ int main(void)
 		cmocka_unit_test(test_stream_echo_length),
 		cmocka_unit_test(test_stream_echo_chunked),
 		cmocka_unit_test(test_stream_slow_reader),
+		cmocka_unit_test(test_stream_direct_counted),
 		cmocka_unit_test(test_stream_client_gone),
 		cmocka_unit_test(test_stream_abort),
 		cmocka_unit_test(test_stream_continue),

@@ -387,16 +387,17 @@ static bool stream_direct_ok(const ft_req_t *r)
 }
 
 /*
- * Sends n bytes (at most STREAM_DIRECT_MAX) as one framed piece on the socket from the worker,
- * non-blocking; stream_direct_ok held when smu was dropped to call this. What the socket does not
- * take (or all of it, on an error the loop's own send then meets) goes into the empty ring, and the
- * loop is notified as for a write. Returns with smu held.
+ * Sends the n bytes of data[0..cnt) (at most STREAM_DIRECT_MAX bytes, FT_STREAM_IOV_MAX pieces) as
+ * one framed piece on the socket from the worker, non-blocking; stream_direct_ok held when smu was
+ * dropped to call this. What the socket does not take (or all of it, on an error the loop's own
+ * send then meets) goes into the empty ring, and the loop is notified as for a write. Returns with
+ * smu held.
  */
-static void stream_put_direct(ft_req_t *r, const unsigned char *p, size_t n)
+static void stream_put_direct(ft_req_t *r, const struct iovec *data, int cnt, size_t n)
 {
 	conn_t *c = r->c;
 	char head[CHUNK_HEAD_MAX + 2];
-	struct iovec iov[3];
+	struct iovec iov[FT_STREAM_IOV_MAX + 2];
 	struct msghdr mh = {.msg_iov = iov};
 	size_t total = 0, skip, pos = r->sh.s_rd; /* the ring is empty and the loop idle: only this thread moves it */
 	ssize_t k;
@@ -406,7 +407,9 @@ static void stream_put_direct(ft_req_t *r, const unsigned char *p, size_t n)
 		r->s_crlf_due = false;
 		iov[mh.msg_iovlen++] = (struct iovec){.iov_base = head, .iov_len = hl};
 	}
-	iov[mh.msg_iovlen++] = (struct iovec){.iov_base = (void *)p, .iov_len = n};
+	for (int i = 0; i < cnt; i++)
+		if (data[i].iov_len > 0)
+			iov[mh.msg_iovlen++] = data[i];
 	if (r->s_frame == FR_CHUNKED)
 		iov[mh.msg_iovlen++] = (struct iovec){.iov_base = "\r\n", .iov_len = 2};
 	for (size_t i = 0; i < mh.msg_iovlen; i++)
@@ -452,7 +455,7 @@ int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len)
 		if (stream_direct_ok(r)) {
 			n = len < STREAM_DIRECT_MAX ? len : STREAM_DIRECT_MAX;
 			pthread_mutex_unlock(&c->smu);
-			stream_put_direct(r, p, n);
+			stream_put_direct(r, &(struct iovec){.iov_base = (void *)p, .iov_len = n}, 1, n);
 			p += n;
 			len -= n;
 			r->s_written += n;
@@ -476,6 +479,34 @@ int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len)
 	}
 	rc = sh->gone ? -ECONNRESET : 0;
 	pthread_mutex_unlock(&c->smu);
+	return rc;
+}
+
+int ft_resp_stream_writev(ft_req_t *r, const struct iovec *iov, int cnt)
+{
+	conn_t *c = r->c;
+	size_t total = 0;
+	int rc;
+
+	for (int i = 0; i < cnt; i++)
+		total += iov[i].iov_len;
+	rc = stream_call_check(r, "ft_resp_stream_writev", total);
+	if (rc != 0)
+		return rc;
+	if (r->s_frame != FR_NONE && total > 0 && total <= STREAM_DIRECT_MAX && cnt <= FT_STREAM_IOV_MAX) {
+		pthread_mutex_lock(&c->smu);
+		if (stream_direct_ok(r)) {
+			pthread_mutex_unlock(&c->smu);
+			stream_put_direct(r, iov, cnt, total);
+			r->s_written += total;
+			rc = r->sh.gone ? -ECONNRESET : 0;
+			pthread_mutex_unlock(&c->smu);
+			return rc;
+		}
+		pthread_mutex_unlock(&c->smu);
+	}
+	for (int i = 0; i < cnt && rc == 0; i++)
+		rc = ft_resp_stream_write(r, iov[i].iov_base, iov[i].iov_len);
 	return rc;
 }
 

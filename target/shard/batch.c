@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,7 @@
 #define PART_ERR_MAX 512              /* bytes of an error member's text read */
 #define WINDOW 32                     /* slots: local items prepared ahead of the sender */
 #define HELPERS 3                     /* fan-out threads preparing items besides the sender */
+#define RUN 4                         /* items a helper takes at once */
 #define SLOT_BYTES (SMALL_MAX + 4096) /* a member of SMALL_MAX bytes with a header for a name of ~3.5 KB */
 #define IOV_BATCH FT_STREAM_IOV_MAX
 
@@ -81,10 +84,10 @@ typedef struct {
 
 /* One local item prepared ahead: what resolving it found and, when small, its whole member. */
 typedef struct {
-	found_t f;    /* f.fd open (taken by the sender): its bytes are sent from the file */
-	size_t bytes; /* > 0: the member (header, bytes, padding) is in buf, f.fd closed */
-	bool ready;   /* under b->mu: the item last taken for this slot is prepared */
-	uint8_t *buf; /* SLOT_BYTES of b->slot_mem */
+	found_t f;           /* f.fd open (taken by the sender): its bytes are sent from the file */
+	size_t bytes;        /* > 0: the member (header, bytes, padding) is in buf, f.fd closed */
+	_Atomic size_t done; /* the item last prepared in this slot (SIZE_MAX: none yet) */
+	uint8_t *buf;        /* SLOT_BYTES of b->slot_mem */
 } slot_t;
 
 typedef struct {
@@ -123,11 +126,13 @@ typedef struct {
 	bool mu_init;
 	slot_t *slots;
 	uint8_t *slot_mem;
-	size_t taken;    /* items [0, taken) were taken by a helper or the sender */
-	size_t released; /* the slots of items [0, released) may be reused */
-	size_t consumed; /* items [0, consumed) are done with by the sender */
-	size_t waiting;  /* the item the sender waits for (SIZE_MAX: none) */
-	bool sender_taken, stop;
+	_Atomic size_t taken;        /* items [0, taken) were taken by a helper or the sender */
+	_Atomic size_t released;     /* the slots of items [0, released) may be reused (the sender moves it) */
+	size_t consumed;             /* items [0, consumed) are done with by the sender */
+	_Atomic size_t waiting;      /* the item the sender waits for (SIZE_MAX: none) */
+	_Atomic int helpers_waiting; /* for room in the window */
+	_Atomic bool stop;
+	bool sender_taken; /* under mu */
 	char err[PART_ERR_MAX + 64];
 } batch_t;
 
@@ -184,15 +189,31 @@ static void batch_free(void *arg)
 	json_decref(b->doc);
 }
 
-/* Frees the slots of items before upto for the helpers. */
-static void release_upto(batch_t *b, size_t upto)
+/* Wakes one helper waiting on cv (mu taken for the signal only, so no wake-up is lost). */
+static void wake_one(batch_t *b, pthread_cond_t *cv)
 {
 	pthread_mutex_lock(&b->mu);
-	if (upto > b->released) {
-		b->released = upto;
-		pthread_cond_broadcast(&b->space_cv);
-	}
+	pthread_cond_signal(cv);
 	pthread_mutex_unlock(&b->mu);
+}
+
+/* Free room in the window for items from taken on. */
+static size_t window_room(batch_t *b)
+{
+	size_t end = atomic_load(&b->released) + WINDOW, taken = atomic_load(&b->taken);
+
+	return end > taken ? end - taken : 0;
+}
+
+/* Frees the slots of items before upto for the helpers (the sender only). */
+static void release_upto(batch_t *b, size_t upto)
+{
+	if (upto <= atomic_load(&b->released))
+		return;
+	atomic_store(&b->released, upto);
+	/* a waiting helper wakes once half the window is free, not on every slot (it wakes another) */
+	if (atomic_load(&b->helpers_waiting) > 0 && window_room(b) >= WINDOW / 2)
+		wake_one(b, &b->space_cv);
 }
 
 /*
@@ -586,29 +607,39 @@ static void slot_fill(batch_t *b, size_t i, slot_t *s)
 	s->bytes = (size_t)h + (size_t)f->len + pad;
 }
 
-/* Helper (fan-out thread): takes the next items in order and prepares them, while the window has room. */
+/*
+ * Helper (fan-out thread): takes the next RUN items in order and prepares them, while the window
+ * has room for them; waits for half the window to be free otherwise.
+ */
 static void window_help(batch_t *b)
 {
-	pthread_mutex_lock(&b->mu);
-	while (!b->stop && b->taken < b->n) {
-		size_t j = b->taken;
-		if (j >= b->released + WINDOW) {
-			pthread_cond_wait(&b->space_cv, &b->mu);
+	for (;;) {
+		size_t j0 = atomic_load(&b->taken), k = b->n - j0 < RUN ? b->n - j0 : RUN;
+		if (atomic_load(&b->stop) || j0 >= b->n)
+			break;
+		if (window_room(b) < k) {
+			pthread_mutex_lock(&b->mu);
+			atomic_fetch_add(&b->helpers_waiting, 1);
+			while (!atomic_load(&b->stop) && atomic_load(&b->taken) == j0 && window_room(b) < k)
+				pthread_cond_wait(&b->space_cv, &b->mu);
+			atomic_fetch_sub(&b->helpers_waiting, 1);
+			pthread_mutex_unlock(&b->mu);
 			continue;
 		}
-		b->taken = j + 1;
-		if (b->v[j].owner != NULL && !b->part)
-			continue; /* the sender copies it from its owner's part */
-		slot_t *s = &b->slots[j % WINDOW];
-		s->ready = false;
-		pthread_mutex_unlock(&b->mu);
-		slot_fill(b, j, s);
-		pthread_mutex_lock(&b->mu);
-		s->ready = true;
-		if (b->waiting == j)
-			pthread_cond_signal(&b->ready_cv);
+		if (!atomic_compare_exchange_weak(&b->taken, &j0, j0 + k))
+			continue;
+		if (atomic_load(&b->helpers_waiting) > 0 && window_room(b) >= WINDOW / 2)
+			wake_one(b, &b->space_cv); /* room for more: one more helper */
+		for (size_t j = j0; j < j0 + k; j++) {
+			slot_t *s = &b->slots[j % WINDOW];
+			if (b->v[j].owner != NULL && !b->part)
+				continue; /* the sender copies it from its owner's part */
+			slot_fill(b, j, s);
+			atomic_store(&s->done, j);
+			if (atomic_load(&b->waiting) == j)
+				wake_one(b, &b->ready_cv);
+		}
 	}
-	pthread_mutex_unlock(&b->mu);
 }
 
 /*
@@ -622,21 +653,22 @@ static slot_t *window_get(ft_req_t *r, batch_t *b, size_t i, int *rc)
 
 	if (!b->slots_queued)
 		release_upto(b, i); /* every slot before i is done with */
-	else if (i >= b->released + WINDOW && (*rc = flush(r, b)) != 0)
+	else if (i >= atomic_load(&b->released) + WINDOW && (*rc = flush(r, b)) != 0)
 		return NULL; /* i's slot is still gathered: send it first */
-	pthread_mutex_lock(&b->mu);
-	if (b->taken <= i) {
-		b->taken = i + 1;
+	size_t t = atomic_load(&b->taken);
+	while (t <= i)
+		if (atomic_compare_exchange_weak(&b->taken, &t, i + 1)) { /* nobody took it: the sender does */
+			slot_fill(b, i, s);
+			return s;
+		}
+	if (atomic_load(&s->done) != i) {
+		pthread_mutex_lock(&b->mu);
+		atomic_store(&b->waiting, i);
+		while (atomic_load(&s->done) != i)
+			pthread_cond_wait(&b->ready_cv, &b->mu);
+		atomic_store(&b->waiting, SIZE_MAX);
 		pthread_mutex_unlock(&b->mu);
-		slot_fill(b, i, s);
-		return s;
 	}
-	while (!s->ready) {
-		b->waiting = i;
-		pthread_cond_wait(&b->ready_cv, &b->mu);
-	}
-	b->waiting = SIZE_MAX;
-	pthread_mutex_unlock(&b->mu);
 	return s;
 }
 
@@ -812,7 +844,7 @@ static void batch_send(ft_req_t *r, batch_t *b)
 		rc = flush(r, b);
 	b->rc = rc;
 	pthread_mutex_lock(&b->mu);
-	b->stop = true;
+	atomic_store(&b->stop, true);
 	pthread_cond_broadcast(&b->space_cv);
 	pthread_mutex_unlock(&b->mu);
 }
@@ -858,8 +890,11 @@ static void batch_work(ft_req_t *r, void *arg)
 		ft_resp_error(r, 500, "out of memory");
 		return;
 	}
-	for (size_t j = 0; j < WINDOW; j++)
-		b->slots[j] = (slot_t){.f = {.fd = -1}, .buf = b->slot_mem + j * SLOT_BYTES};
+	for (size_t j = 0; j < WINDOW; j++) {
+		b->slots[j].f.fd = -1;
+		b->slots[j].buf = b->slot_mem + j * SLOT_BYTES;
+		atomic_init(&b->slots[j].done, SIZE_MAX);
+	}
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_cond_init(&b->ready_cv, NULL);
 	pthread_cond_init(&b->space_cv, NULL);

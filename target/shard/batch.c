@@ -40,11 +40,11 @@
  * space. The sender never waits for an item nobody took: it prepares it itself, so a batch goes on
  * when every fan-out thread is busy. Larger items are sent from their file with sendfile(2); a
  * remote item is copied from its owner's ring to the output buffer as it arrives.
- * Memory: one ring per remote owner, WINDOW x SLOT_BYTES of slots, the SEND_MAX output buffer (and
- * the HTTP server's bounded unsent queue): owners x 1 MiB + about 2.4 MiB, whatever the items'
+ * Memory: one ring per remote owner, WINDOW x SLOT_BYTES of slots and the SEND_MAX output buffer:
+ * owners x 1 MiB + about 2.3 MiB (2.6 MiB with the HTTP server's stream ring), whatever the items'
  * sizes and count; no item larger than SMALL_MAX is ever held whole. The item table costs ~100
- * bytes an item (at most ITEMS_MAX). Two slot blocks of finished batches are kept for reuse (their
- * pages stay mapped), about 4.4 MiB a process at most.
+ * bytes an item (at most ITEMS_MAX). The slot memory of two finished batches is kept for reuse
+ * (its pages stay mapped): about 4.3 MiB a process at most.
  * Errors: the 200 and the stream start with the first SEND_MAX bytes handed to the server (or the
  * first sendfile), so a missing item (or a failed owner) met before that fails the request cleanly
  * (404, 416, 502); one met later cuts the stream (the chunked answer is never completed: no TAR

@@ -30,7 +30,7 @@
  * while the sender walks the items in order; as each part follows the global order, the walk is
  * a merge, and every owner streams from the start, in parallel with the others and with the
  * sender, held back only by TCP when its ring is full.
- * Local items go through a window of WINDOW slots: up to HELPERS fan-out threads and the sender
+ * Local items go through a window of WINDOW slots: up to READERS fan-out threads and the sender
  * itself take the next items in order (never more than WINDOW past the oldest slot still in use)
  * and prepare each in its slot: opened (its metadata checked) and, up to SMALL_MAX, its whole
  * member (TAR header, bytes, padding) read into the slot. So the opens, metadata reads and page
@@ -61,8 +61,8 @@
 #define SEND_MAX (192 * 1024)         /* bytes gathered (output buffer and slots) for one stream write */
 #define PART_ERR_MAX 512              /* bytes of an error member's text read */
 #define WINDOW 32                     /* slots: local items prepared ahead of the sender */
-#define HELPERS 3                     /* fan-out threads preparing items besides the sender */
-#define RUN 4                         /* items a helper takes at once */
+#define READERS 3                     /* fan-out threads preparing items besides the sender */
+#define RUN 4                         /* items a reader takes at once */
 #define SLOT_BYTES (SMALL_MAX + 4096) /* a member of SMALL_MAX bytes with a header for a name of ~3.5 KB */
 #define IOV_BATCH FT_STREAM_IOV_MAX
 
@@ -126,11 +126,11 @@ typedef struct {
 	bool mu_init;
 	slot_t *slots;
 	uint8_t *slot_mem;
-	_Atomic size_t taken;        /* items [0, taken) were taken by a helper or the sender */
+	_Atomic size_t taken;        /* items [0, taken) were taken by a reader or the sender */
 	_Atomic size_t released;     /* the slots of items [0, released) may be reused (the sender moves it) */
 	size_t consumed;             /* items [0, consumed) are done with by the sender */
 	_Atomic size_t waiting;      /* the item the sender waits for (SIZE_MAX: none) */
-	_Atomic int helpers_waiting; /* for room in the window */
+	_Atomic int readers_waiting; /* for room in the window */
 	_Atomic bool stop;
 	bool sender_taken; /* under mu */
 	char err[PART_ERR_MAX + 64];
@@ -189,7 +189,7 @@ static void batch_free(void *arg)
 	json_decref(b->doc);
 }
 
-/* Wakes one helper waiting on cv (mu taken for the signal only, so no wake-up is lost). */
+/* Wakes one reader waiting on cv (mu taken for the signal only, so no wake-up is lost). */
 static void wake_one(batch_t *b, pthread_cond_t *cv)
 {
 	pthread_mutex_lock(&b->mu);
@@ -205,14 +205,14 @@ static size_t window_room(batch_t *b)
 	return end > taken ? end - taken : 0;
 }
 
-/* Frees the slots of items before upto for the helpers (the sender only). */
+/* Frees the slots of items before upto for the readers (the sender only). */
 static void release_upto(batch_t *b, size_t upto)
 {
 	if (upto <= atomic_load(&b->released))
 		return;
 	atomic_store(&b->released, upto);
-	/* a waiting helper wakes once half the window is free, not on every slot (it wakes another) */
-	if (atomic_load(&b->helpers_waiting) > 0 && window_room(b) >= WINDOW / 2)
+	/* a waiting reader wakes once half the window is free, not on every slot (it wakes another) */
+	if (atomic_load(&b->readers_waiting) > 0 && window_room(b) >= WINDOW / 2)
 		wake_one(b, &b->space_cv);
 }
 
@@ -570,7 +570,7 @@ static void member_name(const batch_t *b, size_t i, const item_t *it, char *out,
 }
 
 /*
- * Prepares local item i in slot s (on a helper or the sender): resolved and, when small, its whole
+ * Prepares local item i in slot s (on a reader or the sender): resolved and, when small, its whole
  * member written into the slot (s->bytes) and its file closed; else s->f as resolve_local left it
  * (a large item's file open, a missing or failed one's state and reason). An item owned elsewhere
  * is left failed (-EIO).
@@ -608,10 +608,10 @@ static void slot_fill(batch_t *b, size_t i, slot_t *s)
 }
 
 /*
- * Helper (fan-out thread): takes the next RUN items in order and prepares them, while the window
+ * Reader (fan-out thread): takes the next RUN items in order and prepares them, while the window
  * has room for them; waits for half the window to be free otherwise.
  */
-static void window_help(batch_t *b)
+static void window_read_ahead(batch_t *b)
 {
 	for (;;) {
 		size_t j0 = atomic_load(&b->taken), k = b->n - j0 < RUN ? b->n - j0 : RUN;
@@ -619,17 +619,17 @@ static void window_help(batch_t *b)
 			break;
 		if (window_room(b) < k) {
 			pthread_mutex_lock(&b->mu);
-			atomic_fetch_add(&b->helpers_waiting, 1);
+			atomic_fetch_add(&b->readers_waiting, 1);
 			while (!atomic_load(&b->stop) && atomic_load(&b->taken) == j0 && window_room(b) < k)
 				pthread_cond_wait(&b->space_cv, &b->mu);
-			atomic_fetch_sub(&b->helpers_waiting, 1);
+			atomic_fetch_sub(&b->readers_waiting, 1);
 			pthread_mutex_unlock(&b->mu);
 			continue;
 		}
 		if (!atomic_compare_exchange_weak(&b->taken, &j0, j0 + k))
 			continue;
-		if (atomic_load(&b->helpers_waiting) > 0 && window_room(b) >= WINDOW / 2)
-			wake_one(b, &b->space_cv); /* room for more: one more helper */
+		if (atomic_load(&b->readers_waiting) > 0 && window_room(b) >= WINDOW / 2)
+			wake_one(b, &b->space_cv); /* room for more: one more reader */
 		for (size_t j = j0; j < j0 + k; j++) {
 			slot_t *s = &b->slots[j % WINDOW];
 			if (b->v[j].owner != NULL && !b->part)
@@ -643,7 +643,7 @@ static void window_help(batch_t *b)
 }
 
 /*
- * The sender's slot of local item i, prepared: by a helper (waited for) or, when nobody took it
+ * The sender's slot of local item i, prepared: by a reader (waited for) or, when nobody took it
  * yet, by the sender itself. A slot still gathered for the next write is sent first. NULL with
  * the stream's error in *rc.
  */
@@ -827,7 +827,7 @@ static void finish(ft_req_t *r, batch_t *b, int rc)
 	}
 }
 
-/* The sender: every item in order, then the TAR's end; b->rc. The helpers are stopped when it returns. */
+/* The sender: every item in order, then the TAR's end; b->rc. The readers are stopped when it returns. */
 static void batch_send(ft_req_t *r, batch_t *b)
 {
 	static const uint8_t eof[1024];
@@ -849,7 +849,7 @@ static void batch_send(ft_req_t *r, batch_t *b)
 	pthread_mutex_unlock(&b->mu);
 }
 
-/* A fan-out call: the first one to run is the sender, the others help it. */
+/* A fan-out call: the first one to run is the sender, the others read ahead for it. */
 static void window_main(void *arg, int k)
 {
 	batch_t *b = arg;
@@ -863,7 +863,7 @@ static void window_main(void *arg, int k)
 	if (send)
 		batch_send(b->r, b);
 	else
-		window_help(b);
+		window_read_ahead(b);
 }
 
 /* Local items of the batch (every item of a part). */
@@ -879,7 +879,7 @@ static size_t local_items(const batch_t *b)
 static void batch_work(ft_req_t *r, void *arg)
 {
 	batch_t *b = arg;
-	int helpers = local_items(b) >= 4 && b->t->fanout != NULL ? HELPERS : 0;
+	int readers = local_items(b) >= 4 && b->t->fanout != NULL ? READERS : 0;
 
 	b->hdr_cap = tgt_tar_header_max(3 * TGT_SHARD_NAME_MAX + 16);
 	b->hdr = malloc(b->hdr_cap);
@@ -904,12 +904,12 @@ static void batch_work(ft_req_t *r, void *arg)
 	if (start_pulls(b) != 0) {
 		b->fail_status = 500;
 		b->rc = -EIO;
-	} else if (helpers > 0) {
-		ft_fanout_run(b->t->fanout, window_main, b, 1 + helpers);
+	} else if (readers > 0) {
+		ft_fanout_run(b->t->fanout, window_main, b, 1 + readers);
 	} else {
 		batch_send(r, b);
 	}
-	/* the helpers are done: close what items prepared but never sent hold open */
+	/* the readers are done: close what items prepared but never sent hold open */
 	for (size_t j = 0; j < WINDOW; j++)
 		if (b->slots[j].f.fd >= 0) {
 			close(b->slots[j].f.fd);

@@ -238,7 +238,7 @@ def test_parts_with_auth(make_cluster):
 
 
 def test_window_larger_than_the_batch(bcluster, api, bucket):
-    """Fewer local items than the read-ahead window (and than the helpers): every one once, in order."""
+    """Fewer local items than the read-ahead window (and than the readers): every one once, in order."""
     names = owned(api, bcluster, bucket, "small", 0, 5)
     data = {n: os.urandom(100 + 4000 * i) for i, n in enumerate(names)}
     for n, d in data.items():

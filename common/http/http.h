@@ -179,6 +179,14 @@ ssize_t ft_req_body_read(ft_req_t *r, void *buf, size_t cap);
 int ft_resp_stream_start(ft_req_t *r, int status, const char *content_type, int64_t content_length);
 int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len);
 /*
+ * ft_resp_stream_write of the cnt pieces one after the other, returning as it does. Up to
+ * FT_STREAM_IOV_MAX pieces of together at most about 256 KiB go out in one system call (one chunk)
+ * when nothing else of the stream is unsent; the pieces may be reused once it returns.
+ */
+#define FT_STREAM_IOV_MAX 64
+struct iovec;
+int ft_resp_stream_writev(ft_req_t *r, const struct iovec *iov, int cnt);
+/*
  * Streaming response from a file: queues len bytes of fd from off, sent after whatever the stream
  * queued before, with sendfile(2) (no copy through user memory). The bytes must already be in the
  * file (the caller may still be appending further on). The server keeps its own dup of fd until

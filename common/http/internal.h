@@ -68,7 +68,10 @@
  * - response: the head goes out of r->out, then the worker copies framed bytes (chunk head, data,
  *   CRLF) into s_ring and blocks while it is full; the loop sends from the ring, one send at a
  *   time, and wakes the worker as sends complete. The loop notes when it ran dry (s_idle) so only
- *   then does a write cost a wake-up.
+ *   then does a write cost a wake-up. While the loop is dry (s_idle, nothing queued) it sends
+ *   nothing until notified, so a write (plain TCP) sends its framed bytes on the socket itself
+ *   (non-blocking) and only what the socket does not take goes into the ring and to the loop: a
+ *   stream the client keeps up with costs no hand-off between the threads at all.
  * - response from a file (ft_resp_stream_sendfile): instead of bytes, the worker queues a range of
  *   a file (sh.f_off, sh.f_len, of the request's own dup of the fd) that the loop sends after the
  *   ring's bytes with sendfile(2) on the non-blocking socket (POLLOUT on the ring when it is full):
@@ -150,7 +153,8 @@ typedef struct {
 	int b_err;     /* -errno that ends the body after the ring's bytes */
 	/* response: the worker fills s_ring, the loop sends it */
 	size_t s_rd, s_len;
-	bool s_idle; /* the loop found nothing to send: the next write notifies EV_SEND */
+	bool s_idle;          /* the loop found nothing to send: the next write notifies EV_SEND */
+	uint64_t direct_sent; /* bytes the worker sent on the socket itself (stream_put_direct) */
 	/* response from a file: after the ring's bytes, [f_off, f_off + f_len) of the request's sf_fd */
 	uint64_t f_off, f_len;
 } stream_shared_t;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -20,6 +22,8 @@
 #define STREAM_PIPE (1024 * 1024)    /* pipe of a spliced stream: bytes queued before the worker waits */
 #define STREAM_POOL_MAX 16           /* free rings kept for reuse (STREAM_BUF each: 4 MiB at most) */
 #define STREAM_WARM_STEP (4u << 20)  /* file bytes a sendfile caller makes resident before queuing them */
+/* data bytes of one piece a worker sends itself: what the socket does not take, framed, fits the empty ring */
+#define STREAM_DIRECT_MAX (STREAM_BUF - STREAM_END_RESERVE - CHUNK_HEAD_MAX - 4)
 
 /* ---- stream rings ---- */
 
@@ -105,6 +109,11 @@ static void stream_finish(conn_t *c)
 	ft_req_t *r = &c->req;
 	bool ok = !c->closed && r->s_end_err == 0 && !r->s_bad && !r->sf_failed &&
 		  (r->s_frame != FR_LENGTH || r->s_written == r->s_clen);
+
+	pthread_mutex_lock(&c->smu);
+	r->m_sent += r->sh.direct_sent; /* the worker's own sends (stream_put_direct) */
+	r->sh.direct_sent = 0;
+	pthread_mutex_unlock(&c->smu);
 
 	if (ok) {
 		if (r->body_state == BODY_WANT || r->body_state == BODY_ACTIVE) {
@@ -367,6 +376,67 @@ static int stream_call_check(ft_req_t *r, const char *what, uint64_t len)
 	return 0;
 }
 
+/*
+ * Under c->smu: the worker may send r's stream on the socket itself. The loop ran dry (s_idle: the
+ * head is out, nothing is queued or in flight) and sends nothing more until notified; not over TLS
+ * (its state belongs to the loop).
+ */
+static bool stream_direct_ok(const ft_req_t *r)
+{
+	return r->sh.s_idle && r->sh.s_len == 0 && r->sh.f_len == 0 && !r->sh.gone && r->c->tls == NULL;
+}
+
+/*
+ * Sends the n bytes of data[0..cnt) (at most STREAM_DIRECT_MAX bytes, FT_STREAM_IOV_MAX pieces) as
+ * one framed piece on the socket from the worker, non-blocking; stream_direct_ok held when smu was
+ * dropped to call this. What the socket does not take (or all of it, on an error the loop's own
+ * send then meets) goes into the empty ring, and the loop is notified as for a write. Returns with
+ * smu held.
+ */
+static void stream_put_direct(ft_req_t *r, const struct iovec *data, int cnt, size_t n)
+{
+	conn_t *c = r->c;
+	char head[CHUNK_HEAD_MAX + 2];
+	struct iovec iov[FT_STREAM_IOV_MAX + 2];
+	struct msghdr mh = {.msg_iov = iov};
+	size_t total = 0, skip, pos = r->sh.s_rd; /* the ring is empty and the loop idle: only this thread moves it */
+	ssize_t k;
+
+	if (r->s_frame == FR_CHUNKED) {
+		size_t hl = (size_t)snprintf(head, sizeof(head), "%s%zx\r\n", r->s_crlf_due ? "\r\n" : "", n);
+		r->s_crlf_due = false;
+		iov[mh.msg_iovlen++] = (struct iovec){.iov_base = head, .iov_len = hl};
+	}
+	for (int i = 0; i < cnt; i++)
+		if (data[i].iov_len > 0)
+			iov[mh.msg_iovlen++] = data[i];
+	if (r->s_frame == FR_CHUNKED)
+		iov[mh.msg_iovlen++] = (struct iovec){.iov_base = "\r\n", .iov_len = 2};
+	for (size_t i = 0; i < mh.msg_iovlen; i++)
+		total += iov[i].iov_len;
+	do
+		k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (k < 0 && errno == EINTR);
+	if (k < 0)
+		k = 0; /* EAGAIN; or the socket failed, which the loop's send finds and handles */
+	skip = (size_t)k;
+	for (size_t i = 0; i < mh.msg_iovlen; i++) {
+		size_t part = iov[i].iov_len;
+		if (skip >= part) {
+			skip -= part;
+			continue;
+		}
+		pos = http_stream_ring_put(r->s_ring, pos, (const char *)iov[i].iov_base + skip, part - skip);
+		skip = 0;
+	}
+	pthread_mutex_lock(&c->smu);
+	r->sh.direct_sent += (uint64_t)k;
+	if ((size_t)k < total) {
+		r->sh.s_len += total - (size_t)k;
+		stream_kick(r);
+	}
+}
+
 int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len)
 {
 	conn_t *c = r->c;
@@ -382,6 +452,15 @@ int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len)
 		len = 0; /* HEAD, 204, 304: headers only */
 	pthread_mutex_lock(&c->smu);
 	while (len > 0 && !sh->gone) {
+		if (stream_direct_ok(r)) {
+			n = len < STREAM_DIRECT_MAX ? len : STREAM_DIRECT_MAX;
+			pthread_mutex_unlock(&c->smu);
+			stream_put_direct(r, &(struct iovec){.iov_base = (void *)p, .iov_len = n}, 1, n);
+			p += n;
+			len -= n;
+			r->s_written += n;
+			continue;
+		}
 		need = (len < STREAM_LOWAT ? len : STREAM_LOWAT) + (r->s_frame == FR_CHUNKED ? CHUNK_HEAD_MAX + 4 : 0);
 		room = STREAM_BUF - STREAM_END_RESERVE - sh->s_len;
 		if (room < need || sh->f_len > 0) { /* ring bytes go after a queued file range only */
@@ -400,6 +479,34 @@ int ft_resp_stream_write(ft_req_t *r, const void *buf, size_t len)
 	}
 	rc = sh->gone ? -ECONNRESET : 0;
 	pthread_mutex_unlock(&c->smu);
+	return rc;
+}
+
+int ft_resp_stream_writev(ft_req_t *r, const struct iovec *iov, int cnt)
+{
+	conn_t *c = r->c;
+	size_t total = 0;
+	int rc;
+
+	for (int i = 0; i < cnt; i++)
+		total += iov[i].iov_len;
+	rc = stream_call_check(r, "ft_resp_stream_writev", total);
+	if (rc != 0)
+		return rc;
+	if (r->s_frame != FR_NONE && total > 0 && total <= STREAM_DIRECT_MAX && cnt <= FT_STREAM_IOV_MAX) {
+		pthread_mutex_lock(&c->smu);
+		if (stream_direct_ok(r)) {
+			pthread_mutex_unlock(&c->smu);
+			stream_put_direct(r, iov, cnt, total);
+			r->s_written += total;
+			rc = r->sh.gone ? -ECONNRESET : 0;
+			pthread_mutex_unlock(&c->smu);
+			return rc;
+		}
+		pthread_mutex_unlock(&c->smu);
+	}
+	for (int i = 0; i < cnt && rc == 0; i++)
+		rc = ft_resp_stream_write(r, iov[i].iov_base, iov[i].iov_len);
 	return rc;
 }
 

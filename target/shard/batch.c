@@ -2,6 +2,9 @@
 /* GetBatch (POST /v1/batch): many objects and shard members, from any targets and buckets, as one TAR stream in order. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,18 +27,25 @@
  * only those items, read there from its own disk (range applied), one member per item named
  * "<index in the part>.<status>" (200: the bytes; 404: empty; another status: the error's text).
  * A part is read by a thread of its own into a ring of TGT_BATCH_PULL_RING bytes (batch_pull.c)
- * while the assembler walks the items in order: an item owned here is opened and sent (up to
- * SMALL_MAX copied to the output buffer, larger ones sent with sendfile(2)); small items are read
- * in line from the page cache (RWF_NOWAIT) straight into the output buffer after their header
- * (one copy fewer than through a read-ahead slot) until one needs the disk, then WINDOW at a time
- * in parallel on the fan-out threads, so disk reads overlap; a remote one is
- * copied from its owner's ring to the output as it arrives. As each part follows the global
- * order, the walk is a merge; every owner streams from the start, in parallel with the others
- * and with the assembler, held back only by TCP when its ring is full.
- * Memory: one ring per remote owner, the OUT_MAX output buffer, WINDOW x SMALL_MAX read ahead
- * (and the HTTP server's bounded unsent queue): owners x 1 MiB + 1.25 MiB, whatever the items'
- * sizes and count; no item is ever held whole. The item table costs ~100 bytes an item (at most ITEMS_MAX).
- * Errors: the 200 and the stream start with the first OUT_MAX bytes handed to the server (or the
+ * while the sender walks the items in order; as each part follows the global order, the walk is
+ * a merge, and every owner streams from the start, in parallel with the others and with the
+ * sender, held back only by TCP when its ring is full.
+ * Local items go through a window of WINDOW slots: up to READERS fan-out threads and the sender
+ * itself take the next items in order (never more than WINDOW past the oldest slot still in use)
+ * and prepare each in its slot: opened (its metadata checked) and, up to SMALL_MAX, its whole
+ * member (TAR header, bytes, padding) read into the slot. So the opens, metadata reads and page
+ * cache copies of several items run on several threads (and disk reads overlap), while the sender
+ * only gathers ready members, in order, into one stream write of up to SEND_MAX bytes (a single
+ * system call when the client keeps up: ft_resp_stream_writev), with no copy of them in user
+ * space. The sender never waits for an item nobody took: it prepares it itself, so a batch goes on
+ * when every fan-out thread is busy. Larger items are sent from their file with sendfile(2); a
+ * remote item is copied from its owner's ring to the output buffer as it arrives.
+ * Memory: one ring per remote owner, WINDOW x SLOT_BYTES of slots and the SEND_MAX output buffer:
+ * owners x 1 MiB + about 2.3 MiB (2.6 MiB with the HTTP server's stream ring), whatever the items'
+ * sizes and count; no item larger than SMALL_MAX is ever held whole. The item table costs ~100
+ * bytes an item (at most ITEMS_MAX). The slot memory of two finished batches is kept for reuse
+ * (its pages stay mapped): about 4.3 MiB a process at most.
+ * Errors: the 200 and the stream start with the first SEND_MAX bytes handed to the server (or the
  * first sendfile), so a missing item (or a failed owner) met before that fails the request cleanly
  * (404, 416, 502); one met later cuts the stream (the chunked answer is never completed: no TAR
  * that looks whole). With continue_on_error a missing item becomes an empty member
@@ -45,13 +55,16 @@
 
 #define BODY_MAX (4u << 20)
 #define ITEMS_MAX 100000
-/* Local items up to SMALL_MAX are copied into the output buffer: a sendfile range with another fd
- * waits until the previous file's bytes left, one loop round trip per item; larger ones use sendfile. */
+/* Local items up to SMALL_MAX are read into their slot: a sendfile range with another fd waits
+ * until the previous file's bytes left, one loop round trip per item; larger ones use sendfile. */
 #define SMALL_MAX (64 * 1024)
-#define OUT_MAX (256 * 1024)
-#define PART_ERR_MAX 512 /* bytes of an error member's text read */
-/* Local items are opened (and, up to SMALL_MAX, read) WINDOW at a time in parallel on the fan-out threads. */
-#define WINDOW 16
+#define SEND_MAX (192 * 1024)         /* bytes gathered (output buffer and slots) for one stream write */
+#define PART_ERR_MAX 512              /* bytes of an error member's text read */
+#define WINDOW 32                     /* slots: local items prepared ahead of the sender */
+#define READERS 3                     /* fan-out threads preparing items besides the sender */
+#define RUN 4                         /* items a reader takes at once */
+#define SLOT_BYTES (SMALL_MAX + 4096) /* a member of SMALL_MAX bytes with a header for a name of ~3.5 KB */
+#define IOV_BATCH FT_STREAM_IOV_MAX
 
 typedef struct {
 	const char *provider, *bucket, *objname, *archpath; /* borrowed from the parsed body */
@@ -66,9 +79,16 @@ typedef struct {
 	int state; /* 1 there, 0 missing, -errno (err says why) */
 	int fd;    /* the file (-1: none) */
 	uint64_t off, len;
-	uint8_t *copy; /* the len bytes read ahead (in b->ahead_buf), NULL: send them from fd */
 	char err[200];
 } found_t;
+
+/* One local item prepared ahead: what resolving it found and, when small, its whole member. */
+typedef struct {
+	found_t f;           /* f.fd open (taken by the sender): its bytes are sent from the file */
+	size_t bytes;        /* > 0: the member (header, bytes, padding) is in buf, f.fd closed */
+	_Atomic size_t done; /* the item last prepared in this slot (SIZE_MAX: none yet) */
+	uint8_t *buf;        /* SLOT_BYTES of b->slot_mem */
+} slot_t;
 
 typedef struct {
 	const ft_node_t *owner;
@@ -78,6 +98,7 @@ typedef struct {
 
 typedef struct {
 	tgt_t *t;
+	ft_req_t *r; /* for the sender, when it runs on a fan-out thread */
 	json_t *doc;
 	item_t *v;
 	size_t n;
@@ -90,15 +111,59 @@ typedef struct {
 	size_t hdr_cap;
 	int prev_fd;  /* kept open until the next file is queued (the stream's fd number must change) */
 	bool started; /* the 200 and its stream began (with the first bytes handed to the server) */
-	uint8_t *out; /* OUT_MAX bytes of the stream not handed to the server yet (fewer, larger writes) */
-	size_t out_len;
-	int fail_status;    /* the answer when the batch fails before the stream started */
-	found_t *ahead;     /* WINDOW items from ahead_from resolved ahead (local ones) */
-	uint8_t *ahead_buf; /* WINDOW x SMALL_MAX: their bytes read ahead */
-	size_t ahead_from, ahead_to;
-	bool disk_seen; /* a local item needed the disk: from then on items are read ahead in parallel */
+	/* what the next stream write sends, in order: regions of out and members in slots */
+	uint8_t *out; /* SEND_MAX bytes: [0, out_mark) are in iov already, [out_mark, out_len) not yet */
+	size_t out_len, out_mark;
+	struct iovec iov[IOV_BATCH];
+	int niov;
+	size_t pend;       /* bytes in iov */
+	bool slots_queued; /* iov points into slots: they stay in use until it is sent */
+	int fail_status;   /* the answer when the batch fails before the stream started */
+	int rc;            /* the sender's result */
+	/* the window (see DESIGN); under mu but the slots' contents, owned by whoever took the item */
+	pthread_mutex_t mu;
+	pthread_cond_t ready_cv, space_cv;
+	bool mu_init;
+	slot_t *slots;
+	uint8_t *slot_mem;
+	_Atomic size_t taken;        /* items [0, taken) were taken by a reader or the sender */
+	_Atomic size_t released;     /* the slots of items [0, released) may be reused (the sender moves it) */
+	size_t consumed;             /* items [0, consumed) are done with by the sender */
+	_Atomic size_t waiting;      /* the item the sender waits for (SIZE_MAX: none) */
+	_Atomic int readers_waiting; /* for room in the window */
+	_Atomic bool stop;
+	bool sender_taken; /* under mu */
 	char err[PART_ERR_MAX + 64];
 } batch_t;
+
+/* Slot memory of finished batches, kept for the next (its pages are mapped already). */
+static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *spare_slots[2];
+
+static uint8_t *slot_mem_take(void)
+{
+	uint8_t *p = NULL;
+
+	pthread_mutex_lock(&spare_mu);
+	for (size_t k = 0; k < 2 && p == NULL; k++) {
+		p = spare_slots[k];
+		spare_slots[k] = NULL;
+	}
+	pthread_mutex_unlock(&spare_mu);
+	return p != NULL ? p : malloc((size_t)WINDOW * SLOT_BYTES);
+}
+
+static void slot_mem_give(uint8_t *p)
+{
+	pthread_mutex_lock(&spare_mu);
+	for (size_t k = 0; k < 2 && p != NULL; k++)
+		if (spare_slots[k] == NULL) {
+			spare_slots[k] = p;
+			p = NULL;
+		}
+	pthread_mutex_unlock(&spare_mu);
+	free(p);
+}
 
 static void batch_free(void *arg)
 {
@@ -107,11 +172,14 @@ static void batch_free(void *arg)
 	for (size_t i = 0; i < b->npulls; i++)
 		tgt_batch_pull_free(b->pulls[i].p);
 	free(b->pulls);
-	for (size_t j = 0; b->ahead != NULL && j < b->ahead_to - b->ahead_from; j++)
-		if (b->ahead[j].fd >= 0)
-			close(b->ahead[j].fd);
-	free(b->ahead);
-	free(b->ahead_buf);
+	free(b->slots);
+	if (b->slot_mem != NULL)
+		slot_mem_give(b->slot_mem);
+	if (b->mu_init) {
+		pthread_mutex_destroy(&b->mu);
+		pthread_cond_destroy(&b->ready_cv);
+		pthread_cond_destroy(&b->space_cv);
+	}
 	free(b->v);
 	free(b->hdr);
 	free(b->out);
@@ -121,7 +189,37 @@ static void batch_free(void *arg)
 	json_decref(b->doc);
 }
 
-/* Hands the buffered bytes to the server, starting the 200 stream first. 0 or -errno. */
+/* Wakes one reader waiting on cv (mu taken for the signal only, so no wake-up is lost). */
+static void wake_one(batch_t *b, pthread_cond_t *cv)
+{
+	pthread_mutex_lock(&b->mu);
+	pthread_cond_signal(cv);
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* Free room in the window for items from taken on. */
+static size_t window_room(batch_t *b)
+{
+	size_t end = atomic_load(&b->released) + WINDOW, taken = atomic_load(&b->taken);
+
+	return end > taken ? end - taken : 0;
+}
+
+/* Frees the slots of items before upto for the readers (the sender only). */
+static void release_upto(batch_t *b, size_t upto)
+{
+	if (upto <= atomic_load(&b->released))
+		return;
+	atomic_store(&b->released, upto);
+	/* a waiting reader wakes once half the window is free, not on every slot (it wakes another) */
+	if (atomic_load(&b->readers_waiting) > 0 && window_room(b) >= WINDOW / 2)
+		wake_one(b, &b->space_cv);
+}
+
+/*
+ * Hands what is gathered (iov, then the output buffer's rest) to the server in one stream write,
+ * starting the 200 stream first; the slots it pointed into are free again. 0 or -errno.
+ */
 static int flush(ft_req_t *r, batch_t *b)
 {
 	int rc = 0;
@@ -130,24 +228,58 @@ static int flush(ft_req_t *r, batch_t *b)
 		rc = ft_resp_stream_start(r, 200, "application/x-tar", -1);
 		b->started = true;
 	}
-	if (rc == 0 && b->out_len)
-		rc = ft_resp_stream_write(r, b->out, b->out_len);
-	b->out_len = 0;
+	if (b->out_len > b->out_mark)
+		b->iov[b->niov++] =
+			(struct iovec){.iov_base = b->out + b->out_mark, .iov_len = b->out_len - b->out_mark};
+	if (rc == 0 && b->niov > 0)
+		rc = ft_resp_stream_writev(r, b->iov, b->niov);
+	b->niov = 0;
+	b->pend = b->out_len = b->out_mark = 0;
+	if (b->slots_queued) {
+		b->slots_queued = false;
+		release_upto(b, b->consumed);
+	}
 	return rc;
 }
 
-/* Appends len bytes to the stream through the buffer (large pieces go straight). 0 or -errno. */
+/* Room for len more bytes gathered (at most SEND_MAX): what is gathered is sent first when needed. 0 or -errno. */
+static int room_for(ft_req_t *r, batch_t *b, size_t len)
+{
+	return b->pend + (b->out_len - b->out_mark) + len > SEND_MAX ? flush(r, b) : 0;
+}
+
+/* Appends len bytes to the stream through the output buffer (larger pieces than it go straight). 0 or -errno. */
 static int emit(ft_req_t *r, batch_t *b, const void *p, size_t len)
 {
-	if (b->out_len + len > OUT_MAX) {
-		int rc = flush(r, b);
-		if (rc != 0)
-			return rc;
-		if (len > OUT_MAX)
-			return ft_resp_stream_write(r, p, len);
-	}
+	int rc = room_for(r, b, len);
+
+	if (rc != 0)
+		return rc;
+	if (len > SEND_MAX)
+		return ft_resp_stream_write(r, p, len); /* room_for sent what was gathered */
 	memcpy(b->out + b->out_len, p, len);
 	b->out_len += len;
+	return 0;
+}
+
+/* Gathers the member prepared in slot s for the next stream write (no copy). 0 or -errno. */
+static int queue_slot(ft_req_t *r, batch_t *b, const slot_t *s)
+{
+	int rc = room_for(r, b, s->bytes);
+
+	if (rc == 0 && b->niov + 3 > IOV_BATCH)
+		rc = flush(r, b);
+	if (rc != 0)
+		return rc;
+	if (b->out_len > b->out_mark) {
+		b->iov[b->niov++] =
+			(struct iovec){.iov_base = b->out + b->out_mark, .iov_len = b->out_len - b->out_mark};
+		b->pend += b->out_len - b->out_mark;
+		b->out_mark = b->out_len;
+	}
+	b->iov[b->niov++] = (struct iovec){.iov_base = s->buf, .iov_len = s->bytes};
+	b->pend += s->bytes;
+	b->slots_queued = true;
 	return 0;
 }
 
@@ -355,12 +487,11 @@ static int send_file(ft_req_t *r, batch_t *b, int fd, uint64_t off, uint64_t len
  */
 static int send_local_data(ft_req_t *r, batch_t *b, int fd, uint64_t off, uint64_t len)
 {
-	int rc = 0;
+	int rc;
 
 	if (len > SMALL_MAX)
 		return send_file(r, b, fd, off, len);
-	if (b->out_len + len > OUT_MAX)
-		rc = flush(r, b);
+	rc = room_for(r, b, (size_t)len);
 	if (rc == 0 && (rc = ft_pread_all(fd, b->out + b->out_len, (size_t)len, (off_t)off)) != 0)
 		snprintf(b->err, sizeof(b->err), "read: %s", rc == -1 ? "short file" : strerror(-rc));
 	else if (rc == 0)
@@ -429,175 +560,129 @@ static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 	f->state = 1;
 }
 
-/*
- * Reads len bytes of fd at off only from the page cache (RWF_NOWAIT): 0, -EAGAIN when some are
- * not cached (nothing waited for the disk), another -errno, or -1 when the file is short.
- */
-static int pread_cached(int fd, uint8_t *buf, size_t len, off_t off)
+/* The member name of local item i as prepared: "<i>.200" in a part, else "<bucket>/<objname>[/<archpath>]". */
+static void member_name(const batch_t *b, size_t i, const item_t *it, char *out, size_t cap)
 {
-	size_t done = 0;
-
-	while (done < len) {
-		struct iovec iov = {.iov_base = buf + done, .iov_len = len - done};
-		ssize_t n = preadv2(fd, &iov, 1, off + (off_t)done, RWF_NOWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN || errno == EOPNOTSUPP ? -EAGAIN : -errno;
-		if (n == 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return 0;
+	if (b->part)
+		snprintf(out, cap, "%zu.200", i);
+	else
+		item_name(it, false, out, cap);
 }
 
 /*
- * Resolves local item it into f and reads it into buf when small: from the page cache only when
- * cached_only (f->state -EAGAIN, nothing kept open, when a page is not there).
+ * Prepares local item i in slot s (on a reader or the sender): resolved and, when small, its whole
+ * member written into the slot (s->bytes) and its file closed; else s->f as resolve_local left it
+ * (a large item's file open, a missing or failed one's state and reason). An item owned elsewhere
+ * is left failed (-EIO).
  */
-static void resolve_read(batch_t *b, const item_t *it, found_t *f, uint8_t *buf, bool cached_only)
+static void slot_fill(batch_t *b, size_t i, slot_t *s)
 {
+	const item_t *it = &b->v[i];
+	char name[3 * TGT_SHARD_NAME_MAX + 16];
+	found_t *f = &s->f;
+
+	s->bytes = 0;
 	*f = (found_t){.state = -EIO, .fd = -1};
 	if (it->owner != NULL)
 		return;
 	resolve_local(b, it, f);
 	if (f->state != 1 || b->only_names || f->len > SMALL_MAX)
 		return;
-	int rc = cached_only ? pread_cached(f->fd, buf, (size_t)f->len, (off_t)f->off)
-			     : ft_pread_all(f->fd, buf, (size_t)f->len, (off_t)f->off);
+	member_name(b, i, it, name, sizeof(name));
+	size_t hmax = tgt_tar_header_max(strlen(name)), pad = (size_t)((512 - f->len % 512) % 512);
+	if (hmax + f->len + pad > SLOT_BYTES)
+		return; /* a very long name: the sender sends it through the output buffer */
+	ssize_t h = tgt_tar_header(name, f->len, ft_now_ns() / 1000000000, s->buf, hmax);
+	if (h < 0)
+		return;
+	int rc = ft_pread_all(f->fd, s->buf + h, (size_t)f->len, (off_t)f->off);
 	close(f->fd);
 	f->fd = -1;
-	if (rc == -EAGAIN) {
-		f->state = -EAGAIN;
-	} else if (rc != 0) {
-		snprintf(f->err, sizeof(f->err), "read: %s", rc == -1 ? "short file" : strerror(-rc));
-		f->state = -EIO;
-	} else {
-		f->copy = buf;
-	}
-}
-
-/* Fan-out thread: resolves local item ahead_from + j, and reads it when small. */
-static void ahead_one(void *arg, int j)
-{
-	batch_t *b = arg;
-
-	resolve_read(b, &b->v[b->ahead_from + (size_t)j], &b->ahead[j], b->ahead_buf + (size_t)j * SMALL_MAX, false);
-}
-
-/* Closes what the items resolved ahead still hold open. */
-static void ahead_close(batch_t *b)
-{
-	for (size_t j = 0; j < b->ahead_to - b->ahead_from; j++)
-		if (b->ahead[j].fd >= 0)
-			close(b->ahead[j].fd);
-	b->ahead_from = b->ahead_to = 0;
-}
-
-/*
- * What resolving local item i found. While items come from the page cache, each is resolved and
- * read here, when reached: the fan-out's hand-offs cost more than such a read. The first one
- * that needs the disk switches the batch to read-ahead: the next WINDOW items are resolved (and
- * read) in parallel on the fan-out threads when i is past the last, so disk reads overlap.
- */
-static found_t *local_found(batch_t *b, size_t i)
-{
-	if (i >= b->ahead_from && i < b->ahead_to)
-		return &b->ahead[i - b->ahead_from];
-	ahead_close(b);
-	if (!b->disk_seen) {
-		resolve_read(b, &b->v[i], &b->ahead[0], b->ahead_buf, true);
-		if (b->ahead[0].state != -EAGAIN) {
-			b->ahead_from = i;
-			b->ahead_to = i + 1;
-			return &b->ahead[0];
-		}
-		b->disk_seen = true;
-	}
-	b->ahead_from = i;
-	b->ahead_to = i + WINDOW < b->n ? i + WINDOW : b->n;
-	ft_fanout_run(b->t->fanout, ahead_one, b, (int)(b->ahead_to - b->ahead_from));
-	return &b->ahead[0];
-}
-
-/*
- * Writes the member of a resolved local item of at most SMALL_MAX bytes (f->fd taken): its header
- * and padding built, and its bytes read from the page cache (RWF_NOWAIT), straight into the output
- * buffer: no copy of them in user space before the server's ring. 0; -EAGAIN when a page is not
- * cached, or -EIO when the read failed (f->state and f->err say why), nothing written; or the
- * stream's -errno.
- */
-static int emit_cached(ft_req_t *r, batch_t *b, const char *name, found_t *f)
-{
-	int rc = 0, fd = f->fd;
-
-	f->fd = -1;
-	if (b->out_len + b->hdr_cap + SMALL_MAX + 512 > OUT_MAX && (rc = flush(r, b)) != 0) {
-		close(fd);
-		return rc;
-	}
-	uint8_t *at = b->out + b->out_len;
-	ssize_t h = tgt_tar_header(name, f->len, ft_now_ns() / 1000000000, at, OUT_MAX - b->out_len);
-	if (h >= 0)
-		rc = pread_cached(fd, at + h, (size_t)f->len, (off_t)f->off);
-	close(fd);
-	if (h < 0 || rc == -EAGAIN)
-		return h < 0 ? -EINVAL : -EAGAIN;
 	if (rc != 0) {
 		snprintf(f->err, sizeof(f->err), "read: %s", rc == -1 ? "short file" : strerror(-rc));
 		f->state = -EIO;
-		return -EIO;
+		return;
 	}
-	size_t pad = (size_t)((512 - f->len % 512) % 512);
-	memset(at + h + f->len, 0, pad);
-	b->out_len += (size_t)h + (size_t)f->len + pad;
-	return 0;
+	memset(s->buf + h + f->len, 0, pad);
+	s->bytes = (size_t)h + (size_t)f->len + pad;
 }
 
 /*
- * While items come from the page cache, local item i is resolved when reached and, small, its
- * member written at once by emit_cached (named "<i>.200" in a part): 1 when sent; 0 when not (what
- * was found, a failed read too, waits in b->ahead[0] for the usual path; a page not cached
- * switches the batch to reading ahead); or the stream's -errno.
+ * Reader (fan-out thread): takes the next RUN items in order and prepares them, while the window
+ * has room for them; waits for half the window to be free otherwise.
  */
-static int send_inline(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
+static void window_read_ahead(batch_t *b)
 {
-	char name[3 * TGT_SHARD_NAME_MAX + 16];
-	found_t *f = &b->ahead[0];
-
-	if (b->disk_seen || it->owner != NULL || (i >= b->ahead_from && i < b->ahead_to))
-		return 0;
-	ahead_close(b);
-	resolve_local(b, it, f);
-	b->ahead_from = i;
-	b->ahead_to = i + 1;
-	if (f->state != 1 || b->only_names || f->len > SMALL_MAX)
-		return 0;
-	if (b->part)
-		snprintf(name, sizeof(name), "%zu.200", i);
-	else
-		item_name(it, false, name, sizeof(name));
-	int rc = emit_cached(r, b, name, f);
-	if (rc != -EAGAIN)
-		return rc == 0 ? 1 : f->state == -EIO ? 0 : rc;
-	b->disk_seen = true;
-	b->ahead_from = b->ahead_to = 0;
-	return 0;
+	for (;;) {
+		size_t j0 = atomic_load(&b->taken), k = b->n - j0 < RUN ? b->n - j0 : RUN;
+		if (atomic_load(&b->stop) || j0 >= b->n)
+			break;
+		if (window_room(b) < k) {
+			pthread_mutex_lock(&b->mu);
+			atomic_fetch_add(&b->readers_waiting, 1);
+			while (!atomic_load(&b->stop) && atomic_load(&b->taken) == j0 && window_room(b) < k)
+				pthread_cond_wait(&b->space_cv, &b->mu);
+			atomic_fetch_sub(&b->readers_waiting, 1);
+			pthread_mutex_unlock(&b->mu);
+			continue;
+		}
+		if (!atomic_compare_exchange_weak(&b->taken, &j0, j0 + k))
+			continue;
+		if (atomic_load(&b->readers_waiting) > 0 && window_room(b) >= WINDOW / 2)
+			wake_one(b, &b->space_cv); /* room for more: one more reader */
+		for (size_t j = j0; j < j0 + k; j++) {
+			slot_t *s = &b->slots[j % WINDOW];
+			if (b->v[j].owner != NULL && !b->part)
+				continue; /* the sender copies it from its owner's part */
+			slot_fill(b, j, s);
+			atomic_store(&s->done, j);
+			if (atomic_load(&b->waiting) == j)
+				wake_one(b, &b->ready_cv);
+		}
+	}
 }
 
-/* Sends a local item's bytes: the copy read ahead, or from its file (taken). 0 or -errno (b->err). */
+/*
+ * The sender's slot of local item i, prepared: by a reader (waited for) or, when nobody took it
+ * yet, by the sender itself. A slot still gathered for the next write is sent first. NULL with
+ * the stream's error in *rc.
+ */
+static slot_t *window_get(ft_req_t *r, batch_t *b, size_t i, int *rc)
+{
+	slot_t *s = &b->slots[i % WINDOW];
+
+	if (!b->slots_queued)
+		release_upto(b, i); /* every slot before i is done with */
+	else if (i >= atomic_load(&b->released) + WINDOW && (*rc = flush(r, b)) != 0)
+		return NULL; /* i's slot is still gathered: send it first */
+	size_t t = atomic_load(&b->taken);
+	while (t <= i)
+		if (atomic_compare_exchange_weak(&b->taken, &t, i + 1)) { /* nobody took it: the sender does */
+			slot_fill(b, i, s);
+			return s;
+		}
+	if (atomic_load(&s->done) != i) {
+		pthread_mutex_lock(&b->mu);
+		atomic_store(&b->waiting, i);
+		while (atomic_load(&s->done) != i)
+			pthread_cond_wait(&b->ready_cv, &b->mu);
+		atomic_store(&b->waiting, SIZE_MAX);
+		pthread_mutex_unlock(&b->mu);
+	}
+	return s;
+}
+
+/* Sends a local item's bytes from its file (taken). 0 or -errno (b->err). */
 static int send_found(ft_req_t *r, batch_t *b, found_t *f, uint64_t len)
 {
-	int rc = 0, fd = f->fd;
+	int fd = f->fd;
 
 	f->fd = -1;
-	if (f->copy != NULL && len > 0)
-		rc = emit(r, b, f->copy, (size_t)len);
-	else if (len > 0)
+	if (len > 0)
 		return send_local_data(r, b, fd, f->off, len);
 	if (fd >= 0)
 		close(fd);
-	return rc;
+	return 0;
 }
 
 /*
@@ -624,18 +709,22 @@ static int item_failed(ft_req_t *r, batch_t *b, size_t i, const item_t *it, int 
 static int send_local(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 {
 	char name[3 * TGT_SHARD_NAME_MAX + 16];
-	found_t *f = local_found(b, i);
-	int rc;
+	int rc = 0;
+	slot_t *s = window_get(r, b, i, &rc);
 
-	if (f->state != 1) {
-		snprintf(b->err, sizeof(b->err), "%s", f->err);
-		return item_failed(r, b, i, it, f->state);
+	if (s == NULL)
+		return rc;
+	if (s->bytes > 0)
+		return queue_slot(r, b, s);
+	if (s->f.state != 1) {
+		snprintf(b->err, sizeof(b->err), "%s", s->f.err);
+		return item_failed(r, b, i, it, s->f.state);
 	}
-	uint64_t len = b->only_names ? 0 : f->len;
+	uint64_t len = b->only_names ? 0 : s->f.len;
 	item_name(it, false, name, sizeof(name));
 	rc = send_header(r, b, name, len);
 	if (rc == 0)
-		rc = send_found(r, b, f, len);
+		rc = send_found(r, b, &s->f, len);
 	return rc == 0 ? send_padding(r, b, len) : rc;
 }
 
@@ -643,12 +732,13 @@ static int send_local(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 static int copy_pulled(ft_req_t *r, batch_t *b, tgt_batch_pull_t *p, uint64_t len)
 {
 	while (len > 0) {
-		if (b->out_len == OUT_MAX) {
+		size_t k = SEND_MAX - b->pend - (b->out_len - b->out_mark);
+		if (k == 0) {
 			int rc = flush(r, b);
 			if (rc != 0)
 				return rc;
+			k = SEND_MAX;
 		}
-		size_t k = OUT_MAX - b->out_len;
 		if (k > len)
 			k = (size_t)len;
 		if (tgt_batch_pull_read(p, b->out + b->out_len, k, b->err, sizeof(b->err)) != 0)
@@ -698,9 +788,14 @@ static int send_remote(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 static int send_part_item(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 {
 	char name[48];
-	found_t *f = local_found(b, i);
-	int status, rc;
+	int status, rc = 0;
+	slot_t *s = window_get(r, b, i, &rc);
 
+	if (s == NULL)
+		return rc;
+	if (s->bytes > 0)
+		return queue_slot(r, b, s);
+	found_t *f = &s->f;
 	if (it->owner != NULL)
 		snprintf(f->err, sizeof(f->err), "not owned by %s (the cluster map changed)", b->t->id);
 	status = f->state == 1 ? 200 : f->state == 0 ? 404 : f->state == -ERANGE ? 416 : it->owner ? 503 : 500;
@@ -732,38 +827,95 @@ static void finish(ft_req_t *r, batch_t *b, int rc)
 	}
 }
 
-static void batch_work(ft_req_t *r, void *arg)
+/* The sender: every item in order, then the TAR's end; b->rc. The readers are stopped when it returns. */
+static void batch_send(ft_req_t *r, batch_t *b)
 {
 	static const uint8_t eof[1024];
-	batch_t *b = arg;
 	int rc = 0;
 
-	b->hdr_cap = tgt_tar_header_max(3 * TGT_SHARD_NAME_MAX + 16);
-	b->hdr = malloc(b->hdr_cap);
-	b->out = malloc(OUT_MAX);
-	b->ahead = calloc(WINDOW, sizeof(*b->ahead));
-	b->ahead_buf = malloc(WINDOW * SMALL_MAX);
-	if (b->hdr == NULL || b->out == NULL || b->ahead == NULL || b->ahead_buf == NULL) {
-		ft_resp_error(r, 500, "out of memory");
-		return;
-	}
-	if (start_pulls(b) != 0) {
-		b->fail_status = 500;
-		rc = -EIO;
-	}
 	for (size_t i = 0; i < b->n && rc == 0; i++) {
 		const item_t *it = &b->v[i];
-		if ((rc = send_inline(r, b, i, it)) != 0) {
-			rc = rc == 1 ? 0 : rc;
-			continue;
-		}
 		rc = b->part     ? send_part_item(r, b, i, it)
 		     : it->owner ? send_remote(r, b, i, it)
 				 : send_local(r, b, i, it);
+		b->consumed = i + 1;
 	}
 	if (rc == 0 && (rc = emit(r, b, eof, sizeof(eof))) == 0)
 		rc = flush(r, b);
-	finish(r, b, rc);
+	b->rc = rc;
+	pthread_mutex_lock(&b->mu);
+	atomic_store(&b->stop, true);
+	pthread_cond_broadcast(&b->space_cv);
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* A fan-out call: the first one to run is the sender, the others read ahead for it. */
+static void window_main(void *arg, int k)
+{
+	batch_t *b = arg;
+	bool send;
+
+	(void)k;
+	pthread_mutex_lock(&b->mu);
+	send = !b->sender_taken;
+	b->sender_taken = true;
+	pthread_mutex_unlock(&b->mu);
+	if (send)
+		batch_send(b->r, b);
+	else
+		window_read_ahead(b);
+}
+
+/* Local items of the batch (every item of a part). */
+static size_t local_items(const batch_t *b)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < b->n; i++)
+		k += b->part || b->v[i].owner == NULL;
+	return k;
+}
+
+static void batch_work(ft_req_t *r, void *arg)
+{
+	batch_t *b = arg;
+	int readers = local_items(b) >= 4 && b->t->fanout != NULL ? READERS : 0;
+
+	b->hdr_cap = tgt_tar_header_max(3 * TGT_SHARD_NAME_MAX + 16);
+	b->hdr = malloc(b->hdr_cap);
+	b->out = malloc(SEND_MAX);
+	b->slots = calloc(WINDOW, sizeof(*b->slots));
+	b->slot_mem = slot_mem_take();
+	if (b->hdr == NULL || b->out == NULL || b->slots == NULL || b->slot_mem == NULL) {
+		ft_resp_error(r, 500, "out of memory");
+		return;
+	}
+	for (size_t j = 0; j < WINDOW; j++) {
+		b->slots[j].f.fd = -1;
+		b->slots[j].buf = b->slot_mem + j * SLOT_BYTES;
+		atomic_init(&b->slots[j].done, SIZE_MAX);
+	}
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->ready_cv, NULL);
+	pthread_cond_init(&b->space_cv, NULL);
+	b->mu_init = true;
+	b->waiting = SIZE_MAX;
+	b->r = r;
+	if (start_pulls(b) != 0) {
+		b->fail_status = 500;
+		b->rc = -EIO;
+	} else if (readers > 0) {
+		ft_fanout_run(b->t->fanout, window_main, b, 1 + readers);
+	} else {
+		batch_send(r, b);
+	}
+	/* the readers are done: close what items prepared but never sent hold open */
+	for (size_t j = 0; j < WINDOW; j++)
+		if (b->slots[j].f.fd >= 0) {
+			close(b->slots[j].f.fd);
+			b->slots[j].f.fd = -1;
+		}
+	finish(r, b, b->rc);
 }
 
 static void on_body(ft_req_t *r, void *arg, char *body, size_t len, int err)

@@ -235,3 +235,60 @@ def test_parts_with_auth(make_cluster):
     assert_json_error(session(token="").post(h.c.targets[1].public_url + "/v1/batch?part=true",
                                              json={"in": [{"bucket": b, "objname": names[2]}]}, timeout=TIMEOUT),
                       401, "authentication")
+
+
+def test_window_larger_than_the_batch(bcluster, api, bucket):
+    """Fewer local items than the read-ahead window (and than the readers): every one once, in order."""
+    names = owned(api, bcluster, bucket, "small", 0, 5)
+    data = {n: os.urandom(100 + 4000 * i) for i, n in enumerate(names)}
+    for n, d in data.items():
+        api.put(bucket, n, d)
+    for k in (1, 2, 4, 5):
+        r = post(bcluster, 0, {"in": [{"bucket": bucket, "objname": n} for n in names[:k]]})
+        assert r.status_code == 200, r.text[:300]
+        assert untar(r.content) == [("%s/%s" % (bucket, n), data[n]) for n in names[:k]]
+
+
+def test_many_tiny_members_reuse_the_window(bcluster, api, bucket):
+    """Hundreds of members of a few bytes: many more than the window's slots fit in one stream write, so a slot
+    still gathered for the write is sent before it is reused; the bytes stay in order."""
+    names = owned(api, bcluster, bucket, "tiny", 0, 300)
+    data = {n: os.urandom(i % 7) for i, n in enumerate(names)}
+    for n, d in data.items():
+        api.put(bucket, n, d)
+    items = [{"bucket": bucket, "objname": n} for n in names]
+    r = post(bcluster, 0, {"in": items})
+    assert r.status_code == 200, r.text[:300]
+    assert untar(r.content) == [("%s/%s" % (bucket, n), data[n]) for n in names]
+    r = post(bcluster, 0, {"in": items, "only_names": True})
+    assert untar(r.content) == [("%s/%s" % (bucket, n), b"") for n in names]
+
+
+def test_items_failing_inside_the_window(bcluster, api, bucket):
+    """Missing items and bad ranges among items prepared ahead: with continue_on_error each missing one is a
+    __404__/ member in its place; without, one met before the stream started is a clean 404 or 416, one met
+    after it (here past ~200 KiB of members) cuts the stream."""
+    names = owned(api, bcluster, bucket, "win", 0, 60)
+    data = {n: os.urandom(16 * 1024 + i) for i, n in enumerate(names)}
+    for n, d in data.items():
+        api.put(bucket, n, d)
+    gone = owned(api, bcluster, bucket, "wgone", 0, 3)
+    items = [{"bucket": bucket, "objname": n} for n in names]
+    want = [("%s/%s" % (bucket, n), data[n]) for n in names]
+    for at, g in zip((2, 25, 59), gone):
+        items.insert(at, {"bucket": bucket, "objname": g})
+        want.insert(at, ("__404__/%s/%s" % (bucket, g), b""))
+    r = post(bcluster, 0, {"in": items, "continue_on_error": True})
+    assert r.status_code == 200, r.text[:300]
+    assert untar(r.content) == want
+    assert_json_error(post(bcluster, 0, {"in": items[:10]}), 404, "does not exist")
+    past = {"bucket": bucket, "objname": names[1], "start": 10 ** 6}
+    assert_json_error(post(bcluster, 0, {"in": items[:1] + [past] + items[3:8]}), 416, "past the end")
+    late = items[:2] + items[3:25] + [items[25]] + items[26:40]  # the missing one after ~380 KiB
+    with pytest.raises((requests.exceptions.ChunkedEncodingError, requests.exceptions.ConnectionError)):
+        with post(bcluster, 0, {"in": late}, stream=True) as r:
+            assert r.status_code == 200
+            for _ in r.iter_content(64 * 1024):
+                pass
+    r = post(bcluster, 0, {"in": late[:5]})  # the target goes on
+    assert untar(r.content) == want[:2] + want[3:6]

@@ -24,9 +24,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "base/metrics.h"
 #include "http/http.h"
 #include "http/internal.h" /* http_file_residency_probes_only, http_file_make_resident */
 
@@ -297,6 +299,34 @@ static void s_gen(ft_req_t *r)
 	ft_resp_stream_end(r, rc);
 }
 
+/* Writes size pattern bytes with ft_resp_stream_writev, four pieces a call (one of them empty). */
+static void s_genv(ft_req_t *r)
+{
+	static const size_t sizes[] = {1, 0, 7000, 60000};
+	uint64_t size = query_u64(r, "size", 0), off = 0;
+	bool chunked = query_u64(r, "chunked", 0) != 0;
+	unsigned char *buf = malloc(70000);
+	int rc;
+
+	rc = ft_resp_stream_start(r, 200, "application/octet-stream", chunked ? -1 : (int64_t)size);
+	while (rc == 0 && off < size) {
+		struct iovec iov[4];
+		size_t used = 0;
+		for (int k = 0; k < 4; k++) {
+			size_t n = sizes[k] < size - off - used ? sizes[k] : (size_t)(size - off - used);
+			pat_fill(buf + used, n, off + used);
+			iov[k] = (struct iovec){.iov_base = buf + used, .iov_len = n};
+			used += n;
+		}
+		rc = ft_resp_stream_writev(r, iov, 4);
+		off += used;
+	}
+	if (rc != 0)
+		atomic_store(&g_s_write_err, rc);
+	free(buf);
+	ft_resp_stream_end(r, rc);
+}
+
 /* 100 KiB of a declared 1 MiB (or chunked), then an abort, a short end, or a plain response call. */
 static void s_abort(ft_req_t *r)
 {
@@ -502,6 +532,8 @@ static void stream_work(ft_req_t *r, void *arg)
 		s_echo(r);
 	else if (strcmp(path, "/s/gen") == 0)
 		s_gen(r);
+	else if (strcmp(path, "/s/genv") == 0)
+		s_genv(r);
 	else if (strcmp(path, "/s/abort") == 0)
 		s_abort(r);
 	else if (strcmp(path, "/s/over") == 0)
@@ -2070,6 +2102,88 @@ static void test_stream_slow_reader(void **state)
 	cli_close(&c);
 }
 
+/*
+ * A client that keeps up: the worker sends the stream's bytes on the socket itself while the loop
+ * is dry (no hand-off), and those bytes are counted in the response-bytes metric like the loop's.
+ */
+static void test_stream_direct_counted(void **state)
+{
+	const uint64_t N = 8ull * 1024 * 1024;
+	unsigned code = 200 / 100 - 1;
+	int64_t before = ft_metric_value(FT_M_HTTP_RESPONSE_BYTES, FT_HTTP_GET, code), grown = 0;
+	bool bad = false;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	atomic_store(&g_s_write_err, 0);
+	cli_open(&c);
+	cli_sends(&c, "GET /s/gen?size=8388608&piece=100000 HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.clen, (long long)N);
+	assert_int_equal(cli_read_cmp(&c, N, NULL, 0, &bad), N);
+	assert_false(bad);
+	resp_free(&r);
+	expect_small(&c);
+	for (int64_t t0 = now_ms(); now_ms() - t0 < 2000; usleep(2000)) { /* counted once the loop finished r */
+		grown = ft_metric_value(FT_M_HTTP_RESPONSE_BYTES, FT_HTTP_GET, code) - before;
+		if (grown >= (int64_t)N)
+			break;
+	}
+	if (grown < (int64_t)N || grown > (int64_t)N + 1024)
+		fail_msg("response bytes counted %lld for a body of %llu", (long long)grown, (unsigned long long)N);
+	assert_int_equal(atomic_load(&g_s_write_err), 0);
+	cli_close(&c);
+}
+
+/*
+ * ft_resp_stream_writev: pieces (an empty one among them) in order, whole, with a Content-Length and
+ * chunked; to a client that keeps up (one system call a writev) and to one that reads slowly
+ * through a small receive buffer (the pieces then go through the ring).
+ */
+static void test_stream_writev(void **state)
+{
+	const uint64_t N = 3000000;
+	bool bad = false;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	atomic_store(&g_s_write_err, 0);
+	for (int slow = 0; slow < 2; slow++) {
+		unsigned char *out = NULL;
+		size_t len = 0;
+
+		if (slow)
+			cli_open_opts(&c, srv_port, 16 * 1024);
+		else
+			cli_open(&c);
+		cli_sends(&c, "GET /s/genv?size=3000000 HTTP/1.1\r\nHost: t\r\n\r\n");
+		assert_int_equal(cli_read(&c, &r, true), 0);
+		assert_int_equal(r.clen, (long long)N);
+		if (slow)
+			usleep(200 * 1000); /* the socket fills: what it does not take goes to the ring */
+		assert_int_equal(cli_read_cmp(&c, N, NULL, 0, &bad), N);
+		assert_false(bad);
+		resp_free(&r);
+		expect_small(&c);
+		cli_sends(&c, "GET /s/genv?size=3000000&chunked=1 HTTP/1.1\r\nHost: t\r\n\r\n");
+		assert_int_equal(cli_read(&c, &r, true), 0);
+		if (slow)
+			usleep(200 * 1000);
+		assert_int_equal(cli_read_chunked(&c, &out, &len), 0);
+		assert_int_equal(len, N);
+		for (size_t j = 0; j < len; j++)
+			if (out[j] != pat(j))
+				fail_msg("writev chunked (slow %d): bad byte at %zu", slow, j);
+		free(out);
+		resp_free(&r);
+		expect_small(&c);
+		cli_close(&c);
+	}
+	assert_int_equal(atomic_load(&g_s_write_err), 0);
+}
+
 /* The client goes away mid-stream: the blocked write fails within a second and r is released. */
 static void test_stream_client_gone(void **state)
 {
@@ -2729,6 +2843,8 @@ int main(void)
 		cmocka_unit_test(test_stream_echo_length),
 		cmocka_unit_test(test_stream_echo_chunked),
 		cmocka_unit_test(test_stream_slow_reader),
+		cmocka_unit_test(test_stream_direct_counted),
+		cmocka_unit_test(test_stream_writev),
 		cmocka_unit_test(test_stream_client_gone),
 		cmocka_unit_test(test_stream_abort),
 		cmocka_unit_test(test_stream_continue),

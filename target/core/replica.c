@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "cluster/hrw.h"
+#include "core/fcache.h"
 #include "core/keymap.h"
 #include "core/mountpath.h"
 #include "core/publish.h"
@@ -349,6 +350,7 @@ int tgt_replica_set_aside(const tgt_obj_t *o, char *aside, size_t cap)
 		aside[0] = '\0';
 		return -errno;
 	}
+	tgt_fcache_invalidate(o->t); /* moved, still linked: a kept fd of it must go */
 	return 0;
 }
 
@@ -363,6 +365,7 @@ void tgt_replica_put_back(const tgt_obj_t *o, char *aside)
 		unlinkat(o->mp->work_fd, aside, 0); /* a new main copy is there (or no way back) */
 	if (dfd >= 0)
 		close(dfd);
+	tgt_fcache_invalidate(o->t);
 	aside[0] = '\0';
 }
 

@@ -16,7 +16,7 @@
 
 #define FCACHE_MAX_BYTES (1u << 20) /* larger objects are not kept: their open is a small part of a GET */
 #define SWEEP_MS 1000               /* the sweep's period */
-#define IDLE_TICKS 5                /* an entry unused for this many sweeps is closed */
+#define IDLE_TICKS 30               /* an entry unused for this many sweeps is closed */
 
 struct fc_entry {
 	struct fc_entry *hnext;       /* hash chain */

@@ -24,7 +24,7 @@
  * its open (tgt_fcache_gen), so an open racing such a change is never cached as current.
  * Only the main copy of a bucket without mirroring or checksum-validated warm GETs, opened on the
  * loop thread, of at most FCACHE_MAX_BYTES, is kept (a large object's open is a small part of it).
- * The sweep (a timerfd on the loop's ring, every second) closes entries idle for a few seconds
+ * The sweep (a timerfd on the loop's ring, every second) closes entries idle for half a minute
  * and those whose file was unlinked, so a deleted or evicted object's space is back within about
  * a second. The entries of all loops stay under a quarter of RLIMIT_NOFILE.
  *

@@ -4,7 +4,8 @@
 DESIGN
 Two clusters of their own (1 proxy + 1 target, 1 mountpath each), from the same binaries: A with the
 open-file cache at its default (target/core/fcache.h), B with --open_file_cache 0 (every GET opens,
-reads the metadata xattr and closes, as before the cache). Each holds OBJECTS objects of 16 KiB in a
+reads the metadata xattr and closes, as before the cache); --fcache-before DIR makes B the binaries
+of DIR instead (a build without the cache). Each holds OBJECTS objects of 16 KiB in a
 bucket, PUT through its proxy. Each round runs wrk (the Lua rotation over all objects) straight at A's
 target, then at B's, for --seconds (at least MIN_SECONDS); the target's CPU per GET comes from
 /proc/<pid>/stat around each run. With --fcache-syscalls, one more run per side under
@@ -104,10 +105,12 @@ def bench_fcache(b, ftcluster):
     clusters = []
     try:
         entries = getattr(a, "fcache_entries", None)
+        before = getattr(a, "fcache_before", None)  # B: binaries without the cache, instead of the cache off
         on = ["--open_file_cache", str(entries)] if entries else []
-        for tag, extra in (("on", on), ("off", ["--open_file_cache", "0"])):
+        off = [] if before else ["--open_file_cache", "0"]
+        for tag, extra, bindir in (("on", on, b.bindir), ("off", off, before or b.bindir)):
             cl = ftcluster.Cluster(os.path.join(b.workdir, "fcache-" + tag), b.pick_ports(8), targets=1,
-                                   mountpaths=1, bindir=b.bindir, target_args=extra)
+                                   mountpaths=1, bindir=bindir, target_args=extra)
             clusters.append(cl)
             cl.start()
         paths = [_fill(b, cl, tag) for cl, tag in zip(clusters, ("on", "off"))]
@@ -128,24 +131,24 @@ def bench_fcache(b, ftcluster):
             pairs.append((ra, rb))
         row = report.Row(TITLE, "wrk -t%d -c%d -d%ds straight to the target, Lua rotating over %d objects" % (
             a.threads, a.conns, seconds, OBJECTS),
-            "cache on" + (" (%d entries a loop)" % entries if entries else ""), "cache off (--open_file_cache 0)",
-            "rps", 1.0,
+            "cache on" + (" (%d entries a loop)" % entries if entries else ""),
+            "binaries of %s" % before if before else "cache off (--open_file_cache 0)", "rps", 1.0,
             pairs=pairs)
         notes = []
         if cpu["A"] and cpu["B"]:
-            notes.append("Target CPU per GET (medians of %d/%d runs, /proc/<pid>/stat): on %.2f us, off %.2f us "
-                         "(%.2fx); per round: on %s, off %s." % (
+            notes.append("Target CPU per GET (medians of %d/%d runs, /proc/<pid>/stat): A %.2f us, B %.2f us "
+                         "(%.2fx); per round: A %s, B %s." % (
                              len(cpu["A"]), len(cpu["B"]), statistics.median(cpu["A"]),
                              statistics.median(cpu["B"]),
                              statistics.median(cpu["A"]) / statistics.median(cpu["B"]),
                              " ".join("%.2f" % x for x in cpu["A"]), " ".join("%.2f" % x for x in cpu["B"])))
         if getattr(a, "fcache_syscalls", False):
-            for side, t, p in (("on", targets[0], paths[0]), ("off", targets[1], paths[1])):
+            for side, t, p in (("on", targets[0], paths[0]), ("before" if before else "off", targets[1], paths[1])):
                 calls = _syscalls_per_get(b, t, p, seconds)
                 if calls is None:
                     notes.append("System calls: not counted (perf stat of the syscall tracepoints failed).")
                     break
-                notes.append("System calls per GET, cache %s (perf stat, syscall tracepoints, %d s): %.2f in all; %s." % (
+                notes.append("System calls per GET, %s (perf stat, syscall tracepoints, %d s): %.2f in all; %s." % (
                     side, seconds, calls.pop("all", 0), ", ".join("%s %.2f" % (n, calls.get(n, 0)) for n in SYSCALLS)))
         row.notes = " ".join(notes) or None
         print("bench: %s" % (row.notes or "no CPU figures"), flush=True)

@@ -1114,6 +1114,9 @@ def parse_args(argv):
                    "cache on vs off (bench/fcache.py)")
     p.add_argument("--fcache-entries", type=int, default=None,
                    help="--only fcache: --open_file_cache of the cache-on target (default: its default)")
+    p.add_argument("--fcache-before", default=None,
+                   help="--only fcache: bin directory of a build without the cache for side B (default: this "
+                   "build with --open_file_cache 0)")
     p.add_argument("--fcache-syscalls", action="store_true",
                    help="--only fcache: also count the target's system calls per GET (perf stat of the syscall tracepoints, one more run a side)")
     p.add_argument("--coldnet-rate", default=coldnet.RATE,

@@ -39,7 +39,9 @@ typedef struct fc_cache {
 	struct fc_cache *next; /* the registry's list */
 	tgt_t *t;
 	struct fc_entry **table;
-	unsigned mask; /* table size - 1 */
+	unsigned mask;  /* table size - 1 */
+	uint64_t *seen; /* admission: the key hashes of recent misses, direct-mapped */
+	unsigned seen_mask;
 	struct fc_entry *head, *tail;
 	int count;
 	unsigned long gen; /* the generation the entries were checked against */
@@ -206,10 +208,12 @@ static fc_cache_t *cache_here(tgt_t *t)
 	c = calloc(1, sizeof(*c));
 	if (c != NULL)
 		c->timer_fd = -1;
-	if (c == NULL || (c->table = calloc(size, sizeof(*c->table))) == NULL)
+	if (c == NULL || (c->table = calloc(size, sizeof(*c->table))) == NULL ||
+	    (c->seen = calloc(size / 2, sizeof(*c->seen))) == NULL)
 		goto fail;
 	c->t = t;
 	c->mask = size - 1;
+	c->seen_mask = size / 2 - 1;
 	c->gen = atomic_load(&t->fcache_gen);
 	c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (c->timer_fd < 0 || timerfd_settime(c->timer_fd, 0, &every, NULL) != 0 ||
@@ -225,6 +229,7 @@ fail:
 	if (c != NULL) {
 		if (c->timer_fd >= 0)
 			close(c->timer_fd);
+		free(c->seen);
 		free(c->table);
 		free(c);
 	}
@@ -266,46 +271,64 @@ tgt_fcache_ref_t *tgt_fcache_get(const tgt_obj_t *o, int mp_index, int *fd, cons
 	return e;
 }
 
+/*
+ * Admission: a file is kept at its second miss while the first is still remembered (seen[], as many
+ * slots as entries). An object read again only after more other misses than the cache holds would
+ * be evicted before its next read anyway: it is never kept, and its GETs cost what they did before.
+ */
+static bool admit(fc_cache_t *c, uint64_t h)
+{
+	uint64_t *slot = &c->seen[h & c->seen_mask];
+
+	if (*slot == h)
+		return true;
+	*slot = h;
+	return false;
+}
+
 tgt_fcache_ref_t *tgt_fcache_put(const tgt_obj_t *o, int mp_index, unsigned long gen, int fd, const ft_lom_t *lom,
-				 const ft_lom_t **lom_out)
+				 const struct stat *st, const ft_lom_t **lom_out)
 {
 	fc_cache_t *c = cache_here(o->t);
-	size_t rel_len = strlen(o->rel);
-	struct stat st;
+	size_t rel_len;
+	uint64_t h;
 
 	if (c == NULL || lom->size > FCACHE_MAX_BYTES)
 		return NULL;
 	check_gen(c);
-	if (gen != c->gen || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink == 0 ||
-	    (uint64_t)st.st_size != lom->size)
+	if (gen != c->gen || !S_ISREG(st->st_mode) || st->st_nlink == 0 || (uint64_t)st->st_size != lom->size)
 		return NULL; /* an invalidation since the open, or the file changed already */
+	h = key_hash(o, mp_index);
+	if (!admit(c, h))
+		return NULL;
+	rel_len = strlen(o->rel);
 	struct fc_entry *e = malloc(sizeof(*e) + rel_len + 1);
 	if (e == NULL)
 		return NULL;
 	if (c->count >= c->t->fcache->cap)
 		drop(c, c->tail);
-	*e = (struct fc_entry){.hash = key_hash(o, mp_index),
+	*e = (struct fc_entry){.hash = h,
 			       .mp_index = mp_index,
 			       .fd = fd,
 			       .refs = 1,
 			       .cached = true,
 			       .last_tick = c->tick,
-			       .dev = st.st_dev,
-			       .ino = st.st_ino,
-			       .size = st.st_size,
-			       .ctim = st.st_ctim,
-			       .mtim = st.st_mtim};
+			       .dev = st->st_dev,
+			       .ino = st->st_ino,
+			       .size = st->st_size,
+			       .ctim = st->st_ctim,
+			       .mtim = st->st_mtim};
 	e->lom = *lom;
 	memcpy(e->rel, o->rel, rel_len + 1);
 	/* an older entry of the same key (its file replaced since) goes first */
-	for (struct fc_entry *x = c->table[e->hash & c->mask]; x != NULL; x = x->hnext) {
-		if (x->hash == e->hash && x->mp_index == mp_index && strcmp(x->rel, e->rel) == 0) {
+	for (struct fc_entry *x = c->table[h & c->mask]; x != NULL; x = x->hnext) {
+		if (x->hash == h && x->mp_index == mp_index && strcmp(x->rel, e->rel) == 0) {
 			drop(c, x);
 			break;
 		}
 	}
-	e->hnext = c->table[e->hash & c->mask];
-	c->table[e->hash & c->mask] = e;
+	e->hnext = c->table[h & c->mask];
+	c->table[h & c->mask] = e;
 	to_front(c, e);
 	c->count++;
 	*lom_out = &e->lom;
@@ -333,6 +356,7 @@ void tgt_fcache_stop(tgt_t *t)
 			drop(c, c->tail);
 		}
 		close(c->timer_fd);
+		free(c->seen);
 		free(c->table);
 		free(c);
 	}

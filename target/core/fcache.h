@@ -3,6 +3,8 @@
 #ifndef TGT_CORE_FCACHE_H
 #define TGT_CORE_FCACHE_H
 
+#include <sys/stat.h>
+
 #include "core/lom.h"
 #include "core/obj.h"
 
@@ -23,7 +25,9 @@
  * next lookup, and all of them within a second by the sweep. A reader takes the generation before
  * its open (tgt_fcache_gen), so an open racing such a change is never cached as current.
  * Only the main copy of a bucket without mirroring or checksum-validated warm GETs, opened on the
- * loop thread, of at most FCACHE_MAX_BYTES, is kept (a large object's open is a small part of it).
+ * loop thread, of at most FCACHE_MAX_BYTES, is kept (a large object's open is a small part of it),
+ * and only at its second miss while the first is remembered: a working set larger than the cache
+ * (random reads of many objects) would only churn it, each insertion costing more than it saves.
  * The sweep (a timerfd on the loop's ring, every second) closes entries idle for half a minute
  * and those whose file was unlinked, so a deleted or evicted object's space is back within about
  * a second. The entries of all loops stay under a quarter of RLIMIT_NOFILE.
@@ -54,12 +58,13 @@ void tgt_fcache_invalidate(tgt_t *t);
  */
 tgt_fcache_ref_t *tgt_fcache_get(const tgt_obj_t *o, int mp_index, int *fd, const ft_lom_t **lom);
 /*
- * Keeps fd (o's main copy on mountpath mp_index, opened after gen was read, with metadata lom) when
- * it qualifies. On success the cache owns fd, *lom_out points at its copy, and the reference is
+ * Keeps fd (o's main copy on mountpath mp_index, opened after gen was read, with metadata lom and
+ * st its fstat at the open) when it qualifies: small, and missed before recently (see admit in
+ * fcache.c). On success the cache owns fd, *lom_out points at its copy, and the reference is
  * returned; NULL leaves fd with the caller.
  */
 tgt_fcache_ref_t *tgt_fcache_put(const tgt_obj_t *o, int mp_index, unsigned long gen, int fd, const ft_lom_t *lom,
-				 const ft_lom_t **lom_out);
+				 const struct stat *st, const ft_lom_t **lom_out);
 /* Drops a reference (ft_req_on_done hook; arg is the tgt_fcache_ref_t). */
 void tgt_fcache_release(void *ref);
 

@@ -445,14 +445,15 @@ static void get_local(ft_req_t *r, tgt_obj_t *o, bool worker)
 	if (cache && serve_cached(r, o, mp_index))
 		return;
 	unsigned long gen = tgt_fcache_gen(o->t); /* before the open: a change after it retires the entry */
-	tgt_replica_state_t s = tgt_replica_open(o, &main_copy, false, &fd, &lom, NULL);
+	struct stat st;
+	tgt_replica_state_t s = tgt_replica_open_stat(o, &main_copy, false, &fd, &lom, NULL, &st);
 	if (s != TGT_REPLICA_OK && !o->located) {
 		/* not a file at its path (route.c left the lookup to this open): its hashed file, if any */
 		tgt_obj_locate(o);
 		if (o->keyed && cache && serve_cached(r, o, mp_index))
 			return;
 		if (o->keyed)
-			s = tgt_replica_open(o, &main_copy, false, &fd, &lom, NULL);
+			s = tgt_replica_open_stat(o, &main_copy, false, &fd, &lom, NULL, &st);
 	}
 	o->located = 1; /* a file at o->rel, or looked up */
 	if (s != TGT_REPLICA_OK) {
@@ -462,7 +463,7 @@ static void get_local(ft_req_t *r, tgt_obj_t *o, bool worker)
 	if (o->mirror_copies > 1 && ft_req_method(r) != FT_HTTP_HEAD)
 		fd = least_busy(o, fd, &lom, &mp_index);
 	const ft_lom_t *kept;
-	tgt_fcache_ref_t *ref = cache ? tgt_fcache_put(o, mp_index, gen, fd, &lom, &kept) : NULL;
+	tgt_fcache_ref_t *ref = cache ? tgt_fcache_put(o, mp_index, gen, fd, &lom, &st, &kept) : NULL;
 	if (ref != NULL) {
 		ft_req_on_done(r, tgt_fcache_release, ref);
 		serve(r, o, fd, true, kept, mp_index);

@@ -98,6 +98,14 @@ def _syscalls_per_get(b, target, paths, seconds):
     return calls or None
 
 
+def _vm_rss_kib(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
 def bench_fcache(b, ftcluster):
     """Appends the open-file cache row to b.rows (b: the bench harness of bench/run.py)."""
     a = b.args
@@ -142,6 +150,9 @@ def bench_fcache(b, ftcluster):
                              statistics.median(cpu["B"]),
                              statistics.median(cpu["A"]) / statistics.median(cpu["B"]),
                              " ".join("%.2f" % x for x in cpu["A"]), " ".join("%.2f" % x for x in cpu["B"])))
+        rss = [_vm_rss_kib(t.pid) for t in targets]
+        if None not in rss:
+            notes.append("Target VmRSS after the rounds: A %.1f MiB, B %.1f MiB." % (rss[0] / 1024, rss[1] / 1024))
         if getattr(a, "fcache_syscalls", False):
             for side, t, p in (("on", targets[0], paths[0]), ("before" if before else "off", targets[1], paths[1])):
                 calls = _syscalls_per_get(b, t, p, seconds)

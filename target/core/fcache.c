@@ -31,8 +31,8 @@ struct fc_entry {
 	ino_t ino;
 	off_t size;
 	struct timespec ctim, mtim;
-	ft_lom_t lom;
-	char rel[]; /* o->rel */
+	uint16_t lom_len; /* the encoded LOM after rel's NUL (~100 bytes: a decoded one is 4 KiB) */
+	char rel[];       /* o->rel, then the LOM as ft_lom_encode wrote it */
 };
 
 typedef struct fc_cache {
@@ -242,7 +242,7 @@ static uint64_t key_hash(const tgt_obj_t *o, int mp_index)
 	return o->hash ^ ((uint64_t)(unsigned)mp_index * 0x9e3779b97f4a7c15ull);
 }
 
-tgt_fcache_ref_t *tgt_fcache_get(const tgt_obj_t *o, int mp_index, int *fd, const ft_lom_t **lom)
+tgt_fcache_ref_t *tgt_fcache_get(const tgt_obj_t *o, int mp_index, int *fd, ft_lom_t *lom)
 {
 	fc_cache_t *c = cache_here(o->t);
 	struct stat st;
@@ -261,13 +261,17 @@ tgt_fcache_ref_t *tgt_fcache_get(const tgt_obj_t *o, int mp_index, int *fd, cons
 		ft_metric_inc(FT_M_OPEN_FILE_STALE);
 		return NULL;
 	}
+	const char *enc = e->rel + strlen(e->rel) + 1;
+	if (ft_lom_decode(lom, (const uint8_t *)enc, e->lom_len) != 0) { /* it decoded when kept: never */
+		drop(c, e);
+		return NULL;
+	}
 	unlink_order(c, e);
 	to_front(c, e);
 	e->last_tick = c->tick;
 	e->refs++;
 	ft_metric_inc(FT_M_OPEN_FILE_HITS);
 	*fd = e->fd;
-	*lom = &e->lom;
 	return e;
 }
 
@@ -287,10 +291,12 @@ static bool admit(fc_cache_t *c, uint64_t h)
 }
 
 tgt_fcache_ref_t *tgt_fcache_put(const tgt_obj_t *o, int mp_index, unsigned long gen, int fd, const ft_lom_t *lom,
-				 const struct stat *st, const ft_lom_t **lom_out)
+				 const struct stat *st)
 {
 	fc_cache_t *c = cache_here(o->t);
+	uint8_t enc[FT_LOM_MAX];
 	size_t rel_len;
+	int enc_len;
 	uint64_t h;
 
 	if (c == NULL || lom->size > FCACHE_MAX_BYTES)
@@ -299,10 +305,10 @@ tgt_fcache_ref_t *tgt_fcache_put(const tgt_obj_t *o, int mp_index, unsigned long
 	if (gen != c->gen || !S_ISREG(st->st_mode) || st->st_nlink == 0 || (uint64_t)st->st_size != lom->size)
 		return NULL; /* an invalidation since the open, or the file changed already */
 	h = key_hash(o, mp_index);
-	if (!admit(c, h))
+	if (!admit(c, h) || (enc_len = ft_lom_encode(lom, enc, sizeof(enc))) < 0)
 		return NULL;
 	rel_len = strlen(o->rel);
-	struct fc_entry *e = malloc(sizeof(*e) + rel_len + 1);
+	struct fc_entry *e = malloc(sizeof(*e) + rel_len + 1 + (size_t)enc_len);
 	if (e == NULL)
 		return NULL;
 	if (c->count >= c->t->fcache->cap)
@@ -317,9 +323,10 @@ tgt_fcache_ref_t *tgt_fcache_put(const tgt_obj_t *o, int mp_index, unsigned long
 			       .ino = st->st_ino,
 			       .size = st->st_size,
 			       .ctim = st->st_ctim,
-			       .mtim = st->st_mtim};
-	e->lom = *lom;
+			       .mtim = st->st_mtim,
+			       .lom_len = (uint16_t)enc_len};
 	memcpy(e->rel, o->rel, rel_len + 1);
+	memcpy(e->rel + rel_len + 1, enc, (size_t)enc_len);
 	/* an older entry of the same key (its file replaced since) goes first */
 	for (struct fc_entry *x = c->table[h & c->mask]; x != NULL; x = x->hnext) {
 		if (x->hash == h && x->mp_index == mp_index && strcmp(x->rel, e->rel) == 0) {
@@ -331,7 +338,6 @@ tgt_fcache_ref_t *tgt_fcache_put(const tgt_obj_t *o, int mp_index, unsigned long
 	c->table[h & c->mask] = e;
 	to_front(c, e);
 	c->count++;
-	*lom_out = &e->lom;
 	return e;
 }
 

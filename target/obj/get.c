@@ -416,14 +416,14 @@ static bool cacheable(const tgt_obj_t *o, bool worker)
 /* A hit of the open-file cache for o's main copy on mp_index: served (true), or nothing done. */
 static bool serve_cached(ft_req_t *r, tgt_obj_t *o, int mp_index)
 {
-	const ft_lom_t *lom;
+	ft_lom_t lom;
 	int fd;
 	tgt_fcache_ref_t *ref = tgt_fcache_get(o, mp_index, &fd, &lom);
 
 	if (ref == NULL)
 		return false;
 	ft_req_on_done(r, tgt_fcache_release, ref); /* the fd stays open until the response is done */
-	serve(r, o, fd, true, lom, mp_index);
+	serve(r, o, fd, true, &lom, mp_index);
 	return true;
 }
 
@@ -462,14 +462,10 @@ static void get_local(ft_req_t *r, tgt_obj_t *o, bool worker)
 	}
 	if (o->mirror_copies > 1 && ft_req_method(r) != FT_HTTP_HEAD)
 		fd = least_busy(o, fd, &lom, &mp_index);
-	const ft_lom_t *kept;
-	tgt_fcache_ref_t *ref = cache ? tgt_fcache_put(o, mp_index, gen, fd, &lom, &st, &kept) : NULL;
-	if (ref != NULL) {
-		ft_req_on_done(r, tgt_fcache_release, ref);
-		serve(r, o, fd, true, kept, mp_index);
-		return;
-	}
-	serve(r, o, fd, false, &lom, mp_index);
+	tgt_fcache_ref_t *ref = cache ? tgt_fcache_put(o, mp_index, gen, fd, &lom, &st) : NULL;
+	if (ref != NULL)
+		ft_req_on_done(r, tgt_fcache_release, ref); /* the cache's fd now, lent to the response */
+	serve(r, o, fd, ref != NULL, &lom, mp_index);
 }
 
 /* Worker: a remote-bucket object that needs its backend; coldget.c answers, or says to serve the stored copy. */

@@ -62,7 +62,7 @@ static int write_file(const char *name, char ch, size_t size)
 	return rc;
 }
 
-/* Opens dir/name as get.c would: fd with *st and *lom (the size only), or -1. */
+/* Opens dir/name as get.c would: fd with *st and *lom (size, a checksum, version 7), or -1. */
 static int open_obj(const char *name, struct stat *st, ft_lom_t *lom)
 {
 	char path[128];
@@ -73,6 +73,9 @@ static int open_obj(const char *name, struct stat *st, ft_lom_t *lom)
 		return -1;
 	memset(lom, 0, sizeof(*lom));
 	lom->size = (uint64_t)st->st_size;
+	lom->cksum_type = FT_CKSUM_XXHASH;
+	snprintf(lom->cksum, sizeof(lom->cksum), "%016llx", (unsigned long long)st->st_ino);
+	snprintf(lom->version, sizeof(lom->version), "7");
 	return fd;
 }
 
@@ -89,15 +92,14 @@ static tgt_fcache_ref_t *keep(const tgt_obj_t *o, const char *name, int *fd_out)
 {
 	struct stat st;
 	ft_lom_t lom;
-	const ft_lom_t *kept;
 	int fd = open_obj(name, &st, &lom);
 	tgt_fcache_ref_t *ref;
 
 	if (fd < 0)
 		return NULL;
-	ref = tgt_fcache_put(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, &kept);
+	ref = tgt_fcache_put(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st);
 	if (ref == NULL)
-		ref = tgt_fcache_put(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, &kept);
+		ref = tgt_fcache_put(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st);
 	if (ref == NULL)
 		close(fd);
 	else
@@ -124,7 +126,7 @@ static void basic(char *fail, size_t cap)
 	tgt_obj_t o1, o2, o3;
 	struct stat st;
 	ft_lom_t lom;
-	const ft_lom_t *kept, *got;
+	ft_lom_t got;
 	tgt_fcache_ref_t *ref, *held;
 	int fd, fd2, fd3, hit;
 
@@ -138,12 +140,12 @@ static void basic(char *fail, size_t cap)
 	fd = open_obj("one", &st, &lom);
 	CHECK(fd >= 0);
 	CHECK(tgt_fcache_get(&o1, 0, &hit, &got) == NULL);
-	CHECK(tgt_fcache_put(&o1, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, &kept) == NULL);
-	ref = tgt_fcache_put(&o1, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, &kept);
-	CHECK(ref != NULL && kept->size == SMALL);
+	CHECK(tgt_fcache_put(&o1, 0, tgt_fcache_gen(&tgt), fd, &lom, &st) == NULL);
+	ref = tgt_fcache_put(&o1, 0, tgt_fcache_gen(&tgt), fd, &lom, &st);
+	CHECK(ref != NULL);
 	tgt_fcache_release(ref);
 	ref = tgt_fcache_get(&o1, 0, &hit, &got);
-	CHECK(ref != NULL && hit == fd && got->size == SMALL);
+	CHECK(ref != NULL && hit == fd && got.size == SMALL && strcmp(got.version, "7") == 0);
 	tgt_fcache_release(ref);
 	CHECK(tgt_fcache_get(&o1, 1, &hit, &got) == NULL); /* another mountpath: another key */
 
@@ -309,7 +311,7 @@ static void test_scenarios(void **state)
 static void test_not_on_other_threads(void **state)
 {
 	tgt_obj_t o;
-	const ft_lom_t *got, *kept;
+	ft_lom_t got;
 	struct stat st;
 	ft_lom_t lom;
 	int hit;
@@ -320,8 +322,8 @@ static void test_not_on_other_threads(void **state)
 	int fd = open_obj("five", &st, &lom);
 	assert_true(fd >= 0);
 	/* the test's thread is no loop thread (a worker's case): nothing kept, the fd stays the caller's */
-	assert_null(tgt_fcache_put(&o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, &kept));
-	assert_null(tgt_fcache_put(&o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, &kept));
+	assert_null(tgt_fcache_put(&o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st));
+	assert_null(tgt_fcache_put(&o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st));
 	assert_null(tgt_fcache_get(&o, 0, &hit, &got));
 	assert_true(fd_open(fd));
 	close(fd);

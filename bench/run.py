@@ -1118,7 +1118,8 @@ def parse_args(argv):
                    help="--only fcache: bin directory of a build without the cache for side B (default: this "
                    "build with --open_file_cache 0)")
     p.add_argument("--fcache-syscalls", action="store_true",
-                   help="--only fcache: also count the target's system calls per GET (perf stat of the syscall tracepoints, one more run a side)")
+                   help="--only fcache: also count the target's system calls per GET (perf stat of the syscall "
+                   "tracepoints, one more run a side)")
     p.add_argument("--coldnet-rate", default=coldnet.RATE,
                    help="bandwidth of the coldnet row's link to the origin (tc htb rate, default %s)" % coldnet.RATE)
     p.add_argument("--hints-rate", default=hints.RATE,

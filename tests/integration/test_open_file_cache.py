@@ -2,10 +2,10 @@
 # The target's open-file cache of warm GETs (target/core/fcache.c): never a stale byte or stale metadata.
 """
 Every cluster here has one target with one loop thread, so all GETs share one cache: the second warm
-GET of an object keeps its file open (the first is only remembered), the next ones are hits (ft_open_file_cache_hits_total counts
-them, and each test checks that its GETs did hit before it changes anything). Objects of a test have
-the same size before and after a change, so that only the cache's validation (the file still linked,
-the same inode and times, the generation) tells them apart.
+GET of an object keeps its file open (the first is only remembered), the next ones are hits
+(ft_open_file_cache_hits_total counts them, and each test checks that its GETs did hit before it
+changes anything). Objects of a test have the same size before and after a change, so that only the
+cache's validation (the file still linked, the same inode and times, the generation) tells them apart.
 """
 import os
 import re

@@ -16,6 +16,7 @@ import peers
 from conftest import module_cluster
 from ftutil import Api, create_remote, ctl, session, unique, wait_job, wait_until
 from test_coldget import put_origin
+from test_mirror import create as create_with_props
 
 SIZE = 16 * 1024
 ONE_LOOP = ["--loop_threads", "1"]
@@ -161,6 +162,24 @@ def test_hashed_names(fcluster, api, bucket):
     get_ok(api, bucket, "a/b", body("v3a/b"))
     get_ok(api, bucket, "a/b", body("v3a/b"))
     assert api.get(bucket, "a").status_code == 404
+
+
+def test_only_small_plain_objects_are_kept(fcluster, api, bucket):
+    """Checksum-validated warm GETs, mirrored buckets and objects over 1 MiB open their file every time."""
+    validated, mirrored = unique("fcv"), unique("fcm")
+    create_with_props(api, validated, {"checksum_validate_warm_get": True})
+    create_with_props(api, mirrored, {"mirror": {"copies": 2}})
+    big = os.urandom((1 << 20) + 1)
+    api.put(validated, "v", body("valid"))
+    api.put(mirrored, "m", body("mirror"))
+    api.put(bucket, "big", big)
+    before = hits(fcluster)
+    for _ in range(4):
+        get_ok(api, validated, "v", body("valid"))
+        get_ok(api, mirrored, "m", body("mirror"))
+        get_ok(api, bucket, "big", big)
+        assert api.head(validated, "v").status_code == 200
+    assert hits(fcluster) == before
 
 
 def test_more_objects_than_entries(fcluster, api, bucket):

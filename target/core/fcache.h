@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Open-file cache of warm GETs: per loop thread, small objects' main copies kept open with their decoded metadata. */
+/* Open-file cache of warm GETs: per loop thread, small objects' main copies kept open with their metadata. */
 #ifndef TGT_CORE_FCACHE_H
 #define TGT_CORE_FCACHE_H
 

@@ -29,8 +29,9 @@
 /*
  * DESIGN
  * Hot path (loop thread): open the main copy, check type, metadata and size on the one fd, and
- * serve it with ft_resp_file; a small object read again soon is found in the loop's open-file cache
- * instead (core/fcache.h: one fstat, the fd lent to the response with ft_resp_file_borrowed); a mirrored bucket may serve an extra copy instead, the one on the
+ * serve it with ft_resp_file; a small object read again soon is found in the loop's open-file
+ * cache instead (core/fcache.h: one fstat, the fd lent to the response with
+ * ft_resp_file_borrowed); a mirrored bucket may serve an extra copy instead, the one on the
  * mountpath with the fewest GET bodies in flight, when its metadata equals the main copy's (so a
  * reader never goes back to an older version). Buckets without mirroring pay two atomic
  * operations for the in-flight counter, no system call.

@@ -43,6 +43,9 @@ USAGE
   bench/run.py --only pagecache    only the GET from disk rows and the page-cache miss row (bench/pagecache.py:
                                    p99 of cached 16 KiB GETs, alone and while 8 clients read uncached 8 MiB
                                    objects, FastTier and nginx): prints their table, writes no report
+  bench/run.py --only fcache       only the open-file cache row (bench/fcache.py: warm 16 KiB GETs straight to
+                                   a target with the cache on against one with it off, CPU per GET from
+                                   /proc/<pid>/stat; --fcache-syscalls adds system calls per GET)
   bench/run.py --only tls          only the TLS rows (bench/tls.py: warm GETs of 8 MiB and 128 KiB over
                                    HTTPS from a TLS target of a cluster of its own against nginx over
                                    HTTPS with the same certificate): prints their table, writes no report
@@ -100,6 +103,7 @@ import copybck  # noqa: E402
 import dataloader  # noqa: E402
 import loadercmp  # noqa: E402
 import tls  # noqa: E402
+import fcache  # noqa: E402
 import coldnet  # noqa: E402
 import s3relay  # noqa: E402
 import pagecache  # noqa: E402
@@ -989,6 +993,9 @@ class Bench:
             if a.only == "protect":
                 self.setup_own_cluster_only()
                 return self.run_only(lambda: protect.bench_protect(self, ftcluster))
+            if a.only == "fcache":
+                self.setup_own_cluster_only()
+                return self.run_only(lambda: fcache.bench_fcache(self, ftcluster))
             if a.only == "tls":
                 self.setup_own_cluster_only()
                 return self.run_only(lambda: tls.bench_tls(self, ftcluster))
@@ -1092,7 +1099,7 @@ def parse_args(argv):
     p.add_argument("--dsort-full", action="store_true",
                    help="the dsort row over 2 GiB of shards (default 64 MiB, about a minute)")
     p.add_argument("--only", choices=["cold", "coldnet", "protect", "hints", "shards", "dsort", "tls", "batch",
-                                      "copy", "dataloader", "loader", "s3relay", "pagecache"],
+                                      "copy", "dataloader", "loader", "s3relay", "pagecache", "fcache"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
                    "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
                    "hints = the epoch hints rows (order hints vs LRU over a rate-limited origin), shards = the "
@@ -1105,7 +1112,16 @@ def parse_args(argv):
                    "network namespace behind a rate-limited veth pair (bench/coldnet.py), s3relay = the S3 relay "
                    "rows (bench/s3relay.py: presigned S3 GETs through the proxy and nginx proxy_pass vs nginx "
                    "direct), pagecache = the GET from disk rows and the p99 of cached 16 KiB GETs during "
-                   "uncached 8 MiB reads (bench/pagecache.py)")
+                   "uncached 8 MiB reads (bench/pagecache.py), fcache = warm 16 KiB GETs with the target's open-file "
+                   "cache on vs off (bench/fcache.py)")
+    p.add_argument("--fcache-entries", type=int, default=None,
+                   help="--only fcache: --open_file_cache of the cache-on target (default: its default)")
+    p.add_argument("--fcache-before", default=None,
+                   help="--only fcache: bin directory of a build without the cache for side B (default: this "
+                   "build with --open_file_cache 0)")
+    p.add_argument("--fcache-syscalls", action="store_true",
+                   help="--only fcache: also count the target's system calls per GET (perf stat of the syscall "
+                   "tracepoints, one more run a side)")
     p.add_argument("--coldnet-rate", default=coldnet.RATE,
                    help="bandwidth of the coldnet row's link to the origin (tc htb rate, default %s)" % coldnet.RATE)
     p.add_argument("--hints-rate", default=hints.RATE,

@@ -16,6 +16,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "core/fcache.h"
 #include "http/http.h"
 #include "http/tlsconf.h"
 #include "rpc/client.h"
@@ -65,6 +66,7 @@ static void usage(FILE *f)
 		"  --lru_interval_ms N   how often usage is checked (default 10000)\n"
 		"  --hint_max_bytes N    memory for the epoch order hints held here (default 32 MiB)\n"
 		"  --hint_prefetch_inflight N  objects staged ahead at once under hints, 0 = none (default 4)\n"
+		"  --open_file_cache N   open small object files kept per loop thread for warm GETs, 0 = off (default 1024)\n"
 		"  --job_expiry_s N      a finished job stays listed this long (default 3600)\n"
 		"  --shard_max_decoded_bytes N  bytes one shard read may decode (default 1 GiB)\n"
 		"  --http_max_header_bytes N, --http_max_headers N, --http_idle_timeout_ms N,\n"
@@ -217,6 +219,7 @@ static void shutdown_all(tgt_t *t)
 	if (t->httpd)
 		ft_httpd_stop(t->httpd);
 	t->httpd = NULL;
+	tgt_fcache_stop(t); /* after the loop threads, whose caches these are */
 	if (t->ctl)
 		ft_ctl_stop(t->ctl);
 	t->ctl = NULL;
@@ -324,9 +327,9 @@ int main(int argc, char **argv)
 		errf(err, sizeof(err), "HTTP client initialization failed");
 		goto fail;
 	}
-	if (tgt_ec_init(t) != 0 || tgt_namelock_init(t) != 0 || tgt_coldget_init(t) != 0 || tgt_jobs_init(t) != 0 ||
-	    tgt_mpu_init(t) != 0 || tgt_list_init(t) != 0 || tgt_shard_init(t) != 0 || tgt_cluster_init(t) != 0 ||
-	    tgt_janitor_start(t) != 0 || tgt_lru_start(t) != 0 || tgt_hint_start(t) != 0 ||
+	if (tgt_fcache_init(t) != 0 || tgt_ec_init(t) != 0 || tgt_namelock_init(t) != 0 || tgt_coldget_init(t) != 0 ||
+	    tgt_jobs_init(t) != 0 || tgt_mpu_init(t) != 0 || tgt_list_init(t) != 0 || tgt_shard_init(t) != 0 ||
+	    tgt_cluster_init(t) != 0 || tgt_janitor_start(t) != 0 || tgt_lru_start(t) != 0 || tgt_hint_start(t) != 0 ||
 	    tgt_rebalance_init(t) != 0) {
 		errf(err, sizeof(err), "out of memory or threads");
 		goto fail;

@@ -91,6 +91,7 @@ static const config_key_t config_keys[] = {
 	INT(hint_prefetch_inflight, 0, 16),
 	INT(probe_interval_ms, 0, 60000),
 	INT(job_expiry_s, 1, 31536000),
+	INT(open_file_cache, 0, 65536),
 	INT(job_missing_grace_s, 1, 86400),
 	INT(restore_after_s, 0, 604800),
 	{"shard_max_decoded_bytes", KIND_INT64, offsetof(ft_config_t, shard_max_decoded_bytes), 0, 1, INT64_MAX},
@@ -160,6 +161,7 @@ void ft_config_defaults(ft_config_t *c)
 	c->hint_prefetch_inflight = 4;
 	c->probe_interval_ms = 250;
 	c->job_expiry_s = 3600;
+	c->open_file_cache = 1024;
 	c->job_missing_grace_s = 120;
 	c->restore_after_s = 300;
 	c->shard_max_decoded_bytes = (int64_t)1 << 30;

@@ -69,7 +69,8 @@ typedef struct {
 	int probe_interval_ms;      /* proxy: connect probes of every target (proxy/health.c), 0 = none; default 250 */
 	int job_missing_grace_s;    /* proxy: a job with a silent target reads running this long after the rest ended */
 	int restore_after_s;        /* proxy: a dead target's slices and copies re-created this long after, 0 = never */
-	int job_expiry_s;           /* target: a finished job stays listed this long, default 3600 (docs/jobs.md) */
+	int open_file_cache; /* target: open object files kept per loop thread (core/fcache.h), 0 = off; default 1024 */
+	int job_expiry_s;    /* target: a finished job stays listed this long, default 3600 (docs/jobs.md) */
 	/* Shards (docs/shards.md) */
 	int64_t shard_max_decoded_bytes; /* target: bytes one shard read may decode (bombs); default 1 GiB */
 	/* Authentication (docs/security.md) */

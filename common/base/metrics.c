@@ -87,6 +87,14 @@ static const family_t families[FT_M__COUNT] = {
 	[FT_M_TARGET_DOWN_REPORTS] = {"ft_target_down_reports_total",
 				      "Targets marked down at once after a failed connection.", TYPE_COUNTER,
 				      FT_M_ROLE_PROXY, NOLABEL, NOLABEL},
+	[FT_M_OPEN_FILE_HITS] =
+		{"ft_open_file_cache_hits_total",
+		 "Warm GETs and HEADs served from an object file kept open (no open, no metadata read).", TYPE_COUNTER,
+		 FT_M_ROLE_TARGET, NOLABEL, NOLABEL},
+	[FT_M_OPEN_FILE_STALE] =
+		{"ft_open_file_cache_stale_total",
+		 "Kept-open object files found replaced, deleted or changed at a GET, and opened anew.", TYPE_COUNTER,
+		 FT_M_ROLE_TARGET, NOLABEL, NOLABEL},
 };
 
 /* Upper bounds of the histogram buckets, in seconds (+Inf is the last cell). */

@@ -44,6 +44,8 @@ typedef enum {
 	FT_M_ERRORS,                /* counter {kind}: failures by kind (ft_metric_error_t) */
 	FT_M_S3_RELAY_RETRIES,      /* counter: S3 relay requests retried on the next target */
 	FT_M_TARGET_DOWN_REPORTS,   /* counter: targets reported unreachable by this proxy */
+	FT_M_OPEN_FILE_HITS,  /* counter: warm GETs/HEADs served from a kept-open object file (target/core/fcache.c) */
+	FT_M_OPEN_FILE_STALE, /* counter: kept-open files found changed at a GET, opened anew */
 	FT_M__COUNT
 } ft_metric_t;
 

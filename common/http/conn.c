@@ -184,7 +184,7 @@ void http_finish_request(conn_t *c)
 	http_count_request(r);
 	for (h = r->hooks; h != NULL; h = h->next)
 		h->fn(h->arg);
-	if (r->file_fd >= 0)
+	if (r->file_fd >= 0 && !r->file_borrowed)
 		close(r->file_fd);
 	if (r->fp_rd >= 0) {
 		close(r->fp_rd);

@@ -148,6 +148,11 @@ void ft_resp_bytes(ft_req_t *r, int status, const char *content_type, const void
  * longer Content-Length left open).
  */
 void ft_resp_file(ft_req_t *r, int status, const char *content_type, int fd, off_t off, uint64_t len);
+/*
+ * ft_resp_file with an fd the caller keeps: never closed by the server, which reads it until the
+ * response is finished; the caller keeps it open that long (an ft_req_on_done hook releases it).
+ */
+void ft_resp_file_borrowed(ft_req_t *r, int status, const char *content_type, int fd, off_t off, uint64_t len);
 /* JSON error body {"status": status, "message": "..."}, Content-Type application/json. */
 void ft_resp_error(ft_req_t *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* status (301/302/307/308) with Location and an empty body. */

@@ -212,6 +212,7 @@ struct ft_req {
 	char *out; /* head (and small body) in the arena */
 	size_t out_len;
 	int file_fd;
+	bool file_borrowed; /* file_fd is the caller's (ft_resp_file_borrowed): never closed here */
 	off_t file_off;
 	uint64_t file_left;
 	off_t res_end;  /* [file_off, res_end) is in the page cache (filesend.c) */

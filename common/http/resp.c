@@ -530,12 +530,14 @@ void ft_resp_bytes(ft_req_t *r, int status, const char *content_type, const void
 	http_resp_commit(r);
 }
 
-void ft_resp_file(ft_req_t *r, int status, const char *content_type, int fd, off_t off, uint64_t len)
+/* ft_resp_file and ft_resp_file_borrowed: fd closed here unless borrowed. */
+static void resp_file(ft_req_t *r, int status, const char *content_type, int fd, off_t off, uint64_t len, bool borrowed)
 {
 	size_t hl;
 
 	if (stream_misuse(r, "ft_resp_file")) {
-		close(fd);
+		if (!borrowed)
+			close(fd);
 		return;
 	}
 	status = http_clamp_status(status);
@@ -543,12 +545,23 @@ void ft_resp_file(ft_req_t *r, int status, const char *content_type, int fd, off
 	r->out_len = hl;
 	if (r->method != FT_HTTP_HEAD && http_status_has_body(status) && len > 0) {
 		r->file_fd = fd;
+		r->file_borrowed = borrowed;
 		r->file_off = r->res_end = off;
 		r->file_left = len;
-	} else {
+	} else if (!borrowed) {
 		close(fd);
 	}
 	http_resp_commit(r);
+}
+
+void ft_resp_file(ft_req_t *r, int status, const char *content_type, int fd, off_t off, uint64_t len)
+{
+	resp_file(r, status, content_type, fd, off, len, false);
+}
+
+void ft_resp_file_borrowed(ft_req_t *r, int status, const char *content_type, int fd, off_t off, uint64_t len)
+{
+	resp_file(r, status, content_type, fd, off, len, true);
 }
 
 /* Appends s as a JSON string body (quotes included) to out; out has room for 6 * strlen(s) + 3. */

@@ -16,6 +16,7 @@
 #include "base/fdio.h"
 #include "base/log.h"
 #include "cluster/hrw.h"
+#include "core/fcache.h"
 #include "core/keymap.h"
 #include "core/mountpath.h"
 #include "core/namelock.h"
@@ -235,6 +236,7 @@ static int publish_set(tgt_t *t)
 	}
 	set->older = atomic_load(&t->mp_active);
 	atomic_store_explicit(&t->mp_active, set, memory_order_release);
+	tgt_fcache_invalidate(t); /* names may map to other mountpaths now: kept files are opened anew */
 	return 0;
 }
 
@@ -590,6 +592,7 @@ int tgt_bucket_retire(tgt_t *t, const char *provider, const char *bucket)
 				ft_warn("mountpath %s: cannot retire %s: %s", mp->path, src, strerror(errno));
 		}
 	}
+	tgt_fcache_invalidate(t); /* the retired files are still linked (in .work): kept fds must go */
 	tgt_publish_unlock(t);
 	return moved;
 }
@@ -689,8 +692,10 @@ int tgt_mountpath_attach(tgt_t *t, const char *path, char *err, size_t cap)
 		__atomic_store_n(&t->n_mountpaths, slot + 1, __ATOMIC_RELEASE);
 	}
 	atomic_store(&t->mp_state[slot], MP_ACTIVE);
+	tgt_fcache_invalidate(t); /* kept files of this slot's paths: opened anew */
 	if (publish_set(t) != 0) {
 		atomic_store(&t->mp_state[slot], MP_DETACHED);
+		tgt_fcache_invalidate(t); /* kept files of this slot's paths: opened anew */
 		snprintf(err, cap, "out of memory");
 		rc = -ENOMEM;
 		goto out;
@@ -727,8 +732,10 @@ int tgt_mountpath_detach_begin(tgt_t *t, const char *path, char *err, size_t cap
 		goto out;
 	}
 	atomic_store(&t->mp_state[slot], MP_DETACHING);
+	tgt_fcache_invalidate(t); /* kept files of this slot's paths: opened anew */
 	if (publish_set(t) != 0) {
 		atomic_store(&t->mp_state[slot], MP_ACTIVE);
+		tgt_fcache_invalidate(t); /* kept files of this slot's paths: opened anew */
 		snprintf(err, cap, "out of memory");
 		rc = -ENOMEM;
 		goto out;
@@ -743,6 +750,7 @@ void tgt_mountpath_detach_abort(tgt_t *t, int slot)
 {
 	pthread_mutex_lock(&t->mp_change_lock);
 	atomic_store(&t->mp_state[slot], MP_ACTIVE);
+	tgt_fcache_invalidate(t); /* kept files of this slot's paths: opened anew */
 	if (publish_set(t) != 0)
 		ft_error("mountpath %s: out of memory while re-activating it", t->mountpaths[slot].path);
 	pthread_mutex_unlock(&t->mp_change_lock);
@@ -790,6 +798,7 @@ int tgt_mountpath_detach_seal(tgt_t *t, int slot, tgt_mountpath_t *real)
 	if (rc == 0 && (dup3(dead, mp->root_fd, O_CLOEXEC) < 0 || dup3(dead, mp->work_fd, O_CLOEXEC) < 0))
 		rc = -errno;
 	tgt_publish_unlock(t);
+	tgt_fcache_invalidate(t); /* files kept open from the real directory are closed by the sweeps */
 	close(dead);
 	if (rc != 0)
 		close_fds(real);
@@ -803,6 +812,7 @@ void tgt_mountpath_detach_end(tgt_t *t, int slot, tgt_mountpath_t *real)
 	close_fds(real);
 	pthread_mutex_lock(&t->mp_change_lock);
 	atomic_store(&t->mp_state[slot], MP_DETACHED);
+	tgt_fcache_invalidate(t); /* kept files of this slot's paths: opened anew */
 	state_save(t);
 	pthread_mutex_unlock(&t->mp_change_lock);
 	ft_info("mountpath %s detached", t->mountpaths[slot].path);

@@ -48,6 +48,7 @@ typedef struct tgt_lru tgt_lru_t;
 typedef struct tgt_hints tgt_hints_t;
 typedef struct tgt_hint_stager tgt_hint_stager_t;
 typedef struct tgt_shards tgt_shards_t;
+typedef struct tgt_fcache_reg tgt_fcache_reg_t;
 
 typedef struct {
 	ft_config_t cfg;
@@ -77,6 +78,9 @@ typedef struct {
 	tgt_jobs_t *jobs;          /* the job table (xact/jobs.c) */
 	tgt_mpu_t *mpu;            /* multipart uploads in completion, recent completions (obj/mpu.c) */
 	tgt_shards_t *shards;      /* cached member indexes of shards (shard/index.c) */
+	/* core/fcache.c: the per-loop open-file caches, and the generation that retires all their entries at once */
+	tgt_fcache_reg_t *fcache;
+	atomic_ulong fcache_gen;
 	tgt_cluster_t *cluster;
 	ft_fanout_t *fanout; /* parallel node-to-node sends: EC slices of a PUT (protect/ec_owner.c) */
 	ft_httpd_t *httpd;

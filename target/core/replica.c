@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "cluster/hrw.h"
+#include "core/fcache.h"
 #include "core/keymap.h"
 #include "core/mountpath.h"
 #include "core/publish.h"
@@ -187,25 +188,32 @@ static tgt_replica_state_t replica_verify(int fd, const ft_lom_t *lom, int64_t *
 tgt_replica_state_t tgt_replica_open(const tgt_obj_t *o, const tgt_replica_t *rp, bool verify, int *fd, ft_lom_t *lom,
 				     int64_t *size)
 {
-	char rel[COPY_REL_MAX];
 	struct stat st;
+
+	return tgt_replica_open_stat(o, rp, verify, fd, lom, size, &st);
+}
+
+tgt_replica_state_t tgt_replica_open_stat(const tgt_obj_t *o, const tgt_replica_t *rp, bool verify, int *fd,
+					  ft_lom_t *lom, int64_t *size, struct stat *st)
+{
+	char rel[COPY_REL_MAX];
 	tgt_replica_state_t s;
 	bool keyed = o->keyed;
 
 	replica_rel(o, rp, rel, sizeof(rel));
-	*fd = open_stat(replica_mp(o, rp), rel, &st);
+	*fd = open_stat(replica_mp(o, rp), rel, st);
 	/* a mirror copy not at its main copy's place: in the other one (copy_rel_other) */
 	size_t pre = sizeof(TGT_COPIES_DIR);
-	if (rp->copy && (*fd < 0 ? errno == ENOENT || errno == ENOTDIR : S_ISDIR(st.st_mode)) &&
+	if (rp->copy && (*fd < 0 ? errno == ENOENT || errno == ENOTDIR : S_ISDIR(st->st_mode)) &&
 	    copy_rel_other(o, rel + pre, sizeof(rel) - pre, &keyed) == 0) {
 		if (*fd >= 0)
 			close(*fd);
-		*fd = open_stat(replica_mp(o, rp), rel, &st);
+		*fd = open_stat(replica_mp(o, rp), rel, st);
 	}
 	if (*fd < 0)
 		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? TGT_REPLICA_ABSENT : TGT_REPLICA_IO;
 	/* a hashed file name holds the object its name xattr names, no other (core/keymap.h) */
-	if (!S_ISREG(st.st_mode) || (o->obj && keyed && !tgt_key_holds(*fd, o->obj, o->obj_len))) {
+	if (!S_ISREG(st->st_mode) || (o->obj && keyed && !tgt_key_holds(*fd, o->obj, o->obj_len))) {
 		s = TGT_REPLICA_ABSENT;
 		goto fail;
 	}
@@ -214,7 +222,7 @@ tgt_replica_state_t tgt_replica_open(const tgt_obj_t *o, const tgt_replica_t *rp
 		s = rc == -ENODATA ? TGT_REPLICA_NO_META : rc == -EBADMSG ? TGT_REPLICA_BAD_META : TGT_REPLICA_IO;
 		goto fail;
 	}
-	if ((uint64_t)st.st_size != lom->size) {
+	if ((uint64_t)st->st_size != lom->size) {
 		s = TGT_REPLICA_BAD_SIZE;
 		goto fail;
 	}
@@ -349,6 +357,7 @@ int tgt_replica_set_aside(const tgt_obj_t *o, char *aside, size_t cap)
 		aside[0] = '\0';
 		return -errno;
 	}
+	tgt_fcache_invalidate(o->t); /* moved, still linked: a kept fd of it must go */
 	return 0;
 }
 
@@ -363,6 +372,7 @@ void tgt_replica_put_back(const tgt_obj_t *o, char *aside)
 		unlinkat(o->mp->work_fd, aside, 0); /* a new main copy is there (or no way back) */
 	if (dfd >= 0)
 		close(dfd);
+	tgt_fcache_invalidate(o->t);
 	aside[0] = '\0';
 }
 

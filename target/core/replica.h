@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include "core/lom.h"
 #include "core/namelock.h"
 #include "core/obj.h"
@@ -52,6 +53,10 @@ int tgt_mirror_replicas(const tgt_obj_t *o, tgt_replica_t out[FT_MAX_MOUNTPATHS]
  */
 tgt_replica_state_t tgt_replica_open(const tgt_obj_t *o, const tgt_replica_t *rp, bool verify, int *fd, ft_lom_t *lom,
 				     int64_t *size);
+
+/* tgt_replica_open that also fills *st, the fstat of the file (when TGT_REPLICA_OK). */
+tgt_replica_state_t tgt_replica_open_stat(const tgt_obj_t *o, const tgt_replica_t *rp, bool verify, int *fd,
+					  ft_lom_t *lom, int64_t *size, struct stat *st);
 
 /* Whether two replicas hold the same version of the object (size, checksum, version, mtime). */
 bool tgt_replica_same(const ft_lom_t *a, const ft_lom_t *b);

@@ -10,6 +10,7 @@
 #include "auth/auth.h"
 #include "base/log.h"
 #include "core/acl.h"
+#include "core/fcache.h"
 #include "core/replica.h"
 
 /*
@@ -62,6 +63,7 @@ static int set_replicas(tgt_obj_t *o, bool pub)
 		}
 		int e = tgt_acl_set(&lom, pub) != 0 ? -ENOSPC : ft_lom_fset(fd, &lom);
 		close(fd);
+		tgt_fcache_invalidate(o->t); /* metadata written in place: kept copies of the old one must go */
 		if (e != 0 && i == 0)
 			return e;
 		if (e != 0)

@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "core/cond.h"
+#include "core/fcache.h"
 #include "core/lom.h"
 #include "core/objmeta.h"
 #include "core/replica.h"
@@ -28,7 +29,9 @@
 /*
  * DESIGN
  * Hot path (loop thread): open the main copy, check type, metadata and size on the one fd, and
- * serve it with ft_resp_file; a mirrored bucket may serve an extra copy instead, the one on the
+ * serve it with ft_resp_file; a small object read again soon is found in the loop's open-file
+ * cache instead (core/fcache.h: one fstat, the fd lent to the response with
+ * ft_resp_file_borrowed); a mirrored bucket may serve an extra copy instead, the one on the
  * mountpath with the fewest GET bodies in flight, when its metadata equals the main copy's (so a
  * reader never goes back to an older version). Buckets without mirroring pay two atomic
  * operations for the in-flight counter, no system call.
@@ -106,13 +109,29 @@ static void busy_done(void *arg)
 	atomic_fetch_sub((atomic_int *)arg, 1);
 }
 
-/* ft_resp_file of a GET body, counted in flight on mountpath mp_index until the response is done. */
-static void send_body(ft_req_t *r, tgt_t *t, const ft_lom_t *lom, int status, int fd, uint64_t off, uint64_t len,
-		      int mp_index)
+/* Closes fd unless the open-file cache lends it (borrowed). */
+static void fd_done(int fd, bool borrowed)
+{
+	if (!borrowed)
+		close(fd);
+}
+
+/* ft_resp_file, or ft_resp_file_borrowed of an fd the open-file cache lends. */
+static void resp_file(ft_req_t *r, bool borrowed, int status, const ft_lom_t *lom, int fd, uint64_t off, uint64_t len)
+{
+	if (borrowed)
+		ft_resp_file_borrowed(r, status, tgt_meta_ctype(lom), fd, (off_t)off, len);
+	else
+		ft_resp_file(r, status, tgt_meta_ctype(lom), fd, (off_t)off, len);
+}
+
+/* resp_file of a GET body, counted in flight on mountpath mp_index until the response is done. */
+static void send_body(ft_req_t *r, tgt_t *t, const ft_lom_t *lom, int status, int fd, bool borrowed, uint64_t off,
+		      uint64_t len, int mp_index)
 {
 	atomic_fetch_add(&t->get_busy[mp_index], 1);
 	ft_req_on_done(r, busy_done, &t->get_busy[mp_index]);
-	ft_resp_file(r, status, tgt_meta_ctype(lom), fd, (off_t)off, len);
+	resp_file(r, borrowed, status, lom, fd, off, len);
 }
 
 /*
@@ -120,7 +139,7 @@ static void send_body(ft_req_t *r, tgt_t *t, const ft_lom_t *lom, int status, in
  * stored whole is its one part 1) as a 206 with Content-Range and x-amz-mp-parts-count; a part
  * that does not exist is 416 InvalidPartNumber. fd taken.
  */
-static void serve_part(ft_req_t *r, tgt_obj_t *o, int fd, const ft_lom_t *lom, int mp_index)
+static void serve_part(ft_req_t *r, tgt_obj_t *o, int fd, bool borrowed, const ft_lom_t *lom, int mp_index)
 {
 	const char *v = ft_req_query(r, "s3part");
 	char *end = NULL;
@@ -131,7 +150,7 @@ static void serve_part(ft_req_t *r, tgt_obj_t *o, int fd, const ft_lom_t *lom, i
 	int rc = *v && end && *end == '\0' && n >= 1 && n <= 10000 ? tgt_parts_range(lom, n, &off, &len, &count)
 								   : -EINVAL;
 	if (rc != 0) {
-		close(fd);
+		fd_done(fd, borrowed);
 		if (rc == -ENODATA)
 			ft_resp_error(r, 501, "object \"%s/%s\": its part layout was not kept", o->bucket, o->obj);
 		else if (rc == -EINVAL)
@@ -146,75 +165,75 @@ static void serve_part(ft_req_t *r, tgt_obj_t *o, int fd, const ft_lom_t *lom, i
 	if (lom->parts[0])
 		ft_resp_headerf(r, "x-amz-mp-parts-count", "%d", count);
 	if (len == 0) { /* an empty object: its one part is empty */
-		close(fd);
+		fd_done(fd, borrowed);
 		ft_resp_bytes(r, 200, tgt_meta_ctype(lom), NULL, 0);
 		return;
 	}
 	ft_resp_headerf(r, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, off + len - 1, lom->size);
 	if (ft_req_method(r) == FT_HTTP_HEAD)
-		ft_resp_file(r, 206, tgt_meta_ctype(lom), fd, (off_t)off, len);
+		resp_file(r, borrowed, 206, lom, fd, off, len);
 	else
-		send_body(r, o->t, lom, 206, fd, off, len, mp_index);
+		send_body(r, o->t, lom, 206, fd, borrowed, off, len, mp_index);
 }
 
 /*
- * Answers from a good replica: fd (taken) with lom, on mountpath mp_index. Conditions, HEAD,
+ * Answers from a good replica: fd (taken, or lent by the open-file cache when borrowed) with lom, on mountpath mp_index. Conditions, HEAD,
  * whole or one range. Loop thread or worker.
  */
-static void serve(ft_req_t *r, tgt_obj_t *o, int fd, const ft_lom_t *lom, int mp_index)
+static void serve(ft_req_t *r, tgt_obj_t *o, int fd, bool borrowed, const ft_lom_t *lom, int mp_index)
 {
 	uint64_t off = 0, len = 0;
 
 	if (tgt_acl_denies(o, lom)) { /* an anonymous read of an object that is not public (acl.c) */
-		close(fd);
+		fd_done(fd, borrowed);
 		tgt_acl_deny(r, o);
 		return;
 	}
 	tgt_lru_touch(o);
 	int cond = check_conditions(r, lom);
 	if (cond == 304) {
-		close(fd);
+		fd_done(fd, borrowed);
 		meta_headers(r, lom);
 		ft_resp_bytes(r, 304, NULL, NULL, 0);
 		return;
 	}
 	if (cond == 412) {
-		close(fd);
+		fd_done(fd, borrowed);
 		ft_resp_error(r, 412,
 			      "object \"%s/%s\": a precondition (If-Match or If-Unmodified-Since) does not hold",
 			      o->bucket, o->obj);
 		return;
 	}
 	if (ft_req_query(r, "s3part") != NULL) {
-		serve_part(r, o, fd, lom, mp_index);
+		serve_part(r, o, fd, borrowed, lom, mp_index);
 		return;
 	}
 	if (ft_req_method(r) == FT_HTTP_HEAD) {
 		meta_headers(r, lom);
 		ft_resp_headerf(r, "Ais-Size", "%" PRIu64, lom->size);
-		ft_resp_file(r, 200, tgt_meta_ctype(lom), fd, 0, lom->size);
+		resp_file(r, borrowed, 200, lom, fd, 0, lom->size);
 		return;
 	}
 	switch (ft_range_parse(ft_req_header(r, "Range"), lom->size, &off, &len)) {
 	case FT_RANGE_NONE:
 		meta_headers(r, lom);
-		send_body(r, o->t, lom, 200, fd, 0, lom->size, mp_index);
+		send_body(r, o->t, lom, 200, fd, borrowed, 0, lom->size, mp_index);
 		return;
 	case FT_RANGE_OK:
 		meta_headers(r, lom);
 		ft_resp_headerf(r, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, off + len - 1,
 				lom->size);
-		send_body(r, o->t, lom, 206, fd, off, len, mp_index);
+		send_body(r, o->t, lom, 206, fd, borrowed, off, len, mp_index);
 		return;
 	case FT_RANGE_UNSAT:
-		close(fd);
+		fd_done(fd, borrowed);
 		ft_resp_headerf(r, "Content-Range", "bytes */%" PRIu64, lom->size);
 		ft_resp_error(r, 416, "range \"%s\" not satisfiable for object \"%s/%s\" of %" PRIu64 " bytes",
 			      ft_req_header(r, "Range"), o->bucket, o->obj, lom->size);
 		return;
 	case FT_RANGE_BAD:
 	default:
-		close(fd);
+		fd_done(fd, borrowed);
 		ft_resp_error(r, 400, "malformed Range header \"%s\" (expected one range: bytes=a-b, a- or -n)",
 			      ft_req_header(r, "Range"));
 		return;
@@ -334,7 +353,7 @@ static void recover(ft_req_t *r, void *arg)
 
 	int k = tgt_replica_heal(o, reps, n, verify, &fd, &lom, &h);
 	if (k >= 0) {
-		serve(r, o, fd, &lom, reps[k].mp_index);
+		serve(r, o, fd, false, &lom, reps[k].mp_index);
 		return;
 	}
 	int rc = restore_remote(o, err, sizeof(err));
@@ -352,7 +371,7 @@ static void recover(ft_req_t *r, void *arg)
 			tgt_replica_drop(o, h.aside);
 			if (h.existed)
 				tgt_integrity_count(o->t, TGT_INTEGRITY_REPAIRED);
-			serve(r, o, fd, &lom, reps[k].mp_index);
+			serve(r, o, fd, false, &lom, reps[k].mp_index);
 			return;
 		}
 		snprintf(err, sizeof(err), "the restored copy is damaged too (%s)", tgt_replica_state_name(again.main));
@@ -376,7 +395,7 @@ static void get_validated(ft_req_t *r, void *arg)
 	int fd;
 
 	if (tgt_replica_open(o, &main_copy, true, &fd, &lom, NULL) == TGT_REPLICA_OK)
-		serve(r, o, fd, &lom, main_copy.mp_index);
+		serve(r, o, fd, false, &lom, main_copy.mp_index);
 	else
 		recover(r, o);
 }
@@ -390,11 +409,32 @@ static void on_worker(ft_req_t *r, tgt_obj_t *o, bool worker, void (*step)(ft_re
 		ft_req_defer(r, step, o);
 }
 
+/* Whether o's warm GETs on this thread may use the open-file cache: its plain case only (core/fcache.h). */
+static bool cacheable(const tgt_obj_t *o, bool worker)
+{
+	return !worker && !o->validate_warm_get && o->mirror_copies <= 1;
+}
+
+/* A hit of the open-file cache for o's main copy on mp_index: served (true), or nothing done. */
+static bool serve_cached(ft_req_t *r, tgt_obj_t *o, int mp_index)
+{
+	ft_lom_t lom;
+	int fd;
+	tgt_fcache_ref_t *ref = tgt_fcache_get(o, mp_index, &fd, &lom);
+
+	if (ref == NULL)
+		return false;
+	ft_req_on_done(r, tgt_fcache_release, ref); /* the fd stays open until the response is done */
+	serve(r, o, fd, true, &lom, mp_index);
+	return true;
+}
+
 /* Serves the stored copy (loop thread, or a worker when worker). */
 static void get_local(ft_req_t *r, tgt_obj_t *o, bool worker)
 {
 	int mp_index = (int)(o->mp - o->t->mountpaths);
 	tgt_replica_t main_copy = {.mp_index = mp_index, .copy = false};
+	bool cache = cacheable(o, worker);
 	ft_lom_t lom;
 	int fd;
 
@@ -404,12 +444,18 @@ static void get_local(ft_req_t *r, tgt_obj_t *o, bool worker)
 		on_worker(r, o, worker, get_validated);
 		return;
 	}
-	tgt_replica_state_t s = tgt_replica_open(o, &main_copy, false, &fd, &lom, NULL);
+	if (cache && serve_cached(r, o, mp_index))
+		return;
+	unsigned long gen = tgt_fcache_gen(o->t); /* before the open: a change after it retires the entry */
+	struct stat st;
+	tgt_replica_state_t s = tgt_replica_open_stat(o, &main_copy, false, &fd, &lom, NULL, &st);
 	if (s != TGT_REPLICA_OK && !o->located) {
 		/* not a file at its path (route.c left the lookup to this open): its hashed file, if any */
 		tgt_obj_locate(o);
+		if (o->keyed && cache && serve_cached(r, o, mp_index))
+			return;
 		if (o->keyed)
-			s = tgt_replica_open(o, &main_copy, false, &fd, &lom, NULL);
+			s = tgt_replica_open_stat(o, &main_copy, false, &fd, &lom, NULL, &st);
 	}
 	o->located = 1; /* a file at o->rel, or looked up */
 	if (s != TGT_REPLICA_OK) {
@@ -418,7 +464,10 @@ static void get_local(ft_req_t *r, tgt_obj_t *o, bool worker)
 	}
 	if (o->mirror_copies > 1 && ft_req_method(r) != FT_HTTP_HEAD)
 		fd = least_busy(o, fd, &lom, &mp_index);
-	serve(r, o, fd, &lom, mp_index);
+	tgt_fcache_ref_t *ref = cache ? tgt_fcache_put(o, mp_index, gen, fd, &lom, &st) : NULL;
+	if (ref != NULL)
+		ft_req_on_done(r, tgt_fcache_release, ref); /* the cache's fd now, lent to the response */
+	serve(r, o, fd, ref != NULL, &lom, mp_index);
 }
 
 /* Worker: a remote-bucket object that needs its backend; coldget.c answers, or says to serve the stored copy. */

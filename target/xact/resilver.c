@@ -12,6 +12,7 @@
 
 #include "base/fdio.h"
 #include "base/log.h"
+#include "core/fcache.h"
 #include "core/lom.h"
 #include "target.h"
 #include "xact/rebalance.h"
@@ -171,6 +172,7 @@ int resilver_local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes
 	}
 	*bytes = (int64_t)slom.size;
 out:
+	tgt_fcache_invalidate(t); /* a file moved between mountpaths stays linked: kept fds of it must go */
 	tgt_name_unlock(o);
 	if (rc == 0)
 		tgt_list_bump(t, o->provider, o->bucket);

@@ -576,6 +576,24 @@ static void handle_file(ft_req_t *r, bool short_file)
 	ft_resp_file(r, off > 0 || len < FILE_SIZE ? 206 : 200, "application/octet-stream", fd, (off_t)off, len);
 }
 
+/* ft_resp_file_borrowed of one fd the test keeps (opened at the first request), counted done by a hook. */
+static int g_borrow_fd = -1;
+static atomic_int g_borrow_done;
+
+static void borrow_done(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&g_borrow_done, 1);
+}
+
+static void handle_borrowed(ft_req_t *r)
+{
+	if (g_borrow_fd < 0)
+		g_borrow_fd = open(file_path, O_RDONLY | O_CLOEXEC);
+	ft_req_on_done(r, borrow_done, NULL);
+	ft_resp_file_borrowed(r, 200, "application/octet-stream", g_borrow_fd, 0, FILE_SIZE);
+}
+
 static void handler(ft_req_t *r, void *ctx)
 {
 	size_t plen;
@@ -609,6 +627,8 @@ static void handler(ft_req_t *r, void *ctx)
 		ft_req_defer(r, defer_slow_work, NULL);
 	} else if (strcmp(path, "/file") == 0) {
 		handle_file(r, false);
+	} else if (strcmp(path, "/borrowed") == 0) {
+		handle_borrowed(r);
 	} else if (strcmp(path, "/file-short") == 0) {
 		handle_file(r, true);
 	} else if (strcmp(path, "/watch") == 0) {
@@ -1295,6 +1315,34 @@ static void file_gets_evicted(void)
 		}
 	}
 	cli_close(&c);
+}
+
+/* ft_resp_file_borrowed: the body is sent, and the fd is never closed by the server (GET and HEAD). */
+static void test_file_borrowed(void **state)
+{
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	cli_open(&c);
+	for (int i = 0; i < 3; i++) {
+		get(&c, "/borrowed", &r);
+		assert_int_equal(r.status, 200);
+		assert_int_equal(r.body_len, FILE_SIZE);
+		assert_memory_equal(r.body, file_data, FILE_SIZE);
+		resp_free(&r);
+	}
+	cli_sends(&c, "HEAD /borrowed HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, true), 0);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	cli_close(&c);
+	for (int i = 0; i < 100 && atomic_load(&g_borrow_done) < 4; i++)
+		usleep(10 * 1000);
+	assert_int_equal(atomic_load(&g_borrow_done), 4);
+	assert_true(fcntl(g_borrow_fd, F_GETFD) != -1); /* still the test's */
+	close(g_borrow_fd);
+	g_borrow_fd = -1;
 }
 
 static void test_file_evicted(void **state)
@@ -2825,6 +2873,7 @@ int main(void)
 		cmocka_unit_test(test_defer),
 		cmocka_unit_test(test_defer_client_gone),
 		cmocka_unit_test(test_file),
+		cmocka_unit_test(test_file_borrowed),
 		cmocka_unit_test(test_file_short),
 		cmocka_unit_test(test_file_evicted),
 		cmocka_unit_test(test_file_evicted_probes_only),

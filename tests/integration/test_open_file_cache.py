@@ -1,0 +1,301 @@
+# SPDX-License-Identifier: Apache-2.0
+# The target's open-file cache of warm GETs (target/core/fcache.c): never a stale byte or stale metadata.
+"""
+Every cluster here has one target with one loop thread, so all GETs share one cache: the second warm
+GET of an object keeps its file open (the first is only remembered), the next ones are hits
+(ft_open_file_cache_hits_total counts them, and each test checks that its GETs did hit before it
+changes anything). Objects of a test have the same size before and after a change, so that only the
+cache's validation (the file still linked, the same inode and times, the generation) tells them apart.
+"""
+import os
+import re
+
+import pytest
+
+import peers
+from conftest import module_cluster
+from ftutil import Api, create_remote, ctl, session, unique, wait_job, wait_until
+from test_coldget import put_origin
+from test_mirror import create as create_with_props
+
+SIZE = 16 * 1024
+ONE_LOOP = ["--loop_threads", "1"]
+
+fcluster = module_cluster("fcache", "one loop thread, a small open-file cache", targets=1, mountpaths=1,
+                          target_args=ONE_LOOP + ["--open_file_cache", "8"])
+origin = peers.nginx_origin_fixture()
+
+
+def body(tag, size=SIZE):
+    """size bytes that differ from any other tag's in every position."""
+    seed = (tag * (size // len(tag) + 1))[:size]
+    return seed.encode()
+
+
+def target_metric(h, name):
+    r = session(h.token).get(h.c.targets[0].public_url + "/metrics", timeout=10)
+    assert r.status_code == 200, r.text
+    m = re.search(r"^%s (\d+)$" % re.escape(name), r.text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def hits(h):
+    return target_metric(h, "ft_open_file_cache_hits_total")
+
+
+def get_ok(api, bucket, name, want, status=200, **kw):
+    r = api.get(bucket, name, **kw)
+    assert r.status_code == status, (name, r.status_code, r.text[:200])
+    assert r.content == want, "%s: stale or wrong bytes (%r...)" % (name, r.content[:16])
+    return r
+
+
+def warm(h, api, bucket, name, want):
+    """GETs name until it is a hit of the cache (the first miss is remembered, the second keeps the file,
+    the third GET hits)."""
+    before = hits(h)
+    for _ in range(3):
+        get_ok(api, bucket, name, want)
+    assert hits(h) > before, "the GETs of %s did not hit the open-file cache" % name
+
+
+def deleted_fds(pid):
+    """The target's fds of files that were unlinked."""
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if link.endswith(" (deleted)") and "/.work/" not in link:
+            out.append(link)
+    return out
+
+
+@pytest.fixture
+def api(fcluster):
+    return Api(fcluster.url)
+
+
+@pytest.fixture
+def bucket(api):
+    b = unique("fc")
+    api.create_bucket(b)
+    return b
+
+
+def test_overwrite_is_served_new(fcluster, api, bucket):
+    api.put(bucket, "x", body("old"))
+    warm(fcluster, api, bucket, "x", body("old"))
+    api.put(bucket, "x", body("new"))
+    get_ok(api, bucket, "x", body("new"))
+    get_ok(api, bucket, "x", body("new"))  # kept anew: a hit of the new file
+    r = get_ok(api, bucket, "x", body("new")[100:200], status=206, headers={"Range": "bytes=100-199"})
+    assert r.headers["Content-Range"] == "bytes 100-199/%d" % SIZE
+    assert api.head(bucket, "x").headers["Content-Length"] == str(SIZE)
+    assert target_metric(fcluster, "ft_open_file_cache_stale_total") > 0
+
+
+def test_metadata_of_an_overwrite(fcluster, api, bucket):
+    """A new version's metadata (its content type, checksum, version), not only its bytes."""
+    api.put(bucket, "m", body("one"), headers={"Content-Type": "text/one"})
+    warm(fcluster, api, bucket, "m", body("one"))
+    v1 = api.head(bucket, "m").headers
+    api.put(bucket, "m", body("two"), headers={"Content-Type": "text/two"})
+    r = get_ok(api, bucket, "m", body("two"))
+    assert r.headers["Content-Type"] == "text/two"
+    assert r.headers["Ais-Checksum-Value"] != v1["Ais-Checksum-Value"]
+    assert r.headers["Ais-Version"] != v1["Ais-Version"]
+
+
+def test_delete_then_get_is_404_and_the_file_is_closed(fcluster, api, bucket):
+    names = ["d%d" % i for i in range(4)]
+    for n in names:
+        api.put(bucket, n, body(n))
+        warm(fcluster, api, bucket, n, body(n))
+    for n in names[:2]:
+        assert api.delete(bucket, n).status_code == 200
+    for n in names[:2]:
+        assert api.get(bucket, n).status_code == 404
+        assert api.head(bucket, n).status_code == 404
+    for n in names[2:]:
+        assert api.delete(bucket, n).status_code == 200
+    # no GET of these two since: the sweep closes them within about a second
+    pid = fcluster.c.targets[0].pid
+    wait_until(lambda: not deleted_fds(pid), 5, 0.1, "the target closes the files of deleted objects")
+
+
+def test_bucket_destroyed_and_recreated(fcluster, api):
+    b = unique("fcb")
+    api.create_bucket(b)
+    names = ["r%d" % i for i in range(3)]
+    for n in names:
+        api.put(b, n, body("first" + n))
+        warm(fcluster, api, b, n, body("first" + n))
+    api.destroy_bucket(b)
+    assert api.get(b, names[0]).status_code == 404
+    api.create_bucket(b)
+    assert api.get(b, names[0]).status_code == 404
+    for n in names:
+        api.put(b, n, body("second" + n))
+    for n in names:
+        get_ok(api, b, n, body("second" + n))
+        get_ok(api, b, n, body("second" + n))
+
+
+def test_hashed_names(fcluster, api, bucket):
+    """"a" a file, so "a/b" goes to its hashed file; a folder marker "f/" is always hashed."""
+    for n in ("a", "a/b", "f/"):
+        api.put(bucket, n, body("v1" + n))
+        warm(fcluster, api, bucket, n, body("v1" + n))
+    for n in ("a/b", "f/", "a"):
+        api.put(bucket, n, body("v2" + n))
+        get_ok(api, bucket, n, body("v2" + n))
+        get_ok(api, bucket, n, body("v2" + n))
+    assert api.delete(bucket, "a").status_code == 200
+    assert api.get(bucket, "a").status_code == 404
+    get_ok(api, bucket, "a/b", body("v2a/b"))
+    assert api.delete(bucket, "a/b").status_code == 200
+    assert api.get(bucket, "a/b").status_code == 404
+    # "a" is free again: "a/b" now a path, and the name "a" a directory of it
+    api.put(bucket, "a/b", body("v3a/b"))
+    get_ok(api, bucket, "a/b", body("v3a/b"))
+    get_ok(api, bucket, "a/b", body("v3a/b"))
+    assert api.get(bucket, "a").status_code == 404
+
+
+def test_only_small_plain_objects_are_kept(fcluster, api, bucket):
+    """Checksum-validated warm GETs, mirrored buckets and objects over 1 MiB open their file every time."""
+    validated, mirrored = unique("fcv"), unique("fcm")
+    create_with_props(api, validated, {"checksum_validate_warm_get": True})
+    create_with_props(api, mirrored, {"mirror": {"copies": 2}})
+    big = os.urandom((1 << 20) + 1)
+    api.put(validated, "v", body("valid"))
+    api.put(mirrored, "m", body("mirror"))
+    api.put(bucket, "big", big)
+    before = hits(fcluster)
+    for _ in range(4):
+        get_ok(api, validated, "v", body("valid"))
+        get_ok(api, mirrored, "m", body("mirror"))
+        get_ok(api, bucket, "big", big)
+        assert api.head(validated, "v").status_code == 200
+    assert hits(fcluster) == before
+
+
+def test_more_objects_than_entries(fcluster, api, bucket):
+    """40 objects through 8 entries, rounds in both orders, one object rewritten between rounds."""
+    want = {}
+    for i in range(40):
+        n = "many/%02d" % i
+        want[n] = body("m%02d-0" % i)
+        api.put(bucket, n, want[n])
+    before = hits(fcluster)
+    for rnd in range(3):
+        order = sorted(want) if rnd % 2 == 0 else sorted(want, reverse=True)
+        for n in order:  # missed (remembered), kept, hit
+            for _ in range(3):
+                get_ok(api, bucket, n, want[n])
+        n = "many/%02d" % (rnd * 7)
+        want[n] = body("m%02d-%d" % (rnd * 7, rnd + 1))
+        api.put(bucket, n, want[n])
+    for n in sorted(want):
+        get_ok(api, bucket, n, want[n])
+    assert hits(fcluster) - before >= 100
+    pid = fcluster.c.targets[0].pid
+    held = [link for link in os.listdir("/proc/%d/fd" % pid)]
+    assert len(held) < 200, "the target holds %d fds" % len(held)
+
+
+def test_evicted_remote_object(fcluster, origin):
+    b = unique("fce")
+    create_remote(fcluster.url, b, "ht", {"endpoint": origin.url})
+    name = b + "-obj"
+    put_origin(origin, name, body("origin1"))
+    r = session().get("%s/v1/objects/%s/%s?provider=ht" % (fcluster.url, b, name), timeout=30)
+    assert r.status_code == 200 and r.content == body("origin1")
+    url = "%s/v1/objects/%s/%s?provider=ht" % (fcluster.url, b, name)
+    before = hits(fcluster)
+    for _ in range(3):
+        r = session().get(url, timeout=30)
+        assert r.status_code == 200 and r.content == body("origin1")
+    assert hits(fcluster) > before
+    r = session().post("%s/v1/buckets/%s?provider=ht" % (fcluster.url, b),
+                       json={"action": "evict-listrange", "value": {"objnames": [name]}}, timeout=30)
+    assert r.status_code == 200, r.text
+    st = wait_job(fcluster, r.json()["job_id"])
+    assert st["objects"] == 1, st
+    put_origin(origin, name, body("origin2"))
+    for _ in range(3):  # cold, then warm from the new file
+        r = session().get(url, timeout=30)
+        assert r.status_code == 200 and r.content == body("origin2")
+    session().delete("%s/v1/buckets/%s?provider=ht" % (fcluster.url, b), timeout=30)
+
+
+def test_cache_off_still_serves(make_cluster):
+    h = make_cluster(targets=1, mountpaths=1, target_args=ONE_LOOP + ["--open_file_cache", "0"])
+    api = Api(h.url)
+    b = unique("fc0")
+    api.create_bucket(b)
+    api.put(b, "x", body("off1"))
+    for _ in range(3):
+        get_ok(api, b, "x", body("off1"))
+    api.put(b, "x", body("off2"))
+    get_ok(api, b, "x", body("off2"))
+    assert hits(h) == 0
+    assert api.delete(b, "x").status_code == 200
+    assert api.get(b, "x").status_code == 404
+
+
+def test_mountpath_detach_and_attach(make_cluster):
+    h = make_cluster(targets=1, mountpaths=2, target_args=ONE_LOOP)
+    t = h.c.targets[0]
+    mp0 = h.mountpaths(0)[0]
+    api = Api(h.url)
+    b = unique("fcm")
+    api.create_bucket(b)
+    names = ["p%02d" % i for i in range(16)]
+    for n in names:
+        api.put(b, n, body("a" + n))
+        warm(h, api, b, n, body("a" + n))
+
+    def change(action, path, status):
+        j = ctl("POST", t.control_url, "/v1/mountpaths", {"action": action, "path": path}, expect=status)
+        wait_until(lambda: ctl("GET", t.control_url, "/v1/mountpaths")["resilver"]["id"] == j["resilver_id"] and
+                   ctl("GET", t.control_url, "/v1/mountpaths")["resilver"]["state"] == "finished", 120, 0.1,
+                   "%s %s resilvered" % (action, path))
+
+    change("detach", mp0, 202)
+    for n in names:
+        get_ok(api, b, n, body("a" + n))
+    for n in names:  # new versions, all on mp1 now
+        api.put(b, n, body("b" + n))
+    change("attach", mp0, 200)  # some move back to mp0, where their old versions were kept open
+    for n in names:
+        get_ok(api, b, n, body("b" + n))
+        get_ok(api, b, n, body("b" + n))
+    wait_until(lambda: not deleted_fds(t.pid), 5, 0.1, "the target closes the files of replaced objects")
+
+
+PUBLIC = ["--allow_public_read", "true"]
+
+
+def test_acl_change_is_seen(make_cluster):
+    h = make_cluster(targets=1, mountpaths=1, auth=True, proxy_args=PUBLIC, target_args=ONE_LOOP + PUBLIC)
+    api = Api(h.url, token=h.token)
+    b = unique("fca")
+    api.create_bucket(b)
+    api.put(b, "k", body("acl"))
+    warm(h, api, b, "k", body("acl"))
+    anon = session(token="")
+    url = "%s/v1/objects/%s/k" % (h.url, b)
+    assert anon.get(url, timeout=30).status_code == 401
+    s = session(token=h.token)
+    r = s.put(url + "?acl=public-read", timeout=30)
+    assert r.status_code == 200, r.text
+    r = anon.get(url, timeout=30)
+    assert r.status_code == 200 and r.content == body("acl"), (r.status_code, r.text[:200])
+    assert api.head(b, "k").headers.get("x-amz-acl") == "public-read"
+    r = s.put(url + "?acl=private", timeout=30)
+    assert r.status_code == 200, r.text
+    assert anon.get(url, timeout=30).status_code == 401
+    assert api.head(b, "k").headers.get("x-amz-acl") in (None, "private")

@@ -69,7 +69,7 @@ int tgt_cluster_init(tgt_t *t)
 void tgt_cluster_fini(tgt_t *t)
 {
 	tgt_cluster_t *c = t->cluster;
-	tgt_jobs_fini(t); /* again, for a shutdown that skipped tgt_cluster_stop (idempotent) */
+	tgt_jobs_fini(t); /* idempotent: shutdown_all ran it once the control port stopped */
 	if (!c)
 		return;
 	pthread_cond_destroy(&c->cond);
@@ -376,7 +376,6 @@ void tgt_cluster_stop(tgt_t *t)
 {
 	tgt_cluster_t *c = t->cluster;
 
-	tgt_jobs_fini(t); /* first in the shutdown: job threads use the janitor, LRU and coldget */
 	if (!c || !c->running)
 		return;
 	pthread_mutex_lock(&c->lock);

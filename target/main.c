@@ -223,6 +223,8 @@ static void shutdown_all(tgt_t *t)
 	if (t->ctl)
 		ft_ctl_stop(t->ctl);
 	t->ctl = NULL;
+	/* once no control request can read a job, before what job threads use (janitor, LRU, coldget) */
+	tgt_jobs_fini(t);
 	tgt_rebalance_fini(t);
 	tgt_janitor_stop(t);
 	tgt_hint_stop(t);

@@ -57,6 +57,10 @@ class NginxTLS(peers.Nginx):
             f.write(text)
 
 
+def log(msg):
+    print(msg, flush=True)
+
+
 def _request(ctx, url, method="GET", body=None, headers=None):
     u = urllib.parse.urlsplit(url)
     c = http.client.HTTPSConnection(u.hostname, u.port, timeout=60, context=ctx)
@@ -147,7 +151,7 @@ def bench_tls(b, ftcluster):
         status = cl.stop()
         bad = {k: v for k, v in status.items() if v != 0}
         if bad:
-            b.log("bench: unclean exits of TLS cluster nodes: %s (logs in %s/logs)" % (bad, cl.dir))
+            log("bench: unclean exits of TLS cluster nodes: %s (logs in %s/logs)" % (bad, cl.dir))
 
 
 def ktls_note(cl):

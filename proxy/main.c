@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "auth/auth.h"
+#include "base/limits.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "http/tlsconf.h"
@@ -339,6 +340,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	ft_limits_raise_nofile();
 	px_init_sync(&px);
 	if (px_setup(&px, err, sizeof(err)) != 0 || ft_client_global_init() != 0 ||
 	    ft_tls_config_check(&px.cfg, err, sizeof(err)) != 0) {

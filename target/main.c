@@ -14,6 +14,7 @@
 
 #include "auth/auth.h"
 #include "base/config.h"
+#include "base/limits.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "core/fcache.h"
@@ -320,6 +321,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	ft_limits_raise_nofile(); /* before the open-file cache sizes itself by it */
 
 	if (ft_auth_init(&t->cfg, false, err, sizeof(err)) != 0 || ft_tls_config_check(&t->cfg, err, sizeof(err)) != 0)
 		goto fail;

@@ -291,7 +291,7 @@ static bool admit(fc_cache_t *c, uint64_t h)
 }
 
 tgt_fcache_ref_t *tgt_fcache_put(const tgt_obj_t *o, int mp_index, unsigned long gen, int fd, const ft_lom_t *lom,
-				 const struct stat *st)
+				 const struct stat *st, bool any_size)
 {
 	fc_cache_t *c = cache_here(o->t);
 	uint8_t enc[FT_LOM_MAX];
@@ -299,7 +299,7 @@ tgt_fcache_ref_t *tgt_fcache_put(const tgt_obj_t *o, int mp_index, unsigned long
 	int enc_len;
 	uint64_t h;
 
-	if (c == NULL || lom->size > FCACHE_MAX_BYTES)
+	if (c == NULL || (lom->size > FCACHE_MAX_BYTES && !any_size))
 		return NULL;
 	check_gen(c);
 	if (gen != c->gen || !S_ISREG(st->st_mode) || st->st_nlink == 0 || (uint64_t)st->st_size != lom->size)

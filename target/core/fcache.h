@@ -3,6 +3,7 @@
 #ifndef TGT_CORE_FCACHE_H
 #define TGT_CORE_FCACHE_H
 
+#include <stdbool.h>
 #include <sys/stat.h>
 
 #include "core/lom.h"
@@ -62,12 +63,12 @@ void tgt_fcache_invalidate(tgt_t *t);
 tgt_fcache_ref_t *tgt_fcache_get(const tgt_obj_t *o, int mp_index, int *fd, ft_lom_t *lom);
 /*
  * Keeps fd (o's main copy on mountpath mp_index, opened after gen was read, with metadata lom and
- * st its fstat at the open) when it qualifies: small, and missed before recently (see admit in
- * fcache.c). On success the cache owns fd and the reference is returned; NULL leaves fd with the
- * caller.
+ * st its fstat at the open) when it qualifies: small (unless any_size: a shard, whose member reads
+ * are small whatever its size), and missed before recently (see admit in fcache.c). On success the
+ * cache owns fd and the reference is returned; NULL leaves fd with the caller.
  */
 tgt_fcache_ref_t *tgt_fcache_put(const tgt_obj_t *o, int mp_index, unsigned long gen, int fd, const ft_lom_t *lom,
-				 const struct stat *st);
+				 const struct stat *st, bool any_size);
 /* Drops a reference (ft_req_on_done hook; arg is the tgt_fcache_ref_t). */
 void tgt_fcache_release(void *ref);
 

@@ -464,7 +464,7 @@ static void get_local(ft_req_t *r, tgt_obj_t *o, bool worker)
 	}
 	if (o->mirror_copies > 1 && ft_req_method(r) != FT_HTTP_HEAD)
 		fd = least_busy(o, fd, &lom, &mp_index);
-	tgt_fcache_ref_t *ref = cache ? tgt_fcache_put(o, mp_index, gen, fd, &lom, &st) : NULL;
+	tgt_fcache_ref_t *ref = cache ? tgt_fcache_put(o, mp_index, gen, fd, &lom, &st, false) : NULL;
 	if (ref != NULL)
 		ft_req_on_done(r, tgt_fcache_release, ref); /* the cache's fd now, lent to the response */
 	serve(r, o, fd, ref != NULL, &lom, mp_index);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "core/fcache.h"
 #include "core/replica.h"
 #include "http/util.h"
 #include "shard/shard.h"
@@ -16,7 +17,9 @@
  * DESIGN
  * Hot path (loop thread): open the shard's main copy (metadata and size checked on that fd),
  * find its index in the cache, and answer the member's byte range with ft_resp_file: one
- * sendfile(2), whatever the shard's size or the member's position. Everything that blocks runs
+ * sendfile(2), whatever the shard's size or the member's position. The open-file cache keeps the
+ * shard open as it keeps small objects (core/fcache.h; any size here: a member read is small), so
+ * a member read of a kept shard costs what a GET of a kept object does. Everything that blocks runs
  * on a worker: building the index on first access (or after a write), decoding a member of a
  * compressed shard, fetching a remote bucket's shard that is not cached yet. A decoded member of
  * at most BUFFER_MAX bytes is decoded whole before the answer starts, so a corrupt one is a clean
@@ -30,7 +33,8 @@ typedef struct {
 	tgt_obj_t *o;
 	tgt_shard_fmt_t fmt;
 	const char *archpath;
-	int fd; /* the shard's main copy, -1 once handed on */
+	int fd;        /* the shard's main copy, -1 once handed on */
+	bool borrowed; /* fd is the open-file cache's (core/fcache.h): never closed here */
 	ft_lom_t lom;
 } member_req_t;
 
@@ -43,7 +47,7 @@ static void close_fd_hook(void *arg)
 {
 	member_req_t *q = arg;
 
-	if (q->fd >= 0)
+	if (q->fd >= 0 && !q->borrowed)
 		close(q->fd);
 	q->fd = -1;
 }
@@ -251,8 +255,39 @@ static void serve_member(ft_req_t *r, member_req_t *q, tgt_shard_index_t *ix, bo
 		return;
 	member_headers(r, q);
 	int fd = q->fd;
-	q->fd = -1; /* ft_resp_file takes it */
-	ft_resp_file(r, status, "application/octet-stream", fd, (off_t)(moff + off), len);
+	q->fd = -1; /* ft_resp_file takes it; a borrowed one stays the cache's */
+	if (q->borrowed)
+		ft_resp_file_borrowed(r, status, "application/octet-stream", fd, (off_t)(moff + off), len);
+	else
+		ft_resp_file(r, status, "application/octet-stream", fd, (off_t)(moff + off), len);
+}
+
+/*
+ * Loop thread: the shard's main copy from the open-file cache, or opened and offered to it (q->fd,
+ * q->lom, q->borrowed set). 0, or -1 after an error answer.
+ */
+static int open_cached(ft_req_t *r, member_req_t *q)
+{
+	tgt_obj_t *o = q->o;
+	int mp_index = (int)(o->mp - o->t->mountpaths);
+	tgt_replica_t main_copy = {.mp_index = mp_index, .copy = false};
+	bool cache = !o->validate_warm_get && o->mirror_copies <= 1;
+	tgt_fcache_ref_t *ref = cache ? tgt_fcache_get(o, mp_index, &q->fd, &q->lom) : NULL;
+	struct stat st;
+
+	if (ref == NULL && cache) {
+		unsigned long gen = tgt_fcache_gen(o->t); /* before the open: a change after it retires the entry */
+		if (tgt_replica_open_stat(o, &main_copy, false, &q->fd, &q->lom, NULL, &st) != TGT_REPLICA_OK)
+			return tgt_shard_open(r, o, false, &q->fd, &q->lom); /* says why, or finds the hashed file */
+		ref = tgt_fcache_put(o, mp_index, gen, q->fd, &q->lom, &st, true);
+	} else if (ref == NULL) {
+		return tgt_shard_open(r, o, false, &q->fd, &q->lom);
+	}
+	if (ref != NULL) {
+		q->borrowed = true;
+		ft_req_on_done(r, tgt_fcache_release, ref); /* the fd stays open until the response is done */
+	}
+	return 0;
 }
 
 static void select_worker(ft_req_t *r, void *arg)
@@ -292,7 +327,7 @@ void tgt_shard_get(ft_req_t *r, tgt_obj_t *o)
 		ft_req_defer(r, serve_worker, q);
 		return;
 	}
-	if (tgt_shard_open(r, o, false, &q->fd, &q->lom) != 0)
+	if (open_cached(r, q) != 0)
 		return;
 	tgt_lru_touch(o);
 	if (tgt_shard_index_get(o, q->fd, &q->lom, q->fmt, false, &ix, err, sizeof(err)) != 0) {

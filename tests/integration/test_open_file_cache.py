@@ -299,3 +299,29 @@ def test_acl_change_is_seen(make_cluster):
     assert r.status_code == 200, r.text
     assert anon.get(url, timeout=30).status_code == 401
     assert api.head(b, "k").headers.get("x-amz-acl") in (None, "private")
+
+
+def test_shard_kept_open_for_member_reads(fcluster, api, bucket):
+    """A shard (any size: its member reads are small) is kept like a small object; a member read after the shard
+    was overwritten, or appended to, reads the new shard."""
+    from test_shards import append, get_member, make_tar
+    shard = unique("fcs") + ".tar"
+    big = {"a/%04d.bin" % i: body("m%d" % i, 64 * 1024) for i in range(24)}  # a shard over the 1 MiB of objects
+    api.put(bucket, shard, make_tar(big))
+    before = hits(fcluster)
+    for _ in range(3):
+        r = get_member(api, bucket, shard, "a/0007.bin")
+        assert r.status_code == 200 and r.content == big["a/0007.bin"]
+    assert hits(fcluster) > before, "the member reads did not hit the open-file cache"
+    r = get_member(api, bucket, shard, "a/0003.bin", headers={"Range": "bytes=10-19"})
+    assert r.status_code == 206 and r.content == big["a/0003.bin"][10:20]
+    new = {name: body("n" + name, 64 * 1024) for name in big}  # the same layout, other bytes
+    api.put(bucket, shard, make_tar(new))
+    for _ in range(3):
+        r = get_member(api, bucket, shard, "a/0007.bin")
+        assert r.status_code == 200 and r.content == new["a/0007.bin"], "stale member bytes"
+    append(api, bucket, shard, "a/0007.bin", b"appended")
+    assert get_member(api, bucket, shard, "a/0007.bin").content == b"appended"
+    assert get_member(api, bucket, shard, "a/0008.bin").content == new["a/0008.bin"]
+    assert api.delete(bucket, shard).status_code == 200
+    assert get_member(api, bucket, shard, "a/0007.bin").status_code == 404

@@ -97,9 +97,9 @@ static tgt_fcache_ref_t *keep(const tgt_obj_t *o, const char *name, int *fd_out)
 
 	if (fd < 0)
 		return NULL;
-	ref = tgt_fcache_put(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st);
+	ref = tgt_fcache_put(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false);
 	if (ref == NULL)
-		ref = tgt_fcache_put(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st);
+		ref = tgt_fcache_put(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false);
 	if (ref == NULL)
 		close(fd);
 	else
@@ -140,8 +140,8 @@ static void basic(char *fail, size_t cap)
 	fd = open_obj("one", &st, &lom);
 	CHECK(fd >= 0);
 	CHECK(tgt_fcache_get(&o1, 0, &hit, &got) == NULL);
-	CHECK(tgt_fcache_put(&o1, 0, tgt_fcache_gen(&tgt), fd, &lom, &st) == NULL);
-	ref = tgt_fcache_put(&o1, 0, tgt_fcache_gen(&tgt), fd, &lom, &st);
+	CHECK(tgt_fcache_put(&o1, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false) == NULL);
+	ref = tgt_fcache_put(&o1, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false);
 	CHECK(ref != NULL);
 	tgt_fcache_release(ref);
 	ref = tgt_fcache_get(&o1, 0, &hit, &got);
@@ -322,8 +322,8 @@ static void test_not_on_other_threads(void **state)
 	int fd = open_obj("five", &st, &lom);
 	assert_true(fd >= 0);
 	/* the test's thread is no loop thread (a worker's case): nothing kept, the fd stays the caller's */
-	assert_null(tgt_fcache_put(&o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st));
-	assert_null(tgt_fcache_put(&o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st));
+	assert_null(tgt_fcache_put(&o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false));
+	assert_null(tgt_fcache_put(&o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false));
 	assert_null(tgt_fcache_get(&o, 0, &hit, &got));
 	assert_true(fd_open(fd));
 	close(fd);

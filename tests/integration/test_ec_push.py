@@ -3,6 +3,7 @@
 import hashlib
 import os
 import socket
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -230,3 +231,130 @@ def test_slice_put_signed_with_auth(make_cluster):
     with open(path, "rb") as f:
         assert f.read() == good
     assert_json_error(put_slice(h, i, t1, good, ok), 401, "replayed")
+
+
+
+class Front:
+    """A TCP front on host:port for another address (to) that forwards every byte both ways; with
+    rename, the path of an EC slice PUT is renamed to one the target has no route for, so that the
+    target answers it as a release without public slice PUTs does (404 "no such endpoint")."""
+
+    def __init__(self, host, port, to, rename=False):
+        self.to = to
+        self.rename = rename
+        self.renamed = 0
+        self.socks = []
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.ls.bind((host, port))
+        self.ls.listen(64)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self):
+        for s in [self.ls] + self.socks:
+            _shut(s)
+            s.close()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+                u = socket.create_connection(self.to, timeout=TIMEOUT)
+            except OSError:
+                return
+            u.settimeout(None)
+            self.socks += [c, u]
+            threading.Thread(target=_pipe, args=(u, c), daemon=True).start()
+            threading.Thread(target=self._requests if self.rename else _pipe, args=(c, u), daemon=True).start()
+
+    def _requests(self, c, u):
+        """Forwards request after request (heads parsed for the rename, bodies by Content-Length);
+        a body of another framing ends the parsing, and the rest is forwarded as it comes."""
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    d = c.recv(65536)
+                    if not d:
+                        return
+                    buf += d
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                if head.startswith(b"PUT /v1/ec/slice?"):
+                    head = b"PUT /v1/ec/slice-unknown?" + head[len(b"PUT /v1/ec/slice?"):]
+                    self.renamed += 1
+                u.sendall(head + b"\r\n\r\n")
+                fields = {k.strip().lower(): v.strip() for k, _, v in
+                          (ln.partition(b":") for ln in head.split(b"\r\n")[1:])}
+                if b"content-length" not in fields:
+                    if b"transfer-encoding" in fields:
+                        u.sendall(buf)
+                        _pipe(c, u)
+                        return
+                    continue
+                left = int(fields[b"content-length"])
+                while left > 0:
+                    if not buf:
+                        buf = c.recv(min(left, 65536))
+                        if not buf:
+                            return
+                    part, buf = buf[:left], buf[left:]
+                    u.sendall(part)
+                    left -= len(part)
+        except OSError:
+            pass
+        finally:
+            _shut(c)
+            _shut(u)
+
+
+def _shut(s):
+    try:
+        s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _pipe(src, dst):
+    try:
+        while True:
+            d = src.recv(65536)
+            if not d:
+                break
+            dst.sendall(d)
+    except OSError:
+        pass
+    finally:
+        _shut(src)
+        _shut(dst)
+
+
+def test_put_to_a_holder_of_an_older_release(make_cluster):
+    # Mid rolling upgrade a holder may run a release whose public port has no slice PUT: it answers
+    # 404, and the owner sends that slice by the control port, as releases before did. One target is
+    # restarted to advertise itself at 127.0.0.2, where fronts forward its two ports, and the public
+    # one renames the slice PUTs it receives to a path the target has no route for.
+    h, api, b = ec_cluster(make_cluster, limit=0)
+    old = h.c.targets[3]
+    to = old.host
+    fronts = [Front("127.0.0.2", old.public_port, (to, old.public_port), rename=True),
+              Front("127.0.0.2", old.control_port, (to, old.control_port))]
+    try:
+        old.argv += ["--public_host", "127.0.0.2"]
+        old.host = "127.0.0.2"
+        h.c.restart_target(3)
+        bodies = {"o%d" % i: os.urandom(200_000 + i) for i in range(16)}
+        with ThreadPoolExecutor(4) as ex:
+            got = list(ex.map(lambda kv: api.put(b, kv[0], kv[1], expect=None).status_code, bodies.items()))
+        assert got == [200] * len(bodies), got
+        held_by_old = [n for n in bodies if 3 in slice_files(h, b, n)]
+        assert held_by_old and fronts[0].renamed >= len(held_by_old), (held_by_old, fronts[0].renamed)
+        for n, data in bodies.items():
+            assert len(slice_files(h, b, n)) == 3, n
+            for p in main_files(h, h.index_of_url(api.owner(b, n)), b, n):
+                os.remove(p)
+            r = api.get(b, n)
+            assert r.status_code == 200 and r.content == data, n
+        assert h.work_files() == []
+    finally:
+        for f in fronts:
+            f.close()

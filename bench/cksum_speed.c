@@ -77,8 +77,8 @@ int main(int argc, char **argv)
 			int k = (i + p) % NT;
 			secs[k][p] = pass(types[k], buf, len, total);
 		}
-	printf("%-8s %10s %10s   (buffer %zu KiB, %zu GiB a pass, median of %d)\n", "type", "GiB/s", "s/GiB", kib,
-	       gib, passes);
+	printf("%-8s %10s %10s   (buffer %zu KiB, %zu GiB a pass, median of %d)\n", "type", "GiB/s", "s/GiB", kib, gib,
+	       passes);
 	for (int k = 0; k < NT; k++) {
 		qsort(secs[k], (size_t)passes, sizeof(secs[k][0]), cmp_double);
 		double med = secs[k][passes / 2] / (double)gib;

@@ -127,10 +127,11 @@ static int value_cksum(const json_t *value, ft_cksum_type_t *out, char *why, siz
 		return 0;
 	const char *name = json_string_value(type);
 	if (name == NULL || ft_cksum_parse(name, &t) != 0 || t == FT_CKSUM_NONE) {
-		snprintf(why, cap,
-			 "bad \"checksum\" %s%s%s (expected {\"checksum\": {\"type\": T}} with T one of: " FT_CKSUM_NAMES
-			 ")",
-			 name != NULL ? "type \"" : "value", name != NULL ? name : "", name != NULL ? "\"" : "");
+		snprintf(
+			why, cap,
+			"bad \"checksum\" %s%s%s (expected {\"checksum\": {\"type\": T}} with T one of: " FT_CKSUM_NAMES
+			")",
+			name != NULL ? "type \"" : "value", name != NULL ? name : "", name != NULL ? "\"" : "");
 		return -1;
 	}
 	*out = t;
@@ -454,7 +455,8 @@ static int setprops_do(bucket_op_t *op)
 
 	ft_info("bucket %s/%s: checksum %s mirror.copies=%d scope=%s ec=%d+%d (objsize_limit %lld) validate_warm_get=%d: "
 		"bucket metadata v%lld",
-		op->provider, op->bucket, ft_cksum_name(bucket.cksum), bucket.mirror_copies > 1 ? bucket.mirror_copies : 1,
+		op->provider, op->bucket, ft_cksum_name(bucket.cksum),
+		bucket.mirror_copies > 1 ? bucket.mirror_copies : 1,
 		bucket.mirror_scope == FT_MIRROR_SCOPE_TARGETS ? "targets" : "mountpaths", bucket.ec_data,
 		bucket.ec_parity, (long long)bucket.ec_objsize_limit, bucket.validate_warm_get, (long long)b->version);
 	px_metasync(px, smap, b, false, true, NULL);

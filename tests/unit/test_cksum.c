@@ -2,14 +2,14 @@
 /* Unit tests for streaming checksums: published vectors, chunked == one-shot, names, abort. */
 #include <setjmp.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
 #include <xxhash.h>
+#include <cmocka.h>
 
 #include "base/cksum.h"
 
@@ -216,9 +216,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_xxhash_vectors), cmocka_unit_test(test_md5_vectors),
 		cmocka_unit_test(test_xxh3_vectors),   cmocka_unit_test(test_crc32c_vectors),
-		cmocka_unit_test(test_sha256_vectors),
-		cmocka_unit_test(test_chunked),        cmocka_unit_test(test_none_and_abort),
-		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_chunked),
+		cmocka_unit_test(test_none_and_abort), cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -149,6 +149,37 @@ def test_checksum_type_change_keeps_stored_objects(api):
     api.destroy_bucket(b)
 
 
+def test_put_with_client_checksum(api):
+    """Ais-Checksum-Type/-Value on a PUT: the body is checked against them (the bucket's type or another), a
+    mismatch is a 400 and nothing is stored; the stored checksum stays the bucket's type."""
+    b = unique("clck")
+    api.create_bucket(b, cksum="xxh3")
+    data, other = os.urandom(100000), os.urandom(100000)
+    for kind in CKSUM_TYPES:
+        r = api.put(b, "ok-" + kind, data, headers={"Ais-Checksum-Type": kind,
+                                                     "Ais-Checksum-Value": cksum_hex(kind, data).upper()})
+        assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == ("xxh3", cksum_hex("xxh3", data))
+        r = api.put(b, "bad-" + kind, data, headers={"Ais-Checksum-Type": kind,
+                                                      "Ais-Checksum-Value": cksum_hex(kind, other)}, expect=400)
+        assert_json_error(r, 400, "BadCksum")
+        assert cksum_hex(kind, data) in r.json()["message"]
+        assert api.get(b, "bad-" + kind).status_code == 404
+    # an overwrite that fails its check leaves the stored object as it was
+    r = api.put(b, "ok-md5", other, headers={"Ais-Checksum-Type": "md5", "Ais-Checksum-Value": cksum_hex("md5", data)},
+                expect=400)
+    assert api.get(b, "ok-md5").content == data
+    # "none" checks nothing; a bad type, or a type without a value, is refused before the body is read
+    assert api.put(b, "none", data, headers={"Ais-Checksum-Type": "none"}).status_code == 200
+    r = api.put(b, "x", data, headers={"Ais-Checksum-Type": "sha1", "Ais-Checksum-Value": "00"}, expect=400)
+    assert_json_error(r, 400, "xxhash, md5, xxh3, crc32c, sha256")
+    r = api.put(b, "x", data, headers={"Ais-Checksum-Type": "crc32c"}, expect=400)
+    assert_json_error(r, 400, "Ais-Checksum-Value")
+    r = api.put(b, "x", data, headers={"Ais-Checksum-Value": "e3069283"}, expect=400)
+    assert_json_error(r, 400, "Ais-Checksum-Type")
+    assert api.get(b, "x").status_code == 404
+    api.destroy_bucket(b)
+
+
 def test_destroy_removes_objects(cluster, api):
     b = unique("gone")
     api.create_bucket(b)

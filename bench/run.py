@@ -29,6 +29,10 @@ USAGE
                                    1-target cluster of its own): prints their table, writes no report
   bench/run.py --only loader       only ft-loader against wrk on nginx at 16 KiB, back to back, with
                                    each client's CPU per request (bench/loadercmp.py)
+  bench/run.py --only coldcksum    the cold GET passes of the cold row into buckets of each checksum type of
+                                   --cold-cksum (default xxhash,xxh3,crc32c), alternating, with the
+                                   target's CPU per GiB (perf stat -e task-clock and /proc/<pid>/stat;
+                                   bench/coldcksum.py): prints its table and the load
   bench/run.py --only coldnet      only the cold GET row with a network-bound origin (bench/coldnet.py: the
                                    origin nginx in a network namespace behind a veth pair shaped to 2 Gbit/s,
                                    cold GETs through the cluster against the client reading it directly)
@@ -105,6 +109,7 @@ import loadercmp  # noqa: E402
 import tls  # noqa: E402
 import fcache  # noqa: E402
 import coldnet  # noqa: E402
+import coldcksum  # noqa: E402
 import s3relay  # noqa: E402
 import pagecache  # noqa: E402
 import report  # noqa: E402
@@ -230,11 +235,12 @@ class Bench:
     def pick_ports(self, n=10):
         """The first of n consecutive free loopback ports (a cluster of T targets needs 2 + 2T)."""
         rnd = random.Random()
+        lo, hi = (int(x) for x in self.args.ports.split("-")) if self.args.ports else (PORT_LO, PORT_HI - 100)
         for _ in range(50):
-            base = rnd.randrange(PORT_LO, PORT_HI - 100)
+            base = rnd.randrange(lo, max(lo + 1, hi - n + 1))
             if all(ftcluster.port_free("127.0.0.1", p) for p in range(base, base + n)):
                 return base
-        raise BenchError("no block of %d free loopback ports in %d-%d" % (n, PORT_LO, PORT_HI))
+        raise BenchError("no block of %d free loopback ports in %d-%d" % (n, lo, hi))
 
     def setup_own_cluster_only(self):
         """--only protect|hints: the work directory, the client log and ft-loader; no cluster, no
@@ -268,8 +274,8 @@ class Bench:
         log("bench: cluster up: proxy %s, target %s (pid %d)" % (self.cluster.url,
                                                                 self.target.public_url,
                                                                 self.target.pid))
-        keep = {"cold": ["8 MiB"], "coldnet": ["8 MiB"], "batch": ["16 KiB"], "loader": ["16 KiB"],
-                "pagecache": ["16 KiB", "128 KiB", "8 MiB"]}.get(a.only)
+        keep = {"cold": ["8 MiB"], "coldcksum": ["8 MiB"], "coldnet": ["8 MiB"], "batch": ["16 KiB"],
+                "loader": ["16 KiB"], "pagecache": ["16 KiB", "128 KiB", "8 MiB"]}.get(a.only)
         self.sets = [ObjectSet(*s, workdir=self.workdir) for s in GET_SIZES if keep is None or s[0] in keep]
         self.create_objects()
         taken = {self.cluster.port, self.cluster.port + 1} | {
@@ -704,6 +710,14 @@ class Bench:
                     "bytes (%d, %d bytes)" % (st, len(b1), st2, len(b2)))
         return None
 
+    @staticmethod
+    def cold_bucket_name():
+        return COLD_BUCKET
+
+    @staticmethod
+    def cold_workers():
+        return COLD_WORKERS
+
     def cold_destroy(self):
         conns = {}
         try:
@@ -717,11 +731,15 @@ class Bench:
         if st not in (200, 404):
             raise BenchError("destroy bucket %s: %d %r" % (COLD_BUCKET, st, body[:200]))
 
-    def cold_recreate(self):
-        """Destroys (dropping the cached copies) and re-creates the ht:// bucket; returns how many
+    def cold_recreate(self, cksum=None):
+        """Destroys (dropping the cached copies) and re-creates the ht:// bucket, with checksum type
+        cksum (None: --cold-cksum's first, the bucket default when not given); returns how many
         object files of it are still on the target's mountpath (0 when every object is cold)."""
         self.cold_destroy()
         value = {"backend": {"provider": "ht", "endpoint": self.cold_endpoint}}
+        cksum = cksum or (self.args.cold_cksum.split(",")[0] if self.args.cold_cksum else None)
+        if cksum:
+            value["checksum"] = {"type": cksum}
         conns = {}
         try:
             st, _, body = http_exchange(conns, self.cluster.url + "/v1/buckets/%s?provider=ht"
@@ -940,6 +958,7 @@ class Bench:
             if why:
                 raise BenchError("cold GET setup: %s" % why)
             info["cold"] = {"bucket": COLD_BUCKET, "provider": "ht", "endpoint": self.cold_endpoint,
+                            "checksum": (self.args.cold_cksum or "xxhash").split(",")[0],
                             "names": self.cold_files[0], "origin_urls": self.cold_files[1],
                             "loader": self.loader.path, "workers": COLD_WORKERS, "size": s.size}
         if self.args.only == "s3relay":
@@ -1015,6 +1034,8 @@ class Bench:
                 return self.run_only(self.bench_cold)
             if a.only == "coldnet":
                 return self.run_only(lambda: coldnet.bench_coldnet(self, a.coldnet_rate))
+            if a.only == "coldcksum":
+                return coldcksum.bench_cold_cksum(self, (a.cold_cksum or "xxhash,xxh3,crc32c").split(","))
             if a.only == "shards":
                 return self.run_only(lambda: (shards.bench_shards(self), shards.bench_batch(self),
                                               shards.bench_dataloader(self)))
@@ -1098,7 +1119,7 @@ def parse_args(argv):
                    help="start the cluster and nginx, write <build>/bench-run/hold.json, wait for Ctrl-C")
     p.add_argument("--dsort-full", action="store_true",
                    help="the dsort row over 2 GiB of shards (default 64 MiB, about a minute)")
-    p.add_argument("--only", choices=["cold", "coldnet", "protect", "hints", "shards", "dsort", "tls", "batch",
+    p.add_argument("--only", choices=["cold", "coldcksum", "coldnet", "protect", "hints", "shards", "dsort", "tls", "batch",
                                       "copy", "dataloader", "loader", "s3relay", "pagecache", "fcache"],
                    help="run some rows only and print them (no report written): cold = the cold GET "
                    "row, protect = the data protection rows (PUT with mirror 2 and EC 2+1 vs none), "
@@ -1122,6 +1143,13 @@ def parse_args(argv):
     p.add_argument("--fcache-syscalls", action="store_true",
                    help="--only fcache: also count the target's system calls per GET (perf stat of the syscall "
                    "tracepoints, one more run a side)")
+    p.add_argument("--ports", default=None,
+                   help="LO-HI: the loopback ports of the main cluster and nginx come from this range (default "
+                   "%d-%d)" % (PORT_LO, PORT_HI - 100))
+    p.add_argument("--cold-cksum", default=None,
+                   help="checksum type of the cold row's ht:// bucket (default: the bucket default, xxhash); with "
+                   "--only coldcksum the comma-separated types to compare, the first one the base (default "
+                   "xxhash,xxh3,crc32c)")
     p.add_argument("--coldnet-rate", default=coldnet.RATE,
                    help="bandwidth of the coldnet row's link to the origin (tc htb rate, default %s)" % coldnet.RATE)
     p.add_argument("--hints-rate", default=hints.RATE,

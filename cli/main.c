@@ -49,17 +49,19 @@ static const struct {
 	 "Exit codes: 0 ok, 1 failed (an error answer, failed objects, a job that failed), 2 usage, 3 cannot connect.\n"},
 	{"bucket", "Usage: ft bucket ls|create|rm|props ...\n"
 		   "  ft bucket ls                         list the buckets\n"
-		   "  ft bucket create BUCKET [--checksum xxhash|md5] [--backend JSON]\n"
+		   "  ft bucket create BUCKET [--checksum TYPE] [--backend JSON]\n"
 		   "  ft bucket rm BUCKET                  destroy the bucket and its objects\n"
 		   "  ft bucket props BUCKET [--set k=v]   show (or set) properties, e.g. --set mirror.copies=2\n"},
 	{"bucket ls", "Usage: ft bucket ls [--json]\nLists the buckets: name, provider, checksum, created.\n"},
 	{"bucket create",
-	 "Usage: ft bucket create BUCKET [--checksum xxhash|md5] [--backend JSON]\n"
-	 "Creates an ais bucket, or a remote one (s3://, gs://, az://, ht://) with --backend '{\"endpoint\":...}'.\n"},
+	 "Usage: ft bucket create BUCKET [--checksum TYPE] [--backend JSON]\n"
+	 "Creates an ais bucket, or a remote one (s3://, gs://, az://, ht://) with --backend '{\"endpoint\":...}'.\n"
+	 "TYPE: xxhash (the default), md5, xxh3, crc32c or sha256.\n"},
 	{"bucket rm", "Usage: ft bucket rm BUCKET\nDestroys the bucket with all its objects.\n"},
 	{"bucket props",
 	 "Usage: ft bucket props BUCKET [--set KEY=VALUE]...\n"
-	 "Shows the bucket's properties; --set changes one (mirror.copies=2, ec.data_slices=2, ...).\n"},
+	 "Shows the bucket's properties; --set changes one (mirror.copies=2, ec.data_slices=2, checksum.type=xxh3,\n"
+	 "...). A new checksum type applies to objects stored from then on.\n"},
 	{"object", "Usage: ft object ls|put|get|rm|cat ...\n"
 		   "  ft object ls BUCKET [--prefix P] [--limit N]\n"
 		   "  ft object put FILE|DIR BUCKET[/NAME] [-r] [--workers N]\n"

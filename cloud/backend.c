@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "base/cksum.h"
-#include "cloud/crc32c.h"
+#include "base/crc32c.h"
 
 #define DEFAULT_CONNECT_MS 5000
 #define DEFAULT_STALL_MS 30000

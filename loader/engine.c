@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #define XXH_STATIC_LINKING_ONLY /* XXH64_state_t by value: no allocation per request */
-#include <openssl/evp.h>
 #include <xxhash.h>
 
+#include "base/cksum.h"
 #include "base/codec.h"
 #include "loader.h"
 
@@ -82,9 +82,9 @@ struct worker {
 	int64_t start_ns, continue_since;
 	ld_resp_t resp;
 	/* -verifyhash */
-	bool verify, hash_started, use_md5;
+	bool verify, hash_started, use_other;
 	XXH64_state_t xx;
-	EVP_MD_CTX *md; /* allocated once, when an md5 bucket shows up */
+	ft_cksum_t other; /* the bucket's checksum when it is not xxhash (md5, xxh3, crc32c, sha256) */
 	uint64_t put_hash;
 	worker_t *next_ready;
 };
@@ -325,6 +325,7 @@ static void begin_hop(worker_t *w)
 	w->head_off = 0;
 	w->body_off = 0;
 	w->expect = rs.expect_continue;
+	ft_cksum_abort(&w->other); /* a body cut short left it running */
 	w->hash_started = false;
 	ld_resp_reset(&w->resp, false);
 	if (!w->fresh && (c = L->idle[w->host]) != NULL)
@@ -445,17 +446,13 @@ static void hash_body(void *ctx, const char *p, size_t n)
 		/* first body bytes: the head is known, so is the bucket's checksum type */
 		w->hash_started = true;
 		XXH64_reset(&w->xx, 0);
-		w->use_md5 = strcmp(w->resp.cksum_type, "md5") == 0;
-		if (w->use_md5) {
-			if (w->md == NULL)
-				w->md = EVP_MD_CTX_new();
-			if (w->md == NULL || EVP_DigestInit_ex(w->md, EVP_md5(), NULL) != 1)
-				w->use_md5 = false;
-		}
+		ft_cksum_type_t t;
+		w->use_other = ft_cksum_parse(w->resp.cksum_type, &t) == 0 && t != FT_CKSUM_NONE &&
+			       t != FT_CKSUM_XXHASH && ft_cksum_init(&w->other, t) == 0;
 	}
 	XXH64_update(&w->xx, p, n);
-	if (w->use_md5)
-		EVP_DigestUpdate(w->md, p, n);
+	if (w->use_other)
+		ft_cksum_update(&w->other, p, n);
 }
 
 static void xx_hex(uint64_t h, char out[17])
@@ -469,21 +466,17 @@ static void xx_hex(uint64_t h, char out[17])
 /* -verifyhash of a whole-object GET body. Returns NULL when it matches, else why. */
 static const char *verify_get(worker_t *w, char *why, size_t cap)
 {
-	char got[72] = "";
+	char got[FT_CKSUM_HEX_MAX] = "";
 	uint64_t h;
 
 	if (!w->hash_started)
 		hash_body(w, "", 0); /* empty body */
 	h = XXH64_digest(&w->xx);
-	if (w->use_md5) {
-		unsigned char md[EVP_MAX_MD_SIZE];
-		unsigned int mdl = 0;
-		EVP_DigestFinal_ex(w->md, md, &mdl);
-		ft_hex_encode(md, mdl, got);
-	} else {
+	if (w->use_other)
+		ft_cksum_final(&w->other, got);
+	else
 		xx_hex(h, got);
-	}
-	if ((w->use_md5 || strcmp(w->resp.cksum_type, "xxhash") == 0) && w->resp.cksum_value[0] &&
+	if ((w->use_other || strcmp(w->resp.cksum_type, "xxhash") == 0) && w->resp.cksum_value[0] &&
 	    strcasecmp(got, w->resp.cksum_value) != 0) {
 		snprintf(why, cap, "body hash %s != Ais-Checksum-Value %s", got, w->resp.cksum_value);
 		return why;
@@ -851,7 +844,7 @@ static void free_loop(loop_t *L)
 	if (L->workers != NULL) {
 		for (int i = 0; i < L->nworkers; i++) {
 			ld_resp_free(&L->workers[i].resp);
-			EVP_MD_CTX_free(L->workers[i].md);
+			ft_cksum_abort(&L->workers[i].other);
 		}
 	}
 	free(L->workers);

@@ -52,7 +52,7 @@ static const flag_t flags[] = {
 	{"readoff", F_SIZE, OFF(readoff), 0, "0", "GET a range starting at this offset"},
 	{"readlen", F_SIZE, OFF(readlen), 0, "0", "GET a range of this length (0 = to the end of the object)"},
 	{"verifyhash", F_BOOL, OFF(verifyhash), 0, "false",
-	 "hash GET bodies (xxhash64/md5) and compare with Ais-Checksum-Value and the hash recorded at PUT"},
+	 "hash GET bodies (of the object's checksum type) and compare with Ais-Checksum-Value and the hash recorded at PUT"},
 	{"statsinterval", F_DUR, OFF(statsinterval_ns), 0, "10s", "live table period; 0 = summary only"},
 	{"json", STR(json_path), "",
 	 "write per-interval rows and the summary as JSON to this file; a bare -json (or -json -) prints the "

@@ -110,32 +110,50 @@ fail:
 	return NULL;
 }
 
+/*
+ * The checksum type of a create-bck or set-bprops value, {"checksum": {"type": NAME}}: *out keeps
+ * its value when absent. 0, or -1 with why filled (a 400 that lists the valid names).
+ */
+static int value_cksum(const json_t *value, ft_cksum_type_t *out, char *why, size_t cap)
+{
+	const json_t *cksum = json_is_object(value) ? json_object_get(value, "checksum") : NULL;
+	const json_t *type;
+	ft_cksum_type_t t;
+
+	if (cksum == NULL || json_is_null(cksum))
+		return 0;
+	type = json_is_object(cksum) ? json_object_get(cksum, "type") : NULL;
+	if (json_is_object(cksum) && (type == NULL || json_is_null(type)))
+		return 0;
+	const char *name = json_string_value(type);
+	if (name == NULL || ft_cksum_parse(name, &t) != 0 || t == FT_CKSUM_NONE) {
+		snprintf(
+			why, cap,
+			"bad \"checksum\" %s%s%s (expected {\"checksum\": {\"type\": T}} with T one of: " FT_CKSUM_NAMES
+			")",
+			name != NULL ? "type \"" : "value", name != NULL ? name : "", name != NULL ? "\"" : "");
+		return -1;
+	}
+	*out = t;
+	return 0;
+}
+
 /* Reads the checksum type from the create-bck value; 0, or -1 after responding 400. */
 static int create_cksum(ft_req_t *r, const json_t *msg, ft_cksum_type_t *out)
 {
 	const json_t *value = json_object_get(msg, "value");
-	const json_t *cksum, *type;
+	char why[256];
 
 	*out = FT_CKSUM_XXHASH;
-	if (value == NULL || json_is_null(value))
-		return 0;
-	if (!json_is_object(value))
-		goto bad;
-	cksum = json_object_get(value, "checksum");
-	if (cksum == NULL || json_is_null(cksum))
-		return 0;
-	if (!json_is_object(cksum))
-		goto bad;
-	type = json_object_get(cksum, "type");
-	if (type == NULL || json_is_null(type))
-		return 0;
-	const char *name = json_string_value(type);
-	if (name == NULL || ft_cksum_parse(name, out) != 0 || *out == FT_CKSUM_NONE)
-		goto bad;
+	if (value != NULL && !json_is_null(value) && !json_is_object(value)) {
+		ft_resp_error(r, 400, "bad create-bck value (expected an object)");
+		return -1;
+	}
+	if (value_cksum(value, out, why, sizeof(why)) != 0) {
+		ft_resp_error(r, 400, "bad create-bck value: %s", why);
+		return -1;
+	}
 	return 0;
-bad:
-	ft_resp_error(r, 400, "bad create-bck value (expected {\"checksum\": {\"type\": \"xxhash\" or \"md5\"}})");
-	return -1;
 }
 
 /* ---- protection properties ---- */
@@ -411,7 +429,8 @@ static int setprops_do(bucket_op_t *op)
 	}
 	bucket =
 		*found; /* borrows cur's backend properties (cur stays current under meta_lock); ft_bmd_add copies them */
-	if (ft_bucket_props_apply(&bucket, op->set, op->why, sizeof(op->why)) != 0) {
+	if (ft_bucket_props_apply(&bucket, op->set, op->why, sizeof(op->why)) != 0 ||
+	    value_cksum(op->set, &bucket.cksum, op->why, sizeof(op->why)) != 0) {
 		rc = -EINVAL;
 		goto unlock;
 	}
@@ -434,8 +453,10 @@ static int setprops_do(bucket_op_t *op)
 	smap = ft_smap_current();
 	pthread_mutex_unlock(&px->meta_lock);
 
-	ft_info("bucket %s/%s: mirror.copies=%d scope=%s ec=%d+%d (objsize_limit %lld) validate_warm_get=%d: bucket metadata v%lld",
-		op->provider, op->bucket, bucket.mirror_copies > 1 ? bucket.mirror_copies : 1,
+	ft_info("bucket %s/%s: checksum %s mirror.copies=%d scope=%s ec=%d+%d (objsize_limit %lld) validate_warm_get=%d: "
+		"bucket metadata v%lld",
+		op->provider, op->bucket, ft_cksum_name(bucket.cksum),
+		bucket.mirror_copies > 1 ? bucket.mirror_copies : 1,
 		bucket.mirror_scope == FT_MIRROR_SCOPE_TARGETS ? "targets" : "mountpaths", bucket.ec_data,
 		bucket.ec_parity, (long long)bucket.ec_objsize_limit, bucket.validate_warm_get, (long long)b->version);
 	px_metasync(px, smap, b, false, true, NULL);
@@ -480,12 +501,14 @@ static void setprops_work(ft_req_t *r, void *arg)
 }
 
 /*
- * {"action": "set-bprops", "value": {"mirror": {...}, "ec": {...}, "checksum_validate_warm_get": b}}
- * (loop thread): checks the keys, then defers the change. Responds 400 for any other key in value.
+ * {"action": "set-bprops", "value": {"checksum": {"type": T}, "mirror": {...}, "ec": {...},
+ * "checksum_validate_warm_get": b, "acl": A}} (loop thread): checks the keys, then defers the change.
+ * Responds 400 for any other key in value. A new checksum type applies to objects stored from then on;
+ * stored objects keep (and are validated by) their own.
  */
 static void setprops_start(ft_req_t *r, bucket_op_t *op, const char *body, size_t len)
 {
-	static const char *const settable[] = {"mirror", "ec", "checksum_validate_warm_get", "acl"};
+	static const char *const settable[] = {"checksum", "mirror", "ec", "checksum_validate_warm_get", "acl"};
 	json_t *msg = action_message(r, body, len, "set-bprops", false);
 	const char *key;
 	json_t *v;
@@ -495,8 +518,8 @@ static void setprops_start(ft_req_t *r, bucket_op_t *op, const char *body, size_
 	json_t *value = json_object_get(msg, "value");
 	if (!json_is_object(value) || json_object_size(value) == 0) {
 		ft_resp_error(r, 400,
-			      "set-bprops needs a value object with \"mirror\", \"ec\" or "
-			      "\"checksum_validate_warm_get\"");
+			      "set-bprops needs a value object with \"checksum\", \"mirror\", \"ec\", "
+			      "\"checksum_validate_warm_get\" or \"acl\"");
 		goto out;
 	}
 	json_object_foreach(value, key, v) {
@@ -505,8 +528,8 @@ static void setprops_start(ft_req_t *r, bucket_op_t *op, const char *body, size_
 			i++;
 		if (i == sizeof(settable) / sizeof(settable[0])) {
 			ft_resp_error(r, 400,
-				      "set-bprops: property \"%s\" cannot be changed (settable: mirror, ec, "
-				      "checksum_validate_warm_get, acl)",
+				      "set-bprops: property \"%s\" cannot be changed (settable: checksum, mirror, "
+				      "ec, checksum_validate_warm_get, acl)",
 				      key);
 			goto out;
 		}

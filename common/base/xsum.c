@@ -5,7 +5,7 @@
  * - S3 sends a checksum as the base64 of its big-endian digest; the comparison is done on that
  *   text after the given value was checked to decode to exactly one digest.
  * - isa-l's crc32_gzip_refl is the reflected CRC-32 of zlib and S3 (it inverts in and out, so it
- *   chains like zlib's crc32); crc32_iscsi is CRC-32C without the inversions, applied here.
+ *   chains like zlib's crc32); CRC-32C is base/crc32c.h's (isa-l's crc32_iscsi with the inversions).
  * - CRC-64/NVME is computed here (slicing by 8 over tables built once): the isa-l of Debian 12
  *   (2.30) has no CRC-64/NVME (its Rocksoft functions came later).
  */
@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 
 #include "base/codec.h"
+#include "base/crc32c.h"
 
 #define CRC_STEP (1u << 30) /* isa-l takes an int length */
 
@@ -170,7 +171,7 @@ void ft_xsum_update(ft_xsum_t *c, const void *buf, size_t len)
 		if (c->alg == FT_XSUM_CRC32)
 			c->crc = crc32_gzip_refl((uint32_t)c->crc, p, n);
 		else if (c->alg == FT_XSUM_CRC32C)
-			c->crc = ~crc32_iscsi((unsigned char *)p, (int)n, ~(uint32_t)c->crc) & 0xffffffffu;
+			c->crc = ft_crc32c((uint32_t)c->crc, p, n);
 		else
 			c->crc = ft_crc64nvme(c->crc, p, n);
 		p += n;

@@ -129,7 +129,7 @@ static int bucket_valid(const ft_bucket_t *bk)
 {
 	return strnlen(bk->name, sizeof(bk->name)) < sizeof(bk->name) && ft_name_check_bucket(bk->name, NULL) == 0 &&
 	       bk->provider[0] != '\0' && strnlen(bk->provider, PROVIDER_MAX) < PROVIDER_MAX &&
-	       (int)bk->cksum >= FT_CKSUM_NONE && (int)bk->cksum <= FT_CKSUM_MD5 && props_valid(bk);
+	       ft_cksum_valid((int)bk->cksum) && props_valid(bk);
 }
 
 /* Also -1 (BMD unchanged) for an invalid bucket: bad name, empty provider, unknown checksum type, props out of bounds. */

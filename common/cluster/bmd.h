@@ -38,7 +38,7 @@ typedef struct {
 
 /*
  * Immutable once installed; shared by reference count.
- * JSON: {"version": N, "uuid": "...", "buckets": [{"name","provider","checksum":"xxhash|md5","created": ns,
+ * JSON: {"version": N, "uuid": "...", "buckets": [{"name","provider","checksum":"xxhash|md5|xxh3|crc32c|sha256","created": ns,
  *       "backend": {...} (remote buckets only, with secrets), "mirror": {"copies": N},
  *       "ec": {"data_slices": D, "parity_slices": P, "objsize_limit": B},
  *       "checksum_validate_warm_get": bool, "acl": "public-read" (written only when set)}...],

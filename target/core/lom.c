@@ -15,6 +15,7 @@
  *   ATIME   i64 LE (ns)
  *   MTIME   i64 LE (ns)
  *   CKSUM   u8 type (ft_cksum_type_t), then the hex value (no NUL)   required
+ *           (types 3..5, xxh3, crc32c and sha256, came later: a build before them refuses such a record)
  *   VERSION bytes (no NUL)
  *   ETAG    bytes (no NUL), written only when not empty
  *   CTYPE, UMETA, HDRS, PARTS   bytes (no NUL), each written only when not empty
@@ -109,7 +110,7 @@ int ft_lom_encode(const ft_lom_t *m, uint8_t *buf, size_t cap)
 	    ctlen >= FT_LOM_CTYPE_MAX || umlen >= FT_LOM_UMETA_MAX || hlen >= FT_LOM_HDRS_MAX ||
 	    plen >= FT_LOM_PARTS_MAX)
 		return -1; /* not NUL-terminated: the decoder could not read it back */
-	if ((int)m->cksum_type < FT_CKSUM_NONE || (int)m->cksum_type > FT_CKSUM_MD5)
+	if (!ft_cksum_valid((int)m->cksum_type))
 		return -1;
 	if (cap > FT_LOM_MAX)
 		cap = FT_LOM_MAX;
@@ -150,7 +151,7 @@ static int decode_cksum(ft_lom_t *m, const uint8_t *v, size_t len)
 {
 	size_t hexlen;
 
-	if (len < 1 || v[0] > FT_CKSUM_MD5)
+	if (len < 1 || !ft_cksum_valid(v[0]))
 		return -1;
 	hexlen = len - 1;
 	if (hexlen >= FT_CKSUM_HEX_MAX || memchr(v + 1, '\0', hexlen) != NULL)

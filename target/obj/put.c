@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "base/fdio.h"
@@ -41,6 +42,12 @@
  * With "Ais-S3-Checksum: <CRC32|CRC32C|CRC64NVME|SHA1|SHA256>" (the proxy's PUTs whose client gave an
  * x-amz-checksum-*, which the proxy checks) that checksum is computed too and kept in the metadata
  * (x-amz-checksum-<alg> and x-amz-checksum-type FULL_OBJECT), served back on GET and HEAD.
+ *
+ * CLIENT CHECKSUMS
+ * "Ais-Checksum-Type: T" with "Ais-Checksum-Value: V" (AIStore's PUT headers; T any bucket type, V
+ * its hex, any case) asks the target to check the body: the bucket's own checksum when T is its
+ * type, else T computed beside it. A mismatch answers 400 and stores nothing; type "none" checks
+ * nothing. The stored checksum stays the bucket's type.
  *
  * CONDITIONAL WRITES
  * "If-None-Match: *" (create only) and "If-Match: <etag>" (replace only that version) are checked
@@ -86,6 +93,10 @@ typedef struct {
 	ft_xsum_t xs; /* Ais-S3-Checksum asked */
 	int xs_live;
 	char xs_b64[FT_XSUM_B64_MAX]; /* its value once received, "" if none */
+	ft_cksum_type_t cl_type;      /* Ais-Checksum-Type to check, NONE for none */
+	const char *cl_want;          /* its Ais-Checksum-Value (request memory) */
+	ft_cksum_t cl;                /* cl_type when it is not the bucket's */
+	int cl_live;
 } put_t;
 
 static void put_release(put_t *p)
@@ -101,6 +112,10 @@ static void put_release(put_t *p)
 	if (p->xs_live) {
 		ft_xsum_abort(&p->xs);
 		p->xs_live = 0;
+	}
+	if (p->cl_live) {
+		ft_cksum_abort(&p->cl);
+		p->cl_live = 0;
 	}
 	tgt_work_drop(p->o->mp, &p->fd, p->work);
 }
@@ -324,7 +339,50 @@ static int on_data(ft_req_t *r, void *arg, const void *buf, size_t len)
 		ft_cksum_update(&p->md5, buf, len);
 	if (p->xs_live)
 		ft_xsum_update(&p->xs, buf, len);
+	if (p->cl_live)
+		ft_cksum_update(&p->cl, buf, len);
 	p->received += len;
+	return 0;
+}
+
+/* The body's checksum of the client's type against its Ais-Checksum-Value; true after a 400 (nothing stored). */
+static bool client_cksum_refused(ft_req_t *r, put_t *p)
+{
+	char mine[FT_CKSUM_HEX_MAX];
+
+	if (p->cl_live) {
+		ft_cksum_final(&p->cl, mine);
+		p->cl_live = 0;
+	} else {
+		memcpy(mine, p->hex, sizeof(mine));
+	}
+	if (strcasecmp(mine, p->cl_want) == 0)
+		return false;
+	put_release(p);
+	ft_resp_error(r, 400, "object \"%s/%s\": BadCksum: Ais-Checksum-Value %s, the body's %s is %s; nothing stored",
+		      p->o->bucket, p->o->obj, p->cl_want, ft_cksum_name(p->cl_type), mine);
+	return true;
+}
+
+/* Reads Ais-Checksum-Type/-Value into *type and *want; 0, or -1 after responding 400. */
+static int client_cksum_headers(ft_req_t *r, const tgt_obj_t *o, ft_cksum_type_t *type, const char **want)
+{
+	const char *t = ft_req_header(r, "Ais-Checksum-Type"), *v = ft_req_header(r, "Ais-Checksum-Value");
+
+	*type = FT_CKSUM_NONE;
+	*want = v;
+	if (t == NULL && v == NULL)
+		return 0;
+	if (t == NULL || ft_cksum_parse(t, type) != 0) {
+		ft_resp_error(r, 400, "object \"%s/%s\": Ais-Checksum-Type \"%s\" is not one of none, " FT_CKSUM_NAMES,
+			      o->bucket, o->obj, t != NULL ? t : "");
+		return -1;
+	}
+	if (*type != FT_CKSUM_NONE && (v == NULL || v[0] == '\0')) {
+		ft_resp_error(r, 400, "object \"%s/%s\": Ais-Checksum-Type %s without an Ais-Checksum-Value", o->bucket,
+			      o->obj, t);
+		return -1;
+	}
 	return 0;
 }
 
@@ -366,6 +424,8 @@ static void on_end(ft_req_t *r, void *arg, int err)
 		if (ft_xsum_final(&p->xs, p->xs_b64) != 0)
 			p->xs_b64[0] = '\0';
 	}
+	if (p->cl_type != FT_CKSUM_NONE && client_cksum_refused(r, p))
+		return;
 	ft_req_defer(r, finalize, p);
 }
 
@@ -420,6 +480,10 @@ void tgt_put(ft_req_t *r, tgt_obj_t *o)
 		ft_resp_error(r, 400, "unknown Ais-S3-Checksum \"%s\" (CRC32, CRC32C, CRC64NVME, SHA1 or SHA256)", xs);
 		return;
 	}
+	ft_cksum_type_t cl_type;
+	const char *cl_want;
+	if (client_cksum_headers(r, o, &cl_type, &cl_want) != 0)
+		return;
 	if (precheck(r, o) != 0)
 		return;
 	ft_lom_t meta; /* validated now, stored by finalize */
@@ -461,6 +525,15 @@ void tgt_put(ft_req_t *r, tgt_obj_t *o)
 			return;
 		}
 		p->xs_live = 1;
+	}
+	p->cl_type = cl_type;
+	p->cl_want = cl_want;
+	if (cl_type != FT_CKSUM_NONE && cl_type != p->ck_type) {
+		if (ft_cksum_init(&p->cl, cl_type) != 0) {
+			fail_errno(r, p, ENOMEM, "checksum");
+			return;
+		}
+		p->cl_live = 1;
 	}
 	ft_req_on_done(r, put_done_hook, p);
 	ft_req_read_body(r, on_data, on_end, p);

@@ -104,6 +104,8 @@ def _libxxhash():
         lib = ctypes.CDLL(name)
         lib.XXH64.restype = ctypes.c_uint64
         lib.XXH64.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64)
+        lib.XXH3_64bits.restype = ctypes.c_uint64
+        lib.XXH3_64bits.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
         _xxh = lib
     return _xxh
 
@@ -114,12 +116,44 @@ def xxh64_hex(data, seed=0):
     return "%016x" % _libxxhash().XXH64(buf, len(data), seed)
 
 
+def xxh3_hex(data):
+    """XXH3 64-bit (seed 0) of data as 16 lowercase hex digits, big-endian (the libxxhash one-shot call)."""
+    buf = ctypes.create_string_buffer(bytes(data), len(data))
+    return "%016x" % _libxxhash().XXH3_64bits(buf, len(data))
+
+
+def _crc32c_table():
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c_hex(data):
+    """CRC-32C (Castagnoli, reflected 0x1EDC6F41, init and xorout all ones) as 8 lowercase hex digits."""
+    crc = 0xFFFFFFFF
+    for b in bytes(data):
+        crc = _CRC32C[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return "%08x" % (crc ^ 0xFFFFFFFF)
+
+
 def md5_hex(data):
     return hashlib.md5(data).hexdigest()
 
 
+CKSUM_TYPES = ("xxhash", "md5", "xxh3", "crc32c", "sha256")
+
+
 def cksum_hex(kind, data):
-    return md5_hex(data) if kind == "md5" else xxh64_hex(data)
+    """The Ais-Checksum-Value of data in a bucket whose checksum type is kind."""
+    return {"xxhash": xxh64_hex, "md5": md5_hex, "xxh3": xxh3_hex, "crc32c": crc32c_hex,
+            "sha256": lambda d: hashlib.sha256(d).hexdigest()}[kind](data)
 
 
 # ---- native API ----
@@ -251,11 +285,14 @@ def wait_job(where, job_id, timeout=60):
     return st
 
 
-def create_remote(url, bucket, provider, backend, expect=200, token=None):
-    """Creates the remote bucket provider://bucket with the given backend settings; asserts the status; returns the
-    response."""
+def create_remote(url, bucket, provider, backend, expect=200, token=None, cksum=None):
+    """Creates the remote bucket provider://bucket with the given backend settings (and checksum type); asserts the
+    status; returns the response."""
+    value = {"backend": backend}
+    if cksum:
+        value["checksum"] = {"type": cksum}
     r = session(token).post("%s/v1/buckets/%s?provider=%s" % (url, bucket, provider),
-                       json={"action": "create-bck", "value": {"backend": backend}}, timeout=TIMEOUT)
+                            json={"action": "create-bck", "value": value}, timeout=TIMEOUT)
     assert r.status_code == expect, r.text
     return r
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from ftutil import TIMEOUT, Api, assert_json_error, bucket_path, md5_hex, session, unique
+from ftutil import CKSUM_TYPES, TIMEOUT, Api, assert_json_error, bucket_path, cksum_hex, md5_hex, session, unique
 
 
 def names_of(api):
@@ -73,6 +73,110 @@ def test_explicit_xxhash_bucket(api):
     b = unique("xxh")
     api.create_bucket(b, cksum="xxhash")
     assert names_of(api)[b]["checksum"] == "xxhash"
+    api.destroy_bucket(b)
+
+
+def set_bprops(api, bucket, value):
+    return api.s.post(api.url + bucket_path(bucket), json={"action": "set-bprops", "value": value}, timeout=TIMEOUT)
+
+
+@pytest.mark.parametrize("kind", ["xxh3", "crc32c", "sha256"])
+def test_later_checksum_types(api, kind):
+    """PUT, HEAD and GET in a bucket of each later type carry that type and its value, as hashlib, a
+    table CRC-32C and libxxhash's one-shot XXH3 compute it; sizes cross the hashing block sizes."""
+    b = unique(kind)
+    api.create_bucket(b, cksum=kind)
+    assert names_of(api)[b]["checksum"] == kind
+    r = api.s.head(api.url + bucket_path(b), timeout=TIMEOUT)
+    assert json.loads(r.headers["Ais-Bucket-Props"])["checksum"] == kind
+    for i, size in enumerate([0, 1, 3, 17, 240, 241, 4095, 65537, (1 << 20) + 7]):
+        data = os.urandom(size)
+        want = cksum_hex(kind, data)
+        r = api.put(b, "o%d" % i, data)
+        assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == (kind, want), size
+        r = api.head(b, "o%d" % i)
+        assert r.status_code == 200
+        assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == (kind, want), size
+        r = api.get(b, "o%d" % i)
+        assert r.status_code == 200 and r.content == data
+        assert r.headers["Ais-Checksum-Value"] == want
+    api.destroy_bucket(b)
+
+
+def test_bad_checksum_type_names(api):
+    """An unknown (or "none", or not lowercase) type at create-bck or set-bprops is a 400 listing the valid names;
+    nothing is created or changed."""
+    for bad in ["sha512", "xxhash3", "CRC32C", "none", "", 5, {"type": "md5"}]:
+        b = unique("badck")
+        r = api.s.post(api.url + bucket_path(b), json={"action": "create-bck", "value": {"checksum": {"type": bad}}},
+                       timeout=TIMEOUT)
+        assert_json_error(r, 400, "xxhash, md5, xxh3, crc32c, sha256")
+        assert b not in names_of(api)
+    r = api.s.post(api.url + bucket_path(unique("badck")), json={"action": "create-bck", "value": {"checksum": "md5"}},
+                   timeout=TIMEOUT)
+    assert_json_error(r, 400, "crc32c")
+    b = unique("badck")
+    api.create_bucket(b, cksum="crc32c")
+    for bad in ["sha1", "none", None, 1]:
+        r = set_bprops(api, b, {"checksum": {"type": bad}} if bad is not None else {"checksum": "xxh3"})
+        assert_json_error(r, 400, "xxhash, md5, xxh3, crc32c, sha256")
+    assert names_of(api)[b]["checksum"] == "crc32c"
+    api.destroy_bucket(b)
+
+
+def test_checksum_type_change_keeps_stored_objects(api):
+    """set-bprops checksum.type: new objects (and overwrites) take the new type, stored ones keep theirs and still
+    pass a validated warm GET."""
+    b = unique("ckchg")
+    api.create_bucket(b)
+    assert set_bprops(api, b, {"checksum_validate_warm_get": True}).status_code == 200
+    data = {}
+    for kind in CKSUM_TYPES:
+        r = set_bprops(api, b, {"checksum": {"type": kind}})
+        assert r.status_code == 200, r.text
+        assert names_of(api)[b]["checksum"] == kind
+        data[kind] = os.urandom(70000)
+        r = api.put(b, kind, data[kind])
+        assert r.headers["Ais-Checksum-Type"] == kind
+    for kind, d in data.items():
+        r = api.get(b, kind)
+        assert r.status_code == 200 and r.content == d
+        assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == (kind, cksum_hex(kind, d))
+    # an overwrite takes the bucket's current type (sha256, the last one set)
+    r = api.put(b, "xxhash", data["xxhash"])
+    assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == ("sha256",
+                                                                                cksum_hex("sha256", data["xxhash"]))
+    api.destroy_bucket(b)
+
+
+def test_put_with_client_checksum(api):
+    """Ais-Checksum-Type/-Value on a PUT: the body is checked against them (the bucket's type or another), a
+    mismatch is a 400 and nothing is stored; the stored checksum stays the bucket's type."""
+    b = unique("clck")
+    api.create_bucket(b, cksum="xxh3")
+    data, other = os.urandom(100000), os.urandom(100000)
+    for kind in CKSUM_TYPES:
+        r = api.put(b, "ok-" + kind, data, headers={"Ais-Checksum-Type": kind,
+                                                     "Ais-Checksum-Value": cksum_hex(kind, data).upper()})
+        assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == ("xxh3", cksum_hex("xxh3", data))
+        r = api.put(b, "bad-" + kind, data, headers={"Ais-Checksum-Type": kind,
+                                                      "Ais-Checksum-Value": cksum_hex(kind, other)}, expect=400)
+        assert_json_error(r, 400, "BadCksum")
+        assert cksum_hex(kind, data) in r.json()["message"]
+        assert api.get(b, "bad-" + kind).status_code == 404
+    # an overwrite that fails its check leaves the stored object as it was
+    r = api.put(b, "ok-md5", other, headers={"Ais-Checksum-Type": "md5", "Ais-Checksum-Value": cksum_hex("md5", data)},
+                expect=400)
+    assert api.get(b, "ok-md5").content == data
+    # "none" checks nothing; a bad type, or a type without a value, is refused before the body is read
+    assert api.put(b, "none", data, headers={"Ais-Checksum-Type": "none"}).status_code == 200
+    r = api.put(b, "x", data, headers={"Ais-Checksum-Type": "sha1", "Ais-Checksum-Value": "00"}, expect=400)
+    assert_json_error(r, 400, "xxhash, md5, xxh3, crc32c, sha256")
+    r = api.put(b, "x", data, headers={"Ais-Checksum-Type": "crc32c"}, expect=400)
+    assert_json_error(r, 400, "Ais-Checksum-Value")
+    r = api.put(b, "x", data, headers={"Ais-Checksum-Value": "e3069283"}, expect=400)
+    assert_json_error(r, 400, "Ais-Checksum-Type")
+    assert api.get(b, "x").status_code == 404
     api.destroy_bucket(b)
 
 

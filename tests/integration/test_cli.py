@@ -6,7 +6,6 @@ import re
 import shutil
 import subprocess
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -121,6 +120,10 @@ def test_bucket_commands(cluster):
     assert ft(cluster, "bucket", "props", b, "--set", "nonsense")[0] == 2
     rc, _, err = ft(cluster, "bucket", "props", b, "--set", "mirror.copies=99")
     assert rc == 1 and "400" in err
+    rc, out, err = ft(cluster, "bucket", "props", b, "--set", "checksum.type=xxh3", "--json")
+    assert rc == 0 and json.loads(out)["checksum"] == "xxh3", err
+    rc, _, err = ft(cluster, "bucket", "props", b, "--set", "checksum.type=sha1")
+    assert rc == 1 and "400" in err and "crc32c" in err
     assert ft(cluster, "bucket", "rm", b)[0] == 0
     rc, _, err = ft(cluster, "bucket", "rm", b)
     assert rc == 1 and "404" in err

@@ -14,7 +14,7 @@ import requests
 import urllib3
 
 import peers
-from ftutil import TIMEOUT, Api, assert_json_error, create_remote, obj_url, unique
+from ftutil import TIMEOUT, Api, assert_json_error, cksum_hex, create_remote, obj_url, unique
 
 STALL_MS = 1500
 
@@ -197,6 +197,29 @@ def test_cold_then_warm(cluster, ht_bucket, origin):
     assert access_count(origin, name2) == 1
     r = requests.get(obj_url(cluster.url, ht_bucket, "d/missing"), timeout=TIMEOUT)
     assert_json_error(r, 404)
+
+
+@pytest.mark.parametrize("kind", ["xxh3", "crc32c", "xxhash"])
+def test_cold_get_stores_the_bucket_type(cluster, origin, kind):
+    """A cold GET into a bucket of each type stores that type's value of the origin's bytes (the streaming checksum
+    of the fetch), served by HEAD and by the warm GET; a range cold GET too."""
+    b = unique("htck")
+    create_remote(cluster.url, b, "ht", {"endpoint": origin.url, "stall_timeout_ms": STALL_MS}, cksum=kind)
+    for name, size, rng in [(f"ck/{kind}/whole.bin", 3 * 1024 * 1024 + 5, None),
+                            (f"ck/{kind}/range.bin", 700001, "bytes=10-19")]:
+        data = os.urandom(size)
+        put_origin(origin, name, data)
+        want = cksum_hex(kind, data)
+        headers = {"Range": rng} if rng else {}
+        r = requests.get(obj_url(cluster.url, b, name), headers=headers, timeout=TIMEOUT)
+        assert r.status_code == (206 if rng else 200) and r.content == (data[10:20] if rng else data), r.text
+        r = requests.head(obj_url(cluster.url, b, name), allow_redirects=True, timeout=TIMEOUT)
+        assert r.status_code == 200
+        assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == (kind, want)
+        r = requests.get(obj_url(cluster.url, b, name), timeout=TIMEOUT)
+        assert r.content == data and r.headers["Ais-Checksum-Value"] == want
+        assert access_count(origin, name) == 1
+    requests.delete(f"{cluster.url}/v1/buckets/{b}?provider=ht", timeout=TIMEOUT)
 
 
 def test_32_concurrent_cold_gets_one_fetch(cluster, ht_bucket, origin):

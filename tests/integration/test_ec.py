@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ftutil import TIMEOUT, Api, assert_json_error, bucket_path, md5_hex, session, unique, wait_until
+from ftutil import TIMEOUT, Api, assert_json_error, bucket_path, cksum_hex, md5_hex, session, unique, wait_until
 
 KA_MS = 300  # keepalive: a killed target leaves the map within a few seconds
 
@@ -64,11 +64,11 @@ def flip_payload_byte(path, at):
         f.write(bytes([b[0] ^ 0x5A]))
 
 
-def ec_cluster(make_cluster, data=2, parity=1, limit=50_000):
+def ec_cluster(make_cluster, data=2, parity=1, limit=50_000, cksum="md5"):
     h = make_cluster(targets=4, mountpaths=2, keepalive_ms=KA_MS)
     api = Api(h.url)
     b = unique("ec")
-    api.create_bucket(b, cksum="md5")
+    api.create_bucket(b, cksum=cksum)
     set_ec(h, api, b, data, parity, limit)
     return h, api, b
 
@@ -257,6 +257,26 @@ def test_restore_after_main_copy_lost(make_cluster):
     assert h.work_files() == []
 
 
+@pytest.mark.parametrize("kind", ["xxh3", "crc32c", "sha256"])
+def test_restore_checks_the_object_type(make_cluster, kind):
+    """An EC restore (from slices, and from a whole replica below objsize_limit) checks and keeps the object's own
+    checksum type: the restored copy serves the value stored at PUT."""
+    h, api, b = ec_cluster(make_cluster, cksum=kind)
+    objs = {"big": os.urandom(333_335), "small": os.urandom(4_099)}
+    for name, data in objs.items():
+        r = api.put(b, name, data)
+        assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == (kind, cksum_hex(kind, data))
+    for name, data in objs.items():
+        owner = h.index_of_url(api.owner(b, name))
+        files = main_files(h, owner, b, name)
+        assert len(files) == 1, files
+        os.remove(files[0])
+        r = api.get(b, name)
+        assert r.status_code == 200 and r.content == data, (name, r.status_code)
+        assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == (kind, cksum_hex(kind, data))
+        assert len(main_files(h, owner, b, name)) == 1, "restored copy not on the owner"
+
+
 def test_corrupt_slice_detected_not_used(make_cluster):
     h, api, b = ec_cluster(make_cluster)
     data = os.urandom(500_000)
@@ -298,7 +318,7 @@ def test_sigkill_target_under_load(make_cluster):
     acked = {}  # name -> md5
     for i in range(40):
         data = os.urandom(rnd.choice([1000, 64_000, 300_000]))
-        r = api.put(b, "pre/%03d" % i, data)
+        api.put(b, "pre/%03d" % i, data)
         acked["pre/%03d" % i] = md5_hex(data)
     victim = 0
     vid = h.c.targets[victim].id

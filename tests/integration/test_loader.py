@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ftutil import Api, unique
+from ftutil import unique
 
 ROOT = Path(__file__).resolve().parents[2]
 FT_BIN = os.environ.get("FT_BIN") or str(ROOT / "build" / "bin")
@@ -222,6 +222,32 @@ def test_verifyhash_catches_a_corrupted_object(cluster, api, bucket, tmp_path):
     r = run_loader(tmp_path, proxy_args(cluster) + ["-bucket", bucket, "-epochs", "1", "-numworkers", "4"])
     assert r.rc == 0, r
     assert r.summary("GET")["errors"] == 0
+
+
+@pytest.mark.parametrize("kind", ["md5", "xxh3", "crc32c", "sha256"])
+def test_verifyhash_of_each_bucket_type(cluster, api, tmp_path, kind):
+    """-verifyhash checks a GET body against Ais-Checksum-Value of every bucket type: the clean objects pass, a
+    flipped byte (same size, stored value unchanged) is an error."""
+    cluster.require_local("flips a byte in an object file on a target's mountpath")
+    b = unique("ld" + kind)
+    api.create_bucket(b, cksum=kind)
+    put_objects(api, b, 6, lambda i: 5000 + 999 * i)
+    r = run_loader(tmp_path, proxy_args(cluster) + ["-bucket", b, "-epochs", "1", "-uniquegets", "-verifyhash",
+                                                    "-numworkers", "3"])
+    assert r.rc == 0 and r.summary("GET")["count"] == 6 and r.summary("GET")["errors"] == 0, r
+    victim = "pre/002"
+    paths = [p for p in (os.path.join(mp, "ais", b, victim) for mp in cluster.all_mountpaths()) if os.path.exists(p)]
+    assert len(paths) == 1, paths
+    with open(paths[0], "r+b") as f:
+        f.seek(77)
+        c = f.read(1)
+        f.seek(77)
+        f.write(bytes([c[0] ^ 0x01]))
+    r = run_loader(tmp_path, proxy_args(cluster) + ["-bucket", b, "-epochs", "1", "-uniquegets", "-verifyhash",
+                                                    "-numworkers", "3"])
+    assert r.rc == 1 and r.summary("GET")["errors"] == 1, r
+    assert victim in r.err and "Ais-Checksum-Value" in r.err, r.err
+    api.destroy_bucket(b)
 
 
 def test_verifyhash_against_hashes_recorded_at_put(cluster, api, bucket, tmp_path):

@@ -87,7 +87,7 @@ def test_lru_evicts_oldest_keeps_recent(make_cluster, origin):
     # An evicted object reads again correctly, fetched from the origin a second time.
     before = access_count(origin, old[0])
     get_ok(c.url, b, old[0], blobs[old[0]])
-    assert access_count(origin, old[0]) == before + 1
+    assert access_count(origin, old[0], at_least=before + 1) == before + 1
     assert is_cached(mp, "ht", b, old[0])
 
 

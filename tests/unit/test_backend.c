@@ -29,8 +29,8 @@
 
 #include "auth/sigv4.h"
 #include "base/codec.h"
+#include "base/crc32c.h"
 #include "cloud/backend.h"
-#include "cloud/crc32c.h"
 #include "cloud/internal.h"
 #include "cloud/jwt.h"
 #include "s3/sigv4.h"

@@ -4,9 +4,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
 #include <cmocka.h>
 
 #include "base/cksum.h"
@@ -47,6 +49,67 @@ static void test_md5_vectors(void **state)
 	assert_string_equal(hex, "f96b697d7cb7938d525a2f31aaf161d0");
 }
 
+static void test_xxh3_vectors(void **state)
+{
+	unsigned char buf[1024];
+	char hex[FT_CKSUM_HEX_MAX], want[FT_CKSUM_HEX_MAX];
+
+	(void)state;
+	/* XXH3 64-bit, seed 0, of nothing (the published value), printed big-endian. */
+	digest(FT_CKSUM_XXH3, "", 0, hex);
+	assert_string_equal(hex, "2d06800538d394c2");
+	/* Every length class of XXH3 (1-3, 4-8, 9-16, 17-128, 129-240, longer) against the one-shot call. */
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (unsigned char)(i * 7 + 3);
+	for (size_t len = 1; len <= sizeof(buf); len += len < 260 ? 1 : 97) {
+		snprintf(want, sizeof(want), "%016llx", (unsigned long long)XXH3_64bits(buf, len));
+		digest(FT_CKSUM_XXH3, buf, len, hex);
+		assert_string_equal(hex, want);
+	}
+	/* Not the XXH64 value of the same bytes: a different type, never a silent switch. */
+	digest(FT_CKSUM_XXHASH, "abc", 3, want);
+	digest(FT_CKSUM_XXH3, "abc", 3, hex);
+	assert_string_not_equal(hex, want);
+}
+
+static void test_crc32c_vectors(void **state)
+{
+	unsigned char buf[32];
+	char hex[FT_CKSUM_HEX_MAX];
+
+	(void)state;
+	/* The CRC-32C check value, and RFC 3720 B.4 (32 bytes of zeros, of ones); 8 hex digits big-endian. */
+	digest(FT_CKSUM_CRC32C, "123456789", 9, hex);
+	assert_string_equal(hex, "e3069283");
+	digest(FT_CKSUM_CRC32C, "", 0, hex);
+	assert_string_equal(hex, "00000000");
+	memset(buf, 0, sizeof(buf));
+	digest(FT_CKSUM_CRC32C, buf, sizeof(buf), hex);
+	assert_string_equal(hex, "8a9136aa");
+	memset(buf, 0xff, sizeof(buf));
+	digest(FT_CKSUM_CRC32C, buf, sizeof(buf), hex);
+	assert_string_equal(hex, "62a8ab43");
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (unsigned char)i;
+	digest(FT_CKSUM_CRC32C, buf, sizeof(buf), hex);
+	assert_string_equal(hex, "46dd794e");
+}
+
+static void test_sha256_vectors(void **state)
+{
+	char hex[FT_CKSUM_HEX_MAX];
+
+	(void)state;
+	/* FIPS 180-2 appendix B. */
+	digest(FT_CKSUM_SHA256, "", 0, hex);
+	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	digest(FT_CKSUM_SHA256, "abc", 3, hex);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	digest(FT_CKSUM_SHA256, "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, hex);
+	assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	assert_int_equal(strlen(hex) + 1, FT_CKSUM_HEX_MAX); /* the longest value fits */
+}
+
 /* Feeding the same bytes in uneven chunks gives the one-shot digest. */
 static void check_chunked(ft_cksum_type_t type)
 {
@@ -83,6 +146,9 @@ static void test_chunked(void **state)
 	(void)state;
 	check_chunked(FT_CKSUM_XXHASH);
 	check_chunked(FT_CKSUM_MD5);
+	check_chunked(FT_CKSUM_XXH3);
+	check_chunked(FT_CKSUM_CRC32C);
+	check_chunked(FT_CKSUM_SHA256);
 }
 
 static void test_none_and_abort(void **state)
@@ -98,9 +164,17 @@ static void test_none_and_abort(void **state)
 	ft_cksum_update(&c, "x", 1);
 	ft_cksum_abort(&c);
 	ft_cksum_abort(&c);
-	assert_int_equal(ft_cksum_init(&c, FT_CKSUM_XXHASH), 0);
-	ft_cksum_abort(&c);
+	for (int t = FT_CKSUM_XXHASH; t <= FT_CKSUM_LAST; t++) {
+		assert_int_equal(ft_cksum_init(&c, (ft_cksum_type_t)t), 0);
+		ft_cksum_update(&c, "x", 1);
+		ft_cksum_abort(&c);
+		ft_cksum_update(&c, "x", 1); /* after abort: nothing */
+		ft_cksum_final(&c, hex);
+		assert_string_equal(hex, "");
+		ft_cksum_abort(&c);
+	}
 	assert_int_equal(ft_cksum_init(&c, (ft_cksum_type_t)42), -1);
+	assert_int_equal(ft_cksum_init(&c, (ft_cksum_type_t)(FT_CKSUM_LAST + 1)), -1);
 }
 
 static void test_names(void **state)
@@ -117,7 +191,21 @@ static void test_names(void **state)
 	assert_int_equal(t, FT_CKSUM_MD5);
 	assert_int_equal(ft_cksum_parse("none", &t), 0);
 	assert_int_equal(t, FT_CKSUM_NONE);
-	assert_int_equal(ft_cksum_parse("sha256", &t), -1);
+	/* Every name reads back as its type; the numbers stored in object metadata do not move. */
+	static const char *const names[] = {"none", "xxhash", "md5", "xxh3", "crc32c", "sha256"};
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(ft_cksum_parse(names[i], &t), 0);
+		assert_int_equal(t, i);
+		assert_string_equal(ft_cksum_name(t), names[i]);
+		assert_true(ft_cksum_valid(i));
+	}
+	assert_int_equal(FT_CKSUM_LAST, 5);
+	assert_false(ft_cksum_valid(6));
+	assert_false(ft_cksum_valid(-1));
+	assert_string_equal(ft_cksum_name((ft_cksum_type_t)6), "unknown");
+	assert_int_equal(ft_cksum_parse("sha512", &t), -1);
+	assert_int_equal(ft_cksum_parse("xxhash3", &t), -1);
+	assert_int_equal(ft_cksum_parse("CRC32C", &t), -1);
 	assert_int_equal(ft_cksum_parse("MD5", &t), -1);
 	assert_int_equal(ft_cksum_parse("", &t), -1);
 	assert_int_equal(ft_cksum_parse(NULL, &t), -1);
@@ -127,8 +215,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_xxhash_vectors), cmocka_unit_test(test_md5_vectors),
-		cmocka_unit_test(test_chunked),        cmocka_unit_test(test_none_and_abort),
-		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_xxh3_vectors),   cmocka_unit_test(test_crc32c_vectors),
+		cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_chunked),
+		cmocka_unit_test(test_none_and_abort), cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,6 +116,23 @@ static void test_round_trip(void **state)
 	assert_int_equal(ft_lom_decode(&out, buf, (size_t)n), 0);
 	assert_lom_equal(&m, &out);
 
+	/* The later types: xxh3, crc32c, sha256 (the longest value). */
+	static const struct {
+		ft_cksum_type_t type;
+		const char *hex;
+	} later[] = {{FT_CKSUM_XXH3, "2d06800538d394c2"},
+		     {FT_CKSUM_CRC32C, "e3069283"},
+		     {FT_CKSUM_SHA256, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}};
+	for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
+		sample(&m);
+		m.cksum_type = later[i].type;
+		snprintf(m.cksum, sizeof(m.cksum), "%s", later[i].hex);
+		n = ft_lom_encode(&m, buf, sizeof(buf));
+		assert_true(n > 0);
+		assert_int_equal(ft_lom_decode(&out, buf, (size_t)n), 0);
+		assert_lom_equal(&m, &out);
+	}
+
 	/* No checksum, the longest version. */
 	memset(&m, 0, sizeof(m));
 	m.size = UINT64_MAX;
@@ -204,7 +221,7 @@ static void test_unknown_tag_skipped(void **state)
 	raw_rec(&r, 200, "from a later version", 20);
 	raw_u64(&r, TAG_SIZE, 42);
 	raw_rec(&r, 6, "", 0);
-	raw_cksum(&r, FT_CKSUM_XXHASH, "ef46db3751d8e999");
+	raw_cksum(&r, 1, "ef46db3751d8e999"); /* xxhash is 1 on disk, as written since the first format */
 	raw_rec(&r, 255, "\0\0\0", 3);
 	raw_rec(&r, TAG_VERSION, "3", 1);
 	raw_seal(&r);
@@ -286,12 +303,14 @@ static void test_malformed_records(void **state)
 	raw_cksum(&r, FT_CKSUM_NONE, "");
 	raw_seal(&r);
 	assert_int_equal(ft_lom_decode(&out, r.b, r.len), -1);
-	/* Unknown checksum type. */
-	raw_start(&r, 1);
-	raw_u64(&r, TAG_SIZE, 1);
-	raw_cksum(&r, 7, "00");
-	raw_seal(&r);
-	assert_int_equal(ft_lom_decode(&out, r.b, r.len), -1);
+	/* Unknown checksum types: the first number after sha256, and beyond. */
+	for (int t = FT_CKSUM_LAST + 1; t <= 255; t += 249) {
+		raw_start(&r, 1);
+		raw_u64(&r, TAG_SIZE, 1);
+		raw_cksum(&r, (uint8_t)t, "00");
+		raw_seal(&r);
+		assert_int_equal(ft_lom_decode(&out, r.b, r.len), -1);
+	}
 	/* A checksum value that does not fit ft_lom_t. */
 	char longhex[FT_CKSUM_HEX_MAX + 1];
 	memset(longhex, 'a', FT_CKSUM_HEX_MAX);

@@ -532,6 +532,45 @@ static void test_bmd_round_trip(void **state)
 	ft_bmd_put(b);
 }
 
+/* Buckets of the later checksum types (xxh3, crc32c, sha256) travel through the BMD JSON by name; the next number does not. */
+static void test_bmd_later_cksum_types(void **state)
+{
+	static const struct {
+		const char *name;
+		ft_cksum_type_t type;
+	} later[] = {{"bx", FT_CKSUM_XXH3}, {"bc", FT_CKSUM_CRC32C}, {"bs", FT_CKSUM_SHA256}};
+	ft_bmd_t *b = ft_bmd_new(), *r;
+	ft_bucket_t bk;
+	char err[256];
+
+	(void)state;
+	assert_non_null(b);
+	for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
+		bk = bucket("ais", later[i].name, later[i].type, 1);
+		assert_int_equal(ft_bmd_add(b, &bk), 0);
+	}
+	bk = bucket("ais", "next", (ft_cksum_type_t)(FT_CKSUM_LAST + 1), 1);
+	assert_int_equal(ft_bmd_add(b, &bk), -1);
+	json_t *j = ft_bmd_to_json(b);
+	json_t *bs = json_object_get(j, "buckets");
+	assert_int_equal(json_array_size(bs), 3);
+	r = ft_bmd_from_json(j, err, sizeof(err));
+	assert_non_null(r);
+	for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
+		const ft_bucket_t *got = ft_bmd_find(r, "ais", later[i].name);
+		assert_non_null(got);
+		assert_int_equal(got->cksum, later[i].type);
+	}
+	ft_bmd_put(r);
+	/* An unknown name in a BMD (a later build's type, say) refuses the document. */
+	json_object_set_new(json_array_get(bs, 0), "checksum", json_string("sha512"));
+	r = ft_bmd_from_json(j, err, sizeof(err));
+	assert_null(r);
+	assert_non_null(strstr(err, "sha512"));
+	json_decref(j);
+	ft_bmd_put(b);
+}
+
 static void test_bmd_bad_json(void **state)
 {
 	static const char *const bad[] = {
@@ -850,14 +889,23 @@ static void test_bmd_install(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_smap_edit),     cmocka_unit_test(test_smap_flags),
-		cmocka_unit_test(test_smap_clone),    cmocka_unit_test(test_smap_round_trip),
-		cmocka_unit_test(test_smap_from_doc), cmocka_unit_test(test_smap_bad_json),
-		cmocka_unit_test(test_smap_install),  cmocka_unit_test(test_smap_install_race),
-		cmocka_unit_test(test_bmd_edit),      cmocka_unit_test(test_bmd_round_trip),
-		cmocka_unit_test(test_bmd_bad_json),  cmocka_unit_test(test_bmd_etl),
-		cmocka_unit_test(test_bmd_props),     cmocka_unit_test(test_bmd_mirror_scope),
-		cmocka_unit_test(test_bmd_install),   cmocka_unit_test(test_bmd_acl),
+		cmocka_unit_test(test_smap_edit),
+		cmocka_unit_test(test_smap_flags),
+		cmocka_unit_test(test_smap_clone),
+		cmocka_unit_test(test_smap_round_trip),
+		cmocka_unit_test(test_smap_from_doc),
+		cmocka_unit_test(test_smap_bad_json),
+		cmocka_unit_test(test_smap_install),
+		cmocka_unit_test(test_smap_install_race),
+		cmocka_unit_test(test_bmd_edit),
+		cmocka_unit_test(test_bmd_round_trip),
+		cmocka_unit_test(test_bmd_bad_json),
+		cmocka_unit_test(test_bmd_etl),
+		cmocka_unit_test(test_bmd_later_cksum_types),
+		cmocka_unit_test(test_bmd_props),
+		cmocka_unit_test(test_bmd_mirror_scope),
+		cmocka_unit_test(test_bmd_install),
+		cmocka_unit_test(test_bmd_acl),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

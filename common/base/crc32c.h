@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* CRC-32C (Castagnoli), the checksum GCS reports for every object. */
+/* CRC-32C (Castagnoli), the checksum GCS reports for every object and a bucket checksum type. */
 #ifndef FT_CRC32C_H
 #define FT_CRC32C_H
 

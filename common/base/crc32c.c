@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* CRC-32C (Castagnoli) through isa-l's crc32_iscsi, which uses the CPU's CRC instructions. */
-#include "cloud/crc32c.h"
+#include "base/crc32c.h"
 
 #include <isa-l/crc.h>
 

@@ -51,8 +51,10 @@
  *   buffer that autotuning lets grow to tcp_wmem's maximum: GETs from disk of 8 MiB objects, 8 clients,
  *   cost the target and the client 15-21% less CPU a GiB (the client's copy out of the socket is
  *   cheaper while the bytes are fresh in the CPU caches), see bench/datapath.md (2026-11-28). The end
- *   of the request sets the buffer to tcp_wmem's maximum again (a set buffer is no longer autotuned;
- *   the kernel caps it at net.core.wmem_max), for the next requests of the connection.
+ *   of the request sets the buffer to tcp_wmem's maximum again (a set buffer is no longer autotuned),
+ *   for the next requests of the connection. The kernel caps a set buffer at net.core.wmem_max, so
+ *   where that is below tcp_wmem's maximum (its default is) the buffer is left alone: the connection
+ *   would keep a smaller buffer than autotuning gives it for the rest of its life.
  * - Both ways read the file as it is at that moment, so a file that shrinks under the response ends
  *   it early: sendfile returns 0, or a splice into the pipe returns 0; the connection is then
  *   closed, never a short body left looking whole. A splice that fails (EIO) cuts it the same way.
@@ -205,25 +207,36 @@ static uint64_t resident_ahead(ft_req_t *r)
 	return len;
 }
 
-/* tcp_wmem's maximum (the most autotuning gives a send buffer), read once. */
+/* The last of the numbers in /proc/sys file path, or dflt when it cannot be read. */
+static long sysctl_last(const char *path, long dflt)
+{
+	long v = dflt, x;
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL)
+		return dflt;
+	while (fscanf(f, "%ld", &x) == 1)
+		v = x;
+	fclose(f);
+	return v > 0 && v <= (1L << 30) ? v : dflt;
+}
+
+/*
+ * tcp_wmem's maximum (the most autotuning gives a send buffer) when a set buffer can have it back
+ * (net.core.wmem_max allows it), else 0: the buffer is then never held small. Read once.
+ */
 static int tcp_wmem_max(void)
 {
-	static atomic_int cached;
+	static atomic_int cached; /* 0 unread, -1 no, else the value */
 	int v = atomic_load_explicit(&cached, memory_order_relaxed);
-	long lo, def, max;
-	FILE *f;
 
-	if (v > 0)
-		return v;
-	v = WMEM_DEFAULT;
-	f = fopen("/proc/sys/net/ipv4/tcp_wmem", "r");
-	if (f != NULL) {
-		if (fscanf(f, "%ld %ld %ld", &lo, &def, &max) == 3 && max > 0 && max <= (1L << 30))
-			v = (int)max;
-		fclose(f);
-	}
+	if (v != 0)
+		return v > 0 ? v : 0;
+	long tcp = sysctl_last("/proc/sys/net/ipv4/tcp_wmem", WMEM_DEFAULT);
+	long core = sysctl_last("/proc/sys/net/core/wmem_max", 0);
+	v = 2 * core >= tcp ? (int)tcp : -1; /* the kernel doubles what it is given */
 	atomic_store_explicit(&cached, v, memory_order_relaxed);
-	return v;
+	return v > 0 ? v : 0;
 }
 
 /* Holds c's send buffer small while its body goes through the pipe (see DESIGN). */
@@ -231,7 +244,7 @@ static void sndbuf_shrink(conn_t *c)
 {
 	int v = PIPE_SNDBUF;
 
-	if (c->sndbuf_small)
+	if (c->sndbuf_small || tcp_wmem_max() == 0)
 		return;
 	if (setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)) == 0)
 		c->sndbuf_small = true;

@@ -9,7 +9,7 @@ PACKAGES=(
 	libisal-dev libxxhash-dev libcmocka-dev libarchive-dev libmsgpack-dev
 	clang libclang-rt-14-dev clang-format
 	python3-pytest python3-pytest-xdist python3-requests python3-boto3
-	attr
+	attr iproute2
 	awscli s3cmd rclone curl python3-torch
 	etcd-server etcd-client prometheus yamllint tmux lz4
 )

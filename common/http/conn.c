@@ -190,6 +190,7 @@ void http_finish_request(conn_t *c)
 		close(r->fp_rd);
 		close(r->fp_wr);
 	}
+	http_file_sndbuf_restore(c);
 	if (r->sf_fd >= 0)
 		close(r->sf_fd);
 	if (r->sp_wr >= 0)

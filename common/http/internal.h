@@ -267,6 +267,7 @@ struct conn {
 	bool rd_inflight;
 	unsigned req_gen, rd_gen; /* requests finished on c; req_gen when the splice was submitted */
 	uint64_t rd_len;
+	bool sndbuf_small; /* the socket's send buffer is PIPE_SNDBUF's while a body goes through a pipe */
 	ft_req_t req;
 };
 
@@ -421,6 +422,8 @@ enum {
 int http_file_body_send(conn_t *c);
 /* The ring's completion of a splice into a file body's pipe on c (TAG_READ). */
 void http_on_file_read(conn_t *c, int res);
+/* The end of a request whose body went through a pipe: gives c's socket back a send buffer for any body. */
+void http_file_sndbuf_restore(conn_t *c);
 /*
  * Worker thread: makes [off, off + len) of fd readable from the page cache, reading what is not there
  * (sendfile(2) to /dev/null: the pages are read, nothing is copied), so that the loop's sendfile of a

@@ -11,7 +11,9 @@ import ctypes
 import hashlib
 import io
 import os
+import re
 import socket
+import subprocess
 import tarfile
 import threading
 import time
@@ -412,6 +414,60 @@ def test_replaced_while_sending_serves_the_old_object_whole(pcluster):
     r = session("").get(target_url(pcluster) + "/v1/objects/%s/r" % b, timeout=60)
     assert r.content == new
     a.destroy_bucket(b, expect=None)
+
+
+def _server_sndbuf(port, client_port):
+    """The send buffer (ss's skmem tb, the socket's sk_sndbuf) of the target's end of a connection."""
+    out = subprocess.run(["ss", "-tmnH", "state", "established",
+                          "( sport = :%d and dport = :%d )" % (port, client_port)],
+                         capture_output=True, text=True, check=True).stdout
+    m = re.search(r"\btb(\d+)", out)
+    assert m, "no socket of the target for port %d in: %r" % (client_port, out)
+    return int(m.group(1))
+
+
+def _wait_sndbuf(port, client_port, want):
+    seen = None
+    for _ in range(100):
+        seen = _server_sndbuf(port, client_port)
+        if seen == want:
+            return
+        time.sleep(0.05)
+    raise AssertionError("send buffer %s, expected %d" % (seen, want))
+
+
+def _sysctl(name, field=0):
+    with open("/proc/sys/" + name.replace(".", "/")) as f:
+        return int(f.read().split()[field])
+
+
+def test_send_buffer_is_small_while_a_body_comes_from_disk_then_given_back(pcluster, objs):
+    """The send buffer of a connection is held small while its body goes through the pipe, and set to
+    tcp_wmem's maximum at the end of that request; the bytes are whole and the connection serves on.
+    Where net.core.wmem_max cannot give that maximum back, the buffer is never held small."""
+    b, data = objs
+    evict(obj_file(pcluster, b, "big"))
+    wmem_max, tcp_max = _sysctl("net.core.wmem_max"), _sysctl("net.ipv4.tcp_wmem", 2)
+    held = 2 * wmem_max >= tcp_max
+    small = 2 * min(256 * KIB, wmem_max)  # the kernel doubles SO_SNDBUF and caps it at wmem_max
+    c, clen, got = _paused_get(target_url(pcluster), "/v1/objects/%s/big" % b)
+    try:
+        cport = c.sock.getsockname()[1]
+        if held:
+            _wait_sndbuf(c.port, cport, small)
+        else:
+            time.sleep(0.5)
+            assert _server_sndbuf(c.port, cport) != small, "held small where it cannot be given back"
+        body = got + c._read_exact(clen - len(got))
+        assert body == data["big"]
+        if held:
+            _wait_sndbuf(c.port, cport, 2 * min(tcp_max // 2, wmem_max))
+        c.send(raw_request("GET", "/v1/objects/%s/small" % b, "%s:%d" % (c.host, c.port)))
+        head = c._read_until(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert c._read_exact(len(data["small"])) == data["small"]
+    finally:
+        c.close()
 
 
 def test_tls_get_and_range_of_an_evicted_object(tcluster):

@@ -44,6 +44,20 @@ def main_files(h, index, bucket, name):
             if os.path.isfile(p)]
 
 
+def lose_main_copy_and_get(h, api, b, name, data):
+    """Removes the owner's copy of b/name, GETs it (restored from EC) and checks the bytes and that the restored
+    copy is back on the owner; returns the GET's response."""
+    owner = h.index_of_url(api.owner(b, name))
+    files = main_files(h, owner, b, name)
+    assert len(files) == 1, files
+    os.remove(files[0])
+    r = api.get(b, name)
+    assert r.status_code == 200, "%s: %d %r" % (name, r.status_code, r.text)
+    assert r.content == data, name
+    assert len(main_files(h, owner, b, name)) == 1, "restored copy not on the owner"
+    return r
+
+
 def slice_header(path):
     """The JSON header of a slice file (see target/protect/ec_codec.h)."""
     import json
@@ -240,17 +254,10 @@ def test_restore_after_main_copy_lost(make_cluster):
         assert acks[name][0] == md5_hex(data)
 
     for name, data in objs.items():
-        owner = h.index_of_url(api.owner(b, name))
-        files = main_files(h, owner, b, name)
-        assert len(files) == 1, files
-        os.remove(files[0])
-        r = api.get(b, name)
-        assert r.status_code == 200, "%s: %d %r" % (name, r.status_code, r.text)
-        assert r.content == data, name
+        r = lose_main_copy_and_get(h, api, b, name, data)
         assert r.headers["Ais-Checksum-Value"] == acks[name][0]
         assert r.headers["Ais-Version"] == acks[name][1]
         assert r.headers["Content-Type"] == "text/x-test"
-        assert len(main_files(h, owner, b, name)) == 1, "restored copy not on the owner"
 
     # an object never stored stays a 404
     assert api.get(b, "a/never").status_code == 404
@@ -267,14 +274,8 @@ def test_restore_checks_the_object_type(make_cluster, kind):
         r = api.put(b, name, data)
         assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == (kind, cksum_hex(kind, data))
     for name, data in objs.items():
-        owner = h.index_of_url(api.owner(b, name))
-        files = main_files(h, owner, b, name)
-        assert len(files) == 1, files
-        os.remove(files[0])
-        r = api.get(b, name)
-        assert r.status_code == 200 and r.content == data, (name, r.status_code)
+        r = lose_main_copy_and_get(h, api, b, name, data)
         assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == (kind, cksum_hex(kind, data))
-        assert len(main_files(h, owner, b, name)) == 1, "restored copy not on the owner"
 
 
 def test_corrupt_slice_detected_not_used(make_cluster):

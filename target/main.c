@@ -220,7 +220,6 @@ static void shutdown_all(tgt_t *t)
 	if (t->httpd)
 		ft_httpd_stop(t->httpd);
 	t->httpd = NULL;
-	tgt_fcache_stop(t); /* after the loop threads, whose caches these are */
 	if (t->ctl)
 		ft_ctl_stop(t->ctl);
 	t->ctl = NULL;
@@ -230,6 +229,7 @@ static void shutdown_all(tgt_t *t)
 	tgt_janitor_stop(t);
 	tgt_hint_stop(t);
 	tgt_lru_stop(t);
+	tgt_fcache_stop(t); /* after the loop threads, whose caches these are, and the LRU, which has them swept */
 	tgt_hint_fini(t);
 	tgt_cluster_fini(t);
 	tgt_jobs_free(t);

@@ -2,6 +2,7 @@
 /* Open-file cache of warm GETs (see core/fcache.h): per-loop tables, validation, sweep, shutdown. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 #define FCACHE_MAX_BYTES (1u << 20) /* larger objects are not kept: their open is a small part of a GET */
 #define SWEEP_MS 1000               /* the sweep's period */
 #define IDLE_TICKS 30               /* an entry unused for this many sweeps is closed */
+#define SWEEP_WAIT_MS 1000          /* tgt_fcache_sweep_now waits for the loops' sweeps at most this long */
+#define SWEEP_WAIT_LOOPS 64         /* ... and for at most this many loops (the others are asked, not awaited) */
 
 struct fc_entry {
 	struct fc_entry *hnext;       /* hash chain */
@@ -46,6 +49,7 @@ typedef struct fc_cache {
 	int count;
 	unsigned long gen; /* the generation the entries were checked against */
 	unsigned tick;     /* sweeps so far */
+	atomic_uint swept; /* the same, for tgt_fcache_sweep_now's wait (read off the loop) */
 	int timer_fd;
 } fc_cache_t;
 
@@ -180,12 +184,44 @@ static void sweep(void *arg)
 	if (read(c->timer_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		ft_debug("open-file cache: timerfd read: %s", strerror(errno));
 	c->tick++;
-	if (check_gen(c))
+	if (!check_gen(c)) {
+		for (struct fc_entry *e = c->tail, *prev; e != NULL; e = prev) {
+			prev = e->prev;
+			if (c->tick - e->last_tick > IDLE_TICKS || fstat(e->fd, &st) != 0 || !same_file(e, &st))
+				drop(c, e);
+		}
+	}
+	atomic_fetch_add(&c->swept, 1);
+}
+
+void tgt_fcache_sweep_now(tgt_t *t)
+{
+	struct itimerspec soon = {.it_value = {.tv_nsec = 1},
+				  .it_interval = {.tv_sec = SWEEP_MS / 1000, .tv_nsec = (SWEEP_MS % 1000) * 1000000L}};
+	fc_cache_t *cs[SWEEP_WAIT_LOOPS];
+	unsigned before[SWEEP_WAIT_LOOPS];
+	int n = 0;
+
+	if (t->fcache == NULL)
 		return;
-	for (struct fc_entry *e = c->tail, *prev; e != NULL; e = prev) {
-		prev = e->prev;
-		if (c->tick - e->last_tick > IDLE_TICKS || fstat(e->fd, &st) != 0 || !same_file(e, &st))
-			drop(c, e);
+	pthread_mutex_lock(&t->fcache->lock);
+	for (fc_cache_t *c = t->fcache->caches; c != NULL; c = c->next) {
+		if (n < SWEEP_WAIT_LOOPS) {
+			cs[n] = c;
+			before[n++] = atomic_load(&c->swept);
+		}
+		if (timerfd_settime(c->timer_fd, 0, &soon, NULL) != 0)
+			ft_debug("open-file cache: timerfd_settime: %s", strerror(errno));
+	}
+	pthread_mutex_unlock(&t->fcache->lock);
+	/* the caches live until tgt_fcache_stop, which comes after the LRU's stop */
+	for (int waited = 0, i = 0; i < n && waited < SWEEP_WAIT_MS;) {
+		if (atomic_load(&cs[i]->swept) != before[i]) {
+			i++;
+			continue;
+		}
+		usleep(1000);
+		waited++;
 	}
 }
 

@@ -30,8 +30,9 @@
  * and only at its second miss while the first is remembered: a working set larger than the cache
  * (random reads of many objects) would only churn it, each insertion costing more than it saves.
  * The sweep (a timerfd on the loop's ring, every second) closes entries idle for half a minute
- * and those whose file was unlinked, so a deleted or evicted object's space is back within about
- * a second. The entries of all loops stay under a quarter of RLIMIT_NOFILE.
+ * and those whose file was unlinked, so a deleted object's space is back within about a second;
+ * after an LRU eviction the LRU has every loop sweep at once (tgt_fcache_sweep_now), since it
+ * reads the space back from statvfs and a cold GET is waiting for it. The entries of all loops stay under a quarter of RLIMIT_NOFILE.
  *
  * OWNERSHIP
  * An entry keeps the LOM encoded (~100 bytes; decoding it again costs ~60 ns a hit): decoded it is
@@ -54,6 +55,12 @@ void tgt_fcache_stop(tgt_t *t);
 unsigned long tgt_fcache_gen(tgt_t *t);
 /* Retires every entry of every loop (see DESIGN): after anything that moves or rewrites object files in place. */
 void tgt_fcache_invalidate(tgt_t *t);
+/*
+ * Has every loop sweep now rather than within the second (any thread; waits up to 1 s for the sweeps):
+ * the files of names unlinked meanwhile are closed, so the space they held is free when this returns (the
+ * LRU after an eviction: statvfs, and the cold GET that made room, see it). Before tgt_fcache_stop.
+ */
+void tgt_fcache_sweep_now(tgt_t *t);
 
 /*
  * A kept, still valid main copy of o on mountpath mp_index: *fd (the cache's) and *lom (decoded from

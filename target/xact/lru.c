@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "cluster/hrw.h"
+#include "core/fcache.h"
 #include "core/keymap.h"
 #include "core/lom.h"
 #include "http/util.h"
@@ -354,9 +355,11 @@ static uint64_t evict_to(tgt_t *t, const tgt_mountpath_t *mp, uint64_t used, uin
 		used = used > freed ? used - freed : 0;
 		n_ev += freed > 0;
 	}
-	if (n_ev > 0)
+	if (n_ev > 0) {
+		tgt_fcache_sweep_now(t); /* an evicted file the open-file cache kept would hold its space */
 		ft_info("lru: mountpath %s: evicted %zu objects%s, usage now %" PRIu64 " bytes", mp->path, n_ev,
 			w.hints ? " by next use under order hints" : "", used);
+	}
 out:
 	walk_free(&w);
 	return used;

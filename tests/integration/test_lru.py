@@ -129,3 +129,53 @@ def test_lru_never_evicts_ais_and_full_gives_507(make_cluster, origin):
     assert j["status"] == 507 and "does not fit" in j["message"]
     assert not is_cached(mp, "ht", hb, names[4])
     assert c.work_files() == []
+
+
+def open_files(pid, mp):
+    """Paths under mp the process holds open, as /proc shows them (" (deleted)" after an unlinked one's)."""
+    d = "/proc/%d/fd" % pid
+    out = []
+    for fd in os.listdir(d):
+        try:
+            link = os.readlink(os.path.join(d, fd))
+        except OSError:  # closed meanwhile
+            continue
+        if link.startswith(mp + "/"):
+            out.append(link)
+    return out
+
+
+def test_an_evicted_file_the_open_file_cache_kept_is_closed_by_the_eviction(make_cluster, origin):
+    # The open-file cache keeps small warm objects open. An evicted one would hold its space until its loop's next
+    # sweep (up to a second), where statvfs (the LRU's measure without a quota) and a cold GET making room need it
+    # free: the LRU has every loop sweep at once, so when it logs the eviction no evicted file is open any more.
+    c, mp = lru_cluster(make_cluster)
+    b = unique("lrufc")
+    create_remote(c.url, b, "ht", {"endpoint": origin.url})
+    names = ["%s-%02d" % (unique("f"), i) for i in range(14)]
+    blobs = {n: os.urandom(OBJ) for n in names}
+    for n in names:
+        put_origin(origin, n, blobs[n])
+    for n in names[:12]:  # 6 MiB, under the high mark; read again so the cache keeps them (on either loop)
+        for _ in range(6):
+            get_ok(c.url, b, n, blobs[n])
+    assert not any(link.endswith(" (deleted)") for link in open_files(c.c.targets[0].pid, mp))
+    kept = [n for n in names[:12] if os.path.join(mp, "ht", b, n) in open_files(c.c.targets[0].pid, mp)]
+    assert kept, "the open-file cache kept none of the objects read 6 times"
+    log = c.c.targets[0].log
+    start = os.path.getsize(log)
+
+    def evicted():
+        with open(log, errors="replace") as f:
+            f.seek(start)
+            return "lru: mountpath %s: evicted" % mp in f.read()
+    for n in names[12:]:  # past the high mark: evicted down to the low one, the oldest (kept ones among them) first
+        get_ok(c.url, b, n, blobs[n])
+    deadline = time.monotonic() + 10
+    while not evicted():
+        assert time.monotonic() < deadline, "no eviction logged"
+        time.sleep(0.005)
+    held = [link for link in open_files(c.c.targets[0].pid, mp) if link.endswith(" (deleted)")]
+    assert held == [], "evicted files still open after the eviction: %s" % held
+    gone = [n for n in kept if not is_cached(mp, "ht", b, n)]
+    assert gone, "no kept object was evicted (kept %s)" % kept

@@ -48,8 +48,7 @@ typedef struct fc_cache {
 	struct fc_entry *head, *tail;
 	int count;
 	unsigned long gen; /* the generation the entries were checked against */
-	unsigned tick;     /* sweeps so far */
-	atomic_uint swept; /* the same, for tgt_fcache_sweep_now's wait (read off the loop) */
+	atomic_uint tick;  /* sweeps so far (written by the loop, read by tgt_fcache_sweep_now's wait too) */
 	int timer_fd;
 } fc_cache_t;
 
@@ -183,15 +182,15 @@ static void sweep(void *arg)
 
 	if (read(c->timer_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		ft_debug("open-file cache: timerfd read: %s", strerror(errno));
-	c->tick++;
+	unsigned tick = atomic_load_explicit(&c->tick, memory_order_relaxed) + 1;
 	if (!check_gen(c)) {
 		for (struct fc_entry *e = c->tail, *prev; e != NULL; e = prev) {
 			prev = e->prev;
-			if (c->tick - e->last_tick > IDLE_TICKS || fstat(e->fd, &st) != 0 || !same_file(e, &st))
+			if (tick - e->last_tick > IDLE_TICKS || fstat(e->fd, &st) != 0 || !same_file(e, &st))
 				drop(c, e);
 		}
 	}
-	atomic_fetch_add(&c->swept, 1);
+	atomic_store_explicit(&c->tick, tick, memory_order_release); /* after the drops: sweep_now waits for it */
 }
 
 void tgt_fcache_sweep_now(tgt_t *t)
@@ -208,7 +207,7 @@ void tgt_fcache_sweep_now(tgt_t *t)
 	for (fc_cache_t *c = t->fcache->caches; c != NULL; c = c->next) {
 		if (n < SWEEP_WAIT_LOOPS) {
 			cs[n] = c;
-			before[n++] = atomic_load(&c->swept);
+			before[n++] = atomic_load(&c->tick);
 		}
 		if (timerfd_settime(c->timer_fd, 0, &soon, NULL) != 0)
 			ft_debug("open-file cache: timerfd_settime: %s", strerror(errno));
@@ -216,7 +215,7 @@ void tgt_fcache_sweep_now(tgt_t *t)
 	pthread_mutex_unlock(&t->fcache->lock);
 	/* the caches live until tgt_fcache_stop, which comes after the LRU's stop */
 	for (int waited = 0, i = 0; i < n && waited < SWEEP_WAIT_MS;) {
-		if (atomic_load(&cs[i]->swept) != before[i]) {
+		if (atomic_load(&cs[i]->tick) != before[i]) {
 			i++;
 			continue;
 		}
@@ -304,7 +303,7 @@ tgt_fcache_ref_t *tgt_fcache_get(const tgt_obj_t *o, int mp_index, int *fd, ft_l
 	}
 	unlink_order(c, e);
 	to_front(c, e);
-	e->last_tick = c->tick;
+	e->last_tick = atomic_load_explicit(&c->tick, memory_order_relaxed);
 	e->refs++;
 	ft_metric_inc(FT_M_OPEN_FILE_HITS);
 	*fd = e->fd;
@@ -354,7 +353,7 @@ tgt_fcache_ref_t *tgt_fcache_put(const tgt_obj_t *o, int mp_index, unsigned long
 			       .fd = fd,
 			       .refs = 1,
 			       .cached = true,
-			       .last_tick = c->tick,
+			       .last_tick = atomic_load_explicit(&c->tick, memory_order_relaxed),
 			       .dev = st->st_dev,
 			       .ino = st->st_ino,
 			       .size = st->st_size,

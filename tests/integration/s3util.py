@@ -20,7 +20,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from ftutil import session
+from ftutil import crc32c_hex, session
 
 REGION = "us-east-1"
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
@@ -303,10 +303,5 @@ def checksum_b64(alg, data):
     if alg == "crc32":
         return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
     if alg == "crc32c":
-        crc = 0xFFFFFFFF
-        for b in data:
-            crc ^= b
-            for _ in range(8):
-                crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-        return base64.b64encode((crc ^ 0xFFFFFFFF).to_bytes(4, "big")).decode()
+        return base64.b64encode(bytes.fromhex(crc32c_hex(data))).decode()
     return base64.b64encode(hashlib.new(alg, data).digest()).decode()

@@ -197,7 +197,7 @@ def test_hint_url_list_object(hcluster):
         held = hints_of(t, b, "fromlist")
         assert (held[0]["names"] if held else 0) == len(part)
         if part:
-            assert held[0]["next"][: len(part)] == part
+            assert held[0]["next"] == part[:4]  # the status shows the next 4 names at most
     # A list longer than hint_max_names (5000 here) is refused whole.
     c.api.put(b, "lists/long.txt", "\n".join("n%d" % i for i in range(5001)).encode())
     r = post_hint(c.url, b, {"epoch": 5, "url_list_object": "lists/long.txt", "job": "fromlist"}, expect=413)
@@ -221,7 +221,7 @@ def test_hint_template(hcluster):
         held = hints_of(t, b, "tpl")
         assert (held[0]["names"] if held else 0) == len(part)
         if part:
-            assert held[0]["next"][: len(part)] == part
+            assert held[0]["next"] == part[:4]  # the status shows the next 4 names at most
 
 
 def test_hint_over_target_memory_is_413_and_rolled_back(make_cluster):

@@ -17,7 +17,10 @@ the same 1,000 objects once each with 32 requests in flight straight to the targ
 time_total: both requests, connects included; ft-loader's run time), objects per second; target
 ratio 2.0. The Python client the row used before took ~31 ms to read the 16 MiB body that curl reads
 in ~11 ms, so it measured itself. Before the rounds, one batch is read by Python's tarfile and checked
-(every object, in order); each round checks curl's status and byte count.
+(every object, in order); each round checks curl's status and byte count. After each pair, curl also
+reads one object of the batch's size (FLOOR_BUCKET, the same 307 through the proxy): a batch is one TCP
+stream, so that GET is its floor, and the row's notes give the best ratio it allows on this machine,
+and the target's CPU an item of a batch and a single GET (CPU_RUNS more of each after the rounds).
 
 PyTorch DataLoader row: DL_SAMPLES samples of 16 KiB (DL_QUICK with --quick) in DL_SHARDS TARs of one member
 per sample, PUT through the proxy, and the same samples as files in DL_SHARDS directories of the work directory
@@ -32,6 +35,7 @@ import io
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import tarfile
 import time
@@ -49,6 +53,8 @@ BUCKET, SHARD = "bench-shards", "big.tar"
 TITLE = "Shard member GET 16 KiB"
 BATCH_TITLE = "GetBatch 1,000 x 16 KiB"
 BATCH_INFLIGHT = 32
+FLOOR_BUCKET, FLOOR_OBJ = "bench-batch-floor", "one-batch-size.bin"
+CPU_RUNS = 20
 CURL = shutil.which("curl") or "curl"
 DL_TITLE = "PyTorch DataLoader 16 KiB samples"
 DL_BUCKET, DL_SAMPLES, DL_QUICK, DL_SHARDS, DL_WORKERS = "bench-dl", 20000, 8000, 32, 4
@@ -130,21 +136,66 @@ def bench_shards(b):
                              "archpath GET", "plain GET", "rps", 0.9, pairs=pairs))
 
 
+def _curl_timed(b, what, url, extra):
+    """curl -L of url into /dev/null with extra arguments: (status, bytes of the answer, seconds of
+    curl's own transfer time, both requests)."""
+    argv = [CURL, "-sS", "-L", "-o", "/dev/null"] + extra + [
+        "-w", "%{http_code} %{size_download} %{time_total}", url]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    try:
+        st, size, seconds = p.stdout.split()
+        return int(st), int(size), float(seconds)
+    except ValueError:
+        raise b.Error("%s with curl (exit %d): %r %r" % (what, p.returncode, p.stdout, p.stderr[-500:])) from None
+
+
 def _batch_post(b, body):
     """POST /v1/batch through the proxy with curl (the 307 followed, every byte read into /dev/null):
     (status, bytes of the answer, seconds of curl's own transfer time, both requests)."""
     path = os.path.join(b.workdir, "batch-body.json")
     with open(path, "wb") as f:
         f.write(body)
-    argv = [CURL, "-sS", "-L", "-o", "/dev/null", "--data-binary", "@" + path, "-H",
-            "Content-Type: application/json", "-w", "%{http_code} %{size_download} %{time_total}",
-            b.cluster.url + "/v1/batch"]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    try:
-        st, size, seconds = p.stdout.split()
-        return int(st), int(size), float(seconds)
-    except ValueError:
-        raise b.Error("GetBatch with curl (exit %d): %r %r" % (p.returncode, p.stdout, p.stderr[-500:])) from None
+    return _curl_timed(b, "GetBatch", b.cluster.url + "/v1/batch",
+                       ["--data-binary", "@" + path, "-H", "Content-Type: application/json"])
+
+
+def _floor_put(b, size):
+    """One object of size bytes (the batch's TAR) in FLOOR_BUCKET, PUT through the proxy."""
+    st, _, body = _request(b.cluster.url, "POST", "/v1/buckets/" + FLOOR_BUCKET, '{"action":"create-bck"}')
+    if st != 200:
+        raise b.Error("create bucket %s: %d %r" % (FLOOR_BUCKET, st, body[:200]))
+    st, loc, body = _request(b.cluster.url, "PUT", "/v1/objects/%s/%s" % (FLOOR_BUCKET, FLOOR_OBJ), b"", 0)
+    if st != 307 or not loc:
+        raise b.Error("PUT %s at the proxy: %d %r" % (FLOOR_OBJ, st, body[:200]))
+    u = urllib.parse.urlsplit(loc)
+    st, _, body = _request("%s://%s" % (u.scheme, u.netloc), "PUT", u.path + "?" + u.query, os.urandom(size), size)
+    if st != 200:
+        raise b.Error("PUT %s: %d %r" % (FLOOR_OBJ, st, body[:200]))
+
+
+def _floor_get(b, size):
+    """Seconds of one GET of the FLOOR_OBJ through the proxy by curl (307 followed), as the batch is read."""
+    st, got, seconds = _curl_timed(b, "GET of " + FLOOR_OBJ, "%s/v1/objects/%s/%s" % (
+        b.cluster.url, FLOOR_BUCKET, FLOOR_OBJ), [])
+    if st != 200 or got != size:
+        raise b.Error("GET %s: HTTP %d, %d bytes of %d" % (FLOOR_OBJ, st, got, size))
+    return seconds
+
+
+def _floor_note(pairs, floor, size):
+    """What one TCP stream allows the row here: the medians of the batch, the single GETs and one
+    object of the batch's size, each read whole."""
+    good = [(a, bb) for a, bb in pairs if a is not None and bb is not None]
+    if not good or not floor:
+        return None
+    ms = lambda xs: 1e3 * statistics.median(xs)
+    tb, tg, tf = ms([a.seconds for a, _ in good]), ms([bb.seconds for _, bb in good]), ms(floor)
+    return ("One stream's floor (medians of %d rounds): the batch took %.1f ms, the %d single GETs %.1f ms, and one GET "
+            "of a single %.1f MiB object (the batch's size, curl -L through the proxy like the batch, sendfile on the "
+            "target) %.1f ms (%.1f-%.1f). A batch is one TCP stream: it cannot take less than that GET, so on this "
+            "machine GetBatch can be at most %.2fx the single GETs (the row's goal is 2x); see bench/datapath.md, "
+            "\"GetBatch: one stream's floor\"." % (len(good), tb, good[0][1].requests, tg, size / 1048576, tf,
+                                                    1e3 * min(floor), 1e3 * max(floor), tg / tf))
 
 
 def _batch_check(b, plain, body):
@@ -172,6 +223,22 @@ def _batch_once(b, plain, want):
                           detail="curl: HTTP %d, %d bytes of %d" % (st, size, want))
 
 
+def _batch_cpu_note(b, plain, want):
+    """The target's CPU an item: CPU_RUNS more batches, then CPU_RUNS more ft-loader runs of the row's
+    single GETs (enough of each for /proc's 10 ms ticks), untimed."""
+    cpu = {"A": [], "B": []}
+    for _ in range(CPU_RUNS):
+        b.cpu_per_request(cpu["A"], [b.target.pid], lambda: _batch_once(b, plain, want))
+    for _ in range(CPU_RUNS):
+        b.cpu_per_request(cpu["B"], [b.target.pid], lambda: b.loader.run_once_direct(
+            b.cluster.port, plain.bucket, plain.ft_names, plain.size, BATCH_INFLIGHT, log=b.runlog))
+    if len(cpu["A"]) < CPU_RUNS // 2 or len(cpu["B"]) < CPU_RUNS // 2:
+        return None
+    a, g = sum(cpu["A"]) / len(cpu["A"]), sum(cpu["B"]) / len(cpu["B"])
+    return ("The target's CPU (/proc/<pid>/stat over %d more of each): %.1f us an item of a batch (%.1f ms a batch), "
+            "%.1f us a single GET." % (CPU_RUNS, a, a * len(plain.names) / 1e3, g))
+
+
 def bench_batch(b):
     """Appends the GetBatch row to b.rows."""
     a = b.args
@@ -183,12 +250,18 @@ def bench_batch(b):
         return
     body = json.dumps({"in": [{"bucket": plain.bucket, "objname": n} for n in plain.names]}).encode()
     want = _batch_check(b, plain, body)
-    pairs = []
+    _floor_put(b, want)
+    _floor_get(b, want)  # its first read, untimed: from the page cache after
+    pairs, floor = [], []
     for rnd in range(a.rounds):
         pairs.append(b.pair("GetBatch", "16 KiB", "ft-loader", rnd, lambda: _batch_once(b, plain, want),
                             lambda: b.loader.run_once_direct(b.cluster.port, plain.bucket, plain.ft_names,
                                                              plain.size, BATCH_INFLIGHT, log=b.runlog), "rps"))
-    b.rows.append(report.Row(BATCH_TITLE, desc, "GetBatch", "single GETs", "rps", 2.0, pairs=pairs))
+        floor.append(_floor_get(b, want))
+    row = report.Row(BATCH_TITLE, desc, "GetBatch", "single GETs", "rps", 2.0, pairs=pairs)
+    notes = [_floor_note(pairs, floor, want), _batch_cpu_note(b, plain, want)]
+    row.notes = " ".join(n for n in notes if n) or None
+    b.rows.append(row)
 
 
 # ---- a torch DataLoader on shards vs on local files ----

@@ -363,7 +363,7 @@ static int shard_publish(packer_t *p, char *err, size_t cap)
 		snprintf(err, cap, "shard %s: no owner", name);
 		goto out;
 	}
-	if (tgt_xfer_put(url, p->out_fd, (int64_t)st.st_size, NULL, &h, err, cap) != 0)
+	if (tgt_xfer_put(url, p->out_fd, (int64_t)st.st_size, NULL, false, &h, err, cap) != 0)
 		goto out;
 	pthread_mutex_lock(&p->a->lock);
 	json_array_append_new(p->a->shards, json_string(name));

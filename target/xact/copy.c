@@ -21,8 +21,11 @@
  * owner's public port (xfer.c), which stores it like any PUT: the destination bucket's checksum,
  * mirror copies, EC, write-through to a remote destination. Before sending, a HEAD on the owner
  * tells whether it holds the same object already (same size, same checksum type and value): a
- * re-run sends nothing for those. After the PUT the owner's checksum must equal the source's when
- * both buckets use one type, so a copy damaged on the way is an error, never a silent success.
+ * re-run sends nothing for those. The PUT carries the source's checksum (Ais-Checksum-Type/-Value):
+ * the owner checks the bytes against it whatever its bucket's type and stores nothing when they
+ * differ, so a source damaged on disk or a copy damaged on the way is an error, never a silent
+ * success or a damaged copy. After the PUT the owner's checksum must also equal the source's when
+ * both buckets use one type (an owner of an older release does not check the headers).
  * Sync walks the destination objects this target stores and removes, through the owner, those
  * whose source object is gone (a HEAD on the source's owner says 404).
  */
@@ -178,7 +181,7 @@ static int copy_transformed(const tgt_copy_t *c, tgt_obj_t *o, int fd, const ft_
 		close(out);
 		return -1;
 	}
-	rc = tgt_xfer_put(url, out, size, lom, &h, err, cap) == 0 ? TGT_ETL_OK : TGT_ETL_FAILED;
+	rc = tgt_xfer_put(url, out, size, lom, false, &h, err, cap) == 0 ? TGT_ETL_OK : TGT_ETL_FAILED;
 	close(out);
 	if (rc != TGT_ETL_OK)
 		return -1;
@@ -225,7 +228,7 @@ int tgt_copy_obj(const tgt_copy_t *c, const ft_smap_t *smap, tgt_obj_t *o, int64
 		rc = 0;
 		goto out;
 	}
-	if (tgt_xfer_put(url, fd, st.st_size, &lom, &h, err, cap) != 0)
+	if (tgt_xfer_put(url, fd, st.st_size, &lom, true, &h, err, cap) != 0)
 		goto out;
 	if (strcasecmp(h.cksum_type, ft_cksum_name(lom.cksum_type)) == 0 && strcmp(h.cksum, lom.cksum) != 0) {
 		snprintf(err, cap, "checksum of the copy (%s %s) differs from the source's (%s)", h.cksum_type, h.cksum,

@@ -68,7 +68,7 @@ int tgt_download_obj(tgt_obj_t *o, const char *url, int attempts, const tgt_run_
 		snprintf(err + n, cap - n, " (after %d attempts)", attempts);
 		goto out;
 	}
-	if (tgt_xfer_put(dest, fd, got, NULL, &h, err, cap) != 0)
+	if (tgt_xfer_put(dest, fd, got, NULL, false, &h, err, cap) != 0)
 		goto out;
 	*bytes = got;
 	rc = 0;

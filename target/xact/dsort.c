@@ -353,7 +353,7 @@ int tgt_dsort_obj(const tgt_dsort_t *d, const ft_smap_t *smap, const ft_bucket_t
 		snprintf(err, cap, "work file: %s", strerror(errno));
 		goto out;
 	}
-	if (tgt_xfer_put(dest, out, (int64_t)st.st_size, NULL, &h, err, cap) != 0)
+	if (tgt_xfer_put(dest, out, (int64_t)st.st_size, NULL, false, &h, err, cap) != 0)
 		goto out;
 	rc = 0;
 out:

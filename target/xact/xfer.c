@@ -4,6 +4,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
 
 /* Response bodies of HEAD/PUT/DELETE: the first bytes kept for an error message. */
 typedef struct {
-	char text[200];
+	char text[1024]; /* the start of an answer's body (an error's JSON) */
 	size_t len;
 	int fd; /* >= 0: a fetch writes the body here */
 	int64_t written;
@@ -176,15 +177,11 @@ static int perform(CURL *h, const char *what, const char *url, char *errbuf, lon
 /* The error message of an answer: its JSON "message" when there is one, else its first bytes. */
 static void answer_error(const sink_t *s, const char *what, long status, char *err, size_t cap)
 {
-	const char *m = strstr(s->text, "\"message\"");
+	json_t *doc = json_loadb(s->text, s->len, 0, NULL);
+	const char *m = json_string_value(json_object_get(doc, "message"));
 
-	if (m != NULL && (m = strchr(m + 9, '"')) != NULL) {
-		const char *e = strchr(m + 1, '"');
-		int k = e != NULL ? (int)(e - m - 1) : (int)strlen(m + 1);
-		snprintf(err, cap, "%s: %ld %.*s", what, status, k, m + 1);
-	} else {
-		snprintf(err, cap, "%s: %ld %s", what, status, s->text);
-	}
+	snprintf(err, cap, "%s: %ld %s", what, status, m != NULL ? m : s->text);
+	json_decref(doc);
 }
 
 /*
@@ -243,13 +240,19 @@ int tgt_xfer_head(const char *url, tgt_xfer_head_t *h, char *err, size_t cap)
 }
 
 /* Request headers for lom's Content-Type and user metadata; NULL when none. */
-static struct curl_slist *meta_headers(const ft_lom_t *lom, struct curl_slist *l)
+static struct curl_slist *meta_headers(const ft_lom_t *lom, bool verify, struct curl_slist *l)
 {
 	char line[FT_LOM_UMETA_MAX + 32];
 
 	l = curl_slist_append(l, "Expect:");
 	if (lom == NULL)
 		return l;
+	if (verify && lom->cksum_type != FT_CKSUM_NONE && lom->cksum[0] != '\0') {
+		snprintf(line, sizeof(line), "Ais-Checksum-Type: %s", ft_cksum_name(lom->cksum_type));
+		l = curl_slist_append(l, line);
+		snprintf(line, sizeof(line), "Ais-Checksum-Value: %s", lom->cksum);
+		l = curl_slist_append(l, line);
+	}
 	if (lom->content_type[0] != '\0') {
 		snprintf(line, sizeof(line), "Content-Type: %s", lom->content_type);
 		l = curl_slist_append(l, line);
@@ -271,13 +274,14 @@ static struct curl_slist *meta_headers(const ft_lom_t *lom, struct curl_slist *l
 	return l;
 }
 
-int tgt_xfer_put(const char *url, int fd, int64_t size, const ft_lom_t *lom, tgt_xfer_head_t *h, char *err, size_t cap)
+int tgt_xfer_put(const char *url, int fd, int64_t size, const ft_lom_t *lom, bool verify, tgt_xfer_head_t *h, char *err,
+		 size_t cap)
 {
 	CURL *c = curl_easy_init();
 	char errbuf[CURL_ERROR_SIZE] = "";
 	sink_t sink = {.fd = -1};
 	source_t src = {.fd = fd, .size = size};
-	struct curl_slist *hdrs = cluster_auth(meta_headers(lom, NULL));
+	struct curl_slist *hdrs = cluster_auth(meta_headers(lom, verify, NULL));
 	long status = 0;
 	int rc = -1;
 

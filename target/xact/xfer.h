@@ -4,6 +4,7 @@
 #define TGT_XACT_XFER_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,10 +30,13 @@ int tgt_xfer_obj_url(char *buf, size_t cap, const char *base, const char *provid
 int tgt_xfer_head(const char *url, tgt_xfer_head_t *h, char *err, size_t cap);
 /*
  * PUTs size bytes of fd (from offset 0) to url, with lom's Content-Type and x-amz-meta-* (lom may
- * be NULL). 0 with *h the owner's checksum of what it stored, -1 with err (the owner stored nothing
- * new).
+ * be NULL). With verify, the bytes are lom's object as stored: lom's checksum goes along
+ * (Ais-Checksum-Type/-Value), so the owner checks the body against it whatever its bucket's type
+ * and stores nothing when they differ (a source damaged on disk or bytes damaged on the way).
+ * 0 with *h the owner's checksum of what it stored, -1 with err (the owner stored nothing new).
  */
-int tgt_xfer_put(const char *url, int fd, int64_t size, const ft_lom_t *lom, tgt_xfer_head_t *h, char *err, size_t cap);
+int tgt_xfer_put(const char *url, int fd, int64_t size, const ft_lom_t *lom, bool verify, tgt_xfer_head_t *h, char *err,
+		 size_t cap);
 /* DELETE url: 0 removed or not there, -1 with err. */
 int tgt_xfer_delete(const char *url, char *err, size_t cap);
 /*

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GetBatch at the proxy (POST /v1/batch): checks the request and redirects it to the target that assembles the answer. */
+/* GetBatch at the proxy (POST /v1/batch, AIStore's GET /v1/ml/moss): checks it and redirects it to the assembling target. */
 #include "proxy.h"
 
 #include <stdio.h>
@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include <jansson.h>
+
+#include "base/moss.h"
+#include "http/util.h"
 
 #define BATCH_BODY_MAX (4u << 20)
 
@@ -41,31 +44,40 @@ static const ft_node_t *plan(const ft_smap_t *smap, const json_t *in)
 	return best;
 }
 
-static void on_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
+/* Redirects r to the target assembling the batch doc ({"in": [...]}) at path (and r's query). */
+static void redirect(ft_req_t *r, const json_t *doc, const char *path)
 {
-	json_error_t je;
-	json_t *doc = err ? NULL : json_loadb(body, len, 0, &je);
 	json_t *in = json_object_get(doc, "in");
 	json_t *first = json_array_get(in, 0);
 	ft_smap_t *smap = NULL;
+	const char *q = ft_req_query_string(r);
 
-	(void)arg;
 	if (json_string_value(json_object_get(first, "bucket")) == NULL ||
 	    json_string_value(json_object_get(first, "objname")) == NULL) {
 		ft_resp_error(r, 400, "batch: expected {\"in\":[{\"bucket\",\"objname\",...}...]}");
-		goto out;
+		return;
 	}
 	smap = ft_smap_current();
 	const ft_node_t *owner = smap ? plan(smap, in) : NULL;
 	if (owner == NULL) {
 		ft_resp_error(r, 503, "no targets in the cluster map");
-		goto out;
+	} else {
+		char loc[FT_URL_MAX + 2048];
+		int n = snprintf(loc, sizeof(loc), "%s%s%s%s", owner->public_url, path, q && *q ? "?" : "", q ? q : "");
+		if (n < 0 || (size_t)n >= sizeof(loc))
+			ft_resp_error(r, 414, "batch: the request's URL is too long");
+		else
+			ft_resp_redirect(r, 307, loc);
 	}
-	char loc[FT_URL_MAX + 16];
-	snprintf(loc, sizeof(loc), "%s/v1/batch", owner->public_url);
-	ft_resp_redirect(r, 307, loc);
-out:
 	ft_smap_put(smap);
+}
+
+static void on_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
+{
+	json_t *doc = err ? NULL : json_loadb(body, len, 0, NULL);
+
+	(void)arg;
+	redirect(r, doc, "/v1/batch");
 	json_decref(doc);
 }
 
@@ -78,4 +90,44 @@ void px_batch(px_t *px, ft_req_t *r)
 		return;
 	}
 	ft_req_read_body_all(r, BATCH_BODY_MAX, on_body, NULL);
+}
+
+/* AIStore's GetBatch: the MossReq read as a batch, for the plan; the target reads it the same way. */
+static void on_moss_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
+{
+	const char *bucket = arg, *provider = ft_req_query(r, "provider");
+	char why[300], path[FT_URL_MAX];
+	int status = 400;
+	json_t *doc = err ? NULL : ft_moss_to_batch(body, len, bucket, provider, &status, why, sizeof(why));
+
+	if (doc == NULL) {
+		ft_resp_error(r, status, "GetBatch: %s", err ? "request body incomplete" : why);
+		return;
+	}
+	/* the target gets the same path and query (the raw, still encoded, request target) */
+	const char *target = ft_req_target(r), *qm = strchr(target, '?');
+	size_t tlen = qm ? (size_t)(qm - target) : strlen(target);
+	snprintf(path, sizeof(path), "%.*s", (int)tlen, target);
+	redirect(r, doc, path);
+	json_decref(doc);
+}
+
+void px_moss(px_t *px, ft_req_t *r, const char *path, size_t len)
+{
+	char *bucket;
+	const char *obj;
+	size_t obj_len;
+
+	(void)px;
+	if (ft_req_method(r) != FT_HTTP_GET) {
+		ft_resp_header(r, "Allow", "GET");
+		ft_resp_error(r, 405, "method %s not allowed on %s (AIStore's GetBatch is a GET with a JSON body)",
+			      ft_req_method_name(r), FT_MOSS_PATH);
+		return;
+	}
+	if (ft_path_split(r, path, len, "/v1/ml/moss", &bucket, &obj, &obj_len) != 0 || obj_len > 0) {
+		ft_resp_error(r, 400, "GetBatch: expected %s or %s/<bucket>", FT_MOSS_PATH, FT_MOSS_PATH);
+		return;
+	}
+	ft_req_read_body_all(r, BATCH_BODY_MAX, on_moss_body, bucket);
 }

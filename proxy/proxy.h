@@ -205,6 +205,8 @@ json_t *px_cluster_doc(const char *what, bool public_port);
 void px_route(ft_req_t *r, void *ctx);
 /* batch.c: POST /v1/batch (GetBatch), redirected to the owner of its first item, which assembles the TAR. */
 void px_batch(px_t *px, ft_req_t *r);
+/* AIStore's GetBatch, GET /v1/ml/moss[/<bucket>] with a MossReq body (batch.c): redirected like px_batch. */
+void px_moss(px_t *px, ft_req_t *r, const char *path, size_t len);
 /*
  * Checks the "provider" query parameter: absent, empty or "ais" -> 0 with *provider = "ais";
  * a remote provider (or its alias s3, gs, gcs, az) -> 0 with its canonical name (aws, gcp, azure, ht);

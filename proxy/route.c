@@ -210,6 +210,8 @@ void px_route(ft_req_t *r, void *ctx)
 		px_etl_route(px, r, path, len); /* etl.c: the transformer registry */
 	else if (len == strlen("/v1/batch") && memcmp(path, "/v1/batch", len) == 0)
 		px_batch(px, r); /* batch.c: GetBatch */
+	else if (under(path, len, "/v1/ml/moss"))
+		px_moss(px, r, path, len); /* batch.c: AIStore's GetBatch */
 	else if (len == strlen("/v1/health") && memcmp(path, "/v1/health", len) == 0)
 		health(px, r);
 	else if (len == strlen("/v1/tokens") && memcmp(path, "/v1/tokens", len) == 0)

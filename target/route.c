@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/moss.h"
 #include "base/names.h"
 #include "cloud/backend.h"
 #include "cluster/bmd.h"
@@ -225,6 +226,13 @@ void tgt_route_public(ft_req_t *r, void *ctx)
 	if (len == strlen("/v1/batch") && memcmp(path, "/v1/batch", len) == 0) {
 		if (tgt_auth_endpoint(r, path, len) == 0)
 			tgt_batch(r, t); /* shard/batch.c */
+		return;
+	}
+	if (ft_path_split(r, path, len, FT_MOSS_PATH, &bucket, &obj, &obj_len) == 0) {
+		if (obj_len > 0)
+			ft_resp_error(r, 400, "GetBatch: expected %s or %s/<bucket>", FT_MOSS_PATH, FT_MOSS_PATH);
+		else if (tgt_auth_endpoint(r, path, len) == 0)
+			tgt_batch_moss(r, t, bucket); /* shard/batch.c: AIStore's GetBatch */
 		return;
 	}
 	if (len == strlen(EC_SLICE_PATH) && memcmp(path, EC_SLICE_PATH, len) == 0) {

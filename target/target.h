@@ -149,6 +149,8 @@ void tgt_shard_get(ft_req_t *r, tgt_obj_t *o);
 void tgt_shard_put(ft_req_t *r, tgt_obj_t *o);
 /* POST /v1/batch (GetBatch): the items, from any targets and buckets, as one TAR stream in order. */
 void tgt_batch(ft_req_t *r, tgt_t *t);
+/* AIStore's GetBatch: GET /v1/ml/moss[/<bucket>] with a MossReq body (base/moss.h), answered as tgt_batch. */
+void tgt_batch_moss(ft_req_t *r, tgt_t *t, const char *bucket);
 /* Allocates t->shards (the index cache); 0 or -1. tgt_shard_fini frees it after the servers stopped. */
 int tgt_shard_init(tgt_t *t);
 void tgt_shard_fini(tgt_t *t);

@@ -26,7 +26,8 @@ static const ft_policy_rule_t table[] = {
 	{"/v1/cluster", "PUT", FT_POLICY_ROLE, FT_ROLE_ADMIN,
 	 false}, /* maintenance, decommission (AIStore's job stop) */
 	{"/v1/cluster/mountpaths", "GET POST", FT_POLICY_ROLE, FT_ROLE_ADMIN, false},
-	{"/v1/batch", "POST", FT_POLICY_ROLE, FT_ROLE_READONLY, false}, /* targets: keys not limited to buckets */
+	{"/v1/batch", "POST", FT_POLICY_ROLE, FT_ROLE_READONLY, false},   /* targets: keys not limited to buckets */
+	{"/v1/ml/moss/", "GET", FT_POLICY_ROLE, FT_ROLE_READONLY, false}, /* AIStore's GetBatch: as /v1/batch */
 	{"/v1/daemon", "GET HEAD", FT_POLICY_OPEN_IF, FT_ROLE_READONLY, false},
 	{"/metrics", "GET HEAD", FT_POLICY_OPEN_IF, FT_ROLE_READONLY, false},
 	{"/s3/", "*", FT_POLICY_OWN, FT_ROLE_READONLY, false},

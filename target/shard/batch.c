@@ -14,6 +14,7 @@
 #include "base/codec.h"
 #include "base/fdio.h"
 #include "base/log.h"
+#include "base/moss.h"
 #include "core/replica.h"
 #include "http/util.h"
 #include "shard/shard.h"
@@ -51,6 +52,8 @@
  * that looks whole). With continue_on_error a missing item becomes an empty member
  * "__404__/<bucket>/<name>". start/length select a byte range of the item (of the member with
  * archpath). Members of compressed shards are not served in a batch (GET ?archpath= decodes them).
+ * AIStore's GET /v1/ml/moss (a MossReq: base/moss.h) is read into the same request and answered
+ * the same way.
  */
 
 #define BODY_MAX (4u << 20)
@@ -103,7 +106,10 @@ typedef struct {
 	item_t *v;
 	size_t n;
 	bool continue_on_error, only_names;
-	bool part; /* ?part=true: a sub-request of an assembling target, every item local */
+	bool only_objname;       /* members named "<objname>[/<archpath>]" (AIStore's "onob") */
+	bool part;               /* ?part=true: a sub-request of an assembling target, every item local */
+	bool moss;               /* AIStore's GET /v1/ml/moss: the body is a MossReq (base/moss.h) */
+	const char *moss_bucket; /* its URL's bucket ("" when none), in request memory */
 	ft_smap_t *smap;
 	pull_t *pulls;
 	size_t npulls;
@@ -283,13 +289,23 @@ static int queue_slot(ft_req_t *r, batch_t *b, const slot_t *s)
 	return 0;
 }
 
-/* Parses and checks the request. 0, or -1 with why (a 400). */
-static int parse(batch_t *b, const char *body, size_t len, char *why, size_t cap)
+/*
+ * Parses and checks the request (a MossReq first read as a batch: base/moss.h). 0, or -1 with why
+ * and *status (400, or 501 for what a MossReq asks that is not built).
+ */
+static int parse(ft_req_t *r, batch_t *b, const char *body, size_t len, int *status, char *why, size_t cap)
 {
-	json_error_t je;
 	json_t *in;
 
-	b->doc = json_loadb(body, len, 0, &je);
+	*status = 400;
+	if (b->moss) {
+		b->doc = ft_moss_to_batch(body, len, b->moss_bucket, ft_req_query(r, "provider"), status, why, cap);
+		if (b->doc == NULL)
+			return -1;
+		*status = 400;
+	} else {
+		b->doc = json_loadb(body, len, 0, NULL);
+	}
 	if (!json_is_object(b->doc) || !json_is_array(in = json_object_get(b->doc, "in"))) {
 		snprintf(why, cap, "expected {\"in\":[{\"bucket\",\"objname\",...}...]}");
 		return -1;
@@ -301,6 +317,7 @@ static int parse(batch_t *b, const char *body, size_t len, char *why, size_t cap
 	}
 	b->continue_on_error = json_is_true(json_object_get(b->doc, "continue_on_error"));
 	b->only_names = json_is_true(json_object_get(b->doc, "only_names"));
+	b->only_objname = json_is_true(json_object_get(b->doc, "only_objname"));
 	b->n = json_array_size(in);
 	if (b->n == 0 || b->n > ITEMS_MAX) {
 		snprintf(why, cap, "\"in\" holds %zu items (1..%d)", b->n, ITEMS_MAX);
@@ -436,11 +453,14 @@ static int start_pulls(batch_t *b)
 	return 0;
 }
 
-/* The name of an item in the TAR: "<bucket>/<objname>[/<archpath>]", "__404__/" first when missing. */
-static void item_name(const item_t *it, bool missing, char *out, size_t cap)
+/*
+ * The name of an item in the TAR: "<bucket>/<objname>[/<archpath>]" ("<objname>[/<archpath>]" with
+ * only_objname), "__404__/" first when missing.
+ */
+static void item_name(const batch_t *b, const item_t *it, bool missing, char *out, size_t cap)
 {
-	snprintf(out, cap, "%s%s/%s%s%s", missing ? "__404__/" : "", it->bucket, it->objname, it->archpath ? "/" : "",
-		 it->archpath ? it->archpath : "");
+	snprintf(out, cap, "%s%s%s%s%s%s", missing ? "__404__/" : "", b->only_objname ? "" : it->bucket,
+		 b->only_objname ? "" : "/", it->objname, it->archpath ? "/" : "", it->archpath ? it->archpath : "");
 }
 
 /* The range [*off, *off + *len) of an item of size bytes after start/length. -1 when start is past the end. */
@@ -566,7 +586,7 @@ static void member_name(const batch_t *b, size_t i, const item_t *it, char *out,
 	if (b->part)
 		snprintf(out, cap, "%zu.200", i);
 	else
-		item_name(it, false, out, cap);
+		item_name(b, it, false, out, cap);
 }
 
 /*
@@ -695,7 +715,7 @@ static int item_failed(ft_req_t *r, batch_t *b, size_t i, const item_t *it, int 
 	char name[3 * TGT_SHARD_NAME_MAX + 16], why[256];
 
 	if (state == 0 && b->continue_on_error) {
-		item_name(it, true, name, sizeof(name));
+		item_name(b, it, true, name, sizeof(name));
 		return send_header(r, b, name, 0);
 	}
 	b->fail_status = state == 0 ? 404 : state == -ERANGE ? 416 : 502;
@@ -721,7 +741,7 @@ static int send_local(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 		return item_failed(r, b, i, it, s->f.state);
 	}
 	uint64_t len = b->only_names ? 0 : s->f.len;
-	item_name(it, false, name, sizeof(name));
+	item_name(b, it, false, name, sizeof(name));
 	rc = send_header(r, b, name, len);
 	if (rc == 0)
 		rc = send_found(r, b, &s->f, len);
@@ -773,7 +793,7 @@ static int send_remote(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 		snprintf(b->err, sizeof(b->err), "%s: %.*s", b->pulls[it->pull].owner->id, (int)size, msg);
 		return item_failed(r, b, i, it, status == 404 ? 0 : status == 416 ? -ERANGE : -EIO);
 	}
-	item_name(it, false, name, sizeof(name));
+	item_name(b, it, false, name, sizeof(name));
 	if ((rc = send_header(r, b, name, size)) != 0 || (rc = copy_pulled(r, b, p, size)) != 0)
 		return rc;
 	if (pad && tgt_batch_pull_read(p, msg, pad, b->err, sizeof(b->err)) != 0)
@@ -922,32 +942,58 @@ static void on_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 {
 	batch_t *b = arg;
 	char why[300];
+	int status = 400;
 
 	if (err) {
 		ft_resp_error(r, 400, "batch request body incomplete");
 		return;
 	}
-	if (parse(b, body, len, why, sizeof(why)) != 0 || place(b, why, sizeof(why)) != 0) {
-		ft_resp_error(r, 400, "batch: %s", why);
+	if (parse(r, b, body, len, &status, why, sizeof(why)) != 0 || place(b, why, sizeof(why)) != 0) {
+		ft_resp_error(r, status, "batch: %s", why);
 		return;
 	}
 	ft_req_defer(r, batch_work, b);
 }
 
-void tgt_batch(ft_req_t *r, tgt_t *t)
+/* A batch of r for t, in request memory (freed with it). */
+static batch_t *batch_new(ft_req_t *r, tgt_t *t)
 {
 	batch_t *b = ft_req_alloc(r, sizeof(*b));
-	const char *part = ft_req_query(r, "part");
 
 	memset(b, 0, sizeof(*b));
 	b->t = t;
 	b->prev_fd = -1;
-	b->part = part != NULL && strcmp(part, "true") == 0;
+	return b;
+}
+
+void tgt_batch(ft_req_t *r, tgt_t *t)
+{
+	const char *part = ft_req_query(r, "part");
+	batch_t *b;
+
 	if (ft_req_method(r) != FT_HTTP_POST) {
 		ft_resp_header(r, "Allow", "POST");
 		ft_resp_error(r, 405, "method %s not allowed on /v1/batch", ft_req_method_name(r));
 		return;
 	}
+	b = batch_new(r, t);
+	b->part = part != NULL && strcmp(part, "true") == 0;
+	ft_req_on_done(r, batch_free, b);
+	ft_req_read_body_all(r, BODY_MAX, on_body, b);
+}
+
+void tgt_batch_moss(ft_req_t *r, tgt_t *t, const char *bucket)
+{
+	batch_t *b;
+
+	if (ft_req_method(r) != FT_HTTP_GET) {
+		ft_resp_header(r, "Allow", "GET");
+		ft_resp_error(r, 405, "method %s not allowed on %s", ft_req_method_name(r), FT_MOSS_PATH);
+		return;
+	}
+	b = batch_new(r, t);
+	b->moss = true;
+	b->moss_bucket = bucket;
 	ft_req_on_done(r, batch_free, b);
 	ft_req_read_body_all(r, BODY_MAX, on_body, b);
 }

@@ -343,6 +343,93 @@ def test_not_built_yet_is_501(cluster, bucket):
     assert requests.head(bucket_url(cluster, "other"), timeout=TIMEOUT).status_code == 404
 
 
+# ---- GetBatch (aistore/sdk/batch/batch.py: Batch.get) ----
+def moss(cluster, body, bucket=None, provider="ais"):
+    """Batch.get(): GET /v1/ml/moss[/<bucket>]?provider= with the MossReq as JSON (model_dump by alias, defaults
+    left out), streamed; requests follows the proxy's 307 with the same method and body."""
+    path = f"{cluster.url}/v1/ml/moss" + (f"/{bucket}" if bucket else "")
+    return requests.get(path, params={"provider": provider} if bucket else {}, json=body,
+                        headers={**UA, "Content-Type": "application/json"}, timeout=TIMEOUT)
+
+
+def members(data):
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as t:
+        return [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
+
+
+def shard(files):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_get_batch(cluster, bucket):
+    """Objects of two buckets (on every target), a shard member, a range and a missing name, in the order asked,
+    named as AIStore names them; "onob" drops the bucket; without "coer" a missing name fails the batch."""
+    other = unique("aisw-gb")
+    assert requests.post(bucket_url(cluster, other), headers=UA, json=act("create-bck"), timeout=TIMEOUT).ok
+    try:
+        objs = {f"gb/{i:02d}": (b"%02d" % i) * (40 + 13 * i) for i in range(16)}
+        for n, d in objs.items():
+            put(cluster, bucket, n, d)
+        put(cluster, bucket, "sh.tar", shard([("a.txt", b"alpha"), ("b/c.cls", b"7")]))
+        put(cluster, other, "x", b"from the other bucket")
+        ins = [{"objname": n} for n in objs] + [
+            {"objname": "sh.tar", "archpath": "b/c.cls"},
+            {"objname": "x", "bucket": other, "provider": "ais"},
+            {"objname": "gb/03", "start": 10, "length": 20},
+            {"objname": "nope"}]
+        want = [(f"{bucket}/{n}", d) for n, d in objs.items()] + [
+            (f"{bucket}/sh.tar/b/c.cls", b"7"), (f"{other}/x", b"from the other bucket"),
+            (f"{bucket}/gb/03", objs["gb/03"][10:30]), (f"__404__/{bucket}/nope", b"")]
+        r = moss(cluster, {"in": ins, "mime": ".tar", "coer": True, "strm": True}, bucket)
+        assert r.status_code == 200, r.text
+        assert members(r.content) == want
+        r = moss(cluster, {"in": ins, "coer": True, "onob": True, "strm": True}, bucket)
+        assert r.status_code == 200, r.text
+        assert members(r.content) == [(name.split("/", 1)[1] if not name.startswith("__404__/") else
+                                       "__404__/" + name.split("/", 2)[2], d) for name, d in want]
+        # no bucket in the URL: every item names its own
+        r = moss(cluster, {"in": [{"objname": "x", "bucket": other}, {"objname": "gb/00", "bucket": bucket}],
+                           "strm": True})
+        assert r.status_code == 200 and members(r.content) == [(f"{other}/x", b"from the other bucket"),
+                                                                (f"{bucket}/gb/00", objs["gb/00"])], r.text
+        r = moss(cluster, {"in": ins, "strm": True}, bucket)
+        assert r.status_code == 404 and "nope" in r.json()["message"], r.text
+    finally:
+        requests.delete(bucket_url(cluster, other), headers=UA, json=act("destroy-bck"), timeout=TIMEOUT)
+
+
+@pytest.mark.parametrize("body,status,word", [
+    ({"in": [{"objname": "a"}], "strm": False}, 501, "strm"),
+    ({"in": [{"objname": "a"}]}, 501, "strm"),  # AIStore's default is the buffered answer
+    ({"in": [{"objname": "a"}], "strm": True, "mime": ".tgz"}, 501, ".tgz"),
+    ({"in": [{"objname": "a", "uname": "ais/@#/b/a"}], "strm": True}, 501, "uname"),
+    ({"in": [], "strm": True}, 400, "MossReq"),
+    ({"in": [{"bucket": "b"}], "strm": True}, 400, "objname"),
+    ({"in": [{"objname": "a", "start": -1}], "strm": True}, 400, "start"),
+    (["not", "a", "MossReq"], 400, "MossReq"),
+])
+def test_get_batch_refused(cluster, bucket, body, status, word):
+    r = moss(cluster, body, bucket)
+    assert r.status_code == status and word in r.json()["message"], r.text
+
+
+def test_get_batch_bad_requests(cluster, bucket):
+    r = moss(cluster, {"in": [{"objname": "a"}], "strm": True})  # neither the URL nor the item names a bucket
+    assert r.status_code == 400 and "bucket" in r.json()["message"], r.text
+    r = requests.post(f"{cluster.url}/v1/ml/moss/{bucket}", json={"in": [{"objname": "a"}], "strm": True},
+                      headers=UA, timeout=TIMEOUT)
+    assert r.status_code == 405 and r.headers["Allow"] == "GET", r.text
+    r = requests.get(f"{cluster.url}/v1/ml/moss/{bucket}/extra", json={"in": [{"objname": "a"}], "strm": True},
+                     headers=UA, timeout=TIMEOUT)
+    assert r.status_code == 400, r.text
+
+
 # ---- jobs ----
 def cluster_query(cluster, what, body):
     return requests.get(f"{cluster.url}/v1/cluster", params={"what": what}, json=body, headers=UA, timeout=TIMEOUT)

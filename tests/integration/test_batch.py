@@ -235,6 +235,15 @@ def test_parts_with_auth(make_cluster):
     assert_json_error(session(token="").post(h.c.targets[1].public_url + "/v1/batch?part=true",
                                              json={"in": [{"bucket": b, "objname": names[2]}]}, timeout=TIMEOUT),
                       401, "authentication")
+    # AIStore's form (GET /v1/ml/moss): the token at the proxy and at the target it redirects to; none: 401
+    moss = {"in": [{"objname": n} for n in names], "strm": True}
+    r = api.s.get(h.url + "/v1/ml/moss/" + b, json=moss, allow_redirects=False, timeout=TIMEOUT)
+    assert r.status_code == 307, r.text
+    assert_json_error(session(token="").get(r.headers["Location"], json=moss, timeout=TIMEOUT), 401, "authentication")
+    r = api.s.get(r.headers["Location"], json=moss, timeout=TIMEOUT)
+    assert r.status_code == 200 and untar(r.content) == [("%s/%s" % (b, n), n.encode() * 100) for n in names]
+    assert_json_error(session(token="").get(h.url + "/v1/ml/moss/" + b, json=moss, timeout=TIMEOUT), 401,
+                      "authentication")
 
 
 def test_window_larger_than_the_batch(bcluster, api, bucket):

@@ -7,6 +7,7 @@ GET of an object keeps its file open (the first is only remembered), the next on
 changes anything). Objects of a test have the same size before and after a change, so that only the
 cache's validation (the file still linked, the same inode and times, the generation) tells them apart.
 """
+import hashlib
 import os
 import re
 import time
@@ -14,6 +15,7 @@ import time
 import pytest
 
 import peers
+import s3util
 from conftest import module_cluster
 from ftutil import Api, assert_json_error, create_remote, ctl, session, unique, wait_job, wait_until
 from test_coldget import put_origin
@@ -478,3 +480,24 @@ def test_objects_moved_away_by_rebalance(make_cluster):
         get_ok(api, b, n, want)
         get_ok(api, b, n, want)
     wait_until(lambda: not deleted_fds(old.pid), 5, 0.1, "the first target closes the files that moved away")
+
+
+def test_s3_copy_onto_itself_replaces_metadata(fcluster, api, bucket):
+    """S3's way to change an object's metadata, CopyObject onto itself with REPLACE: a kept object's
+    next GETs and HEADs show the new Content-Type, user metadata, version and Last-Modified."""
+    api.put(bucket, "cm", body("copy"), headers={"Content-Type": "text/before", "x-amz-meta-k": "v1"})
+    warm(fcluster, api, bucket, "cm", body("copy"))
+    v1 = api.head(bucket, "cm").headers
+    assert v1["Content-Type"] == "text/before" and v1.get("x-amz-meta-k") == "v1", dict(v1)
+    time.sleep(1.1)  # Last-Modified has seconds
+    s3 = s3util.client(fcluster)
+    s3.copy_object(Bucket=bucket, Key="cm", CopySource={"Bucket": bucket, "Key": "cm"},
+                   MetadataDirective="REPLACE", ContentType="text/after", Metadata={"k": "v2"})
+    for _ in range(3):
+        r = get_ok(api, bucket, "cm", body("copy"))
+        assert r.headers["Content-Type"] == "text/after" and r.headers.get("x-amz-meta-k") == "v2", dict(r.headers)
+        assert r.headers["Ais-Version"] != v1["Ais-Version"]
+        assert r.headers["Last-Modified"] != v1["Last-Modified"]
+        assert r.headers["ETag"] == '"%s"' % hashlib.md5(body("copy")).hexdigest()  # S3's, of the same bytes
+    h = api.head(bucket, "cm").headers
+    assert h["Content-Type"] == "text/after" and h.get("x-amz-meta-k") == "v2", dict(h)

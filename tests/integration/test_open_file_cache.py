@@ -7,16 +7,21 @@ GET of an object keeps its file open (the first is only remembered), the next on
 changes anything). Objects of a test have the same size before and after a change, so that only the
 cache's validation (the file still linked, the same inode and times, the generation) tells them apart.
 """
+import hashlib
 import os
 import re
+import time
 
 import pytest
 
 import peers
+import s3util
 from conftest import module_cluster
-from ftutil import Api, create_remote, ctl, session, unique, wait_job, wait_until
+from ftutil import Api, assert_json_error, create_remote, ctl, session, unique, wait_job, wait_until
 from test_coldget import put_origin
+from test_mirror import LOM_XATTR, replicas, set_props
 from test_mirror import create as create_with_props
+from test_s3_multipart import Native, mpu_etag, new_id
 
 SIZE = 16 * 1024
 ONE_LOOP = ["--loop_threads", "1"]
@@ -325,3 +330,174 @@ def test_shard_kept_open_for_member_reads(fcluster, api, bucket):
     assert get_member(api, bucket, shard, "a/0008.bin").content == new["a/0008.bin"]
     assert api.delete(bucket, shard).status_code == 200
     assert get_member(api, bucket, shard, "a/0007.bin").status_code == 404
+
+
+def main_copy(h, bucket, name):
+    (path,), _ = replicas(h, bucket, name)
+    return path
+
+
+def test_validation_turned_on_bypasses_kept_files(fcluster, api, bucket):
+    """checksum_validate_warm_get set on a bucket whose object is kept: every GET from then on checks
+    the bytes (a kept file is not used), so a byte flipped in place is never served."""
+    api.put(bucket, "v", body("valid"))
+    warm(fcluster, api, bucket, "v", body("valid"))
+    set_props(api, bucket, {"checksum_validate_warm_get": True})
+    before = hits(fcluster)
+    for _ in range(3):
+        get_ok(api, bucket, "v", body("valid"))
+        assert api.head(bucket, "v").status_code == 200
+    assert hits(fcluster) == before, "validated GETs used the open-file cache"
+    path = main_copy(fcluster, bucket, "v")
+    st = os.stat(path)
+    with open(path, "r+b") as f:  # same size; mtime put back: only the checksum tells
+        f.seek(100)
+        f.write(b"X")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert_json_error(api.get(bucket, "v"), 500, "checksum mismatch")
+    assert_json_error(api.get(bucket, "v", headers={"Range": "bytes=0-9"}), 500, "checksum mismatch")
+
+
+def test_metadata_damaged_in_place_is_not_served(fcluster, api, bucket):
+    """The metadata xattr of a kept object overwritten in place (no rename, same size and mtime): the
+    next GET and HEAD read the file anew and refuse it, as without the cache."""
+    api.put(bucket, "md", body("meta"))
+    warm(fcluster, api, bucket, "md", body("meta"))
+    assert api.head(bucket, "md").status_code == 200
+    os.setxattr(main_copy(fcluster, bucket, "md"), LOM_XATTR, b"\x01garbage")
+    assert_json_error(api.get(bucket, "md"), 500, "metadata corrupt")
+    assert api.head(bucket, "md").status_code == 500
+
+
+def test_multipart_completion_over_a_kept_object(fcluster, api, bucket):
+    """A completed multipart upload replaces a kept object of the same size: new bytes, ETag and parts."""
+    api.put(bucket, "mp", body("whole"))
+    warm(fcluster, api, bucket, "mp", body("whole"))
+    n = Native(fcluster, bucket, "mp")
+    uid = new_id()
+    assert n.start(uid).status_code == 200
+    part = body("parted")
+    r = n.part(uid, 1, part)
+    assert r.status_code == 200, r.text
+    r = n.complete(uid, [(1, r.json()["etag"])])
+    assert r.status_code == 200, r.text
+    for _ in range(3):
+        g = get_ok(api, bucket, "mp", part)
+        assert g.headers["ETag"] == mpu_etag([part])
+    h = api.head(bucket, "mp")
+    assert h.headers["ETag"] == mpu_etag([part]) and h.headers.get("Ais-S3-Parts") == "1"
+
+
+def test_latest_version_refetch_replaces_the_kept_copy(fcluster, origin):
+    """A remote object kept open, changed at its origin (same size): plain GETs serve the cached copy
+    until a latest-ver GET fetches the new one; from then on every GET serves the new one."""
+    b = unique("fcl")
+    create_remote(fcluster.url, b, "ht", {"endpoint": origin.url})
+    name = b + "-lv"
+    url = "%s/v1/objects/%s/%s?provider=ht" % (fcluster.url, b, name)
+    put_origin(origin, name, body("origin-v1"))
+    before = hits(fcluster)
+    for _ in range(4):
+        r = session().get(url, timeout=30)
+        assert r.status_code == 200 and r.content == body("origin-v1")
+    assert hits(fcluster) > before
+    time.sleep(1.1)  # nginx's ETag holds the mtime in seconds
+    put_origin(origin, name, body("origin-v2"))
+    r = session().get(url, timeout=30)
+    assert r.status_code == 200 and r.content == body("origin-v1")  # no revalidation asked: cached
+    r = session().get(url + "&latest-ver=true", timeout=30)
+    assert r.status_code == 200 and r.content == body("origin-v2")
+    for _ in range(3):
+        r = session().get(url, timeout=30)
+        assert r.status_code == 200 and r.content == body("origin-v2"), "the old copy was served"
+    session().delete("%s/v1/buckets/%s?provider=ht" % (fcluster.url, b), timeout=30)
+
+
+def fds_under(pid, part):
+    """The target's fds of files whose path (deleted or not) holds part."""
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if part in link:
+            out.append(link)
+    return out
+
+
+def test_destroyed_bucket_files_are_closed(fcluster, api):
+    """A destroyed bucket's kept files (moved into .work, then deleted) are closed within seconds, so
+    their space comes back; a shard of any size is kept like the small objects."""
+    from test_shards import get_member, make_tar
+    b = unique("fcx")
+    api.create_bucket(b)
+    for n in ("o1", "o2"):
+        api.put(b, n, body(n))
+        warm(fcluster, api, b, n, body(n))
+    members = {"m/%02d" % i: body("s%d" % i, 64 * 1024) for i in range(20)}
+    api.put(b, "big.tar", make_tar(members))
+    for _ in range(3):
+        assert get_member(api, b, "big.tar", "m/03").content == members["m/03"]
+    pid = fcluster.c.targets[0].pid
+    assert len(fds_under(pid, "/" + b)) >= 3, fds_under(pid, "/" + b)
+    api.destroy_bucket(b)
+    wait_until(lambda: not fds_under(pid, "." + b) and not fds_under(pid, "/" + b), 5, 0.1,
+               "the target closes the files of a destroyed bucket")
+
+
+def test_objects_moved_away_by_rebalance(make_cluster):
+    """Kept objects of one target; a second joins and about half of them move to it: the first target
+    redirects their GETs (it no longer owns them), closes their files, and new versions written on the
+    new owner are what every GET serves."""
+    h = make_cluster(targets=1, mountpaths=1, target_args=ONE_LOOP)
+    api = Api(h.url)
+    b = unique("fcr")
+    api.create_bucket(b)
+    names = ["r%02d" % i for i in range(24)]
+    for n in names:
+        api.put(b, n, body("old" + n))
+        warm(h, api, b, n, body("old" + n))
+    old = h.c.targets[0]
+    new = h.add_target()
+    new_url = h.c.targets[new].public_url
+
+    def on_owner(n):
+        mains = replicas(h, b, n)[0]
+        owner = h.c.targets[h.index_of_url(api.owner(b, n))]
+        return len(mains) == 1 and mains[0].startswith(owner.mountpaths[0] + os.sep)
+
+    wait_until(lambda: all(on_owner(n) for n in names), 120, 0.2, "every object on its owner")
+    moved = [n for n in names if api.owner(b, n).startswith(new_url + "/")]
+    assert moved, "no object moved to the new target"
+    s = session()
+    for n in moved:
+        r = s.get("%s/v1/objects/%s/%s" % (old.public_url, b, n), allow_redirects=False, timeout=30)
+        assert r.status_code == 307 and r.headers["Location"].startswith(new_url + "/"), (n, r.status_code)
+        api.put(b, n, body("new" + n))
+    for n in names:
+        want = body(("new" if n in moved else "old") + n)
+        get_ok(api, b, n, want)
+        get_ok(api, b, n, want)
+    wait_until(lambda: not deleted_fds(old.pid), 5, 0.1, "the first target closes the files that moved away")
+
+
+def test_s3_copy_onto_itself_replaces_metadata(fcluster, api, bucket):
+    """S3's way to change an object's metadata, CopyObject onto itself with REPLACE: a kept object's
+    next GETs and HEADs show the new Content-Type, user metadata, version and Last-Modified."""
+    api.put(bucket, "cm", body("copy"), headers={"Content-Type": "text/before", "x-amz-meta-k": "v1"})
+    warm(fcluster, api, bucket, "cm", body("copy"))
+    v1 = api.head(bucket, "cm").headers
+    assert v1["Content-Type"] == "text/before" and v1.get("x-amz-meta-k") == "v1", dict(v1)
+    time.sleep(1.1)  # Last-Modified has seconds
+    s3 = s3util.client(fcluster)
+    s3.copy_object(Bucket=bucket, Key="cm", CopySource={"Bucket": bucket, "Key": "cm"},
+                   MetadataDirective="REPLACE", ContentType="text/after", Metadata={"k": "v2"})
+    for _ in range(3):
+        r = get_ok(api, bucket, "cm", body("copy"))
+        assert r.headers["Content-Type"] == "text/after" and r.headers.get("x-amz-meta-k") == "v2", dict(r.headers)
+        assert r.headers["Ais-Version"] != v1["Ais-Version"]
+        assert r.headers["Last-Modified"] != v1["Last-Modified"]
+        assert r.headers["ETag"] == '"%s"' % hashlib.md5(body("copy")).hexdigest()  # S3's, of the same bytes
+    h = api.head(bucket, "cm").headers
+    assert h["Content-Type"] == "text/after" and h.get("x-amz-meta-k") == "v2", dict(h)

@@ -4,11 +4,9 @@
 query, headers, body; read from python/aistore/sdk in NVIDIA/aistore) and check every field of the answer the SDK
 reads. AIStore's ActionMsg is {"action", "name", "value"}; the SDK sends every JSON body with requests' json=.
 Debian's Python has no msgpack module: msgpack_decode below is a small decoder of what the listing answers."""
-import io
 import json
 import re
 import struct
-import tarfile
 from datetime import datetime
 
 import pytest
@@ -16,7 +14,9 @@ import requests
 
 import peers
 from ftutil import TIMEOUT, create_remote, unique, wait_until
+from test_batch import untar
 from test_coldget import put_origin
+from test_dsort import make_tar
 
 origin = peers.nginx_origin_fixture()
 
@@ -315,13 +315,7 @@ def test_multipart_bad_input(cluster, bucket):
 # ---- not built yet: said so, never a wrong answer ----
 def test_archpath_reads_one_member(cluster, bucket):
     # Object.get_reader(archive_config=...): GET ?archpath=<member> answers the member's bytes (docs/shards.md)
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in (("a.txt", b"alpha"), ("b/c.cls", b"7")):
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    put(cluster, bucket, "shard.tar", buf.getvalue())
+    put(cluster, bucket, "shard.tar", make_tar([("a.txt", b"alpha"), ("b/c.cls", b"7")]))
     r = requests.get(obj_url(cluster, bucket, "shard.tar", extra="&archpath=b/c.cls"), timeout=TIMEOUT)
     assert r.status_code == 200 and r.content == b"7", r.text
     r = requests.get(obj_url(cluster, bucket, "shard.tar", extra="&archpath=nope"), timeout=TIMEOUT)
@@ -352,21 +346,6 @@ def moss(cluster, body, bucket=None, provider="ais"):
                         headers={**UA, "Content-Type": "application/json"}, timeout=TIMEOUT)
 
 
-def members(data):
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as t:
-        return [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
-
-
-def shard(files):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in files:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
 def test_get_batch(cluster, bucket):
     """Objects of two buckets (on every target), a shard member, a range and a missing name, in the order asked,
     named as AIStore names them; "onob" drops the bucket; without "coer" a missing name fails the batch."""
@@ -376,7 +355,7 @@ def test_get_batch(cluster, bucket):
         objs = {f"gb/{i:02d}": (b"%02d" % i) * (40 + 13 * i) for i in range(16)}
         for n, d in objs.items():
             put(cluster, bucket, n, d)
-        put(cluster, bucket, "sh.tar", shard([("a.txt", b"alpha"), ("b/c.cls", b"7")]))
+        put(cluster, bucket, "sh.tar", make_tar([("a.txt", b"alpha"), ("b/c.cls", b"7")]))
         put(cluster, other, "x", b"from the other bucket")
         ins = [{"objname": n} for n in objs] + [
             {"objname": "sh.tar", "archpath": "b/c.cls"},
@@ -388,15 +367,15 @@ def test_get_batch(cluster, bucket):
             (f"{bucket}/gb/03", objs["gb/03"][10:30]), (f"__404__/{bucket}/nope", b"")]
         r = moss(cluster, {"in": ins, "mime": ".tar", "coer": True, "strm": True}, bucket)
         assert r.status_code == 200, r.text
-        assert members(r.content) == want
+        assert untar(r.content) == want
         r = moss(cluster, {"in": ins, "coer": True, "onob": True, "strm": True}, bucket)
         assert r.status_code == 200, r.text
-        assert members(r.content) == [(name.split("/", 1)[1] if not name.startswith("__404__/") else
+        assert untar(r.content) == [(name.split("/", 1)[1] if not name.startswith("__404__/") else
                                        "__404__/" + name.split("/", 2)[2], d) for name, d in want]
         # no bucket in the URL: every item names its own
         r = moss(cluster, {"in": [{"objname": "x", "bucket": other}, {"objname": "gb/00", "bucket": bucket}],
                            "strm": True})
-        assert r.status_code == 200 and members(r.content) == [(f"{other}/x", b"from the other bucket"),
+        assert r.status_code == 200 and untar(r.content) == [(f"{other}/x", b"from the other bucket"),
                                                                 (f"{bucket}/gb/00", objs["gb/00"])], r.text
         r = moss(cluster, {"in": ins, "strm": True}, bucket)
         assert r.status_code == 404 and "nope" in r.json()["message"], r.text

@@ -64,17 +64,27 @@ def warm(h, api, bucket, name, want):
     assert hits(h) > before, "the GETs of %s did not hit the open-file cache" % name
 
 
-def deleted_fds(pid):
-    """The target's fds of files that were unlinked."""
+def put_kept(h, api, bucket, names, tag):
+    """PUTs every name (body(tag + name)) and reads it until the cache keeps its file."""
+    for n in names:
+        api.put(bucket, n, body(tag + n))
+        warm(h, api, bucket, n, body(tag + n))
+
+
+def fd_links(pid):
+    """Where the target's fds point (a path, " (deleted)" after it when unlinked)."""
     out = []
     for fd in os.listdir("/proc/%d/fd" % pid):
         try:
-            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            out.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
         except OSError:
             continue
-        if link.endswith(" (deleted)") and "/.work/" not in link:
-            out.append(link)
     return out
+
+
+def deleted_fds(pid):
+    """The target's fds of files that were unlinked."""
+    return [link for link in fd_links(pid) if link.endswith(" (deleted)") and "/.work/" not in link]
 
 
 @pytest.fixture
@@ -259,9 +269,7 @@ def test_mountpath_detach_and_attach(make_cluster):
     b = unique("fcm")
     api.create_bucket(b)
     names = ["p%02d" % i for i in range(16)]
-    for n in names:
-        api.put(b, n, body("a" + n))
-        warm(h, api, b, n, body("a" + n))
+    put_kept(h, api, b, names, "a")
 
     def change(action, path, status):
         j = ctl("POST", t.control_url, "/v1/mountpaths", {"action": action, "path": path}, expect=status)
@@ -415,15 +423,7 @@ def test_latest_version_refetch_replaces_the_kept_copy(fcluster, origin):
 
 def fds_under(pid, part):
     """The target's fds of files whose path (deleted or not) holds part."""
-    out = []
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-        except OSError:
-            continue
-        if part in link:
-            out.append(link)
-    return out
+    return [link for link in fd_links(pid) if part in link]
 
 
 def test_destroyed_bucket_files_are_closed(fcluster, api):
@@ -455,9 +455,7 @@ def test_objects_moved_away_by_rebalance(make_cluster):
     b = unique("fcr")
     api.create_bucket(b)
     names = ["r%02d" % i for i in range(24)]
-    for n in names:
-        api.put(b, n, body("old" + n))
-        warm(h, api, b, n, body("old" + n))
+    put_kept(h, api, b, names, "old")
     old = h.c.targets[0]
     new = h.add_target()
     new_url = h.c.targets[new].public_url

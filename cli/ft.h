@@ -72,6 +72,8 @@ void cli_http_init(const ft_cli_t *c);
 int cli_call(const char *method, const char *path, const json_t *body, cli_resp_t *r);
 /* GETs path into out (a FILE, written as it comes); progress (may be NULL) counts the bytes. */
 int cli_get_to(const char *path, FILE *out, int64_t *progress, cli_resp_t *r);
+/* POSTs the JSON body to path and writes a 2xx answer's body into out as it comes (redirects followed). */
+int cli_post_to(const char *path, const json_t *body, FILE *out, int64_t *progress, cli_resp_t *r);
 /* PUTs size bytes of file in to path (redirects followed, the body re-sent). */
 int cli_put_from(const char *path, FILE *in, int64_t size, int64_t *progress, cli_resp_t *r);
 /* The answer as JSON (new reference) or NULL. */
@@ -111,6 +113,11 @@ void cli_progress_init(cli_progress_t *p, const ft_cli_t *c);
 void cli_progress_show(cli_progress_t *p, const char *label, int64_t done, int64_t total, int64_t bytes, int64_t rate,
 		       int64_t eta, bool final);
 int64_t cli_now_ns(void);
+
+/* "BUCKET/NAME" into *b and *name (NAME may be empty unless need_name): 0, or -1 after a usage error. */
+int cli_object_split(const char *arg, cli_bucket_t *b, const char **name, bool need_name);
+/* ft object get-batch (batch.c). */
+int cli_object_get_batch(ft_cli_t *c);
 
 /* ---- command groups: each returns an exit code ---- */
 int cli_bucket(ft_cli_t *c);

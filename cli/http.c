@@ -190,7 +190,10 @@ static int perform(const char *method, const char *path, const char *json_body, 
 	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	CURLcode cc = curl_easy_perform(h);
-	if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && r->status >= 300)) {
+	if (cc != CURLE_OK && r->status >= 200 && r->status < 300) { /* an answer that began, cut short */
+		snprintf(r->err, sizeof(r->err), "the answer was cut short: %.400s",
+			 errbuf[0] ? errbuf : curl_easy_strerror(cc));
+	} else if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && r->status >= 300)) {
 		snprintf(r->err, sizeof(r->err), "%s %.300s: %.400s", method, url,
 			 errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		r->status = 0;
@@ -229,6 +232,22 @@ int cli_get_to(const char *path, FILE *out, int64_t *progress, cli_resp_t *r)
 	return perform("GET", path, NULL, &x);
 }
 
+int cli_post_to(const char *path, const json_t *body, FILE *out, int64_t *progress, cli_resp_t *r)
+{
+	xfer_t x = {.r = r, .out = out, .progress = progress};
+	char *text = json_dumps(body, JSON_COMPACT);
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (text == NULL) {
+		snprintf(r->err, sizeof(r->err), "out of memory");
+		return -1;
+	}
+	rc = perform("POST", path, text, &x);
+	free(text);
+	return rc;
+}
+
 int cli_put_from(const char *path, FILE *in, int64_t size, int64_t *progress, cli_resp_t *r)
 {
 	xfer_t x = {.r = r, .in = in, .in_size = size, .progress = progress};
@@ -253,5 +272,7 @@ int cli_resp_fail(const cli_resp_t *r, const char *what)
 {
 	if (r->status == 0)
 		return cli_fail(FT_EXIT_CONNECT, "%s: cannot reach the cluster at %s: %s", what, endpoint, r->err);
+	if (r->status < 300)
+		return cli_fail(FT_EXIT_FAIL, "%s: %s", what, r->err);
 	return cli_fail(FT_EXIT_FAIL, "%s: %ld %s", what, r->status, r->err);
 }

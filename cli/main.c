@@ -25,7 +25,7 @@ static const char *const valued[] = {"endpoint",   "token",      "cacert",   "se
 				     "urls",       "url-list",   "output",   "o",          "checksum",
 				     "backend",    "timeout",    "limit",    "interval",   "output-template",
 				     "shard-size", "order",      "seed",     "order-file", "etl",
-				     "url",        "max-output", "procs",    "format"};
+				     "url",        "max-output", "procs",    "format",     "spec"};
 
 static const struct {
 	const char *cmd, *text;
@@ -34,7 +34,7 @@ static const struct {
 	 "Usage: ft <command> [arguments] [options]\n\n"
 	 "Commands:\n"
 	 "  bucket ls|create|rm|props     buckets of the cluster\n"
-	 "  object ls|put|get|rm|cat      objects (put and get of a directory with -r)\n"
+	 "  object ls|put|get|rm|cat      objects (put and get of a directory with -r; get-batch: many as one TAR)\n"
 	 "  job start|ls|show|wait|stop   batch jobs: prefetch, evict, copy, transform, download, dsort, archive\n"
 	 "  etl init|ls|show|rm           transformers (ETL) for GET ?etl= and transform jobs\n"
 	 "  cluster show                  the cluster map and each node's state\n\n"
@@ -62,12 +62,13 @@ static const struct {
 	 "Usage: ft bucket props BUCKET [--set KEY=VALUE]...\n"
 	 "Shows the bucket's properties; --set changes one (mirror.copies=2, ec.data_slices=2, checksum.type=xxh3,\n"
 	 "...). A new checksum type applies to objects stored from then on.\n"},
-	{"object", "Usage: ft object ls|put|get|rm|cat ...\n"
+	{"object", "Usage: ft object ls|put|get|get-batch|rm|cat ...\n"
 		   "  ft object ls BUCKET [--prefix P] [--limit N]\n"
 		   "  ft object put FILE|DIR BUCKET[/NAME] [-r] [--workers N]\n"
 		   "  ft object get BUCKET/NAME|BUCKET [DEST] [-r] [--prefix P] [--workers N]\n"
 		   "  ft object rm BUCKET/NAME...\n"
-		   "  ft object cat BUCKET/NAME [--etl NAME]\n"},
+		   "  ft object cat BUCKET/NAME [--etl NAME]\n"
+		   "  ft object get-batch BUCKET/NAME... | --spec FILE [-o FILE] [--continue-on-error]\n"},
 	{"object ls",
 	 "Usage: ft object ls BUCKET [--prefix P] [--limit N] [--json]\nLists the objects: name, size, version.\n"},
 	{"object put",
@@ -81,6 +82,15 @@ static const struct {
 	 "Downloads one object (to FILE, default the name's last segment; - for stdout), or with -r every\n"
 	 "object under the prefix into DIR (names become paths).\n"},
 	{"object rm", "Usage: ft object rm BUCKET/NAME...\nDeletes objects.\n"},
+	{"object get-batch",
+	 "Usage: ft object get-batch BUCKET/NAME... [-o FILE|-] [--continue-on-error] [--only-objname]\n"
+	 "       ft object get-batch --spec FILE|- [-o FILE|-] [--continue-on-error] [--only-objname]\n"
+	 "Reads many objects, of any buckets, as one TAR in the order given (GetBatch, docs/shards.md): members\n"
+	 "named BUCKET/NAME (NAME alone with --only-objname). --spec FILE holds the request of POST /v1/batch\n"
+	 "({\"in\":[{\"bucket\",\"objname\",\"archpath\",\"start\",\"length\"}...]}) for shard members and ranges.\n"
+	 "A missing object fails the batch; with --continue-on-error it is an empty member __404__/BUCKET/NAME.\n"
+	 "-o FILE is written only when the whole TAR came (through FILE.ft-part); without -o (or -o -) the TAR goes\n"
+	 "to stdout, which must not be a terminal.\n"},
 	{"object cat", "Usage: ft object cat BUCKET/NAME [--etl NAME]\n"
 		       "Writes the object to stdout (with --etl: through that transformer, ft etl ls).\n"},
 	{"job",

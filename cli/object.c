@@ -15,8 +15,7 @@
 #define WORKERS_MAX 64
 #define PAGE 1000
 
-/* "BUCKET/NAME" (NAME may be empty when allowed): 0, or -1 after a usage error. */
-static int split(const char *arg, cli_bucket_t *b, const char **name, bool need_name)
+int cli_object_split(const char *arg, cli_bucket_t *b, const char **name, bool need_name)
 {
 	const char *s = strstr(arg, "://"), *slash;
 	char bucket[512];
@@ -87,7 +86,7 @@ static int object_ls(ft_cli_t *c)
 
 	if (c->n_args != 3)
 		return cli_fail(FT_EXIT_USAGE, "object ls needs one BUCKET (ft object ls --help)");
-	if (limit < 0 || split(c->args[2], &b, &name, false) != 0)
+	if (limit < 0 || cli_object_split(c->args[2], &b, &name, false) != 0)
 		return FT_EXIT_USAGE;
 	const char *prefix = cli_opt(c, "prefix") != NULL ? cli_opt(c, "prefix") : name;
 	json_t *all = list_all(&b, prefix, limit, &rc);
@@ -298,7 +297,7 @@ static int object_put(ft_cli_t *c)
 
 	if (c->n_args != 4)
 		return cli_fail(FT_EXIT_USAGE, "object put needs FILE|DIR and BUCKET[/NAME] (ft object put --help)");
-	if (split(c->args[3], &bt.bucket, &name, false) != 0)
+	if (cli_object_split(c->args[3], &bt.bucket, &name, false) != 0)
 		return FT_EXIT_USAGE;
 	if (stat(c->args[2], &st) != 0)
 		return cli_fail(FT_EXIT_USAGE, "%s: %s", c->args[2], strerror(errno));
@@ -333,7 +332,7 @@ static int object_get(ft_cli_t *c)
 	if (c->n_args < 3 || c->n_args > 4)
 		return cli_fail(FT_EXIT_USAGE,
 				"object get needs BUCKET/NAME [FILE] or BUCKET DIR -r (ft object get --help)");
-	if (split(c->args[2], &bt.bucket, &name, !cli_flag(c, "recursive")) != 0)
+	if (cli_object_split(c->args[2], &bt.bucket, &name, !cli_flag(c, "recursive")) != 0)
 		return FT_EXIT_USAGE;
 	if (cli_flag(c, "recursive")) {
 		const char *dir = c->n_args == 4 ? c->args[3] : ".";
@@ -381,7 +380,7 @@ static int object_rm(ft_cli_t *c)
 		const char *name;
 		char path[8192];
 		cli_resp_t r;
-		if (split(c->args[i], &b, &name, true) != 0)
+		if (cli_object_split(c->args[i], &b, &name, true) != 0)
 			return FT_EXIT_USAGE;
 		cli_obj_path(path, sizeof(path), &b, name);
 		if (cli_call("DELETE", path, NULL, &r) != 0 || r.status != 200)
@@ -403,7 +402,7 @@ static int object_cat(ft_cli_t *c)
 
 	if (c->n_args != 3)
 		return cli_fail(FT_EXIT_USAGE, "object cat needs BUCKET/NAME");
-	if (split(c->args[2], &b, &name, true) != 0)
+	if (cli_object_split(c->args[2], &b, &name, true) != 0)
 		return FT_EXIT_USAGE;
 	cli_obj_path(path, sizeof(path), &b, name);
 	if (cli_opt(c, "etl") != NULL) { /* through a transformer (docs/etl.md) */
@@ -432,5 +431,7 @@ int cli_object(ft_cli_t *c)
 		return object_rm(c);
 	if (strcmp(verb, "cat") == 0)
 		return object_cat(c);
-	return cli_fail(FT_EXIT_USAGE, "object needs ls, put, get, rm or cat (ft object --help)");
+	if (strcmp(verb, "get-batch") == 0)
+		return cli_object_get_batch(c);
+	return cli_fail(FT_EXIT_USAGE, "object needs ls, put, get, get-batch, rm or cat (ft object --help)");
 }

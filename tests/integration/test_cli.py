@@ -1,19 +1,22 @@
 # SPDX-License-Identifier: Apache-2.0
 # The ft command-line client against a real cluster: outputs, exit codes, settings, transfers, jobs, the progress bar.
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
+import tarfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 import peers
-from ftutil import unique, wait_until
+from ftutil import Api, unique, wait_until
 from test_coldget import put_origin
 from test_download import Flaky
+from test_dsort import make_tar
 
 FT = os.path.join(os.environ.get("FT_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin")), "ft")
 origin = peers.nginx_origin_fixture()
@@ -31,7 +34,8 @@ def ft(cluster, *args, env=None, home=None):
 
 @pytest.mark.parametrize("cmd", [[], ["bucket"], ["bucket", "ls"], ["bucket", "create"], ["bucket", "rm"],
                                  ["bucket", "props"], ["object"], ["object", "ls"], ["object", "put"],
-                                 ["object", "get"], ["object", "rm"], ["object", "cat"], ["job"], ["job", "start"],
+                                 ["object", "get"], ["object", "rm"], ["object", "cat"], ["object", "get-batch"],
+                                 ["job"], ["job", "start"],
                                  ["job", "ls"], ["job", "show"], ["job", "wait"], ["job", "stop"], ["cluster"],
                                  ["cluster", "show"]])
 def test_help_everywhere(cmd):
@@ -182,6 +186,57 @@ def test_object_commands_and_recursive_transfers(cluster, tmp_path):
     assert rc == 1 and "404" in err
     assert ft(cluster, "object", "cat", b)[0] == 2  # no object name
     assert ft(cluster, "bucket", "rm", b)[0] == 0
+
+
+def untar(data):
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as t:
+        return [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
+
+
+def test_object_get_batch(cluster, tmp_path):
+    """Objects of two buckets as one TAR in the order given, to a file (only when whole) or stdout; a shard
+    member and a range through --spec; missing objects fail the batch or, with --continue-on-error, are
+    empty __404__ members."""
+    b, o = unique("clib"), unique("clib2")
+    for bucket in (b, o):
+        assert ft(cluster, "bucket", "create", bucket)[0] == 0
+    api = Api(cluster.url)
+    objs = {f"{b}/s/{i:02d}": os.urandom(16384 + i) for i in range(24)}
+    objs[f"{o}/other"] = b"in the other bucket"
+    for key, data in objs.items():
+        bucket, name = key.split("/", 1)
+        api.put(bucket, name, data)
+    api.put(b, "sh.tar", make_tar([("a.txt", b"alpha"), ("b/c.cls", b"7")]))
+    order = [f"{o}/other"] + [k for k in objs if k.startswith(b)][::-1]
+    out = tmp_path / "batch.tar"
+    rc, text, err = ft(cluster, "object", "get-batch", *order, "-o", str(out))
+    assert rc == 0 and f"get-batch: {len(order)} items" in text, err
+    assert untar(out.read_bytes()) == [(k, objs[k]) for k in order]
+    p = subprocess.run([FT, "object", "get-batch", f"{o}/other", f"{b}/s/03", "--only-objname"],
+                       env={"HOME": "/nonexistent", "FT_ENDPOINT": cluster.url}, capture_output=True, timeout=120)
+    assert p.returncode == 0 and untar(p.stdout) == [("other", objs[f"{o}/other"]), ("s/03", objs[f"{b}/s/03"])]
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"in": [{"bucket": b, "objname": "sh.tar", "archpath": "b/c.cls"},
+                                       {"bucket": b, "objname": "s/05", "start": 100, "length": 7},
+                                       {"bucket": b, "objname": "nope"}]}))
+    rc, _, err = ft(cluster, "object", "get-batch", "--spec", str(spec), "-o", str(out), "--continue-on-error")
+    assert rc == 0, err
+    assert untar(out.read_bytes()) == [(f"{b}/sh.tar/b/c.cls", b"7"), (f"{b}/s/05", objs[f"{b}/s/05"][100:107]),
+                                       (f"__404__/{b}/nope", b"")]
+    # missing: before the stream starts (a clean 404), and after 24 items of 16 KiB were sent (a cut stream)
+    for names, word in (([f"{b}/nope", f"{b}/s/00"], "404"), (order + [f"{b}/nope"], "cut short")):
+        cut = tmp_path / "cut.tar"
+        rc, _, err = ft(cluster, "object", "get-batch", *names, "-o", str(cut))
+        assert rc == 1 and word in err and not cut.exists() and not (tmp_path / "cut.tar.ft-part").exists(), err
+    # usage
+    assert ft(cluster, "object", "get-batch", "-o", str(out))[0] == 2  # nothing to get
+    assert ft(cluster, "object", "get-batch", f"{b}/s/00", "--spec", str(spec), "-o", str(out))[0] == 2
+    assert ft(cluster, "object", "get-batch", b, "-o", str(out))[0] == 2  # a bucket, no object
+    spec.write_text("{\"in\": []}")
+    rc, _, err = ft(cluster, "object", "get-batch", "--spec", str(spec), "-o", str(out))
+    assert rc == 2 and "expected" in err
+    for bucket in (b, o):
+        assert ft(cluster, "bucket", "rm", bucket)[0] == 0
 
 
 def test_jobs_copy_download_prefetch(cluster, origin, tmp_path):

@@ -54,8 +54,8 @@ static double pass(ft_cksum_type_t type, const unsigned char *buf, size_t len, s
 
 int main(int argc, char **argv)
 {
-	static const ft_cksum_type_t types[] = {FT_CKSUM_XXHASH, FT_CKSUM_XXH3, FT_CKSUM_CRC32C, FT_CKSUM_MD5,
-						FT_CKSUM_SHA256};
+	static const ft_cksum_type_t types[] = {FT_CKSUM_XXHASH, FT_CKSUM_XXH3,   FT_CKSUM_CRC32C,
+						FT_CKSUM_MD5,    FT_CKSUM_SHA256, FT_CKSUM_SHA512};
 	enum { NT = sizeof(types) / sizeof(types[0]) };
 	size_t kib = argc > 1 ? strtoul(argv[1], NULL, 10) : 256;
 	size_t gib = argc > 2 ? strtoul(argv[2], NULL, 10) : 1;

@@ -56,7 +56,7 @@ static const struct {
 	{"bucket create",
 	 "Usage: ft bucket create BUCKET [--checksum TYPE] [--backend JSON]\n"
 	 "Creates an ais bucket, or a remote one (s3://, gs://, az://, ht://) with --backend '{\"endpoint\":...}'.\n"
-	 "TYPE: xxhash (the default), md5, xxh3, crc32c or sha256.\n"},
+	 "TYPE: xxhash (the default), md5, xxh3, crc32c, sha256 or sha512.\n"},
 	{"bucket rm", "Usage: ft bucket rm BUCKET\nDestroys the bucket with all its objects.\n"},
 	{"bucket props",
 	 "Usage: ft bucket props BUCKET [--set KEY=VALUE]...\n"

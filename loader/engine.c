@@ -84,7 +84,7 @@ struct worker {
 	/* -verifyhash */
 	bool verify, hash_started, use_other;
 	XXH64_state_t xx;
-	ft_cksum_t other; /* the bucket's checksum when it is not xxhash (md5, xxh3, crc32c, sha256) */
+	ft_cksum_t other; /* the bucket's checksum when it is not xxhash (md5, xxh3, crc32c, sha256, sha512) */
 	uint64_t put_hash;
 	worker_t *next_ready;
 };

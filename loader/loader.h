@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "base/cksum.h"
 #include "cluster/smap.h"
 #include "hist.h"
 #include "http/parse.h"
@@ -188,7 +189,7 @@ typedef struct {
 	size_t hlen;
 	char location[LD_LOCATION_MAX];
 	char cksum_type[16];
-	char cksum_value[72];
+	char cksum_value[FT_CKSUM_HEX_MAX];
 } ld_resp_t;
 
 /* Ready for a new response; head_request: a HEAD (no body follows whatever the headers say). */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Streaming object checksums: xxhash64 and xxh3 (libxxhash), md5 and sha256 (OpenSSL EVP), crc32c (isa-l). */
+/* Streaming object checksums: xxhash64 and xxh3 (libxxhash), md5, sha256 and sha512 (OpenSSL EVP), crc32c (isa-l). */
 #include "base/cksum.h"
 
 #include <string.h>
@@ -19,8 +19,9 @@
 #include "base/crc32c.h"
 
 static const char *const cksum_names[] = {
-	[FT_CKSUM_NONE] = "none", [FT_CKSUM_XXHASH] = "xxhash", [FT_CKSUM_MD5] = "md5",
-	[FT_CKSUM_XXH3] = "xxh3", [FT_CKSUM_CRC32C] = "crc32c", [FT_CKSUM_SHA256] = "sha256",
+	[FT_CKSUM_NONE] = "none",     [FT_CKSUM_XXHASH] = "xxhash", [FT_CKSUM_MD5] = "md5",
+	[FT_CKSUM_XXH3] = "xxh3",     [FT_CKSUM_CRC32C] = "crc32c", [FT_CKSUM_SHA256] = "sha256",
+	[FT_CKSUM_SHA512] = "sha512",
 };
 
 int ft_cksum_valid(int type)
@@ -71,6 +72,8 @@ int ft_cksum_init(ft_cksum_t *c, ft_cksum_type_t type)
 		return evp_init(c, EVP_md5());
 	case FT_CKSUM_SHA256:
 		return evp_init(c, EVP_sha256());
+	case FT_CKSUM_SHA512:
+		return evp_init(c, EVP_sha512());
 	}
 	return -1;
 }
@@ -90,6 +93,7 @@ void ft_cksum_update(ft_cksum_t *c, const void *buf, size_t len)
 		break;
 	case FT_CKSUM_MD5:
 	case FT_CKSUM_SHA256:
+	case FT_CKSUM_SHA512:
 		if (c->state != NULL)
 			EVP_DigestUpdate(c->state, buf, len);
 		break;
@@ -127,6 +131,7 @@ void ft_cksum_final(ft_cksum_t *c, char hex[FT_CKSUM_HEX_MAX])
 		break;
 	case FT_CKSUM_MD5:
 	case FT_CKSUM_SHA256:
+	case FT_CKSUM_SHA512:
 		if (c->state != NULL && EVP_DigestFinal_ex(c->state, md, &n) == 1 && 2 * (size_t)n < FT_CKSUM_HEX_MAX)
 			ft_hex_encode(md, n, hex);
 		break;
@@ -150,7 +155,7 @@ void ft_cksum_abort(ft_cksum_t *c)
 			XXH64_freeState(c->state);
 		else if (c->type == FT_CKSUM_XXH3)
 			XXH3_freeState(c->state);
-		else if (c->type == FT_CKSUM_MD5 || c->type == FT_CKSUM_SHA256)
+		else if (c->type == FT_CKSUM_MD5 || c->type == FT_CKSUM_SHA256 || c->type == FT_CKSUM_SHA512)
 			EVP_MD_CTX_free(c->state);
 	}
 	c->state = NULL;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Streaming object checksums: xxhash64 (default), md5, xxh3, crc32c and sha256. */
+/* Streaming object checksums: xxhash64 (default), md5, xxh3, crc32c, sha256 and sha512. */
 #ifndef FT_CKSUM_H
 #define FT_CKSUM_H
 
@@ -17,17 +17,18 @@ typedef enum {
 	FT_CKSUM_XXH3 = 3,   /* XXH3 64-bit, seed 0 */
 	FT_CKSUM_CRC32C = 4, /* CRC-32C (Castagnoli), as iSCSI, ext4 and GCS use it */
 	FT_CKSUM_SHA256 = 5,
+	FT_CKSUM_SHA512 = 6,
 } ft_cksum_type_t;
 
-#define FT_CKSUM_LAST FT_CKSUM_SHA256
-#define FT_CKSUM_HEX_MAX 65 /* longest hex value + NUL */
+#define FT_CKSUM_LAST FT_CKSUM_SHA512
+#define FT_CKSUM_HEX_MAX 129 /* longest hex value (sha512's 128 digits) + NUL */
 /* The names a bucket's checksum can take, for error messages. */
-#define FT_CKSUM_NAMES "xxhash, md5, xxh3, crc32c, sha256"
+#define FT_CKSUM_NAMES "xxhash, md5, xxh3, crc32c, sha256, sha512"
 
 /*
  * Values are the lowercase hex of the digest in big-endian byte order, the usual printed form:
  * 16 digits for xxhash and xxh3, 8 for crc32c (crc32c("123456789") is "e3069283"), 32 for md5,
- * 64 for sha256.
+ * 64 for sha256, 128 for sha512.
  */
 typedef struct {
 	ft_cksum_type_t type;
@@ -44,7 +45,7 @@ void ft_cksum_final(ft_cksum_t *c, char hex[FT_CKSUM_HEX_MAX]);
 void ft_cksum_abort(ft_cksum_t *c);
 /* Whether type is one of the types above (stored metadata is checked with it). */
 int ft_cksum_valid(int type);
-/* "none", "xxhash", "md5", "xxh3", "crc32c", "sha256"; "unknown" for another number. */
+/* "none", "xxhash", "md5", "xxh3", "crc32c", "sha256", "sha512"; "unknown" for another number. */
 const char *ft_cksum_name(ft_cksum_type_t type);
 /* Returns 0, or -1 for an unknown name (names are lowercase, as ft_cksum_name gives them). */
 int ft_cksum_parse(const char *name, ft_cksum_type_t *out);

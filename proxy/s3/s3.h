@@ -45,7 +45,8 @@
 
 #define PX_S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define PX_S3_XML_BODY_MAX (2u << 20) /* largest XML request body (DeleteObjects of 1000 long keys) */
-#define PX_S3_ETAG_MAX 80             /* "<32 hex>-<parts>" with quotes, and room to spare */
+/* "<32 hex>-<parts>", or a checksum serving as the ETag (a sha512 bucket's 128 hex digits), with quotes */
+#define PX_S3_ETAG_MAX (FT_CKSUM_HEX_MAX + 8)
 #define PX_S3_MAX_PARTS 10000
 #define PX_S3_RELAY_TIMEOUT_MS 30000 /* a target silent for this long fails the relay */
 #define PX_S3_GET_RETRIES 2          /* a GET whose target is unreachable tries the object's next owners */

@@ -34,7 +34,7 @@ struct fc_entry {
 	ino_t ino;
 	off_t size;
 	struct timespec ctim, mtim;
-	uint16_t lom_len; /* the encoded LOM after rel's NUL (~100 bytes: a decoded one is 4 KiB) */
+	uint16_t lom_len; /* the encoded LOM after rel's NUL (~100-200 bytes: a decoded one is 4 KiB) */
 	char rel[];       /* o->rel, then the LOM as ft_lom_encode wrote it */
 };
 

@@ -15,7 +15,8 @@
  *   ATIME   i64 LE (ns)
  *   MTIME   i64 LE (ns)
  *   CKSUM   u8 type (ft_cksum_type_t), then the hex value (no NUL)   required
- *           (types 3..5, xxh3, crc32c and sha256, came later: a build before them refuses such a record)
+ *           (types 3..5, xxh3, crc32c and sha256, and 6, sha512, came later: a build before them
+ *           refuses such a record)
  *   VERSION bytes (no NUL)
  *   ETAG    bytes (no NUL), written only when not empty
  *   CTYPE, UMETA, HDRS, PARTS   bytes (no NUL), each written only when not empty
@@ -39,6 +40,16 @@ enum {
 	TAG_PARTS = 10,
 	TAG_KNOWN_MAX = TAG_PARTS,
 };
+
+/* Fixed-size records, and string records (tag, length, bytes without the NUL) of a field of cap bytes. */
+#define LOM_U64_REC (LOM_REC_HDR + 8)
+#define LOM_STR_REC(cap) (LOM_REC_HDR + (cap)-1)
+#define LOM_WORST                                                                                          \
+	(LOM_HDR + 3 * LOM_U64_REC + 1 + LOM_STR_REC(FT_CKSUM_HEX_MAX) + LOM_STR_REC(FT_LOM_VERSION_MAX) + \
+	 LOM_STR_REC(FT_LOM_ETAG_MAX) + LOM_STR_REC(FT_LOM_CTYPE_MAX) + LOM_STR_REC(FT_LOM_UMETA_MAX) +    \
+	 LOM_STR_REC(FT_LOM_HDRS_MAX) + LOM_STR_REC(FT_LOM_PARTS_MAX) + LOM_TRAILER)
+/* Any ft_lom_t the encoder accepts fits in FT_LOM_MAX (a longer checksum value or field must grow it). */
+_Static_assert(LOM_WORST <= FT_LOM_MAX, "FT_LOM_MAX is below the longest encoding");
 
 static void put_u16(uint8_t *p, uint16_t v)
 {

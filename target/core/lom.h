@@ -8,7 +8,7 @@
 #include "base/cksum.h"
 
 #define FT_LOM_XATTR "user.ft.lom"
-#define FT_LOM_MAX 4096 /* largest encoded size */
+#define FT_LOM_MAX 4160 /* largest encoded size: every field at its longest fits (lom.c checks) */
 #define FT_LOM_VERSION_MAX 128
 #define FT_LOM_ETAG_MAX 72    /* "<32 hex md5>" or "<32 hex>-<parts>", plus NUL */
 #define FT_LOM_CTYPE_MAX 256  /* Content-Type given at PUT, plus NUL */

@@ -302,7 +302,7 @@ static void finalize(ft_req_t *r, void *arg)
 	memcpy(lom.cksum, p->hex, sizeof(lom.cksum));
 	lom.atime_ns = lom.mtime_ns = ft_now_ns();
 	if (p->want_etag)
-		snprintf(lom.etag, sizeof(lom.etag), "%s", p->md5_hex);
+		snprintf(lom.etag, sizeof(lom.etag), "%.32s", p->md5_hex); /* an MD5: 32 hex digits */
 	if (p->xs_b64[0] && (tgt_meta_hdr_add(&lom, ft_xsum_header(p->xs.alg), p->xs_b64) != 0 ||
 			     tgt_meta_hdr_add(&lom, "x-amz-checksum-type", "FULL_OBJECT") != 0)) {
 		put_release(p);

@@ -147,13 +147,14 @@ def md5_hex(data):
     return hashlib.md5(data).hexdigest()
 
 
-CKSUM_TYPES = ("xxhash", "md5", "xxh3", "crc32c", "sha256")
+CKSUM_TYPES = ("xxhash", "md5", "xxh3", "crc32c", "sha256", "sha512")
 
 
 def cksum_hex(kind, data):
     """The Ais-Checksum-Value of data in a bucket whose checksum type is kind."""
     return {"xxhash": xxh64_hex, "md5": md5_hex, "xxh3": xxh3_hex, "crc32c": crc32c_hex,
-            "sha256": lambda d: hashlib.sha256(d).hexdigest()}[kind](data)
+            "sha256": lambda d: hashlib.sha256(d).hexdigest(),
+            "sha512": lambda d: hashlib.sha512(d).hexdigest()}[kind](data)
 
 
 # ---- native API ----

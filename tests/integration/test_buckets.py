@@ -80,7 +80,7 @@ def set_bprops(api, bucket, value):
     return api.s.post(api.url + bucket_path(bucket), json={"action": "set-bprops", "value": value}, timeout=TIMEOUT)
 
 
-@pytest.mark.parametrize("kind", ["xxh3", "crc32c", "sha256"])
+@pytest.mark.parametrize("kind", ["xxh3", "crc32c", "sha256", "sha512"])
 def test_later_checksum_types(api, kind):
     """PUT, HEAD and GET in a bucket of each later type carry that type and its value, as hashlib, a
     table CRC-32C and libxxhash's one-shot XXH3 compute it; sizes cross the hashing block sizes."""
@@ -106,20 +106,20 @@ def test_later_checksum_types(api, kind):
 def test_bad_checksum_type_names(api):
     """An unknown (or "none", or not lowercase) type at create-bck or set-bprops is a 400 listing the valid names;
     nothing is created or changed."""
-    for bad in ["sha512", "xxhash3", "CRC32C", "none", "", 5, {"type": "md5"}]:
+    for bad in ["sha384", "SHA512", "xxhash3", "CRC32C", "none", "", 5, {"type": "md5"}]:
         b = unique("badck")
         r = api.s.post(api.url + bucket_path(b), json={"action": "create-bck", "value": {"checksum": {"type": bad}}},
                        timeout=TIMEOUT)
-        assert_json_error(r, 400, "xxhash, md5, xxh3, crc32c, sha256")
+        assert_json_error(r, 400, "xxhash, md5, xxh3, crc32c, sha256, sha512")
         assert b not in names_of(api)
     r = api.s.post(api.url + bucket_path(unique("badck")), json={"action": "create-bck", "value": {"checksum": "md5"}},
                    timeout=TIMEOUT)
     assert_json_error(r, 400, "crc32c")
     b = unique("badck")
     api.create_bucket(b, cksum="crc32c")
-    for bad in ["sha1", "none", None, 1]:
+    for bad in ["sha1", "sha512 ", "none", None, 1]:
         r = set_bprops(api, b, {"checksum": {"type": bad}} if bad is not None else {"checksum": "xxh3"})
-        assert_json_error(r, 400, "xxhash, md5, xxh3, crc32c, sha256")
+        assert_json_error(r, 400, "xxhash, md5, xxh3, crc32c, sha256, sha512")
     assert names_of(api)[b]["checksum"] == "crc32c"
     api.destroy_bucket(b)
 
@@ -142,10 +142,18 @@ def test_checksum_type_change_keeps_stored_objects(api):
         r = api.get(b, kind)
         assert r.status_code == 200 and r.content == d
         assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == (kind, cksum_hex(kind, d))
-    # an overwrite takes the bucket's current type (sha256, the last one set)
+    # an overwrite takes the bucket's current type (sha512, the last one set)
     r = api.put(b, "xxhash", data["xxhash"])
-    assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == ("sha256",
-                                                                                cksum_hex("sha256", data["xxhash"]))
+    assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == ("sha512",
+                                                                                cksum_hex("sha512", data["xxhash"]))
+    # and back: from sha512 to xxhash, the sha512 objects keep their type and value
+    assert set_bprops(api, b, {"checksum": {"type": "xxhash"}}).status_code == 200
+    assert api.put(b, "new", data["md5"]).headers["Ais-Checksum-Type"] == "xxhash"
+    for name, kind in (("sha512", "sha512"), ("xxhash", "sha512"), ("new", "xxhash")):
+        d = data["md5"] if name == "new" else data[name]
+        r = api.get(b, name)
+        assert r.status_code == 200 and r.content == d
+        assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == (kind, cksum_hex(kind, d))
     api.destroy_bucket(b)
 
 
@@ -171,12 +179,37 @@ def test_put_with_client_checksum(api):
     # "none" checks nothing; a bad type, or a type without a value, is refused before the body is read
     assert api.put(b, "none", data, headers={"Ais-Checksum-Type": "none"}).status_code == 200
     r = api.put(b, "x", data, headers={"Ais-Checksum-Type": "sha1", "Ais-Checksum-Value": "00"}, expect=400)
-    assert_json_error(r, 400, "xxhash, md5, xxh3, crc32c, sha256")
+    assert_json_error(r, 400, "xxhash, md5, xxh3, crc32c, sha256, sha512")
     r = api.put(b, "x", data, headers={"Ais-Checksum-Type": "crc32c"}, expect=400)
     assert_json_error(r, 400, "Ais-Checksum-Value")
     r = api.put(b, "x", data, headers={"Ais-Checksum-Value": "e3069283"}, expect=400)
     assert_json_error(r, 400, "Ais-Checksum-Type")
     assert api.get(b, "x").status_code == 404
+    api.destroy_bucket(b)
+
+
+def test_put_with_client_checksum_in_sha512_bucket(api):
+    """In a sha512 bucket, a client's sha512 Ais-Checksum-Value is the stored one: a match stores it (128 digits), a
+    value cut by one digit, one with a digit changed and an overlong one are 400 BadCksum with nothing stored; a
+    client's sha256 is computed beside the bucket's sha512."""
+    b = unique("clck512")
+    api.create_bucket(b, cksum="sha512")
+    data = os.urandom(300001)
+    want = cksum_hex("sha512", data)
+    assert len(want) == 128
+    r = api.put(b, "ok", data, headers={"Ais-Checksum-Type": "sha512", "Ais-Checksum-Value": want})
+    assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == ("sha512", want)
+    assert api.head(b, "ok").headers["Ais-Checksum-Value"] == want
+    changed = want[:-1] + ("0" if want[-1] != "0" else "1")
+    for i, bad in enumerate([want[:-1], changed, want + "0" * 200]):
+        r = api.put(b, "bad%d" % i, data, headers={"Ais-Checksum-Type": "sha512", "Ais-Checksum-Value": bad},
+                    expect=400)
+        assert_json_error(r, 400, "BadCksum")
+        assert want in r.json()["message"]
+        assert api.get(b, "bad%d" % i).status_code == 404
+    r = api.put(b, "other", data,
+                headers={"Ais-Checksum-Type": "sha256", "Ais-Checksum-Value": cksum_hex("sha256", data)})
+    assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == ("sha512", want)
     api.destroy_bucket(b)
 
 

@@ -126,8 +126,16 @@ def test_bucket_commands(cluster):
     assert rc == 1 and "400" in err
     rc, out, err = ft(cluster, "bucket", "props", b, "--set", "checksum.type=xxh3", "--json")
     assert rc == 0 and json.loads(out)["checksum"] == "xxh3", err
+    rc, out, err = ft(cluster, "bucket", "props", b, "--set", "checksum.type=sha512", "--json")
+    assert rc == 0 and json.loads(out)["checksum"] == "sha512", err
     rc, _, err = ft(cluster, "bucket", "props", b, "--set", "checksum.type=sha1")
-    assert rc == 1 and "400" in err and "crc32c" in err
+    assert rc == 1 and "400" in err and "crc32c" in err and "sha512" in err
+    b512 = unique("clib512")
+    rc, out, err = ft(cluster, "bucket", "create", b512, "--checksum", "sha512")
+    assert rc == 0 and f"created ais://{b512}" in out, err
+    rc, out, _ = ft(cluster, "bucket", "ls")
+    assert any(line.split()[:3] == [b512, "ais", "sha512"] for line in out.splitlines())
+    assert ft(cluster, "bucket", "rm", b512)[0] == 0
     assert ft(cluster, "bucket", "rm", b)[0] == 0
     rc, _, err = ft(cluster, "bucket", "rm", b)
     assert rc == 1 and "404" in err

@@ -199,7 +199,7 @@ def test_cold_then_warm(cluster, ht_bucket, origin):
     assert_json_error(r, 404)
 
 
-@pytest.mark.parametrize("kind", ["xxh3", "crc32c", "xxhash"])
+@pytest.mark.parametrize("kind", ["xxh3", "crc32c", "xxhash", "sha512"])
 def test_cold_get_stores_the_bucket_type(cluster, origin, kind):
     """A cold GET into a bucket of each type stores that type's value of the origin's bytes (the streaming checksum
     of the fetch), served by HEAD and by the warm GET; a range cold GET too."""

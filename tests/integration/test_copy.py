@@ -6,7 +6,7 @@ import pytest
 import requests
 
 import peers
-from ftutil import TIMEOUT, assert_json_error, create_remote, unique, wait_job
+from ftutil import TIMEOUT, assert_json_error, cksum_hex, create_remote, unique, wait_job
 from test_coldget import put_origin
 
 origin = peers.nginx_origin_fixture()
@@ -78,6 +78,34 @@ def test_copy_bck_creates_destination_keeps_metadata_and_skips_on_rerun(api, src
         assert st["objects"] == 30, st
     finally:
         api.destroy_bucket(dst, expect=None)
+
+
+def test_copy_bck_of_a_sha512_bucket(api):
+    """A sha512 source: the destination is created sha512, each copy's 128-digit value equals the source's (checked
+    by the job), a re-run skips them all (HEAD's value compared whole), a changed source object is copied again."""
+    src = unique("csrc512")
+    api.create_bucket(src, cksum="sha512")
+    dst = unique("cdst512")
+    try:
+        data = fill(api, src, 8)
+        st = run(api, src, "copy-bck", {"to": {"name": dst}})
+        assert st["objects"] == 8 and st["errors"] == 0, st
+        assert {b["name"]: b for b in api.bmd()["buckets"]}[dst]["checksum"] == "sha512"
+        for name, body in data.items():
+            r = api.get(dst, name)
+            assert r.status_code == 200 and r.content == body
+            assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == ("sha512",
+                                                                                        cksum_hex("sha512", body))
+        st = run(api, src, "copy-bck", {"to": {"name": dst}})
+        assert st["objects"] == 0 and st["skipped"] == 8 and st["errors"] == 0, st
+        changed = os.urandom(999)
+        api.put(src, "d/obj-003", changed)
+        st = run(api, src, "copy-bck", {"to": {"name": dst}})
+        assert st["objects"] == 1 and st["skipped"] == 7 and st["errors"] == 0, st
+        assert api.get(dst, "d/obj-003").headers["Ais-Checksum-Value"] == cksum_hex("sha512", changed)
+    finally:
+        api.destroy_bucket(dst, expect=None)
+        api.destroy_bucket(src, expect=None)
 
 
 def test_copy_sync_removes_what_is_gone_and_recopies_changes(api, src):

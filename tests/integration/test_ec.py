@@ -264,7 +264,7 @@ def test_restore_after_main_copy_lost(make_cluster):
     assert h.work_files() == []
 
 
-@pytest.mark.parametrize("kind", ["xxh3", "crc32c", "sha256"])
+@pytest.mark.parametrize("kind", ["xxh3", "crc32c", "sha256", "sha512"])
 def test_restore_checks_the_object_type(make_cluster, kind):
     """An EC restore (from slices, and from a whole replica below objsize_limit) checks and keeps the object's own
     checksum type: the restored copy serves the value stored at PUT."""

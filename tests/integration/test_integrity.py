@@ -5,7 +5,7 @@ import os
 import pytest
 
 from conftest import module_cluster
-from ftutil import TIMEOUT, Api, assert_json_error, bucket_path, session, unique, wait_job
+from ftutil import TIMEOUT, Api, assert_json_error, bucket_path, cksum_hex, session, unique, wait_job
 from test_mirror import LOM_XATTR, assert_replicas, create, read, replicas, set_props
 
 
@@ -185,9 +185,9 @@ def test_scrub_repairs_and_reports(icluster, iapi):
 
 # ---- the later checksum types ----
 
-@pytest.mark.parametrize("kind", ["xxh3", "crc32c", "sha256"])
+@pytest.mark.parametrize("kind", ["xxh3", "crc32c", "sha256", "sha512"])
 def test_later_types_catch_damage(icluster, iapi, kind):
-    """A flipped byte in an xxh3, crc32c or sha256 bucket: refused by a validated warm GET, reported by the scrub
+    """A flipped byte in an xxh3, crc32c, sha256 or sha512 bucket: refused by a validated warm GET, reported by the scrub
     (no copy to repair from), named with the object's type in the log."""
     b = unique("int" + kind)
     create(iapi, b, {"checksum": {"type": kind}, "checksum_validate_warm_get": True})
@@ -206,15 +206,17 @@ def test_later_types_catch_damage(icluster, iapi, kind):
     iapi.destroy_bucket(b)
 
 
-def test_old_type_objects_validated_by_their_own_type(icluster, iapi):
-    """After a change from xxhash to crc32c, a stored xxhash object is still validated (and repaired from its mirror
-    copy) with xxhash, and the scrub checks each object by its own type."""
+@pytest.mark.parametrize("kind", ["crc32c", "sha512"])
+def test_old_type_objects_validated_by_their_own_type(icluster, iapi, kind):
+    """After a change from xxhash to crc32c (or sha512), a stored xxhash object is still validated (and repaired from
+    its mirror copy) with xxhash, and the scrub checks each object by its own type."""
     b = unique("intchg")
     create(iapi, b, {"mirror": {"copies": 2}, "checksum_validate_warm_get": True})
     old, new = os.urandom(200000), os.urandom(200000)
     iapi.put(b, "old", old)
-    set_props(iapi, b, {"checksum": {"type": "crc32c"}})
-    assert iapi.put(b, "new", new).headers["Ais-Checksum-Type"] == "crc32c"
+    set_props(iapi, b, {"checksum": {"type": kind}})
+    r = iapi.put(b, "new", new)
+    assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == (kind, cksum_hex(kind, new))
     assert iapi.head(b, "old").headers["Ais-Checksum-Type"] == "xxhash"
     main_old, _ = assert_replicas(icluster, b, "old", old, 2)
     main_new, _ = assert_replicas(icluster, b, "new", new, 2)

@@ -224,7 +224,7 @@ def test_verifyhash_catches_a_corrupted_object(cluster, api, bucket, tmp_path):
     assert r.summary("GET")["errors"] == 0
 
 
-@pytest.mark.parametrize("kind", ["md5", "xxh3", "crc32c", "sha256"])
+@pytest.mark.parametrize("kind", ["md5", "xxh3", "crc32c", "sha256", "sha512"])
 def test_verifyhash_of_each_bucket_type(cluster, api, tmp_path, kind):
     """-verifyhash checks a GET body against Ais-Checksum-Value of every bucket type: the clean objects pass, a
     flipped byte (same size, stored value unchanged) is an error."""

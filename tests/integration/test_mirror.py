@@ -145,7 +145,7 @@ def test_set_bprops_bad_requests(mapi):
     r = set_props(mapi, b, {"mirror": {"copies": 2}}, expect=404)
     assert_json_error(r, 404, b)
     mapi.create_bucket(b)
-    for value, contains in [({}, "value"), (None, "value"), ({"checksum": {"type": "sha512"}}, "sha256"),
+    for value, contains in [({}, "value"), (None, "value"), ({"checksum": {"type": "sha384"}}, "sha512"),
                             ({"versioning": True}, "versioning")]:
         r = set_props(mapi, b, value, expect=400)
         assert_json_error(r, 400, contains)

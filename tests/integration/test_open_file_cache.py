@@ -17,7 +17,7 @@ import pytest
 import peers
 import s3util
 from conftest import module_cluster
-from ftutil import Api, assert_json_error, create_remote, ctl, session, unique, wait_job, wait_until
+from ftutil import Api, assert_json_error, cksum_hex, create_remote, ctl, session, unique, wait_job, wait_until
 from test_coldget import put_origin
 from test_mirror import LOM_XATTR, replicas, set_props
 from test_mirror import create as create_with_props
@@ -121,6 +121,25 @@ def test_metadata_of_an_overwrite(fcluster, api, bucket):
     assert r.headers["Content-Type"] == "text/two"
     assert r.headers["Ais-Checksum-Value"] != v1["Ais-Checksum-Value"]
     assert r.headers["Ais-Version"] != v1["Ais-Version"]
+
+
+def test_hit_of_a_sha512_object(fcluster, api):
+    """A cache hit in a sha512 bucket serves the whole 128-digit value, the ETag and the user metadata kept in the
+    entry's encoded metadata."""
+    b = unique("fc512")
+    api.create_bucket(b, cksum="sha512")
+    data = body("sha")
+    meta = {"x-amz-meta-k%02d" % i: "%02d" % i * 50 for i in range(12)}
+    api.put(b, "s", data, headers=meta)
+    warm(fcluster, api, b, "s", data)
+    before = hits(fcluster)
+    r = get_ok(api, b, "s", data)
+    assert hits(fcluster) > before
+    want = cksum_hex("sha512", data)
+    assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == ("sha512", want)
+    assert r.headers["ETag"] == '"%s"' % want
+    assert {k: r.headers[k] for k in meta} == meta
+    api.destroy_bucket(b)
 
 
 def test_delete_then_get_is_404_and_the_file_is_closed(fcluster, api, bucket):

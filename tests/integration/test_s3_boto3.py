@@ -117,6 +117,26 @@ def test_put_get_head(s3, bucket, size):
     assert h["AcceptRanges"] == "bytes"
 
 
+def test_native_object_in_sha512_bucket(api, s3):
+    """An object PUT natively into a sha512 bucket has no MD5: its 128-digit sha512 serves as the S3 ETag, whole, on
+    HEAD, GET, the listing and If-Match; an S3 PUT there gets the MD5 ETag and the bucket's sha512 checksum."""
+    b = s3util.bucket_name("sha512")
+    api.create_bucket(b, cksum="sha512")
+    data = os.urandom(200003)
+    api.put(b, "native", data)
+    etag = '"%s"' % hashlib.sha512(data).hexdigest()
+    assert s3.head_object(Bucket=b, Key="native")["ETag"] == etag
+    g = s3.get_object(Bucket=b, Key="native", IfMatch=etag)
+    assert g["ETag"] == etag and g["Body"].read() == data
+    listed = s3.list_objects_v2(Bucket=b)["Contents"]
+    assert [(o["Key"], o["ETag"]) for o in listed] == [("native", etag)]
+    assert s3.put_object(Bucket=b, Key="viaS3", Body=data)["ETag"] == '"%s"' % md5(data)
+    r = api.head(b, "viaS3")
+    assert (r.headers["Ais-Checksum-Type"], r.headers["Ais-Checksum-Value"]) == ("sha512", etag.strip('"'))
+    assert s3.head_object(Bucket=b, Key="viaS3")["ETag"] == '"%s"' % md5(data)
+    api.destroy_bucket(b)
+
+
 def test_empty_put_then_put_on_one_connection(cluster, bucket):
     """botocore sends Expect: 100-continue with PutObject, also with an empty body; botocore 1.29
     mis-reads the next response on that connection unless the empty PUT got its "100 Continue" too

@@ -107,6 +107,27 @@ static void test_sha256_vectors(void **state)
 	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	digest(FT_CKSUM_SHA256, "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, hex);
 	assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	assert_int_equal(strlen(hex), 64);
+}
+
+static void test_sha512_vectors(void **state)
+{
+	char hex[FT_CKSUM_HEX_MAX];
+
+	(void)state;
+	/* FIPS 180-2 appendix C (one block, two blocks), and the empty message. */
+	digest(FT_CKSUM_SHA512, "", 0, hex);
+	assert_string_equal(hex, "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce"
+				 "47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e");
+	digest(FT_CKSUM_SHA512, "abc", 3, hex);
+	assert_string_equal(hex, "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a"
+				 "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f");
+	digest(FT_CKSUM_SHA512,
+	       "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrs"
+	       "mnopqrstnopqrstu",
+	       112, hex);
+	assert_string_equal(hex, "8e959b75dae313da8cf4f72814fc143f8f7779c6eb9f7fa17299aeadb6889018"
+				 "501d289e4900f7e4331b99dec4b5433ac7d329eeb6dd26545e96e55b874be909");
 	assert_int_equal(strlen(hex) + 1, FT_CKSUM_HEX_MAX); /* the longest value fits */
 }
 
@@ -149,6 +170,7 @@ static void test_chunked(void **state)
 	check_chunked(FT_CKSUM_XXH3);
 	check_chunked(FT_CKSUM_CRC32C);
 	check_chunked(FT_CKSUM_SHA256);
+	check_chunked(FT_CKSUM_SHA512);
 }
 
 static void test_none_and_abort(void **state)
@@ -192,18 +214,22 @@ static void test_names(void **state)
 	assert_int_equal(ft_cksum_parse("none", &t), 0);
 	assert_int_equal(t, FT_CKSUM_NONE);
 	/* Every name reads back as its type; the numbers stored in object metadata do not move. */
-	static const char *const names[] = {"none", "xxhash", "md5", "xxh3", "crc32c", "sha256"};
-	for (int i = 0; i < 6; i++) {
+	static const char *const names[] = {"none", "xxhash", "md5", "xxh3", "crc32c", "sha256", "sha512"};
+	for (int i = 0; i < 7; i++) {
 		assert_int_equal(ft_cksum_parse(names[i], &t), 0);
 		assert_int_equal(t, i);
 		assert_string_equal(ft_cksum_name(t), names[i]);
 		assert_true(ft_cksum_valid(i));
+		/* the list in error messages names every type a bucket can take (all but none) */
+		assert_true((strstr(FT_CKSUM_NAMES, names[i]) != NULL) == (i != FT_CKSUM_NONE));
 	}
-	assert_int_equal(FT_CKSUM_LAST, 5);
-	assert_false(ft_cksum_valid(6));
+	assert_int_equal(FT_CKSUM_LAST, 6);
+	assert_false(ft_cksum_valid(7));
 	assert_false(ft_cksum_valid(-1));
-	assert_string_equal(ft_cksum_name((ft_cksum_type_t)6), "unknown");
-	assert_int_equal(ft_cksum_parse("sha512", &t), -1);
+	assert_string_equal(ft_cksum_name((ft_cksum_type_t)7), "unknown");
+	assert_int_equal(ft_cksum_parse("sha1", &t), -1);
+	assert_int_equal(ft_cksum_parse("sha384", &t), -1);
+	assert_int_equal(ft_cksum_parse("SHA512", &t), -1);
 	assert_int_equal(ft_cksum_parse("xxhash3", &t), -1);
 	assert_int_equal(ft_cksum_parse("CRC32C", &t), -1);
 	assert_int_equal(ft_cksum_parse("MD5", &t), -1);
@@ -216,8 +242,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_xxhash_vectors), cmocka_unit_test(test_md5_vectors),
 		cmocka_unit_test(test_xxh3_vectors),   cmocka_unit_test(test_crc32c_vectors),
-		cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_chunked),
-		cmocka_unit_test(test_none_and_abort), cmocka_unit_test(test_names),
+		cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_sha512_vectors),
+		cmocka_unit_test(test_chunked),        cmocka_unit_test(test_none_and_abort),
+		cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,6 +67,11 @@ static void raw_seal(rawbuf_t *r)
 	r->len += 4;
 }
 
+/* sha512 of the empty message: 128 hex digits, the longest value of any type. */
+#define SHA512_EMPTY                                                       \
+	"cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce" \
+	"47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e"
+
 static void sample(ft_lom_t *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -88,6 +93,9 @@ static void assert_lom_equal(const ft_lom_t *a, const ft_lom_t *b)
 	assert_int_equal(a->cksum_type, b->cksum_type);
 	assert_string_equal(a->cksum, b->cksum);
 	assert_string_equal(a->version, b->version);
+	assert_string_equal(a->etag, b->etag);
+	assert_string_equal(a->content_type, b->content_type);
+	assert_string_equal(a->user_meta, b->user_meta);
 	assert_string_equal(a->hdrs, b->hdrs);
 	assert_string_equal(a->parts, b->parts);
 }
@@ -116,13 +124,14 @@ static void test_round_trip(void **state)
 	assert_int_equal(ft_lom_decode(&out, buf, (size_t)n), 0);
 	assert_lom_equal(&m, &out);
 
-	/* The later types: xxh3, crc32c, sha256 (the longest value). */
+	/* The later types: xxh3, crc32c, sha256, sha512 (the longest value). */
 	static const struct {
 		ft_cksum_type_t type;
 		const char *hex;
 	} later[] = {{FT_CKSUM_XXH3, "2d06800538d394c2"},
 		     {FT_CKSUM_CRC32C, "e3069283"},
-		     {FT_CKSUM_SHA256, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}};
+		     {FT_CKSUM_SHA256, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		     {FT_CKSUM_SHA512, SHA512_EMPTY}};
 	for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
 		sample(&m);
 		m.cksum_type = later[i].type;
@@ -142,6 +151,71 @@ static void test_round_trip(void **state)
 	assert_true(n > 0);
 	assert_int_equal(ft_lom_decode(&out, buf, (size_t)n), 0);
 	assert_lom_equal(&m, &out);
+}
+
+/* Every field at its longest, with a sha512 value: the largest LOM encodes within FT_LOM_MAX and reads back. */
+static void test_longest_fields_fit(void **state)
+{
+	uint8_t buf[FT_LOM_MAX];
+	ft_lom_t m, out;
+	int n;
+
+	(void)state;
+	sample(&m);
+	m.cksum_type = FT_CKSUM_SHA512;
+	snprintf(m.cksum, sizeof(m.cksum), "%s", SHA512_EMPTY);
+	assert_int_equal(strlen(m.cksum), FT_CKSUM_HEX_MAX - 1);
+	memset(m.version, 'v', FT_LOM_VERSION_MAX - 1);
+	memset(m.etag, 'e', FT_LOM_ETAG_MAX - 1);
+	memset(m.content_type, 'c', FT_LOM_CTYPE_MAX - 1);
+	memset(m.user_meta, 'u', FT_LOM_UMETA_MAX - 1);
+	memset(m.hdrs, 'h', FT_LOM_HDRS_MAX - 1);
+	memset(m.parts, 'p', FT_LOM_PARTS_MAX - 1);
+	n = ft_lom_encode(&m, buf, sizeof(buf));
+	assert_true(n > 4096); /* more than the 4 KiB FT_LOM_MAX was before sha512 */
+	assert_true(n <= FT_LOM_MAX);
+	assert_int_equal(ft_lom_decode(&out, buf, (size_t)n), 0);
+	assert_lom_equal(&m, &out);
+	assert_string_equal(out.cksum, SHA512_EMPTY);
+	assert_int_equal(ft_lom_encode(&m, buf, (size_t)n - 1), -1);
+}
+
+/*
+ * Records as builds before sha512 wrote them (hand-built: a type byte 0..5 and a value of that type's length)
+ * still decode, and so does a type 6 (sha512) record of 128 digits.
+ */
+static void test_older_records_decode(void **state)
+{
+	static const struct {
+		uint8_t type;
+		const char *hex;
+	} old[] = {
+		{0, ""},
+		{1, "ef46db3751d8e999"},
+		{2, "d41d8cd98f00b204e9800998ecf8427e"},
+		{3, "2d06800538d394c2"},
+		{4, "e3069283"},
+		{5, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{6, SHA512_EMPTY},
+	};
+	rawbuf_t r;
+	ft_lom_t out;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(old) / sizeof(old[0]); i++) {
+		raw_start(&r, 1);
+		raw_u64(&r, TAG_SIZE, 1000 + i);
+		raw_u64(&r, TAG_ATIME, 7);
+		raw_u64(&r, TAG_MTIME, 8);
+		raw_cksum(&r, old[i].type, old[i].hex);
+		raw_rec(&r, TAG_VERSION, "2", 1);
+		raw_seal(&r);
+		assert_int_equal(ft_lom_decode(&out, r.b, r.len), 0);
+		assert_true(out.size == 1000 + i);
+		assert_int_equal(out.cksum_type, old[i].type);
+		assert_string_equal(out.cksum, old[i].hex);
+		assert_string_equal(out.version, "2");
+	}
 }
 
 static void test_encode_limits(void **state)
@@ -303,7 +377,7 @@ static void test_malformed_records(void **state)
 	raw_cksum(&r, FT_CKSUM_NONE, "");
 	raw_seal(&r);
 	assert_int_equal(ft_lom_decode(&out, r.b, r.len), -1);
-	/* Unknown checksum types: the first number after sha256, and beyond. */
+	/* Unknown checksum types: the first number after sha512, and beyond. */
 	for (int t = FT_CKSUM_LAST + 1; t <= 255; t += 249) {
 		raw_start(&r, 1);
 		raw_u64(&r, TAG_SIZE, 1);
@@ -404,6 +478,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_longest_fields_fit),
+		cmocka_unit_test(test_older_records_decode),
 		cmocka_unit_test(test_encode_limits),
 		cmocka_unit_test(test_every_truncation),
 		cmocka_unit_test(test_every_bit_flip),

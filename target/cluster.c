@@ -372,16 +372,22 @@ int tgt_cluster_start(tgt_t *t)
 	return 0;
 }
 
+/* Asks the cluster thread to end: no join or keepalive is sent once its current one returns. */
+static void leave(tgt_cluster_t *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->stop = 1;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
 void tgt_cluster_stop(tgt_t *t)
 {
 	tgt_cluster_t *c = t->cluster;
 
 	if (!c || !c->running)
 		return;
-	pthread_mutex_lock(&c->lock);
-	c->stop = 1;
-	pthread_cond_signal(&c->cond);
-	pthread_mutex_unlock(&c->lock);
+	leave(c);
 	pthread_join(c->thread, NULL);
 	c->running = 0;
 }
@@ -415,8 +421,11 @@ static void metasync(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 }
 
 /*
- * POST /v1/daemon {"action":"shutdown"}: the proxy ends a decommissioned target. The answer goes
- * out first; the SIGTERM reaches main's sigwait, which stops the daemon as on any SIGTERM.
+ * POST /v1/daemon {"action":"shutdown"}: the proxy ends a decommissioned target. The cluster thread
+ * is told to end before the answer: the proxy takes the target out of the map once answered, and a
+ * keepalive told "not in the map" must not join it again (back without its flags, it would own
+ * objects while it exits). The answer goes out first; the SIGTERM reaches main's sigwait, which
+ * stops the daemon as on any SIGTERM.
  */
 static void daemon_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
@@ -427,6 +436,8 @@ static void daemon_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 		ft_ctl_error(resp, 400, "expected {\"action\": \"shutdown\"}");
 	} else {
 		ft_info("shutdown requested over the control port");
+		if (t->cluster)
+			leave(t->cluster);
 		resp->status = 200;
 		resp->json = json_pack("{s:s, s:s}", "id", t->id, "result", "shutting down");
 		kill(getpid(), SIGTERM);

@@ -223,6 +223,31 @@ def test_a_decommissioned_target_does_not_join_again(make_cluster):
                what="the stopped target to be back in the map")
 
 
+def test_a_redirect_given_before_the_decommission_is_answered(make_cluster):
+    """A client given a 307 to a target just before it was flagged may follow it after the target left the map (a
+    drain of a few objects takes milliseconds): the target answers for 2 s after the proxy's shutdown request,
+    with a redirect to the object's new owner, rather than refusing or resetting the connection."""
+    h = make_cluster(targets=3, mountpaths=1)
+    api = Api(h.url, session())
+    b, objs = fill(h, api, n=12)
+    victim = max(h.targets(), key=lambda t: len(held(t, b)))  # at least 4 of the 12
+    vidx = h.index_of_url(victim["public_url"])
+    mine = sorted(held(victim, b))[:4]
+    stale = {n: api.owner(b, n) for n in mine}  # the proxy's 307 Locations: the victim's public port
+    assert all(h.index_of_url(loc) == vidx for loc in stale.values()), stale
+    h.c.targets[vidx].expected_dead = True
+    assert action(h, "decommission", victim["id"]).status_code == 202
+    wait_until(lambda: victim["id"] not in [t["id"] for t in h.smap()["targets"]], timeout=60, interval=0.02,
+               what="the decommissioned target to leave the map")
+    s = session()
+    for n in mine:
+        r = s.get(stale[n], timeout=30)
+        assert r.status_code == 200 and md5(r.content) == objs[n], (n, r.status_code, r.text[:200])
+        assert [x.status_code for x in r.history] == [307], "not redirected by the leaving target"
+        assert h.index_of_url(r.url) != vidx
+    wait_until(lambda: not h.c.targets[vidx].alive(), timeout=20, what="the decommissioned target to exit")
+
+
 def test_bad_input(make_cluster):
     h = make_cluster(targets=2, mountpaths=1)
     url = h.c.proxy.control_url + "/v1/cluster"

@@ -20,8 +20,8 @@
  * (smap.h): HRW placement skips it, so it gets no new objects and GETs go to the owner among the
  * others, which pulls an object it lacks from the flagged target (rebalance_pull.c). Maintenance
  * moves nothing; decommission makes every target rebalance, and the flagged one sends all it holds
- * away. A thread then waits until the target lists nothing in any bucket of the BMD, removes it
- * from the map and asks it to shut down (POST /v1/daemon); until then its objects stay readable.
+ * away. A thread then waits until the target lists nothing in any bucket of the BMD, asks it to
+ * shut down (POST /v1/daemon) and removes it from the map; until then its objects stay readable.
  * Last, it runs ec-encode on every EC bucket (the slices it held are re-created from the moved
  * objects), follows every target's part to its end and runs it again where a part failed. A target
  * taken out as dead before it was empty gets the same ec-encode runs.
@@ -124,7 +124,26 @@ static int target_empty(const ft_node_t *n)
 }
 
 /*
- * Waits until the target is empty, then removes it from the map, asks it to shut down and has the
+ * Asks the decommissioned target to shut down. Done while it is still in the map (flagged, so no
+ * request is sent its way): a target taken out first could send a keepalive in between, be told
+ * it is not in the map and join again without its flags, owning objects while it exits. It stops
+ * its keepalives before it answers (target/cluster.c).
+ */
+static void ask_shutdown(const ft_node_t *node, const char *id)
+{
+	char url[FT_URL_MAX + 32], err[256] = "";
+	long status = 0;
+	json_t *body = json_pack("{s:s}", "action", "shutdown"), *resp = NULL;
+
+	snprintf(url, sizeof(url), "%s/v1/daemon", node->control_url);
+	if (ft_client_json("POST", url, body, MAINT_ASK_MS, &status, &resp, err, sizeof(err)) != 0 || status != 200)
+		ft_warn("decommission %s: the shutdown request failed (%s, HTTP %ld)", id, err, status);
+	json_decref(body);
+	json_decref(resp);
+}
+
+/*
+ * Waits until the target is empty, then asks it to shut down, removes it from the map and has the
  * EC slices it held re-created.
  */
 static void *drain_main(void *arg)
@@ -167,16 +186,11 @@ static void *drain_main(void *arg)
 	if (n != NULL)
 		node = *n;
 	ft_smap_put(m);
-	if (n == NULL || px_stop_wait(d->px, 0) || px_cluster_remove(d->px, d->id, "decommissioned") != 0)
+	if (n == NULL || px_stop_wait(d->px, 0))
 		goto out;
-	char url[FT_URL_MAX + 32], err[256];
-	long status = 0;
-	json_t *body = json_pack("{s:s}", "action", "shutdown"), *resp = NULL;
-	snprintf(url, sizeof(url), "%s/v1/daemon", node.control_url);
-	if (ft_client_json("POST", url, body, MAINT_ASK_MS, &status, &resp, err, sizeof(err)) != 0 || status != 200)
-		ft_warn("decommission %s: the shutdown request failed (%s, HTTP %ld)", d->id, err, status);
-	json_decref(body);
-	json_decref(resp);
+	ask_shutdown(&node, d->id);
+	if (px_cluster_remove(d->px, d->id, "decommissioned") < 0) /* 1: taken out as dead meanwhile */
+		goto out;
 	px_reprotect(d->px, "decommission", d->id);
 out:
 	px_task_end(d);

@@ -35,6 +35,7 @@
 #define JOIN_RETRY_MS 500
 #define CLIENT_TIMEOUT_MS 3000
 #define KEEPALIVE_DEFAULT_MS 2000
+#define SHUTDOWN_GRACE_MS 2000 /* a decommissioned target answers this long after the proxy's shutdown request */
 
 struct tgt_cluster {
 	pthread_t thread;
@@ -372,16 +373,22 @@ int tgt_cluster_start(tgt_t *t)
 	return 0;
 }
 
+/* Asks the cluster thread to end: no join or keepalive is sent once its current one returns. */
+static void leave(tgt_cluster_t *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->stop = 1;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
 void tgt_cluster_stop(tgt_t *t)
 {
 	tgt_cluster_t *c = t->cluster;
 
 	if (!c || !c->running)
 		return;
-	pthread_mutex_lock(&c->lock);
-	c->stop = 1;
-	pthread_cond_signal(&c->cond);
-	pthread_mutex_unlock(&c->lock);
+	leave(c);
 	pthread_join(c->thread, NULL);
 	c->running = 0;
 }
@@ -414,9 +421,26 @@ static void metasync(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	resp->json = json_pack("{s:I, s:I}", "smap_version", (json_int_t)sv, "bmd_version", (json_int_t)bv);
 }
 
+/* Sends this process SIGTERM after SHUTDOWN_GRACE_MS (a detached thread). */
+static void *exit_later(void *arg)
+{
+	struct timespec ts = {.tv_sec = SHUTDOWN_GRACE_MS / 1000, .tv_nsec = (SHUTDOWN_GRACE_MS % 1000) * 1000000L};
+
+	(void)arg;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	kill(getpid(), SIGTERM);
+	return NULL;
+}
+
 /*
- * POST /v1/daemon {"action":"shutdown"}: the proxy ends a decommissioned target. The answer goes
- * out first; the SIGTERM reaches main's sigwait, which stops the daemon as on any SIGTERM.
+ * POST /v1/daemon {"action":"shutdown"}: the proxy ends a decommissioned target. The cluster thread
+ * is told to end before the answer: the proxy takes the target out of the map once answered, and a
+ * keepalive told "not in the map" must not join it again (back without its flags, it would own
+ * objects while it exits). The SIGTERM, which main's sigwait takes as any other, comes
+ * SHUTDOWN_GRACE_MS later: a client following a redirect the proxy gave just before the target was
+ * flagged finds it still answering (with a redirect to the object's new owner, its map having it
+ * flagged) rather than a refused or reset connection.
  */
 static void daemon_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
@@ -427,9 +451,17 @@ static void daemon_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 		ft_ctl_error(resp, 400, "expected {\"action\": \"shutdown\"}");
 	} else {
 		ft_info("shutdown requested over the control port");
+		if (t->cluster)
+			leave(t->cluster);
 		resp->status = 200;
 		resp->json = json_pack("{s:s, s:s}", "id", t->id, "result", "shutting down");
-		kill(getpid(), SIGTERM);
+		pthread_attr_t attr;
+		pthread_t th;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&th, &attr, exit_later, NULL) != 0)
+			kill(getpid(), SIGTERM); /* no thread: at once */
+		pthread_attr_destroy(&attr);
 	}
 	json_decref(msg);
 }

@@ -66,7 +66,10 @@ ft_httpd_t *ft_httpd_start(const ft_httpd_opts_t *o, char *err, size_t errlen);
 int ft_httpd_opts_tls(const ft_httpd_opts_t *o);
 /* Loads o's certificate, key and client CA as ft_httpd_start would, binding nothing. 0, or -1 with err. */
 int ft_httpd_tls_check(const ft_httpd_opts_t *o, char *err, size_t errlen);
-/* Stops accepting, closes connections, joins threads, frees. */
+/*
+ * Stops listening, closes idle connections, lets the requests under way be answered (for up to 5 s,
+ * then closes what is left), joins threads, frees.
+ */
 void ft_httpd_stop(ft_httpd_t *s);
 /* The bound TCP port (useful with port 0 = an ephemeral port). */
 int ft_httpd_port(const ft_httpd_t *s);

@@ -291,6 +291,7 @@ struct loop {
 	atomic_bool stop_req;
 	bool stopping, accept_armed, accept_retry;
 	int64_t now;
+	int64_t stop_deadline;      /* stopping: connections still under way are closed then */
 	int init_rc;                /* ring setup result, 1 = pending */
 	struct http_watch *watches; /* ft_httpd_watch's, freed when the loop ends */
 };

@@ -27,6 +27,7 @@
 #define DEF_HEADER_MS 20000
 #define DEF_BODY_MS 30000
 #define DEF_WORKERS 64
+#define STOP_DRAIN_MS 5000 /* at stop, how long the requests under way get to be answered */
 
 __thread loop_t *http_tls_loop;
 
@@ -244,6 +245,8 @@ static void on_timer(loop_t *L)
 		default:
 			break;
 		}
+		if (L->stopping && L->now >= L->stop_deadline)
+			http_conn_close(c); /* still under way when the stop's drain ended */
 		http_conn_unref(c);
 	}
 	if (L->accept_retry && !L->stopping)
@@ -265,19 +268,37 @@ static void run_kicks(loop_t *L)
 	}
 }
 
+/* Whether c carries no request: idle between requests, or lingering after its last answer. */
+static bool conn_idle(const conn_t *c)
+{
+	return (c->phase == PH_HEAD && !c->head_started) || c->phase == PH_LINGER;
+}
+
+/*
+ * The stop: the listener stops listening at once, so a new connection is refused (its client
+ * knows nothing was sent) rather than queued and reset when the socket closes; idle connections
+ * close; a request under way is answered (Connection: close) and its connection closed after it,
+ * so a client is not cut off in the middle of an answer. The loop ends when no connection is
+ * left; connections still under way after STOP_DRAIN_MS are closed (on_timer).
+ */
 static void begin_stop(loop_t *L)
 {
 	struct io_uring_sqe *sqe;
 	conn_t *c, *next;
 
 	L->stopping = true;
+	L->stop_deadline = L->now + STOP_DRAIN_MS;
 	if (L->accept_armed) {
 		sqe = http_get_sqe(L);
 		io_uring_prep_cancel64(sqe, http_ud(L, TAG_ACCEPT), 0);
 		io_uring_sqe_set_data64(sqe, 0);
 	}
+	if (L->lfd >= 0)
+		shutdown(L->lfd, SHUT_RDWR); /* closed with the server (free_server) */
 	for (c = L->conns; c != NULL; c = next) {
 		next = c->next;
+		if (!conn_idle(c) && !c->closed)
+			continue;
 		c->refs++;
 		http_conn_close(c);
 		http_conn_unref(c);

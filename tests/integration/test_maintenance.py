@@ -4,6 +4,7 @@ REST of a target relayed by the proxy: reads keep working (native and S3, failur
 target in maintenance, a decommissioned target ends up empty and out of the map; bad input gets a 4xx JSON error."""
 import hashlib
 import os
+import signal
 import threading
 import time
 
@@ -181,6 +182,70 @@ def test_decommission_moves_everything_then_leaves(make_cluster):
     for name, digest in objs.items():
         r = api.get(b, name)
         assert r.status_code == 200 and md5(r.content) == digest, name
+
+
+def test_a_decommissioned_target_does_not_join_again(make_cluster):
+    """The proxy asks a drained target to shut down, then takes it out of the map. Taken out first, a keepalive sent
+    in between was told "not in the map" and the target joined again, without its flags: the owner of objects while
+    it exited (GETs redirected to it saw their connections refused or reset). One target stopped with SIGSTOP makes
+    each map push wait PX_PUSH_TIMEOUT_MS (2 s) for it, longer than the 1 s keepalive interval."""
+    h = make_cluster(targets=3, mountpaths=1, keepalive_ms=1000)
+    api = Api(h.url, session())
+    api.create_bucket(unique("mntrj").lower().replace("_", "-"))
+    victim, slow = h.targets()[0], h.targets()[1]
+    vidx, sidx = h.index_of_url(victim["public_url"]), h.index_of_url(slow["public_url"])
+    h.c.targets[vidx].expected_dead = True
+    seen = []  # (map version, flags) of every map the proxy served listing the victim after the decommission
+    h.c.targets[sidx].signal(signal.SIGSTOP)
+    try:
+        r = action(h, "decommission", victim["id"])
+        assert r.status_code == 202, r.text
+        deadline = time.monotonic() + 30
+        while h.c.targets[vidx].alive() and time.monotonic() < deadline:
+            m = h.smap()
+            seen += [(m["version"], t.get("flags", 0)) for t in m["targets"] if t["id"] == victim["id"]]
+            time.sleep(0.05)
+        assert not h.c.targets[vidx].alive(), "the decommissioned target did not exit"
+        end = time.monotonic() + 3  # past the push to the stopped target and one more keepalive interval
+        while time.monotonic() < end:
+            m = h.smap()
+            seen += [(m["version"], t.get("flags", 0)) for t in m["targets"] if t["id"] == victim["id"]]
+            time.sleep(0.05)
+    finally:
+        h.c.targets[sidx].signal(signal.SIGCONT)
+    with open(h.c.proxy.log, errors="replace") as f:
+        said = [line.rstrip() for line in f if victim["id"] in line]
+    assert all(flags != 0 for _, flags in seen), "the decommissioned target came back: %s\n%s" % (
+        sorted(set(seen)), "\n".join(said))
+    assert victim["id"] not in [t["id"] for t in h.smap()["targets"]], "\n".join(said)
+    # the stopped target was taken out as silent meanwhile; it joins again on its next keepalive
+    wait_until(lambda: slow["id"] in [t["id"] for t in h.smap()["targets"]], timeout=30,
+               what="the stopped target to be back in the map")
+
+
+def test_a_redirect_given_before_the_decommission_is_answered(make_cluster):
+    """A client given a 307 to a target just before it was flagged may follow it after the target left the map (a
+    drain of a few objects takes milliseconds): the target answers for 2 s after the proxy's shutdown request,
+    with a redirect to the object's new owner, rather than refusing or resetting the connection."""
+    h = make_cluster(targets=3, mountpaths=1)
+    api = Api(h.url, session())
+    b, objs = fill(h, api, n=12)
+    victim = max(h.targets(), key=lambda t: len(held(t, b)))  # at least 4 of the 12
+    vidx = h.index_of_url(victim["public_url"])
+    mine = sorted(held(victim, b))[:4]
+    stale = {n: api.owner(b, n) for n in mine}  # the proxy's 307 Locations: the victim's public port
+    assert all(h.index_of_url(loc) == vidx for loc in stale.values()), stale
+    h.c.targets[vidx].expected_dead = True
+    assert action(h, "decommission", victim["id"]).status_code == 202
+    wait_until(lambda: victim["id"] not in [t["id"] for t in h.smap()["targets"]], timeout=60, interval=0.02,
+               what="the decommissioned target to leave the map")
+    s = session()
+    for n in mine:
+        r = s.get(stale[n], timeout=30)
+        assert r.status_code == 200 and md5(r.content) == objs[n], (n, r.status_code, r.text[:200])
+        assert [x.status_code for x in r.history] == [307], "not redirected by the leaving target"
+        assert h.index_of_url(r.url) != vidx
+    wait_until(lambda: not h.c.targets[vidx].alive(), timeout=20, what="the decommissioned target to exit")
 
 
 def test_bad_input(make_cluster):

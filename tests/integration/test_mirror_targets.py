@@ -122,7 +122,9 @@ def test_copies_on_targets_overwrite_delete_and_two_dead_targets(make_cluster):
         assert all(v.endswith(data) for v in held.values()), n
         assert not any(files(h, i, ".copies", b, n) for i in everyone), n
 
-    victim = owner["o00"]
+    # The target owning the most objects (at least 6 of the 24 on 4 targets): placement follows the random target
+    # ids, so a given object's owner may own fewer than the 3 needed (about 1 run in 85 with o00's owner).
+    victim = max(everyone, key=lambda i: sum(o == i for o in owner.values()))
     mine = sorted(n for n in objs if owner[n] == victim)
     assert len(mine) >= 3, "target %d owns too few objects: %s" % (victim, mine)
     over, gone_before, gone_after = mine[0], mine[1], mine[2]
@@ -251,14 +253,17 @@ def test_maintenance_takes_no_copies_and_decommission_recreates_them(make_cluste
                what="the objects and their copies placed for the map with all 4 targets")
 
     # Decommission: the leaving target's objects move away, and the copies it held are re-created on the others.
-    victim = 0
+    # The victim is the target holding the most copies (at least 4: every object has one): a given target may hold
+    # none, placement following the random target ids (target 0 in at most 1 run in 650, (2/3)^16).
+    victim = max(range(4), key=lambda i: sum(bool(holders(h, b, n, [i])) for n in objs))
+    rest = [i for i in range(4) if i != victim]
     held_by_victim = [n for n in objs if holders(h, b, n, [victim])]
     assert held_by_victim, "the victim holds no copy"
     h.c.targets[victim].expected_dead = True  # it shuts down when asked, at the end
     r = cluster_action(h, "decommission", h.c.targets[victim].id)
     assert r.status_code == 202, r.text
     wait_out(h, victim)
-    wait_until(lambda: placed(h, api, b, objs, [1, 2, 3], 2), timeout=60,
+    wait_until(lambda: placed(h, api, b, objs, rest, 2), timeout=60,
                what="every object with its copy on the 3 targets left")
     for n, data in objs.items():
         r = api.get(b, n)

@@ -44,13 +44,12 @@ static const ft_node_t *plan(const ft_smap_t *smap, const json_t *in)
 	return best;
 }
 
-/* Redirects r to the target assembling the batch doc ({"in": [...]}) at path (and r's query). */
-static void redirect(ft_req_t *r, const json_t *doc, const char *path)
+/* Redirects r to the target assembling the batch doc ({"in": [...]}) at where (a path, with its query). */
+static void redirect(ft_req_t *r, const json_t *doc, const char *where)
 {
 	json_t *in = json_object_get(doc, "in");
 	json_t *first = json_array_get(in, 0);
 	ft_smap_t *smap = NULL;
-	const char *q = ft_req_query_string(r);
 
 	if (json_string_value(json_object_get(first, "bucket")) == NULL ||
 	    json_string_value(json_object_get(first, "objname")) == NULL) {
@@ -63,7 +62,7 @@ static void redirect(ft_req_t *r, const json_t *doc, const char *path)
 		ft_resp_error(r, 503, "no targets in the cluster map");
 	} else {
 		char loc[FT_URL_MAX + 2048];
-		int n = snprintf(loc, sizeof(loc), "%s%s%s%s", owner->public_url, path, q && *q ? "?" : "", q ? q : "");
+		int n = snprintf(loc, sizeof(loc), "%s%s", owner->public_url, where);
 		if (n < 0 || (size_t)n >= sizeof(loc))
 			ft_resp_error(r, 414, "batch: the request's URL is too long");
 		else
@@ -96,7 +95,7 @@ void px_batch(px_t *px, ft_req_t *r)
 static void on_moss_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 {
 	const char *bucket = arg, *provider = ft_req_query(r, "provider");
-	char why[300], path[FT_URL_MAX];
+	char why[300];
 	int status = 400;
 	json_t *doc = err ? NULL : ft_moss_to_batch(body, len, bucket, provider, &status, why, sizeof(why));
 
@@ -104,11 +103,7 @@ static void on_moss_body(ft_req_t *r, void *arg, char *body, size_t len, int err
 		ft_resp_error(r, status, "GetBatch: %s", err ? "request body incomplete" : why);
 		return;
 	}
-	/* the target gets the same path and query (the raw, still encoded, request target) */
-	const char *target = ft_req_target(r), *qm = strchr(target, '?');
-	size_t tlen = qm ? (size_t)(qm - target) : strlen(target);
-	snprintf(path, sizeof(path), "%.*s", (int)tlen, target);
-	redirect(r, doc, path);
+	redirect(r, doc, ft_req_target(r)); /* the same path and query, as sent (still encoded) */
 	json_decref(doc);
 }
 
@@ -125,7 +120,7 @@ void px_moss(px_t *px, ft_req_t *r, const char *path, size_t len)
 			      ft_req_method_name(r), FT_MOSS_PATH);
 		return;
 	}
-	if (ft_path_split(r, path, len, "/v1/ml/moss", &bucket, &obj, &obj_len) != 0 || obj_len > 0) {
+	if (ft_path_split(r, path, len, FT_MOSS_PATH, &bucket, &obj, &obj_len) != 0 || obj_len > 0) {
 		ft_resp_error(r, 400, "GetBatch: expected %s or %s/<bucket>", FT_MOSS_PATH, FT_MOSS_PATH);
 		return;
 	}

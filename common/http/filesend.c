@@ -64,8 +64,9 @@
  * - TLS: http_tls_sendfile sends both ways (kernel TLS: sendfile / splice; else through its staging
  *   buffer, reading the file or the pipe), and only ever asks for bytes that are resident or in the pipe.
  * - A worker's stream of file ranges (ft_resp_stream_sendfile) is sent by the loop with sendfile(2)
- *   too; the worker makes each range resident first (http_file_make_resident: the same check, then
- *   sendfile(2) to /dev/null of a range that is not), so the disk wait is the worker's.
+ *   too; the worker makes each range resident first (http_file_make_resident: the same check where
+ *   cachestat(2) is there, then sendfile(2) to /dev/null of a range that is not; without cachestat
+ *   always that), so the disk wait is the worker's.
  * Every call but http_file_make_resident is on the connection's loop thread.
  */
 
@@ -172,8 +173,14 @@ void http_file_make_resident(int fd, uint64_t off, uint64_t len)
 	ssize_t n;
 	int null_fd;
 
-	/* the probe of the first byte too for a small range (no scratch buffer here; see resident()) */
-	if (len == 0 || (resident(NULL, fd, pos, len) && (len > SMALL_RANGE || probe_byte(fd, pos))))
+	/*
+	 * With cachestat(2) a resident range returns at once (the probe of the first byte too for a
+	 * small range: no scratch buffer here; see resident()). The probes alone see only the range's
+	 * ends, which may be cached around an evicted middle: without cachestat the range is read (on
+	 * this worker, where a wait is allowed; cached pages cost no disk).
+	 */
+	if (len == 0 || (!atomic_load_explicit(&no_cachestat, memory_order_relaxed) && resident(NULL, fd, pos, len) &&
+			 (len > SMALL_RANGE || probe_byte(fd, pos))))
 		return;
 	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (null_fd < 0)

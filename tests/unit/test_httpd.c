@@ -1370,18 +1370,24 @@ static size_t resident_pages(int fd, off_t off, size_t len)
 
 /*
  * A worker's step before queuing a stream's file range: an evicted range is read into the page cache
- * (all its pages resident afterwards), with cachestat(2) or with the probes alone; a range past the
- * end of the file returns.
+ * (all its pages resident afterwards), with cachestat(2) or with the probes alone, also when its first
+ * and last pages stayed cached (a read-ahead in flight outlives an eviction); a range past the end of
+ * the file returns.
  */
 static void test_file_make_resident(void **state)
 {
 	int fd, probes;
-	size_t want = 2 * 1024 * 1024 / (size_t)sysconf(_SC_PAGESIZE);
+	long page = sysconf(_SC_PAGESIZE);
+	size_t want = 2 * 1024 * 1024 / (size_t)page;
 
 	(void)state;
-	for (probes = 0; probes < 2; probes++) {
-		http_file_residency_probes_only(probes);
+	for (probes = 0; probes < 4; probes++) {
+		http_file_residency_probes_only(probes % 2);
 		evict_file();
+		if (probes >= 2) { /* the range's ends cached, its middle not */
+			warm_file(1024 * 1024, (size_t)page);
+			warm_file(3 * 1024 * 1024 - page, (size_t)page);
+		}
 		fd = open(file_path, O_RDONLY | O_CLOEXEC);
 		assert_true(fd >= 0);
 		assert_true(resident_pages(fd, 1024 * 1024, 2 * 1024 * 1024) < want / 2);

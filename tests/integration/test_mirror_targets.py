@@ -59,12 +59,14 @@ def wait_out(h, index):
 
 def answered(call, what):
     """call()'s answer once the map without a dead target reached every node (a redirect may still point to the
-    dead target for a moment, as in test_dead_target.py: the connection fails, nothing was done, ask again)."""
+    dead target for a moment, as in test_dead_target.py: the connection fails, nothing was done, ask again; or a
+    target whose map is not yet the new one redirects once more, toward the dead one: ask again)."""
     def once():
         try:
-            return [call()]  # in a list: a Response with an error status is falsy
+            r = call()
         except Exception:  # noqa: BLE001
             return None
+        return None if r.status_code == 307 else [r]  # in a list: a Response with an error status is falsy
     return wait_until(once, timeout=10, what=what)[0]
 
 

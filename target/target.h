@@ -97,9 +97,16 @@ void tgt_coldget_fini(tgt_t *t);
 /*
  * Prefetch (jobs.c): fetches and publishes o (a remote-bucket object owned here) without a client,
  * or waits for the fetch in flight. Blocking. Returns 1 when it was cached already, 0 when fetched
- * now (*bytes: its size in both cases), -1 with err filled on failure (nothing cached).
+ * now (*bytes: its size in both cases), or on failure (nothing cached) minus the HTTP status a
+ * client would get (-404: the backend does not have it; -502, -504, -507, ...) with err filled.
  */
 int tgt_coldget_prefetch(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
+/*
+ * Opens o's main copy (a remote-bucket object owned here), fetched first when it is not cached
+ * (blocking): 0 with *fd (the caller's) and *lom, or minus the HTTP status with err filled (404:
+ * the backend does not have it either; 500: the cached copy cannot be read; the fetch's status).
+ */
+int tgt_coldget_open(tgt_obj_t *o, int *fd, ft_lom_t *lom, char *err, size_t cap);
 /*
  * Write-through (wthrough.c), after the backend took a PUT or DELETE of o and before the local
  * publish or removal: the cold fetch of o running now (if any) may hold the replaced content; it

@@ -18,6 +18,7 @@
 #include "cluster/bmd.h"
 #include "cluster/hrw.h"
 #include "core/lom.h"
+#include "core/replica.h"
 #include "http/util.h"
 #include "target.h"
 
@@ -80,6 +81,7 @@
  * A spliced read (body_spliced) moves up to this (the backend's pipe holds as much): no buffer of
  * ours, and per-read costs (wakeups, the flight's lock, a send queued per client) a quarter of CHUNK's.
  */
+#define OPEN_TRIES 3 /* fetches of an object evicted before its reader opened it (tgt_coldget_open) */
 #define SPLICE_CHUNK (1024 * 1024)
 
 enum { FL_RUNNING = 0, FL_DONE, FL_FAILED };
@@ -932,18 +934,18 @@ void tgt_coldget_supersede(const tgt_obj_t *o)
 		ft_debug("cold GET %s: superseded by a write", o->rel);
 }
 
-/* Waits until f (a reference held, dropped here) ends; 0, or -1 with its message. */
+/* Waits until f (a reference held, dropped here) ends; 0, or minus its HTTP status with its message. */
 static int prefetch_wait(flight_t *f, int64_t *bytes, char *err, size_t cap)
 {
 	pthread_mutex_lock(&f->mu);
 	while (f->state == FL_RUNNING)
 		pthread_cond_wait(&f->cond, &f->mu);
-	int ok = f->state == FL_DONE;
+	int rc = f->state == FL_DONE ? 0 : f->status >= 400 ? -f->status : -502;
 	*bytes = f->written;
 	snprintf(err, cap, "%s", f->msg);
 	pthread_mutex_unlock(&f->mu);
 	flight_put(f);
-	return ok ? 0 : -1;
+	return rc;
 }
 
 int tgt_coldget_prefetch(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
@@ -970,8 +972,32 @@ int tgt_coldget_prefetch(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 	pthread_mutex_unlock(&o->t->coldget->fl_lock);
 	if (f == NULL) {
 		snprintf(err, cap, "out of memory");
-		return -1;
+		return -500;
 	}
 	run_fetch(NULL, o, f);
 	return prefetch_wait(f, bytes, err, cap);
+}
+
+int tgt_coldget_open(tgt_obj_t *o, int *fd, ft_lom_t *lom, char *err, size_t cap)
+{
+	tgt_replica_t main_copy = {.mp_index = (int)(o->mp - o->t->mountpaths), .copy = false};
+	tgt_replica_state_t s = tgt_replica_open(o, &main_copy, false, fd, lom, NULL);
+
+	/* evicted again between the fetch and the open: a few more tries, each a fetch or a join */
+	for (int tries = 0; s == TGT_REPLICA_ABSENT && tries < OPEN_TRIES; tries++) {
+		int64_t bytes = 0;
+		int rc = tgt_coldget_prefetch(o, &bytes, err, cap);
+		if (rc < 0)
+			return rc;
+		s = tgt_replica_open(o, &main_copy, false, fd, lom, NULL);
+	}
+	if (s == TGT_REPLICA_OK)
+		return 0;
+	if (s == TGT_REPLICA_ABSENT) {
+		snprintf(err, cap, "evicted again each time it was fetched");
+		return -503;
+	}
+	snprintf(err, cap, "the cached copy cannot be read (%s); a plain GET fetches it again",
+		 tgt_replica_state_name(s));
+	return -500;
 }

@@ -22,10 +22,10 @@ static int open_object(ft_req_t *r, tgt_obj_t *o, ft_lom_t *lom)
 {
 	char err[512] = "";
 	int64_t bytes = 0;
-	int fd, rc;
+	int fd, rc = tgt_is_remote(o) ? tgt_coldget_prefetch(o, &bytes, err, sizeof(err)) : 0;
 
-	if (tgt_is_remote(o) && tgt_coldget_prefetch(o, &bytes, err, sizeof(err)) < 0) {
-		ft_resp_error(r, 502, "object \"%s://%s/%s\": %s", o->provider, o->bucket, o->obj, err);
+	if (rc < 0) {
+		ft_resp_error(r, -rc, "object \"%s://%s/%s\": %s", o->provider, o->bucket, o->obj, err);
 		return -1;
 	}
 	fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

@@ -39,8 +39,9 @@
  * bucket asks for it (checksum_validate_warm_get), and recovery when the main copy is missing or
  * damaged: repair from a good mirror copy (mirror.c), else restore from EC slices or from whole
  * replicas on other targets (EC's, or the mirror copies of mirror.scope "targets": ec_owner.c), else
- * fetch from the previous owner (rebalance.c). A damaged object is never served: it answers 500
- * with a JSON error, is logged, and counted (tgt_integrity_json); nothing found anywhere is 404.
+ * fetch from the previous owner (rebalance.c), else, in a remote bucket, from its backend again
+ * (coldget.c). A damaged object is never served: it answers 500 with a JSON error, is logged, and
+ * counted (tgt_integrity_json); nothing found anywhere is 404.
  */
 
 /* The object's entity tag without quotes: the S3 ETag when one was stored, else the checksum. */
@@ -331,10 +332,28 @@ static int restore_remote(tgt_obj_t *o, char *err, size_t cap)
 	return rc;
 }
 
+static void get_remote(ft_req_t *r, void *arg);
+
+/*
+ * Worker: a remote bucket's object with no good copy here (evicted after the GET found it cached,
+ * or damaged, and nothing restored it): its backend has it, so it is fetched again and served,
+ * once per request. A damaged copy set aside is dropped first: the backend's is the one to keep.
+ */
+static void refetch(ft_req_t *r, tgt_obj_t *o, tgt_heal_t *h)
+{
+	if (h->existed)
+		ft_warn("object %s/%s: no good cached copy (%s): fetched again from its backend", o->bucket, o->obj,
+			tgt_replica_state_name(h->main));
+	tgt_replica_drop(o, h->aside);
+	o->refetched = 1;
+	get_remote(r, o); /* serves the new copy; a failure there answers (the fetch's error, or recover's) */
+}
+
 /*
  * Worker: the main copy is missing or damaged. Repair from a mirror copy, else restore, then serve;
- * else 404 (nothing there) or 500 (damaged). A damaged main copy moved aside for a restore goes
- * back when the restore fails, so that the object keeps answering 500 (and the scrub job finds it).
+ * else, in a remote bucket, fetch it again (refetch); else 404 (nothing there) or 500 (damaged). A
+ * damaged main copy moved aside for a restore goes back when the restore fails, so that the object
+ * keeps answering 500 (and the scrub job finds it).
  */
 static void recover(ft_req_t *r, void *arg)
 {
@@ -357,6 +376,10 @@ static void recover(ft_req_t *r, void *arg)
 		return;
 	}
 	int rc = restore_remote(o, err, sizeof(err));
+	if (rc != 0 && tgt_is_remote(o) && !o->refetched) {
+		refetch(r, o, &h);
+		return;
+	}
 	if (rc == -EHOSTUNREACH && !h.existed) { /* nothing here; a target that may hold it is down */
 		tgt_name_lock(o);
 		tgt_replica_put_back(o, h.aside);

@@ -68,14 +68,14 @@ int tgt_shard_open(ft_req_t *r, tgt_obj_t *o, bool worker, int *fd, ft_lom_t *lo
 	tgt_replica_t main_copy = {.mp_index = (int)(o->mp - o->t->mountpaths), .copy = false};
 	tgt_replica_state_t s = tgt_replica_open(o, &main_copy, false, fd, lom, NULL);
 
-	if (s == TGT_REPLICA_ABSENT && worker && tgt_is_remote(o)) {
-		int64_t bytes = 0;
-		char err[256] = "";
-		if (tgt_coldget_prefetch(o, &bytes, err, sizeof(err)) < 0) {
-			ft_resp_error(r, 404, "shard \"%s/%s\" cannot be fetched: %s", o->bucket, o->obj, err);
-			return -1;
-		}
-		s = tgt_replica_open(o, &main_copy, false, fd, lom, NULL);
+	if (s == TGT_REPLICA_ABSENT && !worker && tgt_is_remote(o))
+		return 1;
+	if (s == TGT_REPLICA_ABSENT && tgt_is_remote(o)) {
+		char err[400] = "";
+		int rc = tgt_coldget_open(o, fd, lom, err, sizeof(err));
+		if (rc < 0)
+			ft_resp_error(r, -rc, "shard \"%s://%s/%s\": %s", o->provider, o->bucket, o->obj, err);
+		return rc < 0 ? -1 : 0;
 	}
 	if (s == TGT_REPLICA_OK)
 		return 0;
@@ -264,7 +264,7 @@ static void serve_member(ft_req_t *r, member_req_t *q, tgt_shard_index_t *ix, bo
 
 /*
  * Loop thread: the shard's main copy from the open-file cache, or opened and offered to it (q->fd,
- * q->lom, q->borrowed set). 0, or -1 after an error answer.
+ * q->lom, q->borrowed set). 0, or -1 after an error answer, or 1 for a worker (tgt_shard_open).
  */
 static int open_cached(ft_req_t *r, member_req_t *q)
 {
@@ -327,7 +327,12 @@ void tgt_shard_get(ft_req_t *r, tgt_obj_t *o)
 		ft_req_defer(r, serve_worker, q);
 		return;
 	}
-	if (open_cached(r, q) != 0)
+	int rc = open_cached(r, q);
+	if (rc == 1) { /* a remote shard evicted since tgt_coldget_wanted looked: fetched again */
+		ft_req_defer(r, serve_worker, q);
+		return;
+	}
+	if (rc != 0)
 		return;
 	tgt_lru_touch(o);
 	if (tgt_shard_index_get(o, q->fd, &q->lom, q->fmt, false, &ix, err, sizeof(err)) != 0) {

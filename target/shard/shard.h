@@ -137,7 +137,8 @@ int tgt_shard_writer_header(struct archive *w, const char *name, uint64_t size, 
 void tgt_shard_fail(ft_req_t *r, const tgt_obj_t *o, int rc, const char *err);
 /*
  * Opens o's main copy for a shard read (remote buckets: fetched first when not cached, blocking).
- * 0 with *fd and *lom; or -1 after responding (404, 500).
+ * 0 with *fd and *lom; or -1 after responding (404, 500); or, not on a worker, 1 without an answer
+ * when a remote shard is not cached (evicted since the request looked): to be opened on a worker.
  */
 int tgt_shard_open(ft_req_t *r, tgt_obj_t *o, bool worker, int *fd, ft_lom_t *lom);
 

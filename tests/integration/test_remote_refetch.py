@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: Apache-2.0
+# Remote buckets: a cached copy that vanished or is damaged is fetched again, for a GET, a shard member, an ETL.
+import io
+import os
+import tarfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+import peers
+from ftutil import TIMEOUT, assert_json_error, create_remote, obj_url, unique
+
+origin = peers.nginx_origin_fixture()
+
+
+@pytest.fixture(scope="module")
+def bucket(cluster, origin):
+    b = unique("rf")
+    create_remote(cluster.url, b, "ht", {"endpoint": origin.url})
+    yield b
+    requests.delete(f"{cluster.url}/v1/buckets/{b}?provider=ht", timeout=TIMEOUT)
+
+
+def put_origin(origin, name, data):
+    path = origin.root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.chmod(0o644)
+    os.replace(tmp, path)
+
+
+def origin_gets(origin, name):
+    needle = f"GET /files/{name} "
+    if not origin.access_log.exists():
+        return 0
+    return sum(1 for line in origin.access_log.read_text().splitlines() if needle in line)
+
+
+def cached_file(cluster, bucket, name):
+    found = [os.path.join(mp, "ht", bucket, name) for mp in cluster.all_mountpaths()
+             if os.path.exists(os.path.join(mp, "ht", bucket, name))]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def get(cluster, bucket, name, **kw):
+    return requests.get(obj_url(cluster.url, bucket, name, **kw), timeout=TIMEOUT)
+
+
+def test_damaged_cached_copy_fetched_again(cluster, bucket, origin):
+    """A cached copy cut short on disk (its size no longer its metadata's) is not served and not a 500: the backend
+    has the object, so the GET fetches it again and serves the backend's bytes."""
+    name = "dmg/cut.bin"
+    data = os.urandom(300001)
+    put_origin(origin, name, data)
+    assert get(cluster, bucket, name).content == data
+    path = cached_file(cluster, bucket, name)
+    with open(path, "r+b") as f:
+        f.truncate(1000)
+    r = get(cluster, bucket, name)
+    assert r.status_code == 200, r.text
+    assert r.content == data
+    assert os.path.getsize(cached_file(cluster, bucket, name)) == len(data)
+    assert get(cluster, bucket, name).content == data
+    assert cluster.work_files() == []
+
+
+def test_damaged_copy_gone_from_the_backend_is_404(cluster, bucket, origin):
+    """Damaged here and deleted from the backend: 404 (the backend's answer), the damaged copy not served."""
+    name = "dmg/gone.bin"
+    data = os.urandom(5000)
+    put_origin(origin, name, data)
+    assert get(cluster, bucket, name).content == data
+    with open(cached_file(cluster, bucket, name), "r+b") as f:
+        f.truncate(10)
+    (origin.root / name).unlink()
+    assert_json_error(get(cluster, bucket, name), 404)
+    assert cluster.work_files() == []
+
+
+def test_evicted_while_read(cluster, bucket, origin):
+    """GETs (whole, ranged, HEAD) of a cached object while another client evicts it again and again: each one is
+    served from the cache or fetched again, never a 404."""
+    name = "race/obj.bin"
+    data = os.urandom(40000)
+    put_origin(origin, name, data)
+    assert get(cluster, bucket, name).content == data
+    stop = threading.Event()
+    evictions = [0]
+
+    def evict():
+        url = obj_url(cluster.url, bucket, name, extra="&evict=true")
+        s = requests.Session()
+        while not stop.is_set():
+            r = s.delete(url, timeout=TIMEOUT)
+            assert r.status_code in (200, 404), r.text
+            evictions[0] += r.status_code == 200
+
+    def read(i):
+        s = requests.Session()
+        bad = []
+        for k in range(150):
+            if k % 3 == 0:
+                r = s.head(obj_url(cluster.url, bucket, name), allow_redirects=True, timeout=TIMEOUT)
+                ok = r.status_code == 200 and r.headers.get("Content-Length") == str(len(data))
+            elif k % 3 == 1:
+                r = s.get(obj_url(cluster.url, bucket, name), headers={"Range": "bytes=10-19"}, timeout=TIMEOUT)
+                ok = r.status_code == 206 and r.content == data[10:20]
+            else:
+                r = s.get(obj_url(cluster.url, bucket, name), timeout=TIMEOUT)
+                ok = r.status_code == 200 and r.content == data
+            if not ok:
+                bad.append((r.status_code, r.text[:200]))
+        return bad
+
+    ev = threading.Thread(target=evict)
+    ev.start()
+    try:
+        with ThreadPoolExecutor(4) as ex:
+            bad = [b for lst in ex.map(read, range(4)) for b in lst]
+    finally:
+        stop.set()
+        ev.join()
+    assert bad == [], bad[:5]
+    assert evictions[0] > 10
+
+
+def make_tar(members):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        for n, d in members.items():
+            info = tarfile.TarInfo(n)
+            info.size = len(d)
+            t.addfile(info, io.BytesIO(d))
+    return buf.getvalue()
+
+
+def test_shard_member_evicted_while_read(cluster, bucket, origin):
+    """Member reads (?archpath=) of a cached remote shard while it is evicted again and again: never a 404."""
+    members = {f"s/{i:03d}.cls": os.urandom(100 + i) for i in range(20)}
+    name = "race/shard.tar"
+    put_origin(origin, name, make_tar(members))
+    assert get(cluster, bucket, name, extra="&archpath=s/000.cls").content == members["s/000.cls"]
+    stop = threading.Event()
+
+    def evict():
+        s = requests.Session()
+        while not stop.is_set():
+            s.delete(obj_url(cluster.url, bucket, name, extra="&evict=true"), timeout=TIMEOUT)
+
+    def read(i):
+        s = requests.Session()
+        bad = []
+        for k in range(100):
+            m = f"s/{(i * 7 + k) % 20:03d}.cls"
+            r = s.get(obj_url(cluster.url, bucket, name, extra=f"&archpath={m}"), timeout=TIMEOUT)
+            if r.status_code != 200 or r.content != members[m]:
+                bad.append((m, r.status_code, r.text[:200]))
+        return bad
+
+    ev = threading.Thread(target=evict)
+    ev.start()
+    try:
+        with ThreadPoolExecutor(4) as ex:
+            bad = [b for lst in ex.map(read, range(4)) for b in lst]
+    finally:
+        stop.set()
+        ev.join()
+    assert bad == [], bad[:5]
+
+
+def test_etl_get_of_remote_objects(cluster, bucket, origin):
+    """An inline transform of a remote object not cached fetches it first; one the backend lacks is 404, not 502."""
+    etl = unique("up")
+    r = requests.post(cluster.url + "/v1/etl", json={"name": etl, "command": ["tr", "a-z", "A-Z"]}, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    try:
+        put_origin(origin, "etl/low.txt", b"lower case")
+        r = get(cluster, bucket, "etl/low.txt", extra=f"&etl={etl}")
+        assert r.status_code == 200 and r.content == b"LOWER CASE", r.text
+        assert_json_error(get(cluster, bucket, "etl/absent.txt", extra=f"&etl={etl}"), 404)
+    finally:
+        requests.delete(cluster.url + "/v1/etl/" + etl, timeout=TIMEOUT)

@@ -52,6 +52,8 @@
  * that looks whole). With continue_on_error a missing item becomes an empty member
  * "__404__/<bucket>/<name>". start/length select a byte range of the item (of the member with
  * archpath). Members of compressed shards are not served in a batch (GET ?archpath= decodes them).
+ * An item of a remote bucket that is not cached is fetched from its backend (and kept) by the
+ * thread preparing it, as a cold GET would: the window's threads fetch up to 1 + READERS at once.
  * AIStore's GET /v1/ml/moss (a MossReq: base/moss.h) is read into the same request and answered
  * the same way.
  */
@@ -542,8 +544,22 @@ static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 	tgt_replica_state_t s = tgt_replica_open(&o, &main_copy, false, &fd, &lom, NULL);
 	if (s != TGT_REPLICA_OK && !o.located && tgt_obj_locate(&o) == 0 && o.keyed)
 		s = tgt_replica_open(&o, &main_copy, false, &fd, &lom, NULL);
-	if (s != TGT_REPLICA_OK)
+	if (s == TGT_REPLICA_ABSENT && tgt_is_remote(&o)) { /* not cached: fetched from the backend */
+		rc = tgt_coldget_open(&o, &fd, &lom, f->err, sizeof(f->err));
+		if (rc != 0) {
+			f->state = rc == -404 ? 0 : -EIO;
+			return;
+		}
+		s = TGT_REPLICA_OK;
+	}
+	if (s != TGT_REPLICA_OK) {
+		if (s != TGT_REPLICA_ABSENT) { /* there, but not servable: never "missing" */
+			snprintf(f->err, sizeof(f->err), "\"%s\" cannot be read (%s)", it->objname,
+				 tgt_replica_state_name(s));
+			f->state = -EIO;
+		}
 		return;
+	}
 	size = lom.size;
 	if (it->archpath) {
 		tgt_shard_fmt_t fmt = tgt_shard_fmt_of_name(it->objname);

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Remote buckets: a cached copy that vanished or is damaged is fetched again, for a GET, a shard member, an ETL.
+# Remote buckets: a cached copy that vanished or is damaged is fetched again; GetBatch items fetched from the backend.
 import io
 import os
 import tarfile
@@ -170,6 +170,71 @@ def test_shard_member_evicted_while_read(cluster, bucket, origin):
         stop.set()
         ev.join()
     assert bad == [], bad[:5]
+
+
+def batch(cluster, body):
+    return requests.post(cluster.url + "/v1/batch", json=body, timeout=TIMEOUT)
+
+
+def tar_members(body):
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:") as t:
+        return [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
+
+
+def test_batch_fetches_remote_items(cluster, bucket, origin):
+    """GetBatch over a remote bucket whose objects are not cached: each item is fetched from the backend (once),
+    kept, and answered in order, with a range and a member of a shard among them."""
+    objs = {f"gb/{i:02d}.bin": os.urandom(1000 + 977 * i) for i in range(12)}
+    for n, d in objs.items():
+        put_origin(origin, n, d)
+    shard = {"a.jpg": os.urandom(3000), "a.cls": b"7"}
+    put_origin(origin, "gb/shard.tar", make_tar(shard))
+    names = sorted(objs)
+    items = [{"bucket": bucket, "provider": "ht", "objname": n} for n in names]
+    items.append({"bucket": bucket, "provider": "ht", "objname": names[3], "start": 5, "length": 10})
+    items.append({"bucket": bucket, "provider": "ht", "objname": "gb/shard.tar", "archpath": "a.jpg"})
+    r = batch(cluster, {"in": items})
+    assert r.status_code == 200, r.text
+    got = tar_members(r.content)
+    want = [(f"{bucket}/{n}", objs[n]) for n in names]
+    want.append((f"{bucket}/{names[3]}", objs[names[3]][5:15]))
+    want.append((f"{bucket}/gb/shard.tar/a.jpg", shard["a.jpg"]))
+    assert [n for n, _ in got] == [n for n, _ in want]
+    assert got == want
+    for n in names:
+        assert origin_gets(origin, n) == 1, n
+    # warm now: served from the cache, the origin not asked again
+    r = batch(cluster, {"in": items[:4]})
+    assert r.status_code == 200 and tar_members(r.content) == want[:4]
+    for n in names[:4]:
+        assert origin_gets(origin, n) == 1, n
+
+
+def test_batch_remote_item_missing(cluster, bucket, origin):
+    """An item the backend does not have: 404 for the batch, or an empty __404__/ member with continue_on_error."""
+    put_origin(origin, "gm/here.bin", b"here")
+    items = [{"bucket": bucket, "provider": "ht", "objname": "gm/here.bin"},
+             {"bucket": bucket, "provider": "ht", "objname": "gm/absent.bin"}]
+    assert_json_error(batch(cluster, {"in": items}), 404)
+    r = batch(cluster, {"in": items, "continue_on_error": True})
+    assert r.status_code == 200, r.text
+    assert tar_members(r.content) == [(f"{bucket}/gm/here.bin", b"here"),
+                                      (f"__404__/{bucket}/gm/absent.bin", b"")]
+
+
+def test_batch_remote_backend_down(cluster):
+    """The backend cannot be reached: the batch fails with a 5xx JSON error naming the item; nothing is kept."""
+    b = unique("rfd")
+    create_remote(cluster.url, b, "ht", {"endpoint": f"http://127.0.0.1:{peers.free_port()}/x",
+                                         "connect_timeout_ms": 2000})
+    try:
+        r = batch(cluster, {"in": [{"bucket": b, "provider": "ht", "objname": "o1"}]})
+        assert r.status_code in (502, 503, 504), r.text
+        assert_json_error(r, r.status_code)
+        assert "o1" in r.json()["message"]
+        assert cluster.work_files() == []
+    finally:
+        requests.delete(f"{cluster.url}/v1/buckets/{b}?provider=ht", timeout=TIMEOUT)
 
 
 def test_etl_get_of_remote_objects(cluster, bucket, origin):

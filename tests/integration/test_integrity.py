@@ -140,6 +140,23 @@ def test_bad_metadata_no_copy_is_500(icluster, iapi):
     iapi.destroy_bucket(b)
 
 
+def test_batch_item_damaged_is_not_missing(icluster, iapi):
+    """A GetBatch item whose only copy is damaged is an error naming it, never served and never passed off as a
+    missing item (404, or an empty __404__/ member with continue_on_error)."""
+    b = unique("int")
+    create(iapi, b)
+    iapi.put(b, "good", b"good bytes")
+    iapi.put(b, "bad", b"hello world")
+    (main,), _ = replicas(icluster, b, "bad")
+    os.setxattr(main, LOM_XATTR, b"\x01garbage")
+    items = [{"bucket": b, "objname": "good"}, {"bucket": b, "objname": "bad"}]
+    for coer in (False, True):
+        r = iapi.s.post(iapi.url + "/v1/batch", json={"in": items, "continue_on_error": coer}, timeout=TIMEOUT)
+        assert_json_error(r, 502, "metadata corrupt")
+        assert "bad" in r.json()["message"]
+    iapi.destroy_bucket(b)
+
+
 # ---- scrub job ----
 
 def start_scrub(api, bucket):

@@ -13,7 +13,8 @@ Each round runs, per size: FastTier S3 (A), nginx direct (B), nginx proxy_pass (
 size share the B runs: "S3 relay GET" = A/B with the issue's goal (0.45 at 16 KiB, 0.9 at 8 MiB),
 and "nginx proxy_pass GET" = C/B, the reference the relay must also match. After the rounds, one
 run per size and side under `perf stat -e task-clock` gives CPU per request: the proxy's, the
-target's, and the reverse-proxy nginx worker's.
+target's, the reverse-proxy nginx worker's and the direct nginx worker's (the relay's two servers
+against the one that serves the file itself).
 """
 import importlib.util
 import os
@@ -163,7 +164,7 @@ def bench_s3relay(b):
                     " | ratio vs nginx %.3f" % (rc.rps / rb.rps) if rc and rb and rb.rps > 0 else ""))
                 pairs[s.label].append((ra, rb))
                 peer_pairs[s.label].append((rc, rb))
-        notes = cpu_notes(b, sets, paths, proxy_url, rp, rp_url, run)
+        notes = cpu_notes(b, sets, paths, proxy_url, rp, rp_url, nginx_url, run)
         for s, goal in sets:
             client = "wrk -t%d -c%d, presigned S3 GETs rotating over %d objects" % (a.threads, a.conns, s.count)
             row = report.Row(TITLE % s.label, client + " (SigV4 checked, relayed from the target)",
@@ -184,8 +185,9 @@ def bench_s3relay(b):
         rp.stop()
 
 
-def cpu_notes(b, sets, paths, proxy_url, rp, rp_url, run):
-    """CPU per request (perf stat task-clock) of the proxy and target, and of the reverse-proxy nginx; by size label."""
+def cpu_notes(b, sets, paths, proxy_url, rp, rp_url, nginx_url, run):
+    """CPU per request (perf stat task-clock) of the proxy and target, of the reverse-proxy nginx and of nginx serving
+    the files itself; by size label."""
     notes = {}
     ok, why = task_clock_usable()
     if b.args.no_perf or not ok:
@@ -195,9 +197,15 @@ def cpu_notes(b, sets, paths, proxy_url, rp, rp_url, run):
         px, rx = cpu_per_request(b, lambda: run(proxy_url, s, paths[s.label]), [b.cluster.proxy.pid], csv)
         tg, tx = cpu_per_request(b, lambda: run(proxy_url, s, paths[s.label]), [b.target.pid], csv)
         ng, nx = cpu_per_request(b, lambda: run(rp_url, s, s.nginx_paths), rp.worker_pids(), csv)
+        nd, dx = cpu_per_request(b, lambda: run(nginx_url, s, s.nginx_paths), b.nginx.worker_pids(), csv)
         parts = []
-        for who, v, x in (("proxy", px, rx), ("target", tg, tx), ("nginx proxy_pass worker", ng, nx)):
+        for who, v, x in (("proxy", px, rx), ("target", tg, tx), ("nginx proxy_pass worker", ng, nx),
+                          ("nginx direct worker", nd, dx)):
             parts.append("%s %s" % (who, "%.1f us" % (v * 1000) if v is not None else "n/a (%s)" % x))
         notes[s.label] = "CPU per request (perf stat -e task-clock): %s." % ", ".join(parts)
+        if None not in (px, tg, nd):
+            notes[s.label] += " The relay's two servers spend %.2fx what nginx spends serving the file itself%s." % (
+                (px + tg) / nd, "; most of the proxy's share is the kernel's TCP of both loopback legs (bench/"
+                "datapath.md, \"S3 relay 8 MiB: where the proxy's CPU goes\")" if s.size >= (1 << 20) else "")
         log("[%s] perf s3relay %-8s %s" % (b.elapsed(), s.label, notes[s.label]))
     return notes

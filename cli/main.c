@@ -20,12 +20,12 @@
 #define DEFAULT_ENDPOINT "http://localhost:51080"
 
 /* Options that take a value (the others are flags). */
-static const char *const valued[] = {"endpoint",   "token",      "cacert",   "set",        "provider",
-				     "workers",    "prefix",     "template", "to",         "objnames",
-				     "urls",       "url-list",   "output",   "o",          "checksum",
-				     "backend",    "timeout",    "limit",    "interval",   "output-template",
-				     "shard-size", "order",      "seed",     "order-file", "etl",
-				     "url",        "max-output", "procs",    "format",     "spec"};
+static const char *const valued[] = {
+	"endpoint", "token",   "cacert",     "set",   "provider", "workers",         "prefix",
+	"template", "to",      "objnames",   "urls",  "url-list", "output",          "o",
+	"checksum", "backend", "timeout",    "limit", "interval", "output-template", "shard-size",
+	"order",    "seed",    "order-file", "etl",   "url",      "max-output",      "procs",
+	"format",   "spec",    "kind"};
 
 static const struct {
 	const char *cmd, *text;
@@ -128,7 +128,11 @@ static const struct {
 	{"job wait", "Usage: ft job wait ID [--interval MS]\n"
 		     "Shows the job's progress (objects, bytes, rate, ETA) until it ends: a bar on a terminal, a line\n"
 		     "every few seconds otherwise. Exit 0 finished without errors, 1 otherwise.\n"},
-	{"job stop", "Usage: ft job stop ID\nAborts the job on every target.\n"},
+	{"job stop", "Usage: ft job stop ID\n"
+		     "       ft job stop --kind KIND [BUCKET]\n"
+		     "Aborts the job on every target; with --kind, every running job of KIND (prefetch, evict,\n"
+		     "evict-bucket, delete, copy, download, dsort, archive, mirror, ec-encode, scrub, rebalance,\n"
+		     "resilver), only those of BUCKET when given, and prints the ids stopped.\n"},
 	{"etl", "Usage: ft etl init|ls|show|rm ...\n"
 		"  ft etl init NAME [--] ARGV...   register a command (stdin: the object, stdout: the result)\n"
 		"  ft etl init NAME --url URL      register a transformer server (POSTed each object)\n"

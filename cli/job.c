@@ -163,6 +163,8 @@ static int start(ft_cli_t *c)
 		else if ((rc = names_value(c, value, true)) == FT_EXIT_OK) {
 			if (etl != NULL)
 				json_object_set_new(value, "etl", json_string(etl));
+			if (cli_opt(c, "prepend") != NULL)
+				json_object_set_new(value, "prepend", json_string(cli_opt(c, "prepend")));
 			static const char *const flags[] = {"dry-run", "latest", "sync", "force"};
 			for (int i = 0; i < 4; i++)
 				if (cli_flag(c, flags[i]))
@@ -289,6 +291,8 @@ static int show(ft_cli_t *c, const char *id)
 	if (json_is_object(json_object_get(j, "to")))
 		printf("TO:       %s://%s\n", json_string_value(json_object_get(json_object_get(j, "to"), "provider")),
 		       json_string_value(json_object_get(json_object_get(j, "to"), "bucket")));
+	if (json_is_string(json_object_get(json_object_get(j, "to"), "prepend")))
+		printf("PREPEND:  %s\n", json_string_value(json_object_get(json_object_get(j, "to"), "prepend")));
 	printf("OBJECTS:  %lld of %lld (%lld skipped, %lld errors)\nBYTES:    %s\nRATE:     %s/s\nETA:      %s\n",
 	       (long long)json_integer_value(json_object_get(j, "objects")),
 	       (long long)json_integer_value(json_object_get(j, "total")),

@@ -390,7 +390,8 @@ typedef struct {
 	const char *template;   /* copy-listrange only, or NULL */
 	const json_t *objnames; /* copy-listrange only, or NULL */
 	bool dry_run, latest, sync, force;
-	const char *etl; /* NULL, or a transformer of the registry (etl.c) each object goes through */
+	const char *etl;     /* NULL, or a transformer of the registry (etl.c) each object goes through */
+	const char *prepend; /* NULL or "", or the string each copy's name starts with: <prepend><name> */
 } px_copy_t;
 /*
  * The one path of a copy job: checks c for action (copy-bck or copy-listrange; 400), defers the

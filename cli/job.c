@@ -163,6 +163,8 @@ static int start(ft_cli_t *c)
 		else if ((rc = names_value(c, value, true)) == FT_EXIT_OK) {
 			if (etl != NULL)
 				json_object_set_new(value, "etl", json_string(etl));
+			if (cli_opt(c, "prepend") != NULL)
+				json_object_set_new(value, "prepend", json_string(cli_opt(c, "prepend")));
 			static const char *const flags[] = {"dry-run", "latest", "sync", "force"};
 			for (int i = 0; i < 4; i++)
 				if (cli_flag(c, flags[i]))
@@ -289,6 +291,8 @@ static int show(ft_cli_t *c, const char *id)
 	if (json_is_object(json_object_get(j, "to")))
 		printf("TO:       %s://%s\n", json_string_value(json_object_get(json_object_get(j, "to"), "provider")),
 		       json_string_value(json_object_get(json_object_get(j, "to"), "bucket")));
+	if (json_is_string(json_object_get(json_object_get(j, "to"), "prepend")))
+		printf("PREPEND:  %s\n", json_string_value(json_object_get(json_object_get(j, "to"), "prepend")));
 	printf("OBJECTS:  %lld of %lld (%lld skipped, %lld errors)\nBYTES:    %s\nRATE:     %s/s\nETA:      %s\n",
 	       (long long)json_integer_value(json_object_get(j, "objects")),
 	       (long long)json_integer_value(json_object_get(j, "total")),
@@ -372,6 +376,41 @@ int cli_job_wait(ft_cli_t *c, const char *id, json_t **out)
 	}
 }
 
+/* ft job stop --kind KIND [BUCKET]: every running job of KIND (of BUCKET) through DELETE /v1/jobs?kind=. */
+static int stop_kind(ft_cli_t *c, const char *kind)
+{
+	char path[512];
+	cli_resp_t r;
+	cli_bucket_t b;
+	json_t *out = NULL;
+	int rc = FT_EXIT_OK;
+
+	if (c->n_args > 3)
+		return cli_fail(FT_EXIT_USAGE, "job stop --kind KIND takes at most one BUCKET");
+	if (c->n_args == 3 && cli_bucket_parse(c->args[2], &b) != 0)
+		return FT_EXIT_USAGE;
+	char k[192];
+	cli_encode(kind, k, sizeof(k), false);
+	if (c->n_args == 3)
+		snprintf(path, sizeof(path), "/v1/jobs?kind=%s&provider=%s&bucket=%s", k, b.provider, b.name);
+	else
+		snprintf(path, sizeof(path), "/v1/jobs?kind=%s", k);
+	if (cli_call("DELETE", path, NULL, &r) != 0 || r.status != 200 || (out = cli_resp_json(&r)) == NULL) {
+		rc = cli_resp_fail(&r, kind);
+	} else if (c->json) {
+		cli_print_json(out);
+	} else {
+		const json_t *ids = json_object_get(out, "stopped");
+		for (size_t i = 0; i < json_array_size(ids); i++)
+			printf("stopped %s\n", json_string_value(json_array_get(ids, i)));
+		if (json_array_size(ids) == 0)
+			printf("no running %s job\n", kind);
+	}
+	json_decref(out);
+	cli_resp_free(&r);
+	return rc;
+}
+
 int cli_job(ft_cli_t *c)
 {
 	const char *verb = c->n_args > 1 ? c->args[1] : "";
@@ -380,6 +419,8 @@ int cli_job(ft_cli_t *c)
 		return start(c);
 	if (strcmp(verb, "ls") == 0)
 		return ls(c);
+	if (strcmp(verb, "stop") == 0 && cli_opt(c, "kind") != NULL)
+		return stop_kind(c, cli_opt(c, "kind"));
 	if (strcmp(verb, "show") != 0 && strcmp(verb, "wait") != 0 && strcmp(verb, "stop") != 0)
 		return cli_fail(FT_EXIT_USAGE, "job needs start, ls, show, wait or stop (ft job --help)");
 	if (c->n_args != 3)

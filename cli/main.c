@@ -20,12 +20,12 @@
 #define DEFAULT_ENDPOINT "http://localhost:51080"
 
 /* Options that take a value (the others are flags). */
-static const char *const valued[] = {"endpoint",   "token",      "cacert",   "set",        "provider",
-				     "workers",    "prefix",     "template", "to",         "objnames",
-				     "urls",       "url-list",   "output",   "o",          "checksum",
-				     "backend",    "timeout",    "limit",    "interval",   "output-template",
-				     "shard-size", "order",      "seed",     "order-file", "etl",
-				     "url",        "max-output", "procs",    "format",     "spec"};
+static const char *const valued[] = {
+	"endpoint", "token",   "cacert",     "set",    "provider", "workers",         "prefix",
+	"template", "to",      "objnames",   "urls",   "url-list", "output",          "o",
+	"checksum", "backend", "timeout",    "limit",  "interval", "output-template", "shard-size",
+	"order",    "seed",    "order-file", "etl",    "url",      "max-output",      "procs",
+	"format",   "spec",    "kind",       "prepend"};
 
 static const struct {
 	const char *cmd, *text;
@@ -97,7 +97,7 @@ static const struct {
 	 "Usage: ft job start|ls|show|wait|stop ...\n"
 	 "  ft job start prefetch|evict BUCKET (--objnames a,b | --template T | --prefix P) [--wait]\n"
 	 "  ft job start copy SRC DST [--prefix P | --objnames a,b | --template T] [--dry-run] [--latest]\n"
-	 "                            [--sync] [--force] [--etl NAME] [--wait]\n"
+	 "                            [--sync] [--force] [--etl NAME] [--prepend STR] [--wait]\n"
 	 "  ft job start transform SRC DST --etl NAME [--prefix P | --objnames a,b | --template T] [--wait]\n"
 	 "  ft job start download BUCKET (URL... | --template URL | --url-list OBJECT) [--wait]\n"
 	 "  ft job start dsort SRC DST (--template T | --prefix P) --output-template T --shard-size BYTES\n"
@@ -114,7 +114,7 @@ static const struct {
 	 "  prefetch BUCKET (--objnames a,b | --template 'x-{000..099}' | --prefix P)\n"
 	 "  evict BUCKET (--objnames a,b | --template T | --prefix P)\n"
 	 "  copy SRC DST [--prefix P | --objnames a,b | --template T] [--dry-run] [--latest] [--sync] [--force]\n"
-	 "       [--etl NAME]\n"
+	 "       [--etl NAME] [--prepend STR]  (--prepend: each copy is named STR<name>)\n"
 	 "  transform SRC DST --etl NAME [--prefix P | --objnames a,b | --template T]  (a copy through NAME)\n"
 	 "  download BUCKET (URL... | --template 'http://h/f-{00..99}.tar' | --url-list OBJECT)\n"
 	 "  dsort SRC DST (--template 'in-{000..099}.tar' | --prefix P) --output-template 'out-{0000..0999}.tar'\n"
@@ -128,7 +128,11 @@ static const struct {
 	{"job wait", "Usage: ft job wait ID [--interval MS]\n"
 		     "Shows the job's progress (objects, bytes, rate, ETA) until it ends: a bar on a terminal, a line\n"
 		     "every few seconds otherwise. Exit 0 finished without errors, 1 otherwise.\n"},
-	{"job stop", "Usage: ft job stop ID\nAborts the job on every target.\n"},
+	{"job stop", "Usage: ft job stop ID\n"
+		     "       ft job stop --kind KIND [BUCKET]\n"
+		     "Aborts the job on every target; with --kind, every running job of KIND (prefetch, evict,\n"
+		     "evict-bucket, delete, copy, download, dsort, archive, mirror, ec-encode, scrub, rebalance,\n"
+		     "resilver), only those of BUCKET when given, and prints the ids stopped.\n"},
 	{"etl", "Usage: ft etl init|ls|show|rm ...\n"
 		"  ft etl init NAME [--] ARGV...   register a command (stdin: the object, stdout: the result)\n"
 		"  ft etl init NAME --url URL      register a transformer server (POSTed each object)\n"

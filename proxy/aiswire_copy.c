@@ -14,7 +14,8 @@
  * its ActMsg: {prefix, prepend, dry_run, force, latest-ver, synchronize} plus, when set, ext,
  * num-workers, coer, and an ETL's id, request_timeout, pipeline. This file only decodes them into
  * a px_copy_t and hands it to px_copy_submit, the native copy's one path; the answer is the bare
- * job id, as AIStore's. What FastTier cannot do (prepend, ext, an ETL, a namespace) is refused
+ * job id, as AIStore's. prepend names each copy <prepend><name>, as AIStore's TCBMsg.ToName
+ * does. What FastTier cannot do (ext, an ETL, a namespace) is refused
  * with 501 rather than dropped; num-workers only tunes speed and is ignored, coer is what the
  * copy job always does (an object's error is counted, the job goes on).
  */
@@ -112,18 +113,15 @@ bad:
 }
 
 /* AIStore's TCBckMsg value keys with what FastTier does with them. */
-typedef enum { K_PREFIX, K_FLAG, K_EMPTY_STRING, K_EMPTY_OBJECT, K_NUM_WORKERS, K_COER, K_ETL } key_use_t;
+typedef enum { K_PREFIX, K_FLAG, K_PREPEND, K_EMPTY_OBJECT, K_NUM_WORKERS, K_COER, K_ETL } key_use_t;
 
 static const struct {
 	const char *key;
 	key_use_t use;
 } copy_keys[] = {
-	{"prefix", K_PREFIX},       {"dry_run", K_FLAG},
-	{"force", K_FLAG},          {"latest-ver", K_FLAG},
-	{"synchronize", K_FLAG},    {"prepend", K_EMPTY_STRING},
-	{"ext", K_EMPTY_OBJECT},    {"num-workers", K_NUM_WORKERS},
-	{"coer", K_COER},           {"id", K_ETL},
-	{"request_timeout", K_ETL}, {"pipeline", K_ETL},
+	{"prefix", K_PREFIX},    {"dry_run", K_FLAG},    {"force", K_FLAG},          {"latest-ver", K_FLAG},
+	{"synchronize", K_FLAG}, {"prepend", K_PREPEND}, {"ext", K_EMPTY_OBJECT},    {"num-workers", K_NUM_WORKERS},
+	{"coer", K_COER},        {"id", K_ETL},          {"request_timeout", K_ETL}, {"pipeline", K_ETL},
 };
 
 /* The flag of c a boolean key sets. */
@@ -165,13 +163,10 @@ static int copy_key(ft_req_t *r, const char *key, const json_t *v, px_copy_t *c)
 		if (copy_keys[i].use == K_FLAG)
 			*copy_flag(c, key) = json_is_true(v);
 		return 0;
-	case K_EMPTY_STRING:
+	case K_PREPEND:
 		if (!json_is_string(v))
 			break;
-		if (json_string_length(v) > 0) {
-			ft_resp_error(r, 501, "copy-bck: \"prepend\" (renaming the copies) is not supported");
-			return -1;
-		}
+		c->prepend = json_string_value(v); /* checked by px_copy_submit */
 		return 0;
 	case K_EMPTY_OBJECT:
 		if (!json_is_object(v) && !json_is_null(v))

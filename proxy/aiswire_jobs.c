@@ -5,14 +5,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/names.h"
 #include "http/util.h"
 
 /*
  * DESIGN
  * AIStore asks about jobs with GET /v1/cluster?what=... and a body naming the job (its xaction
  * args {"ID","Kind",...} or a query {"kind","node","show_active"}), and aborts them with
- * PUT /v1/cluster {"action":"stop","value":{"ID"}}. Each of these is one px_jobs_query (the
- * targets' parts of one job, or every job, folded) re-encoded: JobStatus {uuid, kind, err,
+ * PUT /v1/cluster {"action":"stop","value":{"ID"}}, or every running job of a kind with
+ * {"kind"[,"bck":{"name","provider"}]} (px_jobs_stop_kind; answered with the JSON array of the
+ * ids stopped, which AIStore's clients, expecting no body, ignore). Each of the others is one
+ * px_jobs_query (the targets' parts of one job, or every job, folded) re-encoded: JobStatus {uuid, kind, err,
  * end_time, aborted}, or the per-node snapshots {node: [{id, kind, start-time, end-time, bck,
  * stats, aborted, is_idle, abort-err}]}. Job kinds are named as AIStore names them.
  */
@@ -33,6 +36,29 @@ static const char *ais_kind(const char *ft)
 	return ft != NULL ? ft : "";
 }
 
+/* FastTier's kind of AIStore's kind ais, NULL when no job of FastTier's has that name. */
+static const char *ft_kind(const char *ais)
+{
+	const char *k;
+
+	for (size_t i = 0; (k = px_jobs_kind_at(i)) != NULL; i++)
+		if (strcmp(ais_kind(k), ais) == 0)
+			return k;
+	return NULL;
+}
+
+/* AIStore's names of the known kinds as "a, b, c" into buf. */
+static const char *ais_kinds_text(char *buf, size_t cap)
+{
+	const char *k;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; (k = px_jobs_kind_at(i)) != NULL && n < cap; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", ais_kind(k));
+	return buf;
+}
+
 typedef enum { Q_STATUS, Q_SNAPS, Q_STATUS_ALL, Q_RUNNING, Q_STOP } query_kind_t;
 
 typedef struct {
@@ -41,6 +67,10 @@ typedef struct {
 	char id[64];
 	char job_kind[64]; /* AIStore's kind to filter on, "" for any */
 	bool only_running;
+	/* stop by kind: FastTier's kind, and the bucket ("": any) */
+	const char *stop_kind;
+	const char *bck_provider;
+	char bck_name[FT_BUCKET_NAME_MAX + 1];
 } query_t;
 
 static const char *state(const json_t *job)
@@ -155,6 +185,14 @@ static void query_work(ft_req_t *r, void *arg)
 	char why[512];
 	bool one = q->id[0] != '\0';
 
+	if (q->kind == Q_STOP && !one) {
+		if (px_jobs_stop_kind(q->px, q->stop_kind, q->bck_provider, q->bck_name, &out, &status, why,
+				      sizeof(why)) != 0)
+			ft_resp_error(r, status, "%s", why);
+		else
+			ft_resp_json(r, 200, out);
+		return;
+	}
 	if (px_jobs_query(q->px, q->id, q->kind == Q_STOP, &jobs, &status, why, sizeof(why)) != 0) {
 		if (status == 404)
 			ft_resp_error(r, 404, "job \"%s\" not found", q->id);
@@ -193,6 +231,47 @@ static const char *field(const json_t *o, const char *k1, const char *k2)
 	return v != NULL ? v : "";
 }
 
+/*
+ * Stop without a job id: every running job of kind (AIStore's name), of the bucket args name
+ * ("bck" or the Python SDK's "Bck": {"name","provider"}; absent or null: any). 0, or -1 after
+ * responding 400 (an unknown kind, a bad bucket) or 501 (no kind: every job of every kind).
+ */
+static int stop_decode(ft_req_t *r, query_t *q, const json_t *args, const char *kind)
+{
+	const json_t *bck = json_object_get(args, "bck");
+	const char *w = NULL;
+	char known[320];
+
+	if (kind[0] == '\0') {
+		ft_resp_error(r, 501,
+			      "stopping every job of every kind is not built: name the job (\"ID\") or its kind "
+			      "(\"kind\")");
+		return -1;
+	}
+	if ((q->stop_kind = ft_kind(kind)) == NULL) {
+		ft_resp_error(r, 400, "unknown job kind \"%s\" (known: %s)", kind,
+			      ais_kinds_text(known, sizeof(known)));
+		return -1;
+	}
+	if (bck == NULL)
+		bck = json_object_get(args, "Bck");
+	if (bck != NULL && !json_is_null(bck) && !json_is_object(bck)) {
+		ft_resp_error(r, 400, "\"bck\" must be a bucket {\"name\", \"provider\"}");
+		return -1;
+	}
+	const char *name = field(bck, "name", "Name"), *provider = field(bck, "provider", "Provider");
+	if (name[0] != '\0' && ft_name_check_bucket(name, &w) != 0) {
+		ft_resp_error(r, 400, "bad bucket name \"%s\": %s", name, w);
+		return -1;
+	}
+	if ((q->bck_provider = px_jobs_provider(provider)) == NULL) {
+		ft_resp_error(r, 400, "unknown provider \"%s\" (ais, aws, gcp, azure or ht)", provider);
+		return -1;
+	}
+	snprintf(q->bck_name, sizeof(q->bck_name), "%s", name);
+	return 0;
+}
+
 /* Decodes the body (xaction args or query) into q; 0, or -1 after responding 400. */
 static int query_decode(ft_req_t *r, query_t *q, const json_t *body)
 {
@@ -224,10 +303,8 @@ static int query_decode(ft_req_t *r, query_t *q, const json_t *body)
 		ft_resp_error(r, 400, "what=status needs a job id (\"ID\")");
 		return -1;
 	}
-	if (q->kind == Q_STOP && id[0] == '\0') {
-		ft_resp_error(r, 501, "stopping every job of a kind is not built yet: name the job (\"ID\")");
+	if (q->kind == Q_STOP && id[0] == '\0' && stop_decode(r, q, args, kind) != 0)
 		return -1;
-	}
 	snprintf(q->id, sizeof(q->id), "%s", id);
 	snprintf(q->job_kind, sizeof(q->job_kind), "%s", kind);
 	q->only_running = q->kind == Q_RUNNING || json_is_true(json_object_get(args, "show_active"));

@@ -600,8 +600,11 @@ void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len)
 	}
 	if (m == FT_HTTP_DELETE && q->id[0]) {
 		q->del = true;
+	} else if (m == FT_HTTP_DELETE) {
+		px_jobs_stop_route(px, r); /* every job of a kind */
+		return;
 	} else if (m != FT_HTTP_GET) {
-		ft_resp_header(r, "Allow", q->id[0] ? "GET, DELETE" : "GET");
+		ft_resp_header(r, "Allow", "GET, DELETE");
 		ft_resp_error(r, 405, "method %s not allowed on %.*s", ft_req_method_name(r), (int)len, path);
 		return;
 	}

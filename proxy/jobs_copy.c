@@ -30,7 +30,7 @@
 #define LIST_TIMEOUT_MS 30000
 
 static const char *const copy_keys[] = {"to",     "prefix", "objnames", "template", "dry_run",
-					"latest", "sync",   "force",    "etl"};
+					"latest", "sync",   "force",    "etl",      "prepend"};
 static const char *const flag_keys[] = {"dry_run", "latest", "sync", "force"};
 
 /* Whether key is one of keys[0..n). */
@@ -115,6 +115,45 @@ out:
 	return rc;
 }
 
+/*
+ * The prepend into msg (after the names): the prepend is a valid name's start and, for every name
+ * given (or the prefix), <prepend><name> stays a valid object name. A name listed by prefix that
+ * the prepend makes too long is an error of that object only (the target's). 0, or -1 after responding 400.
+ */
+static int copy_prepend(ft_req_t *r, const char *action, const char *prepend, json_t *msg)
+{
+	size_t plen = prepend != NULL ? strlen(prepend) : 0;
+	const json_t *names = json_object_get(msg, "objnames");
+	const char *prefix = json_string_value(json_object_get(msg, "prefix"));
+	const char *why = NULL;
+
+	if (plen == 0)
+		return 0;
+	if (ft_name_check_object(prepend, plen, &why) != 0 || plen >= FT_OBJ_NAME_MAX) {
+		ft_resp_error(r, 400, "%s: bad prepend: %s", action,
+			      why != NULL ? why : "it leaves no room for a name (at most 1023 bytes)");
+		return -1;
+	}
+	if (prefix != NULL && plen + (prefix[0] != '\0' ? strlen(prefix) : 1) > FT_OBJ_NAME_MAX) {
+		ft_resp_error(
+			r, 400,
+			"%s: prepend (%zu bytes) plus prefix (%zu bytes) leaves no copy a name of at most %d bytes",
+			action, plen, strlen(prefix), FT_OBJ_NAME_MAX);
+		return -1;
+	}
+	for (size_t i = 0; i < json_array_size(names); i++) {
+		const char *n = json_string_value(json_array_get(names, i));
+		if (plen + strlen(n) > FT_OBJ_NAME_MAX) {
+			ft_resp_error(r, 400,
+				      "%s: the copy of \"%.64s%s\" would be named past %d bytes (prepend + name)",
+				      action, n, strlen(n) > 64 ? "..." : "", FT_OBJ_NAME_MAX);
+			return -1;
+		}
+	}
+	json_object_set_new(msg, "prepend", json_string(prepend));
+	return 0;
+}
+
 /* The targets' message of copy c into msg (flags, destination, names); 0, or -1 after responding 400. */
 static int copy_message(ft_req_t *r, const char *action, const char *provider, const char *bucket, const px_copy_t *c,
 			json_t *msg)
@@ -146,7 +185,7 @@ static int copy_message(ft_req_t *r, const char *action, const char *provider, c
 		json_object_set_new(names, "prefix", json_string(c->prefix != NULL ? c->prefix : ""));
 	rc = px_jobs_value_names(r, "ais", "copy", names, msg); /* "ais": copy by prefix lists any provider */
 	json_decref(names);
-	if (rc != 0)
+	if (rc != 0 || copy_prepend(r, action, c->prepend, msg) != 0)
 		return -1;
 	if (c->sync && json_object_get(msg, "prefix") == NULL) {
 		ft_resp_error(r, 400, "%s: sync needs a prefix (or copy-bck): with a list of names nothing is gone",
@@ -214,7 +253,8 @@ static int copy_value(ft_req_t *r, const char *action, const json_t *value, px_c
 		    (!listrange && (strcmp(key, "objnames") == 0 || strcmp(key, "template") == 0))) {
 			ft_resp_error(
 				r, 400,
-				"%s: unknown field \"%s\" (known: to, %sprefix, dry_run, latest, sync, force, etl)",
+				"%s: unknown field \"%s\" (known: to, %sprefix, dry_run, latest, sync, force, etl, "
+				"prepend)",
 				action, key, listrange ? "objnames, template, " : "");
 			return -1;
 		}
@@ -237,7 +277,8 @@ static int copy_value(ft_req_t *r, const char *action, const json_t *value, px_c
 	c->objnames = json_object_get(value, "objnames");
 	if (value_string(r, action, value, "prefix", &c->prefix) != 0 ||
 	    value_string(r, action, value, "template", &c->template) != 0 ||
-	    value_string(r, action, value, "etl", &c->etl) != 0)
+	    value_string(r, action, value, "etl", &c->etl) != 0 ||
+	    value_string(r, action, value, "prepend", &c->prepend) != 0)
 		return -1;
 	return 0;
 }

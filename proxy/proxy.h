@@ -360,8 +360,26 @@ void px_jobs_new_id(char *id, size_t cap);
  * "objnames" (checked, a template expanded) or "prefix". 0, or -1 after responding 400.
  */
 int px_jobs_value_names(ft_req_t *r, const char *provider, const char *kind, const json_t *value, json_t *msg);
-/* GET /v1/jobs, GET|DELETE /v1/jobs/<id>: asks every target and adds up their parts. */
+/* GET /v1/jobs, GET|DELETE /v1/jobs/<id>, DELETE /v1/jobs?kind=K: asks every target and adds up their parts. */
 void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len);
+
+/* ---- jobs_stop.c: stopping every running job of a kind (docs/api.md "Jobs") ---- */
+/* The i-th job kind of FastTier's (prefetch, copy, ..., rebalance, resilver), NULL past the last. */
+const char *px_jobs_kind_at(size_t i);
+/* The canonical name of provider p ("ais", "aws", "gcp", "azure", "ht"; an alias such as s3 too); "" for NULL or
+ * "", NULL when unknown. */
+const char *px_jobs_provider(const char *p);
+/*
+ * Blocking (worker): aborts every running job of kind whose bucket is provider/bucket (NULL or "":
+ * any), each as DELETE /v1/jobs/ID does. 0 with *stopped (caller owns): the array of the ids
+ * aborted, [] when none ran; -1 with *status (502, 503, 500) and why (the jobs aborted before the
+ * failure stay aborted).
+ */
+int px_jobs_stop_kind(px_t *px, const char *kind, const char *provider, const char *bucket, json_t **stopped,
+		      int *status, char *why, size_t cap);
+/* DELETE /v1/jobs?kind=K[&provider=P][&bucket=B] (loop thread): checks the query (400), defers the stop, answers
+ * {"kind","stopped":[ids]}. */
+void px_jobs_stop_route(px_t *px, ft_req_t *r);
 
 /* ---- jobs_copy.c: copy-bck, copy-listrange and download (docs/jobs.md) ---- */
 /* A copy job as asked, decoded from FastTier's value or from AIStore's (aiswire.c); strings borrowed. */
@@ -372,7 +390,8 @@ typedef struct {
 	const char *template;   /* copy-listrange only, or NULL */
 	const json_t *objnames; /* copy-listrange only, or NULL */
 	bool dry_run, latest, sync, force;
-	const char *etl; /* NULL, or a transformer of the registry (etl.c) each object goes through */
+	const char *etl;     /* NULL, or a transformer of the registry (etl.c) each object goes through */
+	const char *prepend; /* NULL or "", or the string each copy's name starts with: <prepend><name> */
 } px_copy_t;
 /*
  * The one path of a copy job: checks c for action (copy-bck or copy-listrange; 400), defers the

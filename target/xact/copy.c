@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -28,6 +29,10 @@
  * both buckets use one type (an owner of an older release does not check the headers).
  * Sync walks the destination objects this target stores and removes, through the owner, those
  * whose source object is gone (a HEAD on the source's owner says 404).
+ * With a prepend every copy is named <prepend><name>: the HEAD, the PUT and the owner are the
+ * new name's; sync walks the destination under <prepend><prefix> and looks for the source of
+ * each name with the prepend taken off, so destination objects outside the prepend are not this
+ * copy's and stay.
  */
 
 int tgt_copy_parse(tgt_copy_t *c, const json_t *msg, const ft_bmd_t *bmd, const char *provider, const char *bucket,
@@ -58,6 +63,15 @@ int tgt_copy_parse(tgt_copy_t *c, const json_t *msg, const ft_bmd_t *bmd, const 
 		return -2;
 	}
 	c->to_bidx = (int)(b - bmd->buckets);
+	const json_t *prepend = json_object_get(msg, "prepend");
+	if (prepend != NULL && (!json_is_string(prepend) || json_string_length(prepend) >= sizeof(c->prepend))) {
+		snprintf(why, cap, "prepend must be a string of at most %zu bytes", sizeof(c->prepend) - 1);
+		return -1;
+	}
+	if (prepend != NULL) {
+		c->prepend_len = json_string_length(prepend);
+		memcpy(c->prepend, json_string_value(prepend), c->prepend_len + 1);
+	}
 	const char *etl = json_string_value(json_object_get(msg, "etl"));
 	if (etl != NULL) {
 		if (strlen(etl) >= sizeof(c->etl) || json_object_get(bmd->etl, etl) == NULL) {
@@ -189,23 +203,53 @@ static int copy_transformed(const tgt_copy_t *c, tgt_obj_t *o, int fd, const ft_
 	return 0;
 }
 
+/* The copy's name of o (<prepend><name>) into name; its length, or -1 with err when too long. */
+static long dest_name(const tgt_copy_t *c, const tgt_obj_t *o, char *name, size_t name_cap, char *err, size_t cap)
+{
+	size_t len = c->prepend_len + o->obj_len;
+
+	if (len > FT_OBJ_NAME_MAX || len >= name_cap) {
+		snprintf(err, cap, "the copy's name (prepend + name) would be longer than %d bytes", FT_OBJ_NAME_MAX);
+		return -1;
+	}
+	memcpy(name, c->prepend, c->prepend_len);
+	memcpy(name + c->prepend_len, o->obj, o->obj_len);
+	name[len] = '\0';
+	return (long)len;
+}
+
+char *tgt_copy_dest_prefix(const tgt_copy_t *c, const char *prefix)
+{
+	size_t n = prefix != NULL ? strlen(prefix) : 0;
+	char *p = malloc(c->prepend_len + n + 1);
+
+	if (p != NULL) {
+		memcpy(p, c->prepend, c->prepend_len);
+		memcpy(p + c->prepend_len, prefix != NULL ? prefix : "", n + 1);
+	}
+	return p;
+}
+
 int tgt_copy_obj(const tgt_copy_t *c, const ft_smap_t *smap, tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 {
-	char url[TGT_XFER_URL_MAX];
+	char url[TGT_XFER_URL_MAX], name[FT_OBJ_NAME_MAX + 1];
 	tgt_xfer_head_t h;
 	ft_lom_t lom;
 	struct stat st;
 	int64_t fetched = 0;
 	int fd, rc = -1;
+	long len;
 
 	*bytes = 0;
+	if ((len = dest_name(c, o, name, sizeof(name), err, cap)) < 0)
+		return -1;
 	if (tgt_is_remote(o)) {
 		if (c->latest && revalidate(o, err, cap) != 0)
 			return -1;
 		if (tgt_coldget_prefetch(o, &fetched, err, cap) < 0)
 			return -1;
 	}
-	if (dest_url(c, smap, o->obj, o->obj_len, url, sizeof(url), err, cap) != 0)
+	if (dest_url(c, smap, name, (size_t)len, url, sizeof(url), err, cap) != 0)
 		return -1;
 	fd = open_source(o, &lom, &st, err, cap);
 	if (fd < 0)
@@ -245,13 +289,16 @@ out:
 int tgt_copy_sync_obj(const tgt_copy_t *c, const ft_smap_t *smap, const char *src_provider, const char *src_bucket,
 		      tgt_obj_t *o, char *err, size_t cap)
 {
-	const ft_node_t *owner = ft_smap_owner(smap, src_provider, src_bucket, o->obj, o->obj_len);
+	const char *src = o->obj + c->prepend_len; /* the source's name: the prepend taken off */
 	char url[TGT_XFER_URL_MAX];
 	tgt_xfer_head_t h;
 	int found;
 
+	if (o->obj_len <= c->prepend_len || memcmp(o->obj, c->prepend, c->prepend_len) != 0)
+		return 1; /* not a copy of this job's */
+	const ft_node_t *owner = ft_smap_owner(smap, src_provider, src_bucket, src, o->obj_len - c->prepend_len);
 	if (owner == NULL ||
-	    tgt_xfer_obj_url(url, sizeof(url), owner->public_url, src_provider, src_bucket, o->obj) != 0) {
+	    tgt_xfer_obj_url(url, sizeof(url), owner->public_url, src_provider, src_bucket, src) != 0) {
 		snprintf(err, cap, "no owner for the source object");
 		return -1;
 	}

@@ -17,18 +17,21 @@ typedef struct {
 	int to_bidx; /* the destination's index in the job's BMD */
 	bool dry_run, latest, sync, force;
 	char etl[FT_BUCKET_NAME_MAX + 1]; /* "" or the transformer each object goes through (etl.c) */
+	char prepend[FT_OBJ_NAME_MAX];    /* "" or the string put before each copy's name */
+	size_t prepend_len;
 } tgt_copy_t;
 
 /*
- * Reads "to_provider", "to_bucket", "dry_run", "latest", "sync", "force", "etl" of msg; the
- * destination (and the transformer) must be in bmd and differ from the source provider/bucket.
+ * Reads "to_provider", "to_bucket", "dry_run", "latest", "sync", "force", "etl", "prepend" of msg;
+ * the destination (and the transformer) must be in bmd and differ from the source provider/bucket.
  * 0; -1 with why (400); -2 when the destination or the transformer is not in bmd (404).
  */
 int tgt_copy_parse(tgt_copy_t *c, const json_t *msg, const ft_bmd_t *bmd, const char *provider, const char *bucket,
 		   char *why, size_t cap);
 /*
  * Copies source object o (owned or stored here; a remote one is fetched into the cache first) to
- * the destination's owner in smap, with its Content-Type and user metadata; the owner's checksum of
+ * the destination's owner in smap as <prepend><name> (a name past FT_OBJ_NAME_MAX then is an error
+ * of that object), with its Content-Type and user metadata; the owner's checksum of
  * the copy must match the source's when both buckets use the same type. With a transformer, its
  * output (complete, from a work file) is what the owner stores, always sent (no HEAD, no checksum
  * comparison). 0 copied (*bytes), 1 the
@@ -37,10 +40,13 @@ int tgt_copy_parse(tgt_copy_t *c, const json_t *msg, const ft_bmd_t *bmd, const 
 int tgt_copy_obj(const tgt_copy_t *c, const ft_smap_t *smap, tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 /*
  * Sync: o is a destination object stored here; removes it through its owner when the source
- * (src_provider/src_bucket, same name) has no such object. 0 removed, 1 kept, -1 with err.
+ * (src_provider/src_bucket, the name without the prepend) has no such object. 0 removed, 1 kept
+ * (also a name that does not start with the prepend: no copy of this job's), -1 with err.
  */
 int tgt_copy_sync_obj(const tgt_copy_t *c, const ft_smap_t *smap, const char *src_provider, const char *src_bucket,
 		      tgt_obj_t *o, char *err, size_t cap);
+/* The prefix a sync walks in the destination: <prepend><prefix> (prefix NULL: ""); malloc'd, NULL on OOM. */
+char *tgt_copy_dest_prefix(const tgt_copy_t *c, const char *prefix);
 
 /* One object of a download in flight: its name and the bytes received so far. */
 typedef struct {

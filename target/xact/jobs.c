@@ -402,7 +402,7 @@ static int collect_backend(job_t *j)
  * Collects the local objects under the prefix of provider/bucket (or every bucket of the BMD, or
  * of provider, when bucket is "").
  */
-static int collect_local(job_t *j, const char *provider, const char *bucket)
+static int collect_local(job_t *j, const char *provider, const char *bucket, const char *prefix)
 {
 	for (int bi = 0; bi < j->bmd->n; bi++) {
 		const ft_bucket_t *b = &j->bmd->buckets[bi];
@@ -416,7 +416,7 @@ static int collect_local(job_t *j, const char *provider, const char *bucket)
 			continue;
 		if (tgt_run_aborted(j->run))
 			return 1;
-		if (tgt_list_items(j->t, b->provider, b->name, j->prefix, &v, &n) != 0) {
+		if (tgt_list_items(j->t, b->provider, b->name, prefix, &v, &n) != 0) {
 			job_error(j, b->name, "walking the local objects: out of memory");
 			return -1;
 		}
@@ -447,9 +447,16 @@ static int job_collect(tgt_run_t *r, void *arg)
 	else if (j->src == SRC_BACKEND)
 		rc = collect_backend(j);
 	else
-		rc = collect_local(j, j->provider, j->bucket);
-	if (rc == 0 && j->kind == JOB_COPY && j->copy.sync)
-		rc = collect_local(j, j->copy.to_provider, j->copy.to_bucket);
+		rc = collect_local(j, j->provider, j->bucket, j->prefix);
+	if (rc == 0 && j->kind == JOB_COPY && j->copy.sync) { /* the copies: under <prepend><prefix> */
+		char *dest_prefix = tgt_copy_dest_prefix(&j->copy, j->prefix);
+		if (dest_prefix == NULL) {
+			job_error(j, j->copy.to_bucket, "walking the local objects: out of memory");
+			return -1;
+		}
+		rc = collect_local(j, j->copy.to_provider, j->copy.to_bucket, dest_prefix);
+		free(dest_prefix);
+	}
 	return rc;
 }
 
@@ -489,6 +496,8 @@ static json_t *job_json(job_t *j)
 		json_t *to = json_pack("{s:s, s:s}", "provider", j->copy.to_provider, "bucket", j->copy.to_bucket);
 		if (to != NULL && j->copy.etl[0] != '\0') /* a transform: each object goes through it (docs/etl.md) */
 			json_object_set_new(to, "etl", json_string(j->copy.etl));
+		if (to != NULL && j->copy.prepend_len > 0)
+			json_object_set_new(to, "prepend", json_string(j->copy.prepend));
 		json_object_set_new(doc, "to", to);
 		json_object_set_new(doc, "dry_run", json_boolean(j->copy.dry_run));
 	}

@@ -604,8 +604,32 @@ def test_copy_bck(cluster, bucket, dst):
     assert list_all(cluster, dst) == sorted(data)[1:] + ["other/x"]
 
 
+def test_copy_bck_prepend(cluster, bucket, dst):
+    data = {f"c/obj-{i}": (f"prepend {i} " * (40 + i)).encode() for i in range(6)}
+    for n, d in data.items():
+        put(cluster, bucket, n, d)
+    # TCBMsg.prepend: every copy is named <prepend><name> (AIStore's ToName)
+    r = sdk_copy(cluster, bucket, dst, copy_msg(prefix="c/", prepend="2025/"))
+    assert r.status_code == 200, r.text
+    kind, status = wait_done(cluster, r.text)
+    assert kind == "copy-bck" and status["err"] == "" and not status["aborted"], status
+    assert list_all(cluster, dst) == sorted("2025/" + n for n in data)
+    for n, d in data.items():
+        r = requests.get(obj_url(cluster, dst, "2025/" + n), timeout=TIMEOUT)
+        assert r.status_code == 200 and r.content == d, n
+    # synchronize with the prepend: the copy of a source object gone goes, nothing else
+    assert requests.delete(obj_url(cluster, bucket, "c/obj-0"), timeout=TIMEOUT).status_code == 200
+    put(cluster, dst, "c/obj-1", b"dst's own object, not under the prepend")
+    r = sdk_copy(cluster, bucket, dst, copy_msg(prefix="c/", prepend="2025/", sync=True))
+    assert r.status_code == 200, r.text
+    _, status = wait_done(cluster, r.text)
+    assert status["err"] == "", status
+    assert list_all(cluster, dst) == ["2025/" + n for n in sorted(data)[1:]] + ["c/obj-1"]
+
+
 @pytest.mark.parametrize("value, bck_to, status, word", [
-    (copy_msg(prepend="p-"), None, 501, "prepend"),
+    (copy_msg(prepend="p" * 1024), None, 400, "prepend"),
+    (copy_msg(prefix="c/" * 20, prepend="p" * 1000), None, 400, "plus prefix"),
     (copy_msg(ext={"jpg": "txt"}), None, 501, "ext"),
     ({**copy_msg(), "id": "my-etl"}, None, 501, "ETL"),
     ({**copy_msg(), "non-recurs": True}, None, 400, "non-recurs"),

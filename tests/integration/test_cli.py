@@ -267,6 +267,16 @@ def test_jobs_copy_download_prefetch(cluster, origin, tmp_path):
     assert any(line.startswith(jid) and "finished" in line for line in out.splitlines())
     rc, out, _ = ft(cluster, "job", "start", "copy", b, c, "--dry-run", "--json")
     assert rc == 0 and json.loads(out)["job_id"].startswith("j-")
+    # --prepend: each copy is named <prepend><name>
+    rc, out, err = ft(cluster, "job", "start", "copy", b, c, "--prepend", "old/", "--wait")
+    assert rc == 0 and "finished, 6 objects" in out, err
+    rc, out, _ = ft(cluster, "job", "show", out.split()[1])
+    assert rc == 0 and "PREPEND:  old/" in out, out
+    api = Api(cluster.url)
+    assert api.get(c, "old/o3").content == (tmp_path / "o3").read_bytes()
+    assert {e["name"] for e in api.list_all(c)[0]} == {f"o{i}" for i in range(6)} | {f"old/o{i}" for i in range(6)}
+    rc, _, err = ft(cluster, "job", "start", "copy", b, c, "--prepend", "p" * 1024)
+    assert rc == 1 and "prepend" in err, err
     # download from the nginx origin
     names = [f"{b}-dl-{i}.bin" for i in range(4)]
     for n in names:

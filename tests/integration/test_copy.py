@@ -184,6 +184,72 @@ def test_copy_remote_to_ais(api, origin):
         requests.delete(f"{api.url}/v1/buckets/{rb}?provider=ht", timeout=TIMEOUT)
 
 
+def test_copy_prepend_names_the_copies(api, src):
+    data = fill(api, src, 10)
+    dst = unique("cdst")
+    api.create_bucket(dst, cksum="md5")  # the source's type: a re-run can tell the copies are there
+    try:
+        api.put(dst, "d/obj-000", b"an object of dst's own: not a copy")
+        api.put(dst, "bak/other", b"outside the copied prefix")
+        # a dry run counts the copies under their new names and writes nothing
+        st = run(api, src, "copy-bck", {"to": {"name": dst}, "prefix": "d/", "prepend": "bak/", "dry_run": True})
+        assert st["objects"] == 10 and st["to"]["prepend"] == "bak/", st
+        assert names(api, dst) == {"d/obj-000", "bak/other"}
+        st = run(api, src, "copy-bck", {"to": {"name": dst}, "prefix": "d/", "prepend": "bak/"})
+        assert st["objects"] == 10 and st["errors"] == 0 and st["to"] == {"provider": "ais", "bucket": dst,
+                                                                          "prepend": "bak/"}, st
+        assert names(api, dst) == {"bak/" + n for n in data} | {"d/obj-000", "bak/other"}
+        for n, body in data.items():
+            r = api.get(dst, "bak/" + n)
+            assert r.status_code == 200 and r.content == body, n
+            assert r.headers["x-amz-meta-idx"] == str(int(n[-3:]))
+        assert api.get(dst, "d/obj-000").content == b"an object of dst's own: not a copy"
+        # a re-run finds every copy under its new name
+        st = run(api, src, "copy-bck", {"to": {"name": dst}, "prefix": "d/", "prepend": "bak/"})
+        assert st["objects"] == 0 and st["skipped"] == 10, st
+        # sync: walks bak/d/ and looks for each source without the prepend
+        assert api.delete(src, "d/obj-001").status_code == 200
+        api.put(dst, "bak/d/extra", b"no source d/extra")
+        st = run(api, src, "copy-bck", {"to": {"name": dst}, "prefix": "d/", "prepend": "bak/", "sync": True})
+        assert st["errors"] == 0, st
+        assert names(api, dst) == {"bak/" + n for n in data if n != "d/obj-001"} | {"d/obj-000", "bak/other"}
+        # a list of names, another prepend
+        st = run(api, src, "copy-listrange", {"to": {"name": dst}, "template": "d/obj-{002..003}", "prepend": "v2-"})
+        assert st["objects"] == 2, st
+        assert api.get(dst, "v2-d/obj-003").content == data["d/obj-003"]
+        assert {n for n in names(api, dst) if n.startswith("v2-")} == {"v2-d/obj-002", "v2-d/obj-003"}
+    finally:
+        api.destroy_bucket(dst, expect=None)
+
+
+def test_copy_prepend_past_the_name_limit_fails_that_object_only(api, src):
+    api.put(src, "d/" + "z" * 30, b"long")  # 1000 + 32 bytes with the prepend
+    api.put(src, "d/short", b"short")
+    dst = unique("cdst")
+    try:
+        st = action(api, src, "copy-bck", {"to": {"name": dst}, "prefix": "d/", "prepend": "p" * 1000}).json()
+        st = wait_job(api, st["job_id"])
+        assert st["state"] == "finished" and st["objects"] == 1 and st["errors"] == 1, st
+        assert any("longer than 1024" in e for e in st["error_samples"]), st["error_samples"]
+        assert names(api, dst) == {"p" * 1000 + "d/short"}
+        assert api.get(dst, "p" * 1000 + "d/short").content == b"short"
+    finally:
+        api.destroy_bucket(dst, expect=None)
+
+
+@pytest.mark.parametrize("act,value,text", [
+    ("copy-bck", {"prepend": 7}, "must be a string"),
+    ("copy-bck", {"prepend": "p" * 1024}, "no room for a name"),
+    ("copy-bck", {"prepend": "p" * 1000, "prefix": "q" * 30}, "plus prefix"),
+    ("copy-listrange", {"prepend": "p" * 1000, "objnames": ["d/ok", "d/" + "n" * 30]}, "past 1024"),
+    ("copy-listrange", {"prepend": "p" * 1020, "template": "d/obj-{000..009}"}, "past 1024"),
+])
+def test_copy_prepend_bad(api, src, act, value, text):
+    dst = unique("cdst")
+    assert_json_error(action(api, src, act, {"to": {"name": dst}, **value}, expect=400), 400, text)
+    assert api.s.head(f"{api.url}/v1/buckets/{dst}", timeout=TIMEOUT).status_code == 404  # not created
+
+
 @pytest.mark.parametrize("value,status,text", [
     ({}, 400, "to"),
     ({"to": "x"}, 400, "to"),

@@ -80,9 +80,25 @@ def test_maintenance_bad_input_on_the_public_port(mcluster, clients):
     assert act(s, mcluster, "start-maintenance", ids[0]).status_code == 200
     assert_json_error(act(s, mcluster, "start-maintenance", ids[1]), 409, "last")
     assert act(s, mcluster, "stop-maintenance", ids[0]).status_code == 200
-    # other actions of PUT /v1/cluster are still AIStore's job stop
+    # other actions of PUT /v1/cluster are still AIStore's job stop (here of every copy-bck: none runs)
     r = s.put(mcluster.url + "/v1/cluster", json={"action": "stop", "value": {"kind": "copy-bck"}}, timeout=30)
-    assert_json_error(r, 501, "name the job")
+    assert r.status_code == 200 and r.json() == [], r.text
+
+
+def test_stop_by_kind_roles(mcluster, clients):
+    # AIStore's stop (PUT /v1/cluster) is admin's, as stopping one job there; the native one needs readwrite,
+    # as DELETE /v1/jobs/ID
+    body = {"action": "stop", "value": {"kind": "prefetch-listrange"}}
+    for who, status in (("anon", 401), ("ro", 403), ("rw", 403)):
+        assert_json_error(clients[who].put(mcluster.url + "/v1/cluster", json=body, timeout=30), status)
+    r = clients["admin"].put(mcluster.url + "/v1/cluster", json=body, timeout=30)
+    assert r.status_code == 200 and r.json() == [], r.text
+    url = mcluster.url + "/v1/jobs"
+    assert_json_error(clients["anon"].delete(url, params={"kind": "prefetch"}, timeout=30), 401)
+    assert_json_error(clients["ro"].delete(url, params={"kind": "prefetch"}, timeout=30), 403)
+    for who in ("rw", "admin"):
+        r = clients[who].delete(url, params={"kind": "prefetch"}, timeout=30)
+        assert r.status_code == 200 and r.json() == {"kind": "prefetch", "stopped": []}, r.text
 
 
 def test_mountpaths_need_admin(mcluster, clients, tmp_path):

@@ -52,8 +52,9 @@
  * that looks whole). With continue_on_error a missing item becomes an empty member
  * "__404__/<bucket>/<name>". start/length select a byte range of the item (of the member with
  * archpath). Members of compressed shards are not served in a batch (GET ?archpath= decodes them).
- * An item of a remote bucket that is not cached is fetched from its backend (and kept) by the
- * thread preparing it, as a cold GET would: the window's threads fetch up to 1 + READERS at once.
+ * An item of a remote bucket that is not cached is fetched from its backend (and kept), as a cold
+ * GET would: by FETCHERS more fan-out threads walking ahead of the window, else by the thread
+ * preparing it (a fetch in flight is joined, never repeated).
  * AIStore's GET /v1/ml/moss (a MossReq: base/moss.h) is read into the same request and answered
  * the same way.
  */
@@ -68,6 +69,7 @@
 #define WINDOW 32                     /* slots: local items prepared ahead of the sender */
 #define READERS 3                     /* fan-out threads preparing items besides the sender */
 #define RUN 4                         /* items a reader takes at once */
+#define FETCHERS 8                    /* fan-out threads fetching a batch's uncached remote-bucket items ahead */
 #define SLOT_BYTES (SMALL_MAX + 4096) /* a member of SMALL_MAX bytes with a header for a name of ~3.5 KB */
 #define IOV_BATCH FT_STREAM_IOV_MAX
 
@@ -140,7 +142,9 @@ typedef struct {
 	_Atomic size_t waiting;      /* the item the sender waits for (SIZE_MAX: none) */
 	_Atomic int readers_waiting; /* for room in the window */
 	_Atomic bool stop;
-	bool sender_taken; /* under mu */
+	int roles_taken;           /* fan-out calls that took a role: sender, reader, fetcher; under mu */
+	int readers;               /* reader roles */
+	_Atomic size_t fetch_next; /* the next item a fetcher looks at */
 	char err[PART_ERR_MAX + 64];
 } batch_t;
 
@@ -522,11 +526,26 @@ static int send_local_data(ft_req_t *r, batch_t *b, int fd, uint64_t off, uint64
 	return rc == 0 ? 0 : -EIO;
 }
 
-/* Resolves an item owned here: f's file, offset and length (fd open when f->state is 1), f->err on errors. */
-static void resolve_local(batch_t *b, const item_t *it, found_t *f)
+/*
+ * o for item it (owned here) with its bucket's properties now: its place looked up (locate), or
+ * left to the open (tgt_obj_init_unlocated). 0, or -1 when the bucket is gone or the name does not fit.
+ */
+static int item_obj(const batch_t *b, const item_t *it, tgt_obj_t *o, bool locate)
 {
 	ft_bmd_t *bmd = ft_bmd_current();
 	const ft_bucket_t *bk = bmd ? ft_bmd_find(bmd, it->provider, it->bucket) : NULL;
+	size_t len = strlen(it->objname);
+	int rc = bk == NULL ? -1
+		 : locate   ? tgt_obj_init(o, b->t, bk, it->objname, len)
+			    : tgt_obj_init_unlocated(o, b->t, bk, it->objname, len);
+
+	ft_bmd_put(bmd);
+	return rc != 0 ? -1 : 0;
+}
+
+/* Resolves an item owned here: f's file, offset and length (fd open when f->state is 1), f->err on errors. */
+static void resolve_local(batch_t *b, const item_t *it, found_t *f)
+{
 	tgt_obj_t o;
 	tgt_replica_t main_copy = {0};
 	ft_lom_t lom;
@@ -534,11 +553,8 @@ static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 	int fd = -1, rc = 0;
 
 	*f = (found_t){.state = 0, .fd = -1};
-	if (bk == NULL || tgt_obj_init_unlocated(&o, b->t, bk, it->objname, strlen(it->objname)) != 0) {
-		ft_bmd_put(bmd);
+	if (item_obj(b, it, &o, false) != 0)
 		return;
-	}
-	ft_bmd_put(bmd);
 	main_copy.mp_index = (int)(o.mp - b->t->mountpaths);
 	/* the open is the lookup: at its path in the common case, else its hashed file (core/keymap.h) */
 	tgt_replica_state_t s = tgt_replica_open(&o, &main_copy, false, &fd, &lom, NULL);
@@ -885,37 +901,67 @@ static void batch_send(ft_req_t *r, batch_t *b)
 	pthread_mutex_unlock(&b->mu);
 }
 
-/* A fan-out call: the first one to run is the sender, the others read ahead for it. */
+/*
+ * Fetcher (fan-out thread): fetches the local items of remote buckets that are not cached (and
+ * keeps them), ahead of the readers, so that a batch over an uncached dataset waits for its
+ * backend FETCHERS + 1 + READERS objects at a time, not only as many as prepare items. An item a
+ * reader or the sender took already is theirs to fetch; a failure is left to them to meet again.
+ */
+static void window_fetch_ahead(batch_t *b)
+{
+	for (;;) {
+		size_t i = atomic_fetch_add(&b->fetch_next, 1);
+		if (i >= b->n || atomic_load(&b->stop))
+			break;
+		const item_t *it = &b->v[i];
+		tgt_obj_t o;
+		char err[200];
+		int64_t bytes;
+		if ((it->owner != NULL && !b->part) || i < atomic_load(&b->taken) || item_obj(b, it, &o, true) != 0 ||
+		    !tgt_is_remote(&o))
+			continue;
+		tgt_coldget_prefetch(&o, &bytes, err, sizeof(err)); /* joins a fetch in flight; 1 when cached */
+	}
+}
+
+/* A fan-out call: the first one to run is the sender, the next b->readers read ahead for it, the rest fetch. */
 static void window_main(void *arg, int k)
 {
 	batch_t *b = arg;
-	bool send;
+	int role;
 
 	(void)k;
 	pthread_mutex_lock(&b->mu);
-	send = !b->sender_taken;
-	b->sender_taken = true;
+	role = b->roles_taken++;
 	pthread_mutex_unlock(&b->mu);
-	if (send)
+	if (role == 0)
 		batch_send(b->r, b);
-	else
+	else if (role <= b->readers)
 		window_read_ahead(b);
+	else
+		window_fetch_ahead(b);
 }
 
-/* Local items of the batch (every item of a part). */
-static size_t local_items(const batch_t *b)
+/* Local items of the batch (every item of a part); *remote: whether some are in a remote bucket. */
+static size_t local_items(const batch_t *b, bool *remote)
 {
 	size_t k = 0;
 
-	for (size_t i = 0; i < b->n; i++)
-		k += b->part || b->v[i].owner == NULL;
+	*remote = false;
+	for (size_t i = 0; i < b->n; i++) {
+		bool here = b->part || b->v[i].owner == NULL;
+		k += here;
+		*remote = *remote || (here && strcmp(b->v[i].provider, "ais") != 0);
+	}
 	return k;
 }
 
 static void batch_work(ft_req_t *r, void *arg)
 {
 	batch_t *b = arg;
-	int readers = local_items(b) >= 4 && b->t->fanout != NULL ? READERS : 0;
+	bool remote;
+	int readers = local_items(b, &remote) >= 4 && b->t->fanout != NULL ? READERS : 0;
+	int fetchers = readers > 0 && remote ? FETCHERS : 0;
 
 	b->hdr_cap = tgt_tar_header_max(3 * TGT_SHARD_NAME_MAX + 16);
 	b->hdr = malloc(b->hdr_cap);
@@ -941,7 +987,8 @@ static void batch_work(ft_req_t *r, void *arg)
 		b->fail_status = 500;
 		b->rc = -EIO;
 	} else if (readers > 0) {
-		ft_fanout_run(b->t->fanout, window_main, b, 1 + readers);
+		b->readers = readers;
+		ft_fanout_run(b->t->fanout, window_main, b, 1 + readers + fetchers);
 	} else {
 		batch_send(r, b);
 	}

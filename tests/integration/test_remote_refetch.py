@@ -4,7 +4,9 @@ import io
 import os
 import tarfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
@@ -249,3 +251,56 @@ def test_etl_get_of_remote_objects(cluster, bucket, origin):
         assert_json_error(get(cluster, bucket, "etl/absent.txt", extra=f"&etl={etl}"), 404)
     finally:
         requests.delete(cluster.url + "/v1/etl/" + etl, timeout=TIMEOUT)
+
+
+class _SlowOrigin(BaseHTTPRequestHandler):
+    """An origin whose every GET takes DELAY s; it records the most GETs it served at once."""
+    protocol_version = "HTTP/1.1"
+    DELAY = 0.4
+    lock = threading.Lock()
+    now = 0
+    most = 0
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        cls = type(self)
+        with cls.lock:
+            cls.now += 1
+            cls.most = max(cls.most, cls.now)
+        try:
+            time.sleep(cls.DELAY)
+            body = self.path.encode() * 50
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        finally:
+            with cls.lock:
+                cls.now -= 1
+
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.path.encode() * 50)))
+        self.end_headers()
+
+
+def test_batch_fetches_cold_items_many_at_once(make_cluster):
+    """A batch of 40 uncached items of a slow origin, all on one target: the owner fetches more of them at once than
+    it prepares items (1 sender + 3 readers), and every member is the origin's bytes."""
+    c = make_cluster(targets=1, mountpaths=1)
+    srv = ThreadingHTTPServer(("127.0.0.1", peers.free_port()), _SlowOrigin)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        b = unique("rfs")
+        create_remote(c.url, b, "ht", {"endpoint": f"http://127.0.0.1:{srv.server_address[1]}/o"})
+        names = [f"s/{i:02d}" for i in range(40)]
+        r = batch(c, {"in": [{"bucket": b, "provider": "ht", "objname": n} for n in names]})
+        assert r.status_code == 200, r.text
+        assert tar_members(r.content) == [(f"{b}/{n}", f"/o/{n}".encode() * 50) for n in names]
+        assert _SlowOrigin.most > 4, _SlowOrigin.most
+    finally:
+        srv.shutdown()
+        srv.server_close()

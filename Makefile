@@ -170,7 +170,7 @@ test-asan:
 # on the fan-out threads; a ThreadSanitizer report in a daemon's log fails the test (tests/integration/conftest.py).
 TSAN_TESTS := tests/integration/test_concurrency.py tests/integration/test_http.py tests/integration/test_s3_relay.py \
 	tests/integration/test_coldget.py tests/integration/test_batch.py tests/integration/test_open_file_cache.py \
-	tests/integration/test_lru.py
+	tests/integration/test_lru.py tests/integration/test_remote_refetch.py
 test-tsan:
 	$(MAKE) SANITIZER=thread test-unit
 	FT_BIN=$(CURDIR)/build/thread/bin $(PYTHON) -m pytest -q -rfEs $(TSAN_TESTS) $(PYTEST_PAR) $(PYTEST_ARGS)

@@ -26,7 +26,7 @@ typedef struct {
 	char rel[TGT_REL_MAX]; /* "<provider>/<bucket>/<obj>" relative to mp->root_fd */
 	int keyed;             /* rel is the hashed file of the name (core/keymap.h), not its path */
 	int located;           /* rel was looked up (tgt_obj_locate); 0 only after tgt_obj_name_unlocated */
-	int refetched;         /* a GET found no good copy of this remote object and asked its backend (obj/get.c) */
+	int refetched; /* times a GET found no good copy of this remote object and asked its backend (obj/get.c) */
 	/*
 	 * the bucket's data protection properties (common/bmd.h), copied by tgt_obj_props.
 	 * mirror_copies: copies on the owner's mountpaths. ec_*: redundancy on other targets, made by

@@ -934,8 +934,12 @@ void tgt_coldget_supersede(const tgt_obj_t *o)
 		ft_debug("cold GET %s: superseded by a write", o->rel);
 }
 
-/* Waits until f (a reference held, dropped here) ends; 0, or minus its HTTP status with its message. */
-static int prefetch_wait(flight_t *f, int64_t *bytes, char *err, size_t cap)
+/*
+ * Waits until f (a reference held, dropped here) ends; 0, or minus its HTTP status with its message.
+ * When fd is not NULL and the fetch published the object, *fd is a descriptor of its file (the
+ * work file's, renamed into place): the caller reads what was fetched whatever evicts it since.
+ */
+static int flight_wait(flight_t *f, int64_t *bytes, int *fd, char *err, size_t cap)
 {
 	pthread_mutex_lock(&f->mu);
 	while (f->state == FL_RUNNING)
@@ -943,23 +947,28 @@ static int prefetch_wait(flight_t *f, int64_t *bytes, char *err, size_t cap)
 	int rc = f->state == FL_DONE ? 0 : f->status >= 400 ? -f->status : -502;
 	*bytes = f->written;
 	snprintf(err, cap, "%s", f->msg);
+	if (fd != NULL && rc == 0 && f->fd >= 0 && !f->superseded)
+		*fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
 	pthread_mutex_unlock(&f->mu);
 	flight_put(f);
 	return rc;
 }
 
-int tgt_coldget_prefetch(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
+/* tgt_coldget_prefetch, with flight_wait's fd (-1 when it was cached already or none could be had). */
+static int fetch_wait(tgt_obj_t *o, int64_t *bytes, int *fd, char *err, size_t cap)
 {
 	char key[TGT_REL_MAX];
 	struct stat st;
 
 	*bytes = 0;
+	if (fd != NULL)
+		*fd = -1;
 	pthread_mutex_lock(&o->t->coldget->fl_lock);
 	flight_t *f = flight_find(o->t->coldget, flight_key(o, key, sizeof(key)));
 	if (f != NULL) {
 		f->refs++;
 		pthread_mutex_unlock(&o->t->coldget->fl_lock);
-		return prefetch_wait(f, bytes, err, cap);
+		return flight_wait(f, bytes, fd, err, cap);
 	}
 	if (fstatat(o->mp->root_fd, o->rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
 		pthread_mutex_unlock(&o->t->coldget->fl_lock);
@@ -975,7 +984,24 @@ int tgt_coldget_prefetch(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
 		return -500;
 	}
 	run_fetch(NULL, o, f);
-	return prefetch_wait(f, bytes, err, cap);
+	return flight_wait(f, bytes, fd, err, cap);
+}
+
+int tgt_coldget_prefetch(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap)
+{
+	return fetch_wait(o, bytes, NULL, err, cap);
+}
+
+/* The fetched object's descriptor fd (taken) checked as an open of its path would be: 0 with *lom, or -1 (closed). */
+static int fetched_check(int fd, ft_lom_t *lom)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ft_lom_fget(fd, lom) == 0 &&
+	    (uint64_t)st.st_size == lom->size)
+		return 0;
+	close(fd);
+	return -1;
 }
 
 int tgt_coldget_open(tgt_obj_t *o, int *fd, ft_lom_t *lom, char *err, size_t cap)
@@ -983,12 +1009,15 @@ int tgt_coldget_open(tgt_obj_t *o, int *fd, ft_lom_t *lom, char *err, size_t cap
 	tgt_replica_t main_copy = {.mp_index = (int)(o->mp - o->t->mountpaths), .copy = false};
 	tgt_replica_state_t s = tgt_replica_open(o, &main_copy, false, fd, lom, NULL);
 
-	/* evicted again between the fetch and the open: a few more tries, each a fetch or a join */
+	/* not cached: fetched (or a fetch joined) and read from its own descriptor; cached meanwhile
+	 * but evicted before the open: a few more tries */
 	for (int tries = 0; s == TGT_REPLICA_ABSENT && tries < OPEN_TRIES; tries++) {
 		int64_t bytes = 0;
-		int rc = tgt_coldget_prefetch(o, &bytes, err, cap);
+		int rc = fetch_wait(o, &bytes, fd, err, cap);
 		if (rc < 0)
 			return rc;
+		if (*fd >= 0 && fetched_check(*fd, lom) == 0)
+			return 0;
 		s = tgt_replica_open(o, &main_copy, false, fd, lom, NULL);
 	}
 	if (s == TGT_REPLICA_OK)

@@ -334,10 +334,12 @@ static int restore_remote(tgt_obj_t *o, char *err, size_t cap)
 
 static void get_remote(ft_req_t *r, void *arg);
 
+#define REFETCH_MAX 3 /* fetches of a remote object a GET makes when it finds no good copy after each */
+
 /*
  * Worker: a remote bucket's object with no good copy here (evicted after the GET found it cached,
- * or damaged, and nothing restored it): its backend has it, so it is fetched again and served,
- * once per request. A damaged copy set aside is dropped first: the backend's is the one to keep.
+ * or damaged, and nothing restored it): its backend has it, so it is fetched again and served (up
+ * to REFETCH_MAX times a request: an eviction may strike again between the fetch and the open). A damaged copy set aside is dropped first: the backend's is the one to keep.
  */
 static void refetch(ft_req_t *r, tgt_obj_t *o, tgt_heal_t *h)
 {
@@ -345,7 +347,7 @@ static void refetch(ft_req_t *r, tgt_obj_t *o, tgt_heal_t *h)
 		ft_warn("object %s/%s: no good cached copy (%s): fetched again from its backend", o->bucket, o->obj,
 			tgt_replica_state_name(h->main));
 	tgt_replica_drop(o, h->aside);
-	o->refetched = 1;
+	o->refetched++;
 	get_remote(r, o); /* serves the new copy; a failure there answers (the fetch's error, or recover's) */
 }
 
@@ -376,7 +378,7 @@ static void recover(ft_req_t *r, void *arg)
 		return;
 	}
 	int rc = restore_remote(o, err, sizeof(err));
-	if (rc != 0 && tgt_is_remote(o) && !o->refetched) {
+	if (rc != 0 && tgt_is_remote(o) && o->refetched < REFETCH_MAX) {
 		refetch(r, o, &h);
 		return;
 	}

@@ -20,13 +20,84 @@ static const char *when(json_int_t ns, char *buf, size_t cap)
 	return buf;
 }
 
+/*
+ * The provider of "ft bucket ls PROVIDER" or --provider: "s3:", "s3://", "s3" or "aws" (gs/gcp/gcs, az/azure, ht,
+ * ais alike) into *provider (canonical; NULL: neither given). 0, or an exit code after a usage error.
+ */
+static int ls_provider(const ft_cli_t *c, const char **provider)
+{
+	static const struct {
+		const char *name, *provider;
+	} names[] = {{"ais", "ais"}, {"s3", "aws"},   {"aws", "aws"},     {"gs", "gcp"}, {"gcp", "gcp"},
+		     {"gcs", "gcp"}, {"az", "azure"}, {"azure", "azure"}, {"ht", "ht"}};
+	const char *given[2] = {c->n_args > 2 ? c->args[2] : NULL, cli_opt(c, "provider")};
+
+	*provider = NULL;
+	for (int k = 0; k < 2; k++) {
+		const char *arg = given[k], *found = NULL;
+		if (arg == NULL)
+			continue;
+		size_t n = strcspn(arg, ":");
+		if (arg[n] != '\0' && strcmp(arg + n, ":") != 0 && strcmp(arg + n, "://") != 0)
+			n = 0; /* "s3:x": not a provider */
+		for (size_t i = 0; n > 0 && i < sizeof(names) / sizeof(names[0]); i++)
+			if (strlen(names[i].name) == n && strncmp(arg, names[i].name, n) == 0)
+				found = names[i].provider;
+		if (found == NULL)
+			return cli_fail(FT_EXIT_USAGE, "unknown provider \"%s\" (ais, s3:, gs:, az:, ht:)", arg);
+		if (*provider != NULL && strcmp(*provider, found) != 0)
+			return cli_fail(FT_EXIT_USAGE, "two providers given: %s and %s", *provider, found);
+		*provider = found;
+	}
+	return FT_EXIT_OK;
+}
+
+/* The table of a remote provider's account: each bucket, whether the cluster has it, and as which buckets. */
+static void print_remote(const json_t *list)
+{
+	static const char *const head[] = {"NAME", "PROVIDER", "PRESENT", "CLUSTER BUCKETS"};
+	cli_table_t *t = cli_table_new(4, head);
+	size_t i;
+	json_t *b;
+
+	json_array_foreach(list, i, b) {
+		char *as = NULL;
+		const json_t *front = json_object_get(b, "cluster_buckets");
+		size_t k, len = 0;
+		json_t *n;
+		json_array_foreach(front, k, n) {
+			const char *s = json_string_value(n);
+			char *grown = s != NULL ? realloc(as, len + strlen(s) + 2) : NULL;
+			if (grown == NULL)
+				continue;
+			as = grown;
+			len += (size_t)sprintf(as + len, "%s%s", len > 0 ? "," : "", s);
+		}
+		const char *row[] = {json_string_value(json_object_get(b, "name")),
+				     json_string_value(json_object_get(b, "provider")),
+				     json_is_true(json_object_get(b, "present")) ? "yes" : "no", as != NULL ? as : "-"};
+		cli_table_row(t, row);
+		free(as);
+	}
+	cli_table_print(t, stdout);
+}
+
 static int bucket_ls(ft_cli_t *c)
 {
+	const char *provider;
+	char path[128];
 	cli_resp_t r;
 	json_t *list;
-	int rc = FT_EXIT_OK;
+	int rc = ls_provider(c, &provider);
 
-	if (cli_call("GET", "/v1/buckets", NULL, &r) != 0 || r.status != 200) {
+	if (rc != FT_EXIT_OK)
+		return rc;
+	if (provider == NULL || strcmp(provider, "ais") == 0)
+		snprintf(path, sizeof(path), "/v1/buckets");
+	else /* the provider's account, or with --present what the cluster has of it (AIStore's presence filter) */
+		snprintf(path, sizeof(path), "/v1/buckets?provider=%s%s", provider,
+			 cli_flag(c, "present") ? "&presence=2" : "");
+	if (cli_call("GET", path, NULL, &r) != 0 || r.status != 200) {
 		rc = cli_resp_fail(&r, "listing buckets");
 		cli_resp_free(&r);
 		return rc;
@@ -34,6 +105,8 @@ static int bucket_ls(ft_cli_t *c)
 	list = cli_resp_json(&r);
 	if (c->json) {
 		cli_print_json(list);
+	} else if (strchr(path, '?') != NULL && !cli_flag(c, "present")) {
+		print_remote(list);
 	} else {
 		static const char *const head[] = {"NAME", "PROVIDER", "CHECKSUM", "CREATED"};
 		cli_table_t *t = cli_table_new(4, head);
@@ -208,7 +281,8 @@ int cli_bucket(ft_cli_t *c)
 	if (verb == NULL)
 		return cli_fail(FT_EXIT_USAGE, "bucket needs ls, create, rm or props (ft bucket --help)");
 	if (strcmp(verb, "ls") == 0)
-		return c->n_args == 2 ? bucket_ls(c) : cli_fail(FT_EXIT_USAGE, "bucket ls takes no arguments");
+		return c->n_args <= 3 ? bucket_ls(c)
+				      : cli_fail(FT_EXIT_USAGE, "bucket ls takes at most one PROVIDER (e.g. s3:)");
 	if (strcmp(verb, "create") != 0 && strcmp(verb, "rm") != 0 && strcmp(verb, "props") != 0)
 		return cli_fail(FT_EXIT_USAGE, "unknown bucket command \"%s\" (ls, create, rm, props)", verb);
 	if (c->n_args != 3)

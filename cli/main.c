@@ -48,11 +48,16 @@ static const struct {
 	 "Buckets: NAME or ais://NAME; s3://, gs://, az://, ht:// name remote buckets.\n"
 	 "Exit codes: 0 ok, 1 failed (an error answer, failed objects, a job that failed), 2 usage, 3 cannot connect.\n"},
 	{"bucket", "Usage: ft bucket ls|create|rm|props ...\n"
-		   "  ft bucket ls                         list the buckets\n"
+		   "  ft bucket ls [PROVIDER] [--present]  list the buckets (of a provider's account: s3:, gs:, az:)\n"
 		   "  ft bucket create BUCKET [--checksum TYPE] [--backend JSON]\n"
 		   "  ft bucket rm BUCKET                  destroy the bucket and its objects\n"
 		   "  ft bucket props BUCKET [--set k=v]   show (or set) properties, e.g. --set mirror.copies=2\n"},
-	{"bucket ls", "Usage: ft bucket ls [--json]\nLists the buckets: name, provider, checksum, created.\n"},
+	{"bucket ls",
+	 "Usage: ft bucket ls [PROVIDER | --provider P] [--present] [--json]\n"
+	 "Lists the cluster's buckets: name, provider, checksum, created. With a remote PROVIDER (s3:, gs:,\n"
+	 "az:; aws, gcp, azure) lists every bucket the targets' account of that provider sees: name, provider,\n"
+	 "whether the cluster has it (present) and as which of its buckets; --present: only the cluster's\n"
+	 "buckets of that provider (also for ht:, which has no account to list).\n"},
 	{"bucket create",
 	 "Usage: ft bucket create BUCKET [--checksum TYPE] [--backend JSON]\n"
 	 "Creates an ais bucket, or a remote one (s3://, gs://, az://, ht://) with --backend '{\"endpoint\":...}'.\n"

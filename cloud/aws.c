@@ -46,7 +46,7 @@ static ft_backend_err_t aws_init(ft_backend_t *b, ft_backend_error_t *err)
 	    ft_be_fill_env(c->endpoint, sizeof(c->endpoint), "AWS_ENDPOINT_URL_S3") != 0 ||
 	    ft_be_fill_env(c->endpoint, sizeof(c->endpoint), "AWS_ENDPOINT_URL") != 0)
 		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "aws: region or endpoint in the environment is too long");
-	if (c->bucket[0] == '\0')
+	if (c->bucket[0] == '\0' && !b->account)
 		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "aws: bucket is required");
 	if ((c->access_key[0] == '\0') != (c->secret_key[0] == '\0'))
 		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "aws: access_key and secret_key go together");
@@ -57,8 +57,10 @@ static ft_backend_err_t aws_init(ft_backend_t *b, ft_backend_error_t *err)
 	a = calloc(1, sizeof(*a));
 	if (a == NULL)
 		return ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "aws: out of memory");
-	a->virtual_host = c->addressing == FT_BACKEND_ADDR_VIRTUAL ||
-			  (c->addressing == FT_BACKEND_ADDR_AUTO && default_endpoint && strchr(c->bucket, '.') == NULL);
+	a->virtual_host =
+		!b->account &&
+		(c->addressing == FT_BACKEND_ADDR_VIRTUAL ||
+		 (c->addressing == FT_BACKEND_ADDR_AUTO && default_endpoint && strchr(c->bucket, '.') == NULL));
 	if (ft_be_endpoint_parse(c->endpoint, &a->ep) != 0) {
 		free(a);
 		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "aws: bad endpoint \"%s\"", c->endpoint);
@@ -80,12 +82,16 @@ static void aws_fini(ft_backend_t *b)
 	b->priv = NULL;
 }
 
-/* The encoded path of name (NULL: the bucket itself) for the addressing style. */
+/* The encoded path of name (NULL: the bucket itself; the service root on an account handle) for the addressing style. */
 static int object_path(const ft_backend_t *b, const char *name, ft_strbuf_t *path)
 {
 	const aws_t *a = b->priv;
 
 	ft_strbuf_adds(path, a->ep.path);
+	if (b->account) {
+		ft_strbuf_adds(path, "/");
+		return path->failed ? -1 : 0;
+	}
 	if (!a->virtual_host) {
 		ft_strbuf_adds(path, "/");
 		ft_pct_encode_buf(path, b->cfg.bucket, strlen(b->cfg.bucket), 0);
@@ -306,6 +312,20 @@ out:
 	return rc;
 }
 
+/* A GET of the bucket (the service on an account handle) with query, its whole body (a listing) into body. */
+static ft_backend_err_t get_listing(ft_backend_t *b, ft_be_xfer_t *x, const ft_strbuf_t *query, ft_strbuf_t *body,
+				    ft_backend_error_t *err)
+{
+	ft_backend_err_t rc;
+
+	if (query->failed || request(b, x, "GET", NULL, ft_be_buf_str(query), EMPTY_SHA256) != 0)
+		return oom(x, err);
+	rc = run(b, x, err);
+	if (rc == FT_BACKEND_OK)
+		rc = ft_be_xfer_collect(x, 64 << 20, body, err);
+	return rc;
+}
+
 /* ---- ListObjectsV2 ---- */
 
 typedef struct {
@@ -395,13 +415,7 @@ static ft_backend_err_t aws_list(ft_backend_t *b, const char *prefix, const char
 		ft_strbuf_adds(&query, "&prefix=");
 		ft_pct_encode_buf(&query, prefix, strlen(prefix), 0);
 	}
-	if (query.failed || request(b, x, "GET", NULL, query.p, EMPTY_SHA256) != 0) {
-		rc = oom(x, err);
-		goto out;
-	}
-	rc = run(b, x, err);
-	if (rc == FT_BACKEND_OK)
-		rc = ft_be_xfer_collect(x, 64 << 20, &body, err);
+	rc = get_listing(b, x, &query, &body, err);
 	if (rc != FT_BACKEND_OK)
 		goto out;
 	rc = ft_be_aws_list_parse(body.p, body.len, out, &truncated);
@@ -427,6 +441,36 @@ out:
 	return rc;
 }
 
+/* ---- ListBuckets ---- */
+
+static ft_backend_err_t aws_list_buckets(ft_backend_t *b, const char *token, ft_backend_page_t *out,
+					 ft_backend_error_t *err)
+{
+	ft_be_xfer_t *x = ft_be_xfer_new(b, "LIST-BUCKETS", "(account)");
+	ft_strbuf_t query = {0}, body = {0};
+	ft_backend_err_t rc;
+
+	if (x == NULL)
+		return ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "aws LIST-BUCKETS: out of memory");
+	if (token != NULL) { /* without one the service answers every bucket (up to its own limit) */
+		ft_strbuf_adds(&query, "continuation-token=");
+		ft_pct_encode_buf(&query, token, strlen(token), 0);
+	}
+	rc = get_listing(b, x, &query, &body, err);
+	if (rc != FT_BACKEND_OK)
+		goto out;
+	rc = ft_be_xml_names_parse(body.p, body.len, "ListAllMyBucketsResult/Buckets/Bucket/Name",
+				   "ListAllMyBucketsResult/ContinuationToken", out);
+	if (rc != FT_BACKEND_OK)
+		rc = ft_be_fail(err, rc, x->status, "aws LIST-BUCKETS: %s",
+				rc == FT_BACKEND_ENOMEM ? "out of memory" : "malformed ListAllMyBucketsResult");
+out:
+	ft_strbuf_free(&body);
+	ft_strbuf_free(&query);
+	ft_be_xfer_free(x);
+	return rc;
+}
+
 const ft_be_ops_t ft_be_aws_ops = {
 	.init = aws_init,
 	.fini = aws_fini,
@@ -435,4 +479,5 @@ const ft_be_ops_t ft_be_aws_ops = {
 	.put = aws_put,
 	.del = aws_del,
 	.list = aws_list,
+	.list_buckets = aws_list_buckets,
 };

@@ -94,7 +94,7 @@ static ft_backend_err_t azure_init(ft_backend_t *b, ft_backend_error_t *err)
 	}
 	if (env_rc != 0)
 		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "azure: a setting in the environment is too long");
-	if (c->bucket[0] == '\0')
+	if (c->bucket[0] == '\0' && !b->account)
 		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "azure: bucket (the container) is required");
 	if (c->account_key[0] != '\0' && c->account[0] == '\0')
 		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "azure: account_key needs account");
@@ -290,7 +290,10 @@ static int request(ft_backend_t *b, ft_be_xfer_t *x, const char *method, const c
 	int rc = -1;
 
 	ft_strbuf_adds(&path, a->ep.path);
-	ft_strbuf_adds(&path, "/");
+	if (b->account) /* the service itself: "/" or the endpoint's path (azurite's /devstoreaccount1) */
+		ft_strbuf_adds(&path, a->ep.path[0] == '\0' ? "/" : "");
+	else
+		ft_strbuf_adds(&path, "/");
 	ft_pct_encode_buf(&path, b->cfg.bucket, strlen(b->cfg.bucket), 0);
 	if (name != NULL) {
 		ft_strbuf_adds(&path, "/");
@@ -462,6 +465,20 @@ static ft_backend_err_t azure_del(ft_backend_t *b, const char *name, ft_backend_
 	return rc;
 }
 
+/* A GET of the container (the service on an account handle) with query, its whole body (a listing) into body. */
+static ft_backend_err_t get_listing(ft_backend_t *b, ft_be_xfer_t *x, const ft_strbuf_t *query, ft_strbuf_t *body,
+				    ft_backend_error_t *err)
+{
+	ft_backend_err_t rc;
+
+	if (query->failed || request(b, x, "GET", NULL, ft_be_buf_str(query)) != 0)
+		return oom(x->op, x->what, err);
+	rc = run(b, x, err);
+	if (rc == FT_BACKEND_OK)
+		rc = ft_be_xfer_collect(x, 64 << 20, body, err);
+	return rc;
+}
+
 /* ---- List Blobs ---- */
 
 typedef struct {
@@ -553,13 +570,7 @@ static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const ch
 		ft_strbuf_adds(&query, "&marker=");
 		ft_pct_encode_buf(&query, token, strlen(token), 0);
 	}
-	if (query.failed || request(b, x, "GET", NULL, query.p) != 0) {
-		rc = oom("LIST", b->cfg.bucket, err);
-		goto out;
-	}
-	rc = run(b, x, err);
-	if (rc == FT_BACKEND_OK)
-		rc = ft_be_xfer_collect(x, 64 << 20, &body, err);
+	rc = get_listing(b, x, &query, &body, err);
 	if (rc != FT_BACKEND_OK)
 		goto out;
 	rc = ft_be_azure_list_parse(body.p, body.len, out);
@@ -567,6 +578,38 @@ static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const ch
 		rc = rc == FT_BACKEND_ENOMEM ? ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "azure LIST: out of memory")
 					     : ft_be_fail(err, FT_BACKEND_EPROTO, x->status,
 							  "azure LIST %s: malformed EnumerationResults", b->cfg.bucket);
+out:
+	ft_strbuf_free(&body);
+	ft_strbuf_free(&query);
+	ft_be_xfer_free(x);
+	return rc;
+}
+
+/* ---- List Containers ---- */
+
+static ft_backend_err_t azure_list_buckets(ft_backend_t *b, const char *token, ft_backend_page_t *out,
+					   ft_backend_error_t *err)
+{
+	ft_be_xfer_t *x =
+		ft_be_xfer_new(b, "LIST-CONTAINERS", b->cfg.account[0] != '\0' ? b->cfg.account : "(account)");
+	ft_strbuf_t query = {0}, body = {0};
+	ft_backend_err_t rc;
+
+	if (x == NULL)
+		return oom("LIST-CONTAINERS", "", err);
+	ft_strbuf_adds(&query, "comp=list&maxresults=5000");
+	if (token != NULL) {
+		ft_strbuf_adds(&query, "&marker=");
+		ft_pct_encode_buf(&query, token, strlen(token), 0);
+	}
+	rc = get_listing(b, x, &query, &body, err);
+	if (rc != FT_BACKEND_OK)
+		goto out;
+	rc = ft_be_xml_names_parse(body.p, body.len, "EnumerationResults/Containers/Container/Name",
+				   "EnumerationResults/NextMarker", out);
+	if (rc != FT_BACKEND_OK)
+		rc = ft_be_fail(err, rc, x->status, "azure LIST-CONTAINERS %s: %s", x->what,
+				rc == FT_BACKEND_ENOMEM ? "out of memory" : "malformed EnumerationResults");
 out:
 	ft_strbuf_free(&body);
 	ft_strbuf_free(&query);
@@ -582,4 +625,5 @@ const ft_be_ops_t ft_be_azure_ops = {
 	.put = azure_put,
 	.del = azure_del,
 	.list = azure_list,
+	.list_buckets = azure_list_buckets,
 };

@@ -240,7 +240,8 @@ json_t *ft_backend_config_to_json(const ft_backend_config_t *c, int with_secrets
 
 /* ---- handles ---- */
 
-ft_backend_t *ft_backend_open(const ft_backend_config_t *cfg, ft_backend_error_t *err)
+/* A handle for cfg's bucket, or with account set for its account (no bucket). NULL with err filled. */
+static ft_backend_t *open_handle(const ft_backend_config_t *cfg, int account, ft_backend_error_t *err)
 {
 	const ft_be_ops_t *ops = provider_ops(cfg->provider);
 	ft_backend_t *b;
@@ -260,6 +261,9 @@ ft_backend_t *ft_backend_open(const ft_backend_config_t *cfg, ft_backend_error_t
 	}
 	b->cfg = *cfg;
 	b->ops = ops;
+	b->account = account;
+	if (account)
+		b->cfg.bucket[0] = '\0';
 	if (b->cfg.connect_timeout_ms <= 0)
 		b->cfg.connect_timeout_ms = DEFAULT_CONNECT_MS;
 	if (b->cfg.stall_timeout_ms <= 0)
@@ -269,6 +273,11 @@ ft_backend_t *ft_backend_open(const ft_backend_config_t *cfg, ft_backend_error_t
 		return NULL;
 	}
 	return b;
+}
+
+ft_backend_t *ft_backend_open(const ft_backend_config_t *cfg, ft_backend_error_t *err)
+{
+	return open_handle(cfg, 0, err);
 }
 
 void ft_backend_close(ft_backend_t *b)
@@ -318,6 +327,44 @@ ft_backend_err_t ft_backend_list(ft_backend_t *b, const char *prefix, const char
 	if (rc != FT_BACKEND_OK)
 		ft_backend_page_free(out);
 	return rc;
+}
+
+ft_backend_err_t ft_backend_list_buckets(const ft_backend_config_t *cfg, const char *token, ft_backend_page_t *out,
+					 ft_backend_error_t *err)
+{
+	const ft_be_ops_t *ops = provider_ops(cfg->provider);
+	ft_backend_t *b;
+	ft_backend_err_t rc;
+
+	memset(out, 0, sizeof(*out));
+	if (ops != NULL && ops->list_buckets == NULL)
+		return ft_be_fail(err, FT_BACKEND_ENOTSUP, 0, "%s: no bucket listing (an HTTP origin has no buckets)",
+				  ft_backend_provider_name(cfg->provider));
+	b = open_handle(cfg, 1, err); /* per call: listing buckets is rare, and a handle makes no network call */
+	if (b == NULL)
+		return err->code;
+	rc = b->ops->list_buckets(b, token != NULL && *token != '\0' ? token : NULL, out, err);
+	if (rc != FT_BACKEND_OK)
+		ft_backend_page_free(out);
+	ft_backend_close(b);
+	return rc;
+}
+
+int ft_backend_account_endpoint(const ft_backend_config_t *cfg, char *out, size_t cap)
+{
+	ft_backend_error_t err;
+	ft_backend_t *b;
+
+	if (cap > 0)
+		out[0] = '\0';
+	if (provider_ops(cfg->provider) == NULL || provider_ops(cfg->provider)->list_buckets == NULL)
+		return -1;
+	b = open_handle(cfg, 1, &err);
+	if (b == NULL)
+		return -1;
+	int n = snprintf(out, cap, "%s", b->cfg.endpoint);
+	ft_backend_close(b);
+	return n >= 0 && (size_t)n < cap ? 0 : -1;
 }
 
 void ft_backend_page_free(ft_backend_page_t *p)

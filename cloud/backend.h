@@ -285,4 +285,21 @@ ft_backend_err_t ft_backend_list(ft_backend_t *b, const char *prefix, const char
 				 ft_backend_page_t *out, ft_backend_error_t *err);
 void ft_backend_page_free(ft_backend_page_t *p);
 
+/*
+ * One page of the buckets (azure: containers) that the account of cfg sees, after the page that
+ * returned token (NULL = first page): entries carry the name (size -1, mtime_ns 0), next_token is
+ * NULL on the last page. cfg->bucket is ignored; credentials, endpoint and region are taken as
+ * ft_backend_open takes them (cfg, then the environment). gcp also needs a project: the
+ * environment's GOOGLE_CLOUD_PROJECT, else the service-account key's project_id, else
+ * FT_BACKEND_ECONFIG saying so. ht: FT_BACKEND_ENOTSUP (an HTTP origin has no buckets). Blocks on
+ * the network as every call here; out is zeroed first, free it with ft_backend_page_free.
+ */
+ft_backend_err_t ft_backend_list_buckets(const ft_backend_config_t *cfg, const char *token, ft_backend_page_t *out,
+					 ft_backend_error_t *err);
+/*
+ * The endpoint ft_backend_list_buckets(cfg) would send to (after the environment and defaults),
+ * into out ("" when cfg is not usable). Makes no network call. Returns 0 or -1.
+ */
+int ft_backend_account_endpoint(const ft_backend_config_t *cfg, char *out, size_t cap);
+
 #endif

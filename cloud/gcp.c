@@ -37,6 +37,7 @@ typedef struct {
 	ft_be_endpoint_t ep;
 	int oauth;
 	char *client_email, *private_key, *token_uri;
+	char *project_id;     /* the key's, NULL when none (bucket listing only) */
 	pthread_mutex_t lock; /* token, expires */
 	char token[TOKEN_MAX];
 	time_t expires;
@@ -52,6 +53,7 @@ static void gcp_free(gcp_t *g)
 		free(g->private_key);
 	}
 	free(g->token_uri);
+	free(g->project_id);
 	pthread_mutex_destroy(&g->lock);
 	free(g);
 }
@@ -78,6 +80,7 @@ static ft_backend_err_t load_key(gcp_t *g, const char *path, ft_backend_error_t 
 	g->client_email = json_str_dup(j, "client_email");
 	g->private_key = json_str_dup(j, "private_key");
 	g->token_uri = json_str_dup(j, "token_uri");
+	g->project_id = json_str_dup(j, "project_id");
 	if (g->token_uri == NULL)
 		g->token_uri = strdup(DEFAULT_TOKEN_URI);
 	json_decref(j);
@@ -100,7 +103,7 @@ static ft_backend_err_t gcp_init(ft_backend_t *b, ft_backend_error_t *err)
 	ft_backend_err_t rc;
 	gcp_t *g;
 
-	if (c->bucket[0] == '\0')
+	if (c->bucket[0] == '\0' && !b->account)
 		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "gcp: bucket is required");
 	if (c->endpoint[0] == '\0' && emulator != NULL && *emulator != '\0') {
 		int n = snprintf(c->endpoint, sizeof(c->endpoint), "%s%s", strstr(emulator, "://") ? "" : "http://",
@@ -622,6 +625,88 @@ out:
 	return rc;
 }
 
+/* ---- buckets of a project ---- */
+
+/* The project whose buckets are listed: GOOGLE_CLOUD_PROJECT, else the key's project_id; NULL when neither. */
+static const char *project_of(const gcp_t *g)
+{
+	const char *env = getenv("GOOGLE_CLOUD_PROJECT");
+
+	return env != NULL && *env != '\0' ? env : g->project_id;
+}
+
+static ft_backend_err_t buckets_from_json(const json_t *j, ft_backend_page_t *out)
+{
+	const json_t *items = json_object_get(j, "items");
+	const char *next = json_string_value(json_object_get(j, "nextPageToken"));
+	size_t i;
+	json_t *it;
+	int cap = 0;
+
+	if (!json_is_object(j) || (items != NULL && !json_is_array(items)))
+		return FT_BACKEND_EPROTO;
+	json_array_foreach(items, i, it) {
+		const char *name = json_string_value(json_object_get(it, "name"));
+
+		if (name == NULL || *name == '\0')
+			return FT_BACKEND_EPROTO;
+		if (ft_be_page_add(out, &cap, name, strlen(name)) != 0)
+			return FT_BACKEND_ENOMEM;
+	}
+	if (next != NULL && *next != '\0' && (out->next_token = strdup(next)) == NULL)
+		return FT_BACKEND_ENOMEM;
+	return FT_BACKEND_OK;
+}
+
+static ft_backend_err_t gcp_list_buckets(ft_backend_t *b, const char *token, ft_backend_page_t *out,
+					 ft_backend_error_t *err)
+{
+	const gcp_t *g = b->priv;
+	const char *project = project_of(g);
+	ft_be_xfer_t *x = NULL;
+	ft_strbuf_t path = {0}, query = {0};
+	json_t *j = NULL;
+	ft_backend_err_t rc;
+
+	if (project == NULL)
+		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0,
+				  "gcp: listing buckets needs a project id: set GOOGLE_CLOUD_PROJECT in the targets' "
+				  "environment, or use a service-account key that names its project_id");
+	x = ft_be_xfer_new(b, "LIST-BUCKETS", project);
+	if (x == NULL)
+		return oom("LIST-BUCKETS", project, err);
+	ft_strbuf_adds(&path, g->ep.path);
+	ft_strbuf_adds(&path, "/storage/v1/b");
+	ft_strbuf_adds(&query, "maxResults=1000&project=");
+	ft_pct_encode_buf(&query, project, strlen(project), 0);
+	if (token != NULL) {
+		ft_strbuf_adds(&query, "&pageToken=");
+		ft_pct_encode_buf(&query, token, strlen(token), 0);
+	}
+	if (path.failed || query.failed || ft_be_xfer_set(x, "GET", &g->ep, path.p, query.p) != 0 ||
+	    ft_be_xfer_header(x, "Host", "%s", g->ep.host) != 0) {
+		rc = oom("LIST-BUCKETS", project, err);
+		goto out;
+	}
+	rc = authorize(b, x, err);
+	if (rc == FT_BACKEND_OK)
+		rc = run(b, x, err);
+	if (rc == FT_BACKEND_OK)
+		rc = collect_json(x, 64 << 20, &j, err);
+	if (rc == FT_BACKEND_OK) {
+		rc = buckets_from_json(j, out);
+		if (rc != FT_BACKEND_OK)
+			rc = ft_be_fail(err, rc, x->status, "gcp LIST-BUCKETS %s: %s", project,
+					rc == FT_BACKEND_ENOMEM ? "out of memory" : "malformed bucket list");
+	}
+out:
+	json_decref(j);
+	ft_strbuf_free(&query);
+	ft_strbuf_free(&path);
+	ft_be_xfer_free(x);
+	return rc;
+}
+
 const ft_be_ops_t ft_be_gcp_ops = {
 	.init = gcp_init,
 	.fini = gcp_fini,
@@ -630,4 +715,5 @@ const ft_be_ops_t ft_be_gcp_ops = {
 	.put = gcp_put,
 	.del = gcp_del,
 	.list = gcp_list,
+	.list_buckets = gcp_list_buckets,
 };

@@ -61,6 +61,14 @@ void ft_be_xml_error(const char *doc, size_t len, char *code, size_t code_cap, c
  */
 ft_backend_err_t ft_be_aws_list_parse(const char *doc, size_t len, ft_backend_page_t *page, int *truncated);
 ft_backend_err_t ft_be_azure_list_parse(const char *doc, size_t len, ft_backend_page_t *page);
+/*
+ * A list of names into an empty page (freed by the caller with ft_backend_page_free whatever the
+ * result): an entry per element at name_path ("Root/.../Name"), next_token from the text at
+ * token_path when not empty. The account listings: S3 ListAllMyBucketsResult, Azure's containers.
+ * FT_BACKEND_OK, FT_BACKEND_EPROTO (malformed, or an empty name) or FT_BACKEND_ENOMEM.
+ */
+ft_backend_err_t ft_be_xml_names_parse(const char *doc, size_t len, const char *name_path, const char *token_path,
+				       ft_backend_page_t *page);
 
 /* ---- the transfer engine ---- */
 
@@ -211,12 +219,16 @@ typedef struct {
 	ft_backend_err_t (*del)(ft_backend_t *b, const char *name, ft_backend_error_t *err);
 	ft_backend_err_t (*list)(ft_backend_t *b, const char *prefix, const char *token, int max,
 				 ft_backend_page_t *out, ft_backend_error_t *err);
+	/* One page of the account's buckets (b->account set); NULL: the provider has none to list. */
+	ft_backend_err_t (*list_buckets)(ft_backend_t *b, const char *token, ft_backend_page_t *out,
+					 ft_backend_error_t *err);
 } ft_be_ops_t;
 
 struct ft_backend {
 	ft_backend_config_t cfg; /* effective configuration */
 	const ft_be_ops_t *ops;
-	void *priv; /* provider state, owned by the provider (fini frees it) */
+	void *priv;  /* provider state, owned by the provider (fini frees it) */
+	int account; /* opened for the account (ft_backend_list_buckets): no bucket, no object calls */
 };
 
 extern const ft_be_ops_t ft_be_aws_ops;

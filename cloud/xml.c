@@ -287,3 +287,46 @@ void ft_be_xml_error(const char *doc, size_t len, char *code, size_t code_cap, c
 	if (doc != NULL && len > 0)
 		(void)ft_be_xml_parse(doc, len, on_error_doc, &d);
 }
+
+/* ---- name lists (the account listings) ---- */
+
+typedef struct {
+	const char *name_path, *token_path;
+	ft_backend_page_t *page;
+	int cap;
+	int oom;
+} names_doc_t;
+
+static int on_names_doc(void *ctx, const char *path, const char *text, size_t len)
+{
+	names_doc_t *d = ctx;
+
+	if (text == NULL)
+		return 0;
+	if (strcmp(path, d->name_path) == 0) {
+		if (len == 0)
+			return -1;
+		if (ft_be_page_add(d->page, &d->cap, text, len) != 0) {
+			d->oom = 1;
+			return 1;
+		}
+	} else if (strcmp(path, d->token_path) == 0 && len > 0) {
+		free(d->page->next_token);
+		d->page->next_token = strndup(text, len);
+		if (d->page->next_token == NULL) {
+			d->oom = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+ft_backend_err_t ft_be_xml_names_parse(const char *doc, size_t len, const char *name_path, const char *token_path,
+				       ft_backend_page_t *page)
+{
+	names_doc_t d = {.name_path = name_path, .token_path = token_path, .page = page};
+
+	if (doc == NULL || ft_be_xml_parse(doc, len, on_names_doc, &d) != 0)
+		return d.oom ? FT_BACKEND_ENOMEM : FT_BACKEND_EPROTO;
+	return FT_BACKEND_OK;
+}

@@ -255,6 +255,15 @@ int px_bucket_set_acl(px_t *px, const char *provider, const char *bucket, bool p
 /* The primary's side of a follower's bucket change ({"op": "create"|"destroy"|"setprops", ...}): as the *_do. */
 int px_bucket_meta_apply(px_t *px, const json_t *op, char *why, size_t cap);
 
+/* ---- rbuckets.c: the buckets of a remote provider's account ---- */
+/*
+ * GET /v1/buckets?provider=aws|gcp|azure|ht[&presence=N] (provider canonical): the account's
+ * buckets as one target lists them, each {"name", "provider", "present"} (plus "cluster_buckets":
+ * the cluster buckets fronting it); presence 2..4 the cluster's buckets of provider, 5 only those
+ * not present; ht without presence 2..4 is 400 (an HTTP origin has no buckets).
+ */
+void px_buckets_list_remote(px_t *px, ft_req_t *r, const char *provider);
+
 /* ---- textlist.c: lists jobs read from objects of a bucket ---- */
 /*
  * Appends the lines of p[0..len) to out as strings, one a line ("\n" or "\r\n"; empty lines

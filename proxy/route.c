@@ -114,12 +114,10 @@ static void buckets(px_t *px, ft_req_t *r, const char *path, size_t len)
 	}
 	if (px_provider(r, &provider) != 0)
 		return;
-	if (bucket[0] == '\0' && strcmp(provider, "ais") != 0) {
-		ft_resp_error(r, 501, "listing the buckets of provider \"%s\" is not built yet", provider);
-		return;
-	}
 	if (bucket[0] == '\0') {
-		if (m == FT_HTTP_GET || m == FT_HTTP_HEAD)
+		if ((m == FT_HTTP_GET || m == FT_HTTP_HEAD) && strcmp(provider, "ais") != 0)
+			px_buckets_list_remote(px, r, provider); /* rbuckets.c: the provider's account */
+		else if (m == FT_HTTP_GET || m == FT_HTTP_HEAD)
 			px_buckets_list(px, r);
 		else
 			ft_resp_error(r, 400, "%s /v1/buckets: missing bucket name", ft_req_method_name(r));

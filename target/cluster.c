@@ -491,6 +491,12 @@ void tgt_control_handler(void *ctx, const ft_ctl_req_t *req, ft_ctl_resp_t *resp
 			tgt_list_handle(t, req, resp);
 			return;
 		}
+	} else if (strcmp(req->path, "/v1/buckets") == 0) {
+		want = "GET";
+		if (strcmp(req->method, "GET") == 0) {
+			tgt_rbuckets_handle(t, req, resp); /* the proxy's GET /v1/buckets?provider=aws|gcp|azure */
+			return;
+		}
 	} else if (strncmp(req->path, "/v1/jobs", 8) == 0 && (req->path[8] == '\0' || req->path[8] == '/')) {
 		tgt_jobs_handle(t, req, resp);
 		return;

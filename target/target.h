@@ -220,6 +220,10 @@ void tgt_list_forget(tgt_t *t, const char *provider, const char *bucket);
 /* GET /v1/list on the control port. */
 void tgt_list_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 
+/* ---- obj/rbuckets.c: the buckets of a remote provider's account ---- */
+/* GET /v1/buckets?provider=aws|gcp|azure on the control port: {"provider", "endpoint", "buckets": [names]}. */
+void tgt_rbuckets_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+
 /* ---- jobs.c: prefetch and evict jobs sent by the proxy (docs/api.md "Jobs") ---- */
 /* POST /v1/jobs, GET /v1/jobs[/<id>], DELETE /v1/jobs/<id> on the control port. */
 void tgt_jobs_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);

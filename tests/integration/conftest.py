@@ -177,17 +177,19 @@ def _free_base():
 
 
 def start_cluster(tmp_dir, targets=3, mountpaths=2, keepalive_ms=None, target_args=(),
-                  proxy_args=(), public_host=None, auth=False, proxies=1, lease_ttl=None, tls=False):
+                  proxy_args=(), public_host=None, auth=False, proxies=1, lease_ttl=None, tls=False, env=None):
     """Starts a local cluster in tmp_dir; retries on other ports if one was taken meanwhile.
     auth=True: authentication on (cluster secret, admin token in h.c.token; docs/security.md).
     proxies > 1: that many proxies and a local etcd (docs/multi-proxy.md), lease_ttl their lease TTL.
-    tls=True: HTTPS public ports (CA in h.c.ca_file)."""
+    tls=True: HTTPS public ports (CA in h.c.ca_file).
+    env: variables added to the daemons' environment (e.g. a backend account, docs/backends.md)."""
     last = None
     for attempt in range(3):
         d = os.path.join(str(tmp_dir), "c%d" % attempt)
         c = ftcluster.Cluster(d, _free_base(), targets, mountpaths, FT_BIN, keepalive_ms,
                               "127.0.0.1", proxy_args, target_args, public_host=public_host,
-                              auth=auth, proxies=proxies, lease_ttl=lease_ttl, tls=tls)
+                              auth=auth, proxies=proxies, lease_ttl=lease_ttl, tls=tls,
+                              env=dict(os.environ, **env) if env else None)
         try:
             c.start(timeout=START_TIMEOUT)
         except ftcluster.ClusterError as e:
@@ -237,6 +239,16 @@ def _run_cluster(base, **kw):
             pytest.fail("\n\n".join(problems), pytrace=False)
 
 
+def run_cluster(tmp_path_factory, name, why, **kw):
+    """Generator body of a fixture owning a local cluster (start_cluster() keywords in kw) in a
+    fresh directory named after name, for a fixture whose keywords come from other fixtures (e.g.
+    env=peers' URLs). Skips under FT_CLUSTER_URL, giving why (what the tests do that an external
+    cluster does not allow)."""
+    if EXTERNAL_URL:
+        pytest.skip("FT_CLUSTER_URL is set (external cluster): " + why)
+    yield from _run_cluster(_tmp_dir(tmp_path_factory, name), **kw)
+
+
 def module_cluster(name, why, **kw):
     """A module-scoped fixture owning a local cluster (start_cluster() keywords in kw) in a fresh
     directory named after name. Assign it to the fixture's name in the test module:
@@ -246,9 +258,7 @@ def module_cluster(name, why, **kw):
 
     @pytest.fixture(scope="module")
     def fixture(tmp_path_factory):
-        if EXTERNAL_URL:
-            pytest.skip("FT_CLUSTER_URL is set (external cluster): " + why)
-        yield from _run_cluster(_tmp_dir(tmp_path_factory, name), **kw)
+        yield from run_cluster(tmp_path_factory, name, why, **kw)
 
     return fixture
 
@@ -264,8 +274,8 @@ def cluster(tmp_path_factory):
 @pytest.fixture
 def make_cluster(tmp_path_factory, request):
     """Factory: make_cluster(targets=3, mountpaths=2, keepalive_ms=None, target_args=(),
-    proxy_args=(), public_host=None, auth=False, proxies=1, lease_ttl=None) starts a private local cluster for this test; skips under
-    FT_CLUSTER_URL."""
+    proxy_args=(), public_host=None, auth=False, proxies=1, lease_ttl=None, env=None) starts a private local cluster for
+    this test; skips under FT_CLUSTER_URL."""
     started = []
 
     def factory(**kw):

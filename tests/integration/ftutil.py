@@ -286,6 +286,26 @@ def wait_job(where, job_id, timeout=60):
     return st
 
 
+def add_key(h, access_key, secret, role):
+    """Adds a key of role to a local cluster's identity store (DIR/s3keys.json; auth on), restarts the
+    proxy, which reads the store at its start, and returns a token of the new key."""
+    path = os.path.join(h.c.dir, "s3keys.json")
+    with open(path) as f:
+        doc = json.load(f)
+    doc[access_key] = {"secret": secret, "role": role}
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    p = h.c.proxy
+    p.signal(15)
+    assert p.wait_dead(10)
+    p.spawn(h.c.env)
+    h.c.wait_ready(30)
+    r = session(token="").post(h.url + "/v1/tokens", json={"access_key": access_key, "secret_key": secret},
+                               timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    return r.json()["token"]
+
+
 def create_remote(url, bucket, provider, backend, expect=200, token=None, cksum=None):
     """Creates the remote bucket provider://bucket with the given backend settings (and checksum type); asserts the
     status; returns the response."""

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import s3util
-from ftutil import TIMEOUT, Api, assert_json_error, session, unique, wait_job, wait_until
+from ftutil import TIMEOUT, Api, add_key, assert_json_error, session, unique, wait_job, wait_until
 
 
 def register(api, spec, expect=200):
@@ -288,20 +288,7 @@ def test_registry_survives_restarts(make_cluster):
 
 def test_registering_needs_admin(make_cluster):
     h = make_cluster(targets=1, mountpaths=1, auth=True)
-    keys = os.path.join(h.c.dir, "s3keys.json")
-    with open(keys) as f:
-        doc = json.load(f)
-    doc["RW"] = {"secret": "rw-secret-0123456789", "role": "readwrite"}
-    with open(keys, "w") as f:
-        json.dump(doc, f)
-    p = h.c.proxy
-    p.signal(15)
-    assert p.wait_dead(10)
-    p.spawn(h.c.env)
-    h.c.wait_ready(30)
-    r = session(token="").post(h.url + "/v1/tokens", json={"access_key": "RW", "secret_key": "rw-secret-0123456789"},
-                               timeout=TIMEOUT)
-    rw = r.json()["token"]
+    rw = add_key(h, "RW", "rw-secret-0123456789", "readwrite")
     spec = {"name": "upper", "command": ["tr", "a-z", "A-Z"]}
     r = session(token=rw).post(h.url + "/v1/etl", json=spec, timeout=TIMEOUT)
     assert r.status_code == 403, r.text

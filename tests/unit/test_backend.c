@@ -485,36 +485,42 @@ static const ft_backend_provider_t all_providers[] = {FT_BACKEND_AWS, FT_BACKEND
 #define N_PROVIDERS 4
 
 /* A backend of provider p pointed at 127.0.0.1:port with short timeouts. */
+/* The configuration of bucket "bkt" of provider p at the fake on port. */
+static void config_at(ft_backend_provider_t p, int port, int stall_ms, ft_backend_config_t *c)
+{
+	ft_backend_config_init(c, p);
+	c->connect_timeout_ms = 1000;
+	c->stall_timeout_ms = stall_ms;
+	strcpy(c->bucket, "bkt");
+	switch (p) {
+	case FT_BACKEND_AWS:
+		snprintf(c->endpoint, sizeof(c->endpoint), "http://127.0.0.1:%d", port);
+		strcpy(c->access_key, "AKIDEXAMPLE");
+		strcpy(c->secret_key, "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY");
+		break;
+	case FT_BACKEND_GCP:
+		snprintf(c->endpoint, sizeof(c->endpoint), "http://127.0.0.1:%d", port);
+		break;
+	case FT_BACKEND_AZURE:
+		snprintf(c->endpoint, sizeof(c->endpoint), "http://127.0.0.1:%d/acct", port);
+		strcpy(c->account, "acct");
+		strcpy(c->account_key, "a2V5LWZvci10ZXN0cw==");
+		break;
+	case FT_BACKEND_HT:
+		snprintf(c->endpoint, sizeof(c->endpoint), "http://127.0.0.1:%d/files", port);
+		break;
+	default:
+		break;
+	}
+}
+
 static ft_backend_t *open_at(ft_backend_provider_t p, int port, int stall_ms)
 {
 	ft_backend_config_t c;
 	ft_backend_error_t err = {0};
 	ft_backend_t *b;
 
-	ft_backend_config_init(&c, p);
-	c.connect_timeout_ms = 1000;
-	c.stall_timeout_ms = stall_ms;
-	strcpy(c.bucket, "bkt");
-	switch (p) {
-	case FT_BACKEND_AWS:
-		snprintf(c.endpoint, sizeof(c.endpoint), "http://127.0.0.1:%d", port);
-		strcpy(c.access_key, "AKIDEXAMPLE");
-		strcpy(c.secret_key, "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY");
-		break;
-	case FT_BACKEND_GCP:
-		snprintf(c.endpoint, sizeof(c.endpoint), "http://127.0.0.1:%d", port);
-		break;
-	case FT_BACKEND_AZURE:
-		snprintf(c.endpoint, sizeof(c.endpoint), "http://127.0.0.1:%d/acct", port);
-		strcpy(c.account, "acct");
-		strcpy(c.account_key, "a2V5LWZvci10ZXN0cw==");
-		break;
-	case FT_BACKEND_HT:
-		snprintf(c.endpoint, sizeof(c.endpoint), "http://127.0.0.1:%d/files", port);
-		break;
-	default:
-		break;
-	}
+	config_at(p, port, stall_ms, &c);
 	b = ft_backend_open(&c, &err);
 	if (b == NULL)
 		fail_msg("open %s: %s", ft_backend_provider_name(p), err.msg);
@@ -1743,6 +1749,126 @@ static void test_gcp_oauth(void **state)
 	fake_stop(f);
 }
 
+/* ---- offline: an account's buckets, two pages of each provider ---- */
+
+/* The fake's pages: the first request line of each provider, the second (after its token), else 404. */
+static void buckets_handler(fake_t *f, int fd, const char *head, const char *body, size_t body_len)
+{
+	static const struct {
+		const char *line, *body;
+	} pages[] = {
+		{"GET / ", "<?xml version=\"1.0\"?><ListAllMyBucketsResult><Owner><ID>o</ID></Owner><Buckets>"
+			   "<Bucket><Name>a</Name><CreationDate>2026-01-02T03:04:05.000Z</CreationDate></Bucket>"
+			   "<Bucket><Name>b</Name></Bucket></Buckets><ContinuationToken>t/1</ContinuationToken>"
+			   "</ListAllMyBucketsResult>"},
+		{"GET /?continuation-token=t%2F1 ", "<ListAllMyBucketsResult><Buckets><Bucket><Name>c</Name></Bucket>"
+						    "</Buckets></ListAllMyBucketsResult>"},
+		{"GET /acct?comp=list&maxresults=5000 ",
+		 "<?xml version=\"1.0\"?><EnumerationResults ServiceEndpoint=\"x\"><Containers><Container><Name>a</Name>"
+		 "<Properties><Etag>e</Etag></Properties></Container><Container><Name>b</Name></Container>"
+		 "</Containers><NextMarker>m 1</NextMarker></EnumerationResults>"},
+		{"GET /acct?comp=list&maxresults=5000&marker=m%201 ",
+		 "<EnumerationResults><Containers><Container><Name>c</Name></Container></Containers><NextMarker/>"
+		 "</EnumerationResults>"},
+		{"GET /storage/v1/b?maxResults=1000&project=proj ",
+		 "{\"kind\":\"storage#buckets\",\"items\":[{\"name\":\"a\"},{\"name\":\"b\"}],\"nextPageToken\":\"p+1\"}"},
+		{"GET /storage/v1/b?maxResults=1000&project=proj&pageToken=p%2B1 ", "{\"items\":[{\"name\":\"c\"}]}"},
+	};
+
+	(void)f;
+	(void)body;
+	(void)body_len;
+	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
+		if (strncmp(head, pages[i].line, strlen(pages[i].line)) == 0) {
+			send_json(fd, pages[i].body);
+			return;
+		}
+	}
+	sendf(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+}
+
+/* Every page of p's account at the fake: the names in order, or the first error. */
+static ft_backend_err_t all_buckets(const ft_backend_config_t *c, char *names, size_t cap, ft_backend_error_t *err)
+{
+	char *token = NULL;
+	ft_backend_err_t rc;
+
+	names[0] = '\0';
+	do {
+		ft_backend_page_t page;
+
+		rc = ft_backend_list_buckets(c, token, &page, err);
+		free(token);
+		token = NULL;
+		if (rc != FT_BACKEND_OK)
+			return rc;
+		for (int i = 0; i < page.n; i++) {
+			assert_int_equal(page.entries[i].size, -1);
+			snprintf(names + strlen(names), cap - strlen(names), "%s%s", names[0] ? "," : "",
+				 page.entries[i].name);
+		}
+		token = page.next_token != NULL ? strdup(page.next_token) : NULL;
+		ft_backend_page_free(&page);
+	} while (token != NULL);
+	return rc;
+}
+
+static void test_list_buckets(void **state)
+{
+	fake_t *f = fake_start(FAKE_HANDLER);
+	ft_backend_provider_t ps[] = {FT_BACKEND_AWS, FT_BACKEND_AZURE, FT_BACKEND_GCP};
+	ft_backend_error_t err = {0};
+	ft_backend_config_t c;
+	char names[64], head[8192], endpoint[FT_URL_MAX];
+
+	(void)state;
+	f->handler = buckets_handler;
+	setenv("GOOGLE_CLOUD_PROJECT", "proj", 1);
+	for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+		config_at(ps[i], f->port, 2000, &c);
+		expect_err(all_buckets(&c, names, sizeof(names), &err), FT_BACKEND_OK, ft_backend_provider_name(ps[i]));
+		assert_string_equal(names, "a,b,c");
+		assert_int_equal(ft_backend_account_endpoint(&c, endpoint, sizeof(endpoint)), 0);
+		assert_string_equal(endpoint, c.endpoint);
+		fake_last_head(f, head, sizeof(head));
+		if (ps[i] == FT_BACKEND_AWS)
+			expect_sigv4_valid(head); /* signed as any request, the query too */
+		else if (ps[i] == FT_BACKEND_AZURE)
+			assert_non_null(strstr(head, "Authorization: SharedKey acct:"));
+	}
+	/* a bucket-level setting does not change the account's request: virtual-host addressing stays path-style */
+	config_at(FT_BACKEND_AWS, f->port, 2000, &c);
+	c.addressing = FT_BACKEND_ADDR_VIRTUAL;
+	expect_err(all_buckets(&c, names, sizeof(names), &err), FT_BACKEND_OK, "aws virtual");
+	/* GCS lists a project's buckets: without one it says where a project comes from */
+	unsetenv("GOOGLE_CLOUD_PROJECT");
+	config_at(FT_BACKEND_GCP, f->port, 2000, &c);
+	expect_err(all_buckets(&c, names, sizeof(names), &err), FT_BACKEND_ECONFIG, "gcp without a project");
+	assert_non_null(strstr(err.msg, "GOOGLE_CLOUD_PROJECT"));
+	config_at(FT_BACKEND_HT, f->port, 2000, &c);
+	expect_err(all_buckets(&c, names, sizeof(names), &err), FT_BACKEND_ENOTSUP, "ht");
+	assert_int_equal(ft_backend_account_endpoint(&c, endpoint, sizeof(endpoint)), -1);
+	fake_stop(f);
+
+	/* refusals and a malformed answer keep their kinds */
+	f = fake_start(FAKE_STATUS);
+	setenv("GOOGLE_CLOUD_PROJECT", "proj", 1);
+	for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+		config_at(ps[i], f->port, 2000, &c);
+		f->status = 403;
+		f->status_body = error_body(ps[i], "AccessDenied");
+		expect_err(all_buckets(&c, names, sizeof(names), &err), FT_BACKEND_EAUTH, "403");
+		assert_null(strstr(err.msg, "wJalrXUtnFEMI")); /* never a secret */
+		f->status = 200;
+		f->status_body = "<nope";
+		expect_err(all_buckets(&c, names, sizeof(names), &err), FT_BACKEND_EPROTO, "malformed");
+	}
+	unsetenv("GOOGLE_CLOUD_PROJECT");
+	fake_stop(f);
+	config_at(FT_BACKEND_AWS, dead_port(), 2000, &c);
+	expect_err(all_buckets(&c, names, sizeof(names), &err), FT_BACKEND_ECONNECT, "down");
+}
+
 /* ---- peers: real emulators (FT_PEER_*) ---- */
 
 typedef struct {
@@ -2226,6 +2352,7 @@ int main(void)
 		cmocka_unit_test(test_plain_odd_head_falls_back),
 		cmocka_unit_test(test_request_shape),
 		cmocka_unit_test(test_gcp_oauth),
+		cmocka_unit_test(test_list_buckets),
 	};
 	const struct CMUnitTest aws[] = {
 		cmocka_unit_test(test_peer_aws_roundtrip),

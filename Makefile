@@ -166,8 +166,9 @@ test-asan:
 	$(MAKE) SANITIZER=address test-integration
 
 # ThreadSanitizer (build/thread/): the unit tests, then the integration files that drive concurrent requests through
-# the daemons' loop threads, worker pool, the S3 relay's splice, remote-bucket metadata changes and GetBatch's window
-# on the fan-out threads; a ThreadSanitizer report in a daemon's log fails the test (tests/integration/conftest.py).
+# the daemons' loop threads, worker pool, the S3 relay's splice, remote-bucket metadata changes, cached copies evicted
+# while read, and GetBatch's window and fetchers on the fan-out threads; a ThreadSanitizer report in a daemon's log
+# fails the test (tests/integration/conftest.py).
 TSAN_TESTS := tests/integration/test_concurrency.py tests/integration/test_http.py tests/integration/test_s3_relay.py \
 	tests/integration/test_coldget.py tests/integration/test_batch.py tests/integration/test_open_file_cache.py \
 	tests/integration/test_lru.py tests/integration/test_remote_refetch.py

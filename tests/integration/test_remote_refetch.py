@@ -13,6 +13,7 @@ import requests
 
 import peers
 from ftutil import TIMEOUT, assert_json_error, create_remote, obj_url, unique
+from test_coldget import put_origin
 
 origin = peers.nginx_origin_fixture()
 
@@ -23,15 +24,6 @@ def bucket(cluster, origin):
     create_remote(cluster.url, b, "ht", {"endpoint": origin.url})
     yield b
     requests.delete(f"{cluster.url}/v1/buckets/{b}?provider=ht", timeout=TIMEOUT)
-
-
-def put_origin(origin, name, data):
-    path = origin.root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.chmod(0o644)
-    os.replace(tmp, path)
 
 
 def origin_gets(origin, name):
@@ -83,13 +75,9 @@ def test_damaged_copy_gone_from_the_backend_is_404(cluster, bucket, origin):
     assert cluster.work_files() == []
 
 
-def test_evicted_while_read(cluster, bucket, origin):
-    """GETs (whole, ranged, HEAD) of a cached object while another client evicts it again and again: each one is
-    served from the cache or fetched again, never a 404."""
-    name = "race/obj.bin"
-    data = os.urandom(40000)
-    put_origin(origin, name, data)
-    assert get(cluster, bucket, name).content == data
+def reads_while_evicted(cluster, bucket, name, read):
+    """Runs read(i) -> [bad answers] on 4 threads while another client evicts name's cached copy (a pause of 1 ms
+    between evictions: a busy cache, not one evicting after every fetch); returns the bad answers and the evictions."""
     stop = threading.Event()
     evictions = [0]
 
@@ -100,7 +88,26 @@ def test_evicted_while_read(cluster, bucket, origin):
             r = s.delete(url, timeout=TIMEOUT)
             assert r.status_code in (200, 404), r.text
             evictions[0] += r.status_code == 200
-            time.sleep(0.001)  # a busy cache's eviction, not one after every fetch
+            time.sleep(0.001)
+
+    ev = threading.Thread(target=evict)
+    ev.start()
+    try:
+        with ThreadPoolExecutor(4) as ex:
+            bad = [b for lst in ex.map(read, range(4)) for b in lst]
+    finally:
+        stop.set()
+        ev.join()
+    return bad, evictions[0]
+
+
+def test_evicted_while_read(cluster, bucket, origin):
+    """GETs (whole, ranged, HEAD) of a cached object while another client evicts it again and again: each one is
+    served from the cache or fetched again, never a 404."""
+    name = "race/obj.bin"
+    data = os.urandom(40000)
+    put_origin(origin, name, data)
+    assert get(cluster, bucket, name).content == data
 
     def read(i):
         s = requests.Session()
@@ -119,16 +126,9 @@ def test_evicted_while_read(cluster, bucket, origin):
                 bad.append((r.status_code, r.text[:200]))
         return bad
 
-    ev = threading.Thread(target=evict)
-    ev.start()
-    try:
-        with ThreadPoolExecutor(4) as ex:
-            bad = [b for lst in ex.map(read, range(4)) for b in lst]
-    finally:
-        stop.set()
-        ev.join()
+    bad, evictions = reads_while_evicted(cluster, bucket, name, read)
     assert bad == [], bad[:5]
-    assert evictions[0] > 10
+    assert evictions > 10
 
 
 def make_tar(members):
@@ -147,13 +147,6 @@ def test_shard_member_evicted_while_read(cluster, bucket, origin):
     name = "race/shard.tar"
     put_origin(origin, name, make_tar(members))
     assert get(cluster, bucket, name, extra="&archpath=s/000.cls").content == members["s/000.cls"]
-    stop = threading.Event()
-
-    def evict():
-        s = requests.Session()
-        while not stop.is_set():
-            s.delete(obj_url(cluster.url, bucket, name, extra="&evict=true"), timeout=TIMEOUT)
-            time.sleep(0.001)
 
     def read(i):
         s = requests.Session()
@@ -165,15 +158,9 @@ def test_shard_member_evicted_while_read(cluster, bucket, origin):
                 bad.append((m, r.status_code, r.text[:200]))
         return bad
 
-    ev = threading.Thread(target=evict)
-    ev.start()
-    try:
-        with ThreadPoolExecutor(4) as ex:
-            bad = [b for lst in ex.map(read, range(4)) for b in lst]
-    finally:
-        stop.set()
-        ev.join()
+    bad, evictions = reads_while_evicted(cluster, bucket, name, read)
     assert bad == [], bad[:5]
+    assert evictions > 10
 
 
 def batch(cluster, body):

@@ -102,8 +102,8 @@ void tgt_coldget_fini(tgt_t *t);
  */
 int tgt_coldget_prefetch(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 /*
- * Opens o's main copy (a remote-bucket object owned here), fetched first when it is not cached
- * (blocking): 0 with *fd (the caller's) and *lom, or minus the HTTP status with err filled (404:
+ * Opens o's main copy (a remote-bucket object owned here) that an open just found absent, fetched
+ * first (blocking): 0 with *fd (the caller's) and *lom, or minus the HTTP status with err filled (404:
  * the backend does not have it either; 500: the cached copy cannot be read; the fetch's status).
  */
 int tgt_coldget_open(tgt_obj_t *o, int *fd, ft_lom_t *lom, char *err, size_t cap);

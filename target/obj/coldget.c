@@ -1007,10 +1007,10 @@ static int fetched_check(int fd, ft_lom_t *lom)
 int tgt_coldget_open(tgt_obj_t *o, int *fd, ft_lom_t *lom, char *err, size_t cap)
 {
 	tgt_replica_t main_copy = {.mp_index = (int)(o->mp - o->t->mountpaths), .copy = false};
-	tgt_replica_state_t s = tgt_replica_open(o, &main_copy, false, fd, lom, NULL);
+	tgt_replica_state_t s = TGT_REPLICA_ABSENT; /* the caller's open found nothing */
 
-	/* not cached: fetched (or a fetch joined) and read from its own descriptor; cached meanwhile
-	 * but evicted before the open: a few more tries */
+	/* fetched (or a fetch joined) and read from its own descriptor; cached meanwhile but evicted
+	 * before the open: a few more tries */
 	for (int tries = 0; s == TGT_REPLICA_ABSENT && tries < OPEN_TRIES; tries++) {
 		int64_t bytes = 0;
 		int rc = fetch_wait(o, &bytes, fd, err, cap);

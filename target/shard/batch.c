@@ -70,6 +70,7 @@
 #define READERS 3                     /* fan-out threads preparing items besides the sender */
 #define RUN 4                         /* items a reader takes at once */
 #define FETCHERS 8                    /* fan-out threads fetching a batch's uncached remote-bucket items ahead */
+#define FETCH_CACHED_QUIT 32          /* remote-bucket items found cached in a row after which the fetchers stop */
 #define SLOT_BYTES (SMALL_MAX + 4096) /* a member of SMALL_MAX bytes with a header for a name of ~3.5 KB */
 #define IOV_BATCH FT_STREAM_IOV_MAX
 
@@ -145,6 +146,7 @@ typedef struct {
 	int roles_taken;           /* fan-out calls that took a role: sender, reader, fetcher; under mu */
 	int readers;               /* reader roles */
 	_Atomic size_t fetch_next; /* the next item a fetcher looks at */
+	_Atomic int fetch_cached;  /* remote-bucket items the fetchers found cached since their last fetch */
 	char err[PART_ERR_MAX + 64];
 } batch_t;
 
@@ -906,12 +908,14 @@ static void batch_send(ft_req_t *r, batch_t *b)
  * keeps them), ahead of the readers, so that a batch over an uncached dataset waits for its
  * backend FETCHERS + 1 + READERS objects at a time, not only as many as prepare items. An item a
  * reader or the sender took already is theirs to fetch; a failure is left to them to meet again.
+ * A warm dataset costs them little: after FETCH_CACHED_QUIT items in a row found cached they stop
+ * (each look is a stat the reader's open repeats), leaving any later cold item to the readers.
  */
 static void window_fetch_ahead(batch_t *b)
 {
 	for (;;) {
 		size_t i = atomic_fetch_add(&b->fetch_next, 1);
-		if (i >= b->n || atomic_load(&b->stop))
+		if (i >= b->n || atomic_load(&b->stop) || atomic_load(&b->fetch_cached) >= FETCH_CACHED_QUIT)
 			break;
 		const item_t *it = &b->v[i];
 		tgt_obj_t o;
@@ -920,7 +924,10 @@ static void window_fetch_ahead(batch_t *b)
 		if ((it->owner != NULL && !b->part) || i < atomic_load(&b->taken) || item_obj(b, it, &o, true) != 0 ||
 		    !tgt_is_remote(&o))
 			continue;
-		tgt_coldget_prefetch(&o, &bytes, err, sizeof(err)); /* joins a fetch in flight; 1 when cached */
+		if (tgt_coldget_prefetch(&o, &bytes, err, sizeof(err)) == 1) /* joins a fetch in flight */
+			atomic_fetch_add(&b->fetch_cached, 1);
+		else
+			atomic_store(&b->fetch_cached, 0);
 	}
 }
 

@@ -52,7 +52,7 @@ static int check_provider(ft_req_t *r, tgt_obj_t *o)
 	return 0;
 }
 
-/* Names first (400), then the bucket in the current BMD (404). Returns 0, or -1 after responding. */
+/* Names first (400), then the bucket in the current BMD (404; 503 before the first one). 0, or -1 after responding. */
 static int check_names(ft_req_t *r, tgt_obj_t *o, const char *bucket, const char *obj, size_t obj_len)
 {
 	const char *why = NULL;
@@ -84,9 +84,14 @@ static int check_names(ft_req_t *r, tgt_obj_t *o, const char *bucket, const char
 
 	ft_bmd_t *bmd = ft_bmd_current();
 	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, o->provider, bucket) : NULL;
+	bool joined = bmd != NULL;
 	if (b)
 		tgt_obj_props(o, b);
 	ft_bmd_put(bmd);
+	if (!joined) { /* started, not joined yet: no bucket is known, none is known to be missing */
+		ft_resp_error(r, 503, "target %s has not joined a cluster yet", o->t->id);
+		return -1;
+	}
 	if (!b) {
 		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", o->provider, bucket);
 		return -1;

@@ -383,17 +383,19 @@ static int pull_of(batch_t *b, const ft_node_t *o)
  * Places every item: here, or on its owner (whose part it joins, in order). In a part every item
  * is expected here: one that is not keeps its owner and is answered 503. 0, or -1 with why.
  */
-static int place(batch_t *b, char *why, size_t cap)
+static int place(batch_t *b, int *status, char *why, size_t cap)
 {
 	b->smap = ft_smap_current();
 	if (b->smap == NULL) {
-		snprintf(why, cap, "no cluster map");
+		*status = 503; /* started, not joined yet: the client tries again */
+		snprintf(why, cap, "target %s has not joined a cluster yet", b->t->id);
 		return -1;
 	}
 	for (size_t i = 0; i < b->n; i++) {
 		item_t *it = &b->v[i];
 		const ft_node_t *o = ft_smap_owner(b->smap, it->provider, it->bucket, it->objname, strlen(it->objname));
 		if (o == NULL) {
+			*status = 503;
 			snprintf(why, cap, "no targets in the cluster map");
 			return -1;
 		}
@@ -1018,7 +1020,7 @@ static void on_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 		ft_resp_error(r, 400, "batch request body incomplete");
 		return;
 	}
-	if (parse(r, b, body, len, &status, why, sizeof(why)) != 0 || place(b, why, sizeof(why)) != 0) {
+	if (parse(r, b, body, len, &status, why, sizeof(why)) != 0 || place(b, &status, why, sizeof(why)) != 0) {
 		ft_resp_error(r, status, "batch: %s", why);
 		return;
 	}

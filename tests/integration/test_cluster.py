@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # Cluster membership: the map, health, versions, leaving and rejoining, and never going back a version.
 import copy
+import os
+import socket
+import subprocess
 import time
 
 import pytest
 
 import s3util
+from conftest import FT_BIN
 from ftutil import Api, assert_json_error, session, unique, wait_until
 
 TIMEOUT = 10
@@ -227,6 +231,48 @@ def test_proxy_without_targets_answers_503(make_cluster):
     api.create_bucket(b)
     r = api.s.get(h.url + "/v1/objects/%s/x" % b, allow_redirects=False, timeout=TIMEOUT)
     assert_json_error(r, 503)
+
+
+def test_target_not_joined_yet_answers_503_not_404(tmp_path):
+    """A target serves its public port before it has joined (the proxy is not up yet, or it restarts): it knows no
+    bucket then, and must not answer that objects or buckets are missing (a reader would give up on them: a dsort
+    reading members from a restarting target did), but 503, which readers try again."""
+    socks = [socket.socket() for _ in range(3)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    public, control, no_proxy = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    (tmp_path / "mp").mkdir()
+    argv = [os.path.join(FT_BIN, "ft-target"), "--public_port", str(public), "--control_port", str(control),
+            "--state_dir", str(tmp_path), "--mountpath", str(tmp_path / "mp"),
+            "--proxy_url", "http://127.0.0.1:%d" % no_proxy]
+    with open(tmp_path / "log", "w") as out:
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        url = "http://127.0.0.1:%d" % public
+        wait_until(lambda: _answers(url + "/v1/health"), timeout=20, what="the target's public port")
+        s = session()
+        for method, path, body in [("GET", "/v1/objects/b/o", None), ("HEAD", "/v1/objects/b/o", None),
+                                   ("GET", "/v1/objects/b/shard.tar?archpath=a.jpg", None),
+                                   ("PUT", "/v1/objects/b/o", b"data"), ("DELETE", "/v1/objects/b/o", None),
+                                   ("POST", "/v1/batch", b'{"in":[{"bucket":"b","objname":"o"}]}')]:
+            r = s.request(method, url + path, data=body, allow_redirects=False, timeout=TIMEOUT)
+            assert r.status_code == 503, (method, path, r.status_code, r.text)
+            if method != "HEAD":
+                assert_json_error(r, 503)
+                assert "has not joined a cluster yet" in r.json()["message"], r.text
+        assert not any((tmp_path / "mp").rglob("o")), "nothing stored"
+    finally:
+        p.terminate()
+        p.wait(20)
+
+
+def _answers(url):
+    try:
+        return session().get(url, timeout=TIMEOUT).status_code > 0
+    except OSError:
+        return False
 
 
 @pytest.mark.parametrize("what", ["smap", "bmd"])

@@ -197,12 +197,12 @@ static int ec_slice_commit(ec_name_t *n, const char *work, ft_sync_policy_t sync
 	return rc;
 }
 
-/* Whether the slice's bucket is the current incarnation of a bucket in the BMD. */
+/* Whether the slice's bucket is the current incarnation of a bucket in the BMD: 1 yes, 0 no, -1 no BMD yet. */
 static int ec_bucket_current(const ft_ec_meta_t *m)
 {
 	ft_bmd_t *bmd = ft_bmd_current();
 	const ft_bucket_t *b = bmd ? ft_bmd_find(bmd, m->provider, m->bucket) : NULL;
-	int ok = b && b->created_ns == m->bucket_created;
+	int ok = bmd == NULL ? -1 : b && b->created_ns == m->bucket_created;
 
 	ft_bmd_put(bmd);
 	return ok;
@@ -315,9 +315,13 @@ void ec_slice_store(tgt_t *t, ec_name_t *n, int fd, const char *work, const ft_e
 			 m->obj, n->bucket, n->obj);
 		goto out;
 	}
-	if (!ec_bucket_current(m)) {
-		out->status = 404;
-		snprintf(out->msg, sizeof(out->msg), "bucket \"%s\" (this incarnation) does not exist here", m->bucket);
+	if ((rc = ec_bucket_current(m)) != 1) {
+		out->status = rc < 0 ? 503 : 404;
+		if (rc < 0)
+			snprintf(out->msg, sizeof(out->msg), "target %s has not joined a cluster yet", t->id);
+		else
+			snprintf(out->msg, sizeof(out->msg), "bucket \"%s\" (this incarnation) does not exist here",
+				 m->bucket);
 		goto out;
 	}
 	uint64_t h = ft_hrw_name_hash(n->provider, n->bucket, n->obj, strlen(n->obj));

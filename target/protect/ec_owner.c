@@ -1080,6 +1080,10 @@ void ec_ctl_encode(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	if (ec_ctl_names(t, req, resp, &n) != 0)
 		goto out;
 	b = bmd ? ft_bmd_find(bmd, n.provider, n.bucket) : NULL;
+	if (bmd == NULL) {
+		ft_ctl_error(resp, 503, "target %s has not joined a cluster yet", t->id);
+		goto out;
+	}
 	if (b == NULL) {
 		ft_ctl_error(resp, 404, "bucket \"%s\" does not exist", n.bucket);
 		goto out;

@@ -103,7 +103,9 @@ void tgt_ec_held_ctl(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 
 	if (p == NULL || b == NULL) {
 		ft_ctl_error(resp, 400, "%s %s: provider and bucket are required", req->method, req->path);
-	} else if (bk == NULL || smap == NULL) {
+	} else if (bmd == NULL || smap == NULL) {
+		ft_ctl_error(resp, 503, "target %s has not joined a cluster yet", t->id);
+	} else if (bk == NULL) {
 		ft_ctl_error(resp, 404, "bucket \"%s\" does not exist", b);
 	} else {
 		/* one bucket only: a BMD with just it, so the walk never enters the others */

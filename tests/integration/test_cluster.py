@@ -236,7 +236,7 @@ def test_proxy_without_targets_answers_503(make_cluster):
 def test_target_not_joined_yet_answers_503_not_404(tmp_path):
     """A target serves its public port before it has joined (the proxy is not up yet, or it restarts): it knows no
     bucket then, and must not answer that objects or buckets are missing (a reader would give up on them: a dsort
-    reading members from a restarting target did), but 503, which readers try again."""
+    reading members from a restarting target did), but 503, which readers try again; on the control port too."""
     socks = [socket.socket() for _ in range(3)]
     for s in socks:
         s.bind(("127.0.0.1", 0))
@@ -262,6 +262,11 @@ def test_target_not_joined_yet_answers_503_not_404(tmp_path):
             if method != "HEAD":
                 assert_json_error(r, 503)
                 assert "has not joined a cluster yet" in r.json()["message"], r.text
+        ctl_url = "http://127.0.0.1:%d" % control
+        for path in ["/v1/ec/held?provider=ais&bucket=b", "/v1/ec/encode?provider=ais&bucket=b&obj=o"]:
+            r = s.post(ctl_url + path, timeout=TIMEOUT)
+            assert_json_error(r, 503)
+            assert "has not joined a cluster yet" in r.json()["message"], r.text
         assert not any((tmp_path / "mp").rglob("o")), "nothing stored"
     finally:
         p.terminate()

@@ -211,9 +211,15 @@ static void close_after_response(conn_t *c, bool linger)
 
 	if (c->closed)
 		return;
-	if (c->start < c->end)
-		linger = true; /* pipelined input would turn into a reset */
-	if (!linger || c->peer_eof || L->stopping) {
+	/*
+	 * Unread input at close(2) turns into a reset, which drops what the socket has not sent yet:
+	 * the end of this very answer. Pipelined input is such input, and so is, at a stop, whatever a
+	 * client that did not ask for the close has sent since (its next request). Lingering reads it
+	 * away until the client closes too (the stop's drain bounds it, on_timer).
+	 */
+	if (c->start < c->end || L->stopping)
+		linger = true;
+	if (!linger || c->peer_eof) {
 		http_conn_close(c);
 		return;
 	}

@@ -268,17 +268,21 @@ static void run_kicks(loop_t *L)
 	}
 }
 
-/* Whether c carries no request: idle between requests, or lingering after its last answer. */
+/*
+ * Whether c carries no request and has nothing more to send: idle between requests. A lingering
+ * one is left to end its linger: its last answer may still be in the socket, which a reset
+ * (unread input at close) would drop.
+ */
 static bool conn_idle(const conn_t *c)
 {
-	return (c->phase == PH_HEAD && !c->head_started) || c->phase == PH_LINGER;
+	return c->phase == PH_HEAD && !c->head_started;
 }
 
 /*
  * The stop: the listener stops listening at once, so a new connection is refused (its client
  * knows nothing was sent) rather than queued and reset when the socket closes; idle connections
- * close; a request under way is answered (Connection: close) and its connection closed after it,
- * so a client is not cut off in the middle of an answer. The loop ends when no connection is
+ * close; a request under way is answered (Connection: close) and its connection closed after it
+ * (lingering, close_after_response), so a client is not cut off in the middle of an answer. The loop ends when no connection is
  * left; connections still under way after STOP_DRAIN_MS are closed (on_timer).
  */
 static void begin_stop(loop_t *L)

@@ -95,3 +95,62 @@ def test_sigterm_lets_a_public_request_under_way_finish(make_cluster):
     t.expected_dead = False
     r = api.get(b, "slow")
     assert r.status_code == 200 and r.content == body
+
+
+def _read_answer(s):
+    """One HTTP/1.1 answer with a Content-Length from socket s: (head, body); the body cut short when the connection
+    ends first."""
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = s.recv(65536)
+        if not chunk:
+            return got, b""
+        got += chunk
+    head, first = got.split(b"\r\n\r\n", 1)
+    length = int([ln.split(b":", 1)[1] for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")][0])
+    body = bytearray(first)
+    while len(body) < length:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        body += chunk
+    return head, bytes(body)
+
+
+def test_sigterm_answers_the_request_under_way_whole_despite_pipelined_ones(make_cluster):
+    # A client that pipelined a second GET while a large answer was under way, when the target got SIGTERM, gets the
+    # first answer whole, then the connection's end (the second was not served: a client sends it again elsewhere).
+    # The stop used to close the connection as soon as the last bytes were handed to the socket, with the pipelined
+    # request unread in it: the kernel then resets the connection and drops what it had not sent yet, the end of the
+    # answer.
+    h = make_cluster(targets=2, mountpaths=1)
+    api = Api(h.url, session())
+    b = unique("stoppipe").lower().replace("_", "-")
+    api.create_bucket(b)
+    data = os.urandom(24 << 20)
+    assert api.put(b, "big", data).status_code == 200
+    loc = urllib.parse.urlsplit(api.owner(b, "big"))
+    idx = h.index_of_url(api.owner(b, "big"))
+    t = h.c.targets[idx]
+    path = "%s?%s" % (loc.path, loc.query) if loc.query else loc.path
+    req = b"GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (path.encode(), loc.netloc.encode())
+    s = socket.socket()
+    s.settimeout(20)
+    s.connect((loc.hostname, loc.port))
+    s.sendall(req)
+    time.sleep(0.5)  # the first answer is under way, stalled by this client
+    s.sendall(req)  # pipelined while the target sends: in its socket, unread
+    t.expected_dead = True
+    t.signal(signal.SIGTERM)
+    time.sleep(0.5)
+    try:
+        head, body = _read_answer(s)
+        rest = s.recv(65536)
+    except ConnectionResetError as e:
+        raise AssertionError("the connection was reset before the first answer was whole: %r" % e) from None
+    finally:
+        s.close()
+    assert head.startswith(b"HTTP/1.1 200"), head
+    assert len(body) == len(data) and body == data, "answer cut at %d of %d bytes" % (len(body), len(data))
+    assert rest == b"", "a second answer after Connection: close: %r" % rest[:200]
+    assert t.wait_dead(10), "the target did not exit after the answer"

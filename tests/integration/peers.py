@@ -8,6 +8,7 @@ process it started, by pid. ensure_installed() runs scripts/peers-deps.sh when s
 
 import base64
 import datetime
+import functools
 import hashlib
 import hmac
 import json
@@ -51,6 +52,24 @@ def free_port():
                 continue
             return port
     raise RuntimeError("no free loopback port found")
+
+
+# What a peer's log says when another process took its port between free_port() and the peer's bind (the suite's
+# parallel workers pick ports in the same range).
+PORT_CLASH = ("eaddrinuse", "address already in use", "port taken")
+
+
+def _retry_port_clash(start):
+    """start_*, run again (new ports) when the peer exited because a port it was given was taken meanwhile."""
+    @functools.wraps(start)
+    def wrapper(*args, **kwargs):
+        for attempt in range(3):
+            try:
+                return start(*args, **kwargs)
+            except RuntimeError as e:
+                if attempt == 2 or " exited with " not in str(e) or not any(w in str(e).lower() for w in PORT_CLASH):
+                    raise
+    return wrapper
 
 
 def ensure_installed():
@@ -136,6 +155,7 @@ def _spawn(name, argv, workdir, env=None, cwd=None):
     return proc, log_path
 
 
+@_retry_port_clash
 def start_s3rver(workdir, bucket="ft-backend-test"):
     """s3rver on a free port with bucket created; keys S3RVER/S3RVER. url: http://127.0.0.1:PORT (path-style)."""
     port = free_port()
@@ -152,6 +172,7 @@ def start_s3rver(workdir, bucket="ft-backend-test"):
     return _wait_ready(peer, peer.url + "/")
 
 
+@_retry_port_clash
 def start_azurite(workdir, container="ft-backend-test"):
     """azurite blob service on a free port with container created. url: http://127.0.0.1:PORT/devstoreaccount1."""
     port = free_port()
@@ -187,6 +208,7 @@ def azure_create_container(peer, container):
         raise RuntimeError(f"azurite: creating container {container} answered {status}")
 
 
+@_retry_port_clash
 def start_gcs(workdir, bucket="ft-backend-test"):
     """firebase-tools' storage emulator, offline, its rules engine switched off (tests/peers/firebase-offline.js).
 
@@ -217,6 +239,7 @@ def start_gcs(workdir, bucket="ft-backend-test"):
     return _wait_ready(peer, f"{peer.url}/storage/v1/b/{bucket}/o", ok=lambda s: s == 200)
 
 
+@_retry_port_clash
 def start_nginx(workdir):
     """nginx serving <workdir>/www at /files/ (GET, HEAD, Range). url: http://127.0.0.1:PORT/files; peer.root: the dir."""
     workdir = Path(workdir)
@@ -280,6 +303,7 @@ def nginx_origin_fixture():
 
     return fixture
 
+@_retry_port_clash
 def start_prometheus(workdir, scrape_urls, interval="1s"):
     """Debian's prometheus scraping each of scrape_urls ("http://host:port", /metrics) every interval, with its own
     tsdb under workdir and its web/API on a free 127.0.0.1 port. url: http://127.0.0.1:PORT."""

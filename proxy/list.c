@@ -404,9 +404,9 @@ static char *rlist_url(const ft_node_t *node, const list_op_t *op, bool page)
 
 /*
  * One page of the backend's listing from the target HRW picks by bucket name (the next targets
- * when it does not answer). 0 with *reply; -1 after responding.
+ * when it does not answer). 0 with *reply (its "entries" an array); -1 with *status and why.
  */
-static int rlist_fetch(ft_req_t *r, const list_op_t *op, const ft_smap_t *smap, json_t **reply)
+static int rlist_get(const list_op_t *op, const ft_smap_t *smap, json_t **reply, int *status, char *why, size_t cap)
 {
 	int n = smap->n_targets;
 	int first = ft_hrw_pick(ft_hrw_name_hash(op->provider, op->bucket, "", 0), smap->target_digests, n);
@@ -416,31 +416,83 @@ static int rlist_fetch(ft_req_t *r, const list_op_t *op, const ft_smap_t *smap, 
 	for (int k = 0; k < n; k++) {
 		const ft_node_t *node = &smap->targets[(first + k) % n];
 		char *url = rlist_url(node, op, true);
-		long status = 0;
+		long st = 0;
 		if (url == NULL) {
-			ft_resp_error(r, 500, "out of memory");
+			*status = 500;
+			snprintf(why, cap, "out of memory");
 			return -1;
 		}
-		int rc = ft_client_json("GET", url, NULL, PX_RLIST_TIMEOUT_MS, &status, reply, err, sizeof(err));
+		int rc = ft_client_json("GET", url, NULL, PX_RLIST_TIMEOUT_MS, &st, reply, err, sizeof(err));
 		free(url);
 		if (rc != 0) {
 			ft_warn("list %s/%s: target %s: %s", op->provider, op->bucket, node->id, err);
 			continue; /* no answer: the next target lists */
 		}
 		const char *msg = json_string_value(json_object_get(*reply, "message"));
-		if (status != 200 || !json_is_array(json_object_get(*reply, "entries"))) {
-			ft_resp_error(r, status >= 400 && status < 600 ? (int)status : 502,
-				      "list objects in %s bucket \"%s\": %s", op->provider, op->bucket,
-				      msg != NULL ? msg : "bad reply from target");
+		if (st != 200 || !json_is_array(json_object_get(*reply, "entries"))) {
+			*status = st >= 400 && st < 600 ? (int)st : 502;
+			snprintf(why, cap, "list objects in %s bucket \"%s\": %s", op->provider, op->bucket,
+				 msg != NULL ? msg : "bad reply from target");
 			json_decref(*reply);
 			*reply = NULL;
 			return -1;
 		}
 		return 0;
 	}
-	ft_resp_error(r, 503, "list objects in %s bucket \"%s\": no target answered (%s)", op->provider, op->bucket,
-		      err);
+	*status = 503;
+	snprintf(why, cap, "list objects in %s bucket \"%s\": no target answered (%s)", op->provider, op->bucket, err);
 	return -1;
+}
+
+/* rlist_get for a request: 0 with *reply; -1 after responding. */
+static int rlist_fetch(ft_req_t *r, const list_op_t *op, const ft_smap_t *smap, json_t **reply)
+{
+	char why[512];
+	int status;
+
+	if (rlist_get(op, smap, reply, &status, why, sizeof(why)) == 0)
+		return 0;
+	ft_resp_error(r, status, "%s", why);
+	return -1;
+}
+
+int px_rlist_page(px_t *px, const char *provider, const char *bucket, const char *prefix, const char *token,
+		  int pagesize, json_t **entries, char **next, int *status, char *why, size_t cap)
+{
+	list_op_t op = {.px = px, .provider = provider, .prefix = prefix, .token = token, .pagesize = pagesize};
+	ft_smap_t *smap = ft_smap_current();
+	json_t *reply = NULL;
+	int rc = -1;
+
+	*entries = NULL;
+	*next = NULL;
+	if (pagesize < 1 || pagesize > PX_PAGESIZE_MAX || strlen(bucket) >= sizeof(op.bucket)) {
+		*status = 500;
+		snprintf(why, cap, "bad list arguments");
+		goto out;
+	}
+	if (smap == NULL || smap->n_targets == 0) {
+		*status = 503;
+		snprintf(why, cap, "no targets in the cluster map");
+		goto out;
+	}
+	snprintf(op.bucket, sizeof(op.bucket), "%s", bucket);
+	if (rlist_get(&op, smap, &reply, status, why, cap) != 0)
+		goto out;
+	const char *t = json_string_value(json_object_get(reply, "continuation_token"));
+	*entries = json_incref(json_object_get(reply, "entries"));
+	if ((*next = strdup(t != NULL ? t : "")) == NULL) {
+		json_decref(*entries);
+		*entries = NULL;
+		*status = 500;
+		snprintf(why, cap, "out of memory");
+		goto out;
+	}
+	rc = 0;
+out:
+	json_decref(reply);
+	ft_smap_put(smap);
+	return rc;
 }
 
 static void owners_free(owner_ask_t *asks, int n)

@@ -177,6 +177,12 @@ static int s3_list_page(void *ctx, const char *bucket, const char *prefix, const
 	return px_list_page(ctx, bucket, prefix, token, pagesize, entries, more, status, why, cap);
 }
 
+static int s3_rlist_page(void *ctx, const char *provider, const char *bucket, const char *prefix, const char *token,
+			 int pagesize, json_t **entries, char **next, int *status, char *why, size_t cap)
+{
+	return px_rlist_page(ctx, provider, bucket, prefix, token, pagesize, entries, next, status, why, cap);
+}
+
 static int s3_target_unreachable(void *ctx, const char *id)
 {
 	return px_target_unreachable(ctx, id);
@@ -192,6 +198,7 @@ static int s3_start(px_t *px, char *err, size_t errlen)
 		.bucket_destroy = s3_bucket_destroy,
 		.bucket_set_acl = s3_bucket_set_acl,
 		.list_page = s3_list_page,
+		.rlist_page = s3_rlist_page,
 		.target_unreachable = s3_target_unreachable,
 	};
 

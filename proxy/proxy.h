@@ -340,6 +340,14 @@ void px_list_objects_provider(px_t *px, ft_req_t *r, const char *provider, const
  */
 int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize, json_t **entries,
 		 bool *more, int *status, char *why, size_t cap);
+/*
+ * One page of a remote bucket's own listing (its backend's, through one target), for other front-ends (S3): the
+ * names starting with prefix from the backend's page token ("" for the first page), at most pagesize (1..10000).
+ * Blocking: call from a worker. 0 with *entries (caller owns) and *next (the backend's token of the next page, ""
+ * at the end; caller frees); -1 with *status and why.
+ */
+int px_rlist_page(px_t *px, const char *provider, const char *bucket, const char *prefix, const char *token,
+		  int pagesize, json_t **entries, char **next, int *status, char *why, size_t cap);
 
 /* ---- jobs.c: prefetch, evict and jobs over local objects (docs/api.md "Jobs") ---- */
 /*

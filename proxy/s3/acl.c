@@ -286,7 +286,7 @@ static size_t no_body_cb(char *buf, size_t size, size_t nitems, void *arg)
 /* Worker: asks the object's owner (HEAD, or PUT ?acl=... when query); its status, or -1 when it did not answer. */
 static long ask_owner(px_s3_req_t *q, const char *query, head_acl_t *h)
 {
-	char *url = px_s3_owner_url(q->bucket, q->key, q->key_len, query);
+	char *url = px_s3_owner_url(q->provider, q->bucket, q->key, q->key_len, query);
 	CURL *c = px_s3_curl();
 	struct curl_slist *hdrs = NULL;
 	long status = -1;

@@ -14,8 +14,10 @@
 
 /*
  * DESIGN
- * S3 buckets are the native "ais" buckets: CreateBucket and DeleteBucket go through the same
- * BMD mutations as the native API (the host's bucket_create / bucket_destroy). Buckets created
+ * Buckets created through S3 are native "ais" buckets: CreateBucket and DeleteBucket go through the
+ * same BMD mutations as the native API (the host's bucket_create / bucket_destroy); ListBuckets
+ * lists them. A remote bucket created with the native API is reached by its name too (route.c),
+ * but neither listed nor created nor deleted here. Buckets created
  * through S3 get MD5 checksums, because every S3 PUT computes the MD5 for the ETag anyway: the
  * target then hashes each object once instead of twice.
  */

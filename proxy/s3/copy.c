@@ -428,7 +428,7 @@ static void copy_to(px_s3_req_t *q, const char *put_url, bool part)
 	const copy_src_t *src = q->op;
 	copy_t c = {.q = q, .from = src, .part = part, .src = {.length = -1}};
 	struct curl_slist *get_hdrs = NULL;
-	char *get_url = px_s3_owner_url(src->bucket, src->key, src->key_len, NULL);
+	char *get_url = px_s3_owner_url("ais", src->bucket, src->key, src->key_len, NULL);
 	CURLM *m = curl_multi_init();
 	char date[40];
 
@@ -483,7 +483,7 @@ out:
 
 static void copy_work(px_s3_req_t *q)
 {
-	char *put_url = px_s3_owner_url(q->bucket, q->key, q->key_len, "etag=md5");
+	char *put_url = px_s3_owner_url(q->provider, q->bucket, q->key, q->key_len, "etag=md5");
 
 	copy_to(q, put_url, false);
 	free(put_url);
@@ -542,8 +542,17 @@ int px_s3_copy_source_prepare(px_s3_req_t *q, bool part)
 		return -1;
 	}
 	ft_bmd_t *bmd = ft_bmd_current();
-	bool exists = bmd != NULL && ft_bmd_find(bmd, "ais", src->bucket) != NULL;
+	bool exists = bmd != NULL && ft_bmd_find(bmd, "ais", src->bucket) != NULL, remote = false;
+	for (int i = 0; bmd != NULL && !exists && i < bmd->n; i++)
+		remote = remote || strcmp(bmd->buckets[i].name, src->bucket) == 0;
 	ft_bmd_put(bmd);
+	if (remote) {
+		px_s3_error(
+			q, PX_S3_NOT_IMPLEMENTED,
+			"Copying from remote bucket %s is not supported through the S3 API: GET the object and PUT it",
+			src->bucket);
+		return -1;
+	}
 	if (!exists) {
 		px_s3_error(q, PX_S3_NO_SUCH_BUCKET, "The source bucket does not exist");
 		return -1;

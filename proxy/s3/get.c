@@ -381,14 +381,14 @@ static char *get_url(px_s3_req_t *q, const char *query, char *id)
 	char *url, *both;
 
 	if (!q->public_anon)
-		return px_s3_owner_url_id(q->bucket, q->key, q->key_len, query, id);
+		return px_s3_owner_url_id(q->provider, q->bucket, q->key, q->key_len, query, id);
 	if (query == NULL || query[0] == '\0')
-		return px_s3_owner_url_unsigned(q->bucket, q->key, q->key_len, "ft_anon=1", id);
+		return px_s3_owner_url_unsigned(q->provider, q->bucket, q->key, q->key_len, "ft_anon=1", id);
 	both = malloc(strlen(query) + sizeof("&ft_anon=1"));
 	if (both == NULL)
 		return NULL;
 	sprintf(both, "%s&ft_anon=1", query);
-	url = px_s3_owner_url_unsigned(q->bucket, q->key, q->key_len, both, id);
+	url = px_s3_owner_url_unsigned(q->provider, q->bucket, q->key, q->key_len, both, id);
 	free(both);
 	return url;
 }

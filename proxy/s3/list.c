@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* S3 ListObjectsV2, ListObjects (v1) and ListObjectVersions: prefix, delimiter and CommonPrefixes, paging, url encoding, over the native fan-out. */
+/* S3 ListObjectsV2, ListObjects (v1) and ListObjectVersions: prefix, delimiter and CommonPrefixes, paging, url encoding, over the native fan-out or a remote bucket's backend. */
 #include "s3/s3.h"
 
 #include <errno.h>
@@ -24,6 +24,12 @@
  * common prefix not greater than the marker is never returned again, which makes a marker that
  * is itself a common prefix skip that whole "directory" - the S3 behaviour.
  *
+ * A remote bucket (aws, gcp, azure, ht) is walked through its backend's own listing instead
+ * (remote_walk), whose pages only the backend's opaque token reaches: our token then carries the
+ * token of the page the walk stopped in and the marker, and the names up to the marker in that
+ * page are skipped (a marker or start-after with no token reads from the first page). A
+ * "directory" is skipped name by name there, not in one step.
+ *
  * Memory: at most max-keys (<= 1000) items and one page of entries at a time.
  */
 
@@ -31,6 +37,7 @@
 #define LIST_FETCH_MAX 1000
 #define SKIP_SUFFIX "\xff\xff\xff\xff"
 #define TOKEN_MAGIC "ft1:"
+#define RTOKEN_MAGIC "fr1:" /* a remote bucket's: the backend's page token, '\n', the marker */
 
 typedef struct {
 	int version; /* 1, 2, or PX_S3_LIST_VERSIONS */
@@ -40,6 +47,7 @@ typedef struct {
 	const char *marker;    /* v1: as given */
 	const char *token;     /* v2: as given, NULL if none */
 	const char *start_after;
+	const char *btoken; /* remote bucket: the backend's token of the page the listing resumes in ("": the first) */
 	int max_keys;
 	bool url;   /* encoding-type=url */
 	bool owner; /* Owner in Contents */
@@ -54,33 +62,39 @@ typedef struct {
 	item_t *v;
 	int n;
 	bool truncated;
-	char *next; /* the last key or common prefix returned (owned), NULL if none */
+	char *next;   /* the last key or common prefix returned (owned), NULL if none */
+	char *btoken; /* remote bucket, truncated: the backend's token of the page it stopped in (owned) */
 } result_t;
 
-/* ---- continuation tokens: base64 of "ft1:" + the marker ---- */
+/*
+ * ---- continuation tokens: base64 of "ft1:" + the marker; of a remote bucket's listing, base64 of
+ * "fr1:" + the backend's token of the page holding the marker + '\n' + the marker ----
+ */
 
-static char *token_encode(const char *marker)
+/* The token for marker (btoken NULL) or for a remote bucket's marker in the page of btoken; malloc'd, NULL on OOM. */
+static char *token_encode(const char *btoken, const char *marker)
 {
-	size_t n = strlen(TOKEN_MAGIC) + strlen(marker);
-	char *raw = malloc(n + 1);
-	char *out = malloc(FT_BASE64_LEN(n) + 1);
+	char *raw = NULL, *out;
+	int n = btoken != NULL ? asprintf(&raw, "%s%s\n%s", RTOKEN_MAGIC, btoken, marker)
+			       : asprintf(&raw, "%s%s", TOKEN_MAGIC, marker);
 
-	if (raw == NULL || out == NULL) {
-		free(raw);
-		free(out);
+	if (n < 0)
 		return NULL;
-	}
-	snprintf(raw, n + 1, "%s%s", TOKEN_MAGIC, marker);
-	ft_base64_encode(raw, n, out);
+	if ((out = malloc(FT_BASE64_LEN((size_t)n) + 1)) != NULL)
+		ft_base64_encode(raw, (size_t)n, out);
 	free(raw);
 	return out;
 }
 
-/* The marker inside a token, in ft_req_alloc memory; NULL when the token is not one of ours. */
-static char *token_decode(ft_req_t *r, const char *token)
+/*
+ * The marker inside a token, in ft_req_alloc memory, and for a remote bucket (btoken not NULL) the
+ * backend's page token into *btoken; NULL when the token is not one of ours for this bucket's kind.
+ */
+static char *token_decode(ft_req_t *r, const char *token, const char **btoken)
 {
-	size_t n = strlen(token);
-	char *raw;
+	const char *magic = btoken != NULL ? RTOKEN_MAGIC : TOKEN_MAGIC;
+	size_t n = strlen(token), ml = strlen(magic);
+	char *raw, *nl;
 	long len;
 
 	if (n == 0 || n % 4 != 0 || n > 8192)
@@ -90,10 +104,15 @@ static char *token_decode(ft_req_t *r, const char *token)
 	if (len < 0)
 		return NULL;
 	raw[len] = '\0';
-	size_t ml = strlen(TOKEN_MAGIC);
-	if ((size_t)len < ml || memcmp(raw, TOKEN_MAGIC, ml) != 0 || memchr(raw, '\0', (size_t)len) != NULL)
+	if ((size_t)len < ml || memcmp(raw, magic, ml) != 0 || memchr(raw, '\0', (size_t)len) != NULL)
 		return NULL;
-	return (char *)raw + ml;
+	if (btoken == NULL)
+		return raw + ml;
+	if ((nl = strchr(raw + ml, '\n')) == NULL)
+		return NULL;
+	*nl = '\0';
+	*btoken = raw + ml;
+	return nl + 1;
 }
 
 /* ---- output ---- */
@@ -168,7 +187,7 @@ static void respond(px_s3_req_t *q, const list_args_t *a, const result_t *res)
 		if (a->token != NULL)
 			px_xml_elem(&x, "ContinuationToken", a->token);
 		if (res->truncated && res->next != NULL) {
-			next_token = token_encode(res->next);
+			next_token = token_encode(res->btoken, res->next);
 			if (next_token == NULL)
 				x.failed = true;
 			else
@@ -213,6 +232,7 @@ static void result_free(result_t *res)
 	}
 	free(res->v);
 	free(res->next);
+	free(res->btoken);
 }
 
 /* "<s>" followed by the skip suffix: sorts after every name that starts with s. NULL on OOM. */
@@ -321,6 +341,83 @@ static char *first_token(const list_args_t *a)
 	return strdup(a->start);
 }
 
+/* The S3 error for a failed listing page's status. */
+static px_s3_err_t page_error(int status)
+{
+	return status == 404                    ? PX_S3_NO_SUCH_BUCKET
+	       : status == 403                  ? PX_S3_ACCESS_DENIED
+	       : status >= 502 && status <= 504 ? PX_S3_SERVICE_UNAVAILABLE
+						: PX_S3_INTERNAL;
+}
+
+/* The entries of page named after resume (a new array; NULL on OOM). */
+static json_t *after(const json_t *page, const char *resume)
+{
+	json_t *out = json_array(), *e;
+	size_t i;
+
+	json_array_foreach(page, i, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+		if (out != NULL && name != NULL && strcmp(name, resume) > 0 && json_array_append(out, e) != 0) {
+			json_decref(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+/*
+ * A remote bucket's walk: its backend's own pages (in byte order, as S3, GCS and Azure list), from
+ * the page of a->btoken on, each name not after the resume point skipped (so also the rest of a
+ * common prefix). A truncated result keeps the token of the page it stopped in. 0, or -1 after
+ * responding.
+ */
+static int remote_walk(px_s3_req_t *q, const list_args_t *a, result_t *res)
+{
+	char *resume = first_token(a), *btoken = strdup(a->btoken), *next = NULL;
+	const char *last_cp = NULL;
+	int status = 0, state = WALK_MORE, rc = -1;
+	char why[512];
+
+	if (resume == NULL || btoken == NULL)
+		goto oom;
+	while (a->max_keys > 0 && state == WALK_MORE) {
+		json_t *page = NULL, *fresh;
+		if (q->host->rlist_page(q->host->ctx, q->provider, q->bucket, a->prefix, btoken, LIST_FETCH_MAX, &page,
+					&next, &status, why, sizeof(why)) != 0) {
+			px_s3_error(q, page_error(status), "%s", why);
+			goto out;
+		}
+		fresh = after(page, resume);
+		json_decref(page);
+		state = fresh != NULL ? consume(a, fresh, res, &resume, &last_cp) : -1;
+		json_decref(fresh);
+		if (state < 0)
+			goto oom;
+		if (state == WALK_FULL) {
+			res->btoken = btoken;
+			btoken = NULL;
+		} else if (next[0] == '\0') {
+			break;
+		} else {
+			free(btoken);
+			btoken = next;
+			next = NULL;
+		}
+		free(next);
+		next = NULL;
+	}
+	rc = 0;
+	goto out;
+oom:
+	px_s3_error(q, PX_S3_INTERNAL, "out of memory");
+out:
+	free(next);
+	free(btoken);
+	free(resume);
+	return rc;
+}
+
 static void list_work(px_s3_req_t *q)
 {
 	const list_args_t *a = q->op;
@@ -333,6 +430,11 @@ static void list_work(px_s3_req_t *q)
 	char why[512];
 
 	res.v = calloc((size_t)a->max_keys + 1, sizeof(*res.v));
+	if (res.v != NULL && px_s3_remote(q)) {
+		if (remote_walk(q, a, &res) == 0)
+			respond(q, a, &res);
+		goto out;
+	}
 	resume = first_token(a);
 	if (res.v == NULL || resume == NULL)
 		goto oom;
@@ -342,7 +444,7 @@ static void list_work(px_s3_req_t *q)
 			want = LIST_FETCH_MAX;
 		if (q->host->list_page(q->host->ctx, q->bucket, a->prefix, resume, want, &entries, &more, &status, why,
 				       sizeof(why)) != 0) {
-			px_s3_error(q, status == 503 ? PX_S3_SERVICE_UNAVAILABLE : PX_S3_INTERNAL, "%s", why);
+			px_s3_error(q, page_error(status), "%s", why);
 			goto out;
 		}
 		state = consume(a, entries, &res, &resume, &last_cp);
@@ -417,8 +519,9 @@ void px_s3_list_objects(px_s3_req_t *q, int version)
 		a->start_after = ft_req_query(r, "start-after");
 		a->owner = strcmp(query_or(r, "fetch-owner", "false"), "true") == 0;
 		a->start = a->start_after != NULL ? a->start_after : "";
+		a->btoken = "";
 		if (a->token != NULL) {
-			const char *m = token_decode(r, a->token);
+			const char *m = token_decode(r, a->token, px_s3_remote(q) ? &a->btoken : NULL);
 			if (m == NULL) {
 				px_s3_error(q, PX_S3_INVALID_ARGUMENT, "The continuation token provided is incorrect");
 				return;
@@ -436,10 +539,12 @@ void px_s3_list_objects(px_s3_req_t *q, int version)
 			return;
 		}
 		a->start = a->marker; /* one version a key: the key marker's versions are all listed */
+		a->btoken = "";
 		a->owner = true;
 	} else {
 		a->marker = query_or(r, "marker", "");
 		a->start = a->marker;
+		a->btoken = "";
 		a->owner = true;
 	}
 	q->op = a;

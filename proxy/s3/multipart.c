@@ -134,7 +134,7 @@ static void target_error(px_s3_req_t *q, long status, const json_t *resp, px_s3_
 /* The owning target's object URL with query (malloc'd); NULL after responding when there is no target. */
 static char *target_url(px_s3_req_t *q, const char *query)
 {
-	char *url = px_s3_owner_url(q->bucket, q->key, q->key_len, query);
+	char *url = px_s3_owner_url(q->provider, q->bucket, q->key, q->key_len, query);
 
 	if (!url)
 		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "the cluster has no targets");

@@ -38,7 +38,7 @@
 static void put_work(px_s3_req_t *q)
 {
 	px_s3_target_reply_t reply;
-	char *url = px_s3_owner_url(q->bucket, q->key, q->key_len, "etag=md5");
+	char *url = px_s3_owner_url(q->provider, q->bucket, q->key, q->key_len, "etag=md5");
 	px_s3_err_t e;
 
 	if (url == NULL) {
@@ -130,7 +130,7 @@ static size_t discard_cb(char *buf, size_t size, size_t nitems, void *arg)
 
 static void delete_work(px_s3_req_t *q)
 {
-	char *url = px_s3_owner_url(q->bucket, q->key, q->key_len, NULL);
+	char *url = px_s3_owner_url(q->provider, q->bucket, q->key, q->key_len, NULL);
 	CURL *h = px_s3_curl();
 	long status = 0;
 	CURLcode rc;
@@ -189,7 +189,7 @@ static void delete_one(void *arg, int i)
 
 	if (!d->valid)
 		return;
-	url = px_s3_owner_url(d->bucket, d->key, d->key_len, NULL);
+	url = px_s3_owner_url("ais", d->bucket, d->key, d->key_len, NULL);
 	if (url == NULL) {
 		d->rc = -1;
 		snprintf(d->err, sizeof(d->err), "no target for the object");
@@ -367,7 +367,7 @@ static bool attrs_valid(const char *list)
 static void attributes_work(px_s3_req_t *q)
 {
 	const char *list = ft_req_header(q->r, "x-amz-object-attributes");
-	char *url = px_s3_owner_url(q->bucket, q->key, q->key_len, NULL);
+	char *url = px_s3_owner_url(q->provider, q->bucket, q->key, q->key_len, NULL);
 	CURL *h = px_s3_curl();
 	attrs_t a;
 	long status = 0;

@@ -334,29 +334,34 @@ void px_s3_defer(px_s3_req_t *q, void (*fn)(px_s3_req_t *q))
 
 /* ---- URLs ---- */
 
-char *px_s3_owner_url(const char *bucket, const char *key, size_t key_len, const char *query)
+char *px_s3_owner_url(const char *provider, const char *bucket, const char *key, size_t key_len, const char *query)
 {
 	char id[FT_ID_MAX];
 
-	return px_s3_owner_url_id(bucket, key, key_len, query, id);
+	return px_s3_owner_url_id(provider, bucket, key, key_len, query, id);
 }
 
-static char *owner_url(const char *bucket, const char *key, size_t key_len, const char *query, char *id, bool sign);
+static char *owner_url(const char *provider, const char *bucket, const char *key, size_t key_len, const char *query,
+		       char *id, bool sign);
 
-char *px_s3_owner_url_id(const char *bucket, const char *key, size_t key_len, const char *query, char *id)
+char *px_s3_owner_url_id(const char *provider, const char *bucket, const char *key, size_t key_len, const char *query,
+			 char *id)
 {
-	return owner_url(bucket, key, key_len, query, id, true);
+	return owner_url(provider, bucket, key, key_len, query, id, true);
 }
 
-char *px_s3_owner_url_unsigned(const char *bucket, const char *key, size_t key_len, const char *query, char *id)
+char *px_s3_owner_url_unsigned(const char *provider, const char *bucket, const char *key, size_t key_len,
+			       const char *query, char *id)
 {
-	return owner_url(bucket, key, key_len, query, id, false);
+	return owner_url(provider, bucket, key, key_len, query, id, false);
 }
 
-static char *owner_url(const char *bucket, const char *key, size_t key_len, const char *query, char *id, bool sign)
+static char *owner_url(const char *provider, const char *bucket, const char *key, size_t key_len, const char *query,
+		       char *id, bool sign)
 {
 	ft_smap_t *smap = ft_smap_current();
-	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, "ais", bucket, key, key_len) : NULL;
+	const ft_node_t *owner = smap != NULL ? ft_smap_owner(smap, provider, bucket, key, key_len) : NULL;
+	bool remote = strcmp(provider, "ais") != 0, has_query = query != NULL && query[0];
 	char *eb = NULL, *ek = NULL, *url = NULL;
 
 	id[0] = '\0';
@@ -368,11 +373,15 @@ static char *owner_url(const char *bucket, const char *key, size_t key_len, cons
 	if (eb == NULL || ek == NULL)
 		goto out;
 	ft_strbuf_t b = {0};
-	ft_strbuf_addf(&b, "%s/v1/objects/%s/%s%s%s", owner->public_url, eb, ek, query != NULL && query[0] ? "?" : "",
-		       query != NULL ? query : "");
+	ft_strbuf_addf(&b, "%s/v1/objects/%s/%s", owner->public_url, eb, ek);
+	if (remote)
+		ft_strbuf_addf(&b, "?provider=%s%s", provider, has_query ? "&" : "");
+	else if (has_query)
+		ft_strbuf_addf(&b, "?");
+	ft_strbuf_addf(&b, "%s", has_query ? query : "");
 	/* The proxy speaks for a client it authenticated: a URL any method may use (never leaves the cluster). */
 	if (sign && ft_auth()->enabled)
-		ft_urlsig_append(&b, query != NULL && query[0], ft_auth()->url_key, FT_URLSIG_ANY_METHOD, "ais", bucket,
+		ft_urlsig_append(&b, remote || has_query, ft_auth()->url_key, FT_URLSIG_ANY_METHOD, provider, bucket,
 				 key, key_len, time(NULL));
 	if (b.failed)
 		ft_strbuf_free(&b);
@@ -972,16 +981,57 @@ static void dispatch_service(px_s3_req_t *q)
 		px_s3_error(q, PX_S3_METHOD_NOT_ALLOWED, NULL);
 }
 
-/* True when the bucket exists; otherwise responds NoSuchBucket. */
-static bool bucket_exists(px_s3_req_t *q)
+bool px_s3_remote(const px_s3_req_t *q)
+{
+	return strcmp(q->provider, "ais") != 0;
+}
+
+/*
+ * The bucket q names, found by its name alone as S3 clients know it: the ais bucket of that name,
+ * else the one remote bucket (aws, gcp, azure, ht) of that name. Sets q->provider; false after
+ * responding (NoSuchBucket; InvalidBucketState when remote buckets of several providers share it).
+ */
+static bool bucket_resolve(px_s3_req_t *q)
 {
 	ft_bmd_t *bmd = ft_bmd_current();
-	bool ok = bmd != NULL && ft_bmd_find(bmd, "ais", q->bucket) != NULL;
+	char providers[64] = "";
+	int found = 0;
 
+	if (bmd != NULL && ft_bmd_find(bmd, "ais", q->bucket) != NULL) {
+		snprintf(q->provider, sizeof(q->provider), "ais");
+		found = 1;
+	}
+	for (int i = 0; bmd != NULL && i < bmd->n && (found == 0 || strcmp(q->provider, "ais") != 0); i++) {
+		const ft_bucket_t *b = &bmd->buckets[i];
+		size_t len = strlen(providers);
+		if (strcmp(b->name, q->bucket) != 0)
+			continue;
+		if (found++ == 0)
+			snprintf(q->provider, sizeof(q->provider), "%s", b->provider);
+		snprintf(providers + len, sizeof(providers) - len, "%s%s", len > 0 ? ", " : "", b->provider);
+	}
 	ft_bmd_put(bmd);
-	if (!ok)
+	if (found == 1)
+		return true;
+	if (found == 0)
 		px_s3_error(q, PX_S3_NO_SUCH_BUCKET, NULL);
-	return ok;
+	else
+		px_s3_error(q, PX_S3_AMBIGUOUS_BUCKET,
+			    "Remote buckets of several providers are named %s (%s): read them with the native API "
+			    "(/v1/objects/%s/<key>?provider=...)",
+			    q->bucket, providers, q->bucket);
+	return false;
+}
+
+/* Responds NotImplemented for what the S3 API does not do on a remote bucket; false then. */
+static bool remote_ok(px_s3_req_t *q, bool allowed, const char *what)
+{
+	if (!px_s3_remote(q) || allowed)
+		return true;
+	px_s3_error(q, PX_S3_NOT_IMPLEMENTED,
+		    "%s is not supported on %s bucket %s through the S3 API (remote buckets: GET, HEAD, list%s)", what,
+		    q->provider, q->bucket, strcmp(q->provider, "ht") != 0 ? ", PUT and DELETE of single objects" : "");
+	return false;
 }
 
 /* Sets up the body reader; false after responding with the error. */
@@ -1012,7 +1062,15 @@ static void dispatch_bucket(px_s3_req_t *q)
 		px_s3_error(q, PX_S3_ACCESS_DENIED, "anonymous requests may only read public-read data");
 		return;
 	}
-	if (!bucket_exists(q))
+	if (!bucket_resolve(q))
+		return;
+	if (!remote_ok(q,
+		       (m == FT_HTTP_HEAD || m == FT_HTTP_GET) && ft_req_query(r, "uploads") == NULL &&
+			       (sub == NULL || strcmp(sub, "versions") == 0),
+		       m == FT_HTTP_DELETE && sub == NULL ? "DeleteBucket"
+		       : m == FT_HTTP_POST                ? "DeleteObjects"
+		       : sub != NULL                      ? "This bucket subresource"
+							  : "Listing multipart uploads"))
 		return;
 	switch (m) {
 	case FT_HTTP_HEAD:
@@ -1075,6 +1133,29 @@ static bool key_ok(px_s3_req_t *q)
 	return false;
 }
 
+/* On a remote bucket: a plain GET or HEAD, and PUT or DELETE of one object unless read-only (ht); false after responding. */
+static bool remote_object_ok(px_s3_req_t *q, const char *sub, const char *upload)
+{
+	ft_req_t *r = q->r;
+	ft_method_t m = ft_req_method(r);
+	bool plain = sub == NULL && upload == NULL && ft_req_query(r, "uploads") == NULL &&
+		     ft_req_query(r, "partNumber") == NULL;
+	bool write = m == FT_HTTP_PUT || m == FT_HTTP_DELETE;
+
+	if (plain && write && px_s3_remote(q) && strcmp(q->provider, "ht") == 0) {
+		px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "ht bucket %s is read-only: an HTTP origin takes no writes",
+			    q->bucket);
+		return false;
+	}
+	if (m == FT_HTTP_PUT && ft_req_header(r, "x-amz-copy-source") != NULL)
+		return remote_ok(q, false, "CopyObject");
+	return remote_ok(q, plain && (m == FT_HTTP_GET || m == FT_HTTP_HEAD || write),
+			 upload != NULL || ft_req_query(r, "uploads") != NULL || ft_req_query(r, "partNumber") != NULL
+				 ? "A multipart upload"
+			 : sub != NULL ? "This object subresource"
+				       : "This request");
+}
+
 static void dispatch_object(px_s3_req_t *q)
 {
 	ft_req_t *r = q->r;
@@ -1083,7 +1164,7 @@ static void dispatch_object(px_s3_req_t *q)
 	const char *upload = ft_req_query(r, "uploadId");
 	const char *version = ft_req_query(r, "versionId");
 
-	if (!bucket_exists(q) || !key_ok(q))
+	if (!bucket_resolve(q) || !key_ok(q) || !remote_object_ok(q, sub, upload))
 		return;
 	if (version != NULL && strcmp(version, "null") != 0) {
 		px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "Object versions are not supported");

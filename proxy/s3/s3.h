@@ -82,6 +82,7 @@ typedef enum {
 	PX_S3_METHOD_NOT_ALLOWED,
 	PX_S3_MISSING_CONTENT_LENGTH,
 	PX_S3_NO_SUCH_BUCKET,
+	PX_S3_AMBIGUOUS_BUCKET, /* InvalidBucketState: remote buckets of several providers share the name */
 	PX_S3_NO_SUCH_KEY,
 	PX_S3_NO_SUCH_UPLOAD,
 	PX_S3_NOT_IMPLEMENTED,
@@ -144,6 +145,13 @@ typedef struct {
 	int (*list_page)(void *ctx, const char *bucket, const char *prefix, const char *token, int pagesize,
 			 json_t **entries, bool *more, int *status, char *why, size_t cap);
 	/*
+	 * One page of remote bucket's own listing (its backend's): names starting with prefix from the backend's
+	 * page token ("" first), at most pagesize; 0 with *entries (caller owns) and *next (the next page's token,
+	 * "" at the end; caller frees), or -1 with *status and why.
+	 */
+	int (*rlist_page)(void *ctx, const char *provider, const char *bucket, const char *prefix, const char *token,
+			  int pagesize, json_t **entries, char **next, int *status, char *why, size_t cap);
+	/*
 	 * The relay could not connect to target id: 0 when the daemon took it out of the cluster map (every node
 	 * holds the new map on return, so the object's new owner serves a retry), -1 when it is alive. May be NULL.
 	 */
@@ -162,6 +170,7 @@ typedef struct px_s3_req {
 	ft_req_t *r;
 	px_s3_style_t style;
 	char bucket[FT_BUCKET_NAME_MAX + 1]; /* "" for service requests (ListBuckets) */
+	char provider[16];                   /* the bucket's: "ais", or remote (aws, gcp, azure, ht); route.c */
 	const char *key;                     /* decoded object key, NUL-terminated; "" for bucket requests */
 	size_t key_len;
 	const char *resource;       /* "/<bucket>/<key>" for error bodies */
@@ -219,15 +228,20 @@ int64_t px_s3_body_length(const px_s3_req_t *q);
 px_s3_err_t px_s3_body_all(px_s3_req_t *q, size_t max, char **body, size_t *len);
 
 /*
- * The URL "<public_url of the owner>/v1/objects/<bucket>/<key>[?query]" of the target owning
- * bucket/key in the current cluster map, malloc'd (caller frees); NULL when the map has no
- * targets (or on allocation failure). query (already encoded) may be NULL. Any thread.
+ * The URL "<public_url of the owner>/v1/objects/<bucket>/<key>[?[provider=P&]query]" of the target
+ * owning provider/bucket/key in the current cluster map (provider=P for a remote bucket), malloc'd
+ * (caller frees); NULL when the map has no targets (or on allocation failure). query (already
+ * encoded) may be NULL. Any thread.
  */
-char *px_s3_owner_url(const char *bucket, const char *key, size_t key_len, const char *query);
+char *px_s3_owner_url(const char *provider, const char *bucket, const char *key, size_t key_len, const char *query);
 /* px_s3_owner_url, and the owner's id into id (FT_ID_MAX bytes; "" when there is none). */
-char *px_s3_owner_url_id(const char *bucket, const char *key, size_t key_len, const char *query, char *id);
+char *px_s3_owner_url_id(const char *provider, const char *bucket, const char *key, size_t key_len, const char *query,
+			 char *id);
 /* The same without the signature: an anonymous read of public data, which the target decides on (acl.c). */
-char *px_s3_owner_url_unsigned(const char *bucket, const char *key, size_t key_len, const char *query, char *id);
+char *px_s3_owner_url_unsigned(const char *provider, const char *bucket, const char *key, size_t key_len,
+			       const char *query, char *id);
+/* Whether q's bucket is a remote one (aws, gcp, azure, ht), which the S3 API serves in part (route.c). */
+bool px_s3_remote(const px_s3_req_t *q);
 
 /*
  * The calling worker's libcurl easy handle (a CURL *), reset, kept per thread so connections to

@@ -58,6 +58,8 @@ static const err_info_t errors[PX_S3_ERR_COUNT] = {
 	[PX_S3_METHOD_NOT_ALLOWED] = {"MethodNotAllowed", 405, "The method is not allowed on this resource"},
 	[PX_S3_MISSING_CONTENT_LENGTH] = {"MissingContentLength", 411, "Content-Length is required"},
 	[PX_S3_NO_SUCH_BUCKET] = {"NoSuchBucket", 404, "The bucket does not exist"},
+	[PX_S3_AMBIGUOUS_BUCKET] = {"InvalidBucketState", 409,
+				    "Remote buckets of several providers have this name: the S3 API cannot tell which"},
 	[PX_S3_NO_SUCH_KEY] = {"NoSuchKey", 404, "The key does not exist"},
 	[PX_S3_NO_SUCH_UPLOAD] = {"NoSuchUpload", 404, "The multipart upload does not exist"},
 	[PX_S3_NOT_IMPLEMENTED] = {"NotImplemented", 501, "This operation is not implemented"},

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/codec.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "cloud/backend.h"
@@ -311,6 +312,21 @@ typedef struct {
  * Starts the response for an object of size (-1 unknown), sent from fd: 200, 206 for a Range, or
  * 416/400 (then done).
  */
+/* What the backend states of an object, as the headers of a stored one: ETag, Ais-Version, Last-Modified. */
+static void backend_meta_headers(ft_req_t *r, const ft_backend_meta_t *m)
+{
+	char date[FT_DATE_HTTP_MAX];
+
+	if (m->etag[0])
+		ft_resp_headerf(r, "ETag", "\"%s\"", m->etag);
+	if (m->version[0])
+		ft_resp_header(r, "Ais-Version", m->version);
+	if (m->mtime_ns > 0) {
+		ft_date_format_http((time_t)(m->mtime_ns / 1000000000), date);
+		ft_resp_header(r, "Last-Modified", date);
+	}
+}
+
 static void sink_start(sink_t *s, ft_req_t *r, const tgt_obj_t *o, int fd, int64_t size, const ft_backend_meta_t *m)
 {
 	const char *range = r != NULL ? ft_req_header(r, "Range") : NULL;
@@ -350,10 +366,7 @@ static void sink_start(sink_t *s, ft_req_t *r, const tgt_obj_t *o, int fd, int64
 			return;
 		}
 	}
-	if (m->etag[0])
-		ft_resp_headerf(r, "ETag", "\"%s\"", m->etag);
-	if (m->version[0])
-		ft_resp_header(r, "Ais-Version", m->version);
+	backend_meta_headers(r, m);
 	ft_resp_header(r, "Accept-Ranges", "bytes");
 	s->state = SINK_STREAMING;
 	if (ft_resp_stream_start(r, status, TGT_CONTENT_TYPE, s->len_known ? (int64_t)s->len : -1) != 0)
@@ -867,8 +880,7 @@ static void head_remote(ft_req_t *r, tgt_obj_t *o)
 		ft_resp_error(r, ft_backend_http_status(code), "%s/%s: %s", o->bucket, o->obj, err.msg);
 		return;
 	}
-	if (m.etag[0])
-		ft_resp_headerf(r, "ETag", "\"%s\"", m.etag);
+	backend_meta_headers(r, &m);
 	if (m.size >= 0)
 		ft_resp_headerf(r, "Ais-Size", "%" PRId64, m.size);
 	ft_resp_header(r, "Ais-Cached", "false");

@@ -254,7 +254,7 @@ def test_two_remote_buckets_of_one_name_are_ambiguous(cluster, s3, direct, s3rve
         for fn, kw in ((s3.get_object, {"Key": "k"}), (s3.head_object, {"Key": "k"}),
                        (s3.list_objects_v2, {}), (s3.list_objects, {}),
                        (s3.put_object, {"Key": "new", "Body": b"x"}), (s3.delete_object, {"Key": "k"})):
-            if fn is s3.head_object:
+            if fn.__name__ == "head_object":
                 expect_error("409", 409, fn, Bucket=name, **kw)  # HEAD: status only, no body
                 continue
             e = expect_error("InvalidBucketState", 409, fn, Bucket=name, **kw)

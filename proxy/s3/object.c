@@ -173,6 +173,7 @@ void px_s3_object_delete(px_s3_req_t *q)
 /* ---- DeleteObjects ---- */
 
 typedef struct {
+	const char *provider; /* the bucket's (remote ones write the delete through) */
 	const char *bucket;
 	const char *key;
 	size_t key_len;
@@ -189,7 +190,7 @@ static void delete_one(void *arg, int i)
 
 	if (!d->valid)
 		return;
-	url = px_s3_owner_url("ais", d->bucket, d->key, d->key_len, NULL);
+	url = px_s3_owner_url(d->provider, d->bucket, d->key, d->key_len, NULL);
 	if (url == NULL) {
 		d->rc = -1;
 		snprintf(d->err, sizeof(d->err), "no target for the object");
@@ -241,6 +242,7 @@ static void delete_objects_work(px_s3_req_t *q)
 		goto out;
 	}
 	for (int i = 0; i < req.n; i++) {
+		items[i].provider = q->provider;
 		items[i].bucket = q->bucket;
 		items[i].key = req.keys[i];
 		items[i].key_len = req.key_lens[i];

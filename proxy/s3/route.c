@@ -1023,6 +1023,15 @@ static bool bucket_resolve(px_s3_req_t *q)
 	return false;
 }
 
+/* Writes to an ht bucket (an HTTP origin, read-only): NotImplemented; false then. */
+static bool remote_write_ok(px_s3_req_t *q)
+{
+	if (strcmp(q->provider, "ht") != 0)
+		return true;
+	px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "ht bucket %s is read-only: an HTTP origin takes no writes", q->bucket);
+	return false;
+}
+
 /* Responds NotImplemented for what the S3 API does not do on a remote bucket; false then. */
 static bool remote_ok(px_s3_req_t *q, bool allowed, const char *what)
 {
@@ -1030,7 +1039,7 @@ static bool remote_ok(px_s3_req_t *q, bool allowed, const char *what)
 		return true;
 	px_s3_error(q, PX_S3_NOT_IMPLEMENTED,
 		    "%s is not supported on %s bucket %s through the S3 API (remote buckets: GET, HEAD, list%s)", what,
-		    q->provider, q->bucket, strcmp(q->provider, "ht") != 0 ? ", PUT and DELETE of single objects" : "");
+		    q->provider, q->bucket, strcmp(q->provider, "ht") != 0 ? ", PUT, DELETE and DeleteObjects" : "");
 	return false;
 }
 
@@ -1045,6 +1054,24 @@ static bool body_ok(px_s3_req_t *q)
 		return false;
 	}
 	return true;
+}
+
+/* On a remote bucket: HEAD, listings and DeleteObjects (not on ht); false after responding. */
+static bool remote_bucket_ok(px_s3_req_t *q, const char *sub)
+{
+	ft_req_t *r = q->r;
+	ft_method_t m = ft_req_method(r);
+	bool list = (m == FT_HTTP_HEAD || m == FT_HTTP_GET) && ft_req_query(r, "uploads") == NULL &&
+		    (sub == NULL || strcmp(sub, "versions") == 0);
+	bool delete_objects = m == FT_HTTP_POST && sub == NULL && ft_req_query(r, "delete") != NULL;
+
+	if (delete_objects && !remote_write_ok(q))
+		return false;
+	return remote_ok(q, list || delete_objects,
+			 m == FT_HTTP_DELETE && sub == NULL ? "DeleteBucket"
+			 : sub != NULL                      ? "This bucket subresource"
+			 : m == FT_HTTP_GET                 ? "Listing multipart uploads"
+							    : "This request");
 }
 
 static void dispatch_bucket(px_s3_req_t *q)
@@ -1064,13 +1091,7 @@ static void dispatch_bucket(px_s3_req_t *q)
 	}
 	if (!bucket_resolve(q))
 		return;
-	if (!remote_ok(q,
-		       (m == FT_HTTP_HEAD || m == FT_HTTP_GET) && ft_req_query(r, "uploads") == NULL &&
-			       (sub == NULL || strcmp(sub, "versions") == 0),
-		       m == FT_HTTP_DELETE && sub == NULL ? "DeleteBucket"
-		       : m == FT_HTTP_POST                ? "DeleteObjects"
-		       : sub != NULL                      ? "This bucket subresource"
-							  : "Listing multipart uploads"))
+	if (!remote_bucket_ok(q, sub))
 		return;
 	switch (m) {
 	case FT_HTTP_HEAD:
@@ -1142,11 +1163,8 @@ static bool remote_object_ok(px_s3_req_t *q, const char *sub, const char *upload
 		     ft_req_query(r, "partNumber") == NULL;
 	bool write = m == FT_HTTP_PUT || m == FT_HTTP_DELETE;
 
-	if (plain && write && px_s3_remote(q) && strcmp(q->provider, "ht") == 0) {
-		px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "ht bucket %s is read-only: an HTTP origin takes no writes",
-			    q->bucket);
+	if (plain && write && !remote_write_ok(q))
 		return false;
-	}
 	if (m == FT_HTTP_PUT && ft_req_header(r, "x-amz-copy-source") != NULL)
 		return remote_ok(q, false, "CopyObject");
 	return remote_ok(q, plain && (m == FT_HTTP_GET || m == FT_HTTP_HEAD || write),

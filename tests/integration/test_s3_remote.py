@@ -139,6 +139,7 @@ def expect_error(code, status, fn, *args, **kw):
 def expect_not_implemented(fn, *args, **kw):
     e = expect_error("NotImplemented", 501, fn, *args, **kw)
     assert e.response["Error"].get("Message", "").strip(), e.response
+    return e
 
 
 def body(resp):
@@ -429,6 +430,36 @@ def test_aws_delete_writes_through(cluster, s3, direct, aws):
     assert s3.delete_object(Bucket=name, Key=key)["ResponseMetadata"]["HTTPStatusCode"] == 204
 
 
+def test_aws_delete_objects_writes_through(cluster, s3, direct, s3rver):
+    # DeleteObjects (what `aws s3 rm --recursive` sends): every key deleted on the backend and from the cache; a
+    # key the backend never had is reported deleted, as S3 does.
+    objects = {"a": b"1" * 100, "b": b"2" * 200, "keep": b"3" * 300}
+    name, backend = new_aws_bucket(cluster, direct, s3rver, objects)
+    try:
+        assert body(s3.get_object(Bucket=name, Key="a")) == objects["a"]  # cached
+        assert len(cached_files(cluster, "aws", name, "a")) == 1
+        r = s3.delete_objects(Bucket=name, Delete={"Objects": [{"Key": "a"}, {"Key": "b"}, {"Key": "never"}]})
+        assert sorted(d["Key"] for d in r.get("Deleted", [])) == ["a", "b", "never"], r
+        assert not r.get("Errors"), r
+        assert direct_keys(direct, backend) == {"keep": 300}
+        assert cached_files(cluster, "aws", name, "a") == []
+        expect_error("NoSuchKey", 404, s3.get_object, Bucket=name, Key="b")
+        assert body(s3.get_object(Bucket=name, Key="keep")) == objects["keep"]
+    finally:
+        destroy_remote(cluster, name, "aws")
+
+
+def test_ht_delete_objects_not_implemented(cluster, s3, origin):
+    name, sub = new_ht_bucket(cluster, origin, {"src": SRC})
+    try:
+        e = expect_not_implemented(s3.delete_objects, Bucket=name, Delete={"Objects": [{"Key": "src"}]})
+        assert "read-only" in e.response["Error"]["Message"]
+        assert origin_files(origin, sub) == {"src": SRC}
+        assert body(s3.get_object(Bucket=name, Key="src")) == SRC
+    finally:
+        destroy_remote(cluster, name, "ht")
+
+
 # ---- ht: read-only ----
 
 def test_ht_cold_then_warm_get(cluster, s3, origin, ht):
@@ -495,7 +526,6 @@ REFUSED = {
     "put_object_tagging": lambda s3, b, ais: s3.put_object_tagging(Bucket=b, Key="src", Tagging=TAGS),
     "delete_object_tagging": lambda s3, b, ais: s3.delete_object_tagging(Bucket=b, Key="src"),
     "get_bucket_tagging": lambda s3, b, ais: s3.get_bucket_tagging(Bucket=b),
-    "delete_objects": lambda s3, b, ais: s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "src"}]}),
     "delete_bucket": lambda s3, b, ais: s3.delete_bucket(Bucket=b),
 }
 

@@ -27,8 +27,9 @@
  * A remote bucket (aws, gcp, azure, ht) is walked through its backend's own listing instead
  * (remote_walk), whose pages only the backend's opaque token reaches: our token then carries the
  * token of the page the walk stopped in and the marker, and the names up to the marker in that
- * page are skipped (a marker or start-after with no token reads from the first page). A
- * "directory" is skipped name by name there, not in one step.
+ * page are skipped. A marker with no token (v1, ListObjectVersions, start-after) reads from the
+ * first page, unless it is one this proxy handed out lately (listmark.c keeps the page it is in).
+ * A "directory" is skipped name by name there, not in one step.
  *
  * Memory: at most max-keys (<= 1000) items and one page of entries at a time.
  */
@@ -374,7 +375,11 @@ static json_t *after(const json_t *page, const char *resume)
  */
 static int remote_walk(px_s3_req_t *q, const list_args_t *a, result_t *res)
 {
-	char *resume = first_token(a), *btoken = strdup(a->btoken), *next = NULL;
+	/* a marker without a token (v1, versions): the page a truncated answer of ours left it in, if known */
+	char *marked = a->btoken[0] == '\0' && a->start[0] != '\0'
+			       ? px_s3_listmark_get(q->provider, q->bucket, a->prefix, a->start)
+			       : NULL;
+	char *resume = first_token(a), *btoken = marked != NULL ? marked : strdup(a->btoken), *next = NULL;
 	const char *last_cp = NULL;
 	int status = 0, state = WALK_MORE, rc = -1;
 	char why[512];
@@ -385,9 +390,17 @@ static int remote_walk(px_s3_req_t *q, const list_args_t *a, result_t *res)
 		json_t *page = NULL, *fresh;
 		if (q->host->rlist_page(q->host->ctx, q->provider, q->bucket, a->prefix, btoken, LIST_FETCH_MAX, &page,
 					&next, &status, why, sizeof(why)) != 0) {
+			if (marked != NULL && res->n == 0) { /* a kept token gone stale: once more from the start */
+				free(btoken);
+				marked = NULL;
+				if ((btoken = strdup("")) == NULL)
+					goto oom;
+				continue;
+			}
 			px_s3_error(q, page_error(status), "%s", why);
 			goto out;
 		}
+		marked = NULL; /* it worked, or was not used */
 		fresh = after(page, resume);
 		json_decref(page);
 		state = fresh != NULL ? consume(a, fresh, res, &resume, &last_cp) : -1;
@@ -397,6 +410,8 @@ static int remote_walk(px_s3_req_t *q, const list_args_t *a, result_t *res)
 		if (state == WALK_FULL) {
 			res->btoken = btoken;
 			btoken = NULL;
+			if (a->version != 2 && res->next != NULL)
+				px_s3_listmark_put(q->provider, q->bucket, a->prefix, res->next, res->btoken);
 		} else if (next[0] == '\0') {
 			break;
 		} else {

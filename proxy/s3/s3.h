@@ -243,6 +243,14 @@ char *px_s3_owner_url_unsigned(const char *provider, const char *bucket, const c
 /* Whether q's bucket is a remote one (aws, gcp, azure, ht), which the S3 API serves in part (route.c). */
 bool px_s3_remote(const px_s3_req_t *q);
 
+/* ---- listmark.c: where a remote bucket's listing resumes after a marker handed out (v1, versions) ---- */
+
+/* Keeps btoken, the backend's token of the page holding marker, for a listing of provider/bucket under prefix. */
+void px_s3_listmark_put(const char *provider, const char *bucket, const char *prefix, const char *marker,
+			const char *btoken);
+/* The token kept for marker (malloc'd, caller frees), or NULL. Any thread. */
+char *px_s3_listmark_get(const char *provider, const char *bucket, const char *prefix, const char *marker);
+
 /*
  * The calling worker's libcurl easy handle (a CURL *), reset, kept per thread so connections to
  * targets are reused; NULL when libcurl fails. Never clean it up: the thread's exit does.

@@ -430,6 +430,34 @@ def test_aws_delete_writes_through(cluster, s3, direct, aws):
     assert s3.delete_object(Bucket=name, Key=key)["ResponseMetadata"]["HTTPStatusCode"] == 204
 
 
+def backend_lists(s3rver, backend):
+    """How many listings of backend s3rver has served so far (its log)."""
+    return s3rver.log_path.read_text(errors="replace").count('Fetched bucket "%s"' % backend)
+
+
+def test_aws_list_v1_marker_resumes_in_the_backends_page(cluster, s3, direct, s3rver):
+    # ListObjects v1 pages by key, the backend by its own token: the key a truncated page ends with leads the next
+    # request straight to the backend page it is in (one backend listing), not through the pages before it (two
+    # here: 1,005 keys, backend pages of 1,000). A marker never handed out is still answered right, from the start.
+    keys = ["k%04d" % i for i in range(1005)]
+    name, backend = unique("rm"), unique("be")
+    direct.create_bucket(Bucket=backend)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda k: direct.put_object(Bucket=backend, Key=k, Body=b"v"), keys))
+    create_remote(cluster.url, name, "aws", aws_props(s3rver, backend))
+    try:
+        first = s3.list_objects(Bucket=name, MaxKeys=1000)
+        assert first["IsTruncated"] and [o["Key"] for o in first["Contents"]] == keys[:1000]
+        before = backend_lists(s3rver, backend)
+        second = s3.list_objects(Bucket=name, MaxKeys=1000, Marker=first["NextMarker"])
+        assert [o["Key"] for o in second["Contents"]] == keys[1000:] and not second["IsTruncated"]
+        assert backend_lists(s3rver, backend) - before == 1, "the backend listed again from its first page"
+        other = s3.list_objects(Bucket=name, MaxKeys=3, Marker="k0500")
+        assert [o["Key"] for o in other["Contents"]] == keys[501:504]
+    finally:
+        destroy_remote(cluster, name, "aws")
+
+
 def test_aws_delete_objects_writes_through(cluster, s3, direct, s3rver):
     # DeleteObjects (what `aws s3 rm --recursive` sends): every key deleted on the backend and from the cache; a
     # key the backend never had is reported deleted, as S3 does.

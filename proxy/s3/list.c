@@ -370,8 +370,9 @@ static json_t *after(const json_t *page, const char *resume)
 /*
  * A remote bucket's walk: its backend's own pages (in byte order, as S3, GCS and Azure list), from
  * the page of a->btoken on, each name not after the resume point skipped (so also the rest of a
- * common prefix). A truncated result keeps the token of the page it stopped in. 0, or -1 after
- * responding.
+ * common prefix). A truncated result keeps the token of the page it stopped in, or of the next
+ * page when it filled up at the end of one (no backend call only to learn that more follow). 0, or
+ * -1 after responding.
  */
 static int remote_walk(px_s3_req_t *q, const list_args_t *a, result_t *res)
 {
@@ -410,10 +411,13 @@ static int remote_walk(px_s3_req_t *q, const list_args_t *a, result_t *res)
 		if (state == WALK_FULL) {
 			res->btoken = btoken;
 			btoken = NULL;
-			if (a->version != 2 && res->next != NULL)
-				px_s3_listmark_put(q->provider, q->bucket, a->prefix, res->next, res->btoken);
 		} else if (next[0] == '\0') {
 			break;
+		} else if (res->n == a->max_keys) { /* full, and the backend has more: they start in its next page */
+			res->truncated = true;
+			res->btoken = next;
+			next = NULL;
+			state = WALK_FULL;
 		} else {
 			free(btoken);
 			btoken = next;
@@ -422,6 +426,8 @@ static int remote_walk(px_s3_req_t *q, const list_args_t *a, result_t *res)
 		free(next);
 		next = NULL;
 	}
+	if (res->truncated && a->version != 2 && res->next != NULL && res->btoken != NULL)
+		px_s3_listmark_put(q->provider, q->bucket, a->prefix, res->next, res->btoken);
 	rc = 0;
 	goto out;
 oom:

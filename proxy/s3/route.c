@@ -1023,6 +1023,12 @@ static bool bucket_resolve(px_s3_req_t *q)
 	return false;
 }
 
+/* Whether q's bucket is a remote bucket that takes writes (aws, gcp, azure: written through; ht is read-only). */
+static bool remote_writable(const px_s3_req_t *q)
+{
+	return px_s3_remote(q) && strcmp(q->provider, "ht") != 0;
+}
+
 /* Responds NotImplemented for what the S3 API does not do on a remote bucket; false then. */
 static bool remote_ok(px_s3_req_t *q, bool allowed, const char *what)
 {
@@ -1030,7 +1036,7 @@ static bool remote_ok(px_s3_req_t *q, bool allowed, const char *what)
 		return true;
 	px_s3_error(q, PX_S3_NOT_IMPLEMENTED,
 		    "%s is not supported on %s bucket %s through the S3 API (remote buckets: GET, HEAD, list%s)", what,
-		    q->provider, q->bucket, strcmp(q->provider, "ht") != 0 ? ", PUT and DELETE of single objects" : "");
+		    q->provider, q->bucket, remote_writable(q) ? ", PUT and DELETE of objects, multipart uploads" : "");
 	return false;
 }
 
@@ -1065,7 +1071,8 @@ static void dispatch_bucket(px_s3_req_t *q)
 	if (!bucket_resolve(q))
 		return;
 	if (!remote_ok(q,
-		       (m == FT_HTTP_HEAD || m == FT_HTTP_GET) && ft_req_query(r, "uploads") == NULL &&
+		       (m == FT_HTTP_HEAD || m == FT_HTTP_GET) &&
+			       (ft_req_query(r, "uploads") == NULL || remote_writable(q)) &&
 			       (sub == NULL || strcmp(sub, "versions") == 0),
 		       m == FT_HTTP_DELETE && sub == NULL ? "DeleteBucket"
 		       : m == FT_HTTP_POST                ? "DeleteObjects"
@@ -1133,7 +1140,12 @@ static bool key_ok(px_s3_req_t *q)
 	return false;
 }
 
-/* On a remote bucket: a plain GET or HEAD, and PUT or DELETE of one object unless read-only (ht); false after responding. */
+/*
+ * On a remote bucket: a plain GET or HEAD; unless read-only (ht), PUT and DELETE of one object and
+ * the multipart calls (CreateMultipartUpload, UploadPart, UploadPartCopy from an ais source,
+ * ListParts, Complete, Abort), which the owning target writes through on completion. False after
+ * responding.
+ */
 static bool remote_object_ok(px_s3_req_t *q, const char *sub, const char *upload)
 {
 	ft_req_t *r = q->r;
@@ -1141,19 +1153,22 @@ static bool remote_object_ok(px_s3_req_t *q, const char *sub, const char *upload
 	bool plain = sub == NULL && upload == NULL && ft_req_query(r, "uploads") == NULL &&
 		     ft_req_query(r, "partNumber") == NULL;
 	bool write = m == FT_HTTP_PUT || m == FT_HTTP_DELETE;
+	bool upload_call = sub == NULL && (upload != NULL || (m == FT_HTTP_POST && ft_req_query(r, "uploads") != NULL));
 
 	if (plain && write && px_s3_remote(q) && strcmp(q->provider, "ht") == 0) {
 		px_s3_error(q, PX_S3_NOT_IMPLEMENTED, "ht bucket %s is read-only: an HTTP origin takes no writes",
 			    q->bucket);
 		return false;
 	}
-	if (m == FT_HTTP_PUT && ft_req_header(r, "x-amz-copy-source") != NULL)
-		return remote_ok(q, false, "CopyObject");
-	return remote_ok(q, plain && (m == FT_HTTP_GET || m == FT_HTTP_HEAD || write),
-			 upload != NULL || ft_req_query(r, "uploads") != NULL || ft_req_query(r, "partNumber") != NULL
-				 ? "A multipart upload"
-			 : sub != NULL ? "This object subresource"
-				       : "This request");
+	if (m == FT_HTTP_PUT && ft_req_header(r, "x-amz-copy-source") != NULL) /* a remote source: copy.c */
+		return remote_ok(q, upload_call && remote_writable(q),
+				 upload != NULL ? "UploadPartCopy" : "CopyObject");
+	return remote_ok(
+		q, (plain && (m == FT_HTTP_GET || m == FT_HTTP_HEAD || write)) || (upload_call && remote_writable(q)),
+		upload != NULL || ft_req_query(r, "uploads") != NULL || ft_req_query(r, "partNumber") != NULL
+			? "A multipart upload"
+		: sub != NULL ? "This object subresource"
+			      : "This request");
 }
 
 static void dispatch_object(px_s3_req_t *q)

@@ -162,20 +162,13 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 		tgt_evict_object(r, o); /* jobs.c: the cached copy only */
 		return;
 	}
-	if (tgt_is_remote(o) && mpu) {
-		ft_resp_error(r, 501,
-			      "multipart upload to %s bucket \"%s\" is not built yet: remote buckets take "
-			      "single PUTs (written through to the backend)",
-			      o->provider, o->bucket);
-		return;
-	}
 	/* ht origins are read-only (common/backend_ht.c): refused before any body byte is read. */
-	if (strcmp(o->provider, "ht") == 0 && (m == FT_HTTP_PUT || m == FT_HTTP_DELETE)) {
+	if (strcmp(o->provider, "ht") == 0 && (m == FT_HTTP_PUT || m == FT_HTTP_DELETE || mpu)) {
 		ft_resp_header(r, "Allow", "GET, HEAD");
 		ft_resp_error(r, 501,
 			      "%s of objects in ht bucket \"%s\" is not supported: the ht provider "
 			      "(an HTTP origin) is read-only",
-			      ft_req_method_name(r), o->bucket);
+			      mpu ? "multipart upload" : ft_req_method_name(r), o->bucket);
 		return;
 	}
 	if (mpu) {

@@ -691,8 +691,8 @@ static int gather_uploads(px_s3_req_t *q, const char *prefix, fetch_t **fetches,
 	}
 	*n_fetches = n;
 	for (int i = 0; i < n; i++)
-		if (asprintf(&f[i].url, "%s/v1/mpu?provider=ais&bucket=%s&prefix=%s", smap->targets[i].control_url,
-			     bucket, pfx) < 0)
+		if (asprintf(&f[i].url, "%s/v1/mpu?provider=%s&bucket=%s&prefix=%s", smap->targets[i].control_url,
+			     q->provider, bucket, pfx) < 0)
 			f[i].url = NULL;
 	ft_fanout_run(q->host->fanout, fetch_uploads, f, n);
 	for (int i = 0; i < n; i++) {

@@ -1032,6 +1032,12 @@ static bool remote_write_ok(px_s3_req_t *q)
 	return false;
 }
 
+/* Whether q's bucket is a remote bucket that takes writes (aws, gcp, azure: written through; ht is read-only). */
+static bool remote_writable(const px_s3_req_t *q)
+{
+	return px_s3_remote(q) && strcmp(q->provider, "ht") != 0;
+}
+
 /* Responds NotImplemented for what the S3 API does not do on a remote bucket; false then. */
 static bool remote_ok(px_s3_req_t *q, bool allowed, const char *what)
 {
@@ -1039,7 +1045,8 @@ static bool remote_ok(px_s3_req_t *q, bool allowed, const char *what)
 		return true;
 	px_s3_error(q, PX_S3_NOT_IMPLEMENTED,
 		    "%s is not supported on %s bucket %s through the S3 API (remote buckets: GET, HEAD, list%s)", what,
-		    q->provider, q->bucket, strcmp(q->provider, "ht") != 0 ? ", PUT, DELETE and DeleteObjects" : "");
+		    q->provider, q->bucket,
+		    remote_writable(q) ? ", PUT, DELETE, DeleteObjects and multipart uploads" : "");
 	return false;
 }
 
@@ -1056,12 +1063,13 @@ static bool body_ok(px_s3_req_t *q)
 	return true;
 }
 
-/* On a remote bucket: HEAD, listings and DeleteObjects (not on ht); false after responding. */
+/* On a remote bucket: HEAD, listings, and unless read-only (ht) DeleteObjects and ListMultipartUploads; false after responding. */
 static bool remote_bucket_ok(px_s3_req_t *q, const char *sub)
 {
 	ft_req_t *r = q->r;
 	ft_method_t m = ft_req_method(r);
-	bool list = (m == FT_HTTP_HEAD || m == FT_HTTP_GET) && ft_req_query(r, "uploads") == NULL &&
+	bool list = (m == FT_HTTP_HEAD || m == FT_HTTP_GET) &&
+		    (ft_req_query(r, "uploads") == NULL || remote_writable(q)) &&
 		    (sub == NULL || strcmp(sub, "versions") == 0);
 	bool delete_objects = m == FT_HTTP_POST && sub == NULL && ft_req_query(r, "delete") != NULL;
 
@@ -1154,7 +1162,12 @@ static bool key_ok(px_s3_req_t *q)
 	return false;
 }
 
-/* On a remote bucket: a plain GET or HEAD, and PUT or DELETE of one object unless read-only (ht); false after responding. */
+/*
+ * On a remote bucket: a plain GET or HEAD; unless read-only (ht), PUT and DELETE of one object and
+ * the multipart calls (CreateMultipartUpload, UploadPart, UploadPartCopy from an ais source,
+ * ListParts, Complete, Abort), which the owning target writes through on completion. False after
+ * responding.
+ */
 static bool remote_object_ok(px_s3_req_t *q, const char *sub, const char *upload)
 {
 	ft_req_t *r = q->r;
@@ -1162,16 +1175,19 @@ static bool remote_object_ok(px_s3_req_t *q, const char *sub, const char *upload
 	bool plain = sub == NULL && upload == NULL && ft_req_query(r, "uploads") == NULL &&
 		     ft_req_query(r, "partNumber") == NULL;
 	bool write = m == FT_HTTP_PUT || m == FT_HTTP_DELETE;
+	bool upload_call = sub == NULL && (upload != NULL || (m == FT_HTTP_POST && ft_req_query(r, "uploads") != NULL));
 
 	if (plain && write && !remote_write_ok(q))
 		return false;
-	if (m == FT_HTTP_PUT && ft_req_header(r, "x-amz-copy-source") != NULL)
-		return remote_ok(q, false, "CopyObject");
-	return remote_ok(q, plain && (m == FT_HTTP_GET || m == FT_HTTP_HEAD || write),
-			 upload != NULL || ft_req_query(r, "uploads") != NULL || ft_req_query(r, "partNumber") != NULL
-				 ? "A multipart upload"
-			 : sub != NULL ? "This object subresource"
-				       : "This request");
+	if (m == FT_HTTP_PUT && ft_req_header(r, "x-amz-copy-source") != NULL) /* a remote source: copy.c */
+		return remote_ok(q, upload_call && remote_writable(q),
+				 upload != NULL ? "UploadPartCopy" : "CopyObject");
+	return remote_ok(
+		q, (plain && (m == FT_HTTP_GET || m == FT_HTTP_HEAD || write)) || (upload_call && remote_writable(q)),
+		upload != NULL || ft_req_query(r, "uploads") != NULL || ft_req_query(r, "partNumber") != NULL
+			? "A multipart upload"
+		: sub != NULL ? "This object subresource"
+			      : "This request");
 }
 
 static void dispatch_object(px_s3_req_t *q)

@@ -25,8 +25,22 @@
 #include "core/lom.h"
 #include "http/util.h"
 #include "obj/mpu.h"
+#include "obj/wthrough.h"
 #include "protect/protect.h"
 #include "target.h"
+
+/*
+ * REMOTE BUCKETS (aws, gcp, azure; docs/backends.md "Writes")
+ * The parts are kept and joined as for an ais bucket. Before the object is published, the joined
+ * work file goes to the backend in one PUT (wthrough.c, as a single PUT's write-through), under the
+ * name's write hold; so an object larger than the backend's single-request limit is refused before
+ * any data moves. A backend failure answers the backend's status, caches nothing and leaves the
+ * upload as it was, for the client to complete again. Once the backend took the object it is
+ * published with the multipart ETag ("<md5 of md5s>-N", what S3 answers; the backend's own ETag of
+ * its single PUT differs) and the backend's version and mtime; if that publish fails the object is
+ * where it belongs: the old cached copy is removed, the upload retired, and the answer is 200 with
+ * "Ais-Cached: false".
+ */
 
 /* complete_publish's answers when a condition of the write does not hold (If-Match: no object; any other). */
 #define RC_COND_ABSENT (-100001)
@@ -67,6 +81,10 @@ typedef struct {
 	const char *xwant;                    /* the value the request expects (request memory), NULL if none */
 	char xsum[FT_XSUM_B64_MAX + 8];       /* the result ("...-N" for COMPOSITE) */
 	const char *if_match, *if_none_match; /* conditions of the write (request memory) */
+	/* remote buckets: */
+	ft_cksum_t body_md5; /* MD5 of the joined object, sent for the backend to check */
+	int body_md5_live;
+	int not_cached; /* on the backend, but not published here */
 } complete_t;
 
 static void complete_release(complete_t *c)
@@ -94,6 +112,10 @@ static void complete_release(complete_t *c)
 	if (c->xs_live) {
 		ft_xsum_abort(&c->xs);
 		c->xs_live = 0;
+	}
+	if (c->body_md5_live) {
+		ft_cksum_abort(&c->body_md5);
+		c->body_md5_live = 0;
 	}
 	free(c->buf);
 	c->buf = NULL;
@@ -377,6 +399,8 @@ static int append_part(complete_t *c, int in, uint64_t len)
 		ft_cksum_update(&c->ck, c->buf, (size_t)n);
 		if (c->xs_live && c->xfull)
 			ft_xsum_update(&c->xs, c->buf, (size_t)n);
+		if (c->body_md5_live)
+			ft_cksum_update(&c->body_md5, c->buf, (size_t)n);
 		loff_t in_off = off, end = off + n;
 		while (in_off < end) {
 			ssize_t k = copy_file_range(in, &in_off, c->fd, NULL, (size_t)(end - in_off), 0);
@@ -456,7 +480,8 @@ static int complete_publish(complete_t *c)
 		tgt_name_unlock(o);
 		return cond == TGT_COND_ABSENT ? RC_COND_ABSENT : RC_COND_FAILED;
 	}
-	tgt_next_version(o, c->lom.version, sizeof(c->lom.version));
+	if (!tgt_is_remote(o)) /* a remote bucket's object has the backend's version */
+		tgt_next_version(o, c->lom.version, sizeof(c->lom.version));
 	rc = ft_lom_fset(c->fd, &c->lom);
 	if (rc == 0) {
 		tgt_publish_lock_shared(t);
@@ -576,7 +601,128 @@ static void parts_layout(const complete_t *c, char *out, size_t cap)
 	}
 }
 
-/* Worker: concatenate, verify the size, publish. */
+/* The S3 error code the proxy answers for a backend's refusal mapped to status (as its single PUT's). */
+static const char *backend_s3_code(int status)
+{
+	switch (status) {
+	case 403:
+		return "AccessDenied";
+	case 404:
+		return "NoSuchBucket";
+	case 501:
+		return "NotImplemented";
+	case 503:
+		return "ServiceUnavailable";
+	default:
+		return status >= 400 && status < 500 ? "InvalidRequest" : "InternalError";
+	}
+}
+
+/* Under mpu_lock: the upload retired (if still there) and the completion remembered, for an object not cached. */
+static void complete_forget(complete_t *c)
+{
+	tgt_t *t = c->o->t;
+
+	pthread_mutex_lock(&t->mpu->lock);
+	if (mpu_upload_present(c->o->mp, c->id, c->updir) && mpu_upload_retire(t, c->o->mp, c->id) != 0)
+		ft_warn("upload %s: completed, but its directory could not be retired: %s", c->id, strerror(errno));
+	recent_add(c);
+	pthread_mutex_unlock(&t->mpu->lock);
+}
+
+/*
+ * Remote bucket (see REMOTE BUCKETS): the backend PUT of the joined object, then the publish.
+ * Returns 0 (published, or c->not_cached set: on the backend only), -EPIPE as complete_publish, or
+ * -1 after responding to a backend failure (nothing cached, the upload kept).
+ */
+static int complete_remote(ft_req_t *r, complete_t *c)
+{
+	tgt_obj_t *o = c->o;
+	char md5_hex[FT_CKSUM_HEX_MAX];
+	ft_backend_meta_t be;
+	ft_backend_error_t err;
+	tgt_hold_t hold;
+
+	ft_cksum_final(&c->body_md5, md5_hex);
+	c->body_md5_live = 0;
+	tgt_name_hold(o, TGT_HOLD_WRITE, &hold);
+	ft_backend_err_t code = tgt_wthrough_put(o, c->work, c->total, md5_hex,
+						 c->lom.content_type[0] ? c->lom.content_type : NULL, &be, &err);
+	if (code != FT_BACKEND_OK) {
+		if (tgt_wthrough_may_have_written(code) && tgt_wthrough_uncache(o) < 0)
+			ft_warn("upload %s of %s: cannot remove the cached copy", c->id, o->rel);
+		tgt_name_release(&hold);
+		complete_release(c);
+		int status = ft_backend_http_status(code);
+		ft_warn("upload %s of %s: backend: %s", c->id, o->rel, err.msg);
+		mpu_error(r, status, backend_s3_code(status),
+			  "\"%s/%s\": the %s backend did not take the object (%s), nothing stored; the upload is kept, "
+			  "complete it again: %s",
+			  o->bucket, o->obj, o->provider, ft_backend_strerror(code), err.msg);
+		return -1;
+	}
+	tgt_wthrough_lom_meta(&c->lom, &be);
+	lom_set_etag(&c->lom, c->etag); /* S3's multipart ETag, not the backend's of its single PUT */
+	int rc = complete_publish(c);
+	if (rc != 0 && rc != -EPIPE) { /* not published (-EPIPE: published without its redundancy) */
+		/* The backend has the new content: an older cached copy must not stay. */
+		int u = tgt_wthrough_uncache(o);
+		ft_warn("upload %s of %s: stored on the backend, not cached: %s%s", c->id, o->rel,
+			rc == -ESTALE ? "the bucket was destroyed meanwhile" : strerror(-rc),
+			u < 0 ? "; the old cached copy could not be removed either" : "");
+		complete_forget(c);
+		c->not_cached = 1;
+		rc = 0;
+	}
+	tgt_name_release(&hold);
+	return rc;
+}
+
+/* The answer of a completed upload (published, or on the backend only: c->not_cached). */
+static void complete_succeeded(ft_req_t *r, complete_t *c)
+{
+	const tgt_obj_t *o = c->o;
+	completed_t e;
+
+	complete_release(c);
+	tgt_list_bump(o->t, o->provider, o->bucket);
+	ft_info("upload %s completed: %s/%s, %d parts, %" PRIu64 " bytes", c->id, o->bucket, o->obj, c->n, c->total);
+	if (recent_find(c, &e) != 0) { /* pushed out of the ring already by 64 other completions */
+		memset(&e, 0, sizeof(e));
+		snprintf(e.id, sizeof(e.id), "%s", c->id);
+		memcpy(e.etag, c->etag, sizeof(e.etag));
+		e.size = c->total;
+		e.parts = c->n;
+		e.cksum_type = c->lom.cksum_type;
+		memcpy(e.cksum, c->lom.cksum, sizeof(e.cksum));
+		memcpy(e.version, c->lom.version, sizeof(e.version));
+		completed_xsum(c, &e);
+	}
+	if (c->not_cached)
+		ft_resp_header(r, "Ais-Cached", "false");
+	complete_respond(r, &e);
+}
+
+/*
+ * A remote bucket's object goes to its backend in one request: refused (400 EntityTooLarge, nothing
+ * stored, the upload kept) above the backend's limit. 0, or -1 after responding.
+ */
+static int complete_size_ok(ft_req_t *r, complete_t *c)
+{
+	const tgt_obj_t *o = c->o;
+	uint64_t max = tgt_is_remote(o) ? tgt_wthrough_put_max(o) : 0;
+
+	if (max == 0 || c->total <= max)
+		return 0;
+	complete_release(c);
+	mpu_error(r, 400, "EntityTooLarge",
+		  "\"%s/%s\" would be %" PRIu64 " bytes: the %s backend takes at most %" PRIu64
+		  " bytes in one write, and a completion writes the object through in one; nothing stored",
+		  o->bucket, o->obj, c->total, o->provider, max);
+	return -1;
+}
+
+/* Worker: concatenate, verify the size, (remote: write through,) publish. */
 static void complete_data(ft_req_t *r, complete_t *c)
 {
 	const tgt_obj_t *o = c->o;
@@ -586,6 +732,8 @@ static void complete_data(ft_req_t *r, complete_t *c)
 	struct stat st;
 	int bad_part = 0, rc;
 
+	if (complete_size_ok(r, c) != 0)
+		return;
 	if (tgt_mountpath_avail(o->mp, o->t->cfg.reserve_bytes, &avail) == 0 && c->total > avail) {
 		complete_fail(r, c, -ENOSPC, 0);
 		return;
@@ -601,6 +749,13 @@ static void complete_data(ft_req_t *r, complete_t *c)
 		return;
 	}
 	c->md5s_live = 1;
+	if (tgt_is_remote(o)) {
+		if (ft_cksum_init(&c->body_md5, FT_CKSUM_MD5) != 0) {
+			complete_fail(r, c, -ENOMEM, 0);
+			return;
+		}
+		c->body_md5_live = 1;
+	}
 	c->fd = tgt_work_create(o->mp, c->work, sizeof(c->work));
 	if (c->fd < 0) {
 		rc = c->fd;
@@ -647,27 +802,18 @@ static void complete_data(ft_req_t *r, complete_t *c)
 	snprintf(c->etag, sizeof(c->etag), "%.32s-%d", md5s_hex, c->n);
 	lom_set_etag(&c->lom, c->etag);
 	c->lom.atime_ns = c->lom.mtime_ns = ft_now_ns();
-	rc = complete_publish(c);
+	if (tgt_is_remote(o)) {
+		rc = complete_remote(r, c);
+		if (rc == -1)
+			return; /* answered */
+	} else {
+		rc = complete_publish(c);
+	}
 	if (rc != 0) {
 		complete_fail(r, c, rc, 0);
 		return;
 	}
-	complete_release(c);
-	tgt_list_bump(o->t, o->provider, o->bucket);
-	ft_info("upload %s completed: %s/%s, %d parts, %" PRIu64 " bytes", c->id, o->bucket, o->obj, c->n, c->total);
-	completed_t e;
-	if (recent_find(c, &e) != 0) { /* pushed out of the ring already by 64 other completions */
-		memset(&e, 0, sizeof(e));
-		snprintf(e.id, sizeof(e.id), "%s", c->id);
-		memcpy(e.etag, c->etag, sizeof(e.etag));
-		e.size = c->total;
-		e.parts = c->n;
-		e.cksum_type = c->lom.cksum_type;
-		memcpy(e.cksum, c->lom.cksum, sizeof(e.cksum));
-		memcpy(e.version, c->lom.version, sizeof(e.version));
-		completed_xsum(c, &e);
-	}
-	complete_respond(r, &e);
+	complete_succeeded(r, c);
 }
 
 /*
@@ -760,6 +906,11 @@ void mpu_complete_upload(ft_req_t *r, tgt_obj_t *o, const char *id)
 	c->if_none_match = ft_req_header(r, "If-None-Match");
 	if (c->if_none_match != NULL && strcmp(c->if_none_match, "*") != 0) {
 		mpu_error(r, 501, "NotImplemented", "a completion takes only \"If-None-Match: *\"");
+		return;
+	}
+	if ((c->if_match != NULL || c->if_none_match != NULL) && tgt_is_remote(o)) {
+		mpu_error(r, 501, "NotImplemented", "\"%s/%s\": conditional writes are not supported in remote buckets",
+			  o->bucket, o->obj);
 		return;
 	}
 	c->updir = c->fd = -1;

@@ -90,6 +90,19 @@ int tgt_wthrough_may_have_written(ft_backend_err_t code)
 	}
 }
 
+uint64_t tgt_wthrough_put_max(const tgt_obj_t *o)
+{
+	static const struct {
+		const char *provider;
+		uint64_t max;
+	} limits[] = {{"aws", 5ull << 30}, {"azure", 5000ull << 20}, {"gcp", 5ull << 40}};
+
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
+		if (strcmp(o->provider, limits[i].provider) == 0)
+			return limits[i].max;
+	return 0;
+}
+
 ft_backend_err_t tgt_wthrough_put(const tgt_obj_t *o, const char *work, uint64_t size, const char *md5,
 				  const char *ctype, ft_backend_meta_t *out, ft_backend_error_t *err)
 {

@@ -27,6 +27,12 @@ ft_backend_err_t tgt_wthrough_put(const tgt_obj_t *o, const char *work, uint64_t
  */
 ft_backend_err_t tgt_wthrough_delete(const tgt_obj_t *o, ft_backend_error_t *err);
 
+/*
+ * The largest object o's backend takes in one PUT, which is how tgt_wthrough_put writes (S3 PutObject
+ * 5 GiB, Azure Put Blob 5000 MiB, a GCS media upload 5 TiB); 0 for a provider that takes no writes.
+ */
+uint64_t tgt_wthrough_put_max(const tgt_obj_t *o);
+
 /* Whether a write that ended with code may have reached the backend (OK, or no clear refusal came back). */
 int tgt_wthrough_may_have_written(ft_backend_err_t code);
 

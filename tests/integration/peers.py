@@ -156,9 +156,10 @@ def _spawn(name, argv, workdir, env=None, cwd=None):
 
 
 @_retry_port_clash
-def start_s3rver(workdir, bucket="ft-backend-test"):
-    """s3rver on a free port with bucket created; keys S3RVER/S3RVER. url: http://127.0.0.1:PORT (path-style)."""
-    port = free_port()
+def start_s3rver(workdir, bucket="ft-backend-test", port=None):
+    """s3rver on a free port (or port: a restart where it ran, over the same workdir) with bucket created;
+    keys S3RVER/S3RVER. url: http://127.0.0.1:PORT (path-style)."""
+    port = port or free_port()
     data = Path(workdir) / "s3rver-data"
     data.mkdir(parents=True, exist_ok=True)
     # Node 20 needs the legacy OpenSSL provider for s3rver's continuation tokens (else paged listings 500).
@@ -285,6 +286,25 @@ def scratch_dir(prefix="ft-peers-"):
     d = Path(tempfile.mkdtemp(prefix=prefix))
     d.chmod(0o755)
     return d
+
+
+def s3rver_fixture():
+    """A module-scoped fixture `s3rver`: s3rver (start_s3rver in a scratch dir), stopped and removed after the
+    module. Assign it in the test module: `s3rver = peers.s3rver_fixture()`."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def fixture():
+        ensure_installed()
+        d = scratch_dir()
+        p = start_s3rver(d / "s3")
+        try:
+            yield p
+        finally:
+            p.stop()
+            shutil.rmtree(d, ignore_errors=True)
+
+    return fixture
 
 
 def nginx_origin_fixture():

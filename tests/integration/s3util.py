@@ -102,6 +102,18 @@ def clean_env(extra=None, home=None):
     return env
 
 
+def aws_cli_env(cluster, tmp_path):
+    """The environment for the aws CLI on the cluster: its keys, no config or credentials of the machine
+    (a fresh home under tmp_path)."""
+    ak, sk = keys(cluster)
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return clean_env({
+        "AWS_ACCESS_KEY_ID": ak, "AWS_SECRET_ACCESS_KEY": sk, "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": str(home / "config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(home / "credentials"), "AWS_PAGER": ""}, home=home)
+
+
 def require_tool(path):
     """Full path of a client program; fails (does not skip) when `make deps` did not install it."""
     found = path if os.path.isabs(path) and os.access(path, os.X_OK) else shutil.which(path)

@@ -49,13 +49,7 @@ TREE = {"a.bin": 1000, "b.txt": 0, "dir/c.bin": 70000, "dir/sub/d.bin": 123457, 
 
 @pytest.fixture
 def aws_env(cluster, tmp_path):
-    ak, sk = s3util.keys(cluster)
-    home = tmp_path / "home"
-    home.mkdir()
-    return s3util.clean_env({
-        "AWS_ACCESS_KEY_ID": ak, "AWS_SECRET_ACCESS_KEY": sk, "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": str(home / "config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(home / "credentials"), "AWS_PAGER": ""}, home=home)
+    return s3util.aws_cli_env(cluster, tmp_path)
 
 
 def aws(cluster, env, *args, check=True):

@@ -134,13 +134,7 @@ def test_multipart_metadata_too_large_is_refused(s3, bucket):
 
 
 def test_aws_cli_cp_content_type_and_metadata(cluster, bucket, tmp_path):
-    ak, sk = s3util.keys(cluster)
-    home = tmp_path / "home"
-    home.mkdir()
-    env = s3util.clean_env({
-        "AWS_ACCESS_KEY_ID": ak, "AWS_SECRET_ACCESS_KEY": sk, "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": str(home / "config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(home / "credentials"), "AWS_PAGER": ""}, home=home)
+    env = s3util.aws_cli_env(cluster, tmp_path)
     f = tmp_path / "notes.bin"
     f.write_bytes(os.urandom(5000))
     cli = [s3util.require_tool(AWS), "--endpoint-url", s3util.endpoint(cluster)]

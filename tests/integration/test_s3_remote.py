@@ -8,7 +8,8 @@ API (as an operator does); boto3 then reaches them through the proxy's S3 API by
   remote ones and no ais one: 409 InvalidBucketState naming the providers; none: 404 NoSuchBucket;
 - GetObject (cold: fetched and cached; warm: served from the cache), HeadObject, Range, ListObjectsV2/V1
   (the backend's objects: prefix, delimiter, MaxKeys and continuation), PutObject and DeleteObject
-  written through to the backend (aws; ht is read-only: 501), HeadBucket;
+  written through to the backend (aws; ht is read-only: 501), HeadBucket; multipart uploads are
+  test_remote_multipart.py's;
 - every other request on a remote bucket answers 501 NotImplemented and stores nothing;
 - ListBuckets lists the ais buckets only.
 
@@ -18,7 +19,6 @@ cluster caches from the targets' mountpaths.
 import hashlib
 import os
 import re
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -40,16 +40,7 @@ s3 = s3util.client_fixture()
 origin = peers.nginx_origin_fixture()
 
 
-@pytest.fixture(scope="module")
-def s3rver():
-    peers.ensure_installed()
-    d = peers.scratch_dir()
-    p = peers.start_s3rver(d / "s3")
-    try:
-        yield p
-    finally:
-        p.stop()
-        shutil.rmtree(d, ignore_errors=True)
+s3rver = peers.s3rver_fixture()
 
 
 @pytest.fixture(scope="module")
@@ -547,8 +538,6 @@ def test_ht_put_and_delete_not_implemented(cluster, s3, origin, ht):
 
 TAGS = {"TagSet": [{"Key": "k", "Value": "v"}]}
 REFUSED = {
-    "create_multipart_upload": lambda s3, b, ais: s3.create_multipart_upload(Bucket=b, Key="mpu/x"),
-    "list_multipart_uploads": lambda s3, b, ais: s3.list_multipart_uploads(Bucket=b),
     "copy_into_remote": lambda s3, b, ais: s3.copy_object(Bucket=b, Key="copied",
                                                           CopySource={"Bucket": ais, "Key": "src"}),
     "copy_out_of_remote": lambda s3, b, ais: s3.copy_object(Bucket=ais, Key="copied",

@@ -507,12 +507,3 @@ def test_ht_is_read_only(cluster):
         assert_not_cached(cluster, "ht", b, "o")
     finally:
         destroy_remote(cluster.url, b, "ht")
-
-
-def test_multipart_on_remote_not_built(cluster, fake_s3):
-    s = session()
-    r = s.post(obj_url(cluster.url, fake_s3, "mp.bin", "aws", "&mpu=start"), allow_redirects=False, timeout=TIMEOUT)
-    assert r.status_code == 307, r.text
-    r = s.post(r.headers["Location"], allow_redirects=False, timeout=TIMEOUT)
-    assert_json_error(r, 501)
-    assert "multipart upload" in r.json()["message"]

@@ -43,8 +43,7 @@ static int canned(const char *v)
 	return PX_S3_ACL_NONE;
 }
 
-/* Whether r has an x-amz-grant-* header. */
-static bool has_grant_header(ft_req_t *r)
+bool px_s3_has_grant_header(ft_req_t *r)
 {
 	for (int i = 0; i < ft_req_header_count(r); i++) {
 		const char *name, *value;
@@ -70,7 +69,7 @@ bool px_s3_acl_header(px_s3_req_t *q)
 	const char *v = ft_req_header(q->r, "x-amz-acl");
 
 	q->acl = PX_S3_ACL_NONE;
-	if (has_grant_header(q->r)) {
+	if (px_s3_has_grant_header(q->r)) {
 		px_s3_error(q, PX_S3_NOT_IMPLEMENTED,
 			    "x-amz-grant-* headers are not supported: use x-amz-acl private or public-read");
 		return false;

@@ -237,7 +237,11 @@ static void create_work(px_s3_req_t *q)
 		px_s3_error(q, e, "%s", why);
 		return;
 	}
-	int rc = q->host->bucket_create(q->host->ctx, q->bucket, FT_CKSUM_MD5);
+	/* a remote bucket of the name is the one S3 clients reach by it: it exists, nothing is created to shadow it */
+	char provider[16], all[64];
+	int rc = px_s3_bucket_lookup(q->bucket, provider, all, sizeof(all)) > 0 && strcmp(provider, "ais") != 0
+			 ? -EEXIST
+			 : q->host->bucket_create(q->host->ctx, q->bucket, FT_CKSUM_MD5);
 	if (rc == -EEXIST && strcmp(q->host->cfg->s3_region, "us-east-1") != 0) {
 		px_s3_error(q, PX_S3_BUCKET_EXISTS_OWNED, NULL);
 		return;

@@ -541,12 +541,9 @@ int px_s3_copy_source_prepare(px_s3_req_t *q, bool part)
 		px_s3_error(q, PX_S3_INVALID_BUCKET_NAME, "source bucket: %s", why);
 		return -1;
 	}
-	ft_bmd_t *bmd = ft_bmd_current();
-	bool exists = bmd != NULL && ft_bmd_find(bmd, "ais", src->bucket) != NULL, remote = false;
-	for (int i = 0; bmd != NULL && !exists && i < bmd->n; i++)
-		remote = remote || strcmp(bmd->buckets[i].name, src->bucket) == 0;
-	ft_bmd_put(bmd);
-	if (remote) {
+	char provider[16], all[64];
+	bool exists = px_s3_bucket_lookup(src->bucket, provider, all, sizeof(all)) > 0;
+	if (exists && strcmp(provider, "ais") != 0) {
 		px_s3_error(
 			q, PX_S3_NOT_IMPLEMENTED,
 			"Copying from remote bucket %s is not supported through the S3 API: GET the object and PUT it",

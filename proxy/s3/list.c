@@ -29,7 +29,10 @@
  * token of the page the walk stopped in and the marker, and the names up to the marker in that
  * page are skipped. A marker with no token (v1, ListObjectVersions, start-after) reads from the
  * first page, unless it is one this proxy handed out lately (listmark.c keeps the page it is in).
- * A "directory" is skipped name by name there, not in one step.
+ * A "directory" is skipped name by name there, not in one step. A page that fills up at the end
+ * of a backend page is answered truncated without reading the next one: with a delimiter, the
+ * next page may then turn out empty (everything left rolls into the last common prefix), which
+ * clients take as the end.
  *
  * Memory: at most max-keys (<= 1000) items and one page of entries at a time.
  */
@@ -38,7 +41,8 @@
 #define LIST_FETCH_MAX 1000
 #define SKIP_SUFFIX "\xff\xff\xff\xff"
 #define TOKEN_MAGIC "ft1:"
-#define RTOKEN_MAGIC "fr1:" /* a remote bucket's: the backend's page token, '\n', the marker */
+#define RTOKEN_MAGIC "fr1:" /* a remote bucket's: the length of the backend's page token, ':', it, the marker */
+#define TOKEN_MAX 16384
 
 typedef struct {
 	int version; /* 1, 2, or PX_S3_LIST_VERSIONS */
@@ -69,19 +73,25 @@ typedef struct {
 
 /*
  * ---- continuation tokens: base64 of "ft1:" + the marker; of a remote bucket's listing, base64 of
- * "fr1:" + the backend's token of the page holding the marker + '\n' + the marker ----
+ * "fr1:" + the length of the backend's token of the page holding the marker + ':' + that token +
+ * the marker ----
  */
 
-/* The token for marker (btoken NULL) or for a remote bucket's marker in the page of btoken; malloc'd, NULL on OOM. */
+/*
+ * The token for marker (btoken NULL) or for a remote bucket's marker in the page of btoken; malloc'd,
+ * NULL on OOM or when longer than TOKEN_MAX (a backend token of kilobytes).
+ */
 static char *token_encode(const char *btoken, const char *marker)
 {
 	char *raw = NULL, *out;
-	int n = btoken != NULL ? asprintf(&raw, "%s%s\n%s", RTOKEN_MAGIC, btoken, marker)
+	int n = btoken != NULL ? asprintf(&raw, "%s%zu:%s%s", RTOKEN_MAGIC, strlen(btoken), btoken, marker)
 			       : asprintf(&raw, "%s%s", TOKEN_MAGIC, marker);
 
 	if (n < 0)
 		return NULL;
-	if ((out = malloc(FT_BASE64_LEN((size_t)n) + 1)) != NULL)
+	if (FT_BASE64_LEN((size_t)n) > TOKEN_MAX) /* token_decode would refuse it */
+		out = NULL;
+	else if ((out = malloc(FT_BASE64_LEN((size_t)n) + 1)) != NULL)
 		ft_base64_encode(raw, (size_t)n, out);
 	free(raw);
 	return out;
@@ -94,11 +104,11 @@ static char *token_encode(const char *btoken, const char *marker)
 static char *token_decode(ft_req_t *r, const char *token, const char **btoken)
 {
 	const char *magic = btoken != NULL ? RTOKEN_MAGIC : TOKEN_MAGIC;
-	size_t n = strlen(token), ml = strlen(magic);
-	char *raw, *nl;
+	size_t n = strlen(token), ml = strlen(magic), bl;
+	char *raw, *end;
 	long len;
 
-	if (n == 0 || n % 4 != 0 || n > 8192)
+	if (n == 0 || n % 4 != 0 || n > TOKEN_MAX)
 		return NULL;
 	raw = ft_req_alloc(r, n + 1);
 	len = ft_base64_decode(token, n, raw, n);
@@ -109,11 +119,17 @@ static char *token_decode(ft_req_t *r, const char *token, const char **btoken)
 		return NULL;
 	if (btoken == NULL)
 		return raw + ml;
-	if ((nl = strchr(raw + ml, '\n')) == NULL)
+	if (raw[ml] < '0' || raw[ml] > '9')
 		return NULL;
-	*nl = '\0';
-	*btoken = raw + ml;
-	return nl + 1;
+	errno = 0;
+	bl = strtoul(raw + ml, &end, 10);
+	if (errno != 0 || *end != ':' || bl > strlen(end + 1))
+		return NULL;
+	char *bt = ft_req_alloc(r, bl + 1);
+	memcpy(bt, end + 1, bl);
+	bt[bl] = '\0';
+	*btoken = bt;
+	return end + 1 + bl;
 }
 
 /* ---- output ---- */
@@ -345,10 +361,22 @@ static char *first_token(const list_args_t *a)
 /* The S3 error for a failed listing page's status. */
 static px_s3_err_t page_error(int status)
 {
-	return status == 404                    ? PX_S3_NO_SUCH_BUCKET
-	       : status == 403                  ? PX_S3_ACCESS_DENIED
-	       : status >= 502 && status <= 504 ? PX_S3_SERVICE_UNAVAILABLE
-						: PX_S3_INTERNAL;
+	switch (status) {
+	case 400:
+		return PX_S3_INVALID_ARGUMENT;
+	case 403:
+		return PX_S3_ACCESS_DENIED;
+	case 404:
+		return PX_S3_NO_SUCH_BUCKET;
+	case 501:
+		return PX_S3_NOT_IMPLEMENTED;
+	case 502:
+	case 503:
+	case 504:
+		return PX_S3_SERVICE_UNAVAILABLE;
+	default:
+		return PX_S3_INTERNAL;
+	}
 }
 
 /* The entries of page named after resume (a new array; NULL on OOM). */
@@ -378,7 +406,7 @@ static int remote_walk(px_s3_req_t *q, const list_args_t *a, result_t *res)
 {
 	/* a marker without a token (v1, versions): the page a truncated answer of ours left it in, if known */
 	char *marked = a->btoken[0] == '\0' && a->start[0] != '\0'
-			       ? px_s3_listmark_get(q->provider, q->bucket, a->prefix, a->start)
+			       ? px_s3_listmark_get(q->provider, q->bucket, a->prefix, a->delimiter, a->start)
 			       : NULL;
 	char *resume = first_token(a), *btoken = marked != NULL ? marked : strdup(a->btoken), *next = NULL;
 	const char *last_cp = NULL;
@@ -427,7 +455,7 @@ static int remote_walk(px_s3_req_t *q, const list_args_t *a, result_t *res)
 		next = NULL;
 	}
 	if (res->truncated && a->version != 2 && res->next != NULL && res->btoken != NULL)
-		px_s3_listmark_put(q->provider, q->bucket, a->prefix, res->next, res->btoken);
+		px_s3_listmark_put(q->provider, q->bucket, a->prefix, a->delimiter, res->next, res->btoken);
 	rc = 0;
 	goto out;
 oom:
@@ -451,13 +479,15 @@ static void list_work(px_s3_req_t *q)
 	char why[512];
 
 	res.v = calloc((size_t)a->max_keys + 1, sizeof(*res.v));
-	if (res.v != NULL && px_s3_remote(q)) {
+	if (res.v == NULL)
+		goto oom;
+	if (px_s3_remote(q)) {
 		if (remote_walk(q, a, &res) == 0)
 			respond(q, a, &res);
 		goto out;
 	}
 	resume = first_token(a);
-	if (res.v == NULL || resume == NULL)
+	if (resume == NULL)
 		goto oom;
 	while (a->max_keys > 0 && more && state == WALK_MORE) {
 		int want = a->max_keys - res.n + 1;
@@ -567,6 +597,11 @@ void px_s3_list_objects(px_s3_req_t *q, int version)
 		a->start = a->marker;
 		a->btoken = "";
 		a->owner = true;
+	}
+	if (strcmp(q->provider, "ht") == 0) {
+		px_s3_error(q, PX_S3_INVALID_REQUEST, "ht bucket %s cannot be listed: an HTTP origin has no listing",
+			    q->bucket);
+		return;
 	}
 	q->op = a;
 	px_s3_defer(q, list_work);

@@ -986,31 +986,37 @@ bool px_s3_remote(const px_s3_req_t *q)
 	return strcmp(q->provider, "ais") != 0;
 }
 
+int px_s3_bucket_lookup(const char *name, char provider[16], char *all, size_t all_cap)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+	bool ais = bmd != NULL && ft_bmd_find(bmd, "ais", name) != NULL;
+	int remote = 0;
+
+	snprintf(provider, 16, "%s", ais ? "ais" : "");
+	snprintf(all, all_cap, "%s", provider);
+	for (int i = 0; bmd != NULL && !ais && i < bmd->n; i++) { /* the remote ones, when no ais one */
+		const ft_bucket_t *b = &bmd->buckets[i];
+		size_t len = strlen(all);
+		if (strcmp(b->name, name) != 0)
+			continue;
+		if (remote++ == 0)
+			snprintf(provider, 16, "%s", b->provider);
+		snprintf(all + len, all_cap - len, "%s%s", len > 0 ? ", " : "", b->provider);
+	}
+	ft_bmd_put(bmd);
+	return ais ? 1 : remote;
+}
+
 /*
- * The bucket q names, found by its name alone as S3 clients know it: the ais bucket of that name,
- * else the one remote bucket (aws, gcp, azure, ht) of that name. Sets q->provider; false after
- * responding (NoSuchBucket; InvalidBucketState when remote buckets of several providers share it).
+ * The bucket q names, found by its name alone as S3 clients know it (px_s3_bucket_lookup). Sets
+ * q->provider; false after responding (NoSuchBucket; InvalidBucketState when remote buckets of
+ * several providers share it).
  */
 static bool bucket_resolve(px_s3_req_t *q)
 {
-	ft_bmd_t *bmd = ft_bmd_current();
-	char providers[64] = "";
-	int found = 0;
+	char providers[64];
+	int found = px_s3_bucket_lookup(q->bucket, q->provider, providers, sizeof(providers));
 
-	if (bmd != NULL && ft_bmd_find(bmd, "ais", q->bucket) != NULL) {
-		snprintf(q->provider, sizeof(q->provider), "ais");
-		found = 1;
-	}
-	for (int i = 0; bmd != NULL && i < bmd->n && (found == 0 || strcmp(q->provider, "ais") != 0); i++) {
-		const ft_bucket_t *b = &bmd->buckets[i];
-		size_t len = strlen(providers);
-		if (strcmp(b->name, q->bucket) != 0)
-			continue;
-		if (found++ == 0)
-			snprintf(q->provider, sizeof(q->provider), "%s", b->provider);
-		snprintf(providers + len, sizeof(providers) - len, "%s%s", len > 0 ? ", " : "", b->provider);
-	}
-	ft_bmd_put(bmd);
 	if (found == 1)
 		return true;
 	if (found == 0)
@@ -1020,6 +1026,7 @@ static bool bucket_resolve(px_s3_req_t *q)
 			    "Remote buckets of several providers are named %s (%s): read them with the native API "
 			    "(/v1/objects/%s/<key>?provider=...)",
 			    q->bucket, providers, q->bucket);
+	snprintf(q->provider, sizeof(q->provider), "ais");
 	return false;
 }
 
@@ -1063,7 +1070,10 @@ static bool body_ok(px_s3_req_t *q)
 	return true;
 }
 
-/* On a remote bucket: HEAD, listings, and unless read-only (ht) DeleteObjects and ListMultipartUploads; false after responding. */
+/*
+ * On a remote bucket: HEAD and listings, and unless read-only (ht) DeleteObjects and
+ * ListMultipartUploads; false after responding.
+ */
 static bool remote_bucket_ok(px_s3_req_t *q, const char *sub)
 {
 	ft_req_t *r = q->r;
@@ -1172,22 +1182,26 @@ static bool remote_object_ok(px_s3_req_t *q, const char *sub, const char *upload
 {
 	ft_req_t *r = q->r;
 	ft_method_t m = ft_req_method(r);
-	bool plain = sub == NULL && upload == NULL && ft_req_query(r, "uploads") == NULL &&
-		     ft_req_query(r, "partNumber") == NULL;
-	bool write = m == FT_HTTP_PUT || m == FT_HTTP_DELETE;
+	bool read = m == FT_HTTP_GET || m == FT_HTTP_HEAD, write = m == FT_HTTP_PUT || m == FT_HTTP_DELETE;
+	bool by_part = ft_req_query(r, "partNumber") != NULL;
+	bool plain = sub == NULL && upload == NULL && ft_req_query(r, "uploads") == NULL && !by_part;
 	bool upload_call = sub == NULL && (upload != NULL || (m == FT_HTTP_POST && ft_req_query(r, "uploads") != NULL));
+	bool acl = ft_req_header(r, "x-amz-acl") != NULL || px_s3_has_grant_header(r);
 
+	if (!px_s3_remote(q))
+		return true;
 	if (plain && write && !remote_write_ok(q))
 		return false;
+	if (acl) /* the cached copy would carry it, the backend's object not, and an eviction would drop it */
+		return remote_ok(q, false, "An ACL (x-amz-acl, x-amz-grant-*)");
 	if (m == FT_HTTP_PUT && ft_req_header(r, "x-amz-copy-source") != NULL) /* a remote source: copy.c */
 		return remote_ok(q, upload_call && remote_writable(q),
 				 upload != NULL ? "UploadPartCopy" : "CopyObject");
-	return remote_ok(
-		q, (plain && (m == FT_HTTP_GET || m == FT_HTTP_HEAD || write)) || (upload_call && remote_writable(q)),
-		upload != NULL || ft_req_query(r, "uploads") != NULL || ft_req_query(r, "partNumber") != NULL
-			? "A multipart upload"
-		: sub != NULL ? "This object subresource"
-			      : "This request");
+	return remote_ok(q, (plain && (read || write)) || (upload_call && remote_writable(q)),
+			 read && by_part && upload == NULL                                 ? "GetObject by partNumber"
+			 : upload != NULL || ft_req_query(r, "uploads") != NULL || by_part ? "A multipart upload"
+			 : sub != NULL                                                     ? "This object subresource"
+											   : "This request");
 }
 
 static void dispatch_object(px_s3_req_t *q)
@@ -1267,6 +1281,7 @@ bool px_s3_route(px_s3_t *s, ft_req_t *r)
 		return false;
 	q = ft_req_alloc(r, sizeof(*q));
 	*q = probe;
+	snprintf(q->provider, sizeof(q->provider), "ais"); /* until bucket_resolve finds the bucket */
 	q->host = &s->host;
 	q->s3 = s;
 	q->r = r;

@@ -242,14 +242,24 @@ char *px_s3_owner_url_unsigned(const char *provider, const char *bucket, const c
 			       const char *query, char *id);
 /* Whether q's bucket is a remote one (aws, gcp, azure, ht), which the S3 API serves in part (route.c). */
 bool px_s3_remote(const px_s3_req_t *q);
+/*
+ * The buckets an S3 bucket name may mean: 1 with provider "ais" when an ais bucket has it, else how
+ * many remote buckets (aws, gcp, azure, ht) have it, provider the first one's and all of them, comma
+ * separated, in all (cut to all_cap); 0 when none. Any thread.
+ */
+int px_s3_bucket_lookup(const char *name, char provider[16], char *all, size_t all_cap);
 
 /* ---- listmark.c: where a remote bucket's listing resumes after a marker handed out (v1, versions) ---- */
 
-/* Keeps btoken, the backend's token of the page holding marker, for a listing of provider/bucket under prefix. */
-void px_s3_listmark_put(const char *provider, const char *bucket, const char *prefix, const char *marker,
-			const char *btoken);
-/* The token kept for marker (malloc'd, caller frees), or NULL. Any thread. */
-char *px_s3_listmark_get(const char *provider, const char *bucket, const char *prefix, const char *marker);
+/*
+ * Keeps btoken, the backend's token of the page where a listing of provider/bucket under prefix with
+ * delimiter ("" none) resumes after marker. Any thread.
+ */
+void px_s3_listmark_put(const char *provider, const char *bucket, const char *prefix, const char *delimiter,
+			const char *marker, const char *btoken);
+/* The token kept for that listing and marker (malloc'd, caller frees), or NULL. Any thread. */
+char *px_s3_listmark_get(const char *provider, const char *bucket, const char *prefix, const char *delimiter,
+			 const char *marker);
 
 /*
  * The calling worker's libcurl easy handle (a CURL *), reset, kept per thread so connections to
@@ -483,6 +493,8 @@ void px_s3_delete_objects(px_s3_req_t *q);
 void px_s3_object_subresource(px_s3_req_t *q, const char *sub);
 
 /* ---- acl.c: canned ACLs (docs/acl.md) ---- */
+/* Whether r has an x-amz-grant-* header. */
+bool px_s3_has_grant_header(ft_req_t *r);
 /* Loop thread: checks x-amz-acl (and refuses x-amz-grant-*) into q->acl; false after answering (501, 403). */
 bool px_s3_acl_header(px_s3_req_t *q);
 /* The header line that carries q->acl to a target ("x-amz-acl: public-read"), or NULL (private). */

@@ -308,10 +308,6 @@ typedef struct {
 	int has_held;
 } sink_t;
 
-/*
- * Starts the response for an object of size (-1 unknown), sent from fd: 200, 206 for a Range, or
- * 416/400 (then done).
- */
 /* What the backend states of an object, as the headers of a stored one: ETag, Ais-Version, Last-Modified. */
 static void backend_meta_headers(ft_req_t *r, const ft_backend_meta_t *m)
 {
@@ -327,6 +323,10 @@ static void backend_meta_headers(ft_req_t *r, const ft_backend_meta_t *m)
 	}
 }
 
+/*
+ * Starts the response for an object of size (-1 unknown), sent from fd: 200, 206 for a Range, or
+ * 416/400 (then done).
+ */
 static void sink_start(sink_t *s, ft_req_t *r, const tgt_obj_t *o, int fd, int64_t size, const ft_backend_meta_t *m)
 {
 	const char *range = r != NULL ? ft_req_header(r, "Range") : NULL;

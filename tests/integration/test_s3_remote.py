@@ -16,6 +16,7 @@ API (as an operator does); boto3 then reaches them through the proxy's S3 API by
 What the backend holds is read directly (a second boto3 client on s3rver, the origin's files), what the
 cluster caches from the targets' mountpaths.
 """
+import base64
 import hashlib
 import os
 import re
@@ -449,11 +450,70 @@ def test_aws_list_v1_marker_resumes_in_the_backends_page(cluster, s3, direct, s3
         assert backend_lists(s3rver, backend) - before == 1, "the backend listed again from its first page"
         other = s3.list_objects(Bucket=name, MaxKeys=3, Marker="k0500")
         assert [o["Key"] for o in other["Contents"]] == keys[501:504]
+        # A page ending in a common prefix has skipped the names under it: its backend page serves the same
+        # delimiter only. With delimiter "0" the first backend page rolls up into "k0"; a listing without a
+        # delimiter after the marker "k0" must still give k0000... (it gave k1000... when the kept page was used).
+        rolled = s3.list_objects(Bucket=name, Delimiter="0", MaxKeys=1)
+        assert [p["Prefix"] for p in rolled["CommonPrefixes"]] == ["k0"] and rolled["IsTruncated"], rolled
+        flat = s3.list_objects(Bucket=name, MaxKeys=1000, Marker="k0")
+        assert [o["Key"] for o in flat["Contents"]] == keys[:1000]
+        rest = s3.list_objects(Bucket=name, Delimiter="0", MaxKeys=1, Marker=rolled["NextMarker"])
+        assert [p["Prefix"] for p in rest["CommonPrefixes"]] == ["k10"] and not rest.get("Contents"), rest
         before = backend_lists(s3rver, backend)
         v2 = s3.list_objects_v2(Bucket=name, MaxKeys=1000)
         rest = s3.list_objects_v2(Bucket=name, MaxKeys=1000, ContinuationToken=v2["NextContinuationToken"])
         assert [o["Key"] for o in v2["Contents"] + rest["Contents"]] == keys and not rest["IsTruncated"]
         assert backend_lists(s3rver, backend) - before == 2
+    finally:
+        destroy_remote(cluster, name, "aws")
+
+
+def test_list_refusals(s3, aws, ht):
+    # An ht bucket has no listing (400, as the native API answers); a continuation token that is not one this
+    # proxy made for a remote bucket is InvalidArgument, whatever its shape.
+    e = expect_error("InvalidRequest", 400, s3.list_objects_v2, Bucket=ht[0])
+    assert "no listing" in e.response["Error"]["Message"]
+    for raw in (b"fr1:999999:x", b"fr1:x", b"fr1:", b"ft1:k0001", b"garbage!", b"fr1:3:ab"):
+        token = base64.b64encode(raw).decode()
+        expect_error("InvalidArgument", 400, s3.list_objects_v2, Bucket=aws[0], ContinuationToken=token)
+    expect_error("InvalidArgument", 400, s3.list_objects_v2, Bucket=aws[0], ContinuationToken="@@@@")
+    # "fr1:3:ab" claims 3 bytes of backend token and has 2: refused above; a well-formed one with an empty
+    # backend token (the first page) and a marker reads on after the marker
+    token = base64.b64encode(b"fr1:0:ds/d0/k00").decode()
+    got = s3.list_objects_v2(Bucket=aws[0], Prefix="ds/", ContinuationToken=token)
+    assert [o["Key"] for o in got["Contents"]] == sorted(k for k in DATASET if k > "ds/d0/k00")
+
+
+def test_get_by_part_number_not_implemented(s3, aws):
+    # A remote object has no multipart layout here: GetObject by partNumber is refused, not answered as a part.
+    key = sorted(DATASET)[0]
+    e = expect_not_implemented(s3.get_object, Bucket=aws[0], Key=key, PartNumber=1)
+    assert "partNumber" in e.response["Error"]["Message"]
+
+
+def test_acl_headers_on_remote_writes_not_implemented(cluster, s3, direct, s3rver):
+    # The ACL would be kept on the cached copy only (the backend's object has none, an eviction drops it).
+    name, backend = new_aws_bucket(cluster, direct, s3rver, {"src": SRC})
+    try:
+        expect_not_implemented(s3.put_object, Bucket=name, Key="acl", Body=b"x", ACL="public-read")
+        expect_not_implemented(s3.create_multipart_upload, Bucket=name, Key="acl", ACL="private")
+        expect_not_implemented(s3.put_object, Bucket=name, Key="acl", Body=b"x", GrantRead="id=someone")
+        assert direct_keys(direct, backend) == {"src": len(SRC)}
+        assert cached_files(cluster, "aws", name, "acl") == []
+    finally:
+        destroy_remote(cluster, name, "aws")
+
+
+def test_create_bucket_of_a_remote_name_creates_nothing(cluster, s3, direct, s3rver):
+    # Tools call CreateBucket to make sure a bucket exists: the remote bucket of that name is the one, and no ais
+    # bucket is made to shadow it (in us-east-1 S3 answers 200 for a bucket one owns).
+    name, backend = new_aws_bucket(cluster, direct, s3rver, {"src": SRC})
+    try:
+        s3.create_bucket(Bucket=name)
+        assert name not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+        assert body(s3.get_object(Bucket=name, Key="src")) == SRC
+        s3.put_object(Bucket=name, Key="after", Body=b"through")
+        assert direct_read(direct, backend, "after") == b"through"
     finally:
         destroy_remote(cluster, name, "aws")
 

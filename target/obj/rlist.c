@@ -113,15 +113,22 @@ void tgt_rlist_page(tgt_t *t, const char *provider, const char *bucket, const ft
 		goto oom;
 	if (token && *token && (next = strdup(token)) == NULL)
 		goto oom;
+	bool first = true;
 	do {
 		size_t have = json_array_size(entries);
 		int want = pagesize - (int)have > RLIST_BACKEND_MAX ? RLIST_BACKEND_MAX : pagesize - (int)have;
 		ft_backend_err_t code = ft_backend_list(b, prefix, next, want, &page, &err);
+		if (code == FT_BACKEND_EREQUEST && first && token && *token) { /* refused the client's token */
+			ft_ctl_error(resp, 400, "listing %s/%s: the backend refused the continuation token: %s",
+				     provider, bucket, err.msg);
+			goto out;
+		}
 		if (code != FT_BACKEND_OK) {
 			ft_ctl_error(resp, ft_backend_http_status(code), "listing %s/%s: %s", provider, bucket,
 				     err.msg);
 			goto out;
 		}
+		first = false;
 		free(next);
 		next = NULL;
 		int rc = add_entries(entries, &page);

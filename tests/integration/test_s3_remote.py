@@ -477,6 +477,10 @@ def test_list_refusals(s3, aws, ht):
         token = base64.b64encode(raw).decode()
         expect_error("InvalidArgument", 400, s3.list_objects_v2, Bucket=aws[0], ContinuationToken=token)
     expect_error("InvalidArgument", 400, s3.list_objects_v2, Bucket=aws[0], ContinuationToken="@@@@")
+    # well-formed, but the backend's token in it is not one the backend made: the backend refuses it (400)
+    bogus = base64.b64encode(b"fr1:8:AAAAAAAAds/").decode()
+    e = expect_error("InvalidArgument", 400, s3.list_objects_v2, Bucket=aws[0], ContinuationToken=bogus)
+    assert "continuation token" in e.response["Error"]["Message"]
     # "fr1:3:ab" claims 3 bytes of backend token and has 2: refused above; a well-formed one with an empty
     # backend token (the first page) and a marker reads on after the marker
     token = base64.b64encode(b"fr1:0:ds/d0/k00").decode()

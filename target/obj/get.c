@@ -339,7 +339,9 @@ static void get_remote(ft_req_t *r, void *arg);
 /*
  * Worker: a remote bucket's object with no good copy here (evicted after the GET found it cached,
  * or damaged, and nothing restored it): its backend has it, so it is fetched again and served (up
- * to REFETCH_MAX times a request: an eviction may strike again between the fetch and the open). A damaged copy set aside is dropped first: the backend's is the one to keep.
+ * to REFETCH_MAX times a request: an eviction may strike again between the fetch and the open, or
+ * between a restore and the open). A damaged copy set aside is dropped first: the backend's is the
+ * one to keep.
  */
 static void refetch(ft_req_t *r, tgt_obj_t *o, tgt_heal_t *h)
 {
@@ -397,6 +399,11 @@ static void recover(ft_req_t *r, void *arg)
 			if (h.existed)
 				tgt_integrity_count(o->t, TGT_INTEGRITY_REPAIRED);
 			serve(r, o, fd, false, &lom, reps[k].mp_index);
+			return;
+		}
+		if (tgt_is_remote(o) && o->refetched < REFETCH_MAX) { /* evicted again since: its backend has it */
+			tgt_replica_drop(o, again.aside);
+			refetch(r, o, &h);
 			return;
 		}
 		snprintf(err, sizeof(err), "the restored copy is damaged too (%s)", tgt_replica_state_name(again.main));

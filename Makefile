@@ -195,7 +195,7 @@ $(FUZZ_CI_RUNS): %.ci-run: %
 	  $< -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(BUILD)/fuzz/corpus-$$n tests/fuzz/seeds/$$n
 
 format-check:
-	@scripts/whitespace-check.sh
+	@scripts/whitespace-check.py
 	@scripts/format-check.sh
 
 format:

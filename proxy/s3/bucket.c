@@ -104,11 +104,48 @@ int px_s3_check_bucket_name(const char *name, const char **why)
 typedef struct {
 	const char *name;
 	int64_t created_ns;
+	bool ais;
 } bucket_row_t;
 
+/* By name; of rows of one name, the ais bucket (the one S3 reaches), then the oldest, first. */
 static int bucket_row_cmp(const void *a, const void *b)
 {
-	return strcmp(((const bucket_row_t *)a)->name, ((const bucket_row_t *)b)->name);
+	const bucket_row_t *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c != 0)
+		return c;
+	if (x->ais != y->ais)
+		return x->ais ? -1 : 1;
+	return (x->created_ns > y->created_ns) - (x->created_ns < y->created_ns);
+}
+
+/* The bucket names of every provider after `after` and under prefix, each once, sorted, in rows; their count. */
+static int bucket_rows(px_s3_req_t *q, const char *after, const char *prefix, bucket_row_t **out)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+	int n = 0, total = bmd != NULL ? bmd->n : 0;
+	bucket_row_t *rows = ft_req_alloc(q->r, (size_t)(total + 1) * sizeof(*rows));
+
+	for (int i = 0; i < total; i++) {
+		const ft_bucket_t *b = &bmd->buckets[i];
+		if (strcmp(b->name, after) <= 0)
+			continue;
+		if (prefix != NULL && strncmp(b->name, prefix, strlen(prefix)) != 0)
+			continue;
+		size_t len = strlen(b->name) + 1;
+		char *copy = ft_req_alloc(q->r, len);
+		memcpy(copy, b->name, len);
+		rows[n++] = (bucket_row_t){copy, b->created_ns, strcmp(b->provider, "ais") == 0};
+	}
+	ft_bmd_put(bmd);
+	qsort(rows, (size_t)n, sizeof(*rows), bucket_row_cmp);
+	int kept = 0;
+	for (int i = 0; i < n; i++)
+		if (kept == 0 || strcmp(rows[kept - 1].name, rows[i].name) != 0)
+			rows[kept++] = rows[i];
+	*out = rows;
+	return kept;
 }
 
 /* The continuation token of a page that ended at name (base64url of it), into out; "" when it does not fit. */
@@ -132,7 +169,8 @@ static int bucket_token_name(const char *token, char *out, size_t cap)
 	return strlen(out) == (size_t)n ? 0 : -1;
 }
 
-/* ListBuckets: sorted by name, paged with max-buckets and continuation-token, filtered by prefix. */
+/* ListBuckets: the names of the ais and the remote buckets (each name once: the S3 API reaches a bucket by name),
+ * sorted, paged with max-buckets and continuation-token, filtered by prefix. */
 void px_s3_list_buckets(px_s3_req_t *q)
 {
 	const char *qmax = ft_req_query(q->r, "max-buckets"), *token = ft_req_query(q->r, "continuation-token");
@@ -152,22 +190,8 @@ void px_s3_list_buckets(px_s3_req_t *q)
 		px_s3_error(q, PX_S3_INVALID_ARGUMENT, "The continuation token provided is incorrect");
 		return;
 	}
-	ft_bmd_t *bmd = ft_bmd_current();
-	int n = 0, total = bmd != NULL ? bmd->n : 0;
-	bucket_row_t *rows = ft_req_alloc(q->r, (size_t)(total + 1) * sizeof(*rows));
-	for (int i = 0; i < total; i++) {
-		const ft_bucket_t *b = &bmd->buckets[i];
-		if (strcmp(b->provider, "ais") != 0 || strcmp(b->name, after) <= 0)
-			continue;
-		if (prefix != NULL && strncmp(b->name, prefix, strlen(prefix)) != 0)
-			continue;
-		size_t len = strlen(b->name) + 1;
-		char *copy = ft_req_alloc(q->r, len);
-		memcpy(copy, b->name, len);
-		rows[n++] = (bucket_row_t){copy, b->created_ns};
-	}
-	ft_bmd_put(bmd);
-	qsort(rows, (size_t)n, sizeof(*rows), bucket_row_cmp);
+	bucket_row_t *rows;
+	int n = bucket_rows(q, after, prefix, &rows);
 
 	char date[40];
 	px_xml_t x;

@@ -11,7 +11,7 @@ API (as an operator does); boto3 then reaches them through the proxy's S3 API by
   written through to the backend (aws; ht is read-only: 501), HeadBucket; multipart uploads are
   test_remote_multipart.py's;
 - every other request on a remote bucket answers 501 NotImplemented and stores nothing;
-- ListBuckets lists the ais buckets only.
+- ListBuckets lists the ais and the remote buckets, each name once.
 
 What the backend holds is read directly (a second boto3 client on s3rver, the origin's files), what the
 cluster caches from the targets' mountpaths.
@@ -20,6 +20,8 @@ import base64
 import hashlib
 import os
 import re
+import urllib.parse
+import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -196,10 +198,47 @@ def test_unknown_bucket_is_no_such_bucket(s3, aws):
     expect_error("404", 404, s3.head_bucket, Bucket=missing)
 
 
-def test_list_buckets_lists_ais_buckets_only(s3, aws, ht, ais_bucket):
-    names = {b["Name"] for b in s3.list_buckets()["Buckets"]}
-    assert ais_bucket in names
-    assert aws[0] not in names and ht[0] not in names
+def list_bucket_names(cluster, query=""):
+    """Every name ListBuckets gives, page after page (signed requests: this boto3 sends no max-buckets or prefix)."""
+    ns = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+    names, token = [], None
+    while True:
+        q = query + ("&continuation-token=" + urllib.parse.quote(token, safe="") if token else "")
+        r = s3util.signed_request(cluster, "GET", "/?" + q.lstrip("&"))
+        assert r.status_code == 200, r.text
+        root = ET.fromstring(r.content)
+        names += [b.findtext(ns + "Name") for b in root.iter(ns + "Bucket")]
+        token = root.findtext(ns + "ContinuationToken")
+        if not token:
+            return names
+
+
+def test_list_buckets_lists_remote_buckets_each_name_once(cluster, s3, direct, s3rver, origin, aws, ht,
+                                                           ais_bucket):
+    """ListBuckets names the buckets the S3 API reaches by name: ais and remote ones, a name shared by an
+    ais and a remote bucket (or by remote buckets of two providers) once, sorted, across pages."""
+    ais_date = {b["Name"]: b["CreationDate"] for b in s3.list_buckets()["Buckets"]}[ais_bucket]
+    shadowed_backend = unique("be")
+    direct.create_bucket(Bucket=shadowed_backend)
+    create_remote(cluster.url, ais_bucket, "aws", aws_props(s3rver, shadowed_backend))
+    twice, _ = new_aws_bucket(cluster, direct, s3rver, {})
+    create_remote(cluster.url, twice, "ht", {"endpoint": f"{origin.url}/{ht[1]}"})
+    try:
+        listed = s3.list_buckets()
+        names = [b["Name"] for b in listed["Buckets"]]
+        assert names == sorted(set(names)), names
+        assert {aws[0], ht[0], ais_bucket, twice} <= set(names)
+        # The shared name stands for the ais bucket, which the S3 API reaches: its creation date.
+        assert {b["Name"]: b["CreationDate"] for b in listed["Buckets"]}[ais_bucket] == ais_date
+        assert list_bucket_names(cluster, "max-buckets=1") == names
+        assert list_bucket_names(cluster, "prefix=" + twice) == [twice]
+        s3.head_bucket(Bucket=aws[0])  # a listed remote name is reachable by that name
+    finally:
+        destroy_remote(cluster, twice, "ht")
+        destroy_remote(cluster, twice, "aws")
+        destroy_remote(cluster, ais_bucket, "aws")
+    names = list_bucket_names(cluster)
+    assert twice not in names and ais_bucket in names
 
 
 def test_ais_bucket_wins_over_remote_of_same_name(cluster, s3, direct, s3rver, ais_bucket):

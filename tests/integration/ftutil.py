@@ -366,7 +366,7 @@ class RawConn:
         self.host, self.port = host, port
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b""
+        self.buf = bytearray()  # appended in place: a bytes += per recv made a large body's read quadratic
 
     def close(self):
         self.sock.close()
@@ -391,15 +391,17 @@ class RawConn:
             if len(self.buf) > limit:
                 raise AssertionError("no %r within %d bytes" % (sep, limit))
             self._fill()
-        i = self.buf.index(sep) + len(sep)
-        out, self.buf = self.buf[:i], self.buf[i:]
+        return self._take(self.buf.index(sep) + len(sep))
+
+    def _take(self, n):
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
         return out
 
     def _read_exact(self, n):
         while len(self.buf) < n:
             self._fill()
-        out, self.buf = self.buf[:n], self.buf[n:]
-        return out
+        return self._take(n)
 
     def read_response(self, method="GET"):
         """Reads one response (a 1xx is returned as such). Raises EOFError if the server closed
@@ -427,14 +429,14 @@ class RawConn:
         return RawResponse(status, reason, headers, body, head)
 
     def _read_chunked(self):
-        body = b""
+        body = bytearray()
         while True:
             size_line = self._read_until(b"\r\n").decode("latin-1")
             size = int(size_line.split(";")[0].strip(), 16)
             if size == 0:
                 while self._read_until(b"\r\n") != b"\r\n":
                     pass
-                return body
+                return bytes(body)
             body += self._read_exact(size)
             assert self._read_exact(2) == b"\r\n", "bad chunk terminator"
 
@@ -445,8 +447,7 @@ class RawConn:
             except ConnectionResetError:
                 chunk = b""
             if not chunk:
-                out, self.buf = self.buf, b""
-                return out
+                return self._take(len(self.buf))
             self.buf += chunk
 
     def closed_by_peer(self, timeout=2.0):

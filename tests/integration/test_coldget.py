@@ -328,7 +328,7 @@ def test_readers_of_a_failing_fetch_all_cut(cluster, faulty):
             if r.status_code != 200:
                 return "status %d" % r.status_code
             declared = int(r.headers["Content-Length"])
-            got = b""
+            got = bytearray()
             try:
                 for chunk in r.iter_content(1 << 16):
                     got += chunk

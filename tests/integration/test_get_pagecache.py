@@ -165,7 +165,7 @@ def _get_stream(url, path, out):
             clen = int([ln.split(b":", 1)[1] for ln in head.split(b"\r\n")
                         if ln.lower().startswith(b"content-length:")][0])
             body = bytearray(c.buf)
-            c.buf = b""
+            c.buf.clear()
             out["got"] = len(body)
             while len(body) < clen:
                 chunk = c.sock.recv(256 * KIB)

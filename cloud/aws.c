@@ -355,6 +355,16 @@ static int on_list(void *ctx, const char *path, const char *text, size_t len)
 	}
 	if (text == NULL)
 		return 0;
+	if (strcmp(path, "ListBucketResult/CommonPrefixes/Prefix") == 0) { /* a delimited listing's "directory" */
+		if (len == 0)
+			return -1;
+		if (ft_be_page_add(l->page, &l->cap, text, len) != 0) {
+			l->oom = 1;
+			return 1;
+		}
+		l->page->entries[l->page->n - 1].dir = true;
+		return 0;
+	}
 	if (e != NULL && strcmp(path, "ListBucketResult/Contents/Key") == 0) {
 		char *name = strndup(text, len);
 
@@ -394,7 +404,7 @@ ft_backend_err_t ft_be_aws_list_parse(const char *doc, size_t len, ft_backend_pa
 	return FT_BACKEND_OK;
 }
 
-static ft_backend_err_t aws_list(ft_backend_t *b, const char *prefix, const char *token, int max,
+static ft_backend_err_t aws_list(ft_backend_t *b, const char *prefix, const char *delimiter, const char *token, int max,
 				 ft_backend_page_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "LIST", b->cfg.bucket);
@@ -408,6 +418,11 @@ static ft_backend_err_t aws_list(ft_backend_t *b, const char *prefix, const char
 	if (token != NULL) {
 		ft_strbuf_adds(&query, "continuation-token=");
 		ft_pct_encode_buf(&query, token, strlen(token), 0);
+		ft_strbuf_adds(&query, "&");
+	}
+	if (*delimiter != '\0') {
+		ft_strbuf_adds(&query, "delimiter=");
+		ft_pct_encode_buf(&query, delimiter, strlen(delimiter), 0);
 		ft_strbuf_adds(&query, "&");
 	}
 	ft_strbuf_addf(&query, "list-type=2&max-keys=%d", max);

@@ -509,6 +509,16 @@ static int on_list(void *ctx, const char *path, const char *text, size_t len)
 	}
 	if (text == NULL)
 		return 0;
+	if (strcmp(path, "EnumerationResults/Blobs/BlobPrefix/Name") == 0) { /* a delimited listing's "directory" */
+		if (len == 0)
+			return -1;
+		if (ft_be_page_add(l->page, &l->cap, text, len) != 0) {
+			l->oom = 1;
+			return 1;
+		}
+		l->page->entries[l->page->n - 1].dir = true;
+		return 0;
+	}
 	if (strcmp(path, "EnumerationResults/NextMarker") == 0) {
 		if (len > 0) {
 			free(l->page->next_token);
@@ -552,8 +562,8 @@ ft_backend_err_t ft_be_azure_list_parse(const char *doc, size_t len, ft_backend_
 	return FT_BACKEND_OK;
 }
 
-static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const char *token, int max,
-				   ft_backend_page_t *out, ft_backend_error_t *err)
+static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const char *delimiter, const char *token,
+				   int max, ft_backend_page_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "LIST", b->cfg.bucket);
 	ft_strbuf_t query = {0}, body = {0};
@@ -569,6 +579,10 @@ static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const ch
 	if (token != NULL) {
 		ft_strbuf_adds(&query, "&marker=");
 		ft_pct_encode_buf(&query, token, strlen(token), 0);
+	}
+	if (*delimiter != '\0') {
+		ft_strbuf_adds(&query, "&delimiter=");
+		ft_pct_encode_buf(&query, delimiter, strlen(delimiter), 0);
 	}
 	rc = get_listing(b, x, &query, &body, err);
 	if (rc != FT_BACKEND_OK)

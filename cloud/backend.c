@@ -317,15 +317,30 @@ ft_backend_err_t ft_backend_delete(ft_backend_t *b, const char *name, ft_backend
 ft_backend_err_t ft_backend_list(ft_backend_t *b, const char *prefix, const char *token, int max,
 				 ft_backend_page_t *out, ft_backend_error_t *err)
 {
+	return ft_backend_list_delimited(b, prefix, NULL, token, max, out, err);
+}
+
+static int entry_cmp(const void *x, const void *y)
+{
+	return strcmp(((const ft_backend_entry_t *)x)->name, ((const ft_backend_entry_t *)y)->name);
+}
+
+ft_backend_err_t ft_backend_list_delimited(ft_backend_t *b, const char *prefix, const char *delimiter,
+					   const char *token, int max, ft_backend_page_t *out, ft_backend_error_t *err)
+{
 	ft_backend_err_t rc;
 
 	memset(out, 0, sizeof(*out));
 	if (max <= 0 || max > 1000)
 		max = 1000;
-	rc = b->ops->list(b, prefix != NULL ? prefix : "", token != NULL && *token != '\0' ? token : NULL, max, out,
-			  err);
+	if (delimiter == NULL)
+		delimiter = "";
+	rc = b->ops->list(b, prefix != NULL ? prefix : "", delimiter, token != NULL && *token != '\0' ? token : NULL,
+			  max, out, err);
 	if (rc != FT_BACKEND_OK)
 		ft_backend_page_free(out);
+	else if (*delimiter != '\0' && out->n > 1) /* S3 and GCS answer the names, then the prefixes */
+		qsort(out->entries, (size_t)out->n, sizeof(*out->entries), entry_cmp);
 	return rc;
 }
 

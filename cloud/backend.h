@@ -4,6 +4,7 @@
 #define FT_BACKEND_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -267,6 +268,7 @@ typedef struct {
 	int64_t size;
 	int64_t mtime_ns;               /* 0 unknown */
 	char etag[FT_BACKEND_ETAG_MAX]; /* without quotes */
+	bool dir; /* a delimited listing's common prefix ("directory"): name ends with the delimiter, size -1 */
 } ft_backend_entry_t;
 
 typedef struct {
@@ -283,6 +285,14 @@ typedef struct {
  */
 ft_backend_err_t ft_backend_list(ft_backend_t *b, const char *prefix, const char *token, int max,
 				 ft_backend_page_t *out, ft_backend_error_t *err);
+/*
+ * ft_backend_list with a delimiter (NULL or "" = none, the flat listing): names whose rest after the
+ * prefix holds it roll up, by the backend, into one entry each of their common prefix (up to and with
+ * the first delimiter; dir set), so a "directory" costs one entry, not one a name. Entries, names and
+ * common prefixes together, come in byte order; the token continues the same delimited listing.
+ */
+ft_backend_err_t ft_backend_list_delimited(ft_backend_t *b, const char *prefix, const char *delimiter,
+					   const char *token, int max, ft_backend_page_t *out, ft_backend_error_t *err);
 void ft_backend_page_free(ft_backend_page_t *p);
 
 /*

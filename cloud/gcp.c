@@ -554,13 +554,13 @@ static ft_backend_err_t gcp_del(ft_backend_t *b, const char *name, ft_backend_er
 
 static ft_backend_err_t page_from_json(const json_t *j, ft_backend_page_t *out)
 {
-	const json_t *items = json_object_get(j, "items");
+	const json_t *items = json_object_get(j, "items"), *prefixes = json_object_get(j, "prefixes");
 	const char *next = json_string_value(json_object_get(j, "nextPageToken"));
 	size_t i;
 	json_t *it;
 	int cap = 0;
 
-	if (items != NULL && !json_is_array(items))
+	if ((items != NULL && !json_is_array(items)) || (prefixes != NULL && !json_is_array(prefixes)))
 		return FT_BACKEND_EPROTO;
 	json_array_foreach(items, i, it) {
 		const char *name = json_string_value(json_object_get(it, "name"));
@@ -576,6 +576,15 @@ static ft_backend_err_t page_from_json(const json_t *j, ft_backend_page_t *out)
 		e->mtime_ns = m.mtime_ns;
 		memcpy(e->etag, m.etag, sizeof(e->etag));
 	}
+	json_array_foreach(prefixes, i, it) { /* a delimited listing's "directories" */
+		const char *name = json_string_value(it);
+
+		if (name == NULL || *name == '\0')
+			return FT_BACKEND_EPROTO;
+		if (ft_be_page_add(out, &cap, name, strlen(name)) != 0)
+			return FT_BACKEND_ENOMEM;
+		out->entries[out->n - 1].dir = true;
+	}
 	if (next != NULL && *next != '\0') {
 		out->next_token = strdup(next);
 		if (out->next_token == NULL)
@@ -584,7 +593,7 @@ static ft_backend_err_t page_from_json(const json_t *j, ft_backend_page_t *out)
 	return FT_BACKEND_OK;
 }
 
-static ft_backend_err_t gcp_list(ft_backend_t *b, const char *prefix, const char *token, int max,
+static ft_backend_err_t gcp_list(ft_backend_t *b, const char *prefix, const char *delimiter, const char *token, int max,
 				 ft_backend_page_t *out, ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "LIST", b->cfg.bucket);
@@ -602,6 +611,10 @@ static ft_backend_err_t gcp_list(ft_backend_t *b, const char *prefix, const char
 	if (token != NULL) {
 		ft_strbuf_adds(&query, "&pageToken=");
 		ft_pct_encode_buf(&query, token, strlen(token), 0);
+	}
+	if (*delimiter != '\0') {
+		ft_strbuf_adds(&query, "&delimiter=");
+		ft_pct_encode_buf(&query, delimiter, strlen(delimiter), 0);
 	}
 	if (query.failed) {
 		rc = oom("LIST", b->cfg.bucket, err);

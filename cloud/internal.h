@@ -217,7 +217,8 @@ typedef struct {
 	ft_backend_err_t (*put)(ft_backend_t *b, const char *name, const ft_backend_body_t *body,
 				ft_backend_meta_t *out, ft_backend_error_t *err);
 	ft_backend_err_t (*del)(ft_backend_t *b, const char *name, ft_backend_error_t *err);
-	ft_backend_err_t (*list)(ft_backend_t *b, const char *prefix, const char *token, int max,
+	/* delimiter: "" = a flat listing; entries may come out of byte order (ft_backend_list_delimited sorts) */
+	ft_backend_err_t (*list)(ft_backend_t *b, const char *prefix, const char *delimiter, const char *token, int max,
 				 ft_backend_page_t *out, ft_backend_error_t *err);
 	/* One page of the account's buckets (b->account set); NULL: the provider has none to list. */
 	ft_backend_err_t (*list_buckets)(ft_backend_t *b, const char *token, ft_backend_page_t *out,

@@ -41,6 +41,7 @@ typedef struct {
 	char bucket[FT_BUCKET_NAME_MAX + 1];
 	const char *prefix; /* ft_req_alloc memory */
 	const char *token;
+	const char *delimiter; /* a remote bucket's backend page rolls names up at it (NULL: none) */
 	int pagesize;
 	bool owner_only;          /* keep a name only from the target owning it (cached objects of remote buckets) */
 	bool archive;             /* archive=true: members of shards listed too (docs/shards.md) */
@@ -382,20 +383,24 @@ static char *rlist_url(const ft_node_t *node, const list_op_t *op, bool page)
 	char *bucket = ft_pct_encode_dup(op->bucket, strlen(op->bucket), 0);
 	char *prefix = ft_pct_encode_dup(op->prefix, strlen(op->prefix), 0);
 	char *token = ft_pct_encode_dup(op->token, strlen(op->token), 0);
+	const char *delim = op->delimiter != NULL ? op->delimiter : "";
+	char *delimiter = ft_pct_encode_dup(delim, strlen(delim), 0);
 	char *url = NULL;
 	int rc = -1;
 
-	if (bucket != NULL && prefix != NULL && token != NULL) {
+	if (bucket != NULL && prefix != NULL && token != NULL && delimiter != NULL) {
 		if (page)
 			rc = asprintf(&url,
-				      "%s/v1/list?provider=%s&bucket=%s&remote=true&prefix=%s&token=%s&pagesize=%d",
-				      node->control_url, op->provider, bucket, prefix, token, op->pagesize);
+				      "%s/v1/list?provider=%s&bucket=%s&remote=true&prefix=%s&token=%s&pagesize=%d%s%s",
+				      node->control_url, op->provider, bucket, prefix, token, op->pagesize,
+				      *delimiter != '\0' ? "&delimiter=" : "", delimiter);
 		else
 			rc = asprintf(&url, "%s/v1/list?provider=%s&bucket=%s", node->control_url, op->provider,
 				      bucket);
 	}
 	if (rc < 0)
 		url = NULL;
+	free(delimiter);
 	free(token);
 	free(prefix);
 	free(bucket);
@@ -456,10 +461,15 @@ static int rlist_fetch(ft_req_t *r, const list_op_t *op, const ft_smap_t *smap, 
 	return -1;
 }
 
-int px_rlist_page(px_t *px, const char *provider, const char *bucket, const char *prefix, const char *token,
-		  int pagesize, json_t **entries, char **next, int *status, char *why, size_t cap)
+int px_rlist_page(px_t *px, const char *provider, const char *bucket, const char *prefix, const char *delimiter,
+		  const char *token, int pagesize, json_t **entries, char **next, int *status, char *why, size_t cap)
 {
-	list_op_t op = {.px = px, .provider = provider, .prefix = prefix, .token = token, .pagesize = pagesize};
+	list_op_t op = {.px = px,
+			.provider = provider,
+			.prefix = prefix,
+			.token = token,
+			.delimiter = delimiter,
+			.pagesize = pagesize};
 	ft_smap_t *smap = ft_smap_current();
 	json_t *reply = NULL;
 	int rc = -1;

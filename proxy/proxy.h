@@ -342,12 +342,13 @@ int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *t
 		 bool *more, int *status, char *why, size_t cap);
 /*
  * One page of a remote bucket's own listing (its backend's, through one target), for other front-ends (S3): the
- * names starting with prefix from the backend's page token ("" for the first page), at most pagesize (1..10000).
+ * names starting with prefix from the backend's page token ("" for the first page), at most pagesize (1..10000);
+ * with a delimiter (NULL or "": none), the backend's common prefixes come as entries {"name": P, "dir": true}.
  * Blocking: call from a worker. 0 with *entries (caller owns) and *next (the backend's token of the next page, ""
  * at the end; caller frees); -1 with *status and why.
  */
-int px_rlist_page(px_t *px, const char *provider, const char *bucket, const char *prefix, const char *token,
-		  int pagesize, json_t **entries, char **next, int *status, char *why, size_t cap);
+int px_rlist_page(px_t *px, const char *provider, const char *bucket, const char *prefix, const char *delimiter,
+		  const char *token, int pagesize, json_t **entries, char **next, int *status, char *why, size_t cap);
 
 /* ---- jobs.c: prefetch, evict and jobs over local objects (docs/api.md "Jobs") ---- */
 /*

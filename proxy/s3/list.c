@@ -29,7 +29,8 @@
  * token of the page the walk stopped in and the marker, and the names up to the marker in that
  * page are skipped. A marker with no token (v1, ListObjectVersions, start-after) reads from the
  * first page, unless it is one this proxy handed out lately (listmark.c keeps the page it is in).
- * A "directory" is skipped name by name there, not in one step. A page that fills up at the end
+ * The delimiter is the backend's (its common prefixes come as entries named by them, in byte order
+ * with the names), so a "directory" is one entry there, not a walk over its names. A page that fills up at the end
  * of a backend page is answered truncated without reading the next one: with a delimiter, the
  * next page may then turn out empty (everything left rolls into the last common prefix), which
  * clients take as the end.
@@ -417,8 +418,8 @@ static int remote_walk(px_s3_req_t *q, const list_args_t *a, result_t *res)
 		goto oom;
 	while (a->max_keys > 0 && state == WALK_MORE) {
 		json_t *page = NULL, *fresh;
-		if (q->host->rlist_page(q->host->ctx, q->provider, q->bucket, a->prefix, btoken, LIST_FETCH_MAX, &page,
-					&next, &status, why, sizeof(why)) != 0) {
+		if (q->host->rlist_page(q->host->ctx, q->provider, q->bucket, a->prefix, a->delimiter, btoken,
+					LIST_FETCH_MAX, &page, &next, &status, why, sizeof(why)) != 0) {
 			if (marked != NULL && res->n == 0) { /* a kept token gone stale: once more from the start */
 				free(btoken);
 				marked = NULL;

@@ -145,12 +145,14 @@ typedef struct {
 	int (*list_page)(void *ctx, const char *bucket, const char *prefix, const char *token, int pagesize,
 			 json_t **entries, bool *more, int *status, char *why, size_t cap);
 	/*
-	 * One page of remote bucket's own listing (its backend's): names starting with prefix from the backend's
+	 * One page of remote bucket's own listing (its backend's; rolled up at delimiter unless NULL or "", a common
+	 * prefix as an entry {"name": P, "dir": true}): names starting with prefix from the backend's
 	 * page token ("" first), at most pagesize; 0 with *entries (caller owns) and *next (the next page's token,
 	 * "" at the end; caller frees), or -1 with *status and why.
 	 */
-	int (*rlist_page)(void *ctx, const char *provider, const char *bucket, const char *prefix, const char *token,
-			  int pagesize, json_t **entries, char **next, int *status, char *why, size_t cap);
+	int (*rlist_page)(void *ctx, const char *provider, const char *bucket, const char *prefix,
+			  const char *delimiter, const char *token, int pagesize, json_t **entries, char **next,
+			  int *status, char *why, size_t cap);
 	/*
 	 * The relay could not connect to target id: 0 when the daemon took it out of the cluster map (every node
 	 * holds the new map on return, so the object's new owner serves a retry), -1 when it is alive. May be NULL.

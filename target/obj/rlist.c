@@ -26,6 +26,7 @@
 #define RLIST_PAGE_MAX 10000
 #define RLIST_BACKEND_MAX 1000 /* entries one backend call returns at most */
 #define RLIST_NAMES_MAX 100000
+#define RLIST_DELIMITER_MAX 256
 
 /* The bucket's tgt_obj_t identity (provider, bucket, created) from the current BMD; -1 when unknown. */
 static int bucket_obj(tgt_t *t, const char *provider, const char *bucket, tgt_obj_t *o)
@@ -65,7 +66,8 @@ static int add_entries(json_t *arr, const ft_backend_page_t *p)
 {
 	for (int i = 0; i < p->n; i++) {
 		const ft_backend_entry_t *e = &p->entries[i];
-		json_t *o = json_pack("{s:s, s:I}", "name", e->name, "size", (json_int_t)e->size);
+		json_t *o = e->dir ? json_pack("{s:s, s:b}", "name", e->name, "dir", 1)
+				   : json_pack("{s:s, s:I}", "name", e->name, "size", (json_int_t)e->size);
 		if (!o) {
 			ft_warn("remote listing: name not representable in JSON, not listed");
 			continue;
@@ -84,6 +86,7 @@ void tgt_rlist_page(tgt_t *t, const char *provider, const char *bucket, const ft
 {
 	const char *prefix = ft_ctl_query(req, "prefix");
 	const char *token = ft_ctl_query(req, "token");
+	const char *delimiter = ft_ctl_query(req, "delimiter");
 	int pagesize = rlist_pagesize(ft_ctl_query(req, "pagesize"));
 	ft_backend_error_t err;
 	ft_backend_page_t page;
@@ -97,6 +100,10 @@ void tgt_rlist_page(tgt_t *t, const char *provider, const char *bucket, const ft
 	}
 	if (pagesize < 0) {
 		ft_ctl_error(resp, 400, "invalid pagesize \"%s\"", ft_ctl_query(req, "pagesize"));
+		return;
+	}
+	if (delimiter != NULL && strlen(delimiter) > RLIST_DELIMITER_MAX) {
+		ft_ctl_error(resp, 400, "delimiter longer than %d bytes", RLIST_DELIMITER_MAX);
 		return;
 	}
 	if (bucket_obj(t, provider, bucket, &o) != 0) {
@@ -117,7 +124,7 @@ void tgt_rlist_page(tgt_t *t, const char *provider, const char *bucket, const ft
 	do {
 		size_t have = json_array_size(entries);
 		int want = pagesize - (int)have > RLIST_BACKEND_MAX ? RLIST_BACKEND_MAX : pagesize - (int)have;
-		ft_backend_err_t code = ft_backend_list(b, prefix, next, want, &page, &err);
+		ft_backend_err_t code = ft_backend_list_delimited(b, prefix, delimiter, next, want, &page, &err);
 		if (code == FT_BACKEND_EREQUEST && first && token && *token) { /* refused the client's token */
 			ft_ctl_error(resp, 400, "listing %s/%s: the backend refused the continuation token: %s",
 				     provider, bucket, err.msg);

@@ -126,19 +126,25 @@ $(BUILD)/tests/%: tests/unit/%.c $(TEST_LIBS)
 	$(CC) $(CPPFLAGS) -Itarget -Iproxy -Iloader $(ALL_CFLAGS) -MF $(BUILD)/obj/tests/unit/$*.d $(LDFLAGS) -o $@ $< \
 	  $(TEST_LIBS) -lcmocka $(LDLIBS) -lm
 
-# libFuzzer harnesses: clang, ASan+UBSan, linked against the common and cloud sources directly, plus the program
-# sources FUZZ_EXTRA_<fuzzer> names (the module under test).
+# libFuzzer harnesses: clang, ASan+UBSan, linked against the common and cloud sources, plus the program sources
+# FUZZ_EXTRA_<fuzzer> names (the module under test). Each source is compiled once into $(BUILD)/fuzz/obj with
+# libFuzzer's coverage (fuzzer-no-link) and shared by every harness (compiling them per harness took minutes).
 FUZZ_EXTRA_fuzz_lom := target/core/lom.c
 FUZZ_EXTRA_fuzz_aws_chunked := proxy/s3/chunked.c proxy/s3/sigv4.c
 FUZZ_EXTRA_fuzz_shard_walk := target/shard/tar.c target/shard/zip.c
 FUZZ_EXTRA_fuzz_sigv4 := proxy/s3/sigv4.c
 FUZZ_EXTRA_fuzz_template := proxy/template.c
 FUZZ_EXTRA_fuzz_job_lists := proxy/textlist.c
-.SECONDEXPANSION:
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(CLOUD_SRC) $$(FUZZ_EXTRA_$$*)
+FUZZ_CFLAGS := -Itarget -Iproxy -std=c11 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
+fuzz_obj = $(1:%.c=$(BUILD)/fuzz/obj/%.o)
+.PRECIOUS: $(BUILD)/fuzz/obj/%.o
+$(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	clang $(CPPFLAGS) -Itarget -Iproxy -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	  -o $@ $< $(COMMON_SRC) $(CLOUD_SRC) $(FUZZ_EXTRA_$*) $(LDLIBS)
+	clang $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+.SECONDEXPANSION:
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(call fuzz_obj,$(COMMON_SRC) $(CLOUD_SRC)) $$(call fuzz_obj,$$(FUZZ_EXTRA_$$*))
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) $(LDLIBS)
 
 run: deps all
 	scripts/ft-cluster run --dir $(DIR) --port $(PORT) --bin $(BUILD)/bin
@@ -211,4 +217,4 @@ install: all
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/fuzz/obj -name '*.d' 2>/dev/null)

@@ -510,14 +510,10 @@ static int on_list(void *ctx, const char *path, const char *text, size_t len)
 	if (text == NULL)
 		return 0;
 	if (strcmp(path, "EnumerationResults/Blobs/BlobPrefix/Name") == 0) { /* a delimited listing's "directory" */
-		if (len == 0)
-			return -1;
-		if (ft_be_page_add(l->page, &l->cap, text, len) != 0) {
-			l->oom = 1;
-			return 1;
-		}
-		l->page->entries[l->page->n - 1].dir = true;
-		return 0;
+		int rc = ft_be_page_add_dir(l->page, &l->cap, text, len);
+
+		l->oom = rc == -2;
+		return rc == -2 ? 1 : rc;
 	}
 	if (strcmp(path, "EnumerationResults/NextMarker") == 0) {
 		if (len > 0) {

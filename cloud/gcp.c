@@ -578,12 +578,10 @@ static ft_backend_err_t page_from_json(const json_t *j, ft_backend_page_t *out)
 	}
 	json_array_foreach(prefixes, i, it) { /* a delimited listing's "directories" */
 		const char *name = json_string_value(it);
+		int rc = name != NULL ? ft_be_page_add_dir(out, &cap, name, strlen(name)) : -1;
 
-		if (name == NULL || *name == '\0')
-			return FT_BACKEND_EPROTO;
-		if (ft_be_page_add(out, &cap, name, strlen(name)) != 0)
-			return FT_BACKEND_ENOMEM;
-		out->entries[out->n - 1].dir = true;
+		if (rc != 0)
+			return rc == -2 ? FT_BACKEND_ENOMEM : FT_BACKEND_EPROTO;
 	}
 	if (next != NULL && *next != '\0') {
 		out->next_token = strdup(next);

@@ -203,6 +203,8 @@ int ft_be_add_if_match(ft_be_xfer_t *x, const ft_backend_get_opts_t *o);
 
 /* Appends an entry (name copied); returns 0 or -1. */
 int ft_be_page_add(ft_backend_page_t *p, int *cap, const char *name, size_t name_len);
+/* ft_be_page_add of a delimited listing's common prefix (dir set): 0, -1 when empty (malformed), -2 out of memory. */
+int ft_be_page_add_dir(ft_backend_page_t *p, int *cap, const char *name, size_t name_len);
 
 /* ---- providers ---- */
 

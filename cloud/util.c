@@ -159,3 +159,13 @@ int ft_be_page_add(ft_backend_page_t *p, int *cap, const char *name, size_t name
 	p->n++;
 	return 0;
 }
+
+int ft_be_page_add_dir(ft_backend_page_t *p, int *cap, const char *name, size_t name_len)
+{
+	if (name_len == 0)
+		return -1;
+	if (ft_be_page_add(p, cap, name, name_len) != 0)
+		return -2;
+	p->entries[p->n - 1].dir = true;
+	return 0;
+}

@@ -29,8 +29,11 @@
  * token of the page the walk stopped in and the marker, and the names up to the marker in that
  * page are skipped. A marker with no token (v1, ListObjectVersions, start-after) reads from the
  * first page, unless it is one this proxy handed out lately (listmark.c keeps the page it is in).
- * The delimiter is the backend's (its common prefixes come as entries named by them, in byte order
- * with the names), so a "directory" is one entry there, not a walk over its names. A page that fills up at the end
+ * The delimiter "/" is the backend's (its common prefixes come as entries named by them, in byte
+ * order with the names), so a "directory" is one entry there, not a walk over its names; "/" only,
+ * the one every backend and emulator rolls up exactly (s3rver cuts multi-byte ones short and loses
+ * names holding some others): another delimiter is applied here to the flat listing, name by name.
+ * A token says which of the two listings its backend token belongs to. A page that fills up at the end
  * of a backend page is answered truncated without reading the next one: with a delimiter, the
  * next page may then turn out empty (everything left rolls into the last common prefix), which
  * clients take as the end.
@@ -42,7 +45,9 @@
 #define LIST_FETCH_MAX 1000
 #define SKIP_SUFFIX "\xff\xff\xff\xff"
 #define TOKEN_MAGIC "ft1:"
-#define RTOKEN_MAGIC "fr1:" /* a remote bucket's: the length of the backend's page token, ':', it, the marker */
+#define RTOKEN_MAGIC "fr1:"     /* a remote bucket's: the length of the backend's page token, ':', it, the marker */
+#define RTOKEN_DIR_MAGIC "fr2:" /* the same, of a listing the backend rolls up at "/" (its token is of that listing) */
+#define BACKEND_DELIMITER "/"
 #define TOKEN_MAX 16384
 
 typedef struct {
@@ -78,14 +83,26 @@ typedef struct {
  * the marker ----
  */
 
+/* The delimiter a remote bucket's backend applies to its listing: NULL for a flat listing. */
+static const char *backend_delimiter(const list_args_t *a)
+{
+	return strcmp(a->delimiter, BACKEND_DELIMITER) == 0 ? BACKEND_DELIMITER : NULL;
+}
+
+/* The magic of a remote bucket's token: of a flat or a delimited backend listing. */
+static const char *remote_magic(const list_args_t *a)
+{
+	return backend_delimiter(a) != NULL ? RTOKEN_DIR_MAGIC : RTOKEN_MAGIC;
+}
+
 /*
  * The token for marker (btoken NULL) or for a remote bucket's marker in the page of btoken; malloc'd,
  * NULL on OOM or when longer than TOKEN_MAX (a backend token of kilobytes).
  */
-static char *token_encode(const char *btoken, const char *marker)
+static char *token_encode(const list_args_t *a, const char *btoken, const char *marker)
 {
 	char *raw = NULL, *out;
-	int n = btoken != NULL ? asprintf(&raw, "%s%zu:%s%s", RTOKEN_MAGIC, strlen(btoken), btoken, marker)
+	int n = btoken != NULL ? asprintf(&raw, "%s%zu:%s%s", remote_magic(a), strlen(btoken), btoken, marker)
 			       : asprintf(&raw, "%s%s", TOKEN_MAGIC, marker);
 
 	if (n < 0)
@@ -102,9 +119,9 @@ static char *token_encode(const char *btoken, const char *marker)
  * The marker inside a token, in ft_req_alloc memory, and for a remote bucket (btoken not NULL) the
  * backend's page token into *btoken; NULL when the token is not one of ours for this bucket's kind.
  */
-static char *token_decode(ft_req_t *r, const char *token, const char **btoken)
+static char *token_decode(ft_req_t *r, const list_args_t *a, const char *token, const char **btoken)
 {
-	const char *magic = btoken != NULL ? RTOKEN_MAGIC : TOKEN_MAGIC;
+	const char *magic = btoken != NULL ? remote_magic(a) : TOKEN_MAGIC;
 	size_t n = strlen(token), ml = strlen(magic), bl;
 	char *raw, *end;
 	long len;
@@ -205,7 +222,7 @@ static void respond(px_s3_req_t *q, const list_args_t *a, const result_t *res)
 		if (a->token != NULL)
 			px_xml_elem(&x, "ContinuationToken", a->token);
 		if (res->truncated && res->next != NULL) {
-			next_token = token_encode(res->btoken, res->next);
+			next_token = token_encode(a, res->btoken, res->next);
 			if (next_token == NULL)
 				x.failed = true;
 			else
@@ -303,9 +320,9 @@ static int consume(const list_args_t *a, json_t *entries, result_t *res, char **
 
 	json_array_foreach(entries, i, e) {
 		const char *name = json_string_value(json_object_get(e, "name"));
-		bool oom;
-		char *cp = common_prefix(name, plen, a->delimiter, &oom);
-		if (oom)
+		bool oom = false, dir = json_is_true(json_object_get(e, "dir")); /* the backend's common prefix */
+		char *cp = dir ? strdup(name) : common_prefix(name, plen, a->delimiter, &oom);
+		if (oom || (dir && cp == NULL))
 			return -1;
 		if (cp != NULL) {
 			bool seen = (*last_cp != NULL && strcmp(cp, *last_cp) == 0) || strcmp(cp, a->start) <= 0;
@@ -418,7 +435,7 @@ static int remote_walk(px_s3_req_t *q, const list_args_t *a, result_t *res)
 		goto oom;
 	while (a->max_keys > 0 && state == WALK_MORE) {
 		json_t *page = NULL, *fresh;
-		if (q->host->rlist_page(q->host->ctx, q->provider, q->bucket, a->prefix, a->delimiter, btoken,
+		if (q->host->rlist_page(q->host->ctx, q->provider, q->bucket, a->prefix, backend_delimiter(a), btoken,
 					LIST_FETCH_MAX, &page, &next, &status, why, sizeof(why)) != 0) {
 			if (marked != NULL && res->n == 0) { /* a kept token gone stale: once more from the start */
 				free(btoken);
@@ -573,7 +590,7 @@ void px_s3_list_objects(px_s3_req_t *q, int version)
 		a->start = a->start_after != NULL ? a->start_after : "";
 		a->btoken = "";
 		if (a->token != NULL) {
-			const char *m = token_decode(r, a->token, px_s3_remote(q) ? &a->btoken : NULL);
+			const char *m = token_decode(r, a, a->token, px_s3_remote(q) ? &a->btoken : NULL);
 			if (m == NULL) {
 				px_s3_error(q, PX_S3_INVALID_ARGUMENT, "The continuation token provided is incorrect");
 				return;

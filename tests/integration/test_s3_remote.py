@@ -503,13 +503,38 @@ def test_aws_list_v1_marker_resumes_in_the_backends_page(cluster, s3, direct, s3
         rest = s3.list_objects_v2(Bucket=name, MaxKeys=1000, ContinuationToken=v2["NextContinuationToken"])
         assert [o["Key"] for o in v2["Contents"] + rest["Contents"]] == keys and not rest["IsTruncated"]
         assert backend_lists(s3rver, backend) - before == 2
-        # A "directory" of 1,005 names is one entry of the backend's own delimited listing: one backend call
-        # (two when the proxy rolled the names up itself, one backend page of 1,000 names after another).
+    finally:
+        destroy_remote(cluster, name, "aws")
+
+
+def test_aws_list_slash_delimiter_is_the_backends(cluster, s3, direct, s3rver):
+    # With delimiter "/" the backend rolls a "directory" up into one entry of its listing: one backend listing
+    # for a directory of 1,001 names (two when the proxy rolled the names up itself, a backend page of 1,000 names
+    # after another). Another delimiter is applied by the proxy to the flat listing (s3rver loses "e+f/x" under
+    # delimiter "+"). A token of one kind of listing is refused by the other.
+    keys = ["d/%04d" % i for i in range(1001)] + ["e+f/x", "top"]
+    name, backend = unique("rd"), unique("be")
+    direct.create_bucket(Bucket=backend)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda k: direct.put_object(Bucket=backend, Key=k, Body=b"v"), keys))
+    create_remote(cluster.url, name, "aws", aws_props(s3rver, backend))
+    try:
         before = backend_lists(s3rver, backend)
-        for listed in (s3.list_objects_v2(Bucket=name, Delimiter="k"), s3.list_objects(Bucket=name, Delimiter="k")):
-            assert [p["Prefix"] for p in listed["CommonPrefixes"]] == ["k"] and not listed.get("Contents"), listed
-            assert not listed["IsTruncated"]
+        for listed in (s3.list_objects_v2(Bucket=name, Delimiter="/"), s3.list_objects(Bucket=name, Delimiter="/")):
+            assert [p["Prefix"] for p in listed["CommonPrefixes"]] == ["d/", "e+f/"], listed
+            assert [o["Key"] for o in listed["Contents"]] == ["top"] and not listed["IsTruncated"]
         assert backend_lists(s3rver, backend) - before == 2, "not one backend listing per S3 listing"
+        contents, prefixes, _ = list_v2_all(s3, name, Delimiter="+")
+        assert prefixes == ["e+"] and [k for k, _ in contents] == keys[:1001] + ["top"]
+        first = s3.list_objects_v2(Bucket=name, Delimiter="/", MaxKeys=1)
+        assert [p["Prefix"] for p in first["CommonPrefixes"]] == ["d/"] and first["IsTruncated"]
+        token = first["NextContinuationToken"]
+        rest = s3.list_objects_v2(Bucket=name, Delimiter="/", ContinuationToken=token)
+        assert [p["Prefix"] for p in rest["CommonPrefixes"]] == ["e+f/"] and [o["Key"] for o in rest["Contents"]] == ["top"]
+        expect_error("InvalidArgument", 400, s3.list_objects_v2, Bucket=name, ContinuationToken=token)
+        flat = s3.list_objects_v2(Bucket=name, MaxKeys=1)
+        expect_error("InvalidArgument", 400, s3.list_objects_v2, Bucket=name, Delimiter="/",
+                     ContinuationToken=flat["NextContinuationToken"])
     finally:
         destroy_remote(cluster, name, "aws")
 

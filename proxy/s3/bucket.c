@@ -120,7 +120,10 @@ static int bucket_row_cmp(const void *a, const void *b)
 	return (x->created_ns > y->created_ns) - (x->created_ns < y->created_ns);
 }
 
-/* The bucket names of every provider after `after` and under prefix, each once, sorted, in rows; their count. */
+/*
+ * The names the S3 API reaches after `after` and under prefix, each once, sorted, in rows; their count: every ais
+ * bucket's, and a remote bucket's unless remote buckets of several providers share it with no ais one (409 there).
+ */
 static int bucket_rows(px_s3_req_t *q, const char *after, const char *prefix, bucket_row_t **out)
 {
 	ft_bmd_t *bmd = ft_bmd_current();
@@ -141,9 +144,12 @@ static int bucket_rows(px_s3_req_t *q, const char *after, const char *prefix, bu
 	ft_bmd_put(bmd);
 	qsort(rows, (size_t)n, sizeof(*rows), bucket_row_cmp);
 	int kept = 0;
-	for (int i = 0; i < n; i++)
-		if (kept == 0 || strcmp(rows[kept - 1].name, rows[i].name) != 0)
+	for (int i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && strcmp(rows[j].name, rows[i].name) == 0; j++)
+			;
+		if (rows[i].ais || j - i == 1) /* the ais bucket comes first among its name's */
 			rows[kept++] = rows[i];
+	}
 	*out = rows;
 	return kept;
 }
@@ -169,8 +175,8 @@ static int bucket_token_name(const char *token, char *out, size_t cap)
 	return strlen(out) == (size_t)n ? 0 : -1;
 }
 
-/* ListBuckets: the names of the ais and the remote buckets (each name once: the S3 API reaches a bucket by name),
- * sorted, paged with max-buckets and continuation-token, filtered by prefix. */
+/* ListBuckets: the names the S3 API reaches (ais and remote buckets, each name once), sorted, paged with max-buckets
+ * and continuation-token, filtered by prefix. */
 void px_s3_list_buckets(px_s3_req_t *q)
 {
 	const char *qmax = ft_req_query(q->r, "max-buckets"), *token = ft_req_query(q->r, "continuation-token");

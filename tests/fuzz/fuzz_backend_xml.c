@@ -71,6 +71,8 @@ static void check_page(ft_backend_err_t rc, ft_backend_page_t *page)
 			abort();
 		if (strnlen(page->entries[i].etag, sizeof(page->entries[i].etag)) >= sizeof(page->entries[i].etag))
 			abort();
+		if (page->entries[i].dir && page->entries[i].size != -1) /* a common prefix has no size */
+			abort();
 	}
 	ft_backend_page_free(page);
 }

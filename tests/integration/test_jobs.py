@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Jobs: prefetch and evict of remote buckets (ht, aws via s3rver) across the targets, by names and by prefix.
+import concurrent.futures
 import os
 import threading
 import time
@@ -284,10 +285,9 @@ def test_prefetch_prefix_parallel(cluster, aws_bucket):
     pre = f"{b}/in/"
     inside = [f"{pre}{i:04d}.bin" for i in range(1150)]  # more than one backend page (1000)
     outside = [f"{b}/out/{i}.bin" for i in range(5)] + [f"{b}/inx"]
-    data = {}
-    for i, n in enumerate(inside + outside):
-        data[n] = bytes([i % 251]) * (10 + i % 97)
-        s3.put_object(Bucket=backend_bucket, Key=n, Body=data[n])
+    data = {n: bytes([i % 251]) * (10 + i % 97) for i, n in enumerate(inside + outside)}
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda n: s3.put_object(Bucket=backend_bucket, Key=n, Body=data[n]), data))
     # A folder marker: a key like any other (stored under a hashed file name, docs/s3.md).
     marker = f"{pre}zz/"
     s3.put_object(Bucket=backend_bucket, Key=marker, Body=b"")

@@ -400,8 +400,27 @@ ft_backend_err_t ft_be_aws_list_parse(const char *doc, size_t len, ft_backend_pa
 	return FT_BACKEND_OK;
 }
 
-static ft_backend_err_t aws_list(ft_backend_t *b, const char *prefix, const char *delimiter, const char *token, int max,
-				 ft_backend_page_t *out, ft_backend_error_t *err)
+/* The list query of a, its parameters in the sorted order the signed canonical query has. */
+static void aws_list_query(ft_strbuf_t *q, const ft_backend_list_args_t *a)
+{
+	if (a->token != NULL) {
+		ft_strbuf_adds(q, "continuation-token=");
+		ft_pct_encode_buf(q, a->token, strlen(a->token), 0);
+		ft_strbuf_adds(q, "&");
+	}
+	if (*a->delimiter != '\0') {
+		ft_strbuf_adds(q, "delimiter=");
+		ft_pct_encode_buf(q, a->delimiter, strlen(a->delimiter), 0);
+		ft_strbuf_adds(q, "&");
+	}
+	ft_strbuf_addf(q, "list-type=2&max-keys=%d", a->max);
+	ft_be_query_add(q, "prefix", a->prefix);
+	if (a->token == NULL) /* with a token S3 ignores it */
+		ft_be_query_add(q, "start-after", a->start_after);
+}
+
+static ft_backend_err_t aws_list(ft_backend_t *b, const ft_backend_list_args_t *a, ft_backend_page_t *out,
+				 ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "LIST", b->cfg.bucket);
 	ft_strbuf_t query = {0}, body = {0};
@@ -410,22 +429,7 @@ static ft_backend_err_t aws_list(ft_backend_t *b, const char *prefix, const char
 
 	if (x == NULL)
 		return ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "aws LIST: out of memory");
-	/* Sorted by name already, so the signed canonical query equals what is sent. */
-	if (token != NULL) {
-		ft_strbuf_adds(&query, "continuation-token=");
-		ft_pct_encode_buf(&query, token, strlen(token), 0);
-		ft_strbuf_adds(&query, "&");
-	}
-	if (*delimiter != '\0') {
-		ft_strbuf_adds(&query, "delimiter=");
-		ft_pct_encode_buf(&query, delimiter, strlen(delimiter), 0);
-		ft_strbuf_adds(&query, "&");
-	}
-	ft_strbuf_addf(&query, "list-type=2&max-keys=%d", max);
-	if (*prefix != '\0') {
-		ft_strbuf_adds(&query, "&prefix=");
-		ft_pct_encode_buf(&query, prefix, strlen(prefix), 0);
-	}
+	aws_list_query(&query, a);
 	rc = get_listing(b, x, &query, &body, err);
 	if (rc != FT_BACKEND_OK)
 		goto out;

@@ -558,8 +558,9 @@ ft_backend_err_t ft_be_azure_list_parse(const char *doc, size_t len, ft_backend_
 	return FT_BACKEND_OK;
 }
 
-static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const char *delimiter, const char *token,
-				   int max, ft_backend_page_t *out, ft_backend_error_t *err)
+/* start_after: Azure has no such query (its marker is opaque), callers skip. */
+static ft_backend_err_t azure_list(ft_backend_t *b, const ft_backend_list_args_t *a, ft_backend_page_t *out,
+				   ft_backend_error_t *err)
 {
 	ft_be_xfer_t *x = ft_be_xfer_new(b, "LIST", b->cfg.bucket);
 	ft_strbuf_t query = {0}, body = {0};
@@ -567,19 +568,10 @@ static ft_backend_err_t azure_list(ft_backend_t *b, const char *prefix, const ch
 
 	if (x == NULL)
 		return oom("LIST", b->cfg.bucket, err);
-	ft_strbuf_addf(&query, "restype=container&comp=list&maxresults=%d", max);
-	if (*prefix != '\0') {
-		ft_strbuf_adds(&query, "&prefix=");
-		ft_pct_encode_buf(&query, prefix, strlen(prefix), 0);
-	}
-	if (token != NULL) {
-		ft_strbuf_adds(&query, "&marker=");
-		ft_pct_encode_buf(&query, token, strlen(token), 0);
-	}
-	if (*delimiter != '\0') {
-		ft_strbuf_adds(&query, "&delimiter=");
-		ft_pct_encode_buf(&query, delimiter, strlen(delimiter), 0);
-	}
+	ft_strbuf_addf(&query, "restype=container&comp=list&maxresults=%d", a->max);
+	ft_be_query_add(&query, "prefix", a->prefix);
+	ft_be_query_add(&query, "marker", a->token);
+	ft_be_query_add(&query, "delimiter", a->delimiter);
 	rc = get_listing(b, x, &query, &body, err);
 	if (rc != FT_BACKEND_OK)
 		goto out;

@@ -317,7 +317,9 @@ ft_backend_err_t ft_backend_delete(ft_backend_t *b, const char *name, ft_backend
 ft_backend_err_t ft_backend_list(ft_backend_t *b, const char *prefix, const char *token, int max,
 				 ft_backend_page_t *out, ft_backend_error_t *err)
 {
-	return ft_backend_list_delimited(b, prefix, NULL, token, max, out, err);
+	ft_backend_list_args_t a = {.prefix = prefix, .token = token, .max = max};
+
+	return ft_backend_list_page(b, &a, out, err);
 }
 
 static int entry_cmp(const void *x, const void *y)
@@ -325,21 +327,23 @@ static int entry_cmp(const void *x, const void *y)
 	return strcmp(((const ft_backend_entry_t *)x)->name, ((const ft_backend_entry_t *)y)->name);
 }
 
-ft_backend_err_t ft_backend_list_delimited(ft_backend_t *b, const char *prefix, const char *delimiter,
-					   const char *token, int max, ft_backend_page_t *out, ft_backend_error_t *err)
+ft_backend_err_t ft_backend_list_page(ft_backend_t *b, const ft_backend_list_args_t *a, ft_backend_page_t *out,
+				      ft_backend_error_t *err)
 {
+	ft_backend_list_args_t n = {
+		.prefix = a->prefix != NULL ? a->prefix : "",
+		.delimiter = a->delimiter != NULL ? a->delimiter : "",
+		.token = a->token != NULL && *a->token != '\0' ? a->token : NULL,
+		.start_after = a->start_after != NULL ? a->start_after : "",
+		.max = a->max <= 0 || a->max > 1000 ? 1000 : a->max,
+	};
 	ft_backend_err_t rc;
 
 	memset(out, 0, sizeof(*out));
-	if (max <= 0 || max > 1000)
-		max = 1000;
-	if (delimiter == NULL)
-		delimiter = "";
-	rc = b->ops->list(b, prefix != NULL ? prefix : "", delimiter, token != NULL && *token != '\0' ? token : NULL,
-			  max, out, err);
+	rc = b->ops->list(b, &n, out, err);
 	if (rc != FT_BACKEND_OK)
 		ft_backend_page_free(out);
-	else if (*delimiter != '\0' && out->n > 1) /* S3 and GCS answer the names, then the prefixes */
+	else if (*n.delimiter != '\0' && out->n > 1) /* S3 and GCS answer the names, then the prefixes */
 		qsort(out->entries, (size_t)out->n, sizeof(*out->entries), entry_cmp);
 	return rc;
 }

@@ -285,14 +285,27 @@ typedef struct {
  */
 ft_backend_err_t ft_backend_list(ft_backend_t *b, const char *prefix, const char *token, int max,
 				 ft_backend_page_t *out, ft_backend_error_t *err);
-/*
- * ft_backend_list with a delimiter (NULL or "" = none, the flat listing): names whose rest after the
- * prefix holds it roll up, by the backend, into one entry each of their common prefix (up to and with
- * the first delimiter; dir set), so a "directory" costs one entry, not one a name. Entries, names and
- * common prefixes together, come in byte order; the token continues the same delimited listing.
- */
-ft_backend_err_t ft_backend_list_delimited(ft_backend_t *b, const char *prefix, const char *delimiter,
-					   const char *token, int max, ft_backend_page_t *out, ft_backend_error_t *err);
+typedef struct {
+	const char *prefix; /* NULL or "": every name */
+	/*
+	 * NULL or "": the flat listing. Else names whose rest after the prefix holds it roll up, by the backend,
+	 * into one entry each of their common prefix (up to and with the first delimiter; dir set), so a
+	 * "directory" costs one entry, not one a name; entries, names and common prefixes together, come in byte
+	 * order, and the token continues the same delimited listing.
+	 */
+	const char *delimiter;
+	const char *token; /* NULL or "": the first page */
+	/*
+	 * First page only (no token): the names after this one. aws asks the backend for them (start-after); the
+	 * others list from the start, so callers skip what is not after it themselves.
+	 */
+	const char *start_after;
+	int max; /* as ft_backend_list's */
+} ft_backend_list_args_t;
+
+/* ft_backend_list with the arguments above. */
+ft_backend_err_t ft_backend_list_page(ft_backend_t *b, const ft_backend_list_args_t *a, ft_backend_page_t *out,
+				      ft_backend_error_t *err);
 void ft_backend_page_free(ft_backend_page_t *p);
 
 /*

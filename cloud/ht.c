@@ -132,13 +132,10 @@ static ft_backend_err_t ht_del(ft_backend_t *b, const char *name, ft_backend_err
 	return ft_be_fail(err, FT_BACKEND_ENOTSUP, 0, "ht DELETE %s: an HTTP origin is read-only", name);
 }
 
-static ft_backend_err_t ht_list(ft_backend_t *b, const char *prefix, const char *delimiter, const char *token, int max,
-				ft_backend_page_t *out, ft_backend_error_t *err)
+static ft_backend_err_t ht_list(ft_backend_t *b, const ft_backend_list_args_t *a, ft_backend_page_t *out,
+				ft_backend_error_t *err)
 {
-	(void)prefix;
-	(void)delimiter;
-	(void)token;
-	(void)max;
+	(void)a;
 	(void)out;
 	return ft_be_fail(err, FT_BACKEND_ENOTSUP, 0, "ht LIST %s: an HTTP origin cannot be listed", b->cfg.endpoint);
 }

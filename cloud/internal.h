@@ -203,6 +203,8 @@ int ft_be_add_if_match(ft_be_xfer_t *x, const ft_backend_get_opts_t *o);
 
 /* Appends an entry (name copied); returns 0 or -1. */
 int ft_be_page_add(ft_backend_page_t *p, int *cap, const char *name, size_t name_len);
+/* Appends "&name=value" (value percent-encoded) to a query when value is set (neither NULL nor ""). */
+void ft_be_query_add(ft_strbuf_t *q, const char *name, const char *value);
 /* ft_be_page_add of a delimited listing's common prefix (dir set): 0, -1 when empty (malformed), -2 out of memory. */
 int ft_be_page_add_dir(ft_backend_page_t *p, int *cap, const char *name, size_t name_len);
 
@@ -219,9 +221,12 @@ typedef struct {
 	ft_backend_err_t (*put)(ft_backend_t *b, const char *name, const ft_backend_body_t *body,
 				ft_backend_meta_t *out, ft_backend_error_t *err);
 	ft_backend_err_t (*del)(ft_backend_t *b, const char *name, ft_backend_error_t *err);
-	/* delimiter: "" = a flat listing; entries may come out of byte order (ft_backend_list_delimited sorts) */
-	ft_backend_err_t (*list)(ft_backend_t *b, const char *prefix, const char *delimiter, const char *token, int max,
-				 ft_backend_page_t *out, ft_backend_error_t *err);
+	/*
+	 * a with every string set ("" = none; token NULL = the first page) and max 1..1000; entries may come out of
+	 * byte order (ft_backend_list_page sorts)
+	 */
+	ft_backend_err_t (*list)(ft_backend_t *b, const ft_backend_list_args_t *a, ft_backend_page_t *out,
+				 ft_backend_error_t *err);
 	/* One page of the account's buckets (b->account set); NULL: the provider has none to list. */
 	ft_backend_err_t (*list_buckets)(ft_backend_t *b, const char *token, ft_backend_page_t *out,
 					 ft_backend_error_t *err);

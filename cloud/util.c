@@ -160,6 +160,14 @@ int ft_be_page_add(ft_backend_page_t *p, int *cap, const char *name, size_t name
 	return 0;
 }
 
+void ft_be_query_add(ft_strbuf_t *q, const char *name, const char *value)
+{
+	if (value == NULL || *value == '\0')
+		return;
+	ft_strbuf_addf(q, "&%s=", name);
+	ft_pct_encode_buf(q, value, strlen(value), 0);
+}
+
 int ft_be_page_add_dir(ft_backend_page_t *p, int *cap, const char *name, size_t name_len)
 {
 	if (name_len == 0)

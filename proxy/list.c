@@ -41,7 +41,8 @@ typedef struct {
 	char bucket[FT_BUCKET_NAME_MAX + 1];
 	const char *prefix; /* ft_req_alloc memory */
 	const char *token;
-	const char *delimiter; /* a remote bucket's backend page rolls names up at it (NULL: none) */
+	const char *delimiter;   /* a remote bucket's backend page rolls names up at it (NULL: none) */
+	const char *start_after; /* a remote bucket's first backend page: names after it, where the backend can */
 	int pagesize;
 	bool owner_only;          /* keep a name only from the target owning it (cached objects of remote buckets) */
 	bool archive;             /* archive=true: members of shards listed too (docs/shards.md) */
@@ -383,23 +384,28 @@ static char *rlist_url(const ft_node_t *node, const list_op_t *op, bool page)
 	char *bucket = ft_pct_encode_dup(op->bucket, strlen(op->bucket), 0);
 	char *prefix = ft_pct_encode_dup(op->prefix, strlen(op->prefix), 0);
 	char *token = ft_pct_encode_dup(op->token, strlen(op->token), 0);
-	const char *delim = op->delimiter != NULL ? op->delimiter : "";
-	char *delimiter = ft_pct_encode_dup(delim, strlen(delim), 0);
+	const char *delim = op->delimiter != NULL ? op->delimiter : "",
+		   *sa = op->start_after != NULL ? op->start_after : "";
+	char *delimiter = ft_pct_encode_dup(delim, strlen(delim), 0),
+	     *start_after = ft_pct_encode_dup(sa, strlen(sa), 0);
 	char *url = NULL;
 	int rc = -1;
 
-	if (bucket != NULL && prefix != NULL && token != NULL && delimiter != NULL) {
+	if (bucket != NULL && prefix != NULL && token != NULL && delimiter != NULL && start_after != NULL) {
 		if (page)
-			rc = asprintf(&url,
-				      "%s/v1/list?provider=%s&bucket=%s&remote=true&prefix=%s&token=%s&pagesize=%d%s%s",
-				      node->control_url, op->provider, bucket, prefix, token, op->pagesize,
-				      *delimiter != '\0' ? "&delimiter=" : "", delimiter);
+			rc = asprintf(
+				&url,
+				"%s/v1/list?provider=%s&bucket=%s&remote=true&prefix=%s&token=%s&pagesize=%d%s%s%s%s",
+				node->control_url, op->provider, bucket, prefix, token, op->pagesize,
+				*delimiter != '\0' ? "&delimiter=" : "", delimiter,
+				*start_after != '\0' ? "&start_after=" : "", start_after);
 		else
 			rc = asprintf(&url, "%s/v1/list?provider=%s&bucket=%s", node->control_url, op->provider,
 				      bucket);
 	}
 	if (rc < 0)
 		url = NULL;
+	free(start_after);
 	free(delimiter);
 	free(token);
 	free(prefix);
@@ -461,22 +467,23 @@ static int rlist_fetch(ft_req_t *r, const list_op_t *op, const ft_smap_t *smap, 
 	return -1;
 }
 
-int px_rlist_page(px_t *px, const char *provider, const char *bucket, const char *prefix, const char *delimiter,
-		  const char *token, int pagesize, json_t **entries, char **next, int *status, char *why, size_t cap)
+int px_rlist_page(px_t *px, const char *provider, const char *bucket, const px_rlist_args_t *a, json_t **entries,
+		  char **next, int *status, char *why, size_t cap)
 {
 	list_op_t op = {.px = px,
 			.provider = provider,
-			.prefix = prefix,
-			.token = token,
-			.delimiter = delimiter,
-			.pagesize = pagesize};
+			.prefix = a->prefix,
+			.token = a->token,
+			.delimiter = a->delimiter,
+			.start_after = a->start_after,
+			.pagesize = a->pagesize};
 	ft_smap_t *smap = ft_smap_current();
 	json_t *reply = NULL;
 	int rc = -1;
 
 	*entries = NULL;
 	*next = NULL;
-	if (pagesize < 1 || pagesize > PX_PAGESIZE_MAX || strlen(bucket) >= sizeof(op.bucket)) {
+	if (a->pagesize < 1 || a->pagesize > PX_PAGESIZE_MAX || strlen(bucket) >= sizeof(op.bucket)) {
 		*status = 500;
 		snprintf(why, cap, "bad list arguments");
 		goto out;

@@ -177,12 +177,12 @@ static int s3_list_page(void *ctx, const char *bucket, const char *prefix, const
 	return px_list_page(ctx, bucket, prefix, token, pagesize, entries, more, status, why, cap);
 }
 
-static int s3_rlist_page(void *ctx, const char *provider, const char *bucket, const char *prefix, const char *delimiter,
-			 const char *token, int pagesize, json_t **entries, char **next, int *status, char *why,
-			 size_t cap)
+static int s3_rlist_page(void *ctx, const char *provider, const char *bucket, const px_s3_rlist_args_t *s,
+			 json_t **entries, char **next, int *status, char *why, size_t cap)
 {
-	return px_rlist_page(ctx, provider, bucket, prefix, delimiter, token, pagesize, entries, next, status, why,
-			     cap);
+	px_rlist_args_t a = {s->prefix, s->delimiter, s->start_after, s->token, s->pagesize};
+
+	return px_rlist_page(ctx, provider, bucket, &a, entries, next, status, why, cap);
 }
 
 static int s3_target_unreachable(void *ctx, const char *id)

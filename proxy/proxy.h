@@ -340,15 +340,23 @@ void px_list_objects_provider(px_t *px, ft_req_t *r, const char *provider, const
  */
 int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize, json_t **entries,
 		 bool *more, int *status, char *why, size_t cap);
+/* What px_rlist_page lists ("" or NULL: none). */
+typedef struct {
+	const char *prefix;
+	const char *delimiter;   /* the backend rolls names up at it */
+	const char *start_after; /* the first backend page (token ""): names after it where the backend can (aws) */
+	const char *token;       /* the backend's page token, "" for the first page */
+	int pagesize;            /* 1..10000 */
+} px_rlist_args_t;
 /*
- * One page of a remote bucket's own listing (its backend's, through one target), for other front-ends (S3): the
- * names starting with prefix from the backend's page token ("" for the first page), at most pagesize (1..10000);
- * with a delimiter (NULL or "": none), the backend's common prefixes come as entries {"name": P, "dir": true}.
+  * One page of a remote bucket's own listing (its backend's, through one target), for other front-ends (S3): the
+ * names starting with a->prefix from the backend's page a->token, at most a->pagesize; with a delimiter, the
+ * backend's common prefixes come as entries {"name": P, "dir": true}.
  * Blocking: call from a worker. 0 with *entries (caller owns) and *next (the backend's token of the next page, ""
  * at the end; caller frees); -1 with *status and why.
  */
-int px_rlist_page(px_t *px, const char *provider, const char *bucket, const char *prefix, const char *delimiter,
-		  const char *token, int pagesize, json_t **entries, char **next, int *status, char *why, size_t cap);
+int px_rlist_page(px_t *px, const char *provider, const char *bucket, const px_rlist_args_t *a, json_t **entries,
+		  char **next, int *status, char *why, size_t cap);
 
 /* ---- jobs.c: prefetch, evict and jobs over local objects (docs/api.md "Jobs") ---- */
 /*

@@ -27,8 +27,9 @@
  * A remote bucket (aws, gcp, azure, ht) is walked through its backend's own listing instead
  * (remote_walk), whose pages only the backend's opaque token reaches: our token then carries the
  * token of the page the walk stopped in and the marker, and the names up to the marker in that
- * page are skipped. A marker with no token (v1, ListObjectVersions, start-after) reads from the
- * first page, unless it is one this proxy handed out lately (listmark.c keeps the page it is in).
+ * page are skipped. A marker with no token (v1, ListObjectVersions, start-after) resumes in
+ * the page it is in when this proxy handed it out lately (listmark.c keeps the page), else reads
+ * from the backend's first page, which an aws backend starts after the marker (start-after).
  * The delimiter "/" is the backend's (its common prefixes come as entries named by them, in byte
  * order with the names), so a "directory" is one entry there, not a walk over its names; "/" only,
  * the one every backend and emulator rolls up exactly (s3rver cuts multi-byte ones short and loses
@@ -435,8 +436,11 @@ static int remote_walk(px_s3_req_t *q, const list_args_t *a, result_t *res)
 		goto oom;
 	while (a->max_keys > 0 && state == WALK_MORE) {
 		json_t *page = NULL, *fresh;
-		if (q->host->rlist_page(q->host->ctx, q->provider, q->bucket, a->prefix, backend_delimiter(a), btoken,
-					LIST_FETCH_MAX, &page, &next, &status, why, sizeof(why)) != 0) {
+		/* from the backend's first page: past the start where it can (aws), not every page before it */
+		px_s3_rlist_args_t ra = {a->prefix, backend_delimiter(a), btoken[0] == '\0' ? a->start : "", btoken,
+					 LIST_FETCH_MAX};
+		if (q->host->rlist_page(q->host->ctx, q->provider, q->bucket, &ra, &page, &next, &status, why,
+					sizeof(why)) != 0) {
 			if (marked != NULL && res->n == 0) { /* a kept token gone stale: once more from the start */
 				free(btoken);
 				marked = NULL;

@@ -123,6 +123,15 @@ typedef enum {
 #define PX_S3_BODY_BUF (64 * 1024)      /* bytes one body read (body.c) or relay to a target moves at most */
 typedef struct px_s3_body px_s3_body_t; /* body reader state (body.c) */
 
+/* What a remote bucket's listing page asks of its backend ("" or NULL: none; see the host's rlist_page). */
+typedef struct {
+	const char *prefix;
+	const char *delimiter;
+	const char *start_after;
+	const char *token;
+	int pagesize;
+} px_s3_rlist_args_t;
+
 /*
  * What the S3 front end needs from the daemon that serves it, filled in by that daemon (the proxy:
  * main.c), so that proxy/s3/ never includes the proxy's own header. The three calls block: call
@@ -145,14 +154,14 @@ typedef struct {
 	int (*list_page)(void *ctx, const char *bucket, const char *prefix, const char *token, int pagesize,
 			 json_t **entries, bool *more, int *status, char *why, size_t cap);
 	/*
-	 * One page of remote bucket's own listing (its backend's; rolled up at delimiter unless NULL or "", a common
-	 * prefix as an entry {"name": P, "dir": true}): names starting with prefix from the backend's
-	 * page token ("" first), at most pagesize; 0 with *entries (caller owns) and *next (the next page's token,
-	 * "" at the end; caller frees), or -1 with *status and why.
+	 * One page of remote bucket's own listing (its backend's; rolled up at a->delimiter unless NULL or "", a
+	 * common prefix as an entry {"name": P, "dir": true}): names starting with a->prefix from the backend's page
+	 * a->token ("" first; then names after a->start_after where the backend can), at most a->pagesize; 0 with
+	 * *entries (caller owns) and *next (the next page's token, "" at the end; caller frees), or -1 with *status
+	 * and why.
 	 */
-	int (*rlist_page)(void *ctx, const char *provider, const char *bucket, const char *prefix,
-			  const char *delimiter, const char *token, int pagesize, json_t **entries, char **next,
-			  int *status, char *why, size_t cap);
+	int (*rlist_page)(void *ctx, const char *provider, const char *bucket, const px_s3_rlist_args_t *a,
+			  json_t **entries, char **next, int *status, char *why, size_t cap);
 	/*
 	 * The relay could not connect to target id: 0 when the daemon took it out of the cluster map (every node
 	 * holds the new map on return, so the object's new owner serves a retry), -1 when it is alive. May be NULL.

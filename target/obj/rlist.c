@@ -87,6 +87,7 @@ void tgt_rlist_page(tgt_t *t, const char *provider, const char *bucket, const ft
 	const char *prefix = ft_ctl_query(req, "prefix");
 	const char *token = ft_ctl_query(req, "token");
 	const char *delimiter = ft_ctl_query(req, "delimiter");
+	const char *start_after = ft_ctl_query(req, "start_after"); /* the first page's, without token */
 	int pagesize = rlist_pagesize(ft_ctl_query(req, "pagesize"));
 	ft_backend_error_t err;
 	ft_backend_page_t page;
@@ -124,7 +125,8 @@ void tgt_rlist_page(tgt_t *t, const char *provider, const char *bucket, const ft
 	do {
 		size_t have = json_array_size(entries);
 		int want = pagesize - (int)have > RLIST_BACKEND_MAX ? RLIST_BACKEND_MAX : pagesize - (int)have;
-		ft_backend_err_t code = ft_backend_list_delimited(b, prefix, delimiter, next, want, &page, &err);
+		ft_backend_list_args_t args = {prefix, delimiter, next, start_after, want};
+		ft_backend_err_t code = ft_backend_list_page(b, &args, &page, &err);
 		if (code == FT_BACKEND_EREQUEST && first && token && *token) { /* refused the client's token */
 			ft_ctl_error(resp, 400, "listing %s/%s: the backend refused the continuation token: %s",
 				     provider, bucket, err.msg);

@@ -492,6 +492,14 @@ def test_aws_list_v1_marker_resumes_in_the_backends_page(cluster, s3, direct, s3
         assert backend_lists(s3rver, backend) - before == 1, "the backend listed again from its first page"
         other = s3.list_objects(Bucket=name, MaxKeys=3, Marker="k0500")
         assert [o["Key"] for o in other["Contents"]] == keys[501:504]
+        # A marker or start-after never handed out (another proxy's page, a restart): the backend starts after it
+        # (S3's start-after), one backend listing, not one for each backend page before it.
+        before = backend_lists(s3rver, backend)
+        far = s3.list_objects(Bucket=name, MaxKeys=2, Marker="k1001")
+        assert [o["Key"] for o in far["Contents"]] == keys[1002:1004] and far["IsTruncated"]
+        far = s3.list_objects_v2(Bucket=name, StartAfter="k1002")
+        assert [o["Key"] for o in far["Contents"]] == keys[1003:] and not far["IsTruncated"]
+        assert backend_lists(s3rver, backend) - before == 2
         # A page ending in a common prefix has skipped the names under it: its backend page serves the same
         # delimiter only. With delimiter "0" the first backend page rolls up into "k0"; a listing without a
         # delimiter after the marker "k0" must still give k0000... (it gave k1000... when the kept page was used).

@@ -1653,10 +1653,13 @@ static void test_request_shape(void **state)
 			"<?xml version=\"1.0\"?><ListBucketResult><IsTruncated>false</IsTruncated>"
 			"<Contents><Key>p/a</Key><Size>1</Size></Contents><Contents><Key>p/z</Key><Size>1</Size>"
 			"</Contents><CommonPrefixes><Prefix>p/m/</Prefix></CommonPrefixes></ListBucketResult>";
-		expect_err(ft_backend_list_delimited(b, "p/", "/", NULL, 0, &page, &err), FT_BACKEND_OK,
-			   "aws delimited list");
+		ft_backend_list_args_t la = {.prefix = "p/", .delimiter = "/", .start_after = "p/a"};
+
+		expect_err(ft_backend_list_page(b, &la, &page, &err), FT_BACKEND_OK, "aws delimited list");
 		fake_last_head(f, head, sizeof(head));
-		assert_true(strncmp(head, "GET /bkt?delimiter=%2F&list-type=2&max-keys=1000&prefix=p%2F ", 61) == 0);
+		assert_true(strncmp(head,
+				    "GET /bkt?delimiter=%2F&list-type=2&max-keys=1000&prefix=p%2F&start-after=p%2Fa ",
+				    79) == 0);
 		expect_sigv4_valid(head);
 		assert_int_equal(page.n, 3);
 		assert_string_equal(page.entries[0].name, "p/a");
@@ -2098,7 +2101,9 @@ static void roundtrip(ft_backend_t *b, int check_md5)
 		char prefix[80];
 
 		snprintf(prefix, sizeof(prefix), "%s/", run_prefix);
-		if (ft_backend_list_delimited(b, prefix, "/", NULL, 0, &page, &err) != FT_BACKEND_OK)
+		ft_backend_list_args_t la = {.prefix = prefix, .delimiter = "/"};
+
+		if (ft_backend_list_page(b, &la, &page, &err) != FT_BACKEND_OK)
 			fail_msg("delimited list: %s", err.msg);
 		assert_int_equal(page.n, 4);
 		for (int i = 0; i < page.n; i++) {

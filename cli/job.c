@@ -376,7 +376,10 @@ int cli_job_wait(ft_cli_t *c, const char *id, json_t **out)
 	}
 }
 
-/* ft job stop --kind KIND [BUCKET]: every running job of KIND (of BUCKET) through DELETE /v1/jobs?kind=. */
+/*
+ * ft job stop --kind KIND [BUCKET] | --all [BUCKET]: every running job of KIND (kind NULL: of every kind; of BUCKET)
+ * through DELETE /v1/jobs?kind=K or ?all=true.
+ */
 static int stop_kind(ft_cli_t *c, const char *kind)
 {
 	char path[512];
@@ -386,17 +389,17 @@ static int stop_kind(ft_cli_t *c, const char *kind)
 	int rc = FT_EXIT_OK;
 
 	if (c->n_args > 3)
-		return cli_fail(FT_EXIT_USAGE, "job stop --kind KIND takes at most one BUCKET");
+		return cli_fail(FT_EXIT_USAGE, "job stop --kind KIND or --all takes at most one BUCKET");
 	if (c->n_args == 3 && cli_bucket_parse(c->args[2], &b) != 0)
 		return FT_EXIT_USAGE;
 	char k[192];
-	cli_encode(kind, k, sizeof(k), false);
+	cli_encode(kind != NULL ? kind : "", k, sizeof(k), false);
+	int n = kind != NULL ? snprintf(path, sizeof(path), "/v1/jobs?kind=%s", k)
+			     : snprintf(path, sizeof(path), "/v1/jobs?all=true");
 	if (c->n_args == 3)
-		snprintf(path, sizeof(path), "/v1/jobs?kind=%s&provider=%s&bucket=%s", k, b.provider, b.name);
-	else
-		snprintf(path, sizeof(path), "/v1/jobs?kind=%s", k);
+		snprintf(path + n, sizeof(path) - (size_t)n, "&provider=%s&bucket=%s", b.provider, b.name);
 	if (cli_call("DELETE", path, NULL, &r) != 0 || r.status != 200 || (out = cli_resp_json(&r)) == NULL) {
-		rc = cli_resp_fail(&r, kind);
+		rc = cli_resp_fail(&r, kind != NULL ? kind : "jobs");
 	} else if (c->json) {
 		cli_print_json(out);
 	} else {
@@ -404,7 +407,7 @@ static int stop_kind(ft_cli_t *c, const char *kind)
 		for (size_t i = 0; i < json_array_size(ids); i++)
 			printf("stopped %s\n", json_string_value(json_array_get(ids, i)));
 		if (json_array_size(ids) == 0)
-			printf("no running %s job\n", kind);
+			printf("no running %s%sjob\n", kind != NULL ? kind : "", kind != NULL ? " " : "");
 	}
 	json_decref(out);
 	cli_resp_free(&r);
@@ -421,6 +424,8 @@ int cli_job(ft_cli_t *c)
 		return ls(c);
 	if (strcmp(verb, "stop") == 0 && cli_opt(c, "kind") != NULL)
 		return stop_kind(c, cli_opt(c, "kind"));
+	if (strcmp(verb, "stop") == 0 && cli_flag(c, "all"))
+		return stop_kind(c, NULL);
 	if (strcmp(verb, "show") != 0 && strcmp(verb, "wait") != 0 && strcmp(verb, "stop") != 0)
 		return cli_fail(FT_EXIT_USAGE, "job needs start, ls, show, wait or stop (ft job --help)");
 	if (c->n_args != 3)

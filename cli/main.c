@@ -135,9 +135,11 @@ static const struct {
 		     "every few seconds otherwise. Exit 0 finished without errors, 1 otherwise.\n"},
 	{"job stop", "Usage: ft job stop ID\n"
 		     "       ft job stop --kind KIND [BUCKET]\n"
+		     "       ft job stop --all [BUCKET]\n"
 		     "Aborts the job on every target; with --kind, every running job of KIND (prefetch, evict,\n"
 		     "evict-bucket, delete, copy, download, dsort, archive, mirror, ec-encode, scrub, rebalance,\n"
-		     "resilver), only those of BUCKET when given, and prints the ids stopped.\n"},
+		     "resilver), with --all every running job of any kind; only those of BUCKET when given; prints\n"
+		     "the ids stopped.\n"},
 	{"etl", "Usage: ft etl init|ls|show|rm ...\n"
 		"  ft etl init NAME [--] ARGV...   register a command (stdin: the object, stdout: the result)\n"
 		"  ft etl init NAME --url URL      register a transformer server (POSTed each object)\n"

@@ -12,8 +12,8 @@
  * DESIGN
  * AIStore asks about jobs with GET /v1/cluster?what=... and a body naming the job (its xaction
  * args {"ID","Kind",...} or a query {"kind","node","show_active"}), and aborts them with
- * PUT /v1/cluster {"action":"stop","value":{"ID"}}, or every running job of a kind with
- * {"kind"[,"bck":{"name","provider"}]} (px_jobs_stop_kind; answered with the JSON array of the
+  * PUT /v1/cluster {"action":"stop","value":{"ID"}}, or every running job of a kind (of every kind
+ * when it is empty too) with {"kind"[,"bck":{"name","provider"}]} (px_jobs_stop_kind; answered with the JSON array of the
  * ids stopped, which AIStore's clients, expecting no body, ignore). Each of the others is one
  * px_jobs_query (the targets' parts of one job, or every job, folded) re-encoded: JobStatus {uuid, kind, err,
  * end_time, aborted}, or the per-node snapshots {node: [{id, kind, start-time, end-time, bck,
@@ -67,7 +67,7 @@ typedef struct {
 	char id[64];
 	char job_kind[64]; /* AIStore's kind to filter on, "" for any */
 	bool only_running;
-	/* stop by kind: FastTier's kind, and the bucket ("": any) */
+	/* stop by kind: FastTier's kind (NULL: every kind), and the bucket ("": any) */
 	const char *stop_kind;
 	const char *bck_provider;
 	char bck_name[FT_BUCKET_NAME_MAX + 1];
@@ -232,9 +232,9 @@ static const char *field(const json_t *o, const char *k1, const char *k2)
 }
 
 /*
- * Stop without a job id: every running job of kind (AIStore's name), of the bucket args name
- * ("bck" or the Python SDK's "Bck": {"name","provider"}; absent or null: any). 0, or -1 after
- * responding 400 (an unknown kind, a bad bucket) or 501 (no kind: every job of every kind).
+  * Stop without a job id: every running job of kind (AIStore's name; "": of every kind, `ais job stop
+ * --all`), of the bucket args name ("bck" or the Python SDK's "Bck": {"name","provider"}; absent or
+ * null: any). 0, or -1 after responding 400 (an unknown kind, a bad bucket).
  */
 static int stop_decode(ft_req_t *r, query_t *q, const json_t *args, const char *kind)
 {
@@ -243,12 +243,8 @@ static int stop_decode(ft_req_t *r, query_t *q, const json_t *args, const char *
 	char known[320];
 
 	if (kind[0] == '\0') {
-		ft_resp_error(r, 501,
-			      "stopping every job of every kind is not built: name the job (\"ID\") or its kind "
-			      "(\"kind\")");
-		return -1;
-	}
-	if ((q->stop_kind = ft_kind(kind)) == NULL) {
+		q->stop_kind = NULL;
+	} else if ((q->stop_kind = ft_kind(kind)) == NULL) {
 		ft_resp_error(r, 400, "unknown job kind \"%s\" (known: %s)", kind,
 			      ais_kinds_text(known, sizeof(known)));
 		return -1;

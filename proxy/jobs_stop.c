@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Stopping every running job of a kind (optionally of one bucket): DELETE /v1/jobs?kind=K, AIStore's stop by kind. */
+/* Stopping every running job of a kind, or of every kind (optionally of one bucket): DELETE /v1/jobs?kind=K|all=true. */
 #include "proxy.h"
 
 #include <stdio.h>
@@ -57,7 +57,7 @@ static bool str_is(const json_t *job, const char *key, const char *want)
 /* Whether job (a folded document) is running and of kind, provider, bucket (NULL or "": any). */
 static bool stoppable(const json_t *job, const char *kind, const char *provider, const char *bucket)
 {
-	return str_is(job, "state", "running") && str_is(job, "kind", kind) &&
+	return str_is(job, "state", "running") && (kind == NULL || kind[0] == '\0' || str_is(job, "kind", kind)) &&
 	       (provider == NULL || provider[0] == '\0' || str_is(job, "provider", provider)) &&
 	       (bucket == NULL || bucket[0] == '\0' || str_is(job, "bucket", bucket));
 }
@@ -91,8 +91,9 @@ int px_jobs_stop_kind(px_t *px, const char *kind, const char *provider, const ch
 		json_array_append_new(out, json_string(id));
 	}
 	if (json_array_size(out) > 0)
-		ft_info("jobs of kind %s%s%s stopped: %zu", kind, bucket != NULL && bucket[0] ? " of bucket " : "",
-			bucket != NULL ? bucket : "", json_array_size(out));
+		ft_info("jobs of kind %s%s%s stopped: %zu", kind != NULL && kind[0] ? kind : "any",
+			bucket != NULL && bucket[0] ? " of bucket " : "", bucket != NULL ? bucket : "",
+			json_array_size(out));
 	*stopped = out;
 	out = NULL;
 	rc = 0;
@@ -102,11 +103,11 @@ done:
 	return rc;
 }
 
-/* ---- DELETE /v1/jobs?kind=K[&provider=P][&bucket=B] ---- */
+/* ---- DELETE /v1/jobs?kind=K|all=true[&provider=P][&bucket=B] ---- */
 
 typedef struct {
 	px_t *px;
-	const char *kind, *provider, *bucket; /* request-owned */
+	const char *kind, *provider, *bucket; /* request-owned; kind NULL: every kind */
 } stop_t;
 
 static void stop_work(ft_req_t *r, void *arg)
@@ -119,7 +120,7 @@ static void stop_work(ft_req_t *r, void *arg)
 	if (px_jobs_stop_kind(s->px, s->kind, s->provider, s->bucket, &stopped, &status, why, sizeof(why)) != 0)
 		ft_resp_error(r, status, "%s", why);
 	else
-		ft_resp_json(r, 200, json_pack("{s:s, s:o}", "kind", s->kind, "stopped", stopped));
+		ft_resp_json(r, 200, json_pack("{s:s?, s:o}", "kind", s->kind, "stopped", stopped));
 }
 
 /* The known kinds as "a, b, c" into buf. */
@@ -141,13 +142,25 @@ void px_jobs_stop_route(px_t *px, ft_req_t *r)
 	char known[256];
 	stop_t *s;
 
-	if (kind == NULL || kind[0] == '\0') {
-		ft_resp_error(r, 400,
-			      "DELETE /v1/jobs needs ?kind=K (every running job of kind K), or name the job: "
-			      "DELETE /v1/jobs/ID");
+	const char *all = ft_req_query(r, "all");
+	bool every = all != NULL && strcmp(all, "true") == 0;
+
+	if (all != NULL && !every) {
+		ft_resp_error(r, 400, "all takes only the value true (every running job of every kind), not \"%s\"",
+			      all);
 		return;
 	}
-	if (!kind_known(kind)) {
+	if (every && kind != NULL && kind[0] != '\0') {
+		ft_resp_error(r, 400, "all=true (every running job of every kind) takes no kind");
+		return;
+	}
+	if (!every && (kind == NULL || kind[0] == '\0')) {
+		ft_resp_error(r, 400,
+			      "DELETE /v1/jobs needs ?kind=K (every running job of kind K) or ?all=true (every running "
+			      "job), or name the job: DELETE /v1/jobs/ID");
+		return;
+	}
+	if (!every && !kind_known(kind)) {
 		ft_resp_error(r, 400, "unknown job kind \"%s\" (known: %s)", kind, kinds_text(known, sizeof(known)));
 		return;
 	}
@@ -162,7 +175,7 @@ void px_jobs_stop_route(px_t *px, ft_req_t *r)
 	}
 	s = ft_req_alloc(r, sizeof(*s));
 	s->px = px;
-	s->kind = ft_req_strdup(r, kind);
+	s->kind = every ? NULL : ft_req_strdup(r, kind);
 	s->provider = canonical;
 	s->bucket = bucket != NULL ? ft_req_strdup(r, bucket) : NULL;
 	ft_req_defer(r, stop_work, s);

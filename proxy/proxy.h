@@ -396,8 +396,8 @@ const char *px_jobs_kind_at(size_t i);
  * "", NULL when unknown. */
 const char *px_jobs_provider(const char *p);
 /*
- * Blocking (worker): aborts every running job of kind whose bucket is provider/bucket (NULL or "":
- * any), each as DELETE /v1/jobs/ID does. 0 with *stopped (caller owns): the array of the ids
+  * Blocking (worker): aborts every running job of kind (NULL or "": of every kind) whose bucket is
+ * provider/bucket (NULL or "": any), each as DELETE /v1/jobs/ID does. 0 with *stopped (caller owns): the array of the ids
  * aborted, [] when none ran; -1 with *status (502, 503, 500) and why (the jobs aborted before the
  * failure stay aborted).
  */

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Stopping every running job of a kind: DELETE /v1/jobs?kind=K, AIStore's PUT /v1/cluster stop by kind, ft job stop --kind.
+# Stopping every running job of a kind or of every kind: DELETE /v1/jobs?kind=K|all=true, AIStore's stop, ft job stop.
 import json
 
 import pytest
@@ -140,6 +140,9 @@ def test_cli_stop_kind(cluster, slow):
     ({"kind": "nonsense"}, "unknown job kind"),
     ({"kind": "copy", "provider": "nope"}, "provider"),
     ({"kind": "copy", "bucket": "bad/name"}, "bucket name"),
+    ({"all": "yes"}, "only the value true"),
+    ({"all": "true", "kind": "copy"}, "takes no kind"),
+    ({"all": "true", "provider": "nope"}, "provider"),
 ])
 def test_native_stop_kind_bad_input(cluster, params, text):
     r = requests.delete(f"{cluster.url}/v1/jobs", params=params, timeout=TIMEOUT)
@@ -152,7 +155,32 @@ def test_native_stop_kind_bad_input(cluster, params, text):
     ({"kind": "copy-bck", "bck": "x"}, 400, "bck"),
     ({"kind": "copy-bck", "bck": {"name": "bad/name"}}, 400, "bucket name"),
     ({"kind": "copy-bck", "bck": {"name": "x", "provider": "nope"}}, 400, "provider"),
-    ({"Kind": "", "ID": ""}, 501, "every kind"),
 ])
 def test_aistore_stop_kind_bad_input(cluster, value, status, text):
     assert_json_error(ais_stop(cluster, value), status, text)
+
+
+def test_stop_every_job_of_every_kind(cluster, slow):
+    """all=true (ais job stop --all, ft job stop --all): every running job of any kind, of one bucket when named."""
+    a, b = slow["ht"]
+    of_a = [prefetch(cluster, a, "p"), copy(cluster, slow, a, "c")]
+    of_b = [prefetch(cluster, b, "p"), copy(cluster, slow, b, "c")]
+    got = stop_kind(cluster, all="true", provider="ht", bucket=a)
+    assert got["kind"] is None and sorted(got["stopped"]) == sorted(of_a), got
+    assert_aborted(cluster, of_a)
+    assert all(state(cluster, j) == "running" for j in of_b)
+    assert sorted(stop_kind(cluster, all="true")["stopped"]) == sorted(of_b)
+    assert_aborted(cluster, of_b)
+    assert stop_kind(cluster, all="true") == {"kind": None, "stopped": []}
+    # AIStore's Job.abort() with no id and no kind (ais job stop --all)
+    jobs = [prefetch(cluster, a, "q"), copy(cluster, slow, b, "d")]
+    r = ais_stop(cluster, {"ID": "", "Kind": "", "DaemonID": "", "Bck": None, "Buckets": None})
+    assert r.status_code == 200 and sorted(r.json()) == sorted(jobs), r.text
+    assert_aborted(cluster, jobs)
+    # the CLI
+    jobs = [prefetch(cluster, a, "r"), copy(cluster, slow, a, "e")]
+    rc, out, err = ft(cluster, "job", "stop", "--all", f"ht://{a}")
+    assert rc == 0 and sorted(out.split("\n")) == sorted(["", *("stopped " + j for j in jobs)]), (out, err)
+    assert_aborted(cluster, jobs)
+    rc, out, err = ft(cluster, "job", "stop", "--all")
+    assert rc == 0 and out == "no running job\n", (out, err)

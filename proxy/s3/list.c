@@ -427,6 +427,10 @@ static int remote_walk(px_s3_req_t *q, const list_args_t *a, result_t *res)
 	char *marked = a->btoken[0] == '\0' && a->start[0] != '\0'
 			       ? px_s3_listmark_get(q->provider, q->bucket, a->prefix, a->delimiter, a->start)
 			       : NULL;
+	if (marked != NULL && marked[0] == '\0') { /* it is in the first page: start-after reaches it as well */
+		free(marked);
+		marked = NULL;
+	}
 	char *resume = first_token(a), *btoken = marked != NULL ? marked : strdup(a->btoken), *next = NULL;
 	const char *last_cp = NULL;
 	int status = 0, state = WALK_MORE, rc = -1;

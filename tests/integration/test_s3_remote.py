@@ -74,8 +74,8 @@ def new_aws_bucket(cluster, direct, s3rver, objects):
     (cluster bucket name, backend bucket name)."""
     name, backend = unique("rs"), unique("be")
     direct.create_bucket(Bucket=backend)
-    for k, v in objects.items():
-        direct.put_object(Bucket=backend, Key=k, Body=v)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda kv: direct.put_object(Bucket=backend, Key=kv[0], Body=kv[1]), objects.items()))
     create_remote(cluster.url, name, "aws", aws_props(s3rver, backend))
     return name, backend
 
@@ -475,11 +475,7 @@ def test_aws_list_v1_marker_resumes_in_the_backends_page(cluster, s3, direct, s3
     # here: 1,005 keys, backend pages of 1,000). A marker never handed out is still answered right, from the start.
     # The same pages with V2 tokens cost one backend listing each too.
     keys = ["k%04d" % i for i in range(1005)]
-    name, backend = unique("rm"), unique("be")
-    direct.create_bucket(Bucket=backend)
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda k: direct.put_object(Bucket=backend, Key=k, Body=b"v"), keys))
-    create_remote(cluster.url, name, "aws", aws_props(s3rver, backend))
+    name, backend = new_aws_bucket(cluster, direct, s3rver, {k: b"v" for k in keys})
     try:
         before = backend_lists(s3rver, backend)
         first = s3.list_objects(Bucket=name, MaxKeys=1000)
@@ -524,11 +520,7 @@ def test_aws_list_slash_delimiter_is_the_backends(cluster, s3, direct, s3rver):
     # after another). Another delimiter is applied by the proxy to the flat listing (s3rver loses "e+f/x" under
     # delimiter "+"). A token of one kind of listing is refused by the other.
     keys = ["d/%04d" % i for i in range(1001)] + ["e+f/x", "top"]
-    name, backend = unique("rd"), unique("be")
-    direct.create_bucket(Bucket=backend)
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda k: direct.put_object(Bucket=backend, Key=k, Body=b"v"), keys))
-    create_remote(cluster.url, name, "aws", aws_props(s3rver, backend))
+    name, backend = new_aws_bucket(cluster, direct, s3rver, {k: b"v" for k in keys})
     try:
         before = backend_lists(s3rver, backend)
         for listed in (s3.list_objects_v2(Bucket=name, Delimiter="/"), s3.list_objects(Bucket=name, Delimiter="/")):

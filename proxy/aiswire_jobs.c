@@ -12,9 +12,9 @@
  * DESIGN
  * AIStore asks about jobs with GET /v1/cluster?what=... and a body naming the job (its xaction
  * args {"ID","Kind",...} or a query {"kind","node","show_active"}), and aborts them with
-  * PUT /v1/cluster {"action":"stop","value":{"ID"}}, or every running job of a kind (of every kind
- * when it is empty too) with {"kind"[,"bck":{"name","provider"}]} (px_jobs_stop_kind; answered with the JSON array of the
- * ids stopped, which AIStore's clients, expecting no body, ignore). Each of the others is one
+ * PUT /v1/cluster {"action":"stop","value":{"ID"}}, or every running job of a kind (of every kind
+ * when it is empty too) with {"kind"[,"bck":{"name","provider"}]} (px_jobs_stop_kind; answered
+ * with the JSON array of the ids stopped, which AIStore's clients, expecting no body, ignore). Each of the others is one
  * px_jobs_query (the targets' parts of one job, or every job, folded) re-encoded: JobStatus {uuid, kind, err,
  * end_time, aborted}, or the per-node snapshots {node: [{id, kind, start-time, end-time, bck,
  * stats, aborted, is_idle, abort-err}]}. Job kinds are named as AIStore names them.
@@ -232,7 +232,7 @@ static const char *field(const json_t *o, const char *k1, const char *k2)
 }
 
 /*
-  * Stop without a job id: every running job of kind (AIStore's name; "": of every kind, `ais job stop
+ * Stop without a job id: every running job of kind (AIStore's name; "": of every kind, `ais job stop
  * --all`), of the bucket args name ("bck" or the Python SDK's "Bck": {"name","provider"}; absent or
  * null: any). 0, or -1 after responding 400 (an unknown kind, a bad bucket).
  */

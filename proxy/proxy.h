@@ -349,7 +349,7 @@ typedef struct {
 	int pagesize;            /* 1..10000 */
 } px_rlist_args_t;
 /*
-  * One page of a remote bucket's own listing (its backend's, through one target), for other front-ends (S3): the
+ * One page of a remote bucket's own listing (its backend's, through one target), for other front-ends (S3): the
  * names starting with a->prefix from the backend's page a->token, at most a->pagesize; with a delimiter, the
  * backend's common prefixes come as entries {"name": P, "dir": true}.
  * Blocking: call from a worker. 0 with *entries (caller owns) and *next (the backend's token of the next page, ""
@@ -396,7 +396,7 @@ const char *px_jobs_kind_at(size_t i);
  * "", NULL when unknown. */
 const char *px_jobs_provider(const char *p);
 /*
-  * Blocking (worker): aborts every running job of kind (NULL or "": of every kind) whose bucket is
+ * Blocking (worker): aborts every running job of kind (NULL or "": of every kind) whose bucket is
  * provider/bucket (NULL or "": any), each as DELETE /v1/jobs/ID does. 0 with *stopped (caller owns): the array of the ids
  * aborted, [] when none ran; -1 with *status (502, 503, 500) and why (the jobs aborted before the
  * failure stay aborted).

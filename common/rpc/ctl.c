@@ -38,6 +38,9 @@
  * a slice another target is fetching) get up to CTL_DRAIN_MS to finish before the connections close;
  * idle kept-alive connections just close (a client's next request on one is retried by libcurl on a
  * new connection, which is then refused).
+ * The workers poll(): with epoll, a quiesce races the workers' own removal of the listening socket
+ * from their epoll sets, and libmicrohttpd aborts the process when it loses that race (0.9.75 as in
+ * Debian bookworm; about one stop in 500 under load). The control port holds few connections.
  * Everything libmicrohttpd wants to say goes through ft_log (it never prints by itself); the last
  * message is kept so that a failed start can report why (e.g. the port is in use).
  */
@@ -366,7 +369,7 @@ ft_ctl_t *ft_ctl_start(const char *bind, int port, int threads, ft_ctl_handler_f
 	s->ctx = ctx;
 	if (threads <= 0)
 		threads = CTL_DEFAULT_THREADS;
-	flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
+	flags |= MHD_USE_POLL; /* not epoll: see DESIGN */
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	MHD_set_panic_func(mhd_panic, NULL);

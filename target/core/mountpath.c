@@ -484,6 +484,22 @@ int tgt_work_create(const tgt_mountpath_t *mp, char *name, size_t cap)
 	return -EEXIST;
 }
 
+int tgt_work_anon(const tgt_mountpath_t *mp)
+{
+	char name[64];
+	int fd = openat(mp->work_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd >= 0)
+		return fd;
+	snprintf(name, sizeof(name), "anon.%ld.%llu", (long)getpid(),
+		 (unsigned long long)atomic_fetch_add(&work_counter, 1));
+	fd = openat(mp->work_fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	unlinkat(mp->work_fd, name, 0);
+	return fd;
+}
+
 void tgt_work_drop(const tgt_mountpath_t *mp, int *fd, char *name)
 {
 	if (*fd >= 0) {

@@ -25,6 +25,11 @@ int tgt_rel_path(char *buf, size_t cap, const char *provider, const char *bucket
 int tgt_mountpath_avail(const tgt_mountpath_t *mp, int64_t reserve, uint64_t *avail);
 /* Creates a uniquely named work file in mp's .work (name written to name[cap]); fd or -errno. */
 int tgt_work_create(const tgt_mountpath_t *mp, char *name, size_t cap);
+/*
+ * An unnamed read-write work file on mp (O_TMPFILE; else created and unlinked at once), so a crash
+ * leaves nothing behind; fd or -errno.
+ */
+int tgt_work_anon(const tgt_mountpath_t *mp);
 /* Closes *fd (when >= 0) and removes the work file name (when not "") from mp's .work; clears both. */
 void tgt_work_drop(const tgt_mountpath_t *mp, int *fd, char *name);
 /*

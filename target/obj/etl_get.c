@@ -63,9 +63,9 @@ static void etl_work(ft_req_t *r, void *arg)
 	fd = open_object(r, o, &lom);
 	if (fd < 0)
 		return;
-	out = openat(o->mp->work_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	out = tgt_work_anon(o->mp);
 	if (out < 0) {
-		ft_resp_error(r, 500, "work file: %s", strerror(errno));
+		ft_resp_error(r, 500, "work file: %s", strerror(-out));
 		close(fd);
 		return;
 	}

@@ -171,22 +171,6 @@ static char *ec_name_query(const char *provider, const char *bucket, const char 
 	return q;
 }
 
-/* A read-write anonymous file on mp (O_TMPFILE, else created and unlinked at once); fd or -errno. */
-static int ec_tmpfile(const tgt_mountpath_t *mp)
-{
-	char name[64];
-	int fd = openat(mp->work_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-
-	if (fd >= 0)
-		return fd;
-	snprintf(name, sizeof(name), "ec.tmp.%ld.%lu", (long)getpid(), atomic_fetch_add(&ec_counter, 1));
-	fd = openat(mp->work_fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	unlinkat(mp->work_fd, name, 0);
-	return fd;
-}
-
 int ec_sync(const tgt_t *t, int fd)
 {
 	if (t->cfg.sync == FT_SYNC_DATA && fdatasync(fd) != 0)
@@ -391,7 +375,7 @@ static int ec_protect(const tgt_obj_t *o, int fd, const ft_lom_t *lom, const ec_
 		goto out;
 	}
 	for (ntmp = 0; ntmp < n; ntmp++) {
-		tmp[ntmp] = ec_tmpfile(o->mp);
+		tmp[ntmp] = tgt_work_anon(o->mp);
 		if (tmp[ntmp] < 0) {
 			snprintf(err, cap, "mountpath %s: cannot create a work file: %s", o->mp->path,
 				 strerror(-tmp[ntmp]));
@@ -706,7 +690,7 @@ static int ec_rebuild(const tgt_obj_t *o, ec_cand_t *c, int nc, int best, int ou
 		for (int k = 0; k < nc && in[idx].fd < 0; k++) {
 			if (c[k].meta.idx != idx || !ec_same_version(&c[k].meta, v))
 				continue;
-			int fd = ec_tmpfile(o->mp);
+			int fd = tgt_work_anon(o->mp);
 			if (fd < 0) {
 				snprintf(err, cap, "mountpath %s: cannot create a work file: %s", o->mp->path,
 					 strerror(-fd));

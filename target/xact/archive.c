@@ -280,10 +280,10 @@ static src_t *sources(const tgt_archive_t *a, size_t *n)
 
 static int work_file(const tgt_mountpath_t *mp, char *err, size_t cap)
 {
-	int fd = openat(mp->work_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int fd = tgt_work_anon(mp);
 
 	if (fd < 0)
-		snprintf(err, cap, "work file: %s", strerror(errno));
+		snprintf(err, cap, "work file: %s", strerror(-fd));
 	return fd;
 }
 

@@ -183,10 +183,10 @@ static int copy_transformed(const tgt_copy_t *c, tgt_obj_t *o, int fd, const ft_
 	tgt_xfer_head_t h;
 	int64_t size = 0;
 	tgt_etl_rc_t rc;
-	int out = openat(o->mp->work_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int out = tgt_work_anon(o->mp);
 
 	if (out < 0) {
-		snprintf(err, cap, "work file: %s", strerror(errno));
+		snprintf(err, cap, "work file: %s", strerror(-out));
 		return -1;
 	}
 	rc = tgt_etl_transform(c->etl, fd, (int64_t)lom->size, out, &size, why, sizeof(why));

@@ -45,9 +45,9 @@ int tgt_download_obj(tgt_obj_t *o, const char *url, int attempts, const tgt_run_
 		snprintf(err, cap, "name too long for a URL");
 		return -1;
 	}
-	fd = openat(o->mp->work_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	fd = tgt_work_anon(o->mp);
 	if (fd < 0) {
-		snprintf(err, cap, "work file: %s", strerror(errno));
+		snprintf(err, cap, "work file: %s", strerror(-fd));
 		return -1;
 	}
 	for (int i = 0; i < attempts; i++) {

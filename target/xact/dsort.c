@@ -341,10 +341,10 @@ int tgt_dsort_obj(const tgt_dsort_t *d, const ft_smap_t *smap, const ft_bucket_t
 		snprintf(err, cap, "name too long for a URL");
 		return -1;
 	}
-	out = openat(o->mp->work_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	scratch = openat(o->mp->work_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	out = tgt_work_anon(o->mp);
+	scratch = tgt_work_anon(o->mp);
 	if (out < 0 || scratch < 0) {
-		snprintf(err, cap, "work file: %s", strerror(errno));
+		snprintf(err, cap, "work file: %s", strerror(-(out < 0 ? out : scratch)));
 		goto out;
 	}
 	if (build(d, smap, o->t, src, fmt, recs, out, scratch, run, bytes, err, cap) != 0)

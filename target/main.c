@@ -70,6 +70,7 @@ static void usage(FILE *f)
 		"  --open_file_cache N   open small object files kept per loop thread for warm GETs, 0 = off (default 1024)\n"
 		"  --job_expiry_s N      a finished job stays listed this long (default 3600)\n"
 		"  --shard_max_decoded_bytes N  bytes one shard read may decode (default 1 GiB)\n"
+		"  --batch_max_buffered_bytes N  TAR bytes of one buffered GetBatch answer (strm false; default 4 GiB)\n"
 		"  --http_max_header_bytes N, --http_max_headers N, --http_idle_timeout_ms N,\n"
 		"  --http_header_timeout_ms N, --http_body_timeout_ms N\n"
 		"  --config FILE         JSON file with the same keys (flags win)\n"

@@ -95,6 +95,7 @@ static const config_key_t config_keys[] = {
 	INT(job_missing_grace_s, 1, 86400),
 	INT(restore_after_s, 0, 604800),
 	{"shard_max_decoded_bytes", KIND_INT64, offsetof(ft_config_t, shard_max_decoded_bytes), 0, 1, INT64_MAX},
+	{"batch_max_buffered_bytes", KIND_INT64, offsetof(ft_config_t, batch_max_buffered_bytes), 0, 1, INT64_MAX},
 	BOOL(auth),
 	STR(auth_keys, KIND_STR),
 	STR(cluster_secret, KIND_STR),
@@ -165,6 +166,7 @@ void ft_config_defaults(ft_config_t *c)
 	c->job_missing_grace_s = 120;
 	c->restore_after_s = 300;
 	c->shard_max_decoded_bytes = (int64_t)1 << 30;
+	c->batch_max_buffered_bytes = (int64_t)4 << 30;
 	c->token_ttl_max = 7 * 24 * 3600;
 }
 

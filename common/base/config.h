@@ -72,7 +72,8 @@ typedef struct {
 	int open_file_cache; /* target: open object files kept per loop thread (core/fcache.h), 0 = off; default 1024 */
 	int job_expiry_s;    /* target: a finished job stays listed this long, default 3600 (docs/jobs.md) */
 	/* Shards (docs/shards.md) */
-	int64_t shard_max_decoded_bytes; /* target: bytes one shard read may decode (bombs); default 1 GiB */
+	int64_t shard_max_decoded_bytes;  /* target: bytes one shard read may decode (bombs); default 1 GiB */
+	int64_t batch_max_buffered_bytes; /* target: a buffered GetBatch answer's TAR (a work file); default 4 GiB */
 	/* Authentication (docs/security.md) */
 	int auth;                         /* bool: the public ports need credentials, default false */
 	char auth_keys[FT_PATH_MAX];      /* proxy: identity store (JSON); "" = the s3_keys file */

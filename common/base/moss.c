@@ -25,7 +25,6 @@ static int fail(int *status, int code, char *why, size_t cap, const char *text)
 static int check_request(const json_t *req, int *status, char *why, size_t cap)
 {
 	const char *mime = json_string_value(json_object_get(req, "mime"));
-	const json_t *strm = json_object_get(req, "strm");
 
 	if (!json_is_array(json_object_get(req, "in")) || json_array_size(json_object_get(req, "in")) == 0)
 		return fail(status, 400, why, cap, "expected a MossReq: {\"in\":[{\"objname\",...}...],\"strm\":true}");
@@ -34,11 +33,6 @@ static int check_request(const json_t *req, int *status, char *why, size_t cap)
 		snprintf(why, cap, "output format \"%.32s\" is not built: only .tar is produced", mime);
 		return -1;
 	}
-	if (!json_is_true(strm))
-		return fail(
-			status, 501, why, cap,
-			"the buffered answer (multipart with metadata, \"strm\": false) is not built: send \"strm\": true "
-			"for the streamed TAR");
 	return 0;
 }
 
@@ -50,6 +44,7 @@ static json_t *item_of(const json_t *in, size_t i, const char *bucket, const cha
 	const char *b = json_string_value(json_object_get(in, "bucket"));
 	const char *p = json_string_value(json_object_get(in, "provider"));
 	const char *arch = json_string_value(json_object_get(in, "archpath"));
+	const char *opaque = json_string_value(json_object_get(in, "opaque"));
 	const json_t *start = json_object_get(in, "start"), *length = json_object_get(in, "length");
 
 	if (json_object_get(in, "uname") != NULL) {
@@ -71,8 +66,10 @@ static json_t *item_of(const json_t *in, size_t i, const char *bucket, const cha
 		json_object_set_new(e, "archpath", json_string(arch));
 	if (e != NULL && start != NULL)
 		json_object_set(e, "start", (json_t *)start); /* checked by the batch's own parse */
-	if (e != NULL && length != NULL)
-		json_object_set(e, "length", (json_t *)length);
+	if (e != NULL && length != NULL && !(json_is_integer(length) && json_integer_value(length) == -1))
+		json_object_set(e, "length", (json_t *)length); /* -1: to the end, as when absent */
+	if (e != NULL && opaque != NULL)
+		json_object_set_new(e, "opaque", json_string(opaque));
 	if (e == NULL) {
 		*status = 500;
 		snprintf(why, cap, "out of memory");
@@ -92,9 +89,10 @@ json_t *ft_moss_to_batch(const char *body, size_t len, const char *bucket, const
 	}
 	if (check_request(req, status, why, cap) != 0)
 		goto done;
-	out = json_pack("{s:o, s:b, s:b}", "in", json_array(), "continue_on_error",
+	out = json_pack("{s:o, s:b, s:b, s:b}", "in", json_array(), "continue_on_error",
 			json_is_true(json_object_get(req, "coer")), "only_objname",
-			json_is_true(json_object_get(req, "onob")));
+			json_is_true(json_object_get(req, "onob")), "buffered",
+			!json_is_true(json_object_get(req, "strm")));
 	items = json_object_get(out, "in");
 	for (size_t i = 0; out != NULL && i < json_array_size(json_object_get(req, "in")); i++) {
 		json_t *e =

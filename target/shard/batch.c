@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -15,6 +16,8 @@
 #include "base/fdio.h"
 #include "base/log.h"
 #include "base/moss.h"
+#include "base/strbuf.h"
+#include "core/mountpath.h"
 #include "core/replica.h"
 #include "http/util.h"
 #include "shard/shard.h"
@@ -56,7 +59,12 @@
  * GET would: by FETCHERS more fan-out threads walking ahead of the window, else by the thread
  * preparing it (a fetch in flight is joined, never repeated).
  * AIStore's GET /v1/ml/moss (a MossReq: base/moss.h) is read into the same request and answered
- * the same way.
+ * the same way, or, buffered ("strm" not true: AIStore's default), as multipart/mixed: a part
+ * "metadata" (MossResp JSON: one {"objname", "archpath", "bucket", "provider", "err_msg", "opaque",
+ * "size"} per item, in order) and a part "archive" (the TAR). The TAR is then written into an
+ * unnamed work file on a mountpath instead of the stream (the same walk, the same memory bound),
+ * at most batch_max_buffered_bytes (else 413), and sent from there with sendfile once the metadata
+ * is known; a failure anywhere is then a clean error answer, never a cut one.
  */
 
 #define BODY_MAX (4u << 20)
@@ -76,6 +84,7 @@
 
 typedef struct {
 	const char *provider, *bucket, *objname, *archpath; /* borrowed from the parsed body */
+	const char *opaque;                                 /* MossIn's, echoed in a buffered answer; NULL: none */
 	uint64_t start, length;                             /* length 0: to the end */
 	const ft_node_t *owner;                             /* NULL: here */
 	int pull;                                           /* remote: index into b->pulls */
@@ -114,6 +123,10 @@ typedef struct {
 	bool only_objname;       /* members named "<objname>[/<archpath>]" (AIStore's "onob") */
 	bool part;               /* ?part=true: a sub-request of an assembling target, every item local */
 	bool moss;               /* AIStore's GET /v1/ml/moss: the body is a MossReq (base/moss.h) */
+	bool buffered;           /* a MossReq without "strm": multipart answer, the TAR spooled first */
+	int spool_fd;            /* buffered: the work file the TAR goes to (-1: the stream) */
+	uint64_t spool_len;      /* bytes in it */
+	json_t *outs;            /* buffered: the MossOut of every item sent so far */
 	const char *moss_bucket; /* its URL's bucket ("" when none), in request memory */
 	ft_smap_t *smap;
 	pull_t *pulls;
@@ -199,6 +212,9 @@ static void batch_free(void *arg)
 	free(b->out);
 	if (b->prev_fd >= 0)
 		close(b->prev_fd);
+	if (b->spool_fd >= 0)
+		close(b->spool_fd);
+	json_decref(b->outs);
 	ft_smap_put(b->smap);
 	json_decref(b->doc);
 }
@@ -230,15 +246,94 @@ static void release_upto(batch_t *b, size_t upto)
 		wake_one(b, &b->space_cv);
 }
 
+/* Room for len more bytes in the spool (batch_max_buffered_bytes); else -EFBIG with the answer in b. */
+static int spool_room(batch_t *b, uint64_t len)
+{
+	int64_t max = b->t->cfg.batch_max_buffered_bytes;
+
+	if (b->spool_len + len <= (uint64_t)max)
+		return 0;
+	b->fail_status = 413;
+	snprintf(b->err, sizeof(b->err),
+		 "the buffered answer would exceed batch_max_buffered_bytes (%" PRId64 "): ask for the streamed one "
+		 "(\"strm\": true) or fewer items",
+		 max);
+	return -EFBIG;
+}
+
+/* A failed spool write: -errno, with the answer in b (507 when the disk is full). */
+static int spool_failed(batch_t *b, int err)
+{
+	b->fail_status = err == ENOSPC || err == EDQUOT ? 507 : 500;
+	snprintf(b->err, sizeof(b->err), "buffered answer: work file: %s", strerror(err));
+	return -err;
+}
+
+/* Appends the cnt pieces to the spool. 0 or -errno (b->err). */
+static int spool_writev(batch_t *b, struct iovec *iov, int cnt)
+{
+	uint64_t total = 0;
+
+	for (int k = 0; k < cnt; k++)
+		total += iov[k].iov_len;
+	if (spool_room(b, total) != 0)
+		return -EFBIG;
+	while (cnt > 0) {
+		ssize_t n = pwritev(b->spool_fd, iov, cnt, (off_t)b->spool_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return spool_failed(b, n < 0 ? errno : ENOSPC);
+		b->spool_len += (uint64_t)n;
+		while (cnt > 0 && (size_t)n >= iov->iov_len) {
+			n -= (ssize_t)iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + n;
+			iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+/* Appends len bytes of fd at off to the spool (in the kernel). 0 or -errno (b->err). */
+static int spool_copy(batch_t *b, int fd, uint64_t off, uint64_t len)
+{
+	off_t in = (off_t)off, out = (off_t)b->spool_len;
+
+	if (spool_room(b, len) != 0)
+		return -EFBIG;
+	while (len > 0) {
+		ssize_t n = copy_file_range(fd, &in, b->spool_fd, &out, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP) &&
+		    lseek(b->spool_fd, out, SEEK_SET) == out)
+			n = sendfile(b->spool_fd, fd, &in, len); /* across filesystems */
+		if (n == 0) {
+			snprintf(b->err, sizeof(b->err), "read: short file");
+			return -EIO;
+		}
+		if (n < 0)
+			return spool_failed(b, errno);
+		b->spool_len += (uint64_t)n;
+		out = (off_t)b->spool_len;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
 /*
  * Hands what is gathered (iov, then the output buffer's rest) to the server in one stream write,
- * starting the 200 stream first; the slots it pointed into are free again. 0 or -errno.
+ * starting the 200 stream first (or to the spool); the slots it pointed into are free again. 0 or -errno.
  */
 static int flush(ft_req_t *r, batch_t *b)
 {
 	int rc = 0;
 
-	if (!b->started) {
+	if (!b->started && b->spool_fd < 0) {
 		rc = ft_resp_stream_start(r, 200, "application/x-tar", -1);
 		b->started = true;
 	}
@@ -246,7 +341,7 @@ static int flush(ft_req_t *r, batch_t *b)
 		b->iov[b->niov++] =
 			(struct iovec){.iov_base = b->out + b->out_mark, .iov_len = b->out_len - b->out_mark};
 	if (rc == 0 && b->niov > 0)
-		rc = ft_resp_stream_writev(r, b->iov, b->niov);
+		rc = b->spool_fd >= 0 ? spool_writev(b, b->iov, b->niov) : ft_resp_stream_writev(r, b->iov, b->niov);
 	b->niov = 0;
 	b->pend = b->out_len = b->out_mark = 0;
 	if (b->slots_queued) {
@@ -269,6 +364,8 @@ static int emit(ft_req_t *r, batch_t *b, const void *p, size_t len)
 
 	if (rc != 0)
 		return rc;
+	if (len > SEND_MAX && b->spool_fd >= 0)
+		return spool_writev(b, &(struct iovec){.iov_base = (void *)p, .iov_len = len}, 1);
 	if (len > SEND_MAX)
 		return ft_resp_stream_write(r, p, len); /* room_for sent what was gathered */
 	memcpy(b->out + b->out_len, p, len);
@@ -326,6 +423,7 @@ static int parse(ft_req_t *r, batch_t *b, const char *body, size_t len, int *sta
 	b->continue_on_error = json_is_true(json_object_get(b->doc, "continue_on_error"));
 	b->only_names = json_is_true(json_object_get(b->doc, "only_names"));
 	b->only_objname = json_is_true(json_object_get(b->doc, "only_objname"));
+	b->buffered = b->moss && json_is_true(json_object_get(b->doc, "buffered"));
 	b->n = json_array_size(in);
 	if (b->n == 0 || b->n > ITEMS_MAX) {
 		snprintf(why, cap, "\"in\" holds %zu items (1..%d)", b->n, ITEMS_MAX);
@@ -344,6 +442,7 @@ static int parse(ft_req_t *r, batch_t *b, const char *body, size_t len, int *sta
 		it->bucket = json_string_value(json_object_get(e, "bucket"));
 		it->objname = json_string_value(json_object_get(e, "objname"));
 		it->archpath = json_string_value(json_object_get(e, "archpath"));
+		it->opaque = json_string_value(json_object_get(e, "opaque"));
 		json_t *s = json_object_get(e, "start"), *l = json_object_get(e, "length");
 		if (it->archpath && !*it->archpath)
 			it->archpath = NULL;
@@ -504,7 +603,7 @@ static int send_file(ft_req_t *r, batch_t *b, int fd, uint64_t off, uint64_t len
 	int rc = flush(r, b);
 
 	if (rc == 0 && len)
-		rc = ft_resp_stream_sendfile(r, fd, off, len);
+		rc = b->spool_fd >= 0 ? spool_copy(b, fd, off, len) : ft_resp_stream_sendfile(r, fd, off, len);
 	if (b->prev_fd >= 0)
 		close(b->prev_fd);
 	b->prev_fd = fd;
@@ -741,6 +840,30 @@ static int send_found(ft_req_t *r, batch_t *b, found_t *f, uint64_t len)
 	return 0;
 }
 
+/* Buffered: item it's MossOut (size bytes sent; err NULL, or why it is missing). 0, or -ENOMEM. */
+static int note_out(batch_t *b, const item_t *it, uint64_t size, const char *err)
+{
+	json_t *o;
+
+	if (!b->buffered)
+		return 0;
+	o = json_pack("{s:s, s:s, s:s}", "objname", it->objname, "bucket", it->bucket, "provider", it->provider);
+	if (o != NULL && it->archpath != NULL)
+		json_object_set_new(o, "archpath", json_string(it->archpath));
+	if (o != NULL && err != NULL)
+		json_object_set_new(o, "err_msg", json_string(err));
+	if (o != NULL && it->opaque != NULL)
+		json_object_set_new(o, "opaque", json_string(it->opaque));
+	if (o != NULL)
+		json_object_set_new(o, "size", json_integer((json_int_t)size));
+	if (o == NULL || json_array_append_new(b->outs, o) != 0) {
+		b->fail_status = 500;
+		snprintf(b->err, sizeof(b->err), "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /*
  * An item that is not there (state 0) or failed (b->err says why): with continue_on_error a
  * missing one becomes an empty "__404__/" member (0); else the batch fails: -EIO with the answer's
@@ -752,7 +875,9 @@ static int item_failed(ft_req_t *r, batch_t *b, size_t i, const item_t *it, int 
 
 	if (state == 0 && b->continue_on_error) {
 		item_name(b, it, true, name, sizeof(name));
-		return send_header(r, b, name, 0);
+		snprintf(why, sizeof(why), "%s/%s%s%s: does not exist", it->bucket, it->objname,
+			 it->archpath ? "/" : "", it->archpath ? it->archpath : "");
+		return note_out(b, it, 0, why) != 0 ? -ENOMEM : send_header(r, b, name, 0);
 	}
 	b->fail_status = state == 0 ? 404 : state == -ERANGE ? 416 : 502;
 	snprintf(why, sizeof(why), "%.255s", state == 0 ? "does not exist" : b->err);
@@ -771,13 +896,15 @@ static int send_local(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 	if (s == NULL)
 		return rc;
 	if (s->bytes > 0)
-		return queue_slot(r, b, s);
+		return note_out(b, it, s->f.len, NULL) != 0 ? -ENOMEM : queue_slot(r, b, s);
 	if (s->f.state != 1) {
 		snprintf(b->err, sizeof(b->err), "%s", s->f.err);
 		return item_failed(r, b, i, it, s->f.state);
 	}
 	uint64_t len = b->only_names ? 0 : s->f.len;
 	item_name(b, it, false, name, sizeof(name));
+	if (note_out(b, it, len, NULL) != 0)
+		return -ENOMEM;
 	rc = send_header(r, b, name, len);
 	if (rc == 0)
 		rc = send_found(r, b, &s->f, len);
@@ -830,7 +957,8 @@ static int send_remote(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 		return item_failed(r, b, i, it, status == 404 ? 0 : status == 416 ? -ERANGE : -EIO);
 	}
 	item_name(b, it, false, name, sizeof(name));
-	if ((rc = send_header(r, b, name, size)) != 0 || (rc = copy_pulled(r, b, p, size)) != 0)
+	if ((rc = note_out(b, it, size, NULL)) != 0 || (rc = send_header(r, b, name, size)) != 0 ||
+	    (rc = copy_pulled(r, b, p, size)) != 0)
 		return rc;
 	if (pad && tgt_batch_pull_read(p, msg, pad, b->err, sizeof(b->err)) != 0)
 		return -EIO;
@@ -870,9 +998,55 @@ static int send_part_item(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 	return rc == 0 ? send_padding(r, b, len) : rc;
 }
 
+/*
+ * The buffered answer: multipart/mixed, the part "metadata" (MossResp) then the part "archive" (the
+ * spooled TAR, sent from the work file). 0, or -errno once the client is gone.
+ */
+static int send_buffered(ft_req_t *r, batch_t *b)
+{
+	char boundary[FT_RANDOM_ID_LEN + 1], id[FT_RANDOM_ID_LEN + 1], ctype[96], tail[FT_RANDOM_ID_LEN + 16];
+	json_t *resp;
+	char *meta;
+	ft_strbuf_t head = {0};
+	int rc;
+
+	ft_random_id(boundary);
+	ft_random_id(id);
+	id[16] = '\0';
+	resp = json_pack("{s:s+, s:O}", "uuid", "batch-", id, "out", b->outs);
+	meta = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
+	json_decref(resp);
+	if (meta == NULL)
+		return -ENOMEM;
+	ft_strbuf_addf(&head,
+		       "--%s\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n%s\n\r\n--%s\r\n"
+		       "Content-Disposition: form-data; name=\"archive\"; filename=\"batch-%s.tar\"\r\n"
+		       "Content-Type: application/octet-stream\r\n\r\n",
+		       boundary, meta, boundary, id);
+	free(meta);
+	snprintf(ctype, sizeof(ctype), "multipart/mixed; boundary=%s", boundary);
+	int tail_len = snprintf(tail, sizeof(tail), "\r\n--%s--\r\n", boundary);
+	if (head.failed) {
+		ft_strbuf_free(&head);
+		return -ENOMEM;
+	}
+	rc = ft_resp_stream_start(r, 200, ctype, (int64_t)(head.len + b->spool_len + (size_t)tail_len));
+	b->started = true;
+	if (rc == 0)
+		rc = ft_resp_stream_write(r, head.p, head.len);
+	ft_strbuf_free(&head);
+	if (rc == 0 && b->spool_len > 0)
+		rc = ft_resp_stream_sendfile(r, b->spool_fd, 0, b->spool_len);
+	if (rc == 0)
+		rc = ft_resp_stream_write(r, tail, (size_t)tail_len);
+	return rc;
+}
+
 /* Ends the answer: the stream's end, or (nothing sent yet) a clean error. */
 static void finish(ft_req_t *r, batch_t *b, int rc)
 {
+	if (rc == 0 && b->buffered)
+		rc = send_buffered(r, b);
 	if (rc == 0) {
 		ft_resp_stream_end(r, 0);
 	} else if (!b->started) {
@@ -965,6 +1139,26 @@ static size_t local_items(const batch_t *b, bool *remote)
 	return k;
 }
 
+/* Buffered: the work file for the TAR, on the mountpath of the first item's name. 0, or -1 with the answer in b. */
+static int spool_open(batch_t *b)
+{
+	const item_t *it = &b->v[0];
+	const tgt_mountpath_t *mp =
+		tgt_mountpath_pick(b->t, it->provider, it->bucket, it->objname, strlen(it->objname));
+	int fd = mp ? tgt_work_anon(mp) : -ENOENT;
+
+	b->outs = json_array();
+	if (fd < 0 || b->outs == NULL) {
+		b->fail_status = 500;
+		snprintf(b->err, sizeof(b->err), "buffered answer: work file: %s", strerror(fd < 0 ? -fd : ENOMEM));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	b->spool_fd = fd;
+	return 0;
+}
+
 static void batch_work(ft_req_t *r, void *arg)
 {
 	batch_t *b = arg;
@@ -992,6 +1186,10 @@ static void batch_work(ft_req_t *r, void *arg)
 	b->mu_init = true;
 	b->waiting = SIZE_MAX;
 	b->r = r;
+	if (b->buffered && spool_open(b) != 0) {
+		ft_resp_error(r, b->fail_status, "%s", b->err);
+		return;
+	}
 	if (start_pulls(b) != 0) {
 		b->fail_status = 500;
 		b->rc = -EIO;
@@ -1035,6 +1233,7 @@ static batch_t *batch_new(ft_req_t *r, tgt_t *t)
 	memset(b, 0, sizeof(*b));
 	b->t = t;
 	b->prev_fd = -1;
+	b->spool_fd = -1;
 	return b;
 }
 

@@ -4,6 +4,9 @@
 query, headers, body; read from python/aistore/sdk in NVIDIA/aistore) and check every field of the answer the SDK
 reads. AIStore's ActionMsg is {"action", "name", "value"}; the SDK sends every JSON body with requests' json=.
 Debian's Python has no msgpack module: msgpack_decode below is a small decoder of what the listing answers."""
+import base64
+import email.parser
+import email.policy
 import json
 import re
 import struct
@@ -383,9 +386,90 @@ def test_get_batch(cluster, bucket):
         requests.delete(bucket_url(cluster, other), headers=UA, json=act("destroy-bck"), timeout=TIMEOUT)
 
 
+def moss_buffered(resp):
+    """A buffered GetBatch answer read twice: as the SDK's MultipartDecoder does (boundary from the Content-Type,
+    body split on it, part headers ignored, metadata first) and by a strict MIME parser (part names, framing, the
+    declared length). Returns (MossResp, TAR bytes)."""
+    assert resp.status_code == 200, resp.text
+    ctype = resp.headers["Content-Type"]
+    m = re.fullmatch(r"multipart/mixed; boundary=([0-9a-f]{32})", ctype)
+    assert m, ctype
+    assert int(resp.headers["Content-Length"]) == len(resp.content)
+    parts = [p for p in resp.content.split(b"--" + m.group(1).encode()) if p not in (b"", b"--\r\n")]
+    assert len(parts) == 2, parts[:3]
+    sdk = [p.split(b"\r\n\r\n", 1)[1] for p in parts]
+    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + resp.content)
+    assert msg.is_multipart() and not msg.defects, msg.defects
+    meta, archive = msg.get_payload()
+    assert meta.get_param("name", header="content-disposition") == "metadata"
+    assert archive.get_param("name", header="content-disposition") == "archive"
+    assert archive.get_content_type() == "application/octet-stream"
+    tar = archive.get_payload(decode=True)
+    assert sdk[1] == tar + b"\r\n"  # the SDK keeps the CRLF before the next boundary; tarfile ignores it
+    doc = json.loads(sdk[0])
+    assert doc == json.loads(meta.get_payload(decode=True))
+    return doc, tar
+
+
+def test_get_batch_buffered(cluster, bucket):
+    """Batch(streaming_get=False).get(): "strm" false (or absent, AIStore's default) answers multipart/mixed, the
+    MossResp then the TAR; the SDK pairs the i-th file of the TAR with out[i]: one entry per item, in order, with
+    its size, the missing one's err_msg and the opaque given; the TAR is the streamed one's. Items of every target,
+    small and large (past the sender's 192 KiB output buffer), a shard member and a range."""
+    objs = {f"bf/{i:02d}": bytes([65 + i]) * (700 * i + 3) for i in range(12)}
+    objs.update({f"bf/big{i}": bytes([97 + i]) * (300_000 + i) for i in range(3)})
+    for n, d in objs.items():
+        put(cluster, bucket, n, d)
+    put(cluster, bucket, "sh.tar", make_tar([("a.txt", b"alpha"), ("b/c.cls", b"7")]))
+    ins = [{"objname": n, "opaque": base64.b64encode(n.encode()).decode()} for n in objs] + [
+        {"objname": "sh.tar", "archpath": "b/c.cls"},
+        {"objname": "bf/03", "start": 10, "length": 20},
+        {"objname": "bf/04", "start": 7, "length": -1},
+        {"objname": "nope"}]
+    want = [(f"{bucket}/{n}", d) for n, d in objs.items()] + [
+        (f"{bucket}/sh.tar/b/c.cls", b"7"), (f"{bucket}/bf/03", objs["bf/03"][10:30]),
+        (f"{bucket}/bf/04", objs["bf/04"][7:]), (f"__404__/{bucket}/nope", b"")]
+    streamed = moss(cluster, {"in": ins, "coer": True, "strm": True}, bucket)
+    assert streamed.status_code == 200 and untar(streamed.content) == want, streamed.text[:300]
+    for body in ({"in": ins, "mime": ".tar", "coer": True, "onob": False, "strm": False},
+                 {"in": ins, "coer": True}):
+        doc, tar = moss_buffered(moss(cluster, body, bucket))
+        assert untar(tar) == want
+        assert doc["uuid"] and len(doc["out"]) == len(ins)
+        for (name, data), i, o in zip(want, ins, doc["out"]):
+            assert o["objname"] == i["objname"] and o["bucket"] == bucket and o["provider"] == "ais", o
+            assert o["size"] == len(data), (o, name)
+            assert o.get("archpath") == i.get("archpath") and o.get("opaque") == i.get("opaque"), o
+            assert ("err_msg" in o) == name.startswith("__404__/"), o
+        assert "nope" in doc["out"][-1]["err_msg"] and "does not exist" in doc["out"][-1]["err_msg"]
+    # without "coer" a missing item fails the whole request, before anything is sent
+    r = moss(cluster, {"in": ins}, bucket)
+    assert r.status_code == 404 and "nope" in r.json()["message"], r.text
+
+
+def test_get_batch_buffered_bounded(make_cluster):
+    """The buffered answer's TAR is written to a work file first, at most batch_max_buffered_bytes: past it the
+    request gets 413 naming the limit and the streamed answer (which has no such bound) still works; nothing is
+    left in the targets' work directories."""
+    c = make_cluster(targets=2, target_args=["--batch_max_buffered_bytes", str(200_000)])
+    b = unique("aisw-bb")
+    assert requests.post(bucket_url(c, b), headers=UA, json=act("create-bck"), timeout=TIMEOUT).ok
+    for i in range(4):
+        put(c, b, f"o{i}", bytes([48 + i]) * 60_000)
+    ins = [{"objname": f"o{i}"} for i in range(4)]
+    r = moss(c, {"in": ins[:2], "strm": False}, b)
+    doc, tar = moss_buffered(r)
+    assert [o["size"] for o in doc["out"]] == [60_000, 60_000] and len(untar(tar)) == 2
+    r = moss(c, {"in": ins, "strm": False}, b)
+    assert r.status_code == 413, r.text
+    assert "batch_max_buffered_bytes (200000)" in r.json()["message"] and '"strm": true' in r.json()["message"]
+    r = moss(c, {"in": ins, "strm": True}, b)
+    assert r.status_code == 200 and len(untar(r.content)) == 4
+    assert c.work_files() == []
+
+
 @pytest.mark.parametrize("body,status,word", [
-    ({"in": [{"objname": "a"}], "strm": False}, 501, "strm"),
-    ({"in": [{"objname": "a"}]}, 501, "strm"),  # AIStore's default is the buffered answer
     ({"in": [{"objname": "a"}], "strm": True, "mime": ".tgz"}, 501, ".tgz"),
     ({"in": [{"objname": "a", "uname": "ais/@#/b/a"}], "strm": True}, 501, "uname"),
     ({"in": [], "strm": True}, 400, "MossReq"),

@@ -46,7 +46,8 @@ static void test_items_and_defaults(void **state)
 	json_t *c = json_array_get(json_object_get(doc, "in"), 2);
 	assert_int_equal(json_integer_value(json_object_get(c, "start")), 5);
 	assert_int_equal(json_integer_value(json_object_get(c, "length")), 7);
-	assert_null(json_object_get(c, "opaque"));
+	assert_string_equal(item_str(doc, 2, "opaque"), "aWQ="); /* echoed in a buffered answer's metadata */
+	assert_false(json_is_true(json_object_get(doc, "buffered")));
 	assert_string_equal(item_str(doc, 3, "bucket"), "ds"); /* empty strings are absent fields */
 	assert_null(item_str(doc, 3, "archpath"));
 	json_decref(doc);
@@ -59,14 +60,30 @@ static void test_items_and_defaults(void **state)
 	json_decref(doc);
 }
 
+/* "strm" false or absent (AIStore's default) asks for the buffered answer; a "length" of -1 reads to the end. */
+static void test_buffered_and_whole_length(void **state)
+{
+	static const char *bodies[] = {"{\"in\":[{\"objname\":\"a\",\"length\":-1}]}",
+				       "{\"in\":[{\"objname\":\"a\",\"length\":-1}],\"strm\":false}"};
+	char why[200];
+	int status;
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		json_t *doc = translate(bodies[i], "ds", NULL, &status, why, sizeof(why));
+		assert_non_null(doc);
+		assert_true(json_is_true(json_object_get(doc, "buffered")));
+		assert_null(json_object_get(json_array_get(json_object_get(doc, "in"), 0), "length"));
+		json_decref(doc);
+	}
+}
+
 static void test_refused(void **state)
 {
 	static const struct {
 		const char *body, *bucket, *word;
 		int status;
 	} cases[] = {
-		{"{\"in\":[{\"objname\":\"a\"}]}", "ds", "strm", 501},
-		{"{\"in\":[{\"objname\":\"a\"}],\"strm\":false}", "ds", "strm", 501},
 		{"{\"in\":[{\"objname\":\"a\"}],\"strm\":true,\"mime\":\".zip\"}", "ds", ".zip", 501},
 		{"{\"in\":[{\"objname\":\"a\",\"uname\":\"x\"}],\"strm\":true}", "ds", "uname", 501},
 		{"{\"in\":[],\"strm\":true}", "ds", "MossReq", 400},
@@ -94,6 +111,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_items_and_defaults),
+		cmocka_unit_test(test_buffered_and_whole_length),
 		cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

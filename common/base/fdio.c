@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Whole-buffer file descriptor I/O: write, pwrite and pread loops over EINTR and short transfers. */
+/* Whole-buffer file descriptor I/O: write, pwrite, pread and file-to-file copy loops over EINTR and short transfers. */
 #include "base/fdio.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 typedef enum { FDIO_WRITE, FDIO_PWRITE, FDIO_PREAD } fdio_op_t;
@@ -59,4 +60,44 @@ int ft_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 int ft_pread_all(int fd, void *buf, size_t len, off_t off)
 {
 	return fdio_all(FDIO_PREAD, fd, buf, len, off);
+}
+
+#define COPY_CHUNK ((size_t)1 << 20) /* the buffer of a copy copy_file_range refused */
+
+/* The rest of a copy through user memory: pread, then write or pwrite. 0 or -errno (-EIO: in ended). */
+static int copy_plain(int in, off_t in_off, int out, off_t out_off, size_t len)
+{
+	char *buf = malloc(len < COPY_CHUNK ? len : COPY_CHUNK);
+	int rc = buf != NULL ? 0 : -ENOMEM;
+
+	while (rc == 0 && len > 0) {
+		size_t k = len < COPY_CHUNK ? len : COPY_CHUNK;
+		rc = ft_pread_all(in, buf, k, in_off);
+		if (rc == 0)
+			rc = out_off < 0 ? ft_write_all(out, buf, k) : ft_pwrite_all(out, buf, k, out_off);
+		in_off += (off_t)k;
+		out_off = out_off < 0 ? out_off : out_off + (off_t)k;
+		len -= k;
+	}
+	free(buf);
+	return rc;
+}
+
+int ft_copy_range(int in, off_t in_off, int out, off_t out_off, size_t len)
+{
+	loff_t ioff = in_off, ooff = out_off;
+
+	while (len > 0) {
+		ssize_t n = copy_file_range(in, &ioff, out, out_off < 0 ? NULL : &ooff, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP))
+			return copy_plain(in, ioff, out, out_off < 0 ? -1 : ooff, len);
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		len -= (size_t)n;
+	}
+	return 0;
 }

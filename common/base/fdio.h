@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Whole-buffer file descriptor I/O: write, pwrite and pread loops over EINTR and short transfers. */
+/* Whole-buffer file descriptor I/O: write, pwrite, pread and file-to-file copy loops over EINTR and short transfers. */
 #ifndef FT_FDIO_H
 #define FT_FDIO_H
 
@@ -12,5 +12,12 @@ int ft_write_all(int fd, const void *buf, size_t len);
 int ft_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 /* pread(2) of exactly len bytes at off (retrying EINTR); 0, -EIO when the file ends first, or -errno. */
 int ft_pread_all(int fd, void *buf, size_t len, off_t off);
+/*
+ * Copies len bytes of in from in_off to out at out_off (out_off < 0: at out's file offset, which
+ * then moves past them): copy_file_range(2) (in the kernel, a reflink where the filesystem can),
+ * else, where it is refused (across filesystems, unsupported), pread and write. 0, -EIO when in
+ * ends first, or -errno.
+ */
+int ft_copy_range(int in, off_t in_off, int out, off_t out_off, size_t len);
 
 #endif

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fdio.h"
 #include "base/log.h"
 #include "cluster/hrw.h"
 #include "core/fcache.h"
@@ -251,57 +252,6 @@ static int copies_view(const tgt_mountpath_t *mp, tgt_mountpath_t *view, bool cr
 	return view->root_fd < 0 ? -errno : 0;
 }
 
-/* len bytes of src into dst from offset 0: copy_file_range, or read/write where it is refused. 0 or -errno. */
-static int copy_data(int src, int dst, uint64_t len)
-{
-	loff_t in = 0, out = 0;
-	char *buf = NULL;
-	int rc = 0;
-
-	while ((uint64_t)in < len) {
-		ssize_t n = copy_file_range(src, &in, dst, &out, (size_t)(len - (uint64_t)in), 0);
-		if (n > 0)
-			continue;
-		if (n == 0)
-			return -EIO; /* the source is shorter than its metadata says */
-		if (errno == EINTR)
-			continue;
-		if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-			return -errno;
-		break;
-	}
-	if ((uint64_t)in >= len)
-		return 0;
-	buf = malloc(COPY_CHUNK);
-	if (buf == NULL)
-		return -ENOMEM;
-	while ((uint64_t)in < len) {
-		size_t want = len - (uint64_t)in < COPY_CHUNK ? (size_t)(len - (uint64_t)in) : COPY_CHUNK;
-		ssize_t n = pread(src, buf, want, in);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = n == 0 ? -EIO : -errno;
-			break;
-		}
-		for (ssize_t done = 0; done < n;) {
-			ssize_t w = pwrite(dst, buf + done, (size_t)(n - done), out);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0) {
-				rc = -errno;
-				goto out;
-			}
-			done += w;
-			out += w;
-		}
-		in += n;
-	}
-out:
-	free(buf);
-	return rc;
-}
-
 int tgt_replica_write(const tgt_obj_t *o, const tgt_replica_t *rp, int src_fd, const ft_lom_t *lom)
 {
 	tgt_t *t = o->t;
@@ -326,7 +276,7 @@ int tgt_replica_write(const tgt_obj_t *o, const tgt_replica_t *rp, int src_fd, c
 		work[0] = '\0';
 		goto out;
 	}
-	rc = copy_data(src_fd, wfd, lom->size);
+	rc = ft_copy_range(src_fd, 0, wfd, 0, lom->size);
 	if (rc == 0)
 		rc = ft_lom_fset(wfd, lom);
 	if (rc == 0 && t->cfg.sync == FT_SYNC_DATA && fdatasync(wfd) != 0)

@@ -86,39 +86,6 @@ static int receive(ft_req_t *r, append_t *a)
 	return 0;
 }
 
-/* copy_file_range of len bytes from in at *ioff to out at its offset, falling back to read/write. 0 or -errno. */
-static int copy_range(int in, uint64_t ioff, int out, uint64_t len)
-{
-	loff_t off = (loff_t)ioff;
-
-	while (len > 0) {
-		ssize_t n = copy_file_range(in, &off, out, NULL, len > (1u << 30) ? (1u << 30) : (size_t)len, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP))
-			break;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		len -= (uint64_t)n;
-	}
-	if (len == 0)
-		return 0;
-	uint8_t *buf = malloc(CHUNK);
-	int rc = buf ? 0 : -ENOMEM;
-	while (rc == 0 && len > 0) {
-		size_t k = len > CHUNK ? CHUNK : (size_t)len;
-		rc = ft_pread_all(in, buf, k, off);
-		if (rc == 0)
-			rc = ft_write_all(out, buf, k);
-		off += (loff_t)k;
-		len -= k;
-	}
-	free(buf);
-	return rc;
-}
-
 /* TAR: the old shard up to its end marker, the new member's header, data and padding, two zero blocks. */
 static int build_tar(append_t *a, int old_fd, const ft_lom_t *old)
 {
@@ -132,7 +99,7 @@ static int build_tar(append_t *a, int old_fd, const ft_lom_t *old)
 			return rc;
 		end = ix->tar_end;
 		tgt_shard_index_put(a->o->t, ix);
-		if ((rc = copy_range(old_fd, 0, a->new_fd, end)) != 0)
+		if ((rc = ft_copy_range(old_fd, 0, a->new_fd, -1, end)) != 0)
 			return rc;
 	}
 	size_t cap = tgt_tar_header_max(strlen(a->archpath)) + 2 * 512;
@@ -142,7 +109,7 @@ static int build_tar(append_t *a, int old_fd, const ft_lom_t *old)
 	ssize_t h = tgt_tar_header(a->archpath, a->body_size, ft_now_ns() / 1000000000, hdr, cap);
 	rc = h < 0 ? -EINVAL : ft_write_all(a->new_fd, hdr, (size_t)h);
 	if (rc == 0)
-		rc = copy_range(a->body_fd, 0, a->new_fd, a->body_size);
+		rc = ft_copy_range(a->body_fd, 0, a->new_fd, -1, a->body_size);
 	memset(hdr, 0, cap);
 	if (rc == 0) /* padding of the data, then the end-of-archive marker */
 		rc = ft_write_all(a->new_fd, hdr, (size_t)((512 - a->body_size % 512) % 512) + 1024);

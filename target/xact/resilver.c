@@ -19,40 +19,6 @@
 
 /* ---- moving within this target (resilver) ---- */
 
-/* Copies size bytes of src to dst (both at offset 0): copy_file_range, else read and write. 0 or -errno. */
-static int copy_data(int src, int dst, uint64_t size)
-{
-	off_t in = 0, out = 0;
-	int plain = 0;
-
-	while ((uint64_t)in < size && !plain) {
-		ssize_t n = copy_file_range(src, &in, dst, &out, (size_t)(size - (uint64_t)in), 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EXDEV || errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS) && in == 0)
-			plain = 1; /* not between these filesystems */
-		else if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-	}
-	if (!plain)
-		return 0;
-	char *buf = malloc(1 << 20);
-	int rc = buf ? 0 : -ENOMEM;
-	for (uint64_t off = 0; off < size && rc == 0;) {
-		size_t want = size - off < (1u << 20) ? (size_t)(size - off) : (1u << 20);
-		ssize_t n = pread(src, buf, want, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			rc = n < 0 ? -errno : -EIO;
-		else
-			rc = ft_write_all(dst, buf, (size_t)n);
-		off += n > 0 ? (uint64_t)n : 0;
-	}
-	free(buf);
-	return rc;
-}
-
 /*
  * Copies src_fd (size bytes, metadata lom) into a new work file of dst, verifying the checksum.
  * The work name is written to work. 0, or -errno with err (-EBADMSG: the source is corrupt).
@@ -69,7 +35,7 @@ static int copy_to_work(const tgt_t *t, int src_fd, const ft_lom_t *lom, const t
 		work[0] = '\0';
 		return fd;
 	}
-	rc = copy_data(src_fd, fd, lom->size);
+	rc = ft_copy_range(src_fd, 0, fd, 0, lom->size);
 	if (rc == 0 && lom->cksum_type != FT_CKSUM_NONE) { /* what landed there, read back */
 		int rfd = openat(dst->work_fd, work, O_RDONLY | O_CLOEXEC);
 		rc = rfd < 0 ? -errno : rb_file_cksum(rfd, lom->size, lom->cksum_type, hex);

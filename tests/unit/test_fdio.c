@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of common/base/fdio: whole-buffer writes larger than one write(2) piece land byte for byte, at the right offsets. */
+/* Unit tests of common/base/fdio: whole-buffer writes and file copies land byte for byte, at the right offsets. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -70,11 +71,71 @@ static void test_pwrite_all_big_at_offset(void **state)
 	free(src);
 }
 
+/* len bytes of pattern seed at off in fd, read back equal. */
+static void assert_pattern_at(int fd, off_t off, size_t len, unsigned seed, size_t from)
+{
+	uint8_t *want = pattern(from + len, seed), *back = malloc(len);
+
+	assert_int_equal(ft_pread_all(fd, back, len, off), 0);
+	assert_memory_equal(back, want + from, len);
+	free(back);
+	free(want);
+}
+
+/*
+ * ft_copy_range from src (big bytes of pattern 5) to a new file: a range at given offsets, a range
+ * at the file offset (which moves past it), and a source that ends first (-EIO).
+ */
+static void copy_checks(int src, size_t big)
+{
+	int dst = tmpfile_fd();
+
+	assert_int_equal(ft_copy_range(src, 100, dst, 7000, big - 100), 0);
+	assert_int_equal(lseek(dst, 0, SEEK_CUR), 0); /* explicit offsets leave the file offset alone */
+	assert_pattern_at(dst, 7000, big - 100, 5, 100);
+	assert_int_equal(lseek(dst, 3, SEEK_SET), 3);
+	assert_int_equal(ft_copy_range(src, 0, dst, -1, 5000), 0);
+	assert_int_equal(lseek(dst, 0, SEEK_CUR), 5003);
+	assert_pattern_at(dst, 3, 5000, 5, 0);
+	assert_int_equal(ft_copy_range(src, (off_t)big - 10, dst, 0, 20), -EIO);
+	close(dst);
+}
+
+static void test_copy_range_same_filesystem(void **state)
+{
+	size_t big = (size_t)(2 << 20) + 333;
+	uint8_t *p = pattern(big, 5);
+	int src = tmpfile_fd();
+
+	(void)state;
+	assert_int_equal(ft_write_all(src, p, big), 0);
+	copy_checks(src, big);
+	close(src);
+	free(p);
+}
+
+/* From a memfd (tmpfs) into /tmp: copy_file_range refuses across filesystem types, the copy goes through memory. */
+static void test_copy_range_across_filesystems(void **state)
+{
+	size_t big = (size_t)(2 << 20) + 333; /* past the fallback's 1 MiB buffer */
+	uint8_t *p = pattern(big, 5);
+	int src = memfd_create("ft-fdio", MFD_CLOEXEC);
+
+	(void)state;
+	assert_true(src >= 0);
+	assert_int_equal(ft_write_all(src, p, big), 0);
+	copy_checks(src, big);
+	close(src);
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_all_big),
 		cmocka_unit_test(test_pwrite_all_big_at_offset),
+		cmocka_unit_test(test_copy_range_same_filesystem),
+		cmocka_unit_test(test_copy_range_across_filesystems),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

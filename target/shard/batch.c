@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -16,7 +15,6 @@
 #include "base/fdio.h"
 #include "base/log.h"
 #include "base/moss.h"
-#include "base/strbuf.h"
 #include "core/mountpath.h"
 #include "core/replica.h"
 #include "http/util.h"
@@ -120,12 +118,14 @@ typedef struct {
 	item_t *v;
 	size_t n;
 	bool continue_on_error, only_names;
-	bool only_objname;       /* members named "<objname>[/<archpath>]" (AIStore's "onob") */
-	bool part;               /* ?part=true: a sub-request of an assembling target, every item local */
-	bool moss;               /* AIStore's GET /v1/ml/moss: the body is a MossReq (base/moss.h) */
-	bool buffered;           /* a MossReq without "strm": multipart answer, the TAR spooled first */
-	int spool_fd;            /* buffered: the work file the TAR goes to (-1: the stream) */
-	uint64_t spool_len;      /* bytes in it */
+	bool only_objname;   /* members named "<objname>[/<archpath>]" (AIStore's "onob") */
+	bool part;           /* ?part=true: a sub-request of an assembling target, every item local */
+	bool moss;           /* AIStore's GET /v1/ml/moss: the body is a MossReq (base/moss.h) */
+	bool buffered;       /* a MossReq without "strm": multipart answer, the TAR spooled first */
+	int spool_fd;        /* buffered: the work file the TAR goes to (-1: the stream) */
+	uint64_t spool_len;  /* bytes in it */
+	uint64_t spool_room; /* bytes its mountpath had above its reserve at the last look, less those since */
+	const tgt_mountpath_t *spool_mp;
 	json_t *outs;            /* buffered: the MossOut of every item sent so far */
 	const char *moss_bucket; /* its URL's bucket ("" when none), in request memory */
 	ft_smap_t *smap;
@@ -246,19 +246,41 @@ static void release_upto(batch_t *b, size_t upto)
 		wake_one(b, &b->space_cv);
 }
 
-/* Room for len more bytes in the spool (batch_max_buffered_bytes); else -EFBIG with the answer in b. */
+/*
+ * Room for len more bytes in the spool: at most batch_max_buffered_bytes (else 413), and never into
+ * its mountpath's reserve_bytes (else 507; the free space is looked at again whenever the room
+ * counted since the last look runs out). 0, or -EFBIG / -ENOSPC with the answer in b.
+ */
 static int spool_room(batch_t *b, uint64_t len)
 {
 	int64_t max = b->t->cfg.batch_max_buffered_bytes;
+	int rc = 0;
 
-	if (b->spool_len + len <= (uint64_t)max)
-		return 0;
-	b->fail_status = 413;
-	snprintf(b->err, sizeof(b->err),
-		 "the buffered answer would exceed batch_max_buffered_bytes (%" PRId64 "): ask for the streamed one "
-		 "(\"strm\": true) or fewer items",
-		 max);
-	return -EFBIG;
+	if (b->spool_len + len > (uint64_t)max) {
+		b->fail_status = 413;
+		snprintf(b->err, sizeof(b->err),
+			 "the buffered answer would exceed batch_max_buffered_bytes (%" PRId64
+			 "): ask for the streamed one (\"strm\": true) or fewer items",
+			 max);
+		return -EFBIG;
+	}
+	if (len > b->spool_room)
+		rc = tgt_mountpath_avail(b->spool_mp, b->t->cfg.reserve_bytes, &b->spool_room);
+	if (rc == 0 && len > b->spool_room) {
+		b->fail_status = 507;
+		snprintf(
+			b->err, sizeof(b->err),
+			"the buffered answer needs more room than the target's disk has above its reserve_bytes: ask for "
+			"the streamed one (\"strm\": true) or fewer items");
+		return -ENOSPC;
+	}
+	if (rc != 0) {
+		b->fail_status = 500;
+		snprintf(b->err, sizeof(b->err), "buffered answer: free space: %s", strerror(-rc));
+		return rc;
+	}
+	b->spool_room -= len;
+	return 0;
 }
 
 /* A failed spool write: -errno, with the answer in b (507 when the disk is full). */
@@ -273,11 +295,12 @@ static int spool_failed(batch_t *b, int err)
 static int spool_writev(batch_t *b, struct iovec *iov, int cnt)
 {
 	uint64_t total = 0;
+	int rc;
 
 	for (int k = 0; k < cnt; k++)
 		total += iov[k].iov_len;
-	if (spool_room(b, total) != 0)
-		return -EFBIG;
+	if ((rc = spool_room(b, total)) != 0)
+		return rc;
 	while (cnt > 0) {
 		ssize_t n = pwritev(b->spool_fd, iov, cnt, (off_t)b->spool_len);
 		if (n < 0 && errno == EINTR)
@@ -298,31 +321,21 @@ static int spool_writev(batch_t *b, struct iovec *iov, int cnt)
 	return 0;
 }
 
-/* Appends len bytes of fd at off to the spool (in the kernel). 0 or -errno (b->err). */
+/* Appends len bytes of fd at off to the spool (in the kernel where it can). 0 or -errno (b->err). */
 static int spool_copy(batch_t *b, int fd, uint64_t off, uint64_t len)
 {
-	off_t in = (off_t)off, out = (off_t)b->spool_len;
+	int rc = spool_room(b, len);
 
-	if (spool_room(b, len) != 0)
-		return -EFBIG;
-	while (len > 0) {
-		ssize_t n = copy_file_range(fd, &in, b->spool_fd, &out, len, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP) &&
-		    lseek(b->spool_fd, out, SEEK_SET) == out)
-			n = sendfile(b->spool_fd, fd, &in, len); /* across filesystems */
-		if (n == 0) {
-			snprintf(b->err, sizeof(b->err), "read: short file");
-			return -EIO;
-		}
-		if (n < 0)
-			return spool_failed(b, errno);
-		b->spool_len += (uint64_t)n;
-		out = (off_t)b->spool_len;
-		len -= (uint64_t)n;
-	}
-	return 0;
+	if (rc != 0)
+		return rc;
+	rc = ft_copy_range(fd, (off_t)off, b->spool_fd, (off_t)b->spool_len, (size_t)len);
+	if (rc == 0)
+		b->spool_len += len;
+	else if (rc == -EIO)
+		snprintf(b->err, sizeof(b->err), "read: short file");
+	else
+		return spool_failed(b, -rc);
+	return rc;
 }
 
 /*
@@ -1005,9 +1018,9 @@ static int send_part_item(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 static int send_buffered(ft_req_t *r, batch_t *b)
 {
 	char boundary[FT_RANDOM_ID_LEN + 1], id[FT_RANDOM_ID_LEN + 1], ctype[96], tail[FT_RANDOM_ID_LEN + 16];
+	char head[FT_RANDOM_ID_LEN + 96], mid[2 * FT_RANDOM_ID_LEN + 192];
 	json_t *resp;
 	char *meta;
-	ft_strbuf_t head = {0};
 	int rc;
 
 	ft_random_id(boundary);
@@ -1016,29 +1029,31 @@ static int send_buffered(ft_req_t *r, batch_t *b)
 	resp = json_pack("{s:s+, s:O}", "uuid", "batch-", id, "out", b->outs);
 	meta = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
 	json_decref(resp);
-	if (meta == NULL)
-		return -ENOMEM;
-	ft_strbuf_addf(&head,
-		       "--%s\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n%s\n\r\n--%s\r\n"
-		       "Content-Disposition: form-data; name=\"archive\"; filename=\"batch-%s.tar\"\r\n"
-		       "Content-Type: application/octet-stream\r\n\r\n",
-		       boundary, meta, boundary, id);
-	free(meta);
-	snprintf(ctype, sizeof(ctype), "multipart/mixed; boundary=%s", boundary);
-	int tail_len = snprintf(tail, sizeof(tail), "\r\n--%s--\r\n", boundary);
-	if (head.failed) {
-		ft_strbuf_free(&head);
+	if (meta == NULL) {
+		b->fail_status = 500;
+		snprintf(b->err, sizeof(b->err), "out of memory");
 		return -ENOMEM;
 	}
-	rc = ft_resp_stream_start(r, 200, ctype, (int64_t)(head.len + b->spool_len + (size_t)tail_len));
+	snprintf(ctype, sizeof(ctype), "multipart/mixed; boundary=%s", boundary);
+	int n0 = snprintf(head, sizeof(head), "--%s\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n",
+			  boundary);
+	int n1 =
+		snprintf(mid, sizeof(mid),
+			 "\n\r\n--%s\r\nContent-Disposition: form-data; name=\"archive\"; filename=\"batch-%s.tar\"\r\n"
+			 "Content-Type: application/octet-stream\r\n\r\n",
+			 boundary, id);
+	int n2 = snprintf(tail, sizeof(tail), "\r\n--%s--\r\n", boundary);
+	struct iovec iov[3] = {{head, (size_t)n0}, {meta, strlen(meta)}, {mid, (size_t)n1}};
+	rc = ft_resp_stream_start(
+		r, 200, ctype, (int64_t)(iov[0].iov_len + iov[1].iov_len + iov[2].iov_len + b->spool_len + (size_t)n2));
 	b->started = true;
 	if (rc == 0)
-		rc = ft_resp_stream_write(r, head.p, head.len);
-	ft_strbuf_free(&head);
+		rc = ft_resp_stream_writev(r, iov, 3);
+	free(meta);
 	if (rc == 0 && b->spool_len > 0)
 		rc = ft_resp_stream_sendfile(r, b->spool_fd, 0, b->spool_len);
 	if (rc == 0)
-		rc = ft_resp_stream_write(r, tail, (size_t)tail_len);
+		rc = ft_resp_stream_write(r, tail, (size_t)n2);
 	return rc;
 }
 
@@ -1065,11 +1080,14 @@ static void batch_send(ft_req_t *r, batch_t *b)
 
 	for (size_t i = 0; i < b->n && rc == 0; i++) {
 		const item_t *it = &b->v[i];
+		b->fail_status = 0; /* each failure sets its own; none set: 500 */
 		rc = b->part     ? send_part_item(r, b, i, it)
 		     : it->owner ? send_remote(r, b, i, it)
 				 : send_local(r, b, i, it);
 		b->consumed = i + 1;
 	}
+	if (rc == 0)
+		b->fail_status = 0;
 	if (rc == 0 && (rc = emit(r, b, eof, sizeof(eof))) == 0)
 		rc = flush(r, b);
 	b->rc = rc;
@@ -1156,6 +1174,7 @@ static int spool_open(batch_t *b)
 		return -1;
 	}
 	b->spool_fd = fd;
+	b->spool_mp = mp;
 	return 0;
 }
 

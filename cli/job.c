@@ -43,45 +43,75 @@ static int names_value(ft_cli_t *c, json_t *value, bool optional)
 	return FT_EXIT_OK;
 }
 
-/* POSTs {"action", "value"} to bucket b; prints the job id (or waits). */
-static int post_job(ft_cli_t *c, const cli_bucket_t *b, const char *action, json_t *value)
+/* Job id started: printed, or with --wait followed to its end. */
+static int started(ft_cli_t *c, const char *id)
 {
-	json_t *msg = json_pack("{s:s, s:o}", "action", action, "value", value);
-	char path[600];
-	cli_resp_t r;
 	int rc;
 
-	snprintf(path, sizeof(path), "/v1/buckets/%s?provider=%s", b->name, b->provider);
-	if (cli_call("POST", path, msg, &r) != 0 || r.status != 200) {
-		rc = cli_resp_fail(&r, action);
-		cli_resp_free(&r);
-		json_decref(msg);
-		return rc;
-	}
-	json_decref(msg);
-	json_t *ans = cli_resp_json(&r);
-	cli_resp_free(&r);
-	const char *id = json_string_value(json_object_get(ans, "job_id"));
-	char idbuf[128];
-	snprintf(idbuf, sizeof(idbuf), "%s", id != NULL ? id : "");
-	json_decref(ans);
-	if (idbuf[0] == '\0')
-		return cli_fail(FT_EXIT_FAIL, "%s: the answer carries no job_id", action);
 	if (!cli_flag(c, "wait")) {
 		if (c->json)
-			printf("{\"job_id\": \"%s\"}\n", idbuf);
+			printf("{\"job_id\": \"%s\"}\n", id);
 		else
-			printf("%s\n", idbuf);
+			printf("%s\n", id);
 		return FT_EXIT_OK;
 	}
 	if (!c->json)
-		printf("job %s\n", idbuf);
+		printf("job %s\n", id);
 	json_t *final = NULL;
-	rc = cli_job_wait(c, idbuf, &final);
+	rc = cli_job_wait(c, id, &final);
 	if (c->json)
 		cli_print_json(final);
 	json_decref(final);
 	return rc;
+}
+
+/*
+ * Sends msg (taken) with method to path, whose answer names a job: {"job_id"} (text_id false) or
+ * the id as text (AIStore's PUT /v1/cluster); prints the id (or waits).
+ */
+static int call_job(ft_cli_t *c, const char *method, const char *path, json_t *msg, const char *what, bool text_id)
+{
+	char id[128] = "";
+	cli_resp_t r;
+	int rc = FT_EXIT_OK;
+
+	if (cli_call(method, path, msg, &r) != 0 || r.status != 200) {
+		rc = cli_resp_fail(&r, what);
+	} else if (text_id) {
+		snprintf(id, sizeof(id), "%.*s", (int)(r.body != NULL ? strcspn(r.body, "\r\n") : 0),
+			 r.body != NULL ? r.body : "");
+	} else {
+		json_t *ans = cli_resp_json(&r);
+		const char *v = json_string_value(json_object_get(ans, "job_id"));
+		snprintf(id, sizeof(id), "%s", v != NULL ? v : "");
+		json_decref(ans);
+	}
+	cli_resp_free(&r);
+	json_decref(msg);
+	if (rc != FT_EXIT_OK)
+		return rc;
+	if (id[0] == '\0')
+		return cli_fail(FT_EXIT_FAIL, "%s: the answer names no job", what);
+	return started(c, id);
+}
+
+/* POSTs {"action", "value"} to bucket b; prints the job id (or waits). */
+static int post_job(ft_cli_t *c, const cli_bucket_t *b, const char *action, json_t *value)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "/v1/buckets/%s?provider=%s", b->name, b->provider);
+	return call_job(c, "POST", path, json_pack("{s:s, s:o}", "action", action, "value", value), action, false);
+}
+
+/* ft job start rebalance: PUT /v1/cluster {"action":"start"} (role admin). */
+static int start_rebalance(ft_cli_t *c)
+{
+	if (c->n_args != 3)
+		return cli_fail(FT_EXIT_USAGE, "job start rebalance takes no arguments");
+	return call_job(c, "PUT", "/v1/cluster",
+			json_pack("{s:s, s:{s:s}}", "action", "start", "value", "kind", "rebalance"), "rebalance",
+			true);
 }
 
 /* ft job start dsort SRC DST ...: the dsort value (taken) from the options (docs/jobs.md "dsort"). */
@@ -197,6 +227,9 @@ static int start(ft_cli_t *c)
 		}
 	} else if (strcmp(kind, "dsort") == 0) {
 		return start_dsort(c, value);
+	} else if (strcmp(kind, "rebalance") == 0) {
+		json_decref(value);
+		return start_rebalance(c);
 	} else if (strcmp(kind, "archive") == 0) {
 		if (c->n_args != 5 || cli_bucket_parse(c->args[3], &b) != 0)
 			rc = cli_fail(FT_EXIT_USAGE,
@@ -205,7 +238,7 @@ static int start(ft_cli_t *c)
 			return post_job(c, &b, "archive", value);
 	} else {
 		rc = cli_fail(FT_EXIT_USAGE,
-			      "job start needs prefetch, evict, copy, transform, download, dsort or archive "
+			      "job start needs prefetch, evict, copy, transform, download, dsort, archive or rebalance "
 			      "(ft job start --help)");
 	}
 	json_decref(value);

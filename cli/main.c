@@ -35,7 +35,8 @@ static const struct {
 	 "Commands:\n"
 	 "  bucket ls|create|rm|props     buckets of the cluster\n"
 	 "  object ls|put|get|rm|cat      objects (put and get of a directory with -r; get-batch: many as one TAR)\n"
-	 "  job start|ls|show|wait|stop   batch jobs: prefetch, evict, copy, transform, download, dsort, archive\n"
+	 "  job start|ls|show|wait|stop   batch jobs: prefetch, evict, copy, transform, download, dsort, archive,\n"
+	 "                                rebalance\n"
 	 "  etl init|ls|show|rm           transformers (ETL) for GET ?etl= and transform jobs\n"
 	 "  cluster show                  the cluster map and each node's state\n\n"
 	 "Global options:\n"
@@ -110,6 +111,7 @@ static const struct {
 	 "  ft job start archive BUCKET ARCHNAME (--objnames a,b | --template T | --prefix P) [--to DST]\n"
 	 "                            [--format .tar] [--shard-size BYTES] [--include-src-bucket]\n"
 	 "                            [--continue-on-error] [--wait]\n"
+	 "  ft job start rebalance    move every object to its owner now (role admin) [--wait]\n"
 	 "  ft job ls                 jobs the cluster knows\n"
 	 "  ft job show ID            one job, per target\n"
 	 "  ft job wait ID            a progress bar until it ends (exit 1 when it failed or had errors)\n"
@@ -127,6 +129,7 @@ static const struct {
 	 "  archive BUCKET ARCHNAME (--objnames a,b | --template T | --prefix P) [--to DST] [--format F]\n"
 	 "          [--shard-size BYTES] [--include-src-bucket] [--continue-on-error]\n"
 	 "          (with --shard-size, ARCHNAME 'out-{0000..}.tar' names the shards; see docs/archive.md)\n"
+	 "  rebalance  (every target moves the objects it holds but does not own to their owners; role admin)\n"
 	 "Prints the job id; with --wait shows its progress until it ends.\n"},
 	{"job ls", "Usage: ft job ls [--json]\nLists the jobs: id, kind, bucket, state, objects, bytes, errors.\n"},
 	{"job show", "Usage: ft job show ID [--json]\nShows a job and each target's part.\n"},

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* AIStore's job queries at the proxy (/v1/cluster?what=status|qryxstats|status_all|running_all, stop): over px_jobs_query. */
+/* AIStore's job queries at the proxy (/v1/cluster?what=status|qryxstats|status_all|running_all, stop, start): over px_jobs_query. */
 #include "proxy.h"
 
 #include <stdio.h>
@@ -18,6 +18,10 @@
  * px_jobs_query (the targets' parts of one job, or every job, folded) re-encoded: JobStatus {uuid, kind, err,
  * end_time, aborted}, or the per-node snapshots {node: [{id, kind, start-time, end-time, bck,
  * stats, aborted, is_idle, abort-err}]}. Job kinds are named as AIStore names them.
+ * PUT /v1/cluster {"action":"start","value":{"kind":"rebalance"}} (`ais start rebalance`) has every
+ * target start a rebalance job under one new id (their control port's POST /v1/rebalance), answered
+ * as text like AIStore's; the other kinds start from their own requests (bucket actions, dsort,
+ * download) and are 501 here.
  */
 
 /* FastTier's job kinds under AIStore's names (the rest are the same word). */
@@ -268,6 +272,32 @@ static int stop_decode(ft_req_t *r, query_t *q, const json_t *args, const char *
 	return 0;
 }
 
+/* PUT /v1/cluster {"action":"start","value":{"kind"}}: a rebalance job on every target (after responding). */
+static void start_job(px_t *px, ft_req_t *r, const json_t *body)
+{
+	const json_t *args = json_object_get(body, "value");
+	const char *kind = field(args, "Kind", "kind");
+	char id[48];
+
+	if (strcmp(kind, "rebalance") != 0) {
+		ft_resp_error(
+			r, kind[0] != '\0' ? 501 : 400,
+			"PUT /v1/cluster start: kind \"%.64s\" %s: only \"rebalance\" starts here (the other jobs "
+			"start with their own requests: bucket actions, dsort, download)",
+			kind, kind[0] != '\0' ? "is not built" : "is missing");
+		return;
+	}
+	px_jobs_new_id(id, sizeof(id));
+	json_t *msg = json_pack("{s:s, s:s, s:s, s:s, s:s}", "action", "start", "id", id, "kind", "rebalance",
+				"provider", "", "bucket", "");
+	if (msg == NULL) {
+		ft_resp_error(r, 500, "out of memory");
+		return;
+	}
+	ft_info("rebalance %s requested on the public port from %s", id, ft_req_peer(r));
+	px_jobs_submit_to(px, r, "/v1/rebalance", msg, NULL, true);
+}
+
 /* Decodes the body (xaction args or query) into q; 0, or -1 after responding 400. */
 static int query_decode(ft_req_t *r, query_t *q, const json_t *body)
 {
@@ -277,7 +307,7 @@ static int query_decode(ft_req_t *r, query_t *q, const json_t *body)
 		const char *action = json_string_value(json_object_get(body, "action"));
 		if (action == NULL || strcmp(action, "stop") != 0) {
 			ft_resp_error(r, action != NULL ? 501 : 400,
-				      "PUT /v1/cluster: action \"%s\" is not built yet (stop is)",
+				      "PUT /v1/cluster: action \"%s\" is not built yet (stop and start are)",
 				      action ? action : "");
 			return -1;
 		}
@@ -321,8 +351,11 @@ static void query_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 		ft_resp_error(r, 400, "malformed JSON: %s", jerr.text);
 		return;
 	}
-	/* PUT /v1/cluster: maintenance actions go to maint.c, the rest (job stop) stays here */
-	if ((q->kind != Q_STOP || !px_maint_public_put(q->px, r, j, body, len)) && query_decode(r, q, j) == 0)
+	/* PUT /v1/cluster: maintenance actions go to maint.c, the rest (job stop, start) stays here */
+	const char *action = json_string_value(json_object_get(j, "action"));
+	if (q->kind == Q_STOP && action != NULL && strcmp(action, "start") == 0)
+		start_job(q->px, r, j);
+	else if ((q->kind != Q_STOP || !px_maint_public_put(q->px, r, j, body, len)) && query_decode(r, q, j) == 0)
 		ft_req_defer(r, query_work, q);
 	json_decref(j);
 }

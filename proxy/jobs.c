@@ -83,7 +83,8 @@ typedef struct {
 	px_t *px;
 	json_t *msg; /* owned: the message for the targets; released by submit_done */
 	px_job_prepare_fn prepare;
-	bool bare_id; /* AIStore's action message: the answer is the job id as text */
+	const char *path; /* on the targets' control port: /v1/jobs, or a job of its own endpoint */
+	bool bare_id;     /* AIStore's action message: the answer is the job id as text */
 } submit_t;
 
 static void submit_done(void *arg)
@@ -98,9 +99,11 @@ static void submit_work(ft_req_t *r, void *arg)
 {
 	submit_t *s = arg;
 	ft_smap_t *smap = ft_smap_current();
-	fanout_t f = {.smap = smap, .method = "POST", .path = "/v1/jobs", .body = s->msg};
+	fanout_t f = {.smap = smap, .method = "POST", .body = s->msg};
 	const char *id = json_string_value(json_object_get(s->msg, "id"));
 	int bad = -1;
+
+	snprintf(f.path, sizeof(f.path), "%s", s->path);
 
 	if (smap == NULL || smap->n_targets == 0) {
 		ft_resp_error(r, 503, "the cluster map has no targets");
@@ -263,16 +266,22 @@ void px_jobs_new_id(char *id, size_t cap)
 	snprintf(id, cap, "j-%" PRIx64 "-%x", (uint64_t)ft_now_ns(), atomic_fetch_add(&seq, 1));
 }
 
-void px_jobs_submit(px_t *px, ft_req_t *r, json_t *msg, px_job_prepare_fn prepare, bool bare_id)
+void px_jobs_submit_to(px_t *px, ft_req_t *r, const char *path, json_t *msg, px_job_prepare_fn prepare, bool bare_id)
 {
 	submit_t *s = ft_req_alloc(r, sizeof(*s));
 
 	s->px = px;
 	s->msg = msg;
 	s->prepare = prepare;
+	s->path = path;
 	s->bare_id = bare_id;
 	ft_req_on_done(r, submit_done, s);
 	ft_req_defer(r, submit_work, s);
+}
+
+void px_jobs_submit(px_t *px, ft_req_t *r, json_t *msg, px_job_prepare_fn prepare, bool bare_id)
+{
+	px_jobs_submit_to(px, r, "/v1/jobs", msg, prepare, bare_id);
 }
 
 bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *body, size_t len)

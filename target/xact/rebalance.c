@@ -275,6 +275,25 @@ void rb_request_walk_locked(tgt_t *t, const char *kind, const char *id)
 	tgt_service_kick(&rb->manager);
 }
 
+/* Starts job id, a rebalance over every bucket. 0, or -1 (a bad id or one that exists, jobs closed, no BMD). */
+static int start_rebalance_job(tgt_t *t, const char *id)
+{
+	tgt_rebalance_t *rb = t->rebalance;
+
+	if (strlen(id) >= sizeof(rb->id) ||
+	    tgt_jobs_start_local(t, id, "rebalance", tgt_rebalance_job_obj, NULL, NULL) != 0)
+		return -1;
+	pthread_mutex_lock(&rb->lock);
+	snprintf(rb->id, sizeof(rb->id), "%s", id);
+	snprintf(rb->kind, sizeof(rb->kind), "rebalance");
+	snprintf(rb->mode, sizeof(rb->mode), "job");
+	atomic_store(&rb->state, ST_IDLE); /* the job table has its state */
+	rb->start_ns = ft_now_ns();
+	pthread_mutex_unlock(&rb->lock);
+	ft_info("rebalance %s: started as a job (GET /v1/jobs/%s)", id, id);
+	return 0;
+}
+
 /* Starts a rebalance for the current map: as a local job when the job framework takes it, else here. */
 static void start_rebalance(tgt_t *t, int64_t version)
 {
@@ -282,17 +301,8 @@ static void start_rebalance(tgt_t *t, int64_t version)
 	char id[RB_ID_MAX];
 
 	snprintf(id, sizeof(id), "rebalance-%lld", (long long)version);
-	if (tgt_jobs_start_local(t, id, "rebalance", tgt_rebalance_job_obj, NULL, NULL) == 0) {
-		pthread_mutex_lock(&rb->lock);
-		snprintf(rb->id, sizeof(rb->id), "%s", id);
-		snprintf(rb->kind, sizeof(rb->kind), "rebalance");
-		snprintf(rb->mode, sizeof(rb->mode), "job");
-		atomic_store(&rb->state, ST_IDLE); /* the job table has its state */
-		rb->start_ns = ft_now_ns();
-		pthread_mutex_unlock(&rb->lock);
-		ft_info("rebalance %s: started as a job (GET /v1/jobs/%s)", id, id);
+	if (start_rebalance_job(t, id) == 0)
 		return;
-	}
 	pthread_mutex_lock(&rb->lock);
 	rb_request_walk_locked(t, "rebalance", id);
 	pthread_mutex_unlock(&rb->lock);
@@ -423,11 +433,15 @@ json_t *rb_status_json(tgt_t *t)
 	return j;
 }
 
-/* POST /v1/rebalance {"action": "start" | "enable" | "disable"}. */
+/*
+ * POST /v1/rebalance {"action": "start" | "enable" | "disable"}; a start with "id" (an operator's,
+ * through the proxy) is a job of that id, whatever the map, or 409.
+ */
 static void rebalance_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 {
 	json_t *msg = req->body ? json_loadb(req->body, req->body_len, 0, NULL) : NULL;
 	const char *action = json_string_value(json_object_get(msg, "action"));
+	const char *id = json_string_value(json_object_get(msg, "id"));
 	tgt_rebalance_t *rb = t->rebalance;
 	int start = 0;
 
@@ -451,7 +465,15 @@ static void rebalance_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *r
 		goto out;
 	}
 	pthread_mutex_unlock(&rb->lock);
-	if (start) {
+	if (start && id != NULL) {
+		if (start_rebalance_job(t, id) != 0) {
+			ft_ctl_error(resp, 409,
+				     "rebalance job \"%.64s\" cannot start on %s: a bad id or one in use, or it is "
+				     "shutting down",
+				     id, t->id);
+			goto out;
+		}
+	} else if (start) {
 		ft_smap_t *m = ft_smap_current();
 		start_rebalance(t, m ? m->version : 0);
 		ft_smap_put(m);

@@ -591,8 +591,15 @@ def test_job_queries_bad_input(cluster, remote):
     r = requests.put(f"{cluster.url}/v1/cluster", json=act("stop", job_args(job_id)), timeout=TIMEOUT)
     assert r.status_code == 200, r.text
     wait_done(cluster, job_id)
+    # Job(kind).start(): PUT /v1/cluster {"action":"start","value":JobArgs}, answered with the id as text
     r = requests.put(f"{cluster.url}/v1/cluster", json=act("start", job_args(kind="rebalance")), timeout=TIMEOUT)
-    assert r.status_code == 501, r.text
+    assert r.status_code == 200 and re.fullmatch(r"j-[0-9a-f]+-[0-9a-f]+", r.text), r.text
+    wait_done(cluster, r.text)
+    assert cluster_query(cluster, "status", job_args(r.text)).json()["kind"] == "rebalance"
+    r = requests.put(f"{cluster.url}/v1/cluster", json=act("start", job_args(kind="lru")), timeout=TIMEOUT)
+    assert r.status_code == 501 and "rebalance" in r.json()["message"], r.text
+    r = requests.put(f"{cluster.url}/v1/cluster", json=act("start", job_args()), timeout=TIMEOUT)
+    assert r.status_code == 400 and "kind" in r.json()["message"], r.text
     # FastTier's own action message (no "name") still gets its JSON answer
     r = requests.post(bucket_url(cluster, b, "ht"), json={"action": "prefetch-listrange", "value": {"objnames": names}},
                       timeout=TIMEOUT)

@@ -296,6 +296,12 @@ def test_jobs_copy_download_prefetch(cluster, origin, tmp_path):
     rc, _, err = ft(cluster, "job", "show", "j-nosuch")
     assert rc == 1 and "404" in err
     assert ft(cluster, "job", "stop", jid)[0] == 0
+    # a rebalance now (PUT /v1/cluster, answered with the id as text), followed to its end
+    rc, out, err = ft(cluster, "job", "start", "rebalance", "--wait")
+    assert rc == 0 and re.match(r"job j-[0-9a-f]+-[0-9a-f]+\n", out) and "finished" in out, (out, err)
+    rc, out, _ = ft(cluster, "job", "start", "rebalance", "--json")
+    assert rc == 0 and json.loads(out)["job_id"].startswith("j-"), out
+    assert ft(cluster, "job", "start", "rebalance", "extra")[0] == 2
     for x in (b, c):
         ft(cluster, "bucket", "rm", x)
     ft(cluster, "bucket", "rm", f"ht://{r}")

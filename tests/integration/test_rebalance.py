@@ -266,6 +266,33 @@ def test_join_under_read_load(make_cluster):
     _check_after_join(cluster, api, bucket, want, before, new)
 
 
+def test_operator_starts_a_rebalance(make_cluster):
+    """`ais start rebalance` (PUT /v1/cluster {"action":"start","value":{"kind":"rebalance"}} on the public port):
+    objects left where a held-back rebalance did not move them reach their owners through one job, under one id
+    on every target, which the job queries follow to its end."""
+    cluster = make_cluster(targets=4, mountpaths=1)
+    api = Api(cluster.url, session())
+    bucket = unique("rbstart")
+    api.create_bucket(bucket)
+    want = _fill(api, bucket, 80)
+    before = _placement(cluster, bucket)
+    for t in cluster.c.targets:
+        ctl("POST", t.control_url, "/v1/rebalance", {"action": "disable"})
+    new = cluster.add_target()
+    assert _placement(cluster, bucket) == before  # held back: nothing moved
+    r = api.s.put(cluster.url + "/v1/cluster", json={"action": "start", "name": "", "value": {"kind": "rebalance"}},
+                  timeout=30)
+    assert r.status_code == 200, r.text
+    job = r.text
+    wait_until(lambda: api.s.get(cluster.url + "/v1/jobs/" + job, timeout=30).json()["state"] == "finished",
+               SETTLE, 0.2, "the rebalance job finished")
+    doc = api.s.get(cluster.url + "/v1/jobs/" + job, timeout=30).json()
+    assert doc["kind"] == "rebalance" and len(doc["targets"]) == len(cluster.c.targets) and doc["errors"] == 0, doc
+    for t in cluster.c.targets:
+        assert _status(t)["job"] == job
+    _check_after_join(cluster, api, bucket, want, before, new)
+
+
 def test_reads_while_rebalance_held_back(make_cluster):
     """With the old targets' rebalance disabled, every GET of an object the new target now owns
     misses there and must be served by a pull: under a read load not one GET fails; then the

@@ -291,6 +291,11 @@ def test_operator_starts_a_rebalance(make_cluster):
     for t in cluster.c.targets:
         assert _status(t)["job"] == job
     _check_after_join(cluster, api, bucket, want, before, new)
+    # a target refuses an id in use or one that is no job id: 409, and the proxy passes that on
+    t0 = cluster.c.targets[0]
+    for bad in (job, "bad/id", "x" * 200):
+        r = ctl("POST", t0.control_url, "/v1/rebalance", {"action": "start", "id": bad}, expect=409)
+        assert "cannot start" in r["message"], r
 
 
 def test_reads_while_rebalance_held_back(make_cluster):

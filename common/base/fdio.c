@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 typedef enum { FDIO_WRITE, FDIO_PWRITE, FDIO_PREAD } fdio_op_t;
@@ -98,6 +99,35 @@ int ft_copy_range(int in, off_t in_off, int out, off_t out_off, size_t len)
 		if (n == 0)
 			return -EIO;
 		len -= (size_t)n;
+	}
+	return 0;
+}
+
+void ft_iov_advance(struct iovec **iov, int *cnt, size_t n)
+{
+	while (*cnt > 0 && n >= (*iov)->iov_len) {
+		n -= (*iov)->iov_len;
+		(*iov)++;
+		(*cnt)--;
+	}
+	if (*cnt > 0) {
+		(*iov)->iov_base = (char *)(*iov)->iov_base + n;
+		(*iov)->iov_len -= n;
+	}
+}
+
+int ft_pwritev_all(int fd, struct iovec *iov, int cnt, off_t off)
+{
+	while (cnt > 0) {
+		ssize_t n = pwritev(fd, iov, cnt, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENOSPC;
+		off += n;
+		ft_iov_advance(&iov, &cnt, (size_t)n);
 	}
 	return 0;
 }

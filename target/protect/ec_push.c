@@ -17,6 +17,7 @@
 #include "auth/auth.h"
 #include "auth/reqsig.h"
 #include "auth/sigv4.h"
+#include "base/fdio.h"
 #include "protect/ec.h"
 
 /*
@@ -173,15 +174,7 @@ static int push_writev(int fd, struct iovec *iov, int n)
 			continue;
 		if (w < 0)
 			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		while (n > 0 && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (uint8_t *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
-		}
+		ft_iov_advance(&iov, &n, (size_t)w);
 	}
 	return 0;
 }

@@ -301,23 +301,9 @@ static int spool_writev(batch_t *b, struct iovec *iov, int cnt)
 		total += iov[k].iov_len;
 	if ((rc = spool_room(b, total)) != 0)
 		return rc;
-	while (cnt > 0) {
-		ssize_t n = pwritev(b->spool_fd, iov, cnt, (off_t)b->spool_len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return spool_failed(b, n < 0 ? errno : ENOSPC);
-		b->spool_len += (uint64_t)n;
-		while (cnt > 0 && (size_t)n >= iov->iov_len) {
-			n -= (ssize_t)iov->iov_len;
-			iov++;
-			cnt--;
-		}
-		if (cnt > 0) {
-			iov->iov_base = (uint8_t *)iov->iov_base + n;
-			iov->iov_len -= (size_t)n;
-		}
-	}
+	if ((rc = ft_pwritev_all(b->spool_fd, iov, cnt, (off_t)b->spool_len)) != 0)
+		return spool_failed(b, -rc);
+	b->spool_len += total;
 	return 0;
 }
 

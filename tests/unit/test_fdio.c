@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -82,6 +83,29 @@ static void assert_pattern_at(int fd, off_t off, size_t len, unsigned seed, size
 	free(want);
 }
 
+/* Three pieces (one empty, one past a write(2) piece) land at the offset in order; the vector is walked past them. */
+static void test_pwritev_all_and_iov_advance(void **state)
+{
+	uint8_t *p = pattern(BIG, 9);
+	struct iovec v[4] = {{p, 10}, {p + 10, 0}, {p + 10, BIG - 20}, {p + BIG - 10, 10}}, *iov;
+	int cnt, fd = tmpfile_fd();
+
+	(void)state;
+	assert_int_equal(ft_pwritev_all(fd, v, 4, 512), 0);
+	assert_pattern_at(fd, 512, BIG, 9, 0);
+	struct iovec w[3] = {{p, 10}, {p + 10, 20}, {p + 30, 5}};
+	iov = w;
+	cnt = 3;
+	ft_iov_advance(&iov, &cnt, 15); /* past the first piece, into the second */
+	assert_int_equal(cnt, 2);
+	assert_ptr_equal(iov->iov_base, p + 15);
+	assert_int_equal(iov->iov_len, 15);
+	ft_iov_advance(&iov, &cnt, 20); /* to the end exactly */
+	assert_int_equal(cnt, 0);
+	close(fd);
+	free(p);
+}
+
 /*
  * ft_copy_range from src (big bytes of pattern 5) to a new file: a range at given offsets, a range
  * at the file offset (which moves past it), and a source that ends first (-EIO).
@@ -135,6 +159,7 @@ int main(void)
 		cmocka_unit_test(test_write_all_big),
 		cmocka_unit_test(test_pwrite_all_big_at_offset),
 		cmocka_unit_test(test_copy_range_same_filesystem),
+		cmocka_unit_test(test_pwritev_all_and_iov_advance),
 		cmocka_unit_test(test_copy_range_across_filesystems),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -266,18 +266,24 @@ def test_join_under_read_load(make_cluster):
     _check_after_join(cluster, api, bucket, want, before, new)
 
 
+def _held_back(make_cluster, prefix, n):
+    """4 targets holding n objects of a new bucket, their rebalance disabled: (cluster, api, bucket, want, before)."""
+    cluster = make_cluster(targets=4, mountpaths=1)
+    api = Api(cluster.url, session())
+    bucket = unique(prefix)
+    api.create_bucket(bucket)
+    want = _fill(api, bucket, n)
+    before = _placement(cluster, bucket)
+    for t in cluster.c.targets:
+        ctl("POST", t.control_url, "/v1/rebalance", {"action": "disable"})
+    return cluster, api, bucket, want, before
+
+
 def test_operator_starts_a_rebalance(make_cluster):
     """`ais start rebalance` (PUT /v1/cluster {"action":"start","value":{"kind":"rebalance"}} on the public port):
     objects left where a held-back rebalance did not move them reach their owners through one job, under one id
     on every target, which the job queries follow to its end."""
-    cluster = make_cluster(targets=4, mountpaths=1)
-    api = Api(cluster.url, session())
-    bucket = unique("rbstart")
-    api.create_bucket(bucket)
-    want = _fill(api, bucket, 80)
-    before = _placement(cluster, bucket)
-    for t in cluster.c.targets:
-        ctl("POST", t.control_url, "/v1/rebalance", {"action": "disable"})
+    cluster, api, bucket, want, before = _held_back(make_cluster, "rbstart", 80)
     new = cluster.add_target()
     assert _placement(cluster, bucket) == before  # held back: nothing moved
     r = api.s.put(cluster.url + "/v1/cluster", json={"action": "start", "name": "", "value": {"kind": "rebalance"}},
@@ -302,14 +308,7 @@ def test_reads_while_rebalance_held_back(make_cluster):
     """With the old targets' rebalance disabled, every GET of an object the new target now owns
     misses there and must be served by a pull: under a read load not one GET fails; then the
     rebalance is enabled and finishes with every object in place."""
-    cluster = make_cluster(targets=4, mountpaths=1)
-    api = Api(cluster.url, session())
-    bucket = unique("rbheld")
-    api.create_bucket(bucket)
-    want = _fill(api, bucket, 150)
-    before = _placement(cluster, bucket)
-    for t in cluster.c.targets:
-        ctl("POST", t.control_url, "/v1/rebalance", {"action": "disable"})
+    cluster, api, bucket, want, before = _held_back(make_cluster, "rbheld", 150)
     with _Readers(cluster.url, bucket, want) as readers:
         new = cluster.add_target()
         n0 = sum(readers.count)

@@ -10,6 +10,7 @@ S3 keys and clients come from s3util (the launcher's key pair, or FT_S3_ACCESS_K
 import hashlib
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -447,6 +448,39 @@ def test_s3_complete_errors(cluster, s3):
     assert s3.get_object(Bucket=b, Key=key)["Body"].read() == p1 + p3
     # nothing was stored by the failed ones in between
     assert [o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]] == [key]
+
+
+def _declared_too_large(cluster, path, headers, payload):
+    """A signed PUT whose head declares more than S3 allows and whose body never comes: the answer must not wait
+    for it. Returns (status, XML error code)."""
+    ak, sk = s3util.keys(cluster)
+    url = s3util.endpoint(cluster) + path
+    h = s3util.Signer(ak, sk).sign("PUT", url, headers, payload)
+    host = url.split("/")[2]
+    head = "PUT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (
+        url[len("http://") + len(host):], host, "".join("%s: %s\r\n" % kv for kv in h.items()))
+    with RawConn(url, timeout=20) as c:
+        c.send(head.encode())
+        r = c.read_response("PUT")
+    return r.status_code, re.search(rb"<Code>([^<]*)</Code>", r.body).group(1).decode()
+
+
+def test_s3_more_than_5_gib_is_refused_at_the_head(cluster, s3):
+    """PutObject and UploadPart of more than 5 GiB (declared by Content-Length, or by x-amz-decoded-content-length
+    for aws-chunked) get 400 EntityTooLarge at once, before any body byte is read or stored."""
+    b = s3_bucket(s3)
+    u = s3.create_multipart_upload(Bucket=b, Key="big")["UploadId"]
+    over = str((5 << 30) + 1)
+    for path in ("/%s/big" % b, "/%s/big?partNumber=1&uploadId=%s" % (b, u)):
+        assert _declared_too_large(cluster, path, {"Content-Length": over}, "UNSIGNED-PAYLOAD") == \
+            (400, "EntityTooLarge"), path
+        assert _declared_too_large(cluster, path, {"Content-Encoding": "aws-chunked", "Content-Length": over,
+                                                   "x-amz-decoded-content-length": over}, s3util.STREAMING) == \
+            (400, "EntityTooLarge"), path
+    assert s3.list_parts(Bucket=b, Key="big", UploadId=u).get("Parts", []) == []
+    with pytest.raises(ClientError) as ei:
+        s3.head_object(Bucket=b, Key="big")
+    assert http_status(ei) == 404
 
 
 def test_s3_abort(cluster, s3):

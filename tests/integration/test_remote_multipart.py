@@ -167,6 +167,41 @@ def test_native_mpu_into_aws_bucket(cluster, aws):
     assert r.status_code == 200 and r.json()["etag"] == mpu_etag(parts), r.text
 
 
+def test_aistore_sdk_mpu_into_aws_bucket(cluster, aws):
+    """AIStore's SDK (Object.multipart_upload(), docs/aistore-compat.md) into an aws bucket: POST mpt-upload, the
+    parts PUT with ?uploadId&partNumber (the 307 followed with the body), POST mpt-complete; the object reaches
+    the backend whole and is cached; mpt-abort of another upload leaves nothing anywhere."""
+    name, backend, direct = aws
+    ua = {"User-Agent": "ais/python test"}
+    url = obj_url(cluster.url, name, "sdk/obj.bin", "aws")
+    r = session().post(url, headers=ua, json={"action": "mpt-upload", "name": "", "value": None}, timeout=TIMEOUT)
+    assert r.status_code == 200 and r.text, r.text
+    upload, parts = r.text, [os.urandom(5 * MIB), os.urandom(777)]
+    for n, data in ((2, parts[1]), (1, parts[0])):
+        r = session().put(url + f"&uploadId={upload}&partNumber={n}", data=data, headers=ua, timeout=TIMEOUT)
+        assert r.status_code == 200, r.text
+    assert direct_read(direct, backend, "sdk/obj.bin") is None
+    done = [{"part-number": 1, "etag": ""}, {"part-number": 2, "etag": ""}]
+    r = session().post(url + f"&uploadId={upload}", headers=ua,
+                       json={"action": "mpt-complete", "name": "", "value": done}, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert direct_read(direct, backend, "sdk/obj.bin") == b"".join(parts)
+    assert len(cached_files(cluster, "aws", name, "sdk/obj.bin")) == 1
+    assert session().get(url, timeout=TIMEOUT).content == b"".join(parts)
+    # an aborted upload: nothing on the backend, nothing cached, the upload gone
+    ab_url = obj_url(cluster.url, name, "sdk/ab.bin", "aws")
+    ab = session().post(ab_url, headers=ua, json={"action": "mpt-upload", "name": "", "value": None},
+                        timeout=TIMEOUT).text
+    assert session().put(ab_url + f"&uploadId={ab}&partNumber=1", data=b"z", timeout=TIMEOUT).status_code == 200
+    r = session().delete(ab_url + f"&uploadId={ab}", headers=ua, json={"action": "mpt-abort", "name": "",
+                                                                       "value": None}, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    r = session().post(ab_url + f"&uploadId={ab}", headers=ua,
+                       json={"action": "mpt-complete", "name": "", "value": done[:1]}, timeout=TIMEOUT)
+    assert r.status_code == 404, r.text
+    assert direct_read(direct, backend, "sdk/ab.bin") is None and cached_files(cluster, "aws", name, "sdk/ab.bin") == []
+
+
 @pytest.mark.parametrize("provider", ["azure", "gcp"])
 def test_native_mpu_into_azure_and_gcp_buckets(cluster, provider):
     """The same completion against azurite and the GCS emulator (their single-request writes)."""

@@ -29,7 +29,9 @@
 
 #define AIS_ZERO_TIME "0001-01-01T00:00:00Z" /* Go's zero time.Time, AIStore's "not yet" */
 #define AIS_ENTRY_PRESENT (1 << 6)           /* LsoEnt flags: the object is stored in the cluster */
+#define AIS_ENTRY_IN_ARCH (1 << 7)           /* LsoEnt flags: a member of a shard ("<shard>/<member>") */
 #define AIS_LIST_FLAG_CACHED (1 << 0)        /* LsoMsg flags: only what the cluster holds */
+#define AIS_LIST_FLAG_ARCH_DIR (1 << 3)      /* LsoMsg flags: shards' members listed too (archive=true) */
 
 bool px_ais_actmsg(const json_t *msg)
 {
@@ -106,12 +108,13 @@ static const char *list_cksum(const json_t *e)
 	return cs != NULL ? cs : json_string_value(json_object_get(e, "etag"));
 }
 
-/* LsoEnt flags: present when an ais bucket lists it or a remote listing marks it cached. */
+/* LsoEnt flags: present when an ais bucket lists it or a remote listing marks it cached; a shard's member. */
 static int64_t list_flags(const json_t *e)
 {
 	const json_t *cached = json_object_get(e, "cached");
 
-	return cached == NULL || json_is_true(cached) ? AIS_ENTRY_PRESENT : 0;
+	return (cached == NULL || json_is_true(cached) ? AIS_ENTRY_PRESENT : 0) |
+	       (json_is_true(json_object_get(e, "in_archive")) ? AIS_ENTRY_IN_ARCH : 0);
 }
 
 static void list_msgpack(ft_req_t *r, const json_t *entries, const char *token, const char *uuid)
@@ -218,7 +221,8 @@ static int lso_decode(ft_req_t *r, const json_t *v, px_list_args_t *a, const cha
 	if (a->token[0] == '\0' && after != NULL) /* names come after the token: start_after is the same */
 		a->token = ft_req_strdup(r, after);
 	a->pagesize = ps != NULL ? (int)(json_integer_value(ps) > 100000 ? 100000 : json_integer_value(ps)) : 0;
-	a->cached_only = (flags & AIS_LIST_FLAG_CACHED) != 0;
+	a->archive = (flags & AIS_LIST_FLAG_ARCH_DIR) != 0;
+	a->cached_only = (flags & AIS_LIST_FLAG_CACHED) != 0 || a->archive; /* members of what the cluster holds */
 	return 0;
 }
 

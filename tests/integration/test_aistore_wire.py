@@ -232,6 +232,24 @@ def test_list_msgpack_pages(cluster, bucket):
     assert list_all(cluster, bucket, prefix="zzz") == []
 
 
+def test_list_archive_dir(cluster, bucket):
+    """list_objects(flags=[ListObjectFlag.ARCH_DIR]) (`ais ls --archive`): each shard's members follow it as
+    "<shard>/<member>" with their sizes, flagged in-archive (EntryInArch) and cached; paged like any listing."""
+    put(cluster, bucket, "s.tar", make_tar([("a.txt", b"alpha"), ("b/c.cls", b"7")]))
+    put(cluster, bucket, "t.bin", b"plain")
+    arch_dir = 1 << 3
+    names = ["s.tar", "s.tar/a.txt", "s.tar/b/c.cls", "t.bin"]
+    page = list_page(cluster, bucket, flags=arch_dir)
+    got = {e["n"]: e for e in page["Entries"]}
+    assert list(got) == names, list(got)
+    assert got["s.tar/a.txt"]["s"] == 5 and got["s.tar/b/c.cls"]["s"] == 1
+    for n, e in got.items():
+        assert e["f"] & (1 << 6), e  # cached
+        assert bool(e["f"] & (1 << 7)) == (n.count("/") > 0 and n.startswith("s.tar/")), e  # EntryInArch
+    assert list_all(cluster, bucket, page_size=1, flags=arch_dir) == names
+    assert list_all(cluster, bucket) == ["s.tar", "t.bin"]  # without the flag: objects only
+
+
 def test_list_json_and_bad_messages(cluster, bucket):
     put(cluster, bucket, "a", b"abc")
     r = requests.get(bucket_url(cluster, bucket), headers=UA, json=list_msg(), timeout=TIMEOUT)

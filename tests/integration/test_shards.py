@@ -316,6 +316,7 @@ def test_list_archive(api):
         got = list_all(api, b, pagesize)
         assert [e["name"] for e in got] == expect, pagesize
         assert {e["name"]: e["size"] for e in got} == want
+        assert all(e.get("in_archive", False) == (e["name"] not in objects) for e in got), got
     got = list_all(api, b, 2, prefix="a.tar/s/000")
     assert [e["name"] for e in got] == sorted(n for n in want if n.startswith("a.tar/s/000"))
     got = list_all(api, b, 3, prefix="a.tar")

@@ -229,20 +229,21 @@ static int lso_decode(ft_req_t *r, const json_t *v, px_list_args_t *a, const cha
 /* ---- bucket summary (ais buckets): one walk over the merged listing ---- */
 
 typedef struct {
-	int64_t count, bytes, min, max;
+	int64_t count, bytes, min, max;     /* what the cluster holds */
+	int64_t remote_count, remote_bytes; /* a remote bucket's own listing, when asked for */
 } summ_t;
 
 /* Adds up every object of bucket under prefix (blocking). 0, or -1 with *status and why. */
-static int summ_walk(px_t *px, const char *bucket, const char *prefix, summ_t *s, int *status, char *why, size_t cap)
+static int summ_walk(px_t *px, const char *provider, const char *bucket, const char *prefix, summ_t *s, int *status,
+		     char *why, size_t cap)
 {
 	char *token = strdup("");
 	bool more = true;
 	int rc = 0;
 
-	memset(s, 0, sizeof(*s));
 	while (rc == 0 && more && token != NULL) {
 		json_t *entries = NULL;
-		rc = px_list_page(px, bucket, prefix, token, 10000, &entries, &more, status, why, cap);
+		rc = px_list_page_of(px, provider, bucket, prefix, token, 10000, &entries, &more, status, why, cap);
 		for (size_t i = 0; rc == 0 && i < json_array_size(entries); i++) {
 			int64_t size = json_integer_value(json_object_get(json_array_get(entries, i), "size"));
 			s->min = s->count == 0 || size < s->min ? size : s->min;
@@ -266,26 +267,55 @@ static int summ_walk(px_t *px, const char *bucket, const char *prefix, summ_t *s
 	return rc;
 }
 
+/* Counts a remote bucket's own listing (its backend's, page by page) into s. 0, or -1 with *status and why. */
+static int summ_walk_remote(px_t *px, const char *provider, const char *bucket, const char *prefix, summ_t *s,
+			    int *status, char *why, size_t cap)
+{
+	char *token = strdup("");
+	int rc = 0;
+
+	while (rc == 0 && token != NULL) {
+		px_rlist_args_t a = {.prefix = prefix, .token = token, .pagesize = 10000};
+		json_t *entries = NULL;
+		char *next = NULL;
+		rc = px_rlist_page(px, provider, bucket, &a, &entries, &next, status, why, cap);
+		for (size_t i = 0; rc == 0 && i < json_array_size(entries); i++) {
+			s->remote_count++;
+			s->remote_bytes += json_integer_value(json_object_get(json_array_get(entries, i), "size"));
+		}
+		json_decref(entries);
+		free(token);
+		token = rc == 0 && next != NULL && next[0] != '\0' ? next : NULL;
+		if (token == NULL)
+			free(next);
+	}
+	free(token);
+	return rc;
+}
+
 /* AIStore's BsummResult (its bucket and the sums flattened into one object). */
 static json_t *summ_json(const char *provider, const char *bucket, const summ_t *s)
 {
-	char count[24], bytes[24];
+	char count[24], bytes[24], rcount[24], rbytes[24];
 
 	snprintf(count, sizeof(count), "%" PRId64, s->count);
 	snprintf(bytes, sizeof(bytes), "%" PRId64, s->bytes);
+	snprintf(rcount, sizeof(rcount), "%" PRId64, s->remote_count);
+	snprintf(rbytes, sizeof(rbytes), "%" PRId64, s->remote_bytes);
 	return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:I, s:I, s:I}, s:{s:s, s:s, s:s, s:s}, s:i, s:b}",
 			 "name", bucket, "provider", provider, "namespace", "uname", "", "name", "", "ObjCount",
-			 "obj_count_present", count, "obj_count_remote", "0", "ObjSize", "obj_min_size",
+			 "obj_count_present", count, "obj_count_remote", rcount, "ObjSize", "obj_min_size",
 			 (json_int_t)s->min, "obj_avg_size", (json_int_t)(s->count ? s->bytes / s->count : 0),
 			 "obj_max_size", (json_int_t)s->max, "TotalSize", "size_on_disk", bytes,
-			 "size_all_present_objs", bytes, "size_all_remote_objs", "0", "total_disks_size", "0",
+			 "size_all_present_objs", bytes, "size_all_remote_objs", rbytes, "total_disks_size", "0",
 			 "used_pct", 0, "is_present", 1);
 }
 
 typedef struct {
 	px_t *px;
 	const char *provider, *bucket, *prefix;
-	bool head; /* HEAD ?bsumm_remote (the answer in Ais-Bucket-Summ), else GET summary-bck (JSON list) */
+	bool head;   /* HEAD ?bsumm_remote (the answer in Ais-Bucket-Summ), else GET summary-bck (JSON list) */
+	bool remote; /* a remote bucket's own listing counted too (bsumm_remote, or summary-bck not "cached") */
 } summ_op_t;
 
 static void summ_work(ft_req_t *r, void *arg)
@@ -295,7 +325,10 @@ static void summ_work(ft_req_t *r, void *arg)
 	int status;
 	char why[512];
 
-	if (summ_walk(op->px, op->bucket, op->prefix, &s, &status, why, sizeof(why)) != 0) {
+	memset(&s, 0, sizeof(s));
+	if (summ_walk(op->px, op->provider, op->bucket, op->prefix, &s, &status, why, sizeof(why)) != 0 ||
+	    (op->remote &&
+	     summ_walk_remote(op->px, op->provider, op->bucket, op->prefix, &s, &status, why, sizeof(why)) != 0)) {
 		ft_resp_error(r, status, "summary of bucket \"%s://%s\": %s", op->provider, op->bucket, why);
 		return;
 	}
@@ -312,15 +345,11 @@ static void summ_work(ft_req_t *r, void *arg)
 }
 
 static void summ_start(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *prefix,
-		       const char *uuid, bool head)
+		       const char *uuid, bool head, bool remote)
 {
 	summ_op_t *op;
 	char id[64];
 
-	if (strcmp(provider, "ais") != 0) {
-		ft_resp_error(r, 501, "the summary of a remote bucket (%s://%s) is not built yet", provider, bucket);
-		return;
-	}
 	if (uuid == NULL || uuid[0] == '\0') { /* AIStore's first step: accepted, poll with this id */
 		new_id("bsumm", id, sizeof(id));
 		if (head) {
@@ -339,7 +368,19 @@ static void summ_start(px_t *px, ft_req_t *r, const char *provider, const char *
 	op->bucket = ft_req_strdup(r, bucket);
 	op->prefix = ft_req_strdup(r, prefix != NULL ? prefix : "");
 	op->head = head;
+	op->remote = remote && strcmp(provider, "ais") != 0 && strcmp(provider, "ht") != 0; /* ht: no listing */
 	ft_req_defer(r, summ_work, op);
+}
+
+/* Go's strconv.ParseBool true ("1", "t", "T", "TRUE", "true", "True"), as AIStore reads its query flags. */
+static bool go_true(const char *v)
+{
+	static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
+
+	for (size_t i = 0; v != NULL && i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (strcmp(v, yes[i]) == 0)
+			return true;
+	return false;
 }
 
 /* ---- GET /v1/buckets/B with an action message ---- */
@@ -384,7 +425,8 @@ static void bucket_get_body(ft_req_t *r, void *arg, char *body, size_t len, int 
 			px_list_start(g->px, r, g->provider, g->bucket, &a);
 	} else if (strcmp(action, "summary-bck") == 0) {
 		summ_start(g->px, r, g->provider, g->bucket, json_string_value(json_object_get(value, "prefix")),
-			   json_string_value(json_object_get(value, "uuid")), false);
+			   json_string_value(json_object_get(value, "uuid")), false,
+			   !json_is_true(json_object_get(value, "cached")));
 	} else {
 		ft_resp_error(r, 400,
 			      "unknown action \"%s\" for GET of a bucket (expected \"list\" or \"summary-bck\")",
@@ -419,7 +461,8 @@ bool px_ais_bucket(px_t *px, ft_req_t *r, const char *provider, const char *buck
 		return true;
 	}
 	if (m == FT_HTTP_HEAD && (ft_req_query(r, "bsumm_remote") != NULL || ft_req_query(r, "uuid") != NULL)) {
-		summ_start(px, r, provider, bucket, NULL, ft_req_query(r, "uuid"), true);
+		summ_start(px, r, provider, bucket, NULL, ft_req_query(r, "uuid"), true,
+			   go_true(ft_req_query(r, "bsumm_remote")));
 		return true;
 	}
 	return px_ais_bck_to(px, r, provider, bucket);

@@ -294,7 +294,18 @@ out:
 int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize, json_t **entries,
 		 bool *more, int *status, char *why, size_t cap)
 {
-	list_op_t op = {.px = px, .provider = "ais", .prefix = prefix, .token = token, .pagesize = pagesize};
+	return px_list_page_of(px, "ais", bucket, prefix, token, pagesize, entries, more, status, why, cap);
+}
+
+int px_list_page_of(px_t *px, const char *provider, const char *bucket, const char *prefix, const char *token,
+		    int pagesize, json_t **entries, bool *more, int *status, char *why, size_t cap)
+{
+	list_op_t op = {.px = px,
+			.provider = provider,
+			.prefix = prefix,
+			.token = token,
+			.pagesize = pagesize,
+			.owner_only = strcmp(provider, "ais") != 0};
 	char *next = NULL;
 	int rc;
 

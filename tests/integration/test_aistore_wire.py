@@ -22,6 +22,7 @@ from test_coldget import put_origin
 from test_dsort import make_tar
 
 origin = peers.nginx_origin_fixture()
+s3rver = peers.s3rver_fixture()
 
 UA = {"User-Agent": "ais/python test"}
 MSGPACK = {**UA, "Accept": "application/msgpack"}
@@ -286,6 +287,56 @@ def test_bucket_summary_head_and_get(cluster, bucket):
     value["uuid"] = r.text.strip('"')
     r = requests.get(bucket_url(cluster, bucket), headers=UA, json=act("summary-bck", value), timeout=TIMEOUT)
     assert r.status_code == 200 and r.json()[0]["ObjCount"]["obj_count_present"] == "5", r.text
+
+
+def summary_of(cluster, bucket, provider, head_params=None, value=None):
+    """The summary by the SDK's two steps: HEAD ?bsumm_remote (Bucket.info()) when head_params, else GET summary-bck
+    (Bucket.summary()) with value; the 202's id sent back."""
+    url = f"{cluster.url}/v1/buckets/{bucket}"
+    if head_params is not None:
+        params = {"provider": provider, "fltpresence": 1, **head_params}
+        r = requests.head(url, params=params, headers=UA, timeout=TIMEOUT)
+        assert r.status_code == 202, r.headers
+        r = requests.head(url, params={**params, "uuid": r.headers["Ais-Xaction-Id"].strip('"')}, headers=UA,
+                          timeout=TIMEOUT)
+        assert r.status_code == 200, r.headers
+        return json.loads(r.headers["Ais-Bucket-Summ"])
+    r = requests.get(bucket_url(cluster, bucket, provider), headers=UA, json=act("summary-bck", value), timeout=TIMEOUT)
+    assert r.status_code == 202, r.text
+    r = requests.get(bucket_url(cluster, bucket, provider), headers=UA,
+                     json=act("summary-bck", {**value, "uuid": r.text.strip('"')}), timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    return r.json()[0]
+
+
+def test_remote_bucket_summary(cluster, s3rver):
+    """A summary of an aws bucket: what the cluster holds (present), and with bsumm_remote (Bucket.info()'s
+    default) or summary-bck without "cached", the backend's whole listing too (remote)."""
+    import boto3
+    direct = boto3.client("s3", endpoint_url=s3rver.url, aws_access_key_id=peers.S3RVER_KEY,
+                          aws_secret_access_key=peers.S3RVER_KEY, region_name="us-east-1")
+    name, backend = unique("aisw-rs"), unique("be")
+    direct.create_bucket(Bucket=backend)
+    for i in range(3):
+        direct.put_object(Bucket=backend, Key="r/%d" % i, Body=b"y" * (100 * (i + 1)))
+    direct.put_object(Bucket=backend, Key="other", Body=b"z")
+    create_remote(cluster.url, name, "aws", {"bucket": backend, "endpoint": s3rver.url, "addressing": "path",
+                                             "region": "us-east-1", "access_key": peers.S3RVER_KEY,
+                                             "secret_key": peers.S3RVER_KEY})
+    try:
+        assert requests.get(obj_url(cluster, name, "r/1", "aws"), timeout=TIMEOUT).content == b"y" * 200
+        s = summary_of(cluster, name, "aws", head_params={"bsumm_remote": True})
+        assert s["ObjCount"] == {"obj_count_present": "1", "obj_count_remote": "4"}, s
+        assert s["TotalSize"]["size_all_present_objs"] == "200" and s["TotalSize"]["size_all_remote_objs"] == "601"
+        s = summary_of(cluster, name, "aws", head_params={"bsumm_remote": False})
+        assert s["ObjCount"] == {"obj_count_present": "1", "obj_count_remote": "0"}, s
+        s = summary_of(cluster, name, "aws", value={"uuid": "", "prefix": "r/", "cached": False, "present": True})
+        assert s["ObjCount"] == {"obj_count_present": "1", "obj_count_remote": "3"}, s
+        assert s["TotalSize"]["size_all_remote_objs"] == "600" and s["name"] == name and s["provider"] == "aws"
+        s = summary_of(cluster, name, "aws", value={"uuid": "", "prefix": "", "cached": True, "present": True})
+        assert s["ObjCount"] == {"obj_count_present": "1", "obj_count_remote": "0"}, s
+    finally:
+        requests.delete(bucket_url(cluster, name, "aws"), headers=UA, json=act("destroy-bck"), timeout=TIMEOUT)
 
 
 # ---- native multipart ----

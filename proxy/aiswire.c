@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* AIStore's wire shapes at the proxy: its listing message and msgpack BucketList, cluster map, BMD, bucket summary. */
+/* AIStore's wire shapes at the proxy: its listing message and msgpack BucketList, cluster map, BMD. */
 #include "proxy.h"
 
 #include <inttypes.h>
@@ -18,7 +18,7 @@
  * AIStore's clients (its Python SDK, CLI, aisloader) speak a protocol close to FastTier's native
  * API but not the same: options of a listing travel in a JSON action message in the body of the
  * GET, answers come as msgpack when asked for, the cluster map and the jobs have their own
- * documents. This module and aiswire_jobs.c, aiswire_mpu.c only translate: each decodes
+ * documents. This module and aiswire_jobs.c, aiswire_mpu.c, aiswire_summ.c only translate: each decodes
  * AIStore's request into the arguments of FastTier's one implementation of the operation
  * (px_list_start, px_jobs_query, the targets' multipart endpoints) and encodes its answer in
  * AIStore's shape. No operation has a second code path here.
@@ -73,7 +73,7 @@ static void mp_kv_int(msgpack_packer *pk, const char *k, int64_t v)
 	msgpack_pack_int64(pk, v);
 }
 
-/* A new id for a listing or a summary: prefix, the time and a sequence number. */
+/* A new id for a listing: prefix, the time and a sequence number. */
 static void new_id(const char *prefix, char *out, size_t cap)
 {
 	static atomic_uint seq;
@@ -226,152 +226,6 @@ static int lso_decode(ft_req_t *r, const json_t *v, px_list_args_t *a, const cha
 	return 0;
 }
 
-/* ---- bucket summary (ais buckets): one walk over the merged listing ---- */
-
-typedef struct {
-	int64_t count, bytes, min, max;     /* what the cluster holds */
-	int64_t remote_count, remote_bytes; /* a remote bucket's own listing, when asked for */
-} summ_t;
-
-/* Adds up every object of bucket under prefix (blocking). 0, or -1 with *status and why. */
-static int summ_walk(px_t *px, const char *provider, const char *bucket, const char *prefix, summ_t *s, int *status,
-		     char *why, size_t cap)
-{
-	char *token = strdup("");
-	bool more = true;
-	int rc = 0;
-
-	while (rc == 0 && more && token != NULL) {
-		json_t *entries = NULL;
-		rc = px_list_page_of(px, provider, bucket, prefix, token, 10000, &entries, &more, status, why, cap);
-		for (size_t i = 0; rc == 0 && i < json_array_size(entries); i++) {
-			int64_t size = json_integer_value(json_object_get(json_array_get(entries, i), "size"));
-			s->min = s->count == 0 || size < s->min ? size : s->min;
-			s->max = size > s->max ? size : s->max;
-			s->count++;
-			s->bytes += size;
-		}
-		size_t n = json_array_size(entries);
-		if (rc == 0 && n > 0) {
-			free(token);
-			token = strdup(json_string_value(json_object_get(json_array_get(entries, n - 1), "name")));
-		}
-		json_decref(entries);
-	}
-	if (token == NULL && rc == 0) {
-		*status = 500;
-		snprintf(why, cap, "out of memory");
-		rc = -1;
-	}
-	free(token);
-	return rc;
-}
-
-/* Counts a remote bucket's own listing (its backend's, page by page) into s. 0, or -1 with *status and why. */
-static int summ_walk_remote(px_t *px, const char *provider, const char *bucket, const char *prefix, summ_t *s,
-			    int *status, char *why, size_t cap)
-{
-	char *token = strdup("");
-	int rc = 0;
-
-	while (rc == 0 && token != NULL) {
-		px_rlist_args_t a = {.prefix = prefix, .token = token, .pagesize = 10000};
-		json_t *entries = NULL;
-		char *next = NULL;
-		rc = px_rlist_page(px, provider, bucket, &a, &entries, &next, status, why, cap);
-		for (size_t i = 0; rc == 0 && i < json_array_size(entries); i++) {
-			s->remote_count++;
-			s->remote_bytes += json_integer_value(json_object_get(json_array_get(entries, i), "size"));
-		}
-		json_decref(entries);
-		free(token);
-		token = rc == 0 && next != NULL && next[0] != '\0' ? next : NULL;
-		if (token == NULL)
-			free(next);
-	}
-	free(token);
-	return rc;
-}
-
-/* AIStore's BsummResult (its bucket and the sums flattened into one object). */
-static json_t *summ_json(const char *provider, const char *bucket, const summ_t *s)
-{
-	char count[24], bytes[24], rcount[24], rbytes[24];
-
-	snprintf(count, sizeof(count), "%" PRId64, s->count);
-	snprintf(bytes, sizeof(bytes), "%" PRId64, s->bytes);
-	snprintf(rcount, sizeof(rcount), "%" PRId64, s->remote_count);
-	snprintf(rbytes, sizeof(rbytes), "%" PRId64, s->remote_bytes);
-	return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:I, s:I, s:I}, s:{s:s, s:s, s:s, s:s}, s:i, s:b}",
-			 "name", bucket, "provider", provider, "namespace", "uname", "", "name", "", "ObjCount",
-			 "obj_count_present", count, "obj_count_remote", rcount, "ObjSize", "obj_min_size",
-			 (json_int_t)s->min, "obj_avg_size", (json_int_t)(s->count ? s->bytes / s->count : 0),
-			 "obj_max_size", (json_int_t)s->max, "TotalSize", "size_on_disk", bytes,
-			 "size_all_present_objs", bytes, "size_all_remote_objs", rbytes, "total_disks_size", "0",
-			 "used_pct", 0, "is_present", 1);
-}
-
-typedef struct {
-	px_t *px;
-	const char *provider, *bucket, *prefix;
-	bool head;   /* HEAD ?bsumm_remote (the answer in Ais-Bucket-Summ), else GET summary-bck (JSON list) */
-	bool remote; /* a remote bucket's own listing counted too (bsumm_remote, or summary-bck not "cached") */
-} summ_op_t;
-
-static void summ_work(ft_req_t *r, void *arg)
-{
-	summ_op_t *op = arg;
-	summ_t s;
-	int status;
-	char why[512];
-
-	memset(&s, 0, sizeof(s));
-	if (summ_walk(op->px, op->provider, op->bucket, op->prefix, &s, &status, why, sizeof(why)) != 0 ||
-	    (op->remote &&
-	     summ_walk_remote(op->px, op->provider, op->bucket, op->prefix, &s, &status, why, sizeof(why)) != 0)) {
-		ft_resp_error(r, status, "summary of bucket \"%s://%s\": %s", op->provider, op->bucket, why);
-		return;
-	}
-	json_t *j = summ_json(op->provider, op->bucket, &s);
-	if (!op->head) {
-		ft_resp_json(r, 200, json_pack("[o]", j));
-		return;
-	}
-	char *text = json_dumps(j, JSON_COMPACT);
-	ft_resp_header(r, "Ais-Bucket-Summ", text != NULL ? text : "{}");
-	free(text);
-	json_decref(j);
-	ft_resp_bytes(r, 200, NULL, NULL, 0);
-}
-
-static void summ_start(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *prefix,
-		       const char *uuid, bool head, bool remote)
-{
-	summ_op_t *op;
-	char id[64];
-
-	if (uuid == NULL || uuid[0] == '\0') { /* AIStore's first step: accepted, poll with this id */
-		new_id("bsumm", id, sizeof(id));
-		if (head) {
-			ft_resp_header(r, "Ais-Xaction-Id", id);
-			ft_resp_bytes(r, 202, NULL, NULL, 0);
-		} else {
-			char body[80];
-			int n = snprintf(body, sizeof(body), "\"%s\"", id);
-			ft_resp_bytes(r, 202, "application/json", body, (size_t)n);
-		}
-		return;
-	}
-	op = ft_req_alloc(r, sizeof(*op));
-	op->px = px;
-	op->provider = provider;
-	op->bucket = ft_req_strdup(r, bucket);
-	op->prefix = ft_req_strdup(r, prefix != NULL ? prefix : "");
-	op->head = head;
-	op->remote = remote && strcmp(provider, "ais") != 0 && strcmp(provider, "ht") != 0; /* ht: no listing */
-	ft_req_defer(r, summ_work, op);
-}
-
 /* Go's strconv.ParseBool true ("1", "t", "T", "TRUE", "true", "True"), as AIStore reads its query flags. */
 static bool go_true(const char *v)
 {
@@ -424,9 +278,9 @@ static void bucket_get_body(ft_req_t *r, void *arg, char *body, size_t len, int 
 		else
 			px_list_start(g->px, r, g->provider, g->bucket, &a);
 	} else if (strcmp(action, "summary-bck") == 0) {
-		summ_start(g->px, r, g->provider, g->bucket, json_string_value(json_object_get(value, "prefix")),
-			   json_string_value(json_object_get(value, "uuid")), false,
-			   !json_is_true(json_object_get(value, "cached")));
+		px_ais_summary(g->px, r, g->provider, g->bucket, json_string_value(json_object_get(value, "prefix")),
+			       json_string_value(json_object_get(value, "uuid")), false,
+			       !json_is_true(json_object_get(value, "cached")));
 	} else {
 		ft_resp_error(r, 400,
 			      "unknown action \"%s\" for GET of a bucket (expected \"list\" or \"summary-bck\")",
@@ -461,8 +315,8 @@ bool px_ais_bucket(px_t *px, ft_req_t *r, const char *provider, const char *buck
 		return true;
 	}
 	if (m == FT_HTTP_HEAD && (ft_req_query(r, "bsumm_remote") != NULL || ft_req_query(r, "uuid") != NULL)) {
-		summ_start(px, r, provider, bucket, NULL, ft_req_query(r, "uuid"), true,
-			   go_true(ft_req_query(r, "bsumm_remote")));
+		px_ais_summary(px, r, provider, bucket, NULL, ft_req_query(r, "uuid"), true,
+			       go_true(ft_req_query(r, "bsumm_remote")));
 		return true;
 	}
 	return px_ais_bck_to(px, r, provider, bucket);

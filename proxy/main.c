@@ -257,6 +257,7 @@ static int px_start(px_t *px, char *err, size_t errlen)
 /* Stops whatever px_start started, in reverse order; safe after a partial start. */
 static void px_stop(px_t *px)
 {
+	px_ais_summ_stop();
 	px_maint_stop(px);
 	px_primary_stop(px);
 	px_prober_stop(px);

@@ -481,6 +481,15 @@ void px_ais_time(int64_t ns, char *out, size_t cap);
  */
 bool px_ais_bucket(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
 /*
+ * aiswire_summ.c: AIStore's bucket summary (BsummResult) of provider/bucket under prefix (NULL: all): the
+ * request without uuid starts it and answers 202 with its id; with the id, 202 while it runs, then the result
+ * (head: in Ais-Bucket-Summ, else a JSON list). remote: a remote bucket's own listing counted too.
+ */
+void px_ais_summary(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *prefix,
+		    const char *uuid, bool head, bool remote);
+/* Stops taking summaries and waits for those under way (each ends at its next page). */
+void px_ais_summ_stop(void);
+/*
  * POST /v1/buckets/B?bck_to=...: AIStore's copy-bck decoded into px_copy_submit (answers the bare
  * job id), move-bck and etl-bck answered 501; returns true. Any other request: false untouched.
  */

@@ -10,6 +10,7 @@ import email.policy
 import json
 import re
 import struct
+import time
 from datetime import datetime
 
 import pytest
@@ -267,46 +268,52 @@ def test_list_json_and_bad_messages(cluster, bucket):
 
 
 # ---- bucket summary ----
-def test_bucket_summary_head_and_get(cluster, bucket):
-    for i in range(5):
-        put(cluster, bucket, "s%d" % i, b"x" * (10 * (i + 1)))
-    # Bucket.info(): HEAD ?fltpresence=..&bsumm_remote=True -> 202 + Ais-Xaction-Id, then HEAD ?..&uuid= -> 200
-    params = {"provider": "ais", "fltpresence": 1, "bsumm_remote": True}
-    r = requests.head(f"{cluster.url}/v1/buckets/{bucket}", params=params, headers=UA, timeout=TIMEOUT)
-    assert r.status_code == 202 and r.headers["Ais-Xaction-Id"], r.headers
-    params["uuid"] = r.headers["Ais-Xaction-Id"].strip('"')
-    r = requests.head(f"{cluster.url}/v1/buckets/{bucket}", params=params, headers=UA, timeout=TIMEOUT)
-    assert r.status_code == 200
-    summ = json.loads(r.headers["Ais-Bucket-Summ"])
-    assert summ["ObjCount"]["obj_count_present"] == "5" and summ["TotalSize"]["size_all_present_objs"] == "150"
-    assert summ["ObjSize"] == {"obj_min_size": 10, "obj_avg_size": 30, "obj_max_size": 50} and summ["name"] == bucket
-    # Bucket.summary(): GET with summary-bck: 202 and the id as a JSON string, then 200 with [result]
-    value = {"uuid": "", "prefix": "s", "cached": True, "present": True}
-    r = requests.get(bucket_url(cluster, bucket), headers=UA, json=act("summary-bck", value), timeout=TIMEOUT)
-    assert r.status_code == 202, r.text
-    value["uuid"] = r.text.strip('"')
-    r = requests.get(bucket_url(cluster, bucket), headers=UA, json=act("summary-bck", value), timeout=TIMEOUT)
-    assert r.status_code == 200 and r.json()[0]["ObjCount"]["obj_count_present"] == "5", r.text
-
-
 def summary_of(cluster, bucket, provider, head_params=None, value=None):
-    """The summary by the SDK's two steps: HEAD ?bsumm_remote (Bucket.info()) when head_params, else GET summary-bck
-    (Bucket.summary()) with value; the 202's id sent back."""
+    """The summary as the SDK asks for it: HEAD ?bsumm_remote (Bucket.info()) when head_params, else GET summary-bck
+    (Bucket.summary()) with value; 202 with the job's id first, then the id sent back until 200."""
     url = f"{cluster.url}/v1/buckets/{bucket}"
     if head_params is not None:
         params = {"provider": provider, "fltpresence": 1, **head_params}
         r = requests.head(url, params=params, headers=UA, timeout=TIMEOUT)
-        assert r.status_code == 202, r.headers
-        r = requests.head(url, params={**params, "uuid": r.headers["Ais-Xaction-Id"].strip('"')}, headers=UA,
-                          timeout=TIMEOUT)
+        assert r.status_code == 202 and r.headers["Ais-Xaction-Id"], r.headers
+        params["uuid"] = r.headers["Ais-Xaction-Id"].strip('"')
+        for _ in range(600):
+            r = requests.head(url, params=params, headers=UA, timeout=TIMEOUT)
+            if r.status_code != 202:
+                break
+            time.sleep(0.05)
         assert r.status_code == 200, r.headers
         return json.loads(r.headers["Ais-Bucket-Summ"])
     r = requests.get(bucket_url(cluster, bucket, provider), headers=UA, json=act("summary-bck", value), timeout=TIMEOUT)
     assert r.status_code == 202, r.text
-    r = requests.get(bucket_url(cluster, bucket, provider), headers=UA,
-                     json=act("summary-bck", {**value, "uuid": r.text.strip('"')}), timeout=TIMEOUT)
+    value = {**value, "uuid": r.text.strip('"')}
+    for _ in range(600):
+        r = requests.get(bucket_url(cluster, bucket, provider), headers=UA, json=act("summary-bck", value),
+                         timeout=TIMEOUT)
+        if r.status_code != 202:
+            break
+        assert r.json() == value["uuid"], r.text  # still running: the same id
+        time.sleep(0.05)
     assert r.status_code == 200, r.text
     return r.json()[0]
+
+
+def test_bucket_summary_head_and_get(cluster, bucket):
+    for i in range(5):
+        put(cluster, bucket, "s%d" % i, b"x" * (10 * (i + 1)))
+    summ = summary_of(cluster, bucket, "ais", head_params={"bsumm_remote": True})
+    assert summ["ObjCount"]["obj_count_present"] == "5" and summ["TotalSize"]["size_all_present_objs"] == "150"
+    assert summ["ObjSize"] == {"obj_min_size": 10, "obj_avg_size": 30, "obj_max_size": 50} and summ["name"] == bucket
+    assert summ["ObjCount"]["obj_count_remote"] == "0"
+    summ = summary_of(cluster, bucket, "ais", value={"uuid": "", "prefix": "s", "cached": True, "present": True})
+    assert summ["ObjCount"]["obj_count_present"] == "5", summ
+    # an id this proxy never handed out (another proxy's, or expired): a summary under it; a bad one is 400
+    r = requests.get(bucket_url(cluster, bucket), headers=UA,
+                     json=act("summary-bck", {"uuid": "j-elsewhere-1", "prefix": "", "cached": True}), timeout=TIMEOUT)
+    assert r.status_code in (200, 202), r.text
+    r = requests.get(bucket_url(cluster, bucket), headers=UA,
+                     json=act("summary-bck", {"uuid": "bad/id", "prefix": ""}), timeout=TIMEOUT)
+    assert r.status_code == 400, r.text
 
 
 def test_remote_bucket_summary(cluster, s3rver):

@@ -37,6 +37,7 @@ typedef enum { SLOT_FREE = 0, SLOT_RUNNING, SLOT_DONE } slot_state_t;
 
 typedef struct {
 	slot_state_t state;
+	px_t *px; /* the proxy the walk lists through */
 	char id[SUMM_ID_MAX];
 	char provider[16];
 	char bucket[FT_BUCKET_NAME_MAX + 1];
@@ -53,7 +54,6 @@ static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER;
 static slot_t slots[SUMM_SLOTS];
 static int running;
 static bool stopping;
-static px_t *summ_px; /* the proxy the walks list through (set by the first summary) */
 
 /* Sums one page of listing entries into s. */
 static void add_present(summ_t *s, const json_t *entries)
@@ -84,7 +84,7 @@ static int walk_present(const slot_t *w, summ_t *s, int *status, char *why, size
 
 	while (rc == 0 && more && token != NULL && !stop_asked()) {
 		json_t *entries = NULL;
-		rc = px_list_page_of(summ_px, w->provider, w->bucket, w->prefix, token, 10000, &entries, &more, status,
+		rc = px_list_page_of(w->px, w->provider, w->bucket, w->prefix, token, 10000, &entries, &more, status,
 				     why, cap);
 		size_t n = json_array_size(entries);
 		add_present(s, entries);
@@ -113,7 +113,7 @@ static int walk_remote(const slot_t *w, summ_t *s, int *status, char *why, size_
 		px_rlist_args_t a = {.prefix = w->prefix, .token = token, .pagesize = 10000};
 		json_t *entries = NULL;
 		char *next = NULL;
-		rc = px_rlist_page(summ_px, w->provider, w->bucket, &a, &entries, &next, status, why, cap);
+		rc = px_rlist_page(w->px, w->provider, w->bucket, &a, &entries, &next, status, why, cap);
 		for (size_t i = 0; rc == 0 && i < json_array_size(entries); i++) {
 			s->remote_count++;
 			s->remote_bytes += json_integer_value(json_object_get(json_array_get(entries, i), "size"));
@@ -198,8 +198,8 @@ static slot_t *slot_find(const char *id)
 }
 
 /* Starts the walk of a new slot for id (mu held). 0, or -1 with *status and why. */
-static int walk_start(const char *id, const char *provider, const char *bucket, const char *prefix, bool remote,
-		      int *status, char *why, size_t cap)
+static int walk_start(px_t *px, const char *id, const char *provider, const char *bucket, const char *prefix,
+		      bool remote, int *status, char *why, size_t cap)
 {
 	slot_t *w = NULL;
 	pthread_attr_t attr;
@@ -213,6 +213,7 @@ static int walk_start(const char *id, const char *provider, const char *bucket, 
 		snprintf(why, cap, "%s", stopping ? "the proxy is stopping" : "too many bucket summaries under way");
 		return -1;
 	}
+	w->px = px;
 	snprintf(w->id, sizeof(w->id), "%s", id);
 	snprintf(w->provider, sizeof(w->provider), "%s", provider);
 	snprintf(w->bucket, sizeof(w->bucket), "%s", bucket);
@@ -289,14 +290,15 @@ void px_ais_summary(px_t *px, ft_req_t *r, const char *provider, const char *buc
 		px_jobs_new_id(id, sizeof(id));
 	remote = remote && strcmp(provider, "ais") != 0 && strcmp(provider, "ht") != 0; /* ht: no listing */
 	pthread_mutex_lock(&mu);
-	summ_px = px;
 	slot_t *w = slot_find(id);
 	if (w == NULL)
-		rc = walk_start(id, provider, bucket, prefix != NULL ? prefix : "", remote, &status, why, sizeof(why));
-	json_t *result = w != NULL && w->state == SLOT_DONE ? json_incref(w->result) : NULL;
+		rc = walk_start(px, id, provider, bucket, prefix != NULL ? prefix : "", remote, &status, why,
+				sizeof(why));
+	/* a copy: the slot's result may be dropped by another request once mu is released */
+	json_t *result = w != NULL && w->state == SLOT_DONE && w->result != NULL ? json_deep_copy(w->result) : NULL;
 	if (w != NULL && w->state == SLOT_DONE && result == NULL) {
-		status = w->status;
-		snprintf(why, sizeof(why), "%s", w->why);
+		status = w->result != NULL ? 500 : w->status;
+		snprintf(why, sizeof(why), "%s", w->result != NULL ? "out of memory" : w->why);
 	}
 	bool done = w != NULL && w->state == SLOT_DONE;
 	pthread_mutex_unlock(&mu);

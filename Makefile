@@ -175,8 +175,8 @@ test-asan:
 # ThreadSanitizer (build/thread/): the unit tests, then the integration files that drive concurrent requests through
 # the daemons' loop threads, worker pool, the S3 relay's splice, remote-bucket metadata changes, cached copies evicted
 # while read, GetBatch's window and fetchers on the fan-out threads, and S3 reads and listings of remote buckets
-# (proxy/s3/listmark.c's table), AIStore's API (the proxy's background bucket summaries); a ThreadSanitizer report in a daemon's log
-# fails the test (tests/integration/conftest.py).
+# (proxy/s3/listmark.c's table), AIStore's API (the proxy's background bucket summaries); a ThreadSanitizer report
+# in a daemon's log fails the test (tests/integration/conftest.py).
 TSAN_TESTS := tests/integration/test_concurrency.py tests/integration/test_http.py tests/integration/test_s3_relay.py \
 	tests/integration/test_coldget.py tests/integration/test_batch.py tests/integration/test_open_file_cache.py \
 	tests/integration/test_lru.py tests/integration/test_remote_refetch.py tests/integration/test_s3_remote.py \

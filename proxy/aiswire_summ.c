@@ -18,10 +18,11 @@
  * thread of its own: the bucket's merged listing (what the cluster holds; of a remote bucket, its
  * cached objects), and, when asked, the remote bucket's own listing page by page, which may take
  * as long as listing a large bucket. A request with the id answers 202 while the walk runs, then
- * the result (or the walk's error) for SUMM_KEEP_S. An id this proxy does not know (another proxy
- * took the first request, or the result expired) starts a walk under it. At most SUMM_SLOTS
- * summaries are kept or running (503 past them); px_ais_summ_stop waits for the walks at shutdown,
- * which end at their next page.
+ * the result (or the walk's error) for SUMM_KEEP_S. An id is answered only for the bucket, prefix
+ * and kind it was started for; one this proxy does not know (another proxy took the first request,
+ * or the result expired) starts a walk under it. At most SUMM_SLOTS walks run at once (503 past
+ * them; a new one takes the slot of the oldest finished one); a bucket not in the bucket metadata
+ * is 404. px_ais_summ_stop waits for the walks at shutdown, which end at their next page.
  */
 
 #define SUMM_SLOTS 32
@@ -79,25 +80,19 @@ static bool stop_asked(void)
 static int walk_present(const slot_t *w, summ_t *s, int *status, char *why, size_t cap)
 {
 	char *token = strdup("");
-	bool more = true;
 	int rc = 0;
 
-	while (rc == 0 && more && token != NULL && !stop_asked()) {
+	while (rc == 0 && token != NULL && !stop_asked()) {
 		json_t *entries = NULL;
-		rc = px_list_page_of(w->px, w->provider, w->bucket, w->prefix, token, 10000, &entries, &more, status,
+		char *next = NULL;
+		rc = px_list_page_of(w->px, w->provider, w->bucket, w->prefix, token, 10000, &entries, &next, status,
 				     why, cap);
-		size_t n = json_array_size(entries);
 		add_present(s, entries);
-		if (rc == 0 && n > 0) {
-			free(token);
-			token = strdup(json_string_value(json_object_get(json_array_get(entries, n - 1), "name")));
-		}
 		json_decref(entries);
-	}
-	if (token == NULL && rc == 0) {
-		*status = 500;
-		snprintf(why, cap, "out of memory");
-		rc = -1;
+		free(token);
+		token = rc == 0 && next != NULL && next[0] != '\0' ? next : NULL;
+		if (token == NULL)
+			free(next);
 	}
 	free(token);
 	return rc;
@@ -183,31 +178,50 @@ static void slot_clear(slot_t *w)
 	memset(w, 0, sizeof(*w));
 }
 
-/* The slot of id (mu held), NULL when none. Results older than SUMM_KEEP_S are dropped first. */
-static slot_t *slot_find(const char *id)
+/*
+ * The slot of id summarizing what the request asks (mu held), NULL when none: an id is only ever
+ * answered for its own bucket, prefix and kind. Results older than SUMM_KEEP_S are dropped first.
+ */
+static slot_t *slot_find(const char *id, const char *provider, const char *bucket, const char *prefix, bool remote)
 {
 	int64_t now = ft_now_ns();
 
 	for (int i = 0; i < SUMM_SLOTS; i++)
 		if (slots[i].state == SLOT_DONE && now - slots[i].done_ns > (int64_t)SUMM_KEEP_S * 1000000000)
 			slot_clear(&slots[i]);
-	for (int i = 0; i < SUMM_SLOTS; i++)
-		if (slots[i].state != SLOT_FREE && strcmp(slots[i].id, id) == 0)
+	for (int i = 0; i < SUMM_SLOTS; i++) {
+		const slot_t *w = &slots[i];
+		if (w->state != SLOT_FREE && strcmp(w->id, id) == 0 && strcmp(w->provider, provider) == 0 &&
+		    strcmp(w->bucket, bucket) == 0 && strcmp(w->prefix, prefix) == 0 && w->remote == remote)
 			return &slots[i];
+	}
 	return NULL;
+}
+
+/* A slot for a new walk (mu held): a free one, else the oldest finished one; NULL when all run. */
+static slot_t *slot_take(void)
+{
+	slot_t *oldest = NULL;
+
+	for (int i = 0; i < SUMM_SLOTS; i++) {
+		if (slots[i].state == SLOT_FREE)
+			return &slots[i];
+		if (slots[i].state == SLOT_DONE && (oldest == NULL || slots[i].done_ns < oldest->done_ns))
+			oldest = &slots[i];
+	}
+	if (oldest != NULL)
+		slot_clear(oldest);
+	return oldest;
 }
 
 /* Starts the walk of a new slot for id (mu held). 0, or -1 with *status and why. */
 static int walk_start(px_t *px, const char *id, const char *provider, const char *bucket, const char *prefix,
 		      bool remote, int *status, char *why, size_t cap)
 {
-	slot_t *w = NULL;
+	slot_t *w = stopping ? NULL : slot_take();
 	pthread_attr_t attr;
 	pthread_t th;
 
-	for (int i = 0; i < SUMM_SLOTS && w == NULL; i++)
-		if (slots[i].state == SLOT_FREE)
-			w = &slots[i];
 	*status = 503;
 	if (stopping || w == NULL) {
 		snprintf(why, cap, "%s", stopping ? "the proxy is stopping" : "too many bucket summaries under way");
@@ -261,6 +275,16 @@ static void answer_result(ft_req_t *r, const json_t *result, bool head)
 	ft_resp_bytes(r, 200, NULL, NULL, 0);
 }
 
+/* Whether provider/bucket is in the cluster's bucket metadata. */
+static bool bucket_known(const char *provider, const char *bucket)
+{
+	ft_bmd_t *bmd = ft_bmd_current();
+	bool known = bmd != NULL && ft_bmd_find(bmd, provider, bucket) != NULL;
+
+	ft_bmd_put(bmd);
+	return known;
+}
+
 static bool id_ok(const char *id)
 {
 	size_t n = strlen(id);
@@ -289,11 +313,18 @@ void px_ais_summary(px_t *px, ft_req_t *r, const char *provider, const char *buc
 	else
 		px_jobs_new_id(id, sizeof(id));
 	remote = remote && strcmp(provider, "ais") != 0 && strcmp(provider, "ht") != 0; /* ht: no listing */
+	prefix = prefix != NULL ? prefix : "";
+	if (!bucket_known(provider, bucket)) {
+		if (strcmp(provider, "ais") == 0)
+			ft_resp_error(r, 404, "bucket \"ais://%s\" does not exist", bucket);
+		else
+			ft_resp_error(r, 404, "%s bucket \"%s://%s\" does not exist", provider, provider, bucket);
+		return;
+	}
 	pthread_mutex_lock(&mu);
-	slot_t *w = slot_find(id);
+	slot_t *w = slot_find(id, provider, bucket, prefix, remote);
 	if (w == NULL)
-		rc = walk_start(px, id, provider, bucket, prefix != NULL ? prefix : "", remote, &status, why,
-				sizeof(why));
+		rc = walk_start(px, id, provider, bucket, prefix, remote, &status, why, sizeof(why));
 	/* a copy: the slot's result may be dropped by another request once mu is released */
 	json_t *result = w != NULL && w->state == SLOT_DONE && w->result != NULL ? json_deep_copy(w->result) : NULL;
 	if (w != NULL && w->state == SLOT_DONE && result == NULL) {

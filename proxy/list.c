@@ -171,11 +171,17 @@ static const char *frontier(const page_t *pages, int n, int pagesize)
 	return f;
 }
 
-/* Whether the entry of page p may be merged: with owner_only, p's target must own the name. */
-static bool entry_owned(const list_op_t *op, const page_t *p, const char *name)
+/*
+ * Whether entry e (named name) of page p may be merged: with owner_only, p's target must own the
+ * name, or for a shard's member ("in_archive"), the shard's ("shard").
+ */
+static bool entry_owned(const list_op_t *op, const page_t *p, const json_t *e, const char *name)
 {
 	if (!op->owner_only)
 		return true;
+	const char *shard = json_string_value(json_object_get(e, "shard"));
+	if (shard != NULL && json_is_true(json_object_get(e, "in_archive")))
+		name = shard;
 	const ft_node_t *owner = ft_smap_owner(op->smap, op->provider, op->bucket, name, strlen(name));
 	return owner != NULL && strcmp(owner->id, p->node->id) == 0;
 }
@@ -205,7 +211,7 @@ static json_t *merge(page_t *pages, int n, const list_op_t *op, const char **tok
 		pages[i].pos++;
 		if (strcmp(name, op->token) <= 0 || (last != NULL && strcmp(name, last) == 0))
 			continue; /* not after the token, or the same name from another target */
-		if (!entry_owned(op, &pages[i], name))
+		if (!entry_owned(op, &pages[i], e, name))
 			continue;
 		if (op->owner_only)
 			json_object_set_new(e, "cached", json_true());
@@ -294,11 +300,16 @@ out:
 int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize, json_t **entries,
 		 bool *more, int *status, char *why, size_t cap)
 {
-	return px_list_page_of(px, "ais", bucket, prefix, token, pagesize, entries, more, status, why, cap);
+	char *next = NULL;
+	int rc = px_list_page_of(px, "ais", bucket, prefix, token, pagesize, entries, &next, status, why, cap);
+
+	*more = rc == 0 && next[0] != '\0';
+	free(next);
+	return rc;
 }
 
 int px_list_page_of(px_t *px, const char *provider, const char *bucket, const char *prefix, const char *token,
-		    int pagesize, json_t **entries, bool *more, int *status, char *why, size_t cap)
+		    int pagesize, json_t **entries, char **next, int *status, char *why, size_t cap)
 {
 	list_op_t op = {.px = px,
 			.provider = provider,
@@ -306,21 +317,15 @@ int px_list_page_of(px_t *px, const char *provider, const char *bucket, const ch
 			.token = token,
 			.pagesize = pagesize,
 			.owner_only = strcmp(provider, "ais") != 0};
-	char *next = NULL;
-	int rc;
-
+	*next = NULL;
 	if (pagesize < 1 || pagesize > PX_PAGESIZE_MAX || strlen(bucket) >= sizeof(op.bucket)) {
 		*entries = NULL;
-		*more = false;
 		*status = 500;
 		snprintf(why, cap, "bad list arguments");
 		return -1;
 	}
 	snprintf(op.bucket, sizeof(op.bucket), "%s", bucket);
-	rc = list_page(&op, entries, &next, status, why, cap);
-	*more = rc == 0 && next[0] != '\0';
-	free(next);
-	return rc;
+	return list_page(&op, entries, next, status, why, cap);
 }
 
 /* Worker thread: fans out, merges, responds {"entries", "continuation_token"}. */

@@ -340,9 +340,12 @@ void px_list_objects_provider(px_t *px, ft_req_t *r, const char *provider, const
  */
 int px_list_page(px_t *px, const char *bucket, const char *prefix, const char *token, int pagesize, json_t **entries,
 		 bool *more, int *status, char *why, size_t cap);
-/* The same for a bucket of provider: of a remote bucket, the objects the cluster holds. */
+/*
+ * The same for a bucket of provider (of a remote bucket, the objects the cluster holds), with *next the token
+ * the next page starts at ("" at the end; caller frees; a page may be empty while more follows).
+ */
 int px_list_page_of(px_t *px, const char *provider, const char *bucket, const char *prefix, const char *token,
-		    int pagesize, json_t **entries, bool *more, int *status, char *why, size_t cap);
+		    int pagesize, json_t **entries, char **next, int *status, char *why, size_t cap);
 /* What px_rlist_page lists ("" or NULL: none). */
 typedef struct {
 	const char *prefix;

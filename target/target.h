@@ -245,11 +245,12 @@ void tgt_jobs_free(tgt_t *t);
 /*
  * Starts a job the target runs on its own (rebalance after a map change): fn over every local
  * object of provider/bucket, or of every bucket in the BMD when bucket is NULL. Its status is
- * served like any job's under id (GET /v1/jobs/<id>, also through the proxy). 0, or -1 (the id
- * exists, or the jobs are closed, or no thread).
+ * served like any job's under id (GET /v1/jobs/<id>, also through the proxy). members: the proxy's
+ * list of the targets it started the job on (NULL: the target's own job), so that the proxy's
+ * status counts a silent one. 0, or -1 (the id exists, or the jobs are closed, or no thread).
  */
 int tgt_jobs_start_local(tgt_t *t, const char *id, const char *kind, tgt_job_fn fn, const char *provider,
-			 const char *bucket);
+			 const char *bucket, const json_t *members);
 
 /* ---- scrub.c: integrity: re-read, detect, repair from a mirror or EC ---- */
 /* Job "scrub": verifies one object (size, metadata, checksum) and repairs it; -1 when it cannot. */

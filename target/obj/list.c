@@ -426,7 +426,7 @@ static json_t *page_json(tgt_t *t, const bucket_list_t *b, const char *prefix, c
 
 /*
  * ARCHIVE LISTING (archive=true)
- * Every member of a shard is listed as "<shard>/<member>" with its size and "in_archive": true (shard/list.c), in the same
+ * Every member of a shard is listed as "<shard>/<member>" with its size, "in_archive": true and "shard" (shard/list.c), in the same
  * strcmp order as the names, so that the proxy merges and pages it exactly like plain names: a
  * shard's members follow it, after any name that sorts between ("a.tar.bak" < "a.tar/x"). A page
  * merges the snapshot's names with the member lists of the shards already passed (pending); a
@@ -562,8 +562,8 @@ static json_t *page_json_archive(tgt_t *t, const bucket_list_t *b, const char *p
 		if (e == NULL && best < 0)
 			break;
 		if (best >= 0 && (e == NULL || strcmp(best_name, e->name) < 0)) {
-			json_t *o = json_pack("{s:s, s:I, s:b}", "name", best_name, "size", (json_int_t)best_size,
-					      "in_archive", 1);
+			json_t *o = json_pack("{s:s, s:I, s:b, s:s}", "name", best_name, "size", (json_int_t)best_size,
+					      "in_archive", 1, "shard", p.v[best].shard);
 			if (o)
 				json_array_append_new(entries, o);
 			p.v[best].pos++;

@@ -1144,7 +1144,7 @@ static int id_ok(const char *id)
  * first thread, so this returns at once.
  */
 int tgt_jobs_start_local(tgt_t *t, const char *id, const char *kind, tgt_job_fn fn, const char *provider,
-			 const char *bucket)
+			 const char *bucket, const json_t *members)
 {
 	job_t *j = NULL;
 	int rc = -1;
@@ -1161,6 +1161,8 @@ int tgt_jobs_start_local(tgt_t *t, const char *id, const char *kind, tgt_job_fn 
 	j->fn = fn;
 	j->src = SRC_LOCAL;
 	j->bidx = -1;
+	if (json_is_array(members))
+		j->members = json_incref((json_t *)members);
 	j->bmd = ft_bmd_current();
 	j->smap = ft_smap_current();
 	if (j->bmd == NULL || (bucket != NULL && ft_bmd_find(j->bmd, provider, bucket) == NULL)) {

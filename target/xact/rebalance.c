@@ -275,13 +275,16 @@ void rb_request_walk_locked(tgt_t *t, const char *kind, const char *id)
 	tgt_service_kick(&rb->manager);
 }
 
-/* Starts job id, a rebalance over every bucket. 0, or -1 (a bad id or one that exists, jobs closed, no BMD). */
-static int start_rebalance_job(tgt_t *t, const char *id)
+/*
+ * Starts job id, a rebalance over every bucket (members: the proxy's targets of it, NULL for the
+ * target's own). 0, or -1 (a bad id or one that exists, jobs closed, no BMD).
+ */
+static int start_rebalance_job(tgt_t *t, const char *id, const json_t *members)
 {
 	tgt_rebalance_t *rb = t->rebalance;
 
 	if (strlen(id) >= sizeof(rb->id) ||
-	    tgt_jobs_start_local(t, id, "rebalance", tgt_rebalance_job_obj, NULL, NULL) != 0)
+	    tgt_jobs_start_local(t, id, "rebalance", tgt_rebalance_job_obj, NULL, NULL, members) != 0)
 		return -1;
 	pthread_mutex_lock(&rb->lock);
 	snprintf(rb->id, sizeof(rb->id), "%s", id);
@@ -301,7 +304,7 @@ static void start_rebalance(tgt_t *t, int64_t version)
 	char id[RB_ID_MAX];
 
 	snprintf(id, sizeof(id), "rebalance-%lld", (long long)version);
-	if (start_rebalance_job(t, id) == 0)
+	if (start_rebalance_job(t, id, NULL) == 0)
 		return;
 	pthread_mutex_lock(&rb->lock);
 	rb_request_walk_locked(t, "rebalance", id);
@@ -466,7 +469,7 @@ static void rebalance_action(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *r
 	}
 	pthread_mutex_unlock(&rb->lock);
 	if (start && id != NULL) {
-		if (start_rebalance_job(t, id) != 0) {
+		if (start_rebalance_job(t, id, json_object_get(msg, "members")) != 0) {
 			ft_ctl_error(resp, 409,
 				     "rebalance job \"%.64s\" cannot start on %s: a bad id or one in use, or it is "
 				     "shutting down",

@@ -284,9 +284,11 @@ def summary_of(cluster, bucket, provider, head_params=None, value=None):
             time.sleep(0.05)
         assert r.status_code == 200, r.headers
         return json.loads(r.headers["Ais-Bucket-Summ"])
-    r = requests.get(bucket_url(cluster, bucket, provider), headers=UA, json=act("summary-bck", value), timeout=TIMEOUT)
-    assert r.status_code == 202, r.text
-    value = {**value, "uuid": r.text.strip('"')}
+    if not value.get("uuid"):
+        r = requests.get(bucket_url(cluster, bucket, provider), headers=UA, json=act("summary-bck", value),
+                         timeout=TIMEOUT)
+        assert r.status_code == 202, r.text
+        value = {**value, "uuid": r.text.strip('"')}
     for _ in range(600):
         r = requests.get(bucket_url(cluster, bucket, provider), headers=UA, json=act("summary-bck", value),
                          timeout=TIMEOUT)
@@ -314,6 +316,28 @@ def test_bucket_summary_head_and_get(cluster, bucket):
     r = requests.get(bucket_url(cluster, bucket), headers=UA,
                      json=act("summary-bck", {"uuid": "bad/id", "prefix": ""}), timeout=TIMEOUT)
     assert r.status_code == 400, r.text
+    # a bucket that does not exist: 404 at once, as the SDK's ErrBckNotFound
+    r = requests.head(f"{cluster.url}/v1/buckets/{bucket}-none", params={"provider": "ais", "bsumm_remote": True},
+                      headers=UA, timeout=TIMEOUT)
+    assert r.status_code == 404
+    r = requests.get(bucket_url(cluster, bucket + "-none"), headers=UA, json=act("summary-bck", {"uuid": ""}),
+                     timeout=TIMEOUT)
+    assert r.status_code == 404 and sdk_error_class(r) == "ErrBckNotFound", r.text
+    # an id is answered for its own bucket only: another bucket's id starts a summary of this one
+    other = unique("aisw-so")
+    assert requests.post(bucket_url(cluster, other), headers=UA, json=act("create-bck"), timeout=TIMEOUT).ok
+    try:
+        r = requests.get(bucket_url(cluster, bucket), headers=UA, json=act("summary-bck", {"uuid": "", "prefix": ""}),
+                         timeout=TIMEOUT)
+        theirs = r.text.strip('"')
+        s = summary_of(cluster, other, "ais", value={"uuid": theirs, "prefix": "", "cached": True})
+        assert s["name"] == other and s["ObjCount"]["obj_count_present"] == "0", s
+    finally:
+        requests.delete(bucket_url(cluster, other), headers=UA, json=act("destroy-bck"), timeout=TIMEOUT)
+    # more summaries than the proxy keeps: finished ones make room for new ones
+    for _ in range(40):
+        assert summary_of(cluster, bucket, "ais", value={"uuid": "", "prefix": "s3", "cached": True})[
+            "ObjCount"]["obj_count_present"] == "1"
 
 
 def test_remote_bucket_summary(cluster, s3rver):
@@ -342,6 +366,11 @@ def test_remote_bucket_summary(cluster, s3rver):
         assert s["TotalSize"]["size_all_remote_objs"] == "600" and s["name"] == name and s["provider"] == "aws"
         s = summary_of(cluster, name, "aws", value={"uuid": "", "prefix": "", "cached": True, "present": True})
         assert s["ObjCount"] == {"obj_count_present": "1", "obj_count_remote": "0"}, s
+        # ais ls --archive of a remote bucket: the cached objects and their members (every target may own some)
+        members = [("m%02d.txt" % i, b"%d" % i) for i in range(20)]
+        direct.put_object(Bucket=backend, Key="sh.tar", Body=make_tar(members))
+        assert requests.get(obj_url(cluster, name, "sh.tar", "aws"), timeout=TIMEOUT).status_code == 200
+        assert list_all(cluster, name, "aws", flags=1 << 3) == ["r/1", "sh.tar"] + ["sh.tar/" + m for m, _ in members]
     finally:
         requests.delete(bucket_url(cluster, name, "aws"), headers=UA, json=act("destroy-bck"), timeout=TIMEOUT)
 

@@ -317,6 +317,7 @@ def test_list_archive(api):
         assert [e["name"] for e in got] == expect, pagesize
         assert {e["name"]: e["size"] for e in got} == want
         assert all(e.get("in_archive", False) == (e["name"] not in objects) for e in got), got
+        assert all(e["name"].startswith(e["shard"] + "/") and e["shard"] in objects for e in got if "shard" in e)
     got = list_all(api, b, 2, prefix="a.tar/s/000")
     assert [e["name"] for e in got] == sorted(n for n in want if n.startswith("a.tar/s/000"))
     got = list_all(api, b, 3, prefix="a.tar")

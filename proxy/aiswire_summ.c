@@ -56,11 +56,16 @@ static slot_t slots[SUMM_SLOTS];
 static int running;
 static bool stopping;
 
-/* Sums one page of listing entries into s. */
-static void add_present(summ_t *s, const json_t *entries)
+/* Sums one page of listing entries into s: what the cluster holds, or (remote) the backend's listing. */
+static void add_page(summ_t *s, const json_t *entries, bool remote)
 {
 	for (size_t i = 0; i < json_array_size(entries); i++) {
 		int64_t size = json_integer_value(json_object_get(json_array_get(entries, i), "size"));
+		if (remote) {
+			s->remote_count++;
+			s->remote_bytes += size;
+			continue;
+		}
 		s->min = s->count == 0 || size < s->min ? size : s->min;
 		s->max = size > s->max ? size : s->max;
 		s->count++;
@@ -76,30 +81,11 @@ static bool stop_asked(void)
 	return v;
 }
 
-/* What the cluster holds of the bucket, page by page. 0, or -1 with *status and why. */
-static int walk_present(const slot_t *w, summ_t *s, int *status, char *why, size_t cap)
-{
-	char *token = strdup("");
-	int rc = 0;
-
-	while (rc == 0 && token != NULL && !stop_asked()) {
-		json_t *entries = NULL;
-		char *next = NULL;
-		rc = px_list_page_of(w->px, w->provider, w->bucket, w->prefix, token, 10000, &entries, &next, status,
-				     why, cap);
-		add_present(s, entries);
-		json_decref(entries);
-		free(token);
-		token = rc == 0 && next != NULL && next[0] != '\0' ? next : NULL;
-		if (token == NULL)
-			free(next);
-	}
-	free(token);
-	return rc;
-}
-
-/* A remote bucket's own listing (its backend's), page by page. 0, or -1 with *status and why. */
-static int walk_remote(const slot_t *w, summ_t *s, int *status, char *why, size_t cap)
+/*
+ * Sums the bucket's listing into s, page by page: the cluster's (what it holds), or with remote a
+ * remote bucket's own (its backend's). 0, or -1 with *status and why.
+ */
+static int walk(const slot_t *w, bool remote, summ_t *s, int *status, char *why, size_t cap)
 {
 	char *token = strdup("");
 	int rc = 0;
@@ -108,11 +94,11 @@ static int walk_remote(const slot_t *w, summ_t *s, int *status, char *why, size_
 		px_rlist_args_t a = {.prefix = w->prefix, .token = token, .pagesize = 10000};
 		json_t *entries = NULL;
 		char *next = NULL;
-		rc = px_rlist_page(w->px, w->provider, w->bucket, &a, &entries, &next, status, why, cap);
-		for (size_t i = 0; rc == 0 && i < json_array_size(entries); i++) {
-			s->remote_count++;
-			s->remote_bytes += json_integer_value(json_object_get(json_array_get(entries, i), "size"));
-		}
+		rc = remote ? px_rlist_page(w->px, w->provider, w->bucket, &a, &entries, &next, status, why, cap)
+			    : px_list_page_of(w->px, w->provider, w->bucket, w->prefix, token, 10000, &entries, &next,
+					      status, why, cap);
+		if (rc == 0)
+			add_page(s, entries, remote);
 		json_decref(entries);
 		free(token);
 		token = rc == 0 && next != NULL && next[0] != '\0' ? next : NULL;
@@ -148,10 +134,10 @@ static void *walk_main(void *arg)
 	summ_t s = {0};
 	int status = 500;
 	char why[512] = "";
-	int rc = walk_present(w, &s, &status, why, sizeof(why));
+	int rc = walk(w, false, &s, &status, why, sizeof(why));
 
 	if (rc == 0 && w->remote)
-		rc = walk_remote(w, &s, &status, why, sizeof(why));
+		rc = walk(w, true, &s, &status, why, sizeof(why));
 	json_t *result = rc == 0 ? summ_json(w->provider, w->bucket, &s) : NULL;
 	pthread_mutex_lock(&mu);
 	if (rc == 0 && stopping) {

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "http/util.h"
@@ -332,7 +331,7 @@ bool px_ais_evict_forgets(ft_req_t *r, const char *provider, const json_t *msg)
 	if (action == NULL || strcmp(action, "evict-remote-bck") != 0 || strcmp(provider, "ais") == 0)
 		return false;
 	/* keep_bck_md as Go's ParseBool reads it (Python's str(True) is "True") */
-	return keep == NULL || (strcasecmp(keep, "true") != 0 && strcmp(keep, "1") != 0);
+	return keep == NULL || !go_true(keep);
 }
 
 /* ---- GET /v1/daemon?what=...: this proxy's view in AIStore's documents ---- */

@@ -319,11 +319,9 @@ static int query_decode(ft_req_t *r, query_t *q, const json_t *body)
 		ft_resp_error(r, 400, "job id or kind too long");
 		return -1;
 	}
-	for (const char *c = id; *c; c++) {
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-')) {
-			ft_resp_error(r, 400, "bad job id \"%s\"", id);
-			return -1;
-		}
+	if (!px_jobs_id_chars_ok(id)) {
+		ft_resp_error(r, 400, "bad job id \"%s\"", id);
+		return -1;
 	}
 	if (q->kind == Q_STATUS && id[0] == '\0') {
 		ft_resp_error(r, 400, "what=status needs a job id (\"ID\")");

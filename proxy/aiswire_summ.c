@@ -271,26 +271,13 @@ static bool bucket_known(const char *provider, const char *bucket)
 	return known;
 }
 
-static bool id_ok(const char *id)
-{
-	size_t n = strlen(id);
-
-	if (n == 0 || n >= SUMM_ID_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') ||
-		      (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
-			return false;
-	return true;
-}
-
 void px_ais_summary(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *prefix,
 		    const char *uuid, bool head, bool remote)
 {
 	char id[SUMM_ID_MAX], why[512];
 	int status = 0, rc = 0;
 
-	if (uuid != NULL && uuid[0] != '\0' && !id_ok(uuid)) {
+	if (uuid != NULL && uuid[0] != '\0' && (strlen(uuid) >= SUMM_ID_MAX || !px_jobs_id_chars_ok(uuid))) {
 		ft_resp_error(r, 400, "bad summary id \"%.64s\"", uuid);
 		return;
 	}

@@ -2,7 +2,6 @@
 /* Proxy side of cluster jobs: prefetch/evict and local-object job actions, templates, fan-out to targets, status. */
 #include "proxy.h"
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -586,6 +585,14 @@ static void query_work(ft_req_t *r, void *arg)
 		ft_resp_json(r, 200, out);
 }
 
+bool px_jobs_id_chars_ok(const char *id)
+{
+	for (const char *c = id; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-'))
+			return false;
+	return true;
+}
+
 void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len)
 {
 	ft_method_t m = ft_req_method(r);
@@ -601,11 +608,9 @@ void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len)
 	q->px = px;
 	if (len > base + 1)
 		memcpy(q->id, path + base + 1, len - base - 1);
-	for (size_t i = 0; q->id[i]; i++) {
-		if (!isalnum((unsigned char)q->id[i]) && q->id[i] != '-') {
-			ft_resp_error(r, 400, "bad job id \"%s\"", q->id);
-			return;
-		}
+	if (!px_jobs_id_chars_ok(q->id)) {
+		ft_resp_error(r, 400, "bad job id \"%s\"", q->id);
+		return;
 	}
 	if (m == FT_HTTP_DELETE && q->id[0]) {
 		q->del = true;

@@ -387,6 +387,8 @@ typedef int (*px_job_prepare_fn)(px_t *px, ft_req_t *r, json_t *msg);
 void px_jobs_submit(px_t *px, ft_req_t *r, json_t *msg, px_job_prepare_fn prepare, bool bare_id);
 /* The same, POSTed to path (a string that outlives r) on the targets' control ports instead of /v1/jobs. */
 void px_jobs_submit_to(px_t *px, ft_req_t *r, const char *path, json_t *msg, px_job_prepare_fn prepare, bool bare_id);
+/* Whether id holds only what job ids hold: ASCII letters, digits and '-' ("" passes). */
+bool px_jobs_id_chars_ok(const char *id);
 /* A new job id ("j-<hex time>-<seq>") into id. */
 void px_jobs_new_id(char *id, size_t cap);
 /*

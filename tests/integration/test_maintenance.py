@@ -8,6 +8,8 @@ import signal
 import threading
 import time
 
+import requests
+
 import s3util
 from ftutil import Api, assert_json_error, session, unique, wait_until
 
@@ -344,9 +346,20 @@ def test_decommission_ec_bucket_keeps_its_redundancy(make_cluster):
     h.kill_target(other, "KILL")
     wait_until(lambda: oid not in [t["id"] for t in h.smap()["targets"]], timeout=10,
                what="the killed target to leave the map")
+    # The proxy's map is out first; a target that has not got it yet may still redirect to the dead one
+    # (connection refused at the client) for a moment: each object is read until it answers, within 10 s.
     for name, digest in objs.items():
+        wait_until(lambda: _answers(api, b, name), timeout=10, what="GET %s to reach a live target" % name)
         r = api.get(b, name)
         assert r.status_code == 200 and md5(r.content) == digest, name
+
+
+def _answers(api, bucket, name):
+    try:
+        api.get(bucket, name)
+        return True
+    except requests.exceptions.ConnectionError:
+        return False
 
 
 def test_decommission_says_when_slices_cannot_be_recreated(make_cluster):

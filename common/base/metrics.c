@@ -29,6 +29,7 @@ typedef struct {
 static const char *const ops[FT_M_N_OPS] = {"GET", "HEAD", "PUT", "POST", "DELETE", "OPTIONS", "OTHER"};
 static const char *const codes[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
 static const char *const caches[] = {[FT_M_CACHE_WARM] = "warm", [FT_M_CACHE_COLD] = "cold"};
+static const char *const listeners[] = {[FT_M_LISTENER_TCP] = "tcp", [FT_M_LISTENER_UNIX] = "unix"};
 static const char *const providers[] = {"aws", "gcp", "azure", "ht", "other"};
 static const char *const job_kinds[] = {"rebalance", "resilver",  "prefetch", "evict", "evict-bucket",
 					"mirror",    "ec-encode", "scrub",    "other"};
@@ -58,8 +59,10 @@ static const family_t families[FT_M__COUNT] = {
 				"Time from a request's head to its last response byte; cache=cold when a backend "
 				"was read or written.",
 				TYPE_HISTOGRAM, BOTH, L1("op", ops), L2("cache", caches)},
-	[FT_M_HTTP_CONNECTIONS] = {"ft_http_connections_total", "Client connections accepted on the public port.",
-				   TYPE_COUNTER, BOTH, NOLABEL, NOLABEL},
+	[FT_M_HTTP_CONNECTIONS] = {"ft_http_connections_total",
+				   "Client connections accepted on the public port: its TCP port, or its Unix socket "
+				   "(proxies on the same machine).",
+				   TYPE_COUNTER, BOTH, L1("listener", listeners), NOLABEL},
 	[FT_M_HTTP_OPEN_CONNECTIONS] = {"ft_http_open_connections", "Client connections open on the public port.",
 					TYPE_GAUGE, BOTH, NOLABEL, NOLABEL},
 	[FT_M_CACHE_HITS] = {"ft_cache_hits_total", "GETs of remote-bucket objects served from the local copy.",

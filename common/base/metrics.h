@@ -30,7 +30,7 @@ typedef enum {
 	FT_M_HTTP_REQUEST_BYTES,    /* counter {op, code}: request body bytes received */
 	FT_M_HTTP_RESPONSE_BYTES,   /* counter {op, code}: response bytes sent (head and body) */
 	FT_M_HTTP_DURATION,         /* histogram {op, cache}: from the request head to the last byte sent */
-	FT_M_HTTP_CONNECTIONS,      /* counter: connections accepted */
+	FT_M_HTTP_CONNECTIONS,      /* counter {listener}: connections accepted */
 	FT_M_HTTP_OPEN_CONNECTIONS, /* gauge: connections open now */
 	FT_M_CACHE_HITS,            /* counter: GETs of remote-bucket objects served from the local copy */
 	FT_M_CACHE_MISSES,          /* counter: GETs of remote-bucket objects that needed the backend */
@@ -52,6 +52,8 @@ typedef enum {
 /* Values of the "op" label: the index is the HTTP method as ft_method_t (common/http/http.h) counts it. */
 enum { FT_M_OP_GET = 0, FT_M_OP_HEAD, FT_M_OP_PUT, FT_M_OP_POST, FT_M_OP_DELETE, FT_M_OP_OPTIONS, FT_M_OP_OTHER };
 #define FT_M_N_OPS 7
+/* Values of the "listener" label of FT_M_HTTP_CONNECTIONS. */
+enum { FT_M_LISTENER_TCP = 0, FT_M_LISTENER_UNIX };
 /* Values of the "cache" label of FT_M_HTTP_DURATION. */
 enum { FT_M_CACHE_WARM = 0, FT_M_CACHE_COLD };
 

@@ -526,10 +526,12 @@ static void format_peer(int fd, char *out, size_t outlen)
 
 		inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
 		snprintf(out, outlen, "[%s]:%u", ip, ntohs(a->sin6_port));
+	} else if (ss.ss_family == AF_UNIX) {
+		snprintf(out, outlen, "unix");
 	}
 }
 
-void http_conn_new(loop_t *L, int fd)
+void http_conn_new(loop_t *L, int fd, bool on_unix)
 {
 	conn_t *c = calloc(1, sizeof(*c));
 	int one = 1;
@@ -565,7 +567,7 @@ void http_conn_new(loop_t *L, int fd)
 		L->conns->prev = c;
 	L->conns = c;
 	L->nconns++;
-	ft_metric_inc(FT_M_HTTP_CONNECTIONS);
+	ft_metric_add(FT_M_HTTP_CONNECTIONS, on_unix ? FT_M_LISTENER_UNIX : FT_M_LISTENER_TCP, 0, 1);
 	ft_metric_add(FT_M_HTTP_OPEN_CONNECTIONS, 0, 0, 1);
 	http_recv_arm(c);
 }

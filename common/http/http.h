@@ -46,6 +46,12 @@ typedef void (*ft_handler_fn)(ft_req_t *r, void *ctx);
 typedef struct {
 	const char *bind; /* address to listen on */
 	int port;
+	/*
+	 * Also listen on this Unix stream socket path (plain HTTP only), for clients on the same host:
+	 * a stale socket file there is replaced, the socket is made 0600 and unlinked at stop. NULL or
+	 * "" = none.
+	 */
+	const char *unix_path;
 	int threads;               /* loop threads; <= 0 = number of CPUs */
 	int workers;               /* worker pool threads for ft_req_defer; <= 0 = 64 (see blocking streams) */
 	int max_header_bytes;      /* request line + headers; larger -> 431 and close */

@@ -271,13 +271,20 @@ struct conn {
 	ft_req_t req;
 };
 
+/* A listening socket a loop accepts on with a multishot accept; its address tags the ring's TAG_ACCEPT. */
+typedef struct {
+	_Alignas(8) int fd; /* the TCP one is the loop's (SO_REUSEPORT); the Unix one the server's, shared */
+	bool armed, retry;
+} http_listener_t;
+
 struct loop {
 	ft_httpd_t *s;
 	int idx;
 	pthread_t th;
 	bool th_started;
 	struct io_uring ring;
-	int lfd, efd;
+	http_listener_t acc[2]; /* [0] TCP, [1] the Unix socket (fd -1 when none) */
+	int efd;
 	uint64_t efd_val;
 	struct __kernel_timespec tick;
 	conn_t *conns;
@@ -289,7 +296,7 @@ struct loop {
 	ft_req_t *qhead, *qtail;
 	bool qsignaled;
 	atomic_bool stop_req;
-	bool stopping, accept_armed, accept_retry;
+	bool stopping;
 	int64_t now;
 	int64_t stop_deadline;      /* stopping: connections still under way are closed then */
 	int init_rc;                /* ring setup result, 1 = pending */
@@ -299,6 +306,8 @@ struct loop {
 struct ft_httpd {
 	ft_httpd_opts_t o;
 	int port;
+	int ufd;         /* the Unix socket's listener (o.unix_path), -1 when none */
+	char upath[108]; /* its path, unlinked at stop */
 	int nloops;
 	loop_t *loops;
 	ft_workpool_t *pool;
@@ -350,8 +359,8 @@ void http_req_notify(ft_req_t *r, unsigned ev);
 
 /* ---- conn.c ---- */
 
-/* A new connection on L for the accepted fd (which it owns). */
-void http_conn_new(loop_t *L, int fd);
+/* A new connection on L for the accepted fd (which it owns); on_unix: from the Unix socket's listener. */
+void http_conn_new(loop_t *L, int fd, bool on_unix);
 void http_conn_unref(conn_t *c);
 /* Shuts c down; the fd is closed once the last reference goes. */
 void http_conn_close(conn_t *c);

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,14 +56,14 @@ struct io_uring_sqe *http_get_sqe(loop_t *L)
 
 /* ---- loop ---- */
 
-static void arm_accept(loop_t *L)
+static void arm_accept(loop_t *L, http_listener_t *a)
 {
 	struct io_uring_sqe *sqe = http_get_sqe(L);
 
-	io_uring_prep_multishot_accept(sqe, L->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	io_uring_sqe_set_data64(sqe, http_ud(L, TAG_ACCEPT));
-	L->accept_armed = true;
-	L->accept_retry = false;
+	io_uring_prep_multishot_accept(sqe, a->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	io_uring_sqe_set_data64(sqe, http_ud(a, TAG_ACCEPT));
+	a->armed = true;
+	a->retry = false;
 }
 
 static void arm_event(loop_t *L)
@@ -80,24 +82,25 @@ static void arm_timer(loop_t *L)
 	io_uring_sqe_set_data64(sqe, http_ud(L, TAG_TIMER));
 }
 
-static void on_accept(loop_t *L, int res, unsigned flags)
+static void on_accept(loop_t *L, http_listener_t *a, int res, unsigned flags)
 {
 	if (!(flags & IORING_CQE_F_MORE))
-		L->accept_armed = false;
+		a->armed = false;
 	if (res < 0) {
-		if (res != -ECANCELED && !L->stopping)
+		/* the shared Unix listener is shut by the first loop that stops: quiet for the others */
+		if (res != -ECANCELED && !L->stopping && !atomic_load(&L->s->stopping))
 			ft_warn("http: accept: %s", strerror(-res));
-		if (!L->accept_armed && !L->stopping)
-			L->accept_retry = true; /* re-armed by the timer, so EMFILE cannot spin */
+		if (!a->armed && !L->stopping)
+			a->retry = true; /* re-armed by the timer, so EMFILE cannot spin */
 		return;
 	}
 	if (L->stopping) {
 		close(res);
 		return;
 	}
-	http_conn_new(L, res);
-	if (!L->accept_armed && !L->stopping)
-		arm_accept(L);
+	http_conn_new(L, res, a == &L->acc[1]);
+	if (!a->armed && !L->stopping)
+		arm_accept(L, a);
 }
 
 /* ---- watches (ft_httpd_watch) ---- */
@@ -249,8 +252,9 @@ static void on_timer(loop_t *L)
 			http_conn_close(c); /* still under way when the stop's drain ended */
 		http_conn_unref(c);
 	}
-	if (L->accept_retry && !L->stopping)
-		arm_accept(L);
+	for (int i = 0; i < 2; i++)
+		if (L->acc[i].retry && !L->stopping)
+			arm_accept(L, &L->acc[i]);
 	arm_timer(L);
 }
 
@@ -292,13 +296,17 @@ static void begin_stop(loop_t *L)
 
 	L->stopping = true;
 	L->stop_deadline = L->now + STOP_DRAIN_MS;
-	if (L->accept_armed) {
-		sqe = http_get_sqe(L);
-		io_uring_prep_cancel64(sqe, http_ud(L, TAG_ACCEPT), 0);
-		io_uring_sqe_set_data64(sqe, 0);
+	for (int i = 0; i < 2; i++) {
+		http_listener_t *a = &L->acc[i];
+
+		if (a->armed) {
+			sqe = http_get_sqe(L);
+			io_uring_prep_cancel64(sqe, http_ud(a, TAG_ACCEPT), 0);
+			io_uring_sqe_set_data64(sqe, 0);
+		}
+		if (a->fd >= 0)
+			shutdown(a->fd, SHUT_RDWR); /* closed with the server (free_server) */
 	}
-	if (L->lfd >= 0)
-		shutdown(L->lfd, SHUT_RDWR); /* closed with the server (free_server) */
 	for (c = L->conns; c != NULL; c = next) {
 		next = c->next;
 		if (!conn_idle(c) && !c->closed)
@@ -320,7 +328,8 @@ static void handle_cqe(loop_t *L, uint64_t data, int res, unsigned flags)
 			on_watch(L, p, res, flags);
 		break;
 	case TAG_ACCEPT:
-		on_accept(L, res, flags);
+		if (p != NULL)
+			on_accept(L, p, res, flags);
 		break;
 	case TAG_EVENT:
 		on_event(L, res);
@@ -394,7 +403,9 @@ static void *loop_main(void *arg)
 	if (rc != 0)
 		return NULL;
 	L->now = mono_ms();
-	arm_accept(L);
+	for (int i = 0; i < 2; i++)
+		if (L->acc[i].fd >= 0)
+			arm_accept(L, &L->acc[i]);
 	arm_event(L);
 	arm_timer(L);
 	for (;;) {
@@ -496,6 +507,54 @@ fail:
 	return -1;
 }
 
+/*
+ * The Unix stream listener at path, made 0600 (the same user's processes: the node's peers on this
+ * host). A socket file left by a server that died is replaced; a live listener there, or a file
+ * that is not a socket, is an error.
+ */
+static int listen_unix(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct stat st;
+	int fd;
+
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		snprintf(err, errlen, "unix socket path %.40s...: longer than %zu bytes", path, sizeof(a.sun_path) - 1);
+		return -1;
+	}
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "unix socket path %s: exists and is not a socket", path);
+			goto fail;
+		}
+		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+			snprintf(err, errlen, "unix socket path %s: another server listens there", path);
+			goto fail;
+		}
+		unlink(path); /* a dead server's */
+		close(fd);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			snprintf(err, errlen, "socket: %s", strerror(errno));
+			return -1;
+		}
+	}
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || chmod(path, 0600) != 0 || listen(fd, 4096) != 0) {
+		snprintf(err, errlen, "unix socket %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
 static int bound_port(int fd)
 {
 	struct sockaddr_storage ss;
@@ -553,13 +612,17 @@ static void free_server(ft_httpd_t *s)
 	for (i = 0; i < s->nloops; i++) {
 		loop_t *L = &s->loops[i];
 
-		if (L->lfd >= 0)
-			close(L->lfd);
+		if (L->acc[0].fd >= 0)
+			close(L->acc[0].fd);
 		if (L->efd >= 0)
 			close(L->efd);
 		pthread_mutex_destroy(&L->qmu);
 		free(L->hdrs);
 		free(L->probe_buf);
+	}
+	if (s->ufd >= 0) {
+		close(s->ufd);
+		unlink(s->upath);
 	}
 	ft_workpool_destroy(s->pool);
 	http_tls_ctx_free(s);
@@ -606,6 +669,7 @@ ft_httpd_t *ft_httpd_start(const ft_httpd_opts_t *o, char *err, size_t errlen)
 	if (s == NULL)
 		http_oom();
 	s->o = *o;
+	s->ufd = -1;
 	opts_defaults(&s->o);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->rmu, NULL);
@@ -619,7 +683,7 @@ ft_httpd_t *ft_httpd_start(const ft_httpd_opts_t *o, char *err, size_t errlen)
 
 		L->s = s;
 		L->idx = i;
-		L->lfd = L->efd = -1;
+		L->acc[0].fd = L->acc[1].fd = L->efd = -1;
 		L->init_rc = 1;
 		pthread_mutex_init(&L->qmu, NULL);
 		L->tick.tv_sec = tick_ms(&s->o) / 1000;
@@ -635,14 +699,25 @@ ft_httpd_t *ft_httpd_start(const ft_httpd_opts_t *o, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start worker threads");
 		goto fail;
 	}
+	if (o->unix_path != NULL && o->unix_path[0] != '\0') {
+		if (s->tls_ctx != NULL) {
+			snprintf(err, errlen, "a unix socket is for plain HTTP only, and this port speaks TLS");
+			goto fail;
+		}
+		s->ufd = listen_unix(o->unix_path, err, errlen);
+		if (s->ufd < 0)
+			goto fail;
+		snprintf(s->upath, sizeof(s->upath), "%s", o->unix_path);
+	}
 	for (i = 0; i < s->nloops; i++) {
 		loop_t *L = &s->loops[i];
 
-		L->lfd = listen_on(s->o.bind, i == 0 ? s->o.port : s->port, i > 0, err, errlen);
-		if (L->lfd < 0)
+		L->acc[0].fd = listen_on(s->o.bind, i == 0 ? s->o.port : s->port, i > 0, err, errlen);
+		if (L->acc[0].fd < 0)
 			goto fail;
 		if (i == 0)
-			s->port = bound_port(L->lfd);
+			s->port = bound_port(L->acc[0].fd);
+		L->acc[1].fd = s->ufd;
 		L->efd = eventfd(0, EFD_CLOEXEC);
 		if (L->efd < 0) {
 			snprintf(err, errlen, "eventfd: %s", strerror(errno));

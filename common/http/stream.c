@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -643,25 +644,55 @@ int ft_resp_stream_sendfile(ft_req_t *r, int fd, uint64_t off, uint64_t len)
 }
 
 /*
+ * For a Unix socket fd: waits until it has input (or its end), up to its SO_RCVTIMEO (none set: for
+ * ever); false when that time ran out first, and at once for any other fd (its splice waited).
+ */
+static bool source_wait(int fd)
+{
+	struct timeval tv = {0};
+	socklen_t tl = sizeof(tv);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int ms = -1, k, domain = 0;
+	socklen_t dl = sizeof(domain);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) != 0 || domain != AF_UNIX)
+		return false;
+	if (getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl) == 0 && (tv.tv_sec > 0 || tv.tv_usec > 0))
+		ms = (int)(tv.tv_sec * 1000 + tv.tv_usec / 1000);
+	do
+		k = poll(&p, 1, ms);
+	while (k < 0 && errno == EINTR);
+	return k > 0;
+}
+
+/*
  * One splice(2) of up to n bytes from fd into the stream's pipe; the count, -EAGAIN when the pipe
- * is full, or -errno as ft_resp_stream_splice. The pipe side never blocks (SPLICE_F_NONBLOCK; the
- * socket still waits up to its SO_RCVTIMEO): a socket hands over partial pages, so the pipe's slots
- * can fill before its byte size, and a worker blocked on them would never wake once the client
- * left (the loop stops draining the pipe, and only the worker's end of the stream releases it).
+ * is full, or -errno as ft_resp_stream_splice. The pipe side never blocks (SPLICE_F_NONBLOCK): a
+ * socket hands over partial pages, so the pipe's slots can fill before its byte size, and a worker
+ * blocked on them would never wake once the client left (the loop stops draining the pipe, and only
+ * the worker's end of the stream releases it). The source waits up to its SO_RCVTIMEO: a TCP
+ * socket in the splice itself; a Unix one takes SPLICE_F_NONBLOCK for itself too, so with the pipe
+ * empty (a full pipe is not the reason) it is polled for input and spliced again.
  */
 static ssize_t stream_splice_in(ft_req_t *r, int fd, size_t n, bool pipe_empty)
 {
 	ssize_t k;
 
-	do
+	for (;;) {
 		k = splice(fd, NULL, r->sp_wr, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-	while (k < 0 && errno == EINTR);
-	if (k > 0)
-		return k;
-	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-		return pipe_empty ? -ETIMEDOUT
-				  : -EAGAIN; /* an empty pipe is never full: the socket's SO_RCVTIMEO ran out */
-	return -EPIPE;                       /* the source ended (or failed) before len bytes */
+		if (k > 0)
+			return k;
+		if (k == 0)
+			return -EPIPE; /* the source ended before len bytes */
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -EPIPE; /* the source failed */
+		if (!pipe_empty)
+			return -EAGAIN;
+		if (!source_wait(fd))
+			return -ETIMEDOUT;
+	}
 }
 
 int ft_resp_stream_splice(ft_req_t *r, int fd, uint64_t len)

@@ -241,6 +241,11 @@ static int join_node(const ft_ctl_req_t *req, ft_ctl_resp_t *resp, ft_node_t *n)
 		ft_ctl_error(resp, 400, "join: \"public_url\" and \"control_url\" must be http URLs");
 		goto out;
 	}
+	char why[160];
+	if (ft_node_local_from_json(j, n, why, sizeof(why)) != 0) {
+		ft_ctl_error(resp, 400, "join: %s", why);
+		goto out;
+	}
 	n->digest = ft_hrw_digest(n->id);
 	rc = 0;
 out:
@@ -251,7 +256,8 @@ out:
 static bool same_node(const ft_node_t *a, const ft_node_t *b)
 {
 	return a->type == b->type && strcmp(a->public_url, b->public_url) == 0 &&
-	       strcmp(a->control_url, b->control_url) == 0;
+	       strcmp(a->control_url, b->control_url) == 0 && strcmp(a->host_id, b->host_id) == 0 &&
+	       strcmp(a->public_unix, b->public_unix) == 0;
 }
 
 /*

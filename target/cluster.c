@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "cluster/bmd.h"
+#include "cluster/local.h"
 #include "cluster/smap.h"
 #include "core/replica.h"
 #include "rpc/client.h"
@@ -271,11 +272,18 @@ static int join_once(tgt_t *t, int *failures)
 	json_t *resp = NULL;
 	json_t *body =
 		json_pack("{s:s, s:s, s:s}", "id", t->id, "public_url", t->public_url, "control_url", t->control_url);
+	ft_node_t self = {0};
 	int rc = -1;
 
 	proxy_endpoint(t, "/v1/cluster/join", url, sizeof(url));
 	if (!body)
 		return -1;
+	if (t->public_unix[0] != '\0') {
+		snprintf(self.host_id, sizeof(self.host_id), "%s", ft_host_id());
+		snprintf(self.public_unix, sizeof(self.public_unix), "%s", t->public_unix);
+	}
+	if (ft_node_local_to_json(&self, body) != 0)
+		goto out;
 	if (ft_client_json("POST", url, body, CLIENT_TIMEOUT_MS, &status, &resp, err, sizeof(err)) != 0)
 		goto out;
 	if (status != 200) {

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,6 +55,8 @@ static void usage(FILE *f)
 		"  --proxy_url URL[,URL] control URL of the proxy (several, comma-separated: any may be tried;\n"
 		"                        joins and keepalives then go to the primary), e.g. http://127.0.0.1:51081\n"
 		"  --state_dir DIR       node state (id file), default .\n"
+		"  --public_unix PATH    the public port also on this Unix socket, for proxies on this machine\n"
+		"                        (default <state_dir>/public-<public_port>.sock; off = none; not with TLS)\n"
 		"  --mountpath DIR       object storage directory (repeat for several)\n"
 		"  --log_level L         debug|info|warn|error (default info)\n"
 		"  --log-format F        text|json: one JSON object a line (default text)\n"
@@ -188,6 +191,45 @@ static int resolve_id(tgt_t *t, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * t->public_unix: the configured path, else <state_dir>/public-<port>.sock made absolute (proxies
+ * run elsewhere); "" for "off" and under TLS (the proxies' relay speaks plain HTTP). A configured
+ * path that cannot be used is an error; a derived one that is too long is left out with a warning.
+ */
+static int resolve_unix(tgt_t *t, char *err, size_t errlen)
+{
+	const char *cfg = t->cfg.public_unix;
+	char dir[PATH_MAX];
+
+	t->public_unix[0] = '\0';
+	if (strcmp(cfg, "off") == 0)
+		return 0;
+	if (t->cfg.tls_cert[0] != '\0') {
+		if (cfg[0] == '\0')
+			return 0;
+		errf(err, errlen, "public_unix: not with TLS (the public port speaks HTTPS)");
+		return -1;
+	}
+	if (cfg[0] != '\0') {
+		if (cfg[0] != '/' || strlen(cfg) >= sizeof(t->public_unix)) {
+			errf(err, errlen, "public_unix: an absolute path shorter than %zu bytes",
+			     sizeof(t->public_unix));
+			return -1;
+		}
+		memcpy(t->public_unix, cfg, strlen(cfg) + 1);
+		return 0;
+	}
+	errno = 0;
+	if (realpath(t->cfg.state_dir, dir) == NULL ||
+	    snprintf(t->public_unix, sizeof(t->public_unix), "%s/public-%d.sock", dir, t->cfg.public_port) >=
+		    (int)sizeof(t->public_unix)) {
+		ft_warn("public_unix: no Unix socket (state_dir %s: %s); proxies here relay over TCP", t->cfg.state_dir,
+			errno != 0 ? strerror(errno) : "path too long");
+		t->public_unix[0] = '\0';
+	}
+	return 0;
+}
+
 static int start_servers(tgt_t *t, char *err, size_t errlen)
 {
 	ft_httpd_opts_t o;
@@ -198,6 +240,7 @@ static int start_servers(tgt_t *t, char *err, size_t errlen)
 	memset(&o, 0, sizeof(o));
 	o.bind = t->cfg.bind;
 	o.port = t->cfg.public_port;
+	o.unix_path = t->public_unix;
 	o.threads = t->cfg.loop_threads;
 	o.workers = t->cfg.worker_threads;
 	o.max_header_bytes = t->cfg.http_max_header_bytes;
@@ -339,7 +382,7 @@ int main(int argc, char **argv)
 		errf(err, sizeof(err), "out of memory or threads");
 		goto fail;
 	}
-	if (start_servers(t, err, sizeof(err)) != 0)
+	if (resolve_unix(t, err, sizeof(err)) != 0 || start_servers(t, err, sizeof(err)) != 0)
 		goto fail;
 	ft_info("target %s ready public=%s control=%s mountpaths=%d", t->id, t->public_url, t->control_url,
 		t->n_mountpaths);

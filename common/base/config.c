@@ -63,6 +63,7 @@ static const config_key_t config_keys[] = {
 	STR(control_host, KIND_STR),
 	STR(proxy_url, KIND_URLS),
 	STR(state_dir, KIND_STR_NONEMPTY),
+	STR(public_unix, KIND_STR),
 	{"mountpaths", KIND_MOUNTPATHS, 0, 0, 0, 0},
 	{"log_level", KIND_LOG_LEVEL, 0, 0, 0, 0},
 	{"log_format", KIND_LOG_FORMAT, 0, 0, 0, 0},

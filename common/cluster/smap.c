@@ -223,8 +223,9 @@ static json_t *nodes_to_json(const ft_node_t *list, int n)
 	for (int i = 0; i < n; i++) {
 		json_t *o = json_pack("{s:s, s:s, s:s}", "id", list[i].id, "public_url", list[i].public_url,
 				      "control_url", list[i].control_url);
-		if (o != NULL && list[i].flags != 0 &&
-		    json_object_set_new(o, "flags", json_integer((json_int_t)list[i].flags)) != 0) {
+		if (o != NULL && ((list[i].flags != 0 &&
+				   json_object_set_new(o, "flags", json_integer((json_int_t)list[i].flags)) != 0) ||
+				  ft_node_local_to_json(&list[i], o) != 0)) {
 			json_decref(o);
 			o = NULL;
 		}
@@ -288,6 +289,31 @@ static int get_string(const json_t *o, const char *key, char *dst, size_t cap, i
 	return 0;
 }
 
+int ft_node_local_to_json(const ft_node_t *n, json_t *o)
+{
+	if (n->host_id[0] != '\0' && json_object_set_new(o, "host_id", json_string(n->host_id)) != 0)
+		return -1;
+	if (n->public_unix[0] != '\0' && json_object_set_new(o, "public_unix", json_string(n->public_unix)) != 0)
+		return -1;
+	return 0;
+}
+
+int ft_node_local_from_json(const json_t *o, ft_node_t *n, char *err, size_t errlen)
+{
+	const char *what = n->id[0] != '\0' ? n->id : "node";
+
+	n->host_id[0] = n->public_unix[0] = '\0';
+	if (json_object_get(o, "host_id") != NULL &&
+	    get_string(o, "host_id", n->host_id, sizeof(n->host_id), 1, what, err, errlen) != 0)
+		return -1;
+	if (json_object_get(o, "public_unix") != NULL &&
+	    get_string(o, "public_unix", n->public_unix, sizeof(n->public_unix), 1, what, err, errlen) != 0)
+		return -1;
+	if (n->public_unix[0] != '\0' && n->public_unix[0] != '/')
+		return fail(err, errlen, "smap: %s: \"public_unix\" must be an absolute path", what);
+	return 0;
+}
+
 static int nodes_from_json(ft_smap_t *m, const json_t *j, const char *key, ft_node_type_t type, char *err,
 			   size_t errlen)
 {
@@ -318,6 +344,8 @@ static int nodes_from_json(ft_smap_t *m, const json_t *j, const char *key, ft_no
 		     json_integer_value(flags) > (json_int_t)(FT_NODE_MAINTENANCE | FT_NODE_DECOMMISSION)))
 			return fail(err, errlen, "smap: %s: \"flags\" must be an integer in 0..3", what);
 		n.flags = flags != NULL ? (unsigned)json_integer_value(flags) : 0;
+		if (ft_node_local_from_json(o, &n, err, errlen) != 0)
+			return -1;
 		if (ft_smap_find(m, n.id) != NULL)
 			return fail(err, errlen, "smap: duplicate node id \"%s\"", n.id);
 		if (ft_smap_add(m, &n) != 0)

@@ -13,13 +13,18 @@ typedef enum { FT_NODE_PROXY = 0, FT_NODE_TARGET = 1 } ft_node_type_t;
 #define FT_NODE_MAINTENANCE 0x1u  /* in maintenance: its objects stay, reads of them are still served */
 #define FT_NODE_DECOMMISSION 0x2u /* being decommissioned: rebalance moves its objects away */
 
+#define FT_HOST_ID_MAX 40    /* a boot id: 36 characters */
+#define FT_UNIX_PATH_MAX 108 /* sizeof(sockaddr_un.sun_path) */
+
 typedef struct {
 	char id[FT_ID_MAX];
 	ft_node_type_t type;
-	unsigned flags;               /* FT_NODE_MAINTENANCE | FT_NODE_DECOMMISSION */
-	char public_url[FT_URL_MAX];  /* http://host:port of the public (io_uring) port */
-	char control_url[FT_URL_MAX]; /* http://host:port of the control (libmicrohttpd) port */
-	uint64_t digest;              /* ft_hrw_digest(id), filled by the codec */
+	unsigned flags;                     /* FT_NODE_MAINTENANCE | FT_NODE_DECOMMISSION */
+	char public_url[FT_URL_MAX];        /* http://host:port of the public (io_uring) port */
+	char control_url[FT_URL_MAX];       /* http://host:port of the control (libmicrohttpd) port */
+	char host_id[FT_HOST_ID_MAX];       /* the machine it runs on (ft_host_id), "" = not told */
+	char public_unix[FT_UNIX_PATH_MAX]; /* its public port's Unix socket on that machine, "" = none */
+	uint64_t digest;                    /* ft_hrw_digest(id), filled by the codec */
 } ft_node_t;
 
 /*
@@ -60,6 +65,10 @@ const ft_node_t *ft_smap_owner(const ft_smap_t *m, const char *provider, const c
 /* JSON codec. from_json returns NULL and fills err on bad input; the result has refs = 1. */
 json_t *ft_smap_to_json(const ft_smap_t *m);
 ft_smap_t *ft_smap_from_json(const json_t *j, char *err, size_t errlen);
+/* Adds n's optional "host_id" and "public_unix" to o when set; 0, -1 on allocation failure. */
+int ft_node_local_to_json(const ft_node_t *n, json_t *o);
+/* Reads o's optional "host_id" and "public_unix" into n (an absolute path); 0, or -1 with err. */
+int ft_node_local_from_json(const json_t *o, ft_node_t *n, char *err, size_t errlen);
 
 void ft_smap_get(ft_smap_t *m); /* +1 ref */
 void ft_smap_put(ft_smap_t *m); /* -1 ref, frees at 0; NULL is ignored */

@@ -15,6 +15,7 @@
 
 #include "base/log.h"
 #include "base/metrics.h"
+#include "cluster/local.h"
 
 /*
  * DESIGN
@@ -104,12 +105,21 @@ static void set_timeouts(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* A new connection to host:port (connect bounded by RELAY_CONNECT_TIMEOUT_MS), or -1. */
+/*
+ * A new connection to host:port (connect bounded by RELAY_CONNECT_TIMEOUT_MS), or -1: on the
+ * target's Unix socket when it runs on this machine (ft_local_dial), else TCP.
+ */
 static int dial(const char *host, const char *port)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai = NULL, *p;
+	char hostport[sizeof(((px_s3_relay_t *)0)->hostport)];
 	int fd = -1;
 
+	if (snprintf(hostport, sizeof(hostport), "%s:%s", host, port) < (int)sizeof(hostport) &&
+	    (fd = ft_local_dial(hostport, false)) >= 0) {
+		set_timeouts(fd);
+		return fd;
+	}
 	if (getaddrinfo(host, port, &hints, &ai) != 0)
 		return -1;
 	for (p = ai; p != NULL && fd < 0; p = p->ai_next) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "cluster/local.h"
 #include "http/http.h"
 #include "http/util.h"
 
@@ -228,8 +229,9 @@ static void idle_give(rloop_t *L, int fd, const char *hostport)
 }
 
 /*
- * A non-blocking connect to hostport ("host:port", numeric port) started; the fd, or -1. Only a
- * numeric address is dialed here: a name's lookup can wait on the resolver, which must not stall
+ * A non-blocking connect to hostport ("host:port", numeric port) started; the fd, or -1. A target
+ * on this machine is dialed on its Unix socket (ft_local_dial: no TCP on either side). Only a
+ * numeric address is dialed here otherwise: a name's lookup can wait on the resolver, which must not stall
  * the loop thread, so a target advertised by name is dialed by a worker (job_handoff), whose
  * connection comes back to the loops kept alive (px_s3_rloop_give).
  */
@@ -241,20 +243,23 @@ static int dial(const char *hostport)
 	struct timeval tv = {.tv_sec = PX_S3_RELAY_TIMEOUT_MS / 1000};
 	int fd, one = 1;
 
-	if (colon == NULL || (size_t)(colon - hostport) >= sizeof(host))
-		return -1;
-	memcpy(host, hostport, (size_t)(colon - hostport));
-	host[colon - hostport] = '\0';
-	if (getaddrinfo(host, colon + 1, &hints, &ai) != 0)
-		return -1;
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
-	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
-		close(fd);
-		fd = -1;
+	fd = ft_local_dial(hostport, true);
+	if (fd < 0) {
+		if (colon == NULL || (size_t)(colon - hostport) >= sizeof(host))
+			return -1;
+		memcpy(host, hostport, (size_t)(colon - hostport));
+		host[colon - hostport] = '\0';
+		if (getaddrinfo(host, colon + 1, &hints, &ai) != 0)
+			return -1;
+		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+		if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
+			close(fd);
+			fd = -1;
+		}
+		freeaddrinfo(ai);
+		if (fd < 0)
+			return -1;
 	}
-	freeaddrinfo(ai);
-	if (fd < 0)
-		return -1;
 	/* the timeouts count once a worker takes the connection over in blocking mode */
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));

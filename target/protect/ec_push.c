@@ -18,6 +18,7 @@
 #include "auth/reqsig.h"
 #include "auth/sigv4.h"
 #include "base/fdio.h"
+#include "cluster/local.h"
 #include "protect/ec.h"
 
 /*
@@ -136,13 +137,22 @@ static int url_split(const char *url, char *host, size_t hcap, char *port, size_
 	return 0;
 }
 
-/* A new connection to host:port with send and receive timeouts; fd or -errno. */
-static int push_connect(const char *host, const char *port, int timeout_ms)
+/*
+ * A new connection to host:port with send and receive timeouts; fd or -errno. A holder on this
+ * machine is reached on its Unix socket (no loopback TCP on either side).
+ */
+static int push_connect(const char *hostport, const char *host, const char *port, int timeout_ms)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
 	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-	int fd = -ECONNREFUSED, one = 1;
+	int fd = ft_local_dial(hostport, false), one = 1;
 
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		return fd;
+	}
+	fd = -ECONNREFUSED;
 	if (getaddrinfo(host, port, &hints, &ai) != 0)
 		return -EHOSTUNREACH;
 	for (struct addrinfo *a = ai; a != NULL; a = a->ai_next) {
@@ -309,7 +319,7 @@ int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfe
 	 * next tried, then a new one (so at most PUSH_IDLE_PER + 1 tries, unless others refill the pool) */
 	for (int attempt = 0; attempt <= 2 * PUSH_IDLE_PER + 1; attempt++) {
 		int fd = attempt <= 2 * PUSH_IDLE_PER ? pool_take(hostport) : -1, reused = fd >= 0, keep = 0, e;
-		if (fd < 0 && (fd = push_connect(host, port, timeout_ms)) < 0) {
+		if (fd < 0 && (fd = push_connect(hostport, host, port, timeout_ms)) < 0) {
 			snprintf(msg, cap, "connect to %s: %s", hostport, strerror(-fd));
 			goto out;
 		}

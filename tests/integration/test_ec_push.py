@@ -339,7 +339,7 @@ def test_put_to_a_holder_of_an_older_release(make_cluster):
     fronts = [Front("127.0.0.2", old.public_port, (to, old.public_port), rename=True),
               Front("127.0.0.2", old.control_port, (to, old.control_port))]
     try:
-        old.argv += ["--public_host", "127.0.0.2"]
+        old.argv += ["--public_host", "127.0.0.2", "--public_unix", "off"]  # an older release has no socket
         old.host = "127.0.0.2"
         h.c.restart_target(3)
         bodies = {"o%d" % i: os.urandom(200_000 + i) for i in range(16)}

@@ -102,6 +102,36 @@ static void test_smap_flags(void **state)
 	ft_smap_put(m);
 }
 
+/* A target's Unix socket and machine id go through the codec; absent when unset; a relative path is refused. */
+static void test_smap_local(void **state)
+{
+	ft_smap_t *m = sample_smap(), *back;
+	char err[256];
+
+	(void)state;
+	snprintf(m->targets[2].host_id, sizeof(m->targets[2].host_id), "c4b379e7-44dc-4952-b55a-20740b254bc3");
+	snprintf(m->targets[2].public_unix, sizeof(m->targets[2].public_unix), "/run/ft/public-52004.sock");
+	json_t *j = ft_smap_to_json(m);
+	json_t *t0 = json_array_get(json_object_get(j, "targets"), 0),
+	       *t2 = json_array_get(json_object_get(j, "targets"), 2);
+	assert_null(json_object_get(t0, "host_id"));
+	assert_null(json_object_get(t0, "public_unix"));
+	assert_string_equal(json_string_value(json_object_get(t2, "public_unix")), "/run/ft/public-52004.sock");
+	back = ft_smap_from_json(j, err, sizeof(err));
+	assert_non_null(back);
+	assert_string_equal(back->targets[2].host_id, m->targets[2].host_id);
+	assert_string_equal(back->targets[2].public_unix, m->targets[2].public_unix);
+	assert_string_equal(back->targets[0].public_unix, "");
+	ft_smap_put(back);
+	json_object_set_new(t2, "public_unix", json_string("run/ft/public.sock"));
+	assert_null(ft_smap_from_json(j, err, sizeof(err)));
+	assert_non_null(strstr(err, "absolute"));
+	json_object_set_new(t2, "public_unix", json_integer(1));
+	assert_null(ft_smap_from_json(j, err, sizeof(err)));
+	json_decref(j);
+	ft_smap_put(m);
+}
+
 static void test_smap_edit(void **state)
 {
 	ft_smap_t *m;
@@ -892,23 +922,15 @@ static void test_bmd_install(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_smap_edit),
-		cmocka_unit_test(test_smap_flags),
-		cmocka_unit_test(test_smap_clone),
-		cmocka_unit_test(test_smap_round_trip),
-		cmocka_unit_test(test_smap_from_doc),
-		cmocka_unit_test(test_smap_bad_json),
-		cmocka_unit_test(test_smap_install),
-		cmocka_unit_test(test_smap_install_race),
-		cmocka_unit_test(test_bmd_edit),
-		cmocka_unit_test(test_bmd_round_trip),
-		cmocka_unit_test(test_bmd_bad_json),
-		cmocka_unit_test(test_bmd_etl),
-		cmocka_unit_test(test_bmd_later_cksum_types),
-		cmocka_unit_test(test_bmd_props),
-		cmocka_unit_test(test_bmd_mirror_scope),
-		cmocka_unit_test(test_bmd_install),
-		cmocka_unit_test(test_bmd_acl),
+		cmocka_unit_test(test_smap_edit),         cmocka_unit_test(test_smap_flags),
+		cmocka_unit_test(test_smap_local),        cmocka_unit_test(test_smap_clone),
+		cmocka_unit_test(test_smap_round_trip),   cmocka_unit_test(test_smap_from_doc),
+		cmocka_unit_test(test_smap_bad_json),     cmocka_unit_test(test_smap_install),
+		cmocka_unit_test(test_smap_install_race), cmocka_unit_test(test_bmd_edit),
+		cmocka_unit_test(test_bmd_round_trip),    cmocka_unit_test(test_bmd_bad_json),
+		cmocka_unit_test(test_bmd_etl),           cmocka_unit_test(test_bmd_later_cksum_types),
+		cmocka_unit_test(test_bmd_props),         cmocka_unit_test(test_bmd_mirror_scope),
+		cmocka_unit_test(test_bmd_install),       cmocka_unit_test(test_bmd_acl),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Nodes on one machine: this machine's id, and a node's public port reached through its Unix socket. */
+#include "cluster/local.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static char host_id[FT_HOST_ID_MAX];
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+
+static void host_read(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	if (f == NULL)
+		return;
+	if (fgets(host_id, sizeof(host_id), f) == NULL)
+		host_id[0] = '\0';
+	host_id[strcspn(host_id, "\n")] = '\0';
+	fclose(f);
+}
+
+const char *ft_host_id(void)
+{
+	pthread_once(&host_once, host_read);
+	return host_id;
+}
+
+/* Whether url ("http://host:port/...") names hostport. */
+static bool url_is(const char *url, const char *hostport)
+{
+	size_t n = strlen(hostport);
+
+	if (strncmp(url, "http://", 7) != 0)
+		return false;
+	url += 7;
+	return strncmp(url, hostport, n) == 0 && (url[n] == '\0' || url[n] == '/');
+}
+
+/* The Unix socket path of the target at hostport, when it runs here; false otherwise. */
+static bool local_path(const char *hostport, char *path, size_t cap)
+{
+	ft_smap_t *m = ft_smap_current();
+	bool found = false;
+
+	if (m == NULL)
+		return false;
+	for (int i = 0; i < m->n_targets && !found; i++) {
+		const ft_node_t *n = &m->targets[i];
+
+		if (n->public_unix[0] == '\0' || n->host_id[0] == '\0' || !url_is(n->public_url, hostport))
+			continue;
+		found = ft_host_id()[0] != '\0' && strcmp(n->host_id, ft_host_id()) == 0 &&
+			strlen(n->public_unix) < cap;
+		if (found)
+			memcpy(path, n->public_unix, strlen(n->public_unix) + 1);
+		break;
+	}
+	ft_smap_put(m);
+	return found;
+}
+
+bool ft_local_url_path(const char *url, char *path, size_t cap)
+{
+	char hostport[FT_URL_MAX];
+	size_t n;
+
+	if (strncmp(url, "http://", 7) != 0)
+		return false;
+	url += 7;
+	n = strcspn(url, "/?#");
+	if (n == 0 || n >= sizeof(hostport))
+		return false;
+	memcpy(hostport, url, n);
+	hostport[n] = '\0';
+	return local_path(hostport, path, cap);
+}
+
+int ft_local_dial(const char *hostport, bool nonblock)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (!local_path(hostport, a.sun_path, sizeof(a.sun_path)))
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}

@@ -19,6 +19,7 @@ against the one that serves the file itself).
 import importlib.util
 import os
 import subprocess
+import urllib.request
 
 import loadgen
 import peers
@@ -147,6 +148,7 @@ def bench_s3relay(b):
     def run(base, s, p, seconds=None):
         return loadgen.run_wrk(base, p, s.size, seconds or a.seconds, a.conns, a.threads, log=b.runlog)
 
+    conns0 = target_conns(b.target)
     try:
         for s, _ in sets:  # warm-up: connections, page cache, the proxy's relay connections
             for base, p in ((proxy_url, paths[s.label]), (nginx_url, s.nginx_paths), (rp_url, s.nginx_paths)):
@@ -164,10 +166,15 @@ def bench_s3relay(b):
                     " | ratio vs nginx %.3f" % (rc.rps / rb.rps) if rc and rb and rb.rps > 0 else ""))
                 pairs[s.label].append((ra, rb))
                 peer_pairs[s.label].append((rc, rb))
+        conns1 = target_conns(b.target)
+        unix = conns1.get("unix", 0) - conns0.get("unix", 0)
+        leg = "over its Unix socket" if unix > 0 else "over TCP"
+        log("[%s] s3relay: the target accepted %d connections on its Unix socket, %d on TCP" % (
+            b.elapsed(), unix, conns1.get("tcp", 0) - conns0.get("tcp", 0)))
         notes = cpu_notes(b, sets, paths, proxy_url, rp, rp_url, nginx_url, run)
         for s, goal in sets:
             client = "wrk -t%d -c%d, presigned S3 GETs rotating over %d objects" % (a.threads, a.conns, s.count)
-            row = report.Row(TITLE % s.label, client + " (SigV4 checked, relayed from the target)",
+            row = report.Row(TITLE % s.label, client + " (SigV4 checked, relayed from the target %s)" % leg,
                              "FastTier S3", "nginx", s.metric, goal, pairs=pairs[s.label])
             peer = report.Row(PEER_TITLE % s.label, "wrk -t%d -c%d, the same files through nginx proxy_pass "
                               "(1 worker, upstream keep-alive)" % (a.threads, a.conns), "nginx proxy",
@@ -183,6 +190,18 @@ def bench_s3relay(b):
             b.rows.append(peer)
     finally:
         rp.stop()
+
+
+def target_conns(target):
+    """{listener: connections the target accepted} from its ft_http_connections_total (tcp: the TCP port, unix:
+    its public Unix socket, which a proxy on the same machine relays over)."""
+    out = {}
+    with urllib.request.urlopen(target.public_url + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("ft_http_connections_total{"):
+                listener = line.split('listener="', 1)[1].split('"', 1)[0]
+                out[listener] = out.get(listener, 0) + int(float(line.rsplit(" ", 1)[1]))
+    return out
 
 
 def cpu_notes(b, sets, paths, proxy_url, rp, rp_url, nginx_url, run):

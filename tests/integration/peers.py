@@ -184,7 +184,17 @@ def start_azurite(workdir, container="ft-backend-test"):
     peer = Peer("azurite", proc, f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}", port, workdir, log)
     peer.account, peer.key, peer.container = AZURITE_ACCOUNT, AZURITE_KEY, container
     _wait_ready(peer, f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}?comp=list")
-    azure_create_container(peer, container)
+    try:
+        azure_create_container(peer, container)
+    except RuntimeError:
+        # Another server on the port (taken between free_port and azurite's bind) may have answered the probe
+        # while azurite was still starting, then failing on the port: that is a clash, retried on a new port.
+        try:
+            peer.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            peer.stop()
+            raise
+        raise RuntimeError(f"{peer.name} exited with {peer.proc.returncode}:\n{peer.log_tail()}")
     return peer
 
 

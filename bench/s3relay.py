@@ -224,7 +224,7 @@ def cpu_notes(b, sets, paths, proxy_url, rp, rp_url, nginx_url, run):
         notes[s.label] = "CPU per request (perf stat -e task-clock): %s." % ", ".join(parts)
         if None not in (px, tg, nd):
             notes[s.label] += " The relay's two servers spend %.2fx what nginx spends serving the file itself%s." % (
-                (px + tg) / nd, "; most of the proxy's share is the kernel's TCP of both loopback legs (bench/"
-                "datapath.md, \"S3 relay 8 MiB: where the proxy's CPU goes\")" if s.size >= (1 << 20) else "")
+                (px + tg) / nd, "; where the proxy's share goes: bench/datapath.md, \"S3 relay 8 MiB: where the "
+                "proxy's CPU goes\"" if s.size >= (1 << 20) else "")
         log("[%s] perf s3relay %-8s %s" % (b.elapsed(), s.label, notes[s.label]))
     return notes

@@ -242,7 +242,7 @@ static int join_node(const ft_ctl_req_t *req, ft_ctl_resp_t *resp, ft_node_t *n)
 		goto out;
 	}
 	char why[160];
-	if (ft_node_local_from_json(j, n, why, sizeof(why)) != 0) {
+	if (ft_node_local_from_json(j, n, true, why, sizeof(why)) != 0) {
 		ft_ctl_error(resp, 400, "join: %s", why);
 		goto out;
 	}

@@ -304,7 +304,8 @@ static int check_config(tgt_t *t)
 	}
 	char err[512] = ""; /* the cluster secret and the bind rule, as startup reads them */
 	if (ft_auth_init(&t->cfg, false, err, sizeof(err)) != 0 ||
-	    ft_tls_config_check(&t->cfg, err, sizeof(err)) != 0) {
+	    ft_tls_config_check(&t->cfg, err, sizeof(err)) != 0 ||
+	    (t->cfg.public_unix[0] != '\0' && resolve_unix(t, err, sizeof(err)) != 0)) { /* a given path */
 		fprintf(stderr, "ft-target: %s\n", err);
 		return 2;
 	}

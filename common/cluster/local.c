@@ -16,14 +16,20 @@ static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 
 static void host_read(void)
 {
+	char boot[40] = "", ns[32];
 	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	ssize_t n = readlink("/proc/self/ns/mnt", ns, sizeof(ns) - 1);
 
-	if (f == NULL)
-		return;
-	if (fgets(host_id, sizeof(host_id), f) == NULL)
-		host_id[0] = '\0';
-	host_id[strcspn(host_id, "\n")] = '\0';
-	fclose(f);
+	if (f != NULL) {
+		if (fgets(boot, sizeof(boot), f) == NULL)
+			boot[0] = '\0';
+		boot[strcspn(boot, "\n")] = '\0';
+		fclose(f);
+	}
+	if (boot[0] == '\0' || n <= 0)
+		return; /* unknown: no node is taken for a neighbour */
+	ns[n] = '\0';
+	snprintf(host_id, sizeof(host_id), "%s/%s", boot, ns);
 }
 
 const char *ft_host_id(void)
@@ -66,20 +72,13 @@ static bool local_path(const char *hostport, char *path, size_t cap)
 	return found;
 }
 
-bool ft_local_url_path(const char *url, char *path, size_t cap)
+/* Whether the peer of a connected Unix socket runs as this process's user (a socket of someone else is not ours). */
+static bool peer_is_us(int fd)
 {
-	char hostport[FT_URL_MAX];
-	size_t n;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
 
-	if (strncmp(url, "http://", 7) != 0)
-		return false;
-	url += 7;
-	n = strcspn(url, "/?#");
-	if (n == 0 || n >= sizeof(hostport))
-		return false;
-	memcpy(hostport, url, n);
-	hostport[n] = '\0';
-	return local_path(hostport, path, cap);
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.uid == geteuid();
 }
 
 int ft_local_dial(const char *hostport, bool nonblock)
@@ -89,10 +88,12 @@ int ft_local_dial(const char *hostport, bool nonblock)
 
 	if (!local_path(hostport, a.sun_path, sizeof(a.sun_path)))
 		return -1;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+	/* non-blocking: a listener whose backlog is full (a stopped or wedged target) answers EAGAIN at once */
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || !peer_is_us(fd) ||
+	    (!nonblock && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)) {
 		close(fd);
 		return -1;
 	}

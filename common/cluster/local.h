@@ -9,21 +9,19 @@
 #include "cluster/smap.h"
 
 /*
- * This machine's id (the kernel's boot id), read once; "" when unknown. Two nodes with the same id
- * may share a Unix socket (containers of one machine share it only where they share the path).
+ * The id of the filesystem view this process has of this machine: the kernel's boot id and the
+ * mount namespace, read once; "" when unknown. Two nodes with the same id see the same files, so a
+ * Unix socket path one advertises names the same socket for the other (containers of one machine
+ * have the same boot id but their own mount namespaces).
  */
 const char *ft_host_id(void);
 /*
  * A stream socket connected to the public Unix socket of the target whose public URL's "host:port"
- * is hostport in the current map, when that target runs on this machine; -1 otherwise (no such
- * target, no socket, another machine, or the connect failed: the caller dials TCP). nonblock: the
- * socket is O_NONBLOCK (a Unix connect completes at once or fails).
+ * is hostport in the current map, when that target has this process's ft_host_id; -1 otherwise
+ * (no such target, no socket, another machine or mount namespace, a listener of another user, or a
+ * connect that did not complete at once, e.g. a full backlog: the caller dials TCP). The connect
+ * never blocks; nonblock: the socket stays O_NONBLOCK.
  */
 int ft_local_dial(const char *hostport, bool nonblock);
-/*
- * For a URL "http://host:port/...": the Unix socket path of the target there when it runs on this
- * machine (as ft_local_dial decides), into path; false otherwise.
- */
-bool ft_local_url_path(const char *url, char *path, size_t cap);
 
 #endif

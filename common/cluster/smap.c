@@ -298,20 +298,26 @@ int ft_node_local_to_json(const ft_node_t *n, json_t *o)
 	return 0;
 }
 
-int ft_node_local_from_json(const json_t *o, ft_node_t *n, char *err, size_t errlen)
+int ft_node_local_from_json(const json_t *o, ft_node_t *n, bool strict, char *err, size_t errlen)
 {
 	const char *what = n->id[0] != '\0' ? n->id : "node";
+	int rc = 0;
 
 	n->host_id[0] = n->public_unix[0] = '\0';
 	if (json_object_get(o, "host_id") != NULL &&
 	    get_string(o, "host_id", n->host_id, sizeof(n->host_id), 1, what, err, errlen) != 0)
-		return -1;
-	if (json_object_get(o, "public_unix") != NULL &&
-	    get_string(o, "public_unix", n->public_unix, sizeof(n->public_unix), 1, what, err, errlen) != 0)
-		return -1;
-	if (n->public_unix[0] != '\0' && n->public_unix[0] != '/')
-		return fail(err, errlen, "smap: %s: \"public_unix\" must be an absolute path", what);
-	return 0;
+		rc = -1;
+	else if (json_object_get(o, "public_unix") != NULL &&
+		 get_string(o, "public_unix", n->public_unix, sizeof(n->public_unix), 1, what, err, errlen) != 0)
+		rc = -1;
+	else if (n->public_unix[0] != '\0' && n->public_unix[0] != '/')
+		rc = fail(err, errlen, "smap: %s: \"public_unix\" must be an absolute path", what);
+	if (rc != 0) {
+		n->host_id[0] = n->public_unix[0] = '\0';
+		if (!strict)
+			rc = 0;
+	}
+	return rc;
 }
 
 static int nodes_from_json(ft_smap_t *m, const json_t *j, const char *key, ft_node_type_t type, char *err,
@@ -344,8 +350,7 @@ static int nodes_from_json(ft_smap_t *m, const json_t *j, const char *key, ft_no
 		     json_integer_value(flags) > (json_int_t)(FT_NODE_MAINTENANCE | FT_NODE_DECOMMISSION)))
 			return fail(err, errlen, "smap: %s: \"flags\" must be an integer in 0..3", what);
 		n.flags = flags != NULL ? (unsigned)json_integer_value(flags) : 0;
-		if (ft_node_local_from_json(o, &n, err, errlen) != 0)
-			return -1;
+		ft_node_local_from_json(o, &n, false, err, errlen);
 		if (ft_smap_find(m, n.id) != NULL)
 			return fail(err, errlen, "smap: duplicate node id \"%s\"", n.id);
 		if (ft_smap_add(m, &n) != 0)

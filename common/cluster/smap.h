@@ -4,6 +4,7 @@
 #define FT_SMAP_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include "base/config.h"
 
@@ -13,7 +14,7 @@ typedef enum { FT_NODE_PROXY = 0, FT_NODE_TARGET = 1 } ft_node_type_t;
 #define FT_NODE_MAINTENANCE 0x1u  /* in maintenance: its objects stay, reads of them are still served */
 #define FT_NODE_DECOMMISSION 0x2u /* being decommissioned: rebalance moves its objects away */
 
-#define FT_HOST_ID_MAX 40    /* a boot id: 36 characters */
+#define FT_HOST_ID_MAX 64    /* ft_host_id: a boot id (36 characters), "/", a mount namespace */
 #define FT_UNIX_PATH_MAX 108 /* sizeof(sockaddr_un.sun_path) */
 
 typedef struct {
@@ -22,7 +23,7 @@ typedef struct {
 	unsigned flags;                     /* FT_NODE_MAINTENANCE | FT_NODE_DECOMMISSION */
 	char public_url[FT_URL_MAX];        /* http://host:port of the public (io_uring) port */
 	char control_url[FT_URL_MAX];       /* http://host:port of the control (libmicrohttpd) port */
-	char host_id[FT_HOST_ID_MAX];       /* the machine it runs on (ft_host_id), "" = not told */
+	char host_id[FT_HOST_ID_MAX];       /* its machine and mount namespace (ft_host_id), "" = not told */
 	char public_unix[FT_UNIX_PATH_MAX]; /* its public port's Unix socket on that machine, "" = none */
 	uint64_t digest;                    /* ft_hrw_digest(id), filled by the codec */
 } ft_node_t;
@@ -67,8 +68,12 @@ json_t *ft_smap_to_json(const ft_smap_t *m);
 ft_smap_t *ft_smap_from_json(const json_t *j, char *err, size_t errlen);
 /* Adds n's optional "host_id" and "public_unix" to o when set; 0, -1 on allocation failure. */
 int ft_node_local_to_json(const ft_node_t *n, json_t *o);
-/* Reads o's optional "host_id" and "public_unix" into n (an absolute path); 0, or -1 with err. */
-int ft_node_local_from_json(const json_t *o, ft_node_t *n, char *err, size_t errlen);
+/*
+ * Reads o's optional "host_id" and "public_unix" (an absolute path) into n. strict (a join): 0, or
+ * -1 with err for a bad value; else (a map from another node, maybe a newer release) a bad value
+ * leaves both empty, the node then reached over TCP, and 0.
+ */
+int ft_node_local_from_json(const json_t *o, ft_node_t *n, bool strict, char *err, size_t errlen);
 
 void ft_smap_get(ft_smap_t *m); /* +1 ref */
 void ft_smap_put(ft_smap_t *m); /* -1 ref, frees at 0; NULL is ignored */

@@ -271,6 +271,8 @@ struct conn {
 	ft_req_t req;
 };
 
+#define HTTP_FDQ_MAX 64
+
 /* A listening socket a loop accepts on with a multishot accept; its address tags the ring's TAG_ACCEPT. */
 typedef struct {
 	_Alignas(8) int fd; /* the TCP one is the loop's (SO_REUSEPORT); the Unix one the server's, shared */
@@ -294,6 +296,8 @@ struct loop {
 	unsigned char *probe_buf; /* filesend.c's RWF_NOWAIT reads of small ranges, made on first use */
 	pthread_mutex_t qmu;
 	ft_req_t *qhead, *qtail;
+	int fdq[HTTP_FDQ_MAX]; /* connections of the Unix socket another loop accepted for this one (under qmu) */
+	int nfdq;
 	bool qsignaled;
 	atomic_bool stop_req;
 	bool stopping;
@@ -307,7 +311,10 @@ struct ft_httpd {
 	ft_httpd_opts_t o;
 	int port;
 	int ufd;         /* the Unix socket's listener (o.unix_path), -1 when none */
-	char upath[108]; /* its path, unlinked at stop */
+	char upath[108]; /* its path, unlinked at stop if it is still the socket file of (uino, udev) */
+	ino_t uino;
+	dev_t udev;
+	atomic_uint unext; /* round-robin of the Unix socket's connections over the loops */
 	int nloops;
 	loop_t *loops;
 	ft_workpool_t *pool;

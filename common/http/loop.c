@@ -82,6 +82,35 @@ static void arm_timer(loop_t *L)
 	io_uring_sqe_set_data64(sqe, http_ud(L, TAG_TIMER));
 }
 
+/*
+ * The Unix socket has no SO_REUSEPORT: every loop's accept waits on the one listener and the first
+ * waiter takes every connection. The loop that accepted one therefore gives it to the next loop in
+ * turn (a short queue under that loop's qmu, read at its eventfd wake-up); false when it should keep
+ * it (its own turn, one loop, or that queue full).
+ */
+static bool unix_hand_over(loop_t *L, int fd)
+{
+	ft_httpd_t *s = L->s;
+	loop_t *T = &s->loops[atomic_fetch_add(&s->unext, 1) % (unsigned)s->nloops];
+	uint64_t one = 1;
+	bool wake;
+
+	if (T == L)
+		return false;
+	pthread_mutex_lock(&T->qmu);
+	if (T->nfdq == HTTP_FDQ_MAX) {
+		pthread_mutex_unlock(&T->qmu);
+		return false;
+	}
+	T->fdq[T->nfdq++] = fd;
+	wake = !T->qsignaled;
+	T->qsignaled = true;
+	if (wake && write(T->efd, &one, sizeof(one)) < 0) /* under the lock: see http_req_notify */
+		ft_error("http: wake loop: %s", strerror(errno));
+	pthread_mutex_unlock(&T->qmu);
+	return true;
+}
+
 static void on_accept(loop_t *L, http_listener_t *a, int res, unsigned flags)
 {
 	if (!(flags & IORING_CQE_F_MORE))
@@ -98,7 +127,8 @@ static void on_accept(loop_t *L, http_listener_t *a, int res, unsigned flags)
 		close(res);
 		return;
 	}
-	http_conn_new(L, res, a == &L->acc[1]);
+	if (a != &L->acc[1] || !unix_hand_over(L, res))
+		http_conn_new(L, res, a == &L->acc[1]);
 	if (!a->armed && !L->stopping)
 		arm_accept(L, a);
 }
@@ -186,11 +216,22 @@ static void on_event(loop_t *L, int res)
 	if (res < 0 && res != -EINTR && res != -EAGAIN)
 		ft_error("http: eventfd read: %s", strerror(-res));
 
+	int fds[HTTP_FDQ_MAX], nfds;
+
 	pthread_mutex_lock(&L->qmu);
 	r = L->qhead;
 	L->qhead = L->qtail = NULL;
 	L->qsignaled = false;
+	nfds = L->nfdq;
+	memcpy(fds, L->fdq, (size_t)nfds * sizeof(int));
+	L->nfdq = 0;
 	pthread_mutex_unlock(&L->qmu);
+	for (int i = 0; i < nfds; i++) { /* connections of the Unix socket another loop accepted */
+		if (L->stopping)
+			close(fds[i]);
+		else
+			http_conn_new(L, fds[i], true);
+	}
 	for (; r != NULL; r = next) {
 		/* r may be queued again as soon as it is marked out of the queue */
 		pthread_mutex_lock(&L->qmu);
@@ -509,10 +550,11 @@ fail:
 
 /*
  * The Unix stream listener at path, made 0600 (the same user's processes: the node's peers on this
- * host). A socket file left by a server that died is replaced; a live listener there, or a file
- * that is not a socket, is an error.
+ * host); *ino and *dev identify the socket file, removed at stop only if it is still this one. A
+ * socket file left by a server that died (the connect is refused) is replaced; a live listener
+ * there, one that cannot be checked (EACCES, ...), or a file that is not a socket is an error.
  */
-static int listen_unix(const char *path, char *err, size_t errlen)
+static int listen_unix(const char *path, ino_t *ino, dev_t *dev, char *err, size_t errlen)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	struct stat st;
@@ -523,36 +565,49 @@ static int listen_unix(const char *path, char *err, size_t errlen)
 		return -1;
 	}
 	memcpy(a.sun_path, path, strlen(path) + 1);
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "unix socket path %s: exists and is not a socket", path);
+			return -1;
+		}
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0) {
+			snprintf(err, errlen, "socket: %s", strerror(errno));
+			return -1;
+		}
+		int rc = connect(fd, (struct sockaddr *)&a, sizeof(a)), e = errno;
+		close(fd);
+		if (rc == 0 || e == EAGAIN) {
+			snprintf(err, errlen, "unix socket path %s: another server listens there", path);
+			return -1;
+		}
+		if (e != ECONNREFUSED) {
+			snprintf(err, errlen, "unix socket path %s: cannot tell whether it is in use: %s", path,
+				 strerror(e));
+			return -1;
+		}
+		unlink(path); /* a dead server's */
+	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		snprintf(err, errlen, "socket: %s", strerror(errno));
 		return -1;
 	}
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "unix socket path %s: exists and is not a socket", path);
-			goto fail;
-		}
-		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
-			snprintf(err, errlen, "unix socket path %s: another server listens there", path);
-			goto fail;
-		}
-		unlink(path); /* a dead server's */
-		close(fd);
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			snprintf(err, errlen, "socket: %s", strerror(errno));
-			return -1;
-		}
-	}
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || chmod(path, 0600) != 0 || listen(fd, 4096) != 0) {
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
 		snprintf(err, errlen, "unix socket %s: %s", path, strerror(errno));
-		goto fail;
+		close(fd);
+		return -1;
 	}
+	if (fchmodat(AT_FDCWD, path, 0600, AT_SYMLINK_NOFOLLOW) != 0 || lstat(path, &st) != 0 ||
+	    listen(fd, 4096) != 0) {
+		snprintf(err, errlen, "unix socket %s: %s", path, strerror(errno));
+		unlink(path);
+		close(fd);
+		return -1;
+	}
+	*ino = st.st_ino;
+	*dev = st.st_dev;
 	return fd;
-fail:
-	close(fd);
-	return -1;
 }
 
 static int bound_port(int fd)
@@ -621,8 +676,14 @@ static void free_server(ft_httpd_t *s)
 		free(L->probe_buf);
 	}
 	if (s->ufd >= 0) {
+		struct stat st;
+
 		close(s->ufd);
-		unlink(s->upath);
+		if (lstat(s->upath, &st) == 0 && st.st_ino == s->uino && st.st_dev == s->udev)
+			unlink(s->upath); /* not a successor's */
+		for (i = 0; i < s->nloops; i++)
+			while (s->loops[i].nfdq > 0)
+				close(s->loops[i].fdq[--s->loops[i].nfdq]); /* handed over after that loop ended */
 	}
 	ft_workpool_destroy(s->pool);
 	http_tls_ctx_free(s);
@@ -704,7 +765,7 @@ ft_httpd_t *ft_httpd_start(const ft_httpd_opts_t *o, char *err, size_t errlen)
 			snprintf(err, errlen, "a unix socket is for plain HTTP only, and this port speaks TLS");
 			goto fail;
 		}
-		s->ufd = listen_unix(o->unix_path, err, errlen);
+		s->ufd = listen_unix(o->unix_path, &s->uino, &s->udev, err, errlen);
 		if (s->ufd < 0)
 			goto fail;
 		snprintf(s->upath, sizeof(s->upath), "%s", o->unix_path);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -658,7 +659,7 @@ static bool source_wait(int fd)
 	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) != 0 || domain != AF_UNIX)
 		return false;
 	if (getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl) == 0 && (tv.tv_sec > 0 || tv.tv_usec > 0))
-		ms = (int)(tv.tv_sec * 1000 + tv.tv_usec / 1000);
+		ms = tv.tv_sec >= INT_MAX / 1000 - 1 ? INT_MAX : (int)(tv.tv_sec * 1000 + tv.tv_usec / 1000);
 	do
 		k = poll(&p, 1, ms);
 	while (k < 0 && errno == EINTR);

@@ -22,7 +22,6 @@
 
 #include "auth/auth.h"
 #include "auth/reqsig.h"
-#include "cluster/local.h"
 
 /*
  * DESIGN
@@ -180,13 +179,6 @@ void ft_client_tls_apply(void *curl)
 	if ((tls_ca_certs == NULL && tls_client_chain == NULL) || curl == NULL)
 		return;
 	curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, tls_ctx_hook);
-}
-
-void ft_client_local(void *curl, const char *url)
-{
-	char path[FT_UNIX_PATH_MAX];
-
-	curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, ft_local_url_path(url, path, sizeof(path)) ? path : NULL);
 }
 
 /* Returns 0, -1 if libcurl cannot be initialized. Safe to call more than once. */

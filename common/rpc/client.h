@@ -33,12 +33,6 @@ int ft_client_set_tls_ca(const char *path, char *err, size_t errlen);
 int ft_client_set_tls_cert(const char *cert, const char *key, char *err, size_t errlen);
 /* Applies that trust to a libcurl easy handle (CURL *), after its curl_easy_init or curl_easy_reset. */
 void ft_client_tls_apply(void *curl);
-/*
- * Points curl's next request at the Unix socket of the target serving url when it runs on this
- * machine (cluster/local.h), or back at TCP otherwise (set before every request of a reused
- * handle). Only for requests that follow no redirect: a redirect would reach the same socket.
- */
-void ft_client_local(void *curl, const char *url);
 
 /* Call once per process before any thread uses the client. */
 int ft_client_global_init(void);

@@ -118,7 +118,6 @@ int ft_ec_xfer_get(const char *url, int idle_ms, ft_ec_sink_fn sink, void *arg, 
 		return -1;
 	}
 	curl_easy_setopt(g.h, CURLOPT_URL, url);
-	ft_client_local(g.h, url);
 	curl_easy_setopt(g.h, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(g.h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(g.h, CURLOPT_WRITEFUNCTION, on_body);

@@ -12,7 +12,6 @@
 #include "auth/auth.h"
 #include "auth/jwt.h"
 #include "base/strbuf.h"
-#include "rpc/client.h"
 #include "shard/shard.h"
 
 /*
@@ -150,7 +149,6 @@ static int pull_setup(tgt_batch_pull_t *p)
 	if (p->curl == NULL || p->hdrs == NULL)
 		return -1;
 	curl_easy_setopt(p->curl, CURLOPT_URL, p->url);
-	ft_client_local(p->curl, p->url);
 	curl_easy_setopt(p->curl, CURLOPT_POST, 1L);
 	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, p->body);
 	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)p->body_len);

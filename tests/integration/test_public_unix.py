@@ -21,9 +21,10 @@ from test_metrics import parse, scrape
 MIB = 1 << 20
 
 
-def boot_id():
+def host_id(pid="self"):
+    """The boot id and the mount namespace of process pid, as targets advertise them."""
     with open("/proc/sys/kernel/random/boot_id") as f:
-        return f.read().strip()
+        return f.read().strip() + "/" + os.readlink("/proc/%s/ns/mnt" % pid)
 
 
 def connections(h, listener):
@@ -55,7 +56,7 @@ def test_relayed_gets_take_the_unix_socket(make_cluster):
     h = make_cluster(targets=2, mountpaths=1)
     for i, t in enumerate(h.targets()):
         path = t["public_unix"]
-        assert t["host_id"] == boot_id()
+        assert t["host_id"] == host_id()
         assert os.path.isabs(path) and path.endswith("public-%s.sock" % t["public_url"].rsplit(":", 1)[1])
         st = os.lstat(path)
         assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
@@ -70,6 +71,21 @@ def test_target_without_a_socket_is_reached_over_tcp(make_cluster):
     for t in h.targets():
         assert "public_unix" not in t and "host_id" not in t, t
     put_and_get_all(h, "unixoff")
+    assert connections(h, "unix") == 0
+    assert connections(h, "tcp") > 0
+
+
+def test_target_in_another_mount_namespace_is_reached_over_tcp(make_cluster):
+    # A container of the same machine: same boot id, its own files. Its socket path is visible here (unshare -m
+    # copies the mounts) but the host id differs, so the proxy must not take that path for the target's socket.
+    h = make_cluster(targets=1, mountpaths=1)
+    t = h.c.targets[0]
+    t.argv[:0] = ["unshare", "--mount", "--propagation", "private"]
+    h.restart_target(0)
+    entry = h.targets()[0]
+    assert entry["host_id"] != host_id() and entry["host_id"].split("/")[0] == host_id().split("/")[0], entry
+    assert os.path.exists(entry["public_unix"])
+    put_and_get_all(h, "unixns")
     assert connections(h, "unix") == 0
     assert connections(h, "tcp") > 0
 
@@ -136,10 +152,13 @@ def test_socket_lives_with_its_target(tmp_path):
 
 def test_tls_port_has_no_socket(tmp_path):
     _, cert, key = ftcluster.ensure_tls(str(tmp_path / "pki"), ["127.0.0.1"])
-    rc, out = run_target(tmp_path, "--tls_cert", cert, "--tls_key", key,
-                         check=lambda port: None)
-    assert rc is None, out
-    assert not [n for n in os.listdir(tmp_path) if n.endswith(".sock")]
+    seen = []
+
+    def check(port):
+        seen.append([n for n in os.listdir(tmp_path) if n.endswith(".sock")])
+
+    rc, out = run_target(tmp_path, "--tls_cert", cert, "--tls_key", key, check=check)
+    assert rc is None and seen == [[]], (seen, out)
     rc, out = run_target(tmp_path, "--tls_cert", cert, "--tls_key", key, "--public_unix", str(tmp_path / "t.sock"))
     assert rc not in (None, 0) and "public_unix: not with TLS" in out, out
 
@@ -168,7 +187,7 @@ def test_unusable_socket_paths_stop_the_target(tmp_path, make_cluster):
 def test_join_with_a_relative_socket_path_is_refused(make_cluster):
     h = make_cluster(targets=1, mountpaths=1)
     node = {"id": "t-unixbad", "public_url": "http://127.0.0.1:9", "control_url": "http://127.0.0.1:10",
-            "host_id": boot_id(), "public_unix": "rel/public.sock"}
+            "host_id": host_id(), "public_unix": "rel/public.sock"}
     st, j = ftcluster.http_json("POST", h.c.proxy.control_url + "/v1/cluster/join", node, timeout=5,
                                 secret=h.c.secret)
     assert st == 400 and "public_unix" in j["message"] and "absolute" in j["message"], (st, j)

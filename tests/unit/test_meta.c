@@ -123,11 +123,22 @@ static void test_smap_local(void **state)
 	assert_string_equal(back->targets[2].public_unix, m->targets[2].public_unix);
 	assert_string_equal(back->targets[0].public_unix, "");
 	ft_smap_put(back);
+	/* from another node's map a bad value leaves the node without a socket (reached over TCP); a join refuses it */
 	json_object_set_new(t2, "public_unix", json_string("run/ft/public.sock"));
-	assert_null(ft_smap_from_json(j, err, sizeof(err)));
+	back = ft_smap_from_json(j, err, sizeof(err));
+	assert_non_null(back);
+	assert_string_equal(back->targets[2].public_unix, "");
+	assert_string_equal(back->targets[2].host_id, "");
+	ft_smap_put(back);
+	ft_node_t n = {0};
+	assert_int_equal(ft_node_local_from_json(t2, &n, true, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "absolute"));
 	json_object_set_new(t2, "public_unix", json_integer(1));
-	assert_null(ft_smap_from_json(j, err, sizeof(err)));
+	assert_int_equal(ft_node_local_from_json(t2, &n, true, err, sizeof(err)), -1);
+	back = ft_smap_from_json(j, err, sizeof(err));
+	assert_non_null(back);
+	assert_string_equal(back->targets[2].public_unix, "");
+	ft_smap_put(back);
 	json_decref(j);
 	ft_smap_put(m);
 }

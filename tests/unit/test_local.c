@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests of common/cluster/local: which targets are dialed on their Unix socket, and that the dial never blocks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cluster/local.h"
+#include "cluster/smap.h"
+
+static char dir[64];
+static int version = 1;
+
+/* Installs a map whose one target listens at 127.0.0.1:port, with the given socket path and host id. */
+static void install(int port, const char *path, const char *host)
+{
+	ft_smap_t *m = ft_smap_new();
+	ft_node_t n = {0};
+
+	assert_non_null(m);
+	m->version = version++;
+	snprintf(n.id, sizeof(n.id), "t1");
+	n.type = FT_NODE_TARGET;
+	snprintf(n.public_url, sizeof(n.public_url), "http://127.0.0.1:%d", port);
+	snprintf(n.control_url, sizeof(n.control_url), "http://127.0.0.1:%d", port + 1);
+	snprintf(n.public_unix, sizeof(n.public_unix), "%s", path);
+	snprintf(n.host_id, sizeof(n.host_id), "%s", host);
+	assert_int_equal(ft_smap_add(m, &n), 0);
+	assert_int_equal(ft_smap_install(m), 0);
+}
+
+/* A listener at path with the given backlog, never accepting. */
+static int listener(const char *path, int backlog)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	unlink(path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, backlog), 0);
+	return fd;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void test_host_id(void **state)
+{
+	char ns[64], want[128];
+	ssize_t n = readlink("/proc/self/ns/mnt", ns, sizeof(ns) - 1);
+
+	(void)state;
+	assert_true(n > 0);
+	ns[n] = '\0';
+	const char *id = ft_host_id();
+	assert_int_equal(strlen(id), 36 + 1 + strlen(ns)); /* boot id, "/", the mount namespace */
+	snprintf(want, sizeof(want), "/%s", ns);
+	assert_string_equal(id + 36, want);
+}
+
+/* The target at that host:port, with this host id, is dialed on its socket: blocking unless asked otherwise. */
+static void test_dial_local(void **state)
+{
+	char path[128];
+	int l, fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/a.sock", dir);
+	l = listener(path, 16);
+	install(40001, path, ft_host_id());
+	fd = ft_local_dial("127.0.0.1:40001", false);
+	assert_true(fd >= 0);
+	assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+	close(fd);
+	fd = ft_local_dial("127.0.0.1:40001", true);
+	assert_true(fd >= 0);
+	assert_int_not_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+	close(fd);
+	/* another port, another host id, no socket path, a dead socket: TCP (-1) */
+	assert_int_equal(ft_local_dial("127.0.0.1:40003", false), -1);
+	assert_int_equal(ft_local_dial("127.0.0.1:4000", false), -1);
+	install(40001, path, "0ac1c000-0000-0000-0000-000000000000/mnt:[1]");
+	assert_int_equal(ft_local_dial("127.0.0.1:40001", false), -1);
+	install(40001, "", ft_host_id());
+	assert_int_equal(ft_local_dial("127.0.0.1:40001", false), -1);
+	close(l);
+	install(40001, path, ft_host_id());
+	assert_int_equal(ft_local_dial("127.0.0.1:40001", false), -1); /* refused: nobody listens */
+	unlink(path);
+}
+
+/* A listener that does not accept (a stopped target) with a full backlog: the dial gives up at once. */
+static void test_dial_full_backlog(void **state)
+{
+	char path[128];
+	int l, held[64], n = 0, fd;
+	double t0;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/b.sock", dir);
+	l = listener(path, 0);
+	install(40011, path, ft_host_id());
+	while (n < 64 && (fd = ft_local_dial("127.0.0.1:40011", true)) >= 0)
+		held[n++] = fd;
+	assert_true(n < 64); /* the backlog filled */
+	t0 = now_s();
+	assert_int_equal(ft_local_dial("127.0.0.1:40011", false), -1);
+	assert_true(now_s() - t0 < 1.0);
+	while (n > 0)
+		close(held[--n]);
+	close(l);
+	unlink(path);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/ft-test-local-XXXXXX");
+	return mkdtemp(dir) != NULL ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	return rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_host_id),
+		cmocka_unit_test(test_dial_local),
+		cmocka_unit_test(test_dial_full_backlog),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

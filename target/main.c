@@ -55,8 +55,9 @@ static void usage(FILE *f)
 		"  --proxy_url URL[,URL] control URL of the proxy (several, comma-separated: any may be tried;\n"
 		"                        joins and keepalives then go to the primary), e.g. http://127.0.0.1:51081\n"
 		"  --state_dir DIR       node state (id file), default .\n"
-		"  --public_unix PATH    the public port also on this Unix socket, for proxies on this machine\n"
-		"                        (default <state_dir>/public-<public_port>.sock; off = none; not with TLS)\n"
+		"  --public_unix PATH    the public port also on this Unix socket, for nodes of this machine and mount\n"
+		"                        namespace\n"
+		"                        (default <state_dir>/public-<id>.sock; off = none; not with TLS)\n"
 		"  --mountpath DIR       object storage directory (repeat for several)\n"
 		"  --log_level L         debug|info|warn|error (default info)\n"
 		"  --log-format F        text|json: one JSON object a line (default text)\n"
@@ -192,7 +193,7 @@ static int resolve_id(tgt_t *t, char *err, size_t errlen)
 }
 
 /*
- * t->public_unix: the configured path, else <state_dir>/public-<port>.sock made absolute (proxies
+ * t->public_unix: the configured path, else <state_dir>/public-<id>.sock made absolute (proxies
  * run elsewhere); "" for "off" and under TLS (the proxies' relay speaks plain HTTP). A configured
  * path that cannot be used is an error; a derived one that is too long is left out with a warning.
  */
@@ -221,7 +222,7 @@ static int resolve_unix(tgt_t *t, char *err, size_t errlen)
 	}
 	errno = 0;
 	if (realpath(t->cfg.state_dir, dir) == NULL ||
-	    snprintf(t->public_unix, sizeof(t->public_unix), "%s/public-%d.sock", dir, t->cfg.public_port) >=
+	    snprintf(t->public_unix, sizeof(t->public_unix), "%s/public-%s.sock", dir, t->id) >=
 		    (int)sizeof(t->public_unix)) {
 		ft_warn("public_unix: no Unix socket (state_dir %s: %s); proxies here relay over TCP", t->cfg.state_dir,
 			errno != 0 ? strerror(errno) : "path too long");

@@ -36,8 +36,7 @@ typedef struct {
 	char control_host[FT_HOST_MAX]; /* advertised control address; default = public_host */
 	char proxy_url[FT_URL_MAX];     /* target: the primary proxy's control URL, e.g. http://127.0.0.1:51081 */
 	char state_dir[FT_PATH_MAX];    /* node state (id file); default "." */
-	char public_unix
-		[FT_PATH_MAX]; /* target: public port's Unix socket; "" = <state_dir>/public-<port>.sock, "off" */
+	char public_unix[FT_PATH_MAX]; /* target: public port's Unix socket; "" = <state_dir>/public-<id>.sock, "off" */
 	char *mountpaths[FT_MAX_MOUNTPATHS];
 	int n_mountpaths;
 	ft_log_level_t log_level;   /* key "log_level": debug|info|warn|error, default info */

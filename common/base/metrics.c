@@ -61,7 +61,7 @@ static const family_t families[FT_M__COUNT] = {
 				TYPE_HISTOGRAM, BOTH, L1("op", ops), L2("cache", caches)},
 	[FT_M_HTTP_CONNECTIONS] = {"ft_http_connections_total",
 				   "Client connections accepted on the public port: its TCP port, or its Unix socket "
-				   "(proxies on the same machine).",
+				   "(nodes of the same machine and mount namespace).",
 				   TYPE_COUNTER, BOTH, L1("listener", listeners), NOLABEL},
 	[FT_M_HTTP_OPEN_CONNECTIONS] = {"ft_http_open_connections", "Client connections open on the public port.",
 					TYPE_GAUGE, BOTH, NOLABEL, NOLABEL},

@@ -78,7 +78,8 @@ static bool peer_is_us(int fd)
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
 
-	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.uid == geteuid();
+	/* nor this process: no node dials itself, and a dead node's entry may name a path that is now ours */
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.uid == geteuid() && cr.pid != getpid();
 }
 
 int ft_local_dial(const char *hostport, bool nonblock)

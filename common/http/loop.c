@@ -95,8 +95,8 @@ static bool unix_hand_over(loop_t *L, int fd)
 	uint64_t one = 1;
 	bool wake;
 
-	if (T == L)
-		return false;
+	if (T == L || atomic_load(&s->stopping))
+		return false; /* at a stop the accepting loop closes it or serves it itself */
 	pthread_mutex_lock(&T->qmu);
 	if (T->nfdq == HTTP_FDQ_MAX) {
 		pthread_mutex_unlock(&T->qmu);
@@ -554,6 +554,20 @@ fail:
  * socket file left by a server that died (the connect is refused) is replaced; a live listener
  * there, one that cannot be checked (EACCES, ...), or a file that is not a socket is an error.
  */
+/*
+ * Makes the socket file just bound at path 0600, not following a symlink; *st is then its stat.
+ * Without /proc, glibc cannot chmod without following (EOPNOTSUPP): bind never follows a final
+ * symlink, so once lstat finds a socket there, chmod is safe.
+ */
+static bool chmod_socket(const char *path, struct stat *st)
+{
+	if (fchmodat(AT_FDCWD, path, 0600, AT_SYMLINK_NOFOLLOW) == 0)
+		return lstat(path, st) == 0;
+	if ((errno != EOPNOTSUPP && errno != ENOTSUP) || lstat(path, st) != 0 || !S_ISSOCK(st->st_mode))
+		return false;
+	return chmod(path, 0600) == 0 && lstat(path, st) == 0;
+}
+
 static int listen_unix(const char *path, ino_t *ino, dev_t *dev, char *err, size_t errlen)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -581,12 +595,12 @@ static int listen_unix(const char *path, ino_t *ino, dev_t *dev, char *err, size
 			snprintf(err, errlen, "unix socket path %s: another server listens there", path);
 			return -1;
 		}
-		if (e != ECONNREFUSED) {
+		if (e != ECONNREFUSED && e != ENOENT) {
 			snprintf(err, errlen, "unix socket path %s: cannot tell whether it is in use: %s", path,
 				 strerror(e));
 			return -1;
 		}
-		unlink(path); /* a dead server's */
+		unlink(path); /* a dead server's (ENOENT: gone meanwhile) */
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
@@ -598,8 +612,7 @@ static int listen_unix(const char *path, ino_t *ino, dev_t *dev, char *err, size
 		close(fd);
 		return -1;
 	}
-	if (fchmodat(AT_FDCWD, path, 0600, AT_SYMLINK_NOFOLLOW) != 0 || lstat(path, &st) != 0 ||
-	    listen(fd, 4096) != 0) {
+	if (!chmod_socket(path, &st) || listen(fd, 4096) != 0) {
 		snprintf(err, errlen, "unix socket %s: %s", path, strerror(errno));
 		unlink(path);
 		close(fd);
@@ -678,9 +691,10 @@ static void free_server(ft_httpd_t *s)
 	if (s->ufd >= 0) {
 		struct stat st;
 
-		close(s->ufd);
+		/* compared while ours is open, so its inode number cannot be a successor's file's yet */
 		if (lstat(s->upath, &st) == 0 && st.st_ino == s->uino && st.st_dev == s->udev)
-			unlink(s->upath); /* not a successor's */
+			unlink(s->upath);
+		close(s->ufd);
 		for (i = 0; i < s->nloops; i++)
 			while (s->loops[i].nfdq > 0)
 				close(s->loops[i].fdq[--s->loops[i].nfdq]); /* handed over after that loop ended */

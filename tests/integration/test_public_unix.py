@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-# A target's public port on a Unix socket: proxies on the same machine relay S3 GETs over it, and fall back to TCP.
+# A target's public port on a Unix socket: proxies of the same machine and mount namespace relay S3 GETs over it, else TCP.
 """
-A target also listens on a Unix socket (`public_unix`, default <state_dir>/public-<port>.sock) and
-advertises it in the cluster map with the machine's boot id; a proxy on the same machine relays S3
-GETs to it over that socket instead of loopback TCP. These tests check the map entry, the socket's
+A target also listens on a Unix socket (`public_unix`, default <state_dir>/public-<id>.sock) and
+advertises it in the cluster map with the machine's boot id and its mount namespace; a proxy with the
+same host id relays S3 GETs to it over that socket instead of loopback TCP. These tests check the map entry, the socket's
 mode, that relayed GETs really take the socket (the target's ft_http_connections_total{listener}),
 that a target without one (`off`) or with a dead one is still reached over TCP, and the refusals:
 a path that is not a socket, a live listener there, a relative path, TLS, a bad join.
@@ -57,7 +57,7 @@ def test_relayed_gets_take_the_unix_socket(make_cluster):
     for i, t in enumerate(h.targets()):
         path = t["public_unix"]
         assert t["host_id"] == host_id()
-        assert os.path.isabs(path) and path.endswith("public-%s.sock" % t["public_url"].rsplit(":", 1)[1])
+        assert os.path.isabs(path) and path.endswith("/public-%s.sock" % t["id"])
         st = os.lstat(path)
         assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
         assert st.st_uid == os.getuid()
@@ -140,7 +140,7 @@ def test_socket_lives_with_its_target(tmp_path):
     seen = []
 
     def check(port):
-        path = tmp_path / ("public-%d.sock" % port)
+        path = tmp_path / ("public-%s.sock" % (tmp_path / "node.id").read_text().strip())
         st = os.lstat(path)
         assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
         seen.append(path)

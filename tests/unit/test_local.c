@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,6 +55,48 @@ static int listener(const char *path, int backlog)
 	return fd;
 }
 
+typedef struct {
+	pid_t pid;
+	int ctl; /* closing it ends the child */
+} child_t;
+
+/* A listener at path in a child process (a node is never dialed by itself), until child_end. */
+static child_t child_listener(const char *path, int backlog)
+{
+	int ready[2], ctl[2];
+	child_t c;
+	char b;
+
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(ctl), 0);
+	c.pid = fork();
+	assert_true(c.pid >= 0);
+	if (c.pid == 0) {
+		close(ready[0]);
+		close(ctl[1]);
+		int l = listener(path, backlog);
+		if (write(ready[1], "r", 1) != 1 || read(ctl[0], &b, 1) < 0)
+			_exit(1);
+		close(l);
+		_exit(0);
+	}
+	close(ready[1]);
+	close(ctl[0]);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	close(ready[0]);
+	c.ctl = ctl[1];
+	return c;
+}
+
+static void child_end(child_t c)
+{
+	int st;
+
+	close(c.ctl);
+	assert_int_equal(waitpid(c.pid, &st, 0), c.pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -80,11 +123,12 @@ static void test_host_id(void **state)
 static void test_dial_local(void **state)
 {
 	char path[128];
-	int l, fd;
+	child_t l;
+	int fd;
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/a.sock", dir);
-	l = listener(path, 16);
+	l = child_listener(path, 16);
 	install(40001, path, ft_host_id());
 	fd = ft_local_dial("127.0.0.1:40001", false);
 	assert_true(fd >= 0);
@@ -101,9 +145,13 @@ static void test_dial_local(void **state)
 	assert_int_equal(ft_local_dial("127.0.0.1:40001", false), -1);
 	install(40001, "", ft_host_id());
 	assert_int_equal(ft_local_dial("127.0.0.1:40001", false), -1);
-	close(l);
+	child_end(l);
 	install(40001, path, ft_host_id());
 	assert_int_equal(ft_local_dial("127.0.0.1:40001", false), -1); /* refused: nobody listens */
+	/* this very process listening there (a dead node's path now ours): not taken for that node */
+	int own = listener(path, 16);
+	assert_int_equal(ft_local_dial("127.0.0.1:40001", false), -1);
+	close(own);
 	unlink(path);
 }
 
@@ -111,12 +159,13 @@ static void test_dial_local(void **state)
 static void test_dial_full_backlog(void **state)
 {
 	char path[128];
-	int l, held[64], n = 0, fd;
+	int held[64], n = 0, fd;
+	child_t l;
 	double t0;
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/b.sock", dir);
-	l = listener(path, 0);
+	l = child_listener(path, 0);
 	install(40011, path, ft_host_id());
 	while (n < 64 && (fd = ft_local_dial("127.0.0.1:40011", true)) >= 0)
 		held[n++] = fd;
@@ -126,7 +175,7 @@ static void test_dial_full_backlog(void **state)
 	assert_true(now_s() - t0 < 1.0);
 	while (n > 0)
 		close(held[--n]);
-	close(l);
+	child_end(l);
 	unlink(path);
 }
 

@@ -86,7 +86,7 @@ static void arm_timer(loop_t *L)
  * The Unix socket has no SO_REUSEPORT: every loop's accept waits on the one listener and the first
  * waiter takes every connection. The loop that accepted one therefore gives it to the next loop in
  * turn (a short queue under that loop's qmu, read at its eventfd wake-up); false when it should keep
- * it (its own turn, one loop, or that queue full).
+ * it (its own turn, one loop, that queue full, or a stop under way).
  */
 static bool unix_hand_over(loop_t *L, int fd)
 {
@@ -549,12 +549,6 @@ fail:
 }
 
 /*
- * The Unix stream listener at path, made 0600 (the same user's processes: the node's peers on this
- * host); *ino and *dev identify the socket file, removed at stop only if it is still this one. A
- * socket file left by a server that died (the connect is refused) is replaced; a live listener
- * there, one that cannot be checked (EACCES, ...), or a file that is not a socket is an error.
- */
-/*
  * Makes the socket file just bound at path 0600, not following a symlink; *st is then its stat.
  * Without /proc, glibc cannot chmod without following (EOPNOTSUPP): bind never follows a final
  * symlink, so once lstat finds a socket there, chmod is safe.
@@ -568,6 +562,12 @@ static bool chmod_socket(const char *path, struct stat *st)
 	return chmod(path, 0600) == 0 && lstat(path, st) == 0;
 }
 
+/*
+ * The Unix stream listener at path, made 0600 (the same user's processes: the node's peers on this
+ * host); *ino and *dev identify the socket file, removed at stop only if it is still this one. A
+ * socket file left by a server that died (the connect is refused) is replaced; a live listener
+ * there, one that cannot be checked (EACCES, ...), or a file that is not a socket is an error.
+ */
 static int listen_unix(const char *path, ino_t *ino, dev_t *dev, char *err, size_t errlen)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};

@@ -8,7 +8,9 @@ mode, that relayed GETs really take the socket (the target's ft_http_connections
 that a target without one (`off`) or with a dead one is still reached over TCP, and the refusals:
 a path that is not a socket, a live listener there, a relative path, TLS, a bad join.
 """
+import http.client
 import os
+import socket
 import stat
 import subprocess
 import time
@@ -16,6 +18,7 @@ import time
 import s3util
 import ftcluster
 from conftest import FT_BIN, _free_base
+from ftutil import Api, unique
 from test_metrics import parse, scrape
 
 MIB = 1 << 20
@@ -192,3 +195,49 @@ def test_join_with_a_relative_socket_path_is_refused(make_cluster):
                                 secret=h.c.secret)
     assert st == 400 and "public_unix" in j["message"] and "absolute" in j["message"], (st, j)
     assert all(t["id"] != "t-unixbad" for t in h.targets())
+
+
+def loop_cpu_ns(pid):
+    """{thread name: CPU ns} of the public port's loop threads (ft-http-N) of process pid."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+            name = f.read().strip()
+        if name.startswith("ft-http-") and name[8:].isdigit():
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                out[name] = int(f.read().split()[0])
+    return out
+
+
+def test_unix_connections_are_spread_over_the_loops(make_cluster):
+    # A Unix socket has no SO_REUSEPORT: the first loop waiting on it would take every connection. Each
+    # connection below is kept busy with GETs; both loop threads must have worked (CPU time from schedstat).
+    h = make_cluster(targets=1, mountpaths=1, target_args=("--loop_threads", "2"))
+    api = Api(h.url)
+    b = unique("unixloops")
+    api.create_bucket(b)
+    data = os.urandom(16384)
+    api.put(b, "o", data)
+    t = h.c.targets[0]
+    path = h.targets()[0]["public_unix"]
+    conns = []
+    for _ in range(8):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(30)
+        s.connect(path)
+        c = http.client.HTTPConnection("localhost")
+        c.sock = s
+        conns.append(c)
+    before = loop_cpu_ns(t.pid)
+    assert sorted(before) == ["ft-http-0", "ft-http-1"], before
+    for _ in range(150):
+        for c in conns:
+            c.request("GET", "/v1/objects/%s/o" % b)
+            r = c.getresponse()
+            assert r.status == 200 and r.read() == data
+    after = loop_cpu_ns(t.pid)
+    for c in conns:
+        c.close()
+    worked = {n: after[n] - before[n] for n in before}
+    assert all(ns > 0 for ns in worked.values()), worked
+    assert min(worked.values()) > max(worked.values()) / 10, worked

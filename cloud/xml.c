@@ -215,6 +215,9 @@ int ft_be_xml_parse(const char *doc, size_t len, ft_be_xml_fn fn, void *ctx)
 	xml_t x = {.p = doc, .end = doc + len, .fn = fn, .ctx = ctx};
 	int rc = 0, seen_root = 0;
 
+	if (memchr(doc, '\0', len) != NULL)
+		return -1; /* no XML character: a name with one would be cut short, or empty, where it is copied */
+
 	while (rc == 0 && x.p < x.end) {
 		if (starts(&x, "<?")) {
 			rc = skip_past(&x, "?>");

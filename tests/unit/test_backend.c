@@ -639,6 +639,17 @@ static void test_list_parse(void **state)
 	assert_int_equal(ft_be_azure_list_parse(S("<EnumerationResults><Blobs><Blob><Name>n</Name>"), &page),
 			 FT_BACKEND_EPROTO);
 	ft_backend_page_free(&page);
+	/* A NUL byte is no XML character: a name with one (a prefix or a key) is malformed, never cut short. */
+	assert_int_equal(ft_be_azure_list_parse(S("<EnumerationResults><Blobs><BlobPrefix><Name>\0p/d/</Name>"
+						  "</BlobPrefix></Blobs></EnumerationResults>"),
+						&page),
+			 FT_BACKEND_EPROTO);
+	ft_backend_page_free(&page);
+	assert_int_equal(ft_be_aws_list_parse(S("<ListBucketResult><Contents><Key>a\0b</Key><Size>1</Size></Contents>"
+						"</ListBucketResult>"),
+					      &page, &truncated),
+			 FT_BACKEND_EPROTO);
+	ft_backend_page_free(&page);
 
 	/* A delimited listing's common prefixes: entries of their own, dir set, no size. */
 	assert_int_equal(ft_be_aws_list_parse(S("<ListBucketResult><Contents><Key>a</Key><Size>1</Size></Contents>"

@@ -56,7 +56,7 @@ typedef struct {
 	char id[FT_ID_MAX];
 	char public_url[FT_URL_MAX];
 	char control_url[FT_URL_MAX];
-	char public_unix[FT_UNIX_PATH_MAX]; /* the public port's Unix socket for this machine's proxies, "" = none */
+	char public_unix[FT_UNIX_PATH_MAX]; /* the public port's Unix socket (cluster/local.h), "" = none */
 	int n_mountpaths;
 	tgt_mountpath_t mountpaths[FT_MAX_MOUNTPATHS];
 	uint64_t mountpath_digests[FT_MAX_MOUNTPATHS]; /* ft_hrw_digest(path), for ft_hrw_pick */

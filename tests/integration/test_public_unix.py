@@ -175,6 +175,10 @@ def test_unusable_socket_paths_stop_the_target(tmp_path, make_cluster):
 
     rc, out = run_target(tmp_path, "--public_unix", "relative.sock")
     assert rc not in (None, 0) and "public_unix: an absolute path" in out, out
+    check = subprocess.run([os.path.join(FT_BIN, "ft-target"), "--mountpath", str(tmp_path / "mp"),
+                            "--public_unix", "relative.sock", "--check-config"], capture_output=True, text=True,
+                           timeout=30)
+    assert check.returncode == 2 and "public_unix: an absolute path" in check.stderr, check
 
     rc, out = run_target(tmp_path, "--public_unix", "/" + "x" * 120)
     assert rc not in (None, 0) and "public_unix: an absolute path shorter than" in out, out

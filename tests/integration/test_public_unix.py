@@ -205,11 +205,14 @@ def loop_cpu_ns(pid):
     """{thread name: CPU ns} of the public port's loop threads (ft-http-N) of process pid."""
     out = {}
     for tid in os.listdir("/proc/%d/task" % pid):
-        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
-            name = f.read().strip()
-        if name.startswith("ft-http-") and name[8:].isdigit():
-            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                out[name] = int(f.read().split()[0])
+        try:  # other threads (workers, fetchers) come and go meanwhile; the loop threads live on
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                name = f.read().strip()
+            if name.startswith("ft-http-") and name[8:].isdigit():
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    out[name] = int(f.read().split()[0])
+        except FileNotFoundError:
+            continue
     return out
 
 

@@ -30,6 +30,8 @@ static const char *const ops[FT_M_N_OPS] = {"GET", "HEAD", "PUT", "POST", "DELET
 static const char *const codes[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
 static const char *const caches[] = {[FT_M_CACHE_WARM] = "warm", [FT_M_CACHE_COLD] = "cold"};
 static const char *const listeners[] = {[FT_M_LISTENER_TCP] = "tcp", [FT_M_LISTENER_UNIX] = "unix"};
+static const char *const relay_ways[] = {
+	[FT_M_RELAY_SMALL] = "small", [FT_M_RELAY_SPLICED] = "spliced", [FT_M_RELAY_WORKER] = "worker"};
 static const char *const providers[] = {"aws", "gcp", "azure", "ht", "other"};
 static const char *const job_kinds[] = {"rebalance", "resilver",  "prefetch", "evict", "evict-bucket",
 					"mirror",    "ec-encode", "scrub",    "other"};
@@ -90,6 +92,11 @@ static const family_t families[FT_M__COUNT] = {
 	[FT_M_TARGET_DOWN_REPORTS] = {"ft_target_down_reports_total",
 				      "Targets marked down at once after a failed connection.", TYPE_COUNTER,
 				      FT_M_ROLE_PROXY, NOLABEL, NOLABEL},
+	[FT_M_S3_RELAY_GETS] =
+		{"ft_s3_relay_gets_total",
+		 "S3 GETs relayed from the targets, by the way of the answer: small (read whole and sent by "
+		 "a loop thread), spliced (moved socket to socket by a loop thread), worker (a worker thread).",
+		 TYPE_COUNTER, FT_M_ROLE_PROXY, L1("way", relay_ways), NOLABEL},
 	[FT_M_OPEN_FILE_HITS] =
 		{"ft_open_file_cache_hits_total",
 		 "Warm GETs and HEADs served from an object file kept open (no open, no metadata read).", TYPE_COUNTER,

@@ -44,6 +44,7 @@ typedef enum {
 	FT_M_ERRORS,                /* counter {kind}: failures by kind (ft_metric_error_t) */
 	FT_M_S3_RELAY_RETRIES,      /* counter: S3 relay requests retried on the next target */
 	FT_M_TARGET_DOWN_REPORTS,   /* counter: targets reported unreachable by this proxy */
+	FT_M_S3_RELAY_GETS,         /* counter {way}: S3 GETs relayed, by how the answer went to the client */
 	FT_M_OPEN_FILE_HITS,  /* counter: warm GETs/HEADs served from a kept-open object file (target/core/fcache.c) */
 	FT_M_OPEN_FILE_STALE, /* counter: kept-open files found changed at a GET, opened anew */
 	FT_M__COUNT
@@ -54,6 +55,8 @@ enum { FT_M_OP_GET = 0, FT_M_OP_HEAD, FT_M_OP_PUT, FT_M_OP_POST, FT_M_OP_DELETE,
 #define FT_M_N_OPS 7
 /* Values of the "listener" label of FT_M_HTTP_CONNECTIONS. */
 enum { FT_M_LISTENER_TCP = 0, FT_M_LISTENER_UNIX };
+/* Values of the "way" label of FT_M_S3_RELAY_GETS (proxy/s3/relay_loop.c). */
+enum { FT_M_RELAY_SMALL = 0, FT_M_RELAY_SPLICED, FT_M_RELAY_WORKER };
 /* Values of the "cache" label of FT_M_HTTP_DURATION. */
 enum { FT_M_CACHE_WARM = 0, FT_M_CACHE_COLD };
 

@@ -81,6 +81,7 @@ void http_conn_close(conn_t *c)
 		io_uring_prep_cancel_fd(sqe, c->fd, IORING_ASYNC_CANCEL_ALL);
 		io_uring_sqe_set_data64(sqe, 0);
 	}
+	http_file_sock_cancel(c);
 	http_stream_gone(c);
 	http_conn_unref(c);
 }
@@ -184,6 +185,7 @@ void http_finish_request(conn_t *c)
 	http_count_request(r);
 	for (h = r->hooks; h != NULL; h = h->next)
 		h->fn(h->arg);
+	http_file_sock_done(c);
 	if (r->file_fd >= 0 && !r->file_borrowed)
 		close(r->file_fd);
 	if (r->fp_rd >= 0) {

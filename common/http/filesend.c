@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* File bodies: sendfile(2) of the bytes in the page cache, and an io_uring splice through a pipe for the rest. */
+/* File bodies: sendfile(2) of the bytes in the page cache, an io_uring splice through a pipe for the rest; socket bodies. */
 #include "http/internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,16 @@
  *   too; the worker makes each range resident first (http_file_make_resident: the same check where
  *   cachestat(2) is there, then sendfile(2) to /dev/null of a range that is not; without cachestat
  *   always that), so the disk wait is the worker's.
+ * - A body from a socket (ft_resp_socket: the S3 relay's answer from a target) takes the pipe's way
+ *   on the loop thread alone: a socket never waits for a disk, so the loop splices it into the pipe
+ *   itself without waiting (SPLICE_F_NONBLOCK; the caller's socket is non-blocking), as much as the
+ *   pipe has room for and the body still needs (never a byte of the next message), and sends from the
+ *   pipe as from a file's. Only when the pipe is empty and the socket has nothing does the ring poll
+ *   the socket (IORING_OP_POLL_ADD, in c->rd_* like a fill, so "in flight" still means "the pipe is
+ *   empty"); its completion resumes the body. No worker thread, no hand-over between threads: the
+ *   bytes cost two splices on one thread. A socket silent for the caller's time, or a connection that
+ *   closes meanwhile, cancels the poll; the body is then cut. The socket stays the caller's: its
+ *   done(arg, err) runs when the request ends, with err 0 only when the whole body was read from it.
  * Every call but http_file_make_resident is on the connection's loop thread.
  */
 
@@ -320,12 +331,16 @@ void http_on_file_read(conn_t *c, int res)
 {
 	ft_req_t *r = &c->req;
 	bool ours = c->rd_gen == c->req_gen && c->phase == PH_SENDING && r->file_left > 0;
+	bool poll = c->rd_poll;
 
-	c->rd_inflight = false;
-	atomic_fetch_sub_explicit(&fills_inflight, 1, memory_order_relaxed);
+	c->rd_inflight = c->rd_poll = false;
+	if (!poll)
+		atomic_fetch_sub_explicit(&fills_inflight, 1, memory_order_relaxed);
 	if (ours) {
 		if (res < 0) {
 			r->file_err = -res;
+		} else if (poll) {
+			/* the socket has bytes (or its end): the resumed body splices them */
 		} else {
 			r->fp_len += (uint64_t)res;
 			if (res == 0)
@@ -354,6 +369,127 @@ static ssize_t send_some(conn_t *c, bool from_pipe, size_t n)
 	return sendfile(c->fd, r->file_fd, &off, n);
 }
 
+/* ---- bodies from a socket (see DESIGN) ---- */
+
+/* Moves what r's socket has into the pipe without waiting: up to the pipe's room and the body's rest. */
+static void sock_fill(ft_req_t *r)
+{
+	ssize_t k;
+
+	while (r->sock_left > 0 && r->fp_len < r->fp_cap && !r->fp_short && r->file_err == 0) {
+		uint64_t want = r->fp_cap - r->fp_len;
+
+		if (want > r->sock_left)
+			want = r->sock_left;
+		k = splice(r->file_fd, NULL, r->fp_wr, NULL, (size_t)want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (k > 0) {
+			r->fp_len += (uint64_t)k;
+			r->sock_left -= (uint64_t)k;
+		} else if (k == 0) {
+			r->fp_short = true; /* the socket ended before the body: cut once the pipe is out */
+		} else if (errno != EINTR) {
+			if (errno != EAGAIN)
+				r->file_err = errno;
+			return; /* EAGAIN: the socket is empty, or the pipe's buffers are all taken */
+		}
+	}
+}
+
+/* Asks the ring to tell when c's socket body has bytes (the pipe is empty); FILE_WAIT, or FILE_CUT. */
+static int sock_poll(conn_t *c)
+{
+	ft_req_t *r = &c->req;
+	struct io_uring_sqe *sqe;
+
+	if (!c->rd_inflight) {
+		if (c->closed)
+			return FILE_CUT;
+		sqe = http_get_sqe(c->L);
+		io_uring_prep_poll_add(sqe, r->file_fd, POLLIN | POLLRDHUP);
+		io_uring_sqe_set_data64(sqe, http_ud(c, TAG_READ));
+		c->rd_inflight = c->rd_poll = true;
+		c->rd_gen = c->req_gen;
+		c->refs++;
+	}
+	r->file_wait = true; /* this poll's completion (or an older request's fill or poll) resumes */
+	return FILE_WAIT;
+}
+
+/* http_file_body_send of a socket body: the pipe filled on this thread, the socket polled only when it is empty. */
+static int sock_body_send(conn_t *c)
+{
+	ft_req_t *r = &c->req;
+	ssize_t n;
+	int rc;
+
+	while (r->file_left > 0) {
+		if (c->rd_inflight && c->rd_gen == c->req_gen) {
+			r->file_wait = true; /* the pipe is empty and the socket polled */
+			return FILE_WAIT;
+		}
+		rc = pipe_open(r);
+		if (rc != 0)
+			r->file_err = -rc;
+		else
+			sock_fill(r);
+		if (r->fp_len == 0) {
+			if (r->file_err != 0 || r->fp_short) {
+				ft_warn("http: the body's source for %s %s with %llu bytes to go; closing", c->peer,
+					r->file_err != 0 ? strerror(r->file_err) : "ended",
+					(unsigned long long)r->file_left);
+				return FILE_CUT;
+			}
+			return sock_poll(c);
+		}
+		n = send_some(c, true, r->fp_len < r->file_left ? (size_t)r->fp_len : (size_t)r->file_left);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN && !c->closed)
+				return FILE_POLL;
+			if (errno != EPIPE && errno != ECONNRESET)
+				ft_warn("http: splice to %s: %s", c->peer, strerror(errno));
+			return FILE_CUT;
+		}
+		r->file_left -= (uint64_t)n;
+		r->fp_len -= (uint64_t)n;
+		r->m_sent += (uint64_t)n;
+		c->send_since = c->L->now;
+	}
+	return FILE_DONE;
+}
+
+void http_file_sock_cancel(conn_t *c)
+{
+	struct io_uring_sqe *sqe;
+
+	if (!c->rd_inflight || !c->rd_poll)
+		return;
+	sqe = http_get_sqe(c->L);
+	io_uring_prep_cancel64(sqe, http_ud(c, TAG_READ), 0);
+	io_uring_sqe_set_data64(sqe, 0);
+}
+
+void http_file_sock_done(conn_t *c)
+{
+	ft_req_t *r = &c->req;
+	int err = 0;
+
+	if (r->sock_done == NULL)
+		return;
+	if (c->rd_inflight && c->rd_poll && c->rd_gen == c->req_gen)
+		http_file_sock_cancel(c); /* never here (a poll in flight ends the request when it completes) */
+	if (!r->file_sock)
+		err = -ECANCELED; /* no body sent (HEAD, a status without one): the socket was not read */
+	else if (r->sock_left > 0)
+		err = r->sock_timed_out  ? -ETIMEDOUT
+		      : r->file_err != 0 ? -r->file_err
+		      : r->fp_short      ? -EPIPE
+					 : -ECONNRESET;
+	r->sock_done(r->sock_arg, err);
+	r->sock_done = NULL;
+}
+
 int http_file_body_send(conn_t *c)
 {
 	ft_req_t *r = &c->req;
@@ -362,6 +498,8 @@ int http_file_body_send(conn_t *c)
 	ssize_t n;
 	int rc;
 
+	if (r->file_sock)
+		return sock_body_send(c);
 	while (r->file_left > 0) {
 		if (r->file_err != 0) {
 			ft_warn("http: reading the file for %s: %s; closing", c->peer, strerror(r->file_err));

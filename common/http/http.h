@@ -162,6 +162,29 @@ void ft_resp_file(ft_req_t *r, int status, const char *content_type, int fd, off
  * response is finished; the caller keeps it open that long (an ft_req_on_done hook releases it).
  */
 void ft_resp_file_borrowed(ft_req_t *r, int status, const char *content_type, int fd, off_t off, uint64_t len);
+/*
+ * A body read from another connection, for a response call on r's loop thread (a handler there, or
+ * an ft_httpd_watch function of that thread): pre_len bytes already read from fd (copied), then
+ * the len - pre_len bytes fd still holds. fd is connected and non-blocking; the loop thread moves
+ * its bytes to the client with splice(2) through a pipe of the request, polling fd when it is empty
+ * (no worker thread, no copy through user memory), and never reads past the body. fd stays the
+ * caller's: the server reads it until done(arg, err) runs, on that loop thread, once the response is
+ * finished (or at once, when the call is refused): err 0 when the whole body was read from fd (it may
+ * carry another message), else -EPIPE (fd ended or failed first), -ETIMEDOUT (fd sent nothing for
+ * timeout_ms), -ECONNRESET (the client was gone first), -ECANCELED (no body to send: HEAD, a status
+ * without one). A body that could not be sent whole closes the client's connection without a proper
+ * end (never a short body looking whole).
+ */
+typedef struct {
+	int fd;
+	const void *pre;
+	size_t pre_len;
+	uint64_t len; /* the whole body: pre_len + what fd still holds */
+	int timeout_ms;
+	void (*done)(void *arg, int err);
+	void *arg;
+} ft_resp_socket_t;
+void ft_resp_socket(ft_req_t *r, int status, const char *content_type, const ft_resp_socket_t *b);
 /* JSON error body {"status": status, "message": "..."}, Content-Type application/json. */
 void ft_resp_error(ft_req_t *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* status (301/302/307/308) with Location and an empty body. */

@@ -223,6 +223,13 @@ struct ft_req {
 	size_t fp_cap;   /* the pipe's size */
 	uint64_t fp_len; /* file bytes from file_off in the pipe */
 	bool fp_short;   /* a splice into the pipe met the end of the file */
+	/* a body from a socket (ft_resp_socket): file_fd is the caller's connected socket, read on the loop */
+	bool file_sock;
+	bool sock_timed_out; /* the socket stayed silent for sock_timeout_ms */
+	int sock_timeout_ms;
+	uint64_t sock_left; /* body bytes not yet read from the socket */
+	void (*sock_done)(void *arg, int err);
+	void *sock_arg;
 	/* defer and hand-over */
 	ft_work_t work;
 	void (*defer_fn)(ft_req_t *r, void *arg);
@@ -263,8 +270,10 @@ struct conn {
 	pthread_mutex_t smu; /* blocking streams of the request (r->sh) */
 	pthread_cond_t scv;
 	http_tls_conn_t *tls; /* NULL on a plain connection */
-	/* the ring's splice of a file body into its pipe, in flight (filesend.c); it may outlive its request */
+	/* the ring's splice of a file body into its pipe, or its poll of a socket body's source, in flight
+	 * (filesend.c); it may outlive its request */
 	bool rd_inflight;
+	bool rd_poll;             /* the one in flight is a poll of a socket (ft_resp_socket) */
 	unsigned req_gen, rd_gen; /* requests finished on c; req_gen when the splice was submitted */
 	uint64_t rd_len;
 	bool sndbuf_small; /* the socket's send buffer is PIPE_SNDBUF's while a body goes through a pipe */
@@ -437,8 +446,12 @@ enum {
  * the request's pipe, filled by an io_uring splice (see DESIGN in filesend.c).
  */
 int http_file_body_send(conn_t *c);
-/* The ring's completion of a splice into a file body's pipe on c (TAG_READ). */
+/* The ring's completion of a splice into a file body's pipe, or of a socket body's poll, on c (TAG_READ). */
 void http_on_file_read(conn_t *c, int res);
+/* A socket body's source poll in flight is cancelled (the connection closes: nothing else would end it). */
+void http_file_sock_cancel(conn_t *c);
+/* The end of a request with a socket body: done(arg, err) of its owner (ft_resp_socket). */
+void http_file_sock_done(conn_t *c);
 /* The end of a request whose body went through a pipe: gives c's socket back a send buffer for any body. */
 void http_file_sndbuf_restore(conn_t *c);
 /*

@@ -281,6 +281,11 @@ static void on_timer(loop_t *L)
 		case PH_SENDING:
 			if ((c->send_inflight || c->poll_inflight) && L->now - c->send_since >= s->o.idle_timeout_ms)
 				http_conn_close(c);
+			/* a socket body whose source stopped sending (ft_resp_socket): cut */
+			if (c->rd_poll && c->rd_gen == c->req_gen && L->now - c->send_since >= c->req.sock_timeout_ms) {
+				c->req.sock_timed_out = true;
+				http_conn_close(c);
+			}
 			break;
 		case PH_LINGER:
 			if (L->now >= c->linger_until)

@@ -564,6 +564,45 @@ void ft_resp_file_borrowed(ft_req_t *r, int status, const char *content_type, in
 	resp_file(r, status, content_type, fd, off, len, true);
 }
 
+void ft_resp_socket(ft_req_t *r, int status, const char *content_type, const ft_resp_socket_t *b)
+{
+	bool send_body;
+	size_t hl;
+	char *out;
+
+	if (b->pre_len > b->len || http_tls_loop != r->c->L) { /* done must run on the caller's thread */
+		ft_error("http: ft_resp_socket %s", b->pre_len > b->len ? "with more bytes read than the body has"
+									: "off the request's loop thread");
+		ft_resp_error(r, 500, "internal error");
+		b->done(b->arg, -ECANCELED);
+		return;
+	}
+	if (stream_misuse(r, "ft_resp_socket")) {
+		b->done(b->arg, -ECANCELED);
+		return;
+	}
+	status = http_clamp_status(status);
+	send_body = r->method != FT_HTTP_HEAD && http_status_has_body(status);
+	out = http_resp_head(r, status, content_type, FR_LENGTH, b->len, send_body ? b->pre_len : 0, &hl);
+	if (send_body && b->pre_len > 0)
+		memcpy(out + hl, b->pre, b->pre_len);
+	r->out = out;
+	r->out_len = hl + (send_body ? b->pre_len : 0);
+	r->sock_done = b->done;
+	r->sock_arg = b->arg;
+	r->sock_left = b->len - b->pre_len;
+	if (send_body && r->sock_left > 0) {
+		r->file_fd = b->fd;
+		r->file_borrowed = true;
+		r->file_sock = true;
+		r->file_left = r->sock_left;
+		r->sock_timeout_ms = b->timeout_ms > 0 ? b->timeout_ms : 1;
+	} else if (send_body) {
+		r->file_sock = true; /* the whole body came with pre: fd read whole */
+	}
+	http_resp_commit(r);
+}
+
 /* Appends s as a JSON string body (quotes included) to out; out has room for 6 * strlen(s) + 3. */
 static size_t json_escape(const char *s, char *out)
 {

@@ -28,10 +28,11 @@
  * S3 clients do not follow redirects, so the proxy carries object bytes itself. A GET goes from
  * the loop thread to a relay loop (relay_loop.c), which asks the owner on a kept-alive connection
  * and answers a body or error of up to PX_S3_RLOOP_SMALL in one response call
- * (px_s3_get_answer). A larger answer comes to a worker with the connection and its head
- * (px_s3_get_handoff): a 200/206 with a Content-Length goes to the client with
- * ft_resp_stream_splice, socket to socket in kernel pages (the pipe bounds what is in flight, and
- * a slow client slows the target read). HEAD goes on a worker through the relay client
+ * (px_s3_get_answer). A larger 200/206 with a Content-Length is moved by that loop thread from the
+ * target's socket to the client's in kernel pages (px_s3_get_stream, ft_resp_socket: the pipe bounds
+ * what is in flight, and a slow client slows the target read). Any other answer comes to a worker
+ * with the connection and its head (px_s3_get_handoff), which relays it the same way with
+ * ft_resp_stream_splice when it can. HEAD goes on a worker through the relay client
  * (relay.c), as does every GET the loops could not take or lost before a whole answer. What the
  * relay client does not take (a redirect after a map change, a chunked or unbounded body) is
  * asked again through libcurl, whose write callback feeds ft_resp_stream_write; 304 and error
@@ -558,6 +559,8 @@ void px_s3_get_handoff(px_s3_req_t *q, int fd, const char *hostport, char *buf, 
 {
 	get_handoff_t *ho = malloc(sizeof(*ho));
 
+	ft_metric_add(FT_M_S3_RELAY_GETS, FT_M_RELAY_WORKER, 0, 1);
+
 	if (ho == NULL) { /* nothing went to the client: a worker asks again */
 		if (fd >= 0)
 			close(fd);
@@ -573,18 +576,44 @@ void px_s3_get_handoff(px_s3_req_t *q, int fd, const char *hostport, char *buf, 
 	px_s3_defer(q, get_work_handoff);
 }
 
-void px_s3_get_answer(px_s3_req_t *q, const char *buf, size_t head_len, size_t len)
+/* The target's head that the relay loop read into buf, into t; false, q answered, when it does not parse. */
+static bool loop_head(px_s3_req_t *q, const char *buf, size_t head_len, px_s3_target_head_t *t)
 {
-	get_ctx_t c = {.q = q, .t = {.length = -1}};
 	ft_hp_header_t hdrs[PX_S3_TARGET_HEADERS_MAX];
 	ft_hp_resp_head_t h;
 
 	if (ft_hp_parse_resp_head(buf, head_len, PX_S3_TARGET_HEAD_MAX, hdrs, PX_S3_TARGET_HEADERS_MAX, &h) !=
 	    FT_HP_DONE) { /* parsed once already by the loop: cannot happen */
 		px_s3_error(q, PX_S3_INTERNAL, "unreadable answer from the target");
+		return false;
+	}
+	px_s3_target_head_fill(t, &h, hdrs);
+	return true;
+}
+
+void px_s3_get_stream(px_s3_req_t *q, const char *buf, size_t head_len, size_t len, int fd,
+		      void (*done)(void *arg, int err), void *arg)
+{
+	px_s3_target_head_t t = {.length = -1};
+	ft_resp_socket_t b = {.fd = fd, .pre = buf + head_len, .pre_len = len - head_len, .done = done, .arg = arg};
+
+	ft_metric_add(FT_M_S3_RELAY_GETS, FT_M_RELAY_SPLICED, 0, 1);
+	if (!loop_head(q, buf, head_len, &t)) {
+		done(arg, -ECANCELED);
 		return;
 	}
-	px_s3_target_head_fill(&c.t, &h, hdrs);
+	b.len = (uint64_t)t.length;
+	b.timeout_ms = PX_S3_RELAY_TIMEOUT_MS;
+	ft_resp_socket(q->r, (int)t.status, object_headers(q, &t), &b);
+}
+
+void px_s3_get_answer(px_s3_req_t *q, const char *buf, size_t head_len, size_t len)
+{
+	get_ctx_t c = {.q = q, .t = {.length = -1}};
+
+	ft_metric_add(FT_M_S3_RELAY_GETS, FT_M_RELAY_SMALL, 0, 1);
+	if (!loop_head(q, buf, head_len, &c.t))
+		return;
 	if (c.t.status == 200 || c.t.status == 206) {
 		ft_resp_bytes(q->r, (int)c.t.status, object_headers(q, &c.t), buf + head_len, len - head_len);
 		return;
@@ -630,6 +659,8 @@ void px_s3_object_get(px_s3_req_t *q)
 			return;
 		}
 	}
-	if (!get_submit(q))
+	if (!get_submit(q)) {
+		ft_metric_add(FT_M_S3_RELAY_GETS, FT_M_RELAY_WORKER, 0, 1);
 		px_s3_defer(q, get_work);
+	}
 }

@@ -60,6 +60,14 @@ int px_s3_meta_lines_or_error(px_s3_req_t *q, const char ***lines);
  */
 void px_s3_get_answer(px_s3_req_t *q, const char *buf, size_t head_len, size_t len);
 /*
+ * Relay loop thread (get.c): answers q with the target's 200/206 whose head (head_len bytes) and
+ * first body bytes (up to len) are in buf (copied), the rest of its Content-Length still in the
+ * connection fd (non-blocking), moved to the client by this loop thread (ft_resp_socket). fd stays
+ * the caller's until done(arg, err) runs on this thread (err 0: the body was read whole from fd).
+ */
+void px_s3_get_stream(px_s3_req_t *q, const char *buf, size_t head_len, size_t len, int fd,
+		      void (*done)(void *arg, int err), void *arg);
+/*
  * Relay loop thread (get.c): q goes on a worker, with the connection fd (blocking; -1 for none:
  * the worker asks again) to hostport and the len bytes buf (malloc'd, taken; a whole response
  * head, maybe followed by the first body bytes) already read from it.

@@ -34,20 +34,23 @@
  * comes, and the answer goes to the client from the same thread: no hand-over to another thread
  * and back, no wake-up, no lock on the way. A 200/206 whose body is at most PX_S3_RLOOP_SMALL, and
  * a small error answer, is answered in one response call (px_s3_get_answer). The answer is read
- * into the job's buffer from the first byte (no peek: one receive takes a small answer whole), so
- * anything else - a large body, a redirect, a chunked answer - goes on a worker with the
- * connection and the bytes read so far, the head and the first body bytes (px_s3_get_handoff),
- * and the worker sends those, then splices the rest. A connection that failed before a
- * whole answer goes to a worker with none, which asks again (and retries on a new owner when the
- * target is dead). Nothing reaches the client from here except one whole answer, so every
- * fallback may repeat the GET. A timerfd in each epoll set sweeps the jobs of a silent target
- * once a second.
+ * into the job's buffer from the first byte (no peek: one receive takes a small answer whole). A
+ * larger 200/206 with a Content-Length is answered from here too (px_s3_get_stream): the head and
+ * the first body bytes read so far, then the rest moved from the connection to the client by the
+ * HTTP server on this same thread (ft_resp_socket, splice through a pipe), the connection back in
+ * the idle pool once its body was read whole (stream_done). Anything else - a redirect, a chunked
+ * answer - goes on a worker with the connection and the bytes read so far (px_s3_get_handoff). A
+ * connection that failed before a whole head goes to a worker with none, which asks again (and
+ * retries on a new owner when the target is dead); nothing reaches the client before a whole head,
+ * so every fallback may repeat the GET. A timerfd in each epoll set sweeps the jobs of a silent
+ * target once a second (a streamed body has the HTTP server's timeout instead).
  *
  * OWNERSHIP
  * A relay loop (rloop_t) belongs to its loop thread; it is listed in loops[] so that workers can
  * give connections back (under its mu) and px_s3_rloop_stop can free it once the HTTP server
  * stopped. A submitted job (rjob_t, malloc'd) belongs to its loop until it is answered (then
- * freed here) or handed off (its buffer and connection then belong to the worker). Idle
+ * freed here) or handed off (its buffer and connection then belong to the worker); a streamed one
+ * is off the active list, its connection lent to the HTTP server, until stream_done frees it. Idle
  * connections belong to the loop that last used them (RLOOP_IDLE_MAX per loop, oldest closed
  * first); a worker gives a connection it took over back to the loops once its answer was read
  * whole (px_s3_rloop_give).
@@ -399,6 +402,39 @@ static bool job_connect(rloop_t *L, rjob_t *j, bool fresh)
 	return true;
 }
 
+/*
+ * The body of j's answer (a 200/206) comes from its connection: the HTTP server's loop, this same
+ * thread, moves it to the client (px_s3_get_stream). The connection leaves the epoll set meanwhile
+ * (the server polls it) and j, off the active list, lives on until stream_done.
+ */
+static void stream_done(void *arg, int err);
+
+static void job_stream(rloop_t *L, rjob_t *j)
+{
+	int fd = job_detach_fd(L, j);
+
+	active_unlink(L, j);
+	epoll_ctl(L->ep, EPOLL_CTL_DEL, fd, NULL);
+	j->fd = fd;
+	px_s3_get_stream(j->q, j->buf, j->head_len, j->len, fd, stream_done, j); /* j may be gone on return */
+}
+
+/* The end of j's streamed answer (this loop thread): the connection kept when its answer was read whole. */
+static void stream_done(void *arg, int err)
+{
+	rjob_t *j = arg;
+	rloop_t *L = my_loop;
+
+	if (err != 0 && err != -ECONNRESET && err != -ECANCELED)
+		ft_warn("s3 relay: the body from %s broke off: %s", j->hostport, strerror(-err));
+	if (err == 0 && j->keep_alive && atomic_load(&running) && conn_watch(L, j->fd))
+		idle_give(L, j->fd, j->hostport);
+	else
+		close(j->fd);
+	j->fd = -1;
+	job_free(L, j);
+}
+
 /* The connection of j ended or failed before its answer was whole: again on a new one, or to a worker. */
 static void job_broken(rloop_t *L, rjob_t *j)
 {
@@ -472,9 +508,16 @@ static int job_read_head(rloop_t *L, rjob_t *j)
 	}
 	j->head_len = h.head_len;
 	if (!job_small(j, &h)) {
-		/* the worker takes what was read (the head, maybe body bytes) and splices the rest; bytes
+		bool within = h.content_length < 0 || j->len - j->head_len <= (uint64_t)h.content_length;
+
+		if (within && (h.status == 200 || h.status == 206) && !h.chunked && h.content_length >= 0) {
+			j->keep_alive = h.keep_alive;
+			job_stream(L, j);
+			return -1;
+		}
+		/* the worker takes what was read (the head, maybe body bytes) and relays the rest; bytes
 		 * beyond a declared length are no answer to this request: the worker asks again */
-		job_handoff(L, j, h.content_length < 0 || j->len - j->head_len <= (uint64_t)h.content_length);
+		job_handoff(L, j, within);
 		return -1;
 	}
 	if (j->len > j->want) { /* more than the answer (a target that misbehaves): the connection is not kept */

@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 # The S3 GET relay (proxy/s3/relay_loop.c, relay.c + ft_resp_stream_splice): whole bodies on kept-alive connections, errors relayed, cut bodies when the target dies.
 """
-A GET through /s3 is relayed by the proxy's own keep-alive client and spliced to the client. These
-tests check what a client sees when the owning target dies in the middle of a body (a cut
-response, never a whole-looking one) and that connections kept from before a target restart do
-not fail requests after it.
+A GET through /s3 is relayed by the proxy's own keep-alive client and spliced to the client (by the
+proxy's loop thread, ft_resp_socket; a worker's ft_resp_stream_splice for what the loop hands over).
+These tests check what a client sees when the owning target dies or stalls in the middle of a body
+(a cut response, never a whole-looking one), that many large bodies at once come whole, and that
+connections kept from before a target restart do not fail requests after it.
 """
 import http.client
 import os
 import re
+import signal
 import socket
 import threading
 import time
@@ -19,6 +21,7 @@ from botocore.exceptions import ClientError
 
 import s3util
 from ftutil import Api
+from test_metrics import parse, scrape
 
 MIB = 1 << 20
 
@@ -78,19 +81,22 @@ def test_gets_after_target_restart_on_kept_connections(make_cluster):
     objs = {"o%02d" % i: os.urandom(100000 + i) for i in range(8)}
     for k, v in objs.items():
         s3.put_object(Bucket=b, Key=k, Body=v)
-    # many GETs leave kept-alive relay connections on many proxy workers
+    # many GETs leave kept-alive relay connections in the loops' pools, HEADs in the workers' (relay.c)
     for _ in range(6):
         for k, v in objs.items():
             assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v
+            assert s3.head_object(Bucket=b, Key=k)["ContentLength"] == len(v)
     h.kill_target(0)
     h.restart_target(0)
-    # every one of them is now closed by the target's restart: each GET still succeeds, whole
+    # every one of them is now closed by the target's restart: each GET and HEAD still succeeds, whole
     for _ in range(6):
         for k, v in objs.items():
+            assert s3.head_object(Bucket=b, Key=k)["ContentLength"] == len(v)
             got = s3.get_object(Bucket=b, Key=k)
             assert got["ContentLength"] == len(v)
             assert got["Body"].read() == v
-    # the proxy found connections the restart had closed and asked again on new ones
+    # a worker found connections the restart had closed and asked again on new ones (the loops close
+    # theirs as the target's close arrives: they watch their idle connections)
     with open(h.c.proxy.log, errors="replace") as f:
         assert "was closed; on a new one" in f.read()
     # ranged and conditional GETs, and errors, on the same path
@@ -120,7 +126,7 @@ def error_code(body):
 
 def one_connection(make_cluster, prefix, objs, **put_args):
     """A one-target cluster with a new bucket holding objs (PUT with put_args), and one kept-alive client
-    connection to its proxy: (s3 client, bucket, connection); the caller closes the connection."""
+    connection to its proxy: (s3 client, bucket, connection, cluster); the caller closes the connection."""
     h = make_cluster(targets=1)
     s3 = s3util.client(h)
     b = s3util.bucket_name(prefix)
@@ -128,16 +134,27 @@ def one_connection(make_cluster, prefix, objs, **put_args):
     for k, v in objs.items():
         s3.put_object(Bucket=b, Key=k, Body=v, **put_args)
     u = urllib.parse.urlsplit(h.url)
-    return s3, b, http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    return s3, b, http.client.HTTPConnection(u.hostname, u.port, timeout=60), h
+
+
+def relay_gets(h, way):
+    """The proxy's ft_s3_relay_gets_total{way}."""
+    return parse(scrape(h.url)).get(("ft_s3_relay_gets_total", (("way", way),)), 0.0)
+
+
+def target_unix_connections(h):
+    """Connections the cluster's targets accepted on their Unix sockets (the proxy's; a scrape comes over TCP)."""
+    return sum(v for t in h.targets() for (name, labels), v in parse(scrape(t["public_url"])).items()
+               if name == "ft_http_connections_total" and ("listener", "unix") in labels)
 
 
 def test_answers_whole_in_turn_on_one_connection(make_cluster):
-    """Small bodies (answered by the relay loop), larger ones (handed to a worker with the bytes the
-    loop read), ranges, an empty object and the target's error answers, in turn on one kept-alive
+    """Small bodies (answered whole by the relay loop), larger ones (moved socket to socket by the
+    loop thread after the bytes it read with the head), ranges, an empty object and the target's error answers, in turn on one kept-alive
     client connection: each whole, the errors S3 XML with the target's reason."""
     objs = {"small": os.urandom(16 * 1024), "mid": os.urandom(100 * 1024), "big": os.urandom(3 * MIB),
             "empty": b""}
-    s3, b, conn = one_connection(make_cluster, "relay", objs)
+    s3, b, conn, _ = one_connection(make_cluster, "relay", objs)
     etag = s3.head_object(Bucket=b, Key="small")["ETag"]
     try:
         for _ in range(3):
@@ -169,7 +186,7 @@ def test_long_answer_heads_relayed_whole(make_cluster):
     meta = {"m%02d" % i: ("v%02d" % i) * 20 for i in range(30)}  # 30 * (3 + 60) = 1890 bytes
     disposition = 'attachment; filename="%s.bin"' % ("d" * 480)
     objs = {"small": os.urandom(16 * 1024), "edge": os.urandom(62 * 1024), "mid": os.urandom(200 * 1024)}
-    s3, b, conn = one_connection(make_cluster, "relayhead", objs, Metadata=meta, ContentDisposition=disposition)
+    s3, b, conn, _ = one_connection(make_cluster, "relayhead", objs, Metadata=meta, ContentDisposition=disposition)
     try:
         for _ in range(3):
             for k, v in objs.items():
@@ -274,3 +291,159 @@ def test_clients_leaving_mid_body_free_their_workers(make_cluster):
             c.close()
     for _ in range(3):
         assert s3.get_object(Bucket=b, Key="big")["Body"].read() == data
+
+
+def test_large_bodies_moved_by_the_loop_on_kept_connections(make_cluster):
+    """Bodies over the relay loop's small size, whole and by range (a range in the first bytes, one
+    across the end of what the loop reads with the head, a suffix), go from the target's connection
+    to the client on the loop thread (ft_s3_relay_gets_total{way="spliced"}), and the connection to
+    the target (its Unix socket) carries the next GET: one client connection's 35 large GETs open no
+    new one."""
+    sizes = {"a": 64 * 1024 + 1, "b": 200 * 1024, "c": 3 * MIB + 7, "d": 9 * MIB}
+    objs = {k: os.urandom(n) for k, n in sizes.items()}
+    s3, b, conn, h = one_connection(make_cluster, "relaysplice", objs)
+    try:
+        st, _, body = raw_get(conn, presigned_get(s3, b, "a"))  # the first: opens the connection kept
+        assert (st, body) == (200, objs["a"])
+        spliced, opened = relay_gets(h, "spliced"), target_unix_connections(h)
+        for _ in range(5):
+            for k, v in objs.items():
+                st, hd, body = raw_get(conn, presigned_get(s3, b, k))
+                assert (st, int(hd["content-length"]), body) == (200, len(v), v), k
+            v = objs["c"]
+            for rng, want in (("bytes=0-99999", v[:100000]), ("bytes=30000-2000000", v[30000:2000001]),
+                              ("bytes=-1500000", v[-1500000:])):
+                st, hd, body = raw_get(conn, presigned_get(s3, b, "c"), {"Range": rng})
+                assert (st, body) == (206, want), rng
+        assert relay_gets(h, "spliced") - spliced == 5 * 7
+        assert target_unix_connections(h) == opened, "the relay's connection to the target was not kept"
+    finally:
+        conn.close()
+
+
+def test_many_large_bodies_at_once_come_whole(make_cluster):
+    """8 clients on their own connections GET large objects at once (3 targets, so each proxy loop
+    moves several bodies from several connections side by side): every body is the object's."""
+    h = make_cluster(targets=3)
+    s3 = s3util.client(h, read_timeout=120)
+    b = s3util.bucket_name("relaymany")
+    s3.create_bucket(Bucket=b)
+    objs = {"o%d" % i: os.urandom((i + 1) * 700 * 1024 + i) for i in range(8)}
+    for k, v in objs.items():
+        s3.put_object(Bucket=b, Key=k, Body=v)
+    urls = {k: presigned_get(s3, b, k) for k in objs}
+    u = urllib.parse.urlsplit(h.url)
+    bad, done = [], []
+    lock = threading.Lock()
+
+    def client(seed):
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+        keys = sorted(objs)
+        try:
+            for i in range(12):
+                k = keys[(seed + i * 3) % len(keys)]
+                st, _, body = raw_get(conn, urls[k])
+                with lock:
+                    (done if (st, body) == (200, objs[k]) else bad).append((k, st, len(body)))
+        finally:
+            conn.close()
+
+    spliced = relay_gets(h, "spliced")
+    threads = [threading.Thread(target=client, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not bad, bad[:5]
+    assert len(done) == 8 * 12
+    assert relay_gets(h, "spliced") - spliced == 8 * 12
+
+
+def test_target_stalling_mid_body_cuts_the_response(make_cluster):
+    """The owner stops (SIGSTOP) in the middle of a large body: the proxy's loop thread goes on
+    serving other GETs meanwhile, and after the relay's 30 s without a byte the client's response
+    is cut (never a whole-looking one); once the target goes on, GETs of the object come whole."""
+    h = make_cluster(targets=2)
+    s3 = s3util.client(h, read_timeout=120)
+    b = s3util.bucket_name("relaystall")
+    s3.create_bucket(Bucket=b)
+    data = os.urandom(64 * MIB)
+    s3.put_object(Bucket=b, Key="big", Body=data)
+    api = Api(h.url)
+    victim = h.index_of_url(api.owner(b, "big"))
+    others = {}
+    for i in range(40):
+        k = "s%02d" % i
+        if h.index_of_url(api.owner(b, k)) != victim:
+            others[k] = os.urandom(200 * 1024 + i)
+            s3.put_object(Bucket=b, Key=k, Body=others[k])
+    assert others, "every key on the victim: pick more keys"
+    c, r = open_get(presigned_get(s3, b, "big"))
+    try:
+        assert r.status == 200
+        assert r.read(MIB) == data[:MIB]
+        h.c.targets[victim].signal(signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            u = urllib.parse.urlsplit(h.url)
+            other = http.client.HTTPConnection(u.hostname, u.port, timeout=20)
+            for k, v in others.items():  # the same proxy, maybe the same loop thread, is not held up
+                st, _, body = raw_get(other, presigned_get(s3, b, k))
+                assert (st, body) == (200, v), k
+            other.close()
+            got = MIB
+            while True:
+                chunk = r.read(MIB)
+                if not chunk:
+                    break
+                assert chunk == data[got:got + len(chunk)]
+                got += len(chunk)
+            waited = time.monotonic() - t0
+            assert got < len(data), "a whole body from a stopped target"
+            assert waited >= 25, "cut after %.1f s, before the relay's timeout" % waited
+        finally:
+            h.c.targets[victim].signal(signal.SIGCONT)
+    finally:
+        c.close()
+    assert s3.get_object(Bucket=b, Key="big")["Body"].read() == data
+
+
+def test_proxy_stops_while_it_moves_bodies(make_cluster):
+    """SIGTERM to a proxy whose loop threads are moving large bodies to clients that stopped
+    reading: it exits cleanly (status 0, after its drain), the bodies cut, never left looking whole;
+    restarted, it serves the object whole."""
+    h = make_cluster(targets=1)
+    s3 = s3util.client(h, read_timeout=120)
+    b = s3util.bucket_name("relaystop")
+    s3.create_bucket(Bucket=b)
+    data = os.urandom(64 * MIB)
+    s3.put_object(Bucket=b, Key="big", Body=data)
+    url = presigned_get(s3, b, "big")
+    held = []
+    try:
+        for _ in range(4):
+            c, r = open_get(url)
+            assert r.status == 200
+            assert r.read(MIB) == data[:MIB]
+            held.append((c, r))
+        p = h.c.proxy
+        p.signal(signal.SIGTERM)
+        assert p.wait_dead(30), "the proxy did not exit"
+        assert p.returncode == 0, p.returncode
+        for c, r in held:
+            got = MIB
+            try:
+                while True:
+                    chunk = r.read(MIB)
+                    if not chunk:
+                        break
+                    got += len(chunk)
+            except (OSError, http.client.HTTPException):
+                pass
+            assert got < len(data), "a whole body after the proxy stopped"
+    finally:
+        for c, _ in held:
+            c.close()
+    h.c.proxy.spawn(h.c.env)
+    h.c.wait_ready(30)
+    assert s3.get_object(Bucket=b, Key="big")["Body"].read() == data

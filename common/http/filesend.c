@@ -87,6 +87,7 @@
 #define CHECK_WIN (1024 * 1024)        /* the check after a larger one failed */
 #define PIPE_SNDBUF (256 * 1024)       /* SO_SNDBUF while a body goes through the pipe (the kernel doubles it) */
 #define WMEM_DEFAULT (4 * 1024 * 1024) /* tcp_wmem's maximum where it cannot be read */
+#define SOCK_PIPE_MAX (1024 * 1024)    /* bytes of a socket body in its pipe at most */
 
 #ifndef __NR_cachestat
 #define __NR_cachestat 451 /* the same number on every architecture */
@@ -301,7 +302,8 @@ static int pipe_open(ft_req_t *r)
 	r->fp_rd = p[0];
 	r->fp_wr = p[1];
 	r->fp_cap = (size_t)cap;
-	sndbuf_shrink(r->c);
+	if (!r->file_sock)
+		sndbuf_shrink(r->c); /* for bytes fresh from the disk (see DESIGN); a socket's are no fresher */
 	return 0;
 }
 
@@ -337,10 +339,12 @@ void http_on_file_read(conn_t *c, int res)
 	if (!poll)
 		atomic_fetch_sub_explicit(&fills_inflight, 1, memory_order_relaxed);
 	if (ours) {
-		if (res < 0) {
+		if (poll) {
+			/* bytes, or the socket's end: the resumed body splices them; cancelled: the connection closed */
+			if (res < 0 && res != -ECANCELED)
+				r->file_err = -res;
+		} else if (res < 0) {
 			r->file_err = -res;
-		} else if (poll) {
-			/* the socket has bytes (or its end): the resumed body splices them */
 		} else {
 			r->fp_len += (uint64_t)res;
 			if (res == 0)
@@ -371,13 +375,18 @@ static ssize_t send_some(conn_t *c, bool from_pipe, size_t n)
 
 /* ---- bodies from a socket (see DESIGN) ---- */
 
-/* Moves what r's socket has into the pipe without waiting: up to the pipe's room and the body's rest. */
+/*
+ * Moves what r's socket has into the pipe without waiting: up to SOCK_PIPE_MAX in the pipe (a
+ * file body's pipe holds references to pages of the page cache, a socket body's bytes are memory of
+ * their own, held for as long as the client takes to read them) and the body's rest.
+ */
 static void sock_fill(ft_req_t *r)
 {
+	uint64_t cap = r->fp_cap < SOCK_PIPE_MAX ? r->fp_cap : SOCK_PIPE_MAX;
 	ssize_t k;
 
-	while (r->sock_left > 0 && r->fp_len < r->fp_cap && !r->fp_short && r->file_err == 0) {
-		uint64_t want = r->fp_cap - r->fp_len;
+	while (r->sock_left > 0 && r->fp_len < cap && !r->fp_short && r->file_err == 0) {
+		uint64_t want = cap - r->fp_len;
 
 		if (want > r->sock_left)
 			want = r->sock_left;
@@ -459,6 +468,17 @@ static int sock_body_send(conn_t *c)
 	return FILE_DONE;
 }
 
+bool http_file_body_ready(conn_t *c)
+{
+	ft_req_t *r = &c->req;
+
+	if (!r->file_sock)
+		return true;
+	if (pipe_open(r) == 0)
+		sock_fill(r);
+	return r->fp_len > 0;
+}
+
 void http_file_sock_cancel(conn_t *c)
 {
 	struct io_uring_sqe *sqe;
@@ -480,12 +500,9 @@ void http_file_sock_done(conn_t *c)
 	if (c->rd_inflight && c->rd_poll && c->rd_gen == c->req_gen)
 		http_file_sock_cancel(c); /* never here (a poll in flight ends the request when it completes) */
 	if (!r->file_sock)
-		err = -ECANCELED; /* no body sent (HEAD, a status without one): the socket was not read */
-	else if (r->sock_left > 0)
-		err = r->sock_timed_out  ? -ETIMEDOUT
-		      : r->file_err != 0 ? -r->file_err
-		      : r->fp_short      ? -EPIPE
-					 : -ECONNRESET;
+		err = -ECANCELED;  /* no body sent (HEAD, a status without one): the socket was not read */
+	else if (r->sock_left > 0) /* the source's own error was logged where the body was cut */
+		err = r->sock_timed_out ? -ETIMEDOUT : r->file_err != 0 || r->fp_short ? -EPIPE : -ECONNRESET;
 	r->sock_done(r->sock_arg, err);
 	r->sock_done = NULL;
 }

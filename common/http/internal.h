@@ -448,6 +448,12 @@ enum {
 int http_file_body_send(conn_t *c);
 /* The ring's completion of a splice into a file body's pipe, or of a socket body's poll, on c (TAG_READ). */
 void http_on_file_read(conn_t *c, int res);
+/*
+ * Whether body bytes can follow r's head at once (the head then goes with MSG_MORE, or staged for
+ * TLS): always for a file; for a socket body, once what the socket has is in the pipe (a head held
+ * back for bytes that may be long in coming would wait with them).
+ */
+bool http_file_body_ready(conn_t *c);
 /* A socket body's source poll in flight is cancelled (the connection closes: nothing else would end it). */
 void http_file_sock_cancel(conn_t *c);
 /* The end of a request with a socket body: done(arg, err) of its owner (ft_resp_socket). */
@@ -506,9 +512,9 @@ bool http_tls_on_send(conn_t *c, int *res);
 /*
  * send(2) of a file response's head, whose file bytes follow with http_tls_sendfile (the head may
  * be staged to go out with them), and sendfile(2) / splice(2) (pipe) on a non-blocking socket, through
- * TLS: bytes, or -1 with errno.
+ * TLS: bytes, or -1 with errno. The head is staged only when may_stage (body bytes follow at once).
  */
-ssize_t http_tls_write_head(conn_t *c, const void *p, size_t n);
+ssize_t http_tls_write_head(conn_t *c, const void *p, size_t n, bool may_stage);
 ssize_t http_tls_sendfile(conn_t *c, int fd, off_t *off, size_t n, bool pipe);
 
 #endif

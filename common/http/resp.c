@@ -136,21 +136,22 @@ void http_send_continue(conn_t *c)
 /* ---- sending ---- */
 
 /*
- * Header with MSG_MORE, then the file body (filesend.c: sendfile(2) of the bytes in the page cache,
+ * Header (with MSG_MORE when body bytes follow at once: http_file_body_ready), then the file body (filesend.c: sendfile(2) of the bytes in the page cache,
  * an io_uring splice through a pipe for the others, so the loop never waits for the disk); polls the
  * ring for POLLOUT when the socket is full.
  */
 static void file_send(conn_t *c)
 {
 	ft_req_t *r = &c->req;
+	bool more = c->send_off < r->out_len && http_file_body_ready(c);
 	ssize_t n;
 
 	while (c->send_off < r->out_len) {
 		if (c->tls != NULL)
-			n = http_tls_write_head(c, r->out + c->send_off, r->out_len - c->send_off);
+			n = http_tls_write_head(c, r->out + c->send_off, r->out_len - c->send_off, more);
 		else
 			n = send(c->fd, r->out + c->send_off, r->out_len - c->send_off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT | MSG_MORE);
+				 MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

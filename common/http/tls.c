@@ -417,11 +417,11 @@ static bool stage_get(http_tls_conn_t *t)
 	return t->stage != NULL;
 }
 
-ssize_t http_tls_write_head(conn_t *c, const void *p, size_t n)
+ssize_t http_tls_write_head(conn_t *c, const void *p, size_t n, bool may_stage)
 {
 	http_tls_conn_t *t = c->tls;
 
-	if (t->ktls_tx || t->stage_len != 0 || n > TLS_STAGE / 4 || !stage_get(t))
+	if (!may_stage || t->ktls_tx || t->stage_len != 0 || n > TLS_STAGE / 4 || !stage_get(t))
 		return tls_write(c, p, n);
 	memcpy(t->stage, p, n);
 	t->stage_len = t->stage_head = n;

@@ -660,7 +660,8 @@ void px_s3_object_get(px_s3_req_t *q)
 		}
 	}
 	if (!get_submit(q)) {
-		ft_metric_add(FT_M_S3_RELAY_GETS, FT_M_RELAY_WORKER, 0, 1);
+		if (ft_req_method(q->r) == FT_HTTP_GET)
+			ft_metric_add(FT_M_S3_RELAY_GETS, FT_M_RELAY_WORKER, 0, 1);
 		px_s3_defer(q, get_work);
 	}
 }

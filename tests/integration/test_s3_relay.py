@@ -294,8 +294,8 @@ def test_clients_leaving_mid_body_free_their_workers(make_cluster):
 
 
 def test_large_bodies_moved_by_the_loop_on_kept_connections(make_cluster):
-    """Bodies over the relay loop's small size, whole and by range (a range in the first bytes, one
-    across the end of what the loop reads with the head, a suffix), go from the target's connection
+    """Bodies over the relay loop's small size, whole and by range (the first 100,000 bytes, a middle
+    part, a suffix), go from the target's connection
     to the client on the loop thread (ft_s3_relay_gets_total{way="spliced"}), and the connection to
     the target (its Unix socket) carries the next GET: one client connection's 35 large GETs open no
     new one."""
@@ -306,6 +306,7 @@ def test_large_bodies_moved_by_the_loop_on_kept_connections(make_cluster):
         st, _, body = raw_get(conn, presigned_get(s3, b, "a"))  # the first: opens the connection kept
         assert (st, body) == (200, objs["a"])
         spliced, opened = relay_gets(h, "spliced"), target_unix_connections(h)
+        assert opened >= 1, "the relay did not reach the target over its Unix socket"
         for _ in range(5):
             for k, v in objs.items():
                 st, hd, body = raw_get(conn, presigned_get(s3, b, k))
@@ -317,6 +318,10 @@ def test_large_bodies_moved_by_the_loop_on_kept_connections(make_cluster):
                 assert (st, body) == (206, want), rng
         assert relay_gets(h, "spliced") - spliced == 5 * 7
         assert target_unix_connections(h) == opened, "the relay's connection to the target was not kept"
+        ways = ("small", "spliced", "worker")
+        gets = [relay_gets(h, w) for w in ways]
+        assert s3.head_object(Bucket=b, Key="d")["ContentLength"] == sizes["d"]
+        assert [relay_gets(h, w) for w in ways] == gets, "a HEAD counted as a relayed GET"
     finally:
         conn.close()
 
@@ -409,9 +414,10 @@ def test_target_stalling_mid_body_cuts_the_response(make_cluster):
 
 
 def test_proxy_stops_while_it_moves_bodies(make_cluster):
-    """SIGTERM to a proxy whose loop threads are moving large bodies to clients that stopped
-    reading: it exits cleanly (status 0, after its drain), the bodies cut, never left looking whole;
-    restarted, it serves the object whole."""
+    """SIGTERM to a proxy whose loop threads are moving large bodies: to clients that stopped
+    reading (waiting on the client), and to clients that read while the target is stopped (SIGSTOP:
+    waiting on the target). It exits cleanly (status 0, after its drain), every body cut, never
+    left looking whole; restarted, it serves the object whole."""
     h = make_cluster(targets=1)
     s3 = s3util.client(h, read_timeout=120)
     b = s3util.bucket_name("relaystop")
@@ -419,28 +425,44 @@ def test_proxy_stops_while_it_moves_bodies(make_cluster):
     data = os.urandom(64 * MIB)
     s3.put_object(Bucket=b, Key="big", Body=data)
     url = presigned_get(s3, b, "big")
-    held = []
+    held, got = [], {}
+
+    def drain(i, r):
+        n = MIB
+        try:
+            while True:
+                chunk = r.read(MIB)
+                if not chunk:
+                    break
+                n += len(chunk)
+        except (OSError, http.client.HTTPException):
+            pass
+        got[i] = n
+
     try:
-        for _ in range(4):
+        for _ in range(6):
             c, r = open_get(url)
             assert r.status == 200
             assert r.read(MIB) == data[:MIB]
             held.append((c, r))
-        p = h.c.proxy
-        p.signal(signal.SIGTERM)
-        assert p.wait_dead(30), "the proxy did not exit"
-        assert p.returncode == 0, p.returncode
-        for c, r in held:
-            got = MIB
-            try:
-                while True:
-                    chunk = r.read(MIB)
-                    if not chunk:
-                        break
-                    got += len(chunk)
-            except (OSError, http.client.HTTPException):
-                pass
-            assert got < len(data), "a whole body after the proxy stopped"
+        target = h.c.targets[0]
+        target.signal(signal.SIGSTOP)
+        try:
+            readers = [threading.Thread(target=drain, args=(i, held[i][1])) for i in (4, 5)]
+            for t in readers:
+                t.start()
+            time.sleep(1.0)  # the readers took what was on the way: the proxy waits for the target
+            p = h.c.proxy
+            p.signal(signal.SIGTERM)
+            assert p.wait_dead(30), "the proxy did not exit"
+            assert p.returncode == 0, p.returncode
+            for t in readers:
+                t.join(30)
+        finally:
+            target.signal(signal.SIGCONT)
+        for i in range(4):
+            drain(i, held[i][1])
+        assert len(got) == 6 and all(n < len(data) for n in got.values()), got
     finally:
         for c, _ in held:
             c.close()

@@ -248,6 +248,19 @@ static void on_event(loop_t *L, int res)
 	arm_event(L);
 }
 
+/*
+ * Whether c's client closed its side or reset the connection while its response waits for a socket
+ * body's source (nothing is sent meanwhile, so no send finds out): a peek of one byte reads 0 or
+ * fails. Bytes pipelined behind the request are no sign of leaving.
+ */
+static bool http_client_left(conn_t *c)
+{
+	char b;
+	ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 /* Timeouts: idle, head, body stall, send stall, linger. */
 static void on_timer(loop_t *L)
 {
@@ -285,6 +298,8 @@ static void on_timer(loop_t *L)
 			if (c->rd_poll && c->rd_gen == c->req_gen && L->now - c->send_since >= c->req.sock_timeout_ms) {
 				c->req.sock_timed_out = true;
 				http_conn_close(c);
+			} else if (c->rd_poll && c->rd_gen == c->req_gen && http_client_left(c)) {
+				http_conn_close(c); /* nobody to wait for the source for */
 			}
 			break;
 		case PH_LINGER:

@@ -574,8 +574,8 @@ void ft_resp_socket(ft_req_t *r, int status, const char *content_type, const ft_
 	if (b->pre_len > b->len || http_tls_loop != r->c->L) { /* done must run on the caller's thread */
 		ft_error("http: ft_resp_socket %s", b->pre_len > b->len ? "with more bytes read than the body has"
 									: "off the request's loop thread");
+		b->done(b->arg, -ECANCELED); /* first: b may live in r's memory, gone once r is answered */
 		ft_resp_error(r, 500, "internal error");
-		b->done(b->arg, -ECANCELED);
 		return;
 	}
 	if (stream_misuse(r, "ft_resp_socket")) {

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -442,6 +443,7 @@ static void s_fgen(ft_req_t *r)
 typedef struct {
 	int fd;
 	uint64_t off, len; /* pattern bytes [off, off + len) to send */
+	const char *tail;  /* then these bytes, when not NULL (the source's next message) */
 	bool hold;         /* after them, keep the socket open until the other end closes */
 } feeder_t;
 
@@ -462,6 +464,8 @@ static void *feeder_main(void *arg)
 			break; /* the reader is gone */
 		done += (uint64_t)k;
 	}
+	if (f->tail != NULL && done == f->len)
+		send(f->fd, f->tail, strlen(f->tail), MSG_NOSIGNAL);
 	if (f->hold)
 		while (recv(f->fd, buf, sizeof(buf), 0) > 0)
 			;
@@ -546,6 +550,64 @@ static void stream_work(ft_req_t *r, void *arg)
 		s_splice(r);
 	else
 		ft_resp_stream_end(r, 0); /* never started: the server answers 500 */
+}
+
+/* ---- a body from a socket, moved by the loop thread (ft_resp_socket) ---- */
+
+/* /sock's answer, set by the test, and what its done(arg, err) saw; all under mu. */
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int fd, status, timeout_ms;
+	const unsigned char *pre;
+	size_t pre_len;
+	uint64_t len;
+	pthread_t caller;   /* the thread that called ft_resp_socket */
+	int calls, err;     /* done's calls, its last err */
+	bool on_caller;     /* done ran on the caller's thread */
+	bool before_return; /* done had run when ft_resp_socket returned */
+} sock_body_t;
+
+static sock_body_t g_sk = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .fd = -1};
+
+static void sock_done(void *arg, int err)
+{
+	sock_body_t *k = arg;
+
+	pthread_mutex_lock(&k->mu);
+	k->calls++;
+	k->err = err;
+	k->on_caller = pthread_equal(pthread_self(), k->caller);
+	pthread_cond_broadcast(&k->cv);
+	pthread_mutex_unlock(&k->mu);
+}
+
+/* Answers r with the test's socket body, on this thread (a loop thread's handler, or a worker). */
+static void sock_answer(ft_req_t *r)
+{
+	sock_body_t *k = &g_sk;
+	ft_resp_socket_t b = {.done = sock_done, .arg = k};
+	int status;
+
+	pthread_mutex_lock(&k->mu);
+	k->caller = pthread_self();
+	b.fd = k->fd;
+	b.pre = k->pre;
+	b.pre_len = k->pre_len;
+	b.len = k->len;
+	b.timeout_ms = k->timeout_ms;
+	status = k->status;
+	pthread_mutex_unlock(&k->mu);
+	ft_resp_socket(r, status, "application/octet-stream", &b);
+	pthread_mutex_lock(&k->mu);
+	k->before_return = k->calls > 0;
+	pthread_mutex_unlock(&k->mu);
+}
+
+static void sock_defer_work(ft_req_t *r, void *arg)
+{
+	(void)arg;
+	sock_answer(r);
 }
 
 /* On the loop thread the blocking calls refuse instead of blocking. */
@@ -670,6 +732,10 @@ static void handler(ft_req_t *r, void *ctx)
 		ft_resp_bytes(r, 200, NULL, "bye", 3);
 	} else if (strcmp(path, "/empty") == 0) {
 		ft_resp_bytes(r, 204, NULL, NULL, 0);
+	} else if (strcmp(path, "/sock") == 0) {
+		sock_answer(r);
+	} else if (strcmp(path, "/sock-defer") == 0) {
+		ft_req_defer(r, sock_defer_work, NULL);
 	} else if (strcmp(path, "/s/loop") == 0) {
 		s_on_loop(r);
 	} else if (strncmp(path, "/s/", 3) == 0) {
@@ -2475,6 +2541,425 @@ static void test_stream_splice_client_gone(void **state)
 	resp_free(&r);
 }
 
+/* ---- a body from a socket, moved by the loop thread (ft_resp_socket) ---- */
+
+/* A body's source: the server's end rd of a pair, the other end fed by a thread (feeder_main). */
+typedef struct {
+	int rd;
+	feeder_t f;
+	pthread_t th;
+} src_t;
+
+/* A connected pair, Unix or loopback TCP: *rd (the server's, non-blocking) and *wr (the source's). */
+static void src_pair(bool tcp, int *rd, int *wr)
+{
+	int sv[2];
+
+	if (tcp) {
+		tcp_pair(rd, wr);
+	} else {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+		*rd = sv[0];
+		*wr = sv[1];
+	}
+	assert_int_equal(fcntl(*rd, F_SETFL, fcntl(*rd, F_GETFL) | O_NONBLOCK), 0);
+}
+
+/* A source sending pattern bytes [off, off + len), then tail; then it holds the pair open (hold) or closes it. */
+static void src_start(src_t *s, bool tcp, uint64_t off, uint64_t len, const char *tail, bool hold)
+{
+	s->f = (feeder_t){.off = off, .len = len, .tail = tail, .hold = hold};
+	src_pair(tcp, &s->rd, &s->f.fd);
+	assert_int_equal(pthread_create(&s->th, NULL, feeder_main, &s->f), 0);
+}
+
+/* Closes the server's end (a held source then ends, a blocked one fails) and joins the source's thread. */
+static void src_stop(src_t *s)
+{
+	close(s->rd);
+	pthread_join(s->th, NULL);
+}
+
+/* What the server's end still holds (waiting up to 2 s for a first byte), NUL-terminated in out. */
+static size_t src_rest(int rd, char *out, size_t cap)
+{
+	struct pollfd p = {.fd = rd, .events = POLLIN};
+	size_t n = 0;
+	ssize_t k;
+
+	poll(&p, 1, 2000);
+	while (n < cap - 1 && (k = recv(rd, out + n, cap - 1 - n, MSG_DONTWAIT)) > 0)
+		n += (size_t)k;
+	out[n] = 0;
+	return n;
+}
+
+/* Sets /sock's answer (status 200, a source fd, pre bytes, the body's length, the silence limit); done not run yet. */
+static void sock_set(int fd, const unsigned char *pre, size_t pre_len, uint64_t len, int timeout_ms)
+{
+	pthread_mutex_lock(&g_sk.mu);
+	g_sk.fd = fd;
+	g_sk.status = 200;
+	g_sk.pre = pre;
+	g_sk.pre_len = pre_len;
+	g_sk.len = len;
+	g_sk.timeout_ms = timeout_ms;
+	g_sk.calls = 0;
+	g_sk.err = 1;
+	g_sk.on_caller = g_sk.before_return = false;
+	pthread_mutex_unlock(&g_sk.mu);
+}
+
+static void sock_set_status(int status)
+{
+	pthread_mutex_lock(&g_sk.mu);
+	g_sk.status = status;
+	pthread_mutex_unlock(&g_sk.mu);
+}
+
+/* Waits up to ms for done(arg, err); returns how many times it ran, its err in *err. */
+static int sock_wait(int ms, int *err)
+{
+	struct timespec ts;
+	int calls, rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&g_sk.mu);
+	while (g_sk.calls == 0 && rc == 0)
+		rc = pthread_cond_timedwait(&g_sk.cv, &g_sk.mu, &ts);
+	calls = g_sk.calls;
+	*err = g_sk.err;
+	pthread_mutex_unlock(&g_sk.mu);
+	return calls;
+}
+
+/* Waits up to ms for done(arg, err), which must run once, on the thread that made the call; returns err. */
+static int sock_wait_done(int ms)
+{
+	int err, calls = sock_wait(ms, &err);
+	bool on_caller;
+
+	if (calls != 1)
+		fail_msg("done ran %d times", calls);
+	pthread_mutex_lock(&g_sk.mu);
+	on_caller = g_sk.on_caller;
+	pthread_mutex_unlock(&g_sk.mu);
+	assert_true(on_caller);
+	return err;
+}
+
+static int sock_calls(void)
+{
+	int n;
+
+	pthread_mutex_lock(&g_sk.mu);
+	n = g_sk.calls;
+	pthread_mutex_unlock(&g_sk.mu);
+	return n;
+}
+
+/* Sends "method target" on c and reads the answer's head. */
+static void sock_request(cli_t *c, const char *method, const char *target, resp_t *r)
+{
+	char req[128];
+
+	snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: t\r\n\r\n", method, target);
+	cli_sends(c, req);
+	assert_int_equal(cli_read(c, r, true), 0);
+}
+
+/* pre + 3 MiB of a Unix or TCP source arrive whole; done(0); the source's next bytes stay unread; keep-alive. */
+static void test_resp_socket_whole(void **state)
+{
+	enum { PRE = 1000, LEN = 3 * 1024 * 1024 + 77 };
+	unsigned char pre[PRE];
+	char rest[16], v[64];
+	bool bad = false;
+	src_t s;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	pat_fill(pre, PRE, 0);
+	cli_open(&c);
+	for (int tcp = 0; tcp < 2; tcp++) { /* both on one kept connection */
+		src_start(&s, tcp, PRE, LEN - PRE, "NEXT", true);
+		sock_set(s.rd, pre, PRE, LEN, 5000);
+		sock_request(&c, "GET", "/sock", &r);
+		assert_int_equal(r.status, 200);
+		assert_int_equal(r.clen, LEN);
+		assert_null(resp_header(&r, "Connection", v, sizeof(v)));
+		assert_int_equal(cli_read_cmp(&c, LEN, NULL, 0, &bad), LEN);
+		assert_false(bad);
+		resp_free(&r);
+		assert_int_equal(sock_wait_done(5000), 0);
+		assert_int_equal(src_rest(s.rd, rest, sizeof(rest)), 4); /* never read past the body */
+		assert_string_equal(rest, "NEXT");
+		expect_small(&c); /* the body and nothing more: the connection is kept */
+		assert_int_equal(sock_calls(), 1);
+		src_stop(&s);
+	}
+	cli_close(&c);
+}
+
+/* A source that ends before the body: the client gets what there was, then the close (not kept); done(-EPIPE). */
+static void test_resp_socket_source_ends(void **state)
+{
+	enum { PRE = 10, SENT = 100000, LEN = 1000000 };
+	unsigned char pre[PRE];
+	bool bad = false;
+	src_t s;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	pat_fill(pre, PRE, 0);
+	src_start(&s, false, PRE, SENT, NULL, false);
+	sock_set(s.rd, pre, PRE, LEN, 5000);
+	cli_open(&c);
+	sock_request(&c, "GET", "/sock", &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.clen, LEN);
+	assert_int_equal(cli_read_cmp(&c, LEN, NULL, 0, &bad), PRE + SENT);
+	assert_false(bad);
+	assert_true(cli_eof(&c));
+	assert_int_equal(sock_wait_done(5000), -EPIPE);
+	resp_free(&r);
+	cli_close(&c);
+	src_stop(&s);
+}
+
+/* A source silent for timeout_ms (300): the connection is closed within seconds, the body cut; done(-ETIMEDOUT). */
+static void test_resp_socket_source_silent(void **state)
+{
+	enum { PRE = 10, SENT = 200000, LEN = 1000000 };
+	unsigned char pre[PRE];
+	bool bad = false;
+	int64_t t0, dt;
+	src_t s;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	pat_fill(pre, PRE, 0);
+	src_start(&s, false, PRE, SENT, NULL, true);
+	sock_set(s.rd, pre, PRE, LEN, 300);
+	cli_open(&c);
+	t0 = now_ms();
+	sock_request(&c, "GET", "/sock", &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.clen, LEN);
+	assert_int_equal(cli_read_cmp(&c, LEN, NULL, 0, &bad), PRE + SENT);
+	assert_false(bad);
+	assert_true(cli_eof(&c));
+	dt = now_ms() - t0;
+	assert_true(dt >= 250 && dt < 4000); /* the timer ticks every second here */
+	assert_int_equal(sock_wait_done(3000), -ETIMEDOUT);
+	resp_free(&r);
+	cli_close(&c);
+	src_stop(&s);
+}
+
+/* The client leaves mid-body, the source holding much more (then silent): done(-ECONNRESET) before timeout_ms. */
+static void test_resp_socket_client_gone(void **state)
+{
+	bool bad = false;
+	src_t s;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	src_start(&s, false, 0, 32 << 20, NULL, true); /* more than the pipe and the sockets hold */
+	sock_set(s.rd, NULL, 0, 1ull << 30, 30000);
+	cli_open_opts(&c, srv_port, 65536);
+	sock_request(&c, "GET", "/sock", &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(cli_read_cmp(&c, 1 << 20, NULL, 0, &bad), 1 << 20);
+	assert_false(bad);
+	cli_close(&c); /* with unread bytes: a reset */
+	assert_int_equal(sock_wait_done(5000), -ECONNRESET);
+	resp_free(&r);
+	src_stop(&s); /* the source's blocked send fails */
+}
+
+/* The client resets while the server waits for a silent source: done(-ECONNRESET), long before timeout_ms. */
+static void test_resp_socket_client_gone_source_silent(void **state)
+{
+	enum { SENT = 100000, LEN = 1000000 };
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	bool bad = false;
+	int calls, err, err2 = 1;
+	src_t s;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	src_start(&s, false, 0, SENT, NULL, true);
+	sock_set(s.rd, NULL, 0, LEN, 20000);
+	cli_open(&c);
+	sock_request(&c, "GET", "/sock", &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(cli_read_cmp(&c, SENT, NULL, 0, &bad), SENT);
+	assert_false(bad);
+	usleep(100000); /* the server waits for the silent source */
+	assert_int_equal(setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	cli_close(&c); /* a reset */
+	calls = sock_wait(3000, &err);
+	/* the source ends: a request still waiting on it ends now, not 20 s later while other tests run */
+	shutdown(s.f.fd, SHUT_WR);
+	if (calls == 0)
+		sock_wait(5000, &err2);
+	src_stop(&s);
+	resp_free(&r);
+	if (calls != 1 || err != -ECONNRESET)
+		fail_msg("done within 3 s of the client's reset: %d call(s), err %d (want 1, %d); err %d once the "
+			 "source ended",
+			 calls, calls > 0 ? err : 0, -ECONNRESET, calls > 0 ? err : err2);
+}
+
+/* The server stops while a body waits for a silent source: cut after the drain, done(-ECONNRESET), not -ECANCELED. */
+static void test_resp_socket_server_stop(void **state)
+{
+	enum { SENT = 100000, LEN = 1000000 };
+	int port, err, calls;
+	ft_httpd_t *s2 = start_server(10000, 10000, 10000, &port);
+	bool bad = false;
+	src_t s;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	src_start(&s, false, 0, SENT, NULL, true);
+	sock_set(s.rd, NULL, 0, LEN, 60000);
+	cli_open_port(&c, port);
+	sock_request(&c, "GET", "/sock", &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(cli_read_cmp(&c, SENT, NULL, 0, &bad), SENT);
+	assert_false(bad);
+	ft_httpd_stop(s2); /* the request under way is closed after the drain (5 s) */
+	calls = sock_wait(3000, &err);
+	assert_true(cli_eof(&c));
+	cli_close(&c);
+	src_stop(&s);
+	resp_free(&r);
+	if (calls != 1 || err != -ECONNRESET)
+		fail_msg("done after the stop's cut: %d call(s), err %d (want 1, %d)", calls, calls > 0 ? err : 0,
+			 -ECONNRESET);
+}
+
+/* HEAD (Content-Length = len) or a 204: the head only, the source not read; done(-ECANCELED); keep-alive. */
+static void test_resp_socket_no_body(void **state)
+{
+	unsigned char pre[100];
+	char rest[16];
+	int rd, wr;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	pat_fill(pre, sizeof(pre), 0);
+	src_pair(false, &rd, &wr);
+	cli_open(&c);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(send(wr, "NEXT", 4, MSG_NOSIGNAL), 4);
+		sock_set(rd, pre, sizeof(pre), 5000, 5000);
+		if (i == 1)
+			sock_set_status(204);
+		sock_request(&c, i == 0 ? "HEAD" : "GET", "/sock", &r);
+		assert_int_equal(r.status, i == 0 ? 200 : 204);
+		if (i == 0)
+			assert_int_equal(r.clen, 5000);
+		assert_int_equal(sock_wait_done(3000), -ECANCELED);
+		assert_int_equal(c.len, 0);
+		resp_free(&r);
+		expect_small(&c); /* no body bytes came after the head */
+		assert_int_equal(src_rest(rd, rest, sizeof(rest)), 4);
+		assert_string_equal(rest, "NEXT");
+	}
+	cli_close(&c);
+	close(rd);
+	close(wr);
+}
+
+/* The whole body in pre (pre_len == len, 5000 bytes or none): sent whole, done(0), the source not read; keep-alive. */
+static void test_resp_socket_all_in_pre(void **state)
+{
+	static const size_t lens[] = {5000, 0};
+	unsigned char pre[5000];
+	char rest[16];
+	int rd, wr;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	pat_fill(pre, sizeof(pre), 0);
+	src_pair(false, &rd, &wr);
+	cli_open(&c);
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		assert_int_equal(send(wr, "NEXT", 4, MSG_NOSIGNAL), 4);
+		sock_set(rd, pre, lens[i], lens[i], 5000);
+		cli_sends(&c, "GET /sock HTTP/1.1\r\nHost: t\r\n\r\n");
+		assert_int_equal(cli_read(&c, &r, false), 0);
+		assert_int_equal(r.status, 200);
+		assert_int_equal(r.clen, (long long)lens[i]);
+		assert_int_equal(r.body_len, lens[i]);
+		if (lens[i] > 0)
+			assert_memory_equal(r.body, pre, lens[i]);
+		assert_int_equal(sock_wait_done(3000), 0);
+		resp_free(&r);
+		expect_small(&c);
+		assert_int_equal(src_rest(rd, rest, sizeof(rest)), 4);
+		assert_string_equal(rest, "NEXT");
+	}
+	cli_close(&c);
+	close(rd);
+	close(wr);
+}
+
+/* Called on a worker (ft_req_defer) or with pre_len > len: a 500, done(-ECANCELED) before the call returns. */
+static void test_resp_socket_refused(void **state)
+{
+	static const char *const targets[] = {"/sock-defer", "/sock"};
+	unsigned char pre[10];
+	char rest[16];
+	bool before;
+	int rd, wr;
+	cli_t c;
+	resp_t r;
+
+	(void)state;
+	pat_fill(pre, sizeof(pre), 0);
+	src_pair(false, &rd, &wr);
+	cli_open(&c);
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(send(wr, "NEXT", 4, MSG_NOSIGNAL), 4);
+		sock_set(rd, pre, sizeof(pre), i == 0 ? 1000 : 5, 5000); /* /sock: 10 bytes read of a 5-byte body */
+		cli_sends(&c, i == 0 ? "GET /sock-defer HTTP/1.1\r\nHost: t\r\n\r\n"
+				     : "GET /sock HTTP/1.1\r\nHost: t\r\n\r\n");
+		assert_int_equal(cli_read(&c, &r, false), 0);
+		if (r.status != 500)
+			fail_msg("%s: status %d, want 500", targets[i], r.status);
+		assert_int_equal(sock_wait_done(3000), -ECANCELED); /* on the caller's thread */
+		pthread_mutex_lock(&g_sk.mu);
+		before = g_sk.before_return;
+		pthread_mutex_unlock(&g_sk.mu);
+		assert_true(before);
+		resp_free(&r);
+		expect_small(&c);
+		assert_int_equal(src_rest(rd, rest, sizeof(rest)), 4);
+		assert_string_equal(rest, "NEXT");
+	}
+	cli_close(&c);
+	close(rd);
+	close(wr);
+}
+
 /* A file stream that cannot complete never looks whole: short file, error end; with a length or chunked. */
 static void test_stream_sendfile_cut(void **state)
 {
@@ -2908,6 +3393,15 @@ int main(void)
 		cmocka_unit_test(test_stream_splice),
 		cmocka_unit_test(test_stream_splice_cut),
 		cmocka_unit_test(test_stream_splice_client_gone),
+		cmocka_unit_test(test_resp_socket_whole),
+		cmocka_unit_test(test_resp_socket_source_ends),
+		cmocka_unit_test(test_resp_socket_source_silent),
+		cmocka_unit_test(test_resp_socket_client_gone),
+		cmocka_unit_test(test_resp_socket_client_gone_source_silent),
+		cmocka_unit_test(test_resp_socket_server_stop),
+		cmocka_unit_test(test_resp_socket_no_body),
+		cmocka_unit_test(test_resp_socket_all_in_pre),
+		cmocka_unit_test(test_resp_socket_refused),
 		cmocka_unit_test(test_expect_continue_empty),
 		cmocka_unit_test(test_stream_head),
 		cmocka_unit_test(test_stream_body_plain_response),

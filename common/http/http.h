@@ -171,9 +171,9 @@ void ft_resp_file_borrowed(ft_req_t *r, int status, const char *content_type, in
  * caller's: the server reads it until done(arg, err) runs, on that loop thread, once the response is
  * finished (or at once, when the call is refused): err 0 when the whole body was read from fd (it may
  * carry another message), else -EPIPE (fd ended or failed first), -ETIMEDOUT (fd sent nothing for
- * timeout_ms), -ECONNRESET (the client was gone first), -ECANCELED (no body to send: HEAD, a status
- * without one). A body that could not be sent whole closes the client's connection without a proper
- * end (never a short body looking whole).
+ * timeout_ms), -ECONNRESET (the client was gone first: one that closes while fd is silent is noticed
+ * within a second), -ECANCELED (no body to send: HEAD, a status without one). A body that could not be
+ * sent whole closes the client's connection without a proper end (never a short body looking whole).
  */
 typedef struct {
 	int fd;

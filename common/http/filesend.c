@@ -373,6 +373,18 @@ static ssize_t send_some(conn_t *c, bool from_pipe, size_t n)
 	return sendfile(c->fd, r->file_fd, &off, n);
 }
 
+/* What a failed send_some (-1 with errno) leaves to do: -1 try again (EINTR), FILE_POLL, or FILE_CUT. */
+static int send_failed(conn_t *c, const char *what)
+{
+	if (errno == EINTR)
+		return -1;
+	if (errno == EAGAIN && !c->closed)
+		return FILE_POLL;
+	if (errno != EPIPE && errno != ECONNRESET)
+		ft_warn("http: %s to %s: %s", what, c->peer, strerror(errno));
+	return FILE_CUT;
+}
+
 /* ---- bodies from a socket (see DESIGN) ---- */
 
 /*
@@ -452,13 +464,9 @@ static int sock_body_send(conn_t *c)
 		}
 		n = send_some(c, true, r->fp_len < r->file_left ? (size_t)r->fp_len : (size_t)r->file_left);
 		if (n < 0) {
-			if (errno == EINTR)
+			if ((rc = send_failed(c, "splice")) < 0)
 				continue;
-			if (errno == EAGAIN && !c->closed)
-				return FILE_POLL;
-			if (errno != EPIPE && errno != ECONNRESET)
-				ft_warn("http: splice to %s: %s", c->peer, strerror(errno));
-			return FILE_CUT;
+			return rc;
 		}
 		r->file_left -= (uint64_t)n;
 		r->fp_len -= (uint64_t)n;
@@ -546,14 +554,9 @@ int http_file_body_send(conn_t *c)
 		}
 		n = send_some(c, from_pipe, ready < r->file_left ? (size_t)ready : (size_t)r->file_left);
 		if (n < 0) {
-			if (errno == EINTR)
+			if ((rc = send_failed(c, from_pipe ? "splice" : "sendfile")) < 0)
 				continue;
-			if (errno == EAGAIN && !c->closed)
-				return FILE_POLL;
-			if (errno != EPIPE && errno != ECONNRESET)
-				ft_warn("http: %s to %s: %s", from_pipe ? "splice" : "sendfile", c->peer,
-					strerror(errno));
-			return FILE_CUT;
+			return rc;
 		}
 		if (n == 0) {
 			ft_warn("http: file for %s ended %llu bytes early; closing", c->peer,

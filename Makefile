@@ -161,8 +161,9 @@ test: check-layers deps all $(UNIT_BIN)
 check-layers:
 	@$(PYTHON) scripts/check-layers.py
 
+# The unit test binaries alone, side by side (they mostly wait), with their totals.
 test-unit: all $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	@scripts/run-tests.sh $(BUILD) --units-only
 
 test-integration: all
 	FT_BIN=$(CURDIR)/$(BUILD)/bin $(PYTHON) -m pytest -q tests/integration $(PYTEST_PAR) $(PYTEST_ARGS)
@@ -178,9 +179,9 @@ test-asan:
 # (proxy/s3/listmark.c's table), AIStore's API (the proxy's background bucket summaries); a ThreadSanitizer report
 # in a daemon's log fails the test (tests/integration/conftest.py).
 TSAN_TESTS := tests/integration/test_concurrency.py tests/integration/test_http.py tests/integration/test_s3_relay.py \
-	tests/integration/test_coldget.py tests/integration/test_batch.py tests/integration/test_open_file_cache.py \
-	tests/integration/test_lru.py tests/integration/test_remote_refetch.py tests/integration/test_s3_remote.py \
-	tests/integration/test_aistore_wire.py
+	tests/integration/test_s3_relay_faults.py tests/integration/test_coldget.py tests/integration/test_batch.py \
+	tests/integration/test_open_file_cache.py tests/integration/test_lru.py tests/integration/test_remote_refetch.py \
+	tests/integration/test_s3_remote.py tests/integration/test_aistore_wire.py
 test-tsan:
 	$(MAKE) SANITIZER=thread test-unit
 	FT_BIN=$(CURDIR)/build/thread/bin $(PYTHON) -m pytest -q -rfEs $(TSAN_TESTS) $(PYTEST_PAR) $(PYTEST_ARGS)

@@ -253,7 +253,7 @@ static void on_event(loop_t *L, int res)
  * body's source (nothing is sent meanwhile, so no send finds out): a peek of one byte reads 0 or
  * fails. Bytes pipelined behind the request are no sign of leaving.
  */
-static bool http_client_left(conn_t *c)
+static bool client_left(conn_t *c)
 {
 	char b;
 	ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -298,7 +298,7 @@ static void on_timer(loop_t *L)
 			if (c->rd_poll && c->rd_gen == c->req_gen && L->now - c->send_since >= c->req.sock_timeout_ms) {
 				c->req.sock_timed_out = true;
 				http_conn_close(c);
-			} else if (c->rd_poll && c->rd_gen == c->req_gen && http_client_left(c)) {
+			} else if (c->rd_poll && c->rd_gen == c->req_gen && client_left(c)) {
 				http_conn_close(c); /* nobody to wait for the source for */
 			}
 			break;

@@ -54,7 +54,9 @@ def test_objects_spread_over_every_target(cluster, big):
         assert 0.75 * N / k < n < 1.25 * N / k, per_target
 
 
-@pytest.mark.parametrize("pagesize", [1, 7, 1000, 10000])
+# Page size 1 is test_list_prefix's ("d3/obj-00": 100 pages of one name each); over the whole bucket it made
+# 10,000 listings of every target, most of this file's time.
+@pytest.mark.parametrize("pagesize", [7, 1000, 10000])
 def test_list_exact_at_page_size(api, big, pagesize):
     b, _ = big
     t0 = time.monotonic()
@@ -85,7 +87,7 @@ def test_list_entries_carry_metadata(api, big):
 
 @pytest.mark.parametrize("prefix,pagesize", [
     ("d3/", 1000), ("d3/", 333), ("d3/obj-001", 3), ("d3/obj-0", 10000), ("d", 10000),
-    ("d9/obj-09999", 5), ("", 2500), ("d3/obj-00013", 1), ("nothing", 10), ("d3/obj-00013x", 1),
+    ("d9/obj-09999", 5), ("", 2500), ("d3/obj-00013", 1), ("d3/obj-00", 1), ("nothing", 10), ("d3/obj-00013x", 1),
     ("d", 0),
 ])
 def test_list_prefix(api, big, prefix, pagesize):

@@ -136,8 +136,9 @@ void http_send_continue(conn_t *c)
 /* ---- sending ---- */
 
 /*
- * Header (with MSG_MORE when body bytes follow at once: http_file_body_ready), then the file body (filesend.c: sendfile(2) of the bytes in the page cache,
- * an io_uring splice through a pipe for the others, so the loop never waits for the disk); polls the
+ * Header (with MSG_MORE when body bytes follow at once: http_file_body_ready), then the file body
+ * (filesend.c: sendfile(2) of the bytes in the page cache, an io_uring splice through a pipe for the
+ * others, so the loop never waits for the disk; a socket body spliced through the pipe); polls the
  * ring for POLLOUT when the socket is full.
  */
 static void file_send(conn_t *c)

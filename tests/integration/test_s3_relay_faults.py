@@ -137,16 +137,23 @@ def test_clients_leaving_mid_body_free_their_workers(make_cluster):
     for _ in range(3):
         assert s3.get_object(Bucket=b, Key="big")["Body"].read() == data
 
+def big_object(h, prefix):
+    """A new bucket of cluster h holding "big", 16 MiB: more than the buffers on the way hold (the proxy's pipe
+    1 MiB, sockets a few). Returns (s3 client, bucket, the object's bytes)."""
+    s3 = s3util.client(h, read_timeout=120)
+    b = s3util.bucket_name(prefix)
+    s3.create_bucket(Bucket=b)
+    data = os.urandom(16 * MIB)
+    s3.put_object(Bucket=b, Key="big", Body=data)
+    return s3, b, data
+
+
 def test_target_stalling_mid_body_cuts_the_response(make_cluster):
     """The owner stops (SIGSTOP) in the middle of a large body: the proxy's loop thread goes on
     serving other GETs meanwhile, and after the relay's 30 s without a byte the client's response
     is cut (never a whole-looking one); once the target goes on, GETs of the object come whole."""
     h = make_cluster(targets=2)
-    s3 = s3util.client(h, read_timeout=120)
-    b = s3util.bucket_name("relaystall")
-    s3.create_bucket(Bucket=b)
-    data = os.urandom(16 * MIB)  # more than the buffers on the way hold (pipe 1 MiB, sockets a few)
-    s3.put_object(Bucket=b, Key="big", Body=data)
+    s3, b, data = big_object(h, "relaystall")
     api = Api(h.url)
     victim = h.index_of_url(api.owner(b, "big"))
     others = {}
@@ -191,11 +198,7 @@ def test_proxy_stops_while_it_moves_bodies(make_cluster):
     waiting on the target). It exits cleanly (status 0, after its drain), every body cut, never
     left looking whole; restarted, it serves the object whole."""
     h = make_cluster(targets=1)
-    s3 = s3util.client(h, read_timeout=120)
-    b = s3util.bucket_name("relaystop")
-    s3.create_bucket(Bucket=b)
-    data = os.urandom(16 * MIB)  # more than the buffers on the way hold (pipe 1 MiB, sockets a few)
-    s3.put_object(Bucket=b, Key="big", Body=data)
+    s3, b, data = big_object(h, "relaystop")
     url = presigned_get(s3, b, "big")
     held, got = [], {}
 

@@ -133,16 +133,18 @@ class Loader:
         return self._run(["-url-list", urls_file], op, object_size, seconds, workers, log)
 
     def run_once_direct(self, proxy_port, bucket, names_file, object_size, workers,
-                        provider="ais", log=None):
-        """Every object once (-epochs 1 -uniquegets), straight to the owners; no time limit."""
+                        provider="ais", log=None, sched=None):
+        """Every object once (-epochs 1 -uniquegets), straight to the owners; no time limit.
+        sched: ft-loader's -sched (None: its default)."""
         return self._run(["-ip", "127.0.0.1", "-port", str(proxy_port), "-bucket", bucket,
                           "-provider", provider, "-direct", "-filelist", names_file,
-                          "-epochs", "1", "-uniquegets"], "GET", object_size, 0, workers, log)
+                          "-epochs", "1", "-uniquegets"] + _sched_flag(sched), "GET", object_size, 0,
+                         workers, log)
 
-    def run_once_url_list(self, urls_file, object_size, workers, log=None):
-        """Every URL once (-epochs 1 -uniquegets); no time limit."""
-        return self._run(["-url-list", urls_file, "-epochs", "1", "-uniquegets"], "GET",
-                         object_size, 0, workers, log)
+    def run_once_url_list(self, urls_file, object_size, workers, log=None, sched=None):
+        """Every URL once (-epochs 1 -uniquegets); no time limit. sched: as run_once_direct's."""
+        return self._run(["-url-list", urls_file, "-epochs", "1", "-uniquegets"] + _sched_flag(sched),
+                         "GET", object_size, 0, workers, log)
 
     def run_s3(self, endpoint, keys, bucket, names_file, object_size, seconds, workers, log=None):
         """GETs over the names through the S3 API (SigV4 with keys = (access key, secret))."""
@@ -150,6 +152,10 @@ class Loader:
                "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
         return self._run(["-s3endpoint", endpoint, "-s3-use-path-style", "-bucket", bucket,
                           "-filelist", names_file], "GET", object_size, seconds, workers, log, env)
+
+
+def _sched_flag(sched):
+    return ["-sched", sched] if sched else []
 
 
 def parse_loader_json(stdout, op, object_size, argv):

@@ -37,6 +37,8 @@ typedef struct {
 	int64_t duration_ns; /* 0: until -maxputs/-totalputsize/-epochs (or Ctrl-C) */
 	int numworkers;      /* concurrent outstanding requests */
 	int iothreads;       /* event-loop threads; 0 = number of CPUs */
+	char sched[16];      /* -sched: "batch" or "other" */
+	bool sched_batch;    /* the loop threads run under SCHED_BATCH */
 	int pctput;
 	uint64_t minsize, maxsize;
 	uint64_t totalputsize; /* 0 = no limit */

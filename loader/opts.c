@@ -37,6 +37,10 @@ static const flag_t flags[] = {
 	 "concurrent requests in flight (each one keep-alive connection per host)"},
 	{"iothreads", F_INT, OFF(iothreads), 0, "0",
 	 "event-loop threads sharing the workers; 0 = number of CPUs (never more than -numworkers)"},
+	{"sched", STR(sched), "batch",
+	 "scheduling of the event-loop threads: batch (SCHED_BATCH: a reply that wakes one does not preempt "
+	 "what runs, so a server under test on the same cores keeps them) or other (Linux's default: a woken "
+	 "thread preempts at once; latencies closer to the replies' arrival when the cores are shared)"},
 	{"pctput", F_INT, OFF(pctput), 0, "0", "percentage of PUTs (0..100); the rest are GETs"},
 	{"minsize", F_SIZE, OFF(minsize), 0, "1MiB", "smallest PUT object (16KiB, 1MiB, 8MB; K, KB, KiB = 1024)"},
 	{"maxsize", F_SIZE, OFF(maxsize), 0, "1MiB", "largest PUT object (sizes uniform in [minsize, maxsize])"},
@@ -357,6 +361,11 @@ static int validate(ld_opts_t *o, bool min_set, bool max_set, bool duration_set)
 		strcpy(o->json_path, "-");
 	else if (strcmp(o->json_path, "false") == 0)
 		o->json_path[0] = '\0';
+	if (strcmp(o->sched, "batch") != 0 && strcmp(o->sched, "other") != 0) {
+		fprintf(stderr, "ft-loader: -sched must be batch or other\n");
+		return -1;
+	}
+	o->sched_batch = strcmp(o->sched, "batch") == 0;
 	if (o->iothreads == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		o->iothreads = n > 0 ? (int)n : 1;

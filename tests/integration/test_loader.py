@@ -97,13 +97,15 @@ def test_help_documents_every_flag():
     for flag in ("ip", "port", "bucket", "provider", "duration", "numworkers", "pctput", "minsize", "maxsize",
                  "totalputsize", "maxputs", "cleanup", "epochs", "uniquegets", "readoff", "readlen",
                  "verifyhash", "statsinterval", "json", "seed", "filelist", "loaderid", "loadernum",
-                 "s3endpoint", "s3-use-path-style", "url-list", "direct"):
+                 "s3endpoint", "s3-use-path-style", "url-list", "direct", "sched"):
         assert ("  -%s\n" % flag in p.stdout) or ("  -%s " % flag in p.stdout), flag
     bad = subprocess.run([LOADER, "-bucket", "x", "-nosuchflag"], capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "nosuchflag" in bad.stderr
     bad = subprocess.run([LOADER, "-bucket", "x", "-minsize", "12parsecs"], capture_output=True, text=True,
                          timeout=30)
     assert bad.returncode == 2 and "minsize" in bad.stderr
+    bad = subprocess.run([LOADER, "-bucket", "x", "-sched", "fifo"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "-sched must be batch or other" in bad.stderr, bad.stderr
     for flag, url in (("-ip", "https://127.0.0.1"), ("-s3endpoint", "https://127.0.0.1:1/s3")):
         bad = subprocess.run([LOADER, "-bucket", "x", flag, url], capture_output=True, text=True, timeout=30)
         assert bad.returncode == 2 and "plain HTTP only" in bad.stderr, (flag, bad.returncode, bad.stderr)
@@ -372,6 +374,54 @@ def test_url_list_reads_each_url_once_per_epoch(http_server, tmp_path):
     r = run_loader(tmp_path, ["-url-list", str(ul), "-epochs", "2", "-numworkers", "2"])
     assert r.rc == 1
     assert r.summary("GET")["errors"] == 2
+
+
+SCHED_OTHER, SCHED_BATCH = 0, 3  # the policy numbers in /proc/<pid>/task/<tid>/stat (field 41)
+
+
+def thread_policies(pid):
+    """The scheduling policy of each thread of a running process, from /proc."""
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            stat = Path("/proc/%d/task/%s/stat" % (pid, tid)).read_text()
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        out.append(int(stat[stat.rindex(")") + 2:].split()[38]))
+    return out
+
+
+@pytest.mark.parametrize("sched", [None, "batch", "other"])
+def test_sched_policy_of_the_loop_threads(http_server, tmp_path, sched):
+    """-sched batch (the default) puts every event-loop thread, and only those, under SCHED_BATCH;
+    -sched other leaves Linux's default policy. Read from /proc while the loader runs."""
+    port, files, _ = http_server
+    ul = tmp_path / "urls.txt"
+    ul.write_text("".join("http://127.0.0.1:%d%s\n" % (port, p) for p in sorted(files)))
+    js = tmp_path / "sched.json"
+    cmd = [LOADER, "-url-list", str(ul), "-duration", "30s", "-numworkers", "4", "-iothreads", "2",
+           "-statsinterval", "0", "-quiet", "-json", str(js)] + (["-sched", sched] if sched else [])
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    want = [SCHED_OTHER] * 3 if sched == "other" else [SCHED_OTHER, SCHED_BATCH, SCHED_BATCH]
+    seen = []
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            seen = sorted(thread_policies(p.pid))
+            if len(seen) == 3 and (seen == want or sched == "other"):
+                break
+            time.sleep(0.05)
+        if sched == "other":
+            time.sleep(0.5)  # a policy set late would show by now
+            seen = sorted(thread_policies(p.pid))
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, (out, err)
+    # the main thread keeps the default policy; the two loop threads take the chosen one
+    assert seen == want, (seen, want)
+    assert json.loads(js.read_text())["config"]["sched"] == (sched or "batch")
+    assert "-sched" not in err, err
 
 
 def test_s3_api_put_then_verified_gets(cluster, tmp_path):

@@ -57,6 +57,8 @@ static void usage(FILE *f)
 		   "  --s3_root BOOL         serve the S3 API at / as well as /s3 (default false)\n"
 		   "  --s3_domain DOMAIN     virtual-host style S3 for Host <bucket>.DOMAIN\n"
 		   "  --s3_region REGION     region the S3 API reports (default us-east-1)\n"
+		   "  --s3_relay_timeout_ms N  a target silent this long fails a relayed S3 request\n"
+		   "                         (default 30000)\n"
 		   "  --auth BOOL           require credentials on the public port (default false)\n"
 		   "  --auth_keys FILE      identity store: access keys with roles (default: the s3_keys file)\n"
 		   "  --cluster_secret FILE the cluster secret (signs tokens, redirects, the control plane)\n"

@@ -91,6 +91,7 @@ static const config_key_t config_keys[] = {
 	INT(hint_max_names, 1, 100000000),
 	INT(hint_prefetch_inflight, 0, 16),
 	INT(probe_interval_ms, 0, 60000),
+	INT(s3_relay_timeout_ms, 100, 3600000),
 	INT(job_expiry_s, 1, 31536000),
 	INT(open_file_cache, 0, 65536),
 	INT(job_missing_grace_s, 1, 86400),
@@ -162,6 +163,7 @@ void ft_config_defaults(ft_config_t *c)
 	c->hint_max_names = 1000000;
 	c->hint_prefetch_inflight = 4;
 	c->probe_interval_ms = 250;
+	c->s3_relay_timeout_ms = 30000;
 	c->job_expiry_s = 3600;
 	c->open_file_cache = 1024;
 	c->job_missing_grace_s = 120;

@@ -58,6 +58,7 @@ typedef struct {
 	int s3_root;                   /* bool: serve S3 at / besides /s3, default false */
 	char s3_domain[FT_HOST_MAX];   /* virtual-host style for Host <bucket>.<s3_domain>; "" = off */
 	char s3_region[FT_REGION_MAX]; /* region of the S3 endpoint, default us-east-1 */
+	int s3_relay_timeout_ms;       /* proxy: a target silent this long fails a relayed S3 request; default 30000 */
 	/* LRU eviction of cached remote objects (target) */
 	int lru_high_pct;        /* usage % of a mountpath that starts eviction, default 90 */
 	int lru_low_pct;         /* eviction stops below this %, default 75 (must be < high) */

@@ -304,7 +304,7 @@ static long ask_owner(px_s3_req_t *q, const char *query, head_acl_t *h)
 	}
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, head_acl_cb);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, h);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)PX_S3_RELAY_TIMEOUT_MS);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)px_s3_relay_timeout_ms());
 	if (curl_easy_perform(c) == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	else

@@ -603,7 +603,7 @@ void px_s3_get_stream(px_s3_req_t *q, const char *buf, size_t head_len, size_t l
 		return;
 	}
 	b.len = (uint64_t)t.length;
-	b.timeout_ms = PX_S3_RELAY_TIMEOUT_MS;
+	b.timeout_ms = px_s3_relay_timeout_ms();
 	ft_resp_socket(q->r, (int)t.status, object_headers(q, &t), &b);
 }
 

@@ -40,7 +40,6 @@
 #define MPU_ID_BYTES 24 /* 32 base64url characters, 192 random bits */
 #define MPU_ID_MIN 16   /* the target's accepted length range */
 #define MPU_ID_MAX 128
-#define MPU_CALL_TIMEOUT_MS PX_S3_RELAY_TIMEOUT_MS
 #define MPU_COMPLETE_TIMEOUT_MS (6 * 3600 * 1000) /* concatenating a very large object takes time */
 #define MPU_LIST_TIMEOUT_MS 10000
 #define MPU_MAX_LIST 1000 /* S3's largest page of parts or uploads */
@@ -193,7 +192,7 @@ static void mpu_create(px_s3_req_t *q)
 	}
 	snprintf(query, sizeof(query), "mpu=%s&action=start", id);
 	char *url = target_url(q, query);
-	int rc = url ? call_target(q, "POST", url, meta_headers, MPU_CALL_TIMEOUT_MS, &status, &resp) : -1;
+	int rc = url ? call_target(q, "POST", url, meta_headers, px_s3_relay_timeout_ms(), &status, &resp) : -1;
 	free(url);
 	if (rc != 0)
 		return;
@@ -550,7 +549,7 @@ static void mpu_abort(px_s3_req_t *q)
 
 	snprintf(query, sizeof(query), "mpu=%s&action=abort", id);
 	char *url = target_url(q, query);
-	int rc = url ? call_target(q, "POST", url, NULL, MPU_CALL_TIMEOUT_MS, &status, &resp) : -1;
+	int rc = url ? call_target(q, "POST", url, NULL, px_s3_relay_timeout_ms(), &status, &resp) : -1;
 	free(url);
 	if (rc != 0)
 		return;
@@ -602,7 +601,7 @@ static void mpu_list_parts(px_s3_req_t *q)
 	snprintf(query, sizeof(query), "mpu=%s&action=parts&max_parts=%ld&part_marker=%ld", id, max,
 		 marker > PX_S3_MAX_PARTS ? (long)PX_S3_MAX_PARTS : marker);
 	char *url = target_url(q, query);
-	int rc = url ? call_target(q, "GET", url, NULL, MPU_CALL_TIMEOUT_MS, &status, &resp) : -1;
+	int rc = url ? call_target(q, "GET", url, NULL, px_s3_relay_timeout_ms(), &status, &resp) : -1;
 	free(url);
 	if (rc != 0)
 		return;

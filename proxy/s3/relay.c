@@ -97,7 +97,8 @@ static bool split_url(const char *url, char *host, size_t hcap, char *port, size
 
 static void set_timeouts(int fd)
 {
-	struct timeval tv = {.tv_sec = PX_S3_RELAY_TIMEOUT_MS / 1000, .tv_usec = 0};
+	int ms = px_s3_relay_timeout_ms();
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
 	int one = 1;
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -171,7 +172,7 @@ static int read_head(px_s3_relay_t *rl)
 		if ((size_t)k == have) {
 			/* nothing new since the last peek: wait for more instead of spinning */
 			struct pollfd pf = {.fd = rl->fd, .events = POLLIN};
-			if (poll(&pf, 1, PX_S3_RELAY_TIMEOUT_MS) <= 0)
+			if (poll(&pf, 1, px_s3_relay_timeout_ms()) <= 0)
 				return -1;
 		}
 		have = (size_t)k;

@@ -243,7 +243,8 @@ static int dial(const char *hostport)
 	char host[256];
 	const char *colon = strrchr(hostport, ':');
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV | AI_NUMERICHOST}, *ai = NULL;
-	struct timeval tv = {.tv_sec = PX_S3_RELAY_TIMEOUT_MS / 1000};
+	int ms = px_s3_relay_timeout_ms();
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
 	int fd, one = 1;
 
 	fd = ft_local_dial(hostport, true);
@@ -589,8 +590,8 @@ static void sweep(rloop_t *L)
 		next = j->next;
 		if (now < j->deadline_ns)
 			continue;
-		ft_warn("s3 GET %s: the target %s did not answer in %d s", j->q->resource, j->hostport,
-			PX_S3_RELAY_TIMEOUT_MS / 1000);
+		ft_warn("s3 GET %s: the target %s did not answer in %.1f s", j->q->resource, j->hostport,
+			px_s3_relay_timeout_ms() / 1000.0);
 		close(job_detach_fd(L, j));
 		active_unlink(L, j);
 		px_s3_error(j->q, PX_S3_SERVICE_UNAVAILABLE, "the target holding the object did not answer");
@@ -718,7 +719,7 @@ bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, char *req, size_t 
 	if (L->active != NULL)
 		L->active->prev = j;
 	L->active = j;
-	j->deadline_ns = ft_now_ns() + (int64_t)PX_S3_RELAY_TIMEOUT_MS * 1000000;
+	j->deadline_ns = ft_now_ns() + (int64_t)px_s3_relay_timeout_ms() * 1000000;
 	j->buf = buf_take(L);
 	j->cap = RLOOP_BUF0;
 	if (j->buf == NULL || !job_connect(L, j, false))

@@ -49,6 +49,12 @@ struct px_s3 {
 static struct px_s3 *curl_owner;
 static atomic_uint_fast64_t request_seq;
 static int64_t start_ns;
+static int relay_timeout_ms = 30000; /* s3_relay_timeout_ms, set by px_s3_init */
+
+int px_s3_relay_timeout_ms(void)
+{
+	return relay_timeout_ms;
+}
 
 /* ---- keys ---- */
 
@@ -79,6 +85,7 @@ px_s3_t *px_s3_init(const px_s3_host_t *host, char *err, size_t errlen)
 	}
 	s->host = *host;
 	start_ns = ft_now_ns();
+	relay_timeout_ms = host->cfg->s3_relay_timeout_ms;
 	if (pthread_key_create(&s->curl_key, curl_handle_destroy) != 0) {
 		snprintf(err, errlen, "s3: cannot create a thread key");
 		goto fail;
@@ -619,7 +626,7 @@ void px_s3_curl_common(void *h, const char *url)
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
 	/* No total timeout (objects may be large): a target sending nothing for this long fails. */
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)(PX_S3_RELAY_TIMEOUT_MS / 1000));
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)((px_s3_relay_timeout_ms() + 999) / 1000));
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L); /* the map changed: the target redirects */
 	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
 }

@@ -48,7 +48,6 @@
 /* "<32 hex>-<parts>", or a checksum serving as the ETag (a sha512 bucket's 128 hex digits), with quotes */
 #define PX_S3_ETAG_MAX (FT_CKSUM_HEX_MAX + 8)
 #define PX_S3_MAX_PARTS 10000
-#define PX_S3_RELAY_TIMEOUT_MS 30000 /* a target silent for this long fails the relay */
 #define PX_S3_GET_RETRIES 2          /* a GET whose target is unreachable tries the object's next owners */
 #define PX_S3_TARGET_HEAD_MAX 16384  /* largest response head read from a target */
 #define PX_S3_TARGET_HEADERS_MAX 256 /* most headers in it (a stored object's x-amz-meta-* included) */
@@ -200,6 +199,9 @@ typedef struct px_s3_req {
 
 /* Starts the front end for host (copied) and loads its keys file (s3_keys); NULL with err filled. */
 px_s3_t *px_s3_init(const px_s3_host_t *host, char *err, size_t errlen);
+/* s3_relay_timeout_ms of the daemon's configuration (30000 before px_s3_init): a target silent this long fails a
+ * relayed request. */
+int px_s3_relay_timeout_ms(void);
 /* Releases s (NULL: nothing); no request may be in progress. */
 void px_s3_fini(px_s3_t *s);
 

@@ -148,11 +148,14 @@ def big_object(h, prefix):
     return s3, b, data
 
 
+STALL_TIMEOUT_MS = 3000  # the proxy's s3_relay_timeout_ms in the stall test (default 30000)
+
+
 def test_target_stalling_mid_body_cuts_the_response(make_cluster):
     """The owner stops (SIGSTOP) in the middle of a large body: the proxy's loop thread goes on
-    serving other GETs meanwhile, and after the relay's 30 s without a byte the client's response
+    serving other GETs meanwhile, and after s3_relay_timeout_ms without a byte the client's response
     is cut (never a whole-looking one); once the target goes on, GETs of the object come whole."""
-    h = make_cluster(targets=2)
+    h = make_cluster(targets=2, proxy_args=("--s3_relay_timeout_ms", str(STALL_TIMEOUT_MS)))
     s3, b, data = big_object(h, "relaystall")
     api = Api(h.url)
     victim = h.index_of_url(api.owner(b, "big"))
@@ -185,7 +188,8 @@ def test_target_stalling_mid_body_cuts_the_response(make_cluster):
                 got += len(chunk)
             waited = time.monotonic() - t0
             assert got < len(data), "a whole body from a stopped target"
-            assert waited >= 25, "cut after %.1f s, before the relay's timeout" % waited
+            assert waited >= STALL_TIMEOUT_MS / 1000 - 0.5, "cut after %.1f s, before the relay's timeout" % waited
+            assert waited < 25, "cut after %.1f s: s3_relay_timeout_ms was not used" % waited
         finally:
             h.c.targets[victim].signal(signal.SIGCONT)
     finally:

@@ -96,6 +96,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.http_idle_timeout_ms, 60000);
 	assert_int_equal(c.http_header_timeout_ms, 10000);
 	assert_int_equal(c.http_body_timeout_ms, 30000);
+	assert_int_equal(c.s3_relay_timeout_ms, 30000);
 	ft_config_free(&c);
 
 	/* ft_config_defaults alone gives the same values. */
@@ -256,6 +257,8 @@ static void test_bad_values(void **state)
 	load_fails(ARGV("--worker_threads", "0"), "worker_threads");
 	load_fails(ARGV("--loop_threads", "-2"), "loop_threads");
 	load_fails(ARGV("--reserve_bytes", "-1"), "reserve_bytes");
+	load_fails(ARGV("--s3_relay_timeout_ms", "99"), "s3_relay_timeout_ms");
+	load_fails(ARGV("--s3_relay_timeout_ms", "3600001"), "s3_relay_timeout_ms");
 	load_fails(ARGV("--bind", ""), "bind");
 	load_fails(ARGV("--state_dir="), "state_dir");
 	load_fails(ARGV("--nonsense", "1"), "nonsense");

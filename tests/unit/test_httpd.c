@@ -566,6 +566,7 @@ typedef struct {
 	int calls, err;     /* done's calls, its last err */
 	bool on_caller;     /* done ran on the caller's thread */
 	bool before_return; /* done had run when ft_resp_socket returned */
+	bool returned;      /* ft_resp_socket returned (before_return is then set) */
 } sock_body_t;
 
 static sock_body_t g_sk = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .fd = -1};
@@ -601,6 +602,8 @@ static void sock_answer(ft_req_t *r)
 	ft_resp_socket(r, status, "application/octet-stream", &b);
 	pthread_mutex_lock(&k->mu);
 	k->before_return = k->calls > 0;
+	k->returned = true;
+	pthread_cond_broadcast(&k->cv);
 	pthread_mutex_unlock(&k->mu);
 }
 
@@ -2616,7 +2619,7 @@ static void sock_set(int fd, const unsigned char *pre, size_t pre_len, uint64_t 
 	g_sk.timeout_ms = timeout_ms;
 	g_sk.calls = 0;
 	g_sk.err = 1;
-	g_sk.on_caller = g_sk.before_return = false;
+	g_sk.on_caller = g_sk.before_return = g_sk.returned = false;
 	pthread_mutex_unlock(&g_sk.mu);
 }
 
@@ -2932,7 +2935,7 @@ static void test_resp_socket_refused(void **state)
 {
 	static const char *const targets[] = {"/sock-defer", "/sock"};
 	unsigned char pre[10];
-	bool before;
+	bool before, returned;
 	int rd, wr;
 	cli_t c;
 	resp_t r;
@@ -2950,9 +2953,17 @@ static void test_resp_socket_refused(void **state)
 		if (r.status != 500)
 			fail_msg("%s: status %d, want 500", targets[i], r.status);
 		assert_int_equal(sock_wait_done(3000), -ECANCELED); /* on the caller's thread */
+		/* the client can have the 500 before the handler is back from ft_resp_socket: wait for that */
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 3;
 		pthread_mutex_lock(&g_sk.mu);
+		while (!g_sk.returned && pthread_cond_timedwait(&g_sk.cv, &g_sk.mu, &until) == 0)
+			;
+		returned = g_sk.returned;
 		before = g_sk.before_return;
 		pthread_mutex_unlock(&g_sk.mu);
+		assert_true(returned);
 		assert_true(before);
 		resp_free(&r);
 		expect_small(&c);

@@ -55,9 +55,9 @@ static void usage(FILE *f)
 		"  --proxy_url URL[,URL] control URL of the proxy (several, comma-separated: any may be tried;\n"
 		"                        joins and keepalives then go to the primary), e.g. http://127.0.0.1:51081\n"
 		"  --state_dir DIR       node state (id file), default .\n"
-		"  --public_unix PATH    the public port also on this Unix socket, for nodes of this machine and mount\n"
-		"                        namespace\n"
-		"                        (default <state_dir>/public-<id>.sock; off = none; not with TLS)\n"
+		"  --public_unix PATH    the public port also on this Unix socket (plain HTTP, also under TLS), for\n"
+		"                        nodes of this machine and mount namespace\n"
+		"                        (default <state_dir>/public-<id>.sock; off = none; not with tls_client_ca)\n"
 		"  --mountpath DIR       object storage directory (repeat for several)\n"
 		"  --log_level L         debug|info|warn|error (default info)\n"
 		"  --log-format F        text|json: one JSON object a line (default text)\n"
@@ -194,8 +194,11 @@ static int resolve_id(tgt_t *t, char *err, size_t errlen)
 
 /*
  * t->public_unix: the configured path, else <state_dir>/public-<id>.sock made absolute (proxies
- * run elsewhere); "" for "off" and under TLS (the proxies' relay speaks plain HTTP). A configured
- * path that cannot be used is an error; a derived one that is too long is left out with a warning.
+ * run elsewhere); "" for "off" and where every client must show a certificate (tls_client_ca). The
+ * socket speaks plain HTTP even when the TCP port speaks TLS: only this user on this machine reaches
+ * it (0600, and dialers check the listener's user), and nothing on it crosses a network. A
+ * configured path that cannot be used is an error; a derived one that is too long is left out with
+ * a warning.
  */
 static int resolve_unix(tgt_t *t, char *err, size_t errlen)
 {
@@ -205,10 +208,11 @@ static int resolve_unix(tgt_t *t, char *err, size_t errlen)
 	t->public_unix[0] = '\0';
 	if (strcmp(cfg, "off") == 0)
 		return 0;
-	if (t->cfg.tls_cert[0] != '\0') {
+	if (t->cfg.tls_client_ca[0] != '\0') {
 		if (cfg[0] == '\0')
 			return 0;
-		errf(err, errlen, "public_unix: not with TLS (the public port speaks HTTPS)");
+		errf(err, errlen,
+		     "public_unix: not with tls_client_ca (every client of the public port shows a certificate)");
 		return -1;
 	}
 	if (cfg[0] != '\0') {

@@ -38,19 +38,20 @@ const char *ft_host_id(void)
 	return host_id;
 }
 
-/* Whether url ("http://host:port/...") names hostport. */
-static bool url_is(const char *url, const char *hostport)
+/* Whether url ("http://host:port/...", or https:// when https) names hostport. */
+static bool url_is(const char *url, const char *hostport, bool https)
 {
+	const char *scheme = https ? "https://" : "http://";
 	size_t n = strlen(hostport);
 
-	if (strncmp(url, "http://", 7) != 0)
+	if (strncmp(url, scheme, strlen(scheme)) != 0)
 		return false;
-	url += 7;
+	url += strlen(scheme);
 	return strncmp(url, hostport, n) == 0 && (url[n] == '\0' || url[n] == '/');
 }
 
 /* The Unix socket path of the target at hostport, when it runs here; false otherwise. */
-static bool local_path(const char *hostport, char *path, size_t cap)
+static bool local_path(const char *hostport, bool https, char *path, size_t cap)
 {
 	ft_smap_t *m = ft_smap_current();
 	bool found = false;
@@ -60,7 +61,7 @@ static bool local_path(const char *hostport, char *path, size_t cap)
 	for (int i = 0; i < m->n_targets && !found; i++) {
 		const ft_node_t *n = &m->targets[i];
 
-		if (n->public_unix[0] == '\0' || n->host_id[0] == '\0' || !url_is(n->public_url, hostport))
+		if (n->public_unix[0] == '\0' || n->host_id[0] == '\0' || !url_is(n->public_url, hostport, https))
 			continue;
 		found = ft_host_id()[0] != '\0' && strcmp(n->host_id, ft_host_id()) == 0 &&
 			strlen(n->public_unix) < cap;
@@ -82,12 +83,19 @@ static bool peer_is_us(int fd)
 	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.uid == geteuid() && cr.pid != getpid();
 }
 
-int ft_local_dial(const char *hostport, bool nonblock)
+bool ft_local_known(const char *hostport, bool https)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+	return local_path(hostport, https, path, sizeof(path));
+}
+
+int ft_local_dial(const char *hostport, bool https, bool nonblock)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	int fd;
 
-	if (!local_path(hostport, a.sun_path, sizeof(a.sun_path)))
+	if (!local_path(hostport, https, a.sun_path, sizeof(a.sun_path)))
 		return -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)

@@ -17,11 +17,14 @@
 const char *ft_host_id(void);
 /*
  * A stream socket connected to the public Unix socket of the target whose public URL's "host:port"
- * is hostport in the current map, when that target has this process's ft_host_id; -1 otherwise
- * (no such target, no socket, another machine or mount namespace, a listener of another user, or a
- * connect that did not complete at once, e.g. a full backlog: the caller dials TCP). The connect
- * never blocks; nonblock: the socket stays O_NONBLOCK.
+ * is hostport in the current map (an https:// URL when https, else http://), when that target has
+ * this process's ft_host_id; -1 otherwise (no such target, no socket, another machine or mount
+ * namespace, a listener of another user, or a connect that did not complete at once, e.g. a full
+ * backlog: the caller dials TCP, with TLS when https). The socket speaks plain HTTP either way. The
+ * connect never blocks; nonblock: the socket stays O_NONBLOCK.
  */
-int ft_local_dial(const char *hostport, bool nonblock);
+int ft_local_dial(const char *hostport, bool https, bool nonblock);
+/* Whether ft_local_dial(hostport, https, ...) would try a Unix socket (a map lookup, no connect). */
+bool ft_local_known(const char *hostport, bool https);
 
 #endif

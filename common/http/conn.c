@@ -554,7 +554,7 @@ void http_conn_new(loop_t *L, int fd, bool on_unix)
 	c->phase = PH_HEAD;
 	c->idle_since = L->now;
 	format_peer(fd, c->peer, sizeof(c->peer));
-	if (L->s->tls_ctx != NULL && http_tls_conn_new(c) != 0) {
+	if (L->s->tls_ctx != NULL && !on_unix && http_tls_conn_new(c) != 0) {
 		ft_warn("http: no memory for a TLS connection");
 		pthread_cond_destroy(&c->scv);
 		pthread_mutex_destroy(&c->smu);

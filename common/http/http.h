@@ -47,9 +47,9 @@ typedef struct {
 	const char *bind; /* address to listen on */
 	int port;
 	/*
-	 * Also listen on this Unix stream socket path (plain HTTP only), for clients on the same host:
-	 * a stale socket file there is replaced, the socket is made 0600 and unlinked at stop. NULL or
-	 * "" = none.
+	 * Also listen on this Unix stream socket path, for clients on the same host: plain HTTP, also
+	 * when the TCP port speaks TLS (only this user reaches it); a stale socket file there is
+	 * replaced, the socket is made 0600 and unlinked at stop. NULL or "" = none.
 	 */
 	const char *unix_path;
 	int threads;               /* loop threads; <= 0 = number of CPUs */

@@ -795,10 +795,6 @@ ft_httpd_t *ft_httpd_start(const ft_httpd_opts_t *o, char *err, size_t errlen)
 		goto fail;
 	}
 	if (o->unix_path != NULL && o->unix_path[0] != '\0') {
-		if (s->tls_ctx != NULL) {
-			snprintf(err, errlen, "a unix socket is for plain HTTP only, and this port speaks TLS");
-			goto fail;
-		}
 		s->ufd = listen_unix(o->unix_path, &s->uino, &s->udev, err, errlen);
 		if (s->ufd < 0)
 			goto fail;

@@ -637,9 +637,10 @@ static bool get_submit(px_s3_req_t *q)
 	url = get_url(q, get_query(q, false), id);
 	if (url == NULL)
 		return false;
-	req = px_s3_relay_request(url, false, get_lines(q), hostport, sizeof(hostport), &len);
+	bool local_only;
+	req = px_s3_relay_request(url, false, get_lines(q), hostport, sizeof(hostport), &len, &local_only);
 	free(url);
-	return req != NULL && px_s3_rloop_submit(q, hostport, req, len);
+	return req != NULL && px_s3_rloop_submit(q, hostport, local_only, req, len);
 }
 
 void px_s3_object_get(px_s3_req_t *q)

@@ -24,8 +24,9 @@
  * response head, with MSG_PEEK first so that not one body byte leaves the socket: the caller then
  * hands the socket to ft_resp_stream_splice, which moves the body to the client in kernel pages.
  *
- * It is deliberately small: plain http:// targets, GET and HEAD, one request at a time per
- * connection, and no redirects or chunked bodies. A body with a Content-Length the caller either
+ * It is deliberately small: plain http:// targets, and https:// ones of this machine on their
+ * Unix sockets (which speak plain HTTP), GET and HEAD, one request at a time per connection, and
+ * no redirects or chunked bodies. A body with a Content-Length the caller either
  * splices, or (a small object, an error answer) reads whole with px_s3_relay_read_body. Whatever
  * it does not handle the caller sends through the libcurl path, before anything went to the
  * client (a GET or HEAD may be repeated).
@@ -74,14 +75,18 @@ static void idle_give(int fd, const char *hostport)
 	idle_count++;
 }
 
-/* Splits "http://host:port/rest" into host, port and the request target; false for anything else. */
-static bool split_url(const char *url, char *host, size_t hcap, char *port, size_t pcap, const char **path)
+/*
+ * Splits "http://host:port/rest" (or https://, then *https) into host, port and the request target;
+ * false for anything else.
+ */
+static bool split_url(const char *url, char *host, size_t hcap, char *port, size_t pcap, const char **path, bool *https)
 {
 	const char *h, *colon, *slash;
 
-	if (strncmp(url, "http://", 7) != 0)
+	*https = strncmp(url, "https://", 8) == 0;
+	if (!*https && strncmp(url, "http://", 7) != 0)
 		return false;
-	h = url + 7;
+	h = url + (*https ? 8 : 7);
 	slash = strchr(h, '/');
 	colon = memchr(h, ':', slash != NULL ? (size_t)(slash - h) : strlen(h));
 	if (slash == NULL || colon == NULL || h[0] == '[' || (size_t)(colon - h) >= hcap ||
@@ -108,19 +113,22 @@ static void set_timeouts(int fd)
 
 /*
  * A new connection to host:port (connect bounded by RELAY_CONNECT_TIMEOUT_MS), or -1: on the
- * target's Unix socket when it runs on this machine (ft_local_dial), else TCP.
+ * target's Unix socket when it runs on this machine (ft_local_dial), else TCP; an https target
+ * (local_only) on its socket only.
  */
-static int dial(const char *host, const char *port)
+static int dial(const char *host, const char *port, bool local_only)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai = NULL, *p;
 	char hostport[sizeof(((px_s3_relay_t *)0)->hostport)];
 	int fd = -1;
 
 	if (snprintf(hostport, sizeof(hostport), "%s:%s", host, port) < (int)sizeof(hostport) &&
-	    (fd = ft_local_dial(hostport, false)) >= 0) {
+	    (fd = ft_local_dial(hostport, local_only, false)) >= 0) {
 		set_timeouts(fd);
 		return fd;
 	}
+	if (local_only)
+		return -1;
 	if (getaddrinfo(host, port, &hints, &ai) != 0)
 		return -1;
 	for (p = ai; p != NULL && fd < 0; p = p->ai_next) {
@@ -205,14 +213,15 @@ static int exchange(px_s3_relay_t *rl, const char *req, size_t len)
 }
 
 char *px_s3_relay_request(const char *url, bool head, const char *const *headers, char *hostport, size_t cap,
-			  size_t *len)
+			  size_t *len, bool *local_only)
 {
 	char host[256], port[16];
 	const char *path;
 	ft_strbuf_t b = {0};
 
-	if (!split_url(url, host, sizeof(host), port, sizeof(port), &path) ||
-	    snprintf(hostport, cap, "%s:%s", host, port) >= (int)cap)
+	if (!split_url(url, host, sizeof(host), port, sizeof(port), &path, local_only) ||
+	    snprintf(hostport, cap, "%s:%s", host, port) >= (int)cap ||
+	    (*local_only && !ft_local_known(hostport, true)))
 		return NULL;
 	ft_strbuf_addf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", head ? "HEAD" : "GET", path, hostport);
 	for (; headers != NULL && *headers != NULL; headers++)
@@ -283,7 +292,8 @@ int px_s3_relay_get(px_s3_relay_t *rl, bool head, const char *url, const char *c
 	int rc = -1;
 
 	relay_init(rl);
-	b.p = px_s3_relay_request(url, head, headers, rl->hostport, sizeof(rl->hostport), &b.len);
+	bool local_only;
+	b.p = px_s3_relay_request(url, head, headers, rl->hostport, sizeof(rl->hostport), &b.len, &local_only);
 	if (b.p == NULL)
 		return -1;
 	char host[256], port[16];
@@ -296,11 +306,12 @@ int px_s3_relay_get(px_s3_relay_t *rl, bool head, const char *url, const char *c
 
 		rl->fd = attempt == 0 ? idle_take(rl->hostport) : -1;
 		if (rl->fd < 0) {
-			rl->fd = dial(host, port);
+			rl->fd = dial(host, port, local_only);
 			reused = false;
 		}
 		if (rl->fd < 0) {
-			rl->unreachable = true; /* refused, or no answer to the connect */
+			/* refused, or no answer to the connect; an https target's socket gone: libcurl's TLS next */
+			rl->unreachable = !local_only;
 			break;
 		}
 		rc = exchange(rl, b.p, b.len);

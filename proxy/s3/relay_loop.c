@@ -73,8 +73,9 @@ typedef struct rjob {
 	char *req; /* the request text, malloc'd */
 	size_t req_len, req_sent;
 	int fd;
-	bool reused;  /* fd came from the idle pool: a close before any byte means stale, not dead */
-	bool retried; /* already once on a new connection */
+	bool local_only; /* an https target of this machine: its Unix socket, never TCP (plain) */
+	bool reused;     /* fd came from the idle pool: a close before any byte means stale, not dead */
+	bool retried;    /* already once on a new connection */
 	rjob_stage_t stage;
 	char *buf; /* what the target sent so far */
 	size_t len, cap;
@@ -233,12 +234,13 @@ static void idle_give(rloop_t *L, int fd, const char *hostport)
 
 /*
  * A non-blocking connect to hostport ("host:port", numeric port) started; the fd, or -1. A target
- * on this machine is dialed on its Unix socket (ft_local_dial: no TCP on either side). Only a
+ * on this machine is dialed on its Unix socket (ft_local_dial: no TCP on either side); an https
+ * target (local_only) only there, as the loops speak plain HTTP. Only a
  * numeric address is dialed here otherwise: a name's lookup can wait on the resolver, which must not stall
  * the loop thread, so a target advertised by name is dialed by a worker (job_handoff), whose
  * connection comes back to the loops kept alive (px_s3_rloop_give).
  */
-static int dial(const char *hostport)
+static int dial(const char *hostport, bool local_only)
 {
 	char host[256];
 	const char *colon = strrchr(hostport, ':');
@@ -247,7 +249,9 @@ static int dial(const char *hostport)
 	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
 	int fd, one = 1;
 
-	fd = ft_local_dial(hostport, true);
+	fd = ft_local_dial(hostport, local_only, true);
+	if (fd < 0 && local_only)
+		return -1;
 	if (fd < 0) {
 		if (colon == NULL || (size_t)(colon - hostport) >= sizeof(host))
 			return -1;
@@ -381,7 +385,7 @@ static bool job_connect(rloop_t *L, rjob_t *j, bool fresh)
 	j->req_sent = 0;
 	j->len = j->head_len = j->want = 0;
 	if (j->fd < 0) {
-		j->fd = dial(j->hostport);
+		j->fd = dial(j->hostport, j->local_only);
 		if (j->fd < 0)
 			return false;
 		if (!conn_watch(L, j->fd)) {
@@ -700,7 +704,7 @@ void px_s3_rloop_stop(void)
 	pthread_mutex_unlock(&loops_mu);
 }
 
-bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, char *req, size_t len)
+bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, bool local_only, char *req, size_t len)
 {
 	rjob_t *j;
 	rloop_t *L;
@@ -713,6 +717,7 @@ bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, char *req, size_t 
 	j->q = q;
 	j->req = req;
 	j->req_len = len;
+	j->local_only = local_only;
 	j->fd = -1;
 	snprintf(j->hostport, sizeof(j->hostport), "%s", hostport);
 	j->next = L->active;

@@ -295,18 +295,19 @@ typedef struct {
 	ft_hp_header_t hdrs[PX_S3_TARGET_HEADERS_MAX]; /* its resp.nheaders headers */
 } px_s3_relay_t;
 /*
- * Sends "GET <url>" (or HEAD; plain http:// only) with the extra header lines (NULL-terminated,
- * may be NULL) on a kept-alive or new connection and reads the response head, leaving every body
- * byte in the socket rl->fd. 0 = head read (then px_s3_relay_done is owed), -1 = no usable answer
+ * Sends "GET <url>" (or HEAD; plain http://, or https:// of a target of this machine, on its Unix
+ * socket) with the extra header lines (NULL-terminated, may be NULL) on a kept-alive or new
+ * connection and reads the response head, leaving every body byte in the socket rl->fd. 0 = head read (then px_s3_relay_done is owed), -1 = no usable answer
  * (nothing to release; the caller may try another way, as the target saw at most a GET or HEAD).
  */
 int px_s3_relay_get(px_s3_relay_t *rl, bool head, const char *url, const char *const *headers);
 /*
  * The request text of px_s3_relay_get (malloc'd, *len bytes; caller frees) and the "host:port" of
- * url into hostport (cap bytes); NULL when url is not a plain http:// one.
+ * url into hostport (cap bytes); NULL when url is neither plain http:// nor https:// of a target of
+ * this machine with a Unix socket (*local_only: then only that socket may carry the request).
  */
 char *px_s3_relay_request(const char *url, bool head, const char *const *headers, char *hostport, size_t cap,
-			  size_t *len);
+			  size_t *len, bool *local_only);
 /*
  * Takes over a connection (fd, blocking) on which the relay loop sent a request and read either
  * the whole response head and maybe the first body bytes after it (len bytes of buf) or nothing
@@ -334,10 +335,11 @@ void px_s3_rloop_start(void);
 void px_s3_rloop_stop(void);
 /*
  * A loop thread: hands q's GET (the request text req of len bytes, malloc'd and taken) for the
- * target at hostport to this thread's relay loop, which answers q or hands it to a worker (get.c).
- * False off a loop thread or when relaying is stopped (req freed; q is still the caller's).
+ * target at hostport to this thread's relay loop, which answers q or hands it to a worker (get.c);
+ * local_only: dialed on the target's Unix socket only (px_s3_relay_request said so). False off a
+ * loop thread or when relaying is stopped (req freed; q is still the caller's).
  */
-bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, char *req, size_t len);
+bool px_s3_rloop_submit(px_s3_req_t *q, const char *hostport, bool local_only, char *req, size_t len);
 /* Any thread: a kept-alive connection to hostport (its last answer read whole) goes to a relay loop's idle pool; false when none takes it (fd still the caller's). */
 bool px_s3_rloop_give(int fd, const char *hostport);
 

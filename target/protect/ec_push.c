@@ -145,7 +145,7 @@ static int push_connect(const char *hostport, const char *host, const char *port
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
 	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-	int fd = ft_local_dial(hostport, false), one = 1;
+	int fd = ft_local_dial(hostport, false, false), one = 1;
 
 	if (fd >= 0) {
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));

@@ -6,7 +6,8 @@ advertises it in the cluster map with the machine's boot id and its mount namesp
 same host id relays S3 GETs to it over that socket instead of loopback TCP. These tests check the map entry, the socket's
 mode, that relayed GETs really take the socket (the target's ft_http_connections_total{listener}),
 that a target without one (`off`) or with a dead one is still reached over TCP, and the refusals:
-a path that is not a socket, a live listener there, a relative path, TLS, a bad join.
+a path that is not a socket, a live listener there, a relative path, tls_client_ca, a bad join; under
+TLS the socket stays plain HTTP.
 """
 import http.client
 import os
@@ -153,17 +154,45 @@ def test_socket_lives_with_its_target(tmp_path):
     assert not os.path.exists(seen[0]), "the socket file outlived its target"
 
 
-def test_tls_port_has_no_socket(tmp_path):
-    _, cert, key = ftcluster.ensure_tls(str(tmp_path / "pki"), ["127.0.0.1"])
+def unix_get(path, target):
+    """(status, body) of a plain HTTP GET of target on the Unix socket at path."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(str(path))
+        s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % target.encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+def test_tls_port_keeps_a_plain_socket(tmp_path):
+    """Under TLS the TCP port speaks HTTPS only, the Unix socket plain HTTP (only this user reaches it);
+    with tls_client_ca (every client shows a certificate) there is no socket, and asking for one is refused."""
+    ca, cert, key = ftcluster.ensure_tls(str(tmp_path / "pki"), ["127.0.0.1"])
     seen = []
 
     def check(port):
-        seen.append([n for n in os.listdir(tmp_path) if n.endswith(".sock")])
+        path = tmp_path / ("public-%s.sock" % (tmp_path / "node.id").read_text().strip())
+        seen.append(stat.S_IMODE(os.lstat(path).st_mode))
+        assert unix_get(path, "/v1/health")[0] == 200
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:  # plain HTTP on the TCP port: no answer
+            s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert not s.recv(4096).startswith(b"HTTP/1.1 200")
 
     rc, out = run_target(tmp_path, "--tls_cert", cert, "--tls_key", key, check=check)
+    assert rc is None and seen == [0o600], (seen, out)
+    seen.clear()
+    rc, out = run_target(tmp_path, "--tls_cert", cert, "--tls_key", key, "--tls_client_ca", ca,
+                         check=lambda port: seen.append([n for n in os.listdir(tmp_path) if n.endswith(".sock")]))
     assert rc is None and seen == [[]], (seen, out)
-    rc, out = run_target(tmp_path, "--tls_cert", cert, "--tls_key", key, "--public_unix", str(tmp_path / "t.sock"))
-    assert rc not in (None, 0) and "public_unix: not with TLS" in out, out
+    rc, out = run_target(tmp_path, "--tls_cert", cert, "--tls_key", key, "--tls_client_ca", ca,
+                         "--public_unix", str(tmp_path / "t.sock"))
+    assert rc not in (None, 0) and "public_unix: not with tls_client_ca" in out, out
 
 
 def test_unusable_socket_paths_stop_the_target(tmp_path, make_cluster):

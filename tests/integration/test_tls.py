@@ -21,6 +21,7 @@ import ftcluster
 import s3util
 from conftest import FT_BIN, module_cluster
 from ftutil import session
+from test_metrics import parse
 
 tcluster = module_cluster("tls", "it starts its own cluster with HTTPS public ports", targets=2, tls=True)
 
@@ -108,7 +109,18 @@ def test_large_object_intact_with_curl(tcluster, ca, bucket, tmp_path):
     assert out.returncode == 60, out.stderr
 
 
-def test_s3_boto3_over_https(tcluster, ca):
+def relay_gets(s, url, way):
+    """The proxy's ft_s3_relay_gets_total{way}, over HTTPS."""
+    r = s.get(url + "/metrics", timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    return parse(r.text).get(("ft_s3_relay_gets_total", (("way", way),)), 0.0)
+
+
+def test_s3_boto3_over_https(tcluster, ca, s):
+    """boto3 over HTTPS. The proxy reaches the targets of its machine on their plain Unix sockets, so
+    a large GET's body is moved from a plain socket into the client's TLS connection on the loop
+    thread (ft_resp_socket: through kernel TLS, else the connection's staging buffer): counted as
+    spliced, and the bytes come whole."""
     ak, sk = s3util.keys(tcluster)
     cli = boto3.session.Session().client(
         "s3", endpoint_url=tcluster.url + "/s3", aws_access_key_id=ak, aws_secret_access_key=sk,
@@ -117,13 +129,54 @@ def test_s3_boto3_over_https(tcluster, ca):
     cli.create_bucket(Bucket=b)
     body = os.urandom(3 << 20)
     cli.put_object(Bucket=b, Key="k/one", Body=body)
-    assert cli.get_object(Bucket=b, Key="k/one")["Body"].read() == body
+    spliced = relay_gets(s, tcluster.url, "spliced")
+    for _ in range(3):
+        assert cli.get_object(Bucket=b, Key="k/one")["Body"].read() == body
+    assert cli.get_object(Bucket=b, Key="k/one", Range="bytes=100-2000099")["Body"].read() == body[100:2000100]
+    assert relay_gets(s, tcluster.url, "spliced") - spliced == 4
     assert cli.head_object(Bucket=b, Key="k/one")["ContentLength"] == len(body)
     part = cli.get_object(Bucket=b, Key="k/one", Range="bytes=10-19")["Body"].read()
     assert part == body[10:20]
     keys = [o["Key"] for o in cli.list_objects_v2(Bucket=b).get("Contents", [])]
     assert keys == ["k/one"]
     cli.delete_object(Bucket=b, Key="k/one")
+    cli.delete_bucket(Bucket=b)
+
+
+def test_s3_relay_without_the_targets_sockets(make_cluster):
+    """The Unix sockets gone (the files moved away; the map still names them): the proxy cannot reach
+    the targets there and must not speak plain HTTP to their TLS ports, so it relays through its TLS
+    client (way "worker"); the bodies come whole, and on the sockets again once they are back. A
+    cluster of its own: no relay connection to a target is kept open before the sockets go."""
+    h = make_cluster(targets=2, tls=True)
+    s = session("")
+    s.verify = h.c.ca_file
+    ak, sk = s3util.keys(h)
+    cli = boto3.session.Session().client(
+        "s3", endpoint_url=h.url + "/s3", aws_access_key_id=ak, aws_secret_access_key=sk,
+        region_name=s3util.REGION, verify=h.c.ca_file,
+        config=Config(retries={"max_attempts": 1, "mode": "standard"}))
+    b = s3util.bucket_name("tlsnosock")
+    cli.create_bucket(Bucket=b)
+    body = os.urandom(1 << 20)
+    cli.put_object(Bucket=b, Key="o", Body=body)
+    paths = [t["public_unix"] for t in h.targets()]
+    assert len(paths) == 2 and all(os.path.exists(p) for p in paths), paths
+    ways = ("spliced", "worker")
+    before = [relay_gets(s, h.url, w) for w in ways]
+    for p in paths:
+        os.rename(p, p + ".away")
+    try:
+        for _ in range(3):
+            assert cli.get_object(Bucket=b, Key="o")["Body"].read() == body
+        after = [relay_gets(s, h.url, w) for w in ways]
+        assert [a - b for a, b in zip(after, before)] == [0, 3], (before, after)
+    finally:
+        for p in paths:
+            os.rename(p + ".away", p)
+    assert cli.get_object(Bucket=b, Key="o")["Body"].read() == body
+    assert relay_gets(s, h.url, "spliced") - after[0] == 1
+    cli.delete_object(Bucket=b, Key="o")
     cli.delete_bucket(Bucket=b)
 
 

@@ -23,8 +23,8 @@
 static char dir[64];
 static int version = 1;
 
-/* Installs a map whose one target listens at 127.0.0.1:port, with the given socket path and host id. */
-static void install(int port, const char *path, const char *host)
+/* Installs a map whose one target listens at scheme://127.0.0.1:port, with the given socket path and host id. */
+static void install_scheme(const char *scheme, int port, const char *path, const char *host)
 {
 	ft_smap_t *m = ft_smap_new();
 	ft_node_t n = {0};
@@ -33,12 +33,17 @@ static void install(int port, const char *path, const char *host)
 	m->version = version++;
 	snprintf(n.id, sizeof(n.id), "t1");
 	n.type = FT_NODE_TARGET;
-	snprintf(n.public_url, sizeof(n.public_url), "http://127.0.0.1:%d", port);
+	snprintf(n.public_url, sizeof(n.public_url), "%s://127.0.0.1:%d", scheme, port);
 	snprintf(n.control_url, sizeof(n.control_url), "http://127.0.0.1:%d", port + 1);
 	snprintf(n.public_unix, sizeof(n.public_unix), "%s", path);
 	snprintf(n.host_id, sizeof(n.host_id), "%s", host);
 	assert_int_equal(ft_smap_add(m, &n), 0);
 	assert_int_equal(ft_smap_install(m), 0);
+}
+
+static void install(int port, const char *path, const char *host)
+{
+	install_scheme("http", port, path, host);
 }
 
 /* A listener at path with the given backlog, never accepting. */
@@ -130,28 +135,53 @@ static void test_dial_local(void **state)
 	snprintf(path, sizeof(path), "%s/a.sock", dir);
 	l = child_listener(path, 16);
 	install(40001, path, ft_host_id());
-	fd = ft_local_dial("127.0.0.1:40001", false);
+	fd = ft_local_dial("127.0.0.1:40001", false, false);
 	assert_true(fd >= 0);
 	assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
 	close(fd);
-	fd = ft_local_dial("127.0.0.1:40001", true);
+	fd = ft_local_dial("127.0.0.1:40001", false, true);
 	assert_true(fd >= 0);
 	assert_int_not_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
 	close(fd);
 	/* another port, another host id, no socket path, a dead socket: TCP (-1) */
-	assert_int_equal(ft_local_dial("127.0.0.1:40003", false), -1);
-	assert_int_equal(ft_local_dial("127.0.0.1:4000", false), -1);
+	assert_int_equal(ft_local_dial("127.0.0.1:40003", false, false), -1);
+	assert_int_equal(ft_local_dial("127.0.0.1:4000", false, false), -1);
 	install(40001, path, "0ac1c000-0000-0000-0000-000000000000/mnt:[1]");
-	assert_int_equal(ft_local_dial("127.0.0.1:40001", false), -1);
+	assert_int_equal(ft_local_dial("127.0.0.1:40001", false, false), -1);
 	install(40001, "", ft_host_id());
-	assert_int_equal(ft_local_dial("127.0.0.1:40001", false), -1);
+	assert_int_equal(ft_local_dial("127.0.0.1:40001", false, false), -1);
 	child_end(l);
 	install(40001, path, ft_host_id());
-	assert_int_equal(ft_local_dial("127.0.0.1:40001", false), -1); /* refused: nobody listens */
+	assert_int_equal(ft_local_dial("127.0.0.1:40001", false, false), -1); /* refused: nobody listens */
 	/* this very process listening there (a dead node's path now ours): not taken for that node */
 	int own = listener(path, 16);
-	assert_int_equal(ft_local_dial("127.0.0.1:40001", false), -1);
+	assert_int_equal(ft_local_dial("127.0.0.1:40001", false, false), -1);
 	close(own);
+	unlink(path);
+}
+
+/* A target whose public URL is https: its socket is dialed only when asked for https, and the other way round. */
+static void test_dial_https(void **state)
+{
+	char path[128];
+	child_t l;
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/h.sock", dir);
+	l = child_listener(path, 16);
+	install_scheme("https", 40021, path, ft_host_id());
+	assert_true(ft_local_known("127.0.0.1:40021", true));
+	assert_false(ft_local_known("127.0.0.1:40021", false));
+	assert_int_equal(ft_local_dial("127.0.0.1:40021", false, false), -1); /* an http caller: not this target */
+	fd = ft_local_dial("127.0.0.1:40021", true, false);
+	assert_true(fd >= 0);
+	close(fd);
+	install(40021, path, ft_host_id());
+	assert_false(ft_local_known("127.0.0.1:40021", true));
+	assert_int_equal(ft_local_dial("127.0.0.1:40021", true, false), -1);
+	assert_true(ft_local_known("127.0.0.1:40021", false));
+	child_end(l);
 	unlink(path);
 }
 
@@ -167,11 +197,11 @@ static void test_dial_full_backlog(void **state)
 	snprintf(path, sizeof(path), "%s/b.sock", dir);
 	l = child_listener(path, 0);
 	install(40011, path, ft_host_id());
-	while (n < 64 && (fd = ft_local_dial("127.0.0.1:40011", true)) >= 0)
+	while (n < 64 && (fd = ft_local_dial("127.0.0.1:40011", false, true)) >= 0)
 		held[n++] = fd;
 	assert_true(n < 64); /* the backlog filled */
 	t0 = now_s();
-	assert_int_equal(ft_local_dial("127.0.0.1:40011", false), -1);
+	assert_int_equal(ft_local_dial("127.0.0.1:40011", false, false), -1);
 	assert_true(now_s() - t0 < 1.0);
 	while (n > 0)
 		close(held[--n]);
@@ -197,6 +227,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_host_id),
 		cmocka_unit_test(test_dial_local),
+		cmocka_unit_test(test_dial_https),
 		cmocka_unit_test(test_dial_full_backlog),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

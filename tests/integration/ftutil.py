@@ -482,6 +482,16 @@ def hostport(url):
     return u.hostname, u.port
 
 
+def recv_until_closed(sock):
+    """Every byte the peer sends on sock until it closes."""
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
 # ---- objects on disk, target control port (rebalance and resilver tests) ----
 def objects_on_disk(mountpaths, bucket, provider="ais"):
     """{object name: [mountpath, ...]} of the published objects of bucket found under the given

@@ -19,7 +19,7 @@ import time
 import s3util
 import ftcluster
 from conftest import FT_BIN, _free_base
-from ftutil import Api, unique
+from ftutil import Api, recv_until_closed, unique
 from test_metrics import parse, scrape
 
 MIB = 1 << 20
@@ -160,12 +160,7 @@ def unix_get(path, target):
         s.settimeout(10)
         s.connect(str(path))
         s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % target.encode())
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = recv_until_closed(s)
     head, _, body = data.partition(b"\r\n\r\n")
     return int(head.split()[1]), body
 

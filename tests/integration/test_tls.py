@@ -20,7 +20,7 @@ from botocore.config import Config
 import ftcluster
 import s3util
 from conftest import FT_BIN, module_cluster
-from ftutil import session
+from ftutil import recv_until_closed, session
 from test_metrics import parse
 
 tcluster = module_cluster("tls", "it starts its own cluster with HTTPS public ports", targets=2, tls=True)
@@ -210,12 +210,7 @@ def test_plain_http_to_a_tls_port_fails_cleanly(tcluster, s):
     host, port = host_port(tcluster.url)
     with socket.create_connection((host, port), timeout=10) as c:
         c.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
-        got = b""
-        while True:
-            chunk = c.recv(4096)
-            if not chunk:
-                break
-            got += chunk
+        got = recv_until_closed(c)
     assert got.startswith(b"HTTP/1.1 400 "), got
     assert b"HTTPS" in got
     r = requests.get(tcluster.url.replace("https://", "http://") + "/v1/health", timeout=10)

@@ -124,17 +124,23 @@ static void test_host_id(void **state)
 	assert_string_equal(id + 36, want);
 }
 
+/* A child listening at <dir>/name (its path into path), installed as the target at scheme://127.0.0.1:port. */
+static child_t local_target(const char *name, const char *scheme, int port, char path[128])
+{
+	snprintf(path, 128, "%s/%s", dir, name);
+	child_t l = child_listener(path, 16);
+	install_scheme(scheme, port, path, ft_host_id());
+	return l;
+}
+
 /* The target at that host:port, with this host id, is dialed on its socket: blocking unless asked otherwise. */
 static void test_dial_local(void **state)
 {
 	char path[128];
-	child_t l;
 	int fd;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/a.sock", dir);
-	l = child_listener(path, 16);
-	install(40001, path, ft_host_id());
+	child_t l = local_target("a.sock", "http", 40001, path);
 	fd = ft_local_dial("127.0.0.1:40001", false, false);
 	assert_true(fd >= 0);
 	assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
@@ -164,13 +170,10 @@ static void test_dial_local(void **state)
 static void test_dial_https(void **state)
 {
 	char path[128];
-	child_t l;
 	int fd;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/h.sock", dir);
-	l = child_listener(path, 16);
-	install_scheme("https", 40021, path, ft_host_id());
+	child_t l = local_target("h.sock", "https", 40021, path);
 	assert_true(ft_local_known("127.0.0.1:40021", true));
 	assert_false(ft_local_known("127.0.0.1:40021", false));
 	assert_int_equal(ft_local_dial("127.0.0.1:40021", false, false), -1); /* an http caller: not this target */

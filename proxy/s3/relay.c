@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -16,6 +17,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "cluster/local.h"
+#include "http/util.h"
 
 /*
  * DESIGN
@@ -212,6 +214,20 @@ static int exchange(px_s3_relay_t *rl, const char *req, size_t len)
 	return rc;
 }
 
+/*
+ * An https target's Unix socket is named in the map but cannot be had (its file gone, a listener of
+ * another user): said at most once a minute, as every GET to it then pays a failed connect or two.
+ */
+static void socket_lost(const char *hostport)
+{
+	static _Atomic int64_t last_ns;
+	int64_t now = ft_now_ns(), prev = atomic_load(&last_ns);
+
+	if (now - prev >= 60 * (int64_t)1000000000 && atomic_compare_exchange_strong(&last_ns, &prev, now))
+		ft_warn("s3 relay: the Unix socket of https target %s cannot be reached; relaying over TLS instead",
+			hostport);
+}
+
 char *px_s3_relay_request(const char *url, bool head, const char *const *headers, char *hostport, size_t cap,
 			  size_t *len, bool *local_only)
 {
@@ -312,13 +328,16 @@ int px_s3_relay_get(px_s3_relay_t *rl, bool head, const char *url, const char *c
 		if (rl->fd < 0) {
 			/* refused, or no answer to the connect; an https target's socket gone: libcurl's TLS next */
 			rl->unreachable = !local_only;
+			if (local_only)
+				socket_lost(rl->hostport);
 			break;
 		}
 		rc = exchange(rl, b.p, b.len);
 		if (rc != 1) {
 			close(rl->fd);
 			rl->fd = -1;
-			rl->unreachable = !reused && rc == 0; /* a new connection closed before any byte */
+			/* a new connection closed before any byte; on an https target's socket: libcurl's TLS next */
+			rl->unreachable = !reused && rc == 0 && !local_only;
 			if (!reused || rc < 0)
 				break;
 			ft_debug("s3 relay: the kept connection to %s was closed; on a new one", rl->hostport);

@@ -109,11 +109,16 @@ def test_large_object_intact_with_curl(tcluster, ca, bucket, tmp_path):
     assert out.returncode == 60, out.stderr
 
 
-def relay_gets(s, url, way):
-    """The proxy's ft_s3_relay_gets_total{way}, over HTTPS."""
+def proxy_metric(s, url, name, labels=()):
+    """A sample of the proxy's /metrics (0 when absent), over HTTPS."""
     r = s.get(url + "/metrics", timeout=TIMEOUT)
     assert r.status_code == 200, r.text
-    return parse(r.text).get(("ft_s3_relay_gets_total", (("way", way),)), 0.0)
+    return parse(r.text).get((name, tuple(labels)), 0.0)
+
+
+def relay_gets(s, url, way):
+    """The proxy's ft_s3_relay_gets_total{way}."""
+    return proxy_metric(s, url, "ft_s3_relay_gets_total", (("way", way),))
 
 
 def test_s3_boto3_over_https(tcluster, ca, s):
@@ -163,7 +168,10 @@ def test_s3_relay_without_the_targets_sockets(make_cluster):
     paths = [t["public_unix"] for t in h.targets()]
     assert len(paths) == 2 and all(os.path.exists(p) for p in paths), paths
     ways = ("spliced", "worker")
+    # a socket that cannot be had is no sign of a dead target: no relay error, no retry on another owner
+    trouble = [("ft_errors_total", (("kind", "relay"),)), ("ft_s3_relay_retries_total", ())]
     before = [relay_gets(s, h.url, w) for w in ways]
+    trouble_before = [proxy_metric(s, h.url, *m) for m in trouble]
     for p in paths:
         os.rename(p, p + ".away")
     try:
@@ -171,6 +179,9 @@ def test_s3_relay_without_the_targets_sockets(make_cluster):
             assert cli.get_object(Bucket=b, Key="o")["Body"].read() == body
         after = [relay_gets(s, h.url, w) for w in ways]
         assert [a - b for a, b in zip(after, before)] == [0, 3], (before, after)
+        assert [proxy_metric(s, h.url, *m) for m in trouble] == trouble_before
+        with open(h.c.proxy.log) as f:
+            assert f.read().count("cannot be reached; relaying over TLS instead") == 1  # once a minute at most
     finally:
         for p in paths:
             os.rename(p + ".away", p)

@@ -201,7 +201,9 @@ def test_rclone_copy_and_check(cluster, tmp_path):
     assert "hashes could not be checked" not in out, out  # the ETags are MD5s
     # a changed file is found by check (by hash: same size)
     with open(src / "a.bin", "r+b") as f:
-        f.write(b"\0" if f.read(1) != b"\0" else b"\1")
+        first = f.read(1)[0]
+        f.seek(0)  # the read moved the offset: the byte changed is the one read
+        f.write(bytes([first ^ 0xFF]))
     p = rclone(cluster, "check", str(src), "ft:%s/data" % b, check=False)
     assert p.returncode != 0 and b"1 differences found" in p.stderr, p.stderr
     rclone(cluster, "copy", str(src), "ft:%s/data" % b)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Open-file cache of warm GETs: per loop thread, small objects' main copies kept open with their metadata. */
+/* Open-file cache of warm GETs and batch items: small objects' main copies kept open with their metadata. */
 #ifndef TGT_CORE_FCACHE_H
 #define TGT_CORE_FCACHE_H
 
@@ -26,22 +26,27 @@
  * next lookup, and all of them within a second by the sweep. A reader takes the generation before
  * its open (tgt_fcache_gen), so an open racing such a change is never cached as current.
  * Only the main copy of a bucket without mirroring or checksum-validated warm GETs, opened on the
- * loop thread, of at most FCACHE_MAX_BYTES, is kept (a large object's open is a small part of it),
+ * loop thread (or by a batch), of at most FCACHE_MAX_BYTES, is kept (a large object's open is a small part of it),
  * and only at its second miss while the first is remembered: a working set larger than the cache
  * (random reads of many objects) would only churn it, each insertion costing more than it saves.
  * The sweep (a timerfd on the loop's ring, every second) closes entries idle for half a minute
  * and those whose file was unlinked, so a deleted object's space is back within about a second;
  * after an LRU eviction the LRU has every loop sweep at once (tgt_fcache_sweep_now), since it
- * reads the space back from statvfs and a cold GET is waiting for it. The entries of all loops stay under a quarter of RLIMIT_NOFILE.
+ * reads the space back from statvfs and a cold GET is waiting for it.
+ * GetBatch items are prepared on fan-out threads (shard/batch.c), several per batch at once: they
+ * share one more table, under a mutex (lookups, insertions, references; the fstat of a hit runs
+ * outside it, the entry held by its reference), made by the first loop thread that receives a
+ * batch (tgt_fcache_share) and swept by that loop like its own. The same rules decide what is
+ * kept and when it is dropped. The entries of all tables stay under a quarter of RLIMIT_NOFILE.
  *
  * OWNERSHIP
  * An entry keeps the LOM encoded (~100 bytes; decoding it again costs ~60 ns a hit): decoded it is
  * 4 KiB, which 1,024 entries on each loop thread would add to the target's memory.
  * The cache owns every kept fd. A hit or an insertion returns a reference that keeps the fd open
  * (ft_resp_file_borrowed) until tgt_fcache_release, which is an ft_req_on_done hook; an entry
- * dropped while referenced is closed at its last release. All calls but tgt_fcache_init,
- * tgt_fcache_stop, tgt_fcache_gen and tgt_fcache_invalidate are for loop threads only (a worker
- * thread gets no cache: NULL).
+ * dropped while referenced is closed at its last release. tgt_fcache_get and tgt_fcache_put are
+ * for loop threads only (a worker thread gets no cache: NULL), tgt_fcache_share too; the _shared
+ * calls and tgt_fcache_release are for any thread.
  */
 
 typedef struct fc_entry tgt_fcache_ref_t;
@@ -76,6 +81,12 @@ tgt_fcache_ref_t *tgt_fcache_get(const tgt_obj_t *o, int mp_index, int *fd, ft_l
  */
 tgt_fcache_ref_t *tgt_fcache_put(const tgt_obj_t *o, int mp_index, unsigned long gen, int fd, const ft_lom_t *lom,
 				 const struct stat *st, bool any_size);
+/* Makes the batch items' table (once; a loop thread, else nothing is made): call before batches use it. */
+void tgt_fcache_share(tgt_t *t);
+/* tgt_fcache_get and tgt_fcache_put in the batch items' table, from any thread (NULL while it is not made). */
+tgt_fcache_ref_t *tgt_fcache_get_shared(const tgt_obj_t *o, int mp_index, int *fd, ft_lom_t *lom);
+tgt_fcache_ref_t *tgt_fcache_put_shared(const tgt_obj_t *o, int mp_index, unsigned long gen, int fd,
+					const ft_lom_t *lom, const struct stat *st, bool any_size);
 /* Drops a reference (ft_req_on_done hook; arg is the tgt_fcache_ref_t). */
 void tgt_fcache_release(void *ref);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* GetBatch (POST /v1/batch): many objects and shard members, from any targets and buckets, as one TAR stream in order. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include "base/fdio.h"
 #include "base/log.h"
 #include "base/moss.h"
+#include "core/fcache.h"
 #include "core/mountpath.h"
 #include "core/replica.h"
 #include "http/util.h"
@@ -91,8 +94,9 @@ typedef struct {
 
 /* What resolving an item found: the open file and range (local), or its size (remote). */
 typedef struct {
-	int state; /* 1 there, 0 missing, -errno (err says why) */
-	int fd;    /* the file (-1: none) */
+	int state;             /* 1 there, 0 missing, -errno (err says why) */
+	int fd;                /* the file (-1: none); the open-file cache's while ref is set */
+	tgt_fcache_ref_t *ref; /* fd borrowed from the cache: only for a read, never for sendfile */
 	uint64_t off, len;
 	char err[200];
 } found_t;
@@ -609,23 +613,15 @@ static int send_file(ft_req_t *r, batch_t *b, int fd, uint64_t off, uint64_t len
 	return rc;
 }
 
-/*
- * Sends len bytes of a local item's file (taken) at off: up to SMALL_MAX read straight into the
- * output buffer, larger with sendfile. 0 or -errno (b->err set on a read error).
- */
-static int send_local_data(ft_req_t *r, batch_t *b, int fd, uint64_t off, uint64_t len)
+/* Lets go of f's file: the open-file cache's reference, or the descriptor. */
+static void found_close(found_t *f)
 {
-	int rc;
-
-	if (len > SMALL_MAX)
-		return send_file(r, b, fd, off, len);
-	rc = room_for(r, b, (size_t)len);
-	if (rc == 0 && (rc = ft_pread_all(fd, b->out + b->out_len, (size_t)len, (off_t)off)) != 0)
-		snprintf(b->err, sizeof(b->err), "read: %s", rc == -1 ? "short file" : strerror(-rc));
-	else if (rc == 0)
-		b->out_len += (size_t)len;
-	close(fd);
-	return rc == 0 ? 0 : -EIO;
+	if (f->ref != NULL)
+		tgt_fcache_release(f->ref);
+	else if (f->fd >= 0)
+		close(f->fd);
+	f->ref = NULL;
+	f->fd = -1;
 }
 
 /*
@@ -645,25 +641,67 @@ static int item_obj(const batch_t *b, const item_t *it, tgt_obj_t *o, bool locat
 	return rc != 0 ? -1 : 0;
 }
 
+/*
+ * Opens o's main copy for an item: from the open-file cache when it keeps it (*ref set, *fd
+ * borrowed), else opened, and kept there for the next batch when it qualifies (core/fcache.h: a
+ * bucket without mirroring or checksum-validated warm GETs; a shard whatever its size). The state.
+ */
+static tgt_replica_state_t open_item(tgt_obj_t *o, bool shard, int *fd, ft_lom_t *lom, tgt_fcache_ref_t **ref)
+{
+	tgt_replica_t main_copy = {.mp_index = (int)(o->mp - o->t->mountpaths)};
+	bool cache = !o->validate_warm_get && o->mirror_copies <= 1;
+	unsigned long gen = tgt_fcache_gen(o->t); /* before the open: a change after it retires the entry */
+	struct stat st;
+	tgt_replica_state_t s;
+
+	*ref = NULL;
+	if (cache && (*ref = tgt_fcache_get_shared(o, main_copy.mp_index, fd, lom)) != NULL)
+		return TGT_REPLICA_OK;
+	/* the open is the lookup: at its path in the common case, else its hashed file (core/keymap.h) */
+	s = tgt_replica_open_stat(o, &main_copy, false, fd, lom, NULL, &st);
+	if (s != TGT_REPLICA_OK && !o->located && tgt_obj_locate(o) == 0 && o->keyed) {
+		if (cache && (*ref = tgt_fcache_get_shared(o, main_copy.mp_index, fd, lom)) != NULL)
+			return TGT_REPLICA_OK;
+		s = tgt_replica_open_stat(o, &main_copy, false, fd, lom, NULL, &st);
+	}
+	if (s == TGT_REPLICA_OK && cache)
+		*ref = tgt_fcache_put_shared(o, main_copy.mp_index, gen, *fd, lom, &st, shard);
+	return s;
+}
+
+/*
+ * f's descriptor of its own when the cache lent it one and the bytes go out with sendfile (the
+ * stream keeps the file until they left). 0, or -EIO with f->err.
+ */
+static int found_own(found_t *f)
+{
+	int fd;
+
+	if (f->ref == NULL || f->len <= SMALL_MAX)
+		return 0;
+	fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		snprintf(f->err, sizeof(f->err), "dup: %s", strerror(errno));
+	tgt_fcache_release(f->ref);
+	f->ref = NULL;
+	f->fd = fd;
+	return fd < 0 ? -EIO : 0;
+}
+
 /* Resolves an item owned here: f's file, offset and length (fd open when f->state is 1), f->err on errors. */
 static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 {
 	tgt_obj_t o;
-	tgt_replica_t main_copy = {0};
 	ft_lom_t lom;
 	uint64_t base = 0, size;
-	int fd = -1, rc = 0;
+	int rc = 0;
 
 	*f = (found_t){.state = 0, .fd = -1};
 	if (item_obj(b, it, &o, false) != 0)
 		return;
-	main_copy.mp_index = (int)(o.mp - b->t->mountpaths);
-	/* the open is the lookup: at its path in the common case, else its hashed file (core/keymap.h) */
-	tgt_replica_state_t s = tgt_replica_open(&o, &main_copy, false, &fd, &lom, NULL);
-	if (s != TGT_REPLICA_OK && !o.located && tgt_obj_locate(&o) == 0 && o.keyed)
-		s = tgt_replica_open(&o, &main_copy, false, &fd, &lom, NULL);
+	tgt_replica_state_t s = open_item(&o, it->archpath != NULL, &f->fd, &lom, &f->ref);
 	if (s == TGT_REPLICA_ABSENT && tgt_is_remote(&o)) { /* not cached: fetched from the backend */
-		rc = tgt_coldget_open(&o, &fd, &lom, f->err, sizeof(f->err));
+		rc = tgt_coldget_open(&o, &f->fd, &lom, f->err, sizeof(f->err));
 		if (rc != 0) {
 			f->state = rc == -404 ? 0 : -EIO;
 			return;
@@ -686,7 +724,7 @@ static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 		if (fmt == TGT_SHARD_NONE) {
 			snprintf(f->err, sizeof(f->err), "\"%s\" is not an archive", it->objname);
 			rc = -EINVAL;
-		} else if ((rc = tgt_shard_index_get(&o, fd, &lom, fmt, true, &ix, f->err, sizeof(f->err))) == 0) {
+		} else if ((rc = tgt_shard_index_get(&o, f->fd, &lom, fmt, true, &ix, f->err, sizeof(f->err))) == 0) {
 			m = tgt_shard_index_find(ix, it->archpath);
 			if (m != NULL && m->off < 0) {
 				snprintf(f->err, sizeof(f->err), "a compressed member: read it with GET ?archpath=");
@@ -698,19 +736,22 @@ static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 			tgt_shard_index_put(b->t, ix);
 		}
 		if (rc != 0 || m == NULL) {
-			close(fd);
+			found_close(f);
 			f->state = rc;
 			return;
 		}
 	}
 	if (item_range(it, size, &f->off, &f->len) != 0) {
 		snprintf(f->err, sizeof(f->err), "start %" PRIu64 " past the end (%" PRIu64 " bytes)", it->start, size);
-		close(fd);
+		found_close(f);
 		f->state = -ERANGE;
 		return;
 	}
 	f->off += base;
-	f->fd = fd;
+	if ((rc = found_own(f)) != 0) {
+		f->state = rc;
+		return;
+	}
 	f->state = 1;
 }
 
@@ -750,8 +791,7 @@ static void slot_fill(batch_t *b, size_t i, slot_t *s)
 	if (h < 0)
 		return;
 	int rc = ft_pread_all(f->fd, s->buf + h, (size_t)f->len, (off_t)f->off);
-	close(f->fd);
-	f->fd = -1;
+	found_close(f);
 	if (rc != 0) {
 		snprintf(f->err, sizeof(f->err), "read: %s", rc == -1 ? "short file" : strerror(-rc));
 		f->state = -EIO;
@@ -826,17 +866,26 @@ static slot_t *window_get(ft_req_t *r, batch_t *b, size_t i, int *rc)
 	return s;
 }
 
-/* Sends a local item's bytes from its file (taken). 0 or -errno (b->err). */
+/*
+ * Sends len bytes of a local item's file (taken) at f->off: up to SMALL_MAX read straight into the
+ * output buffer, larger with sendfile (a descriptor of its own: found_own). 0 or -errno (b->err
+ * set on a read error).
+ */
 static int send_found(ft_req_t *r, batch_t *b, found_t *f, uint64_t len)
 {
-	int fd = f->fd;
+	int rc = 0, fd = f->fd;
 
-	f->fd = -1;
-	if (len > 0)
-		return send_local_data(r, b, fd, f->off, len);
-	if (fd >= 0)
-		close(fd);
-	return 0;
+	if (len > SMALL_MAX) {
+		f->fd = -1;
+		return send_file(r, b, fd, f->off, len);
+	}
+	if (len > 0 && (rc = room_for(r, b, (size_t)len)) == 0 &&
+	    (rc = ft_pread_all(fd, b->out + b->out_len, (size_t)len, (off_t)f->off)) != 0)
+		snprintf(b->err, sizeof(b->err), "read: %s", rc == -1 ? "short file" : strerror(-rc));
+	else if (len > 0 && rc == 0)
+		b->out_len += (size_t)len;
+	found_close(f);
+	return rc == 0 ? 0 : -EIO;
 }
 
 /* Buffered: item it's MossOut (size bytes sent; err NULL, or why it is missing). 0, or -ENOMEM. */
@@ -1206,10 +1255,7 @@ static void batch_work(ft_req_t *r, void *arg)
 	}
 	/* the readers are done: close what items prepared but never sent hold open */
 	for (size_t j = 0; j < WINDOW; j++)
-		if (b->slots[j].f.fd >= 0) {
-			close(b->slots[j].f.fd);
-			b->slots[j].f.fd = -1;
-		}
+		found_close(&b->slots[j].f);
 	finish(r, b, b->rc);
 }
 
@@ -1252,6 +1298,7 @@ void tgt_batch(ft_req_t *r, tgt_t *t)
 		ft_resp_error(r, 405, "method %s not allowed on /v1/batch", ft_req_method_name(r));
 		return;
 	}
+	tgt_fcache_share(t); /* the items' open-file cache: made by a loop thread, which sweeps it */
 	b = batch_new(r, t);
 	b->part = part != NULL && strcmp(part, "true") == 0;
 	ft_req_on_done(r, batch_free, b);
@@ -1267,6 +1314,7 @@ void tgt_batch_moss(ft_req_t *r, tgt_t *t, const char *bucket)
 		ft_resp_error(r, 405, "method %s not allowed on %s", ft_req_method_name(r), FT_MOSS_PATH);
 		return;
 	}
+	tgt_fcache_share(t);
 	b = batch_new(r, t);
 	b->moss = true;
 	b->moss_bucket = bucket;

@@ -8,8 +8,10 @@ changes anything). Objects of a test have the same size before and after a chang
 cache's validation (the file still linked, the same inode and times, the generation) tells them apart.
 """
 import hashlib
+import io
 import os
 import re
+import tarfile
 import time
 
 import pytest
@@ -518,3 +520,63 @@ def test_s3_copy_onto_itself_replaces_metadata(fcluster, api, bucket):
         assert r.headers["ETag"] == '"%s"' % hashlib.md5(body("copy")).hexdigest()  # S3's, of the same bytes
     h = api.head(bucket, "cm").headers
     assert h["Content-Type"] == "text/after" and h.get("x-amz-meta-k") == "v2", dict(h)
+
+
+# ---- GetBatch items: one more table, shared by the threads that prepare a batch's items ----
+
+def batch_members(h, bucket, names, status=200, **kw):
+    """POST /v1/batch of names through the proxy: the TAR's (name, bytes) in order."""
+    r = session(h.token).post(h.url + "/v1/batch", json=dict({"in": [{"bucket": bucket, "objname": n}
+                                                                      for n in names]}, **kw), timeout=30)
+    assert r.status_code == status, (r.status_code, r.text[:300])
+    with tarfile.open(fileobj=io.BytesIO(r.content), mode="r:") as t:
+        return [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
+
+
+def test_batch_items_kept_and_never_stale(fcluster, api, bucket):
+    """A batch's items are kept open after their second batch (a 200 KiB one too, sent with sendfile from a
+    descriptor of its own, twice in a row here); an item replaced, grown in place or deleted afterwards is never
+    served from the kept file, and a deleted one's file is closed within about a second."""
+    big = 200 * 1024
+    names = ["ba", "bb", "big", "big", "bc"]
+    want = {"ba": body("ba"), "bb": body("bb"), "big": body("big", big), "bc": body("bc")}
+    for n, b in want.items():
+        api.put(bucket, n, b)
+    before = hits(fcluster)
+    for _ in range(3):
+        assert batch_members(fcluster, bucket, names) == [("%s/%s" % (bucket, n), want[n]) for n in names]
+    assert hits(fcluster) - before >= len(names), "the third batch did not take its items from the open-file cache"
+    # replaced, same sizes: only the validation tells the kept files apart
+    want["bb"], want["big"] = body("BB"), body("BIG", big)
+    api.put(bucket, "bb", want["bb"])
+    api.put(bucket, "big", want["big"])
+    for _ in range(2):
+        assert batch_members(fcluster, bucket, names) == [("%s/%s" % (bucket, n), want[n]) for n in names]
+    # grown in place behind the target's back (same inode): not the kept size, and then not its metadata's
+    with open(main_copy(fcluster, bucket, "ba"), "ab") as f:
+        f.write(b"X" * 512)
+    r = session(fcluster.token).post(fcluster.url + "/v1/batch", json={"in": [{"bucket": bucket, "objname": "ba"}]},
+                                     timeout=30)
+    assert_json_error(r, 502, "size differs from its metadata")  # a failed item: 502, as documented
+    api.put(bucket, "ba", want["ba"])
+    assert batch_members(fcluster, bucket, names) == [("%s/%s" % (bucket, n), want[n]) for n in names]
+    # deleted: a missing item, and the kept file closed without another batch
+    assert api.delete(bucket, "bc").status_code == 200
+    r = session(fcluster.token).post(fcluster.url + "/v1/batch", json={"in": [{"bucket": bucket, "objname": "bc"}]},
+                                     timeout=30)
+    assert_json_error(r, 404)
+    got = batch_members(fcluster, bucket, names, continue_on_error=True)
+    assert got[-1][0].startswith("__404__/") and got[-1][1] == b"", got[-1]
+    assert api.delete(bucket, "big").status_code == 200
+    pid = fcluster.c.targets[0].pid
+    wait_until(lambda: not deleted_fds(pid), 5, 0.1, "the target closes the kept files of deleted batch items")
+
+
+def test_batch_items_of_a_validated_bucket_are_not_kept(fcluster, api, bucket):
+    """checksum_validate_warm_get: a batch opens its items every time (the open-file cache is for the plain case)."""
+    set_props(api, bucket, {"checksum_validate_warm_get": True})
+    api.put(bucket, "vb", body("vb"))
+    before = hits(fcluster)
+    for _ in range(4):
+        assert batch_members(fcluster, bucket, ["vb"]) == [("%s/vb" % bucket, body("vb"))]
+    assert hits(fcluster) == before, "a validated bucket's batch items came from the open-file cache"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the open-file cache (target/core/fcache.c) on a real loop thread: admission, validation, eviction, sweep. */
+/* Unit tests of the open-file cache (target/core/fcache.c) on a real loop thread: admission, validation, eviction, sweep, the batch items' shared table. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,6 +212,29 @@ static void basic(char *fail, size_t cap)
 		obj_init(&ob, "big", 4);
 		CHECK(keep(&ob, "big", &fd) == NULL);
 	}
+
+	/* admission remembers misses in sets: two keys of one set (hashes 33 and 49) both get in */
+	{
+		tgt_obj_t oa, ob;
+		int fa, fb;
+		obj_init(&oa, "nine", 33);
+		obj_init(&ob, "ten", 49);
+		CHECK(write_file("nine", 'n', SMALL) == 0 && write_file("ten", 't', SMALL) == 0);
+		fa = open_obj("nine", &st, &lom);
+		CHECK(fa >= 0);
+		CHECK(tgt_fcache_put(&oa, 0, tgt_fcache_gen(&tgt), fa, &lom, &st, false) == NULL);
+		fb = open_obj("ten", &st, &lom);
+		CHECK(fb >= 0);
+		CHECK(tgt_fcache_put(&ob, 0, tgt_fcache_gen(&tgt), fb, &lom, &st, false) == NULL);
+		close(fb);
+		fstat(fa, &st);
+		lom.size = (uint64_t)st.st_size;
+		ref = tgt_fcache_put(&oa, 0, tgt_fcache_gen(&tgt), fa, &lom, &st, false);
+		if (ref == NULL)
+			close(fa);
+		CHECK(ref != NULL); /* "ten" did not make the cache forget "nine" */
+		tgt_fcache_release(ref);
+	}
 	snprintf(fail, cap, "ok");
 	return;
 out:
@@ -247,6 +271,10 @@ static void handler(ft_req_t *r, void *ctx)
 		basic(out, sizeof(out));
 	else if (strcmp(p, "/sweep") == 0)
 		sweep_setup(out, sizeof(out));
+	else if (strcmp(p, "/share") == 0) {
+		tgt_fcache_share(&tgt); /* on the loop thread, which will sweep it */
+		snprintf(out, sizeof(out), "ok");
+	}
 	ft_resp_bytes(r, 200, "text/plain", out, strlen(out));
 }
 
@@ -329,6 +357,119 @@ static void test_not_on_other_threads(void **state)
 	close(fd);
 }
 
+/* Inserts dir/name for o into the shared table (from any thread; put twice, as keep does). */
+static tgt_fcache_ref_t *keep_shared(const tgt_obj_t *o, const char *name, int *fd_out)
+{
+	struct stat st;
+	ft_lom_t lom;
+	int fd = open_obj(name, &st, &lom);
+	tgt_fcache_ref_t *ref;
+
+	if (fd < 0)
+		return NULL;
+	ref = tgt_fcache_put_shared(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false);
+	if (ref == NULL)
+		ref = tgt_fcache_put_shared(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false);
+	if (ref == NULL)
+		close(fd);
+	else
+		*fd_out = fd;
+	return ref;
+}
+
+#define READERS 4
+#define READS 3000
+
+/* A batch's reader: the shared entry of "six" (or its file opened and kept), one byte read, released. */
+static void *shared_reader(void *arg)
+{
+	tgt_obj_t o;
+	long bad = 0;
+
+	(void)arg;
+	obj_init(&o, "six", 6);
+	for (int i = 0; i < READS; i++) {
+		ft_lom_t lom;
+		struct stat st;
+		char c = 0;
+		int fd;
+		tgt_fcache_ref_t *ref = tgt_fcache_get_shared(&o, 0, &fd, &lom);
+		if (ref == NULL) {
+			unsigned long gen = tgt_fcache_gen(&tgt);
+			if ((fd = open_obj("six", &st, &lom)) < 0)
+				continue; /* between a rename's unlink and link: never, but not this test's point */
+			ref = tgt_fcache_put_shared(&o, 0, gen, fd, &lom, &st, false);
+			if (ref == NULL) {
+				bad += pread(fd, &c, 1, 0) != 1 || c < 'a' || c > 'z';
+				close(fd);
+				continue;
+			}
+		}
+		bad += pread(fd, &c, 1, 0) != 1 || c < 'a' || c > 'z' || lom.size != SMALL;
+		tgt_fcache_release(ref);
+	}
+	return (void *)bad;
+}
+
+static void test_shared_table(void **state)
+{
+	tgt_obj_t o;
+	pthread_t th[READERS];
+	ft_lom_t got;
+	char body[256];
+	int fd, hit;
+	tgt_fcache_ref_t *ref;
+
+	(void)state;
+	obj_init(&o, "six", 6);
+	assert_int_equal(write_file("six", 'a', SMALL), 0);
+	/* before a loop thread made it, there is no shared table: nothing kept, the fd stays the caller's */
+	assert_null(keep_shared(&o, "six", &fd));
+	request("/share", body, sizeof(body));
+	assert_string_equal(body, "ok");
+	/* from this thread (no loop thread), kept and hit */
+	ref = keep_shared(&o, "six", &fd);
+	assert_non_null(ref);
+	tgt_fcache_release(ref);
+	ref = tgt_fcache_get_shared(&o, 0, &hit, &got);
+	assert_non_null(ref);
+	assert_int_equal(hit, fd);
+	assert_int_equal(got.size, SMALL);
+	tgt_fcache_release(ref);
+	assert_null(tgt_fcache_get(&o, 0, &hit, &got)); /* the loops' own tables are apart (and this is none) */
+
+	/* readers at once while the file is replaced: every read a whole byte of some version, no leak */
+	for (int i = 0; i < READERS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, shared_reader, NULL), 0);
+	for (char c = 'b'; c <= 'z'; c++) {
+		assert_int_equal(write_file("six", c, SMALL), 0);
+		usleep(2000);
+	}
+	for (int i = 0; i < READERS; i++) {
+		void *bad;
+		assert_int_equal(pthread_join(th[i], &bad), 0);
+		assert_int_equal((long)bad, 0);
+	}
+	/* the last version is what a hit now reads */
+	ref = keep_shared(&o, "six", &fd);
+	if (ref == NULL)
+		ref = tgt_fcache_get_shared(&o, 0, &fd, &got);
+	assert_non_null(ref);
+	char c = 0;
+	assert_int_equal(pread(fd, &c, 1, 0), 1);
+	assert_int_equal(c, 'z');
+	tgt_fcache_release(ref);
+
+	/* unlinked while kept: the loop that made the table sweeps it within about a second */
+	char path[128];
+	path_of(path, sizeof(path), "six");
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(deleted_in_dir(), 1);
+	for (int i = 0; i < 40 && deleted_in_dir() > 0; i++)
+		usleep(100 * 1000);
+	assert_int_equal(deleted_in_dir(), 0);
+}
+
 static int setup(void **state)
 {
 	char err[256];
@@ -362,7 +503,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	char path[128];
-	static const char *const names[] = {"one", "two", "three", "four", "five", "big"};
+	static const char *const names[] = {"one", "two", "three", "four", "five", "six", "nine", "ten", "big"};
 
 	(void)state;
 	ft_httpd_stop(srv);
@@ -380,6 +521,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scenarios),
 		cmocka_unit_test(test_not_on_other_threads),
+		cmocka_unit_test(test_shared_table),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

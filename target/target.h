@@ -21,6 +21,7 @@
 #include "core/obj.h"
 #include "core/objmeta.h"
 #include "core/publish.h"
+#include "core/replica.h"
 #include "http/http.h"
 #include "rpc/ctl.h"
 
@@ -68,6 +69,18 @@ void tgt_route_public(ft_req_t *r, void *ctx);
 /* ---- put.c, get.c, delete.c: object handlers (each makes the one response call) ---- */
 void tgt_put(ft_req_t *r, tgt_obj_t *o);
 void tgt_get(ft_req_t *r, tgt_obj_t *o); /* GET and HEAD */
+/*
+ * Worker: o's main copy is missing or damaged (checksum checked when verify), found by a read: repaired
+ * from a mirror copy, else restored from EC slices, replicas or its previous owner, as a GET does. 0
+ * with a good replica open (*fd, the caller's; *lom; its mountpath's index in *mp_index);
+ * TGT_RECOVER_REFETCH: a remote bucket's object to fetch again from its backend (h->aside names a
+ * damaged copy set aside, to drop with tgt_replica_drop first); -EHOSTUNREACH: not here, and a target
+ * that may hold it cannot be reached; -ENOENT: no such object; -EIO: damaged with nothing to repair
+ * it from (counted and logged). err (cap bytes) says what a restore found; h what the repair found.
+ */
+#define TGT_RECOVER_REFETCH 1
+int tgt_obj_recover(tgt_obj_t *o, bool verify, int *fd, ft_lom_t *lom, int *mp_index, tgt_heal_t *h, char *err,
+		    size_t cap);
 void tgt_delete(ft_req_t *r, tgt_obj_t *o);
 /*
  * The deletion behind tgt_delete, for jobs too (blocking for remote buckets: the backend first).

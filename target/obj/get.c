@@ -270,20 +270,30 @@ static int least_busy(const tgt_obj_t *o, int fd, const ft_lom_t *lom, int *mp_i
 	return cfd;
 }
 
-/* The 404 or 500 of an object with no good replica anywhere. */
+/* What made an object with no good replica anywhere lost (h from tgt_obj_recover). */
+static const char *lost_why(const tgt_heal_t *h)
+{
+	return h->main != TGT_REPLICA_ABSENT ? tgt_replica_state_name(h->main) : "main copy missing";
+}
+
+/* Counts and logs an object found damaged with nothing to repair it from. */
+static void note_lost(tgt_obj_t *o, const tgt_heal_t *h, const char *restore_err)
+{
+	tgt_integrity_count(o->t, TGT_INTEGRITY_LOST);
+	ft_metric_error(FT_ME_DAMAGED);
+	ft_error("object %s/%s: damaged (%s), no good replica to repair it from%s%s; not served", o->bucket, o->obj,
+		 lost_why(h), restore_err[0] ? ": " : "", restore_err);
+}
+
+/* The 404 or 500 of an object with no good replica anywhere (tgt_obj_recover's -ENOENT or -EIO). */
 static void respond_lost(ft_req_t *r, tgt_obj_t *o, const tgt_heal_t *h, const char *restore_err)
 {
 	if (!h->existed) {
 		ft_resp_error(r, 404, "object \"%s://%s/%s\" does not exist", o->provider, o->bucket, o->obj);
 		return;
 	}
-	tgt_integrity_count(o->t, TGT_INTEGRITY_LOST);
-	const char *why = h->main != TGT_REPLICA_ABSENT ? tgt_replica_state_name(h->main) : "main copy missing";
-	ft_metric_error(FT_ME_DAMAGED);
-	ft_error("object %s/%s: damaged (%s), no good replica to repair it from%s%s; not served", o->bucket, o->obj,
-		 why, restore_err[0] ? ": " : "", restore_err);
 	ft_resp_error(r, 500, "object \"%s/%s\" is damaged (%s) and cannot be served: no good replica%s%s", o->bucket,
-		      o->obj, why, restore_err[0] ? "; " : "", restore_err);
+		      o->obj, lost_why(h), restore_err[0] ? "; " : "", restore_err);
 }
 
 /* The 503 of an object not here whose previous holder cannot be reached: it may come back. */
@@ -353,69 +363,88 @@ static void refetch(ft_req_t *r, tgt_obj_t *o, tgt_heal_t *h)
 	get_remote(r, o); /* serves the new copy; a failure there answers (the fetch's error, or recover's) */
 }
 
+/* Puts o's damaged main copy set aside (if any) back, under its name lock. */
+static void put_back(tgt_obj_t *o, char *aside)
+{
+	tgt_name_lock(o);
+	tgt_replica_put_back(o, aside);
+	tgt_name_unlock(o);
+}
+
+int tgt_obj_recover(tgt_obj_t *o, bool verify, int *fd, ft_lom_t *lom, int *mp_index, tgt_heal_t *h, char *err,
+		    size_t cap)
+{
+	tgt_replica_t reps[FT_MAX_MOUNTPATHS];
+	int n = tgt_mirror_replicas(o, reps);
+	tgt_heal_t again;
+
+	err[0] = '\0';
+	int k = tgt_replica_heal(o, reps, n, verify, fd, lom, h);
+	if (k >= 0) {
+		*mp_index = reps[k].mp_index;
+		return 0;
+	}
+	int rc = restore_remote(o, err, cap);
+	if (rc != 0 && tgt_is_remote(o) && o->refetched < REFETCH_MAX)
+		return TGT_RECOVER_REFETCH;
+	if (rc == -EHOSTUNREACH && !h->existed) { /* nothing here; a target that may hold it is down */
+		put_back(o, h->aside);
+		return -EHOSTUNREACH;
+	}
+	if (rc == 0) {
+		n = tgt_mirror_replicas(o, reps); /* a pull may have found it on another mountpath: o->mp moved */
+		k = tgt_replica_heal(o, reps, n, verify, fd, lom, &again); /* and the mirror copies from it */
+		if (k >= 0) {
+			tgt_replica_drop(o, h->aside);
+			if (h->existed)
+				tgt_integrity_count(o->t, TGT_INTEGRITY_REPAIRED);
+			*mp_index = reps[k].mp_index;
+			return 0;
+		}
+		if (tgt_is_remote(o) && o->refetched < REFETCH_MAX) { /* evicted again since: its backend has it */
+			tgt_replica_drop(o, again.aside);
+			return TGT_RECOVER_REFETCH;
+		}
+		snprintf(err, cap, "the restored copy is damaged too (%s)", tgt_replica_state_name(again.main));
+		h->existed = true;
+		tgt_replica_drop(o, again.aside);
+	} else if (err[0]) {
+		h->existed = true; /* slices or a previous owner know it, but it cannot be rebuilt */
+	}
+	put_back(o, h->aside);
+	if (!h->existed)
+		return -ENOENT;
+	note_lost(o, h, err);
+	return -EIO;
+}
+
 /*
- * Worker: the main copy is missing or damaged. Repair from a mirror copy, else restore, then serve;
- * else, in a remote bucket, fetch it again (refetch); else 404 (nothing there) or 500 (damaged). A
- * damaged main copy moved aside for a restore goes back when the restore fails, so that the object
- * keeps answering 500 (and the scrub job finds it).
+ * Worker: the main copy is missing or damaged (tgt_obj_recover): served from what repaired or restored
+ * it; else, in a remote bucket, fetched again (refetch); else 404 (nothing there), 503 (a target that
+ * may hold it is down) or 500 (damaged).
  */
 static void recover(ft_req_t *r, void *arg)
 {
 	tgt_obj_t *o = arg;
-	tgt_replica_t reps[FT_MAX_MOUNTPATHS];
-	int n = tgt_mirror_replicas(o, reps), fd = -1;
 	bool verify = o->validate_warm_get && ft_req_method(r) != FT_HTTP_HEAD;
+	ft_lom_t lom;
+	tgt_heal_t h;
+	char err[600];
+	int fd = -1, mp_index = 0;
 
 	if (tgt_acl_denies(o, NULL)) { /* anonymous: never say whether a private object exists */
 		tgt_acl_deny(r, o);
 		return;
 	}
-	ft_lom_t lom;
-	tgt_heal_t h, again;
-	char err[600] = "";
-
-	int k = tgt_replica_heal(o, reps, n, verify, &fd, &lom, &h);
-	if (k >= 0) {
-		serve(r, o, fd, false, &lom, reps[k].mp_index);
-		return;
-	}
-	int rc = restore_remote(o, err, sizeof(err));
-	if (rc != 0 && tgt_is_remote(o) && o->refetched < REFETCH_MAX) {
+	int rc = tgt_obj_recover(o, verify, &fd, &lom, &mp_index, &h, err, sizeof(err));
+	if (rc == 0)
+		serve(r, o, fd, false, &lom, mp_index);
+	else if (rc == TGT_RECOVER_REFETCH)
 		refetch(r, o, &h);
-		return;
-	}
-	if (rc == -EHOSTUNREACH && !h.existed) { /* nothing here; a target that may hold it is down */
-		tgt_name_lock(o);
-		tgt_replica_put_back(o, h.aside);
-		tgt_name_unlock(o);
+	else if (rc == -EHOSTUNREACH)
 		respond_unreachable(r, o, err);
-		return;
-	}
-	if (rc == 0) {
-		n = tgt_mirror_replicas(o, reps); /* a pull may have found it on another mountpath: o->mp moved */
-		k = tgt_replica_heal(o, reps, n, verify, &fd, &lom, &again); /* and the mirror copies from it */
-		if (k >= 0) {
-			tgt_replica_drop(o, h.aside);
-			if (h.existed)
-				tgt_integrity_count(o->t, TGT_INTEGRITY_REPAIRED);
-			serve(r, o, fd, false, &lom, reps[k].mp_index);
-			return;
-		}
-		if (tgt_is_remote(o) && o->refetched < REFETCH_MAX) { /* evicted again since: its backend has it */
-			tgt_replica_drop(o, again.aside);
-			refetch(r, o, &h);
-			return;
-		}
-		snprintf(err, sizeof(err), "the restored copy is damaged too (%s)", tgt_replica_state_name(again.main));
-		h.existed = true;
-		tgt_replica_drop(o, again.aside);
-	} else if (err[0]) {
-		h.existed = true; /* slices or a previous owner know it, but it cannot be rebuilt */
-	}
-	tgt_name_lock(o);
-	tgt_replica_put_back(o, h.aside);
-	tgt_name_unlock(o);
-	respond_lost(r, o, &h, err);
+	else
+		respond_lost(r, o, &h, err);
 }
 
 /* Worker: checksum-validated warm GET (the bucket's checksum_validate_warm_get). */

@@ -643,8 +643,9 @@ static int item_obj(const batch_t *b, const item_t *it, tgt_obj_t *o, bool locat
 
 /*
  * Opens o's main copy for an item: from the open-file cache when it keeps it (*ref set, *fd
- * borrowed), else opened, and kept there for the next batch when it qualifies (core/fcache.h: a
- * bucket without mirroring or checksum-validated warm GETs; a shard whatever its size). The state.
+ * borrowed), else opened (its checksum checked when the bucket validates warm GETs), and kept
+ * there for the next batch when it qualifies (core/fcache.h: a bucket without mirroring or
+ * checksum-validated warm GETs; a shard whatever its size). The state.
  */
 static tgt_replica_state_t open_item(tgt_obj_t *o, bool shard, int *fd, ft_lom_t *lom, tgt_fcache_ref_t **ref)
 {
@@ -658,11 +659,11 @@ static tgt_replica_state_t open_item(tgt_obj_t *o, bool shard, int *fd, ft_lom_t
 	if (cache && (*ref = tgt_fcache_get_shared(o, main_copy.mp_index, fd, lom)) != NULL)
 		return TGT_REPLICA_OK;
 	/* the open is the lookup: at its path in the common case, else its hashed file (core/keymap.h) */
-	s = tgt_replica_open_stat(o, &main_copy, false, fd, lom, NULL, &st);
+	s = tgt_replica_open_stat(o, &main_copy, o->validate_warm_get, fd, lom, NULL, &st);
 	if (s != TGT_REPLICA_OK && !o->located && tgt_obj_locate(o) == 0 && o->keyed) {
 		if (cache && (*ref = tgt_fcache_get_shared(o, main_copy.mp_index, fd, lom)) != NULL)
 			return TGT_REPLICA_OK;
-		s = tgt_replica_open_stat(o, &main_copy, false, fd, lom, NULL, &st);
+		s = tgt_replica_open_stat(o, &main_copy, o->validate_warm_get, fd, lom, NULL, &st);
 	}
 	if (s == TGT_REPLICA_OK && cache)
 		*ref = tgt_fcache_put_shared(o, main_copy.mp_index, gen, *fd, lom, &st, shard);
@@ -688,6 +689,36 @@ static int found_own(found_t *f)
 	return fd < 0 ? -EIO : 0;
 }
 
+/*
+ * An item whose main copy is missing or damaged, as a GET finds it (tgt_obj_recover): repaired or
+ * restored (1, f->fd open), else missing (0) or not servable (-EIO, f->err says why), or
+ * TGT_RECOVER_REFETCH + 1 for a remote bucket's object to fetch again (a damaged copy dropped).
+ */
+static int recover_item(const item_t *it, tgt_obj_t *o, found_t *f, ft_lom_t *lom)
+{
+	tgt_heal_t h;
+	char err[600];
+	int mp_index, rc = tgt_obj_recover(o, o->validate_warm_get, &f->fd, lom, &mp_index, &h, err, sizeof(err));
+
+	if (rc == 0)
+		return 1;
+	f->fd = -1;
+	if (rc == TGT_RECOVER_REFETCH) {
+		tgt_replica_drop(o, h.aside);
+		return TGT_RECOVER_REFETCH + 1;
+	}
+	if (rc == -ENOENT)
+		return 0;
+	if (rc == -EHOSTUNREACH)
+		snprintf(f->err, sizeof(f->err), "\"%s\" is not here, and a target that may hold it cannot be reached (%.100s)",
+			 it->objname, err);
+	else
+		snprintf(f->err, sizeof(f->err), "\"%s\" is damaged (%s) and cannot be served: no good replica%s%.100s",
+			 it->objname, h.main != TGT_REPLICA_ABSENT ? tgt_replica_state_name(h.main) : "main copy missing",
+			 err[0] ? "; " : "", err);
+	return -EIO;
+}
+
 /* Resolves an item owned here: f's file, offset and length (fd open when f->state is 1), f->err on errors. */
 static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 {
@@ -700,21 +731,21 @@ static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 	if (item_obj(b, it, &o, false) != 0)
 		return;
 	tgt_replica_state_t s = open_item(&o, it->archpath != NULL, &f->fd, &lom, &f->ref);
-	if (s == TGT_REPLICA_ABSENT && tgt_is_remote(&o)) { /* not cached: fetched from the backend */
+	bool remote = tgt_is_remote(&o), cold = s == TGT_REPLICA_ABSENT && remote;
+	if (s != TGT_REPLICA_OK && !cold) { /* damaged, or not at its place: repaired or restored as a GET would */
+		rc = recover_item(it, &o, f, &lom);
+		if (rc != 1 && rc != TGT_RECOVER_REFETCH + 1) {
+			f->state = rc;
+			return;
+		}
+		cold = rc != 1;
+	}
+	if (cold) { /* not cached (or its copy lost): fetched from the backend */
 		rc = tgt_coldget_open(&o, &f->fd, &lom, f->err, sizeof(f->err));
 		if (rc != 0) {
 			f->state = rc == -404 ? 0 : -EIO;
 			return;
 		}
-		s = TGT_REPLICA_OK;
-	}
-	if (s != TGT_REPLICA_OK) {
-		if (s != TGT_REPLICA_ABSENT) { /* there, but not servable: never "missing" */
-			snprintf(f->err, sizeof(f->err), "\"%s\" cannot be read (%s)", it->objname,
-				 tgt_replica_state_name(s));
-			f->state = -EIO;
-		}
-		return;
 	}
 	size = lom.size;
 	if (it->archpath) {

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Bucket protection properties (create-bck, set-bprops, HEAD) and n-way mirroring on the mountpaths of the owner.
+import io
 import json
 import os
 import shutil
+import tarfile
 
 import pytest
 
@@ -229,6 +231,71 @@ def test_missing_main_served_and_repaired(mcluster, mapi):
     os.unlink(copies[0])
     r = mapi.get(b, "x/obj")
     assert r.status_code == 404
+    mapi.destroy_bucket(b)
+
+
+def batch_tar(h, bucket, names, **kw):
+    """POST /v1/batch of names through the proxy: the answer, and the TAR's (name, bytes) when it is a 200."""
+    r = session(h.token).post(h.url + "/v1/batch", json=dict({"in": [{"bucket": bucket, "objname": n}
+                                                                      for n in names]}, **kw), timeout=TIMEOUT)
+    if r.status_code != 200:
+        return r, None
+    with tarfile.open(fileobj=io.BytesIO(r.content), mode="r:") as t:
+        return r, [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
+
+
+def test_batch_item_with_missing_main_served_and_repaired(mcluster, mapi):
+    """A batch finds an item's main copy gone as a GET would: served from the mirror copy, the main copy back."""
+    b = unique("mirb")
+    create(mapi, b, {"mirror": {"copies": 2}})
+    data = {n: os.urandom(size) for n, size in (("small", 20000), ("large", 300000))}
+    for n, d in data.items():
+        mapi.put(b, n, d)
+    mains = {n: assert_replicas(mcluster, b, n, d, 2)[0] for n, d in data.items()}
+    for n in data:
+        os.unlink(mains[n])
+    r, got = batch_tar(mcluster, b, ["small", "large"])
+    assert r.status_code == 200, r.text[:300]
+    assert got == [("%s/small" % b, data["small"]), ("%s/large" % b, data["large"])]
+    for n, d in data.items():
+        assert_replicas(mcluster, b, n, d, 2)  # main back in its place
+    # no replica left: missing, as for a GET
+    main, copies = replicas(mcluster, b, "small")
+    for p in main + copies:
+        os.unlink(p)
+    r, got = batch_tar(mcluster, b, ["small"])
+    assert_json_error(r, 404)
+    mapi.destroy_bucket(b)
+
+
+def test_batch_of_a_validated_bucket_checks_checksums(mcluster, mapi):
+    """checksum_validate_warm_get: a batch item whose main copy was damaged in place (same size and mtime) is
+    never served damaged: repaired from its mirror copy; without one, the item fails and the batch says why."""
+    b = unique("mirv")
+    create(mapi, b, {"mirror": {"copies": 2}, "checksum_validate_warm_get": True})
+    data = os.urandom(50000)
+    mapi.put(b, "v", data)
+    main, copies = assert_replicas(mcluster, b, "v", data, 2)
+
+    def flip(path):
+        st = os.stat(path)
+        with open(path, "r+b") as f:
+            f.seek(100)
+            old = f.read(1)
+            f.seek(100)
+            f.write(bytes([old[0] ^ 0xFF]))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    flip(main)
+    r, got = batch_tar(mcluster, b, ["v"])
+    assert r.status_code == 200 and got == [("%s/v" % b, data)], r.text[:300]
+    assert read(main) == data  # repaired from the mirror copy
+    flip(main)
+    flip(copies[0])
+    r, _ = batch_tar(mcluster, b, ["v"])
+    assert_json_error(r, 502, "checksum mismatch")
+    r, _ = batch_tar(mcluster, b, ["v"], continue_on_error=True)  # a damaged item is no missing one
+    assert_json_error(r, 502, "checksum mismatch")
     mapi.destroy_bucket(b)
 
 

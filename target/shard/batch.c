@@ -710,11 +710,13 @@ static int recover_item(const item_t *it, tgt_obj_t *o, found_t *f, ft_lom_t *lo
 	if (rc == -ENOENT)
 		return 0;
 	if (rc == -EHOSTUNREACH)
-		snprintf(f->err, sizeof(f->err), "\"%s\" is not here, and a target that may hold it cannot be reached (%.100s)",
-			 it->objname, err);
+		snprintf(f->err, sizeof(f->err),
+			 "\"%s\" is not here, and a target that may hold it cannot be reached (%.100s)", it->objname,
+			 err);
 	else
 		snprintf(f->err, sizeof(f->err), "\"%s\" is damaged (%s) and cannot be served: no good replica%s%.100s",
-			 it->objname, h.main != TGT_REPLICA_ABSENT ? tgt_replica_state_name(h.main) : "main copy missing",
+			 it->objname,
+			 h.main != TGT_REPLICA_ABSENT ? tgt_replica_state_name(h.main) : "main copy missing",
 			 err[0] ? "; " : "", err);
 	return -EIO;
 }

@@ -157,6 +157,12 @@ void ld_job_stop(ld_job_t *j, const char *reason);
  * is monotonic; rng a per-thread xorshift state.
  */
 bool ld_job_next(ld_job_t *j, int64_t now_ns, uint64_t *rng, ld_task_t *t);
+/*
+ * GetBatch (-pctput 0): the objects of the next up to max GETs into objs, as ld_job_next would pick
+ * them one by one but under one lock, and never across an epoch's end (the last batch of an epoch
+ * may be shorter). Returns the count, 0 when the job is over.
+ */
+size_t ld_job_next_gets(ld_job_t *j, int64_t now_ns, uint64_t *rng, const ld_obj_t **objs, size_t max);
 uint64_t ld_rand(uint64_t *state);
 
 /* ---- HTTP client pieces (httpc.c) ---- */

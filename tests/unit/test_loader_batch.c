@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of ft-loader's GetBatch: the TAR walker (every split, corrupt, cut). */
+/* Unit tests of ft-loader's GetBatch: the TAR walker (every split, corrupt, cut), the request body, the answer check. */
 #include <locale.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,8 +11,10 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <jansson.h>
 #include <cmocka.h>
 
+#include "loader.h"
 #include "shard/walk.h"
 #include "tarwalk.h"
 
@@ -339,12 +341,224 @@ static void test_refused_member(void **state)
 	free(t.p);
 }
 
+/* ---- the request and its answer (batch.c) ---- */
+
+/* Object names that need JSON escaping, UTF-8, a long one. */
+static char long_obj[301];
+static const char *const OBJS[] = {"plain",       "q\"uote",           "back\\slash", "tab\there",
+				   "ctl\x01\x1f", "\xc3\xa9/\xc3\xbc", long_obj};
+#define N_OBJS (sizeof(OBJS) / sizeof(OBJS[0]))
+#define BATCH 3
+
+static int setup_objs(void **state)
+{
+	(void)state;
+	memset(long_obj, 'L', 300);
+	for (size_t i = 0; i < N_OBJS; i++)
+		assert_int_equal(ld_objs_add_named(OBJS[i], strlen(OBJS[i]), 0, -1), 0);
+	return 0;
+}
+
+static int teardown_objs(void **state)
+{
+	(void)state;
+	ld_objs_free();
+	return 0;
+}
+
+static void batch_opts(ld_opts_t *o, int epochs)
+{
+	memset(o, 0, sizeof(*o));
+	strcpy(o->bucket, "bk");
+	strcpy(o->provider, "ais");
+	strcpy(o->loaderid, "0");
+	o->loadernum = 1;
+	o->epochs = epochs;
+	o->uniquegets = epochs > 0;
+	o->get_batchsize = BATCH;
+	o->seed = 7;
+}
+
+/* The index in OBJS of the objname of item i of the parsed body, checking the item's other fields. */
+static size_t item_index(json_t *doc, size_t i)
+{
+	json_t *e = json_array_get(json_object_get(doc, "in"), i);
+
+	assert_string_equal(json_string_value(json_object_get(e, "bucket")), "bk");
+	assert_string_equal(json_string_value(json_object_get(e, "provider")), "ais");
+	assert_int_equal(json_object_size(e), 3);
+	const char *name = json_string_value(json_object_get(e, "objname"));
+	assert_non_null(name);
+	for (size_t k = 0; k < N_OBJS; k++)
+		if (strcmp(name, OBJS[k]) == 0)
+			return k;
+	fail_msg("objname \"%s\" was not listed", name);
+	return 0;
+}
+
+/* Two epochs of 7 objects in batches of 3: 3, 3, 1 per epoch (no batch spans two), each object once an epoch. */
+static void test_body_and_epochs(void **state)
+{
+	ld_opts_t o;
+	ld_job_t j;
+	ld_batch_t *b;
+	uint64_t rng = 1;
+	int host = -1, want[] = {3, 3, 1, 3, 3, 1, 0};
+	size_t seen[N_OBJS] = {0};
+	char err[256];
+
+	(void)state;
+	batch_opts(&o, 2);
+	assert_int_equal(ld_job_init(&j, &o, LD_JOB_RUN, 1), 0);
+	assert_non_null(b = ld_batch_new(&o));
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		int n = ld_batch_next(b, &j, 0, &rng, &host, err, sizeof(err));
+		assert_int_equal(n, want[k]);
+		if (n == 0)
+			break;
+		size_t len;
+		const char *body = ld_batch_body(b, &len);
+		assert_memory_equal(body, "{\"in\":[{\"bucket\":\"bk\",\"provider\":\"ais\",\"objname\":\"", 49);
+		json_error_t je;
+		json_t *doc = json_loadb(body, len, 0, &je);
+		if (doc == NULL)
+			fail_msg("body is not JSON (%s): %.*s", je.text, (int)len, body);
+		assert_string_equal(json_string_value(json_object_get(doc, "format")), ".tar");
+		assert_int_equal(json_object_size(doc), 2);
+		assert_int_equal(json_array_size(json_object_get(doc, "in")), (size_t)n);
+		for (int i = 0; i < n; i++)
+			seen[item_index(doc, (size_t)i)]++;
+		json_decref(doc);
+		if (k == 2 || k == 5) /* an epoch's end: every object read once more */
+			for (size_t i = 0; i < N_OBJS; i++)
+				assert_int_equal(seen[i], k == 2 ? 1 : 2);
+	}
+	assert_string_equal(j.stop_reason, "epochs done");
+	ld_batch_free(b);
+	ld_job_destroy(&j);
+}
+
+/* Without epochs every batch is full: random picks. */
+static void test_random_batches_are_full(void **state)
+{
+	ld_opts_t o;
+	ld_job_t j;
+	ld_batch_t *b;
+	uint64_t rng = 1;
+	int host;
+	char err[256];
+
+	(void)state;
+	batch_opts(&o, 0);
+	assert_int_equal(ld_job_init(&j, &o, LD_JOB_RUN, 1), 0);
+	assert_non_null(b = ld_batch_new(&o));
+	for (int k = 0; k < 20; k++)
+		assert_int_equal(ld_batch_next(b, &j, 0, &rng, &host, err, sizeof(err)), BATCH);
+	ld_job_stop(&j, "test");
+	assert_int_equal(ld_batch_next(b, &j, 0, &rng, &host, err, sizeof(err)), 0);
+	ld_batch_free(b);
+	ld_job_destroy(&j);
+}
+
+/* The TAR FastTier would answer for the batch's items in order (order = a permutation of them), count of them. */
+static void answer_for(json_t *doc, const size_t *order, size_t count, tar_t *t)
+{
+	char name[512];
+
+	memset(t, 0, sizeof(*t));
+	for (size_t i = 0; i < count; i++) {
+		snprintf(name, sizeof(name), "bk/%s", OBJS[item_index(doc, order[i])]);
+		ft_member(t, name, 100 + i, 'z');
+	}
+	ft_end(t);
+}
+
+static void test_answer_check(void **state)
+{
+	ld_opts_t o;
+	ld_job_t j;
+	ld_batch_t *b;
+	uint64_t rng = 1;
+	int host;
+	char err[256];
+	size_t len, in_order[] = {0, 1, 2}, swapped[] = {0, 2, 1};
+	tar_t t;
+
+	(void)state;
+	batch_opts(&o, 1);
+	assert_int_equal(ld_job_init(&j, &o, LD_JOB_RUN, 1), 0);
+	assert_non_null(b = ld_batch_new(&o));
+	assert_int_equal(ld_batch_next(b, &j, 0, &rng, &host, err, sizeof(err)), BATCH);
+	const char *body = ld_batch_body(b, &len);
+	json_t *doc = json_loadb(body, len, 0, NULL);
+	assert_non_null(doc);
+
+	/* the answer asked for, in two pieces */
+	answer_for(doc, in_order, 3, &t);
+	ld_batch_answer_reset(b);
+	ld_batch_answer_feed(b, 200, (const char *)t.p, 700);
+	ld_batch_answer_feed(b, 200, (const char *)t.p + 700, t.len - 700);
+	assert_null(ld_batch_answer_error(b));
+	assert_null(ld_batch_answer_end(b));
+	assert_int_equal(ld_batch_members(b), 3);
+	free(t.p);
+
+	/* two members swapped: known bad at the first one out of place */
+	answer_for(doc, swapped, 3, &t);
+	ld_batch_answer_reset(b);
+	ld_batch_answer_feed(b, 200, (const char *)t.p, t.len);
+	assert_non_null(ld_batch_answer_error(b));
+	assert_non_null(strstr(ld_batch_answer_error(b), "member 1 is"));
+	assert_non_null(ld_batch_answer_end(b));
+	free(t.p);
+
+	/* one member short, one too many */
+	answer_for(doc, in_order, 2, &t);
+	ld_batch_answer_reset(b);
+	ld_batch_answer_feed(b, 200, (const char *)t.p, t.len);
+	assert_null(ld_batch_answer_error(b));
+	assert_string_equal(ld_batch_answer_end(b), "the TAR answer holds 2 members for 3 items asked");
+	free(t.p);
+	size_t four[] = {0, 1, 2, 0};
+	answer_for(doc, four, 4, &t);
+	ld_batch_answer_reset(b);
+	ld_batch_answer_feed(b, 200, (const char *)t.p, t.len);
+	assert_non_null(strstr(ld_batch_answer_error(b), "more members than the 3 items asked"));
+	free(t.p);
+
+	/* cut short */
+	answer_for(doc, in_order, 3, &t);
+	ld_batch_answer_reset(b);
+	ld_batch_answer_feed(b, 200, (const char *)t.p, 1000);
+	assert_non_null(strstr(ld_batch_answer_end(b), "truncated"));
+	free(t.p);
+
+	/* an error answer: its text kept for the message; a redirect's body is not */
+	ld_batch_answer_reset(b);
+	ld_batch_answer_feed(b, 307, "moved", 5);
+	assert_string_equal(ld_batch_answer_text(b), "");
+	static const char e1[] = "{\"status\":404,", e2[] = "\"message\":\"gone\"}\n";
+	ld_batch_answer_feed(b, 404, e1, strlen(e1));
+	ld_batch_answer_feed(b, 404, e2, strlen(e2));
+	assert_string_equal(ld_batch_answer_text(b), "{\"status\":404,\"message\":\"gone\"}");
+	assert_non_null(strstr(ld_batch_label(b), "[3 items from \""));
+
+	json_decref(doc);
+	ld_batch_free(b);
+	ld_job_destroy(&j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ft_tar_every_split), cmocka_unit_test(test_libarchive_tars_every_split),
-		cmocka_unit_test(test_truncated_anywhere), cmocka_unit_test(test_corrupt_header),
+		cmocka_unit_test(test_ft_tar_every_split),
+		cmocka_unit_test(test_libarchive_tars_every_split),
+		cmocka_unit_test(test_truncated_anywhere),
+		cmocka_unit_test(test_corrupt_header),
 		cmocka_unit_test(test_refused_member),
+		cmocka_unit_test_setup_teardown(test_body_and_epochs, setup_objs, teardown_objs),
+		cmocka_unit_test_setup_teardown(test_random_batches_are_full, setup_objs, teardown_objs),
+		cmocka_unit_test_setup_teardown(test_answer_check, setup_objs, teardown_objs),
 	};
 
 	setlocale(LC_CTYPE, "C.UTF-8"); /* libarchive writes the UTF-8 name as it is */

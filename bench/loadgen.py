@@ -90,7 +90,8 @@ class Loader:
         self.path = path
 
     def _run(self, flags, op, object_size, seconds, workers, log, env=None):
-        """seconds = 0: no time limit (flags carry what ends the run, e.g. -epochs)."""
+        """seconds = 0: no time limit (flags carry what ends the run, e.g. -epochs). op: the summary row read
+        (GETBATCH: its items are the requests)."""
         argv = [self.path, "-duration", "%ds" % seconds, "-numworkers", str(workers),
                 "-statsinterval", "0", "-quiet", "-json"] + flags
         if op == "PUT":
@@ -111,6 +112,17 @@ class Loader:
             raise LoadError("ft-loader failed (exit %d): %s\n%s" % (p.returncode, " ".join(argv),
                                                                     p.stderr[-2000:]))
         return parse_loader_json(p.stdout, op, object_size, argv)
+
+    def run_once_batch(self, proxy_port, bucket, names_file, object_size, batch_size, workers, direct=True,
+                       log=None, sched=None):
+        """Every object once (-epochs 1 -uniquegets) through GetBatch, batch_size objects a POST /v1/batch
+        (-get-batchsize), straight to the target owning most of each batch (direct) or through the proxy's 307;
+        no time limit. The Result's requests are the objects delivered (the GETBATCH row's items), its errors the
+        failed batches. sched: as run_once_direct's."""
+        return self._run(["-ip", "127.0.0.1", "-port", str(proxy_port), "-bucket", bucket,
+                          "-filelist", names_file, "-epochs", "1", "-uniquegets",
+                          "-get-batchsize", str(batch_size)] + (["-direct"] if direct else []) + _sched_flag(sched),
+                         "GETBATCH", object_size, 0, workers, log)
 
     def run_direct(self, proxy_port, bucket, names_file, object_size, seconds, workers, log=None):
         """GETs over the names, straight to the owning targets (-direct)."""
@@ -159,7 +171,8 @@ def _sched_flag(sched):
 
 
 def parse_loader_json(stdout, op, object_size, argv):
-    """The totals of op in ft-loader's -json document (the last line of stdout)."""
+    """The totals of op in ft-loader's -json document (the last line of stdout); for GETBATCH the requests are
+    the items (objects) the batches delivered, the errors the failed batches."""
     lines = stdout.strip().splitlines()
     try:
         doc = json.loads(lines[-1]) if lines else None
@@ -172,8 +185,10 @@ def parse_loader_json(stdout, op, object_size, argv):
         if entry.get("op") == op:
             try:
                 count, errors, seconds = int(entry["count"]), int(entry["errors"]), float(entry["seconds"])
+                if op == "GETBATCH":
+                    count = int(entry["items"])
             except (KeyError, TypeError, ValueError):
                 break
             return Result("ft-loader", count, seconds, errors, object_size,
-                          "ft-loader counted %d failed requests" % errors)
+                          "ft-loader counted %d failed %s" % (errors, "batches" if op == "GETBATCH" else "requests"))
     raise LoadError("ft-loader's JSON summary has no %s totals: %s" % (op, json.dumps(doc)[:600]))

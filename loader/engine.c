@@ -35,6 +35,8 @@
  * a GET costs one write and usually one read. Nothing is allocated per request: connection
  * structs come from a free list, the request head is written into the worker, bodies are read into
  * the loop's buffer and dropped (or hashed with -verifyhash, with a hash state kept in the worker).
+ * With -get-batchsize a worker's request is a GetBatch (batch.c): a POST of a JSON body built in
+ * the worker's batch state, whose TAR answer is walked as it arrives, the body re-sent on a 307.
  *
  * A connection closed during an epoll batch may still have events later in the same batch: it is
  * marked (fd = -1) and parked on a graveyard list that is recycled only after the batch. Workers
@@ -47,6 +49,7 @@
 #define TICK_MS 50
 #define CONTINUE_WAIT_NS 1000000000ll /* send the body anyway if no 100 Continue came by then */
 #define MAX_MSGS 8
+#define MSG_MAX 512
 
 typedef struct loop loop_t;
 typedef struct worker worker_t;
@@ -87,6 +90,7 @@ struct worker {
 	XXH64_state_t xx;
 	ft_cksum_t other; /* the bucket's checksum when it is not xxhash (md5, xxh3, crc32c, sha256, sha512) */
 	uint64_t put_hash;
+	ld_batch_t *batch; /* -get-batchsize: this worker's batch state; NULL otherwise */
 	worker_t *next_ready;
 };
 
@@ -108,7 +112,7 @@ struct loop {
 	int64_t last_sweep;
 	pthread_mutex_t mu; /* guards stats and msgs */
 	ld_opstats_t stats[LD_NOPS];
-	char msgs[MAX_MSGS][256];
+	char msgs[MAX_MSGS][MSG_MAX];
 	int nmsgs;
 	uint64_t dropped_msgs;
 };
@@ -122,8 +126,6 @@ struct ld_engine {
 	pthread_cond_t cond;
 	int running;
 };
-
-static const char *const op_names[LD_NOPS] = {[LD_GET] = "GET", [LD_PUT] = "PUT", [LD_DEL] = "DELETE"};
 
 int64_t ld_mono_ns(void)
 {
@@ -151,16 +153,18 @@ static void add_msg(loop_t *L, const char *fmt, ...)
 	pthread_mutex_unlock(&L->mu);
 }
 
-static void record(loop_t *L, ld_op_t op, bool ok, uint64_t bytes, int64_t latency_ns)
+static void record(loop_t *L, ld_op_t op, bool ok, uint64_t bytes, uint64_t items, int64_t latency_ns)
 {
 	ld_opstats_t *s = &L->stats[op];
 
 	pthread_mutex_lock(&L->mu);
 	s->count++;
-	if (ok)
+	if (ok) {
 		s->bytes += bytes;
-	else
+		s->items += items;
+	} else {
 		s->errors++;
+	}
 	ft_hist_record(&s->lat, latency_ns > 0 ? (uint64_t)latency_ns : 0);
 	pthread_mutex_unlock(&L->mu);
 }
@@ -269,20 +273,27 @@ static void make_ready(loop_t *L, worker_t *w)
 static void finish(worker_t *w, bool ok, uint64_t bytes)
 {
 	loop_t *L = w->L;
+	uint64_t items = ok && w->task.op == LD_GETBATCH ? ld_batch_members(w->batch) : 0;
 
-	record(L, w->task.op, ok, bytes, ld_mono_ns() - w->start_ns);
+	record(L, w->task.op, ok, bytes, items, ld_mono_ns() - w->start_ns);
 	make_ready(L, w);
 }
 
 static const char *task_label(worker_t *w)
 {
-	return op_names[w->task.op];
+	return ld_op_name(w->task.op);
+}
+
+/* What the request is about, for messages: the object's name, or the batch's items. */
+static const char *what(worker_t *w)
+{
+	return w->task.op == LD_GETBATCH ? ld_batch_label(w->batch) : w->name;
 }
 
 /* Fails the request, closing its connection. */
 static void fail(worker_t *w, const char *why)
 {
-	add_msg(w->L, "%s %s: %s", task_label(w), w->name, why);
+	add_msg(w->L, "%s %s: %s", task_label(w), what(w), why);
 	if (w->c != NULL) {
 		conn_close(w->L, w->c);
 		w->c = NULL;
@@ -297,22 +308,45 @@ static bool is_put(const worker_t *w)
 	return w->task.op == LD_PUT;
 }
 
+/* Whether the request carries a body (a PUT's payload, a batch's JSON; a PUT's may be empty). */
+static bool has_body(const worker_t *w)
+{
+	return is_put(w) || w->task.op == LD_GETBATCH;
+}
+
+static uint64_t body_len(const worker_t *w)
+{
+	size_t n = 0;
+
+	if (is_put(w))
+		return w->task.size;
+	if (w->task.op == LD_GETBATCH)
+		ld_batch_body(w->batch, &n);
+	return n;
+}
+
 /* Starts one hop (the first request, or a redirect, or a retry) of the worker's task. */
 static void begin_hop(worker_t *w)
 {
 	loop_t *L = w->L;
 	const ld_opts_t *o = L->E->o;
-	static const char *const methods[LD_NOPS] = {[LD_GET] = "GET", [LD_PUT] = "PUT", [LD_DEL] = "DELETE"};
+	static const char *const methods[LD_NOPS] = {
+		[LD_GET] = "GET",
+		[LD_PUT] = "PUT",
+		[LD_DEL] = "DELETE",
+		[LD_GETBATCH] = "POST",
+	};
 	ld_buf_t b = {w->head, 0, sizeof(w->head), false};
 	ld_reqspec_t rs = {
 		.method = methods[w->task.op],
 		.authority = ld_host_at(w->host)->authority,
 		.path = w->path,
-		.content_length = is_put(w) ? (int64_t)w->task.size : -1,
+		.content_length = has_body(w) ? (int64_t)body_len(w) : -1,
 		.range = w->task.op == LD_GET && (o->readoff > 0 || o->readlen > 0),
 		.range_off = o->readoff,
 		.range_len = o->readlen,
-		/* the proxy answers a PUT with a 307 before any body: do not send it there twice */
+		/* the proxy answers a PUT with a 307 before any body: do not send it there twice (it reads a
+		 * batch's body to plan it, so that one is sent at once) */
 		.expect_continue = is_put(w) && o->api == LD_API_NATIVE && !o->direct && w->redirects == 0,
 		.s3_sign = o->api == LD_API_S3,
 	};
@@ -329,6 +363,8 @@ static void begin_hop(worker_t *w)
 	ft_cksum_abort(&w->other); /* a body cut short left it running */
 	w->hash_started = false;
 	ld_resp_reset(&w->resp, false);
+	if (w->task.op == LD_GETBATCH)
+		ld_batch_answer_reset(w->batch);
 	if (!w->fresh && (c = L->idle[w->host]) != NULL)
 		pool_unlink(L, c);
 	if (c == NULL && (c = conn_open(L, w->host)) == NULL) {
@@ -357,7 +393,18 @@ static int unsent(worker_t *w, struct iovec *iov)
 		iov[n].iov_base = w->head + w->head_off;
 		iov[n++].iov_len = w->head_len - w->head_off;
 	}
-	if (!is_put(w) || w->expect)
+	if (w->expect)
+		return n;
+	if (w->task.op == LD_GETBATCH) {
+		size_t len;
+		const char *body = ld_batch_body(w->batch, &len);
+		if (w->body_off < len) {
+			iov[n].iov_base = (void *)(body + w->body_off);
+			iov[n++].iov_len = len - w->body_off;
+		}
+		return n;
+	}
+	if (!is_put(w))
 		return n;
 	uint64_t left = w->task.size - w->body_off;
 	uint64_t pos = (w->task.payload_off + w->body_off) % j->payload_len;
@@ -456,6 +503,14 @@ static void hash_body(void *ctx, const char *p, size_t n)
 		ft_cksum_update(&w->other, p, n);
 }
 
+/* GetBatch answer bytes: walked as TAR (a 200), or kept for the message (an error). */
+static void batch_body(void *ctx, const char *p, size_t n)
+{
+	worker_t *w = ctx;
+
+	ld_batch_answer_feed(w->batch, w->resp.status, p, n);
+}
+
 static void xx_hex(uint64_t h, char out[17])
 {
 	XXH64_canonical_t c;
@@ -552,16 +607,27 @@ static void complete(worker_t *w, bool keep)
 	case LD_PUT:
 		ok = st == 200 || st == 201 || st == 204;
 		break;
+	case LD_GETBATCH:
+		ok = st == 200;
+		break;
 	case LD_DEL:
 	default:
 		ok = st == 200 || st == 204 || st == 404; /* cleanup: a PUT that never landed is fine */
 		break;
 	}
 	if (!ok) {
-		snprintf(why, sizeof(why), "HTTP %d", st);
-		add_msg(L, "%s %s: %s", task_label(w), w->name, why);
+		const char *text = w->task.op == LD_GETBATCH ? ld_batch_answer_text(w->batch) : "";
+		add_msg(L, "%s %s: HTTP %d%s%s", task_label(w), what(w), st, text[0] ? ": " : "", text);
 		finish(w, false, 0);
 		return;
+	}
+	if (w->task.op == LD_GETBATCH) {
+		const char *bad = ld_batch_answer_end(w->batch);
+		if (bad != NULL) {
+			add_msg(L, "GETBATCH %s: %s", what(w), bad);
+			finish(w, false, 0);
+			return;
+		}
 	}
 	if (w->task.op == LD_GET && w->verify) {
 		const char *bad = verify_get(w, why, sizeof(why));
@@ -587,7 +653,7 @@ static void complete(worker_t *w, bool keep)
 		finish(w, true, w->task.size);
 		return;
 	}
-	finish(w, true, w->task.op == LD_GET ? r->body_bytes : 0);
+	finish(w, true, w->task.op == LD_GET || w->task.op == LD_GETBATCH ? r->body_bytes : 0);
 }
 
 /* Hashes the PUT payload the worker is about to send. */
@@ -606,6 +672,45 @@ static void hash_payload(worker_t *w)
 	w->put_hash = XXH64_digest(&w->xx);
 }
 
+/* The worker has no more tasks. */
+static void go_idle(worker_t *w)
+{
+	w->phase = W_IDLE;
+	w->L->active--;
+}
+
+/* A new request begins now (L->now, read just before by the caller). */
+static void begin_request(worker_t *w)
+{
+	w->start_ns = w->L->now;
+	w->redirects = 0;
+	w->retried = false;
+	w->fresh = false;
+}
+
+/* The worker's next batch of GETs (-get-batchsize): one POST /v1/batch. */
+static void start_batch(worker_t *w)
+{
+	loop_t *L = w->L;
+	char err[256];
+	int n = ld_batch_next(w->batch, L->E->job, L->now, &L->rng, &w->host, err, sizeof(err));
+
+	if (n == 0) {
+		go_idle(w);
+		return;
+	}
+	w->task.op = LD_GETBATCH;
+	w->task.obj = NULL;
+	w->verify = false;
+	begin_request(w);
+	strcpy(w->path, "/v1/batch");
+	if (n < 0) {
+		fail(w, err);
+		return;
+	}
+	begin_hop(w);
+}
+
 /* Takes the worker's next task from the job and starts it; an idle worker stays idle. */
 static void start_task(worker_t *w)
 {
@@ -614,15 +719,15 @@ static void start_task(worker_t *w)
 	ld_buf_t pb = {w->path, 0, LD_PATH_MAX, false};
 	char err[256];
 
-	if (!ld_job_next(L->E->job, L->now, &L->rng, &w->task)) {
-		w->phase = W_IDLE;
-		L->active--;
+	if (w->batch != NULL) {
+		start_batch(w);
 		return;
 	}
-	w->start_ns = L->now; /* read just before by the caller */
-	w->redirects = 0;
-	w->retried = false;
-	w->fresh = false;
+	if (!ld_job_next(L->E->job, L->now, &L->rng, &w->task)) {
+		go_idle(w);
+		return;
+	}
+	begin_request(w);
 	if ((w->task.op == LD_GET || (o->api == LD_API_URLS && w->task.obj != NULL)) && w->task.obj->name != NULL) {
 		w->name = w->task.obj->name; /* no copy per request */
 		w->name_len = strlen(w->name);
@@ -667,6 +772,8 @@ static void on_readable(worker_t *w)
 	loop_t *L = w->L;
 	conn_t *c = w->c;
 	ssize_t n = read(c->fd, L->rbuf, RBUF_SIZE), off = 0;
+	ld_body_fn body_fn = w->verify ? hash_body : w->task.op == LD_GETBATCH ? batch_body : NULL;
+	const char *bad;
 	char err[256];
 
 	if (n < 0) {
@@ -690,17 +797,20 @@ static void on_readable(worker_t *w)
 		return;
 	}
 	while (off < n) {
-		ssize_t k = ld_resp_feed(&w->resp, L->rbuf + off, (size_t)(n - off), w->verify ? hash_body : NULL, w,
-					 err, sizeof(err));
+		ssize_t k = ld_resp_feed(&w->resp, L->rbuf + off, (size_t)(n - off), body_fn, w, err, sizeof(err));
 		if (k < 0) {
 			fail(w, err);
 			return;
 		}
 		off += k;
+		if (w->task.op == LD_GETBATCH && (bad = ld_batch_answer_error(w->batch)) != NULL) {
+			fail(w, bad); /* a TAR gone wrong: the rest of it is not worth reading */
+			return;
+		}
 		if (w->resp.state != LD_RESP_DONE)
 			continue;
 		if (w->resp.status >= 200) {
-			bool body_sent = !is_put(w) || (!w->expect && w->body_off == w->task.size);
+			bool body_sent = !has_body(w) || (!w->expect && w->body_off == body_len(w));
 			complete(w, w->resp.keep_alive && off == n && body_sent && w->phase != W_SENDING);
 			return;
 		}
@@ -862,6 +972,7 @@ static void free_loop(loop_t *L)
 		for (int i = 0; i < L->nworkers; i++) {
 			ld_resp_free(&L->workers[i].resp);
 			ft_cksum_abort(&L->workers[i].other);
+			ld_batch_free(L->workers[i].batch);
 		}
 	}
 	free(L->workers);
@@ -889,8 +1000,13 @@ static int init_loop(ld_engine_t *E, loop_t *L, int index, int nworkers)
 		ld_opstats_reset(&L->stats[k]);
 	if (L->ep < 0 || L->workers == NULL || L->rbuf == NULL)
 		return -1;
-	for (int i = 0; i < nworkers; i++)
+	for (int i = 0; i < nworkers; i++) {
 		L->workers[i].L = L;
+		/* GetBatch in the run only (a cleanup DELETEs one name at a time) */
+		if (E->o->get_batchsize > 0 && E->job->kind == LD_JOB_RUN &&
+		    (L->workers[i].batch = ld_batch_new(E->o)) == NULL)
+			return -1;
+	}
 	return 0;
 }
 

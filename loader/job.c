@@ -111,10 +111,11 @@ void ld_job_stop(ld_job_t *j, const char *reason)
 }
 
 /*
- * Next object index in epoch order: 1 with *idx set; 0 when the last epoch is done (the job is then
- * stopped); -1 when there is nothing to read yet but PUTs may add something (the caller PUTs instead).
+ * The next objects in epoch order, up to max of them and none past the epoch's end, into objs:
+ * returns their count; 0 when the last epoch is done (the job is then stopped); -1 when there is
+ * nothing to read yet but PUTs may add something (the caller PUTs instead).
  */
-static int next_in_epoch(ld_job_t *j, uint64_t *rng, uint64_t *idx)
+static int next_in_epoch(ld_job_t *j, uint64_t *rng, const ld_obj_t **objs, size_t max)
 {
 	const char *why = NULL;
 	int rc = 1;
@@ -137,8 +138,12 @@ static int next_in_epoch(ld_job_t *j, uint64_t *rng, uint64_t *idx)
 	} else if (j->perm_len == 0) {
 		why = "no objects to GET";
 	}
-	if (why == NULL && rc == 1)
-		*idx = j->perm[j->perm_pos++];
+	if (why == NULL && rc == 1) {
+		size_t k = 0;
+		while (k < max && j->perm_pos < j->perm_len)
+			objs[k++] = ld_objs_at(j->perm[j->perm_pos++]);
+		rc = (int)k;
+	}
 	pthread_mutex_unlock(&j->mu);
 	if (why != NULL) {
 		ld_job_stop(j, why);
@@ -169,11 +174,19 @@ static bool next_put(ld_job_t *j, uint64_t *rng, ld_task_t *t)
 	return true;
 }
 
+/* Whether the run is over: stopped, or (stopping it) past its deadline. */
+static bool run_over(ld_job_t *j, int64_t now_ns)
+{
+	if (j->deadline_ns != 0 && now_ns >= j->deadline_ns)
+		ld_job_stop(j, "duration reached");
+	return atomic_load_explicit(&j->stop, memory_order_relaxed);
+}
+
 bool ld_job_next(ld_job_t *j, int64_t now_ns, uint64_t *rng, ld_task_t *t)
 {
 	const ld_opts_t *o = j->o;
 	bool put;
-	uint64_t idx;
+	const ld_obj_t *obj;
 
 	if (atomic_load_explicit(&j->stop, memory_order_relaxed))
 		return false;
@@ -186,15 +199,13 @@ bool ld_job_next(ld_job_t *j, int64_t now_ns, uint64_t *rng, ld_task_t *t)
 		t->obj = NULL;
 		return true;
 	}
-	if (j->deadline_ns != 0 && now_ns >= j->deadline_ns) {
-		ld_job_stop(j, "duration reached");
+	if (run_over(j, now_ns))
 		return false;
-	}
 	put = o->pctput == 100 || (o->pctput > 0 && (int)(ld_rand(rng) % 100) < o->pctput);
 	if (put)
 		return next_put(j, rng, t);
 	if (epoch_mode(o)) {
-		int rc = next_in_epoch(j, rng, &idx);
+		int rc = next_in_epoch(j, rng, &obj, 1);
 		if (rc == 0)
 			return false;
 		if (rc < 0)
@@ -207,9 +218,29 @@ bool ld_job_next(ld_job_t *j, int64_t now_ns, uint64_t *rng, ld_task_t *t)
 			ld_job_stop(j, "no objects to GET");
 			return false;
 		}
-		idx = ld_rand(rng) % n;
+		obj = ld_objs_at(ld_rand(rng) % n);
 	}
 	t->op = LD_GET;
-	t->obj = ld_objs_at(idx);
+	t->obj = obj;
 	return true;
+}
+
+size_t ld_job_next_gets(ld_job_t *j, int64_t now_ns, uint64_t *rng, const ld_obj_t **objs, size_t max)
+{
+	uint64_t n;
+
+	if (j->kind != LD_JOB_RUN || max == 0 || run_over(j, now_ns))
+		return 0;
+	if (epoch_mode(j->o)) {
+		int rc = next_in_epoch(j, rng, objs, max);
+		return rc > 0 ? (size_t)rc : 0; /* -1 (wait for PUTs) needs -pctput, which batches exclude */
+	}
+	n = ld_objs_count();
+	if (n == 0) {
+		ld_job_stop(j, "no objects to GET");
+		return 0;
+	}
+	for (size_t k = 0; k < max; k++)
+		objs[k] = ld_objs_at(ld_rand(rng) % n);
+	return max;
 }

@@ -26,7 +26,7 @@
 #define LD_MAX_REDIRECTS 4
 
 /* ---- options (opts.c) ---- */
-typedef enum { LD_GET = 0, LD_PUT = 1, LD_DEL = 2, LD_NOPS = 3 } ld_op_t;
+typedef enum { LD_GET = 0, LD_PUT = 1, LD_DEL = 2, LD_GETBATCH = 3, LD_NOPS = 4 } ld_op_t;
 typedef enum { LD_API_NATIVE = 0, LD_API_S3, LD_API_URLS } ld_api_t;
 
 typedef struct {
@@ -58,6 +58,7 @@ typedef struct {
 	bool s3_path_style;
 	char url_list[1024];
 	bool direct;
+	int get_batchsize;  /* GETs grouped this many at a time into one POST /v1/batch; 0 = off */
 	int64_t timeout_ns; /* one request, including redirects */
 	bool quiet;         /* no live table */
 	ld_api_t api;
@@ -157,6 +158,12 @@ void ld_job_stop(ld_job_t *j, const char *reason);
  * is monotonic; rng a per-thread xorshift state.
  */
 bool ld_job_next(ld_job_t *j, int64_t now_ns, uint64_t *rng, ld_task_t *t);
+/*
+ * GetBatch (-pctput 0): the objects of the next up to max GETs into objs, as ld_job_next would pick
+ * them one by one but under one lock, and never across an epoch's end (the last batch of an epoch
+ * may be shorter). Returns the count, 0 when the job is over.
+ */
+size_t ld_job_next_gets(ld_job_t *j, int64_t now_ns, uint64_t *rng, const ld_obj_t **objs, size_t max);
 uint64_t ld_rand(uint64_t *state);
 
 /* ---- HTTP client pieces (httpc.c) ---- */
@@ -251,6 +258,12 @@ void ld_route_free(void);
  */
 int ld_route(const ld_opts_t *o, const ld_obj_t *url_obj, const char *name, size_t len, int *host, ld_buf_t *path,
 	     char *err, size_t errlen);
+/* -direct: the index in the cluster map of the target owning name; -1 without -direct. */
+int ld_route_owner(const ld_opts_t *o, const char *name, size_t len);
+/* Targets in the cluster map with -direct (0 without). */
+int ld_route_targets(void);
+/* The host index of target t of the cluster map, or the proxy's when t < 0. */
+int ld_route_host_of(int t);
 /* Whether S3 signing is configured (credentials in the environment). */
 bool ld_s3_signing(void);
 /* Adds x-amz-date, x-amz-content-sha256 and Authorization for rs to b (before the blank line). */
@@ -282,8 +295,12 @@ typedef struct {
 	uint64_t count; /* completed requests, errors included */
 	uint64_t bytes; /* body bytes received (GET) or sent (PUT) by successful requests */
 	uint64_t errors;
-	ft_hist_t lat; /* latency in ns of every completed request */
+	uint64_t items; /* GETBATCH: members of the successful batches' answers */
+	ft_hist_t lat;  /* latency in ns of every completed request */
 } ld_opstats_t;
+
+/* "GET", "PUT", "DELETE", "GETBATCH": the op's name in tables, JSON and error messages. */
+const char *ld_op_name(ld_op_t op);
 
 void ld_opstats_reset(ld_opstats_t *s);
 void ld_opstats_merge(ld_opstats_t *dst, const ld_opstats_t *src);
@@ -299,6 +316,38 @@ const ld_opstats_t *ld_report_totals(const ld_report_t *r);
 /* Writes the JSON file (intervals, summary, extra object fields, stolen); path "-" = one line on stdout. Returns 0 or -1. */
 int ld_report_write_json(ld_report_t *r, const char *path, void *extra_json);
 void ld_report_free(ld_report_t *r);
+
+/* ---- GetBatch (batch.c): one POST /v1/batch for up to -get-batchsize GETs ---- */
+typedef struct ld_batch ld_batch_t;
+
+/* A worker's batch state (request body, items, answer walker), allocated once; NULL when out of memory. */
+ld_batch_t *ld_batch_new(const ld_opts_t *o);
+void ld_batch_free(ld_batch_t *b);
+/*
+ * Takes the next batch's objects from the job and builds its request: *host is where it goes (the
+ * proxy, or with -direct the target owning most of its items). Returns the item count, 0 when the
+ * job is over, -1 when the body cannot be built (err filled; the items were taken: a failed batch).
+ */
+int ld_batch_next(ld_batch_t *b, ld_job_t *j, int64_t now_ns, uint64_t *rng, int *host, char *err, size_t errlen);
+/* The JSON body of the batch in flight. */
+const char *ld_batch_body(const ld_batch_t *b, size_t *len);
+/* "[7 items from "<first name>"]": the batch in flight, for messages. */
+const char *ld_batch_label(ld_batch_t *b);
+/* Before each response (each hop): forgets what an earlier one said. */
+void ld_batch_answer_reset(ld_batch_t *b);
+/* Body bytes of a response with this status: a 200's are walked as TAR, another's first bytes kept for messages. */
+void ld_batch_answer_feed(ld_batch_t *b, int status, const char *p, size_t n);
+/* Why the answer is already known to be bad (a malformed TAR, a member not asked for), or NULL. */
+const char *ld_batch_answer_error(const ld_batch_t *b);
+/*
+ * The 200's body ended: NULL when it was a whole TAR holding exactly the items asked, in order,
+ * each named "<bucket>/<objname>", else why (in b).
+ */
+const char *ld_batch_answer_end(ld_batch_t *b);
+/* The start of a failed answer's body (an error's JSON), "" when none. */
+const char *ld_batch_answer_text(ld_batch_t *b);
+/* Members walked in the current answer. */
+uint64_t ld_batch_members(const ld_batch_t *b);
 
 /* ---- engine (engine.c) ---- */
 typedef struct ld_engine ld_engine_t;

@@ -72,6 +72,8 @@ static void describe(const ld_opts_t *o, uint64_t listed, bool created, const ft
 		printf("; maxputs %llu", (unsigned long long)o->maxputs);
 	if (o->epochs > 0)
 		printf("; %d epochs", o->epochs);
+	if (o->get_batchsize > 0)
+		printf("; GetBatch of %d", o->get_batchsize);
 	printf("\n");
 	fflush(stdout);
 }

@@ -75,6 +75,9 @@ static const flag_t flags[] = {
 	 "file of plain http:// URLs: GET them (and PUT to them with -pctput), e.g. to drive nginx"},
 	{"direct", F_BOOL, OFF(direct), 0, "false",
 	 "read the cluster map once and send object requests straight to the owning target (no 307 hop)"},
+	{"get-batchsize", F_INT, OFF(get_batchsize), 0, "0",
+	 "GetBatch: read the objects N at a time (1..10000), each N in one POST /v1/batch answered with a TAR "
+	 "(aisloader's -get-batchsize); native API and -pctput 0 only; 0 = one GET per object"},
 	{"timeout", F_DUR, OFF(timeout_ns), 0, "60s", "one request's limit, redirects included; 0 = none"},
 	{"quiet", F_BOOL, OFF(quiet), 0, "false", "no live table (the summary is still printed)"},
 };
@@ -104,6 +107,7 @@ static void usage(FILE *f)
 		   "  ft-loader -bucket b1 -pctput 100 -minsize 1MiB -maxsize 1MiB -maxputs 1000 -numworkers 16\n"
 		   "  ft-loader -bucket b1 -duration 30s -numworkers 64 -direct -json out.json\n"
 		   "  ft-loader -bucket b1 -epochs 2 -uniquegets -verifyhash -duration 0\n"
+		   "  ft-loader -bucket b1 -epochs 1 -uniquegets -get-batchsize 64 -direct   # GetBatch\n"
 		   "  ft-loader -url-list urls.txt -numworkers 32 -duration 10s   # e.g. nginx baseline\n"
 		   "See docs/loader.md.\n");
 }
@@ -300,6 +304,29 @@ static const flag_t *find_flag(const char *name, size_t len)
 	return NULL;
 }
 
+/* -get-batchsize: its range, and what a batch of whole-object GETs cannot do. Returns 0 or -1 after a message. */
+static int check_batch(const ld_opts_t *o)
+{
+	const char *why = NULL;
+
+	if (o->get_batchsize == 0)
+		return 0;
+	if (o->get_batchsize > 10000)
+		why = "must be 0..10000";
+	else if (o->api != LD_API_NATIVE)
+		why = "works with the native API only (not with -s3endpoint or -url-list)";
+	else if (o->pctput != 0)
+		why = "reads only: it needs -pctput 0";
+	else if (o->readoff != 0 || o->readlen != 0)
+		why = "reads whole objects: no -readoff or -readlen";
+	else if (o->verifyhash)
+		why = "cannot check object hashes (a batch's TAR carries no checksums): no -verifyhash";
+	if (why == NULL)
+		return 0;
+	fprintf(stderr, "ft-loader: -get-batchsize %s\n", why);
+	return -1;
+}
+
 /* Checks combinations and derives api, sizes and seed. Returns 0 or -1 after a message. */
 static int validate(ld_opts_t *o, bool min_set, bool max_set, bool duration_set)
 {
@@ -366,6 +393,8 @@ static int validate(ld_opts_t *o, bool min_set, bool max_set, bool duration_set)
 		return -1;
 	}
 	o->sched_batch = strcmp(o->sched, "batch") == 0;
+	if (check_batch(o) != 0)
+		return -1;
 	if (o->iothreads == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		o->iothreads = n > 0 ? (int)n : 1;

@@ -148,12 +148,7 @@ int ld_route(const ld_opts_t *o, const ld_obj_t *url_obj, const char *name, size
 		break;
 	case LD_API_NATIVE:
 	default:
-		if (rt.smap != NULL) {
-			const ft_node_t *t = ft_smap_owner(rt.smap, o->provider, o->bucket, name, len);
-			*host = rt.target_hosts[t - rt.smap->targets];
-		} else {
-			*host = rt.proxy_host;
-		}
+		*host = ld_route_host_of(ld_route_owner(o, name, len));
 		ld_buf_add(path, "/v1/objects/", 12);
 		ld_buf_str(path, rt.esc_bucket);
 		ld_buf_add(path, "/", 1);
@@ -167,6 +162,23 @@ int ld_route(const ld_opts_t *o, const ld_obj_t *url_obj, const char *name, size
 	}
 	path->p[path->len] = '\0'; /* callers size path with one spare byte */
 	return 0;
+}
+
+int ld_route_owner(const ld_opts_t *o, const char *name, size_t len)
+{
+	if (rt.smap == NULL)
+		return -1;
+	return (int)(ft_smap_owner(rt.smap, o->provider, o->bucket, name, len) - rt.smap->targets);
+}
+
+int ld_route_targets(void)
+{
+	return rt.smap != NULL ? rt.smap->n_targets : 0;
+}
+
+int ld_route_host_of(int t)
+{
+	return t >= 0 && rt.smap != NULL ? rt.target_hosts[t] : rt.proxy_host;
 }
 
 bool ld_s3_signing(void)

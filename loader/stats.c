@@ -8,7 +8,17 @@
 
 #include "loader.h"
 
-static const char *const op_names[LD_NOPS] = {[LD_GET] = "GET", [LD_PUT] = "PUT", [LD_DEL] = "DELETE"};
+static const char *const op_names[LD_NOPS] = {
+	[LD_GET] = "GET",
+	[LD_PUT] = "PUT",
+	[LD_DEL] = "DELETE",
+	[LD_GETBATCH] = "GETBATCH",
+};
+
+const char *ld_op_name(ld_op_t op)
+{
+	return (unsigned)op < LD_NOPS ? op_names[op] : "?";
+}
 
 struct ld_report {
 	const ld_opts_t *o;
@@ -22,7 +32,7 @@ struct ld_report {
 
 void ld_opstats_reset(ld_opstats_t *s)
 {
-	s->count = s->bytes = s->errors = 0;
+	s->count = s->bytes = s->errors = s->items = 0;
 	ft_hist_reset(&s->lat);
 }
 
@@ -31,6 +41,7 @@ void ld_opstats_merge(ld_opstats_t *dst, const ld_opstats_t *src)
 	dst->count += src->count;
 	dst->bytes += src->bytes;
 	dst->errors += src->errors;
+	dst->items += src->items;
 	ft_hist_merge(&dst->lat, &src->lat);
 }
 
@@ -83,7 +94,7 @@ static const char *fmt_lat(uint64_t ns, char *buf, size_t cap)
 
 static void print_header(ld_report_t *r)
 {
-	fprintf(r->out, "%-8s %-6s %10s %11s %8s %8s %8s %8s %8s %8s %8s %13s %9s %7s\n", "Time", "OP", "Count", "Size",
+	fprintf(r->out, "%-8s %-8s %10s %11s %8s %8s %8s %8s %8s %8s %8s %13s %9s %7s\n", "Time", "OP", "Count", "Size",
 		"Min", "Avg", "P50", "P90", "P99", "P99.9", "Max", "Throughput", "Ops/s", "Errors");
 }
 
@@ -95,7 +106,7 @@ static void print_row(ld_report_t *r, const char *when, ld_op_t op, const ld_ops
 	ld_fmt_size((double)s->bytes, sz, sizeof(sz));
 	ld_fmt_size(secs > 0 ? (double)s->bytes / secs : 0, tp, sizeof(tp) - 2);
 	strcat(tp, "/s");
-	fprintf(r->out, "%-8s %-6s %10llu %11s %8s %8s %8s %8s %8s %8s %8s %13s %9.0f %7llu\n", when, op_names[op],
+	fprintf(r->out, "%-8s %-8s %10llu %11s %8s %8s %8s %8s %8s %8s %8s %13s %9.0f %7llu\n", when, op_names[op],
 		(unsigned long long)s->count, sz, fmt_lat(h->count ? h->min : 0, l[0], 16),
 		fmt_lat((uint64_t)ft_hist_mean(h), l[1], 16), fmt_lat(ft_hist_percentile(h, 50), l[2], 16),
 		fmt_lat(ft_hist_percentile(h, 90), l[3], 16), fmt_lat(ft_hist_percentile(h, 99), l[4], 16),
@@ -111,10 +122,16 @@ static json_t *row_json(ld_op_t op, const ld_opstats_t *s, double secs)
 				(double)ft_hist_percentile(h, 90) / 1e3, "p99", (double)ft_hist_percentile(h, 99) / 1e3,
 				"p99.9", (double)ft_hist_percentile(h, 99.9) / 1e3, "max", (double)h->max / 1e3);
 
-	return json_pack("{s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:o}", "op", op_names[op], "count", (json_int_t)s->count,
-			 "bytes", (json_int_t)s->bytes, "errors", (json_int_t)s->errors, "seconds", secs, "ops_per_s",
-			 secs > 0 ? (double)s->count / secs : 0.0, "bytes_per_s",
-			 secs > 0 ? (double)s->bytes / secs : 0.0, "latency_us", lat);
+	json_t *row = json_pack("{s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:o}", "op", op_names[op], "count",
+				(json_int_t)s->count, "bytes", (json_int_t)s->bytes, "errors", (json_int_t)s->errors,
+				"seconds", secs, "ops_per_s", secs > 0 ? (double)s->count / secs : 0.0, "bytes_per_s",
+				secs > 0 ? (double)s->bytes / secs : 0.0, "latency_us", lat);
+
+	if (row != NULL && op == LD_GETBATCH) { /* the objects the batches delivered */
+		json_object_set_new(row, "items", json_integer((json_int_t)s->items));
+		json_object_set_new(row, "items_per_s", json_real(secs > 0 ? (double)s->items / secs : 0.0));
+	}
+	return row;
 }
 
 void ld_report_interval(ld_report_t *r, const ld_opstats_t iv[LD_NOPS], double elapsed_s, double interval_s)
@@ -170,6 +187,12 @@ void ld_report_summary(ld_report_t *r, const char *phase, double elapsed_s, cons
 	}
 	if (!any)
 		fprintf(f, "no requests completed\n");
+	const ld_opstats_t *gb = &r->total[LD_GETBATCH];
+	if (gb->count > 0)
+		fprintf(f, "GETBATCH: %llu items in %llu batches (%.1f a successful batch), %.0f items/s\n",
+			(unsigned long long)gb->items, (unsigned long long)gb->count,
+			gb->count > gb->errors ? (double)gb->items / (double)(gb->count - gb->errors) : 0.0,
+			elapsed_s > 0 ? (double)gb->items / elapsed_s : 0.0);
 	json_object_set_new(r->phases, phase,
 			    json_pack("{s:f, s:s?}", "duration_s", elapsed_s, "stop_reason", stop_reason));
 	fflush(f);
@@ -180,7 +203,7 @@ static json_t *opts_json(const ld_opts_t *o)
 	static const char *const apis[] = {"native", "s3", "url-list"};
 
 	return json_pack("{s:s, s:i, s:s, s:s, s:s, s:f, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:b, s:i, s:b, s:I, s:I,"
-			 " s:b, s:f, s:I, s:s, s:i, s:b, s:s}",
+			 " s:b, s:f, s:I, s:s, s:i, s:b, s:s, s:i}",
 			 "api", apis[o->api], "port", o->port, "ip", o->ip, "bucket", o->bucket, "provider",
 			 o->provider, "duration_s", (double)o->duration_ns / 1e9, "numworkers", o->numworkers,
 			 "iothreads", o->iothreads, "pctput", o->pctput, "minsize", (json_int_t)o->minsize, "maxsize",
@@ -189,7 +212,7 @@ static json_t *opts_json(const ld_opts_t *o)
 			 o->uniquegets, "readoff", (json_int_t)o->readoff, "readlen", (json_int_t)o->readlen,
 			 "verifyhash", o->verifyhash, "statsinterval_s", (double)o->statsinterval_ns / 1e9, "seed",
 			 (json_int_t)o->seed, "loaderid", o->loaderid, "loadernum", o->loadernum, "direct", o->direct,
-			 "sched", o->sched);
+			 "sched", o->sched, "get_batchsize", o->get_batchsize);
 }
 
 int ld_report_write_json(ld_report_t *r, const char *path, void *extra_json)

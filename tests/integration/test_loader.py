@@ -2,10 +2,12 @@
 # ft-loader against a real cluster and a tiny HTTP server: counts, -verifyhash, exact stops, JSON, cleanup, -url-list.
 import collections
 import http.server
+import io
 import json
 import os
 import signal
 import subprocess
+import tarfile
 import threading
 import time
 import urllib.parse
@@ -68,7 +70,7 @@ def check_json_adds_up(res):
     for row in j["summary"]:
         op = row["op"]
         iv = [r for r in j["intervals"] if r["op"] == op]
-        for key in ("count", "bytes", "errors"):
+        for key in ("count", "bytes", "errors") + (("items",) if op == "GETBATCH" else ()):
             assert sum(r[key] for r in iv) == row[key], "%s %s: intervals %r vs summary %r" % (
                 op, key, [r[key] for r in iv], row[key])
         lat = row["latency_us"]
@@ -463,3 +465,247 @@ def test_s3_api_put_then_verified_gets(cluster, tmp_path):
         for k in s3.list_objects_v2(Bucket=b).get("Contents", []):
             s3.delete_object(Bucket=b, Key=k["Key"])
         s3.delete_bucket(Bucket=b)
+
+
+# ---- GetBatch (-get-batchsize): POST /v1/batch, TAR answers ----
+
+def _pad512(n):
+    return (n + 511) // 512 * 512
+
+
+def _pax_record_len(key, value):
+    body = 1 + len(key) + 1 + len(value) + 1  # " key=value\n"
+    n = body + 1
+    while len(str(n)) + body != n:
+        n += 1
+    return n
+
+
+def batch_member_bytes(bucket, name, size):
+    """Bytes of one member of the cluster's GetBatch TAR (target/shard/tar.c): a ustar header, or a PAX
+    header with the path first when "<bucket>/<name>" is over 100 bytes; the data padded to 512."""
+    full = ("%s/%s" % (bucket, name)).encode()
+    head = 512 if len(full) <= 100 else 512 + _pad512(_pax_record_len(b"path", full)) + 512
+    return head + _pad512(size)
+
+
+TAR_END = 1024  # two zero blocks after the last member of every batch
+
+
+def batch_objects(api, bucket, n):
+    """n objects: names that need JSON escaping, a long one (PAX header in the TAR), sizes from 0 to 300 KiB
+    (read into the target's slots, or sent from the file; answers over one 192 KiB stream write)."""
+    sizes = {}
+    special = ['pre/q"uote', "pre/back\\slash", "pre/t\tab", "pre/\u00e9t\u00e9 \u00fc", "pre/" + "l" * 150,
+               "pre/empty"]
+    for i in range(n):
+        name = special[i] if i < len(special) else "pre/%03d" % i
+        size = 0 if name == "pre/empty" else 300 * 1024 if i % 17 == 0 else 1000 + 37 * i
+        api.put(bucket, name, os.urandom(size))
+        sizes[name] = size
+    return sizes
+
+
+@pytest.mark.parametrize("direct", [False, True])
+def test_getbatch_reads_each_object_once(cluster, api, bucket, tmp_path, direct):
+    """-epochs 1 -uniquegets -get-batchsize 7 over 50 objects: 8 batches (the last of 1 item), 50 members, the
+    bytes of the TARs exactly (so each object came once, whole); through the proxy's 307 or straight to the target
+    owning most of each batch."""
+    sizes = batch_objects(api, bucket, 50)
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-epochs", "1", "-uniquegets", "-get-batchsize", "7", "-numworkers", "3",
+        "-statsinterval", "100ms"] + (["-direct"] if direct else []))
+    assert r.rc == 0, r
+    gb = r.summary("GETBATCH")
+    assert gb["count"] == 8 and gb["errors"] == 0 and gb["items"] == 50, r
+    assert gb["bytes"] == 8 * TAR_END + sum(batch_member_bytes(bucket, n, s) for n, s in sizes.items()), r
+    assert gb["items_per_s"] > 0
+    assert r.summary("GET")["count"] == 0
+    assert r.json["stop_reason"] == "epochs done" and r.json["errors"] == 0
+    assert r.json["config"]["get_batchsize"] == 7
+    check_json_adds_up(r)
+    assert "GETBATCH: 50 items in 8 batches" in r.out, r
+    assert "GetBatch of 7" in r.out
+
+
+def test_getbatch_missing_object_fails_its_batch(cluster, api, bucket, tmp_path):
+    """A name the cluster does not have fails the batch holding it (an error, exit status 1, the target's
+    message on stderr); the other batches still deliver their items."""
+    sizes = put_objects(api, bucket, 10, lambda i: 2000 + i)
+    fl = tmp_path / "names.txt"
+    fl.write_text("\n".join(sorted(sizes) + ["pre/missing"]) + "\n")
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-filelist", str(fl), "-epochs", "1", "-uniquegets", "-get-batchsize", "11"])
+    assert r.rc == 1, r
+    gb = r.summary("GETBATCH")
+    assert gb["count"] == 1 and gb["errors"] == 1 and gb["items"] == 0 and gb["bytes"] == 0, r
+    assert "pre/missing" in r.err and "HTTP 404" in r.err, r.err
+    assert r.json["errors"] == 1
+
+    # batches of 4, 4 and 3: one fails, the two others deliver theirs
+    r = run_loader(tmp_path, proxy_args(cluster) + [
+        "-bucket", bucket, "-filelist", str(fl), "-epochs", "1", "-uniquegets", "-get-batchsize", "4",
+        "-numworkers", "2", "-direct"])
+    assert r.rc == 1, r
+    gb = r.summary("GETBATCH")
+    assert gb["count"] == 3 and gb["errors"] == 1 and gb["items"] in (7, 8), r
+    assert "pre/missing" in r.err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-get-batchsize", "10001"], "-get-batchsize must be 0..10000"),
+    (["-get-batchsize", "-1"], 'bad value "-1" for -get-batchsize'),
+    (["-get-batchsize", "8", "-pctput", "10"], "-get-batchsize reads only: it needs -pctput 0"),
+    (["-get-batchsize", "8", "-s3endpoint", "http://127.0.0.1:1/s3"], "-get-batchsize works with the native API"),
+    (["-get-batchsize", "8", "-url-list", "/dev/null"], "-get-batchsize works with the native API"),
+    (["-get-batchsize", "8", "-readoff", "10"], "-get-batchsize reads whole objects"),
+    (["-get-batchsize", "8", "-readlen", "1KiB"], "-get-batchsize reads whole objects"),
+    (["-get-batchsize", "8", "-verifyhash"], "no -verifyhash"),
+])
+def test_getbatch_usage_errors(args, message):
+    p = subprocess.run([LOADER, "-bucket", "x", "-port", "1"] + args, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and message in p.stderr, (p.returncode, p.stderr)
+
+
+class _FakeBatch(http.server.BaseHTTPRequestHandler):
+    """Answers POST /v1/batch with a TAR built by Python's tarfile (its own writer, padded to 10 KiB records)
+    from the items asked, spoiled as `mode` says; records every request (seen) and each TAR's length (sent)."""
+    protocol_version = "HTTP/1.1"
+    mode = "ok"
+    seen = None
+    sent = None
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.seen.append((self.path, dict(self.headers), body))
+        if self.mode == "redirect" and "hop=2" not in self.path:
+            self.send_response(307)
+            self.send_header("Location", "http://127.0.0.1:%d/v1/batch?hop=2" % self.server.server_address[1])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if self.mode == "404":
+            msg = json.dumps({"status": 404, "message": "batch item 2 (b/x): does not exist"}).encode()
+            self.send_response(404)
+            self.send_header("Content-Length", str(len(msg)))
+            self.end_headers()
+            self.wfile.write(msg)
+            return
+        names = ["%s/%s" % (e["bucket"], e["objname"]) for e in json.loads(body)["in"]]
+        if self.mode == "short":
+            names = names[:-1]
+        elif self.mode == "order":
+            names = names[::-1]
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+            for n in names:
+                data = n.encode() * 3
+                ti = tarfile.TarInfo(n)
+                ti.size = len(data)
+                tf.addfile(ti, io.BytesIO(data))
+        tar = bytearray(buf.getvalue())
+        if self.mode == "badsum":
+            tar[1] ^= 0x01  # a name byte of the first header
+        self.sent.append(len(tar))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(tar)))
+        self.end_headers()
+        if self.mode == "cut":
+            self.wfile.write(tar[:len(tar) // 2])
+            self.close_connection = True
+            return
+        self.wfile.write(tar)
+
+    def log_message(self, *args):
+        pass
+
+
+FAKE_NAMES = ["f/plain", 'f/q"uote', "f/back\\slash", "f/t\tab", "f/\u00e9t\u00e9 \u00fc"]
+
+
+@pytest.fixture
+def fake_batch_server():
+    seen, sent = [], []
+
+    def start(mode):
+        handler = type("H", (_FakeBatch,), {"mode": mode, "seen": seen, "sent": sent})
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        srv.daemon_threads = True
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        servers.append(srv)
+        return srv.server_address[1]
+
+    servers = []
+    yield start, seen, sent
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
+def run_against_fake(tmp_path, port, extra=()):
+    fl = tmp_path / "fake-names.txt"
+    fl.write_text("\n".join(FAKE_NAMES) + "\n", encoding="utf-8")
+    return run_loader(tmp_path, ["-ip", "127.0.0.1", "-port", str(port), "-bucket", "bk", "-filelist", str(fl),
+                                 "-epochs", "1", "-uniquegets", "-get-batchsize", "5", "-numworkers", "1"]
+                      + list(extra))
+
+
+@pytest.mark.parametrize("mode", ["ok", "redirect"])
+def test_getbatch_request_on_the_wire(fake_batch_server, tmp_path, mode):
+    """The request is POST /v1/batch with {"in": [{"bucket", "provider", "objname"}...], "format": ".tar"},
+    names escaped, no Expect: 100-continue; a 307 is followed with the same body; a TAR of another writer
+    (tarfile: PAX headers for the non-ASCII name, zeros up to its record size) is taken whole."""
+    start, seen, sent = fake_batch_server
+    port = start(mode)
+    r = run_against_fake(tmp_path, port)
+    assert r.rc == 0, r
+    gb = r.summary("GETBATCH")
+    assert gb["count"] == 1 and gb["errors"] == 0 and gb["items"] == 5, r
+    assert len(seen) == (2 if mode == "redirect" else 1)
+    for path, headers, body in seen:
+        assert path.startswith("/v1/batch")
+        assert "Expect" not in headers and int(headers["Content-Length"]) == len(body)
+        doc = json.loads(body)
+        assert set(doc) == {"in", "format"} and doc["format"] == ".tar"
+        assert [set(e) for e in doc["in"]] == [{"bucket", "provider", "objname"}] * 5
+        assert {(e["bucket"], e["provider"]) for e in doc["in"]} == {("bk", "ais")}
+        assert sorted(e["objname"] for e in doc["in"]) == sorted(FAKE_NAMES)
+    if mode == "redirect":
+        assert seen[1][0] == "/v1/batch?hop=2" and seen[0][2] == seen[1][2]
+    assert len(sent) == 1 and gb["bytes"] == sent[0] and sent[0] % 10240 == 0
+
+
+@pytest.mark.parametrize("mode,message", [
+    ("short", "the TAR answer holds 4 members for 5 items asked"),
+    ("order", "where item 0"),
+    ("badsum", "bad header checksum at offset 0"),
+    ("cut", "connection closed mid-body"),
+    ("404", "HTTP 404: {\"status\": 404, \"message\": \"batch item 2 (b/x): does not exist\"}"),
+])
+def test_getbatch_bad_answers_are_errors(fake_batch_server, tmp_path, mode, message):
+    """A batch whose answer is not the TAR asked for (a member short, out of order, a corrupt header, cut) or
+    an error status fails with a message saying so, and the exit status is 1."""
+    start, _, _ = fake_batch_server
+    r = run_against_fake(tmp_path, start(mode))
+    assert r.rc == 1, r
+    gb = r.summary("GETBATCH")
+    assert gb["count"] == 1 and gb["errors"] == 1 and gb["items"] == 0 and gb["bytes"] == 0, r
+    assert "GETBATCH [5 items from" in r.err and message in r.err, r.err
+
+
+def test_loadgen_run_once_batch(cluster, api, bucket, tmp_path):
+    """bench/loadgen.py's Loader.run_once_batch: every object once in batches; its requests are the objects."""
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import loadgen
+    sizes = put_objects(api, bucket, 20, lambda i: 4096)
+    names = tmp_path / "batch-names.txt"
+    names.write_text("\n".join(sorted(sizes)) + "\n")
+    port = urllib.parse.urlsplit(cluster.url).port
+    for direct in (True, False):
+        res = loadgen.Loader(LOADER).run_once_batch(port, bucket, str(names), 4096, 6, 2, direct=direct)
+        assert (res.requests, res.errors) == (20, 0), res.to_json()
+        assert res.seconds > 0 and res.bps == res.rps * 4096
+    names.write_text("pre/000\npre/missing\n")
+    res = loadgen.Loader(LOADER).run_once_batch(port, bucket, str(names), 4096, 6, 1)
+    assert (res.requests, res.errors) == (0, 1) and "1 failed batches" in res.detail, res.to_json()

@@ -28,7 +28,8 @@ struct fc_entry {
 	uint64_t hash;
 	int mp_index;
 	int fd;
-	int refs;               /* responses (or batch items) reading fd */
+	int refs;               /* responses (or batch items, or the sweep) reading fd */
+	bool stale;             /* the sweep's finding, between its two passes */
 	bool cached;            /* in its table; false: dropped, closed and freed at the last release */
 	struct fc_cache *cache; /* its table's: a shared one is locked for refs and cached */
 	unsigned last_tick;
@@ -46,8 +47,9 @@ typedef struct fc_cache {
 	bool shared;        /* the batch items' table: every use under mu (a loop's own needs no lock) */
 	pthread_mutex_t mu; /* shared only */
 	struct fc_entry **table;
-	unsigned mask;  /* table size - 1 */
-	uint64_t *seen; /* admission: the key hashes of recent misses, SEEN_WAYS-way sets */
+	unsigned mask;              /* table size - 1 */
+	struct fc_entry **sweeping; /* the sweep's entries to check (cap of them) */
+	uint64_t *seen;             /* admission: the key hashes of recent misses, SEEN_WAYS-way sets */
 	unsigned seen_mask;
 	unsigned seen_next; /* the way the next remembered miss takes in its set */
 	struct fc_entry *head, *tail;
@@ -61,6 +63,7 @@ struct tgt_fcache_reg {
 	pthread_mutex_t lock; /* the list only: taken once per loop thread and at stop */
 	fc_cache_t *caches;
 	_Atomic(fc_cache_t *) shared; /* the batch items' table (tgt_fcache_share), in caches too */
+	atomic_bool share_failed;     /* making it failed once (logged): batches go on without it */
 	int cap;                      /* entries per table; 0 = off */
 };
 
@@ -127,6 +130,13 @@ static void entry_free(struct fc_entry *e)
 	free(e);
 }
 
+/* Drops a reference under c's lock: the entry is freed (its fd closed) at the last one once dropped. */
+static void ref_put(struct fc_entry *e)
+{
+	if (--e->refs == 0 && !e->cached)
+		entry_free(e);
+}
+
 static void unlink_order(fc_cache_t *c, struct fc_entry *e)
 {
 	if (e->prev)
@@ -191,23 +201,42 @@ static bool check_gen(fc_cache_t *c)
 	return true;
 }
 
-/* The timer: closes the entries of an older generation, idle ones, and those whose file changed. */
+/*
+ * The timer: closes the entries of an older generation, idle ones, and those whose file changed.
+ * The files are looked at (fstat) outside the lock, each entry held by a reference meanwhile, so
+ * the threads preparing batch items do not wait for a thousand system calls.
+ */
 static void sweep(void *arg)
 {
 	fc_cache_t *c = arg;
-	uint64_t n;
+	uint64_t ticks;
 	struct stat st;
+	int n = 0;
 
-	if (read(c->timer_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+	if (read(c->timer_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
 		ft_debug("open-file cache: timerfd read: %s", strerror(errno));
 	lock(c);
 	unsigned tick = atomic_load_explicit(&c->tick, memory_order_relaxed) + 1;
 	if (!check_gen(c)) {
 		for (struct fc_entry *e = c->tail, *prev; e != NULL; e = prev) {
 			prev = e->prev;
-			if (tick - e->last_tick > IDLE_TICKS || fstat(e->fd, &st) != 0 || !same_file(e, &st))
+			if (tick - e->last_tick > IDLE_TICKS) {
 				drop(c, e);
+			} else {
+				e->refs++;
+				c->sweeping[n++] = e;
+			}
 		}
+	}
+	unlock(c);
+	for (int i = 0; i < n; i++)
+		c->sweeping[i]->stale = fstat(c->sweeping[i]->fd, &st) != 0 || !same_file(c->sweeping[i], &st);
+	lock(c);
+	for (int i = 0; i < n; i++) {
+		struct fc_entry *e = c->sweeping[i];
+		if (e->stale && e->cached)
+			drop(c, e);
+		ref_put(e);
 	}
 	atomic_store_explicit(&c->tick, tick, memory_order_release); /* after the drops: sweep_now waits for it */
 	unlock(c);
@@ -260,7 +289,8 @@ static fc_cache_t *cache_new(tgt_t *t, bool shared)
 	if (c != NULL)
 		c->timer_fd = -1;
 	if (c == NULL || (c->table = calloc(size, sizeof(*c->table))) == NULL ||
-	    (c->seen = calloc(size, sizeof(*c->seen))) == NULL)
+	    (c->seen = calloc(size, sizeof(*c->seen))) == NULL ||
+	    (c->sweeping = calloc((size_t)t->fcache->cap, sizeof(*c->sweeping))) == NULL)
 		goto fail;
 	c->t = t;
 	c->shared = shared;
@@ -278,8 +308,9 @@ fail:
 	if (c != NULL) {
 		if (c->timer_fd >= 0)
 			close(c->timer_fd);
-		if (shared && c->table != NULL && c->seen != NULL)
+		if (shared && c->sweeping != NULL)
 			pthread_mutex_destroy(&c->mu);
+		free(c->sweeping);
 		free(c->seen);
 		free(c->table);
 		free(c);
@@ -311,13 +342,20 @@ void tgt_fcache_share(tgt_t *t)
 	struct tgt_fcache_reg *reg = t->fcache;
 	fc_cache_t *c;
 
-	if (reg == NULL || reg->cap <= 0 || atomic_load_explicit(&reg->shared, memory_order_acquire) != NULL)
+	if (reg == NULL || reg->cap <= 0 || atomic_load_explicit(&reg->shared, memory_order_acquire) != NULL ||
+	    atomic_load(&reg->share_failed))
 		return;
 	pthread_mutex_lock(&reg->lock);
-	if (atomic_load(&reg->shared) == NULL && (c = cache_new(t, true)) != NULL) {
-		c->next = reg->caches;
-		reg->caches = c;
-		atomic_store_explicit(&reg->shared, c, memory_order_release);
+	if (atomic_load(&reg->shared) == NULL && !atomic_load(&reg->share_failed)) {
+		if ((c = cache_new(t, true)) != NULL) {
+			c->next = reg->caches;
+			reg->caches = c;
+			atomic_store_explicit(&reg->shared, c, memory_order_release);
+		} else {
+			atomic_store(&reg->share_failed, true);
+			ft_warn("open-file cache: no table for GetBatch items (%s): their files are opened every time",
+				strerror(errno));
+		}
 	}
 	pthread_mutex_unlock(&reg->lock);
 }
@@ -331,13 +369,6 @@ static fc_cache_t *cache_shared(tgt_t *t)
 static uint64_t key_hash(const tgt_obj_t *o, int mp_index)
 {
 	return o->hash ^ ((uint64_t)(unsigned)mp_index * 0x9e3779b97f4a7c15ull);
-}
-
-/* Drops a reference under c's lock: the entry is freed (its fd closed) at the last one once dropped. */
-static void ref_put(struct fc_entry *e)
-{
-	if (--e->refs == 0 && !e->cached)
-		entry_free(e);
 }
 
 /*
@@ -397,7 +428,8 @@ tgt_fcache_ref_t *tgt_fcache_get_shared(const tgt_obj_t *o, int mp_index, int *f
 
 /*
  * Admission: a file is kept at its second miss while the first is still remembered (seen[]: twice
- * as many slots as entries, in sets of SEEN_WAYS; a new miss takes one of its set's, in turn). An object read
+ * as many slots as entries, in sets of SEEN_WAYS; a new miss takes a free slot of its set, else one
+ * in turn). An object read
  * again only after more other misses than the cache holds would be evicted before its next read
  * anyway: it is never kept, and its GETs cost what they did before. With one slot per key (direct-
  * mapped), keys sharing a slot forgot each other: a third of 1,000 objects read in turn never got in.
@@ -406,10 +438,15 @@ static bool admit(fc_cache_t *c, uint64_t h)
 {
 	uint64_t *set = &c->seen[h & c->seen_mask & ~(uint64_t)(SEEN_WAYS - 1)];
 
-	for (int k = 0; k < SEEN_WAYS; k++)
+	int free_way = -1;
+
+	for (int k = 0; k < SEEN_WAYS; k++) {
 		if (set[k] == h)
 			return true;
-	set[c->seen_next++ % SEEN_WAYS] = h;
+		if (set[k] == 0 && free_way < 0)
+			free_way = k;
+	}
+	set[free_way >= 0 ? (unsigned)free_way : c->seen_next++ % SEEN_WAYS] = h;
 	return false;
 }
 
@@ -466,12 +503,13 @@ static struct fc_entry *put_in(fc_cache_t *c, const tgt_obj_t *o, int mp_index, 
 	int enc_len;
 
 	if ((lom->size > FCACHE_MAX_BYTES && !any_size) || !S_ISREG(st->st_mode) || st->st_nlink == 0 ||
-	    (uint64_t)st->st_size != lom->size || (enc_len = ft_lom_encode(lom, enc, sizeof(enc))) < 0)
+	    (uint64_t)st->st_size != lom->size)
 		return NULL; /* large, or the file changed already */
 	lock(c);
 	check_gen(c);
-	/* gen: an invalidation since the open leaves the file out */
-	if (gen == c->gen && admit(c, h) && (e = entry_new(c, o, mp_index, h, fd, enc, enc_len, st)) != NULL)
+	/* gen: an invalidation since the open leaves the file out; encoded only once admitted */
+	if (gen == c->gen && admit(c, h) && (enc_len = ft_lom_encode(lom, enc, sizeof(enc))) >= 0 &&
+	    (e = entry_new(c, o, mp_index, h, fd, enc, enc_len, st)) != NULL)
 		link_in(c, e);
 	unlock(c);
 	return e;
@@ -518,6 +556,7 @@ void tgt_fcache_stop(tgt_t *t)
 		close(c->timer_fd);
 		if (c->shared)
 			pthread_mutex_destroy(&c->mu);
+		free(c->sweeping);
 		free(c->seen);
 		free(c->table);
 		free(c);

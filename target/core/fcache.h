@@ -45,8 +45,9 @@
  * The cache owns every kept fd. A hit or an insertion returns a reference that keeps the fd open
  * (ft_resp_file_borrowed) until tgt_fcache_release, which is an ft_req_on_done hook; an entry
  * dropped while referenced is closed at its last release. tgt_fcache_get and tgt_fcache_put are
- * for loop threads only (a worker thread gets no cache: NULL), tgt_fcache_share too; the _shared
- * calls and tgt_fcache_release are for any thread.
+ * for loop threads only (a worker thread gets no cache: NULL), tgt_fcache_share too, and so is
+ * tgt_fcache_release of their references (on the loop that took them); the _shared calls and the
+ * release of their references are for any thread.
  */
 
 typedef struct fc_entry tgt_fcache_ref_t;

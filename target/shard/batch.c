@@ -732,7 +732,8 @@ static void resolve_local(batch_t *b, const item_t *it, found_t *f)
 	*f = (found_t){.state = 0, .fd = -1};
 	if (item_obj(b, it, &o, false) != 0)
 		return;
-	tgt_replica_state_t s = open_item(&o, it->archpath != NULL, &f->fd, &lom, &f->ref);
+	bool shard = it->archpath != NULL && tgt_shard_fmt_of_name(it->objname) != TGT_SHARD_NONE;
+	tgt_replica_state_t s = open_item(&o, shard, &f->fd, &lom, &f->ref);
 	bool remote = tgt_is_remote(&o), cold = s == TGT_REPLICA_ABSENT && remote;
 	if (s != TGT_REPLICA_OK && !cold) { /* damaged, or not at its place: repaired or restored as a GET would */
 		rc = recover_item(it, &o, f, &lom);

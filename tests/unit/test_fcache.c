@@ -223,12 +223,12 @@ static void basic(char *fail, size_t cap)
 		fa = open_obj("nine", &st, &lom);
 		CHECK(fa >= 0);
 		CHECK(tgt_fcache_put(&oa, 0, tgt_fcache_gen(&tgt), fa, &lom, &st, false) == NULL);
-		fb = open_obj("ten", &st, &lom);
+		struct stat stb;
+		ft_lom_t lomb;
+		fb = open_obj("ten", &stb, &lomb);
 		CHECK(fb >= 0);
-		CHECK(tgt_fcache_put(&ob, 0, tgt_fcache_gen(&tgt), fb, &lom, &st, false) == NULL);
+		CHECK(tgt_fcache_put(&ob, 0, tgt_fcache_gen(&tgt), fb, &lomb, &stb, false) == NULL);
 		close(fb);
-		fstat(fa, &st);
-		lom.size = (uint64_t)st.st_size;
 		ref = tgt_fcache_put(&oa, 0, tgt_fcache_gen(&tgt), fa, &lom, &st, false);
 		if (ref == NULL)
 			close(fa);
@@ -411,6 +411,30 @@ static void *shared_reader(void *arg)
 	return (void *)bad;
 }
 
+/* The first byte of dir/name through the shared table (a hit, or opened and offered to it), as a batch reads it. */
+static int read_shared(const tgt_obj_t *o, const char *name)
+{
+	ft_lom_t lom;
+	struct stat st;
+	char c = 0;
+	int fd;
+	tgt_fcache_ref_t *ref = tgt_fcache_get_shared(o, 0, &fd, &lom);
+
+	if (ref == NULL) {
+		unsigned long gen = tgt_fcache_gen(&tgt);
+		if ((fd = open_obj(name, &st, &lom)) < 0)
+			return -1;
+		ref = tgt_fcache_put_shared(o, 0, gen, fd, &lom, &st, false);
+	}
+	if (pread(fd, &c, 1, 0) != 1)
+		c = -1;
+	if (ref != NULL)
+		tgt_fcache_release(ref);
+	else
+		close(fd);
+	return c;
+}
+
 static void test_shared_table(void **state)
 {
 	tgt_obj_t o;
@@ -438,11 +462,13 @@ static void test_shared_table(void **state)
 	tgt_fcache_release(ref);
 	assert_null(tgt_fcache_get(&o, 0, &hit, &got)); /* the loops' own tables are apart (and this is none) */
 
-	/* readers at once while the file is replaced: every read a whole byte of some version, no leak */
+	/* readers at once while the file is replaced: every read a whole byte of some version, no leak; and
+	 * after each replacement, a lookup (a hit validated by fstat, or a new open) reads the new version */
 	for (int i = 0; i < READERS; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, shared_reader, NULL), 0);
 	for (char c = 'b'; c <= 'z'; c++) {
 		assert_int_equal(write_file("six", c, SMALL), 0);
+		assert_int_equal(read_shared(&o, "six"), c);
 		usleep(2000);
 	}
 	for (int i = 0; i < READERS; i++) {

@@ -114,13 +114,13 @@ class Loader:
         return parse_loader_json(p.stdout, op, object_size, argv)
 
     def run_once_batch(self, proxy_port, bucket, names_file, object_size, batch_size, workers, direct=True,
-                       log=None, sched=None):
-        """Every object once (-epochs 1 -uniquegets) through GetBatch, batch_size objects a POST /v1/batch
-        (-get-batchsize), straight to the target owning most of each batch (direct) or through the proxy's 307;
-        no time limit. The Result's requests are the objects delivered (the GETBATCH row's items), its errors the
-        failed batches. sched: as run_once_direct's."""
+                       log=None, sched=None, epochs=1):
+        """Every object once (-epochs 1 -uniquegets; epochs: that many passes) through GetBatch, batch_size
+        objects a POST /v1/batch (-get-batchsize), straight to the target owning most of each batch (direct) or
+        through the proxy's 307; no time limit. The Result's requests are the objects delivered (the GETBATCH
+        row's items), its errors the failed batches. sched: as run_once_direct's."""
         return self._run(["-ip", "127.0.0.1", "-port", str(proxy_port), "-bucket", bucket,
-                          "-filelist", names_file, "-epochs", "1", "-uniquegets",
+                          "-filelist", names_file, "-epochs", str(epochs), "-uniquegets",
                           "-get-batchsize", str(batch_size)] + (["-direct"] if direct else []) + _sched_flag(sched),
                          "GETBATCH", object_size, 0, workers, log)
 
@@ -145,12 +145,12 @@ class Loader:
         return self._run(["-url-list", urls_file], op, object_size, seconds, workers, log)
 
     def run_once_direct(self, proxy_port, bucket, names_file, object_size, workers,
-                        provider="ais", log=None, sched=None):
-        """Every object once (-epochs 1 -uniquegets), straight to the owners; no time limit.
-        sched: ft-loader's -sched (None: its default)."""
+                        provider="ais", log=None, sched=None, epochs=1):
+        """Every object once (-epochs 1 -uniquegets; epochs: that many passes), straight to the owners; no
+        time limit. sched: ft-loader's -sched (None: its default)."""
         return self._run(["-ip", "127.0.0.1", "-port", str(proxy_port), "-bucket", bucket,
                           "-provider", provider, "-direct", "-filelist", names_file,
-                          "-epochs", "1", "-uniquegets"] + _sched_flag(sched), "GET", object_size, 0,
+                          "-epochs", str(epochs), "-uniquegets"] + _sched_flag(sched), "GET", object_size, 0,
                          workers, log)
 
     def run_once_url_list(self, urls_file, object_size, workers, log=None, sched=None):

@@ -10,17 +10,20 @@ spread evenly over the whole shard, B over the 16 KiB objects of the warm GET ro
 count and size), so the row compares what reading a member costs with what reading an object
 costs. Target ratio 0.9 (docs/shards.md: a member read is one sendfile of a byte range).
 
-GetBatch row: A is one POST /v1/batch of the 1,000 16 KiB objects of the warm GET rows read by curl
-(through the proxy, following its 307, every byte of the TAR read into /dev/null), B is ft-loader reading
-the same 1,000 objects once each with 32 requests in flight straight to the target (-epochs 1
--uniquegets). Both are C clients that read every byte and time their own transfers (curl's
-time_total: both requests, connects included; ft-loader's run time), objects per second; target
-ratio 2.0. The Python client the row used before took ~31 ms to read the 16 MiB body that curl reads
-in ~11 ms, so it measured itself. Before the rounds, one batch is read by Python's tarfile and checked
-(every object, in order); each round checks curl's status and byte count. After each pair, curl also
-reads one object of the batch's size (FLOOR_BUCKET, the same 307 through the proxy): a batch is one TCP
-stream, so that GET is its floor, and the row's notes give the best ratio it allows on this machine,
-and the target's CPU an item of a batch and a single GET (CPU_RUNS more of each after the rounds).
+GetBatch row: both sides are ft-loader runs over the 1,000 16 KiB objects of the warm GET rows, every
+object once per pass, BATCH_PASSES passes (-epochs 5 -uniquegets), straight to the target (-direct),
+objects per second of the run's time; target ratio 2.0. A: -get-batchsize 1000, one worker: one POST
+/v1/batch a pass, its TAR read and walked (every member's header checked, all 1,000 in order). B: single
+GETs with 32 in flight. Five passes a run, so that the loader's start (its threads and tables, ~5 ms on
+this machine, a third of one batch) weighs on neither side. One client on both sides, so the row compares
+the two ways of asking and not two clients (it read the batch with curl -L
+through the proxy until 2026-11-30: curl reads 16 MiB answers in 100 KiB pieces, 13-17 ms for the 16 MiB
+object below where a reader of 4 MiB pieces took 6-9 ms; with Python's http.client before that, ~31 ms).
+Before the rounds, one batch is also read by Python's tarfile and checked (every object, in order). After
+each pair, ft-loader also reads one object of the batch's size (FLOOR_BUCKET, -direct, one worker): a
+batch is one TCP stream, so that GET is its floor, and the row's notes give the best ratio it allows on
+this machine, and the target's CPU an item of a batch and a single GET (CPU_RUNS more of each after the
+rounds).
 
 PyTorch DataLoader row: DL_SAMPLES samples of 16 KiB (DL_QUICK with --quick) in DL_SHARDS TARs of one member
 per sample, PUT through the proxy, and the same samples as files in DL_SHARDS directories of the work directory
@@ -34,9 +37,7 @@ import http.client
 import io
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import tarfile
 import time
 import urllib.parse
@@ -53,9 +54,9 @@ BUCKET, SHARD = "bench-shards", "big.tar"
 TITLE = "Shard member GET 16 KiB"
 BATCH_TITLE = "GetBatch 1,000 x 16 KiB"
 BATCH_INFLIGHT = 32
+BATCH_PASSES = 5
 FLOOR_BUCKET, FLOOR_OBJ = "bench-batch-floor", "one-batch-size.bin"
 CPU_RUNS = 20
-CURL = shutil.which("curl") or "curl"
 DL_TITLE = "PyTorch DataLoader 16 KiB samples"
 DL_BUCKET, DL_SAMPLES, DL_QUICK, DL_SHARDS, DL_WORKERS = "bench-dl", 20000, 8000, 32, 4
 
@@ -136,29 +137,6 @@ def bench_shards(b):
                              "archpath GET", "plain GET", "rps", 0.9, pairs=pairs))
 
 
-def _curl_timed(b, what, url, extra):
-    """curl -L of url into /dev/null with extra arguments: (status, bytes of the answer, seconds of
-    curl's own transfer time, both requests)."""
-    argv = [CURL, "-sS", "-L", "-o", "/dev/null"] + extra + [
-        "-w", "%{http_code} %{size_download} %{time_total}", url]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    try:
-        st, size, seconds = p.stdout.split()
-        return int(st), int(size), float(seconds)
-    except ValueError:
-        raise b.Error("%s with curl (exit %d): %r %r" % (what, p.returncode, p.stdout, p.stderr[-500:])) from None
-
-
-def _batch_post(b, body):
-    """POST /v1/batch through the proxy with curl (the 307 followed, every byte read into /dev/null):
-    (status, bytes of the answer, seconds of curl's own transfer time, both requests)."""
-    path = os.path.join(b.workdir, "batch-body.json")
-    with open(path, "wb") as f:
-        f.write(body)
-    return _curl_timed(b, "GetBatch", b.cluster.url + "/v1/batch",
-                       ["--data-binary", "@" + path, "-H", "Content-Type: application/json"])
-
-
 def _floor_put(b, size):
     """One object of size bytes (the batch's TAR) in FLOOR_BUCKET, PUT through the proxy."""
     st, _, body = _request(b.cluster.url, "POST", "/v1/buckets/" + FLOOR_BUCKET, '{"action":"create-bck"}')
@@ -173,13 +151,14 @@ def _floor_put(b, size):
         raise b.Error("PUT %s: %d %r" % (FLOOR_OBJ, st, body[:200]))
 
 
-def _floor_get(b, size):
-    """Seconds of one GET of the FLOOR_OBJ through the proxy by curl (307 followed), as the batch is read."""
-    st, got, seconds = _curl_timed(b, "GET of " + FLOOR_OBJ, "%s/v1/objects/%s/%s" % (
-        b.cluster.url, FLOOR_BUCKET, FLOOR_OBJ), [])
-    if st != 200 or got != size:
-        raise b.Error("GET %s: HTTP %d, %d bytes of %d" % (FLOOR_OBJ, st, got, size))
-    return seconds
+def _floor_get(b, names_file, size):
+    """Seconds of one GET of FLOOR_OBJ by ft-loader (-direct, one worker, BATCH_PASSES of them in a run, as
+    the batches are read)."""
+    res = b.loader.run_once_direct(b.cluster.port, FLOOR_BUCKET, names_file, size, 1, log=b.runlog,
+                                   epochs=BATCH_PASSES)
+    if res.errors or res.requests != BATCH_PASSES:
+        raise b.Error("GET of %s with ft-loader: %d requests, %d errors" % (FLOOR_OBJ, res.requests, res.errors))
+    return res.seconds / BATCH_PASSES
 
 
 def _floor_note(pairs, floor, size):
@@ -189,12 +168,15 @@ def _floor_note(pairs, floor, size):
     if not good or not floor:
         return None
     ms = lambda xs: 1e3 * statistics.median(xs)
-    tb, tg, tf = ms([a.seconds for a, _ in good]), ms([bb.seconds for _, bb in good]), ms(floor)
-    return ("One stream's floor (medians of %d rounds): the batch took %.1f ms, the %d single GETs %.1f ms, and one GET "
-            "of a single %.1f MiB object (the batch's size, curl -L through the proxy like the batch, sendfile on the "
+    tb, tg = ms([a.seconds / BATCH_PASSES for a, _ in good]), ms([bb.seconds / BATCH_PASSES for _, bb in good])
+    tf = ms(floor)
+    return ("One stream's floor (medians of %d rounds, per pass): the batch took %.1f ms, the %d single GETs "
+            "%.1f ms, and one GET "
+            "of a single %.1f MiB object (the batch's size, ft-loader -direct like the batch, sendfile on the "
             "target) %.1f ms (%.1f-%.1f). A batch is one TCP stream: it cannot take less than that GET, so on this "
             "machine GetBatch can be at most %.2fx the single GETs (the row's goal is 2x); see bench/datapath.md, "
-            "\"GetBatch: one stream's floor\"." % (len(good), tb, good[0][1].requests, tg, size / 1048576, tf,
+            "\"GetBatch: one stream's floor\"." % (len(good), tb, good[0][1].requests // BATCH_PASSES, tg,
+                                                    size / 1048576, tf,
                                                     1e3 * min(floor), 1e3 * max(floor), tg / tf))
 
 
@@ -213,22 +195,19 @@ def _batch_check(b, plain, body):
     return len(data)
 
 
-def _batch_once(b, plain, want):
-    """One GetBatch of every 16 KiB object, read by curl: a loadgen.Result (objects per second of
-    curl's transfer time; an error when the answer is not want bytes)."""
-    body = json.dumps({"in": [{"bucket": plain.bucket, "objname": n} for n in plain.names]}).encode()
-    st, size, seconds = _batch_post(b, body)
-    bad = st != 200 or size != want
-    return loadgen.Result("GetBatch", len(plain.names), seconds, len(plain.names) if bad else 0, plain.size,
-                          detail="curl: HTTP %d, %d bytes of %d" % (st, size, want))
+def _batch_once(b, plain):
+    """One ft-loader run reading every 16 KiB object through one GetBatch (-direct): a loadgen.Result of
+    the objects delivered (none when the batch failed: ft-loader checks every member, in order)."""
+    return b.loader.run_once_batch(b.cluster.port, plain.bucket, plain.ft_names, plain.size, len(plain.names), 1,
+                                   direct=True, log=b.runlog, epochs=BATCH_PASSES)
 
 
-def _batch_cpu_note(b, plain, want):
+def _batch_cpu_note(b, plain):
     """The target's CPU an item: CPU_RUNS more batches, then CPU_RUNS more ft-loader runs of the row's
     single GETs (enough of each for /proc's 10 ms ticks), untimed."""
     cpu = {"A": [], "B": []}
     for _ in range(CPU_RUNS):
-        b.cpu_per_request(cpu["A"], [b.target.pid], lambda: _batch_once(b, plain, want))
+        b.cpu_per_request(cpu["A"], [b.target.pid], lambda: _batch_once(b, plain))
     for _ in range(CPU_RUNS):
         b.cpu_per_request(cpu["B"], [b.target.pid], lambda: b.loader.run_once_direct(
             b.cluster.port, plain.bucket, plain.ft_names, plain.size, BATCH_INFLIGHT, log=b.runlog))
@@ -243,7 +222,8 @@ def bench_batch(b):
     """Appends the GetBatch row to b.rows."""
     a = b.args
     plain = next((s for s in b.sets if s.label == "16 KiB"), None)
-    desc = "1 POST /v1/batch read by curl -L into /dev/null (A) vs ft-loader -epochs 1 -uniquegets -numworkers %d -direct (B)" % BATCH_INFLIGHT
+    desc = ("ft-loader -epochs %d -uniquegets -direct: -get-batchsize 1000 -numworkers 1, one POST /v1/batch a "
+            "pass (A) vs -numworkers %d, single GETs (B)" % (BATCH_PASSES, BATCH_INFLIGHT))
     if plain is None or b.loader is None:
         b.rows.append(report.Row(BATCH_TITLE, desc, "GetBatch", "single GETs", "rps", 2.0,
                                  skipped="ft-loader not built" if plain else "the 16 KiB object set is not there"))
@@ -251,15 +231,19 @@ def bench_batch(b):
     body = json.dumps({"in": [{"bucket": plain.bucket, "objname": n} for n in plain.names]}).encode()
     want = _batch_check(b, plain, body)
     _floor_put(b, want)
-    _floor_get(b, want)  # its first read, untimed: from the page cache after
+    floor_names = os.path.join(b.workdir, "floor-names.txt")
+    with open(floor_names, "w") as f:
+        f.write(FLOOR_OBJ + "\n")
+    _floor_get(b, floor_names, want)  # its first read, untimed: from the page cache after
     pairs, floor = [], []
     for rnd in range(a.rounds):
-        pairs.append(b.pair("GetBatch", "16 KiB", "ft-loader", rnd, lambda: _batch_once(b, plain, want),
+        pairs.append(b.pair("GetBatch", "16 KiB", "ft-loader", rnd, lambda: _batch_once(b, plain),
                             lambda: b.loader.run_once_direct(b.cluster.port, plain.bucket, plain.ft_names,
-                                                             plain.size, BATCH_INFLIGHT, log=b.runlog), "rps"))
-        floor.append(_floor_get(b, want))
+                                                             plain.size, BATCH_INFLIGHT, log=b.runlog,
+                                                             epochs=BATCH_PASSES), "rps"))
+        floor.append(_floor_get(b, floor_names, want))
     row = report.Row(BATCH_TITLE, desc, "GetBatch", "single GETs", "rps", 2.0, pairs=pairs)
-    notes = [_floor_note(pairs, floor, want), _batch_cpu_note(b, plain, want)]
+    notes = [_floor_note(pairs, floor, want), _batch_cpu_note(b, plain)]
     row.notes = " ".join(n for n in notes if n) or None
     b.rows.append(row)
 

@@ -17,8 +17,8 @@ objects per second of the run's time; target ratio 2.0. A: -get-batchsize 1000, 
 GETs with 32 in flight. Five passes a run, so that the loader's start (its threads and tables, ~5 ms on
 this machine, a third of one batch) weighs on neither side. One client on both sides, so the row compares
 the two ways of asking and not two clients (it read the batch with curl -L
-through the proxy until 2026-11-30: curl reads 16 MiB answers in 100 KiB pieces, 13-17 ms for the 16 MiB
-object below where a reader of 4 MiB pieces took 6-9 ms; with Python's http.client before that, ~31 ms).
+through the proxy until 2026-11-30: curl reads 16 MiB answers in 100 KiB pieces, 16.6 ms for the 16 MiB
+object below where a reader of 4 MiB pieces took 9.4 ms, medians of 15; with Python's http.client before that, ~31 ms).
 Before the rounds, one batch is also read by Python's tarfile and checked (every object, in order). After
 each pair, ft-loader also reads one object of the batch's size (FLOOR_BUCKET, -direct, one worker): a
 batch is one TCP stream, so that GET is its floor, and the row's notes give the best ratio it allows on

@@ -6,7 +6,6 @@ import subprocess
 import time
 
 import pytest
-import requests
 
 import s3util
 from conftest import FT_BIN, module_cluster

@@ -6,7 +6,6 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-import requests
 
 import peers
 from ftutil import TIMEOUT, Api, assert_json_error, unique, wait_job, wait_until

@@ -2,7 +2,6 @@
 # fasttier.ShardDataset and BatchDataset through torch's DataLoader on a real cluster: 2 epochs, every sample's bytes.
 import hashlib
 import io
-import os
 import tarfile
 import zipfile
 
@@ -10,7 +9,7 @@ import pytest
 
 import fasttier
 from conftest import module_cluster
-from ftutil import TIMEOUT, Api, unique
+from ftutil import Api, unique
 
 try:
     import torch

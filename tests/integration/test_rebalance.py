@@ -5,7 +5,6 @@ import os
 import random
 import threading
 
-import pytest
 
 from ftutil import Api, ctl, objects_on_disk, obj_path, session, unique, wait_until
 

@@ -59,7 +59,7 @@ def aws(cluster, env, *args, check=True):
 
 def test_aws_cli(cluster, aws_env, tmp_path):
     b = s3util.bucket_name("awscli")
-    src, dst, back = tmp_path / "src", tmp_path / "dst", tmp_path / "back"
+    src, dst = tmp_path / "src", tmp_path / "dst"
     make_tree(str(src), TREE)
     aws(cluster, aws_env, "s3", "mb", "s3://" + b)
     try:

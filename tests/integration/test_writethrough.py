@@ -27,7 +27,7 @@ import pytest
 import requests
 
 import peers
-from ftutil import TIMEOUT, assert_json_error, create_remote, obj_url, session, unique, wait_until
+from ftutil import TIMEOUT, assert_json_error, create_remote, obj_url, session, unique
 
 WAIT = 60  # seconds to wait for a state the test drives (not a speed assertion)
 

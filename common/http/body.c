@@ -68,6 +68,7 @@ void http_body_end(conn_t *c, int err)
 		c->must_close = true;
 		c->linger = err != -ECONNRESET;
 	}
+	c->refs++; /* the callback may answer and the connection end meanwhile */
 	if (r->all_done != NULL) {
 		char *body = r->all_buf;
 
@@ -83,6 +84,9 @@ void http_body_end(conn_t *c, int err)
 	} else {
 		r->on_end(r, r->body_arg, err);
 	}
+	if (err == 0 && !c->closed)
+		http_watch_close(c);
+	http_conn_unref(c);
 }
 
 /* Hands body bytes to the handler; returns -1 when reading stops. */

@@ -129,6 +129,17 @@ void http_recv_arm(conn_t *c)
 	c->refs++;
 }
 
+void http_watch_close(conn_t *c)
+{
+	ft_req_t *r = &c->req;
+	bool body_left = r->body_state == BODY_NONE ? r->chunked || r->content_length > 0 : r->body_state != BODY_DONE;
+
+	/* TLS: its reads go through OpenSSL's state, left alone while a handler works */
+	if (c->phase != PH_HANDLER || r->resp_ready || c->tls != NULL || body_left)
+		return;
+	http_recv_arm(c); /* pipelined bytes wait in the buffer; the end of input closes (http_on_recv) */
+}
+
 void http_ring_send(conn_t *c, const void *p, size_t n, bool interim)
 {
 	struct io_uring_sqe *sqe;
@@ -394,7 +405,11 @@ static void request_begin(conn_t *c, const ft_hp_head_t *h, const ft_hp_header_t
 		http_server_error(c, 400, "invalid request target");
 		return;
 	}
+	c->refs++; /* the handler may answer and the connection end meanwhile */
 	s->o.handler(r, s->o.ctx);
+	if (!c->closed)
+		http_watch_close(c);
+	http_conn_unref(c);
 }
 
 static void head_process(conn_t *c)
@@ -408,7 +423,8 @@ static void head_process(conn_t *c)
 	if (c->closed)
 		return;
 	if (avail == 0) {
-		c->start = c->end = 0;
+		if (!c->recv_inflight) /* one armed while the handler worked reads at c->end */
+			c->start = c->end = 0;
 		c->scanned = 0;
 		http_recv_arm(c);
 		return;

@@ -3,6 +3,7 @@
 #ifndef FT_HTTP_H
 #define FT_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -132,6 +133,14 @@ void ft_req_read_body_all(ft_req_t *r, size_t max, ft_body_all_fn done, void *ar
 /* ---- deferring ---- */
 /* Runs fn(r, arg) on the worker pool; fn (or later code) makes the response call. */
 void ft_req_defer(ft_req_t *r, void (*fn)(ft_req_t *r, void *arg), void *arg);
+/*
+ * Whether r's client is gone: its connection closed (the client closed it, or it failed), from any
+ * thread. While a handler works with no response yet and no request body left to read, the loop
+ * watches a plain connection for the client's close (a receive that sees the end of its input:
+ * like other servers, a client that half-closes after its request is taken to have left). Long
+ * work for nobody can stop early; the response call is still due (it then only releases r).
+ */
+bool ft_req_gone(ft_req_t *r);
 /* Runs fn(arg) on the worker pool, with no request attached. */
 void ft_httpd_defer(ft_httpd_t *s, void (*fn)(void *arg), void *arg);
 /*

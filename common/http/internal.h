@@ -388,6 +388,8 @@ void http_conn_process(conn_t *c);
 void http_on_recv(conn_t *c, int res);
 /* Ring operations on c; each holds a reference to c until its completion. */
 void http_recv_arm(conn_t *c);
+/* While the handler works (no response yet, no body left to read): a receive that sees the client close. */
+void http_watch_close(conn_t *c);
 void http_ring_send(conn_t *c, const void *p, size_t n, bool interim);
 void http_poll_out(conn_t *c);
 /* Grows the read buffer to at least want bytes. */

@@ -89,6 +89,17 @@ void http_stream_wake_locked(conn_t *c)
 		pthread_cond_broadcast(&c->scv);
 }
 
+bool ft_req_gone(ft_req_t *r)
+{
+	conn_t *c = r->c;
+	bool gone;
+
+	pthread_mutex_lock(&c->smu);
+	gone = r->sh.gone;
+	pthread_mutex_unlock(&c->smu);
+	return gone;
+}
+
 /* The connection closed: stream calls fail from now on, and a worker blocked in one wakes up. */
 void http_stream_gone(conn_t *c)
 {

@@ -843,7 +843,7 @@ static void window_read_ahead(batch_t *b)
 {
 	for (;;) {
 		size_t j0 = atomic_load(&b->taken), k = b->n - j0 < RUN ? b->n - j0 : RUN;
-		if (atomic_load(&b->stop) || j0 >= b->n)
+		if (atomic_load(&b->stop) || j0 >= b->n || ft_req_gone(b->r))
 			break;
 		if (window_room(b) < k) {
 			pthread_mutex_lock(&b->mu);
@@ -1149,6 +1149,11 @@ static void batch_send(ft_req_t *r, batch_t *b)
 
 	for (size_t i = 0; i < b->n && rc == 0; i++) {
 		const item_t *it = &b->v[i];
+		if (ft_req_gone(r)) { /* nobody to send the rest to (a buffered answer is not sent until it is whole) */
+			snprintf(b->err, sizeof(b->err), "the client left after %zu of %zu items", i, b->n);
+			rc = -ECONNRESET;
+			break;
+		}
 		b->fail_status = 0; /* each failure sets its own; none set: 500 */
 		rc = b->part     ? send_part_item(r, b, i, it)
 		     : it->owner ? send_remote(r, b, i, it)
@@ -1178,7 +1183,8 @@ static void window_fetch_ahead(batch_t *b)
 {
 	for (;;) {
 		size_t i = atomic_fetch_add(&b->fetch_next, 1);
-		if (i >= b->n || atomic_load(&b->stop) || atomic_load(&b->fetch_cached) >= FETCH_CACHED_QUIT)
+		if (i >= b->n || atomic_load(&b->stop) || atomic_load(&b->fetch_cached) >= FETCH_CACHED_QUIT ||
+		    ft_req_gone(b->r))
 			break;
 		const item_t *it = &b->v[i];
 		tgt_obj_t o;

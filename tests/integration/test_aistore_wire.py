@@ -7,10 +7,14 @@ Debian's Python has no msgpack module: msgpack_decode below is a small decoder o
 import base64
 import email.parser
 import email.policy
+import http.server
 import json
 import re
+import socket
 import struct
+import threading
 import time
+import urllib.parse
 from datetime import datetime
 
 import pytest
@@ -551,6 +555,67 @@ def test_get_batch_buffered(cluster, bucket):
     # without "coer" a missing item fails the whole request, before anything is sent
     r = moss(cluster, {"in": ins}, bucket)
     assert r.status_code == 404 and "nope" in r.json()["message"], r.text
+
+
+class _SlowOrigin(http.server.BaseHTTPRequestHandler):
+    """An ht:// origin that takes a second for each object, and counts its GETs."""
+    protocol_version = "HTTP/1.1"
+    gets = 0
+    lock = threading.Lock()
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        if self.command == "GET":
+            with _SlowOrigin.lock:
+                _SlowOrigin.gets += 1
+            time.sleep(1.0)
+        body = b"s" * 4096
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command == "GET":
+            self.wfile.write(body)
+
+    do_HEAD = do_GET
+
+
+def test_get_batch_buffered_stops_when_the_client_leaves(cluster):
+    """A buffered answer is assembled before anything is sent: a client that leaves meanwhile (here, early in a
+    batch of 600 uncached objects of a slow origin: 15 s of fetches, 12 at a time on each of the 3 targets) ends
+    the assembly on every target, and with it the fetches from the backend, instead of the targets spooling the
+    whole answer for nobody."""
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", peers.free_port()), _SlowOrigin)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    b = unique("aisw-left")
+    try:
+        create_remote(cluster.url, b, "ht", {"endpoint": "http://127.0.0.1:%d/o" % srv.server_address[1]})
+        body = json.dumps({"in": [{"objname": "n%03d" % i} for i in range(600)]}).encode()
+        r = requests.get(f"{cluster.url}/v1/ml/moss/{b}", params={"provider": "ht"}, data=body,
+                         headers={**UA, "Content-Type": "application/json"}, allow_redirects=False, timeout=TIMEOUT)
+        assert r.status_code == 307, r.text
+        loc = urllib.parse.urlsplit(r.headers["Location"])
+        host, port = loc.netloc.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as c:
+            c.sendall(("GET %s?%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                       "Content-Length: %d\r\n\r\n" % (loc.path, loc.query, loc.netloc, len(body))).encode() + body)
+            wait_until(lambda: _SlowOrigin.gets >= 10, 10, 0.05, "the target fetches the batch's objects")
+        # the client is gone: the fetches stop (those in flight end; the owners of parts learn it when the
+        # assembling target drops its pulls), far short of the 600
+        seen = []
+
+        def settled():
+            seen.append(_SlowOrigin.gets)
+            return len(seen) > 3 and seen[-1] == seen[-4]  # no new fetch for 1.5 s
+
+        wait_until(settled, 12, 0.5, "the fetches stop once the client is gone")
+        assert seen[-1] < 400, seen
+    finally:
+        requests.delete(f"{cluster.url}/v1/buckets/{b}?provider=ht", headers=UA, timeout=TIMEOUT)
+        srv.shutdown()
+        srv.server_close()
 
 
 def test_get_batch_buffered_bounded(make_cluster):

@@ -162,6 +162,43 @@ static void gone_hook(void *arg)
 	atomic_fetch_add(&g_gone_released, 1);
 }
 
+static atomic_int g_saw_gone; /* deferred handlers that saw their client gone (ft_req_gone) */
+
+/* Works up to 5 s, stopping as soon as the client is gone; answers either way. */
+static void defer_until_gone_work(ft_req_t *r, void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 1000; i++) {
+		if (ft_req_gone(r)) {
+			atomic_fetch_add(&g_saw_gone, 1);
+			break;
+		}
+		usleep(5000);
+	}
+	ft_resp_bytes(r, 200, "text/plain", "done", 4);
+}
+
+static void until_gone_body_done(ft_req_t *r, void *arg, char *body, size_t len, int err)
+{
+	(void)arg, (void)body, (void)len;
+	if (err != 0) {
+		ft_resp_error(r, 400, "body error %d", err);
+		return;
+	}
+	ft_req_defer(r, defer_until_gone_work, NULL);
+}
+
+/* Works 200 ms, then answers whether the client was gone meanwhile (it was not, when it waits). */
+static void defer_gone_check_work(ft_req_t *r, void *arg)
+{
+	char out[16];
+
+	(void)arg;
+	usleep(200000);
+	snprintf(out, sizeof(out), "gone=%d", ft_req_gone(r) ? 1 : 0);
+	ft_resp_bytes(r, 200, "text/plain", out, strlen(out));
+}
+
 static void defer_slow_work(ft_req_t *r, void *arg)
 {
 	(void)arg;
@@ -687,6 +724,12 @@ static void handler(ft_req_t *r, void *ctx)
 		ft_req_defer(r, defer_work, self);
 	} else if (strcmp(path, "/defer-read") == 0) {
 		ft_req_defer(r, defer_read_work, ft_req_alloc(r, sizeof(pthread_t)));
+	} else if (strcmp(path, "/defer-until-gone") == 0) {
+		ft_req_defer(r, defer_until_gone_work, NULL);
+	} else if (strcmp(path, "/defer-body-until-gone") == 0) {
+		ft_req_read_body_all(r, 1 << 20, until_gone_body_done, NULL);
+	} else if (strcmp(path, "/defer-gone-check") == 0) {
+		ft_req_defer(r, defer_gone_check_work, NULL);
 	} else if (strcmp(path, "/defer-slow") == 0) {
 		ft_req_on_done(r, gone_hook, NULL);
 		ft_req_defer(r, defer_slow_work, NULL);
@@ -1301,6 +1344,41 @@ static void test_defer_client_gone(void **state)
 	assert_int_equal(r.status, 200);
 	resp_free(&r);
 	cli_close(&c);
+}
+
+/* A deferred handler learns that its client left (ft_req_gone), with or without a request body; one that stays is not gone. */
+static void test_defer_sees_client_gone(void **state)
+{
+	cli_t c;
+	resp_t r;
+	int before = atomic_load(&g_saw_gone);
+
+	(void)state;
+	cli_open(&c);
+	cli_sends(&c, "GET /defer-until-gone HTTP/1.1\r\nHost: t\r\n\r\n");
+	usleep(50000);
+	cli_close(&c);
+	wait_atomic(&g_saw_gone, before + 1, 3000);
+	cli_open(&c);
+	cli_sends(&c, "POST /defer-body-until-gone HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nabcd");
+	usleep(50000);
+	cli_close(&c);
+	wait_atomic(&g_saw_gone, before + 2, 3000);
+	cli_open(&c);
+	get(&c, "/defer-gone-check", &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "gone=0");
+	resp_free(&r);
+	/* a request pipelined behind a deferred one is read while it works, and answered after it */
+	cli_sends(&c, "GET /defer-gone-check HTTP/1.1\r\nHost: t\r\n\r\nGET /small HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(cli_read(&c, &r, false), 0);
+	assert_string_equal(r.body, "gone=0");
+	resp_free(&r);
+	assert_int_equal(cli_read(&c, &r, false), 0);
+	assert_string_equal(r.body, "hello world");
+	resp_free(&r);
+	cli_close(&c);
+	assert_int_equal(atomic_load(&g_saw_gone), before + 2);
 }
 
 static void test_file(void **state)
@@ -3377,6 +3455,7 @@ int main(void)
 		cmocka_unit_test(test_body_reset),
 		cmocka_unit_test(test_defer),
 		cmocka_unit_test(test_defer_client_gone),
+		cmocka_unit_test(test_defer_sees_client_gone),
 		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_file_borrowed),
 		cmocka_unit_test(test_file_short),

@@ -51,12 +51,13 @@ class Result:
         return "rc=%s\nstdout:\n%s\nstderr:\n%s" % (self.rc, self.out[-3000:], self.err[-3000:])
 
 
-def run_loader(tmp_path, args, timeout=RUN_TIMEOUT):
-    """Runs ft-loader to completion with -json; returns a Result (json None if not written)."""
+def run_loader(tmp_path, args, timeout=RUN_TIMEOUT, env=None):
+    """Runs ft-loader to completion with -json (env: its environment, default ours); returns a Result (json None
+    if not written)."""
     js_path = tmp_path / ("out-%s.json" % unique("l"))
     cmd = [LOADER] + list(args) + ["-json", str(js_path)]
     t0 = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     wall = time.monotonic() - t0
     js = json.loads(js_path.read_text()) if js_path.exists() else None
     return Result(p, p.stdout, p.stderr, js, wall)

@@ -126,7 +126,7 @@ typedef enum { LD_TLS_OK = 0, LD_TLS_WANT_READ, LD_TLS_WANT_WRITE, LD_TLS_CLOSED
 int ld_tls_handshake(ld_ssl_t *s, const ld_host_t *h, char *err, size_t errlen);
 ssize_t ld_tls_read(ld_ssl_t *s, void *buf, size_t n, const ld_host_t *h, char *err, size_t errlen);
 ssize_t ld_tls_write(ld_ssl_t *s, const void *buf, size_t n, const ld_host_t *h, char *err, size_t errlen);
-/* Bytes OpenSSL holds already decrypted (no socket readiness will announce them). */
+/* Nonzero when OpenSSL holds bytes already read from the socket (no socket readiness will announce them). */
 int ld_tls_pending(ld_ssl_t *s);
 void ld_tls_close(ld_ssl_t *s);
 

@@ -114,6 +114,7 @@ static void usage(FILE *f)
 		   "  ft-loader -bucket b1 -epochs 2 -uniquegets -verifyhash -duration 0\n"
 		   "  ft-loader -bucket b1 -epochs 1 -uniquegets -get-batchsize 64 -direct   # GetBatch\n"
 		   "  ft-loader -url-list urls.txt -numworkers 32 -duration 10s   # e.g. nginx baseline\n"
+		   "  ft-loader -bucket b1 -https -cacert DIR/tls/ca.pem -direct   # a cluster started with --tls\n"
 		   "See docs/loader.md.\n");
 }
 
@@ -351,8 +352,8 @@ static int validate(ld_opts_t *o, bool min_set, bool max_set, bool duration_set)
 		fprintf(stderr, "ft-loader: -direct works with the native API only\n");
 		return -1;
 	}
-	if (strncasecmp(o->ip, "https://", 8) == 0 || strncasecmp(o->s3endpoint, "https://", 8) == 0) {
-		fprintf(stderr, "ft-loader: speaks plain HTTP only (no TLS); for an https cluster use wrk or curl\n");
+	if (strncasecmp(o->ip, "https://", 8) == 0 || strncasecmp(o->ip, "http://", 7) == 0) {
+		fprintf(stderr, "ft-loader: -ip takes a host, not a URL; for an https proxy give -ip HOST -https\n");
 		return -1;
 	}
 	if (o->pctput > 100) {

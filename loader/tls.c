@@ -96,6 +96,10 @@ static int make_ctx(char *err, size_t errlen)
 	SSL_CTX_set_options(c, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
 	/* partial writes: a write that blocks is retried with what is left, from the same place */
 	SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	/* read ahead: one recv fills OpenSSL's buffer with several records instead of two reads per record
+	 * (header, then body); what it holds beyond a read shows in SSL_has_pending */
+	SSL_CTX_set_read_ahead(c, 1);
+	SSL_CTX_set_default_read_buffer_len(c, 64 * 1024);
 	if (cafile[0] ? SSL_CTX_load_verify_locations(c, cafile, NULL) != 1
 		      : SSL_CTX_set_default_verify_paths(c) != 1) {
 		snprintf(err, errlen, "TLS: cannot load the CA bundle %s: %s", cafile[0] ? cafile : "(system)",
@@ -254,7 +258,7 @@ ssize_t ld_tls_write(ld_ssl_t *s, const void *buf, size_t n, const ld_host_t *h,
 
 int ld_tls_pending(ld_ssl_t *s)
 {
-	return SSL_pending(s);
+	return SSL_has_pending(s);
 }
 
 void ld_tls_close(ld_ssl_t *s)

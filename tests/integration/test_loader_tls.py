@@ -23,11 +23,16 @@ def ca(tcluster):
     return tcluster.c.ca_file
 
 
-@pytest.fixture(scope="module")
-def tapi(tcluster, ca):
+def https_api(c):
+    """A native API client of cluster c verifying its certificates with the cluster's CA."""
     s = session("")
-    s.verify = ca
-    return Api(tcluster.url, s)
+    s.verify = c.c.ca_file
+    return Api(c.url, s)
+
+
+@pytest.fixture(scope="module")
+def tapi(tcluster):
+    return https_api(tcluster)
 
 
 @pytest.fixture
@@ -90,9 +95,7 @@ def test_cleanup_deletes_over_tls(tcluster, tapi, ca, tmp_path):
 
 
 def getbatch_run(c, tmp_path, direct):
-    s = session("")
-    s.verify = c.c.ca_file
-    api = Api(c.url, s)
+    api = https_api(c)
     b = unique("ldtlsb")
     api.create_bucket(b)
     try:
@@ -161,6 +164,7 @@ def test_plain_http_to_the_tls_port_fails(tcluster, bucket, tmp_path):
     u = urllib.parse.urlsplit(tcluster.url)
     r = run_loader(tmp_path, ["-ip", u.hostname, "-port", str(u.port), "-bucket", bucket, "-duration", "2s"])
     assert r.rc == 2, r
+    assert "HTTP 400: This port speaks HTTPS" in r.err, r
 
 
 def test_missing_ca_file_fails_at_start(tcluster, bucket, tmp_path):

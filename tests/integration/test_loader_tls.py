@@ -139,6 +139,42 @@ def test_https_url_list_follows_redirects(tcluster, tapi, ca, bucket, tmp_path):
     assert get["count"] == 10 and get["errors"] == 0 and get["bytes"] == sum(20000 + i for i in range(10)), r
 
 
+def test_s3_endpoint_over_tls(tcluster, ca, tmp_path):
+    """-s3endpoint https://.../s3 (path style, SigV4): PUTs then verified GETs over TLS."""
+    import boto3
+    import botocore.config
+    access, secret = tcluster.c.s3_keys()
+    s3 = boto3.client("s3", endpoint_url=tcluster.url + "/s3", aws_access_key_id=access,
+                      aws_secret_access_key=secret, region_name="us-east-1", verify=ca,
+                      config=botocore.config.Config(s3={"addressing_style": "path"}))
+    b = unique("ldtlss3")
+    s3.create_bucket(Bucket=b)
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=access, AWS_SECRET_ACCESS_KEY=secret, AWS_DEFAULT_REGION="us-east-1")
+    common = ["-s3endpoint", tcluster.url + "/s3", "-s3-use-path-style", "-cacert", ca, "-bucket", b,
+              "-numworkers", "4"]
+    try:
+        r = run_loader(tmp_path, common + ["-pctput", "100", "-maxputs", "30", "-minsize", "1KiB", "-maxsize",
+                                           "100KiB", "-verifyhash"], env=env)
+        assert r.rc == 0 and r.summary("PUT")["count"] == 30, r
+        r = run_loader(tmp_path, common + ["-epochs", "1", "-uniquegets", "-duration", "0", "-verifyhash"], env=env)
+        assert r.rc == 0, r
+        assert r.summary("GET")["count"] == 30 and r.summary("GET")["errors"] == 0, r
+    finally:
+        for k in s3.list_objects_v2(Bucket=b).get("Contents", []):
+            s3.delete_object(Bucket=b, Key=k["Key"])
+        s3.delete_bucket(Bucket=b)
+
+
+def test_name_not_in_the_certificate_is_refused(tcluster, ca, bucket, tmp_path):
+    """"127.1" resolves to 127.0.0.1 but is not a name the certificate lists (it names 127.0.0.1 as an IP address
+    and localhost): the right CA does not make a wrong name pass."""
+    port = urllib.parse.urlsplit(tcluster.url).port
+    r = run_loader(tmp_path, ["-ip", "127.1", "-port", str(port), "-https", "-cacert", ca, "-bucket", bucket,
+                              "-duration", "2s"])
+    assert r.rc == 2, r
+    assert "TLS handshake with 127.1:%d: certificate verify failed: hostname mismatch" % port in r.err, r
+
+
 def test_wrong_ca_is_a_certificate_error(tcluster, tapi, ca, wrong_ca, bucket, tmp_path):
     """A CA that did not sign the cluster's certificate: the listing at start (blocking client) fails with a
     setup error naming the host and the reason; GETs from a -filelist (the engine) fail each, exit 1; never a

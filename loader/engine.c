@@ -861,7 +861,10 @@ static void handshake(worker_t *w)
 	} else if (rc == -LD_TLS_WANT_READ || rc == -LD_TLS_WANT_WRITE) {
 		set_out(w->L, c, rc == -LD_TLS_WANT_WRITE);
 	} else {
-		fail(w, rc == -LD_TLS_CLOSED ? "TLS handshake: connection closed" : err);
+		if (rc == -LD_TLS_CLOSED)
+			snprintf(err, sizeof(err), "TLS handshake with %s: connection closed",
+				 ld_host_at(c->host)->authority);
+		fail(w, err);
 	}
 }
 

@@ -74,6 +74,10 @@ typedef struct {
 /* Waits as a TLS call asked (rc: -LD_TLS_WANT_*). Returns 0, or -1 with err (timeout, or rc an error). */
 static int tls_wait(const sconn_t *c, ssize_t rc, int64_t deadline_ns, char *err, size_t errlen)
 {
+	if (rc == -LD_TLS_CLOSED) {
+		snprintf(err, errlen, "TLS with %s: the server closed the connection", c->h->authority);
+		return -1;
+	}
 	if (rc != -LD_TLS_WANT_READ && rc != -LD_TLS_WANT_WRITE)
 		return -1; /* err filled by ld_tls_* */
 	if (wait_fd(c->fd, rc == -LD_TLS_WANT_READ ? POLLIN : POLLOUT, deadline_ns) != 0) {

@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # ft-loader against a cluster whose public ports speak TLS: PUT/GET (-verifyhash), -direct, GetBatch, https URL lists, bad CAs.
 import os
+import re
+import socket
+import threading
 import urllib.parse
 
 import pytest
@@ -207,3 +210,43 @@ def test_missing_ca_file_fails_at_start(tcluster, bucket, tmp_path):
     r = run_loader(tmp_path, https_args(tcluster, str(tmp_path / "none.pem")) + ["-bucket", bucket])
     assert r.rc == 2, r
     assert "cannot load the CA bundle %s" % (tmp_path / "none.pem") in r.err, r
+
+
+def test_server_closing_during_the_handshake(tmp_path):
+    """A port that accepts and closes at once: a setup error naming the host, at start (blocking client), and each
+    request's error in the run (engine, -filelist), never a hang."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(64)
+    port = srv.getsockname()[1]
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            c.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        args = ["-ip", "127.0.0.1", "-port", str(port), "-https", "-bucket", "b", "-timeout", "10s"]
+        # the close comes before or after the ClientHello arrived: an end of stream, or a reset
+        why = re.compile(r"TLS (handshake )?with 127\.0\.0\.1:%d: (the server closed the connection|connection closed|"
+                         r"Connection reset by peer)" % port)
+        r = run_loader(tmp_path, args + ["-duration", "2s"])
+        assert r.rc == 2, r
+        assert why.search(r.err), r
+        names = tmp_path / "names.txt"
+        names.write_text("o\n")
+        r = run_loader(tmp_path, args + ["-filelist", str(names), "-epochs", "1", "-duration", "0",
+                                         "-numworkers", "1"])
+        assert r.rc == 1 and r.summary("GET")["errors"] == 1, r
+        assert why.search(r.err), r
+    finally:
+        stop.set()
+        srv.shutdown(socket.SHUT_RDWR)  # wakes the accept
+        srv.close()
+        t.join(timeout=10)

@@ -54,9 +54,10 @@ def wrong_ca(tmp_path_factory):
 
 
 def https_args(tcluster, ca):
+    """-ip, -port and -https of the cluster's proxy, and -cacert ca unless ca is None."""
     u = urllib.parse.urlsplit(tcluster.url)
     assert u.scheme == "https"
-    return ["-ip", u.hostname, "-port", str(u.port), "-https", "-cacert", ca]
+    return ["-ip", u.hostname, "-port", str(u.port), "-https"] + (["-cacert", ca] if ca is not None else [])
 
 
 @pytest.mark.parametrize("direct", [False, True])
@@ -176,6 +177,22 @@ def test_name_not_in_the_certificate_is_refused(tcluster, ca, bucket, tmp_path):
                               "-duration", "2s"])
     assert r.rc == 2, r
     assert "TLS handshake with 127.1:%d: certificate verify failed: hostname mismatch" % port in r.err, r
+
+
+def test_ca_of_ft_state_dir_is_the_default(tcluster, ca, tapi, bucket, tmp_path):
+    """Without -cacert and FT_CACERT, FT_STATE_DIR/tls/ca.pem (what ft-cluster start --tls writes) verifies the
+    cluster; the token comes from the same directory."""
+    state = tmp_path / "state"
+    (state / "tls").mkdir(parents=True)
+    (state / "tls" / "ca.pem").write_bytes(open(ca, "rb").read())
+    (state / "token").write_text("")  # auth is off in this cluster
+    tapi.put(bucket, "s", b"y" * 5000)
+    env = dict(os.environ, FT_STATE_DIR=str(state))
+    env.pop("FT_CACERT", None)
+    env.pop("FT_TOKEN", None)
+    r = run_loader(tmp_path, https_args(tcluster, None) + ["-bucket", bucket, "-epochs", "1", "-duration", "0"],
+                   env=env)
+    assert r.rc == 0 and r.summary("GET")["count"] == 1 and r.summary("GET")["bytes"] == 5000, r
 
 
 def test_wrong_ca_is_a_certificate_error(tcluster, tapi, ca, wrong_ca, bucket, tmp_path):

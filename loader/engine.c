@@ -38,6 +38,14 @@
  * With -get-batchsize a worker's request is a GetBatch (batch.c): a POST of a JSON body built in
  * the worker's batch state, whose TAR answer is walked as it arrives, the body re-sent on a 307.
  *
+ * An https host's connections speak TLS (tls.c): after connect a worker is W_HANDSHAKE until
+ * OpenSSL says the handshake is done; then reads and writes go through SSL_read/SSL_write, whose
+ * WANT_READ/WANT_WRITE become EPOLLIN (always registered: level-triggered) and EPOLLOUT. A read drains
+ * OpenSSL and the socket into the loop's buffer, and is repeated while OpenSSL still holds bytes
+ * (no readiness would announce them); a connection holding any goes back to no pool. A write that
+ * blocked is repeated with the same buffer and length, as OpenSSL requires. Plain connections run
+ * the same code as before (one writev, one read), the TLS branch on a NULL test.
+ *
  * A connection closed during an epoll batch may still have events later in the same batch: it is
  * marked (fd = -1) and parked on a graveyard list that is recycled only after the batch. Workers
  * whose request ended are queued on a ready list that the loop drains after the batch, so a run of
@@ -58,13 +66,17 @@ typedef struct conn {
 	int fd;
 	int host;
 	bool connecting;
-	bool reused;   /* served a response before: a server may have closed it meanwhile */
-	bool want_out; /* EPOLLOUT registered */
-	worker_t *w;   /* NULL while idle in the pool */
+	bool reused;           /* served a response before: a server may have closed it meanwhile */
+	bool want_out;         /* EPOLLOUT registered */
+	bool handshaking;      /* TLS: the handshake is not done */
+	bool write_wants_read; /* TLS: a blocked write waits for input */
+	bool read_wants_write; /* TLS: a blocked read waits for output room */
+	ld_ssl_t *ssl;         /* TLS state of an https host's connection; NULL for plain HTTP */
+	worker_t *w;           /* NULL while idle in the pool */
 	struct conn *next, *prev;
 } conn_t;
 
-typedef enum { W_IDLE = 0, W_READY, W_CONNECTING, W_SENDING, W_CONTINUE, W_RECEIVING } wphase_t;
+typedef enum { W_IDLE = 0, W_READY, W_CONNECTING, W_HANDSHAKE, W_SENDING, W_CONTINUE, W_RECEIVING } wphase_t;
 
 struct worker {
 	loop_t *L;
@@ -195,6 +207,10 @@ static void conn_close(loop_t *L, conn_t *c)
 {
 	if (c->fd < 0)
 		return;
+	if (c->ssl != NULL) {
+		ld_tls_close(c->ssl);
+		c->ssl = NULL;
+	}
 	close(c->fd); /* also leaves the epoll set */
 	c->fd = -1;
 	c->w = NULL;
@@ -213,8 +229,11 @@ static void pool_put(loop_t *L, conn_t *c)
 	L->idle[c->host] = c;
 }
 
-/* Opens a non-blocking connection to host (connect in progress or done). NULL on error (errno set). */
-static conn_t *conn_open(loop_t *L, int host)
+/*
+ * Opens a non-blocking connection to host (connect in progress or done; for an https host with its
+ * TLS handshake still to do). NULL on error, err saying why.
+ */
+static conn_t *conn_open(loop_t *L, int host, char *err, size_t errlen)
 {
 	const ld_host_t *h = ld_host_at(host);
 	conn_t *c = L->free_conns;
@@ -222,19 +241,27 @@ static conn_t *conn_open(loop_t *L, int host)
 	struct epoll_event ev;
 
 	fd = socket(h->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		snprintf(err, errlen, "connect to %s: %s", h->authority, strerror(errno));
 		return NULL;
+	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (c != NULL) {
 		L->free_conns = c->next;
 	} else if ((c = malloc(sizeof(*c))) == NULL) {
 		close(fd);
-		errno = ENOMEM;
+		snprintf(err, errlen, "connect to %s: out of memory", h->authority);
 		return NULL;
 	}
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
 	c->host = host;
+	if (h->tls) {
+		c->ssl = ld_tls_new(fd, h, err, errlen);
+		if (c->ssl == NULL)
+			goto fail_tls;
+		c->handshaking = true;
+	}
 	if (connect(fd, (const struct sockaddr *)&h->addr, h->addrlen) != 0) {
 		if (errno != EINPROGRESS)
 			goto fail;
@@ -246,14 +273,16 @@ static conn_t *conn_open(loop_t *L, int host)
 	if (epoll_ctl(L->ep, EPOLL_CTL_ADD, fd, &ev) != 0)
 		goto fail;
 	return c;
-fail : {
-	int e = errno;
+fail:
+	snprintf(err, errlen, "connect to %s: %s", h->authority, strerror(errno));
+fail_tls:
+	if (c->ssl != NULL)
+		ld_tls_close(c->ssl);
+	c->ssl = NULL;
 	close(fd);
 	c->fd = -1;
 	c->next = L->free_conns;
 	L->free_conns = c;
-	errno = e;
-}
 	return NULL;
 }
 
@@ -302,6 +331,7 @@ static void fail(worker_t *w, const char *why)
 }
 
 static void send_more(worker_t *w);
+static void handshake(worker_t *w);
 
 static bool is_put(const worker_t *w)
 {
@@ -351,6 +381,7 @@ static void begin_hop(worker_t *w)
 		.s3_sign = o->api == LD_API_S3,
 	};
 	conn_t *c = NULL;
+	char why[LD_AUTH_MAX + 512];
 
 	if (ld_req_write(&b, &rs) != 0) {
 		fail(w, "request head too long (or signing failed)");
@@ -367,9 +398,7 @@ static void begin_hop(worker_t *w)
 		ld_batch_answer_reset(w->batch);
 	if (!w->fresh && (c = L->idle[w->host]) != NULL)
 		pool_unlink(L, c);
-	if (c == NULL && (c = conn_open(L, w->host)) == NULL) {
-		char why[LD_AUTH_MAX + 128];
-		snprintf(why, sizeof(why), "connect to %s: %s", ld_host_at(w->host)->authority, strerror(errno));
+	if (c == NULL && (c = conn_open(L, w->host, why, sizeof(why))) == NULL) {
 		fail(w, why);
 		return;
 	}
@@ -378,6 +407,10 @@ static void begin_hop(worker_t *w)
 	w->c = c;
 	if (c->connecting) {
 		w->phase = W_CONNECTING;
+		return;
+	}
+	if (c->handshaking) {
+		handshake(w);
 		return;
 	}
 	send_more(w);
@@ -432,6 +465,42 @@ static void advance(worker_t *w, size_t n)
 
 static bool retry_stale(worker_t *w);
 
+/*
+ * send_more over TLS: SSL_write of each unsent piece. Returns true when all is out; false when it
+ * must wait (EPOLLOUT or EPOLLIN as OpenSSL asked) or the request failed.
+ */
+static bool send_tls(worker_t *w)
+{
+	loop_t *L = w->L;
+	conn_t *c = w->c;
+	struct iovec iov[3];
+	char err[LD_AUTH_MAX + 512];
+
+	c->write_wants_read = false;
+	while (unsent(w, iov) > 0) {
+		ssize_t k =
+			ld_tls_write(c->ssl, iov[0].iov_base, iov[0].iov_len, ld_host_at(c->host), err, sizeof(err));
+		if (k > 0) {
+			advance(w, (size_t)k);
+			continue;
+		}
+		if (k == -LD_TLS_WANT_WRITE) {
+			set_out(L, c, true);
+			return false;
+		}
+		if (k == -LD_TLS_WANT_READ) {
+			c->write_wants_read = true; /* EPOLLIN is always registered */
+			set_out(L, c, false);
+			return false;
+		}
+		if (retry_stale(w))
+			return false;
+		fail(w, k == -LD_TLS_CLOSED ? "send: connection closed" : err);
+		return false;
+	}
+	return true;
+}
+
 /* Writes what is unsent; moves on to waiting for the response when all is out. */
 static void send_more(worker_t *w)
 {
@@ -441,6 +510,11 @@ static void send_more(worker_t *w)
 	int n;
 
 	w->phase = W_SENDING;
+	if (c->ssl != NULL) {
+		if (!send_tls(w))
+			return;
+		goto sent;
+	}
 	while ((n = unsent(w, iov)) > 0) {
 		ssize_t k = writev(c->fd, iov, n);
 		if (k < 0) {
@@ -459,7 +533,8 @@ static void send_more(worker_t *w)
 		}
 		advance(w, (size_t)k);
 	}
-	set_out(L, c, false);
+sent:
+	set_out(L, c, c->read_wants_write);
 	if (w->expect) {
 		w->phase = W_CONTINUE;
 		w->continue_since = L->now;
@@ -554,14 +629,15 @@ static bool follow(worker_t *w)
 	size_t alen;
 	char err[256];
 	int host = w->host;
+	bool tls;
 
-	if (ld_url_split(w->resp.location, &auth, &alen, &path) != 0) {
+	if (ld_url_split(w->resp.location, &auth, &alen, &path, &tls) != 0) {
 		snprintf(err, sizeof(err), "HTTP %d with unusable Location \"%.100s\"", w->resp.status,
 			 w->resp.location);
 		fail(w, err);
 		return true;
 	}
-	if (auth != NULL && (host = ld_host_get(auth, alen, err, sizeof(err))) < 0) {
+	if (auth != NULL && (host = ld_host_get(auth, alen, tls, err, sizeof(err))) < 0) {
 		fail(w, err);
 		return true;
 	}
@@ -764,18 +840,82 @@ static void on_connected(worker_t *w)
 		return;
 	}
 	c->connecting = false;
+	if (c->handshaking) {
+		handshake(w);
+		return;
+	}
 	send_more(w);
 }
 
-static void on_readable(worker_t *w)
+/* One step of a TLS handshake; the request is sent once it is done. */
+static void handshake(worker_t *w)
+{
+	conn_t *c = w->c;
+	char err[LD_AUTH_MAX + 512];
+	int rc = ld_tls_handshake(c->ssl, ld_host_at(c->host), err, sizeof(err));
+
+	w->phase = W_HANDSHAKE;
+	if (rc == LD_TLS_OK) {
+		c->handshaking = false;
+		send_more(w);
+	} else if (rc == -LD_TLS_WANT_READ || rc == -LD_TLS_WANT_WRITE) {
+		set_out(w->L, c, rc == -LD_TLS_WANT_WRITE);
+	} else {
+		if (rc == -LD_TLS_CLOSED)
+			snprintf(err, sizeof(err), "TLS handshake with %s: connection closed",
+				 ld_host_at(c->host)->authority);
+		fail(w, err);
+	}
+}
+
+/*
+ * Reads from a TLS connection into the loop's buffer until it is full or OpenSSL and the socket are
+ * drained. Returns bytes, 0 at the end of the stream, -1 with errno EAGAIN (nothing yet), or -2 with
+ * err (a TLS error).
+ */
+static ssize_t recv_tls(loop_t *L, conn_t *c, char *err, size_t errlen)
+{
+	size_t got = 0;
+
+	c->read_wants_write = false;
+	while (got < RBUF_SIZE) {
+		ssize_t k = ld_tls_read(c->ssl, L->rbuf + got, RBUF_SIZE - got, ld_host_at(c->host), err, errlen);
+		if (k > 0) {
+			got += (size_t)k;
+			continue;
+		}
+		if (got > 0)
+			break; /* what stopped it comes again on the next read */
+		if (k == -LD_TLS_CLOSED)
+			return 0;
+		if (k == -LD_TLS_WANT_WRITE) {
+			c->read_wants_write = true;
+			set_out(L, c, true);
+		}
+		if (k == -LD_TLS_WANT_READ || k == -LD_TLS_WANT_WRITE) {
+			errno = EAGAIN;
+			return -1;
+		}
+		return -2;
+	}
+	return (ssize_t)got;
+}
+
+/* Reads what arrived and feeds it to the response parser. */
+static void read_once(worker_t *w)
 {
 	loop_t *L = w->L;
 	conn_t *c = w->c;
-	ssize_t n = read(c->fd, L->rbuf, RBUF_SIZE), off = 0;
+	char err[LD_AUTH_MAX + 512];
+	ssize_t n = c->ssl == NULL ? read(c->fd, L->rbuf, RBUF_SIZE) : recv_tls(L, c, err, sizeof(err)), off = 0;
 	ld_body_fn body_fn = w->verify ? hash_body : w->task.op == LD_GETBATCH ? batch_body : NULL;
 	const char *bad;
-	char err[256];
 
+	if (n == -2) {
+		if (!retry_stale(w))
+			fail(w, err);
+		return;
+	}
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
@@ -811,7 +951,8 @@ static void on_readable(worker_t *w)
 			continue;
 		if (w->resp.status >= 200) {
 			bool body_sent = !has_body(w) || (!w->expect && w->body_off == body_len(w));
-			complete(w, w->resp.keep_alive && off == n && body_sent && w->phase != W_SENDING);
+			bool drained = off == n && (c->ssl == NULL || !ld_tls_pending(c->ssl));
+			complete(w, w->resp.keep_alive && drained && body_sent && w->phase != W_SENDING);
 			return;
 		}
 		/* interim 1xx: 100 Continue releases a held-back body */
@@ -824,6 +965,16 @@ static void on_readable(worker_t *w)
 				return; /* failed meanwhile */
 		}
 	}
+}
+
+/* Input on the worker's connection; over TLS repeated while OpenSSL holds bytes no event would announce. */
+static void on_readable(worker_t *w)
+{
+	conn_t *c = w->c;
+
+	do
+		read_once(w);
+	while (w->c == c && c->ssl != NULL && ld_tls_pending(c->ssl));
 }
 
 static void on_event(loop_t *L, conn_t *c, uint32_t events)
@@ -842,12 +993,17 @@ static void on_event(loop_t *L, conn_t *c, uint32_t events)
 			on_connected(w);
 		return;
 	}
-	if ((events & EPOLLOUT) && w->phase == W_SENDING) {
+	if (w->phase == W_HANDSHAKE) {
+		handshake(w);
+		return;
+	}
+	if (w->phase == W_SENDING &&
+	    ((events & EPOLLOUT) || (c->write_wants_read && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))))) {
 		send_more(w);
 		if (w->c != c)
 			return;
 	}
-	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+	if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) || (c->read_wants_write && (events & EPOLLOUT)))
 		on_readable(w);
 }
 

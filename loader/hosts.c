@@ -14,21 +14,22 @@ static ld_host_t hosts[LD_MAX_HOSTS];
 static atomic_int n_hosts;
 static pthread_mutex_t hosts_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static int find(const char *auth, size_t len)
+static int find(const char *auth, size_t len, bool tls)
 {
 	int n = atomic_load_explicit(&n_hosts, memory_order_acquire);
 
 	for (int i = 0; i < n; i++) {
-		if (strlen(hosts[i].authority) == len && memcmp(hosts[i].authority, auth, len) == 0)
+		if (hosts[i].tls == tls && strlen(hosts[i].authority) == len &&
+		    memcmp(hosts[i].authority, auth, len) == 0)
 			return i;
 	}
 	return -1;
 }
 
 /* Resolves "host:port" / "[v6]:port" / "host" into h. Returns 0 or -1. */
-static int resolve(ld_host_t *h, const char *auth, size_t len, char *err, size_t errlen)
+static int resolve(ld_host_t *h, const char *auth, size_t len, bool tls, char *err, size_t errlen)
 {
-	char host[LD_AUTH_MAX], port[8] = "80";
+	char *host = h->name, port[8];
 	const char *colon;
 	struct addrinfo hints, *res = NULL;
 	int rc;
@@ -39,6 +40,8 @@ static int resolve(ld_host_t *h, const char *auth, size_t len, char *err, size_t
 	}
 	memcpy(h->authority, auth, len);
 	h->authority[len] = '\0';
+	h->tls = tls;
+	snprintf(port, sizeof(port), "%s", tls ? "443" : "80");
 	if (auth[0] == '[') {
 		const char *close = memchr(auth, ']', len);
 		if (close == NULL)
@@ -90,7 +93,7 @@ static int insert(const ld_host_t *h, const char *authority, size_t len, char *e
 	int i;
 
 	pthread_mutex_lock(&hosts_mu);
-	i = find(authority, len);
+	i = find(authority, len, h->tls);
 	if (i < 0) {
 		int n = atomic_load_explicit(&n_hosts, memory_order_relaxed);
 		if (n == LD_MAX_HOSTS) {
@@ -105,22 +108,22 @@ static int insert(const ld_host_t *h, const char *authority, size_t len, char *e
 	return i;
 }
 
-int ld_host_get(const char *authority, size_t len, char *err, size_t errlen)
+int ld_host_get(const char *authority, size_t len, bool tls, char *err, size_t errlen)
 {
-	int i = find(authority, len);
+	int i = find(authority, len, tls);
 	ld_host_t h;
 
 	if (i >= 0)
 		return i;
-	if (resolve(&h, authority, len, err, errlen) != 0)
+	if (resolve(&h, authority, len, tls, err, errlen) != 0)
 		return -1;
 	return insert(&h, authority, len, err, errlen);
 }
 
 int ld_host_alias(const char *authority, size_t len, int like, char *err, size_t errlen)
 {
-	ld_host_t h = hosts[like];
-	int i = find(authority, len);
+	ld_host_t h = hosts[like]; /* its address, TLS and certificate name: only Host differs */
+	int i = find(authority, len, h.tls);
 
 	if (i >= 0)
 		return i;
@@ -143,19 +146,25 @@ int ld_host_count(void)
 	return atomic_load_explicit(&n_hosts, memory_order_acquire);
 }
 
-int ld_url_split(const char *url, const char **auth, size_t *auth_len, const char **path)
+int ld_url_split(const char *url, const char **auth, size_t *auth_len, const char **path, bool *tls)
 {
 	const char *a, *slash;
 
+	*tls = false;
 	if (url[0] == '/') {
 		*auth = NULL;
 		*auth_len = 0;
 		*path = url;
 		return 0;
 	}
-	if (strncasecmp(url, "http://", 7) != 0)
-		return -1; /* https is not spoken here */
-	a = url + 7;
+	if (strncasecmp(url, "http://", 7) == 0) {
+		a = url + 7;
+	} else if (strncasecmp(url, "https://", 8) == 0) {
+		a = url + 8;
+		*tls = true;
+	} else {
+		return -1;
+	}
 	slash = a + strcspn(a, "/?#");
 	if (slash == a)
 		return -1;

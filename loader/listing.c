@@ -18,7 +18,7 @@ static int proxy_host(const ld_opts_t *o, char *err, size_t errlen)
 		snprintf(proxy_auth, sizeof(proxy_auth), "[%s]:%d", o->ip, o->port);
 	else
 		snprintf(proxy_auth, sizeof(proxy_auth), "%s:%d", o->ip, o->port);
-	return ld_host_get(proxy_auth, strlen(proxy_auth), err, errlen);
+	return ld_host_get(proxy_auth, strlen(proxy_auth), o->https, err, errlen);
 }
 
 /* Keeps *max_seq up to date with names "<loaderid>-<digits>". */
@@ -91,14 +91,15 @@ static int add_url_line(void *ctx, const char *line, size_t len)
 	const char *auth, *path;
 	size_t alen;
 	int host;
+	bool tls;
 
 	if (len >= sizeof(url))
 		return -1;
 	memcpy(url, line, len);
 	url[len] = '\0';
-	if (ld_url_split(url, &auth, &alen, &path) != 0 || auth == NULL || strlen(path) >= LD_PATH_MAX)
+	if (ld_url_split(url, &auth, &alen, &path, &tls) != 0 || auth == NULL || strlen(path) >= LD_PATH_MAX)
 		return -1;
-	host = ld_host_get(auth, alen, c->err, sizeof(c->err));
+	host = ld_host_get(auth, alen, tls, c->err, sizeof(c->err));
 	if (host < 0)
 		return -1;
 	return ld_objs_add_named(path, strlen(path), 0, host);
@@ -377,8 +378,9 @@ static int s3_list(const ld_opts_t *o, uint64_t *max_seq, char *err, size_t errl
 	size_t alen, plen;
 	char prefix[512], host_name[LD_AUTH_MAX + 300], token[2048] = "";
 	int host;
+	bool tls;
 
-	if (ld_url_split(o->s3endpoint, &auth, &alen, &path) != 0 || auth == NULL) {
+	if (ld_url_split(o->s3endpoint, &auth, &alen, &path, &tls) != 0 || auth == NULL) {
 		snprintf(err, errlen, "bad -s3endpoint \"%s\"", o->s3endpoint);
 		return -1;
 	}
@@ -386,7 +388,7 @@ static int s3_list(const ld_opts_t *o, uint64_t *max_seq, char *err, size_t errl
 	while (plen > 0 && path[plen - 1] == '/')
 		plen--;
 	snprintf(prefix, sizeof(prefix), "%.*s", (int)plen, path);
-	host = ld_host_get(auth, alen, err, errlen);
+	host = ld_host_get(auth, alen, tls, err, errlen);
 	if (host < 0)
 		return -1;
 	if (!o->s3_path_style) {

@@ -61,6 +61,9 @@ typedef struct {
 	int get_batchsize;  /* GETs grouped this many at a time into one POST /v1/batch; 0 = off */
 	int64_t timeout_ns; /* one request, including redirects */
 	bool quiet;         /* no live table */
+	bool https;         /* the proxy at -ip/-port speaks TLS */
+	char cacert
+		[1024]; /* -cacert: CA bundle (PEM) servers are verified with; "" = FT_CACERT, FT_STATE_DIR's, system */
 	ld_api_t api;
 } ld_opts_t;
 
@@ -76,19 +79,56 @@ const char *ld_fmt_size(double bytes, char *buf, size_t cap);
 /* ---- hosts (hosts.c): a process-wide table of host:port endpoints, indexes never change ---- */
 typedef struct {
 	char authority[LD_AUTH_MAX]; /* "host:port" as sent in Host */
+	char name[LD_AUTH_MAX];      /* the host part without brackets: what a TLS certificate must name */
+	bool tls;                    /* https: the connection speaks TLS (ld_tls_*) */
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 } ld_host_t;
 
-/* Index of authority ("host:port" or "host" = port 80), resolving and adding it if new; -1 on error. */
-int ld_host_get(const char *authority, size_t len, char *err, size_t errlen);
-/* Index of an authority that connects to the address of host index like (S3 virtual-hosted Host). */
+/*
+ * Index of authority ("host:port", or "host" = port 80, 443 with tls) spoken in plain HTTP or TLS,
+ * resolving and adding it if new; -1 on error. The same authority plain and with TLS are two hosts.
+ */
+int ld_host_get(const char *authority, size_t len, bool tls, char *err, size_t errlen);
+/* Index of an authority that connects to the address (and TLS peer) of host index like (S3 virtual-hosted Host). */
 int ld_host_alias(const char *authority, size_t len, int like, char *err, size_t errlen);
 const ld_host_t *ld_host_at(int index);
 int ld_host_count(void);
 
-/* Splits "http://authority/path?query" (or an origin-form "/path") into its parts. Returns 0 or -1. */
-int ld_url_split(const char *url, const char **auth, size_t *auth_len, const char **path);
+/*
+ * Splits "http://authority/path?query", "https://..." (*tls set) or an origin-form "/path" (no
+ * authority, *tls false) into its parts. Returns 0 or -1.
+ */
+int ld_url_split(const char *url, const char **auth, size_t *auth_len, const char **path, bool *tls);
+
+/* ---- TLS (tls.c): one client SSL_CTX per process, verifying every peer ---- */
+typedef struct ssl_st ld_ssl_t; /* OpenSSL's SSL, without its headers here */
+
+/*
+ * Configures TLS (o is borrowed for the run): peers are verified against -cacert, else FT_CACERT,
+ * else FT_STATE_DIR/tls/ca.pem when it exists, else the system's CAs. The process's SSL_CTX is made
+ * now when now (a CA bundle that does not load fails the start), else on the first TLS connection.
+ * Returns 0, -1 with err.
+ */
+int ld_tls_init(const ld_opts_t *o, bool now, char *err, size_t errlen);
+void ld_tls_free(void);
+/* The CA bundle in use ("" = the system's). */
+const char *ld_tls_cafile(void);
+/* A client SSL over fd (connected or connecting) that verifies host's name or IP address; NULL with err. */
+ld_ssl_t *ld_tls_new(int fd, const ld_host_t *h, char *err, size_t errlen);
+typedef enum { LD_TLS_OK = 0, LD_TLS_WANT_READ, LD_TLS_WANT_WRITE, LD_TLS_CLOSED, LD_TLS_ERROR } ld_tls_rc_t;
+/*
+ * One step of the handshake / a read / a write on a non-blocking SSL. rc > 0 (read, write: bytes) or
+ * LD_TLS_OK (handshake done) on success, else -ld_tls_rc_t: WANT_* (retry when the socket is ready
+ * that way, a write with the same buffer and length), CLOSED (the peer ended the stream), ERROR (err
+ * says why, naming h and OpenSSL's reason). Clears OpenSSL's error queue.
+ */
+int ld_tls_handshake(ld_ssl_t *s, const ld_host_t *h, char *err, size_t errlen);
+ssize_t ld_tls_read(ld_ssl_t *s, void *buf, size_t n, const ld_host_t *h, char *err, size_t errlen);
+ssize_t ld_tls_write(ld_ssl_t *s, const void *buf, size_t n, const ld_host_t *h, char *err, size_t errlen);
+/* Nonzero when OpenSSL holds bytes already read from the socket (no socket readiness will announce them). */
+int ld_tls_pending(ld_ssl_t *s);
+void ld_tls_close(ld_ssl_t *s);
 
 /* ---- objects (objects.c) ---- */
 typedef struct {

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -195,7 +196,9 @@ int main(int argc, char **argv)
 		return rc > 0 ? 0 : 2;
 	ld_objs_set_loaderid(o.loaderid);
 	ld_opstats_reset(&cleaned);
-	if (ld_token_load(err, sizeof(err)) != 0) {
+	if (ld_token_load(err, sizeof(err)) != 0 ||
+	    ld_tls_init(&o, o.https || o.cacert[0] || strncasecmp(o.s3endpoint, "https://", 8) == 0, err,
+			sizeof(err)) != 0) {
 		fprintf(stderr, "ft-loader: %s\n", err);
 		goto out;
 	}
@@ -269,5 +272,6 @@ out:
 	ld_route_free();
 	ft_smap_put(smap);
 	ld_objs_free();
+	ld_tls_free();
 	return exit_code;
 }

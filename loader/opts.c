@@ -28,6 +28,11 @@ typedef struct {
 static const flag_t flags[] = {
 	{"ip", STR(ip), "localhost", "proxy host (native API: listing, redirects, cluster map)"},
 	{"port", F_INT, OFF(port), 0, "51080", "proxy public port"},
+	{"https", F_BOOL, OFF(https), 0, "false",
+	 "the proxy at -ip/-port speaks TLS (a cluster started with --tls); certificates are always verified"},
+	{"cacert", STR(cacert), "",
+	 "CA bundle (PEM) to verify https servers with; default FT_CACERT, else FT_STATE_DIR/tls/ca.pem when it "
+	 "exists, else the system's CAs"},
 	{"bucket", STR(bucket), "", "bucket to read from and write to (required, except with -url-list)"},
 	{"provider", STR(provider), "ais", "bucket provider: ais, or a remote one (aws, gcp, azure, ht)"},
 	{"duration", F_DUR, OFF(duration_ns), 0, "1m",
@@ -67,12 +72,12 @@ static const flag_t flags[] = {
 	{"loadernum", F_INT, OFF(loadernum), 0, "1",
 	 "number of loaders sharing the bucket: with -epochs/-uniquegets each reads its share (numeric -loaderid)"},
 	{"s3endpoint", STR(s3endpoint), "",
-	 "use the S3 API at this URL (e.g. http://127.0.0.1:51080/s3); SigV4 from AWS_ACCESS_KEY_ID, "
+	 "use the S3 API at this URL (e.g. http://127.0.0.1:51080/s3, or https://); SigV4 from AWS_ACCESS_KEY_ID, "
 	 "AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION"},
 	{"s3-use-path-style", F_BOOL, OFF(s3_path_style), 0, "false",
 	 "S3 path-style URLs (endpoint/bucket/key); default virtual-hosted (Host: bucket.endpoint)"},
 	{"url-list", STR(url_list), "",
-	 "file of plain http:// URLs: GET them (and PUT to them with -pctput), e.g. to drive nginx"},
+	 "file of http:// or https:// URLs: GET them (and PUT to them with -pctput), e.g. to drive nginx"},
 	{"direct", F_BOOL, OFF(direct), 0, "false",
 	 "read the cluster map once and send object requests straight to the owning target (no 307 hop)"},
 	{"get-batchsize", F_INT, OFF(get_batchsize), 0, "0",
@@ -109,6 +114,7 @@ static void usage(FILE *f)
 		   "  ft-loader -bucket b1 -epochs 2 -uniquegets -verifyhash -duration 0\n"
 		   "  ft-loader -bucket b1 -epochs 1 -uniquegets -get-batchsize 64 -direct   # GetBatch\n"
 		   "  ft-loader -url-list urls.txt -numworkers 32 -duration 10s   # e.g. nginx baseline\n"
+		   "  ft-loader -bucket b1 -https -cacert DIR/tls/ca.pem -direct   # a cluster started with --tls\n"
 		   "See docs/loader.md.\n");
 }
 
@@ -346,8 +352,8 @@ static int validate(ld_opts_t *o, bool min_set, bool max_set, bool duration_set)
 		fprintf(stderr, "ft-loader: -direct works with the native API only\n");
 		return -1;
 	}
-	if (strncasecmp(o->ip, "https://", 8) == 0 || strncasecmp(o->s3endpoint, "https://", 8) == 0) {
-		fprintf(stderr, "ft-loader: speaks plain HTTP only (no TLS); for an https cluster use wrk or curl\n");
+	if (strncasecmp(o->ip, "https://", 8) == 0 || strncasecmp(o->ip, "http://", 7) == 0) {
+		fprintf(stderr, "ft-loader: -ip takes a host, not a URL; for an https proxy give -ip HOST -https\n");
 		return -1;
 	}
 	if (o->pctput > 100) {

@@ -35,9 +35,10 @@ static int init_s3(const ld_opts_t *o, char *err, size_t errlen)
 	const char *auth, *path, *k, *s, *r;
 	size_t alen, plen;
 	char host[LD_AUTH_MAX + 300];
+	bool tls;
 
-	if (ld_url_split(o->s3endpoint, &auth, &alen, &path) != 0 || auth == NULL) {
-		snprintf(err, errlen, "-s3endpoint \"%s\" is not an http://host:port[/path] URL", o->s3endpoint);
+	if (ld_url_split(o->s3endpoint, &auth, &alen, &path, &tls) != 0 || auth == NULL) {
+		snprintf(err, errlen, "-s3endpoint \"%s\" is not an http(s)://host:port[/path] URL", o->s3endpoint);
 		return -1;
 	}
 	plen = strcspn(path, "?#");
@@ -49,7 +50,7 @@ static int init_s3(const ld_opts_t *o, char *err, size_t errlen)
 	}
 	memcpy(rt.s3_prefix, path, plen);
 	rt.s3_prefix[plen] = '\0';
-	int base = ld_host_get(auth, alen, err, errlen);
+	int base = ld_host_get(auth, alen, tls, err, errlen);
 	if (base < 0)
 		return -1;
 	if (o->s3_path_style) {
@@ -89,7 +90,7 @@ int ld_route_init(const ld_opts_t *o, ft_smap_t *smap, char *err, size_t errlen)
 	if (o->api == LD_API_URLS)
 		return 0;
 	proxy_authority(o, auth, sizeof(auth));
-	rt.proxy_host = ld_host_get(auth, strlen(auth), err, errlen);
+	rt.proxy_host = ld_host_get(auth, strlen(auth), o->https, err, errlen);
 	if (rt.proxy_host < 0)
 		return -1;
 	if (smap == NULL)
@@ -107,12 +108,13 @@ int ld_route_init(const ld_opts_t *o, ft_smap_t *smap, char *err, size_t errlen)
 	for (int i = 0; i < smap->n_targets; i++) {
 		const char *a, *p;
 		size_t alen;
-		if (ld_url_split(smap->targets[i].public_url, &a, &alen, &p) != 0 || a == NULL) {
+		bool tls;
+		if (ld_url_split(smap->targets[i].public_url, &a, &alen, &p, &tls) != 0 || a == NULL) {
 			snprintf(err, errlen, "target %s: bad public_url \"%s\"", smap->targets[i].id,
 				 smap->targets[i].public_url);
 			return -1;
 		}
-		rt.target_hosts[i] = ld_host_get(a, alen, err, errlen);
+		rt.target_hosts[i] = ld_host_get(a, alen, tls, err, errlen);
 		if (rt.target_hosts[i] < 0)
 			return -1;
 	}

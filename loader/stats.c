@@ -203,7 +203,7 @@ static json_t *opts_json(const ld_opts_t *o)
 	static const char *const apis[] = {"native", "s3", "url-list"};
 
 	return json_pack("{s:s, s:i, s:s, s:s, s:s, s:f, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:b, s:i, s:b, s:I, s:I,"
-			 " s:b, s:f, s:I, s:s, s:i, s:b, s:s, s:i}",
+			 " s:b, s:f, s:I, s:s, s:i, s:b, s:s, s:i, s:b}",
 			 "api", apis[o->api], "port", o->port, "ip", o->ip, "bucket", o->bucket, "provider",
 			 o->provider, "duration_s", (double)o->duration_ns / 1e9, "numworkers", o->numworkers,
 			 "iothreads", o->iothreads, "pctput", o->pctput, "minsize", (json_int_t)o->minsize, "maxsize",
@@ -212,7 +212,7 @@ static json_t *opts_json(const ld_opts_t *o)
 			 o->uniquegets, "readoff", (json_int_t)o->readoff, "readlen", (json_int_t)o->readlen,
 			 "verifyhash", o->verifyhash, "statsinterval_s", (double)o->statsinterval_ns / 1e9, "seed",
 			 (json_int_t)o->seed, "loaderid", o->loaderid, "loadernum", o->loadernum, "direct", o->direct,
-			 "sched", o->sched, "get_batchsize", o->get_batchsize);
+			 "sched", o->sched, "get_batchsize", o->get_batchsize, "https", o->https);
 }
 
 int ld_report_write_json(ld_report_t *r, const char *path, void *extra_json)

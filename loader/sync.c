@@ -64,21 +64,101 @@ fail:
 	return -1;
 }
 
-static int send_all(int fd, const char *p, size_t n, int64_t deadline_ns)
+/* One exchange's connection: the socket, and its TLS state for an https host. */
+typedef struct {
+	int fd;
+	ld_ssl_t *ssl;
+	const ld_host_t *h;
+} sconn_t;
+
+/* Waits as a TLS call asked (rc: -LD_TLS_WANT_*). Returns 0, or -1 with err (timeout, or rc an error). */
+static int tls_wait(const sconn_t *c, ssize_t rc, int64_t deadline_ns, char *err, size_t errlen)
+{
+	if (rc == -LD_TLS_CLOSED) {
+		snprintf(err, errlen, "TLS with %s: the server closed the connection", c->h->authority);
+		return -1;
+	}
+	if (rc != -LD_TLS_WANT_READ && rc != -LD_TLS_WANT_WRITE)
+		return -1; /* err filled by ld_tls_* */
+	if (wait_fd(c->fd, rc == -LD_TLS_WANT_READ ? POLLIN : POLLOUT, deadline_ns) != 0) {
+		snprintf(err, errlen, "TLS with %s: timed out", c->h->authority);
+		return -1;
+	}
+	return 0;
+}
+
+/* The TLS handshake, verifying the server. Returns 0, or -1 with err naming the host and the reason. */
+static int tls_start(sconn_t *c, int64_t deadline_ns, char *err, size_t errlen)
+{
+	int rc;
+
+	c->ssl = ld_tls_new(c->fd, c->h, err, errlen);
+	if (c->ssl == NULL)
+		return -1;
+	while ((rc = ld_tls_handshake(c->ssl, c->h, err, errlen)) != LD_TLS_OK) {
+		if (tls_wait(c, rc, deadline_ns, err, errlen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int send_all(const sconn_t *c, const char *p, size_t n, int64_t deadline_ns, char *err, size_t errlen)
 {
 	while (n > 0) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+		ssize_t k;
+		if (c->ssl != NULL) {
+			k = ld_tls_write(c->ssl, p, n, c->h, err, errlen);
+			if (k < 0) {
+				if (tls_wait(c, k, deadline_ns, err, errlen) != 0)
+					return -1;
+				continue;
+			}
+		} else {
+			k = send(c->fd, p, n, MSG_NOSIGNAL);
+		}
 		if (k > 0) {
 			p += k;
 			n -= (size_t)k;
 		} else if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-			if (wait_fd(fd, POLLOUT, deadline_ns) != 0)
+			if (wait_fd(c->fd, POLLOUT, deadline_ns) != 0) {
+				snprintf(err, errlen, "send to %s: timed out", c->h->authority);
 				return -1;
+			}
 		} else {
+			snprintf(err, errlen, "send to %s: %s", c->h->authority, strerror(errno));
 			return -1;
 		}
 	}
 	return 0;
+}
+
+/* Reads what is there: bytes, 0 at the end of the stream, -1 with err; waits (poll) as needed. */
+static ssize_t recv_some(const sconn_t *c, char *buf, size_t cap, int64_t deadline_ns, char *err, size_t errlen)
+{
+	for (;;) {
+		ssize_t n;
+		if (c->ssl != NULL) {
+			n = ld_tls_read(c->ssl, buf, cap, c->h, err, errlen);
+			if (n >= 0)
+				return n;
+			if (n == -LD_TLS_CLOSED)
+				return 0;
+			if (tls_wait(c, n, deadline_ns, err, errlen) != 0)
+				return -1;
+			continue;
+		}
+		n = recv(c->fd, buf, cap, 0);
+		if (n >= 0)
+			return n;
+		if (errno != EAGAIN && errno != EINTR) {
+			snprintf(err, errlen, "recv from %s: %s", c->h->authority, strerror(errno));
+			return -1;
+		}
+		if (wait_fd(c->fd, POLLIN, deadline_ns) != 0) {
+			snprintf(err, errlen, "recv from %s: timed out", c->h->authority);
+			return -1;
+		}
+	}
 }
 
 int ld_sync_do(int host, const ld_reqspec_t *rs, const void *body, size_t body_len, ld_sync_resp_t *out, int timeout_ms,
@@ -90,7 +170,8 @@ int ld_sync_do(int host, const ld_reqspec_t *rs, const void *body, size_t body_l
 	ld_buf_t b = {head, 0, sizeof(head), false};
 	ld_resp_t resp = {0};
 	ft_strbuf_t g = {0};
-	int fd = -1, rc = -1;
+	sconn_t c = {.fd = -1, .ssl = NULL, .h = h};
+	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
 	if (ld_req_write(&b, rs) != 0) {
@@ -98,26 +179,18 @@ int ld_sync_do(int host, const ld_reqspec_t *rs, const void *body, size_t body_l
 		return -1;
 	}
 	ld_resp_reset(&resp, strcmp(rs->method, "HEAD") == 0);
-	fd = connect_host(h, deadline, err, errlen);
-	if (fd < 0)
+	c.fd = connect_host(h, deadline, err, errlen);
+	if (c.fd < 0)
 		goto out;
-	if (send_all(fd, head, b.len, deadline) != 0 || (body_len > 0 && send_all(fd, body, body_len, deadline) != 0)) {
-		snprintf(err, errlen, "send to %s: %s", h->authority, errno ? strerror(errno) : "timed out");
+	if (h->tls && tls_start(&c, deadline, err, errlen) != 0)
 		goto out;
-	}
+	if (send_all(&c, head, b.len, deadline, err, errlen) != 0 ||
+	    (body_len > 0 && send_all(&c, body, body_len, deadline, err, errlen) != 0))
+		goto out;
 	for (;;) {
-		ssize_t n = recv(fd, rbuf, sizeof(rbuf), 0), off = 0;
-		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-			if (wait_fd(fd, POLLIN, deadline) != 0) {
-				snprintf(err, errlen, "%s %s%s: timed out", rs->method, h->authority, rs->path);
-				goto out;
-			}
-			continue;
-		}
-		if (n < 0) {
-			snprintf(err, errlen, "recv from %s: %s", h->authority, strerror(errno));
+		ssize_t n = recv_some(&c, rbuf, sizeof(rbuf), deadline, err, errlen), off = 0;
+		if (n < 0)
 			goto out;
-		}
 		if (n == 0) {
 			if (ld_resp_eof(&resp))
 				break;
@@ -150,7 +223,9 @@ done:
 out:
 	ft_strbuf_free(&g);
 	ld_resp_free(&resp);
-	if (fd >= 0)
-		close(fd);
+	if (c.ssl != NULL)
+		ld_tls_close(c.ssl);
+	if (c.fd >= 0)
+		close(c.fd);
 	return rc;
 }

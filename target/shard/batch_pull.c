@@ -12,6 +12,7 @@
 #include "auth/auth.h"
 #include "auth/jwt.h"
 #include "base/strbuf.h"
+#include "rpc/client.h"
 #include "shard/shard.h"
 
 /*
@@ -165,6 +166,7 @@ static int pull_setup(tgt_batch_pull_t *p)
 	curl_easy_setopt(p->curl, CURLOPT_BUFFERSIZE, (long)CURL_BUF);
 	curl_easy_setopt(p->curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(p->curl, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
+	ft_client_tls_apply(p->curl); /* an https owner: the cluster's CA (tls_ca) */
 	return 0;
 }
 

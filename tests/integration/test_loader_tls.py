@@ -121,9 +121,8 @@ def test_getbatch_over_tls(onecluster, tmp_path, direct):
     getbatch_run(onecluster, tmp_path, direct)
 
 
-@pytest.mark.xfail(strict=True, reason="target/shard/batch_pull.c: the pull of another target's part over https "
-                   "does not trust tls_ca (no ft_client_tls_apply): 502 'SSL peer certificate ... was not OK'")
 def test_getbatch_across_targets_over_tls(tcluster, tmp_path):
+    """The assembling target pulls the other targets' parts over https, trusting the cluster's CA (tls_ca)."""
     getbatch_run(tcluster, tmp_path, False)
 
 

@@ -88,8 +88,11 @@ static void obj_init(tgt_obj_t *o, const char *name, uint64_t hash)
 	snprintf(o->rel, sizeof(o->rel), "ais/b/%s", name);
 }
 
-/* Inserts dir/name for o (the first miss is only remembered: put twice). The reference, or NULL. */
-static tgt_fcache_ref_t *keep(const tgt_obj_t *o, const char *name, int *fd_out)
+typedef tgt_fcache_ref_t *(*put_fn)(const tgt_obj_t *, int, unsigned long, int, const ft_lom_t *, const struct stat *,
+				    bool);
+
+/* Inserts dir/name for o with put (the first miss is only remembered: put twice). The reference, or NULL. */
+static tgt_fcache_ref_t *keep_with(put_fn put, const tgt_obj_t *o, const char *name, int *fd_out)
 {
 	struct stat st;
 	ft_lom_t lom;
@@ -98,14 +101,20 @@ static tgt_fcache_ref_t *keep(const tgt_obj_t *o, const char *name, int *fd_out)
 
 	if (fd < 0)
 		return NULL;
-	ref = tgt_fcache_put(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false);
+	ref = put(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false);
 	if (ref == NULL)
-		ref = tgt_fcache_put(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false);
+		ref = put(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false);
 	if (ref == NULL)
 		close(fd);
 	else
 		*fd_out = fd;
 	return ref;
+}
+
+/* keep_with in the loop thread's table. */
+static tgt_fcache_ref_t *keep(const tgt_obj_t *o, const char *name, int *fd_out)
+{
+	return keep_with(tgt_fcache_put, o, name, fd_out);
 }
 
 static bool fd_open(int fd)
@@ -357,24 +366,10 @@ static void test_not_on_other_threads(void **state)
 	close(fd);
 }
 
-/* Inserts dir/name for o into the shared table (from any thread; put twice, as keep does). */
+/* keep_with in the shared table (from any thread). */
 static tgt_fcache_ref_t *keep_shared(const tgt_obj_t *o, const char *name, int *fd_out)
 {
-	struct stat st;
-	ft_lom_t lom;
-	int fd = open_obj(name, &st, &lom);
-	tgt_fcache_ref_t *ref;
-
-	if (fd < 0)
-		return NULL;
-	ref = tgt_fcache_put_shared(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false);
-	if (ref == NULL)
-		ref = tgt_fcache_put_shared(o, 0, tgt_fcache_gen(&tgt), fd, &lom, &st, false);
-	if (ref == NULL)
-		close(fd);
-	else
-		*fd_out = fd;
-	return ref;
+	return keep_with(tgt_fcache_put_shared, o, name, fd_out);
 }
 
 #define READERS 4

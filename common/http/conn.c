@@ -134,8 +134,9 @@ void http_watch_close(conn_t *c)
 	ft_req_t *r = &c->req;
 	bool body_left = r->body_state == BODY_NONE ? r->chunked || r->content_length > 0 : r->body_state != BODY_DONE;
 
-	/* TLS: its reads go through OpenSSL's state, left alone while a handler works */
-	if (c->phase != PH_HANDLER || r->resp_ready || c->tls != NULL || body_left)
+	/* TLS: its reads go through OpenSSL's state, left alone while a handler works; EV_RESPONDED: answered on the
+	 * loop thread, its kick not run yet */
+	if (c->phase != PH_HANDLER || r->resp_ready || (r->ev & EV_RESPONDED) || c->tls != NULL || body_left)
 		return;
 	http_recv_arm(c); /* pipelined bytes wait in the buffer; the end of input closes (http_on_recv) */
 }
@@ -240,7 +241,8 @@ static void close_after_response(conn_t *c, bool linger)
 	http_tls_close_notify(c);
 	shutdown(c->fd, SHUT_WR);
 	c->linger_until = L->now + LINGER_MS;
-	c->start = c->end = 0;
+	if (!c->recv_inflight) /* one posted while the handler worked reads at c->end (discarded either way) */
+		c->start = c->end = 0;
 	http_recv_arm(c);
 }
 
@@ -491,7 +493,8 @@ void http_on_recv(conn_t *c, int res)
 	c->recv_inflight = false;
 	if (res <= 0) {
 		c->peer_eof = true;
-		if (c->phase == PH_SENDING) {
+		/* an answer under way (a stream too: its client may have read it whole before the loop saw its end) */
+		if (c->phase == PH_SENDING || (c->phase == PH_HANDLER && r->st_head && r->body_state != BODY_ACTIVE)) {
 			c->must_close = true;
 			return;
 		}

@@ -861,8 +861,14 @@ static void window_read_ahead(batch_t *b)
 		for (size_t j = j0; j < j0 + k; j++) {
 			slot_t *s = &b->slots[j % WINDOW];
 			if (b->v[j].owner != NULL && !b->part)
-				continue; /* the sender copies it from its owner's part */
-			slot_fill(b, j, s);
+				continue;        /* the sender copies it from its owner's part */
+			if (ft_req_gone(b->r)) { /* taken, so marked done, but not read or fetched for nobody */
+				s->bytes = 0;
+				s->f = (found_t){.state = -ECONNRESET, .fd = -1};
+				snprintf(s->f.err, sizeof(s->f.err), "the client left");
+			} else {
+				slot_fill(b, j, s);
+			}
 			atomic_store(&s->done, j);
 			if (atomic_load(&b->waiting) == j)
 				wake_one(b, &b->ready_cv);
@@ -1006,8 +1012,9 @@ static int copy_pulled(ft_req_t *r, batch_t *b, tgt_batch_pull_t *p, uint64_t le
 		}
 		if (k > len)
 			k = (size_t)len;
-		if (tgt_batch_pull_read(p, b->out + b->out_len, k, b->err, sizeof(b->err)) != 0)
-			return -EIO;
+		int rc = tgt_batch_pull_read(p, r, b->out + b->out_len, k, b->err, sizeof(b->err));
+		if (rc != 0)
+			return rc;
 		b->out_len += k;
 		len -= k;
 	}
@@ -1024,8 +1031,8 @@ static int send_remote(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 	int status, rc;
 
 	b->fail_status = 502;
-	if (tgt_batch_pull_member(p, &idx, &status, &size, b->err, sizeof(b->err)) != 0)
-		return -EIO;
+	if ((rc = tgt_batch_pull_member(p, r, &idx, &status, &size, b->err, sizeof(b->err))) != 0)
+		return rc;
 	size_t pad = (size_t)((512 - size % 512) % 512);
 	if (idx != it->part_index || (status != 200 && size > PART_ERR_MAX)) {
 		snprintf(b->err, sizeof(b->err), "the part from %s is out of step (member %zu, expected %zu)",
@@ -1033,8 +1040,8 @@ static int send_remote(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 		return -EIO;
 	}
 	if (status != 200) {
-		if (tgt_batch_pull_read(p, msg, (size_t)size + pad, b->err, sizeof(b->err)) != 0)
-			return -EIO;
+		if ((rc = tgt_batch_pull_read(p, r, msg, (size_t)size + pad, b->err, sizeof(b->err))) != 0)
+			return rc;
 		snprintf(b->err, sizeof(b->err), "%s: %.*s", b->pulls[it->pull].owner->id, (int)size, msg);
 		return item_failed(r, b, i, it, status == 404 ? 0 : status == 416 ? -ERANGE : -EIO);
 	}
@@ -1042,8 +1049,8 @@ static int send_remote(ft_req_t *r, batch_t *b, size_t i, const item_t *it)
 	if ((rc = note_out(b, it, size, NULL)) != 0 || (rc = send_header(r, b, name, size)) != 0 ||
 	    (rc = copy_pulled(r, b, p, size)) != 0)
 		return rc;
-	if (pad && tgt_batch_pull_read(p, msg, pad, b->err, sizeof(b->err)) != 0)
-		return -EIO;
+	if (pad && (rc = tgt_batch_pull_read(p, r, msg, pad, b->err, sizeof(b->err))) != 0)
+		return rc;
 	return send_padding(r, b, size);
 }
 
@@ -1134,7 +1141,9 @@ static void finish(ft_req_t *r, batch_t *b, int rc)
 	if (rc == 0) {
 		ft_resp_stream_end(r, 0);
 	} else if (!b->started) {
-		ft_resp_error(r, b->fail_status ? b->fail_status : 500, "%s", b->err[0] ? b->err : strerror(-rc));
+		/* a client that left: 499 in the request metrics, as nginx logs it (nobody reads the answer) */
+		int status = rc == -ECONNRESET && ft_req_gone(r) ? 499 : b->fail_status ? b->fail_status : 500;
+		ft_resp_error(r, status, "%s", b->err[0] ? b->err : strerror(-rc));
 	} else {
 		ft_warn("batch: %s; the TAR stream is cut", b->err[0] ? b->err : strerror(-rc));
 		ft_resp_stream_end(r, rc);
@@ -1169,6 +1178,9 @@ static void batch_send(ft_req_t *r, batch_t *b)
 	atomic_store(&b->stop, true);
 	pthread_cond_broadcast(&b->space_cv);
 	pthread_mutex_unlock(&b->mu);
+	for (size_t k = 0; rc != 0 && k < b->npulls; k++) /* failed: the owners stop now, not at the answer's end */
+		if (b->pulls[k].p != NULL)
+			tgt_batch_pull_cancel(b->pulls[k].p);
 }
 
 /*

@@ -32,6 +32,7 @@
 #define STALL_S 300L      /* an owner sending nothing for this long fails the pull */
 #define ERRBODY_MAX 512   /* bytes of a non-200 answer kept for the error */
 #define CURL_BUF (128 * 1024)
+#define PULL_GONE_MS 100 /* a reader waiting for the part looks this often whether the batch's client is gone */
 
 struct tgt_batch_pull {
 	pthread_t th;
@@ -202,15 +203,44 @@ fail:
 	return NULL;
 }
 
-int tgt_batch_pull_read(tgt_batch_pull_t *p, void *buf, size_t len, char *err, size_t cap)
+void tgt_batch_pull_cancel(tgt_batch_pull_t *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->cancel = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Waits (under p->mu) for bytes or the end of the part: 0, or -ECONNRESET once r's client is gone. */
+static int wait_fill(tgt_batch_pull_t *p, ft_req_t *r)
+{
+	while (p->fill == 0 && !p->done && !p->cancel) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += PULL_GONE_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		if (pthread_cond_timedwait(&p->cv, &p->mu, &until) == ETIMEDOUT && ft_req_gone(r)) {
+			p->cancel = true;
+			pthread_cond_broadcast(&p->cv);
+		}
+	}
+	return p->fill == 0 && p->cancel ? -ECONNRESET : 0;
+}
+
+int tgt_batch_pull_read(tgt_batch_pull_t *p, ft_req_t *r, void *buf, size_t len, char *err, size_t cap)
 {
 	uint8_t *out = buf;
 	int rc = 0;
 
 	pthread_mutex_lock(&p->mu);
 	while (len > 0) {
-		while (p->fill == 0 && !p->done)
-			pthread_cond_wait(&p->cv, &p->mu);
+		if ((rc = wait_fill(p, r)) != 0) {
+			snprintf(err, cap, "the client left");
+			break;
+		}
 		if (p->fill == 0) {
 			snprintf(err, cap, "%s", p->failed ? p->err : "the part ended early");
 			rc = -EIO;
@@ -245,15 +275,16 @@ static uint64_t octal(const uint8_t *f, size_t n)
 	return i == n || f[i] == 0 || f[i] == ' ' ? v : UINT64_MAX;
 }
 
-int tgt_batch_pull_member(tgt_batch_pull_t *p, size_t *index, int *status, uint64_t *size, char *err, size_t cap)
+int tgt_batch_pull_member(tgt_batch_pull_t *p, ft_req_t *r, size_t *index, int *status, uint64_t *size, char *err,
+			  size_t cap)
 {
 	uint8_t h[512];
 	unsigned long long idx;
-	int st, used = 0;
+	int st, used = 0, rc;
 	uint64_t sum = 0;
 
-	if (tgt_batch_pull_read(p, h, sizeof(h), err, cap) != 0)
-		return -EIO;
+	if ((rc = tgt_batch_pull_read(p, r, h, sizeof(h), err, cap)) != 0)
+		return rc;
 	for (size_t i = 0; i < sizeof(h); i++)
 		sum += i >= 148 && i < 156 ? ' ' : h[i];
 	*size = octal(h + 124, 12);

@@ -155,10 +155,17 @@ typedef struct tgt_batch_pull tgt_batch_pull_t;
  */
 tgt_batch_pull_t *tgt_batch_pull_start(const char *owner, const char *url, char *body, size_t len, char *err,
 				       size_t cap);
-/* The next len bytes of the part, blocking: 0, or -EIO with err (the owner failed or the part ended early). */
-int tgt_batch_pull_read(tgt_batch_pull_t *p, void *buf, size_t len, char *err, size_t cap);
-/* The next member's header: the item's index in the part, its status and its size. 0, or -EIO with err. */
-int tgt_batch_pull_member(tgt_batch_pull_t *p, size_t *index, int *status, uint64_t *size, char *err, size_t cap);
+/*
+ * The next len bytes of the part, blocking: 0, or -EIO with err (the owner failed or the part ended
+ * early), or -ECONNRESET once the batch's client r is gone (looked at every PULL_GONE_MS while
+ * waiting; the pull is then cancelled).
+ */
+int tgt_batch_pull_read(tgt_batch_pull_t *p, ft_req_t *r, void *buf, size_t len, char *err, size_t cap);
+/* The next member's header: the item's index in the part, its status and its size. 0, or -errno with err. */
+int tgt_batch_pull_member(tgt_batch_pull_t *p, ft_req_t *r, size_t *index, int *status, uint64_t *size, char *err,
+			  size_t cap);
+/* Ends the exchange early (the owner sees its client go), without waiting: a batch that stopped. */
+void tgt_batch_pull_cancel(tgt_batch_pull_t *p);
 /* Cancels the exchange when still running, joins its thread and frees p (NULL: nothing). */
 void tgt_batch_pull_free(tgt_batch_pull_t *p);
 

@@ -429,10 +429,10 @@ tgt_fcache_ref_t *tgt_fcache_get_shared(const tgt_obj_t *o, int mp_index, int *f
 /*
  * Admission: a file is kept at its second miss while the first is still remembered (seen[]: twice
  * as many slots as entries, in sets of SEEN_WAYS; a new miss takes a free slot of its set, else one
- * in turn). An object read
- * again only after more other misses than the cache holds would be evicted before its next read
- * anyway: it is never kept, and its GETs cost what they did before. With one slot per key (direct-
- * mapped), keys sharing a slot forgot each other: a third of 1,000 objects read in turn never got in.
+ * in turn). An object read again only after more other misses than the cache holds would be
+ * evicted before its next read anyway: it is never kept, and its GETs cost what they did before.
+ * With one slot per key (direct-mapped), keys sharing a slot forgot each other: a third of 1,000
+ * objects read in turn never got in.
  */
 static bool admit(fc_cache_t *c, uint64_t h)
 {

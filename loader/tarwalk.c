@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/tarhdr.h"
 #include "tarwalk.h"
 
 /*
@@ -48,65 +49,6 @@ void ld_tarwalk_init(ld_tarwalk_t *t)
 	t->pending = t->have_name = t->have_size = false;
 	t->ext_len = 0;
 	t->err[0] = '\0';
-}
-
-/*
- * A numeric field: octal digits between optional spaces (and NULs after them), or base-256 when
- * the first byte's top bit is set (GNU; a negative value is refused). 0, or -1 when malformed.
- */
-static int number(const uint8_t *f, size_t len, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t i = 0;
-
-	if (f[0] >= 0x80) {
-		if (f[0] >= 0xc0)
-			return -1;
-		for (v = f[0] - 0x80u, i = 1; i < len; i++) {
-			if (v > (UINT64_MAX >> 8))
-				return -1;
-			v = (v << 8) + f[i];
-		}
-		*out = v;
-		return 0;
-	}
-	while (i < len && f[i] == ' ')
-		i++;
-	for (; i < len && f[i] >= '0' && f[i] <= '7'; i++) {
-		if (v > (UINT64_MAX >> 3))
-			return -1;
-		v = (v << 3) + (uint64_t)(f[i] - '0');
-	}
-	while (i < len && (f[i] == ' ' || f[i] == '\0'))
-		i++;
-	if (i != len)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static bool checksum_ok(const uint8_t *h)
-{
-	uint64_t want;
-	uint64_t unsigned_sum = 0;
-	int64_t signed_sum = 0;
-
-	if (number(h + 148, 8, &want) != 0)
-		return false;
-	for (size_t i = 0; i < LD_TAR_BLOCK; i++) {
-		uint8_t c = i >= 148 && i < 156 ? ' ' : h[i];
-		unsigned_sum += c;
-		signed_sum += (int8_t)c;
-	}
-	return unsigned_sum == want || (signed_sum >= 0 && (uint64_t)signed_sum == want);
-}
-
-static bool all_zero(const uint8_t *h)
-{
-	for (size_t i = 0; i < LD_TAR_BLOCK; i++)
-		if (h[i] != 0)
-			return false;
-	return true;
 }
 
 /* The name of the ustar block h into t->name ("prefix/name" when the POSIX prefix field is set). */
@@ -207,7 +149,7 @@ static int header(ld_tarwalk_t *t, ld_tar_member_fn fn, void *ctx)
 	uint64_t off = t->offset - LD_TAR_BLOCK, size;
 	char type = (char)h[156];
 
-	if (all_zero(h)) {
+	if (ft_tar_zero_block(h)) {
 		if (t->pending)
 			return bad(t, "extension header at offset %llu has no member",
 				   (unsigned long long)t->pending_off);
@@ -219,9 +161,9 @@ static int header(ld_tarwalk_t *t, ld_tar_member_fn fn, void *ctx)
 	if (t->zero_seen)
 		return bad(t, "a lone zero block at offset %llu inside the archive",
 			   (unsigned long long)(off - LD_TAR_BLOCK));
-	if (!checksum_ok(h))
+	if (!ft_tar_checksum_ok(h))
 		return bad(t, "bad header checksum at offset %llu", (unsigned long long)off);
-	if (number(h + 124, 12, &size) != 0)
+	if (ft_tar_num(h + 124, 12, &size) != 0)
 		return bad(t, "bad size field in the header at offset %llu", (unsigned long long)off);
 	if (!t->pending && (type == 'x' || type == 'L' || type == 'K')) {
 		t->pending = true;

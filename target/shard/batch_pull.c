@@ -12,6 +12,7 @@
 #include "auth/auth.h"
 #include "auth/jwt.h"
 #include "base/strbuf.h"
+#include "base/tarhdr.h"
 #include "rpc/client.h"
 #include "shard/shard.h"
 
@@ -260,35 +261,16 @@ int tgt_batch_pull_read(tgt_batch_pull_t *p, ft_req_t *r, void *buf, size_t len,
 	return rc;
 }
 
-/* The value of an octal TAR field; UINT64_MAX when it is not one. */
-static uint64_t octal(const uint8_t *f, size_t n)
-{
-	uint64_t v = 0;
-	size_t i = 0;
-
-	while (i < n && f[i] == ' ')
-		i++;
-	if (i == n || f[i] < '0' || f[i] > '7')
-		return UINT64_MAX;
-	for (; i < n && f[i] >= '0' && f[i] <= '7'; i++)
-		v = v * 8 + (uint64_t)(f[i] - '0');
-	return i == n || f[i] == 0 || f[i] == ' ' ? v : UINT64_MAX;
-}
-
 int tgt_batch_pull_member(tgt_batch_pull_t *p, ft_req_t *r, size_t *index, int *status, uint64_t *size, char *err,
 			  size_t cap)
 {
 	uint8_t h[512];
 	unsigned long long idx;
 	int st, used = 0, rc;
-	uint64_t sum = 0;
 
 	if ((rc = tgt_batch_pull_read(p, r, h, sizeof(h), err, cap)) != 0)
 		return rc;
-	for (size_t i = 0; i < sizeof(h); i++)
-		sum += i >= 148 && i < 156 ? ' ' : h[i];
-	*size = octal(h + 124, 12);
-	if (octal(h + 148, 8) != sum || *size == UINT64_MAX || memcmp(h + 257, "ustar", 5) != 0 ||
+	if (!ft_tar_checksum_ok(h) || ft_tar_num(h + 124, 12, size) != 0 || memcmp(h + 257, "ustar", 5) != 0 ||
 	    memchr(h, 0, 100) == NULL || sscanf((const char *)h, "%llu.%d%n", &idx, &st, &used) != 2 || h[used] != 0) {
 		snprintf(err, cap, "the part from %s is not a batch part (bad member header)", p->owner);
 		return -EIO;

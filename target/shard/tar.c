@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/tarhdr.h"
 #include "shard/walk.h"
 
 #define BLOCK 512
@@ -12,63 +13,6 @@
 static uint64_t round_block(uint64_t n)
 {
 	return (n + BLOCK - 1) / BLOCK * BLOCK;
-}
-
-/* A numeric header field: octal digits (spaces and NULs around them), or GNU base-256. 0, or -1 if malformed. */
-static int parse_num(const uint8_t *f, size_t len, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t i = 0;
-
-	if (f[0] & 0x80) { /* base-256, big-endian; a negative value is no size */
-		if (f[0] & 0x40)
-			return -1;
-		v = f[0] & 0x3f;
-		for (i = 1; i < len; i++) {
-			if (v >> 56)
-				return -1;
-			v = (v << 8) | f[i];
-		}
-		*out = v;
-		return 0;
-	}
-	while (i < len && f[i] == ' ')
-		i++;
-	size_t digits = 0;
-	for (; i < len && f[i] >= '0' && f[i] <= '7'; i++, digits++) {
-		if (v >> 60)
-			return -1;
-		v = v * 8 + (uint64_t)(f[i] - '0');
-	}
-	for (; i < len; i++)
-		if (f[i] != ' ' && f[i] != '\0')
-			return -1;
-	*out = v;
-	return 0;
-}
-
-/* Whether the header's checksum matches (unsigned sum, as POSIX says, or the signed one of old tars). */
-static int checksum_ok(const uint8_t *h)
-{
-	uint64_t want;
-	long usum = 0, ssum = 0;
-
-	if (parse_num(h + 148, 8, &want) != 0)
-		return 0;
-	for (int i = 0; i < BLOCK; i++) {
-		uint8_t c = (i >= 148 && i < 156) ? ' ' : h[i];
-		usum += c;
-		ssum += (signed char)c;
-	}
-	return (uint64_t)usum == want || (ssum >= 0 && (uint64_t)ssum == want);
-}
-
-static int all_zero(const uint8_t *h)
-{
-	for (int i = 0; i < BLOCK; i++)
-		if (h[i])
-			return 0;
-	return 1;
 }
 
 /* Copies a fixed-width field (NUL-terminated when shorter) to out at its length; returns that length. */
@@ -228,7 +172,7 @@ int tgt_tar_walk(tgt_walk_read_fn rd, void *rarg, uint64_t file_size, tgt_walk_m
 			snprintf(err, cap, "truncated: header at offset %llu is cut", (unsigned long long)off);
 			break;
 		}
-		if (all_zero(h)) {
+		if (ft_tar_zero_block(h)) {
 			if (x->pending) {
 				snprintf(err, cap, "extension header at offset %llu has no member",
 					 (unsigned long long)x->first_hdr);
@@ -239,12 +183,12 @@ int tgt_tar_walk(tgt_walk_read_fn rd, void *rarg, uint64_t file_size, tgt_walk_m
 			rc = 0;
 			break;
 		}
-		if (!checksum_ok(h)) {
+		if (!ft_tar_checksum_ok(h)) {
 			snprintf(err, cap, "bad header checksum at offset %llu", (unsigned long long)off);
 			break;
 		}
 		uint64_t size;
-		if (parse_num(h + 124, 12, &size) != 0) {
+		if (ft_tar_num(h + 124, 12, &size) != 0) {
 			snprintf(err, cap, "bad size field at offset %llu", (unsigned long long)off);
 			break;
 		}

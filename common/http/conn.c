@@ -134,11 +134,12 @@ void http_watch_close(conn_t *c)
 	ft_req_t *r = &c->req;
 	bool body_left = r->body_state == BODY_NONE ? r->chunked || r->content_length > 0 : r->body_state != BODY_DONE;
 
-	/* TLS: its reads go through OpenSSL's state, left alone while a handler works; EV_RESPONDED: answered on the
-	 * loop thread, its kick not run yet */
-	if (c->phase != PH_HANDLER || r->resp_ready || (r->ev & EV_RESPONDED) || c->tls != NULL || body_left)
+	/* EV_RESPONDED: answered on the loop thread, its kick not run yet */
+	if (c->phase != PH_HANDLER || r->resp_ready || (r->ev & EV_RESPONDED) || body_left)
 		return;
-	http_recv_arm(c); /* pipelined bytes wait in the buffer; the end of input closes (http_on_recv) */
+	/* pipelined bytes wait in the buffer; the end of input closes (http_on_recv). Over TLS the same: its state
+	 * is the loop's alone (workers never send on a TLS connection), and a close_notify reads as the end */
+	http_recv_arm(c);
 }
 
 void http_ring_send(conn_t *c, const void *p, size_t n, bool interim)

@@ -136,9 +136,9 @@ void ft_req_defer(ft_req_t *r, void (*fn)(ft_req_t *r, void *arg), void *arg);
 /*
  * Whether r's client is gone: its connection closed (the client closed it, or it failed), from any
  * thread, before r's response call (after it, r may be another request's). While a handler works
- * with no response yet, no request body left to read and no stream started, the loop watches a
- * plain (not TLS) connection for the client's close (a receive that sees the end of its input:
- * like other servers, a client that half-closes after its request is taken to have left); a
+ * with no response yet, no request body left to read and no stream started, the loop watches the
+ * connection (plain or TLS) for the client's close (a receive that sees the end of its input or a
+ * TLS close_notify: like other servers, a client that half-closes after its request is taken to have left); a
  * started stream learns it from its sends. Long work for nobody can stop early; the response call
  * is still due (it then only releases r).
  */

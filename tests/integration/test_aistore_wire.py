@@ -21,7 +21,7 @@ import pytest
 import requests
 
 import peers
-from ftutil import TIMEOUT, create_remote, unique, wait_until
+from ftutil import TIMEOUT, create_remote, session, unique, wait_until
 from test_batch import untar
 from test_coldget import put_origin
 from test_dsort import make_tar
@@ -581,24 +581,26 @@ class _SlowOrigin(http.server.BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
 
-def test_get_batch_buffered_stops_when_the_client_leaves(cluster):
-    """A buffered answer is assembled before anything is sent: a client that leaves meanwhile (here, early in a
-    batch of 600 uncached objects of a slow origin: 15 s of fetches, 12 at a time on each of the 3 targets) ends
-    the assembly on every target, and with it the fetches from the backend, instead of the targets spooling the
-    whole answer for nobody."""
+def batch_client_leaves(url, sess, connect):
+    """A buffered GetBatch of 600 uncached objects of a slow origin (15 s of fetches, 12 at a time on each target),
+    sent on connect(host, port)'s socket, which is closed once the targets fetch: every target's assembly ends, and
+    with it the fetches from the backend, instead of the targets spooling the whole answer for nobody."""
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", peers.free_port()), _SlowOrigin)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     b = unique("aisw-left")
+    _SlowOrigin.gets = 0
     try:
-        create_remote(cluster.url, b, "ht", {"endpoint": "http://127.0.0.1:%d/o" % srv.server_address[1]})
+        r = sess.post("%s/v1/buckets/%s?provider=ht" % (url, b), timeout=TIMEOUT, json={
+            "action": "create-bck", "value": {"backend": {"endpoint": "http://127.0.0.1:%d/o" % srv.server_address[1]}}})
+        assert r.status_code == 200, r.text
         body = json.dumps({"in": [{"objname": "n%03d" % i} for i in range(600)]}).encode()
-        r = requests.get(f"{cluster.url}/v1/ml/moss/{b}", params={"provider": "ht"}, data=body,
-                         headers={**UA, "Content-Type": "application/json"}, allow_redirects=False, timeout=TIMEOUT)
+        r = sess.get(f"{url}/v1/ml/moss/{b}", params={"provider": "ht"}, data=body,
+                     headers={**UA, "Content-Type": "application/json"}, allow_redirects=False, timeout=TIMEOUT)
         assert r.status_code == 307, r.text
         loc = urllib.parse.urlsplit(r.headers["Location"])
         host, port = loc.netloc.rsplit(":", 1)
-        with socket.create_connection((host, int(port)), timeout=10) as c:
+        with connect(host, int(port)) as c:
             c.sendall(("GET %s?%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
                        "Content-Length: %d\r\n\r\n" % (loc.path, loc.query, loc.netloc, len(body))).encode() + body)
             wait_until(lambda: _SlowOrigin.gets >= 10, 10, 0.05, "the target fetches the batch's objects")
@@ -613,9 +615,14 @@ def test_get_batch_buffered_stops_when_the_client_leaves(cluster):
         wait_until(settled, 12, 0.5, "the fetches stop once the client is gone")
         assert seen[-1] < 200, seen
     finally:
-        requests.delete(f"{cluster.url}/v1/buckets/{b}?provider=ht", headers=UA, timeout=TIMEOUT)
+        sess.delete(f"{url}/v1/buckets/{b}?provider=ht", headers=UA, timeout=TIMEOUT)
         srv.shutdown()
         srv.server_close()
+
+
+def test_get_batch_buffered_stops_when_the_client_leaves(cluster):
+    """The client leaves a buffered batch early (test_tls.py: the same over HTTPS)."""
+    batch_client_leaves(cluster.url, session(None), lambda host, port: socket.create_connection((host, port), 10))
 
 
 def test_get_batch_buffered_bounded(make_cluster):

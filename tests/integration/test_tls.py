@@ -21,6 +21,7 @@ import ftcluster
 import s3util
 from conftest import FT_BIN, module_cluster
 from ftutil import recv_until_closed, session
+from test_aistore_wire import batch_client_leaves
 from test_metrics import parse
 
 tcluster = module_cluster("tls", "it starts its own cluster with HTTPS public ports", targets=2, tls=True)
@@ -278,6 +279,17 @@ def test_garbage_and_stalled_handshakes_do_not_hurt_others(tcluster, s, bucket):
     for c in stalled:
         c.close()
     assert s.get(url, timeout=TIMEOUT).content == body
+
+
+def test_get_batch_stops_when_a_tls_client_leaves(tcluster, s, ca):
+    """A TLS client that leaves a buffered GetBatch ends its assembly as a plain one does (the loop watches the
+    TLS connection while the handler works): test_aistore_wire.py's batch_client_leaves over HTTPS."""
+    ctx = ssl.create_default_context(cafile=ca)
+
+    def connect(host, port):
+        return ctx.wrap_socket(socket.create_connection((host, port), timeout=10), server_hostname=host)
+
+    batch_client_leaves(tcluster.url, s, connect)
 
 
 class _Origin(http.server.SimpleHTTPRequestHandler):

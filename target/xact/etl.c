@@ -16,6 +16,7 @@
 #include "base/fdio.h"
 #include "base/log.h"
 #include "http/util.h"
+#include "rpc/client.h"
 #include "target.h"
 
 /*
@@ -420,6 +421,7 @@ static tgt_etl_rc_t run_http(const spec_t *s, int in_fd, int64_t in_size, int ou
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	ft_client_tls_apply(c); /* an https server: the system's CAs and the cluster's (tls_ca) */
 	cc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (io.too_big) {

@@ -50,8 +50,7 @@ static bool url_is(const char *url, const char *hostport, bool https)
 	return strncmp(url, hostport, n) == 0 && (url[n] == '\0' || url[n] == '/');
 }
 
-/* The Unix socket path of the target at hostport, when it runs here; false otherwise. */
-static bool local_path(const char *hostport, bool https, char *path, size_t cap)
+bool ft_local_path(const char *hostport, bool https, char *path, size_t cap)
 {
 	ft_smap_t *m = ft_smap_current();
 	bool found = false;
@@ -73,8 +72,7 @@ static bool local_path(const char *hostport, bool https, char *path, size_t cap)
 	return found;
 }
 
-/* Whether the peer of a connected Unix socket runs as this process's user (a socket of someone else is not ours). */
-static bool peer_is_us(int fd)
+bool ft_local_peer_ok(int fd)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
@@ -87,7 +85,7 @@ bool ft_local_known(const char *hostport, bool https)
 {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
-	return local_path(hostport, https, path, sizeof(path));
+	return ft_local_path(hostport, https, path, sizeof(path));
 }
 
 int ft_local_dial(const char *hostport, bool https, bool nonblock)
@@ -95,13 +93,13 @@ int ft_local_dial(const char *hostport, bool https, bool nonblock)
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	int fd;
 
-	if (!local_path(hostport, https, a.sun_path, sizeof(a.sun_path)))
+	if (!ft_local_path(hostport, https, a.sun_path, sizeof(a.sun_path)))
 		return -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
 	/* non-blocking: a listener whose backlog is full (a stopped or wedged target) answers EAGAIN at once */
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || !peer_is_us(fd) ||
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || !ft_local_peer_ok(fd) ||
 	    (!nonblock && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)) {
 		close(fd);
 		return -1;

@@ -26,5 +26,14 @@ const char *ft_host_id(void);
 int ft_local_dial(const char *hostport, bool https, bool nonblock);
 /* Whether ft_local_dial(hostport, https, ...) would try a Unix socket (a map lookup, no connect). */
 bool ft_local_known(const char *hostport, bool https);
+/*
+ * The parts of ft_local_dial for a caller that connects the socket itself (libcurl): the path of
+ * that target's Unix socket into path (false when ft_local_dial would not try one, or the path
+ * does not fit cap), and whether the peer of the connected Unix socket fd runs as this process's
+ * user and is not this process (a listener of someone else, or a socket that is not connected, is
+ * not ours: nothing may be sent on it).
+ */
+bool ft_local_path(const char *hostport, bool https, char *path, size_t cap);
+bool ft_local_peer_ok(int fd);
 
 #endif

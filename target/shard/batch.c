@@ -552,13 +552,12 @@ static int start_pulls(batch_t *b)
 {
 	for (size_t k = 0; k < b->npulls; k++) {
 		const ft_node_t *o = b->pulls[k].owner;
-		char *body = part_body(b, k), url[FT_URL_MAX + 32];
+		char *body = part_body(b, k);
 		if (body == NULL) {
 			snprintf(b->err, sizeof(b->err), "out of memory");
 			return -1;
 		}
-		snprintf(url, sizeof(url), "%s/v1/batch?part=true", o->public_url);
-		b->pulls[k].p = tgt_batch_pull_start(o->id, url, body, strlen(body), b->err, sizeof(b->err));
+		b->pulls[k].p = tgt_batch_pull_start(o->id, o->public_url, body, strlen(body), b->err, sizeof(b->err));
 		if (b->pulls[k].p == NULL)
 			return -1;
 	}

@@ -7,12 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "auth/auth.h"
 #include "auth/jwt.h"
 #include "base/strbuf.h"
 #include "base/tarhdr.h"
+#include "cluster/local.h"
 #include "rpc/client.h"
 #include "shard/shard.h"
 
@@ -24,8 +28,21 @@
  * out in order (tgt_batch_pull_read). The thread owns the curl handle; the ring, the state and
  * the error are shared under mu. When the exchange ends, badly or not, done is set: a reader that
  * finds the ring empty then gets the error (or "ended early"), so a cut owner stream is never
- * taken for a short one. Cancelling (free) wakes the callback, and the progress callback aborts
- * an exchange waiting on the network.
+ * taken for a short one.
+ *
+ * An owner on this machine (ft_local_path: same host id in the map) is reached on its public Unix
+ * socket, which speaks plain HTTP even in a TLS cluster: curl connects to the path
+ * (CURLOPT_UNIX_SOCKET_PATH) at an http:// URL, and the prereq callback checks the peer
+ * (ft_local_peer_ok, as ft_local_dial does) before anything is sent: the cluster token never goes
+ * to a socket of another user. (libcurl 7.88 connects a socket handed over as connected anyway,
+ * so ft_local_dial's socket cannot be given to curl.) If the socket cannot be had after all (the
+ * owner restarted, its backlog is full, the peer is not ours), the pull asks again at the owner's
+ * own URL over TCP, with TLS when https: no byte of the request was sent yet.
+ *
+ * Cancelling wakes the write callback (cv) and shuts down the sockets curl holds (socks, kept by
+ * the open and close callbacks under mu, so a socket is never touched after curl closed it): a
+ * transfer waiting on the network ends at once. The progress callback still aborts what has no
+ * socket yet (name resolution).
  */
 
 #define TOKEN_S 600       /* lifetime of the cluster token of a pull */
@@ -34,6 +51,7 @@
 #define ERRBODY_MAX 512   /* bytes of a non-200 answer kept for the error */
 #define CURL_BUF (128 * 1024)
 #define PULL_GONE_MS 100 /* a reader waiting for the part looks this often whether the batch's client is gone */
+#define PULL_SOCKS 2     /* sockets a cancel reaches: curl holds one per address family while connecting */
 
 struct tgt_batch_pull {
 	pthread_t th;
@@ -42,8 +60,13 @@ struct tgt_batch_pull {
 	pthread_cond_t cv;
 	CURL *curl;
 	struct curl_slist *hdrs;
-	char *url, *body; /* owned */
+	char *url, *plain_url, *body; /* owned; plain_url: http:// for the Unix socket */
 	size_t body_len;
+	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* the owner's Unix socket, when via_unix */
+	bool via_unix;                                               /* pull thread: this transfer goes to unix_path */
+	bool unix_refused;     /* pull thread: the prereq callback refused the Unix socket's peer */
+	int unix_fd;           /* pull thread: the Unix socket curl holds, or -1 */
+	int socks[PULL_SOCKS]; /* under mu: the sockets curl holds, -1 for none (cancel shuts them down) */
 	uint8_t *ring;
 	size_t head, fill; /* under mu: read position, bytes held */
 	bool done, cancel; /* under mu */
@@ -119,6 +142,74 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 	return cancel;
 }
 
+/* Marks p cancelled and wakes whatever waits in it: the callback, the reader, the network. Under p->mu. */
+static void cancel_locked(tgt_batch_pull_t *p)
+{
+	p->cancel = true;
+	pthread_cond_broadcast(&p->cv);
+	for (int i = 0; i < PULL_SOCKS; i++)
+		if (p->socks[i] >= 0)
+			shutdown(p->socks[i], SHUT_RDWR); /* curl sees the end at once, then closes it */
+}
+
+/*
+ * curl open-socket callback (the pull's thread): a socket of address (the owner's Unix socket when
+ * via_unix) for curl to connect, kept in socks for a cancel. CURL_SOCKET_BAD once cancelled.
+ */
+static curl_socket_t on_open(void *arg, curlsocktype purpose, struct curl_sockaddr *address)
+{
+	tgt_batch_pull_t *p = arg;
+	int fd, slot;
+	bool keep;
+
+	(void)purpose;
+	fd = socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+	if (fd < 0)
+		return CURL_SOCKET_BAD;
+	pthread_mutex_lock(&p->mu);
+	for (slot = 0; slot < PULL_SOCKS && p->socks[slot] >= 0; slot++)
+		;
+	keep = !p->cancel;
+	if (keep && slot < PULL_SOCKS) /* else untracked: the progress callback still ends it within a second */
+		p->socks[slot] = fd;
+	pthread_mutex_unlock(&p->mu);
+	if (!keep) {
+		close(fd);
+		return CURL_SOCKET_BAD;
+	}
+	if (address->family == AF_UNIX)
+		p->unix_fd = fd;
+	return fd;
+}
+
+/* curl prereq callback (connected, nothing sent): a Unix socket's peer must be one of ours. */
+static int on_prereq(void *arg, char *primary_ip, char *local_ip, int primary_port, int local_port)
+{
+	tgt_batch_pull_t *p = arg;
+
+	(void)primary_ip, (void)local_ip, (void)primary_port, (void)local_port;
+	if (p->via_unix && (p->unix_fd < 0 || !ft_local_peer_ok(p->unix_fd))) {
+		p->unix_refused = true;
+		return CURL_PREREQFUNC_ABORT;
+	}
+	return CURL_PREREQFUNC_OK;
+}
+
+/* curl close-socket callback: forgets fd (under mu, so a cancel never shuts down a closed number), then closes it. */
+static int on_close(void *arg, curl_socket_t fd)
+{
+	tgt_batch_pull_t *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	for (int i = 0; i < PULL_SOCKS; i++)
+		if (p->socks[i] == fd)
+			p->socks[i] = -1;
+	pthread_mutex_unlock(&p->mu);
+	if (fd == p->unix_fd)
+		p->unix_fd = -1;
+	return close(fd);
+}
+
 static void *pull_main(void *arg)
 {
 	tgt_batch_pull_t *p = arg;
@@ -126,6 +217,16 @@ static void *pull_main(void *arg)
 	long status = 0;
 	CURLcode cc = curl_easy_perform(p->curl);
 
+	pthread_mutex_lock(&p->mu);
+	bool cancel = p->cancel;
+	pthread_mutex_unlock(&p->mu);
+	if (p->via_unix && !cancel && (cc == CURLE_COULDNT_CONNECT || p->unix_refused)) {
+		/* the owner's socket cannot be had (gone since the lookup, a full backlog, not ours): nothing was sent */
+		p->via_unix = false;
+		curl_easy_setopt(p->curl, CURLOPT_UNIX_SOCKET_PATH, NULL);
+		curl_easy_setopt(p->curl, CURLOPT_URL, p->url);
+		cc = curl_easy_perform(p->curl);
+	}
 	curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
 	pthread_mutex_lock(&p->mu);
 	if (cc != CURLE_OK) {
@@ -151,7 +252,9 @@ static int pull_setup(tgt_batch_pull_t *p)
 	p->hdrs = cluster_auth(curl_slist_append(NULL, "Content-Type: application/json"));
 	if (p->curl == NULL || p->hdrs == NULL)
 		return -1;
-	curl_easy_setopt(p->curl, CURLOPT_URL, p->url);
+	curl_easy_setopt(p->curl, CURLOPT_URL, p->via_unix ? p->plain_url : p->url);
+	if (p->via_unix)
+		curl_easy_setopt(p->curl, CURLOPT_UNIX_SOCKET_PATH, p->unix_path);
 	curl_easy_setopt(p->curl, CURLOPT_POST, 1L);
 	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, p->body);
 	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)p->body_len);
@@ -168,14 +271,23 @@ static int pull_setup(tgt_batch_pull_t *p)
 	curl_easy_setopt(p->curl, CURLOPT_BUFFERSIZE, (long)CURL_BUF);
 	curl_easy_setopt(p->curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(p->curl, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
+	curl_easy_setopt(p->curl, CURLOPT_OPENSOCKETFUNCTION, on_open);
+	curl_easy_setopt(p->curl, CURLOPT_OPENSOCKETDATA, p);
+	curl_easy_setopt(p->curl, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(p->curl, CURLOPT_PREREQDATA, p);
+	curl_easy_setopt(p->curl, CURLOPT_CLOSESOCKETFUNCTION, on_close);
+	curl_easy_setopt(p->curl, CURLOPT_CLOSESOCKETDATA, p);
 	ft_client_tls_apply(p->curl); /* an https owner: the cluster's CA (tls_ca) */
 	return 0;
 }
 
-tgt_batch_pull_t *tgt_batch_pull_start(const char *owner, const char *url, char *body, size_t len, char *err,
+tgt_batch_pull_t *tgt_batch_pull_start(const char *owner, const char *public_url, char *body, size_t len, char *err,
 				       size_t cap)
 {
 	tgt_batch_pull_t *p = calloc(1, sizeof(*p));
+	const char *hp;
+	char hostport[FT_URL_MAX];
+	bool https = strncmp(public_url, "https://", 8) == 0;
 
 	if (p == NULL) {
 		free(body);
@@ -187,9 +299,18 @@ tgt_batch_pull_t *tgt_batch_pull_start(const char *owner, const char *url, char 
 	snprintf(p->owner, sizeof(p->owner), "%s", owner);
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
-	p->url = strdup(url);
+	p->unix_fd = -1;
+	for (int i = 0; i < PULL_SOCKS; i++)
+		p->socks[i] = -1;
+	hp = public_url + (https ? 8 : strncmp(public_url, "http://", 7) == 0 ? 7 : 0);
+	snprintf(hostport, sizeof(hostport), "%.*s", (int)strcspn(hp, "/"), hp);
+	p->via_unix = ft_local_path(hostport, https, p->unix_path, sizeof(p->unix_path));
+	if (asprintf(&p->url, "%s/v1/batch?part=true", public_url) < 0)
+		p->url = NULL;
+	if (asprintf(&p->plain_url, "http://%s/v1/batch?part=true", hostport) < 0)
+		p->plain_url = NULL;
 	p->ring = malloc(TGT_BATCH_PULL_RING);
-	if (p->url == NULL || p->ring == NULL || pull_setup(p) != 0) {
+	if (p->url == NULL || p->plain_url == NULL || p->ring == NULL || pull_setup(p) != 0) {
 		snprintf(err, cap, "out of memory");
 		goto fail;
 	}
@@ -207,8 +328,7 @@ fail:
 void tgt_batch_pull_cancel(tgt_batch_pull_t *p)
 {
 	pthread_mutex_lock(&p->mu);
-	p->cancel = true;
-	pthread_cond_broadcast(&p->cv);
+	cancel_locked(p);
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -223,10 +343,8 @@ static int wait_fill(tgt_batch_pull_t *p, ft_req_t *r)
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000L;
 		}
-		if (pthread_cond_timedwait(&p->cv, &p->mu, &until) == ETIMEDOUT && ft_req_gone(r)) {
-			p->cancel = true;
-			pthread_cond_broadcast(&p->cv);
-		}
+		if (pthread_cond_timedwait(&p->cv, &p->mu, &until) == ETIMEDOUT && ft_req_gone(r))
+			cancel_locked(p);
 	}
 	return p->fill == 0 && p->cancel ? -ECONNRESET : 0;
 }
@@ -285,8 +403,7 @@ void tgt_batch_pull_free(tgt_batch_pull_t *p)
 	if (p == NULL)
 		return;
 	pthread_mutex_lock(&p->mu);
-	p->cancel = true;
-	pthread_cond_broadcast(&p->cv);
+	cancel_locked(p);
 	pthread_mutex_unlock(&p->mu);
 	if (p->th_live)
 		pthread_join(p->th, NULL);
@@ -298,6 +415,7 @@ void tgt_batch_pull_free(tgt_batch_pull_t *p)
 	pthread_mutex_destroy(&p->mu);
 	free(p->ring);
 	free(p->url);
+	free(p->plain_url);
 	free(p->body);
 	free(p);
 }

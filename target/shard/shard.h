@@ -150,10 +150,12 @@ void tgt_shard_select(ft_req_t *r, tgt_obj_t *o, tgt_shard_fmt_t fmt);
 #define TGT_BATCH_PULL_RING ((size_t)1 << 20) /* bytes of an owner's part held at most */
 typedef struct tgt_batch_pull tgt_batch_pull_t;
 /*
- * Starts POSTing body (len bytes of JSON, taken) to url (an owner's /v1/batch?part=true) with the
- * cluster token, on a thread of its own. NULL with err (body freed).
+ * Starts POSTing body (len bytes of JSON, taken) to the /v1/batch?part=true of the owner whose
+ * public URL is public_url, with the cluster token, on a thread of its own: over the owner's Unix
+ * socket (plain HTTP) when it runs on this machine (ft_local_dial), else over TCP (TLS when https).
+ * NULL with err (body freed).
  */
-tgt_batch_pull_t *tgt_batch_pull_start(const char *owner, const char *url, char *body, size_t len, char *err,
+tgt_batch_pull_t *tgt_batch_pull_start(const char *owner, const char *public_url, char *body, size_t len, char *err,
 				       size_t cap);
 /*
  * The next len bytes of the part, blocking: 0, or -EIO with err (the owner failed or the part ended
@@ -164,7 +166,7 @@ int tgt_batch_pull_read(tgt_batch_pull_t *p, ft_req_t *r, void *buf, size_t len,
 /* The next member's header: the item's index in the part, its status and its size. 0, or -errno with err. */
 int tgt_batch_pull_member(tgt_batch_pull_t *p, ft_req_t *r, size_t *index, int *status, uint64_t *size, char *err,
 			  size_t cap);
-/* Ends the exchange early (the owner sees its client go), without waiting: a batch that stopped. */
+/* Ends the exchange early and at once (its socket is shut down: the owner sees its client go), without waiting. */
 void tgt_batch_pull_cancel(tgt_batch_pull_t *p);
 /* Cancels the exchange when still running, joins its thread and frees p (NULL: nothing). */
 void tgt_batch_pull_free(tgt_batch_pull_t *p);

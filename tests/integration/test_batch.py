@@ -9,6 +9,7 @@ import requests
 
 from conftest import module_cluster
 from ftutil import TIMEOUT, Api, assert_json_error, session, unique
+from test_metrics import parse
 
 bcluster = module_cluster("batch", "it reads a target's memory and kills one", targets=2, mountpaths=1)
 
@@ -244,6 +245,51 @@ def test_parts_with_auth(make_cluster):
     assert r.status_code == 200 and untar(r.content) == [("%s/%s" % (b, n), n.encode() * 100) for n in names]
     assert_json_error(session(token="").get(h.url + "/v1/ml/moss/" + b, json=moss, timeout=TIMEOUT), 401,
                       "authentication")
+
+
+def listener_connections(url, listener, sess=None):
+    """A target's ft_http_connections_total{listener} ("tcp" or "unix")."""
+    r = (sess or session()).get(url + "/metrics", timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    return parse(r.text).get(("ft_http_connections_total", (("listener", listener),)), 0.0)
+
+
+def spread_batch(api, h, bucket, sizes=(0, 1, 513, 3 * RING + 7, 70000)):
+    """Objects of every size on each of h's targets, PUT; the items of a batch interleaving them and the members
+    the answer must hold."""
+    n = len(h.c.targets)
+    names = [owned(api, h, bucket, "s%d_" % i, i, len(sizes)) for i in range(n)]
+    items, want = [], []
+    for k, size in enumerate(sizes):
+        for i in range(n):
+            name = names[i][k]
+            data = os.urandom(size)
+            api.put(bucket, name, data)
+            items.append({"bucket": bucket, "objname": name})
+            want.append(("%s/%s" % (bucket, name), data))
+    return items, want
+
+
+@pytest.mark.parametrize("sockets", [True, False], ids=["unix", "tcp"])
+def test_parts_of_owners_on_this_machine(make_cluster, sockets):
+    """Owners on the assembler's machine are pulled over their Unix sockets (no loopback TCP); targets without one
+    (--public_unix off) over TCP. The batch, whose items are spread over all three targets, is whole either way."""
+    h = make_cluster(targets=3, mountpaths=1, target_args=() if sockets else ("--public_unix", "off"))
+    api = Api(h.url, session())
+    b = unique("gbu")
+    api.create_bucket(b)
+    items, want = spread_batch(api, h, b)
+    urls = [t.public_url for t in h.c.targets]
+    before = [listener_connections(u, "unix") for u in urls]
+    for _ in range(2):
+        r = post(h, 0, {"in": items})
+        assert r.status_code == 200, r.text[:300]
+        assert untar(r.content) == want
+    grown = [listener_connections(u, "unix") - n for u, n in zip(urls, before)]
+    if sockets:
+        assert grown[0] == 0 and grown[1] >= 2 and grown[2] >= 2, grown  # a connection per pull
+    else:
+        assert grown == [0, 0, 0], grown
 
 
 def test_window_larger_than_the_batch(bcluster, api, bucket):

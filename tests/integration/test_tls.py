@@ -20,8 +20,9 @@ from botocore.config import Config
 import ftcluster
 import s3util
 from conftest import FT_BIN, module_cluster
-from ftutil import recv_until_closed, session
+from ftutil import Api, recv_until_closed, session
 from test_aistore_wire import batch_client_leaves
+from test_batch import listener_connections, spread_batch, untar
 from test_metrics import parse
 
 tcluster = module_cluster("tls", "it starts its own cluster with HTTPS public ports", targets=2, tls=True)
@@ -190,6 +191,31 @@ def test_s3_relay_without_the_targets_sockets(make_cluster):
     assert relay_gets(s, h.url, "spliced") - after[0] == 1
     cli.delete_object(Bucket=b, Key="o")
     cli.delete_bucket(Bucket=b)
+
+
+def test_get_batch_pulls_over_the_unix_socket(tcluster, s, bucket):
+    """A GetBatch assembled by one target pulls the other target's part over its Unix socket, in plain HTTP (the
+    socket speaks no TLS); with the socket gone (the file moved away, the map still names it) the pull is not sent
+    in plain HTTP to the TLS port but asked again over TLS. The answer is whole either way."""
+    items, want = spread_batch(Api(tcluster.url, s), tcluster, bucket)
+    url0, url1 = (t.public_url for t in tcluster.c.targets)
+
+    def batch():
+        r = s.post(url0 + "/v1/batch", json={"in": items}, timeout=TIMEOUT)
+        assert r.status_code == 200, r.text[:300]
+        assert untar(r.content) == want
+
+    before = listener_connections(url1, "unix", s)
+    batch()
+    assert listener_connections(url1, "unix", s) > before
+    path = [t["public_unix"] for t in tcluster.targets() if t["public_url"] == url1][0]
+    os.rename(path, path + ".away")
+    try:
+        before = listener_connections(url1, "unix", s)
+        batch()
+        assert listener_connections(url1, "unix", s) == before
+    finally:
+        os.rename(path + ".away", path)
 
 
 def test_ft_cli_verifies_with_cacert(tcluster, ca, bucket, tmp_path):

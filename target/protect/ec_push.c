@@ -104,14 +104,15 @@ static void pool_put(const char *hostport, int fd)
 		close(fd);
 }
 
-/* "http://host:port[/...]" into host and port; 0, or -1 (https, or malformed). */
-static int url_split(const char *url, char *host, size_t hcap, char *port, size_t pcap)
+/* "http://host:port[/...]" or "https://..." into host and port, *https set; 0, or -1 (malformed). */
+static int url_split(const char *url, bool *https, char *host, size_t hcap, char *port, size_t pcap)
 {
 	const char *h, *colon, *end;
 
-	if (strncmp(url, "http://", 7) != 0)
+	*https = strncmp(url, "https://", 8) == 0;
+	if (!*https && strncmp(url, "http://", 7) != 0)
 		return -1;
-	h = url + 7;
+	h = url + (*https ? 8 : 7);
 	end = h + strcspn(h, "/");
 	if (*h == '[') { /* [v6]:port */
 		const char *rb = memchr(h, ']', (size_t)(end - h));
@@ -139,19 +140,22 @@ static int url_split(const char *url, char *host, size_t hcap, char *port, size_
 
 /*
  * A new connection to host:port with send and receive timeouts; fd or -errno. A holder on this
- * machine is reached on its Unix socket (no loopback TCP on either side).
+ * machine is reached on its Unix socket (no loopback TCP on either side), an https one only there
+ * (-EPROTONOSUPPORT otherwise: its TCP port speaks TLS).
  */
-static int push_connect(const char *hostport, const char *host, const char *port, int timeout_ms)
+static int push_connect(const char *hostport, bool https, const char *host, const char *port, int timeout_ms)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
 	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-	int fd = ft_local_dial(hostport, false, false), one = 1;
+	int fd = ft_local_dial(hostport, https, false), one = 1;
 
 	if (fd >= 0) {
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 		return fd;
 	}
+	if (https)
+		return -EPROTONOSUPPORT;
 	fd = -ECONNREFUSED;
 	if (getaddrinfo(host, port, &hints, &ai) != 0)
 		return -EHOSTUNREACH;
@@ -298,14 +302,15 @@ int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfe
 	char host[FT_URL_MAX], port[16], hostport[FT_URL_MAX + 24];
 	char *head = malloc(PUSH_HEAD_MAX), *target = malloc(EC_URL_MAX);
 	int rc = -1, hl;
+	bool https;
 
 	*status = 0;
 	if (head == NULL || target == NULL) {
 		snprintf(msg, cap, "out of memory");
 		goto out;
 	}
-	if (url_split(pub_url, host, sizeof(host), port, sizeof(port)) != 0) {
-		snprintf(msg, cap, "public URL \"%s\" is not http://host:port", pub_url);
+	if (url_split(pub_url, &https, host, sizeof(host), port, sizeof(port)) != 0) {
+		snprintf(msg, cap, "public URL \"%s\" is not http(s)://host:port", pub_url);
 		goto out;
 	}
 	snprintf(hostport, sizeof(hostport), "%s:%s", host, port);
@@ -319,8 +324,10 @@ int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfe
 	 * next tried, then a new one (so at most PUSH_IDLE_PER + 1 tries, unless others refill the pool) */
 	for (int attempt = 0; attempt <= 2 * PUSH_IDLE_PER + 1; attempt++) {
 		int fd = attempt <= 2 * PUSH_IDLE_PER ? pool_take(hostport) : -1, reused = fd >= 0, keep = 0, e;
-		if (fd < 0 && (fd = push_connect(hostport, host, port, timeout_ms)) < 0) {
-			snprintf(msg, cap, "connect to %s: %s", hostport, strerror(-fd));
+		if (fd < 0 && (fd = push_connect(hostport, https, host, port, timeout_ms)) < 0) {
+			rc = fd == -EPROTONOSUPPORT ? 1 : -1;
+			snprintf(msg, cap, "connect to %s: %s", hostport,
+				 rc == 1 ? "no Unix socket to it, and its port speaks TLS" : strerror(-fd));
 			goto out;
 		}
 		struct iovec iov[3] = {{head, (size_t)hl}, {(void *)hdr, hlen}, {(void *)payload, (size_t)slice_size}};

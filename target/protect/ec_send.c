@@ -129,11 +129,13 @@ static void ec_post_one(void *arg, int i)
 				  ((unsigned long long)getpid() << 32) ^ atomic_fetch_add(&send_counter, 1);
 
 	memcpy(s->payload - hlen, hdr, (size_t)hlen);
-	if (strncmp(s->node->pub, "http://", 7) == 0) { /* the public port, streamed in there: ec_push.c */
-		long status = 0;
-		char msg[200];
-		if (ec_push_slice(s->node->pub, s->names, xfer, body, (size_t)hlen, s->payload, s->m.slice_size,
-				  EC_TIMEOUT_MS, &status, msg, sizeof(msg)) != 0) {
+	/* the public port, streamed in there (ec_push.c); an https one through its Unix socket, else the control port */
+	long status = 0;
+	char msg[200];
+	int pushed = ec_push_slice(s->node->pub, s->names, xfer, body, (size_t)hlen, s->payload, s->m.slice_size,
+				   EC_TIMEOUT_MS, &status, msg, sizeof(msg));
+	if (pushed != 1) {
+		if (pushed != 0) {
 			snprintf(s->err, sizeof(s->err), "target %s did not store slice %d: %s", s->node->id, s->m.idx,
 				 msg);
 			return;

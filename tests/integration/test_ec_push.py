@@ -8,7 +8,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import ftcluster
-from ftutil import TIMEOUT, Api, assert_json_error, session, wait_until
+from ftutil import TIMEOUT, Api, assert_json_error, session, unique, wait_until
 from test_ec import KA_MS, ec_cluster, main_files, set_ec, slice_files
 
 
@@ -42,15 +42,20 @@ def raw_put_cut(h, i, target, body, send, extra=""):
         s.close()
 
 
-def put_bytes(h):
-    """PUT body bytes the targets' public ports answered with 2xx, summed (ft_http_request_bytes_total)."""
+def target_metric(h, prefix, labels, s=None):
+    """Sum over the targets of the samples of the metric whose line starts with prefix and has every label."""
     total = 0.0
     for t in h.c.targets:
-        text = session().get(t.public_url + "/metrics", timeout=TIMEOUT).text
+        text = (s or session()).get(t.public_url + "/metrics", timeout=TIMEOUT).text
         for line in text.splitlines():
-            if line.startswith("ft_http_request_bytes_total{") and 'op="PUT"' in line and 'code="2xx"' in line:
+            if line.startswith(prefix + "{") and all(lab in line for lab in labels):
                 total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+def put_bytes(h, s=None):
+    """PUT body bytes the targets' public ports answered with 2xx, summed (ft_http_request_bytes_total)."""
+    return target_metric(h, "ft_http_request_bytes_total", ('op="PUT"', 'code="2xx"'), s)
 
 
 def test_put_travels_over_the_public_port(make_cluster):
@@ -71,6 +76,32 @@ def test_put_travels_over_the_public_port(make_cluster):
     r = api.get(b, "x")
     assert r.status_code == 200 and r.content == data
     assert h.work_files() == []
+
+
+def test_put_in_a_tls_cluster_goes_over_the_unix_sockets(make_cluster):
+    # In a TLS cluster the holders' public TCP ports speak TLS: the slices go to their Unix sockets (plain HTTP,
+    # this machine), not to the control port; the object is whole from its slices.
+    h = make_cluster(targets=4, mountpaths=2, keepalive_ms=KA_MS, tls=True)
+    s = session()
+    s.verify = h.c.ca_file
+    api = Api(h.url, s)
+    b = unique("ectls")
+    api.create_bucket(b, cksum="md5")
+    set_ec(h, api, b, 2, 1, 0)
+    data = os.urandom(1_000_003)
+    unix = ('listener="unix"',)
+    before, unix_before = put_bytes(h, s), target_metric(h, "ft_http_connections_total", unix, s)
+    assert api.put(b, "x", data).status_code == 200
+    held = slice_files(h, b, "x")
+    assert len(held) == 3, held
+    slices = sum(os.path.getsize(p) for p in held.values())
+    wait_until(lambda: put_bytes(h, s) - before == len(data) + slices, timeout=10,
+               what="%d + %d PUT bytes on the public ports" % (len(data), slices))
+    assert target_metric(h, "ft_http_connections_total", unix, s) > unix_before
+    owner = h.index_of_url(api.owner(b, "x"))
+    os.remove(main_files(h, owner, b, "x")[0])
+    r = api.get(b, "x")
+    assert r.status_code == 200 and r.content == data
 
 
 def test_put_after_the_holders_closed_idle_connections(make_cluster):

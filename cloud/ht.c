@@ -6,12 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/redact.h"
+
 /*
  * DESIGN
  * The bucket's endpoint is a URL prefix; an object's URL is the prefix, a '/', and the name with
  * each path segment percent-encoded. Only GET (with Range) and HEAD exist; an origin that ignores
  * Range is handled by the reader (it skips and cuts). Redirects are not followed: a 3xx is
- * reported as a refused request naming the Location, so a moved origin is visible in logs.
+ * reported as a refused request naming the Location, so a moved origin is visible in logs; its
+ * query values are left out (a redirect to a presigned URL carries the signature there).
  * An ETag is used for revalidation as is; it is never taken for an MD5.
  * GETs from an http:// origin run on the transfer engine's own sockets (plain.c), not libcurl.
  */
@@ -62,6 +65,7 @@ static ft_backend_err_t run(ft_be_xfer_t *x, ft_backend_error_t *err)
 	ft_backend_err_t rc = ft_be_xfer_start(x, err);
 	ft_strbuf_t body = {0};
 	const char *location;
+	char shown[FT_REDACT_URL_MAX];
 
 	if (rc != FT_BACKEND_OK || (x->status >= 200 && x->status <= 299))
 		return rc;
@@ -70,7 +74,8 @@ static ft_backend_err_t run(ft_be_xfer_t *x, ft_backend_error_t *err)
 	ft_strbuf_free(&body);
 	if (x->status >= 300 && x->status <= 399)
 		return ft_be_fail(err, FT_BACKEND_EREQUEST, x->status, "ht %s %s: %ld redirect to %s not followed",
-				  x->op, x->what, x->status, location != NULL ? location : "(no Location)");
+				  x->op, x->what, x->status,
+				  location != NULL ? ft_redact_url(location, shown, sizeof(shown)) : "(no Location)");
 	return ft_be_http_error(x, NULL, NULL, NULL, err);
 }
 

@@ -247,5 +247,6 @@ void tgt_route_public(ft_req_t *r, void *ctx)
 		ft_resp_error(r, 400, "invalid bucket name: contains a NUL byte");
 		return;
 	}
-	ft_resp_error(r, 404, "no such endpoint: %s %s", ft_req_method_name(r), ft_req_target(r));
+	/* the path only: the query may hold a signature (ft_sig, X-Amz-Signature) an answer must not repeat */
+	ft_resp_error(r, 404, "no such endpoint: %s %.*s", ft_req_method_name(r), (int)len, path);
 }

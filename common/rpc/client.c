@@ -2,6 +2,7 @@
 /* Node-to-node client on libcurl (JSON bodies, or bytes through ft_client_send): one keep-alive easy handle per thread. */
 #include "rpc/client.h"
 #include "base/metrics.h"
+#include "base/redact.h"
 #include "base/strbuf.h"
 
 #include <errno.h>
@@ -310,7 +311,7 @@ static int client_send(const char *method, const char *url, const char *const *e
 		       size_t len, int timeout_ms, long *status, json_t **resp, ft_strbuf_t *raw, char *err,
 		       size_t errlen)
 {
-	char curl_err[CURL_ERROR_SIZE] = "";
+	char curl_err[CURL_ERROR_SIZE] = "", shown[FT_REDACT_URL_MAX];
 	struct curl_slist *headers = NULL;
 	client_buf_t buf = {0};
 	CURLcode cc;
@@ -322,12 +323,13 @@ static int client_send(const char *method, const char *url, const char *const *e
 		*resp = NULL;
 	h = thread_handle();
 	if (h == NULL) {
-		snprintf(err, errlen, "%s %s: cannot initialize libcurl", method, url);
+		snprintf(err, errlen, "%s %s: cannot initialize libcurl", method,
+			 ft_redact_url(url, shown, sizeof(shown)));
 		goto out;
 	}
 	headers = request_headers(method, url, extra, json_body, body, len);
 	if (headers == NULL) {
-		snprintf(err, errlen, "%s %s: out of memory", method, url);
+		snprintf(err, errlen, "%s %s: out of memory", method, ft_redact_url(url, shown, sizeof(shown)));
 		goto out;
 	}
 
@@ -350,7 +352,7 @@ static int client_send(const char *method, const char *url, const char *const *e
 	cc = curl_easy_perform(h);
 	if (cc != CURLE_OK) {
 		ft_metric_error(FT_ME_NODE);
-		snprintf(err, errlen, "%s %s: %s", method, url,
+		snprintf(err, errlen, "%s %s: %s", method, ft_redact_url(url, shown, sizeof(shown)),
 			 buf.too_big           ? "response body too large"
 			 : curl_err[0] != '\0' ? curl_err
 					       : curl_easy_strerror(cc));
@@ -385,14 +387,15 @@ int ft_client_json(const char *method, const char *url, const json_t *body, int 
 int ft_client_call(const char *method, const char *url, const char *const *extra, const json_t *body, int timeout_ms,
 		   long *status, json_t **resp, char *err, size_t errlen)
 {
-	char *text = NULL;
+	char *text = NULL, shown[FT_REDACT_URL_MAX];
 	int rc;
 
 	if (body != NULL && (text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY)) == NULL) {
 		*status = 0;
 		if (resp != NULL)
 			*resp = NULL;
-		snprintf(err, errlen, "%s %s: cannot encode the JSON body", method, url);
+		snprintf(err, errlen, "%s %s: cannot encode the JSON body", method,
+			 ft_redact_url(url, shown, sizeof(shown)));
 		return -1;
 	}
 	rc = client_send(method, url, extra, text != NULL, text, text != NULL ? strlen(text) : 0, timeout_ms, status,

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/names.h"
+#include "base/redact.h"
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
 #include "http/util.h"
@@ -250,8 +251,11 @@ static bool get_spliced(get_ctx_t *c, px_s3_relay_t *rl, const char *url)
 	}
 	if (err == 0)
 		err = ft_resp_stream_splice(c->q->r, rl->fd, (uint64_t)rl->resp.content_length - pre);
-	if (err != 0 && err != -ECONNRESET)
-		ft_warn("s3 GET %s: relay from %s broke: %s", c->q->resource, url, strerror(-err));
+	if (err != 0 && err != -ECONNRESET) {
+		char shown[FT_REDACT_URL_MAX];
+		ft_warn("s3 GET %s: relay from %s broke: %s", c->q->resource, ft_redact_url(url, shown, sizeof(shown)),
+			strerror(-err));
+	}
 	/* A cut relay aborts the client's response: never a short body taken for a whole one. */
 	ft_resp_stream_end(c->q->r, err == 0 ? 0 : -EIO);
 	return err == 0;
@@ -462,7 +466,7 @@ static void get_run(px_s3_req_t *q, get_handoff_t *ho)
 {
 	get_ctx_t c = {.q = q, .head = ft_req_method(q->r) == FT_HTTP_HEAD, .t = {.length = -1}};
 	struct curl_slist *hdrs = NULL;
-	char id[FT_ID_MAX];
+	char id[FT_ID_MAX], shown[FT_REDACT_URL_MAX];
 	const char **lines = get_lines(q);
 	const char *query = get_query(q, c.head);
 	char *url = get_url(q, query, id);
@@ -523,12 +527,13 @@ again : {
 	}
 	if (c.started) {
 		if (rc != CURLE_OK && c.client_err == 0)
-			ft_warn("s3 GET %s: relay from %s broke: %s", q->resource, url, curl_easy_strerror(rc));
+			ft_warn("s3 GET %s: relay from %s broke: %s", q->resource,
+				ft_redact_url(url, shown, sizeof(shown)), curl_easy_strerror(rc));
 		/* A cut relay aborts the client's response: never a short body taken for a whole one. */
 		ft_resp_stream_end(q->r, rc == CURLE_OK && c.client_err == 0 ? 0 : -EIO);
 	} else if (rc != CURLE_OK) {
-		ft_warn("s3 %s %s: relay from %s failed: %s", ft_req_method_name(q->r), q->resource, url,
-			curl_easy_strerror(rc));
+		ft_warn("s3 %s %s: relay from %s failed: %s", ft_req_method_name(q->r), q->resource,
+			ft_redact_url(url, shown, sizeof(shown)), curl_easy_strerror(rc));
 		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "the target holding the object did not answer");
 	} else {
 		get_finish_unstarted(&c);

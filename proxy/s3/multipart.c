@@ -12,6 +12,7 @@
 
 #include "base/codec.h"
 #include "base/log.h"
+#include "base/redact.h"
 #include "cluster/smap.h"
 #include "http/util.h"
 #include "rpc/client.h"
@@ -151,7 +152,7 @@ static int call_target(px_s3_req_t *q, const char *method, const char *url, cons
 
 	*resp = NULL;
 	if (ft_client_call(method, url, headers, NULL, timeout_ms, status, resp, err, sizeof(err)) != 0) {
-		ft_warn("s3 %s: %s %s: %s", q->request_id, method, url, err);
+		ft_warn("s3 %s: %s", q->request_id, err); /* err names the method and the URL, redacted */
 		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "the target holding the upload did not answer");
 		return -1;
 	}
@@ -428,7 +429,8 @@ static int complete_call(complete_call_t *c, const char *url, const json_t *body
 	curl_slist_free_all(hdrs);
 	free(text);
 	if (rc != CURLE_OK) {
-		ft_warn("s3 %s: POST %s: %s", c->q->request_id, url,
+		char shown[FT_REDACT_URL_MAX];
+		ft_warn("s3 %s: POST %s: %s", c->q->request_id, ft_redact_url(url, shown, sizeof(shown)),
 			c->too_big ? "reply too large" : curl_easy_strerror(rc));
 		complete_error(c, PX_S3_SERVICE_UNAVAILABLE, "the target holding the upload did not answer");
 		return -1;

@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/names.h"
+#include "base/redact.h"
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
 #include "http/util.h"
@@ -151,7 +152,9 @@ static void delete_work(px_s3_req_t *q)
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	if (rc != CURLE_OK) {
-		ft_warn("s3 DELETE %s: %s: %s", q->resource, url, curl_easy_strerror(rc));
+		char shown[FT_REDACT_URL_MAX];
+		ft_warn("s3 DELETE %s: %s: %s", q->resource, ft_redact_url(url, shown, sizeof(shown)),
+			curl_easy_strerror(rc));
 		px_s3_error(q, PX_S3_SERVICE_UNAVAILABLE, "the target holding the object did not answer");
 	} else if (status == 200 || status == 404) {
 		px_s3_send_empty(q, 204); /* S3 answers 204 whether or not the key existed (also with If-Match) */

@@ -22,6 +22,7 @@
 #include "base/codec.h"
 #include "base/log.h"
 #include "base/names.h"
+#include "base/redact.h"
 #include "base/xsum.h"
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
@@ -677,7 +678,9 @@ px_s3_err_t px_s3_put_to(px_s3_req_t *q, const char *url, const char *const *ext
 	if (c.body_err != PX_S3_OK)
 		return c.body_err;
 	if (rc != CURLE_OK) {
-		ft_warn("s3 PUT %s: relay to %s failed: %s", q->resource, url, curl_easy_strerror(rc));
+		char shown[FT_REDACT_URL_MAX];
+		ft_warn("s3 PUT %s: relay to %s failed: %s", q->resource, ft_redact_url(url, shown, sizeof(shown)),
+			curl_easy_strerror(rc));
 		return PX_S3_SERVICE_UNAVAILABLE;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &reply->status);

@@ -15,6 +15,7 @@
 #include "auth/auth.h"
 #include "auth/jwt.h"
 #include "base/codec.h"
+#include "base/redact.h"
 #include "rpc/client.h"
 
 /*
@@ -165,9 +166,11 @@ static void setup(CURL *h, const char *url, char *errbuf, sink_t *sink, tgt_xfer
 static int perform(CURL *h, const char *what, const char *url, char *errbuf, long *status, char *err, size_t cap)
 {
 	CURLcode rc = curl_easy_perform(h);
+	char shown[FT_REDACT_URL_MAX];
 
 	if (rc != CURLE_OK) {
-		snprintf(err, cap, "%s %s: %s", what, url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+		snprintf(err, cap, "%s %s: %s", what, ft_redact_url(url, shown, sizeof(shown)),
+			 errbuf[0] ? errbuf : curl_easy_strerror(rc));
 		return -1;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
@@ -382,7 +385,8 @@ static int fetch(const char *url, int fd, atomic_llong *progress, int64_t *bytes
 	}
 	if (*status != 200) {
 		*retry = *status == 408 || *status == 429 || *status >= 500;
-		snprintf(err, cap, "GET %s: HTTP %ld", url, *status);
+		char shown[FT_REDACT_URL_MAX];
+		snprintf(err, cap, "GET %s: HTTP %ld", ft_redact_url(url, shown, sizeof(shown)), *status);
 		goto out;
 	}
 	*bytes = sink.written;

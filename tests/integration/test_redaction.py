@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: Apache-2.0
+# Signatures and tokens carried in URLs never reach a log, a job status or an error body: download jobs, ht redirects,
+# the proxy's S3 relay, a target's 404.
+import re
+import secrets
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+
+import s3util
+from ftutil import TIMEOUT, create_remote, obj_url, unique, wait_job
+
+
+def presigned_query(sig):
+    """The query of a presigned S3 URL, with a signature, a credential and a session token made of sig."""
+    return ("X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=CRED%s%%2F20250101%%2Fus-east-1%%2Fs3%%2Faws4_request"
+            "&X-Amz-Date=20250101T000000Z&X-Amz-Expires=60&X-Amz-Security-Token=TOKEN%s"
+            "&X-Amz-SignedHeaders=host&X-Amz-Signature=%s" % (sig, sig, sig))
+
+
+def logs_text(h):
+    text = ""
+    for path in h.c.log_paths():
+        with open(path, errors="replace") as f:
+            text += f.read()
+    return text
+
+
+def assert_hidden(sig, *texts):
+    for t in texts:
+        assert sig not in t, t[:2000]
+
+
+class Origin:
+    """/deny/<name>: 403; /moved/<name>: 302 to a presigned URL whose signature is self.sig."""
+
+    def __init__(self):
+        self.sig = secrets.token_hex(16)
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def answer(self):
+                if self.path.startswith("/moved/"):
+                    self.send_response(302)
+                    self.send_header("Location", "https://bucket.s3.amazonaws.com%s?%s" % (
+                        self.path[len("/moved"):], presigned_query(outer.sig)))
+                else:
+                    self.send_response(403)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_GET(self):
+                self.answer()
+
+            def do_HEAD(self):
+                self.answer()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server.daemon_threads = True
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def origin():
+    o = Origin()
+    yield o
+    o.close()
+
+
+def test_download_error_hides_presigned_query(cluster, api, origin):
+    """A download of a presigned URL that fails: the job's errors and the logs name the URL without its signature."""
+    cluster.require_local("reads the nodes' logs")
+    b = unique("dlsig")
+    api.create_bucket(b)
+    try:
+        url = "%s/deny/obj.bin?%s" % (origin.url, presigned_query(origin.sig))
+        r = api.s.post(f"{api.url}/v1/buckets/{b}", json={"action": "download", "value": {"urls": [url]}},
+                       timeout=TIMEOUT)
+        assert r.status_code == 200, r.text
+        job = r.json()["job_id"]
+        st = wait_job(api, job)
+        assert st["errors"] == 1, st
+        samples = " ".join(st["error_samples"])
+        status = api.s.get(f"{api.url}/v1/jobs/{job}", timeout=TIMEOUT).text
+        assert_hidden(origin.sig, samples, status, logs_text(cluster))
+        assert "/deny/obj.bin" in samples and "403" in samples, samples  # still says which URL and why
+    finally:
+        api.destroy_bucket(b, expect=None)
+
+
+def test_ht_redirect_hides_location_query(cluster, origin):
+    """An ht:// origin redirecting to a presigned URL: the 3xx is refused, naming the Location without its query."""
+    cluster.require_local("reads the nodes' logs")
+    b = unique("htsig")
+    create_remote(cluster.url, b, "ht", {"endpoint": origin.url + "/moved"})
+    try:
+        r = requests.get(obj_url(cluster.url, b, "o.bin"), timeout=TIMEOUT)
+        assert r.status_code >= 400, r.text
+        assert "redirect to https://bucket.s3.amazonaws.com/o.bin" in r.text, r.text
+        r2 = requests.post(f"{cluster.url}/v1/buckets/{b}?provider=ht", timeout=TIMEOUT,
+                           json={"action": "prefetch-listrange", "value": {"objnames": ["p.bin"]}})
+        assert r2.status_code == 200, r2.text
+        st = wait_job(cluster, r2.json()["job_id"])
+        assert "redirect to" in " ".join(st["error_samples"]), st
+        assert_hidden(origin.sig, r.text, str(st), logs_text(cluster))
+    finally:
+        requests.delete(f"{cluster.url}/v1/buckets/{b}?provider=ht", timeout=TIMEOUT)
+
+
+def test_target_404_does_not_echo_the_query(cluster):
+    sig = secrets.token_hex(16)
+    t = cluster.smap()["targets"][0]
+    r = requests.get("%s/v1/nothing/here?ft_exp=1&ft_sig=%s&%s" % (t["public_url"], sig, presigned_query(sig)),
+                     timeout=TIMEOUT)
+    assert r.status_code == 404, r.text
+    assert "no such endpoint: GET /v1/nothing/here" in r.text, r.text
+    assert_hidden(sig, r.text)
+
+
+def test_s3_relay_failure_logs_no_cluster_signature(make_cluster):
+    """With auth on, the proxy's URLs to a target carry an any-method signature (ft_sig): a failed relay logs the URL
+    without it."""
+    # no connect probes: the killed target stays in the map until the DELETE's relay finds it gone
+    h = make_cluster(targets=1, mountpaths=1, auth=True, proxy_args=("--probe_interval_ms", "0"))
+    s3 = s3util.client(h)
+    b = unique("relaysig")
+    s3.create_bucket(Bucket=b)
+    s3.put_object(Bucket=b, Key="k", Body=b"x")
+    h.kill_target(0)
+    with pytest.raises(Exception):
+        s3.delete_object(Bucket=b, Key="k")
+    log = logs_text(h)
+    assert "s3 DELETE /%s/k" % b in log, log[-3000:]
+    assert not re.search(r"ft_sig=[0-9a-f]{16}", log), re.findall(r".*ft_sig=[0-9a-f].*", log)
+    assert "ft_sig=***" in log, log[-3000:]  # the line is there, the signature is not

@@ -34,7 +34,9 @@ static ft_backend_err_t ht_init(ft_backend_t *b, ft_backend_error_t *err)
 		return ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "ht: out of memory");
 	if (ft_be_endpoint_parse(b->cfg.endpoint, &h->ep) != 0) {
 		free(h);
-		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "ht: bad endpoint \"%s\"", b->cfg.endpoint);
+		char shown[FT_REDACT_URL_MAX];
+		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "ht: bad endpoint \"%s\"",
+				  ft_redact_url(b->cfg.endpoint, shown, sizeof(shown)));
 	}
 	b->priv = h;
 	return FT_BACKEND_OK;

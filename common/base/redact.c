@@ -54,6 +54,18 @@ static void put_query(out_t *o, const char *q, size_t n)
 	}
 }
 
+/* The host part of an authority that starts at a: past a "user:password@" (the last '@' ends it). */
+static const char *after_userinfo(const char *a)
+{
+	size_t auth = strcspn(a, "/?#");
+	const char *at = NULL;
+
+	for (size_t i = 0; i < auth; i++)
+		if (a[i] == '@')
+			at = a + i;
+	return at != NULL ? at + 1 : a;
+}
+
 const char *ft_redact_url(const char *url, char *out, size_t cap)
 {
 	out_t o = {.p = out, .cap = cap};
@@ -68,14 +80,10 @@ const char *ft_redact_url(const char *url, char *out, size_t cap)
 	scheme = strstr(url, "://");
 	if (scheme != NULL && (size_t)(scheme - url) < strcspn(url, "/?#")) {
 		put(&o, url, (size_t)(scheme - url) + 3);
-		p = scheme + 3;
-		size_t auth = strcspn(p, "/?#");
-		const char *at = NULL;
-		for (size_t i = 0; i < auth; i++) /* the last '@' ends the user information */
-			if (p[i] == '@')
-				at = p + i;
-		if (at != NULL)
-			p = at + 1;
+		p = after_userinfo(scheme + 3);
+	} else if (url[0] == '/' && url[1] == '/') { /* scheme-relative ("//host/path", e.g. a Location) */
+		put(&o, "//", 2);
+		p = after_userinfo(url + 2);
 	}
 	end = strcspn(p, "?#");
 	put(&o, p, end);

@@ -150,9 +150,12 @@ int ft_client_set_tls_cert(const char *cert, const char *key, char *err, size_t 
 	return 0;
 }
 
+static const int ca_only = 1; /* CURLOPT_SSL_CTX_DATA of ft_client_tls_apply_ca */
+
 /*
- * libcurl's hook on each new TLS context: adds the cluster CA to the system's trust store, and the
- * client certificate for servers that ask for one (etcd with client-cert-auth).
+ * libcurl's hook on each new TLS context: adds the cluster CA to the system's trust store, and
+ * (unless arg is &ca_only) the client certificate for servers that ask for one (etcd with
+ * client-cert-auth).
  */
 static CURLcode tls_ctx_hook(CURL *h, void *sslctx, void *arg)
 {
@@ -161,10 +164,9 @@ static CURLcode tls_ctx_hook(CURL *h, void *sslctx, void *arg)
 	int i;
 
 	(void)h;
-	(void)arg;
 	for (i = 0; i < sk_X509_num(tls_ca_certs); i++)
 		X509_STORE_add_cert(store, sk_X509_value(tls_ca_certs, i)); /* a duplicate is fine */
-	if (tls_client_chain != NULL) {
+	if (tls_client_chain != NULL && arg != &ca_only) {
 		if (SSL_CTX_use_certificate(ctx, sk_X509_value(tls_client_chain, 0)) != 1 ||
 		    SSL_CTX_use_PrivateKey(ctx, tls_client_key) != 1)
 			return CURLE_SSL_CERTPROBLEM;
@@ -180,6 +182,15 @@ void ft_client_tls_apply(void *curl)
 	if ((tls_ca_certs == NULL && tls_client_chain == NULL) || curl == NULL)
 		return;
 	curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, tls_ctx_hook);
+	curl_easy_setopt(curl, CURLOPT_SSL_CTX_DATA, NULL);
+}
+
+void ft_client_tls_apply_ca(void *curl)
+{
+	if (tls_ca_certs == NULL || curl == NULL)
+		return;
+	curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, tls_ctx_hook);
+	curl_easy_setopt(curl, CURLOPT_SSL_CTX_DATA, (void *)&ca_only);
 }
 
 /* Returns 0, -1 if libcurl cannot be initialized. Safe to call more than once. */

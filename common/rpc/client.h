@@ -33,6 +33,8 @@ int ft_client_set_tls_ca(const char *path, char *err, size_t errlen);
 int ft_client_set_tls_cert(const char *cert, const char *key, char *err, size_t errlen);
 /* Applies that trust to a libcurl easy handle (CURL *), after its curl_easy_init or curl_easy_reset. */
 void ft_client_tls_apply(void *curl);
+/* The same for a server outside the cluster (a transformer): the cluster's CAs, no client certificate. */
+void ft_client_tls_apply_ca(void *curl);
 
 /* Call once per process before any thread uses the client. */
 int ft_client_global_init(void);

@@ -55,8 +55,8 @@ int ec_send_mem(ft_fanout_t *fanout, const ec_node_t *holders, const ft_ec_meta_
  * public port at pub_url as "PUT /v1/ec/slice?<names>&xfer=<xfer>", on a kept-alive connection to
  * it (an https holder only through its Unix socket, which speaks plain HTTP). Returns 0 with
  * *status the holder's answer (msg its "message" when not 200), -1 with msg when no answer came
- * (connection refused, reset, timed out), or 1 when an https holder has no Unix socket here:
- * nothing was sent (the caller uses the control port).
+ * (connection refused, reset, timed out), or 1 when an https holder has no Unix socket here (or
+ * pub_url is no http(s)://host:port): nothing was sent (the caller uses the control port).
  */
 int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfer, const uint8_t *hdr, size_t hlen,
 		  const uint8_t *payload, uint64_t slice_size, int timeout_ms, long *status, char *msg, size_t cap);

@@ -52,7 +52,7 @@
 #define PUSH_REPLY_MAX 8192
 
 typedef struct {
-	char hostport[FT_URL_MAX + 24]; /* "host:port", "" = free */
+	char key[FT_URL_MAX + 32]; /* "http(s)://host:port", "" = free */
 	int fds[PUSH_IDLE_PER];
 	int n;
 } push_idle_t;
@@ -62,14 +62,14 @@ static struct {
 	push_idle_t h[PUSH_HOLDERS];
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* Takes an idle connection to hostport out of the pool; fd or -1. */
-static int pool_take(const char *hostport)
+/* Takes an idle connection to key out of the pool; fd or -1. */
+static int pool_take(const char *key)
 {
 	int fd = -1;
 
 	pthread_mutex_lock(&pool.lock);
 	for (int i = 0; i < PUSH_HOLDERS; i++) {
-		if (pool.h[i].n > 0 && strcmp(pool.h[i].hostport, hostport) == 0) {
+		if (pool.h[i].n > 0 && strcmp(pool.h[i].key, key) == 0) {
 			fd = pool.h[i].fds[--pool.h[i].n];
 			break;
 		}
@@ -78,21 +78,21 @@ static int pool_take(const char *hostport)
 	return fd;
 }
 
-/* Keeps fd idle for hostport, or closes it when the pool has no room for it. */
-static void pool_put(const char *hostport, int fd)
+/* Keeps fd idle for key, or closes it when the pool has no room for it. */
+static void pool_put(const char *key, int fd)
 {
 	push_idle_t *e = NULL, *free_slot = NULL;
 
 	pthread_mutex_lock(&pool.lock);
 	for (int i = 0; i < PUSH_HOLDERS && e == NULL; i++) {
-		if (pool.h[i].hostport[0] && strcmp(pool.h[i].hostport, hostport) == 0)
+		if (pool.h[i].key[0] && strcmp(pool.h[i].key, key) == 0)
 			e = &pool.h[i];
-		else if (free_slot == NULL && (!pool.h[i].hostport[0] || pool.h[i].n == 0))
+		else if (free_slot == NULL && (!pool.h[i].key[0] || pool.h[i].n == 0))
 			free_slot = &pool.h[i];
 	}
 	if (e == NULL && free_slot != NULL) { /* a new holder, or one whose connections all went */
 		e = free_slot;
-		snprintf(e->hostport, sizeof(e->hostport), "%s", hostport);
+		snprintf(e->key, sizeof(e->key), "%s", key);
 		e->n = 0;
 	}
 	if (e != NULL && e->n < PUSH_IDLE_PER) {
@@ -299,21 +299,30 @@ static int push_head(char *out, size_t cap, const char *host, const char *port, 
 int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfer, const uint8_t *hdr, size_t hlen,
 		  const uint8_t *payload, uint64_t slice_size, int timeout_ms, long *status, char *msg, size_t cap)
 {
-	char host[FT_URL_MAX], port[16], hostport[FT_URL_MAX + 24];
-	char *head = malloc(PUSH_HEAD_MAX), *target = malloc(EC_URL_MAX);
-	int rc = -1, hl;
+	char host[FT_URL_MAX], port[16], hostport[FT_URL_MAX + 24], key[FT_URL_MAX + 32];
+	char *head = NULL, *target = NULL;
+	int rc = 1, hl;
 	bool https;
 
 	*status = 0;
+	if (url_split(pub_url, &https, host, sizeof(host), port, sizeof(port)) != 0) {
+		snprintf(msg, cap, "public URL \"%s\" is not http(s)://host:port", pub_url);
+		return 1;
+	}
+	snprintf(hostport, sizeof(hostport), "%s:%s", host, port);
+	if (https && !ft_local_known(hostport, true)) {
+		snprintf(msg, cap, "%s: no Unix socket to it, and its port speaks TLS", hostport);
+		return 1; /* before the head: its signature hashes the whole slice */
+	}
+	/* the pool's key has the scheme: a plain connection never serves an https holder, nor one to its Unix socket */
+	snprintf(key, sizeof(key), "%s://%s", https ? "https" : "http", hostport);
+	rc = -1;
+	head = malloc(PUSH_HEAD_MAX);
+	target = malloc(EC_URL_MAX);
 	if (head == NULL || target == NULL) {
 		snprintf(msg, cap, "out of memory");
 		goto out;
 	}
-	if (url_split(pub_url, &https, host, sizeof(host), port, sizeof(port)) != 0) {
-		snprintf(msg, cap, "public URL \"%s\" is not http(s)://host:port", pub_url);
-		goto out;
-	}
-	snprintf(hostport, sizeof(hostport), "%s:%s", host, port);
 	snprintf(target, EC_URL_MAX, "/v1/ec/slice?%s&xfer=%016llx", names, xfer);
 	hl = push_head(head, PUSH_HEAD_MAX, host, port, target, hdr, hlen, payload, slice_size);
 	if (hl < 0) {
@@ -323,7 +332,7 @@ int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfe
 	/* pooled connections the holder closed while idle fail before any answer: each is dropped and the
 	 * next tried, then a new one (so at most PUSH_IDLE_PER + 1 tries, unless others refill the pool) */
 	for (int attempt = 0; attempt <= 2 * PUSH_IDLE_PER + 1; attempt++) {
-		int fd = attempt <= 2 * PUSH_IDLE_PER ? pool_take(hostport) : -1, reused = fd >= 0, keep = 0, e;
+		int fd = attempt <= 2 * PUSH_IDLE_PER ? pool_take(key) : -1, reused = fd >= 0, keep = 0, e;
 		if (fd < 0 && (fd = push_connect(hostport, https, host, port, timeout_ms)) < 0) {
 			rc = fd == -EPROTONOSUPPORT ? 1 : -1;
 			snprintf(msg, cap, "connect to %s: %s", hostport,
@@ -339,7 +348,7 @@ int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfe
 		else if (e == -EPIPE || e == -ECONNRESET)
 			e = -EAGAIN; /* nothing of an answer: the holder closed an idle connection */
 		if (e == 0 && keep)
-			pool_put(hostport, fd);
+			pool_put(key, fd);
 		else
 			close(fd);
 		if (e == 0) {

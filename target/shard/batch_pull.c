@@ -14,6 +14,7 @@
 
 #include "auth/auth.h"
 #include "auth/jwt.h"
+#include "base/log.h"
 #include "base/strbuf.h"
 #include "base/tarhdr.h"
 #include "cluster/local.h"
@@ -222,6 +223,8 @@ static void *pull_main(void *arg)
 	pthread_mutex_unlock(&p->mu);
 	if (p->via_unix && !cancel && (cc == CURLE_COULDNT_CONNECT || p->unix_refused)) {
 		/* the owner's socket cannot be had (gone since the lookup, a full backlog, not ours): nothing was sent */
+		ft_debug("batch: part from %s: its Unix socket %s %s; over TCP instead", p->owner, p->unix_path,
+			 p->unix_refused ? "is not one of ours" : "cannot be reached");
 		p->via_unix = false;
 		curl_easy_setopt(p->curl, CURLOPT_UNIX_SOCKET_PATH, NULL);
 		curl_easy_setopt(p->curl, CURLOPT_URL, p->url);
@@ -265,6 +268,8 @@ static int pull_setup(tgt_batch_pull_t *p)
 	curl_easy_setopt(p->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(p->curl, CURLOPT_XFERINFODATA, p);
 	curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(p->curl, CURLOPT_PROXY,
+			 ""); /* never an http_proxy of the environment: it would get the token */
 	curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_MS);
 	curl_easy_setopt(p->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(p->curl, CURLOPT_LOW_SPEED_TIME, STALL_S);

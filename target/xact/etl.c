@@ -15,6 +15,7 @@
 
 #include "base/fdio.h"
 #include "base/log.h"
+#include "base/redact.h"
 #include "http/util.h"
 #include "rpc/client.h"
 #include "target.h"
@@ -404,6 +405,7 @@ static tgt_etl_rc_t run_http(const spec_t *s, int in_fd, int64_t in_size, int ou
 	tgt_etl_rc_t rc = TGT_ETL_OK;
 	long status = 0;
 	CURLcode cc;
+	char shown[FT_REDACT_URL_MAX]; /* the URL as errors name it: no user:password@, no query values */
 
 	*out_size = 0;
 	if (c == NULL || hdrs == NULL) {
@@ -421,22 +423,25 @@ static tgt_etl_rc_t run_http(const spec_t *s, int in_fd, int64_t in_size, int ou
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	ft_client_tls_apply(c); /* an https server: the system's CAs and the cluster's (tls_ca) */
+	ft_client_tls_apply_ca(c); /* an https server: the system's CAs and the cluster's (tls_ca) */
 	cc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (io.too_big) {
 		snprintf(err, cap, "output over its limit of %lld bytes", (long long)s->max_output);
 		rc = TGT_ETL_TOO_BIG;
 	} else if (cc == CURLE_OPERATION_TIMEDOUT) {
-		snprintf(err, cap, "transformer server %s timed out after %lld ms", s->url, (long long)s->timeout_ms);
+		snprintf(err, cap, "transformer server %s timed out after %lld ms",
+			 ft_redact_url(s->url, shown, sizeof(shown)), (long long)s->timeout_ms);
 		rc = TGT_ETL_TIMEOUT;
 	} else if (cc != CURLE_OK) {
-		snprintf(err, cap, "transformer server %s: %s", s->url, curl_easy_strerror(cc));
+		snprintf(err, cap, "transformer server %s: %s", ft_redact_url(s->url, shown, sizeof(shown)),
+			 curl_easy_strerror(cc));
 		rc = TGT_ETL_FAILED;
 	} else if (status < 200 || status > 299) {
 		io.body_head[io.head_len] = '\0';
-		snprintf(err, cap, "transformer server %s answered HTTP %ld%s%.*s", s->url, status,
-			 io.head_len ? ": " : "", (int)strcspn(io.body_head, "\r\n"), io.body_head);
+		snprintf(err, cap, "transformer server %s answered HTTP %ld%s%.*s",
+			 ft_redact_url(s->url, shown, sizeof(shown)), status, io.head_len ? ": " : "",
+			 (int)strcspn(io.body_head, "\r\n"), io.body_head);
 		rc = TGT_ETL_FAILED;
 	}
 	*out_size = io.written;

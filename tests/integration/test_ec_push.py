@@ -102,6 +102,22 @@ def test_put_in_a_tls_cluster_goes_over_the_unix_sockets(make_cluster):
     os.remove(main_files(h, owner, b, "x")[0])
     r = api.get(b, "x")
     assert r.status_code == 200 and r.content == data
+    # the sockets gone (the map still names them): never plain HTTP to a TLS port, the control port takes them
+    paths = [t["public_unix"] for t in h.targets()]
+    for p in paths:
+        os.rename(p, p + ".away")
+    try:
+        before = put_bytes(h, s)
+        assert api.put(b, "y", data).status_code == 200
+        assert len(slice_files(h, b, "y")) == 3
+        wait_until(lambda: put_bytes(h, s) - before == len(data), timeout=10,
+                   what="only the object's %d PUT bytes on the public ports" % len(data))
+    finally:
+        for p in paths:
+            os.rename(p + ".away", p)
+    os.remove(main_files(h, h.index_of_url(api.owner(b, "y")), b, "y")[0])
+    r = api.get(b, "y")
+    assert r.status_code == 200 and r.content == data
 
 
 def test_put_after_the_holders_closed_idle_connections(make_cluster):

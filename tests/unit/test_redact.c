@@ -47,18 +47,24 @@ static void test_userinfo_path_and_plain(void **state)
 	check("http://origin/a@b/c", "http://origin/a@b/c"); /* an '@' in the path is no user information */
 	check("http://origin/plain/path", "http://origin/plain/path");
 	check("/v1/objects/b/o?ft_sig=x", "/v1/objects/b/o?ft_sig=***");
+	check("//user:pw@host/p?sig=abc", "//host/p?sig=***"); /* scheme-relative, as a Location may be */
 	check("", "");
 	check("http://h/o?", "http://h/o?");
 }
 
 static void test_cut_to_cap(void **state)
 {
-	char out[24];
+	char out[24], mid[30];
 
 	(void)state;
 	ft_redact_url("http://h/aaaaaaaaaa?sig=SECRETSECRETSECRET", out, sizeof(out));
 	assert_int_equal(strlen(out), sizeof(out) - 1);
 	assert_null(strstr(out, "SECRET"));
+	/* a buffer that ends where the value begins: the cut is of the redacted URL, never of the secret */
+	ft_redact_url("http://h/aaaaaaaaaa?sig=SECRETSECRETSECRET", mid, sizeof(mid));
+	assert_string_equal(mid, "http://h/aaaaaaaaaa?sig=***");
+	ft_redact_url("http://h/aaaaaaaaaa?sig=SECRETSECRETSECRET", mid, 27);
+	assert_string_equal(mid, "http://h/aaaaaaaaaa?sig=**");
 	ft_redact_url("http://h/o", out, 1);
 	assert_string_equal(out, "");
 	assert_string_equal(ft_redact_url(NULL, out, sizeof(out)), "");

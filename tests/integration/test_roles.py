@@ -374,3 +374,30 @@ def test_aistore_multipart_upload_with_a_readwrite_token(rcluster, ctx):
     refused_native(ro.delete(u + "?uploadId=" + r.text, timeout=30), "readonly", "mpt-abort")
     assert rw.delete(u + "?uploadId=" + r.text, timeout=30).status_code == 200
 
+
+def test_a_second_bucket_in_the_request_needs_its_grant_too(rcluster, ctx):
+    """A key limited to buckets reads and writes no other bucket through a request on one of its own: a copy's,
+    an archive's or dsort's destination needs readwrite on it, an S3 copy's source readonly."""
+    h, b, other = rcluster, ctx["b"], ctx["other"]
+    one = session(token=ctx["tokens"]["limited"])
+    u = h.url + "/v1/buckets/" + b
+    for body in ({"action": "copy-bck", "value": {"to": {"name": other}}},
+                 {"action": "copy-bck", "value": {"to": {"name": unique("fresh")}}},
+                 {"action": "archive", "value": {"objnames": ["o"], "to_bucket": other, "archname": "a.tar"}},
+                 {"action": "dsort", "value": {"prefix": "o", "to": {"name": other},
+                                               "output_template": "out-{0..9}.tar", "shard_size": 1024}}):
+        refused_native(one.post(u, json=body, timeout=30), "limited", json.dumps(body))
+    refused_native(one.post(u + "?bck_to=ais/@%23/" + other + "/", json={"action": "copy-bck", "value": {}},
+                            timeout=30), "limited", "bck_to")
+    r = one.post(u, json={"action": "copy-bck", "value": {"to": {"name": ctx["granted"]}}}, timeout=30)
+    assert r.status_code == 200, r.text
+    # S3 CopyObject (and UploadPartCopy) into its own bucket from one it may not read
+    ak, sk = LIMITED
+    for src, want in (("/%s/secret" % other, 403), ("/%s/o" % b, 200)):
+        url = "%s/s3/%s/%s" % (h.url, b, unique("copy"))
+        hdrs = s3util.Signer(ak, sk).sign("PUT", url, {"x-amz-copy-source": src}, s3util.EMPTY_SHA256)
+        r = session(token="").put(url, headers=hdrs, timeout=30)
+        assert r.status_code == want, (src, r.status_code, r.text)
+        if want == 403:
+            assert s3util.xml_error(r)[0] == "AccessDenied"
+    assert Api(h.url, token=h.token).get(other, "secret").content == b"not for the limited key"

@@ -6,8 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
+#include "auth/auth.h"
+#include "auth/urlsig.h"
 #include "base/codec.h"
+#include "base/strbuf.h"
 #include "http/util.h"
 #include "rpc/client.h"
 
@@ -21,6 +25,9 @@
  * part to the owner under the target's own query (mpu=ID&part=N). The client lists no ETags:
  * complete takes each part's from the owner's list of parts. The rules are the owner's (S3's:
  * every part but the last at least 5 MiB).
+ * With auth on, the owner takes these calls only with the cluster's word for them: the proxy's own
+ * calls carry a URL signature for any method on that object (they never leave the cluster), a part's
+ * redirect one for PUT, as every object redirect does (objects.c).
  */
 
 #define MPU_CALL_TIMEOUT_MS 600000 /* completion concatenates up to 10000 parts */
@@ -28,8 +35,10 @@
 
 typedef struct {
 	px_t *px;
-	char *url;   /* the owner's URL of the object, without a query (ft_req_alloc memory) */
-	char *query; /* "provider=P&mpu=ID" */
+	char *url;                           /* the owner's URL of the object, without a query (ft_req_alloc memory) */
+	char *query;                         /* "provider=P&mpu=ID" */
+	const char *provider, *bucket, *obj; /* the object the calls are signed for (request-owned) */
+	size_t obj_len;
 	char id[40];
 	json_t *parts; /* complete: the part numbers listed (owned; released by op_done) */
 	enum { MPU_START, MPU_COMPLETE, MPU_ABORT } step;
@@ -58,15 +67,20 @@ static void target_error(ft_req_t *r, int rc, long status, const json_t *reply, 
 static int call(const mpu_op_t *op, const char *method, const char *action, const json_t *body, long *status,
 		json_t **reply, char *err, size_t cap)
 {
-	char *url = NULL;
+	ft_strbuf_t url = {0};
 	int rc;
 
-	if (asprintf(&url, "%s?%s&action=%s", op->url, op->query, action) < 0) {
+	ft_strbuf_addf(&url, "%s?%s&action=%s", op->url, op->query, action);
+	if (ft_auth()->enabled) /* the proxy speaks for a client it authenticated */
+		ft_urlsig_append(&url, true, ft_auth()->url_key, FT_URLSIG_ANY_METHOD, op->provider, op->bucket,
+				 op->obj, op->obj_len, time(NULL));
+	if (url.failed) {
+		ft_strbuf_free(&url);
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
-	rc = ft_client_json(method, url, body, MPU_CALL_TIMEOUT_MS, status, reply, err, cap);
-	free(url);
+	rc = ft_client_json(method, url.p, body, MPU_CALL_TIMEOUT_MS, status, reply, err, cap);
+	ft_strbuf_free(&url);
 	return rc;
 }
 
@@ -205,6 +219,10 @@ static mpu_op_t *op_new(ft_req_t *r, const mpu_req_t *q, const char *id)
 	memset(op, 0, sizeof(*op));
 	op->px = q->px;
 	op->url = owner_url(r, q);
+	op->provider = q->provider;
+	op->bucket = q->bucket;
+	op->obj = q->obj;
+	op->obj_len = q->obj_len;
 	op->query = ft_req_alloc(r, n);
 	snprintf(op->query, n, "provider=%s&mpu=%s", q->provider, id);
 	snprintf(op->id, sizeof(op->id), "%s", id);
@@ -296,10 +314,19 @@ static void part_redirect(ft_req_t *r, const mpu_req_t *q, const char *id, const
 		ft_resp_error(r, 400, "partNumber must be 1..10000, got \"%s\"", part);
 		return;
 	}
-	const char *url = owner_url(r, q);
-	size_t cap = strlen(url) + strlen(q->provider) + strlen(id) + 64;
-	char *location = ft_req_alloc(r, cap);
-	snprintf(location, cap, "%s?provider=%s&mpu=%s&part=%ld", url, q->provider, id, n);
+	ft_strbuf_t loc = {0};
+	ft_strbuf_addf(&loc, "%s?provider=%s&mpu=%s&part=%ld", owner_url(r, q), q->provider, id, n);
+	if (ft_auth()->enabled) /* clients drop Authorization on a redirect to another port */
+		ft_urlsig_append(&loc, true, ft_auth()->url_key, "PUT", q->provider, q->bucket, q->obj, q->obj_len,
+				 time(NULL));
+	if (loc.failed) {
+		ft_strbuf_free(&loc);
+		ft_resp_error(r, 500, "out of memory");
+		return;
+	}
+	char *location = ft_req_alloc(r, loc.len + 1);
+	memcpy(location, loc.p, loc.len + 1);
+	ft_strbuf_free(&loc);
 	ft_resp_redirect(r, 307, location);
 }
 

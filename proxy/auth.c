@@ -74,22 +74,31 @@ static int sigv4(ft_req_t *r, ft_principal_t *p, const char **why)
 	return 0;
 }
 
-/* Who sent r: 0 with *p, or -1 after answering 401. */
-static int authenticate(ft_req_t *r, ft_principal_t *p)
+/* Who sent r: 0 with *p, or -1 with *why. */
+static int identify(ft_req_t *r, ft_principal_t *p, const char **why)
 {
 	const char *authz = ft_req_header(r, "Authorization");
-	const char *why = "authentication required: send Authorization: Bearer <token> (POST /v1/tokens) or sign "
-			  "with SigV4";
 	int rc;
 
-	rc = ft_auth_bearer(authz, time(NULL), p, &why);
+	*why = "authentication required: send Authorization: Bearer <token> (POST /v1/tokens) or sign with SigV4";
+	rc = ft_auth_bearer(authz, time(NULL), p, why);
 	if (rc == 1 &&
 	    ((authz != NULL && strncmp(authz, "AWS4-", 5) == 0) || ft_req_query(r, "X-Amz-Signature") != NULL))
-		rc = sigv4(r, p, &why);
+		rc = sigv4(r, p, why);
 	if (rc == 0)
 		return 0;
 	if (authz != NULL && rc == 1)
-		why = "unsupported Authorization scheme (expected Bearer or AWS4-HMAC-SHA256)";
+		*why = "unsupported Authorization scheme (expected Bearer or AWS4-HMAC-SHA256)";
+	return -1;
+}
+
+/* Who sent r: 0 with *p, or -1 after answering 401. */
+static int authenticate(ft_req_t *r, ft_principal_t *p)
+{
+	const char *why;
+
+	if (identify(r, p, &why) == 0)
+		return 0;
 	ft_debug("auth: %s %s refused: %s", ft_req_method_name(r), ft_req_path(r, NULL), why);
 	unauthorized(r, why);
 	return -1;
@@ -122,6 +131,30 @@ bool px_auth_request(px_t *px, ft_req_t *r, const char *path, size_t len)
 		ft_resp_error(r, 403, "access key %s (role %s) may not %s %s: needs role %s%s%s", p.sub,
 			      ft_role_name(p.role), ft_req_method_name(r), ft_req_path(r, NULL),
 			      ft_role_name(rule->role), bucket[0] ? " with a grant on bucket " : "", bucket);
+	}
+	ft_principal_clear(&p);
+	return ok;
+}
+
+bool px_auth_bucket(ft_req_t *r, ft_role_t need, const char *bucket)
+{
+	ft_principal_t p;
+	const char *why;
+	bool ok;
+
+	if (!ft_auth()->enabled)
+		return true;
+	if (identify(r, &p, &why) != 0) { /* px_auth_request let it in: not expected */
+		unauthorized(r, why);
+		return false;
+	}
+	ok = ft_principal_allows(&p, need, bucket);
+	if (!ok) {
+		ft_info("auth: %s %s by %s (%s) refused: needs %s on bucket %s", ft_req_method_name(r),
+			ft_req_path(r, NULL), p.sub, ft_role_name(p.role), ft_role_name(need), bucket);
+		ft_resp_error(r, 403, "access key %s (role %s) may not %s %s: needs role %s with a grant on bucket %s",
+			      p.sub, ft_role_name(p.role), ft_req_method_name(r), ft_req_path(r, NULL),
+			      ft_role_name(need), bucket);
 	}
 	ft_principal_clear(&p);
 	return ok;

@@ -100,6 +100,8 @@ static int archive_options(ft_req_t *r, const char *bucket, const json_t *value,
 		}
 		json_object_set_new(msg, bools[i], json_boolean(json_is_true(v)));
 	}
+	if (!px_auth_bucket(r, FT_ROLE_READWRITE, tb)) /* the destination is written too */
+		return -1;
 	ft_bmd_t *bmd = ft_bmd_current();
 	bool known = bmd != NULL && ft_bmd_find(bmd, "ais", tb) != NULL;
 	ft_bmd_put(bmd);

@@ -65,6 +65,8 @@ static int copy_to(ft_req_t *r, const px_copy_t *c, const char *provider, const 
 		ft_resp_error(r, 400, "cannot copy bucket %s/%s onto itself", provider, bucket);
 		return -1;
 	}
+	if (!px_auth_bucket(r, FT_ROLE_READWRITE, c->to_bucket)) /* the destination is written too */
+		return -1;
 	json_object_set_new(msg, "to_provider", json_string(p));
 	json_object_set_new(msg, "to_bucket", json_string(c->to_bucket));
 	return 0;

@@ -99,6 +99,8 @@ static int check_to(ft_req_t *r, const json_t *value, const char *bucket, json_t
 		ft_resp_error(r, 400, "dsort: bad output bucket name \"%s\": %s", name, why);
 		return -1;
 	}
+	if (!px_auth_bucket(r, FT_ROLE_READWRITE, name)) /* the output bucket is written too */
+		return -1;
 	ft_bmd_t *bmd = ft_bmd_current();
 	int found = bmd != NULL && ft_bmd_find(bmd, "ais", name) != NULL;
 	ft_bmd_put(bmd);

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "auth/role.h"
 #include "base/config.h"
 #include "base/fanout.h"
 #include "base/strbuf.h"
@@ -221,6 +222,12 @@ int px_provider(ft_req_t *r, const char **provider);
  * bucket; false after answering 401 or 403. Loop thread, no I/O.
  */
 bool px_auth_request(px_t *px, ft_req_t *r, const char *path, size_t len);
+/*
+ * Whether r's caller (already let in by px_auth_request) may also act with role need on a second
+ * bucket the request names in its body (a copy's or an archive's destination, dsort's output);
+ * true when auth is off, false after answering 403. Loop thread, no I/O.
+ */
+bool px_auth_bucket(ft_req_t *r, ft_role_t need, const char *bucket);
 /* POST /v1/tokens: a token for a key pair of the identity store. */
 void px_tokens(px_t *px, ft_req_t *r);
 

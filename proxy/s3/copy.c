@@ -541,6 +541,13 @@ int px_s3_copy_source_prepare(px_s3_req_t *q, bool part)
 		px_s3_error(q, PX_S3_INVALID_BUCKET_NAME, "source bucket: %s", why);
 		return -1;
 	}
+	if (!px_s3_key_allows(q, FT_ROLE_READONLY, src->bucket)) { /* the source is read */
+		px_s3_error(q, PX_S3_ACCESS_DENIED,
+			    "the access key's role or bucket grants do not allow reading "
+			    "the source bucket %s",
+			    src->bucket);
+		return -1;
+	}
 	char provider[16], all[64];
 	bool exists = px_s3_bucket_lookup(src->bucket, provider, all, sizeof(all)) > 0;
 	if (exists && strcmp(provider, "ais") != 0) {

@@ -138,8 +138,7 @@ static ft_role_t s3_need(const px_s3_req_t *q)
 	return FT_ROLE_READWRITE;
 }
 
-/* Whether the signed request's key may do it (role and bucket grants of the identity store). */
-static bool s3_allowed(const px_s3_req_t *q)
+bool px_s3_key_allows(const px_s3_req_t *q, ft_role_t need, const char *bucket)
 {
 	ft_principal_t p;
 	ft_ident_t id;
@@ -150,9 +149,15 @@ static bool s3_allowed(const px_s3_req_t *q)
 	if (ft_ident_find(ft_auth()->ids, q->auth.access_key, &id) != 0)
 		return false;
 	ft_ident_principal(&id, &p);
-	ok = ft_principal_allows(&p, s3_need(q), q->bucket);
+	ok = ft_principal_allows(&p, need, bucket);
 	ft_principal_clear(&p);
 	return ok;
+}
+
+/* Whether the signed request's key may do it (role and bucket grants of the identity store). */
+static bool s3_allowed(const px_s3_req_t *q)
+{
+	return px_s3_key_allows(q, s3_need(q), q->bucket);
 }
 
 /* ---- curl ---- */

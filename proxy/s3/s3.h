@@ -33,6 +33,7 @@
 
 #include <jansson.h>
 
+#include "auth/role.h"
 #include "base/cksum.h"
 #include "base/config.h"
 #include "base/fanout.h"
@@ -255,6 +256,12 @@ char *px_s3_owner_url_unsigned(const char *provider, const char *bucket, const c
 			       const char *query, char *id);
 /* Whether q's bucket is a remote one (aws, gcp, azure, ht), which the S3 API serves in part (route.c). */
 bool px_s3_remote(const px_s3_req_t *q);
+/*
+ * Whether q's key (or an anonymous q, which reads public data only) may act with role need on
+ * bucket: the identity store's role and bucket grants. For a second bucket a request names, such
+ * as a copy's source.
+ */
+bool px_s3_key_allows(const px_s3_req_t *q, ft_role_t need, const char *bucket);
 /*
  * The buckets an S3 bucket name may mean: 1 with provider "ais" when an ais bucket has it, else how
  * many remote buckets (aws, gcp, azure, ht) have it, provider the first one's and all of them, comma

@@ -286,13 +286,14 @@ def wait_job(where, job_id, timeout=60):
     return st
 
 
-def add_key(h, access_key, secret, role):
-    """Adds a key of role to a local cluster's identity store (DIR/s3keys.json; auth on), restarts the
-    proxy, which reads the store at its start, and returns a token of the new key."""
+def add_keys(h, keys):
+    """Adds keys ({access key: {"secret", "role"[, "buckets"]}}) to a local cluster's identity store
+    (DIR/s3keys.json; auth on), restarts the proxy, which reads the store at its start, and returns
+    {access key: a token of it}."""
     path = os.path.join(h.c.dir, "s3keys.json")
     with open(path) as f:
         doc = json.load(f)
-    doc[access_key] = {"secret": secret, "role": role}
+    doc.update(keys)
     with open(path, "w") as f:
         json.dump(doc, f)
     p = h.c.proxy
@@ -300,10 +301,18 @@ def add_key(h, access_key, secret, role):
     assert p.wait_dead(10)
     p.spawn(h.c.env)
     h.c.wait_ready(30)
-    r = session(token="").post(h.url + "/v1/tokens", json={"access_key": access_key, "secret_key": secret},
-                               timeout=TIMEOUT)
-    assert r.status_code == 200, r.text
-    return r.json()["token"]
+    tokens = {}
+    for access_key, k in keys.items():
+        r = session(token="").post(h.url + "/v1/tokens", json={"access_key": access_key, "secret_key": k["secret"]},
+                                   timeout=TIMEOUT)
+        assert r.status_code == 200, r.text
+        tokens[access_key] = r.json()["token"]
+    return tokens
+
+
+def add_key(h, access_key, secret, role):
+    """add_keys of one key of role: its token."""
+    return add_keys(h, {access_key: {"secret": secret, "role": role}})[access_key]
 
 
 def create_remote(url, bucket, provider, backend, expect=200, token=None, cksum=None):

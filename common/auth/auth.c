@@ -156,6 +156,12 @@ int ft_auth_init(const ft_config_t *c, bool with_ids, char *err, size_t errlen)
 			 "signed with keys derived from it)");
 		return -1;
 	}
+	if (state.enabled && c->s3_anonymous) {
+		snprintf(err, errlen,
+			 "s3_anonymous: not with auth on (an unsigned S3 request would pass every role check); "
+			 "for anonymous reads of public data use allow_public_read");
+		return -1;
+	}
 	if (with_ids && load_ids(c, err, errlen) != 0)
 		return -1;
 	if (state.enabled)

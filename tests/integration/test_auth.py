@@ -285,6 +285,18 @@ def test_short_secret_refuses_to_start(tmp_path):
     assert b"shorter than" in p.stderr + p.stdout and b"short\n" not in p.stderr
 
 
+def test_anonymous_s3_with_auth_refuses_to_start(tmp_path):
+    """Unsigned S3 requests would pass every role check: with auth on, s3_anonymous is refused (at start and by
+    --check-config), pointing at allow_public_read."""
+    sec = tmp_path / "s"
+    sec.write_text("x" * 64)
+    args = ["--auth", "true", "--cluster_secret", str(sec), "--s3_anonymous", "true", "--public_port", "1",
+            "--state_dir", str(tmp_path)]
+    for p in (run_daemon(args), run_daemon(args + ["--check-config"])):
+        assert p.returncode != 0
+        assert b"s3_anonymous: not with auth on" in p.stderr + p.stdout and b"allow_public_read" in p.stderr
+
+
 def test_insecure_flag_is_loud(tmp_path):
     proc = subprocess.Popen([os.path.join(FT_BIN, "ft-proxy"), "--bind", "0.0.0.0", "--insecure",
                              "--public_port", "0" if False else "47931", "--state_dir", str(tmp_path)],

@@ -206,6 +206,8 @@ NATIVE = [
     ("moss-array", "GET", "/v1/ml/moss/{b}", [], 400),
     ("moss-in-string", "GET", "/v1/ml/moss/{b}", {"in": "x"}, 400),
     ("moss-objname-number", "GET", "/v1/ml/moss/{b}", {"in": [{"objname": 5}]}, 400),
+    ("moss-flag-string", "GET", "/v1/ml/moss/{b}", {"in": [{"objname": "obj"}], "coer": "yes"}, 400),
+    ("moss-strm-number", "GET", "/v1/ml/moss/{b}", {"in": [{"objname": "obj"}], "strm": 1}, 400),
     ("moss-bad-provider", "GET", "/v1/ml/moss/{b}?provider=zz", {"in": [{"objname": "obj"}]}, 400),
 ]
 

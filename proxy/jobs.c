@@ -608,6 +608,10 @@ void px_jobs_route(px_t *px, ft_req_t *r, const char *path, size_t len)
 	q->px = px;
 	if (len > base + 1)
 		memcpy(q->id, path + base + 1, len - base - 1);
+	if (len > base + 1 && strlen(q->id) != len - base - 1) { /* "%00": the id would end there */
+		ft_resp_error(r, 400, "bad job id: contains a NUL byte");
+		return;
+	}
 	if (!px_jobs_id_chars_ok(q->id)) {
 		ft_resp_error(r, 400, "bad job id \"%s\"", q->id);
 		return;

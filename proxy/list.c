@@ -621,11 +621,16 @@ out:
 	ft_smap_put(smap);
 }
 
-static bool query_true(ft_req_t *r, const char *key)
+/* A boolean query parameter: absent, "false" or "0" -> false; "true" or "1" -> true; -1 for another value. */
+static int query_bool(ft_req_t *r, const char *key, bool *out)
 {
 	const char *v = ft_req_query(r, key);
 
-	return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+	*out = v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+	if (v == NULL || *out || strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+		return 0;
+	ft_resp_error(r, 400, "%s must be true or false, got \"%s\"", key, v);
+	return -1;
 }
 
 void px_list_objects(px_t *px, ft_req_t *r, const char *bucket)
@@ -635,22 +640,17 @@ void px_list_objects(px_t *px, ft_req_t *r, const char *bucket)
 
 void px_list_objects_provider(px_t *px, ft_req_t *r, const char *provider, const char *bucket)
 {
-	const char *cached = ft_req_query(r, "cached");
 	px_list_args_t a = {.prefix = ft_req_query(r, "prefix"),
 			    .token = ft_req_query(r, "continuation_token"),
-			    .pagesize = parse_pagesize(ft_req_query(r, "pagesize")),
-			    .cached_only = query_true(r, "cached"),
-			    .archive = query_true(r, "archive")};
+			    .pagesize = parse_pagesize(ft_req_query(r, "pagesize"))};
 
 	if (a.pagesize < 0) {
 		ft_resp_error(r, 400, "pagesize must be a non-negative integer, got \"%s\"",
 			      ft_req_query(r, "pagesize"));
 		return;
 	}
-	if (cached != NULL && !a.cached_only && strcmp(cached, "false") != 0 && strcmp(cached, "0") != 0) {
-		ft_resp_error(r, 400, "cached must be true or false, got \"%s\"", cached);
+	if (query_bool(r, "cached", &a.cached_only) != 0 || query_bool(r, "archive", &a.archive) != 0)
 		return;
-	}
 	px_list_start(px, r, provider, bucket, &a);
 }
 

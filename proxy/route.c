@@ -198,6 +198,10 @@ void px_route(ft_req_t *r, void *ctx)
 		return;
 	if (!px_auth_request(px, r, path, len)) /* the endpoint table's role (auth.c); 401/403 answered */
 		return;
+	if (strstr(ft_req_query_string(r), "%00") != NULL) { /* a value would end there, silently shorter */
+		ft_resp_error(r, 400, "the query holds a NUL byte (%%00)");
+		return;
+	}
 	if (under(path, len, "/v1/objects"))
 		objects(px, r, path, len);
 	else if (under(path, len, "/v1/buckets"))

@@ -28,6 +28,15 @@ static int check_request(const json_t *req, int *status, char *why, size_t cap)
 
 	if (!json_is_array(json_object_get(req, "in")) || json_array_size(json_object_get(req, "in")) == 0)
 		return fail(status, 400, why, cap, "expected a MossReq: {\"in\":[{\"objname\",...}...],\"strm\":true}");
+	static const char *const flags[] = {"coer", "onob", "strm"};
+	for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+		const json_t *f = json_object_get(req, flags[k]);
+		if (f != NULL && !json_is_boolean(f)) {
+			*status = 400;
+			snprintf(why, cap, "\"%s\" must be true or false", flags[k]);
+			return -1;
+		}
+	}
 	if (mime != NULL && mime[0] != '\0' && strcmp(mime, ".tar") != 0 && strcmp(mime, "tar") != 0) {
 		*status = 501;
 		snprintf(why, cap, "output format \"%.32s\" is not built: only .tar is produced", mime);

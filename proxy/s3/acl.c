@@ -43,6 +43,19 @@ static int canned(const char *v)
 	return PX_S3_ACL_NONE;
 }
 
+/* Whether v is one of S3's canned ACLs (supported here or not). */
+static bool aws_canned(const char *v)
+{
+	static const char *const names[] = {
+		"private",       "public-read",       "public-read-write",         "authenticated-read",
+		"aws-exec-read", "bucket-owner-read", "bucket-owner-full-control", "log-delivery-write"};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(v, names[i]) == 0)
+			return true;
+	return false;
+}
+
 bool px_s3_has_grant_header(ft_req_t *r)
 {
 	for (int i = 0; i < ft_req_header_count(r); i++) {
@@ -77,6 +90,10 @@ bool px_s3_acl_header(px_s3_req_t *q)
 	if (v == NULL)
 		return true;
 	q->acl = canned(v);
+	if (q->acl == PX_S3_ACL_NONE && !aws_canned(v)) {
+		px_s3_error(q, PX_S3_INVALID_ARGUMENT, "x-amz-acl %.40s is not a canned ACL", v);
+		return false;
+	}
 	if (q->acl == PX_S3_ACL_NONE) {
 		px_s3_error(q, PX_S3_NOT_IMPLEMENTED,
 			    "x-amz-acl %.40s is not supported: only the canned ACLs private and public-read", v);

@@ -1321,6 +1321,10 @@ bool px_s3_route(px_s3_t *s, ft_req_t *r)
 		px_s3_error(q, PX_S3_INVALID_BUCKET_NAME, "%s", why != NULL ? why : "bucket name too long");
 		return true;
 	}
+	if (strstr(ft_req_query_string(r), "%00") != NULL) { /* a value would end there, silently shorter */
+		px_s3_error(q, PX_S3_INVALID_ARGUMENT, "a query parameter holds a NUL byte (%%00)");
+		return true;
+	}
 	if (q->bucket[0] == '\0')
 		dispatch_service(q);
 	else if (q->key_len == 0)

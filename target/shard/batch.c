@@ -17,6 +17,7 @@
 #include "base/fdio.h"
 #include "base/log.h"
 #include "base/moss.h"
+#include "cloud/backend.h"
 #include "core/fcache.h"
 #include "core/mountpath.h"
 #include "core/replica.h"
@@ -423,6 +424,14 @@ static int parse(ft_req_t *r, batch_t *b, const char *body, size_t len, int *sta
 		snprintf(why, cap, "format \"%s\": only .tar is produced", fmt);
 		return -1;
 	}
+	static const char *const flags[] = {"continue_on_error", "only_names", "only_objname", "buffered"};
+	for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+		const json_t *f = json_object_get(b->doc, flags[k]);
+		if (f != NULL && !json_is_boolean(f)) {
+			snprintf(why, cap, "\"%s\" must be true or false", flags[k]);
+			return -1;
+		}
+	}
 	b->continue_on_error = json_is_true(json_object_get(b->doc, "continue_on_error"));
 	b->only_names = json_is_true(json_object_get(b->doc, "only_names"));
 	b->only_objname = json_is_true(json_object_get(b->doc, "only_objname"));
@@ -449,8 +458,18 @@ static int parse(ft_req_t *r, batch_t *b, const char *body, size_t len, int *sta
 		json_t *s = json_object_get(e, "start"), *l = json_object_get(e, "length");
 		if (it->archpath && !*it->archpath)
 			it->archpath = NULL;
-		if (!it->provider || !*it->provider)
+		if (!it->provider || !*it->provider) {
 			it->provider = "ais";
+		} else if (strcmp(it->provider, "ais") != 0) {
+			ft_backend_provider_t bp;
+			if (ft_backend_provider_parse(it->provider, &bp) != 0) {
+				snprintf(why, cap,
+					 "item %zu: unknown provider \"%.32s\" (expected ais, aws, gcp, azure or ht)",
+					 i, it->provider);
+				return -1;
+			}
+			it->provider = ft_backend_provider_name(bp);
+		}
 		if (!it->bucket || ft_name_check_bucket(it->bucket, &w) != 0 || !it->objname ||
 		    ft_name_check_object(it->objname, strlen(it->objname), &w) != 0 ||
 		    (it->archpath && tgt_shard_member_check(it->archpath, &w) != 0) ||

@@ -312,3 +312,32 @@ def test_job_with_a_target_killed_and_restarted(make_cluster, origin, kind):
     check_gets(api, case)
     assert h.work_files() == []
 
+
+@pytest.mark.parametrize("kind", ["download", "copy-remote"])
+def test_abort_while_a_target_is_down_holds_after_its_restart(make_cluster, origin, kind):
+    """A job aborted while one of its targets is down (out of the map) stays aborted when that target comes back:
+    the target does not resume its journaled part, and stores nothing more."""
+    h = make_cluster(keepalive_ms=300, proxy_args=["--job_missing_grace_s", str(GRACE_S)])
+    api = Api(h.url, session())
+    case = CASES[kind](h, api, origin, kind.replace("-", ""))
+    jid = case.start()
+    victim = h.index_of_url(h.targets()[0]["public_url"])
+    victim_id = h.c.targets[victim].id
+    wait_some_done(api, jid, victim_id, case)
+    h.kill_target(victim, "KILL")
+    wait_until(lambda: victim_id not in [t["id"] for t in h.targets()], 30, what="the victim out of the map")
+    r = api.s.delete("%s/v1/jobs/%s" % (api.url, jid), timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    st = wait_job(api, jid, timeout=END_S)
+    assert st["state"] == "aborted", st
+    before = sorted(stored(h, case))
+    h.restart_target(victim)
+    wait_until(lambda: len(h.targets()) == 3, 30, what="the victim back in the map")
+    time.sleep(3)
+    st = job_doc(api, jid)
+    assert st["state"] == "aborted", st
+    assert all(p["state"] != "running" for p in st["targets"]), st
+    after = sorted(stored(h, case))
+    assert after == before, "%d objects stored after the abort" % (len(after) - len(before))
+    case.check_result(stored(h, case))
+    assert h.work_files() == []

@@ -17,6 +17,7 @@
 #include "http/util.h"
 #include "obj/listwalk.h"
 #include "protect/mirror.h"
+#include "rpc/client.h"
 #include "target.h"
 #include "xact/archive.h"
 #include "xact/copy.h"
@@ -66,6 +67,7 @@
 
 #define JOB_RESUME_WAIT_S 60 /* how long a restarted target waits for its bucket metadata to resume jobs */
 #define DOWNLOAD_ATTEMPTS 4
+#define JOB_ASK_MS 5000 /* a peer's answer about a job this target resumes */
 
 enum {
 	JOB_PREFETCH = 0,
@@ -1035,14 +1037,51 @@ void tgt_jobs_free(tgt_t *t)
 
 /* ---- resume after a restart ---- */
 
+/*
+ * Whether another target of the map holds job id as aborted: a DELETE made while this target was away (out of the
+ * map) reached the others only, and the journal must not bring the job back.
+ */
+static int aborted_elsewhere(tgt_t *t, const char *id)
+{
+	ft_smap_t *smap = ft_smap_current();
+	int yes = 0;
+
+	for (int i = 0; smap != NULL && !yes && i < smap->n_targets; i++) {
+		const ft_node_t *n = &smap->targets[i];
+		char url[FT_URL_MAX + JOB_ID_MAX + 16], msg[256];
+		json_t *resp = NULL;
+		long status = 0;
+		if (strcmp(n->id, t->id) == 0)
+			continue;
+		snprintf(url, sizeof(url), "%s/v1/jobs/%s", n->control_url, id);
+		if (ft_client_json("GET", url, NULL, JOB_ASK_MS, &status, &resp, msg, sizeof(msg)) == 0 &&
+		    status == 200) {
+			const char *st = json_string_value(json_object_get(resp, "state"));
+			yes = st != NULL && strcmp(st, "aborted") == 0;
+		}
+		json_decref(resp);
+	}
+	ft_smap_put(smap);
+	return yes;
+}
+
 /* One journal found at start: the job again under its id, its objects done skipped and counted. */
 static void resume_one(tgt_t *t, const json_t *msg, const json_t *done)
 {
 	ft_ctl_resp_t resp = {0};
 	const char *id = json_string_value(json_object_get(msg, "id"));
-	job_t *j = job_parse(t, msg, &resp);
+	job_t *j = NULL;
 	int rc = -1;
 
+	if (id != NULL && aborted_elsewhere(t, id)) {
+		pthread_mutex_lock(&t->jobs->lock);
+		json_object_del(t->jobs->pending, id);
+		pthread_mutex_unlock(&t->jobs->lock);
+		tgt_journal_close(tgt_journal_reopen(t->cfg.state_dir, id), 1);
+		ft_info("job %s: aborted while this target was away; not resumed, journal removed", id);
+		return;
+	}
+	j = job_parse(t, msg, &resp);
 	if (j != NULL) {
 		j->done = json_deep_copy(done);
 		j->journal = tgt_journal_reopen(t->cfg.state_dir, id);

@@ -22,6 +22,7 @@ import s3util
 from conftest import FT_BIN, module_cluster
 from ftutil import Api, recv_until_closed, session
 from test_aistore_wire import batch_client_leaves
+from test_etl import _Reverser
 from test_batch import listener_connections, spread_batch, untar
 from test_metrics import parse
 
@@ -318,36 +319,22 @@ def test_get_batch_stops_when_a_tls_client_leaves(tcluster, s, ca):
     batch_client_leaves(tcluster.url, s, connect)
 
 
-class _Upper(http.server.BaseHTTPRequestHandler):
-    """A transformer server: answers the POSTed bytes in upper case."""
-
-    def do_POST(self):
-        out = self.rfile.read(int(self.headers.get("Content-Length", "0"))).upper()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, *args):
-        pass
-
-
 def test_https_transformer_with_a_cluster_certificate(tcluster, s, bucket):
     """A transformer server whose certificate the cluster's CA signed (tls_ca) is trusted, as the nodes are."""
     tls = os.path.dirname(tcluster.c.ca_file)
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Upper)
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Reverser)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(os.path.join(tls, "server.pem"), os.path.join(tls, "server.key"))
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
-    name = "up-" + uuid.uuid4().hex[:8]
+    name = "rev-" + uuid.uuid4().hex[:8]
     try:
         r = s.post(tcluster.url + "/v1/etl", timeout=TIMEOUT,
                    json={"name": name, "url": "https://127.0.0.1:%d/" % srv.server_address[1]})
         assert r.status_code == 200, r.text
         assert s.put(obj_url(tcluster, bucket, "etl-in"), data=b"abc def", timeout=TIMEOUT).status_code == 200
         r = s.get(obj_url(tcluster, bucket, "etl-in") + "?etl=" + name, timeout=TIMEOUT)
-        assert (r.status_code, r.content) == (200, b"ABC DEF"), r.text
+        assert (r.status_code, r.content) == (200, b"fed cba"), r.text
     finally:
         s.delete(tcluster.url + "/v1/etl/" + name, timeout=TIMEOUT)
         srv.shutdown()

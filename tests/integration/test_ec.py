@@ -234,8 +234,15 @@ def test_put_fails_without_enough_targets(make_cluster):
     h.kill_target(victim, "KILL")
     wait_until(lambda: len(h.smap()["targets"]) == 3, timeout=3 * KA_MS / 1000 + 10,
                what="killed target to leave the map")
-    gone = set(ids_before) - {t["id"] for t in h.smap()["targets"]}
+    smap = h.smap()
+    gone = set(ids_before) - {t["id"] for t in smap["targets"]}
     assert len(gone) == 1, gone
+    # the owner goes by its own map: every target that is left must have the new one (a busy machine may be late)
+    s = session()
+    for t in smap["targets"]:
+        wait_until(lambda: s.post(t["control_url"] + "/v1/metasync", json={},
+                                  timeout=TIMEOUT).json()["smap_version"] >= smap["version"],
+                   timeout=10, what="map v%d on %s" % (smap["version"], t["id"]))
     r = api.put(b, "x", os.urandom(5000), expect=None)
     assert_json_error(r, 500, "needs 3 other targets")
 

@@ -301,7 +301,7 @@ int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfe
 {
 	char host[FT_URL_MAX], port[16], hostport[FT_URL_MAX + 24], key[FT_URL_MAX + 32];
 	char *head = NULL, *target = NULL;
-	int rc = 1, hl;
+	int rc = -1, hl;
 	bool https;
 
 	*status = 0;
@@ -316,7 +316,6 @@ int ec_push_slice(const char *pub_url, const char *names, unsigned long long xfe
 	}
 	/* the pool's key has the scheme: a plain connection never serves an https holder, nor one to its Unix socket */
 	snprintf(key, sizeof(key), "%s://%s", https ? "https" : "http", hostport);
-	rc = -1;
 	head = malloc(PUSH_HEAD_MAX);
 	target = malloc(EC_URL_MAX);
 	if (head == NULL || target == NULL) {

@@ -13,7 +13,7 @@ import requests
 
 import peers
 from ftutil import TIMEOUT, assert_json_error, create_remote, obj_url, unique
-from test_coldget import put_origin
+from test_coldget import access_count, put_origin
 
 origin = peers.nginx_origin_fixture()
 
@@ -24,13 +24,6 @@ def bucket(cluster, origin):
     create_remote(cluster.url, b, "ht", {"endpoint": origin.url})
     yield b
     requests.delete(f"{cluster.url}/v1/buckets/{b}?provider=ht", timeout=TIMEOUT)
-
-
-def origin_gets(origin, name):
-    needle = f"GET /files/{name} "
-    if not origin.access_log.exists():
-        return 0
-    return sum(1 for line in origin.access_log.read_text().splitlines() if needle in line)
 
 
 def cached_file(cluster, bucket, name):
@@ -193,12 +186,12 @@ def test_batch_fetches_remote_items(cluster, bucket, origin):
     assert [n for n, _ in got] == [n for n, _ in want]
     assert got == want
     for n in names:
-        assert origin_gets(origin, n) == 1, n
+        assert access_count(origin, n) == 1, n
     # warm now: served from the cache, the origin not asked again
     r = batch(cluster, {"in": items[:4]})
     assert r.status_code == 200 and tar_members(r.content) == want[:4]
     for n in names[:4]:
-        assert origin_gets(origin, n) == 1, n
+        assert access_count(origin, n) == 1, n
 
 
 def test_batch_remote_item_missing(cluster, bucket, origin):

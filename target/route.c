@@ -221,6 +221,10 @@ void tgt_route_public(ft_req_t *r, void *ctx)
 			ft_metrics_route(r);
 		return;
 	}
+	if (strstr(ft_req_query_string(r), "%00") != NULL) { /* a value would end there, silently shorter */
+		ft_resp_error(r, 400, "the query holds a NUL byte (%%00)");
+		return;
+	}
 	if (len == strlen("/v1/batch") && memcmp(path, "/v1/batch", len) == 0) {
 		if (tgt_auth_endpoint(r, path, len) == 0)
 			tgt_batch(r, t); /* shard/batch.c */

@@ -11,6 +11,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "base/log.h"
+
 static char host_id[FT_HOST_ID_MAX];
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 
@@ -77,8 +79,15 @@ bool ft_local_peer_ok(int fd)
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
 
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
+		return false;
+	if (cr.uid != geteuid()) { /* another user's process holds a node's socket path: nothing goes to it */
+		ft_warn("the Unix socket of a node on this machine is held by uid %u, pid %d, not by this user: not used",
+			(unsigned)cr.uid, (int)cr.pid);
+		return false;
+	}
 	/* nor this process: no node dials itself, and a dead node's entry may name a path that is now ours */
-	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.uid == geteuid() && cr.pid != getpid();
+	return cr.pid != getpid();
 }
 
 bool ft_local_known(const char *hostport, bool https)

@@ -223,8 +223,10 @@ static void *pull_main(void *arg)
 	pthread_mutex_unlock(&p->mu);
 	if (p->via_unix && !cancel && (cc == CURLE_COULDNT_CONNECT || p->unix_refused)) {
 		/* the owner's socket cannot be had (gone since the lookup, a full backlog, not ours): nothing was sent */
-		ft_debug("batch: part from %s: its Unix socket %s %s; over TCP instead", p->owner, p->unix_path,
-			 p->unix_refused ? "is not one of ours" : "cannot be reached");
+		ft_log(p->unix_refused ? FT_LOG_WARN : FT_LOG_DEBUG,
+		       "batch: part from %s: its Unix socket %s %s; over %s instead", p->owner, p->unix_path,
+		       p->unix_refused ? "is not one of ours" : "cannot be reached",
+		       strncmp(p->url, "https", 5) == 0 ? "TLS" : "TCP");
 		p->via_unix = false;
 		curl_easy_setopt(p->curl, CURLOPT_UNIX_SOCKET_PATH, NULL);
 		curl_easy_setopt(p->curl, CURLOPT_URL, p->url);

@@ -561,3 +561,35 @@ def test_planted_backend_secret_never_leaks(acluster):
             s.delete("%s/v1/buckets/%s?provider=aws" % (u, b), timeout=30)
     finally:
         p.stop()
+
+
+def test_anonymous_metrics_opens_metrics_and_daemon_only(make_cluster):
+    """auth_anonymous_metrics lets a scraper without credentials read /metrics and /v1/daemon, of the proxy and
+    of a target's own port; every other endpoint still asks for a token, and the answers hold no secret."""
+    opt = ["--auth_anonymous_metrics", "true"]
+    h = make_cluster(targets=1, mountpaths=1, auth=True, proxy_args=opt, target_args=opt)
+    b = unique("am")
+    assert session(token=h.token).post(h.url + "/v1/buckets/" + b, json={"action": "create-bck"},
+                                       timeout=30).status_code == 200
+    anon = session(token="")
+    tgt = h.c.targets[0].public_url
+    for base in (h.url, tgt):
+        r = anon.get(base + "/metrics", timeout=30)
+        assert r.status_code == 200 and "# TYPE " in r.text, (base, r.status_code, r.text[:200])
+        assert anon.head(base + "/metrics", timeout=30).status_code == 200
+        assert h.token not in r.text
+    r = anon.get(h.url + "/v1/daemon?what=smap", timeout=30)
+    assert r.status_code == 200 and r.json(), r.text[:200]
+    assert h.token not in r.text
+    secret = h.c.secret if isinstance(h.c.secret, str) else h.c.secret.decode()
+    for base in (h.url, tgt):
+        assert secret not in anon.get(base + "/metrics", timeout=30).text
+    for method, base, path in [("GET", h.url, "/v1/buckets/"), ("GET", h.url, "/v1/objects/%s/o" % b),
+                               ("PUT", h.url, "/v1/objects/%s/o" % b), ("DELETE", h.url, "/v1/buckets/" + b),
+                               ("GET", h.url, "/v1/cluster?what=smap"), ("GET", h.url, "/v1/jobs"),
+                               ("POST", h.url, "/v1/daemon"), ("GET", tgt, "/v1/objects/%s/o" % b),
+                               ("PUT", tgt, "/v1/objects/%s/o" % b), ("POST", tgt, "/v1/batch")]:
+        r = anon.request(method, base + path, data=b"x" if method in ("PUT", "POST") else None, timeout=30,
+                         allow_redirects=False)
+        assert_json_error(r, 401)
+    assert session(token=h.token).get(h.url + "/v1/buckets/" + b, timeout=30).status_code == 200

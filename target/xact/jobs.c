@@ -1065,6 +1065,32 @@ static int aborted_elsewhere(tgt_t *t, const char *id)
 	return yes;
 }
 
+/*
+ * A journaled dsort aborted while this target was away: the outputs its part published before it stopped are
+ * removed, as the abort removed the other targets' (an aborted dsort leaves no output).
+ */
+static void dsort_drop_outputs(tgt_t *t, const json_t *msg)
+{
+	const char *kind = json_string_value(json_object_get(msg, "kind"));
+	ft_ctl_resp_t resp = {0};
+	job_t *j;
+
+	if (kind == NULL || strcmp(kind, "dsort") != 0)
+		return;
+	j = job_parse(t, msg, &resp);
+	if (j != NULL && j->dsort != NULL) {
+		tgt_dsort_cleanup(j->dsort, t, j->smap);
+		ft_info("job %s: dsort aborted while this target was away; its outputs on this target removed", j->id);
+	} else {
+		ft_warn("job %s: dsort aborted while this target was away; its outputs cannot be removed (%s)",
+			json_string_value(json_object_get(msg, "id")),
+			resp.json != NULL ? json_string_value(json_object_get(resp.json, "message")) : "out of memory");
+	}
+	json_decref(resp.json);
+	if (j != NULL)
+		job_free(j);
+}
+
 /* One journal found at start: the job again under its id, its objects done skipped and counted. */
 static void resume_one(tgt_t *t, const json_t *msg, const json_t *done)
 {
@@ -1077,6 +1103,7 @@ static void resume_one(tgt_t *t, const json_t *msg, const json_t *done)
 		pthread_mutex_lock(&t->jobs->lock);
 		json_object_del(t->jobs->pending, id);
 		pthread_mutex_unlock(&t->jobs->lock);
+		dsort_drop_outputs(t, msg);
 		tgt_journal_close(tgt_journal_reopen(t->cfg.state_dir, id), 1);
 		ft_info("job %s: aborted while this target was away; not resumed, journal removed", id);
 		return;

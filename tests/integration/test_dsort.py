@@ -3,6 +3,7 @@
 import hashlib
 import io
 import json
+import os
 import random
 import subprocess
 import tarfile
@@ -406,3 +407,42 @@ def test_dsort_survives_the_restart_of_a_target_others_read_from(make_cluster):
     of a failing member GET). Its part resumes from its journal, and the other target's outputs that need members
     from it wait for it to answer again instead of failing: the job finishes with every record once, intact."""
     _dsort_with_a_target_killed(make_cluster, targets=2, victim_i=1, away_s=4, seed=17, prefix="dsr2")
+
+
+def test_dsort_aborted_while_a_target_is_down_leaves_no_output(make_cluster):
+    """Two targets: SIGKILL of one in the middle of its part, the job aborted while it is out of the map, then a
+    restart. The target does not resume its part, and removes the outputs it published before the kill, as the
+    abort removed the other target's: an aborted dsort leaves no output."""
+    from ftutil import Api, ctl
+    h = make_cluster(targets=2, mountpaths=1, keepalive_ms=300, proxy_args=["--job_missing_grace_s", "3"])
+    api = Api(h.url)
+    src, dst = unique("dsain"), unique("dsaout")
+    api.create_bucket(src)
+    api.create_bucket(dst)
+    fill(api, src, n_shards=24, samples=60, seed=18)
+    jid = start(api, src, {"template": "shard-{000..023}.tar", "to": {"name": dst},
+                           "output_template": "r-{00000..99999}.tar", "shard_size": 3000}).json()["job_id"]
+    victim = h.targets()[1]
+    index = h.index_of_url(victim["public_url"])
+    seen = {}
+
+    def some_done():
+        seen.update(ctl("GET", victim["control_url"], "/v1/jobs/" + jid))
+        return seen["state"] != "running" or seen["objects"] >= 10
+    wait_until(some_done, 60, interval=0.02, what="the victim's part to write some outputs")
+    assert seen["state"] == "running" and 0 < seen["objects"] < seen["total"], seen
+    h.kill_target(index, "KILL")
+    wait_until(lambda: victim["id"] not in [t["id"] for t in h.targets()], 30, what="the victim out of the map")
+    r = requests.delete("%s/v1/jobs/%s" % (h.url, jid), timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert wait_job(api, jid, timeout=60)["state"] == "aborted"
+    def victim_outputs():
+        return [f for mp in h.mountpaths(index) for _, _, fs in os.walk(os.path.join(mp, "ais", dst)) for f in fs]
+    assert victim_outputs(), "no output of the victim's on its disk: the kill came too early to test anything"
+    h.restart_target(index)
+    wait_until(lambda: len(h.targets()) == 2, 30, what="the victim back in the map")
+    wait_until(lambda: victim_outputs() == [], 30, what="the victim's outputs removed")
+    assert api.list_all(dst)[0] == []
+    st = api.s.get("%s/v1/jobs/%s" % (h.url, jid), timeout=TIMEOUT).json()
+    assert st["state"] == "aborted" and all(p["state"] != "running" for p in st["targets"]), st
+    assert h.work_files() == []

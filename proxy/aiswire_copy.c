@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* AIStore's copy-bck (POST /v1/buckets/SRC?bck_to=...) decoded into FastTier's copy job; move-bck, etl-bck refused. */
+/* AIStore's copy-bck and etl-bck (POST /v1/buckets/SRC?bck_to=...) decoded into FastTier's copy job; move-bck refused. */
 #include "proxy.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "base/codec.h"
 #include "http/util.h"
 
 /*
@@ -14,15 +15,17 @@
  * its ActMsg: {prefix, prepend, dry_run, force, latest-ver, synchronize} plus, when set, ext,
  * num-workers, coer, and an ETL's id, request_timeout, pipeline. This file only decodes them into
  * a px_copy_t and hands it to px_copy_submit, the native copy's one path; the answer is the bare
- * job id, as AIStore's. prepend names each copy <prepend><name>, as AIStore's TCBMsg.ToName
- * does. What FastTier cannot do (ext, an ETL, a namespace) is refused
- * with 501 rather than dropped; num-workers only tunes speed and is ignored, coer is what the
- * copy job always does (an object's error is counted, the job goes on).
+ * job id, as AIStore's. prepend and ext name each copy as AIStore's TCBMsg.ToName does. etl-bck
+ * is the same copy through a transformer: id names one of FastTier's registry (docs/etl.md), its
+ * request_timeout (a Go duration, "5m") bounds each object's transform in this job. What FastTier
+ * cannot do (a pipeline of several transformers, a namespace) is refused with 501 rather than
+ * dropped; num-workers only tunes speed and is ignored, coer is what the copy job always does (an
+ * object's error is counted, the job goes on).
  */
 
 static void bck_to_body(ft_req_t *r, void *arg, char *body, size_t len, int err);
 static int bck_to_parse(ft_req_t *r, const char *s, char *provider, size_t pcap, char *name, size_t ncap);
-static int copy_decode(ft_req_t *r, const json_t *value, px_copy_t *c);
+static int copy_decode(ft_req_t *r, const char *action, const json_t *value, px_copy_t *c);
 
 typedef struct {
 	px_t *px;
@@ -43,7 +46,7 @@ bool px_ais_bck_to(px_t *px, ft_req_t *r, const char *provider, const char *buck
 	return true;
 }
 
-/* The ActMsg of a POST with bck_to: copy-bck goes to the copy job, move-bck and etl-bck are refused. */
+/* The ActMsg of a POST with bck_to: copy-bck and etl-bck go to the copy job, move-bck is refused. */
 static void bck_to_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 {
 	bck_to_t *b = arg;
@@ -65,15 +68,12 @@ static void bck_to_body(ft_req_t *r, void *arg, char *body, size_t len, int err)
 			      "renaming bucket %s://%s (move-bck) is not built: FastTier has no bucket rename; copy it "
 			      "(copy-bck) and destroy the source",
 			      b->provider, b->bucket);
-	} else if (strcmp(action, "etl-bck") == 0) {
-		ft_resp_error(r, 501, "transforming bucket %s://%s (etl-bck) is not built: use copy-bck with \"etl\"",
-			      b->provider, b->bucket);
-	} else if (strcmp(action, "copy-bck") != 0) {
+	} else if (strcmp(action, "copy-bck") != 0 && strcmp(action, "etl-bck") != 0) {
 		ft_resp_error(r, 400, "unknown action \"%s\" with bck_to (expected copy-bck, move-bck or etl-bck)",
 			      action);
 	} else if (bck_to_parse(r, ft_req_query(r, "bck_to"), to_provider, sizeof(to_provider), to_bucket,
 				sizeof(to_bucket)) == 0 &&
-		   copy_decode(r, json_object_get(in, "value"), &c) == 0) {
+		   copy_decode(r, action, json_object_get(in, "value"), &c) == 0) {
 		c.to_provider = to_provider;
 		c.to_bucket = to_bucket;
 		px_copy_submit(b->px, r, "copy-bck", b->provider, b->bucket, &c, true);
@@ -113,15 +113,34 @@ bad:
 }
 
 /* AIStore's TCBckMsg value keys with what FastTier does with them. */
-typedef enum { K_PREFIX, K_FLAG, K_PREPEND, K_EMPTY_OBJECT, K_NUM_WORKERS, K_COER, K_ETL } key_use_t;
+typedef enum {
+	K_PREFIX,
+	K_FLAG,
+	K_PREPEND,
+	K_EXT,
+	K_NUM_WORKERS,
+	K_COER,
+	K_ETL_ID,
+	K_ETL_TIMEOUT,
+	K_PIPELINE
+} key_use_t;
 
 static const struct {
 	const char *key;
 	key_use_t use;
 } copy_keys[] = {
-	{"prefix", K_PREFIX},    {"dry_run", K_FLAG},    {"force", K_FLAG},          {"latest-ver", K_FLAG},
-	{"synchronize", K_FLAG}, {"prepend", K_PREPEND}, {"ext", K_EMPTY_OBJECT},    {"num-workers", K_NUM_WORKERS},
-	{"coer", K_COER},        {"id", K_ETL},          {"request_timeout", K_ETL}, {"pipeline", K_ETL},
+	{"prefix", K_PREFIX},
+	{"dry_run", K_FLAG},
+	{"force", K_FLAG},
+	{"latest-ver", K_FLAG},
+	{"synchronize", K_FLAG},
+	{"prepend", K_PREPEND},
+	{"ext", K_EXT},
+	{"num-workers", K_NUM_WORKERS},
+	{"coer", K_COER},
+	{"id", K_ETL_ID},
+	{"request_timeout", K_ETL_TIMEOUT},
+	{"pipeline", K_PIPELINE},
 };
 
 /* The flag of c a boolean key sets. */
@@ -136,18 +155,41 @@ static bool *copy_flag(px_copy_t *c, const char *key)
 	return &c->sync;
 }
 
-/* One key of the value into c; 0, or -1 after responding 400 (bad type, unknown) or 501 (not supported). */
-static int copy_key(ft_req_t *r, const char *key, const json_t *v, px_copy_t *c)
+/*
+ * request_timeout (a Go duration string, or nanoseconds) into *ms, rounded up to a whole ms ("0" or
+ * 0: the transformer's own). 0, or -1 (malformed).
+ */
+static int etl_timeout(const json_t *v, int64_t *ms)
 {
+	int64_t ns = 0;
+
+	if (json_is_integer(v))
+		ns = json_integer_value(v);
+	else if (!json_is_string(v) || ft_duration_parse(json_string_value(v), &ns) != 0)
+		return -1;
+	if (ns < 0)
+		return -1;
+	*ms = ns / 1000000 + (ns % 1000000 != 0);
+	return 0;
+}
+
+/*
+ * One key of the value of action (copy-bck, etl-bck) into c; 0, or -1 after responding 400 (bad
+ * type, unknown) or 501 (not supported). An ETL's fields are etl-bck's: with copy-bck, as in AIStore,
+ * they are not used, and one that asks for a transform is refused rather than dropped.
+ */
+static int copy_key(ft_req_t *r, const char *action, const char *key, const json_t *v, px_copy_t *c)
+{
+	bool etl = strcmp(action, "etl-bck") == 0;
 	size_t i = 0;
 
 	while (i < sizeof(copy_keys) / sizeof(copy_keys[0]) && strcmp(copy_keys[i].key, key) != 0)
 		i++;
 	if (i == sizeof(copy_keys) / sizeof(copy_keys[0])) {
 		ft_resp_error(r, 400,
-			      "copy-bck: unknown field \"%s\" (known: prefix, prepend, dry_run, force, latest-ver, "
-			      "synchronize, ext, num-workers, coer)",
-			      key);
+			      "%s: unknown field \"%s\" (known: prefix, prepend, dry_run, force, latest-ver, "
+			      "synchronize, ext, num-workers, coer, id, request_timeout, pipeline)",
+			      action, key);
 		return -1;
 	}
 	switch (copy_keys[i].use) {
@@ -168,43 +210,66 @@ static int copy_key(ft_req_t *r, const char *key, const json_t *v, px_copy_t *c)
 			break;
 		c->prepend = json_string_value(v); /* checked by px_copy_submit */
 		return 0;
-	case K_EMPTY_OBJECT:
+	case K_EXT:
 		if (!json_is_object(v) && !json_is_null(v))
 			break;
-		if (json_object_size(v) > 0) {
-			ft_resp_error(r, 501, "copy-bck: \"ext\" (changing the copies' extensions) is not supported");
-			return -1;
-		}
+		c->ext = json_is_object(v) ? v : NULL; /* checked by px_copy_submit */
 		return 0;
 	case K_NUM_WORKERS:
 		if (!json_is_integer(v))
 			break;
 		return 0; /* a speed hint: FastTier's copy job sizes its own workers */
-	case K_ETL:
-		if (json_is_null(v) || (json_is_string(v) && json_string_length(v) == 0))
+	case K_ETL_ID:
+		if (!json_is_string(v) && !json_is_null(v))
+			break;
+		if (etl) {
+			c->etl = json_string_value(v);
 			return 0;
-		ft_resp_error(r, 501, "copy-bck: \"%s\" belongs to an ETL transform (etl-bck): use \"etl\"", key);
+		}
+		if (json_is_null(v) || json_string_length(v) == 0)
+			return 0;
+		ft_resp_error(r, 501, "copy-bck: \"id\" names an ETL: transform with etl-bck (or FastTier's \"etl\")");
+		return -1;
+	case K_ETL_TIMEOUT:
+		if (json_is_null(v))
+			return 0;
+		if (etl_timeout(v, &c->etl_timeout_ms) != 0) {
+			ft_resp_error(r, 400, "%s: request_timeout must be a duration such as \"5m\" or \"30s\"",
+				      action);
+			return -1;
+		}
+		return 0;
+	case K_PIPELINE:
+		if (!json_is_array(v) && !json_is_null(v))
+			break;
+		if (json_array_size(v) == 0)
+			return 0;
+		ft_resp_error(r, 501, "%s: an ETL pipeline is not supported (one transformer a job: \"id\")", action);
 		return -1;
 	}
-	ft_resp_error(r, 400, "copy-bck: \"%s\" has the wrong type", key);
+	ft_resp_error(r, 400, "%s: \"%s\" has the wrong type", action, key);
 	return -1;
 }
 
-/* AIStore's copy-bck value into c (strings borrowed from value); 0, or -1 after responding. */
-static int copy_decode(ft_req_t *r, const json_t *value, px_copy_t *c)
+/* AIStore's copy-bck or etl-bck value into c (strings borrowed from value); 0, or -1 after responding. */
+static int copy_decode(ft_req_t *r, const char *action, const json_t *value, px_copy_t *c)
 {
 	const char *key;
 	json_t *v;
 
-	if (value == NULL || json_is_null(value))
-		return 0;
-	if (!json_is_object(value)) {
-		ft_resp_error(r, 400, "copy-bck: the value must be an object (AIStore's TCBckMsg)");
+	if (value != NULL && !json_is_null(value) && !json_is_object(value)) {
+		ft_resp_error(r, 400, "%s: the value must be an object (AIStore's TCBckMsg)", action);
 		return -1;
 	}
 	json_object_foreach((json_t *)value, key, v) {
-		if (copy_key(r, key, v, c) != 0)
+		if (copy_key(r, action, key, v, c) != 0)
 			return -1;
 	}
+	if (strcmp(action, "etl-bck") == 0 && (c->etl == NULL || c->etl[0] == '\0')) {
+		ft_resp_error(r, 400, "etl-bck: \"id\" must name a transformer (POST /v1/etl registers one)");
+		return -1;
+	}
+	if (strcmp(action, "etl-bck") != 0)
+		c->etl_timeout_ms = 0;
 	return 0;
 }

@@ -29,8 +29,8 @@
 #define COPY_NAMES_MAX 100000
 #define LIST_TIMEOUT_MS 30000
 
-static const char *const copy_keys[] = {"to",     "prefix", "objnames", "template", "dry_run",
-					"latest", "sync",   "force",    "etl",      "prepend"};
+static const char *const copy_keys[] = {"to",   "prefix", "objnames", "template",       "dry_run", "latest",
+					"sync", "force",  "etl",      "etl_timeout_ms", "prepend", "ext"};
 static const char *const flag_keys[] = {"dry_run", "latest", "sync", "force"};
 
 /* Whether key is one of keys[0..n). */
@@ -156,6 +156,54 @@ static int copy_prepend(ft_req_t *r, const char *action, const char *prepend, js
 	return 0;
 }
 
+/* s without its leading dots. */
+static const char *undotted(const char *s)
+{
+	while (*s == '.')
+		s++;
+	return s;
+}
+
+/*
+ * The ext map of c into msg, each side without its leading dots ({".jpg": ".png"} as {"jpg": "png"}):
+ * extensions that are valid names with no dot or slash; not with sync (a copy's name would not tell
+ * its source's). 0, or -1 after responding 400 (501 with sync).
+ */
+static int copy_ext(ft_req_t *r, const char *action, const px_copy_t *c, json_t *msg)
+{
+	json_t *ext = json_object();
+	const char *k, *why = NULL;
+	json_t *v;
+
+	if (c->ext == NULL || json_object_size(c->ext) == 0) {
+		json_decref(ext);
+		return 0;
+	}
+	json_object_foreach((json_t *)c->ext, k, v) {
+		const char *from = undotted(k), *to = undotted(json_is_string(v) ? json_string_value(v) : "");
+		if (!json_is_string(v) || *from == '\0' || *to == '\0' || strpbrk(from, "./") != NULL ||
+		    strpbrk(to, "./") != NULL || ft_name_check_object(from, strlen(from), &why) != 0 ||
+		    ft_name_check_object(to, strlen(to), &why) != 0) {
+			ft_resp_error(
+				r, 400,
+				"%s: ext maps an extension to another (e.g. {\"jpg\": \"png\"}), each without dots or "
+				"slashes: \"%.64s\" does not",
+				action, k);
+			json_decref(ext);
+			return -1;
+		}
+		json_object_set_new(ext, from, json_string(to));
+	}
+	if (c->sync) {
+		ft_resp_error(r, 501, "%s: sync with ext is not supported (a copy's name would not tell its source's)",
+			      action);
+		json_decref(ext);
+		return -1;
+	}
+	json_object_set_new(msg, "ext", ext);
+	return 0;
+}
+
 /* The targets' message of copy c into msg (flags, destination, names); 0, or -1 after responding 400. */
 static int copy_message(ft_req_t *r, const char *action, const char *provider, const char *bucket, const px_copy_t *c,
 			json_t *msg)
@@ -179,6 +227,17 @@ static int copy_message(ft_req_t *r, const char *action, const char *provider, c
 	}
 	if (c->etl != NULL)
 		json_object_set_new(msg, "etl", json_string(c->etl));
+	if (c->etl_timeout_ms != 0 && (c->etl == NULL || c->etl_timeout_ms < 1 || c->etl_timeout_ms > 3600000)) {
+		ft_resp_error(r, 400, "%s: etl_timeout_ms needs an etl, and is 1 to 3600000", action);
+		json_decref(names);
+		return -1;
+	}
+	if (c->etl_timeout_ms != 0)
+		json_object_set_new(msg, "etl_timeout_ms", json_integer(c->etl_timeout_ms));
+	if (copy_ext(r, action, c, msg) != 0) {
+		json_decref(names);
+		return -1;
+	}
 	if (c->objnames != NULL)
 		json_object_set(names, "objnames", (json_t *)c->objnames);
 	if (c->template != NULL)
@@ -256,7 +315,7 @@ static int copy_value(ft_req_t *r, const char *action, const json_t *value, px_c
 			ft_resp_error(
 				r, 400,
 				"%s: unknown field \"%s\" (known: to, %sprefix, dry_run, latest, sync, force, etl, "
-				"prepend)",
+				"etl_timeout_ms, prepend, ext)",
 				action, key, listrange ? "objnames, template, " : "");
 			return -1;
 		}
@@ -282,6 +341,17 @@ static int copy_value(ft_req_t *r, const char *action, const json_t *value, px_c
 	    value_string(r, action, value, "etl", &c->etl) != 0 ||
 	    value_string(r, action, value, "prepend", &c->prepend) != 0)
 		return -1;
+	v = json_object_get(value, "etl_timeout_ms");
+	if (v != NULL && (!json_is_integer(v) || json_integer_value(v) <= 0)) {
+		ft_resp_error(r, 400, "%s: \"etl_timeout_ms\" must be a positive integer", action);
+		return -1;
+	}
+	c->etl_timeout_ms = json_integer_value(v);
+	c->ext = json_object_get(value, "ext");
+	if (c->ext != NULL && !json_is_object(c->ext)) {
+		ft_resp_error(r, 400, "%s: \"ext\" must be an object, e.g. {\"jpg\": \"png\"}", action);
+		return -1;
+	}
 	return 0;
 }
 

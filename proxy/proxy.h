@@ -433,8 +433,10 @@ typedef struct {
 	const char *template;   /* copy-listrange only, or NULL */
 	const json_t *objnames; /* copy-listrange only, or NULL */
 	bool dry_run, latest, sync, force;
-	const char *etl;     /* NULL, or a transformer of the registry (etl.c) each object goes through */
-	const char *prepend; /* NULL or "", or the string each copy's name starts with: <prepend><name> */
+	const char *etl;        /* NULL, or a transformer of the registry (etl.c) each object goes through */
+	int64_t etl_timeout_ms; /* 0, or the transformer's timeout per object for this job (with etl) */
+	const char *prepend;    /* NULL or "", or the string each copy's name starts with: <prepend><name> */
+	const json_t *ext;      /* NULL, or {"jpg": "png"}: a copy's extension replaced (AIStore's TCBMsg.Ext) */
 } px_copy_t;
 /*
  * The one path of a copy job: checks c for action (copy-bck or copy-listrange; 400), defers the

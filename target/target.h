@@ -148,12 +148,12 @@ typedef enum {
 } tgt_etl_rc_t;
 /*
  * Runs transformer name of the current BMD over in_size bytes of in_fd (from offset 0) and writes
- * its output to out_fd from offset 0 (*out_size bytes). Blocking (waits for one of the
- * transformer's process slots on this target). On any rc but TGT_ETL_OK, err says why and out_fd
- * holds garbage the caller must drop.
+ * its output to out_fd from offset 0 (*out_size bytes), within timeout_ms (0: the transformer's
+ * own timeout_ms). Blocking (waits for one of the transformer's process slots on this target). On
+ * any rc but TGT_ETL_OK, err says why and out_fd holds garbage the caller must drop.
  */
-tgt_etl_rc_t tgt_etl_transform(const char *name, int in_fd, int64_t in_size, int out_fd, int64_t *out_size, char *err,
-			       size_t cap);
+tgt_etl_rc_t tgt_etl_transform(const char *name, int in_fd, int64_t in_size, int out_fd, int64_t *out_size,
+			       int64_t timeout_ms, char *err, size_t cap);
 const char *tgt_etl_strerror(tgt_etl_rc_t rc);
 int tgt_etl_http_status(tgt_etl_rc_t rc);
 /* Whether the current BMD has transformer name. */

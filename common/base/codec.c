@@ -619,3 +619,70 @@ bool ft_utf8_valid(const char *s, bool *non_ascii)
 {
 	return ft_utf8_valid_n(s, strlen(s), non_ascii);
 }
+
+/* The nanoseconds of the duration unit at s (its length in *len); 0 when none. */
+static int64_t duration_unit(const char *s, size_t *len)
+{
+	static const struct {
+		const char *name;
+		int64_t ns;
+	} units[] = {
+		{"ns", 1},
+		{"us", 1000},
+		{"\xc2\xb5s", 1000}, /* U+00B5 micro sign */
+		{"\xce\xbcs", 1000}, /* U+03BC Greek mu */
+		{"ms", 1000000},
+		{"s", 1000000000},
+		{"m", 60 * (int64_t)1000000000},
+		{"h", 3600 * (int64_t)1000000000},
+	};
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		size_t n = strlen(units[i].name);
+		if (strncmp(s, units[i].name, n) == 0) { /* "ms" is tried before "m" */
+			*len = n;
+			return units[i].ns;
+		}
+	}
+	return 0;
+}
+
+int ft_duration_parse(const char *s, int64_t *ns)
+{
+	int64_t total = 0;
+
+	if (strcmp(s, "0") == 0) {
+		*ns = 0;
+		return 0;
+	}
+	if (*s == '\0')
+		return -1;
+	while (*s != '\0') {
+		uint64_t whole = 0, frac = 0, scale = 1;
+		bool digits = false;
+		size_t ulen;
+		for (; *s >= '0' && *s <= '9'; s++, digits = true)
+			if (whole > (UINT64_MAX - 9) / 10 || (whole = whole * 10 + (uint64_t)(*s - '0')) > INT64_MAX)
+				return -1;
+		if (*s == '.')
+			for (s++; *s >= '0' && *s <= '9'; s++, digits = true)
+				if (scale < 1000000000000000000ull) { /* digits past 10^-18 change nothing */
+					frac = frac * 10 + (uint64_t)(*s - '0');
+					scale *= 10;
+				}
+		int64_t unit = duration_unit(s, &ulen);
+		if (!digits || unit == 0)
+			return -1;
+		s += ulen;
+		if (whole > (uint64_t)(INT64_MAX / unit))
+			return -1;
+		/* the fraction's share: frac / scale of a unit (a unit is at most 3.6e12 ns, frac / scale < 1) */
+		int64_t part =
+			(int64_t)whole * unit + (int64_t)((long double)frac * (long double)unit / (long double)scale);
+		if (part < 0 || total > INT64_MAX - part)
+			return -1;
+		total += part;
+	}
+	*ns = total;
+	return 0;
+}

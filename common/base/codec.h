@@ -130,6 +130,13 @@ int ft_date_parse_exact(const char *s, unsigned forms, time_t *t);
  */
 int ft_date_parse_iso8601(const char *s, int64_t *ns);
 
+/*
+ * A duration as Go writes and reads it (time.Duration's String, AIStore's JSON): "0", or one or more
+ * <decimal number><unit> with unit ns, us (also µs, μs), ms, s, m, h, e.g. "5m", "1h30m", "1.5s",
+ * "300ms"; no sign. 0 with *ns, or -1 (malformed, or past int64 nanoseconds).
+ */
+int ft_duration_parse(const char *s, int64_t *ns);
+
 /* Whether s (NUL-terminated) is valid UTF-8; *non_ascii (may be NULL) says whether it holds a byte above 0x7f. */
 bool ft_utf8_valid(const char *s, bool *non_ascii);
 /* The same for s[0..len) (a NUL byte there is a valid one-byte character). */

@@ -69,7 +69,7 @@ static void etl_work(ft_req_t *r, void *arg)
 		close(fd);
 		return;
 	}
-	rc = tgt_etl_transform(name, fd, (int64_t)lom.size, out, &size, err, sizeof(err));
+	rc = tgt_etl_transform(name, fd, (int64_t)lom.size, out, &size, 0, err, sizeof(err));
 	close(fd);
 	if (rc != TGT_ETL_OK) {
 		close(out);

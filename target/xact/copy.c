@@ -35,6 +35,29 @@
  * copy's and stay.
  */
 
+/* The ext map of a copy message ({"jpg": "png"}: the proxy checked and normalized it) into c; 0, or -1 with why. */
+static int ext_parse(tgt_copy_t *c, json_t *ext, char *why, size_t cap)
+{
+	const char *k;
+	json_t *v;
+
+	if (ext == NULL || json_object_size(ext) == 0)
+		return 0;
+	if (!json_is_object(ext) || c->sync) {
+		snprintf(why, cap, "ext must be an object of extensions, and cannot go with sync");
+		return -1;
+	}
+	json_object_foreach(ext, k, v) {
+		if (!json_is_string(v) || k[0] == '\0' || json_string_length(v) == 0 || strpbrk(k, "./") != NULL ||
+		    strpbrk(json_string_value(v), "./") != NULL) {
+			snprintf(why, cap, "ext: \"%s\" must map an extension to another, without dots or slashes", k);
+			return -1;
+		}
+	}
+	c->ext = json_incref(ext);
+	return 0;
+}
+
 int tgt_copy_parse(tgt_copy_t *c, const json_t *msg, const ft_bmd_t *bmd, const char *provider, const char *bucket,
 		   char *why, size_t cap)
 {
@@ -80,7 +103,14 @@ int tgt_copy_parse(tgt_copy_t *c, const json_t *msg, const ft_bmd_t *bmd, const 
 		}
 		snprintf(c->etl, sizeof(c->etl), "%s", etl);
 	}
-	return 0;
+	c->etl_timeout_ms = json_integer_value(json_object_get(msg, "etl_timeout_ms"));
+	return ext_parse(c, json_object_get(msg, "ext"), why, cap);
+}
+
+void tgt_copy_free(tgt_copy_t *c)
+{
+	json_decref(c->ext);
+	c->ext = NULL;
 }
 
 /* Removes the cached copy of o (a remote object that changed in the backend) under its name lock. */
@@ -189,7 +219,7 @@ static int copy_transformed(const tgt_copy_t *c, tgt_obj_t *o, int fd, const ft_
 		snprintf(err, cap, "work file: %s", strerror(-out));
 		return -1;
 	}
-	rc = tgt_etl_transform(c->etl, fd, (int64_t)lom->size, out, &size, why, sizeof(why));
+	rc = tgt_etl_transform(c->etl, fd, (int64_t)lom->size, out, &size, c->etl_timeout_ms, why, sizeof(why));
 	if (rc != TGT_ETL_OK) {
 		snprintf(err, cap, "etl %s: %s", c->etl, why);
 		close(out);
@@ -203,17 +233,34 @@ static int copy_transformed(const tgt_copy_t *c, tgt_obj_t *o, int fd, const ft_
 	return 0;
 }
 
-/* The copy's name of o (<prepend><name>) into name; its length, or -1 with err when too long. */
+/*
+ * The copy's name of o into name: <prepend><name>, the extension after the name's last dot replaced
+ * when the ext map has it (AIStore's TCBMsg.ToName). Its length, or -1 with err when too long.
+ */
 static long dest_name(const tgt_copy_t *c, const tgt_obj_t *o, char *name, size_t name_cap, char *err, size_t cap)
 {
-	size_t len = c->prepend_len + o->obj_len;
+	const char *dot = memrchr(o->obj, '.', o->obj_len);
+	char ext[FT_OBJ_NAME_MAX + 1];
+	const char *repl = NULL;
+	size_t keep = o->obj_len, len;
 
+	if (c->ext != NULL && dot != NULL && (size_t)(o->obj + o->obj_len - dot - 1) < sizeof(ext)) {
+		size_t n = (size_t)(o->obj + o->obj_len - dot - 1);
+		memcpy(ext, dot + 1, n);
+		ext[n] = '\0';
+		repl = json_string_value(json_object_get(c->ext, ext));
+		if (repl != NULL)
+			keep = (size_t)(dot + 1 - o->obj);
+	}
+	len = c->prepend_len + keep + (repl != NULL ? strlen(repl) : 0);
 	if (len > FT_OBJ_NAME_MAX || len >= name_cap) {
 		snprintf(err, cap, "the copy's name (prepend + name) would be longer than %d bytes", FT_OBJ_NAME_MAX);
 		return -1;
 	}
 	memcpy(name, c->prepend, c->prepend_len);
-	memcpy(name + c->prepend_len, o->obj, o->obj_len);
+	memcpy(name + c->prepend_len, o->obj, keep);
+	if (repl != NULL)
+		memcpy(name + c->prepend_len + keep, repl, strlen(repl));
 	name[len] = '\0';
 	return (long)len;
 }

@@ -19,18 +19,23 @@ typedef struct {
 	char etl[FT_BUCKET_NAME_MAX + 1]; /* "" or the transformer each object goes through (etl.c) */
 	char prepend[FT_OBJ_NAME_MAX];    /* "" or the string put before each copy's name */
 	size_t prepend_len;
+	json_t *ext;            /* owned (tgt_copy_free); NULL or {"jpg": "png"}: a copy's extension replaced */
+	int64_t etl_timeout_ms; /* 0, or the transformer's timeout for this job */
 } tgt_copy_t;
 
 /*
- * Reads "to_provider", "to_bucket", "dry_run", "latest", "sync", "force", "etl", "prepend" of msg;
- * the destination (and the transformer) must be in bmd and differ from the source provider/bucket.
- * 0; -1 with why (400); -2 when the destination or the transformer is not in bmd (404).
+ * Reads "to_provider", "to_bucket", "dry_run", "latest", "sync", "force", "etl", "etl_timeout_ms",
+ * "prepend", "ext" of msg; the destination (and the transformer) must be in bmd and differ from the
+ * source provider/bucket. 0; -1 with why (400); -2 when the destination or the transformer is not
+ * in bmd (404). tgt_copy_free releases what it took, whatever it returned.
  */
 int tgt_copy_parse(tgt_copy_t *c, const json_t *msg, const ft_bmd_t *bmd, const char *provider, const char *bucket,
 		   char *why, size_t cap);
+void tgt_copy_free(tgt_copy_t *c);
 /*
  * Copies source object o (owned or stored here; a remote one is fetched into the cache first) to
- * the destination's owner in smap as <prepend><name> (a name past FT_OBJ_NAME_MAX then is an error
+ * the destination's owner in smap as <prepend><name>, its extension replaced by the ext map (a
+ * name past FT_OBJ_NAME_MAX then is an error
  * of that object), with its Content-Type and user metadata; the owner's checksum of
  * the copy must match the source's when both buckets use the same type. With a transformer, its
  * output (complete, from a work file) is what the owner stores, always sent (no HEAD, no checksum

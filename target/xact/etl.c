@@ -452,8 +452,8 @@ out:
 	return rc;
 }
 
-tgt_etl_rc_t tgt_etl_transform(const char *name, int in_fd, int64_t in_size, int out_fd, int64_t *out_size, char *err,
-			       size_t cap)
+tgt_etl_rc_t tgt_etl_transform(const char *name, int in_fd, int64_t in_size, int out_fd, int64_t *out_size,
+			       int64_t timeout_ms, char *err, size_t cap)
 {
 	spec_t s;
 	slots_t *slot;
@@ -464,6 +464,8 @@ tgt_etl_rc_t tgt_etl_transform(const char *name, int in_fd, int64_t in_size, int
 		snprintf(err, cap, "etl \"%s\" does not exist", name);
 		return TGT_ETL_UNKNOWN;
 	}
+	if (timeout_ms > 0)
+		s.timeout_ms = timeout_ms; /* the job's own (AIStore's request_timeout) */
 	slot = slot_get(&s);
 	if (slot == NULL) {
 		spec_free(&s);

@@ -146,6 +146,7 @@ static void job_free(job_t *j)
 	json_decref(j->names);
 	json_decref(j->urls);
 	tgt_dsort_free(j->dsort);
+	tgt_copy_free(&j->copy);
 	json_decref(j->members);
 	json_decref(j->done);
 	tgt_archive_free(j->archive);
@@ -500,6 +501,8 @@ static json_t *job_json(job_t *j)
 			json_object_set_new(to, "etl", json_string(j->copy.etl));
 		if (to != NULL && j->copy.prepend_len > 0)
 			json_object_set_new(to, "prepend", json_string(j->copy.prepend));
+		if (to != NULL && j->copy.ext != NULL)
+			json_object_set(to, "ext", j->copy.ext);
 		json_object_set_new(doc, "to", to);
 		json_object_set_new(doc, "dry_run", json_boolean(j->copy.dry_run));
 	}

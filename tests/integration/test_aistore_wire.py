@@ -438,14 +438,14 @@ def test_archpath_reads_one_member(cluster, bucket):
 
 
 def test_not_built_yet_is_501(cluster, bucket):
-    # Bucket.rename(): POST ?bck_to= with move-bck and no value; Bucket.transform(): etl-bck
+    # Bucket.rename(): POST ?bck_to= with move-bck and no value; Bucket.transform() with a pipeline of ETLs
     r = requests.post(bucket_url(cluster, bucket), params={"bck_to": "ais/@#/other/"}, json=act("move-bck"),
                       timeout=TIMEOUT)
     assert r.status_code == 501 and "move-bck" in r.json()["message"], r.text
-    value = {**copy_msg(), "id": "my-etl", "request_timeout": "5m", "pipeline": None}
+    value = {**copy_msg(), "id": "my-etl", "request_timeout": "5m", "pipeline": ["second-etl"]}
     r = requests.post(bucket_url(cluster, bucket), params={"bck_to": "ais/@#/other/"}, json=act("etl-bck", value),
                       timeout=TIMEOUT)
-    assert r.status_code == 501 and "etl-bck" in r.json()["message"], r.text
+    assert r.status_code == 501 and "pipeline" in r.json()["message"], r.text
     assert requests.head(bucket_url(cluster, "other"), timeout=TIMEOUT).status_code == 404
 
 
@@ -898,7 +898,9 @@ def test_copy_bck_prepend(cluster, bucket, dst):
 @pytest.mark.parametrize("value, bck_to, status, word", [
     (copy_msg(prepend="p" * 1024), None, 400, "prepend"),
     (copy_msg(prefix="c/" * 20, prepend="p" * 1000), None, 400, "plus prefix"),
-    (copy_msg(ext={"jpg": "txt"}), None, 501, "ext"),
+    (copy_msg(ext={"jpg": "t/x"}), None, 400, "ext"),
+    (copy_msg(ext=["jpg"]), None, 400, "ext"),
+    (copy_msg(sync=True, ext={"jpg": "txt"}), None, 501, "sync with ext"),
     ({**copy_msg(), "id": "my-etl"}, None, 501, "ETL"),
     ({**copy_msg(), "non-recurs": True}, None, 400, "non-recurs"),
     ({**copy_msg(), "latest-ver": "yes"}, None, 400, "latest-ver"),
@@ -936,3 +938,72 @@ def test_copy_bck_bad_requests(cluster, bucket, dst):
                       timeout=TIMEOUT)
     assert r.status_code == 200 and r.json()["job_id"], r.text
     wait_done(cluster, r.json()["job_id"])
+
+
+# ---- etl-bck (Bucket.transform) ----
+def etl_msg(name, timeout="5m", **kw):
+    """Bucket.transform()'s value: TCBckMsg.as_dict() with TransformBckMsg's id, request_timeout, pipeline."""
+    return {**copy_msg(**kw), "id": name, "request_timeout": timeout, "pipeline": None}
+
+
+def sdk_transform(cluster, src, dst, value):
+    params = {"provider": "ais", "bck_to": f"ais/@#/{dst}/"}
+    return requests.post(f"{cluster.url}/v1/buckets/{src}", params=params, headers=UA, json=act("etl-bck", value),
+                         timeout=TIMEOUT)
+
+
+@pytest.fixture
+def etl(cluster):
+    """A transformer of FastTier's registry (AIStore's ETLs run in Kubernetes pods; the SDK's transform names one)."""
+    names = []
+
+    def register(spec):
+        name = unique("aisw-etl")
+        r = requests.post(cluster.url + "/v1/etl", json={"name": name, **spec}, timeout=TIMEOUT)
+        assert r.status_code == 200, r.text
+        names.append(name)
+        return name
+    yield register
+    for n in names:
+        requests.delete(cluster.url + "/v1/etl/" + n, timeout=TIMEOUT)
+
+
+def test_etl_bck(cluster, bucket, dst, etl):
+    upper = etl({"command": ["tr", "a-z", "A-Z"]})
+    data = {"t/a.txt": b"alpha", "t/b.txt": b"bravo", "t/c.bin": b"charlie", "u/d.txt": b"not selected"}
+    for n, d in data.items():
+        put(cluster, bucket, n, d)
+    r = sdk_transform(cluster, bucket, dst, etl_msg(upper, prefix="t/", ext={"txt": "TXT"}))
+    assert r.status_code == 200 and re.fullmatch(r"[A-Za-z0-9-]+", r.text), r.text
+    _, status = wait_done(cluster, r.text)
+    assert status["err"] == "" and not status["aborted"], status
+    assert list_all(cluster, dst) == ["t/a.TXT", "t/b.TXT", "t/c.bin"]
+    for n, src in [("t/a.TXT", "t/a.txt"), ("t/b.TXT", "t/b.txt"), ("t/c.bin", "t/c.bin")]:
+        r = requests.get(obj_url(cluster, dst, n), timeout=TIMEOUT)
+        assert r.status_code == 200 and r.content == data[src].upper(), n
+
+
+def test_etl_bck_request_timeout_bounds_each_object(cluster, bucket, dst, etl):
+    slow = etl({"command": ["sh", "-c", "sleep 3; cat"], "timeout_ms": 60000})
+    put(cluster, bucket, "s/one", b"one")
+    r = sdk_transform(cluster, bucket, dst, etl_msg(slow, timeout="200ms", prefix="s/"))
+    assert r.status_code == 200, r.text
+    wait_done(cluster, r.text)
+    st = requests.get(f"{cluster.url}/v1/jobs/{r.text}", timeout=TIMEOUT).json()  # FastTier's view: the errors
+    assert st["errors"] == 1 and any("timed out after 200 ms" in e for e in st["error_samples"]), st
+    assert list_all(cluster, dst) == []
+
+
+@pytest.mark.parametrize("value, status, word", [
+    (etl_msg(""), 400, "id"),
+    ({**copy_msg(), "request_timeout": "5m"}, 400, "id"),
+    (etl_msg("no-such-etl"), 404, "does not exist"),
+    (etl_msg("x", timeout="5 minutes"), 400, "request_timeout"),
+    (etl_msg("x", timeout="-5m"), 400, "request_timeout"),
+    (etl_msg("x", timeout=["5m"]), 400, "request_timeout"),
+])
+def test_etl_bck_refused(cluster, bucket, dst, value, status, word):
+    put(cluster, bucket, "a", b"a")
+    r = sdk_transform(cluster, bucket, dst, value)
+    assert r.status_code == status and word in r.json()["message"], r.text
+    assert requests.head(bucket_url(cluster, dst), timeout=TIMEOUT).status_code == 404

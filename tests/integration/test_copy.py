@@ -313,3 +313,46 @@ def test_copy_ais_to_aws_writes_through_then_aws_to_ais(api, src, s3peer):
     finally:
         api.destroy_bucket(back, expect=None)
         requests.delete(f"{api.url}/v1/buckets/{rb}?provider=aws", timeout=TIMEOUT)
+
+
+def test_copy_ext_replaces_the_copies_extensions(api, src):
+    """"ext" ({"jpg": "png"}, leading dots taken off) renames each copy whose name ends in a mapped extension,
+    after its last dot, before the prepend is put in front; other names stay."""
+    data = {"e/a.jpg": b"a" * 100, "e/b.JPG": b"b" * 100, "e/c.jpg.txt": b"c" * 100, "e/d": b"d" * 100,
+            "e/dir.jpg/f": b"f" * 100, "e/g.cls": b"g" * 100}
+    for n, d in data.items():
+        api.put(src, n, d)
+    dst = unique("cdst")
+    try:
+        st = run(api, src, "copy-bck", {"to": {"name": dst}, "prefix": "e/", "ext": {".jpg": ".png", "cls": "label"}})
+        assert st["objects"] == len(data) and st["errors"] == 0, st
+        assert st["to"]["ext"] == {"jpg": "png", "cls": "label"}, st
+        want = {"e/a.png": "e/a.jpg", "e/b.JPG": "e/b.JPG", "e/c.jpg.txt": "e/c.jpg.txt", "e/d": "e/d",
+                "e/dir.jpg/f": "e/dir.jpg/f", "e/g.label": "e/g.cls"}
+        assert names(api, dst) == set(want)
+        for n, s in want.items():
+            assert api.get(dst, n).content == data[s], n
+        # a list of names, with a prepend: <prepend><name with its extension replaced>
+        st = run(api, src, "copy-listrange", {"to": {"name": dst}, "objnames": ["e/a.jpg"], "prepend": "v2/",
+                                              "ext": {"jpg": "webp"}})
+        assert st["objects"] == 1, st
+        assert api.get(dst, "v2/e/a.webp").content == data["e/a.jpg"]
+    finally:
+        api.destroy_bucket(dst, expect=None)
+
+
+@pytest.mark.parametrize("value,status,text", [
+    ({"ext": ["jpg"]}, 400, "must be an object"),
+    ({"ext": {"jpg": 5}}, 400, "without dots or slashes"),
+    ({"ext": {"": "png"}}, 400, "without dots or slashes"),
+    ({"ext": {"jpg": "."}}, 400, "without dots or slashes"),
+    ({"ext": {"jpg": "p/ng"}}, 400, "without dots or slashes"),
+    ({"ext": {"tar.gz": "tgz"}}, 400, "without dots or slashes"),
+    ({"ext": {"jpg": "png"}, "sync": True}, 501, "sync with ext"),
+    ({"etl_timeout_ms": 1000}, 400, "needs an etl"),
+    ({"etl_timeout_ms": "1s"}, 400, "positive integer"),
+])
+def test_copy_ext_and_etl_timeout_bad(api, src, value, status, text):
+    dst = unique("cdst")
+    assert_json_error(action(api, src, "copy-bck", {"to": {"name": dst}, **value}, expect=status), status, text)
+    assert api.s.head(f"{api.url}/v1/buckets/{dst}", timeout=TIMEOUT).status_code == 404  # not created

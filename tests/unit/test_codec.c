@@ -540,6 +540,54 @@ static void test_date_iso8601(void **state)
 	assert_int_equal(ns, base + 42000000);
 }
 
+static void test_duration_parse(void **state)
+{
+	static const struct {
+		const char *s;
+		int64_t ns;
+	} good[] = {
+		{"0", 0},
+		{"5m", 300000000000},
+		{"5m0s", 300000000000},
+		{"1h30m", 5400000000000},
+		{"1.5s", 1500000000},
+		{"300ms", 300000000},
+		{"2us", 2000},
+		{"2\xc2\xb5s", 2000},
+		{"2\xce\xbcs", 2000},
+		{"7ns", 7},
+		{".5s", 500000000},
+		{"1.s", 1000000000},
+		{"0.000000001s", 1},
+		{"2562047h47m16.854775807s", INT64_MAX},
+	};
+	static const char *bad[] = {"",
+				    "5",
+				    "m",
+				    "-5m",
+				    "+5m",
+				    "5 m",
+				    "5mm",
+				    "5x",
+				    "1h 2m",
+				    ".s",
+				    "5m.",
+				    "1e3s",
+				    "2562048h",
+				    "9223372036854775808ns",
+				    "99999999999999999999s"};
+	int64_t ns;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ns = -1;
+		assert_int_equal(ft_duration_parse(good[i].s, &ns), 0);
+		assert_true(ns == good[i].ns);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(ft_duration_parse(bad[i], &ns), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -557,6 +605,7 @@ int main(void)
 		cmocka_unit_test(test_date_parse_exact),
 		cmocka_unit_test(test_date_iso8601),
 		cmocka_unit_test(test_utf8_valid),
+		cmocka_unit_test(test_duration_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

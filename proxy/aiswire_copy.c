@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* AIStore's copy-bck and etl-bck (POST /v1/buckets/SRC?bck_to=...) decoded into FastTier's copy job; move-bck refused. */
+/* AIStore's bucket and multi-object copies and transforms decoded into FastTier's copy job; move-bck refused. */
 #include "proxy.h"
 
 #include <stdio.h>
@@ -20,7 +20,9 @@
  * request_timeout (a Go duration, "5m") bounds each object's transform in this job. What FastTier
  * cannot do (a pipeline of several transformers, a namespace) is refused with 501 rather than
  * dropped; num-workers only tunes speed and is ignored, coer is what the copy job always does (an
- * object's error is counted, the job goes on).
+ * object's error is counted, the job goes on). The multi-object forms (copy-listrange and
+ * etl-listrange, POST /v1/buckets/SRC with no bck_to) carry the same keys plus the selection
+ * (objnames or template) and the destination as "tobck": {name, provider, namespace}.
  */
 
 static void bck_to_body(ft_req_t *r, void *arg, char *body, size_t len, int err);
@@ -173,14 +175,20 @@ static int etl_timeout(const json_t *v, int64_t *ms)
 	return 0;
 }
 
+/* Whether action is one of AIStore's transforms (etl-bck, etl-listrange). */
+static bool etl_action(const char *action)
+{
+	return strcmp(action, "etl-bck") == 0 || strcmp(action, "etl-listrange") == 0;
+}
+
 /*
- * One key of the value of action (copy-bck, etl-bck) into c; 0, or -1 after responding 400 (bad
+ * One key of the value of action (copy-bck, etl-bck, or their -listrange forms) into c; 0, or -1 after responding 400 (bad
  * type, unknown) or 501 (not supported). An ETL's fields are etl-bck's: with copy-bck, as in AIStore,
  * they are not used, and one that asks for a transform is refused rather than dropped.
  */
 static int copy_key(ft_req_t *r, const char *action, const char *key, const json_t *v, px_copy_t *c)
 {
-	bool etl = strcmp(action, "etl-bck") == 0;
+	bool etl = etl_action(action);
 	size_t i = 0;
 
 	while (i < sizeof(copy_keys) / sizeof(copy_keys[0]) && strcmp(copy_keys[i].key, key) != 0)
@@ -228,7 +236,10 @@ static int copy_key(ft_req_t *r, const char *action, const char *key, const json
 		}
 		if (json_is_null(v) || json_string_length(v) == 0)
 			return 0;
-		ft_resp_error(r, 501, "copy-bck: \"id\" names an ETL: transform with etl-bck (or FastTier's \"etl\")");
+		ft_resp_error(
+			r, 501,
+			"%s: \"id\" names an ETL: transform with etl-bck or etl-listrange (or FastTier's \"etl\")",
+			action);
 		return -1;
 	case K_ETL_TIMEOUT:
 		if (json_is_null(v))
@@ -251,25 +262,84 @@ static int copy_key(ft_req_t *r, const char *action, const char *key, const json
 	return -1;
 }
 
-/* AIStore's copy-bck or etl-bck value into c (strings borrowed from value); 0, or -1 after responding. */
+/*
+ * AIStore's copy or transform value into c (strings borrowed from value), for action (copy-bck,
+ * etl-bck, copy-listrange, etl-listrange); with listrange, the selection and "tobck" are the
+ * caller's and skipped here. 0, or -1 after responding.
+ */
 static int copy_decode(ft_req_t *r, const char *action, const json_t *value, px_copy_t *c)
 {
+	bool listrange = strstr(action, "-listrange") != NULL;
 	const char *key;
 	json_t *v;
 
 	if (value != NULL && !json_is_null(value) && !json_is_object(value)) {
-		ft_resp_error(r, 400, "%s: the value must be an object (AIStore's TCBckMsg)", action);
+		ft_resp_error(r, 400, "%s: the value must be an object (AIStore's %s)", action,
+			      listrange ? "TCOMsg" : "TCBckMsg");
 		return -1;
 	}
 	json_object_foreach((json_t *)value, key, v) {
+		if (listrange &&
+		    (strcmp(key, "tobck") == 0 || strcmp(key, "objnames") == 0 || strcmp(key, "template") == 0))
+			continue;
 		if (copy_key(r, action, key, v, c) != 0)
 			return -1;
 	}
-	if (strcmp(action, "etl-bck") == 0 && (c->etl == NULL || c->etl[0] == '\0')) {
-		ft_resp_error(r, 400, "etl-bck: \"id\" must name a transformer (POST /v1/etl registers one)");
+	if (etl_action(action) && (c->etl == NULL || c->etl[0] == '\0')) {
+		ft_resp_error(r, 400, "%s: \"id\" must name a transformer (POST /v1/etl registers one)", action);
 		return -1;
 	}
-	if (strcmp(action, "etl-bck") != 0)
+	if (!etl_action(action))
 		c->etl_timeout_ms = 0;
 	return 0;
+}
+
+/* AIStore's "tobck" ({name, provider, namespace}) into c's destination; 0, or -1 after responding. */
+static int tobck_decode(ft_req_t *r, const char *action, const json_t *to, px_copy_t *c)
+{
+	const json_t *ns = json_object_get(to, "namespace");
+	const char *name = json_string_value(json_object_get(to, "name"));
+
+	if (!json_is_object(to) || name == NULL || name[0] == '\0') {
+		ft_resp_error(r, 400, "%s: \"tobck\" must name the destination bucket ({\"name\", \"provider\"})",
+			      action);
+		return -1;
+	}
+	if (ns != NULL && !json_is_null(ns) &&
+	    (json_string_length(json_object_get(ns, "uuid")) > 0 ||
+	     json_string_length(json_object_get(ns, "name")) > 0)) {
+		ft_resp_error(r, 501, "%s: namespaces are not supported (only the global one)", action);
+		return -1;
+	}
+	c->to_bucket = name;
+	c->to_provider = json_string_value(json_object_get(to, "provider")); /* checked by px_copy_submit */
+	return 0;
+}
+
+bool px_ais_copy_objects(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *action,
+			 const json_t *value)
+{
+	px_copy_t c = {0};
+
+	if (action == NULL || (strcmp(action, "copy-listrange") != 0 && strcmp(action, "etl-listrange") != 0))
+		return false;
+	if (strcmp(action, "copy-listrange") == 0 && json_object_get(value, "tobck") == NULL)
+		return false; /* FastTier's own copy-listrange ("to") */
+	if (tobck_decode(r, action, json_object_get(value, "tobck"), &c) != 0 || copy_decode(r, action, value, &c) != 0)
+		return true;
+	if (c.prefix != NULL && c.prefix[0] == '\0')
+		c.prefix = NULL; /* CopyBckMsg's empty prefix: the selection is objnames or template */
+	c.objnames = json_object_get(value, "objnames");
+	c.template = json_string_value(json_object_get(value, "template"));
+	if ((c.objnames != NULL && !json_is_array(c.objnames)) ||
+	    (json_object_get(value, "template") != NULL && c.template == NULL)) {
+		ft_resp_error(r, 400, "%s: objnames must be an array of names, template a string", action);
+		return true;
+	}
+	if (c.objnames == NULL && (c.template == NULL || c.template[0] == '\0') && c.prefix == NULL) {
+		ft_resp_error(r, 400, "%s: name the objects (objnames or template)", action);
+		return true;
+	}
+	px_copy_submit(px, r, "copy-listrange", provider, bucket, &c, true);
+	return true;
 }

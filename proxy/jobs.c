@@ -296,7 +296,8 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 		json_decref(in);
 		return true;
 	}
-	if (a < 0 && (px_copy_action(px, r, provider, bucket, action, value) ||
+	if (a < 0 && (px_ais_copy_objects(px, r, provider, bucket, action, value) ||
+		      px_copy_action(px, r, provider, bucket, action, value) ||
 		      px_archive_action(px, r, provider, bucket, action, value))) {
 		json_decref(in);
 		return true;

@@ -504,10 +504,17 @@ void px_ais_summary(px_t *px, ft_req_t *r, const char *provider, const char *buc
 /* Stops taking summaries and waits for those under way (each ends at its next page). */
 void px_ais_summ_stop(void);
 /*
- * POST /v1/buckets/B?bck_to=...: AIStore's copy-bck decoded into px_copy_submit (answers the bare
- * job id), move-bck and etl-bck answered 501; returns true. Any other request: false untouched.
+ * POST /v1/buckets/B?bck_to=...: AIStore's copy-bck and etl-bck decoded into px_copy_submit (answers
+ * the bare job id), move-bck answered 501; returns true. Any other request: false untouched.
  */
 bool px_ais_bck_to(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
+/*
+ * AIStore's multi-object copy and transform (ObjectGroup.copy/transform: action copy-listrange or
+ * etl-listrange, a TCOMsg value naming its destination in "tobck") decoded into px_copy_submit
+ * (answers the bare job id); returns true. Any other action or value: false untouched.
+ */
+bool px_ais_copy_objects(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *action,
+			 const json_t *value);
 /*
  * Whether a bucket DELETE's action message (parsed) is AIStore's evict-remote-bck without
  * keep_bck_md=true: AIStore then forgets the bucket, which is FastTier's destroy-bck of it.

@@ -1007,3 +1007,53 @@ def test_etl_bck_refused(cluster, bucket, dst, value, status, word):
     r = sdk_transform(cluster, bucket, dst, value)
     assert r.status_code == status and word in r.json()["message"], r.text
     assert requests.head(bucket_url(cluster, dst), timeout=TIMEOUT).status_code == 404
+
+
+# ---- copy-listrange, etl-listrange (ObjectGroup.copy / ObjectGroup.transform) ----
+def sdk_objects(cluster, src, action, dst, selection, tc_msg, coer=False):
+    """ObjectGroup.copy()/transform(): POST /v1/buckets/SRC with TCMultiObj.as_dict(): the selection, the
+    TCBckMsg's keys, tobck (BucketModel.model_dump()) and coer; the answer is the job id(s) as text."""
+    value = {**selection, **tc_msg, "tobck": {"name": dst, "provider": "ais", "namespace": None}, "coer": coer}
+    return requests.post(f"{cluster.url}/v1/buckets/{src}", params={"provider": "ais"}, headers=UA,
+                         json=act(action, value), timeout=TIMEOUT)
+
+
+def test_copy_and_transform_objects(cluster, bucket, dst, etl):
+    data = {f"g/{i}.txt": f"group {i}".encode() for i in range(5)}
+    for n, d in data.items():
+        put(cluster, bucket, n, d)
+    r = sdk_objects(cluster, bucket, "copy-listrange", dst, {"objnames": ["g/0.txt", "g/1.txt"]},
+                    copy_msg(prepend="c/"))
+    assert r.status_code == 200 and re.fullmatch(r"[A-Za-z0-9-]+", r.text), r.text
+    _, status = wait_done(cluster, r.text.split(",")[0])
+    assert status["err"] == "", status
+    assert list_all(cluster, dst) == ["c/g/0.txt", "c/g/1.txt"]
+    upper = etl({"command": ["tr", "a-z", "A-Z"]})
+    r = sdk_objects(cluster, bucket, "etl-listrange", dst, {"template": "g/{2..4}.txt"},
+                    etl_msg(upper, ext={"txt": "up"}))
+    assert r.status_code == 200, r.text
+    wait_done(cluster, r.text)
+    assert list_all(cluster, dst) == ["c/g/0.txt", "c/g/1.txt", "g/2.up", "g/3.up", "g/4.up"]
+    for i in (2, 3, 4):
+        got = requests.get(obj_url(cluster, dst, f"g/{i}.up"), timeout=TIMEOUT)
+        assert got.status_code == 200 and got.content == data[f"g/{i}.txt"].upper()
+
+
+@pytest.mark.parametrize("action, selection, tc, tobck, status, word", [
+    ("copy-listrange", {}, copy_msg(), None, 400, "objnames or template"),
+    ("copy-listrange", {"objnames": "g/0"}, copy_msg(), None, 400, "objnames"),
+    ("copy-listrange", {"objnames": ["a"]}, copy_msg(), {"provider": "ais"}, 400, "tobck"),
+    ("copy-listrange", {"objnames": ["a"]}, copy_msg(),
+     {"name": "x", "provider": "ais", "namespace": {"uuid": "u", "name": "n"}}, 501, "namespace"),
+    ("copy-listrange", {"objnames": ["a"]}, {**copy_msg(), "id": "e"}, None, 501, "ETL"),
+    ("etl-listrange", {"objnames": ["a"]}, copy_msg(), None, 400, "id"),
+    ("etl-listrange", {"objnames": ["a"]}, etl_msg("no-such-etl"), None, 404, "does not exist"),
+    ("etl-listrange", {"objnames": ["a"]}, {**etl_msg("x"), "pipeline": ["y"]}, None, 501, "pipeline"),
+])
+def test_copy_objects_refused(cluster, bucket, dst, action, selection, tc, tobck, status, word):
+    put(cluster, bucket, "a", b"a")
+    value = {**selection, **tc, "tobck": tobck or {"name": dst, "provider": "ais", "namespace": None}}
+    r = requests.post(f"{cluster.url}/v1/buckets/{bucket}", params={"provider": "ais"}, headers=UA,
+                      json=act(action, value), timeout=TIMEOUT)
+    assert r.status_code == status and word in r.json()["message"], r.text
+    assert requests.head(bucket_url(cluster, dst), timeout=TIMEOUT).status_code == 404

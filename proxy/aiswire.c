@@ -318,7 +318,7 @@ bool px_ais_bucket(px_t *px, ft_req_t *r, const char *provider, const char *buck
 			       go_true(ft_req_query(r, "bsumm_remote")));
 		return true;
 	}
-	return px_ais_bck_to(px, r, provider, bucket);
+	return px_ais_archive(px, r, provider, bucket) || px_ais_bck_to(px, r, provider, bucket);
 }
 
 /* ---- DELETE /v1/buckets/B with AIStore's actions ---- */

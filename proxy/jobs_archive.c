@@ -121,15 +121,22 @@ static int archive_options(ft_req_t *r, const char *bucket, const json_t *value,
 bool px_archive_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *action,
 		       const json_t *value)
 {
+	if (action == NULL || strcmp(action, "archive") != 0)
+		return false;
+	px_archive_submit(px, r, provider, bucket, value, false);
+	return true;
+}
+
+void px_archive_submit(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const json_t *value,
+		       bool bare_id)
+{
 	const char *key;
 	json_t *v, *msg;
 	char id[48];
 
-	if (action == NULL || strcmp(action, "archive") != 0)
-		return false;
 	if (!json_is_object(value)) {
 		ft_resp_error(r, 400, "archive needs a value object (objnames, template or prefix; archname; ...)");
-		return true;
+		return;
 	}
 	json_object_foreach((json_t *)value, key, v) {
 		if (!archive_key(key)) {
@@ -137,7 +144,7 @@ bool px_archive_action(px_t *px, ft_req_t *r, const char *provider, const char *
 				      "archive: unknown field \"%s\" (known: objnames, template, prefix, to_bucket, "
 				      "archname, format, shard_size, include_src_bucket_name, continue_on_error)",
 				      key);
-			return true;
+			return;
 		}
 	}
 	ft_bmd_t *bmd = ft_bmd_current();
@@ -145,29 +152,28 @@ bool px_archive_action(px_t *px, ft_req_t *r, const char *provider, const char *
 	ft_bmd_put(bmd);
 	if (!known) {
 		ft_resp_error(r, 404, "bucket \"%s://%s\" does not exist", provider, bucket);
-		return true;
+		return;
 	}
 	if (json_object_get(value, "prefix") != NULL && strcmp(provider, "ais") != 0) {
 		ft_resp_error(r, 400, "archive: a prefix lists ais buckets only; name the objects of %s://%s", provider,
 			      bucket);
-		return true;
+		return;
 	}
 	px_jobs_new_id(id, sizeof(id));
 	msg = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "kind", "archive", "provider", provider, "bucket", bucket);
 	if (msg == NULL) {
 		ft_resp_error(r, 500, "out of memory");
-		return true;
+		return;
 	}
 	if (archive_options(r, bucket, value, msg) != 0 ||
 	    px_jobs_value_names(r, provider, "archive", value, msg) != 0) {
 		json_decref(msg);
-		return true;
+		return;
 	}
 	if (json_object_get(msg, "objnames") != NULL && json_array_size(json_object_get(msg, "objnames")) == 0) {
 		ft_resp_error(r, 400, "archive: objnames is empty");
 		json_decref(msg);
-		return true;
+		return;
 	}
-	px_jobs_submit(px, r, msg, json_object_get(msg, "prefix") != NULL ? archive_prepare : NULL, false);
-	return true;
+	px_jobs_submit(px, r, msg, json_object_get(msg, "prefix") != NULL ? archive_prepare : NULL, bare_id);
 }

@@ -474,6 +474,10 @@ int px_etl_meta_apply(px_t *px, const json_t *op, char *why, size_t cap);
  */
 bool px_archive_action(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const char *action,
 		       const json_t *value);
+/* The archive job of value (FastTier's keys) over provider/bucket: checked (400, 404), deferred, answered
+ * {"job_id"}, or the bare id as text when bare_id. */
+void px_archive_submit(px_t *px, ft_req_t *r, const char *provider, const char *bucket, const json_t *value,
+		       bool bare_id);
 
 /* ---- hints.c: epoch order hints (docs/epoch-hints.md) ---- */
 /*
@@ -508,6 +512,12 @@ void px_ais_summ_stop(void);
  * the bare job id), move-bck answered 501; returns true. Any other request: false untouched.
  */
 bool px_ais_bck_to(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
+/*
+ * PUT /v1/buckets/B: AIStore's multi-object archive (ObjectGroup.archive) decoded into
+ * px_archive_submit (answers the bare job id), another action 405; returns true. Any other
+ * method: false untouched.
+ */
+bool px_ais_archive(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
 /*
  * AIStore's multi-object copy and transform (ObjectGroup.copy/transform: action copy-listrange or
  * etl-listrange, a TCOMsg value naming its destination in "tobck") decoded into px_copy_submit

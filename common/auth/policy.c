@@ -16,7 +16,7 @@ static const ft_policy_rule_t table[] = {
 	{"/v1/objects/", "GET HEAD", FT_POLICY_ROLE, FT_ROLE_READONLY, true},
 	{"/v1/objects/", "PUT DELETE POST", FT_POLICY_ROLE, FT_ROLE_READWRITE, true},
 	{"/v1/buckets/", "GET HEAD", FT_POLICY_ROLE, FT_ROLE_READONLY, true},
-	{"/v1/buckets/", "POST", FT_POLICY_ROLE, FT_ROLE_READWRITE, true},
+	{"/v1/buckets/", "POST PUT", FT_POLICY_ROLE, FT_ROLE_READWRITE, true},
 	{"/v1/buckets/", "DELETE", FT_POLICY_ROLE, FT_ROLE_ADMIN, true},
 	{"/v1/jobs/", "GET HEAD", FT_POLICY_ROLE, FT_ROLE_READONLY, false},
 	{"/v1/jobs/", "POST PUT DELETE", FT_POLICY_ROLE, FT_ROLE_READWRITE, false},

@@ -1057,3 +1057,63 @@ def test_copy_objects_refused(cluster, bucket, dst, action, selection, tc, tobck
                       json=act(action, value), timeout=TIMEOUT)
     assert r.status_code == status and word in r.json()["message"], r.text
     assert requests.head(bucket_url(cluster, dst), timeout=TIMEOUT).status_code == 404
+
+
+# ---- archive (ObjectGroup.archive) ----
+def sdk_archive(cluster, src, selection, archname, to=None, mime="", isbn=False, aate=False, coer=False):
+    """ObjectGroup.archive(): PUT /v1/buckets/SRC with ArchiveMultiObj.as_dict(); the answer is the job id(s)."""
+    value = {**selection, "archname": archname, "isbn": isbn, "aate": aate, "coer": coer}
+    if mime:
+        value["mime"] = mime
+    value["tobck"] = {"name": to or src, "provider": "ais", "namespace": None}
+    return requests.put(f"{cluster.url}/v1/buckets/{src}", params={"provider": "ais"}, headers=UA,
+                        json=act("archive", value), timeout=TIMEOUT)
+
+
+def test_archive_objects(cluster, bucket, dst):
+    data = {f"w/{i}.bin": f"sample {i}".encode() * (i + 1) for i in range(4)}
+    for n, d in data.items():
+        put(cluster, bucket, n, d)
+    r = sdk_archive(cluster, bucket, {"objnames": ["w/0.bin", "w/2.bin"]}, "pack.tar")
+    assert r.status_code == 200 and re.fullmatch(r"[A-Za-z0-9-]+", r.text), r.text
+    wait_done(cluster, r.text.split(",")[0])
+    got = requests.get(obj_url(cluster, bucket, "pack.tar"), timeout=TIMEOUT)
+    assert got.status_code == 200 and untar(got.content) == [("w/0.bin", data["w/0.bin"]),
+                                                             ("w/2.bin", data["w/2.bin"])]
+    # a template into another bucket, the source's name in the members', the format by MIME
+    assert requests.post(bucket_url(cluster, dst), json=act("create-bck"), timeout=TIMEOUT).status_code == 200
+    r = sdk_archive(cluster, bucket, {"template": "w/{1..3}.bin"}, "pack.out", to=dst, mime=".tar", isbn=True)
+    assert r.status_code == 200, r.text
+    wait_done(cluster, r.text)
+    got = requests.get(obj_url(cluster, dst, "pack.out"), timeout=TIMEOUT)
+    assert got.status_code == 200
+    assert untar(got.content) == [(f"{bucket}/w/{i}.bin", data[f"w/{i}.bin"]) for i in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("kw, status, word", [
+    ({"aate": True}, 501, "aate"),
+    ({"aate": "yes"}, 400, "aate"),
+    ({"to": "absent-bucket-xyz"}, 404, "absent-bucket-xyz"),
+    ({"mime": "application/x-bogus"}, 400, "format"),
+])
+def test_archive_objects_refused(cluster, bucket, kw, status, word):
+    put(cluster, bucket, "a", b"a")
+    r = sdk_archive(cluster, bucket, {"objnames": ["a"]}, "refused.tar", **kw)
+    assert r.status_code == status and word in r.json()["message"], r.text
+    assert requests.head(obj_url(cluster, bucket, "refused.tar"), allow_redirects=True,
+                         timeout=TIMEOUT).status_code == 404
+
+
+def test_archive_objects_bad_destination_and_action(cluster, bucket):
+    put(cluster, bucket, "a", b"a")
+    value = {"objnames": ["a"], "archname": "x.tar", "tobck": {"name": "b", "provider": "aws"}}
+    r = requests.put(bucket_url(cluster, bucket), json=act("archive", value), timeout=TIMEOUT)
+    assert r.status_code == 501 and "ais buckets" in r.json()["message"], r.text
+    r = requests.put(bucket_url(cluster, bucket), json=act("archive", {**value, "tobck": {"provider": "ais"}}),
+                     timeout=TIMEOUT)
+    assert r.status_code == 400 and "tobck" in r.json()["message"], r.text
+    r = requests.put(bucket_url(cluster, bucket), json=act("archive", {"objnames": ["a"], "archname": "x.tar",
+                                                                      "bogus": 1}), timeout=TIMEOUT)
+    assert r.status_code == 400 and "bogus" in r.json()["message"], r.text
+    r = requests.put(bucket_url(cluster, bucket), json=act("set-bprops", {}), timeout=TIMEOUT)
+    assert r.status_code == 405 and "GET" in r.headers.get("Allow", ""), r.text

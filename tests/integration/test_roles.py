@@ -65,7 +65,9 @@ PROXY = [
     ("POST", "/v1/buckets", {"action": "create-bck"}, "readwrite"),
     ("DELETE", "/v1/buckets/{tmp}", None, "admin"),
     ("DELETE", "/v1/buckets", None, "admin"),
-    ("PUT", "/v1/buckets/{b}", {"action": "set-bprops"}, "admin"),
+    ("PUT", "/v1/buckets/{b}", {"action": "archive", "value": {"objnames": ["o"], "archname": "{new}.tar"}},
+     "readwrite"),
+    ("PUT", "/v1/buckets/{b}", {"action": "set-bprops"}, "readwrite"),  # 405 past the role check
     # objects
     ("GET", "/v1/objects/{b}/o", None, "readonly"),
     ("HEAD", "/v1/objects/{b}/o", None, "readonly"),

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import s3util
-from ftutil import TIMEOUT, Api, assert_json_error, session, unique
+from ftutil import TIMEOUT, Api, RawConn, assert_json_error, session, unique
 
 BIG = 2 ** 63
 
@@ -387,6 +387,49 @@ def test_s3_bad_input(cluster, api_m, bkt, upload, method, path, query, headers,
     assert api_m.s.head(api_m.url + "/v1/buckets/" + name, timeout=TIMEOUT).status_code == 404
     assert_json_error(api_m.get(bkt, key), 404)
     assert_json_error(api_m.get(bkt, upload[0]), 404)
+
+
+# Heads the HTTP server refuses before any routing: (id, request bytes with {p} for the path, status, S3 code)
+HEADS = [
+    ("bad-request-line", b"GET {p} HTTP/1.1 extra\r\nHost: x\r\n\r\n", 400, "InvalidRequest"),
+    ("bad-header-line", b"GET {p} HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", 400, "InvalidRequest"),
+    ("header-too-long", b"GET {p} HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n", 431,
+     "RequestHeaderSectionTooLarge"),
+    ("two-lengths", b"PUT {p} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
+     400, "InvalidRequest"),
+    ("length-word", b"PUT {p} HTTP/1.1\r\nHost: x\r\nContent-Length: five\r\n\r\n", 400, "InvalidRequest"),
+    ("chunked-not-last", b"PUT {p} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400,
+     "InvalidRequest"),
+    ("coding-unknown", b"PUT {p} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501,
+     "NotImplemented"),
+    ("no-host", b"GET {p} HTTP/1.1\r\n\r\n", 400, "InvalidRequest"),
+    ("version-2", b"GET {p} HTTP/2.0\r\nHost: x\r\n\r\n", 505, "InvalidRequest"),
+]
+
+
+def _refused_head(url, req):
+    with RawConn(url) as c:
+        c.send(req)
+        r = c.read_response()
+        assert c.closed_by_peer(5)
+    return r
+
+
+@pytest.mark.parametrize("req,status,code", [c[1:] for c in HEADS], ids=[c[0] for c in HEADS])
+def test_s3_refused_head_is_xml(cluster, bkt, req, status, code):
+    """The server's own answers to a bad head are S3 XML on /s3 paths and JSON on the native API."""
+    r = _refused_head(cluster.url, req.replace(b"{p}", b"/s3/%s/k?x=1" % bkt.encode()))
+    assert r.status_code == status, (r.status_code, r.body[:300])
+    assert r.headers.get("Content-Type", "").startswith("application/xml"), r.headers
+    got, msg = s3util.xml_error(r)
+    assert got == code and msg, (got, msg)
+    assert_json_error(_refused_head(cluster.url, req.replace(b"{p}", b"/v1/objects/%s/k" % bkt.encode())), status)
+
+
+@pytest.mark.parametrize("req", [b"GARBAGE\r\n\r\n", b"GET /s3/b\r\n\r\n", b"G(T /s3/b HTTP/1.1\r\n\r\n"])
+def test_s3_unreadable_request_line_is_json(cluster, req):
+    """With no path to read there is no telling the API: the native JSON error."""
+    assert_json_error(_refused_head(cluster.url, req), 400)
 
 
 def test_every_node_still_answers(cluster):

@@ -277,6 +277,8 @@ def _parts(*numbers):
         b"</CompleteMultipartUpload>"
 
 
+CK_CRC32 = s3util.checksum_b64("crc32", b"data")  # the right CRC32 of the cases' body
+
 S3 = [
     # (id, method, path, query, headers, body, status, S3 code); {b} the bucket, {n} a fresh bucket name,
     # {k} a fresh key, {u} the key and {id} the id of an open multipart upload
@@ -341,6 +343,31 @@ S3 = [
     ("put-two-checksums", "PUT", "/{b}/{k}", "",
      {"x-amz-checksum-crc32": "rfPzYw==", "x-amz-checksum-sha256": "n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg="},
      b"data", 400, "InvalidRequest"),
+    # flexible checksums (x-amz-sdk-checksum-algorithm names the one x-amz-checksum-* sent or trailed)
+    ("put-sdk-alg-unknown", "PUT", "/{b}/{k}", "",
+     {"x-amz-sdk-checksum-algorithm": "MD5", "x-amz-checksum-crc32": CK_CRC32}, b"data", 400, "InvalidRequest"),
+    ("put-sdk-alg-empty", "PUT", "/{b}/{k}", "",
+     {"x-amz-sdk-checksum-algorithm": "", "x-amz-checksum-crc32": CK_CRC32}, b"data", 400, "InvalidRequest"),
+    ("put-sdk-alg-no-checksum", "PUT", "/{b}/{k}", "", {"x-amz-sdk-checksum-algorithm": "CRC32"}, b"data", 400,
+     "InvalidRequest"),
+    ("put-sdk-alg-other", "PUT", "/{b}/{k}", "",
+     {"x-amz-sdk-checksum-algorithm": "SHA256", "x-amz-checksum-crc32": CK_CRC32}, b"data", 400, "BadDigest"),
+    ("part-sdk-alg-unknown", "PUT", "/{b}/{u}", "partNumber=1&uploadId={id}",
+     {"x-amz-sdk-checksum-algorithm": "CRC16", "x-amz-checksum-crc32": CK_CRC32}, b"data", 400, "InvalidRequest"),
+    ("part-crc32-mismatch", "PUT", "/{b}/{u}", "partNumber=1&uploadId={id}",
+     {"x-amz-sdk-checksum-algorithm": "CRC32", "x-amz-checksum-crc32": s3util.checksum_b64("crc32", b"other")},
+     b"data", 400, "BadDigest"),
+    ("part-sha256-not-base64", "PUT", "/{b}/{u}", "partNumber=1&uploadId={id}",
+     {"x-amz-checksum-sha256": "%" * 44}, b"data", 400, "InvalidRequest"),
+] + [
+    ("put-%s-%s" % (alg, case), "PUT", "/{b}/{k}", "",
+     {"x-amz-sdk-checksum-algorithm": alg.upper(), "x-amz-checksum-" + alg: value}, b"data", 400, code)
+    for alg in ("crc32", "crc32c", "crc64nvme", "sha1", "sha256")
+    for case, value, code in (
+        ("mismatch", s3util.checksum_b64(alg, b"other"), "BadDigest"),
+        ("too-long", s3util.checksum_b64(alg, b"data") + "AAAA", "InvalidRequest"),
+        ("not-base64", "!" * len(s3util.checksum_b64(alg, b"data")), "InvalidRequest"))
+] + [
     ("put-if-none-match-etag", "PUT", "/{b}/{k}", "", {"If-None-Match": "\"abc\""}, b"data", 400,
      "InvalidArgument"),
     ("acl-body-wrong-root", "PUT", "/{b}", "acl", {}, b"<Delete/>", 400, "MalformedXML"),
@@ -375,6 +402,7 @@ def test_s3_bad_input(cluster, api_m, bkt, upload, method, path, query, headers,
     before = _state(api_m)
     name, key = unique("sweeps3").lower(), unique("sweep-key")
     path = path.replace("{b}", bkt).replace("{n}", name).replace("{k}", key).replace("{u}", upload[0])
+    part = "partNumber=" in query and "uploadId={id}" in query  # a part of the open upload
     query = query.replace("{id}", upload[1])
     headers = {k: v.replace("{b}", bkt) for k, v in headers.items()}
     streaming = s3util.STREAMING if "x-amz-decoded-content-length" in headers else None
@@ -387,6 +415,9 @@ def test_s3_bad_input(cluster, api_m, bkt, upload, method, path, query, headers,
     assert api_m.s.head(api_m.url + "/v1/buckets/" + name, timeout=TIMEOUT).status_code == 404
     assert_json_error(api_m.get(bkt, key), 404)
     assert_json_error(api_m.get(bkt, upload[0]), 404)
+    if part:  # no part stored either
+        parts = s3util.signed_request(cluster, "GET", "/%s/%s?uploadId=%s" % (bkt, upload[0], upload[1]))
+        assert parts.status_code == 200 and b"<Part>" not in parts.content, parts.content[:300]
 
 
 # Heads the HTTP server refuses before any routing: (id, request bytes with {p} for the path, status, S3 code)

@@ -142,8 +142,14 @@ NATIVE = [
     ("cluster-what-bogus", "GET", "/v1/cluster?what=everything", None, 400),
     ("daemon-what-bogus", "GET", "/v1/daemon?what=everything", None, 400),
     ("cluster-put-truncated", "PUT", "/v1/cluster", b'{"action":', 400),
-    ("cluster-put-action-bogus", "PUT", "/v1/cluster", {"action": "reboot"}, 501),  # not built (documented)
-    ("cluster-put-start-kind-bogus", "PUT", "/v1/cluster", {"action": "start", "value": {"kind": "nonsense"}}, 501),
+    ("cluster-put-action-bogus", "PUT", "/v1/cluster", {"action": "reboot"}, 400),
+    ("cluster-put-action-number", "PUT", "/v1/cluster", {"action": 5}, 400),
+    ("cluster-put-action-unbuilt", "PUT", "/v1/cluster", {"action": "rotate-logs"}, 501),  # AIStore's, not built
+    ("cluster-put-start-kind-bogus", "PUT", "/v1/cluster", {"action": "start", "value": {"kind": "nonsense"}}, 400),
+    ("cluster-put-start-no-kind", "PUT", "/v1/cluster", {"action": "start", "value": {}}, 400),
+    ("cluster-put-start-kind-unbuilt", "PUT", "/v1/cluster", {"action": "start", "value": {"kind": "lru"}}, 501),
+    ("cluster-put-start-kind-elsewhere", "PUT", "/v1/cluster",
+     {"action": "start", "value": {"kind": "copy-bck"}}, 501),  # starts with its own request
     ("maint-no-sid", "PUT", "/v1/cluster", {"action": "start-maintenance", "value": {}}, 400),
     ("maint-sid-number", "PUT", "/v1/cluster", {"action": "start-maintenance", "value": {"sid": 5}}, 400),
     ("maint-value-string", "PUT", "/v1/cluster", {"action": "start-maintenance", "value": "t1"}, 400),
@@ -208,6 +214,8 @@ NATIVE = [
     ("moss-objname-number", "GET", "/v1/ml/moss/{b}", {"in": [{"objname": 5}]}, 400),
     ("moss-flag-string", "GET", "/v1/ml/moss/{b}", {"in": [{"objname": "obj"}], "coer": "yes"}, 400),
     ("moss-strm-number", "GET", "/v1/ml/moss/{b}", {"in": [{"objname": "obj"}], "strm": 1}, 400),
+    ("moss-mime-bogus", "GET", "/v1/ml/moss/{b}", {"in": [{"objname": "obj"}], "mime": ".rar"}, 400),
+    ("moss-mime-unbuilt", "GET", "/v1/ml/moss/{b}", {"in": [{"objname": "obj"}], "mime": ".zip"}, 501),
     ("moss-bad-provider", "GET", "/v1/ml/moss/{b}?provider=zz", {"in": [{"objname": "obj"}]}, 400),
 ]
 

@@ -127,13 +127,20 @@ static const char *secret_of(void *ctx, const char *access_key)
  * The role an S3 request needs, as the native API's table gives it (common/auth/policy.c):
  * reads are readonly, writes readwrite, deleting a bucket admin.
  */
+static const char *bucket_sub(ft_req_t *r);
+
+/*
+ * The role a request needs: reads readonly, writes readwrite, DeleteBucket admin. A DELETE of a
+ * bucket subresource (DeleteBucketTagging, -Policy, -Cors, ...) is a configuration write like its
+ * PUT, not a bucket deletion: readwrite, as DeleteObjectTagging and PutObjectTagging are.
+ */
 static ft_role_t s3_need(const px_s3_req_t *q)
 {
 	ft_method_t m = ft_req_method(q->r);
 
 	if (m == FT_HTTP_GET || m == FT_HTTP_HEAD)
 		return FT_ROLE_READONLY;
-	if (m == FT_HTTP_DELETE && q->bucket[0] != '\0' && q->key_len == 0)
+	if (m == FT_HTTP_DELETE && q->bucket[0] != '\0' && q->key_len == 0 && bucket_sub(q->r) == NULL)
 		return FT_ROLE_ADMIN;
 	return FT_ROLE_READWRITE;
 }
@@ -1045,6 +1052,12 @@ static const char *find_sub(ft_req_t *r, const char *const *subs, size_t n)
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The bucket subresource r names (as dispatch_bucket finds it), NULL for none. */
+static const char *bucket_sub(ft_req_t *r)
+{
+	return find_sub(r, bucket_subs, N_OF(bucket_subs));
+}
+
 static void dispatch_service(px_s3_req_t *q)
 {
 	ft_method_t m = ft_req_method(q->r);
@@ -1170,7 +1183,7 @@ static void dispatch_bucket(px_s3_req_t *q)
 {
 	ft_req_t *r = q->r;
 	ft_method_t m = ft_req_method(r);
-	const char *sub = find_sub(r, bucket_subs, N_OF(bucket_subs));
+	const char *sub = bucket_sub(r);
 
 	if (m == FT_HTTP_PUT && sub == NULL) {
 		if (body_ok(q))

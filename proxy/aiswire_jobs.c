@@ -20,8 +20,8 @@
  * stats, aborted, is_idle, abort-err}]}. Job kinds are named as AIStore names them.
  * PUT /v1/cluster {"action":"start","value":{"kind":"rebalance"}} (`ais start rebalance`) has every
  * target start a rebalance job under one new id (their control port's POST /v1/rebalance), answered
- * as text like AIStore's; the other kinds start from their own requests (bucket actions, dsort,
- * download) and are 501 here.
+ * as text like AIStore's; the other known kinds start from their own requests (bucket actions, dsort,
+ * download) and are 501 here, as are AIStore's cluster actions not built; an unknown word is 400.
  */
 
 /* FastTier's job kinds under AIStore's names (the rest are the same word). */
@@ -272,19 +272,41 @@ static int stop_decode(ft_req_t *r, query_t *q, const json_t *args, const char *
 	return 0;
 }
 
+/* Whether word is in the NULL-terminated list. */
+static bool listed(const char *const *list, const char *word)
+{
+	for (; word != NULL && *list != NULL; list++)
+		if (strcmp(*list, word) == 0)
+			return true;
+	return false;
+}
+
+/* AIStore's job kinds that are no FastTier job: starting one is 501, an unknown word 400. */
+static const char *const ais_only_kinds[] = {"lru",           "cleanup-store",  "move-bck",      "etl-bck",
+					     "etl-listrange", "copy-listrange", "blob-download", "put-copies",
+					     "promote",       "load-lom-cache", "election",      NULL};
+
 /* PUT /v1/cluster {"action":"start","value":{"kind"}}: a rebalance job on every target (after responding). */
 static void start_job(px_t *px, ft_req_t *r, const json_t *body)
 {
 	const json_t *args = json_object_get(body, "value");
 	const char *kind = field(args, "Kind", "kind");
-	char id[48];
+	char id[48], known[320];
 
+	if (kind[0] == '\0') {
+		ft_resp_error(r, 400, "PUT /v1/cluster start: the job kind (\"value\": {\"kind\"}) is missing");
+		return;
+	}
+	if (ft_kind(kind) == NULL && !listed(ais_only_kinds, kind)) {
+		ft_resp_error(r, 400, "PUT /v1/cluster start: unknown job kind \"%.64s\" (known: %s)", kind,
+			      ais_kinds_text(known, sizeof(known)));
+		return;
+	}
 	if (strcmp(kind, "rebalance") != 0) {
-		ft_resp_error(
-			r, kind[0] != '\0' ? 501 : 400,
-			"PUT /v1/cluster start: kind \"%.64s\" %s: only \"rebalance\" starts here (the other jobs "
-			"start with their own requests: bucket actions, dsort, download)",
-			kind, kind[0] != '\0' ? "is not built" : "is missing");
+		ft_resp_error(r, 501,
+			      "PUT /v1/cluster start: kind \"%.64s\" is not built: only \"rebalance\" starts here (the "
+			      "other jobs start with their own requests: bucket actions, dsort, download)",
+			      kind);
 		return;
 	}
 	px_jobs_new_id(id, sizeof(id));
@@ -304,11 +326,22 @@ static int query_decode(ft_req_t *r, query_t *q, const json_t *body)
 	const json_t *args = body;
 
 	if (q->kind == Q_STOP) {
+		/* AIStore's other PUT /v1/cluster actions: known, not built */
+		static const char *const unbuilt[] = {"set-config",   "reset-config",  "rotate-logs",
+						      "shutdown",     "shutdown-node", "reset-stats",
+						      "clear-lcache", "reload-creds",  NULL};
 		const char *action = json_string_value(json_object_get(body, "action"));
 		if (action == NULL || strcmp(action, "stop") != 0) {
-			ft_resp_error(r, action != NULL ? 501 : 400,
-				      "PUT /v1/cluster: action \"%s\" is not built yet (stop and start are)",
-				      action ? action : "");
+			if (listed(unbuilt, action))
+				ft_resp_error(r, 501,
+					      "PUT /v1/cluster: action \"%s\" is not built (start, stop and "
+					      "the maintenance actions are)",
+					      action);
+			else
+				ft_resp_error(r, 400,
+					      "PUT /v1/cluster: %s action \"%.64s\" (start, stop, start-maintenance, "
+					      "stop-maintenance, decommission, decommission-node)",
+					      action != NULL ? "unknown" : "missing", action != NULL ? action : "");
 			return -1;
 		}
 		args = json_object_get(body, "value");

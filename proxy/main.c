@@ -245,6 +245,7 @@ static int px_start(px_t *px, char *err, size_t errlen)
 		.tls_client_ca = c->tls_client_ca,
 		.handler = px_route,
 		.ctx = px,
+		.server_error = px_server_error,
 	};
 	px->httpd = ft_httpd_start(&o, err, errlen);
 	if (px->httpd == NULL)

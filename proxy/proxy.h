@@ -204,6 +204,8 @@ json_t *px_cluster_doc(const char *what, bool public_port);
 
 /* ---- route.c: public-port dispatcher ---- */
 void px_route(ft_req_t *r, void *ctx);
+/* The public server's own refusals (ft_httpd_opts_t.server_error): S3 XML on S3 paths, JSON elsewhere. */
+void px_server_error(ft_req_t *r, const char *target, int status, const char *msg, void *ctx);
 /* batch.c: POST /v1/batch (GetBatch), redirected to the owner of its first item, which assembles the TAR. */
 void px_batch(px_t *px, ft_req_t *r);
 /* AIStore's GetBatch, GET /v1/ml/moss[/<bucket>] with a MossReq body (batch.c): redirected like px_batch. */

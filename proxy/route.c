@@ -182,6 +182,14 @@ static void objects(px_t *px, ft_req_t *r, const char *path, size_t len)
 	px_object_redirect_provider(px, r, provider, bucket, obj, obj_len);
 }
 
+void px_server_error(ft_req_t *r, const char *target, int status, const char *msg, void *ctx)
+{
+	px_t *px = ctx;
+
+	if (!px_s3_server_error(px->s3, r, target, status, msg))
+		ft_resp_error(r, status, "%s", msg);
+}
+
 void px_route(ft_req_t *r, void *ctx)
 {
 	px_t *px = ctx;

@@ -38,8 +38,16 @@ static int check_request(const json_t *req, int *status, char *why, size_t cap)
 		}
 	}
 	if (mime != NULL && mime[0] != '\0' && strcmp(mime, ".tar") != 0 && strcmp(mime, "tar") != 0) {
-		*status = 501;
-		snprintf(why, cap, "output format \"%.32s\" is not built: only .tar is produced", mime);
+		/* AIStore's other archive formats are known, not built; any other word is a bad value */
+		static const char *const unbuilt[] = {".tgz", ".tar.gz", ".zip", ".tar.lz4",
+						      "tgz",  "tar.gz",  "zip",  "tar.lz4"};
+		size_t k = 0;
+
+		while (k < sizeof(unbuilt) / sizeof(unbuilt[0]) && strcmp(mime, unbuilt[k]) != 0)
+			k++;
+		*status = k < sizeof(unbuilt) / sizeof(unbuilt[0]) ? 501 : 400;
+		snprintf(why, cap, "output format \"%.32s\" is %s: only .tar is produced", mime,
+			 *status == 501 ? "not built" : "unknown");
 		return -1;
 	}
 	return 0;

@@ -472,11 +472,19 @@ static void head_process(conn_t *c)
 void http_server_error(conn_t *c, int status, const char *msg)
 {
 	ft_req_t *r = &c->req;
+	ft_httpd_t *s = c->L->s;
+	const char *target = NULL, *t;
+	size_t tl;
 
 	if (c->phase != PH_HANDLER) {
+		/* no request yet: its target, if the request line in the buffer reads */
+		if (s->o.server_error != NULL && ft_hp_peek_target(c->buf + c->start, c->end - c->start, &t, &tl))
+			target = http_arena_strndup(&r->arena, t, tl);
 		c->phase = PH_HANDLER;
 		c->refs++;
 		c->head_started = false;
+	} else {
+		target = r->target;
 	}
 	c->must_close = true;
 	c->linger = true;
@@ -484,7 +492,10 @@ void http_server_error(conn_t *c, int status, const char *msg)
 	if (r->m_start_ns == 0)
 		r->m_start_ns = http_now_ns();
 	ft_metric_error(FT_ME_FRAMING);
-	ft_resp_error(r, status, "%s", msg);
+	if (s->o.server_error != NULL)
+		s->o.server_error(r, target, http_clamp_status(status), msg, s->o.ctx);
+	else
+		ft_resp_error(r, status, "%s", msg);
 }
 
 void http_on_recv(conn_t *c, int res)

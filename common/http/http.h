@@ -65,6 +65,14 @@ typedef struct {
 	const char *tls_client_ca; /* PEM CA(s): clients must present a certificate it signed; NULL = not asked */
 	ft_handler_fn handler;     /* called for every request on a loop thread */
 	void *ctx;
+	/*
+	 * Optional: answers what the server refuses on its own (a malformed, too large or late head, bad
+	 * framing, a buffered body over its limit) in the application's error format; NULL = the JSON body
+	 * of ft_resp_error. Called on a loop thread with ctx and the raw request target when the request
+	 * line could be read (NULL otherwise); it must make exactly one response call on r, after which
+	 * the server closes the connection. It must not read the body.
+	 */
+	void (*server_error)(ft_req_t *r, const char *target, int status, const char *msg, void *ctx);
 } ft_httpd_opts_t;
 
 /* Binds, starts the loop threads and the worker pool. NULL and err filled on failure. */

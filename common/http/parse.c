@@ -199,6 +199,27 @@ ft_hp_result_t ft_hp_parse_head(const char *buf, size_t len, size_t max_bytes, f
 	return parse_fields(buf, len, next, max_bytes, hdrs, max_headers, &out->nheaders, &out->head_len);
 }
 
+bool ft_hp_peek_target(const char *buf, size_t len, const char **target, size_t *target_len)
+{
+	size_t i = 0, start;
+
+	while (i < len && (buf[i] == '\r' || buf[i] == '\n')) /* leading empty lines */
+		i++;
+	start = i;
+	while (i < len && is_tchar((unsigned char)buf[i]))
+		i++;
+	if (i == start || i >= len || buf[i] != ' ')
+		return false;
+	start = ++i;
+	while (i < len && is_target_char((unsigned char)buf[i]))
+		i++;
+	if (i == start || i >= len || buf[i] != ' ')
+		return false;
+	*target = buf + start;
+	*target_len = i - start;
+	return true;
+}
+
 /* Calls fn on each comma-separated, whitespace-trimmed element of v[0..n); empty elements are skipped. */
 typedef int (*list_fn)(const char *e, size_t n, void *arg);
 

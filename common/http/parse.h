@@ -51,6 +51,14 @@ typedef struct {
 ft_hp_result_t ft_hp_parse_head(const char *buf, size_t len, size_t max_bytes, ft_hp_header_t *hdrs, size_t max_headers,
 				ft_hp_head_t *out);
 
+/*
+ * The request target of the head in buf[0..len), read leniently: a method token, one space, and target
+ * bytes ended by a space, whatever follows (a bad version, a cut line, bad headers). Lets a malformed,
+ * too large or late head be answered in the format of the API its path belongs to. true with *target
+ * (into buf, not NUL-terminated) and *target_len; false when no target can be told.
+ */
+bool ft_hp_peek_target(const char *buf, size_t len, const char **target, size_t *target_len);
+
 /* What the head says about the body and the connection. */
 typedef struct {
 	int64_t content_length; /* -1 = chunked, otherwise the declared length (0 when absent) */

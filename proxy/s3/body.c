@@ -147,6 +147,39 @@ static px_s3_err_t streaming_prepare(px_s3_req_t *q, px_s3_body_t *b, const char
 #define CK_MSG_MAX 96
 
 /*
+ * x-amz-sdk-checksum-algorithm, as S3 takes it: one of the algorithms (else InvalidRequest), with its
+ * x-amz-checksum-* header or trailer (none: InvalidRequest; another algorithm's: BadDigest). On a
+ * CompleteMultipartUpload only the name is checked: its checksum header is the object's.
+ */
+static px_s3_err_t sdk_algorithm_check(px_s3_req_t *q, const px_s3_body_t *b, int count, bool complete,
+				       const char **msg)
+{
+	const char *sdk = ft_req_header(q->r, "x-amz-sdk-checksum-algorithm");
+	ft_xsum_alg_t a = ft_xsum_from_label(sdk);
+	char *m;
+
+	if (sdk == NULL)
+		return PX_S3_OK;
+	if (a == FT_XSUM_NONE) {
+		*msg = "Value for x-amz-sdk-checksum-algorithm header is invalid.";
+		return PX_S3_INVALID_REQUEST;
+	}
+	if (complete || a == b->ck_alg)
+		return PX_S3_OK;
+	m = ft_req_alloc(q->r, CK_MSG_MAX);
+	if (count == 0) {
+		snprintf(m, CK_MSG_MAX, "x-amz-sdk-checksum-algorithm %s needs a %s header or trailer",
+			 ft_xsum_label(a), ft_xsum_header(a));
+		*msg = m;
+		return PX_S3_INVALID_REQUEST;
+	}
+	snprintf(m, CK_MSG_MAX, "x-amz-sdk-checksum-algorithm %s does not match the %s sent", ft_xsum_label(a),
+		 ft_xsum_header(b->ck_alg));
+	*msg = m;
+	return PX_S3_CHECKSUM_MISMATCH;
+}
+
+/*
  * The x-amz-checksum-* to check: at most one header, or the trailer an aws-chunked body announced.
  * PX_S3_OK or the error, *msg set (in the request's memory).
  */
@@ -186,7 +219,7 @@ static px_s3_err_t checksum_prepare(px_s3_req_t *q, px_s3_body_t *b, const char 
 		*msg = m;
 		return PX_S3_INVALID_REQUEST;
 	}
-	return PX_S3_OK;
+	return sdk_algorithm_check(q, b, count, complete, msg);
 }
 
 /*

@@ -127,13 +127,20 @@ static const char *secret_of(void *ctx, const char *access_key)
  * The role an S3 request needs, as the native API's table gives it (common/auth/policy.c):
  * reads are readonly, writes readwrite, deleting a bucket admin.
  */
+static const char *bucket_sub(ft_req_t *r);
+
+/*
+ * The role a request needs: reads readonly, writes readwrite, DeleteBucket admin. A DELETE of a
+ * bucket subresource (DeleteBucketTagging, -Policy, -Cors, ...) is a configuration write like its
+ * PUT, not a bucket deletion: readwrite, as DeleteObjectTagging and PutObjectTagging are.
+ */
 static ft_role_t s3_need(const px_s3_req_t *q)
 {
 	ft_method_t m = ft_req_method(q->r);
 
 	if (m == FT_HTTP_GET || m == FT_HTTP_HEAD)
 		return FT_ROLE_READONLY;
-	if (m == FT_HTTP_DELETE && q->bucket[0] != '\0' && q->key_len == 0)
+	if (m == FT_HTTP_DELETE && q->bucket[0] != '\0' && q->key_len == 0 && bucket_sub(q->r) == NULL)
 		return FT_ROLE_ADMIN;
 	return FT_ROLE_READWRITE;
 }
@@ -191,10 +198,11 @@ static void request_id_header(ft_req_t *r, const char *id)
 	ft_resp_header(r, "x-amz-request-id", id);
 }
 
-static void send_error(ft_req_t *r, const char *resource, const char *request_id, px_s3_err_t e, const char *msg)
+/* The S3 error document of e with the given HTTP status. */
+static void send_error_status(ft_req_t *r, int status, const char *resource, const char *request_id, px_s3_err_t e,
+			      const char *msg)
 {
 	px_xml_t x;
-	int status = px_s3_err_status(e);
 
 	px_xml_error_doc(&x, e, msg, resource, request_id);
 	request_id_header(r, request_id);
@@ -203,6 +211,11 @@ static void send_error(ft_req_t *r, const char *resource, const char *request_id
 	else
 		ft_resp_bytes(r, status, "application/xml", x.p, x.len);
 	px_xml_free(&x);
+}
+
+static void send_error(ft_req_t *r, const char *resource, const char *request_id, px_s3_err_t e, const char *msg)
+{
+	send_error_status(r, px_s3_err_status(e), resource, request_id, e, msg);
 }
 
 static void make_request_id(char out[17])
@@ -833,6 +846,59 @@ static bool recognize(const px_s3_t *s, ft_req_t *r, px_s3_req_t *q, bool *bad_b
 	return false;
 }
 
+bool px_s3_server_error(px_s3_t *s, ft_req_t *r, const char *target, int status, const char *msg)
+{
+	const char *path = target, *q;
+	char *resource;
+	size_t len;
+	char id[17];
+	px_s3_err_t e;
+
+	if (target == NULL)
+		return false;
+	/* absolute form (RFC 9112 3.2.2): the path starts after the authority */
+	if (strncasecmp(path, "http://", 7) == 0 || strncasecmp(path, "https://", 8) == 0) {
+		path = strchr(strchr(path, ':') + 3, '/');
+		if (path == NULL)
+			path = "/";
+	}
+	q = strchr(path, '?');
+	len = q != NULL ? (size_t)(q - path) : strlen(path);
+	if (under(path, len, "/s3")) {
+		path += 3;
+		len -= 3;
+	} else if (!s->host.cfg->s3_root || path[0] != '/' || under(path, len, "/v1")) {
+		return false;
+	}
+	switch (status) {
+	case 408:
+		e = PX_S3_REQUEST_TIMEOUT;
+		break;
+	case 413:
+		e = PX_S3_ENTITY_TOO_LARGE;
+		break;
+	case 431:
+		e = PX_S3_HEADER_TOO_LARGE;
+		break;
+	case 501:
+		e = PX_S3_NOT_IMPLEMENTED;
+		break;
+	default:
+		e = PX_S3_INVALID_REQUEST;
+		break;
+	}
+	resource = ft_req_alloc(r, len + 2);
+	if (len > 0)
+		snprintf(resource, len + 1, "%.*s", (int)len, path);
+	else
+		snprintf(resource, 2, "/");
+	make_request_id(id);
+	ft_debug("s3 %s: %d %s: %s", ft_req_peer(r), status, px_s3_err_code(e), msg);
+	/* the status stays the server's: the connection closes after it whatever the code */
+	send_error_status(r, status, resource, id, e, msg);
+	return true;
+}
+
 /* "/<bucket>/<key>" for error bodies. */
 static const char *resource_of(px_s3_req_t *q)
 {
@@ -986,6 +1052,12 @@ static const char *find_sub(ft_req_t *r, const char *const *subs, size_t n)
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The bucket subresource r names (as dispatch_bucket finds it), NULL for none. */
+static const char *bucket_sub(ft_req_t *r)
+{
+	return find_sub(r, bucket_subs, N_OF(bucket_subs));
+}
+
 static void dispatch_service(px_s3_req_t *q)
 {
 	ft_method_t m = ft_req_method(q->r);
@@ -1111,7 +1183,7 @@ static void dispatch_bucket(px_s3_req_t *q)
 {
 	ft_req_t *r = q->r;
 	ft_method_t m = ft_req_method(r);
-	const char *sub = find_sub(r, bucket_subs, N_OF(bucket_subs));
+	const char *sub = bucket_sub(r);
 
 	if (m == FT_HTTP_PUT && sub == NULL) {
 		if (body_ok(q))

@@ -94,6 +94,7 @@ typedef enum {
 	PX_S3_SHA256_MISMATCH,    /* XAmzContentSHA256Mismatch */
 	PX_S3_CHECKSUM_MISMATCH,  /* BadDigest for an x-amz-checksum-* header or trailer */
 	PX_S3_INVALID_CHECKSUM,   /* InvalidRequest: an x-amz-checksum-* value that is not one digest */
+	PX_S3_HEADER_TOO_LARGE,   /* RequestHeaderSectionTooLarge */
 	/* "not configured" answers of bucket subresources, as S3 gives them */
 	PX_S3_NO_SUCH_POLICY,
 	PX_S3_NO_SUCH_LIFECYCLE,
@@ -211,6 +212,14 @@ void px_s3_fini(px_s3_t *s);
  * request (px_route goes on), true when it took r (and made or scheduled its response).
  */
 bool px_s3_route(px_s3_t *s, ft_req_t *r);
+/*
+ * Public-port hook for the answers the HTTP server gives on its own (malformed or too large head, bad
+ * framing, body over its limit), with the raw request target or NULL: when the target is an S3 path
+ * (/s3, or any non-/v1 path with s3_root), answers r with an S3 XML error of that status and returns
+ * true; false otherwise (r untouched). Virtual-host requests are not recognized: their Host may not
+ * have been read.
+ */
+bool px_s3_server_error(px_s3_t *s, ft_req_t *r, const char *target, int status, const char *msg);
 
 /* Runs fn(q) on the worker pool. */
 void px_s3_defer(px_s3_req_t *q, void (*fn)(px_s3_req_t *q));

@@ -76,6 +76,7 @@ static const err_info_t errors[PX_S3_ERR_COUNT] = {
 				     "The x-amz-checksum-* value does not match the checksum of the body received"},
 	[PX_S3_INVALID_CHECKSUM] = {"InvalidRequest", 400,
 				    "The x-amz-checksum-* value is not the base64 of one digest of its algorithm"},
+	[PX_S3_HEADER_TOO_LARGE] = {"RequestHeaderSectionTooLarge", 400, "The request head is larger than allowed"},
 	[PX_S3_NO_SUCH_POLICY] = {"NoSuchBucketPolicy", 404, "The bucket has no policy"},
 	[PX_S3_NO_SUCH_LIFECYCLE] = {"NoSuchLifecycleConfiguration", 404, "The bucket has no lifecycle configuration"},
 	[PX_S3_NO_SUCH_CORS] = {"NoSuchCORSConfiguration", 404, "The bucket has no CORS configuration"},

@@ -16,8 +16,12 @@ static void check_head(const char *buf, size_t len)
 	ft_hp_header_t hdrs[MAX_HEADERS];
 	ft_hp_head_t h;
 	ft_hp_info_t info;
-	size_t i;
+	size_t i, tl;
+	const char *t;
 
+	/* the lenient target read answers every head, parsed or not: it must stay inside buf */
+	if (ft_hp_peek_target(buf, len, &t, &tl) && (t < buf || tl == 0 || t + tl > buf + len))
+		abort();
 	if (ft_hp_parse_head(buf, len, 8192, hdrs, MAX_HEADERS, &h) != FT_HP_DONE)
 		return;
 	if (h.head_len > len || h.head_len > 8192 || h.nheaders > MAX_HEADERS || h.method_len == 0 || h.target_len == 0)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import s3util
-from ftutil import TIMEOUT, Api, assert_json_error, session, unique
+from ftutil import TIMEOUT, Api, RawConn, assert_json_error, session, unique
 
 BIG = 2 ** 63
 
@@ -142,8 +142,14 @@ NATIVE = [
     ("cluster-what-bogus", "GET", "/v1/cluster?what=everything", None, 400),
     ("daemon-what-bogus", "GET", "/v1/daemon?what=everything", None, 400),
     ("cluster-put-truncated", "PUT", "/v1/cluster", b'{"action":', 400),
-    ("cluster-put-action-bogus", "PUT", "/v1/cluster", {"action": "reboot"}, 501),  # not built (documented)
-    ("cluster-put-start-kind-bogus", "PUT", "/v1/cluster", {"action": "start", "value": {"kind": "nonsense"}}, 501),
+    ("cluster-put-action-bogus", "PUT", "/v1/cluster", {"action": "reboot"}, 400),
+    ("cluster-put-action-number", "PUT", "/v1/cluster", {"action": 5}, 400),
+    ("cluster-put-action-unbuilt", "PUT", "/v1/cluster", {"action": "rotate-logs"}, 501),  # AIStore's, not built
+    ("cluster-put-start-kind-bogus", "PUT", "/v1/cluster", {"action": "start", "value": {"kind": "nonsense"}}, 400),
+    ("cluster-put-start-no-kind", "PUT", "/v1/cluster", {"action": "start", "value": {}}, 400),
+    ("cluster-put-start-kind-unbuilt", "PUT", "/v1/cluster", {"action": "start", "value": {"kind": "lru"}}, 501),
+    ("cluster-put-start-kind-elsewhere", "PUT", "/v1/cluster",
+     {"action": "start", "value": {"kind": "copy-bck"}}, 501),  # starts with its own request
     ("maint-no-sid", "PUT", "/v1/cluster", {"action": "start-maintenance", "value": {}}, 400),
     ("maint-sid-number", "PUT", "/v1/cluster", {"action": "start-maintenance", "value": {"sid": 5}}, 400),
     ("maint-value-string", "PUT", "/v1/cluster", {"action": "start-maintenance", "value": "t1"}, 400),
@@ -208,6 +214,8 @@ NATIVE = [
     ("moss-objname-number", "GET", "/v1/ml/moss/{b}", {"in": [{"objname": 5}]}, 400),
     ("moss-flag-string", "GET", "/v1/ml/moss/{b}", {"in": [{"objname": "obj"}], "coer": "yes"}, 400),
     ("moss-strm-number", "GET", "/v1/ml/moss/{b}", {"in": [{"objname": "obj"}], "strm": 1}, 400),
+    ("moss-mime-bogus", "GET", "/v1/ml/moss/{b}", {"in": [{"objname": "obj"}], "mime": ".rar"}, 400),
+    ("moss-mime-unbuilt", "GET", "/v1/ml/moss/{b}", {"in": [{"objname": "obj"}], "mime": ".zip"}, 501),
     ("moss-bad-provider", "GET", "/v1/ml/moss/{b}?provider=zz", {"in": [{"objname": "obj"}]}, 400),
 ]
 
@@ -277,6 +285,8 @@ def _parts(*numbers):
         b"</CompleteMultipartUpload>"
 
 
+CK_CRC32 = s3util.checksum_b64("crc32", b"data")  # the right CRC32 of the cases' body
+
 S3 = [
     # (id, method, path, query, headers, body, status, S3 code); {b} the bucket, {n} a fresh bucket name,
     # {k} a fresh key, {u} the key and {id} the id of an open multipart upload
@@ -341,6 +351,31 @@ S3 = [
     ("put-two-checksums", "PUT", "/{b}/{k}", "",
      {"x-amz-checksum-crc32": "rfPzYw==", "x-amz-checksum-sha256": "n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg="},
      b"data", 400, "InvalidRequest"),
+    # flexible checksums (x-amz-sdk-checksum-algorithm names the one x-amz-checksum-* sent or trailed)
+    ("put-sdk-alg-unknown", "PUT", "/{b}/{k}", "",
+     {"x-amz-sdk-checksum-algorithm": "MD5", "x-amz-checksum-crc32": CK_CRC32}, b"data", 400, "InvalidRequest"),
+    ("put-sdk-alg-empty", "PUT", "/{b}/{k}", "",
+     {"x-amz-sdk-checksum-algorithm": "", "x-amz-checksum-crc32": CK_CRC32}, b"data", 400, "InvalidRequest"),
+    ("put-sdk-alg-no-checksum", "PUT", "/{b}/{k}", "", {"x-amz-sdk-checksum-algorithm": "CRC32"}, b"data", 400,
+     "InvalidRequest"),
+    ("put-sdk-alg-other", "PUT", "/{b}/{k}", "",
+     {"x-amz-sdk-checksum-algorithm": "SHA256", "x-amz-checksum-crc32": CK_CRC32}, b"data", 400, "BadDigest"),
+    ("part-sdk-alg-unknown", "PUT", "/{b}/{u}", "partNumber=1&uploadId={id}",
+     {"x-amz-sdk-checksum-algorithm": "CRC16", "x-amz-checksum-crc32": CK_CRC32}, b"data", 400, "InvalidRequest"),
+    ("part-crc32-mismatch", "PUT", "/{b}/{u}", "partNumber=1&uploadId={id}",
+     {"x-amz-sdk-checksum-algorithm": "CRC32", "x-amz-checksum-crc32": s3util.checksum_b64("crc32", b"other")},
+     b"data", 400, "BadDigest"),
+    ("part-sha256-not-base64", "PUT", "/{b}/{u}", "partNumber=1&uploadId={id}",
+     {"x-amz-checksum-sha256": "%" * 44}, b"data", 400, "InvalidRequest"),
+] + [
+    ("put-%s-%s" % (alg, case), "PUT", "/{b}/{k}", "",
+     {"x-amz-sdk-checksum-algorithm": alg.upper(), "x-amz-checksum-" + alg: value}, b"data", 400, code)
+    for alg in ("crc32", "crc32c", "crc64nvme", "sha1", "sha256")
+    for case, value, code in (
+        ("mismatch", s3util.checksum_b64(alg, b"other"), "BadDigest"),
+        ("too-long", s3util.checksum_b64(alg, b"data") + "AAAA", "InvalidRequest"),
+        ("not-base64", "!" * len(s3util.checksum_b64(alg, b"data")), "InvalidRequest"))
+] + [
     ("put-if-none-match-etag", "PUT", "/{b}/{k}", "", {"If-None-Match": "\"abc\""}, b"data", 400,
      "InvalidArgument"),
     ("acl-body-wrong-root", "PUT", "/{b}", "acl", {}, b"<Delete/>", 400, "MalformedXML"),
@@ -375,6 +410,7 @@ def test_s3_bad_input(cluster, api_m, bkt, upload, method, path, query, headers,
     before = _state(api_m)
     name, key = unique("sweeps3").lower(), unique("sweep-key")
     path = path.replace("{b}", bkt).replace("{n}", name).replace("{k}", key).replace("{u}", upload[0])
+    part = "partNumber=" in query and "uploadId={id}" in query  # a part of the open upload
     query = query.replace("{id}", upload[1])
     headers = {k: v.replace("{b}", bkt) for k, v in headers.items()}
     streaming = s3util.STREAMING if "x-amz-decoded-content-length" in headers else None
@@ -387,6 +423,52 @@ def test_s3_bad_input(cluster, api_m, bkt, upload, method, path, query, headers,
     assert api_m.s.head(api_m.url + "/v1/buckets/" + name, timeout=TIMEOUT).status_code == 404
     assert_json_error(api_m.get(bkt, key), 404)
     assert_json_error(api_m.get(bkt, upload[0]), 404)
+    if part:  # no part stored either
+        parts = s3util.signed_request(cluster, "GET", "/%s/%s?uploadId=%s" % (bkt, upload[0], upload[1]))
+        assert parts.status_code == 200 and b"<Part>" not in parts.content, parts.content[:300]
+
+
+# Heads the HTTP server refuses before any routing: (id, request bytes with {p} for the path, status, S3 code)
+HEADS = [
+    ("bad-request-line", b"GET {p} HTTP/1.1 extra\r\nHost: x\r\n\r\n", 400, "InvalidRequest"),
+    ("bad-header-line", b"GET {p} HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", 400, "InvalidRequest"),
+    ("header-too-long", b"GET {p} HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n", 431,
+     "RequestHeaderSectionTooLarge"),
+    ("two-lengths", b"PUT {p} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
+     400, "InvalidRequest"),
+    ("length-word", b"PUT {p} HTTP/1.1\r\nHost: x\r\nContent-Length: five\r\n\r\n", 400, "InvalidRequest"),
+    ("chunked-not-last", b"PUT {p} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400,
+     "InvalidRequest"),
+    ("coding-unknown", b"PUT {p} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501,
+     "NotImplemented"),
+    ("no-host", b"GET {p} HTTP/1.1\r\n\r\n", 400, "InvalidRequest"),
+    ("version-2", b"GET {p} HTTP/2.0\r\nHost: x\r\n\r\n", 505, "InvalidRequest"),
+]
+
+
+def _refused_head(url, req):
+    with RawConn(url) as c:
+        c.send(req)
+        r = c.read_response()
+        assert c.closed_by_peer(5)
+    return r
+
+
+@pytest.mark.parametrize("req,status,code", [c[1:] for c in HEADS], ids=[c[0] for c in HEADS])
+def test_s3_refused_head_is_xml(cluster, bkt, req, status, code):
+    """The server's own answers to a bad head are S3 XML on /s3 paths and JSON on the native API."""
+    r = _refused_head(cluster.url, req.replace(b"{p}", b"/s3/%s/k?x=1" % bkt.encode()))
+    assert r.status_code == status, (r.status_code, r.body[:300])
+    assert r.headers.get("Content-Type", "").startswith("application/xml"), r.headers
+    got, msg = s3util.xml_error(r)
+    assert got == code and msg, (got, msg)
+    assert_json_error(_refused_head(cluster.url, req.replace(b"{p}", b"/v1/objects/%s/k" % bkt.encode())), status)
+
+
+@pytest.mark.parametrize("req", [b"GARBAGE\r\n\r\n", b"GET /s3/b\r\n\r\n", b"G(T /s3/b HTTP/1.1\r\n\r\n"])
+def test_s3_unreadable_request_line_is_json(cluster, req):
+    """With no path to read there is no telling the API: the native JSON error."""
+    assert_json_error(_refused_head(cluster.url, req), 400)
 
 
 def test_every_node_still_answers(cluster):

@@ -139,7 +139,11 @@ S3 = [
     ("POST", "/s3/{b}?delete", b"<Delete><Object><Key>{new}</Key></Object></Delete>", "readwrite"),
     ("POST", "/s3/{b}/{new}?uploads", b"", "readwrite"),
     ("DELETE", "/s3/{tmp}", None, "admin"),
-    ("DELETE", "/s3/{b}?tagging", None, "admin"),
+    ("DELETE", "/s3/{b}?tagging", None, "readwrite"),  # a configuration write, as PutBucketTagging
+    ("DELETE", "/s3/{b}?policy", None, "readwrite"),
+    ("GET", "/s3/{b}/o?tagging", None, "readonly"),
+    ("DELETE", "/s3/{b}/o?tagging", None, "readwrite"),  # as PutObjectTagging
+    ("DELETE", "/s3/{tmp}?nonsense", None, "admin"),  # no subresource: DeleteBucket, whatever the query
 ]
 
 # Control ports: every route, unsigned (with or without an admin token), must be refused.

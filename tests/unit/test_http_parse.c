@@ -334,6 +334,31 @@ static void test_token_eq(void **state)
 	assert_false(ft_hp_token_eq("Content-Lengthx", 15, "content-length"));
 }
 
+/* ft_hp_peek_target on a C string. */
+static bool peek(const char *s, const char **t, size_t *n)
+{
+	return ft_hp_peek_target(s, strlen(s), t, n);
+}
+
+static void test_peek_target(void **state)
+{
+	const char *t = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_true(peek("GET /s3/b/k?x=1 HTTP/1.1 extra\r\n", &t, &n));
+	assert_int_equal(n, 11);
+	assert_memory_equal(t, "/s3/b/k?x=1", 11);
+	assert_true(peek("\r\nPUT /a HTTP/9.9\r\nBad Header\r\n\r\n", &t, &n));
+	assert_int_equal(n, 2);
+	assert_true(peek("GET /cut-line ", &t, &n)); /* the version not seen yet */
+	assert_false(peek("GET /cut-line", &t, &n));
+	assert_false(peek("GARBAGE\r\n\r\n", &t, &n));
+	assert_false(peek("GET  / HTTP/1.1\r\n", &t, &n));
+	assert_false(peek("G(T / HTTP/1.1\r\n", &t, &n));
+	assert_false(peek("", &t, &n));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_analyze),          cmocka_unit_test(test_chunked_splits),
 		cmocka_unit_test(test_chunked_variants), cmocka_unit_test(test_chunked_bad),
 		cmocka_unit_test(test_chunked_limits),   cmocka_unit_test(test_token_eq),
+		cmocka_unit_test(test_peek_target),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

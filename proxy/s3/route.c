@@ -123,14 +123,11 @@ static const char *secret_of(void *ctx, const char *access_key)
 	return ft_ident_find(ft_auth()->ids, access_key, &id) == 0 ? id.secret : NULL;
 }
 
-/*
- * The role an S3 request needs, as the native API's table gives it (common/auth/policy.c):
- * reads are readonly, writes readwrite, deleting a bucket admin.
- */
 static const char *bucket_sub(ft_req_t *r);
 
 /*
- * The role a request needs: reads readonly, writes readwrite, DeleteBucket admin. A DELETE of a
+ * The role an S3 request needs, as the native API's table gives it (common/auth/policy.c): reads
+ * readonly, writes readwrite, DeleteBucket admin. A DELETE of a
  * bucket subresource (DeleteBucketTagging, -Policy, -Cors, ...) is a configuration write like its
  * PUT, not a bucket deletion: readwrite, as DeleteObjectTagging and PutObjectTagging are.
  */

@@ -169,6 +169,63 @@ static int archive_value(ft_cli_t *c, json_t *value)
 	return FT_EXIT_OK;
 }
 
+/* --ext "jpg=png,cls=label" into value's "ext" map (the cluster checks the extensions); FT_EXIT_OK or a usage error. */
+static int ext_value(const ft_cli_t *c, json_t *value)
+{
+	const char *s = cli_opt(c, "ext");
+	json_t *ext;
+
+	if (s == NULL)
+		return FT_EXIT_OK;
+	ext = json_object();
+	while (*s != '\0') {
+		size_t n = strcspn(s, ","), k = strcspn(s, "=");
+		if (k >= n || k == 0 || k + 1 == n) {
+			json_decref(ext);
+			return cli_fail(FT_EXIT_USAGE,
+					"--ext takes FROM=TO pairs separated by commas, e.g. jpg=png,cls=txt");
+		}
+		char *from = strndup(s, k), *to = strndup(s + k + 1, n - k - 1);
+		json_object_set_new(ext, from, json_string(to));
+		free(from);
+		free(to);
+		s += n + (s[n] == ',');
+	}
+	json_object_set_new(value, "ext", ext);
+	return FT_EXIT_OK;
+}
+
+/* The value of job start copy|transform SRC DST into value, the source into *b; FT_EXIT_OK or a usage error. */
+static int copy_value(ft_cli_t *c, const char *kind, cli_bucket_t *b, json_t *value)
+{
+	static const char *const flags[] = {"dry-run", "latest", "sync", "force"};
+	const char *etl = cli_opt(c, "etl");
+	long timeout = cli_opt_int(c, "etl-timeout", 0, 1, 3600000);
+	cli_bucket_t to;
+	int rc;
+
+	if (c->n_args != 5 || cli_bucket_parse(c->args[3], b) != 0 || cli_bucket_parse(c->args[4], &to) != 0)
+		return cli_fail(FT_EXIT_USAGE, "job start %s needs SRC and DST buckets (ft job start --help)", kind);
+	if (etl == NULL && strcmp(kind, "transform") == 0)
+		return cli_fail(FT_EXIT_USAGE, "job start transform needs --etl NAME (ft etl ls)");
+	if (timeout < 0)
+		return FT_EXIT_USAGE;
+	if ((rc = names_value(c, value, true)) != FT_EXIT_OK || (rc = ext_value(c, value)) != FT_EXIT_OK)
+		return rc;
+	if (timeout > 0)
+		json_object_set_new(value, "etl_timeout_ms", json_integer(timeout));
+	if (etl != NULL)
+		json_object_set_new(value, "etl", json_string(etl));
+	if (cli_opt(c, "prepend") != NULL)
+		json_object_set_new(value, "prepend", json_string(cli_opt(c, "prepend")));
+	for (int i = 0; i < 4; i++)
+		if (cli_flag(c, flags[i]))
+			json_object_set_new(value, strcmp(flags[i], "dry-run") == 0 ? "dry_run" : flags[i],
+					    json_true());
+	json_object_set_new(value, "to", json_pack("{s:s, s:s}", "name", to.name, "provider", to.provider));
+	return FT_EXIT_OK;
+}
+
 static int start(ft_cli_t *c)
 {
 	const char *kind = c->n_args > 2 ? c->args[2] : "";
@@ -183,26 +240,7 @@ static int start(ft_cli_t *c)
 			return post_job(c, &b, strcmp(kind, "prefetch") == 0 ? "prefetch-listrange" : "evict-listrange",
 					value);
 	} else if (strcmp(kind, "copy") == 0 || strcmp(kind, "transform") == 0) {
-		cli_bucket_t to;
-		const char *etl = cli_opt(c, "etl");
-		if (c->n_args != 5 || cli_bucket_parse(c->args[3], &b) != 0 || cli_bucket_parse(c->args[4], &to) != 0)
-			rc = cli_fail(FT_EXIT_USAGE, "job start %s needs SRC and DST buckets (ft job start --help)",
-				      kind);
-		else if (etl == NULL && strcmp(kind, "transform") == 0)
-			rc = cli_fail(FT_EXIT_USAGE, "job start transform needs --etl NAME (ft etl ls)");
-		else if ((rc = names_value(c, value, true)) == FT_EXIT_OK) {
-			if (etl != NULL)
-				json_object_set_new(value, "etl", json_string(etl));
-			if (cli_opt(c, "prepend") != NULL)
-				json_object_set_new(value, "prepend", json_string(cli_opt(c, "prepend")));
-			static const char *const flags[] = {"dry-run", "latest", "sync", "force"};
-			for (int i = 0; i < 4; i++)
-				if (cli_flag(c, flags[i]))
-					json_object_set_new(value,
-							    strcmp(flags[i], "dry-run") == 0 ? "dry_run" : flags[i],
-							    json_true());
-			json_object_set_new(value, "to",
-					    json_pack("{s:s, s:s}", "name", to.name, "provider", to.provider));
+		if ((rc = copy_value(c, kind, &b, value)) == FT_EXIT_OK) {
 			bool listrange = json_object_get(value, "objnames") || json_object_get(value, "template");
 			return post_job(c, &b, listrange ? "copy-listrange" : "copy-bck", value);
 		}
@@ -326,6 +364,18 @@ static int show(ft_cli_t *c, const char *id)
 		       json_string_value(json_object_get(json_object_get(j, "to"), "bucket")));
 	if (json_is_string(json_object_get(json_object_get(j, "to"), "prepend")))
 		printf("PREPEND:  %s\n", json_string_value(json_object_get(json_object_get(j, "to"), "prepend")));
+	const json_t *ext = json_object_get(json_object_get(j, "to"), "ext");
+	if (json_object_size(ext) > 0) {
+		const char *k;
+		json_t *v;
+		const char *sep = "";
+		printf("EXT:      ");
+		json_object_foreach((json_t *)ext, k, v) {
+			printf("%s%s->%s", sep, k, json_string_value(v));
+			sep = ", ";
+		}
+		printf("\n");
+	}
 	printf("OBJECTS:  %lld of %lld (%lld skipped, %lld errors)\nBYTES:    %s\nRATE:     %s/s\nETA:      %s\n",
 	       (long long)json_integer_value(json_object_get(j, "objects")),
 	       (long long)json_integer_value(json_object_get(j, "total")),

@@ -21,11 +21,11 @@
 
 /* Options that take a value (the others are flags). */
 static const char *const valued[] = {
-	"endpoint", "token",   "cacert",     "set",    "provider", "workers",         "prefix",
-	"template", "to",      "objnames",   "urls",   "url-list", "output",          "o",
-	"checksum", "backend", "timeout",    "limit",  "interval", "output-template", "shard-size",
-	"order",    "seed",    "order-file", "etl",    "url",      "max-output",      "procs",
-	"format",   "spec",    "kind",       "prepend"};
+	"endpoint", "token",   "cacert",     "set",     "provider", "workers",         "prefix",
+	"template", "to",      "objnames",   "urls",    "url-list", "output",          "o",
+	"checksum", "backend", "timeout",    "limit",   "interval", "output-template", "shard-size",
+	"order",    "seed",    "order-file", "etl",     "url",      "max-output",      "procs",
+	"format",   "spec",    "kind",       "prepend", "ext",      "etl-timeout"};
 
 static const struct {
 	const char *cmd, *text;
@@ -103,7 +103,8 @@ static const struct {
 	 "Usage: ft job start|ls|show|wait|stop ...\n"
 	 "  ft job start prefetch|evict BUCKET (--objnames a,b | --template T | --prefix P) [--wait]\n"
 	 "  ft job start copy SRC DST [--prefix P | --objnames a,b | --template T] [--dry-run] [--latest]\n"
-	 "                            [--sync] [--force] [--etl NAME] [--prepend STR] [--wait]\n"
+	 "                            [--sync] [--force] [--etl NAME [--etl-timeout MS]] [--prepend STR]\n"
+	 "                            [--ext jpg=png,...] [--wait]\n"
 	 "  ft job start transform SRC DST --etl NAME [--prefix P | --objnames a,b | --template T] [--wait]\n"
 	 "  ft job start download BUCKET (URL... | --template URL | --url-list OBJECT) [--wait]\n"
 	 "  ft job start dsort SRC DST (--template T | --prefix P) --output-template T --shard-size BYTES\n"
@@ -121,7 +122,8 @@ static const struct {
 	 "  prefetch BUCKET (--objnames a,b | --template 'x-{000..099}' | --prefix P)\n"
 	 "  evict BUCKET (--objnames a,b | --template T | --prefix P)\n"
 	 "  copy SRC DST [--prefix P | --objnames a,b | --template T] [--dry-run] [--latest] [--sync] [--force]\n"
-	 "       [--etl NAME] [--prepend STR]  (--prepend: each copy is named STR<name>)\n"
+	 "       [--etl NAME [--etl-timeout MS]] [--prepend STR] [--ext jpg=png,...]\n"
+	 "       (--prepend: each copy is named STR<name>; --ext: a copy's extension jpg becomes png)\n"
 	 "  transform SRC DST --etl NAME [--prefix P | --objnames a,b | --template T]  (a copy through NAME)\n"
 	 "  download BUCKET (URL... | --template 'http://h/f-{00..99}.tar' | --url-list OBJECT)\n"
 	 "  dsort SRC DST (--template 'in-{000..099}.tar' | --prefix P) --output-template 'out-{0000..0999}.tar'\n"

@@ -277,6 +277,21 @@ def test_jobs_copy_download_prefetch(cluster, origin, tmp_path):
     assert {e["name"] for e in api.list_all(c)[0]} == {f"o{i}" for i in range(6)} | {f"old/o{i}" for i in range(6)}
     rc, _, err = ft(cluster, "job", "start", "copy", b, c, "--prepend", "p" * 1024)
     assert rc == 1 and "prepend" in err, err
+    # --ext: a copy's extension replaced (o1 has none: only names with a dot change)
+    api.put(b, "pic.jpg", b"jpeg bytes")
+    rc, out, err = ft(cluster, "job", "start", "copy", b, c, "--objnames", "pic.jpg", "--ext", "jpg=png,cls=txt",
+                      "--wait")
+    assert rc == 0 and "finished, 1 objects" in out, err
+    rc, out, _ = ft(cluster, "job", "show", out.split()[1])
+    assert rc == 0 and "EXT:      " in out and "jpg->png" in out and "cls->txt" in out, out
+    assert api.get(c, "pic.png").content == b"jpeg bytes"
+    for bad in ("jpg", "jpg=", "=png", "jpg=png,,"):
+        rc, _, err = ft(cluster, "job", "start", "copy", b, c, "--ext", bad)
+        assert rc == 2 and "--ext" in err, (bad, err)
+    rc, _, err = ft(cluster, "job", "start", "copy", b, c, "--ext", "jpg=p/ng")
+    assert rc == 1 and "without dots or slashes" in err, err
+    rc, _, err = ft(cluster, "job", "start", "copy", b, c, "--etl-timeout", "0")
+    assert rc == 2 and "--etl-timeout" in err, err
     # download from the nginx origin
     names = [f"{b}-dl-{i}.bin" for i in range(4)]
     for n in names:

@@ -223,6 +223,27 @@ def test_failing_transformer_inline_and_offline(api, bucket, reverser, spec, sta
         api.destroy_bucket(dst, expect=None)
 
 
+def test_copy_etl_timeout_of_the_job(api, bucket, reverser):
+    """etl_timeout_ms bounds each object's transform in that copy job, in place of the transformer's timeout_ms,
+    for a command and for a transformer server."""
+    dst = unique("tmodst")
+    names = []
+    try:
+        for spec in ({"command": ["sh", "-c", "sleep 3; cat"]}, {"url": reverser + "/slow"}):
+            names.append(unique("slowetl"))
+            register(api, dict(spec, name=names[-1], timeout_ms=60000))
+        api.put(bucket, "t/0", b"slow bytes")
+        for name in names:
+            st = copy(api, bucket, dst, name, prefix="t/", etl_timeout_ms=200)
+            assert st["errors"] == 1 and st["objects"] == 0, st
+            assert "timed out after 200 ms" in " ".join(st["error_samples"]), st["error_samples"]
+        assert api.list_all(dst)[0] == []
+    finally:
+        for name in names:
+            remove(api, name, expect=None)
+        api.destroy_bucket(dst, expect=None)
+
+
 def test_unknown_etl_inline_is_404(cluster, api, bucket):
     api.put(bucket, "o", b"data")
     assert_json_error(get_etl(api, bucket, "o", "no-such-etl"), 404, "no-such-etl")

@@ -289,8 +289,20 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 	const char *action = json_string_value(json_object_get(in, "action"));
 	const json_t *value = json_object_get(in, "value");
 	int a = job_action(action);
-	json_t *msg = NULL;
+	json_t *msg = NULL, *blob = NULL;
 	char id[48];
+
+	if (action != NULL && strcmp(action, "blob-download") == 0) {
+		/* AIStore's Object.blob_download(): the object named in the message fetched into the cache, as a
+		 * prefetch of it (its chunk-size and num-workers are speed hints) */
+		const char *name = json_string_value(json_object_get(in, "name"));
+		if (name == NULL || name[0] == '\0') {
+			ft_resp_error(r, 400, "blob-download names its object in \"name\"");
+			goto out;
+		}
+		value = blob = json_pack("{s:[s]}", "objnames", name);
+		a = job_action("prefetch-listrange");
+	}
 
 	if (a < 0 && px_dsort_action(px, r, provider, bucket, action, value)) {
 		json_decref(in);
@@ -340,6 +352,7 @@ bool px_jobs_action(px_t *px, ft_req_t *r, const char *provider, const char *buc
 	msg = NULL;
 out:
 	json_decref(msg);
+	json_decref(blob);
 	json_decref(in);
 	return true;
 }

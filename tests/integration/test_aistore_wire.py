@@ -754,6 +754,24 @@ def test_prefetch_status_evict(cluster, remote):
     assert requests.head(bucket_url(cluster, b, "ht"), timeout=TIMEOUT).status_code == 404
 
 
+def test_blob_download(cluster, remote):
+    # Object.blob_download(): POST /v1/buckets/B with {"action": "blob-download", "name": OBJ, "value": BlobMsg}
+    b, names = remote
+    value = {"chunk-size": 1 << 20, "num-workers": 4, "latest-ver": False}
+    r = requests.post(bucket_url(cluster, b, "ht"), headers=UA,
+                      json={"action": "blob-download", "name": names[5], "value": value}, timeout=TIMEOUT)
+    assert r.status_code == 200 and re.fullmatch(r"[A-Za-z0-9-]+", r.text), r.text
+    _, status = wait_done(cluster, r.text)
+    assert status["err"] == "" and not status["aborted"], status
+    assert cached(cluster, b) == [names[5]]
+    r = requests.post(bucket_url(cluster, b, "ht"), json={"action": "blob-download", "name": "", "value": value},
+                      timeout=TIMEOUT)
+    assert r.status_code == 400 and "name" in r.json()["message"], r.text
+    r = requests.post(bucket_url(cluster, b, "ht"), json={"action": "blob-download", "name": "x" * 1025, "value": {}},
+                      timeout=TIMEOUT)
+    assert r.status_code == 400, r.text
+
+
 def test_job_queries_bad_input(cluster, remote):
     b, names = remote
     assert cluster_query(cluster, "status", job_args("j-no-such-job")).status_code == 404

@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "base/codec.h"
+#include "base/names.h"
+#include "cloud/backend.h"
+#include "cluster/bmd.h"
 #include "http/util.h"
 
 /*
@@ -342,4 +345,44 @@ bool px_ais_copy_objects(px_t *px, ft_req_t *r, const char *provider, const char
 	}
 	px_copy_submit(px, r, "copy-listrange", provider, bucket, &c, true);
 	return true;
+}
+
+bool px_ais_object_copy_refused(ft_req_t *r)
+{
+	const char *to = ft_req_query(r, "obj_to"), *etl = ft_req_query(r, "etl_name"), *name, *why;
+	char provider[16], bucket[FT_BUCKET_NAME_MAX + 1];
+	ft_backend_provider_t bp;
+	int rc;
+
+	if (ft_req_method(r) != FT_HTTP_PUT || to == NULL)
+		return false;
+	rc = ft_name_parse_uname(to, provider, bucket, &name, &why);
+	if (rc != 0) {
+		ft_resp_error(r, rc == -2 ? 501 : 400, "obj_to: %s", rc == -2 ? "namespaces are not supported" : why);
+		return true;
+	}
+	if (strcmp(provider, "ais") != 0 && ft_backend_provider_parse(provider, &bp) != 0) {
+		ft_resp_error(r, 400, "obj_to: unknown provider \"%s\"", provider);
+		return true;
+	}
+	if (ft_req_content_length(r) != 0) {
+		ft_resp_error(r, 400, "a copy (obj_to) takes no body");
+		return true;
+	}
+	if (!px_auth_bucket(r, FT_ROLE_READWRITE, bucket)) /* the destination is written too */
+		return true;
+	ft_bmd_t *bmd = ft_bmd_current();
+	bool known =
+		bmd != NULL &&
+		ft_bmd_find(bmd, strcmp(provider, "ais") == 0 ? "ais" : ft_backend_provider_name(bp), bucket) != NULL;
+	ft_bmd_put(bmd);
+	if (!known) {
+		ft_resp_error(r, 404, "destination bucket \"%s://%s\" does not exist", provider, bucket);
+		return true;
+	}
+	if (etl != NULL && !px_etl_known(etl)) {
+		ft_resp_error(r, 404, "etl \"%s\" does not exist (register it with POST /v1/etl)", etl);
+		return true;
+	}
+	return false;
 }

@@ -53,9 +53,16 @@ void px_object_redirect_provider(px_t *px, ft_req_t *r, const char *provider, co
 	 * Clients drop Authorization on a redirect to another port: the URL carries its own, short-lived.
 	 * An anonymous read (public data, acl.c) goes unsigned: its target decides on the object's ACL.
 	 */
+	char copy[FT_URLSIG_METHOD_MAX];
+	const char *method = ft_urlsig_method(ft_req_method_name(r), ft_req_query(r, "obj_to"), copy, sizeof(copy));
+	if (method == NULL) { /* px_ais_object_copy checked obj_to: not reached */
+		ft_strbuf_free(&loc);
+		ft_resp_error(r, 400, "obj_to is too long");
+		goto out;
+	}
 	if (ft_auth()->enabled && !px_acl_anonymous(r))
-		ft_urlsig_append(&loc, strchr(target, '?') != NULL, ft_auth()->url_key, ft_req_method_name(r), provider,
-				 bucket, obj, obj_len, time(NULL));
+		ft_urlsig_append(&loc, strchr(target, '?') != NULL, ft_auth()->url_key, method, provider, bucket, obj,
+				 obj_len, time(NULL));
 	if (loc.failed) {
 		ft_strbuf_free(&loc);
 		ft_resp_error(r, 500, "out of memory");

@@ -521,6 +521,13 @@ bool px_ais_bck_to(px_t *px, ft_req_t *r, const char *provider, const char *buck
  */
 bool px_ais_archive(px_t *px, ft_req_t *r, const char *provider, const char *bucket);
 /*
+ * PUT /v1/objects/B/O?obj_to=<provider>/@#/<bucket>/<name> (AIStore's Object.copy): checks the
+ * destination (its name 400, a namespace 501, the caller's readwrite on its bucket 403, the bucket and
+ * an etl_name known 404) and answers when it refuses (true); false lets the PUT be redirected to the
+ * source's owner, which copies (the redirect's signature names the destination). Other requests: false.
+ */
+bool px_ais_object_copy_refused(ft_req_t *r);
+/*
  * AIStore's multi-object copy and transform (ObjectGroup.copy/transform: action copy-listrange or
  * etl-listrange, a TCOMsg value naming its destination in "tobck") decoded into px_copy_submit
  * (answers the bare job id); returns true. Any other action or value: false untouched.

@@ -177,7 +177,7 @@ static void objects(px_t *px, ft_req_t *r, const char *path, size_t len)
 		ft_resp_error(r, 400, "invalid object name: %s", why);
 		return;
 	}
-	if (px_ais_object_mpu(px, r, provider, bucket, obj, obj_len))
+	if (px_ais_object_mpu(px, r, provider, bucket, obj, obj_len) || px_ais_object_copy_refused(r))
 		return;
 	px_object_redirect_provider(px, r, provider, bucket, obj, obj_len);
 }

@@ -57,7 +57,10 @@ int tgt_auth_object(ft_req_t *r, const char *provider, const char *bucket, const
 		return marked_anonymous(r, bucket);
 	if (!a->enabled)
 		return 0;
-	u = ft_urlsig_check(a->url_key, ft_req_query(r, "ft_exp"), ft_req_query(r, "ft_sig"), ft_req_method_name(r),
+	char copy[FT_URLSIG_METHOD_MAX];
+	const char *method = ft_urlsig_method(ft_req_method_name(r), ft_req_query(r, "obj_to"), copy, sizeof(copy));
+	u = ft_urlsig_check(a->url_key, ft_req_query(r, "ft_exp"), ft_req_query(r, "ft_sig"),
+			    method != NULL ? method : "COPY -", /* an obj_to too long: no proxy signs one */
 			    provider, bucket, obj, obj_len, now);
 	if (u == FT_URLSIG_OK)
 		return 0;
@@ -103,6 +106,26 @@ int tgt_auth_endpoint(ft_req_t *r, const char *path, size_t len)
 	if (rc != 0)
 		ft_resp_error(r, 403, "access key %s (role %s) may not %s %.*s: needs role %s on every bucket", p.sub,
 			      ft_role_name(p.role), ft_req_method_name(r), (int)len, path, ft_role_name(rule->role));
+	ft_principal_clear(&p);
+	return rc;
+}
+
+int tgt_auth_write_bucket(ft_req_t *r, const char *bucket)
+{
+	const char *why = "";
+	ft_principal_t p;
+	int rc;
+
+	if (!ft_auth()->enabled || ft_req_query(r, "ft_sig") != NULL)
+		return 0; /* a signed URL: the proxy checked the caller's role on it */
+	if (ft_auth_bearer(ft_req_header(r, "Authorization"), time(NULL), &p, &why) != 0) {
+		unauthorized(r, why);
+		return -1;
+	}
+	rc = ft_principal_allows(&p, FT_ROLE_READWRITE, bucket) ? 0 : -1;
+	if (rc != 0)
+		ft_resp_error(r, 403, "access key %s (role %s) may not write to bucket %s", p.sub, ft_role_name(p.role),
+			      bucket);
 	ft_principal_clear(&p);
 	return rc;
 }

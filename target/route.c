@@ -162,6 +162,10 @@ static void object(ft_req_t *r, tgt_t *t, const char *bucket, const char *obj, s
 		tgt_evict_object(r, o); /* jobs.c: the cached copy only */
 		return;
 	}
+	if (m == FT_HTTP_PUT && !mpu && ft_req_query(r, "obj_to") != NULL) {
+		tgt_copy_one(r, o); /* AIStore's object copy: o is the source (xact/copy_one.c) */
+		return;
+	}
 	/* ht origins are read-only (common/backend_ht.c): refused before any body byte is read. */
 	if (strcmp(o->provider, "ht") == 0 && (m == FT_HTTP_PUT || m == FT_HTTP_DELETE || mpu)) {
 		ft_resp_header(r, "Allow", "GET, HEAD");

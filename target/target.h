@@ -47,6 +47,12 @@ typedef int (*tgt_job_fn)(tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 int tgt_auth_endpoint(ft_req_t *r, const char *path, size_t len);
 int tgt_auth_object(ft_req_t *r, const char *provider, const char *bucket, const char *obj, size_t obj_len);
 /*
+ * A second bucket an object request writes to (a copy's destination), after tgt_auth_object: with auth
+ * on, a request that came with its bearer token (no signed URL, whose proxy checked it) must have
+ * readwrite on bucket. 0, or -1 after answering 401/403.
+ */
+int tgt_auth_write_bucket(ft_req_t *r, const char *bucket);
+/*
  * The Location for a redirect of an authorized object request to its owner: loc itself when auth
  * is off or the URL is already signed, else loc with a signature for this method and object
  * (request memory).
@@ -244,6 +250,8 @@ void tgt_jobs_handle(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 int tgt_evict_wanted(ft_req_t *r);
 /* DELETE ...?evict=true of a remote-bucket object: 200 when its cached copy was removed, 404 when none. */
 void tgt_evict_object(ft_req_t *r, tgt_obj_t *o);
+/* PUT ?obj_to=<provider>/@#/<bucket>/<name> (xact/copy_one.c): o copied there, answered when stored. */
+void tgt_copy_one(ft_req_t *r, tgt_obj_t *o);
 /*
  * After the join starts: a thread waits for the bucket metadata and resumes the jobs a stop cut
  * short (their journals under <state_dir>/jobs). 0, or -1 when the thread cannot start.

@@ -87,3 +87,28 @@ int ft_name_check_job(const char *job)
 	}
 	return 0;
 }
+
+int ft_name_parse_uname(const char *s, char provider[16], char bucket[FT_BUCKET_NAME_MAX + 1], const char **obj,
+			const char **why)
+{
+	const char *p = strchr(s, '/'), *b, *n;
+
+	*why = "expected <provider>/@#/<bucket>/<object>";
+	if (p == NULL || p == s || p - s >= 16)
+		return -1;
+	memcpy(provider, s, (size_t)(p - s));
+	provider[p - s] = '\0';
+	b = p + 1;
+	if (b[0] == '@') {
+		if (b[1] != '#' || b[2] != '/')
+			return -2;
+		b += 3;
+	}
+	n = strchr(b, '/');
+	if (n == NULL || n == b || n - b > FT_BUCKET_NAME_MAX || n[1] == '\0')
+		return -1;
+	memcpy(bucket, b, (size_t)(n - b));
+	bucket[n - b] = '\0';
+	*obj = n + 1;
+	return ft_name_check_bucket(bucket, why) != 0 || ft_name_check_object(*obj, strlen(*obj), why) != 0 ? -1 : 0;
+}

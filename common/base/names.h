@@ -21,5 +21,13 @@ int ft_name_check_bucket(const char *name, const char **why);
 int ft_name_check_provider(const char *provider);
 /* A job name (order hints): 1..FT_JOB_NAME_MAX-1 bytes of [A-Za-z0-9._-]. 0 or -1. */
 int ft_name_check_job(const char *job);
+/*
+ * An object's unified name as AIStore writes it, "<provider>/@#/<bucket>/<object>" (the global
+ * namespace "@#" may be left out): the provider word (not checked, at most 15 bytes), the bucket and
+ * the object, each valid, into provider, bucket and *obj (into s). 0; -1 with *why (malformed or an
+ * invalid name); -2 for a namespace other than the global one.
+ */
+int ft_name_parse_uname(const char *s, char provider[16], char bucket[FT_BUCKET_NAME_MAX + 1], const char **obj,
+			const char **why);
 
 #endif

@@ -155,15 +155,16 @@ static int revalidate(tgt_obj_t *o, char *err, size_t cap)
 	return 0;
 }
 
-/* Opens the stored copy of o with its metadata and size; fd, or -1 with err. */
+/* Opens the stored copy of o with its metadata and size; fd, or -404 (no such object) or -1 with err. */
 static int open_source(tgt_obj_t *o, ft_lom_t *lom, struct stat *st, char *err, size_t cap)
 {
 	int fd = openat(o->mp->root_fd, o->rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	int rc;
 
 	if (fd < 0) {
-		snprintf(err, cap, "%s", errno == ENOENT ? "no such object" : strerror(errno));
-		return -1;
+		int e = errno;
+		snprintf(err, cap, "%s", e == ENOENT ? "no such object" : strerror(e));
+		return e == ENOENT ? -404 : -1;
 	}
 	rc = ft_lom_fget(fd, lom);
 	if (rc == 0 && fstat(fd, st) != 0)
@@ -244,6 +245,10 @@ static long dest_name(const tgt_copy_t *c, const tgt_obj_t *o, char *name, size_
 	const char *repl = NULL;
 	size_t keep = o->obj_len, len;
 
+	if (c->to_name != NULL) { /* checked by its caller */
+		snprintf(name, name_cap, "%s", c->to_name);
+		return (long)strlen(name);
+	}
 	if (c->ext != NULL && dot != NULL && (size_t)(o->obj + o->obj_len - dot - 1) < sizeof(ext)) {
 		size_t n = (size_t)(o->obj + o->obj_len - dot - 1);
 		memcpy(ext, dot + 1, n);
@@ -293,14 +298,14 @@ int tgt_copy_obj(const tgt_copy_t *c, const ft_smap_t *smap, tgt_obj_t *o, int64
 	if (tgt_is_remote(o)) {
 		if (c->latest && revalidate(o, err, cap) != 0)
 			return -1;
-		if (tgt_coldget_prefetch(o, &fetched, err, cap) < 0)
-			return -1;
+		if ((rc = tgt_coldget_prefetch(o, &fetched, err, cap)) < 0)
+			return rc;
 	}
 	if (dest_url(c, smap, name, (size_t)len, url, sizeof(url), err, cap) != 0)
 		return -1;
 	fd = open_source(o, &lom, &st, err, cap);
 	if (fd < 0)
-		return -1;
+		return fd;
 	if (c->etl[0] != '\0' && !c->dry_run) {
 		rc = copy_transformed(c, o, fd, &lom, url, bytes, err, cap);
 		goto out;

@@ -20,6 +20,7 @@ typedef struct {
 	char prepend[FT_OBJ_NAME_MAX];    /* "" or the string put before each copy's name */
 	size_t prepend_len;
 	json_t *ext;            /* owned (tgt_copy_free); NULL or {"jpg": "png"}: a copy's extension replaced */
+	const char *to_name;    /* borrowed; NULL, or the one copy's name (an object copy: copy_one.c) */
 	int64_t etl_timeout_ms; /* 0, or the transformer's timeout for this job */
 } tgt_copy_t;
 
@@ -40,7 +41,8 @@ void tgt_copy_free(tgt_copy_t *c);
  * the copy must match the source's when both buckets use the same type. With a transformer, its
  * output (complete, from a work file) is what the owner stores, always sent (no HEAD, no checksum
  * comparison). 0 copied (*bytes), 1 the
- * destination holds the same object already (or, dry run, would be copied: *bytes), -1 with err.
+ * destination holds the same object already (or, dry run, would be copied: *bytes), -1 with err,
+ * or minus a status for the source: -404 when it does not exist, a remote fetch's (-502, -504, ...).
  */
 int tgt_copy_obj(const tgt_copy_t *c, const ft_smap_t *smap, tgt_obj_t *o, int64_t *bytes, char *err, size_t cap);
 /*

@@ -1135,3 +1135,50 @@ def test_archive_objects_bad_destination_and_action(cluster, bucket):
     assert r.status_code == 400 and "bogus" in r.json()["message"], r.text
     r = requests.put(bucket_url(cluster, bucket), json=act("set-bprops", {}), timeout=TIMEOUT)
     assert r.status_code == 405 and "GET" in r.headers.get("Allow", ""), r.text
+
+
+# ---- object copy (Object.copy) ----
+def sdk_obj_copy(cluster, src, name, to, etl=None, latest=False, sync=False, data=None):
+    """Object.copy(): PUT /v1/objects/SRC/NAME with obj_to=<uname>, latest, sync (etl_name with an ETL), no
+    body; requests follows the proxy's 307 with the same method."""
+    params = {"provider": "ais", "obj_to": to, "latest": "true" if latest else "false",
+              "sync": "true" if sync else "false"}
+    if etl:
+        params["etl_name"] = etl
+    return requests.put(f"{cluster.url}/v1/objects/{src}/{name}", params=params, headers=UA, data=data,
+                        timeout=TIMEOUT)
+
+
+def test_object_copy(cluster, bucket, dst, etl):
+    put(cluster, bucket, "c/src.txt", b"copy me")
+    assert requests.post(bucket_url(cluster, dst), json=act("create-bck"), timeout=TIMEOUT).status_code == 200
+    r = sdk_obj_copy(cluster, bucket, "c/src.txt", f"ais/@#/{dst}/d/new name.txt")
+    assert r.status_code == 200 and r.json()["bucket"] == dst, r.text
+    got = requests.get(obj_url(cluster, dst, "d/new name.txt"), timeout=TIMEOUT)
+    assert got.status_code == 200 and got.content == b"copy me"
+    # within the bucket, through a transformer
+    upper = etl({"command": ["tr", "a-z", "A-Z"]})
+    r = sdk_obj_copy(cluster, bucket, "c/src.txt", f"ais/@#/{bucket}/c/upper.txt", etl=upper)
+    assert r.status_code == 200, r.text
+    assert requests.get(obj_url(cluster, bucket, "c/upper.txt"), timeout=TIMEOUT).content == b"COPY ME"
+    assert requests.get(obj_url(cluster, bucket, "c/src.txt"), timeout=TIMEOUT).content == b"copy me"
+
+
+@pytest.mark.parametrize("name, to, kw, status, word", [
+    ("absent", "ais/@#/{dst}/x", {}, 404, "does not exist"),
+    ("o", "ais/@#/no-such-bucket-q/x", {}, 404, "no-such-bucket-q"),
+    ("o", "ais/@uuid#ns/{dst}/x", {}, 501, "namespace"),
+    ("o", "ais/@#/{dst}/", {}, 400, "obj_to"),
+    ("o", "ais", {}, 400, "obj_to"),
+    ("o", "nope/@#/{dst}/x", {}, 400, "provider"),
+    ("o", "ais/@#/{dst}/x", {"sync": True}, 501, "sync"),
+    ("o", "ais/@#/{dst}/x", {"etl": "no-such-etl"}, 404, "no-such-etl"),
+    ("o", "ais/@#/{dst}/x", {"data": b"a body"}, 400, "no body"),
+    ("o", "ais/@#/{bucket}/o", {}, 400, "itself"),
+])
+def test_object_copy_refused(cluster, bucket, dst, name, to, kw, status, word):
+    put(cluster, bucket, "o", b"o")
+    assert requests.post(bucket_url(cluster, dst), json=act("create-bck"), timeout=TIMEOUT).status_code == 200
+    r = sdk_obj_copy(cluster, bucket, name, to.format(dst=dst, bucket=bucket), **kw)
+    assert r.status_code == status and word in r.json()["message"], r.text
+    assert list_all(cluster, dst) == []

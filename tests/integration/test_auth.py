@@ -249,6 +249,39 @@ def test_roles_and_bucket_grants(acluster, roles):
         admin.destroy_bucket(b)
 
 
+def test_object_copy_needs_write_on_the_destination(acluster, roles):
+    """AIStore's object copy (PUT ?obj_to=) writes to its destination's bucket: the caller needs readwrite there,
+    at the proxy and straight at a target; a signed redirect for a PUT of the source (or for a copy elsewhere)
+    does not authorize a copy, the proxy's redirect for that copy does."""
+    h = acluster
+    admin = Api(h.url, token=roles["admin"])
+    for b in ("granted", "other"):
+        admin.create_bucket(b)
+    one = session(token=roles["one"])
+    admin.put("granted", "src", b"source bytes")
+    u = h.url + "/v1/objects/granted/src?obj_to="
+    assert_json_error(one.put(u + "ais/@%23/other/stolen", timeout=30), 403, "bucket other")
+    r = one.put(u + "ais/@%23/granted/copy", timeout=30)
+    assert r.status_code == 200, r.text
+    assert one.get(h.url + "/v1/objects/granted/copy", timeout=30).content == b"source bytes"
+    # the redirect of a plain PUT of the source, and of a copy into granted, with obj_to changed
+    loc = one.put(h.url + "/v1/objects/granted/src", data=b"source bytes", allow_redirects=False,
+                  timeout=30).headers["Location"]
+    anon = session(token="")
+    assert_json_error(anon.put(loc + "&obj_to=ais/@%23/other/stolen", timeout=30), 401, "does not match")
+    loc = one.put(u + "ais/@%23/granted/copy2", allow_redirects=False, timeout=30).headers["Location"]
+    assert_json_error(anon.put(loc.replace("granted/copy2", "other/stolen"), timeout=30), 401, "does not match")
+    # a token straight to the source's owner
+    owner = loc.split("/v1/")[0]
+    assert_json_error(one.put(owner + "/v1/objects/granted/src?obj_to=ais/@%23/other/stolen", timeout=30,
+                              allow_redirects=False), 403, "bucket other")
+    r = one.put(owner + "/v1/objects/granted/src?obj_to=ais/@%23/granted/copy3", timeout=30, allow_redirects=False)
+    assert r.status_code == 200, r.text
+    assert admin.get("other", "stolen").status_code == 404
+    for b in ("granted", "other"):
+        admin.destroy_bucket(b)
+
+
 def test_s3_boto3_flow_with_auth_on(acluster):
     s3 = s3util.client(acluster)
     b = s3util.bucket_name("auths3")

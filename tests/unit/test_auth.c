@@ -282,6 +282,31 @@ static void test_urlsig(void **state)
 	query_value(b.p, "ft_exp", exp, sizeof(exp));
 	query_value(b.p, "ft_sig", sig, sizeof(sig));
 	assert_int_equal(ft_urlsig_check(key, exp, sig, "DELETE", "ais", "b", "o", 1, 1000), FT_URLSIG_OK);
+	/* ... but not a copy (PUT ?obj_to=): its method names the destination */
+	char m[64], m2[64];
+	const char *copy = ft_urlsig_method("PUT", "ais/@#/dst/x", m, sizeof(m));
+	assert_string_equal(copy, "COPY 12:ais/@#/dst/x");
+	assert_string_equal(ft_urlsig_method("GET", "ais/@#/dst/x", m2, sizeof(m2)), "GET");
+	assert_string_equal(ft_urlsig_method("PUT", NULL, m2, sizeof(m2)), "PUT");
+	assert_null(ft_urlsig_method("PUT", "ais/@#/dst/x", m2, 8));
+	assert_int_equal(ft_urlsig_check(key, exp, sig, copy, "ais", "b", "o", 1, 1000), FT_URLSIG_BAD);
+	ft_strbuf_free(&b);
+	/* a PUT's signature does not authorize a copy; a copy's, that copy only */
+	ft_strbuf_addf(&b, "http://t/v1/objects/b/o");
+	ft_urlsig_append(&b, false, key, "PUT", "ais", "b", "o", 1, 1000);
+	query_value(b.p, "ft_exp", exp, sizeof(exp));
+	query_value(b.p, "ft_sig", sig, sizeof(sig));
+	assert_int_equal(ft_urlsig_check(key, exp, sig, copy, "ais", "b", "o", 1, 1000), FT_URLSIG_BAD);
+	ft_strbuf_free(&b);
+	ft_strbuf_addf(&b, "http://t/v1/objects/b/o");
+	ft_urlsig_append(&b, false, key, copy, "ais", "b", "o", 1, 1000);
+	query_value(b.p, "ft_exp", exp, sizeof(exp));
+	query_value(b.p, "ft_sig", sig, sizeof(sig));
+	assert_int_equal(ft_urlsig_check(key, exp, sig, copy, "ais", "b", "o", 1, 1000), FT_URLSIG_OK);
+	assert_int_equal(ft_urlsig_check(key, exp, sig, "PUT", "ais", "b", "o", 1, 1000), FT_URLSIG_BAD);
+	assert_int_equal(ft_urlsig_check(key, exp, sig, ft_urlsig_method("PUT", "ais/@#/evil/x", m2, sizeof(m2)), "ais",
+					 "b", "o", 1, 1000),
+			 FT_URLSIG_BAD);
 	ft_strbuf_free(&b);
 }
 

@@ -195,6 +195,37 @@ static void test_job(void **state)
 	assert_int_equal(ft_name_check_job("a/b"), -1);
 }
 
+static void test_uname(void **state)
+{
+	char provider[16], bucket[FT_BUCKET_NAME_MAX + 1];
+	const char *obj, *why;
+
+	(void)state;
+	assert_int_equal(ft_name_parse_uname("ais/@#/dst/a/b.jpg", provider, bucket, &obj, &why), 0);
+	assert_string_equal(provider, "ais");
+	assert_string_equal(bucket, "dst");
+	assert_string_equal(obj, "a/b.jpg");
+	assert_int_equal(ft_name_parse_uname("aws/photos/x", provider, bucket, &obj, &why), 0);
+	assert_string_equal(provider, "aws");
+	assert_string_equal(bucket, "photos");
+	assert_string_equal(obj, "x");
+	assert_int_equal(ft_name_parse_uname("ais/@uuid#ns/dst/x", provider, bucket, &obj, &why), -2);
+	assert_int_equal(ft_name_parse_uname("ais/@#dst/x", provider, bucket, &obj, &why), -2);
+	static const char *const bad[] = {"",
+					  "ais",
+					  "ais/",
+					  "/dst/x",
+					  "ais/dst",
+					  "ais/dst/",
+					  "ais/@#/dst/",
+					  "ais//x",
+					  "averyveryverylongprovider/dst/x",
+					  "ais/bad name/x",
+					  "ais/@#//x"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(ft_name_parse_uname(bad[i], provider, bucket, &obj, &why), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +238,7 @@ int main(void)
 		cmocka_unit_test(test_bucket),
 		cmocka_unit_test(test_provider),
 		cmocka_unit_test(test_job),
+		cmocka_unit_test(test_uname),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

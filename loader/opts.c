@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/codec.h"
 #include "loader.h"
 
 typedef enum { F_STR, F_INT, F_SIZE, F_DUR, F_BOOL, F_U64 } flag_kind_t;
@@ -171,54 +172,18 @@ int ld_parse_size(const char *s, uint64_t *out)
 
 int ld_parse_duration(const char *s, int64_t *out_ns)
 {
-	double total = 0;
 	char *end;
+	double v;
 
-	if (strcmp(s, "0") == 0) {
-		*out_ns = 0;
-		return 0;
-	}
-	if (*s == '\0')
-		return -1;
-	while (*s != '\0') {
-		double v, unit;
-
-		if (!isdigit((unsigned char)*s) && *s != '.')
-			return -1;
+	if (isdigit((unsigned char)*s) || *s == '.') { /* a bare number: seconds (aisloader's habit) */
 		errno = 0;
 		v = strtod(s, &end);
-		if (errno != 0 || end == s)
-			return -1;
-		s = end;
-		if (strncmp(s, "ns", 2) == 0) {
-			unit = 1;
-			s += 2;
-		} else if (strncmp(s, "us", 2) == 0) {
-			unit = 1e3;
-			s += 2;
-		} else if (strncmp(s, "ms", 2) == 0) {
-			unit = 1e6;
-			s += 2;
-		} else if (*s == 's') {
-			unit = 1e9;
-			s++;
-		} else if (*s == 'm') {
-			unit = 60e9;
-			s++;
-		} else if (*s == 'h') {
-			unit = 3600e9;
-			s++;
-		} else if (*s == '\0') {
-			unit = 1e9; /* bare number: seconds */
-		} else {
-			return -1;
+		if (errno == 0 && end != s && *end == '\0' && v < 9.2e9) {
+			*out_ns = (int64_t)(v * 1e9);
+			return 0;
 		}
-		total += v * unit;
 	}
-	if (total > 9.2e18)
-		return -1;
-	*out_ns = (int64_t)total;
-	return 0;
+	return ft_duration_parse(s, out_ns); /* Go's form: "30s", "1m30s", "250ms" */
 }
 
 const char *ld_fmt_size(double bytes, char *buf, size_t cap)

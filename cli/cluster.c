@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ft cluster show: the cluster map, each node's health, and the targets' mountpaths. */
+/* ft cluster show: the cluster map, each node's health, and the targets' mountpaths (relayed by the proxy). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +15,21 @@ static json_t *node_get(const char *base, const char *path)
 
 	snprintf(url, sizeof(url), "%s%s", base, path);
 	if (cli_call("GET", url, NULL, &r) == 0 && r.status == 200)
+		j = cli_resp_json(&r);
+	cli_resp_free(&r);
+	return j;
+}
+
+/* A target's mountpaths through the proxy's relay (a target's control port takes only signed requests): its JSON
+ * or NULL (an error, or a role without admin). */
+static json_t *mountpaths_get(const char *id)
+{
+	char path[512];
+	cli_resp_t r;
+	json_t *j = NULL;
+
+	snprintf(path, sizeof(path), "/v1/cluster/mountpaths?sid=%s", id);
+	if (cli_call("GET", path, NULL, &r) == 0 && r.status == 200)
 		j = cli_resp_json(&r);
 	cli_resp_free(&r);
 	return j;
@@ -42,9 +57,7 @@ int cli_cluster(ft_cli_t *c)
 		json_array_foreach(json_object_get(smap, roles[k]), i, n) {
 			const char *id = json_string_value(json_object_get(n, "id"));
 			json_t *health = node_get(json_string_value(json_object_get(n, "public_url")), "/v1/health");
-			json_t *mps = k == 1 ? node_get(json_string_value(json_object_get(n, "control_url")),
-							"/v1/mountpaths")
-					     : NULL;
+			json_t *mps = k == 1 && id != NULL ? mountpaths_get(id) : NULL;
 			json_t *doc = json_pack("{s:s, s:s, s:O, s:s}", "id", id ? id : "", "role",
 						k ? "target" : "proxy", "public_url", json_object_get(n, "public_url"),
 						"state", health != NULL ? "online" : "unreachable");

@@ -105,7 +105,7 @@ static int check_to(ft_req_t *r, const json_t *value, const char *bucket, json_t
 	int found = bmd != NULL && ft_bmd_find(bmd, "ais", name) != NULL;
 	ft_bmd_put(bmd);
 	if (!found) {
-		ft_resp_error(r, 404, "dsort: output bucket ais/%s does not exist (create it first)", name);
+		ft_resp_error(r, 404, "dsort: output bucket \"ais://%s\" does not exist (create it first)", name);
 		return -1;
 	}
 	json_object_set_new(msg, "to_bucket", json_string(name));

@@ -84,7 +84,7 @@ static void put_work(ft_req_t *r, void *arg)
 	rc = set_replicas(o, pub);
 	tgt_name_unlock(o);
 	if (rc == -ENOENT) {
-		ft_resp_error(r, 404, "object \"%s/%s\" does not exist", o->bucket, o->obj);
+		ft_resp_error(r, 404, "object \"%s://%s/%s\" does not exist", o->provider, o->bucket, o->obj);
 		return;
 	}
 	if (rc != 0) {

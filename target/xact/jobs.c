@@ -226,9 +226,10 @@ void tgt_evict_object(ft_req_t *r, tgt_obj_t *o)
 	int rc = evict_one(o, &size);
 
 	if (rc < 0)
-		ft_resp_error(r, 500, "object \"%s/%s\": cannot evict: %s", o->bucket, o->obj, strerror(-rc));
+		ft_resp_error(r, 500, "object \"%s://%s/%s\": cannot evict: %s", o->provider, o->bucket, o->obj,
+			      strerror(-rc));
 	else if (rc == 0)
-		ft_resp_error(r, 404, "object \"%s/%s\" is not cached", o->bucket, o->obj);
+		ft_resp_error(r, 404, "object \"%s://%s/%s\" is not cached", o->provider, o->bucket, o->obj);
 	else
 		ft_resp_bytes(r, 200, NULL, NULL, 0);
 }

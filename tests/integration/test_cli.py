@@ -333,6 +333,15 @@ def test_cluster_show(cluster):
     assert all(len(n["mountpaths"]) == 2 for n in doc["nodes"] if n["role"] == "target")
 
 
+def test_cluster_show_mountpaths_with_auth(make_cluster):
+    # a signed control plane: the mountpaths come through the proxy's relay, not the targets' control ports
+    h = make_cluster(targets=2, mountpaths=2, auth=True)
+    rc, out, err = ft(h, "cluster", "show", "--json", env={"FT_TOKEN": h.token})
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert [len(n.get("mountpaths", [])) for n in doc["nodes"] if n["role"] == "target"] == [2, 2], doc
+
+
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_progress_bar_on_a_terminal(cluster, tmp_path):
     flaky = Flaky()

@@ -234,6 +234,7 @@ def test_dsort_bad_input(api, buckets):
     api.put(src, "bad-000.tar", b"this is not a tar archive at all" * 40)
     ok = {"template": "shard-{000..001}.tar", "to": {"name": dst}, "output_template": "o-{00..99}.tar",
           "shard_size": 1000}
+    nob = unique("nobucket")
     cases = [
         (dict(ok, template="shard-{000..002}.tar"), 404, "shard-002.tar\" does not exist"),
         (dict(ok, template="bad-{000..000}.tar"), 422, "no readable members"),
@@ -246,7 +247,7 @@ def test_dsort_bad_input(api, buckets):
         (dict(ok, order="random"), 400, "order"),
         (dict(ok, order="file"), 400, "order_file"),
         (dict(ok, order_file="nope.json"), 404, "order_file"),
-        (dict(ok, to={"name": unique("nobucket")}), 404, "does not exist"),
+        (dict(ok, to={"name": nob}), 404, f'output bucket "ais://{nob}" does not exist'),
         (dict(ok, prefix="x"), 400, "exactly one"),
         (dict(ok, bogus=1), 400, "unknown field"),
         (dict({k: v for k, v in ok.items() if k != "template"}, prefix="none-"), 404, "no input shards"),

@@ -217,7 +217,7 @@ def test_evict_single_object(cluster, origin, bucket):
     assert cached_files(cluster, "ht", bucket, n) == []
     assert (origin.root / n).read_bytes() == data  # the backend keeps it
     assert_json_error(requests.delete(obj_url(cluster.url, bucket, n, extra="&evict=true"), timeout=TIMEOUT),
-                      404, "not cached")
+                      404, f'object "ht://{bucket}/{n}" is not cached')
     before = access_count(origin, n)
     assert requests.get(obj_url(cluster.url, bucket, n), timeout=TIMEOUT).content == data
     wait_refetched(origin, n, before)

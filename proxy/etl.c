@@ -206,7 +206,7 @@ static void change_work(ft_req_t *r, void *arg)
 	else if (rc != 0)
 		ft_resp_error(r, 500, "cannot update the bucket metadata");
 	else if (op->spec != NULL)
-		ft_resp_json(r, 200, json_deep_copy(op->spec));
+		ft_resp_json(r, 200, ft_etl_spec_public(op->spec));
 	else
 		ft_resp_bytes(r, 200, NULL, NULL, 0);
 }
@@ -242,7 +242,10 @@ static void register_body(ft_req_t *r, void *arg, char *body, size_t len, int er
 	change(arg, r, json_string_value(json_object_get(spec, "name")), spec);
 }
 
-/* GET /v1/etl: every transformer, sorted by name; GET /v1/etl/NAME: one. */
+/*
+ * GET /v1/etl: every transformer, sorted by name; GET /v1/etl/NAME: one. Both as ft_etl_spec_public
+ * shows them: a readonly caller never sees the user:password@ or query secrets of a transformer URL.
+ */
 static void show(ft_req_t *r, const char *name)
 {
 	ft_bmd_t *bmd = ft_bmd_current();
@@ -254,7 +257,7 @@ static void show(ft_req_t *r, const char *name)
 		if (spec == NULL)
 			ft_resp_error(r, 404, "etl \"%s\" does not exist", name);
 		else
-			ft_resp_json(r, 200, json_deep_copy(spec));
+			ft_resp_json(r, 200, ft_etl_spec_public(spec));
 		ft_bmd_put(bmd);
 		return;
 	}
@@ -266,7 +269,7 @@ static void show(ft_req_t *r, const char *name)
 		while (i < json_array_size(out) &&
 		       strcmp(json_string_value(json_object_get(json_array_get(out, i), "name")), key) < 0)
 			i++;
-		json_array_insert_new(out, i, json_deep_copy(v));
+		json_array_insert_new(out, i, ft_etl_spec_public(v));
 	}
 	ft_bmd_put(bmd);
 	ft_resp_json(r, 200, out);

@@ -2,6 +2,7 @@
 # Signatures and tokens carried in URLs never reach a log, a job status or an error body: download jobs, ht redirects,
 # the proxy's S3 relay, a target's 404, transformer URLs, remote buckets' endpoints.
 import base64
+import os
 import re
 import secrets
 import threading
@@ -159,7 +160,8 @@ def test_s3_relay_failure_logs_no_cluster_signature(make_cluster):
 
 def test_etl_url_credentials_hidden_in_answers(cluster, api, origin):
     """A transformer URL with user:password@ and a token in its query: the registry's answers (POST, list, one, the
-    public BMD) and a failing transform's error show it without them; the transformer still gets them."""
+    public BMD) and a failing transform's error show it without them; the transformer still gets them; bmd.json,
+    which keeps it whole, is the owner's only."""
     cluster.require_local("reads the nodes' logs")
     good, bad, b = unique("etlsig"), unique("etlsig"), unique("etlsig")
     host = origin.url[len("http://"):]
@@ -192,6 +194,9 @@ def test_etl_url_credentials_hidden_in_answers(cluster, api, origin):
         assert st["errors"] == 1 and "/deny?token=***" in " ".join(st["error_samples"]), st
         answers += [str(st), api.s.get("%s/v1/jobs/%s" % (api.url, r.json()["job_id"]), timeout=TIMEOUT).text]
         assert_hidden(origin.sig, *answers, logs_text(cluster))
+        # kept whole at rest, so the owner's only
+        mode = os.stat(os.path.join(cluster.c.proxy.state_dir, "bmd.json")).st_mode
+        assert mode & 0o077 == 0, oct(mode)
     finally:
         api.destroy_bucket(b + "-to", expect=None)
         api.destroy_bucket(b, expect=None)

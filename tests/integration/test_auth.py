@@ -297,6 +297,28 @@ def test_anonymous_s3_with_auth_refuses_to_start(tmp_path):
         assert b"s3_anonymous: not with auth on" in p.stderr + p.stdout and b"allow_public_read" in p.stderr
 
 
+def test_readable_secret_files_are_warned_about(tmp_path):
+    """The cluster secret and the identity store hold secrets: either readable by others is named at start (not its
+    content)."""
+    sec, keys = tmp_path / "s", tmp_path / "keys.json"
+    sec.write_text("x" * 64)
+    keys.write_text('{"AK": "SECRETVALUE1"}')
+    os.chmod(sec, 0o644)
+    os.chmod(keys, 0o640)
+    p = run_daemon(["--auth", "true", "--cluster_secret", str(sec), "--auth_keys", str(keys), "--public_port", "1",
+                    "--state_dir", str(tmp_path), "--check-config"])
+    out = p.stderr + p.stdout
+    assert p.returncode == 0, out
+    assert b"secret file %s is readable by group or others (mode 644)" % str(sec).encode() in out, out
+    assert b"identity store %s is readable by group or others (mode 640)" % str(keys).encode() in out, out
+    assert b"SECRETVALUE1" not in out and b"x" * 64 not in out
+    os.chmod(sec, 0o600)
+    os.chmod(keys, 0o600)
+    p = run_daemon(["--auth", "true", "--cluster_secret", str(sec), "--auth_keys", str(keys), "--public_port", "1",
+                    "--state_dir", str(tmp_path), "--check-config"])
+    assert p.returncode == 0 and b"readable by group" not in p.stderr + p.stdout, p.stderr
+
+
 def test_insecure_flag_is_loud(tmp_path):
     proc = subprocess.Popen([os.path.join(FT_BIN, "ft-proxy"), "--bind", "0.0.0.0", "--insecure",
                              "--public_port", "0" if False else "47931", "--state_dir", str(tmp_path)],

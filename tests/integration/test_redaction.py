@@ -224,3 +224,22 @@ def test_remote_endpoint_credentials_hidden_in_answers(cluster, api, origin):
         assert_hidden(origin.sig, props, *answers)
     finally:
         requests.delete(f"{cluster.url}/v1/buckets/{b}?provider=ht", timeout=TIMEOUT)
+
+
+def test_bad_endpoint_with_credentials_is_named_without_them(cluster, api):
+    """An aws endpoint with user:password@ is refused as bad: the refusal (on create or on a read) names it without
+    them."""
+    cluster.require_local("reads the nodes' logs")
+    sig, b = secrets.token_hex(16), unique("badep")
+    r = api.s.post(f"{api.url}/v1/buckets/{b}?provider=aws", timeout=TIMEOUT, json={
+        "action": "create-bck", "value": {"backend": {"bucket": b, "endpoint": "http://AK:%s@127.0.0.1:1" % sig}}})
+    try:
+        answers = [r.text]
+        if r.status_code == 200:
+            g = requests.get(obj_url(cluster.url, b, "o", provider="aws"), timeout=TIMEOUT)
+            assert g.status_code >= 400, g.text
+            answers.append(g.text)
+        assert any('bad endpoint \\"http://127.0.0.1:1\\"' in a for a in answers), answers  # in a JSON body
+        assert_hidden(sig, *answers, logs_text(cluster))
+    finally:
+        requests.delete(f"{cluster.url}/v1/buckets/{b}?provider=aws", timeout=TIMEOUT)

@@ -111,6 +111,19 @@ def test_download_error_hides_presigned_query(cluster, api, origin):
         api.destroy_bucket(b, expect=None)
 
 
+def test_bad_download_template_is_named_without_secrets(cluster, api):
+    sig, b = secrets.token_hex(16), unique("dltpl")
+    api.create_bucket(b)
+    try:
+        tpl = "https://u:%s@h/o{000..}.bin?%s" % (sig, presigned_query(sig))
+        r = api.s.post(f"{api.url}/v1/buckets/{b}", json={"action": "download", "value": {"template": tpl}},
+                       timeout=TIMEOUT)
+        assert r.status_code == 400 and 'bad template \\"https://h/o{000..}.bin?X-Amz-Algorithm=***' in r.text, r.text
+        assert_hidden(sig, r.text)
+    finally:
+        api.destroy_bucket(b, expect=None)
+
+
 def test_ht_redirect_hides_location_query(cluster, origin):
     """An ht:// origin redirecting to a presigned URL: the 3xx is refused, naming the Location without its query."""
     cluster.require_local("reads the nodes' logs")

@@ -319,6 +319,14 @@ def test_readable_secret_files_are_warned_about(tmp_path):
     assert p.returncode == 0 and b"readable by group" not in p.stderr + p.stdout, p.stderr
 
 
+def test_generated_key_files_are_private(tmp_path):
+    """ft-cluster's key pair file is 0600, also over a readable temp file an interrupted start left."""
+    (tmp_path / (ftcluster.S3_KEYS_FILE + ".tmp")).write_text("{}")
+    os.chmod(tmp_path / (ftcluster.S3_KEYS_FILE + ".tmp"), 0o644)
+    path, _, _ = ftcluster.ensure_s3_keys(str(tmp_path))
+    assert os.stat(path).st_mode & 0o777 == 0o600, oct(os.stat(path).st_mode)
+
+
 def test_insecure_flag_is_loud(tmp_path):
     proc = subprocess.Popen([os.path.join(FT_BIN, "ft-proxy"), "--bind", "0.0.0.0", "--insecure",
                              "--public_port", "0" if False else "47931", "--state_dir", str(tmp_path)],

@@ -143,7 +143,9 @@ static int registry_change(px_t *px, const char *name, const json_t *spec)
 
 	if (px_meta_follower(px)) {
 		char why[256];
-		json_t *op = spec != NULL ? json_pack("{s:s, s:s, s:O}", "op", "etl-set", "name", name, "spec", spec)
+		/* to the primary over the control plane: the URL sealed, as in the BMD */
+		json_t *op = spec != NULL ? json_pack("{s:s, s:s, s:o*}", "op", "etl-set", "name", name, "spec",
+						      ft_etl_spec_sealed(name, spec))
 					  : json_pack("{s:s, s:s}", "op", "etl-rm", "name", name);
 		rc = px_meta_forward(px, op, why, sizeof(why));
 		return rc == -EAGAIN ? -EIO : rc;
@@ -323,5 +325,14 @@ int px_etl_meta_apply(px_t *px, const json_t *op, char *why, size_t cap)
 		snprintf(why, cap, "bad etl operation %s", kind);
 		return -EINVAL;
 	}
-	return registry_change(px, name, strcmp(kind, "etl-set") == 0 ? spec : NULL);
+	if (strcmp(kind, "etl-set") != 0)
+		return registry_change(px, name, NULL);
+	json_t *opened = json_deep_copy(spec); /* its url came sealed (ft_etl_spec_sealed) */
+	int rc = opened == NULL ? -ENOMEM : ft_etl_spec_open(name, opened, why, cap) != 0 ? -EINVAL : 0;
+	if (rc == -ENOMEM)
+		snprintf(why, cap, "out of memory");
+	if (rc == 0)
+		rc = registry_change(px, name, opened);
+	json_decref(opened);
+	return rc;
 }

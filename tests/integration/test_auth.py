@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # Authentication of the native API: tokens, roles, bucket grants, SigV4, signed redirects, target ports, curl -L.
+import base64
 import json
 import os
 import subprocess
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -591,3 +594,47 @@ def test_planted_backend_secret_never_leaks(acluster):
             s.delete("%s/v1/buckets/%s?provider=aws" % (u, b), timeout=30)
     finally:
         p.stop()
+
+
+def test_transformer_url_sealed_at_rest_and_in_flight(acluster):
+    """A transformer URL with user:password@ and a token: bmd.json (and so every metasync push) holds it sealed, the
+    targets open it (the transformer gets its credentials), a restarted proxy opens it again."""
+    sig = "SIG" + unique("x").replace("-", "")
+
+    class Reverse(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            ok = (self.path == "/etl?token=" + sig and
+                  self.headers.get("Authorization") == "Basic " + base64.b64encode(("u:" + sig).encode()).decode())
+            self.send_response(200 if ok else 403)
+            self.send_header("Content-Length", str(len(body) if ok else 0))
+            self.end_headers()
+            if ok:
+                self.wfile.write(body[::-1])
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Reverse)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    api, name, b = Api(acluster.url, token=acluster.token), unique("sealetl"), unique("sealetl")
+    try:
+        r = api.s.post(acluster.url + "/v1/etl", timeout=30, json={
+            "name": name, "url": "http://u:%s@127.0.0.1:%d/etl?token=%s" % (sig, srv.server_address[1], sig)})
+        assert r.status_code == 200, r.text
+        api.create_bucket(b)
+        api.put(b, "o", b"abc")
+        for restarted in (False, True):
+            if restarted:
+                restart_proxy(acluster)
+            r = api.s.get("%s/v1/objects/%s/o?etl=%s" % (acluster.url, b, name), timeout=30)
+            assert r.status_code == 200 and r.content == b"cba", (restarted, r.text)
+            with open(os.path.join(acluster.c.proxy.state_dir, "bmd.json")) as f:
+                at_rest = f.read()
+            assert sig not in at_rest and "enc:v1:" in at_rest, at_rest
+        assert "token=***" in api.s.get(acluster.url + "/v1/etl/" + name, timeout=30).text
+    finally:
+        api.s.delete(acluster.url + "/v1/etl/" + name, timeout=30)
+        api.destroy_bucket(b, expect=None)
+        srv.shutdown()
+        srv.server_close()

@@ -116,10 +116,11 @@ $(BUILD)/bin/ft-loader: $(LOADER_OBJ) $(LIBFT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -pthread -o $@ $(LOADER_OBJ) $(LIBFT) $(LDLIBS) -lm
 
-# The command-line client: libcurl and jansson only (it includes nothing of common/).
-$(BUILD)/bin/ft: $(CLI_OBJ)
+# The command-line client: libcurl, jansson and, of common/, only the URL redaction of its messages.
+CLI_COMMON_OBJ := $(BUILD)/obj/common/base/redact.o
+$(BUILD)/bin/ft: $(CLI_OBJ) $(CLI_COMMON_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -pthread -o $@ $(CLI_OBJ) -lcurl -ljansson -lpthread
+	$(CC) $(LDFLAGS) -pthread -o $@ $(CLI_OBJ) $(CLI_COMMON_OBJ) -lcurl -ljansson -lpthread
 
 $(BUILD)/tests/%: tests/unit/%.c $(TEST_LIBS)
 	@mkdir -p $(dir $@) $(BUILD)/obj/tests/unit

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/redact.h"
 #include "ft.h"
 
 /* Sets --name (a number) as key of spec when given; 0, or an exit code. */
@@ -59,7 +60,7 @@ static int init(ft_cli_t *c)
 	return rc;
 }
 
-/* "tr a-z A-Z" or the URL of a transformer into buf. */
+/* "tr a-z A-Z" or the URL of a transformer (without user:password@ or query values) into buf. */
 static const char *what_runs(const json_t *spec, char *buf, size_t cap)
 {
 	const json_t *cmd = json_object_get(spec, "command");
@@ -67,12 +68,15 @@ static const char *what_runs(const json_t *spec, char *buf, size_t cap)
 	json_t *a;
 
 	if (cmd == NULL) {
-		snprintf(buf, cap, "%s", json_string_value(json_object_get(spec, "url")) ?: "");
-		return buf;
+		return ft_redact_url(json_string_value(json_object_get(spec, "url")) ?: "", buf, cap);
 	}
 	buf[0] = '\0';
 	json_array_foreach(cmd, i, a) {
-		n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", i ? " " : "", json_string_value(a));
+		const char *arg = json_string_value(a) ?: "";
+		char shown[FT_REDACT_URL_MAX];
+		if (strstr(arg, "://") != NULL) /* an argument that is (or ends with) a URL: as messages show URLs */
+			arg = ft_redact_url(arg, shown, sizeof(shown));
+		n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", i ? " " : "", arg);
 		if (n >= cap)
 			break;
 	}

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/redact.h"
 #include "ft.h"
 
 /*
@@ -194,7 +195,8 @@ static int perform(const char *method, const char *path, const char *json_body, 
 		snprintf(r->err, sizeof(r->err), "the answer was cut short: %.400s",
 			 errbuf[0] ? errbuf : curl_easy_strerror(cc));
 	} else if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && r->status >= 300)) {
-		snprintf(r->err, sizeof(r->err), "%s %.300s: %.400s", method, url,
+		char shown[FT_REDACT_URL_MAX]; /* the endpoint may hold user:password@, a path a signed query */
+		snprintf(r->err, sizeof(r->err), "%s %.300s: %.400s", method, ft_redact_url(url, shown, sizeof(shown)),
 			 errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		r->status = 0;
 	} else {
@@ -270,8 +272,11 @@ void cli_resp_free(cli_resp_t *r)
 
 int cli_resp_fail(const cli_resp_t *r, const char *what)
 {
+	char shown[FT_REDACT_URL_MAX];
+
 	if (r->status == 0)
-		return cli_fail(FT_EXIT_CONNECT, "%s: cannot reach the cluster at %s: %s", what, endpoint, r->err);
+		return cli_fail(FT_EXIT_CONNECT, "%s: cannot reach the cluster at %s: %s", what,
+				ft_redact_url(endpoint, shown, sizeof(shown)), r->err);
 	if (r->status < 300)
 		return cli_fail(FT_EXIT_FAIL, "%s: %s", what, r->err);
 	return cli_fail(FT_EXIT_FAIL, "%s: %ld %s", what, r->status, r->err);

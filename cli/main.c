@@ -265,8 +265,8 @@ static int parse(ft_cli_t *c, int argc, char **argv)
 		const char *name = a + (a[1] == '-' ? 2 : 1), *eq = strchr(name, '=');
 		static char names[FT_CLI_MAX_OPTS][64];
 		size_t n = eq != NULL ? (size_t)(eq - name) : strlen(name);
-		if (n == 0 || n >= sizeof(names[0]) || c->n_opts == FT_CLI_MAX_OPTS)
-			return cli_fail(FT_EXIT_USAGE, "bad option \"%s\"", a);
+		if (n == 0 || n >= sizeof(names[0]) || c->n_opts == FT_CLI_MAX_OPTS) /* named without its value */
+			return cli_fail(FT_EXIT_USAGE, "bad option \"%.*s\"", (int)(name - a + (n < 64 ? n : 64)), a);
 		memcpy(names[c->n_opts], name, n);
 		names[c->n_opts][n] = '\0';
 		name = names[c->n_opts];

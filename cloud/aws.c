@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "auth/sigv4.h"
+#include "base/redact.h"
 
 /*
  * DESIGN
@@ -61,9 +62,11 @@ static ft_backend_err_t aws_init(ft_backend_t *b, ft_backend_error_t *err)
 		!b->account &&
 		(c->addressing == FT_BACKEND_ADDR_VIRTUAL ||
 		 (c->addressing == FT_BACKEND_ADDR_AUTO && default_endpoint && strchr(c->bucket, '.') == NULL));
+	char shown[FT_REDACT_URL_MAX]; /* a bad endpoint may still hold user:password@ */
 	if (ft_be_endpoint_parse(c->endpoint, &a->ep) != 0) {
 		free(a);
-		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "aws: bad endpoint \"%s\"", c->endpoint);
+		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "aws: bad endpoint \"%s\"",
+				  ft_redact_url(c->endpoint, shown, sizeof(shown)));
 	}
 	if (a->virtual_host) {
 		if ((size_t)snprintf(url, sizeof(url), "%s.%s", c->bucket, a->ep.host) >= sizeof(a->ep.host)) {

@@ -11,6 +11,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "base/redact.h"
+
 /*
  * DESIGN
  * URLs are <endpoint>/<container>/<blob> (the endpoint is https://<account>.blob.core.windows.net
@@ -110,9 +112,11 @@ static ft_backend_err_t azure_init(ft_backend_t *b, ft_backend_error_t *err)
 	a = calloc(1, sizeof(*a));
 	if (a == NULL)
 		return ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "azure: out of memory");
+	char shown[FT_REDACT_URL_MAX]; /* a bad endpoint may still hold user:password@ */
 	if (ft_be_endpoint_parse(c->endpoint, &a->ep) != 0) {
 		free(a);
-		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "azure: bad endpoint \"%s\"", c->endpoint);
+		return ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "azure: bad endpoint \"%s\"",
+				  ft_redact_url(c->endpoint, shown, sizeof(shown)));
 	}
 	if (c->account_key[0] != '\0') {
 		a->key_len = (int)ft_base64_decode(c->account_key, strlen(c->account_key), a->key, sizeof(a->key));

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/redact.h"
 #include "cloud/jwt.h"
 
 /*
@@ -121,8 +122,10 @@ static ft_backend_err_t gcp_init(ft_backend_t *b, ft_backend_error_t *err)
 	if (g == NULL)
 		return ft_be_fail(err, FT_BACKEND_ENOMEM, 0, "gcp: out of memory");
 	pthread_mutex_init(&g->lock, NULL);
+	char shown[FT_REDACT_URL_MAX]; /* a bad endpoint may still hold user:password@ */
 	if (ft_be_endpoint_parse(c->endpoint, &g->ep) != 0) {
-		rc = ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "gcp: bad endpoint \"%s\"", c->endpoint);
+		rc = ft_be_fail(err, FT_BACKEND_ECONFIG, 0, "gcp: bad endpoint \"%s\"",
+				ft_redact_url(c->endpoint, shown, sizeof(shown)));
 		goto fail;
 	}
 	if (c->credentials_file[0] != '\0') {

@@ -144,7 +144,10 @@ static ft_backend_err_t ht_list(ft_backend_t *b, const ft_backend_list_args_t *a
 {
 	(void)a;
 	(void)out;
-	return ft_be_fail(err, FT_BACKEND_ENOTSUP, 0, "ht LIST %s: an HTTP origin cannot be listed", b->cfg.endpoint);
+	char shown[FT_REDACT_URL_MAX];
+
+	return ft_be_fail(err, FT_BACKEND_ENOTSUP, 0, "ht LIST %s: an HTTP origin cannot be listed",
+			  ft_redact_url(b->cfg.endpoint, shown, sizeof(shown)));
 }
 
 const ft_be_ops_t ft_be_ht_ops = {

@@ -20,6 +20,7 @@
 
 #include "base/cksum.h"
 #include "base/codec.h"
+#include "base/redact.h"
 #include "loader.h"
 
 /*
@@ -632,8 +633,9 @@ static bool follow(worker_t *w)
 	bool tls;
 
 	if (ld_url_split(w->resp.location, &auth, &alen, &path, &tls) != 0) {
+		char shown[FT_REDACT_URL_MAX]; /* a Location carries its signature (ft_sig) in the query */
 		snprintf(err, sizeof(err), "HTTP %d with unusable Location \"%.100s\"", w->resp.status,
-			 w->resp.location);
+			 ft_redact_url(w->resp.location, shown, sizeof(shown)));
 		fail(w, err);
 		return true;
 	}

@@ -34,6 +34,10 @@ static int resolve(ld_host_t *h, const char *auth, size_t len, bool tls, char *e
 	struct addrinfo hints, *res = NULL;
 	int rc;
 
+	if (memchr(auth, '@', len) != NULL) { /* never repeated: it would print the password */
+		snprintf(err, errlen, "bad host: user information (user:password@) in a URL is not supported");
+		return -1;
+	}
 	if (len == 0 || len >= LD_AUTH_MAX) {
 		snprintf(err, errlen, "bad host \"%.*s\"", (int)(len > 200 ? 200 : len), auth);
 		return -1;

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "base/redact.h"
 #include "loader.h"
 
 #define SYNC_TIMEOUT_MS 60000
@@ -381,7 +382,8 @@ static int s3_list(const ld_opts_t *o, uint64_t *max_seq, char *err, size_t errl
 	bool tls;
 
 	if (ld_url_split(o->s3endpoint, &auth, &alen, &path, &tls) != 0 || auth == NULL) {
-		snprintf(err, errlen, "bad -s3endpoint \"%s\"", o->s3endpoint);
+		char shown[FT_REDACT_URL_MAX];
+		snprintf(err, errlen, "bad -s3endpoint \"%s\"", ft_redact_url(o->s3endpoint, shown, sizeof(shown)));
 		return -1;
 	}
 	plen = strcspn(path, "?#");

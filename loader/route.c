@@ -6,6 +6,7 @@
 
 #include "auth/sigv4.h"
 #include "base/codec.h"
+#include "base/redact.h"
 #include "loader.h"
 
 static struct {
@@ -38,7 +39,9 @@ static int init_s3(const ld_opts_t *o, char *err, size_t errlen)
 	bool tls;
 
 	if (ld_url_split(o->s3endpoint, &auth, &alen, &path, &tls) != 0 || auth == NULL) {
-		snprintf(err, errlen, "-s3endpoint \"%s\" is not an http(s)://host:port[/path] URL", o->s3endpoint);
+		char shown[FT_REDACT_URL_MAX];
+		snprintf(err, errlen, "-s3endpoint \"%s\" is not an http(s)://host:port[/path] URL",
+			 ft_redact_url(o->s3endpoint, shown, sizeof(shown)));
 		return -1;
 	}
 	plen = strcspn(path, "?#");

@@ -143,7 +143,9 @@ static int registry_change(px_t *px, const char *name, const json_t *spec)
 
 	if (px_meta_follower(px)) {
 		char why[256];
-		json_t *op = spec != NULL ? json_pack("{s:s, s:s, s:O}", "op", "etl-set", "name", name, "spec", spec)
+		/* to the primary over the control plane: the URL sealed, as in the BMD */
+		json_t *op = spec != NULL ? json_pack("{s:s, s:s, s:o*}", "op", "etl-set", "name", name, "spec",
+						      ft_etl_spec_sealed(name, spec))
 					  : json_pack("{s:s, s:s}", "op", "etl-rm", "name", name);
 		rc = px_meta_forward(px, op, why, sizeof(why));
 		return rc == -EAGAIN ? -EIO : rc;
@@ -206,7 +208,7 @@ static void change_work(ft_req_t *r, void *arg)
 	else if (rc != 0)
 		ft_resp_error(r, 500, "cannot update the bucket metadata");
 	else if (op->spec != NULL)
-		ft_resp_json(r, 200, json_deep_copy(op->spec));
+		ft_resp_json(r, 200, ft_etl_spec_public(op->spec));
 	else
 		ft_resp_bytes(r, 200, NULL, NULL, 0);
 }
@@ -242,7 +244,10 @@ static void register_body(ft_req_t *r, void *arg, char *body, size_t len, int er
 	change(arg, r, json_string_value(json_object_get(spec, "name")), spec);
 }
 
-/* GET /v1/etl: every transformer, sorted by name; GET /v1/etl/NAME: one. */
+/*
+ * GET /v1/etl: every transformer, sorted by name; GET /v1/etl/NAME: one. Both as ft_etl_spec_public
+ * shows them: a readonly caller never sees the user:password@ or query secrets of a transformer URL.
+ */
 static void show(ft_req_t *r, const char *name)
 {
 	ft_bmd_t *bmd = ft_bmd_current();
@@ -254,7 +259,7 @@ static void show(ft_req_t *r, const char *name)
 		if (spec == NULL)
 			ft_resp_error(r, 404, "etl \"%s\" does not exist", name);
 		else
-			ft_resp_json(r, 200, json_deep_copy(spec));
+			ft_resp_json(r, 200, ft_etl_spec_public(spec));
 		ft_bmd_put(bmd);
 		return;
 	}
@@ -266,7 +271,7 @@ static void show(ft_req_t *r, const char *name)
 		while (i < json_array_size(out) &&
 		       strcmp(json_string_value(json_object_get(json_array_get(out, i), "name")), key) < 0)
 			i++;
-		json_array_insert_new(out, i, json_deep_copy(v));
+		json_array_insert_new(out, i, ft_etl_spec_public(v));
 	}
 	ft_bmd_put(bmd);
 	ft_resp_json(r, 200, out);
@@ -320,5 +325,14 @@ int px_etl_meta_apply(px_t *px, const json_t *op, char *why, size_t cap)
 		snprintf(why, cap, "bad etl operation %s", kind);
 		return -EINVAL;
 	}
-	return registry_change(px, name, strcmp(kind, "etl-set") == 0 ? spec : NULL);
+	if (strcmp(kind, "etl-set") != 0)
+		return registry_change(px, name, NULL);
+	json_t *opened = json_deep_copy(spec); /* its url came sealed (ft_etl_spec_sealed) */
+	int rc = opened == NULL ? -ENOMEM : ft_etl_spec_open(name, opened, why, cap) != 0 ? -EINVAL : 0;
+	if (rc == -ENOMEM)
+		snprintf(why, cap, "out of memory");
+	if (rc == 0)
+		rc = registry_change(px, name, opened);
+	json_decref(opened);
+	return rc;
 }

@@ -11,6 +11,7 @@
 #include "base/codec.h"
 #include "base/log.h"
 #include "base/names.h"
+#include "base/redact.h"
 #include "cloud/backend.h"
 #include "http/util.h"
 #include "rpc/client.h"
@@ -493,7 +494,8 @@ static int download_value(ft_req_t *r, const json_t *value, json_t *msg, px_job_
 		expanded = json_array();
 		if (px_expand_template(tpl, COPY_NAMES_MAX, expanded, &w) != 0) {
 			json_decref(expanded);
-			ft_resp_error(r, 400, "bad template \"%s\": %s", tpl, w);
+			char shown[FT_REDACT_URL_MAX]; /* a template of presigned URLs carries their query */
+			ft_resp_error(r, 400, "bad template \"%s\": %s", ft_redact_url(tpl, shown, sizeof(shown)), w);
 			return -1;
 		}
 		urls = expanded;

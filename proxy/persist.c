@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -57,12 +58,18 @@ int px_persist_save(const char *path, const json_t *j)
 		rc = -ENOMEM;
 		goto out;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/*
+	 * The owner's only: bmd.json holds transformer URLs whole (user:password@, tokens) and, without
+	 * a cluster secret, remote buckets' keys unsealed. fchmod covers a temp file of another mode.
+	 */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		rc = -errno;
 		goto out;
 	}
-	rc = write_all(fd, text, strlen(text));
+	rc = fchmod(fd, 0600) != 0 ? -errno : 0;
+	if (rc == 0)
+		rc = write_all(fd, text, strlen(text));
 	if (rc == 0 && fsync(fd) != 0)
 		rc = -errno;
 	if (close(fd) != 0 && rc == 0)

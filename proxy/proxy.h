@@ -88,7 +88,7 @@ typedef struct px {
 } px_t;
 
 /* ---- persist.c: state_dir documents, written atomically ---- */
-/* Writes j to path via a temp file, fsync and rename (and fsyncs the directory). Returns 0 or -errno. */
+/* Writes j to path (mode 0600) via a temp file, fsync and rename (and fsyncs the directory). 0 or -errno. */
 int px_persist_save(const char *path, const json_t *j);
 /* Loads path: 0 and *out set; 1 when the file does not exist; -1 (err filled) when unreadable or corrupt. */
 int px_persist_load(const char *path, json_t **out, char *err, size_t errlen);

@@ -130,13 +130,7 @@ def ensure_s3_keys(directory):
     alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
     access = "FT" + "".join(secrets.choice(alphabet) for _ in range(18))
     secret = secrets.token_urlsafe(30)[:40]
-    os.makedirs(directory, exist_ok=True)
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump({access: secret}, f)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_private(path, json.dumps({access: secret}) + "\n")  # 0600 even over a temp file a crash left
     return path, access, secret
 
 

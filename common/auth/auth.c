@@ -118,7 +118,11 @@ static int load_ids(const ft_config_t *c, char *err, size_t errlen)
 		return 0;
 	}
 	char why[512];
+	struct stat st;
 
+	if (stat(path, &st) == 0 && (st.st_mode & 077) != 0) /* it holds every key's secret */
+		ft_warn("identity store %s is readable by group or others (mode %03o): chmod 600 it", path,
+			(unsigned)(st.st_mode & 0777));
 	state.ids = ft_ident_load(path, why, sizeof(why));
 	if (state.ids == NULL) {
 		snprintf(err, errlen, "%s %s", c->auth_keys[0] != '\0' ? "auth_keys" : "s3_keys", why);

@@ -15,6 +15,7 @@
 #include "auth/auth.h"
 #include "auth/seal.h"
 #include "base/codec.h"
+#include "base/redact.h"
 
 /*
  * DESIGN
@@ -219,6 +220,17 @@ static int seal_secrets(const ft_bucket_t *bucket, json_t *be)
 /* Opens the sealed secret members of bk->backend in place; 0, or -1 with err (never the value). */
 static int open_secrets(ft_bucket_t *bk, const char *what, char *err, size_t errlen);
 
+/* A string that may hold a URL, as answers show it; a new reference. */
+static json_t *url_public(const char *s)
+{
+	char shown[FT_REDACT_URL_MAX];
+
+	if (strstr(s, "://") == NULL)
+		return json_string(s);
+	/* a prefix such as "--src=" stays: ft_redact_url keeps what precedes "://" */
+	return json_string(ft_redact_url(s, shown, sizeof(shown)));
+}
+
 /* The bucket as JSON, its backend secrets as mode says. NULL on allocation failure. */
 static json_t *bucket_json(const ft_bucket_t *bucket, secrets_mode_t mode)
 {
@@ -248,6 +260,13 @@ static json_t *bucket_json(const ft_bucket_t *bucket, secrets_mode_t mode)
 	}
 	for (size_t i = 0; mode == SECRETS_DROP && i < N_SECRET_KEYS; i++)
 		json_object_del(be, secret_keys[i]);
+	/* an endpoint (an ht:// origin above all) may carry user:password@ or a signed query */
+	const char *endpoint = json_string_value(json_object_get(be, "endpoint"));
+	if (mode == SECRETS_DROP && endpoint != NULL &&
+	    json_object_set_new(be, "endpoint", url_public(endpoint)) != 0) {
+		json_decref(j);
+		return NULL;
+	}
 	if (mode == SECRETS_SEALED && seal_secrets(bucket, be) != 0) {
 		json_decref(j);
 		return NULL;
@@ -263,6 +282,109 @@ json_t *ft_bucket_to_json(const ft_bucket_t *bucket)
 json_t *ft_bucket_to_json_sealed(const ft_bucket_t *bucket)
 {
 	return bucket_json(bucket, SECRETS_SEALED);
+}
+
+json_t *ft_etl_spec_public(const json_t *spec)
+{
+	json_t *out = json_deep_copy(spec), *cmd, *v;
+	const char *url;
+	size_t i;
+
+	if (out == NULL)
+		return NULL;
+	url = json_string_value(json_object_get(out, "url"));
+	if (url != NULL && json_object_set_new(out, "url", url_public(url)) != 0)
+		goto fail;
+	cmd = json_object_get(out, "command");
+	json_array_foreach(cmd, i, v) {
+		if (json_is_string(v) && json_array_set_new(cmd, i, url_public(json_string_value(v))) != 0)
+			goto fail;
+	}
+	return out;
+fail:
+	json_decref(out);
+	return NULL;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The additional data a sealed transformer URL is bound to: "etl/NAME/url". */
+static void etl_aad(const char *name, char *out, size_t cap)
+{
+	snprintf(out, cap, "etl/%s/url", name);
+}
+
+json_t *ft_etl_spec_sealed(const char *name, const json_t *spec)
+{
+	const ft_auth_t *a = ft_auth();
+	json_t *out = json_deep_copy(spec);
+	const char *url = json_string_value(json_object_get(out, "url"));
+	char aad[FT_BUCKET_NAME_MAX + 16];
+
+	if (out == NULL || !a->have_secret || url == NULL || url[0] == '\0' || ft_seal_is_sealed(url))
+		return out;
+	etl_aad(name, aad, sizeof(aad));
+	char *sealed = ft_seal(a->seal_key, aad, url);
+	if (sealed == NULL || json_object_set_new(out, "url", json_string(sealed)) != 0) {
+		free(sealed);
+		json_decref(out);
+		return NULL;
+	}
+	free(sealed);
+	return out;
+}
+
+int ft_etl_spec_open(const char *name, json_t *spec, char *err, size_t errlen)
+{
+	const ft_auth_t *a = ft_auth();
+	const char *url = json_string_value(json_object_get(spec, "url"));
+	char aad[FT_BUCKET_NAME_MAX + 16];
+
+	if (!ft_seal_is_sealed(url))
+		return 0;
+	if (!a->have_secret)
+		return fail(err, errlen, "bmd: etl %s: its url is sealed and no cluster secret is loaded", name);
+	etl_aad(name, aad, sizeof(aad));
+	char *plain = ft_unseal(a->seal_key, aad, url);
+	if (plain == NULL)
+		return fail(
+			err, errlen,
+			"bmd: etl %s: its url does not open with this cluster secret (another cluster's, or changed)",
+			name);
+	int rc = json_object_set_new(spec, "url", json_string(plain));
+	OPENSSL_cleanse(plain, strlen(plain));
+	free(plain);
+	return rc == 0 ? 0 : fail(err, errlen, "bmd: out of memory");
+}
+
+/* The registry (name -> spec) with every spec's url sealed (ft_etl_spec_sealed); NULL on allocation failure. */
+static json_t *etl_sealed(const json_t *etl)
+{
+	json_t *out = json_object(), *v;
+	const char *name;
+
+	json_object_foreach((json_t *)etl, name, v) {
+		if (out == NULL || json_object_set_new(out, name, ft_etl_spec_sealed(name, v)) != 0) {
+			json_decref(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+/* The registry (name -> spec) with every spec as ft_etl_spec_public shows it; NULL on allocation failure. */
+static json_t *etl_public(const json_t *etl)
+{
+	json_t *out = json_object(), *v;
+	const char *name;
+
+	json_object_foreach((json_t *)etl, name, v) {
+		if (out == NULL || json_object_set_new(out, name, ft_etl_spec_public(v)) != 0) {
+			json_decref(out);
+			return NULL;
+		}
+	}
+	return out;
 }
 
 static json_t *bmd_json(const ft_bmd_t *b, secrets_mode_t mode)
@@ -281,7 +403,8 @@ static json_t *bmd_json(const ft_bmd_t *b, secrets_mode_t mode)
 		goto fail;
 	}
 	a = NULL;
-	if (json_object_size(b->etl) > 0 && json_object_set_new(j, "etl", json_deep_copy(b->etl)) != 0)
+	if (json_object_size(b->etl) > 0 &&
+	    json_object_set_new(j, "etl", mode == SECRETS_DROP ? etl_public(b->etl) : etl_sealed(b->etl)) != 0)
 		goto fail;
 	return j;
 fail:
@@ -300,8 +423,6 @@ json_t *ft_bmd_to_json_public(const ft_bmd_t *b)
 {
 	return bmd_json(b, SECRETS_DROP);
 }
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -577,6 +698,12 @@ ft_bmd_t *ft_bmd_from_json(const json_t *j, char *err, size_t errlen)
 		if ((b->etl = json_deep_copy(v)) == NULL) {
 			fail(err, errlen, "bmd: out of memory");
 			goto fail;
+		}
+		const char *name;
+		json_t *spec;
+		json_object_foreach(b->etl, name, spec) {
+			if (ft_etl_spec_open(name, spec, err, errlen) != 0)
+				goto fail;
 		}
 	}
 	json_array_foreach(a, i, o) {

@@ -67,13 +67,29 @@ int ft_bmd_add(ft_bmd_t *b, const ft_bucket_t *bucket);
 int ft_bmd_remove(ft_bmd_t *b, const char *provider, const char *name);
 const ft_bucket_t *ft_bmd_find(const ft_bmd_t *b, const char *provider, const char *name);
 /*
- * The whole document, for the control plane and bmd.json: backend secrets sealed with the cluster
- * key (auth/seal.h; AES-256-GCM bound to provider/bucket/field) when a cluster secret is loaded.
+ * The whole document, for the control plane and bmd.json: backend secrets and transformer URLs
+ * sealed with the cluster key (auth/seal.h; AES-256-GCM bound to provider/bucket/field,
+ * etl/NAME/url) when a cluster secret is loaded.
  * ft_bmd_from_json opens them again (and fails when they do not open).
  */
 json_t *ft_bmd_to_json(const ft_bmd_t *b);
-/* The public form (public ports): no backend secrets at all. */
+/* The public form (public ports): no backend secrets at all, transformers as ft_etl_spec_public shows them. */
 json_t *ft_bmd_to_json_public(const ft_bmd_t *b);
+/*
+ * A transformer's spec (the BMD's "etl" member) as answers show it: its "url" and every argument of
+ * its "command" that holds a URL through ft_redact_url (no user:password@, no query values), the
+ * rest as it is. The stored spec is not changed (targets need the whole URL). New reference; NULL
+ * on allocation failure.
+ */
+json_t *ft_etl_spec_public(const json_t *spec);
+/*
+ * A transformer's spec as the control plane and bmd.json carry it: its "url" (which may hold
+ * user:password@ or a token) sealed like backend secrets, bound to "etl/NAME/url", when a cluster
+ * secret is loaded; as it is otherwise. New reference; NULL on allocation failure.
+ */
+json_t *ft_etl_spec_sealed(const char *name, const json_t *spec);
+/* Opens a sealed "url" of spec in place (ft_bmd_from_json does it for the registry); 0, or -1 with err. */
+int ft_etl_spec_open(const char *name, json_t *spec, char *err, size_t errlen);
 
 /* Bounds of the data protection properties (docs/data-protection.md). */
 #define FT_MIRROR_COPIES_MAX 16
@@ -95,7 +111,10 @@ int ft_bucket_mirror_targets(const ft_bucket_t *bk);
  * left to the caller. 0, or -1 with err filled (bk then partly changed: apply to a copy).
  */
 int ft_bucket_props_apply(ft_bucket_t *bk, const json_t *props, char *err, size_t errlen);
-/* Public form: the backend properties without secrets (secret_key, session_token, account_key, sas). */
+/*
+ * Public form: the backend properties without secrets (secret_key, session_token, account_key, sas),
+ * the endpoint through ft_redact_url (no user:password@, no query values).
+ */
 json_t *ft_bucket_to_json(const ft_bucket_t *bucket);
 /* One bucket with its backend secrets sealed, as in ft_bmd_to_json (a change sent to the primary proxy). */
 json_t *ft_bucket_to_json_sealed(const ft_bucket_t *bucket);

@@ -18,13 +18,30 @@ _JOB = re.compile(r"^[A-Za-z0-9._-]{1,63}$")
 MAX_TTL_S = 604800
 
 
+# Query keys whose values say where, never who (as common/base/redact.c keeps them).
+_KEPT_KEYS = ("provider", "mpu", "part")
+_USERINFO = re.compile(r"(?<=//)[^/\s@?#]*@")
+_QUERY_ITEM = re.compile(r"([?&])([^=&\s#/'\"]+)=([^&\s#'\")]*?)([:,.;]*(?=[&\s#'\")]|$))")
+
+
+def redact(text):
+    """text with every URL in it as messages may show it: no "user:password@", every query value
+    "***" but those of provider, mpu and part (a redirect's ft_sig, a presigned URL's signature and
+    token). A requests exception's message quotes the URL it failed on, query included."""
+    text = _USERINFO.sub("", text)
+    return _QUERY_ITEM.sub(lambda m: m.group(0) if m.group(2) in _KEPT_KEYS else "%s%s=***%s" % (
+        m.group(1), m.group(2), m.group(4)), text)  # punctuation ending a value is the sentence's
+
+
 class FastTierError(Exception):
     """A request the cluster refused or that did not reach it.
 
     status: the HTTP status (None when no answer came); message: the cluster's own message (or the
-    transport error); what: the request ("POST http://.../v1/buckets/b?provider=ht")."""
+    transport error); what: the request ("POST http://.../v1/buckets/b?provider=ht"). what and the
+    message show URLs through redact(): never a password, signature or token."""
 
     def __init__(self, what, status, message):
+        what, message = redact(what), redact(message)
         self.what, self.status, self.message = what, status, message
         if status is None:
             text = "%s: no answer: %s" % (what, message)
@@ -84,14 +101,15 @@ class Client:
 
     def __init__(self, url, timeout=DEFAULT_TIMEOUT, session=None, token=None):
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ValueError("url must be http://host:port of a FastTier proxy, not %r" % (url,))
+            raise ValueError("url must be http://host:port of a FastTier proxy, not %s" % (
+                redact(repr(url)) if isinstance(url, str) else type(url).__name__))
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.session = session or requests.Session()
         self.token = token if token is not None else find_token()
 
     def __repr__(self):
-        return "fasttier.Client(%r)" % self.url
+        return "fasttier.Client(%s)" % redact(repr(self.url))  # never the token, nor a password in the URL
 
     def post_order_hint(self, bucket, names, epoch, provider="ais", ttl_s=None, job=None):
         """Tells the cluster the order in which the epoch reads bucket's objects (names, in reading

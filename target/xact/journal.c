@@ -28,6 +28,13 @@
  */
 
 #define JOURNAL_DIR "jobs"
+/*
+ * The owner's only: a download's message keeps its source URLs whole (a resumed job needs them),
+ * presigned signatures, SAS tokens and user:password@ included. fchmod covers a file left by a
+ * crash or an older version with another mode.
+ */
+#define JOURNAL_MODE 0600
+#define JOURNAL_DIR_MODE 0700
 
 struct tgt_journal {
 	pthread_mutex_t lock;
@@ -46,9 +53,12 @@ static int paths(tgt_journal_t *jl, const char *state_dir, const char *id)
 
 static tgt_journal_t *open_done(tgt_journal_t *jl)
 {
-	jl->fd = open(jl->done_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (jl->fd < 0) {
-		ft_warn("job journal %s: %s", jl->done_path, strerror(errno));
+	jl->fd = open(jl->done_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, JOURNAL_MODE);
+	if (jl->fd < 0 || fchmod(jl->fd, JOURNAL_MODE) != 0) {
+		int err = errno;
+		if (jl->fd >= 0)
+			close(jl->fd);
+		ft_warn("job journal %s: %s", jl->done_path, strerror(err));
 		free(jl);
 		return NULL;
 	}
@@ -65,11 +75,12 @@ tgt_journal_t *tgt_journal_create(const char *state_dir, const char *id, const j
 	if (jl == NULL || paths(jl, state_dir, id) != 0)
 		goto fail;
 	snprintf(dir, sizeof(dir), "%s/%s", state_dir, JOURNAL_DIR);
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+	if ((mkdir(dir, JOURNAL_DIR_MODE) != 0 && errno != EEXIST) || chmod(dir, JOURNAL_DIR_MODE) != 0)
 		goto fail;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", jl->msg_path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || json_dumpfd(msg, fd, JSON_COMPACT) != 0 || fsync(fd) != 0 || close(fd) != 0) {
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, JOURNAL_MODE);
+	if (fd < 0 || fchmod(fd, JOURNAL_MODE) != 0 || json_dumpfd(msg, fd, JSON_COMPACT) != 0 || fsync(fd) != 0 ||
+	    close(fd) != 0) {
 		if (fd >= 0)
 			close(fd);
 		unlink(tmp);
@@ -95,6 +106,8 @@ tgt_journal_t *tgt_journal_reopen(const char *state_dir, const char *id)
 		free(jl);
 		return NULL;
 	}
+	if (chmod(jl->msg_path, JOURNAL_MODE) != 0 && errno != ENOENT) /* one an older version left readable */
+		ft_warn("job journal %s: %s", jl->msg_path, strerror(errno));
 	return open_done(jl);
 }
 

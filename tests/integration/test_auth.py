@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # Authentication of the native API: tokens, roles, bucket grants, SigV4, signed redirects, target ports, curl -L.
+import base64
 import json
 import os
 import subprocess
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -330,6 +333,36 @@ def test_anonymous_s3_with_auth_refuses_to_start(tmp_path):
         assert b"s3_anonymous: not with auth on" in p.stderr + p.stdout and b"allow_public_read" in p.stderr
 
 
+def test_readable_secret_files_are_warned_about(tmp_path):
+    """The cluster secret and the identity store hold secrets: either readable by others is named at start (not its
+    content)."""
+    sec, keys = tmp_path / "s", tmp_path / "keys.json"
+    sec.write_text("x" * 64)
+    keys.write_text('{"AK": "SECRETVALUE1"}')
+    os.chmod(sec, 0o644)
+    os.chmod(keys, 0o640)
+    p = run_daemon(["--auth", "true", "--cluster_secret", str(sec), "--auth_keys", str(keys), "--public_port", "1",
+                    "--state_dir", str(tmp_path), "--check-config"])
+    out = p.stderr + p.stdout
+    assert p.returncode == 0, out
+    assert b"secret file %s is readable by group or others (mode 644)" % str(sec).encode() in out, out
+    assert b"identity store %s is readable by group or others (mode 640)" % str(keys).encode() in out, out
+    assert b"SECRETVALUE1" not in out and b"x" * 64 not in out
+    os.chmod(sec, 0o600)
+    os.chmod(keys, 0o600)
+    p = run_daemon(["--auth", "true", "--cluster_secret", str(sec), "--auth_keys", str(keys), "--public_port", "1",
+                    "--state_dir", str(tmp_path), "--check-config"])
+    assert p.returncode == 0 and b"readable by group" not in p.stderr + p.stdout, p.stderr
+
+
+def test_generated_key_files_are_private(tmp_path):
+    """ft-cluster's key pair file is 0600, also over a readable temp file an interrupted start left."""
+    (tmp_path / (ftcluster.S3_KEYS_FILE + ".tmp")).write_text("{}")
+    os.chmod(tmp_path / (ftcluster.S3_KEYS_FILE + ".tmp"), 0o644)
+    path, _, _ = ftcluster.ensure_s3_keys(str(tmp_path))
+    assert os.stat(path).st_mode & 0o777 == 0o600, oct(os.stat(path).st_mode)
+
+
 def test_insecure_flag_is_loud(tmp_path):
     proc = subprocess.Popen([os.path.join(FT_BIN, "ft-proxy"), "--bind", "0.0.0.0", "--insecure",
                              "--public_port", "0" if False else "47931", "--state_dir", str(tmp_path)],
@@ -626,3 +659,47 @@ def test_anonymous_metrics_opens_metrics_and_daemon_only(make_cluster):
                          allow_redirects=False)
         assert_json_error(r, 401)
     assert session(token=h.token).get(h.url + "/v1/buckets/" + b, timeout=30).status_code == 200
+
+
+def test_transformer_url_sealed_at_rest_and_in_flight(acluster):
+    """A transformer URL with user:password@ and a token: bmd.json (and so every metasync push) holds it sealed, the
+    targets open it (the transformer gets its credentials), a restarted proxy opens it again."""
+    sig = "SIG" + unique("x").replace("-", "")
+
+    class Reverse(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            ok = (self.path == "/etl?token=" + sig and
+                  self.headers.get("Authorization") == "Basic " + base64.b64encode(("u:" + sig).encode()).decode())
+            self.send_response(200 if ok else 403)
+            self.send_header("Content-Length", str(len(body) if ok else 0))
+            self.end_headers()
+            if ok:
+                self.wfile.write(body[::-1])
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Reverse)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    api, name, b = Api(acluster.url, token=acluster.token), unique("sealetl"), unique("sealetl")
+    try:
+        r = api.s.post(acluster.url + "/v1/etl", timeout=30, json={
+            "name": name, "url": "http://u:%s@127.0.0.1:%d/etl?token=%s" % (sig, srv.server_address[1], sig)})
+        assert r.status_code == 200, r.text
+        api.create_bucket(b)
+        api.put(b, "o", b"abc")
+        for restarted in (False, True):
+            if restarted:
+                restart_proxy(acluster)
+            r = api.s.get("%s/v1/objects/%s/o?etl=%s" % (acluster.url, b, name), timeout=30)
+            assert r.status_code == 200 and r.content == b"cba", (restarted, r.text)
+            with open(os.path.join(acluster.c.proxy.state_dir, "bmd.json")) as f:
+                at_rest = f.read()
+            assert sig not in at_rest and "enc:v1:" in at_rest, at_rest
+        assert "token=***" in api.s.get(acluster.url + "/v1/etl/" + name, timeout=30).text
+    finally:
+        api.s.delete(acluster.url + "/v1/etl/" + name, timeout=30)
+        api.destroy_bucket(b, expect=None)
+        srv.shutdown()
+        srv.server_close()

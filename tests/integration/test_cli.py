@@ -64,6 +64,16 @@ def test_cannot_connect_is_3():
     assert rc == 3 and "cannot reach" in err
 
 
+def test_messages_hide_url_credentials():
+    """An endpoint with user:password@ or a signed query, a mistyped option with a value: the messages leave them out."""
+    for endpoint in ("http://u:S3CRET@127.0.0.1:1", "http://127.0.0.1:1/p?sig=S3CRET"):
+        rc, out, err = ft(None, "bucket", "ls", env={"FT_ENDPOINT": endpoint})
+        assert rc == 3 and "cannot reach the cluster at http://127.0.0.1:1" in err, err
+        assert "S3CRET" not in out + err, err
+    rc, out, err = ft(None, "bucket", "ls", "--=S3CRET")
+    assert rc == 2 and "bad option" in err and "S3CRET" not in err, err
+
+
 def test_settings_flag_env_config_and_token(cluster, tmp_path):
     seen = []
 

@@ -96,6 +96,13 @@ def test_etl_registry_through_a_follower(px3):
     assert pa.s.get(pa.url + "/v1/etl/" + name, timeout=TIMEOUT).status_code == 200
     assert api.s.delete(api.url + "/v1/etl/" + name, timeout=TIMEOUT).status_code == 200
     assert_json_error(api.s.delete(api.url + "/v1/etl/" + name, timeout=TIMEOUT), 404)
+    # a URL transformer goes to the primary with its URL sealed and is stored opened: every proxy shows it redacted
+    r = api.s.post(api.url + "/v1/etl", timeout=TIMEOUT,
+                   json={"name": name, "url": "http://u:PW%s@127.0.0.1:1/t?token=TOK" % name})
+    assert r.status_code == 200, r.text
+    for a in (api, pa):
+        assert a.s.get(a.url + "/v1/etl/" + name, timeout=TIMEOUT).json()["url"] == "http://127.0.0.1:1/t?token=***"
+    assert api.s.delete(api.url + "/v1/etl/" + name, timeout=TIMEOUT).status_code == 200
 
 
 def test_remote_bucket_secret_stays_sealed(px3):

@@ -183,6 +183,16 @@ def test_config_mountpaths_are_mounted(rendered):
     assert len(set(mounted[mp] for mp in cfg["mountpaths"])) == len(cfg["mountpaths"])
 
 
+def test_secret_volumes_are_not_world_readable(rendered):
+    """Kubernetes mounts a secret 0644 unless told otherwise: every secret volume says a mode others cannot read."""
+    overlay, docs = rendered
+    for name, sts in by_kind(docs, "StatefulSet").items():
+        for v in sts["spec"]["template"]["spec"].get("volumes", []):
+            if "secret" in v:
+                mode = v["secret"].get("defaultMode", 0o644)
+                assert mode & 0o007 == 0, (overlay, name, v["name"], oct(mode))
+
+
 def proxy_topology_problems(docs):
     """What is wrong with how the proxies find etcd and the targets find the proxies; [] when nothing is.
 

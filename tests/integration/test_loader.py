@@ -568,6 +568,16 @@ def test_getbatch_usage_errors(args, message):
     assert p.returncode == 2 and message in p.stderr, (p.returncode, p.stderr)
 
 
+@pytest.mark.parametrize("endpoint,message", [
+    ("http://AK:S3CRET@127.0.0.1:1/s3", "user:password@"),
+    ("http://127.0.0.1:1?X-Amz-Signature=S3CRET", '-s3endpoint "http://127.0.0.1:1?X-Amz-Signature=***" is not'),
+])
+def test_s3endpoint_secrets_not_repeated(endpoint, message):
+    p = subprocess.run([LOADER, "-bucket", "x", "-s3endpoint", endpoint, "-duration", "1s"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode != 0 and message in p.stderr and "S3CRET" not in p.stdout + p.stderr, (p.returncode, p.stderr)
+
+
 class _FakeBatch(http.server.BaseHTTPRequestHandler):
     """Answers POST /v1/batch with a TAR built by Python's tarfile (its own writer, padded to 10 KiB records)
     from the items asked, spoiled as `mode` says; records every request (seen) and each TAR's length (sent)."""

@@ -17,7 +17,7 @@ class Recorder:
     def __init__(self):
         self.requests = []    # (method, path, parsed JSON body or raw bytes)
         self.authorization = []  # the Authorization header of each request (None when absent)
-        self.replies = []     # (status, body dict) to answer with, in turn; then the default
+        self.replies = []     # (status, body dict[, headers dict]) to answer with, in turn; then the default
         self.lock = threading.Lock()
         self.server = None
 
@@ -52,13 +52,17 @@ def _handler(rec):
                 value = body.get("value", {}) if isinstance(body, dict) else {}
                 reply = (200, {"job": value.get("job", "default"), "epoch": value.get("epoch"),
                                "names": len(value.get("objnames", [])), "targets": []})
-            status, doc = reply
+            status, doc = reply[:2]
             data = json.dumps(doc).encode() if not isinstance(doc, bytes) else doc
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            for k, v in (reply[2] if len(reply) > 2 else {}).items():
+                self.send_header(k, v)
             self.end_headers()
             self.wfile.write(data)
+
+        do_GET = do_POST  # a GET has no body: recorded as b""
 
     return Handler
 

@@ -133,6 +133,28 @@ def test_unreachable_cluster():
     assert e.value.status is None and "no answer" in str(e.value) and str(port) in str(e.value)
 
 
+def test_errors_and_repr_hide_url_secrets(recorder):
+    """A password in the proxy URL, a redirect's signature in the URL requests failed on: neither reaches an
+    exception's message or the client's repr."""
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    client = fasttier.Client("http://u:S3CRET@127.0.0.1:%d" % port, timeout=5)
+    assert "S3CRET" not in repr(client) and "127.0.0.1:%d" % port in repr(client)
+    with pytest.raises(fasttier.FastTierError) as e:
+        client.post_order_hint("b", ["a"], epoch=0)
+    assert "S3CRET" not in str(e.value) and "POST http://127.0.0.1:%d/v1/buckets/b?provider=ais" % port in str(e.value)
+    with pytest.raises(ValueError) as v:
+        fasttier.Client("ftp://u:S3CRET@h/")
+    assert "S3CRET" not in str(v.value)
+    # the proxy's 307 to a target carries ft_sig; the target is gone: requests names the URL it failed on
+    recorder.replies.append((307, {}, {"Location": "http://127.0.0.1:%d/v1/objects/b/o?ft_exp=1&ft_sig=S3CRET" % port}))
+    with pytest.raises(fasttier.FastTierError) as e:
+        fasttier.Client(recorder.url, timeout=5).get("b", "o")
+    assert e.value.status is None and "S3CRET" not in str(e.value) and "S3CRET" not in e.value.message, str(e.value)
+    assert "ft_sig=***" in str(e.value), str(e.value)
+
+
 def test_bad_arguments_fail_before_sending(recorder):
     c = fasttier.Client(recorder.url)
     cases = [

@@ -111,11 +111,53 @@ static void test_bad_message_is_removed(void **state)
 	free(dir);
 }
 
+static int mode_of(const char *dir, const char *name)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(stat(path, &st), 0);
+	return (int)(st.st_mode & 07777);
+}
+
+/* A download's message keeps presigned URLs whole: the journal is the owner's only, even with umask 0. */
+static void test_journal_is_private(void **state)
+{
+	(void)state;
+	char *dir = tempdir(), path[512];
+	json_t *msg = json_pack("{s:s, s:[s]}", "kind", "download", "urls", "https://h/o?X-Amz-Signature=S");
+	mode_t old = umask(0);
+	tgt_journal_t *jl;
+
+	jl = tgt_journal_create(dir, "j-2", msg);
+	assert_non_null(jl);
+	tgt_journal_close(jl, 0);
+	assert_int_equal(mode_of(dir, "jobs"), 0700);
+	assert_int_equal(mode_of(dir, "jobs/j-2.json"), 0600);
+	assert_int_equal(mode_of(dir, "jobs/j-2.done"), 0600);
+	/* a journal an older version left readable is made private when its job resumes */
+	snprintf(path, sizeof(path), "%s/jobs/j-2.json", dir);
+	assert_int_equal(chmod(path, 0644), 0);
+	snprintf(path, sizeof(path), "%s/jobs/j-2.done", dir);
+	assert_int_equal(chmod(path, 0644), 0);
+	jl = tgt_journal_reopen(dir, "j-2");
+	assert_non_null(jl);
+	tgt_journal_close(jl, 0);
+	assert_int_equal(mode_of(dir, "jobs/j-2.json"), 0600);
+	assert_int_equal(mode_of(dir, "jobs/j-2.done"), 0600);
+	umask(old);
+	json_decref(msg);
+	rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_and_resume),
 		cmocka_unit_test(test_bad_message_is_removed),
+		cmocka_unit_test(test_journal_is_private),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

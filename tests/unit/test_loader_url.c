@@ -69,6 +69,11 @@ static void test_hosts_per_scheme(void **state)
 	assert_int_equal(again, tls);
 	assert_string_equal(ld_host_at(tls)->name, "127.0.0.1");
 
+	/* a URL with user:password@ is refused without repeating the password */
+	assert_int_equal(ld_host_get("u:S3CRET@127.0.0.1:8080", 23, false, err, sizeof(err)), -1);
+	assert_null(strstr(err, "S3CRET"));
+	assert_non_null(strstr(err, "user:password@"));
+
 	bare_tls = ld_host_get("127.0.0.1", 9, true, err, sizeof(err));
 	bare_plain = ld_host_get("127.0.0.1", 9, false, err, sizeof(err));
 	assert_int_equal(port_of(ld_host_at(bare_tls)), 443);

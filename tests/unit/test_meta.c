@@ -694,6 +694,56 @@ static void test_bmd_etl(void **state)
 	ft_bmd_put(b);
 }
 
+/* What answers show of a remote bucket's backend: no secret keys, the endpoint without user:password@ or query values. */
+static void test_bucket_public_endpoint(void **state)
+{
+	ft_bucket_t bk = bucket("ht", "origin", FT_CKSUM_XXHASH, 1);
+	json_t *j, *be;
+
+	(void)state;
+	bk.backend = json_pack("{s:s, s:s, s:s}", "provider", "ht", "endpoint", "http://u:pw@h:8/p?sig=S&provider=ht",
+			       "secret_key", "K");
+	j = ft_bucket_to_json(&bk);
+	be = json_object_get(j, "backend");
+	assert_string_equal(json_string_value(json_object_get(be, "endpoint")), "http://h:8/p?sig=***&provider=ht");
+	assert_null(json_object_get(be, "secret_key"));
+	assert_string_equal(json_string_value(json_object_get(bk.backend, "endpoint")),
+			    "http://u:pw@h:8/p?sig=S&provider=ht");
+	json_decref(j);
+	json_decref(bk.backend);
+}
+
+/* What answers show of a transformer: its URLs without user:password@ or query values; the stored spec as it was. */
+static void test_etl_spec_public(void **state)
+{
+	json_t *spec = json_pack("{s:s, s:s, s:[s, s, s]}", "name", "t", "url",
+				 "https://u:pw@h:1/x?token=T&provider=aws", "command", "fetch",
+				 "--src=https://u:pw@h/o?sig=S", "plain"),
+	       *copy = json_deep_copy(spec), *pub = ft_etl_spec_public(spec);
+	ft_bmd_t *b = sample_bmd();
+	json_t *j;
+
+	(void)state;
+	assert_non_null(pub);
+	assert_string_equal(json_string_value(json_object_get(pub, "url")), "https://h:1/x?token=***&provider=aws");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(pub, "command"), 1)),
+			    "--src=https://h/o?sig=***");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(pub, "command"), 2)), "plain");
+	assert_string_equal(json_string_value(json_object_get(pub, "name")), "t");
+	assert_true(json_equal(spec, copy));
+	b->etl = json_pack("{s:O}", "t", spec);
+	j = ft_bmd_to_json_public(b);
+	assert_true(json_equal(json_object_get(json_object_get(j, "etl"), "t"), pub));
+	json_decref(j);
+	j = ft_bmd_to_json(b); /* the control plane's and bmd.json's form: whole */
+	assert_true(json_equal(json_object_get(json_object_get(j, "etl"), "t"), spec));
+	json_decref(j);
+	ft_bmd_put(b);
+	json_decref(pub);
+	json_decref(copy);
+	json_decref(spec);
+}
+
 /* Data protection properties: JSON round trip, public form, partial updates, rejected values. */
 static void test_bmd_props(void **state)
 {
@@ -933,15 +983,26 @@ static void test_bmd_install(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_smap_edit),         cmocka_unit_test(test_smap_flags),
-		cmocka_unit_test(test_smap_local),        cmocka_unit_test(test_smap_clone),
-		cmocka_unit_test(test_smap_round_trip),   cmocka_unit_test(test_smap_from_doc),
-		cmocka_unit_test(test_smap_bad_json),     cmocka_unit_test(test_smap_install),
-		cmocka_unit_test(test_smap_install_race), cmocka_unit_test(test_bmd_edit),
-		cmocka_unit_test(test_bmd_round_trip),    cmocka_unit_test(test_bmd_bad_json),
-		cmocka_unit_test(test_bmd_etl),           cmocka_unit_test(test_bmd_later_cksum_types),
-		cmocka_unit_test(test_bmd_props),         cmocka_unit_test(test_bmd_mirror_scope),
-		cmocka_unit_test(test_bmd_install),       cmocka_unit_test(test_bmd_acl),
+		cmocka_unit_test(test_smap_edit),
+		cmocka_unit_test(test_smap_flags),
+		cmocka_unit_test(test_smap_local),
+		cmocka_unit_test(test_smap_clone),
+		cmocka_unit_test(test_smap_round_trip),
+		cmocka_unit_test(test_smap_from_doc),
+		cmocka_unit_test(test_smap_bad_json),
+		cmocka_unit_test(test_smap_install),
+		cmocka_unit_test(test_smap_install_race),
+		cmocka_unit_test(test_bmd_edit),
+		cmocka_unit_test(test_bmd_round_trip),
+		cmocka_unit_test(test_bmd_bad_json),
+		cmocka_unit_test(test_bmd_etl),
+		cmocka_unit_test(test_etl_spec_public),
+		cmocka_unit_test(test_bucket_public_endpoint),
+		cmocka_unit_test(test_bmd_later_cksum_types),
+		cmocka_unit_test(test_bmd_props),
+		cmocka_unit_test(test_bmd_mirror_scope),
+		cmocka_unit_test(test_bmd_install),
+		cmocka_unit_test(test_bmd_acl),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

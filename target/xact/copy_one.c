@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/names.h"
+#include "cloud/backend.h"
 #include "cluster/bmd.h"
 #include "cluster/smap.h"
 #include "http/util.h"
@@ -18,8 +19,9 @@
  * to the source's owner, here. The copy is the copy job's, for one object (copy.c, tgt_copy_obj): the
  * source (a remote one fetched into the cache first) goes to the destination's owner in one PUT that
  * stores it like any PUT, checked against the source's checksum, or the transformer's whole output.
- * It runs on a worker and answers when the copy is stored: 200 {"to", "bytes"}, 404 when the source
- * does not exist, 502 when the destination's owner or a transformer failed.
+ * It runs on a worker and answers when the copy is stored: 200 {"provider", "bucket", "name",
+ * "bytes"}, 404 when the source does not exist, 502 when the destination's owner or a transformer
+ * failed. A provider's alias (s3 for aws, ...) is read as the proxy reads it.
  */
 
 typedef struct {
@@ -61,6 +63,14 @@ static int copy_one_parse(ft_req_t *r, copy_one_t *w)
 	if (rc != 0) {
 		ft_resp_error(r, rc == -2 ? 501 : 400, "obj_to: %s", rc == -2 ? "namespaces are not supported" : why);
 		goto fail;
+	}
+	if (strcmp(w->to_provider, "ais") != 0) {
+		ft_backend_provider_t bp;
+		if (ft_backend_provider_parse(w->to_provider, &bp) != 0) {
+			ft_resp_error(r, 400, "obj_to: unknown provider \"%s\"", w->to_provider);
+			goto fail;
+		}
+		snprintf(w->to_provider, sizeof(w->to_provider), "%s", ft_backend_provider_name(bp));
 	}
 	if (strcmp(w->to_provider, w->o->provider) == 0 && strcmp(w->to_bucket, w->o->bucket) == 0 &&
 	    strcmp(name, w->o->obj) == 0) {

@@ -1162,6 +1162,9 @@ def test_object_copy(cluster, bucket, dst, etl):
     assert r.status_code == 200, r.text
     assert requests.get(obj_url(cluster, bucket, "c/upper.txt"), timeout=TIMEOUT).content == b"COPY ME"
     assert requests.get(obj_url(cluster, bucket, "c/src.txt"), timeout=TIMEOUT).content == b"copy me"
+    # a provider's alias for the destination, as the proxy reads it ("ais" has none: an unknown word is 400)
+    r = sdk_obj_copy(cluster, bucket, "c/src.txt", f"nope/@#/{dst}/x")
+    assert r.status_code == 400 and "provider" in r.json()["message"], r.text
 
 
 @pytest.mark.parametrize("name, to, kw, status, word", [

@@ -3,6 +3,7 @@
 import hashlib
 import os
 import shutil
+import signal
 import tempfile
 
 import pytest
@@ -224,7 +225,11 @@ def detached(t, rid, left):
         sorted(m["path"] for m in d["mountpaths"]) == sorted(left)
 
 
-def check_mountpaths(t, bucket, want, active):
+def mountpath_list(t):
+    return [m["path"] for m in resilver_doc(t, session())["mountpaths"]]
+
+
+def check_mountpaths(t, bucket, want, active, size=MB):
     """Every object of want once on the target's mountpaths, on an active one, with its exact bytes."""
     on = objects_on_disk(t.mountpaths, bucket)
     assert sorted(on) == sorted(want), "lost: %s, extra: %s" % (sorted(set(want) - set(on))[:5],
@@ -233,28 +238,28 @@ def check_mountpaths(t, bucket, want, active):
         assert len(mps) == 1, "%s on mountpaths %s" % (name, mps)
         assert mps[0] in active, "%s left on %s" % (name, mps[0])
         with open(os.path.join(mps[0], "ais", bucket, name), "rb") as f:
-            assert f.read() == body(name, MB), "%s torn on %s" % (name, mps[0])
+            assert f.read() == body(name, size), "%s torn on %s" % (name, mps[0])
     return on
 
 
-def check_torn_or_lost(t, bucket, want):
+def check_torn_or_lost(t, bucket, want, size=MB):
     """Right after a kill: every object still somewhere on the target's mountpaths, every copy whole."""
     on = objects_on_disk(t.mountpaths, bucket)
     assert sorted(on) == sorted(want), "lost: %s" % sorted(set(want) - set(on))[:5]
     for name, mps in on.items():
         for mp in mps:
             with open(os.path.join(mp, "ais", bucket, name), "rb") as f:
-                assert f.read() == body(name, MB), "%s torn on %s" % (name, mp)
+                assert f.read() == body(name, size), "%s torn on %s" % (name, mp)
 
 
-def settle(h, api, bucket, want):
+def settle(h, api, bucket, want, size=MB):
     """A rebalance job (each target's misplaced objects to their owner and mountpath) ends clean, every object reads
     back whole, and a second job finds nothing left to move."""
     st = wait_job(h, start_rebalance(h), timeout=END_S)
     assert st["state"] == "finished" and st["errors"] == 0, st
     for n in want:
         g = api.get(bucket, n)
-        assert g.status_code == 200 and g.content == body(n, MB), (n, g.status_code, len(g.content))
+        assert g.status_code == 200 and g.content == body(n, size), (n, g.status_code, len(g.content))
     st = wait_job(h, start_rebalance(h), timeout=END_S)
     assert st["state"] == "finished" and st["errors"] == 0 and st["objects"] == 0, st
 
@@ -319,3 +324,74 @@ def test_resilver_with_the_target_killed(kc):
         if new in t.mountpaths:
             t.mountpaths.remove(new)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def freeze(node):
+    """SIGSTOP, and waits until every thread of the process is stopped (the signal is delivered asynchronously)."""
+    node.signal(signal.SIGSTOP)
+    task = "/proc/%d/task" % node.pid
+
+    def stopped():
+        for tid in os.listdir(task):
+            try:
+                with open("%s/%s/stat" % (task, tid)) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] not in "tT":
+                        return False
+            except FileNotFoundError:
+                pass
+        return True
+    wait_until(stopped, 10, interval=0.0002, what="the target stopped")
+
+
+def test_resilver_killed_between_the_moves_of_an_object(kc):
+    """A resilver on one filesystem moves each object by name (no copy): SIGKILL of the target frozen (SIGSTOP) while
+    an object is in a move's work file (.work/rb.local.N) loses nothing, neither right after the kill nor after the
+    restart (which empties .work); the moves are then completed, every object once on an active mountpath."""
+    h = kc
+    api = Api(h.url, session())
+    rid = h.targets()[1]["id"]
+    r = index_of(h, rid)
+    t = h.c.targets[r]
+    bucket = unique("rsm")
+    api.create_bucket(bucket)
+    want = [n for n in ("o-%04d" % i for i in range(450)) if owner_id(h, api, bucket, n) == rid]
+    for n in want:
+        api.put(bucket, n, body(n, MB // 1024))
+    old = list(t.mountpaths)
+    new = os.path.join(os.path.dirname(old[0]), "mp-same-fs")
+    t.mountpaths.append(new)  # where check_* look
+    s = session()
+    caught = None
+    try:
+        # attach and detach the mountpath until a freeze finds an object between its two renames
+        for change in range(10):
+            act = "attach" if change % 2 == 0 else "detach"
+            j = ctl("POST", t.control_url, "/v1/mountpaths", {"action": act, "path": new}, expect=None)
+            while caught is None:
+                freeze(t)
+                caught = [f for mp in t.mountpaths if os.path.isdir(os.path.join(mp, ".work"))
+                          for f in os.listdir(os.path.join(mp, ".work")) if f.startswith("rb.local.")] or None
+                if caught:
+                    h.kill_target(r, "KILL")  # frozen: killed in that very state
+                    break
+                t.signal(signal.SIGCONT)
+                d = resilver_doc(t, s)["resilver"]
+                if d["id"] == j["resilver_id"] and d["state"] != "running":
+                    break
+            if caught:
+                break
+        assert caught, "no freeze found a move under way"
+        print("\nkilled during a %s, with %s" % (act, caught))
+        check_torn_or_lost(t, bucket, want, MB // 1024)
+        h.restart_target(r)
+        wait_until(lambda: len(h.targets()) == 3, 30, what="the target back in the map")
+        settle(h, api, bucket, want, MB // 1024)
+        check_mountpaths(t, bucket, want, old + [new] if new in mountpath_list(t) else old, MB // 1024)
+        assert h.work_files([r]) == []
+    finally:
+        if t.alive():
+            t.signal(signal.SIGCONT)
+        if t.alive() and new in mountpath_list(t):
+            j = ctl("POST", t.control_url, "/v1/mountpaths", {"action": "detach", "path": new}, expect=202)
+            wait_until(lambda: detached(t, j["resilver_id"], old), END_S, interval=0.05, what="the detach done")
+        t.mountpaths.remove(new)

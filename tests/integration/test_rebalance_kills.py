@@ -48,6 +48,18 @@ def owner_id(h, api, bucket, name):
     raise AssertionError("%s is no target's" % loc)
 
 
+def owned_names(h, api, bucket, tid, fmt, n):
+    """The first n names fmt % 0, fmt % 1, ... that target tid owns in bucket."""
+    out = []
+    for i in range(100 * n):
+        name = fmt % i
+        if owner_id(h, api, bucket, name) == tid:
+            out.append(name)
+            if len(out) == n:
+                return out
+    raise AssertionError("target %s owns %d of %d names" % (tid, len(out), 100 * n))
+
+
 def index_of(h, tid):
     return [t.id for t in h.c.targets].index(tid)
 
@@ -67,8 +79,7 @@ class Dataset:
         ts = h.targets()
         self.receiver, self.sender = ts[0]["id"], ts[1]["id"]
         set_rebalance(h, "disable")
-        owned = [n for n in ("big-%03d" % i for i in range(300))
-                 if owner_id(h, api, self.plain, n) == self.receiver]
+        owned = owned_names(h, api, self.plain, self.receiver, "big-%03d", 24)
         cluster_put(h, "start-maintenance", {"sid": self.receiver})
         self.bigs = [n for n in owned if owner_id(h, api, self.plain, n) == self.sender][:2]
         assert len(self.bigs) == 2, owned
@@ -206,16 +217,59 @@ def resilver_doc(t, s):
     return r.json()
 
 
-def kill_mid_resilver(h, index, rid):
-    """SIGKILLs target index once its resilver rid has moved an object and not all; the status at the kill."""
-    t, s = h.c.targets[index], session()
+def freeze(node):
+    """SIGSTOP, and waits until every thread of the process is stopped (the signal is delivered asynchronously)."""
+    node.signal(signal.SIGSTOP)
+    task = "/proc/%d/task" % node.pid
 
-    def moving():
+    def stopped():
+        for tid in os.listdir(task):
+            try:
+                with open("%s/%s/stat" % (task, tid)) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] not in "tT":
+                        return False
+            except FileNotFoundError:
+                pass
+        return True
+    wait_until(stopped, 10, interval=0.0002, what="the target stopped")
+
+
+def moves_in_work(t):
+    """The work files on the target's mountpaths: with no PUT running, those of resilver moves (.work/rb.local.N, an
+    object linked there on its way; .work/put.P.N, a copy across filesystems being written)."""
+    return [f for mp in t.mountpaths if os.path.isdir(os.path.join(mp, ".work"))
+            for f in os.listdir(os.path.join(mp, ".work")) if f.startswith(("rb.local.", "put."))]
+
+
+def kill_mid_resilver(h, index, rid):
+    """SIGKILLs target index, frozen while its resilver rid has an object in a move's work file; returns those
+    files, or None when the resilver ended before a freeze found one (the target then runs on). The target runs
+    while its status is asked between two freezes."""
+    t, s = h.c.targets[index], session()
+    while True:
+        freeze(t)
+        caught = moves_in_work(t)
+        if caught:
+            h.kill_target(index, "KILL")  # frozen: killed in that very state
+            return caught
+        t.signal(signal.SIGCONT)
         d = resilver_doc(t, s)["resilver"]
-        return d["id"] == rid and d["state"] == "running" and 1 <= d["objects"] < d["misplaced"] and d
-    d = wait_until(moving, END_S, interval=0.001, what="resilver %s under way" % rid)
-    h.kill_target(index, "KILL")
-    return d
+        if d["id"] == rid and d["state"] != "running":
+            return None
+
+
+def kill_in_a_change(h, index, path, first, tries=10):
+    """Attaches or detaches path on target index (first `first`, then the other way, and so on) until a change's
+    resilver is caught with a move under way and the target killed; returns (the action, the work files seen)."""
+    t = h.c.targets[index]
+    for i in range(tries):
+        act = first if i % 2 == 0 else {"attach": "detach", "detach": "attach"}[first]
+        j = ctl("POST", t.control_url, "/v1/mountpaths", {"action": act, "path": path},
+                expect=200 if act == "attach" else 202)
+        caught = kill_mid_resilver(h, index, j["resilver_id"])
+        if caught:
+            return act, caught
+    raise AssertionError("no freeze found a move under way in %d mountpath changes" % tries)
 
 
 def detached(t, rid, left):
@@ -251,23 +305,28 @@ def check_torn_or_lost(t, bucket, want, size=MB):
                 assert f.read() == body(name, size), "%s torn on %s" % (name, mp)
 
 
-def settle(h, api, bucket, want, size=MB):
-    """A rebalance job (each target's misplaced objects to their owner and mountpath) ends clean, every object reads
-    back whole, and a second job finds nothing left to move."""
+def settle(h, api, bucket, want, index, size=MB):
+    """After the restart of target index: the rebalance of its rejoin (which moves objects between its mountpaths
+    too) ends, and leaves nothing for a rebalance job to move; every object reads back whole."""
+    t = h.targets()[[x["id"] for x in h.targets()].index(h.c.targets[index].id)]
+
+    def rejoin_done():
+        st = ctl("GET", t["control_url"], "/v1/rebalance")
+        return st["id"].startswith("rebalance-") and local_rebalance_ended(t)
+    wait_until(rejoin_done, END_S, interval=0.05, what="the rebalance of the rejoin ended")
     st = wait_job(h, start_rebalance(h), timeout=END_S)
-    assert st["state"] == "finished" and st["errors"] == 0, st
+    assert st["state"] == "finished" and st["errors"] == 0 and st["objects"] == 0, st
     for n in want:
         g = api.get(bucket, n)
         assert g.status_code == 200 and g.content == body(n, size), (n, g.status_code, len(g.content))
-    st = wait_job(h, start_rebalance(h), timeout=END_S)
-    assert st["state"] == "finished" and st["errors"] == 0 and st["objects"] == 0, st
 
 
 def test_resilver_with_the_target_killed(kc):
-    """SIGKILL of a target in the middle of the resilver of an attach, then of a detach (objects copied across
-    filesystems): right after each kill no object is lost or torn; on restart the attached mountpath is kept, the
-    interrupted detach is not (the mountpath is active again, the detach is asked again and completes), the moves
-    are completed, and every object is once on the target, on an active mountpath, read back whole; no work file."""
+    """SIGKILL of a target frozen in the middle of an object's copy to another filesystem, in the resilver of an
+    attach, then of a detach: right after each kill no object is lost or torn; on restart an attach is kept, an
+    interrupted detach is not (the mountpath is active again), the rebalance of the rejoin completes the moves
+    (a rebalance job then finds nothing to move), every object is once on the target, on an active mountpath, read
+    back whole, and no work file is left; a detach asked again completes."""
     shm = "/dev/shm"
     if not os.path.isdir(shm) or not os.access(shm, os.W_OK):
         pytest.skip("no writable /dev/shm: a mountpath on a second filesystem makes each move a copy")
@@ -280,37 +339,26 @@ def test_resilver_with_the_target_killed(kc):
         pytest.skip("/dev/shm is on the same filesystem as the test directory")
     bucket = unique("rsk")
     api.create_bucket(bucket)
-    want = [n for n in ("o-%04d" % i for i in range(400)) if owner_id(h, api, bucket, n) == rid][:N_RESILVER]
+    want = owned_names(h, api, bucket, rid, "o-%04d", N_RESILVER)
     for n in want:
         api.put(bucket, n, body(n, MB))
     old = list(t.mountpaths)
     base = tempfile.mkdtemp(prefix="ft-rsk-", dir=shm)
     new = os.path.join(base, "mp")
     try:
-        # attach: a third of the objects are copied to the new mountpath when the target is killed
-        j = ctl("POST", t.control_url, "/v1/mountpaths", {"action": "attach", "path": new})
         t.mountpaths.append(new)  # where check_* look
-        d = kill_mid_resilver(h, r, j["resilver_id"])
-        print("\nattach: killed at %d of %d moved" % (d["objects"], d["misplaced"]))
-        check_torn_or_lost(t, bucket, want)
-        h.restart_target(r)
-        assert sorted(m["path"] for m in resilver_doc(t, session())["mountpaths"]) == sorted(old + [new])
-        wait_until(lambda: len(h.targets()) == 3, 30, what="the target back in the map")
-        settle(h, api, bucket, want)
-        on = check_mountpaths(t, bucket, want, old + [new])
-        assert any(v == [new] for v in on.values()), "nothing on the attached mountpath"
-        assert h.work_files([r]) == []
-
-        # detach: every object of the new mountpath is copied back, the target is killed in the middle
-        j = ctl("POST", t.control_url, "/v1/mountpaths", {"action": "detach", "path": new}, expect=202)
-        d = kill_mid_resilver(h, r, j["resilver_id"])
-        print("detach: killed at %d of %d moved" % (d["objects"], d["misplaced"]))
-        check_torn_or_lost(t, bucket, want)
-        h.restart_target(r)
-        assert sorted(m["path"] for m in resilver_doc(t, session())["mountpaths"]) == sorted(old + [new])
-        wait_until(lambda: len(h.targets()) == 3, 30, what="the target back in the map")
-        settle(h, api, bucket, want)
-        check_mountpaths(t, bucket, want, old + [new])
+        for first in ("attach", "detach"):
+            # a third of the objects go to the new mountpath, then all of them away: a kill in the middle
+            act, caught = kill_in_a_change(h, r, new, first)
+            print("%s%s: killed with %s" % ("\n" if first == "attach" else "", act, caught))
+            check_torn_or_lost(t, bucket, want)
+            h.restart_target(r)
+            assert sorted(mountpath_list(t)) == sorted(old + [new])  # an attach is kept, a detach not
+            wait_until(lambda: len(h.targets()) == 3, 30, what="the target back in the map")
+            settle(h, api, bucket, want, r)
+            on = check_mountpaths(t, bucket, want, old + [new])
+            assert any(v == [new] for v in on.values()), "nothing on the attached mountpath"
+            assert h.work_files([r]) == []
         j = ctl("POST", t.control_url, "/v1/mountpaths", {"action": "detach", "path": new}, expect=202)
         wait_until(lambda: detached(t, j["resilver_id"], old), END_S, interval=0.05, what="the detach done")
         assert resilver_doc(t, session())["resilver"]["errors"] == 0
@@ -320,26 +368,11 @@ def test_resilver_with_the_target_killed(kc):
             assert g.status_code == 200 and g.content == body(n, MB), (n, g.status_code, len(g.content))
         assert h.work_files([r]) == []
     finally:
+        if t.alive():
+            t.signal(signal.SIGCONT)
         if new in t.mountpaths:
             t.mountpaths.remove(new)
         shutil.rmtree(base, ignore_errors=True)
-
-
-def freeze(node):
-    """SIGSTOP, and waits until every thread of the process is stopped (the signal is delivered asynchronously)."""
-    node.signal(signal.SIGSTOP)
-    task = "/proc/%d/task" % node.pid
-
-    def stopped():
-        for tid in os.listdir(task):
-            try:
-                with open("%s/%s/stat" % (task, tid)) as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] not in "tT":
-                        return False
-            except FileNotFoundError:
-                pass
-        return True
-    wait_until(stopped, 10, interval=0.0002, what="the target stopped")
 
 
 def test_resilver_killed_between_the_moves_of_an_object(kc):
@@ -353,39 +386,21 @@ def test_resilver_killed_between_the_moves_of_an_object(kc):
     t = h.c.targets[r]
     bucket = unique("rsm")
     api.create_bucket(bucket)
-    want = [n for n in ("o-%04d" % i for i in range(450)) if owner_id(h, api, bucket, n) == rid]
+    # each name in directories of its own: a move creates them on the new mountpath between its link and its rename
+    want = owned_names(h, api, bucket, rid, "d%04d/a/b/c/o", 150)
     for n in want:
         api.put(bucket, n, body(n, MB // 1024))
     old = list(t.mountpaths)
     new = os.path.join(os.path.dirname(old[0]), "mp-same-fs")
     t.mountpaths.append(new)  # where check_* look
-    s = session()
     caught = None
     try:
-        # attach and detach the mountpath until a freeze finds an object in a move's work file
-        for change in range(10):
-            act = "attach" if change % 2 == 0 else "detach"
-            j = ctl("POST", t.control_url, "/v1/mountpaths", {"action": act, "path": new},
-                    expect=200 if act == "attach" else 202)
-            while caught is None:
-                freeze(t)
-                caught = [f for mp in t.mountpaths if os.path.isdir(os.path.join(mp, ".work"))
-                          for f in os.listdir(os.path.join(mp, ".work")) if f.startswith("rb.local.")] or None
-                if caught:
-                    h.kill_target(r, "KILL")  # frozen: killed in that very state
-                    break
-                t.signal(signal.SIGCONT)
-                d = resilver_doc(t, s)["resilver"]
-                if d["id"] == j["resilver_id"] and d["state"] != "running":
-                    break
-            if caught:
-                break
-        assert caught, "no freeze found a move under way"
+        act, caught = kill_in_a_change(h, r, new, "attach")
         print("\nkilled during a %s, with %s" % (act, caught))
         check_torn_or_lost(t, bucket, want, MB // 1024)
         h.restart_target(r)
         wait_until(lambda: len(h.targets()) == 3, 30, what="the target back in the map")
-        settle(h, api, bucket, want, MB // 1024)
+        settle(h, api, bucket, want, r, MB // 1024)
         check_mountpaths(t, bucket, want, old + [new] if new in mountpath_list(t) else old, MB // 1024)
         assert h.work_files([r]) == []
     finally:

@@ -16,7 +16,7 @@ END_S = 60           # every wait for an end (not a speed check)
 CHUNK = 8 << 20      # a rebalance transfer's chunk (RB_CHUNK)
 BIG = 3 * CHUNK + 4096  # four PUTs to the receiver: a partial transfer file lives a while on its .work
 N_SMALL = 150
-N_MIRRORED = 30
+N_PROTECTED = 20  # objects of a mirrored bucket (2 copies on the owner's mountpaths), and of an EC 1+1 one
 
 kc = module_cluster("rbkills", "these tests kill targets and look at their disks", targets=3, mountpaths=2,
                     proxy_args=["--job_missing_grace_s", str(GRACE_S)])
@@ -70,12 +70,14 @@ class Dataset:
 
     def __init__(self, h, api, tag):
         self.h, self.api = h, api
-        self.plain, self.mirrored = unique(tag), unique(tag + "-m")
+        self.plain, self.mirrored, self.ec = unique(tag), unique(tag + "-m"), unique(tag + "-ec")
         self.want = {}  # (bucket, name) -> size
         api.create_bucket(self.plain)
-        r = api.s.post("%s/v1/buckets/%s" % (api.url, self.mirrored), timeout=TIMEOUT,
-                       json={"action": "create-bck", "value": {"mirror": {"copies": 2}}})
-        assert r.status_code == 200, r.text
+        for b, props in ((self.mirrored, {"mirror": {"copies": 2}}),
+                         (self.ec, {"ec": {"data_slices": 1, "parity_slices": 1, "objsize_limit": 0}})):
+            r = api.s.post("%s/v1/buckets/%s" % (api.url, b), timeout=TIMEOUT,
+                           json={"action": "create-bck", "value": props})
+            assert r.status_code == 200, r.text
         ts = h.targets()
         self.receiver, self.sender = ts[0]["id"], ts[1]["id"]
         set_rebalance(h, "disable")
@@ -87,8 +89,9 @@ class Dataset:
             self.put(self.plain, n, BIG)
         for i in range(N_SMALL):
             self.put(self.plain, "s/%04d" % i, 1 + (i * 7919) % (48 << 10))
-        for i in range(N_MIRRORED):
+        for i in range(N_PROTECTED):
             self.put(self.mirrored, "m/%03d" % i, 1 + (i * 104729) % (32 << 10))
+            self.put(self.ec, "e/%03d" % i, 1 + (i * 15485863) % (32 << 10))
         cluster_put(h, "stop-maintenance", {"sid": self.receiver})
 
     def put(self, bucket, name, size):
@@ -99,7 +102,7 @@ class Dataset:
         """{(bucket, name): [target index, ...]} of the published objects on every target's mountpaths; each copy
         must hold the object's exact bytes."""
         out = {}
-        for b in (self.plain, self.mirrored):
+        for b in (self.plain, self.mirrored, self.ec):
             for i, t in enumerate(self.h.c.targets):
                 for name, mps in objects_on_disk(t.mountpaths, b).items():
                     assert (b, name) in self.want, "unexpected object %s/%s" % (b, name)
@@ -112,13 +115,13 @@ class Dataset:
         return out
 
     def check_whole(self, down=None):
-        """Nothing lost or torn on disk, every object read through the proxy with its exact bytes (but those only
-        target index down holds: no redundancy brings them back while it is down)."""
+        """Nothing lost or torn on disk, every object read through the proxy with its exact bytes (but those of the
+        plain and mirrored buckets only target index down holds: their copies are all on it while it is down)."""
         on = self.on_disk()
         lost = sorted(set(self.want) - set(on))
         assert not lost, "%d objects lost, e.g. %s" % (len(lost), lost[:5])
         for (b, name), size in self.want.items():
-            if on[(b, name)] == [down]:
+            if on[(b, name)] == [down] and b != self.ec:
                 continue
             r = self.api.get(b, name)
             assert r.status_code == 200 and r.content == body(name, size), (b, name, r.status_code, len(r.content))
@@ -172,9 +175,10 @@ def local_rebalance_ended(t):
 
 @pytest.mark.parametrize("role", ["sender", "receiver"])
 def test_rebalance_with_a_target_killed(kc, role):
-    """SIGKILL of the target sending (or receiving) a multi-chunk object in the middle of a rebalance job: no object
-    lost or torn, the job ends incomplete naming it, no transfer work file stays on any target; once it is back a
-    new rebalance completes and every object is once on its HRW owner, read back whole."""
+    """SIGKILL of the target sending (or receiving) a multi-chunk object in the middle of a rebalance job over a
+    plain, a mirrored and an EC 1+1 bucket: no object lost or torn, the EC objects and the others' copies served
+    while it is down, the job ends incomplete naming it, no transfer work file stays on any target; once it is back
+    a new rebalance completes and every object is once on its HRW owner, read back whole."""
     h = kc
     api = Api(h.url, session())
     ds = Dataset(h, api, "rbk" + role[0])

@@ -329,6 +329,7 @@ void tgt_rebalance_smap_changed(tgt_t *t, const ft_smap_t *prev, const ft_smap_t
 	pthread_mutex_unlock(&rb->lock);
 	ft_info("Smap v%lld: the set of targets changed (%d -> %d targets)%s", (long long)cur->version,
 		prev ? prev->n_targets : 0, cur->n_targets, disabled ? ", rebalance disabled" : "");
+	rb_recv_sweep(t, cur);
 	if (!disabled && !stopping)
 		start_rebalance(t, cur->version);
 }

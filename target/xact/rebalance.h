@@ -108,6 +108,12 @@ void rb_send_for_peer(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 /* ---- rebalance_recv.c ---- */
 void rb_recv_chunk(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
 void rb_recv_abort(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);
+/*
+ * Removes the partial transfer work files (.work/rb.<xfer>) whose sender is not a target of cur: a sender that
+ * died or left mid-object never sends the rest, nor the DELETE that drops them (it comes back, if ever, as a
+ * new process with new transfers).
+ */
+void rb_recv_sweep(tgt_t *t, const ft_smap_t *cur);
 
 /* ---- rebalance_pull.c ---- */
 void rb_pull_now(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp);

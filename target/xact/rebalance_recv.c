@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Rebalance receiver: takes the chunks another target sends, verifies and publishes the object. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "cluster/smap.h"
 #include "core/lom.h"
 #include "protect/protect.h"
 #include "target.h"
@@ -168,4 +170,55 @@ void rb_recv_abort(tgt_t *t, const ft_ctl_req_t *req, ft_ctl_resp_t *resp)
 	snprintf(work, sizeof(work), "rb.%s", xfer);
 	unlinkat(o.mp->work_fd, work, 0);
 	resp->status = 200;
+}
+
+/* The sender's digest in a transfer work name "rb.<16 hex digest>.<pid>.<n>"; -1 for another name (rb.local.N). */
+static int work_sender(const char *name, uint64_t *digest)
+{
+	char *end = NULL;
+
+	if (strncmp(name, "rb.", 3) != 0 || strlen(name) < 3 + 16 + 1 || name[3 + 16] != '.')
+		return -1;
+	for (int i = 3; i < 3 + 16; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return -1;
+	*digest = strtoull(name + 3, &end, 16);
+	return end == name + 3 + 16 ? 0 : -1;
+}
+
+static int in_map(const ft_smap_t *m, uint64_t digest)
+{
+	for (int i = 0; i < m->n_targets; i++)
+		if (m->target_digests[i] == digest)
+			return 1;
+	return 0;
+}
+
+void rb_recv_sweep(tgt_t *t, const ft_smap_t *cur)
+{
+	int n = __atomic_load_n(&t->n_mountpaths, __ATOMIC_ACQUIRE), removed = 0;
+
+	for (int i = 0; i < n; i++) {
+		int st = tgt_mountpath_slot_state(t, i);
+		if (st != 0 && st != 1) /* active or detaching */
+			continue;
+		int fd = openat(t->mountpaths[i].work_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+		if (!d) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		struct dirent *de;
+		uint64_t digest;
+		while ((de = readdir(d)) != NULL) {
+			if (work_sender(de->d_name, &digest) == 0 && !in_map(cur, digest) &&
+			    unlinkat(t->mountpaths[i].work_fd, de->d_name, 0) == 0)
+				removed++;
+		}
+		closedir(d);
+	}
+	if (removed > 0)
+		ft_info("rebalance: removed %d partial transfers from targets no longer in Smap v%lld", removed,
+			(long long)cur->version);
 }

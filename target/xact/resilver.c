@@ -92,9 +92,13 @@ int resilver_local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes
 	}
 	snprintf(work, sizeof(work), "rb.local.%llu",
 		 (unsigned long long)atomic_fetch_add(&t->rebalance->xfer_counter, 1));
-	if (renameat(o->mp->root_fd, o->rel, dst->work_fd, work) != 0) {
-		if (errno != EXDEV) {
-			snprintf(err, cap, "rename to %s: %s", dst->path, strerror(errno));
+	/*
+	 * A second name, not a rename: until the source name is removed a crash leaves the object on both
+	 * mountpaths, never only in .work, which is emptied at start.
+	 */
+	if (linkat(o->mp->root_fd, o->rel, dst->work_fd, work, 0) != 0) {
+		if (errno != EXDEV && errno != EMLINK && errno != EPERM && errno != EOPNOTSUPP) { /* else: copy */
+			snprintf(err, cap, "link to %s: %s", dst->path, strerror(errno));
 			work[0] = '\0';
 			rc = -1;
 			goto out;
@@ -112,22 +116,11 @@ int resilver_local_move(tgt_obj_t *o, const tgt_mountpath_t *dst, int64_t *bytes
 			rc = -1;
 			goto out;
 		}
-		rc = tgt_publish(&d, work, t->cfg.sync);
-		if (rc == 0) {
-			unlinkat(o->mp->root_fd, o->rel, 0);
-			tgt_parent_prune(o->mp, o->rel);
-		}
-	} else {
-		rc = tgt_publish(&d, work, t->cfg.sync);
-		if (rc != 0 && rc != -ESTALE) {
-			/* Back where it was; if even that fails, the work file is kept (never deleted here). */
-			if (renameat(dst->work_fd, work, o->mp->root_fd, o->rel) != 0)
-				ft_error("resilver: %s stays in %s/%s/%s: %s", o->rel, dst->path, TGT_WORK_DIR, work,
-					 strerror(errno));
-			work[0] = '\0';
-		}
-		if (rc == 0)
-			tgt_parent_prune(o->mp, o->rel);
+	}
+	rc = tgt_publish(&d, work, t->cfg.sync);
+	if (rc == 0) {
+		unlinkat(o->mp->root_fd, o->rel, 0);
+		tgt_parent_prune(o->mp, o->rel);
 	}
 	if (rc != 0) {
 		snprintf(err, cap, "publish on %s: %s", dst->path, rc == -ESTALE ? "bucket destroyed" : strerror(-rc));

@@ -25,6 +25,7 @@ import ssl
 import tarfile
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
@@ -182,6 +183,35 @@ def bad_heads(url, host):
                 pass
 
 
+# ---- an origin that fails mid-body ----
+class Faulty(BaseHTTPRequestHandler):
+    """Promises 1 MiB; "cut*" names send 64 KiB and close, "stall*" names send 64 KiB and go quiet for a while."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        name = self.path.rsplit("/", 1)[-1]
+        self.send_response(200)
+        self.send_header("Content-Length", str(1 << 20))
+        self.end_headers()
+        try:
+            self.wfile.write(b"f" * (64 * 1024))
+            self.wfile.flush()
+            if name.startswith("stall"):
+                time.sleep(FAULTY_STALL_MS / 1000 * 2)
+        except OSError:
+            pass
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
+
+    do_HEAD = do_GET
+
+
+FAULTY_STALL_MS = 400
+
+
 # ---- fixtures ----
 @pytest.fixture(scope="module")
 def env(lcluster):
@@ -201,10 +231,19 @@ def env(lcluster):
             t.addfile(ti, io.BytesIO(data))
     api.put(b, "shard.tar", buf.getvalue())
     wd = peers.scratch_dir("ft-leaks-")
+    srv = ThreadingHTTPServer(("127.0.0.1", peers.free_port()), Faulty)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    fb = unique("lkf")
+    create_remote(lcluster.url, fb, "ht", {"endpoint": "http://127.0.0.1:%d/x" % srv.server_address[1],
+                                           "stall_timeout_ms": FAULTY_STALL_MS})
     s3 = s3util.client(lcluster)
     s3b = s3util.bucket_name("lk")
     s3.create_bucket(Bucket=s3b)
-    yield {"api": api, "bucket": b, "names": names, "big": big, "dir": wd, "s3": s3, "s3b": s3b}
+    yield {"api": api, "bucket": b, "names": names, "big": big, "dir": wd, "s3": s3, "s3b": s3b, "faulty": fb}
+    requests.delete("%s/v1/buckets/%s?provider=ht" % (lcluster.url, fb), timeout=TIMEOUT)
+    srv.shutdown()
+    srv.server_close()
 
 
 def owner_host(api, bucket, name):
@@ -321,6 +360,14 @@ def remote(env, lcluster, rnd):
         s = session()
         for i in range(n // 2):
             assert s.get(obj_url(lcluster.url, hb, "f%d" % i), timeout=TIMEOUT).status_code == 200
+        # clients that leave a cold GET at its first bytes
+        for i in range(3 * SCALE):
+            p = origin.root / ("c%d" % i)
+            p.write_bytes(os.urandom(2 << 20))
+            p.chmod(0o644)
+            r = s.get(obj_url(lcluster.url, hb, "c%d" % i), allow_redirects=False, timeout=TIMEOUT)
+            assert r.status_code == 307, r.text
+            cut_get(r.headers["Location"], "%s:%d" % hostport(r.headers["Location"]), keep=1)
         r = s.post("%s/v1/buckets/%s?provider=ht" % (lcluster.url, hb),
                    json={"action": "prefetch-listrange", "value": {"template": "f{0..%d}" % (n - 1)}}, timeout=TIMEOUT)
         assert r.status_code == 200, r.text
@@ -345,7 +392,12 @@ def remote(env, lcluster, rnd):
             except requests.RequestException as e:
                 errs.append(e)
 
+        def faulty(name):
+            session().get(obj_url(lcluster.url, env["faulty"], name), timeout=TIMEOUT)
+
         ts = [threading.Thread(target=cold, args=(i,)) for i in range(n)]
+        ts += [threading.Thread(target=faulty, args=("%s%d-%d" % (k, rnd, i),)) for k in ("cut", "stall")
+               for i in range(4 * SCALE)]
         for t in ts:
             t.start()
         origin.stop()

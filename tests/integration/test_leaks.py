@@ -431,6 +431,9 @@ def test_fds_and_threads_settle(lcluster, env):
         print("round %d: %s" % (rnd, " ".join("%s fds %d cached %d pooled %d threads %d rss %d vm %d" % (
             k, v["fds"], v["cached"], v["pooled"], v["threads"], v["rss"], v["vm"]) for k, v in rows[-1].items())))
     assert lcluster.work_files() == []
+    parts = [os.path.join(d, f) for mp in lcluster.all_mountpaths() for d, _, fs in os.walk(os.path.join(mp, ".mpu"))
+             for f in fs]
+    assert parts == []  # every multipart upload was completed or aborted
     warm = rows[0]
     for name in warm:
         fds = [r[name]["fds"] for r in rows]

@@ -423,17 +423,8 @@ def one_round(env, lcluster, rnd):
     env["api"] = Api(lcluster.url, session())
 
 
-def test_fds_and_threads_settle(lcluster, env):
-    rows = []
-    for rnd in range(ROUNDS):
-        one_round(env, lcluster, rnd)
-        rows.append(settle(lcluster))
-        print("round %d: %s" % (rnd, " ".join("%s fds %d cached %d pooled %d threads %d rss %d vm %d" % (
-            k, v["fds"], v["cached"], v["pooled"], v["threads"], v["rss"], v["vm"]) for k, v in rows[-1].items())))
-    assert lcluster.work_files() == []
-    parts = [os.path.join(d, f) for mp in lcluster.all_mountpaths() for d, _, fs in os.walk(os.path.join(mp, ".mpu"))
-             for f in fs]
-    assert parts == []  # every multipart upload was completed or aborted
+def check_rows(rows):
+    """Asserts the bounds of the module's docstring on samples taken after each round (rows[0]: the warm-up)."""
     warm = rows[0]
     for name in warm:
         fds = [r[name]["fds"] for r in rows]
@@ -446,6 +437,55 @@ def test_fds_and_threads_settle(lcluster, env):
         for r in rows:
             # per thread at most two libcurl handles (node client, S3 relay), each a socketpair and 5 connections
             assert r[name]["pooled"] <= r[name]["threads"] * 2 * 7, (name, r[name])
+
+
+def sampled(h, rows, rnd):
+    rows.append(settle(h))
+    print("round %d: %s" % (rnd, " ".join("%s fds %d cached %d pooled %d threads %d rss %d vm %d" % (
+        k, v["fds"], v["cached"], v["pooled"], v["threads"], v["rss"], v["vm"]) for k, v in rows[-1].items())))
+
+
+def test_fds_and_threads_settle(lcluster, env):
+    rows = []
+    for rnd in range(ROUNDS):
+        one_round(env, lcluster, rnd)
+        sampled(lcluster, rows, rnd)
+    assert lcluster.work_files() == []
+    parts = [os.path.join(d, f) for mp in lcluster.all_mountpaths() for d, _, fs in os.walk(os.path.join(mp, ".mpu"))
+             for f in fs]
+    assert parts == []  # every multipart upload was completed or aborted
+    check_rows(rows)
+
+
+tcluster = module_cluster("leakstls", "it reads the daemons' /proc entries", targets=2, mountpaths=1, tls=True)
+
+
+def test_tls_fds_and_threads_settle(tcluster):
+    """HTTPS public ports: requests, cut PUTs and GETs inside TLS, handshakes cut short or never started."""
+    CA[:] = [tcluster.c.ca_file]
+    b = unique("lkt")
+    rows = []
+    for rnd in range(ROUNDS):
+        api = Api(tcluster.url, session())
+        api.s.verify = tcluster.c.ca_file
+        if rnd == 0:
+            api.create_bucket(b)
+            api.put(b, "big", os.urandom(BIG))
+        for i in range(10 * SCALE):
+            api.put(b, "o%d" % i, b"t" * 5000)
+            assert api.get(b, "o%d" % i).status_code == 200
+            assert api.get(b, "none%d" % i).status_code == 404
+            loc, host = owner_host(api, b, "big")
+            cut_get(loc, host)
+            cut_put(loc.replace("/big", "/cut%d" % i), host)
+            bad_heads(loc, host)
+            for raw in (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"):
+                with socket.create_connection(hostport(loc), timeout=TIMEOUT) as s:
+                    s.sendall(raw)
+        api.s.close()
+        sampled(tcluster, rows, rnd)
+    assert tcluster.work_files() == []
+    check_rows(rows)
 
 
 def origin_sockets(h, port):

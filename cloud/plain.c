@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,10 +50,14 @@
  * Connections: a connection whose response body was read to its end (Content-Length) and that
  * the origin did not mark "Connection: close" goes back to a process-wide idle list of POOL_MAX
  * (keyed by host[:port]); a request on a reused connection that finds it closed before any
- * response byte is sent again once on a new one (GET is idempotent).
+ * response byte is sent again once on a new one (GET is idempotent). Every take from and put to
+ * the list first drops the idle connections the origin has closed and those idle for IDLE_MAX_MS:
+ * an origin that went away, or one no longer asked, would otherwise keep its sockets and pipes
+ * open in the list for good.
  */
 
 #define POOL_MAX 16
+#define IDLE_MAX_MS 30000   /* an idle connection older than this is closed rather than reused */
 #define HEAD_MAX (16 << 10) /* response status line and headers */
 #define POLL_SLICE_MS 250
 #define PIPE_BYTES (1 << 20) /* ft_be_plain_splice: the most one call moves (the default pipe-max-size) */
@@ -73,6 +78,7 @@ struct ft_be_plain {
 	int eof;
 	int pipe_rd, pipe_wr; /* ft_be_plain_splice's pipe, -1 until first used; empty between calls */
 	size_t pipe_cap;
+	int64_t idle_since;  /* now_ms() when it went on the idle list */
 	ft_be_plain_t *next; /* on the idle list */
 };
 
@@ -126,12 +132,53 @@ static ft_backend_err_t die(ft_be_xfer_t *x, ft_backend_err_t code, ft_backend_e
 
 /* ---- connections ---- */
 
+/* Whether idle connection p can carry another request: no EOF, error or stray bytes on it. */
+static bool idle_usable(ft_be_plain_t *p)
+{
+	char c;
+	ssize_t n = recv(p->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+/* Unlinks the idle connections the origin closed or that waited longer than IDLE_MAX_MS and returns
+ * them as a list for conn_free; idle_lock held. */
+static ft_be_plain_t *idle_reap_locked(int64_t now)
+{
+	ft_be_plain_t *gone = NULL, **pp = &idle_head;
+
+	while (*pp != NULL) {
+		ft_be_plain_t *p = *pp;
+
+		if (now - p->idle_since <= IDLE_MAX_MS && idle_usable(p)) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		idle_count--;
+		p->next = gone;
+		gone = p;
+	}
+	return gone;
+}
+
+static void conn_free_list(ft_be_plain_t *p)
+{
+	while (p != NULL) {
+		ft_be_plain_t *next = p->next;
+
+		conn_free(p);
+		p = next;
+	}
+}
+
 /* An idle connection to key that is still open, or NULL. */
 static ft_be_plain_t *idle_take(const char *key)
 {
-	ft_be_plain_t *p = NULL, **pp;
+	ft_be_plain_t *p = NULL, **pp, *gone;
 
 	pthread_mutex_lock(&idle_lock);
+	gone = idle_reap_locked(now_ms());
 	for (pp = &idle_head; *pp != NULL; pp = &(*pp)->next) {
 		if (strcmp((*pp)->key, key) == 0) {
 			p = *pp;
@@ -141,24 +188,21 @@ static ft_be_plain_t *idle_take(const char *key)
 		}
 	}
 	pthread_mutex_unlock(&idle_lock);
-	if (p != NULL) {
-		char c;
-		ssize_t n = recv(p->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) || n > 0) {
-			conn_free(p); /* closed by the origin, or stray bytes: not usable */
-			return NULL;
-		}
+	conn_free_list(gone);
+	if (p != NULL)
 		p->reused = 1;
-	}
 	return p;
 }
 
 static void idle_put(ft_be_plain_t *p)
 {
+	ft_be_plain_t *gone;
+
 	p->next = NULL;
 	p->off = p->len = 0;
+	p->idle_since = now_ms();
 	pthread_mutex_lock(&idle_lock);
+	gone = idle_reap_locked(p->idle_since);
 	if (idle_count < POOL_MAX) {
 		p->next = idle_head;
 		idle_head = p;
@@ -166,6 +210,7 @@ static void idle_put(ft_be_plain_t *p)
 		p = NULL;
 	}
 	pthread_mutex_unlock(&idle_lock);
+	conn_free_list(gone);
 	conn_free(p);
 }
 
@@ -178,12 +223,7 @@ void ft_be_plain_cleanup(void)
 	idle_head = NULL;
 	idle_count = 0;
 	pthread_mutex_unlock(&idle_lock);
-	while (p != NULL) {
-		ft_be_plain_t *next = p->next;
-
-		conn_free(p);
-		p = next;
-	}
+	conn_free_list(p);
 }
 
 /* Splits "host[:port]" / "[v6][:port]" into host and port (default 80); 0 or -1. */

@@ -803,8 +803,10 @@ static int job_launch(job_t *j)
 }
 
 /*
- * Frees the jobs that ended more than expiry_s ago (jobs_lock held). Their runs are over, so the
- * joins are short.
+ * Joins the threads of the runs that ended and frees the jobs that ended more than expiry_s ago
+ * (jobs_lock held). A run's threads have exited, or its last one is in the run's done (which never
+ * takes jobs_lock), so the joins are short. Joined at once, not at the expiry: until then each
+ * exited thread would keep its stack mapped, for job_expiry_s after every job.
  */
 static void jobs_expire(tgt_jobs_t *js, int expiry_s)
 {
@@ -814,6 +816,7 @@ static void jobs_expire(tgt_jobs_t *js, int expiry_s)
 		job_t *j = *p;
 		int64_t end = 0;
 		if (j->run != NULL && tgt_run_state(j->run) != TGT_RUN_RUNNING) {
+			tgt_run_wait(j->run);
 			json_t *doc = tgt_run_json(j->run, "");
 			end = json_integer_value(json_object_get(doc, "end"));
 			json_decref(doc);

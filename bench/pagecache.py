@@ -103,7 +103,7 @@ class Background:
     def loop(self):
         self.t0 = time.monotonic()
         while not self.stop_ev.is_set():
-            self.kept = max(self.kept, sysprobe.evict_files(self.files)[0])
+            self.kept = max(self.kept, sysprobe.evict_files(self.files))
             self.started.set()
             try:
                 r = self.run_pass()

@@ -559,8 +559,8 @@ class Bench:
 
             def evicted(fn):
                 nonlocal still, kept
-                n, b = sysprobe.evict_files(files)
-                still, kept = max(still, n), max(kept, b)
+                n = sysprobe.evict_files(files)
+                still, kept = max(still, n), max(kept, sysprobe.resident_bytes(files) if n else 0)
                 return fn()
 
             for rnd in range(a.rounds):

@@ -254,9 +254,8 @@ def resident_pages(path):
 
 def evict_files(paths, attempts=8):
     """Drops the files' pages from the page cache (written back first), so the next reads come
-    from the disk. Retries files that keep pages (under writeback); returns (files that still
-    keep some, bytes of theirs still resident)."""
-    left, resident = list(paths), {}
+    from the disk. Retries files that keep pages (under writeback); returns how many still do."""
+    left = list(paths)
     for attempt in range(attempts):
         for path in left:
             fd = os.open(path, os.O_RDONLY)
@@ -265,12 +264,16 @@ def evict_files(paths, attempts=8):
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             finally:
                 os.close(fd)
-        resident = {p: resident_pages(p) for p in left}
-        left = [p for p in left if resident[p] > 0]
+        left = [p for p in left if resident_pages(p) > 0]
         if not left:
             break
         time.sleep(0.05 * (attempt + 1))
-    return len(left), sum(resident[p] for p in left) * mmap.PAGESIZE
+    return len(left)
+
+
+def resident_bytes(paths):
+    """Bytes of the files' pages in the page cache now."""
+    return sum(resident_pages(p) for p in paths) * mmap.PAGESIZE
 
 
 def warm_files(paths):
